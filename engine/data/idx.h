@@ -1,0 +1,23 @@
+// IDX files (the MNIST format), raw or gzip: reading with every header field validated
+// against the file size and each other, and writing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace plab {
+
+struct IdxArray {
+    std::vector<std::int64_t> dims;   // e.g. {60000, 28, 28} or {60000}
+    std::vector<std::uint8_t> data;   // unsigned bytes (type code 0x08)
+};
+
+// Reads an IDX file of unsigned bytes; a ".gz" name (or gzip magic) is decompressed.
+// Throws InputError naming the file and the problem.
+IdxArray readIdx(const std::filesystem::path& file);
+
+// Writes raw IDX (gzip when the name ends in ".gz"). Throws std::runtime_error on I/O failure.
+void writeIdx(const std::filesystem::path& file, const IdxArray& a);
+
+}  // namespace plab

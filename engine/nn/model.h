@@ -1,0 +1,75 @@
+// Models (mlp, small-cnn, seed-cnn) as stacks of layers, with one training step's
+// forward and backward under a precision recipe.
+#pragma once
+
+#include "amp/recipe.h"
+#include "nn/parameter.h"
+#include "telemetry/telemetry.h"
+#include "tensor/memory.h"
+#include "tensor/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+class ComputeBackend;
+
+struct ModelSpec {
+    std::string kind = "small-cnn";   // "mlp", "small-cnn", "seed-cnn"
+    // Channel / width overrides; empty keeps the defaults:
+    // mlp {512, 256}, small-cnn {32, 64}, seed-cnn {420, 1000}.
+    std::vector<int> widths;
+    bool operator==(const ModelSpec&) const = default;
+};
+
+// What a layer needs to know during one step.
+struct StepContext {
+    const PrecisionRecipe* recipe = nullptr;
+    ComputeBackend* backend = nullptr;      // the CPU backend unless a plugin is loaded
+    TelemetryCollector* telemetry = nullptr;   // may be null (evaluation)
+    MemoryAccountant* memory = nullptr;        // may be null
+    bool training = true;
+};
+
+struct StepOutput {
+    float loss = 0.0f;          // mean cross-entropy of the batch, unscaled, as computed
+    std::int64_t correct = 0;   // argmax(logits) == label
+};
+
+class Model {
+public:
+    virtual ~Model() = default;
+
+    // Throws std::invalid_argument with one clear sentence for a bad spec.
+    // Weights are initialised like PyTorch's defaults (Kaiming-uniform, a = sqrt(5)),
+    // from a generator seeded with `seed`.
+    static std::unique_ptr<Model> create(const ModelSpec& spec, std::uint64_t seed);
+
+    virtual const ModelSpec& spec() const = 0;
+    virtual std::vector<Parameter*> parameters() = 0;
+    virtual std::vector<std::string> layerNames() const = 0;   // in model order
+
+    // Puts the weights into the form `recipe` needs: creates or drops the fp32 master
+    // copies, re-rounds or promotes the stored weights and optimizer state, sizes the
+    // gradients. Called at the start and on every mid-run recipe change.
+    virtual void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory) = 0;
+
+    // images: (N, 1, 28, 28) fp32 in [0, 1]; labels: N values 0..9.
+    // Forward, loss * lossScale, backward; leaves S * dL/dw in every Parameter::grad,
+    // rounded as the recipe says. Taps telemetry at every rounding site.
+    virtual StepOutput trainStep(const Tensor& images, const std::vector<std::uint8_t>& labels,
+                                 float lossScale, StepContext& ctx) = 0;
+
+    // Forward only; loss is the batch mean.
+    virtual StepOutput evaluate(const Tensor& images, const std::vector<std::uint8_t>& labels,
+                                StepContext& ctx) = 0;
+
+    // Bytes per sample of activations kept for backward, in the recipe's storage format,
+    // for the batch-size planner.
+    virtual std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const = 0;
+};
+
+}  // namespace plab

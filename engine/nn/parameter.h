@@ -1,0 +1,35 @@
+// A trainable parameter and every copy the recipes keep of it.
+#pragma once
+
+#include "tensor/tensor.h"
+
+#include <cstdint>
+#include <string>
+
+namespace plab {
+
+struct Parameter {
+    std::string layer;   // "conv1", "fc2", ...
+    std::string name;    // "weight" or "bias"
+
+    // With master weights: `master` is the fp32 copy the optimizer updates and `value`
+    // is its cast copy in the compute format, refreshed after every update.
+    // Without: `master` is empty and `value` is the only copy, stored in the recipe's
+    // storage format (fp16/bf16), updated there.
+    Tensor master;
+    Tensor value;
+    Tensor grad;         // weight gradient; holds S * dL/dw until the trainer unscales it
+    Tensor state1;       // SGD momentum buffer, or Adam's first moment
+    Tensor state2;       // Adam's second moment
+    std::int64_t optimizerSteps = 0;   // Adam's t
+
+    // Lost updates of the last optimizer step: elements whose computed update was
+    // nonzero but whose stored weight did not change.
+    std::int64_t lostUpdates = 0;
+    std::int64_t nonzeroUpdates = 0;
+
+    // The tensor the optimizer writes: master when present, else value.
+    Tensor& stored() { return master.size() ? master : value; }
+};
+
+}  // namespace plab

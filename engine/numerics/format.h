@@ -1,0 +1,51 @@
+// Number formats of Precision Lab and exact scalar conversions between them.
+// fp32 -> fp16/bf16: round to nearest, ties to even, subnormals kept, overflow to +-inf,
+// NaN stays NaN with its sign (quiet bit set). fp32 -> tf32: round to nearest, ties away
+// from zero, as CUDA's cvt.rna.tf32.f32; a tf32 value is an fp32 pattern with the low 13
+// bits zero. Every value of a reduced format is held in fp32 exactly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace plab {
+
+enum class Format : std::uint8_t { fp32, tf32, fp16, bf16 };
+
+// Static facts about a format, from its definition (IEEE 754 for fp16, fp32).
+struct FormatInfo {
+    Format format;
+    std::string_view name;        // "fp32", "tf32", "fp16", "bf16"
+    int exponentBits;
+    int mantissaBits;             // explicit fraction bits
+    int storageBytes;             // bytes one element occupies in memory (tf32: 4)
+    int minSubnormalLog2;         // log2 of the smallest positive subnormal
+    int minNormalLog2;            // log2 of the smallest positive normal
+    int maxExponent;              // largest finite value is (2 - 2^-mantissaBits) * 2^maxExponent
+    double maxFinite;
+};
+
+const FormatInfo& formatInfo(Format f);
+std::string_view formatName(Format f);
+std::optional<Format> parseFormat(std::string_view name);
+
+// Scalar conversions (bit-exact reference path).
+std::uint16_t fp32ToFp16Bits(float x);
+float fp16BitsToFp32(std::uint16_t h);
+std::uint16_t fp32ToBf16Bits(float x);
+float bf16BitsToFp32(std::uint16_t b);
+float roundToTf32(float x);
+
+// x rounded to format f, returned as the fp32 value that represents it exactly.
+float roundTo(Format f, float x);
+
+enum class ValueClass : std::uint8_t { zero, subnormal, normal, inf, nan };
+std::string_view valueClassName(ValueClass c);
+// Class of an (already rounded) value as seen in format f.
+ValueClass classify(Format f, float representable);
+
+std::uint32_t bitsOf(float x);
+float floatFromBits(std::uint32_t u);
+
+}  // namespace plab

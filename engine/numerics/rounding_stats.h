@@ -1,0 +1,43 @@
+// What one bulk rounding did to a tensor: counts of underflow, subnormal results,
+// overflow and NaN, and a histogram of log2|x| of the values before rounding.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace plab {
+
+struct RoundingStats {
+    std::uint64_t count = 0;       // elements rounded
+    std::uint64_t zerosIn = 0;     // inputs that were exactly +-0
+    std::uint64_t underflow = 0;   // nonzero finite inputs that became +-0
+    std::uint64_t subnormal = 0;   // results that are subnormal in the target format
+    std::uint64_t overflow = 0;    // finite inputs that became +-inf
+    std::uint64_t nan = 0;         // NaN inputs (NaN stays NaN)
+    std::uint64_t infIn = 0;       // inputs that were already +-inf
+
+    std::uint64_t nonzeroFinite() const { return count - zerosIn - nan - infIn; }
+    RoundingStats& operator+=(const RoundingStats& o);
+    bool operator==(const RoundingStats&) const = default;
+};
+
+// One bin per power of two over the whole fp32 range: bin for exponent e holds
+// |x| in [2^e, 2^(e+1)), e from -149 (fp32's smallest subnormal) to 127; plus a bin
+// for zeros and one for inf/NaN.
+struct GradientHistogram {
+    static constexpr int kMinExponent = -149;
+    static constexpr int kMaxExponent = 127;
+    static constexpr int kBins = kMaxExponent - kMinExponent + 1;  // 277
+
+    std::array<std::uint64_t, kBins> bins{};
+    std::uint64_t zeros = 0;
+    std::uint64_t nonFinite = 0;
+
+    static int binOf(int exponent) { return exponent - kMinExponent; }
+    static int exponentOf(int bin) { return bin + kMinExponent; }
+    std::uint64_t total() const;
+    GradientHistogram& operator+=(const GradientHistogram& o);
+    bool operator==(const GradientHistogram&) const = default;
+};
+
+}  // namespace plab

@@ -1,0 +1,39 @@
+// Optimizers with PyTorch's update equations (torch.optim.SGD with momentum, torch.optim.Adam)
+// applied to master weights in fp32, or, without master weights, computed and stored in
+// the recipe's storage format with a rounding after every operation (as fp16 tensors do).
+#pragma once
+
+#include "amp/recipe.h"
+#include "nn/parameter.h"
+#include "tensor/memory.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct OptimizerConfig {
+    std::string kind = "adam";   // "adam" or "sgd"
+    double lr = 1e-3;
+    double momentum = 0.9;       // SGD
+    double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;   // Adam
+    bool operator==(const OptimizerConfig&) const = default;
+};
+
+class Optimizer {
+public:
+    virtual ~Optimizer() = default;
+    // Throws std::invalid_argument for an unknown kind or a bad value.
+    static std::unique_ptr<Optimizer> create(const OptimizerConfig& cfg);
+
+    // One update of every parameter from its (already unscaled) grad. Updates
+    // Parameter::lostUpdates / nonzeroUpdates, and refreshes `value` from `master`
+    // (rounded to the compute format) when master weights are on.
+    virtual void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
+                      MemoryAccountant* memory) = 0;
+    virtual void setLearningRate(double lr) = 0;
+    virtual double learningRate() const = 0;
+};
+
+}  // namespace plab

@@ -1,0 +1,43 @@
+// Per-layer, per-kind rounding statistics for the current step and the whole run.
+#include "telemetry/telemetry.h"
+
+namespace plab {
+
+std::string_view tensorKindName(TensorKind k)
+{
+    switch (k) {
+    case TensorKind::activation: return "activation";
+    case TensorKind::activationGrad: return "activation_grad";
+    case TensorKind::weightGrad: return "weight_grad";
+    }
+    return "unknown";
+}
+
+std::optional<TensorKind> parseTensorKind(std::string_view s)
+{
+    for (auto k : {TensorKind::activation, TensorKind::activationGrad, TensorKind::weightGrad})
+        if (tensorKindName(k) == s) return k;
+    return std::nullopt;
+}
+
+void TelemetryCollector::beginStep(bool histogramStep)
+{
+    histogramStep_ = histogramStep;
+    for (auto& [key, tap] : taps_) {
+        tap.step = {};
+        tap.histogram = {};
+    }
+}
+
+TelemetryCollector::Sink TelemetryCollector::sink(std::string_view layer, TensorKind kind)
+{
+    TapData& tap = taps_[TapKey{std::string(layer), kind}];
+    return {&tap.step, histogramStep_ ? &tap.histogram : nullptr};
+}
+
+void TelemetryCollector::endStep()
+{
+    for (auto& [key, tap] : taps_) tap.run += tap.step;
+}
+
+}  // namespace plab

@@ -1,0 +1,46 @@
+// Live and peak bytes per memory category.
+#include "tensor/memory.h"
+
+#include <algorithm>
+
+namespace plab {
+
+std::string_view memoryCategoryName(MemoryCategory c)
+{
+    switch (c) {
+    case MemoryCategory::weights: return "weights";
+    case MemoryCategory::masterWeights: return "master_weights";
+    case MemoryCategory::gradients: return "gradients";
+    case MemoryCategory::activations: return "activations";
+    case MemoryCategory::optimizerState: return "optimizer_state";
+    case MemoryCategory::workspace: return "workspace";
+    }
+    return "unknown";
+}
+
+void MemoryAccountant::add(MemoryCategory c, std::int64_t bytes)
+{
+    std::lock_guard lock(mutex_);
+    const auto i = static_cast<std::size_t>(c);
+    state_.live[i] += bytes;
+    state_.peak[i] = std::max(state_.peak[i], state_.live[i]);
+    state_.totalLive += bytes;
+    state_.totalPeak = std::max(state_.totalPeak, state_.totalLive);
+}
+
+void MemoryAccountant::remove(MemoryCategory c, std::int64_t bytes) { add(c, -bytes); }
+
+MemorySnapshot MemoryAccountant::snapshot() const
+{
+    std::lock_guard lock(mutex_);
+    return state_;
+}
+
+void MemoryAccountant::resetPeaks()
+{
+    std::lock_guard lock(mutex_);
+    state_.peak = state_.live;
+    state_.totalPeak = state_.totalLive;
+}
+
+}  // namespace plab

@@ -1,0 +1,43 @@
+// Memory accounting by category: live and peak bytes of what the engine holds, counted
+// in the bytes of the modelled storage format (an fp16 tensor counts 2 bytes an element
+// even though the CPU backend holds its values in fp32).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+
+namespace plab {
+
+enum class MemoryCategory : std::uint8_t {
+    weights,          // the weights the layers compute with (compute copies, or the only copy)
+    masterWeights,    // fp32 master copies updated by the optimizer
+    gradients,        // weight and bias gradients
+    activations,      // activations kept for backward
+    optimizerState,   // momentum, Adam moments
+    workspace,        // scratch buffers (im2col, temporaries)
+};
+inline constexpr int kMemoryCategories = 6;
+std::string_view memoryCategoryName(MemoryCategory c);
+
+struct MemorySnapshot {
+    std::array<std::int64_t, kMemoryCategories> live{};
+    std::array<std::int64_t, kMemoryCategories> peak{};
+    std::int64_t totalLive = 0;
+    std::int64_t totalPeak = 0;    // peak of the sum, not the sum of peaks
+};
+
+class MemoryAccountant {
+public:
+    void add(MemoryCategory c, std::int64_t bytes);
+    void remove(MemoryCategory c, std::int64_t bytes);
+    MemorySnapshot snapshot() const;
+    void resetPeaks();
+
+private:
+    mutable std::mutex mutex_;
+    MemorySnapshot state_;
+};
+
+}  // namespace plab

@@ -1,0 +1,73 @@
+// Temporary folders and synthetic IDX data sets for the tests.
+#include "test_support.h"
+
+#include "data/idx.h"
+
+#include <random>
+#include <stdexcept>
+
+namespace plab::testing {
+
+TempDir::TempDir()
+{
+    std::random_device rd;
+    auto base = std::filesystem::temp_directory_path();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        auto candidate = base / ("plab-test-" + std::to_string(rd()));
+        if (std::filesystem::create_directory(candidate)) {
+            path_ = candidate;
+            return;
+        }
+    }
+    throw std::runtime_error("could not create a temporary folder");
+}
+
+TempDir::~TempDir()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+namespace {
+
+// Class c lights a 10x10 square whose position depends on c, plus noise.
+IdxArray syntheticImages(int count, std::uint64_t seed, std::vector<std::uint8_t>& labels)
+{
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> noise(0, 40);
+    IdxArray images;
+    images.dims = {count, 28, 28};
+    images.data.assign(static_cast<std::size_t>(count) * 784, 0);
+    labels.resize(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const int c = i % 10;
+        labels[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(c);
+        const int top = 2 + (c / 5) * 13, left = 1 + (c % 5) * 5;
+        std::uint8_t* img = images.data.data() + static_cast<std::size_t>(i) * 784;
+        for (int p = 0; p < 784; ++p) img[p] = static_cast<std::uint8_t>(noise(rng));
+        for (int y = top; y < top + 10; ++y)
+            for (int x = left; x < left + 6 && x < 28; ++x) img[y * 28 + x] = 220;
+    }
+    return images;
+}
+
+}  // namespace
+
+void writeSyntheticDataset(const std::filesystem::path& folder, int trainCount, int testCount,
+                           std::uint64_t seed)
+{
+    std::filesystem::create_directories(folder);
+    auto write = [&](const std::string& prefix, int count, std::uint64_t s) {
+        std::vector<std::uint8_t> labels;
+        IdxArray images = syntheticImages(count, s, labels);
+        writeIdx(folder / (prefix + "-images-idx3-ubyte"), images);
+        IdxArray lab;
+        lab.dims = {count};
+        lab.data = labels;
+        writeIdx(folder / (prefix + "-labels-idx1-ubyte"), lab);
+    };
+    write("train", trainCount, seed);
+    write("t10k", testCount, seed + 1);
+}
+
+}  // namespace plab::testing
