@@ -1,2 +1,37 @@
-// plab: the headless command-line front end of Precision Lab.
-int main() { return 0; }
+// plab: the headless command-line front end of Precision Lab. It drives the same
+// engine API as the desktop app: train, convert numbers between formats, install data.
+#include "commands.h"
+
+#include "error.h"
+
+#include <iostream>
+
+int main(int argc, char** argv)
+{
+    using namespace plab::cli;
+    CLI::App app{"Precision Lab: see what FP16, BF16 and TF32 do to training.", "plab"};
+    app.set_version_flag("--version", std::string("plab ") + PLAB_VERSION);
+    app.require_subcommand(1);
+
+    std::function<int()> run;
+    addTrainCommand(app, run);
+    addConvertCommand(app, run);
+    addDataCommand(app, run);
+    addInfoCommand(app, run);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);   // prints help, version or the usage error
+        return code == 0 ? kExitOk : kExitBadInput;
+    }
+    try {
+        return run ? run() : kExitBadInput;
+    } catch (const plab::InputError& e) {
+        std::cerr << "plab: " << e.what() << '\n';
+        return kExitBadInput;
+    } catch (const std::exception& e) {
+        std::cerr << "plab: error: " << e.what() << '\n';
+        return kExitFailure;
+    }
+}

@@ -1,0 +1,26 @@
+// The subcommands of `plab`, each registered on the CLI11 app by its own file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace plab::cli {
+
+// Exit statuses of every subcommand (documented in README.md).
+enum ExitStatus : int {
+    kExitOk = 0,
+    kExitFailure = 1,    // a failure of ours
+    kExitBadInput = 2,   // bad usage, options, config or data
+    kExitDiverged = 3,   // the run diverged: a valid experimental result, recorded
+    kExitInterrupted = 130,
+};
+
+// Each adds its subcommand to `app` and sets `run` to the action to call when that
+// subcommand was chosen (the action returns the exit status).
+void addTrainCommand(CLI::App& app, std::function<int()>& run);
+void addConvertCommand(CLI::App& app, std::function<int()>& run);
+void addDataCommand(CLI::App& app, std::function<int()>& run);
+void addInfoCommand(CLI::App& app, std::function<int()>& run);
+
+}  // namespace plab::cli

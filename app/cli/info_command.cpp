@@ -1,0 +1,32 @@
+// `plab info`: versions, backends (with the reason one is unavailable), data folder.
+#include "commands.h"
+
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "report/run_record.h"
+
+#include <iostream>
+
+namespace plab::cli {
+
+void addInfoCommand(CLI::App& app, std::function<int()>& run)
+{
+    auto* cmd = app.add_subcommand("info", "Show versions, backends and the data folder");
+    cmd->callback([&run] {
+        run = [] {
+            std::cout << "Precision Lab " << PLAB_VERSION << '\n';
+            std::cout << "machine: " << machineInfo(0).dump() << '\n';
+            std::cout << "versions: " << versionInfo().dump() << '\n';
+            std::cout << "backend cpu: available\n";
+            const auto cuda = probeCudaBackend();
+            std::cout << "backend cuda: " << (cuda.available ? "available" : cuda.reason) << '\n';
+            std::cout << "recipes:";
+            for (const auto& n : PrecisionRecipe::presetNames()) std::cout << ' ' << n;
+            std::cout << "\ndata folder: " << defaultDataDir().string() << '\n';
+            return kExitOk;
+        };
+    });
+}
+
+}  // namespace plab::cli

@@ -1,0 +1,293 @@
+// Building, writing and reading run records.
+#include "report/run_record.h"
+
+#include "backend/backend.h"
+#include "error.h"
+
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+namespace plab {
+
+using nlohmann::json;
+
+namespace {
+
+std::string isoNow()
+{
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+double fraction(std::uint64_t part, std::uint64_t whole)
+{
+    return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+json roundingStatsToJson(const RoundingStats& s)
+{
+    return {{"count", s.count},         {"zeros_in", s.zerosIn},   {"underflow", s.underflow},
+            {"subnormal", s.subnormal}, {"overflow", s.overflow}, {"nan", s.nan},
+            {"inf_in", s.infIn}};
+}
+
+json histogramToJson(const GradientHistogram& h)
+{
+    int first = GradientHistogram::kBins, last = -1;
+    for (int b = 0; b < GradientHistogram::kBins; ++b)
+        if (h.bins[static_cast<std::size_t>(b)]) {
+            first = std::min(first, b);
+            last = b;
+        }
+    json counts = json::array();
+    for (int b = first; b <= last; ++b) counts.push_back(h.bins[static_cast<std::size_t>(b)]);
+    return {{"first_exponent", last >= 0 ? GradientHistogram::exponentOf(first) : 0},
+            {"counts", counts},
+            {"zeros", h.zeros},
+            {"non_finite", h.nonFinite}};
+}
+
+GradientHistogram histogramFromJson(const json& j)
+{
+    GradientHistogram h;
+    const int first = j.at("first_exponent").get<int>();
+    const auto& counts = j.at("counts");
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        const int bin = GradientHistogram::binOf(first + static_cast<int>(i));
+        if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
+        h.bins[static_cast<std::size_t>(bin)] = counts[i].get<std::uint64_t>();
+    }
+    h.zeros = j.value("zeros", std::uint64_t{0});
+    h.nonFinite = j.value("non_finite", std::uint64_t{0});
+    return h;
+}
+
+json machineInfo(int threads)
+{
+    json m;
+    std::string cpu = "unknown";
+    std::ifstream info("/proc/cpuinfo");
+    for (std::string line; std::getline(info, line);)
+        if (line.rfind("model name", 0) == 0) {
+            cpu = line.substr(line.find(':') + 2);
+            break;
+        }
+    utsname u{};
+    uname(&u);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    m["cpu"] = cpu;
+    m["logical_cores"] = std::thread::hardware_concurrency();
+    m["threads"] = threads;
+    m["os"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+    m["hostname"] = host;
+    return m;
+}
+
+json versionInfo()
+{
+    json v;
+#ifdef PLAB_VERSION
+    v["precision_lab"] = PLAB_VERSION;
+#endif
+#if defined(__clang__)
+    v["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    v["compiler"] = std::string("g++ ") + __VERSION__;
+#endif
+    v["nlohmann_json"] = std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                         std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                         std::to_string(NLOHMANN_JSON_VERSION_PATCH);
+    for (const auto& [key, value] : backendVersions()) v[key] = value;
+    return v;
+}
+
+void writeJsonAtomically(const std::filesystem::path& file, const json& doc)
+{
+    const auto tmp = file.parent_path() / ("." + file.filename().string() + ".tmp");
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::runtime_error("cannot write " + tmp.string());
+        out << doc.dump(1) << '\n';
+        out.flush();
+        if (!out) throw std::runtime_error("cannot write " + tmp.string() + " (disk full?)");
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, file, ec);
+    if (ec) throw std::runtime_error("cannot replace " + file.string() + ": " + ec.message());
+}
+
+json loadRunRecord(const std::filesystem::path& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError(file.string() + ": cannot open the run record");
+    json doc = json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object())
+        throw InputError(file.string() + ": not a run record (invalid JSON)");
+    if (!doc.contains("format_version") || !doc["format_version"].is_number_integer())
+        throw InputError(file.string() + ": not a run record (no format_version)");
+    if (doc["format_version"].get<int>() > kRunRecordFormatVersion)
+        throw InputError(file.string() + ": run record format " + doc["format_version"].dump() +
+                         " is newer than this version of Precision Lab understands");
+    return doc;
+}
+
+RunRecorder::RunRecorder(std::filesystem::path out, const TrainSettings& settings, const DataSplit& data,
+                         std::string name)
+    : out_(std::move(out)), started_(std::chrono::steady_clock::now())
+{
+    record_ = {
+        {"format_version", kRunRecordFormatVersion},
+        {"name", name},
+        {"created_at", isoNow()},
+        {"recipe", recipeToJson(settings.recipe)},
+        {"settings", settingsToJson(settings)},
+        {"seed", settings.seed},
+        {"machine", machineInfo(settings.threads)},
+        {"versions", versionInfo()},
+        {"backend", {{"name", settings.backend}}},
+        {"data", {{"name", data.name}, {"description", data.description},
+                  {"train_images", data.train.count}, {"test_images", data.test.count}}},
+        {"steps", json::array()},
+        {"events", json::array()},
+        {"evals", json::array()},
+        {"telemetry", json::array()},
+        {"memory", {{"categories", json::array()}, {"samples", json::array()}, {"peak", json::object()}}},
+    };
+    for (int c = 0; c < kMemoryCategories; ++c)
+        record_["memory"]["categories"].push_back(std::string(memoryCategoryName(static_cast<MemoryCategory>(c))));
+    updateSummary(status_, "");
+    lastFlush_ = std::chrono::steady_clock::now();
+    if (!out_.empty()) flush();
+}
+
+void RunRecorder::onEvent(const TrainerEvent& event)
+{
+    if (const auto* e = std::get_if<StepEvent>(&event)) {
+        record_["steps"].push_back({{"step", e->step}, {"epoch", e->epoch},
+                                    {"loss", std::isfinite(e->loss) ? json(e->loss) : json(nullptr)},
+                                    {"loss_scale", e->lossScale}, {"skipped", e->skipped},
+                                    {"lr", e->lr}, {"batch", e->batch}, {"time_ms", e->timeMs}});
+        record_["summary"]["steps"] = e->step;
+        record_["summary"]["skipped_steps"] = e->skippedSoFar;
+    } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
+        record_["evals"].push_back({{"step", e->step}, {"epoch", e->epoch},
+                                    {"test_accuracy", e->testAccuracy}, {"test_loss", e->testLoss}});
+        bestAccuracy_ = std::max(bestAccuracy_, e->testAccuracy);
+        record_["summary"]["test_accuracy"] = e->testAccuracy;
+        record_["summary"]["best_test_accuracy"] = bestAccuracy_;
+    } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
+        json layers = json::array();
+        json totals = json::array();
+        for (const auto& l : e->layers) {
+            json entry = {{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
+                          {"stats", roundingStatsToJson(l.stats)}};
+            if (e->hasHistograms) entry["histogram"] = histogramToJson(l.histogram);
+            if (l.kind == TensorKind::weightGrad) {
+                entry["lost_updates"] = l.lostUpdates;
+                entry["nonzero_updates"] = l.nonzeroUpdates;
+            }
+            layers.push_back(std::move(entry));
+            totals.push_back({{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
+                              {"stats", roundingStatsToJson(l.runStats)},
+                              {"lost_updates", l.runLostUpdates},
+                              {"nonzero_updates", l.runNonzeroUpdates}});
+        }
+        if (e->hasHistograms)
+            record_["telemetry"].push_back({{"step", e->step}, {"loss_scale", e->lossScale}, {"layers", layers}});
+        lastTelemetry_ = totals;
+    } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
+        json bytes = json::array();
+        for (auto b : e->memory.live) bytes.push_back(b);
+        // A sample when something changed, so a long run's series stays small.
+        if (bytes != lastMemoryBytes_) {
+            record_["memory"]["samples"].push_back({{"step", e->step}, {"elapsed_ms", e->elapsedMs},
+                                                    {"bytes", bytes}, {"total", e->memory.totalLive}});
+            lastMemoryBytes_ = bytes;
+        }
+        json peak;
+        for (int c = 0; c < kMemoryCategories; ++c)
+            peak[std::string(memoryCategoryName(static_cast<MemoryCategory>(c)))] = e->memory.peak[static_cast<std::size_t>(c)];
+        peak["total"] = e->memory.totalPeak;
+        record_["memory"]["peak"] = peak;
+    } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
+        status_ = std::string(runStatusName(e->status));
+        record_["events"].push_back({{"step", e->step}, {"type", "status"},
+                                     {"status", std::string(runStatusName(e->status))},
+                                     {"message", e->message}});
+    } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
+        record_["events"].push_back({{"step", e->step}, {"type", "setting_change"},
+                                     {"description", e->description},
+                                     {"settings", json::parse(e->settingsJson)}});
+    }
+    flushIfDue();
+}
+
+void RunRecorder::updateSummary(const std::string& status, const std::string& message)
+{
+    json& s = record_["summary"];
+    s["status"] = status;
+    s["message"] = message;
+    if (!s.contains("test_accuracy")) s["test_accuracy"] = nullptr;
+    if (!s.contains("best_test_accuracy")) s["best_test_accuracy"] = nullptr;
+    if (!s.contains("steps")) s["steps"] = 0;
+    if (!s.contains("skipped_steps")) s["skipped_steps"] = 0;
+
+    // Fractions over the run, from the latest run totals: for gradients, the nonzero
+    // values that became zero (or +-inf) over the nonzero values rounded.
+    json underflow = json::object(), overflow = json::object(), lost = json::object();
+    json actUnderflow = json::object();
+    for (const auto& t : lastTelemetry_) {
+        const auto& st = t["stats"];
+        const auto nonzero = st["count"].get<std::uint64_t>() - st["zeros_in"].get<std::uint64_t>() -
+                             st["nan"].get<std::uint64_t>() - st["inf_in"].get<std::uint64_t>();
+        const auto layer = t["layer"].get<std::string>();
+        if (t["kind"] == "weight_grad") {
+            underflow[layer] = fraction(st["underflow"].get<std::uint64_t>(), nonzero);
+            overflow[layer] = fraction(st["overflow"].get<std::uint64_t>(), nonzero);
+            lost[layer] = fraction(t["lost_updates"].get<std::uint64_t>(), t["nonzero_updates"].get<std::uint64_t>());
+        } else if (t["kind"] == "activation_grad") {
+            actUnderflow[layer] = fraction(st["underflow"].get<std::uint64_t>(), nonzero);
+        }
+    }
+    s["underflow_fraction"] = underflow;
+    s["overflow_fraction"] = overflow;
+    s["lost_update_fraction"] = lost;
+    s["activation_grad_underflow_fraction"] = actUnderflow;
+}
+
+void RunRecorder::finish(const RunResult& result)
+{
+    updateSummary(std::string(runStatusName(result.status)), result.message);
+    json& s = record_["summary"];
+    s["steps"] = result.steps;
+    s["skipped_steps"] = result.skippedSteps;
+    s["images_per_second"] = result.imagesPerSecond;
+    s["finished_at"] = isoNow();
+    if (!out_.empty()) flush();
+}
+
+void RunRecorder::flushIfDue()
+{
+    const auto now = std::chrono::steady_clock::now();
+    if (out_.empty() || now - lastFlush_ < std::chrono::seconds(1)) return;
+    updateSummary(status_, "");
+    flush();
+}
+
+void RunRecorder::flush()
+{
+    writeJsonAtomically(out_, record_);
+    lastFlush_ = std::chrono::steady_clock::now();
+}
+
+}  // namespace plab

@@ -1,0 +1,68 @@
+// Run records: one JSON document per run (schema in docs/RUN_RECORD.md), built from the
+// trainer's events and rewritten atomically (temp file + rename) at most about once a
+// second and at the end, so it is valid at every moment and a crash loses at most the
+// last second.
+#pragma once
+
+#include "data/dataset.h"
+#include "train/events.h"
+#include "train/settings.h"
+#include "train/trainer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+namespace plab {
+
+inline constexpr int kRunRecordFormatVersion = 1;
+
+class RunRecorder {
+public:
+    // `out` may be empty: the record is kept in memory only.
+    RunRecorder(std::filesystem::path out, const TrainSettings& settings, const DataSplit& data,
+                std::string name = {});
+
+    void onEvent(const TrainerEvent& event);
+    // Writes the summary of the finished run and the record, whatever the status.
+    void finish(const RunResult& result);
+
+    const nlohmann::json& record() const { return record_; }
+    const std::filesystem::path& path() const { return out_; }
+    // Writes now (atomically). Throws std::runtime_error naming the file on failure.
+    void flush();
+
+private:
+    void flushIfDue();
+    void updateSummary(const std::string& status, const std::string& message);
+
+    std::filesystem::path out_;
+    nlohmann::json record_;
+    std::chrono::steady_clock::time_point lastFlush_;
+    std::chrono::steady_clock::time_point started_;
+    nlohmann::json lastMemoryBytes_;
+    nlohmann::json lastTelemetry_;     // run totals from the latest telemetry event
+    double bestAccuracy_ = -1.0;
+    std::string status_ = "starting";
+};
+
+// Writes `doc` to `file` through a temporary file in the same folder and a rename.
+void writeJsonAtomically(const std::filesystem::path& file, const nlohmann::json& doc);
+
+// Reads a run record; throws InputError naming the file for unreadable JSON, a missing
+// format_version, or a format_version newer than this build understands.
+nlohmann::json loadRunRecord(const std::filesystem::path& file);
+
+// Compact histogram form used in records: {"first_exponent": e, "counts": [...],
+// "zeros": z, "non_finite": n}, counts covering exponents first..first+len-1.
+nlohmann::json histogramToJson(const GradientHistogram& h);
+GradientHistogram histogramFromJson(const nlohmann::json& j);
+nlohmann::json roundingStatsToJson(const RoundingStats& s);
+
+// Facts about this machine and build for the record's "machine" and "versions".
+nlohmann::json machineInfo(int threads);
+nlohmann::json versionInfo();
+
+}  // namespace plab

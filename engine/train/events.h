@@ -1,0 +1,82 @@
+// What the trainer tells the world: plain value events, copied out of the training loop.
+// The CLI prints them, the run recorder stores them, the UI controller turns them into
+// queued Qt signals.
+#pragma once
+
+#include "numerics/rounding_stats.h"
+#include "telemetry/telemetry.h"
+#include "tensor/memory.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace plab {
+
+enum class RunStatus : std::uint8_t { starting, running, paused, completed, stopped, diverged, failed };
+std::string_view runStatusName(RunStatus s);
+
+struct StepEvent {
+    std::int64_t step = 0;        // 1-based count of optimizer steps attempted
+    int epoch = 0;                // 0-based
+    float loss = 0.0f;            // unscaled mean loss of the batch
+    double lossScale = 1.0;       // the scale this step used
+    bool skipped = false;         // update skipped for non-finite gradients
+    double lr = 0.0;
+    int batch = 0;                // samples in this step
+    double timeMs = 0.0;          // wall time of the step (timing field)
+    std::int64_t totalSteps = 0;  // planned steps of the run, for progress
+    std::int64_t skippedSoFar = 0;
+};
+
+struct EvalEvent {
+    std::int64_t step = 0;
+    int epoch = 0;
+    double testAccuracy = 0.0;    // fraction 0..1
+    double testLoss = 0.0;
+};
+
+struct LayerTelemetry {
+    std::string layer;
+    TensorKind kind = TensorKind::activation;
+    RoundingStats stats;          // of this step
+    GradientHistogram histogram;  // of this step, |x| before rounding
+    std::int64_t lostUpdates = 0;      // weight_grad only: of this step's update
+    std::int64_t nonzeroUpdates = 0;
+    RoundingStats runStats;            // accumulated over the run so far
+    std::int64_t runLostUpdates = 0;   // weight_grad only: over the run so far
+    std::int64_t runNonzeroUpdates = 0;
+};
+
+// Sent on every histogram step, and once more at the end of a run (histograms empty
+// then, hasHistograms false) so that the run totals are complete.
+struct TelemetryEvent {
+    std::int64_t step = 0;
+    double lossScale = 1.0;
+    bool hasHistograms = true;
+    std::vector<LayerTelemetry> layers;
+};
+
+struct MemoryEvent {
+    std::int64_t step = 0;
+    double elapsedMs = 0.0;       // timing field
+    MemorySnapshot memory;
+};
+
+struct StatusEvent {
+    RunStatus status = RunStatus::starting;
+    std::int64_t step = 0;
+    std::string message;          // one sentence for people
+};
+
+struct SettingChangeEvent {
+    std::int64_t step = 0;        // takes effect from step + 1
+    std::string description;      // "loss scaling: dynamic -> off"
+    std::string settingsJson;     // the full settings after the change (flat JSON text)
+};
+
+using TrainerEvent =
+    std::variant<StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent, SettingChangeEvent>;
+
+}  // namespace plab

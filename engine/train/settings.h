@@ -1,0 +1,52 @@
+// Every setting of a training run, and its JSON form: the same flat keys serve the
+// config file (`plab train --config`), the run record's "settings", lessons and the UI.
+#pragma once
+
+#include "amp/recipe.h"
+#include "nn/model.h"
+#include "optim/optimizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace plab {
+
+struct TrainSettings {
+    ModelSpec model;                  // "small-cnn" by default
+    PrecisionRecipe recipe;           // from a preset plus switch overrides
+    OptimizerConfig optimizer;        // Adam, lr 1e-3
+    int batch = 32;
+    int epochs = 3;
+    std::int64_t maxSteps = 0;        // 0: no limit
+    std::uint64_t seed = 1;
+    std::string dataset = "mnist";    // "mnist" or "fashion-mnist"
+    std::string dataDir;              // empty: defaultDataDir()
+    int threads = 2;
+    int histogramEvery = 50;          // telemetry snapshot every N steps (0: never)
+    int evalEvery = 0;                // extra evaluations every N steps (0: per epoch only)
+    int divergenceSteps = 10;         // K consecutive non-finite losses end the run as diverged
+    double clipGradNorm = 0.0;        // 0: no clipping
+    std::string backend = "cpu";
+
+    bool operator==(const TrainSettings&) const = default;
+};
+
+// Flat JSON form: {"model": "small-cnn", "recipe": "amp-fp16", "compute": "fp16", ...}.
+nlohmann::json settingsToJson(const TrainSettings& s);
+
+// Builds settings from defaults overlaid with `patch` (keys as in settingsToJson; the
+// preset "recipe" is applied before the switch keys). Throws InputError naming the key
+// and the problem (`origin` is put in front, e.g. "config run.json"). Unknown keys are
+// errors too: a typo must not silently do nothing.
+TrainSettings settingsFromJson(const nlohmann::json& patch, const std::string& origin);
+
+// The first impossible setting as one sentence, or empty.
+std::string validateSettings(const TrainSettings& s);
+
+// The recipe's switches in the record's form: {"preset", "custom", "compute", ...}.
+nlohmann::json recipeToJson(const PrecisionRecipe& r);
+nlohmann::json lossScalingToJson(const LossScaling& l);
+
+}  // namespace plab

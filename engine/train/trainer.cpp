@@ -1,0 +1,393 @@
+// The training loop of DESIGN.md section 2: forward, backward, unscale and check,
+// update or skip; evaluation per epoch; commands and setting changes between steps.
+#include "train/trainer.h"
+
+#include "amp/loss_scaler.h"
+#include "backend/backend.h"
+#include "error.h"
+#include "optim/grad_unscale.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace plab {
+
+std::string_view runStatusName(RunStatus s)
+{
+    switch (s) {
+    case RunStatus::starting: return "starting";
+    case RunStatus::running: return "running";
+    case RunStatus::paused: return "paused";
+    case RunStatus::completed: return "completed";
+    case RunStatus::stopped: return "stopped";
+    case RunStatus::diverged: return "diverged";
+    case RunStatus::failed: return "failed";
+    }
+    return "unknown";
+}
+
+// ---- TrainerControl ---------------------------------------------------------------
+
+void TrainerControl::pause()
+{
+    std::lock_guard lock(mutex_);
+    paused_ = true;
+}
+
+void TrainerControl::resume()
+{
+    {
+        std::lock_guard lock(mutex_);
+        paused_ = false;
+    }
+    wake_.notify_all();
+}
+
+void TrainerControl::stop()
+{
+    {
+        std::lock_guard lock(mutex_);
+        stop_.store(true);
+    }
+    wake_.notify_all();
+}
+
+std::string TrainerControl::requestChange(const SettingsChange& change)
+{
+    if (change.recipe)
+        if (auto problem = change.recipe->validate(); !problem.empty()) return problem;
+    if (change.batch && *change.batch < 1) return "batch must be at least 1";
+    if (change.lr && !(*change.lr > 0 && std::isfinite(*change.lr))) return "lr must be a positive number";
+    std::lock_guard lock(mutex_);
+    if (change.recipe) pending_.recipe = change.recipe;
+    if (change.batch) pending_.batch = change.batch;
+    if (change.lr) pending_.lr = change.lr;
+    return {};
+}
+
+SettingsChange TrainerControl::takePending()
+{
+    std::lock_guard lock(mutex_);
+    SettingsChange out = pending_;
+    pending_ = {};
+    return out;
+}
+
+bool TrainerControl::waitWhilePaused(const std::function<void()>& onPause,
+                                     const std::function<void()>& onResume)
+{
+    std::unique_lock lock(mutex_);
+    if (!paused_ || stop_) return false;
+    lock.unlock();
+    onPause();
+    lock.lock();
+    wake_.wait(lock, [&] { return !paused_ || stop_; });
+    lock.unlock();
+    onResume();
+    return true;
+}
+
+// ---- Trainer ------------------------------------------------------------------------
+
+struct Trainer::State {
+    std::unique_ptr<ComputeBackend> backend;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Optimizer> optimizer;
+    LossScaler scaler;
+    MemoryAccountant memory;
+    TelemetryCollector telemetry;
+    PrecisionRecipe recipe;
+    int batch = 32;
+    std::int64_t step = 0;
+    int epoch = 0;
+    std::int64_t skipped = 0;
+    std::int64_t imagesTrained = 0;
+    double trainSeconds = 0.0;
+    double lastAccuracy = 0.0;
+    std::int64_t lastEvalStep = -1;
+    std::int64_t lastTelemetryStep = -1;
+    // Per layer: lost / nonzero updates of the last step and of the run.
+    std::map<std::string, std::array<std::int64_t, 4>> lostUpdates;
+    std::chrono::steady_clock::time_point started;
+};
+
+Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink)
+    : settings_(std::move(settings)), data_(data), sink_(std::move(sink))
+{
+    if (auto problem = validateSettings(settings_); !problem.empty()) throw InputError(problem);
+    if (settings_.backend != "cpu") {
+        const auto cuda = probeCudaBackend();
+        if (!cuda.available) throw InputError("the CUDA backend is " + cuda.reason);
+        throw InputError("the CUDA backend cannot train yet; use --backend cpu");
+    }
+    if (data_.train.count == 0 || data_.test.count == 0)
+        throw InputError("the dataset " + data_.name + " has no images");
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::plannedSteps() const
+{
+    const std::int64_t perEpoch = (data_.train.count + settings_.batch - 1) / settings_.batch;
+    const std::int64_t all = perEpoch * settings_.epochs;
+    return settings_.maxSteps > 0 ? std::min(all, settings_.maxSteps) : all;
+}
+
+RunResult Trainer::run()
+{
+    State st;
+    try {
+        return runOrThrow(st);
+    } catch (const std::exception& e) {
+        RunResult r;
+        r.status = RunStatus::failed;
+        r.message = e.what();
+        r.steps = st.step;
+        r.skippedSteps = st.skipped;
+        emit(StatusEvent{RunStatus::failed, st.step, r.message});
+        return r;
+    }
+}
+
+void Trainer::evaluate(State& st)
+{
+    constexpr std::int64_t kEvalBatch = 500;
+    StepContext ctx{&st.recipe, st.backend.get(), nullptr, &st.memory, false};
+    const Dataset& test = data_.test;
+    std::vector<std::uint32_t> idx(static_cast<std::size_t>(test.count));
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
+    Tensor images;
+    std::vector<std::uint8_t> labels;
+    double lossSum = 0.0;
+    std::int64_t correct = 0;
+    for (std::int64_t pos = 0; pos < test.count; pos += kEvalBatch) {
+        const std::int64_t n = std::min(kEvalBatch, test.count - pos);
+        gatherBatch(test, idx.data() + pos, n, images, labels);
+        const StepOutput out = st.model->evaluate(images, labels, ctx);
+        lossSum += static_cast<double>(out.loss) * static_cast<double>(n);
+        correct += out.correct;
+    }
+    EvalEvent e;
+    e.step = st.step;
+    e.epoch = st.epoch;
+    e.testAccuracy = static_cast<double>(correct) / static_cast<double>(test.count);
+    e.testLoss = lossSum / static_cast<double>(test.count);
+    st.lastAccuracy = e.testAccuracy;
+    st.lastEvalStep = st.step;
+    emit(e);
+}
+
+namespace {
+
+std::string onOff(bool b) { return b ? "on" : "off"; }
+
+std::string scalingText(const LossScaling& l)
+{
+    std::ostringstream out;
+    switch (l.mode) {
+    case LossScaleMode::off: out << "off"; break;
+    case LossScaleMode::fixed: out << "static " << l.initScale; break;
+    case LossScaleMode::dynamic: out << "dynamic from " << l.initScale; break;
+    }
+    return out.str();
+}
+
+// "compute fp32 -> fp16; loss scaling off -> dynamic from 65536"
+std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe& b)
+{
+    std::vector<std::string> parts;
+    if (a.compute != b.compute)
+        parts.push_back("compute " + std::string(formatName(a.compute)) + " -> " + std::string(formatName(b.compute)));
+    if (a.masterWeights != b.masterWeights)
+        parts.push_back("master weights " + onOff(a.masterWeights) + " -> " + onOff(b.masterWeights));
+    if (a.fp32Accumulate != b.fp32Accumulate)
+        parts.push_back("fp32 accumulation " + onOff(a.fp32Accumulate) + " -> " + onOff(b.fp32Accumulate));
+    if (a.fp32SensitiveOps != b.fp32SensitiveOps)
+        parts.push_back("fp32 softmax/loss " + onOff(a.fp32SensitiveOps) + " -> " + onOff(b.fp32SensitiveOps));
+    if (!(a.lossScaling == b.lossScaling))
+        parts.push_back("loss scaling " + scalingText(a.lossScaling) + " -> " + scalingText(b.lossScaling));
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+    return out;
+}
+
+}  // namespace
+
+void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
+{
+    TelemetryEvent te;
+    te.step = st.step;
+    te.lossScale = lossScale;
+    te.hasHistograms = withHistograms;
+    for (const auto& [key, tap] : st.telemetry.taps()) {
+        LayerTelemetry lt;
+        lt.layer = key.layer;
+        lt.kind = key.kind;
+        lt.stats = tap.step;
+        if (withHistograms) lt.histogram = tap.histogram;
+        lt.runStats = tap.run;
+        if (key.kind == TensorKind::weightGrad) {
+            const auto& counts = st.lostUpdates[key.layer];
+            lt.lostUpdates = counts[0];
+            lt.nonzeroUpdates = counts[1];
+            lt.runLostUpdates = counts[2];
+            lt.runNonzeroUpdates = counts[3];
+        }
+        te.layers.push_back(std::move(lt));
+    }
+    st.lastTelemetryStep = st.step;
+    emit(te);
+}
+
+void Trainer::applyChange(State& st, const SettingsChange& change)
+{
+    std::vector<std::string> parts;
+    if (change.recipe && !(*change.recipe == st.recipe)) {
+        const auto text = describeRecipeChange(st.recipe, *change.recipe);
+        if (!text.empty()) parts.push_back(text);
+        const bool scalingChanged = !(change.recipe->lossScaling == st.recipe.lossScaling);
+        st.recipe = *change.recipe;
+        st.model->applyRecipe(st.recipe, &st.memory);
+        if (scalingChanged) st.scaler.reconfigure(st.recipe.lossScaling);
+        settings_.recipe = st.recipe;
+    }
+    if (change.batch && *change.batch != st.batch) {
+        parts.push_back("batch " + std::to_string(st.batch) + " -> " + std::to_string(*change.batch));
+        st.batch = *change.batch;
+        settings_.batch = st.batch;
+    }
+    if (change.lr && *change.lr != st.optimizer->learningRate()) {
+        std::ostringstream out;
+        out << "lr " << st.optimizer->learningRate() << " -> " << *change.lr;
+        parts.push_back(out.str());
+        st.optimizer->setLearningRate(*change.lr);
+        settings_.optimizer.lr = *change.lr;
+    }
+    if (parts.empty()) return;
+    std::string text;
+    for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
+    emit(SettingChangeEvent{st.step, text, settingsToJson(settings_).dump()});
+}
+
+RunResult Trainer::runOrThrow(State& st)
+{
+    using Clock = std::chrono::steady_clock;
+    st.started = Clock::now();
+    st.recipe = settings_.recipe;
+    st.batch = settings_.batch;
+    st.backend = createCpuBackend(settings_.threads);
+    st.model = Model::create(settings_.model, settings_.seed);
+    st.model->applyRecipe(st.recipe, &st.memory);
+    st.optimizer = Optimizer::create(settings_.optimizer);
+    st.scaler = LossScaler(st.recipe.lossScaling);
+
+    emit(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
+
+    const std::int64_t planned = plannedSteps();
+    const std::vector<Parameter*> params = st.model->parameters();
+    StepContext ctx{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true};
+    Tensor images;
+    std::vector<std::uint8_t> labels;
+    int nonFiniteRun = 0;
+    RunResult result;
+
+    auto finish = [&](RunStatus status, std::string message) {
+        if (st.lastEvalStep != st.step && status != RunStatus::diverged && status != RunStatus::failed &&
+            st.step > 0)
+            evaluate(st);
+        result.status = status;
+        result.message = std::move(message);
+        result.testAccuracy = st.lastAccuracy;
+        result.steps = st.step;
+        result.skippedSteps = st.skipped;
+        result.imagesPerSecond = st.trainSeconds > 0 ? st.imagesTrained / st.trainSeconds : 0.0;
+        if (st.lastTelemetryStep != st.step && st.step > 0) emitTelemetry(st, st.scaler.scale(), false);
+        emit(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
+                         st.memory.snapshot()});
+        emit(StatusEvent{status, st.step, result.message});
+        return result;
+    };
+
+    for (st.epoch = 0; st.epoch < settings_.epochs; ++st.epoch) {
+        const auto order = epochOrder(data_.train.count, settings_.seed, st.epoch);
+        for (std::int64_t pos = 0; pos < data_.train.count;) {
+            if (settings_.maxSteps > 0 && st.step >= settings_.maxSteps)
+                return finish(RunStatus::completed, "reached the step limit of " + std::to_string(settings_.maxSteps));
+            control_.waitWhilePaused([&] { emit(StatusEvent{RunStatus::paused, st.step, "paused"}); },
+                                     [&] { emit(StatusEvent{RunStatus::running, st.step, "resumed"}); });
+            if (control_.stopRequested()) return finish(RunStatus::stopped, "stopped at step " + std::to_string(st.step));
+            if (auto change = control_.takePending(); !change.empty()) applyChange(st, change);
+
+            const auto t0 = Clock::now();
+            const std::int64_t n = std::min<std::int64_t>(st.batch, data_.train.count - pos);
+            gatherBatch(data_.train, order.data() + pos, n, images, labels);
+            pos += n;
+            ++st.step;
+
+            const bool histogramStep = settings_.histogramEvery > 0 &&
+                                       (st.step == 1 || st.step % settings_.histogramEvery == 0);
+            st.telemetry.beginStep(histogramStep);
+            const double scale = st.scaler.scale();
+            const StepOutput out = st.model->trainStep(images, labels, static_cast<float>(scale), ctx);
+
+            const UnscaleResult unscaled = unscaleGradients(params, st.scaler.inverseScale(), st.recipe);
+            const bool skip = st.scaler.update(unscaled.foundNonFinite);
+            for (Parameter* p : params) p->lostUpdates = p->nonzeroUpdates = 0;
+            if (!skip) {
+                if (settings_.clipGradNorm > 0) clipGradNorm(params, settings_.clipGradNorm);
+                st.optimizer->step(params, st.recipe, &st.memory);
+            } else {
+                ++st.skipped;
+            }
+            st.telemetry.endStep();
+            // [0], [1]: lost / nonzero updates of this step; [2], [3]: of the run.
+            for (auto& [layer, counts] : st.lostUpdates) counts[0] = counts[1] = 0;
+            for (const Parameter* p : params) {
+                auto& counts = st.lostUpdates[p->layer];
+                counts[0] += p->lostUpdates;
+                counts[1] += p->nonzeroUpdates;
+                counts[2] += p->lostUpdates;
+                counts[3] += p->nonzeroUpdates;
+            }
+            const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+            st.trainSeconds += ms / 1000.0;
+            st.imagesTrained += n;
+
+            StepEvent se;
+            se.step = st.step;
+            se.epoch = st.epoch;
+            se.loss = out.loss;
+            se.lossScale = scale;
+            se.skipped = skip;
+            se.lr = st.optimizer->learningRate();
+            se.batch = static_cast<int>(n);
+            se.timeMs = ms;
+            se.totalSteps = planned;
+            se.skippedSoFar = st.skipped;
+            emit(se);
+
+            if (histogramStep) emitTelemetry(st, scale, true);
+            emit(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
+                             st.memory.snapshot()});
+
+            if (!std::isfinite(out.loss)) {
+                if (++nonFiniteRun >= settings_.divergenceSteps)
+                    return finish(RunStatus::diverged,
+                                  "diverged: the loss was not finite for " + std::to_string(nonFiniteRun) +
+                                      " steps in a row, up to step " + std::to_string(st.step));
+            } else {
+                nonFiniteRun = 0;
+            }
+            if (settings_.evalEvery > 0 && st.step % settings_.evalEvery == 0) evaluate(st);
+        }
+        evaluate(st);
+    }
+    return finish(RunStatus::completed, "completed " + std::to_string(st.step) + " steps");
+}
+
+}  // namespace plab

@@ -1,0 +1,92 @@
+// The training loop: epochs of steps (forward, backward, unscale, update), evaluation,
+// pause / resume / stop and setting changes between steps, divergence detection, and
+// events out. Runs on whatever thread calls run(); control() may be used from any thread.
+#pragma once
+
+#include "data/dataset.h"
+#include "train/events.h"
+#include "train/settings.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace plab {
+
+// A change asked for while the run goes on; applied before the next step.
+struct SettingsChange {
+    std::optional<PrecisionRecipe> recipe;     // switches and loss scaling
+    std::optional<int> batch;
+    std::optional<double> lr;
+    bool empty() const { return !recipe && !batch && !lr; }
+};
+
+// Thread-safe commands to a running trainer, checked between steps.
+class TrainerControl {
+public:
+    void pause();
+    void resume();
+    void stop();        // also wakes a paused run
+    // Queues a change; returns an error sentence (and queues nothing) when impossible.
+    std::string requestChange(const SettingsChange& change);
+
+    bool stopRequested() const { return stop_.load(std::memory_order_relaxed); }
+
+    // For the trainer: blocks while paused (returns early on stop); returns the pending
+    // change, if any, and clears it. `onPause`/`onResume` run on the trainer's thread.
+    SettingsChange takePending();
+    bool waitWhilePaused(const std::function<void()>& onPause, const std::function<void()>& onResume);
+
+private:
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool paused_ = false;
+    std::atomic<bool> stop_{false};
+    SettingsChange pending_;
+};
+
+struct RunResult {
+    RunStatus status = RunStatus::completed;
+    std::string message;
+    double testAccuracy = 0.0;     // last evaluation (0 when none ran)
+    std::int64_t steps = 0;
+    std::int64_t skippedSteps = 0;
+    double imagesPerSecond = 0.0;
+};
+
+class Trainer {
+public:
+    using EventSink = std::function<void(const TrainerEvent&)>;
+
+    // `data` is borrowed: loaded by the caller (the CLI and the UI report data errors
+    // before a run starts). Throws InputError for impossible settings.
+    Trainer(TrainSettings settings, const DataSplit& data, EventSink sink);
+    ~Trainer();
+
+    TrainerControl& control() { return control_; }
+
+    // Trains to completion, stop or divergence. Never throws: a failure is a RunResult
+    // with status failed and the reason.
+    RunResult run();
+
+    // Steps in the whole run at the starting batch size (or maxSteps when smaller).
+    std::int64_t plannedSteps() const;
+
+private:
+    struct State;
+    RunResult runOrThrow(State& st);
+    void evaluate(State& st);
+    void applyChange(State& st, const SettingsChange& change);
+    void emitTelemetry(State& st, double lossScale, bool withHistograms);
+    void emit(const TrainerEvent& e) { if (sink_) sink_(e); }
+
+    TrainSettings settings_;
+    const DataSplit& data_;
+    EventSink sink_;
+    TrainerControl control_;
+};
+
+}  // namespace plab

@@ -1,0 +1,192 @@
+// End-to-end tests of the `plab` executable: bad input (truncated, mislabelled or garbage
+// IDX files, malformed options and configs) gives one clear message and exit status 2
+// without a signal; a short run on synthetic data exits 0 with the accuracy on stdout's
+// last line and a valid run record; a diverging run exits 3; `plab convert` works.
+
+#include "test_support.h"
+
+#include <QtTest>
+
+#include <QProcess>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int exitCode = -1;
+    bool crashed = false;
+    QString out, err;
+};
+
+Result plab(const QStringList& args, const QByteArray& input = {})
+{
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH), args);
+    if (!input.isEmpty()) p.write(input);
+    p.closeWriteChannel();
+    if (!p.waitForFinished(300000)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    Result r;
+    r.exitCode = p.exitCode();
+    r.crashed = p.exitStatus() != QProcess::NormalExit;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+QString lastLine(const QString& text)
+{
+    const auto lines = text.trimmed().split('\n');
+    return lines.isEmpty() ? QString() : lines.last();
+}
+
+void truncate(const fs::path& file, std::uintmax_t size) { fs::resize_file(file, size); }
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+    plab::testing::TempDir dir_;
+    QString dataDir_;
+
+    QStringList quickTrain() const
+    {
+        return {"train", "--data-dir", dataDir_, "--widths", "4,8", "--batch", "16",
+                "--max-steps", "12", "--threads", "1", "--quiet"};
+    }
+
+private slots:
+    void initTestCase()
+    {
+        plab::testing::writeSyntheticDataset(dir_.path() / "good" / "mnist", 320, 100, 5);
+        dataDir_ = QString::fromStdString((dir_.path() / "good").string());
+    }
+
+    void shortRunPrintsAccuracyAndWritesRecord()
+    {
+        const QString out = QString::fromStdString((dir_.path() / "run.json").string());
+        const Result r = plab(quickTrain() << "--recipe" << "amp-fp16" << "--out" << out);
+        QVERIFY2(r.exitCode == 0 && !r.crashed, qPrintable(r.err));
+        QVERIFY2(lastLine(r.out).startsWith("test accuracy 0."), qPrintable(r.out));
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto doc = QJsonDocument::fromJson(f.readAll());
+        QVERIFY(doc.isObject());
+        const auto rec = doc.object();
+        for (const char* key : {"format_version", "recipe", "settings", "seed", "machine", "versions",
+                                "backend", "steps", "events", "evals", "telemetry", "memory", "summary"})
+            QVERIFY2(rec.contains(key), key);
+        QCOMPARE(rec["summary"].toObject()["status"].toString(), QString("completed"));
+        QCOMPARE(rec["recipe"].toObject()["preset"].toString(), QString("amp-fp16"));
+    }
+
+    void configFileAndFlagsOverride()
+    {
+        const auto config = dir_.path() / "config.json";
+        std::ofstream(config) << R"({"recipe": "amp-bf16", "batch": 8, "max_steps": 3})";
+        const QString out = QString::fromStdString((dir_.path() / "cfg-run.json").string());
+        const Result r = plab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_,
+                               "--widths", "4,8", "--batch", "4", "--quiet", "--out", out});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto rec = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(rec["settings"].toObject()["batch"].toInt(), 4);          // the flag wins
+        QCOMPARE(rec["recipe"].toObject()["compute"].toString(), QString("bf16"));   // from the config
+        QCOMPARE(rec["steps"].toArray().size(), 3);
+    }
+
+    void divergingRunExitsThree()
+    {
+        const Result r = plab(quickTrain() << "--optimizer" << "sgd" << "--lr" << "1e30"
+                                           << "--divergence-steps" << "2");
+        QCOMPARE(r.exitCode, 3);
+        QVERIFY(!r.crashed);
+        QVERIFY2(r.err.contains("diverged"), qPrintable(r.err));
+    }
+
+    void badInputGivesOneClearError_data()
+    {
+        QTest::addColumn<QString>("problem");   // what to break
+        QTest::addColumn<QString>("expected");  // a phrase the message must hold
+        QTest::addRow("truncated images") << "truncate" << "truncated";
+        QTest::addRow("label out of range") << "label" << "label";
+        QTest::addRow("garbage file") << "garbage" << "train-images-idx3-ubyte";
+        QTest::addRow("count mismatch") << "count" << "t10k";
+        QTest::addRow("missing folder") << "missing" << "set-up";
+    }
+    void badInputGivesOneClearError()
+    {
+        QFETCH(QString, problem);
+        QFETCH(QString, expected);
+        plab::testing::TempDir bad;
+        const auto folder = bad.path() / "mnist";
+        if (problem != "missing") plab::testing::writeSyntheticDataset(folder, 100, 50, 3);
+        if (problem == "truncate") truncate(folder / "train-images-idx3-ubyte", 16 + 784 * 10 + 5);
+        if (problem == "label") {
+            std::fstream f(folder / "train-labels-idx1-ubyte", std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(8 + 17);
+            f.put(char(42));
+        }
+        if (problem == "garbage") std::ofstream(folder / "train-images-idx3-ubyte") << "this is not an IDX file";
+        if (problem == "count") plab::testing::writeSyntheticDataset(bad.path() / "other", 100, 49, 3),
+            fs::copy_file(bad.path() / "other" / "t10k-labels-idx1-ubyte", folder / "t10k-labels-idx1-ubyte",
+                          fs::copy_options::overwrite_existing);
+        const Result r = plab({"train", "--data-dir", QString::fromStdString(bad.path().string()), "--quiet"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(!r.crashed);
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        QCOMPARE(r.err.trimmed().count('\n'), 0);   // one message, one line
+    }
+
+    void malformedOptionsAndConfigs_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("unknown option") << QStringList{"train", "--bogus"} << "bogus";
+        QTest::addRow("batch not a number") << QStringList{"train", "--batch", "many"} << "--batch";
+        QTest::addRow("unknown recipe") << QStringList{"train", "--recipe", "fp8"} << "recipe";
+        QTest::addRow("bad loss scale") << QStringList{"train", "--loss-scale", "static:-4"} << "loss_scale";
+        QTest::addRow("missing config") << QStringList{"train", "--config", "/nonexistent/c.json"} << "cannot open";
+        QTest::addRow("no subcommand") << QStringList{} << "subcommand";
+    }
+    void malformedOptionsAndConfigs()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, expected);
+        const Result r = plab(args << "--data-dir" << dataDir_);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(!r.crashed);
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+    }
+
+    void malformedConfigJson()
+    {
+        const auto config = dir_.path() / "broken.json";
+        std::ofstream(config) << R"({"recipe": "amp-fp16", )";
+        const Result r = plab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("malformed JSON"), qPrintable(r.err));
+    }
+
+    void convertPrintsValueBitsAndClass()
+    {
+        const Result r = plab({"convert", "--format", "fp16"}, "1\n65520\n0x33800000\n");
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out, QString("1\t0x3c00\tnormal\ninf\t0x7c00\tinf\n6e-08\t0x0001\tsubnormal\n"));
+        const Result bad = plab({"convert", "--format", "bf16"}, "1\nabc\n");
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("line 2"), qPrintable(bad.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

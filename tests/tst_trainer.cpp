@@ -1,0 +1,224 @@
+// Tests of the trainer and run records on small synthetic data: a short run learns,
+// same seed gives an identical record (timing fields aside), stop / pause / mid-run
+// changes act between steps, divergence ends the run as diverged, and the golden
+// behaviour of each recipe (fp32 and AMP converge; fp16 without scaling underflows).
+
+#include "data/dataset.h"
+#include "report/run_record.h"
+#include "test_support.h"
+#include "train/trainer.h"
+
+#include <QtTest>
+
+#include <thread>
+
+using namespace plab;
+using nlohmann::json;
+
+namespace {
+
+TrainSettings smallRun(const std::string& recipe)
+{
+    TrainSettings s = settingsFromJson(json{{"recipe", recipe}, {"widths", {4, 8}}, {"batch", 16},
+                                            {"epochs", 1}, {"histogram_every", 5}, {"threads", 1}},
+                                       "test");
+    return s;
+}
+
+// Drops the fields that measure time, which legitimately differ between runs.
+json withoutTiming(json j)
+{
+    j.erase("created_at");
+    j["summary"].erase("finished_at");
+    j["summary"].erase("images_per_second");
+    for (auto& s : j["steps"]) s.erase("time_ms");
+    for (auto& m : j["memory"]["samples"]) m.erase("elapsed_ms");
+    return j;
+}
+
+struct Outcome {
+    RunResult result;
+    json record;
+};
+
+Outcome train(const TrainSettings& s, const DataSplit& data,
+              const std::function<void(const TrainerEvent&, Trainer&)>& hook = {})
+{
+    RunRecorder recorder({}, s, data);
+    Trainer* self = nullptr;
+    Trainer trainer(s, data, [&](const TrainerEvent& e) {
+        recorder.onEvent(e);
+        if (hook) hook(e, *self);
+    });
+    self = &trainer;
+    Outcome o;
+    o.result = trainer.run();
+    recorder.finish(o.result);
+    o.record = recorder.record();
+    return o;
+}
+
+}  // namespace
+
+class TestTrainer : public QObject {
+    Q_OBJECT
+    testing::TempDir dir_;
+    DataSplit data_;
+
+private slots:
+    void initTestCase()
+    {
+        testing::writeSyntheticDataset(dir_.path() / "mnist", 480, 200, 11);
+        data_ = loadDataset("mnist", dir_.path());
+    }
+
+    void shortRunLearns()
+    {
+        const Outcome o = train(smallRun("fp32"), data_);
+        QCOMPARE(o.result.status, RunStatus::completed);
+        QCOMPARE(o.result.steps, 30);
+        QVERIFY2(o.result.testAccuracy > 0.5, qPrintable(QString::number(o.result.testAccuracy)));
+        QCOMPARE(o.record["steps"].size(), std::size_t(30));
+        QCOMPARE(o.record["evals"].size(), std::size_t(1));
+        QCOMPARE(o.record["summary"]["status"], "completed");
+        QVERIFY(o.record["summary"]["underflow_fraction"].contains("conv1"));
+        QVERIFY(o.record["memory"]["peak"]["total"].get<std::int64_t>() > 0);
+        QVERIFY(!o.record["telemetry"].empty());
+    }
+
+    void sameSeedSameRecord()
+    {
+        TrainSettings s = smallRun("amp-fp16");
+        s.maxSteps = 12;
+        const Outcome a = train(s, data_);
+        const Outcome b = train(s, data_);
+        QVERIFY(withoutTiming(a.record) == withoutTiming(b.record));
+        s.seed = 2;
+        const Outcome c = train(s, data_);
+        QVERIFY(withoutTiming(a.record)["steps"] != withoutTiming(c.record)["steps"]);
+    }
+
+    void stopEndsBetweenSteps()
+    {
+        const Outcome o = train(smallRun("fp32"), data_, [](const TrainerEvent& e, Trainer& t) {
+            if (const auto* s = std::get_if<StepEvent>(&e); s && s->step == 5) t.control().stop();
+        });
+        QCOMPARE(o.result.status, RunStatus::stopped);
+        QCOMPARE(o.result.steps, 5);
+        QCOMPARE(o.record["summary"]["status"], "stopped");
+    }
+
+    void pauseWaitsForResume()
+    {
+        TrainSettings s = smallRun("fp32");
+        s.maxSteps = 6;
+        std::atomic<bool> paused{false};
+        std::thread resumer;
+        const Outcome o = train(s, data_, [&](const TrainerEvent& e, Trainer& t) {
+            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 2) t.control().pause();
+            if (const auto* st = std::get_if<StatusEvent>(&e); st && st->status == RunStatus::paused) {
+                paused = true;
+                resumer = std::thread([&t] { t.control().resume(); });
+            }
+        });
+        if (resumer.joinable()) resumer.join();
+        QVERIFY(paused);
+        QCOMPARE(o.result.status, RunStatus::completed);
+        QCOMPARE(o.result.steps, 6);
+    }
+
+    void midRunChangeIsRecordedAndApplied()
+    {
+        TrainSettings s = smallRun("amp-fp16");
+        s.maxSteps = 10;
+        const Outcome o = train(s, data_, [](const TrainerEvent& e, Trainer& t) {
+            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 4) {
+                SettingsChange change;
+                PrecisionRecipe r = *PrecisionRecipe::fromPreset("amp-fp16");
+                r.lossScaling = LossScaling::off();
+                change.recipe = r;
+                change.batch = 8;
+                QVERIFY(t.control().requestChange(change).empty());
+            }
+        });
+        QCOMPARE(o.result.status, RunStatus::completed);
+        bool found = false;
+        for (const auto& ev : o.record["events"])
+            if (ev["type"] == "setting_change") {
+                found = true;
+                QCOMPARE(ev["step"].get<int>(), 4);
+                QVERIFY(ev["description"].get<std::string>().find("loss scaling") != std::string::npos);
+                QVERIFY(ev["description"].get<std::string>().find("batch 16 -> 8") != std::string::npos);
+            }
+        QVERIFY(found);
+        QCOMPARE(o.record["steps"][3]["loss_scale"].get<double>(), 65536.0);
+        QCOMPARE(o.record["steps"][4]["loss_scale"].get<double>(), 1.0);
+        QCOMPARE(o.record["steps"][4]["batch"].get<int>(), 8);
+    }
+
+    void impossibleChangeIsRefused()
+    {
+        TrainerControl control;
+        SettingsChange change;
+        change.batch = 0;
+        QVERIFY(!control.requestChange(change).empty());
+        change = {};
+        change.lr = -1.0;
+        QVERIFY(!control.requestChange(change).empty());
+    }
+
+    void divergenceEndsTheRun()
+    {
+        TrainSettings s = smallRun("fp32");
+        s.optimizer.kind = "sgd";
+        s.optimizer.lr = 1e30;   // the first update blows the weights up
+        s.divergenceSteps = 3;
+        const Outcome o = train(s, data_);
+        QCOMPARE(o.result.status, RunStatus::diverged);
+        QVERIFY(o.result.steps < 30);
+        QCOMPARE(o.record["summary"]["status"], "diverged");
+    }
+
+    // Golden behaviour per recipe, with the reasons the record must show.
+    void fp32AndAmpConverge_data()
+    {
+        QTest::addColumn<QString>("recipe");
+        for (const char* r : {"fp32", "tf32", "amp-fp16", "amp-bf16"}) QTest::addRow("%s", r) << r;
+    }
+    void fp32AndAmpConverge()
+    {
+        QFETCH(QString, recipe);
+        const Outcome o = train(smallRun(recipe.toStdString()), data_);
+        QCOMPARE(o.result.status, RunStatus::completed);
+        QVERIFY2(o.result.testAccuracy > 0.5, qPrintable(QString::number(o.result.testAccuracy)));
+    }
+
+    void scalingReducesGradientUnderflow()
+    {
+        // Without loss scaling, small fp16 gradients flush to zero; with a scale of
+        // 65536 they are lifted into fp16's range. The record must show the difference.
+        TrainSettings scaled = smallRun("amp-fp16");
+        TrainSettings unscaled = scaled;
+        unscaled.recipe.lossScaling = LossScaling::off();
+        const Outcome a = train(scaled, data_);
+        const Outcome b = train(unscaled, data_);
+        double sumScaled = 0, sumUnscaled = 0;
+        for (const auto& [layer, f] : a.record["summary"]["underflow_fraction"].items()) sumScaled += f.get<double>();
+        for (const auto& [layer, f] : b.record["summary"]["underflow_fraction"].items()) sumUnscaled += f.get<double>();
+        QVERIFY2(sumUnscaled > sumScaled,
+                 qPrintable(QString("unscaled %1 vs scaled %2").arg(sumUnscaled).arg(sumScaled)));
+    }
+
+    void pureFp16ShowsLostUpdates()
+    {
+        // Weights stored in fp16 swallow updates smaller than half their ulp; Adam's eps
+        // (1e-8) is zero in fp16. The record must count lost updates.
+        const Outcome o = train(smallRun("pure-fp16"), data_);
+        double lost = 0;
+        for (const auto& [layer, f] : o.record["summary"]["lost_update_fraction"].items()) lost += f.get<double>();
+        QVERIFY2(lost > 0, qPrintable(QString::fromStdString(o.record["summary"].dump())));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTrainer)
+#include "tst_trainer.moc"
