@@ -18,7 +18,10 @@ void addInfoCommand(CLI::App& app, std::function<int()>& run)
             std::cout << "Precision Lab " << PLAB_VERSION << '\n';
             std::cout << "machine: " << machineInfo(0).dump() << '\n';
             std::cout << "versions: " << versionInfo().dump() << '\n';
-            std::cout << "backend cpu: available\n";
+            const auto cpu = createCpuBackend(0)->info();
+            std::cout << "backend cpu: available";
+            for (const auto& v : cpu.versions) std::cout << "; " << v;
+            std::cout << '\n';
             const auto cuda = probeCudaBackend();
             std::cout << "backend cuda: " << (cuda.available ? "available" : cuda.reason) << '\n';
             std::cout << "recipes:";

@@ -107,7 +107,6 @@ json versionInfo()
     v["nlohmann_json"] = std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
                          std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
                          std::to_string(NLOHMANN_JSON_VERSION_PATCH);
-    for (const auto& [key, value] : backendVersions()) v[key] = value;
     return v;
 }
 
@@ -172,7 +171,10 @@ RunRecorder::RunRecorder(std::filesystem::path out, const TrainSettings& setting
 
 void RunRecorder::onEvent(const TrainerEvent& event)
 {
-    if (const auto* e = std::get_if<StepEvent>(&event)) {
+    if (const auto* e = std::get_if<RunStartEvent>(&event)) {
+        record_["backend"]["name"] = e->backend;
+        record_["versions"]["backend"] = e->versions;
+    } else if (const auto* e = std::get_if<StepEvent>(&event)) {
         record_["steps"].push_back({{"step", e->step}, {"epoch", e->epoch},
                                     {"loss", std::isfinite(e->loss) ? json(e->loss) : json(nullptr)},
                                     {"loss_scale", e->lossScale}, {"skipped", e->skipped},

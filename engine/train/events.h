@@ -17,6 +17,13 @@ namespace plab {
 enum class RunStatus : std::uint8_t { starting, running, paused, completed, stopped, diverged, failed };
 std::string_view runStatusName(RunStatus s);
 
+// First event of a run: what runs it.
+struct RunStartEvent {
+    std::string backend;                 // "cpu"
+    std::vector<std::string> versions;   // the backend's libraries, e.g. "OpenBLAS 0.3.21 ..."
+    std::int64_t plannedSteps = 0;
+};
+
 struct StepEvent {
     std::int64_t step = 0;        // 1-based count of optimizer steps attempted
     int epoch = 0;                // 0-based
@@ -77,6 +84,6 @@ struct SettingChangeEvent {
 };
 
 using TrainerEvent =
-    std::variant<StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent, SettingChangeEvent>;
+    std::variant<RunStartEvent, StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent, SettingChangeEvent>;
 
 }  // namespace plab

@@ -286,9 +286,10 @@ RunResult Trainer::runOrThrow(State& st)
     st.optimizer = Optimizer::create(settings_.optimizer);
     st.scaler = LossScaler(st.recipe.lossScaling);
 
+    const std::int64_t planned = plannedSteps();
+    emit(RunStartEvent{st.backend->info().name, st.backend->info().versions, planned});
     emit(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
-    const std::int64_t planned = plannedSteps();
     const std::vector<Parameter*> params = st.model->parameters();
     StepContext ctx{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true};
     Tensor images;

@@ -1,0 +1,174 @@
+// plab_bench: images/second of full training steps (forward, backward, unscale,
+// update, telemetry on) per model x recipe, median of repeated runs, on synthetic
+// MNIST-shaped data; and the sgemm rate OpenBLAS reaches on this machine.
+//
+//   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64
+//   plab_bench sgemm --m 1000 --n 6272 --k 3780
+// Output: one line per measurement, "key=value" pairs, easy to parse from the
+// PyTorch comparison script.
+#include "data/dataset.h"
+#include "train/trainer.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace plab;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s)
+{
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const auto n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Evaluation is not part of a training step, so the test set is small.
+DataSplit syntheticData(std::int64_t trainCount, std::int64_t testCount = 200)
+{
+    DataSplit d;
+    d.name = "synthetic";
+    d.description = "synthetic MNIST-shaped data";
+    std::mt19937 rng(1);
+    for (Dataset* ds : {&d.train, &d.test}) {
+        const std::int64_t count = ds == &d.train ? trainCount : testCount;
+        ds->count = count;
+        ds->pixels.resize(static_cast<std::size_t>(count) * 784);
+        ds->labels.resize(static_cast<std::size_t>(count));
+        for (auto& p : ds->pixels) p = static_cast<std::uint8_t>(rng() % 256);
+        for (auto& l : ds->labels) l = static_cast<std::uint8_t>(rng() % 10);
+    }
+    return d;
+}
+
+struct Args {
+    std::string command;
+    std::vector<std::string> models{"small-cnn"};
+    std::vector<std::string> recipes{"fp32", "tf32", "amp-fp16", "amp-bf16"};
+    int batch = 64;
+    int steps = 30;
+    int warmup = 5;
+    int repeats = 5;
+    int threads = 2;
+    int histogramEvery = 50;
+    std::string widths;
+    int m = 1000, n = 6272, k = 3780;
+};
+
+Args parse(int argc, char** argv)
+{
+    Args a;
+    if (argc > 1) a.command = argv[1];
+    for (int i = 2; i + 1 < argc; i += 2) {
+        const std::string key = argv[i], value = argv[i + 1];
+        if (key == "--models") a.models = split(value);
+        else if (key == "--recipes") a.recipes = split(value);
+        else if (key == "--batch") a.batch = std::stoi(value);
+        else if (key == "--steps") a.steps = std::stoi(value);
+        else if (key == "--warmup") a.warmup = std::stoi(value);
+        else if (key == "--repeats") a.repeats = std::stoi(value);
+        else if (key == "--threads") a.threads = std::stoi(value);
+        else if (key == "--histogram-every") a.histogramEvery = std::stoi(value);
+        else if (key == "--widths") a.widths = value;
+        else if (key == "--m") a.m = std::stoi(value);
+        else if (key == "--n") a.n = std::stoi(value);
+        else if (key == "--k") a.k = std::stoi(value);
+        else {
+            std::fprintf(stderr, "plab_bench: unknown option %s\n", key.c_str());
+            std::exit(2);
+        }
+    }
+    return a;
+}
+
+int benchTrain(const Args& a)
+{
+    const DataSplit data = syntheticData(static_cast<std::int64_t>(a.batch) * (a.steps + a.warmup) + 1);
+    for (const auto& model : a.models) {
+        double fp32Rate = 0.0;
+        for (const auto& recipe : a.recipes) {
+            nlohmann::json cfg = {{"model", model}, {"recipe", recipe}, {"batch", a.batch},
+                                  {"epochs", 1}, {"max_steps", a.steps + a.warmup},
+                                  {"threads", a.threads}, {"histogram_every", a.histogramEvery}};
+            if (!a.widths.empty()) {
+                cfg["widths"] = nlohmann::json::array();
+                for (const auto& w : split(a.widths)) cfg["widths"].push_back(std::stoi(w));
+            }
+            const TrainSettings s = settingsFromJson(cfg, "bench");
+            std::vector<double> rates;
+            for (int r = 0; r < a.repeats; ++r) {
+                double ms = 0.0;
+                std::int64_t images = 0;
+                Trainer trainer(s, data, [&](const TrainerEvent& e) {
+                    if (const auto* st = std::get_if<StepEvent>(&e); st && st->step > a.warmup) {
+                        ms += st->timeMs;
+                        images += st->batch;
+                    }
+                });
+                const RunResult result = trainer.run();
+                if (result.status == RunStatus::failed) {
+                    std::fprintf(stderr, "plab_bench: %s\n", result.message.c_str());
+                    return 1;
+                }
+                rates.push_back(1000.0 * static_cast<double>(images) / ms);
+            }
+            const double rate = median(rates);
+            if (recipe == "fp32") fp32Rate = rate;
+            std::printf("train model=%s recipe=%s batch=%d threads=%d images_per_second=%.1f "
+                        "step_ms=%.2f vs_fp32_step_time=%.3f\n",
+                        model.c_str(), recipe.c_str(), a.batch, a.threads, rate, 1000.0 * a.batch / rate,
+                        fp32Rate > 0 ? fp32Rate / rate : 0.0);
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
+
+int benchSgemm(const Args& a)
+{
+    openblas_set_num_threads(a.threads);
+    std::vector<float> A(static_cast<std::size_t>(a.m) * a.k), B(static_cast<std::size_t>(a.k) * a.n),
+        C(static_cast<std::size_t>(a.m) * a.n);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto* v : {&A, &B})
+        for (auto& x : *v) x = u(rng);
+    std::vector<double> gflops;
+    for (int r = 0; r < a.repeats + 1; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.m, a.n, a.k, 1.0f, A.data(), a.k, B.data(), a.n,
+                    0.0f, C.data(), a.n);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (r > 0) gflops.push_back(2.0 * a.m * a.n * a.k / s / 1e9);
+    }
+    std::printf("sgemm m=%d n=%d k=%d threads=%d gflops=%.1f\n", a.m, a.n, a.k, a.threads, median(gflops));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    const Args a = parse(argc, argv);
+    if (a.command == "train") return benchTrain(a);
+    if (a.command == "sgemm") return benchSgemm(a);
+    std::fprintf(stderr, "usage: plab_bench train|sgemm [options] (see the comment at the top of plab_bench.cpp)\n");
+    return 2;
+}
