@@ -1,0 +1,149 @@
+// Turning a run record back into trainer events.
+#include "report/record_replay.h"
+
+#include "error.h"
+#include "report/run_record.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace plab {
+
+using nlohmann::json;
+
+namespace {
+
+RoundingStats statsFromJson(const json& j)
+{
+    RoundingStats s;
+    s.count = j.value("count", std::uint64_t{0});
+    s.zerosIn = j.value("zeros_in", std::uint64_t{0});
+    s.underflow = j.value("underflow", std::uint64_t{0});
+    s.subnormal = j.value("subnormal", std::uint64_t{0});
+    s.overflow = j.value("overflow", std::uint64_t{0});
+    s.nan = j.value("nan", std::uint64_t{0});
+    s.infIn = j.value("inf_in", std::uint64_t{0});
+    return s;
+}
+
+RunStatus statusFromName(const std::string& name)
+{
+    for (auto s : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
+                   RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
+        if (runStatusName(s) == name) return s;
+    return RunStatus::failed;
+}
+
+// Every event with the step it belongs to, so that the merge keeps the trainer's order:
+// within one step, changes come before the step, evaluations and telemetry after it.
+struct Timed {
+    std::int64_t step;
+    int order;
+    TrainerEvent event;
+};
+
+}  // namespace
+
+ReplayedRun replayRecord(const json& record, const std::string& origin)
+{
+    ReplayedRun out;
+    try {
+        out.settings = settingsFromJson(record.at("settings"), origin + " settings");
+        std::vector<Timed> timed;
+
+        RunStartEvent start;
+        start.backend = record.at("backend").value("name", "cpu");
+        if (record.contains("versions") && record["versions"].contains("backend"))
+            start.versions = record["versions"]["backend"].get<std::vector<std::string>>();
+        timed.push_back({-1, 0, start});
+
+        std::int64_t skipped = 0;
+        const auto& steps = record.at("steps");
+        for (const auto& s : steps) {
+            StepEvent e;
+            e.step = s.at("step").get<std::int64_t>();
+            e.epoch = s.at("epoch").get<int>();
+            e.loss = s.at("loss").is_null() ? std::numeric_limits<float>::quiet_NaN() : s["loss"].get<float>();
+            e.lossScale = s.at("loss_scale").get<double>();
+            e.skipped = s.at("skipped").get<bool>();
+            e.lr = s.at("lr").get<double>();
+            e.batch = s.at("batch").get<int>();
+            e.timeMs = s.value("time_ms", 0.0);
+            skipped += e.skipped ? 1 : 0;
+            e.skippedSoFar = skipped;
+            timed.push_back({e.step, 1, e});
+        }
+        for (const auto& ev : record.at("events")) {
+            const std::int64_t step = ev.at("step").get<std::int64_t>();
+            if (ev.at("type") == "setting_change")
+                timed.push_back({step, 2, SettingChangeEvent{step, ev.at("description").get<std::string>(),
+                                                                 ev.at("settings").dump()}});
+            else if (ev.at("type") == "status")
+                timed.push_back({step, 3, StatusEvent{statusFromName(ev.at("status").get<std::string>()), step,
+                                                      ev.value("message", "")}});
+        }
+        for (const auto& ev : record.at("evals"))
+            timed.push_back({ev.at("step").get<std::int64_t>(), 4,
+                             EvalEvent{ev.at("step").get<std::int64_t>(), ev.at("epoch").get<int>(),
+                                       ev.at("test_accuracy").get<double>(), ev.at("test_loss").get<double>()}});
+        for (const auto& t : record.at("telemetry")) {
+            TelemetryEvent e;
+            e.step = t.at("step").get<std::int64_t>();
+            e.lossScale = t.at("loss_scale").get<double>();
+            for (const auto& l : t.at("layers")) {
+                LayerTelemetry lt;
+                lt.layer = l.at("layer").get<std::string>();
+                lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
+                lt.stats = statsFromJson(l.at("stats"));
+                if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
+                lt.lostUpdates = l.value("lost_updates", std::int64_t{0});
+                lt.nonzeroUpdates = l.value("nonzero_updates", std::int64_t{0});
+                e.layers.push_back(std::move(lt));
+            }
+            timed.push_back({e.step, 5, e});
+        }
+        const auto& memory = record.at("memory");
+        for (const auto& m : memory.at("samples")) {
+            MemoryEvent e;
+            e.step = m.at("step").get<std::int64_t>();
+            e.elapsedMs = m.value("elapsed_ms", 0.0);
+            const auto& bytes = m.at("bytes");
+            for (int c = 0; c < kMemoryCategories && c < static_cast<int>(bytes.size()); ++c)
+                e.memory.live[static_cast<std::size_t>(c)] = bytes[static_cast<std::size_t>(c)].get<std::int64_t>();
+            e.memory.totalLive = m.at("total").get<std::int64_t>();
+            timed.push_back({e.step, 6, e});
+        }
+        // The peaks of the whole run, on a last memory sample.
+        if (memory.contains("peak") && !memory["peak"].empty() && !memory.at("samples").empty()) {
+            MemoryEvent e = std::get<MemoryEvent>(timed.back().event);
+            for (int c = 0; c < kMemoryCategories; ++c)
+                e.memory.peak[static_cast<std::size_t>(c)] =
+                    memory["peak"].value(std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), std::int64_t{0});
+            e.memory.totalPeak = memory["peak"].value("total", std::int64_t{0});
+            timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
+        }
+        std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) {
+            return a.step != b.step ? a.step < b.step : a.order < b.order;
+        });
+        out.events.reserve(timed.size());
+        for (auto& t : timed) out.events.push_back(std::move(t.event));
+
+        const auto& summary = record.at("summary");
+        const std::string status = summary.value("status", "running");
+        out.interrupted = status == "running" || status == "starting" || status == "paused";
+        out.result.status = out.interrupted ? RunStatus::stopped : statusFromName(status);
+        out.result.message = out.interrupted ? "interrupted: the record ends at step " +
+                                                   std::to_string(steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>())
+                                             : summary.value("message", "");
+        out.result.testAccuracy = summary.at("test_accuracy").is_number() ? summary["test_accuracy"].get<double>() : 0.0;
+        out.result.steps = steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>();
+        out.result.skippedSteps = skipped;
+        out.result.imagesPerSecond = summary.value("images_per_second", 0.0);
+    } catch (const json::exception& e) {
+        throw InputError(origin + ": the run record is incomplete or damaged (" + e.what() + ")");
+    }
+    return out;
+}
+
+}  // namespace plab

@@ -1,0 +1,88 @@
+// Applying trainer events to a run's UI-side state.
+#include "run_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace plab::ui {
+
+RunData::RunData(QString id, TrainSettings settings)
+    : id_(std::move(id)), name_(id_), settings_(settings), current_(std::move(settings))
+{
+}
+
+void RunData::apply(const TrainerEvent& event)
+{
+    ++revision_;
+    if (const auto* e = std::get_if<StepEvent>(&event)) {
+        steps_.push_back({e->step, e->epoch, std::isfinite(e->loss) ? e->loss : std::numeric_limits<float>::quiet_NaN(),
+                          e->lossScale, e->skipped, e->batch, e->timeMs});
+        skipped_ = e->skippedSoFar;
+        images_ += e->batch;
+        stepMs_ += e->timeMs;
+        if (e->totalSteps > 0) plannedSteps_ = e->totalSteps;
+    } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
+        evals_.push_back(*e);
+    } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
+        if (e->hasHistograms) telemetry_.push_back(*e);
+    } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
+        // Keep a sample when the bytes changed (or the peak moved), so long runs stay small.
+        if (memory_.empty() || memory_.back().memory.live != e->memory.live ||
+            memory_.back().memory.totalPeak != e->memory.totalPeak)
+            memory_.push_back(*e);
+        else
+            memory_.back().memory.peak = e->memory.peak;
+    } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
+        status_ = e->status;
+        statusMessage_ = QString::fromStdString(e->message);
+    } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
+        changes_.push_back(*e);
+        try {
+            current_ = settingsFromJson(nlohmann::json::parse(e->settingsJson), "setting change");
+        } catch (const std::exception&) {
+            // A change the trainer applied is always valid; keep the last known settings.
+        }
+    } else if (const auto* e = std::get_if<RunStartEvent>(&event)) {
+        backend_ = QString::fromStdString(e->backend);
+        versions_ = e->versions;
+        plannedSteps_ = e->plannedSteps;
+    }
+}
+
+void RunData::finish(const RunResult& r)
+{
+    ++revision_;
+    status_ = r.status;
+    statusMessage_ = QString::fromStdString(r.message);
+    finalImagesPerSecond_ = r.imagesPerSecond;
+    skipped_ = r.skippedSteps;
+}
+
+double RunData::lastAccuracy() const
+{
+    return evals_.empty() ? std::numeric_limits<double>::quiet_NaN() : evals_.back().testAccuracy;
+}
+
+double RunData::bestAccuracy() const
+{
+    if (evals_.empty()) return std::numeric_limits<double>::quiet_NaN();
+    double best = 0.0;
+    for (const auto& e : evals_) best = std::max(best, e.testAccuracy);
+    return best;
+}
+
+double RunData::imagesPerSecond() const
+{
+    if (finalImagesPerSecond_ > 0) return finalImagesPerSecond_;
+    return stepMs_ > 0 ? 1000.0 * static_cast<double>(images_) / stepMs_ : 0.0;
+}
+
+double RunData::elapsedSeconds() const { return stepMs_ / 1000.0; }
+
+MemorySnapshot RunData::peakMemory() const
+{
+    return memory_.empty() ? MemorySnapshot{} : memory_.back().memory;
+}
+
+}  // namespace plab::ui

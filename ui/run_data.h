@@ -1,0 +1,92 @@
+// Everything the UI knows about one run, built by applying the trainer's events in order
+// (live from the controller, or replayed from a saved record: the same path). Owned and
+// touched by the GUI thread only; charts read it when they redraw.
+#pragma once
+
+#include "train/events.h"
+#include "train/settings.h"
+#include "train/trainer.h"
+
+#include <QColor>
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace plab::ui {
+
+struct StepPoint {
+    std::int64_t step;
+    int epoch;
+    float loss;          // NaN when not finite
+    double lossScale;
+    bool skipped;
+    int batch;
+    double timeMs;
+};
+
+class RunData {
+public:
+    explicit RunData(QString id, TrainSettings settings);
+
+    void apply(const TrainerEvent& e);   // appends; bumps revision()
+    void finish(const RunResult& r);
+
+    const QString& id() const { return id_; }             // stable key (file stem of the record)
+    QString name() const { return name_; }
+    void setName(const QString& n) { name_ = n; ++revision_; }
+    const TrainSettings& settings() const { return settings_; }      // as the run started
+    const TrainSettings& currentSettings() const { return current_; }  // after changes
+    QColor color() const { return color_; }
+    void setColor(QColor c) { color_ = c; }
+
+    RunStatus status() const { return status_; }
+    QString statusMessage() const { return statusMessage_; }
+    std::int64_t plannedSteps() const { return plannedSteps_; }
+    QString backend() const { return backend_; }
+    const std::vector<std::string>& backendVersions() const { return versions_; }
+
+    const std::vector<StepPoint>& steps() const { return steps_; }
+    const std::vector<EvalEvent>& evals() const { return evals_; }
+    const std::vector<TelemetryEvent>& telemetry() const { return telemetry_; }
+    const std::vector<MemoryEvent>& memory() const { return memory_; }
+    const std::vector<SettingChangeEvent>& changes() const { return changes_; }
+
+    std::int64_t skippedSteps() const { return skipped_; }
+    double lastAccuracy() const;          // NaN before the first evaluation
+    double bestAccuracy() const;          // NaN before the first evaluation
+    double imagesPerSecond() const;       // over the run so far (or the final figure)
+    double elapsedSeconds() const;        // sum of step times
+    MemorySnapshot peakMemory() const;
+
+    // Increases with every change; charts redraw only when it moved.
+    std::uint64_t revision() const { return revision_; }
+
+private:
+    QString id_;
+    QString name_;
+    TrainSettings settings_;
+    TrainSettings current_;
+    QColor color_;
+    RunStatus status_ = RunStatus::starting;
+    QString statusMessage_;
+    std::int64_t plannedSteps_ = 0;
+    QString backend_;
+    std::vector<std::string> versions_;
+    std::vector<StepPoint> steps_;
+    std::vector<EvalEvent> evals_;
+    std::vector<TelemetryEvent> telemetry_;
+    std::vector<MemoryEvent> memory_;
+    std::vector<SettingChangeEvent> changes_;
+    std::int64_t skipped_ = 0;
+    std::int64_t images_ = 0;
+    double stepMs_ = 0.0;
+    double finalImagesPerSecond_ = 0.0;
+    std::uint64_t revision_ = 0;
+};
+
+using RunPtr = std::shared_ptr<RunData>;
+using ConstRunPtr = std::shared_ptr<const RunData>;
+
+}  // namespace plab::ui
