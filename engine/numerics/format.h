@@ -40,6 +40,11 @@ float roundToTf32(float x);
 // x rounded to format f, returned as the fp32 value that represents it exactly.
 float roundTo(Format f, float x);
 
+// x (a double) rounded directly to format f, with f's rounding rule (ties to even; ties
+// away for tf32), subnormals kept and overflow to +-inf. One rounding step, unlike
+// roundTo(f, float(x)), which rounds twice. NaN gives a quiet NaN with x's sign.
+float roundDoubleTo(Format f, double x);
+
 enum class ValueClass : std::uint8_t { zero, subnormal, normal, inf, nan };
 std::string_view valueClassName(ValueClass c);
 // Class of an (already rounded) value as seen in format f.

@@ -1,0 +1,24 @@
+// `plab convert --format fp16|bf16|tf32`: one number per input line, printed rounded to
+// the format as "<shortest decimal>\t<hex bits>\t<class>". The CLI wires the command to
+// this function; the format explorer reuses the same pieces (number_text.h).
+#pragma once
+
+#include "numerics/format.h"
+
+#include <iosfwd>
+#include <string>
+
+namespace plab {
+
+// The output line for one fp32 input rounded to format f, without the newline: the
+// shortest decimal, the format's bits ("0x" + 4 hex digits for fp16/bf16, 8 for the fp32
+// pattern of tf32/fp32), and the class word (normal, subnormal, zero, inf, nan).
+std::string convertLine(Format f, float input);
+
+// Reads `in` line by line; blank lines are skipped. Returns 0 when every line converted,
+// or 2 at the first line that is not a number: then `err` gets
+// "line N: cannot parse '<text>': expected a decimal number or 0x followed by 8 hex digits"
+// and nothing more is read.
+int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostream& err);
+
+}  // namespace plab
