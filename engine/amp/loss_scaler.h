@@ -10,6 +10,8 @@ namespace plab {
 
 class LossScaler {
 public:
+    // Throws InputError with LossScaling::validate()'s sentence for an impossible
+    // setting (so does reconfigure()).
     explicit LossScaler(const LossScaling& cfg = {});
 
     // The factor the loss is multiplied by this step (1 when scaling is off).

@@ -26,6 +26,14 @@ struct LossScaling {
     static LossScaling fixedScale(double s);
     // Dynamic presets: "pytorch" (= "dynamic"), "tensorflow", "apex".
     static std::optional<LossScaling> preset(std::string_view name);
+
+    // The first impossible setting as one sentence naming it (a scale that is not a
+    // positive finite fp32 number, growth factor <= 1, backoff outside (0, 1), interval
+    // < 1, min > max, initial scale outside [min, max]); empty when every value is
+    // possible. Only the fields the mode uses are checked.
+    std::string validate() const;
+    // One phrase for logs and reports: "dynamic loss scaling 65536 x2 /2 every 2000".
+    std::string describe() const;
     bool operator==(const LossScaling&) const = default;
 };
 
@@ -49,7 +57,19 @@ struct PrecisionRecipe {
     // Notices about unusual but allowed combinations, e.g. loss scaling with fp16
     // weights (PyTorch's GradScaler refuses it), accumulation in bf16. Empty when usual.
     std::vector<std::string> notices() const;
+    // The first impossible setting as one sentence; empty when the recipe can run.
+    // Impossible values are errors; unusual combinations are notices().
+    std::string validate() const;
+    // One line, e.g. "AMP FP16: fp16 compute, fp32 master weights, fp32 accumulation,
+    // fp32 softmax/loss, dynamic loss scaling 65536 x2 /2 every 2000". Named after the
+    // preset while the switches still equal it, "Custom" otherwise.
+    std::string describe() const;
     bool operator==(const PrecisionRecipe&) const = default;
 };
+
+// Parses a --loss-scale value: "off", "static:S" (S a positive finite number),
+// "dynamic" (= "pytorch"), "pytorch", "tensorflow", "apex". On a bad value returns
+// nullopt and, when `error` is given, stores one sentence saying what is wrong.
+std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::string* error = nullptr);
 
 }  // namespace plab

@@ -1,0 +1,287 @@
+// Precision recipes and loss-scaling settings: the six named presets of DESIGN.md
+// section 4, the loss-scaling presets of PyTorch, TensorFlow and Apex, the checks that
+// tell an impossible setting (an error) from an unusual one (a notice), and the text
+// forms the CLI and the reports use.
+#include "amp/recipe.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace plab {
+
+namespace {
+
+// Shortest decimal that reads back as the same double: "65536", "0.5", "1e-08".
+std::string shortestDecimal(double x)
+{
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    std::array<char, 64> buf{};
+    const auto result = std::to_chars(buf.data(), buf.data() + buf.size(), x);
+    return std::string(buf.data(), result.ptr);
+}
+
+// A loss scale lives in an fp32 tensor in PyTorch (and in an fp32 variable in
+// TensorFlow), so a scale is possible only when it is positive and finite as an fp32.
+bool isPossibleFp32Scale(double s)
+{
+    if (!std::isfinite(s) || !(s > 0)) return false;
+    const float asFloat = static_cast<float>(s);
+    return std::isfinite(asFloat) && asFloat > 0.0f;
+}
+
+// "/2" for a backoff of 0.5 (reads like the usual "halve"), "x0.3" otherwise.
+std::string backoffText(double backoff)
+{
+    // Appending (rather than "/" + text) also keeps GCC 12's false -Wrestrict quiet.
+    const double divisor = 1.0 / backoff;
+    const bool exactDivisor = divisor == std::round(divisor) && 1.0 / divisor == backoff;
+    std::string text(1, exactDivisor ? '/' : 'x');
+    text += shortestDecimal(exactDivisor ? divisor : backoff);
+    return text;
+}
+
+struct NamedRecipe {
+    const char* name;
+    const char* displayName;
+    Format compute;
+    bool masterWeights;
+    bool fp32Accumulate;
+    bool fp32SensitiveOps;
+    const char* lossScalingPreset;   // nullptr: scaling off
+};
+
+// DESIGN.md section 4. FP32 has no separate master copy ("-" in the table): its
+// weights already are fp32, so masterWeights is set to true, which makes the optimizer
+// update fp32 weights exactly as PyTorch's fp32 training does; false would mean the
+// same arithmetic.
+constexpr std::array<NamedRecipe, 6> kNamedRecipes{{
+    {"fp32", "FP32", Format::fp32, true, true, true, nullptr},
+    {"tf32", "TF32", Format::tf32, true, true, true, nullptr},
+    {"amp-fp16", "AMP FP16", Format::fp16, true, true, true, "pytorch"},
+    {"amp-bf16", "AMP BF16", Format::bf16, true, true, true, nullptr},
+    {"pure-fp16", "Pure FP16", Format::fp16, false, true, false, nullptr},
+    {"pure-bf16", "Pure BF16", Format::bf16, false, true, false, nullptr},
+}};
+
+}  // namespace
+
+// ---- LossScaling -----------------------------------------------------------------
+
+LossScaling LossScaling::off()
+{
+    // The other fields keep their defaults so that every "off" compares equal.
+    return LossScaling{};
+}
+
+LossScaling LossScaling::fixedScale(double s)
+{
+    LossScaling l;
+    l.mode = LossScaleMode::fixed;
+    l.initScale = s;
+    return l;
+}
+
+std::optional<LossScaling> LossScaling::preset(std::string_view name)
+{
+    LossScaling l;
+    l.mode = LossScaleMode::dynamic;
+    l.growthFactor = 2.0;
+    l.backoffFactor = 0.5;
+    l.growthInterval = 2000;
+    if (name == "pytorch" || name == "dynamic") {
+        // torch.cuda.amp.GradScaler defaults; no floor, no cap.
+        l.initScale = 65536.0;
+    } else if (name == "tensorflow") {
+        // tf.keras.mixed_precision.LossScaleOptimizer: initial 2^15, and the scale
+        // never backs off below 1.
+        l.initScale = 32768.0;
+        l.minScale = 1.0;
+    } else if (name == "apex") {
+        // apex.amp dynamic scaling: initial 2^16, max_loss_scale 2^24.
+        l.initScale = 65536.0;
+        l.maxScale = 16777216.0;
+    } else {
+        return std::nullopt;
+    }
+    return l;
+}
+
+std::string LossScaling::validate() const
+{
+    if (mode == LossScaleMode::off) return {};
+    const std::string what = mode == LossScaleMode::fixed ? "static loss scale" : "initial loss scale";
+    if (!isPossibleFp32Scale(initScale))
+        return what + " must be a positive number that is finite in fp32, got " + shortestDecimal(initScale);
+    if (mode == LossScaleMode::fixed) return {};
+
+    if (!std::isfinite(growthFactor) || !(growthFactor > 1.0))
+        return "growth factor must be greater than 1, got " + shortestDecimal(growthFactor);
+    if (!(backoffFactor > 0.0 && backoffFactor < 1.0))
+        return "backoff factor must lie strictly between 0 and 1, got " + shortestDecimal(backoffFactor);
+    if (growthInterval < 1)
+        return "growth interval must be at least 1 step, got " + std::to_string(growthInterval);
+    if (minScale && !isPossibleFp32Scale(*minScale))
+        return "minimum loss scale must be a positive number that is finite in fp32, got " +
+               shortestDecimal(*minScale);
+    if (maxScale && !isPossibleFp32Scale(*maxScale))
+        return "maximum loss scale must be a positive number that is finite in fp32, got " +
+               shortestDecimal(*maxScale);
+    if (minScale && maxScale && *minScale > *maxScale)
+        return "minimum loss scale " + shortestDecimal(*minScale) + " is larger than the maximum loss scale " +
+               shortestDecimal(*maxScale);
+    if (minScale && initScale < *minScale)
+        return "initial loss scale " + shortestDecimal(initScale) + " is below the minimum loss scale " +
+               shortestDecimal(*minScale);
+    if (maxScale && initScale > *maxScale)
+        return "initial loss scale " + shortestDecimal(initScale) + " is above the maximum loss scale " +
+               shortestDecimal(*maxScale);
+    return {};
+}
+
+std::string LossScaling::describe() const
+{
+    switch (mode) {
+    case LossScaleMode::off: return "no loss scaling";
+    case LossScaleMode::fixed: return "static loss scale " + shortestDecimal(initScale);
+    case LossScaleMode::dynamic: break;
+    }
+    std::string text = "dynamic loss scaling " + shortestDecimal(initScale) + " x" + shortestDecimal(growthFactor) +
+                       " " + backoffText(backoffFactor) + " every " + std::to_string(growthInterval);
+    if (minScale) text += ", min " + shortestDecimal(*minScale);
+    if (maxScale) text += ", max " + shortestDecimal(*maxScale);
+    return text;
+}
+
+std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::string* error)
+{
+    auto fail = [&](std::string message) -> std::optional<LossScaling> {
+        if (error) *error = std::move(message);
+        return std::nullopt;
+    };
+    if (text == "off") return LossScaling::off();
+    if (auto dynamic = LossScaling::preset(text)) return dynamic;
+
+    constexpr std::string_view staticPrefix = "static:";
+    if (text == "static" || text == "static:")
+        return fail("static loss scaling needs a value, e.g. static:1024");
+    if (text.substr(0, staticPrefix.size()) == staticPrefix) {
+        const std::string_view number = text.substr(staticPrefix.size());
+        double value = 0.0;
+        const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+        if (ec != std::errc{} || end != number.data() + number.size())
+            return fail("static loss scale '" + std::string(number) + "' is not a number");
+        if (!isPossibleFp32Scale(value))
+            return fail("static loss scale must be a positive number that is finite in fp32, got '" +
+                        std::string(number) + "'");
+        return LossScaling::fixedScale(value);
+    }
+    return fail("unknown loss scaling '" + std::string(text) +
+                "': expected off, static:S, dynamic, pytorch, tensorflow or apex");
+}
+
+// ---- PrecisionRecipe --------------------------------------------------------------
+
+Format PrecisionRecipe::storage() const
+{
+    // tf32 only changes matmul/conv operands; what is stored stays fp32.
+    return compute == Format::fp16 || compute == Format::bf16 ? compute : Format::fp32;
+}
+
+std::optional<PrecisionRecipe> PrecisionRecipe::fromPreset(std::string_view name)
+{
+    for (const NamedRecipe& n : kNamedRecipes) {
+        if (name != n.name) continue;
+        PrecisionRecipe r;
+        r.preset = n.name;
+        r.compute = n.compute;
+        r.masterWeights = n.masterWeights;
+        r.fp32Accumulate = n.fp32Accumulate;
+        r.fp32SensitiveOps = n.fp32SensitiveOps;
+        r.lossScaling = n.lossScalingPreset ? *LossScaling::preset(n.lossScalingPreset) : LossScaling::off();
+        return r;
+    }
+    return std::nullopt;
+}
+
+const std::vector<std::string>& PrecisionRecipe::presetNames()
+{
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v;
+        for (const NamedRecipe& n : kNamedRecipes) v.emplace_back(n.name);
+        return v;
+    }();
+    return names;
+}
+
+std::string PrecisionRecipe::displayName(std::string_view presetName)
+{
+    for (const NamedRecipe& n : kNamedRecipes)
+        if (presetName == n.name) return n.displayName;
+    return "Custom";
+}
+
+std::vector<std::string> PrecisionRecipe::notices() const
+{
+    std::vector<std::string> out;
+    const std::string computeName(formatName(compute));
+    const bool scaling = lossScaling.mode != LossScaleMode::off;
+
+    if (scaling && compute == Format::fp16 && !masterWeights)
+        out.push_back("Loss scaling with fp16 weights and no fp32 master copy: PyTorch's GradScaler refuses "
+                      "fp16 parameters; Apex O3 runs pure fp16 with scale 1 — allowed here for comparison.");
+    if (!scaling && compute == Format::fp16 && masterWeights)
+        out.push_back("fp16 mixed precision without loss scaling: gradients smaller than 2^-24 underflow to "
+                      "zero in fp16 and are lost; AMP normally scales the loss.");
+    if (scaling && compute != Format::fp16)
+        out.push_back("Loss scaling with " + computeName +
+                      " compute is harmless but unusual: " + computeName +
+                      " has an 8-bit exponent like fp32, so gradients rarely underflow.");
+    if (!fp32Accumulate && (compute == Format::bf16 || compute == Format::tf32))
+        out.push_back("Accumulation in " + computeName + ": no GPU library accumulates in bf16 or tf32; "
+                      "this is emulated on the CPU only.");
+    if (!fp32Accumulate && compute == Format::fp32)
+        out.push_back("fp32 accumulation off has no effect with fp32 compute.");
+    // Pure fp16/bf16 (model.half()) run softmax in the compute format by definition;
+    // in a mixed-precision recipe it is a deliberate departure from autocast.
+    if (!fp32SensitiveOps && masterWeights && (compute == Format::fp16 || compute == Format::bf16))
+        out.push_back("Softmax and cross-entropy in " + computeName +
+                      ": autocast keeps them in fp32 because exp() overflows and sums lose precision "
+                      "in reduced precision.");
+    if (!masterWeights && storage() == Format::fp32 && compute != Format::fp32)
+        out.push_back("Master weights off changes nothing with " + computeName +
+                      " compute: the weights are stored in fp32 either way.");
+    return out;
+}
+
+std::string PrecisionRecipe::validate() const
+{
+    return lossScaling.validate();
+}
+
+std::string PrecisionRecipe::describe() const
+{
+    const auto named = fromPreset(preset);
+    const std::string label = named && *named == *this ? displayName(preset) : "Custom";
+    const std::string computeName(formatName(compute));
+    const std::string storageName(formatName(storage()));
+
+    std::ostringstream out;
+    out << label << ": " << computeName << " compute, ";
+    if (compute == Format::fp32)
+        out << "fp32 weights";
+    else if (masterWeights)
+        out << "fp32 master weights";
+    else
+        out << storageName << " weights (no master copy)";
+    out << ", " << (fp32Accumulate || compute == Format::fp32 ? std::string("fp32") : computeName)
+        << " accumulation";
+    out << ", " << (fp32SensitiveOps ? std::string("fp32") : storageName) << " softmax/loss";
+    out << ", " << lossScaling.describe();
+    return out.str();
+}
+
+}  // namespace plab

@@ -1,0 +1,34 @@
+// What happens to the weight gradients between backward and the optimizer: the
+// finiteness check and unscaling of GradScaler.unscale_ (DESIGN.md section 2), and
+// torch.nn.utils.clip_grad_norm_, which sees the unscaled gradients.
+#pragma once
+
+#include "amp/recipe.h"
+#include "nn/parameter.h"
+
+#include <vector>
+
+namespace plab {
+
+struct UnscaleResult {
+    bool foundNonFinite = false;   // some scaled gradient element was inf or NaN
+    // L2 norm of all gradients after unscaling, summed in double; +inf when
+    // foundNonFinite (the gradients are then left as they were).
+    double gradNorm = 0.0;
+};
+
+// Checks every scaled gradient element for inf/NaN. When all are finite, multiplies
+// each by invScale (the scaler's float(1/double(S))) in fp32; with master weights off
+// the product is rounded to recipe.storage(), as PyTorch's unscale writes fp16 grads.
+// Parameters with an empty grad are skipped.
+UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invScale,
+                               const PrecisionRecipe& recipe);
+
+// torch.nn.utils.clip_grad_norm_ with the L2 norm: total = sqrt(sum of g^2) over all
+// gradients (in double), and when max / (total + 1e-6) < 1 every gradient is
+// multiplied by that coefficient in fp32 and rounded to its tensor's storage format.
+// A non-finite total leaves the gradients alone. Returns the total norm before
+// clipping. Throws std::invalid_argument unless maxNorm is positive and finite.
+double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm);
+
+}  // namespace plab

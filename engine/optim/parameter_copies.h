@@ -1,0 +1,63 @@
+// Which copies of a parameter a recipe keeps and in which formats (the fp32 master,
+// the weights the layers compute with, the optimizer state), and the elementwise
+// update step every optimizer ends with: write p + alpha * direction rounded to the
+// stored format and count the updates that were lost to that rounding.
+#pragma once
+
+#include "amp/recipe.h"
+#include "nn/parameter.h"
+#include "tensor/memory.h"
+
+#include <cstddef>
+#include <cstdint>
+
+// std::fma is one instruction on CPUs with FMA3 and a libm call elsewhere; loops that
+// use it get an FMA3 clone picked at load time. Results are identical either way: fma
+// is exactly rounded in hardware and in libm.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__FMA__)
+#define PLAB_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define PLAB_FMA_CLONES
+#endif
+
+namespace plab {
+
+// Format of Parameter::value: the compute format when an fp32 master exists (the cast
+// copy the layers use), otherwise the recipe's storage format (value is the only copy).
+Format weightValueFormat(const PrecisionRecipe& recipe);
+
+// Format of momentum buffers and Adam moments: fp32 beside fp32 master weights,
+// otherwise the storage format (model.half() keeps its optimizer state in fp16).
+Format optimizerStateFormat(const PrecisionRecipe& recipe);
+
+// Brings a parameter's copies in line with the recipe when they disagree with it
+// (Model::applyRecipe normally has done so already): creates the fp32 master from
+// `value` when master weights are on and there is none (not for fp32 compute, where
+// `value` is fp32 already), or rounds the master into `value` and drops it when they
+// are off.
+void alignParameterWithRecipe(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory);
+
+// value = roundTo(compute, master) for every element (a plain copy for fp32).
+void refreshComputeCopy(Parameter& p, const PrecisionRecipe& recipe);
+
+// Makes `state` an optimizer-state tensor of `shape` in `format`, tracked under
+// optimizerState. Returns true when it was created now (zero-filled): the first step.
+// An existing tensor in another format (the recipe changed) is re-rounded to it.
+bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, MemoryAccountant* memory);
+
+// Rounds what one elementwise op wrote into a tensor of format f. PyTorch's kernels on
+// fp16/bf16 tensors compute in fp32 ("opmath") and round once when they store.
+void roundWritten(Format f, float* x, std::size_t n);
+
+struct UpdateCounts {
+    std::int64_t nonzero = 0;   // elements whose computed update was nonzero
+    std::int64_t lost = 0;      // ... and whose stored weight did not change
+};
+
+// p[i] = round_f(p[i] + alpha * direction[i]) for i < n, computed as one fused
+// multiply-add in fp32 (what `param.add_(d, alpha=a)` and `addcdiv_` compile to on the
+// GPU), rounded once to f when stored. The update alpha * direction[i] is evaluated in
+// double (exact for two floats) to tell a zero update from a lost one.
+void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts);
+
+}  // namespace plab

@@ -1,0 +1,456 @@
+// Tests SGD and Adam against double-precision references of PyTorch's equations, the
+// fp16 behaviour without master weights (eps underflow, lost updates), optimizer-state
+// accounting, gradient unscaling and gradient-norm clipping.
+// links: plab_optim plab_test_support
+#include "numerics/format.h"
+#include "optim/grad_unscale.h"
+#include "optim/optimizer.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace plab;
+
+namespace {
+
+PrecisionRecipe preset(const QString& name)
+{
+    auto r = PrecisionRecipe::fromPreset(name.toStdString());
+    if (!r) qFatal("no preset %s", qPrintable(name));
+    return *r;
+}
+
+// A parameter laid out as the recipe keeps it: an fp32 master and its cast copy, or a
+// single copy in the storage format.
+Parameter makeParameter(const std::vector<float>& weights, const PrecisionRecipe& recipe)
+{
+    const Shape shape{static_cast<std::int64_t>(weights.size())};
+    Parameter p;
+    p.layer = "fc1";
+    p.name = "weight";
+    if (recipe.masterWeights) {
+        p.master = Tensor(shape, Format::fp32);
+        p.value = Tensor(shape, recipe.compute);
+        for (std::size_t i = 0; i < weights.size(); ++i) {
+            p.master[std::int64_t(i)] = weights[i];
+            p.value[std::int64_t(i)] = roundTo(recipe.compute, weights[i]);
+        }
+        p.grad = Tensor(shape, Format::fp32);
+    } else {
+        p.value = Tensor(shape, recipe.storage());
+        for (std::size_t i = 0; i < weights.size(); ++i)
+            p.value[std::int64_t(i)] = roundTo(recipe.storage(), weights[i]);
+        p.grad = Tensor(shape, recipe.storage());
+    }
+    return p;
+}
+
+void setGrad(Parameter& p, const std::vector<float>& g)
+{
+    for (std::size_t i = 0; i < g.size(); ++i) p.grad[std::int64_t(i)] = roundTo(p.grad.storage(), g[i]);
+}
+
+double relativeError(const Tensor& got, const std::vector<double>& want)
+{
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double d = double(got[std::int64_t(i)]) - want[i];
+        diff += d * d;
+        norm += want[i] * want[i];
+    }
+    return std::sqrt(diff / norm);
+}
+
+// PyTorch's update equations in double precision, written from torch/optim docs.
+struct ReferenceOptimizer {
+    std::string kind;
+    double lr, momentum, beta1, beta2, eps;
+    std::vector<double> w, m, v;
+    int t = 0;
+
+    void step(const std::vector<float>& g)
+    {
+        ++t;
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            if (kind == "sgd") {
+                m[i] = t == 1 ? g[i] : momentum * m[i] + g[i];
+                w[i] -= lr * m[i];
+            } else {
+                m[i] = beta1 * m[i] + (1 - beta1) * g[i];
+                v[i] = beta2 * v[i] + (1 - beta2) * double(g[i]) * g[i];
+                const double mHat = m[i] / (1 - std::pow(beta1, t));
+                const double vHat = v[i] / (1 - std::pow(beta2, t));
+                w[i] -= lr * mHat / (std::sqrt(vHat) + eps);
+            }
+        }
+    }
+};
+
+}  // namespace
+
+class TestOptimizer : public QObject {
+    Q_OBJECT
+
+private slots:
+    // Several steps with fp32 master weights agree with the double reference to about
+    // fp32 precision; the compute copy is the master rounded to the compute format.
+    void matchesDoubleReference_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("recipeName");
+        for (const char* kind : {"sgd", "adam"})
+            for (const char* recipe : {"fp32", "tf32", "amp-fp16", "amp-bf16"})
+                QTest::addRow("%s %s", kind, recipe) << kind << recipe;
+    }
+
+    void matchesDoubleReference()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, recipeName);
+        const PrecisionRecipe recipe = preset(recipeName);
+        OptimizerConfig cfg;
+        cfg.kind = kind.toStdString();
+        cfg.lr = kind == "sgd" ? 0.05 : 1e-3;
+        auto optimizer = Optimizer::create(cfg);
+
+        constexpr int n = 3000;   // more than one internal chunk
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<float> weightDist(-0.05f, 0.05f), gradDist(-1.0f, 1.0f);
+        std::vector<float> w0(n);
+        for (auto& x : w0) x = weightDist(rng);
+        Parameter p = makeParameter(w0, recipe);
+        ReferenceOptimizer ref{cfg.kind, cfg.lr, cfg.momentum, cfg.beta1, cfg.beta2, cfg.eps,
+                               std::vector<double>(w0.begin(), w0.end()), std::vector<double>(n, 0.0),
+                               std::vector<double>(n, 0.0)};
+
+        for (int step = 0; step < 6; ++step) {
+            std::vector<float> g(n);
+            for (auto& x : g) x = gradDist(rng) * 0.1f;
+            setGrad(p, g);
+            optimizer->step({&p}, recipe, nullptr);
+            ref.step(g);
+        }
+        QVERIFY2(relativeError(p.master, ref.w) < 2e-6, qPrintable(QString::number(relativeError(p.master, ref.w))));
+        QVERIFY(relativeError(p.state1, ref.m) < 1e-5);
+        if (kind == "adam") {
+            QVERIFY(relativeError(p.state2, ref.v) < 1e-5);
+            QCOMPARE(p.optimizerSteps, std::int64_t(6));
+        }
+        for (int i = 0; i < n; ++i)
+            QVERIFY(p.value[i] == roundTo(recipe.compute, p.master[i]));
+        QCOMPARE(p.nonzeroUpdates, std::int64_t(n));
+    }
+
+    // model.half() Adam: an element whose gradient is 0 gets m = v = 0; denom stores
+    // sqrt(0)/c2 + 1e-8 in fp16, where 1e-8 (below half of 2^-24) rounds to 0; 0/0 = NaN.
+    void pureFp16AdamZeroGradientGivesNaN()
+    {
+        QCOMPARE(roundTo(Format::fp16, 1e-8f), 0.0f);   // the reason
+        const PrecisionRecipe recipe = preset("pure-fp16");
+        auto adam = Optimizer::create(OptimizerConfig{});
+        Parameter p = makeParameter({1.0f, 1.0f}, recipe);
+        setGrad(p, {0.0f, 0.5f});
+        adam->step({&p}, recipe, nullptr);
+        QVERIFY(std::isnan(p.value[0]));
+        QVERIFY(std::isfinite(p.value[1]) && p.value[1] < 1.0f);
+
+        // The same step beside fp32 masters keeps eps and leaves the weight alone.
+        const PrecisionRecipe amp = preset("amp-fp16");
+        Parameter q = makeParameter({1.0f, 1.0f}, amp);
+        auto adam2 = Optimizer::create(OptimizerConfig{});
+        setGrad(q, {0.0f, 0.5f});
+        adam2->step({&q}, amp, nullptr);
+        QCOMPARE(q.master[0], 1.0f);
+        QCOMPARE(q.nonzeroUpdates, std::int64_t(1));
+    }
+
+    // The first Adam step moves a weight by about lr (m_hat / sqrt(v_hat) = sign(g)),
+    // SGD by lr * g. At 2048 the fp16 spacing is 2, so 2048 - 0.001 rounds back to 2048:
+    // a lost update. An fp32 master (spacing 2^-12 at 2048) keeps it; at 2^24 even fp32
+    // swamps it (spacing 2).
+    void lostUpdates_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<float>("weight");
+        QTest::addColumn<bool>("lost");
+        QTest::addRow("adam pure-fp16 at 2048: lost") << "adam" << "pure-fp16" << 2048.0f << true;
+        QTest::addRow("sgd pure-fp16 at 2048: lost") << "sgd" << "pure-fp16" << 2048.0f << true;
+        QTest::addRow("adam pure-bf16 at 2048: lost") << "adam" << "pure-bf16" << 2048.0f << true;
+        QTest::addRow("adam amp-fp16 at 2048: kept by the master") << "adam" << "amp-fp16" << 2048.0f << false;
+        QTest::addRow("sgd amp-fp16 at 2048: kept by the master") << "sgd" << "amp-fp16" << 2048.0f << false;
+        QTest::addRow("adam pure-fp16 at 0.5: kept") << "adam" << "pure-fp16" << 0.5f << false;
+        QTest::addRow("adam fp32 at 2^24: fp32 swamps it") << "adam" << "fp32" << 16777216.0f << true;
+    }
+
+    void lostUpdates()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, recipe);
+        QFETCH(float, weight);
+        QFETCH(bool, lost);
+        const PrecisionRecipe r = preset(recipe);
+        OptimizerConfig cfg;
+        cfg.kind = kind.toStdString();
+        cfg.lr = 1e-3;
+        auto optimizer = Optimizer::create(cfg);
+        Parameter p = makeParameter({weight}, r);
+        setGrad(p, {1.0f});
+        optimizer->step({&p}, r, nullptr);
+
+        QCOMPARE(p.nonzeroUpdates, std::int64_t(1));
+        QCOMPARE(p.lostUpdates, std::int64_t(lost ? 1 : 0));
+        QCOMPARE(p.stored()[0] == weight, lost);
+        if (r.masterWeights) QCOMPARE(p.value[0], roundTo(r.compute, p.master[0]));
+        if (!lost) QVERIFY(std::abs(double(p.stored()[0]) - (weight - 1e-3)) < 1e-3);
+    }
+
+    // Without master weights each in-place op of _single_tensor_adam rounds to fp16; a
+    // scalar re-statement of that op sequence (double arithmetic, roundTo after each op)
+    // gives the same bits.
+    void pureFp16AdamRoundsEveryOp()
+    {
+        const PrecisionRecipe recipe = preset("pure-fp16");
+        const OptimizerConfig cfg;
+        auto adam = Optimizer::create(cfg);
+        const std::vector<float> w0{0.75f, -3.0f, 100.0f, 1e-3f, -0.2f};
+        Parameter p = makeParameter(w0, recipe);
+        auto R = [](double x) { return roundTo(Format::fp16, static_cast<float>(x)); };
+        std::vector<float> w(w0.size()), m(w0.size(), 0.0f), v(w0.size(), 0.0f);
+        for (std::size_t i = 0; i < w0.size(); ++i) w[i] = R(w0[i]);
+
+        const std::vector<std::vector<float>> grads{
+            {0.5f, -2e-3f, 3.0f, 1e-4f, -0.25f}, {0.25f, 1e-3f, -1.0f, 2e-4f, 0.125f}, {-0.5f, 5e-3f, 2.0f, 0.0f, 0.0f}};
+        for (int t = 1; t <= 3; ++t) {
+            setGrad(p, grads[t - 1]);
+            adam->step({&p}, recipe, nullptr);
+            const double c1 = 1 - std::pow(cfg.beta1, t), c2 = 1 - std::pow(cfg.beta2, t);
+            const float invC2Sqrt = 1.0f / float(std::sqrt(c2));
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                const float g = R(grads[t - 1][i]);
+                m[i] = R(double(m[i]) * float(cfg.beta1));
+                m[i] = R(double(m[i]) + double(float(1 - cfg.beta1)) * g);
+                v[i] = R(double(v[i]) * float(cfg.beta2));
+                v[i] = R(double(v[i]) + double(float(1 - cfg.beta2) * g) * g);
+                float d = R(std::sqrt(double(v[i])));
+                d = R(double(d) * invC2Sqrt);
+                d = R(double(d) + float(cfg.eps));
+                const float ratio = m[i] / d;
+                w[i] = R(double(w[i]) + double(float(-cfg.lr / c1)) * ratio);
+            }
+        }
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            QCOMPARE(p.value[std::int64_t(i)], w[i]);
+            QCOMPARE(p.state1[std::int64_t(i)], m[i]);
+            QCOMPARE(p.state2[std::int64_t(i)], v[i]);
+        }
+    }
+
+    void stateIsCreatedLazilyAndAccounted_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<int>("stateBytes");   // for 100 elements
+        QTest::addRow("adam fp32 masters: two fp32 moments") << "adam" << "amp-fp16" << 2 * 100 * 4;
+        QTest::addRow("adam pure-fp16: two fp16 moments") << "adam" << "pure-fp16" << 2 * 100 * 2;
+        QTest::addRow("sgd fp32: one fp32 buffer") << "sgd" << "fp32" << 100 * 4;
+        QTest::addRow("sgd pure-bf16: one bf16 buffer") << "sgd" << "pure-bf16" << 100 * 2;
+    }
+
+    void stateIsCreatedLazilyAndAccounted()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, recipe);
+        QFETCH(int, stateBytes);
+        const PrecisionRecipe r = preset(recipe);
+        OptimizerConfig cfg;
+        cfg.kind = kind.toStdString();
+        auto optimizer = Optimizer::create(cfg);
+        MemoryAccountant memory;
+        const auto stateIndex = static_cast<std::size_t>(MemoryCategory::optimizerState);
+
+        Parameter withGrad = makeParameter(std::vector<float>(100, 0.5f), r);
+        Parameter withoutGrad = makeParameter(std::vector<float>(100, 0.5f), r);
+        withoutGrad.grad = Tensor();
+        QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(0));
+        setGrad(withGrad, std::vector<float>(100, 0.1f));
+        optimizer->step({&withGrad, &withoutGrad}, r, &memory);
+
+        QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(stateBytes));
+        QCOMPARE(withoutGrad.state1.size(), std::int64_t(0));   // skipped: no grad
+        QCOMPARE(withoutGrad.stored()[0], roundTo(r.storage(), 0.5f));
+        QCOMPARE(withoutGrad.optimizerSteps, std::int64_t(0));
+    }
+
+    // A recipe change from AMP FP16 to pure FP16 re-rounds the state to fp16 (and the
+    // accountant sees half the bytes); the master is rounded into the weights.
+    void recipeChangeReroundsState()
+    {
+        PrecisionRecipe r = preset("amp-fp16");
+        auto adam = Optimizer::create(OptimizerConfig{});
+        MemoryAccountant memory;
+        const auto stateIndex = static_cast<std::size_t>(MemoryCategory::optimizerState);
+        Parameter p = makeParameter({0.3f, -0.7f, 1.1f}, r);
+        setGrad(p, {1e-3f, -0.3f, 0.7f});
+        adam->step({&p}, r, &memory);
+        QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(2 * 3 * 4));
+        const std::vector<float> m{p.state1[0], p.state1[1], p.state1[2]};
+
+        r = preset("pure-fp16");
+        p.grad.setStorage(Format::fp16);
+        setGrad(p, {0.0f, 0.0f, 0.0f});
+        p.grad[0] = 1e-3f;   // nonzero so the first element stays finite
+        adam->step({&p}, r, &memory);
+        QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(2 * 3 * 2));
+        QCOMPARE(p.master.size(), std::int64_t(0));
+        QVERIFY(p.state1.storage() == Format::fp16);
+        // The first op of the step, exp_avg.mul_(beta1), started from the fp16 state.
+        for (int i = 0; i < 3; ++i) {
+            const float g = roundTo(Format::fp16, p.grad[i]);
+            const float expectedM = roundTo(Format::fp16,
+                                            float(double(roundTo(Format::fp16, roundTo(Format::fp16, m[i]) * 0.9f)) +
+                                                  double(float(1 - 0.9)) * g));
+            QCOMPARE(p.state1[i], expectedM);
+        }
+    }
+
+    // The optimizer brings a parameter's copies in line with the recipe when they are
+    // not: FP32 needs no separate master, AMP FP16 gets one (tracked) from the weights.
+    void copiesFollowTheRecipe()
+    {
+        MemoryAccountant memory;
+        const auto masterIndex = static_cast<std::size_t>(MemoryCategory::masterWeights);
+        auto sgd = Optimizer::create(OptimizerConfig{"sgd", 0.5});
+
+        const PrecisionRecipe fp32 = preset("fp32");
+        Parameter plain;
+        plain.value = Tensor({2}, Format::fp32);
+        plain.value.fill(1.0f);
+        plain.grad = Tensor({2}, Format::fp32);
+        plain.grad.fill(0.25f);
+        sgd->step({&plain}, fp32, &memory);
+        QCOMPARE(plain.master.size(), std::int64_t(0));
+        QCOMPARE(plain.value[0], 1.0f - 0.5f * 0.25f);
+        QCOMPARE(memory.snapshot().live[masterIndex], std::int64_t(0));
+
+        const PrecisionRecipe amp = preset("amp-fp16");
+        Parameter half;
+        half.value = Tensor({2}, Format::fp16);
+        half.value.fill(2048.0f);
+        half.grad = Tensor({2}, Format::fp32);
+        half.grad.fill(1e-3f);
+        sgd->step({&half}, amp, &memory);
+        QCOMPARE(half.master.size(), std::int64_t(2));
+        QCOMPARE(memory.snapshot().live[masterIndex], std::int64_t(2 * 4));
+        QVERIFY(half.master[0] < 2048.0f);   // 2048 - 5e-4 is representable in fp32
+        QCOMPARE(half.value[0], roundTo(Format::fp16, half.master[0]));
+    }
+
+    void createRejectsBadConfig()
+    {
+        OptimizerConfig cfg;
+        cfg.kind = "rmsprop";
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Optimizer::create(cfg));
+        cfg.kind = "adam";
+        cfg.lr = -1;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Optimizer::create(cfg));
+        cfg.lr = 1e-3;
+        cfg.beta2 = 1.0;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Optimizer::create(cfg));
+        cfg = OptimizerConfig{};
+        cfg.kind = "sgd";
+        cfg.momentum = -0.5;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Optimizer::create(cfg));
+
+        auto sgd = Optimizer::create(OptimizerConfig{"sgd", 0.1});
+        QCOMPARE(sgd->learningRate(), 0.1);
+        sgd->setLearningRate(0.01);
+        QCOMPARE(sgd->learningRate(), 0.01);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 sgd->setLearningRate(std::numeric_limits<double>::quiet_NaN()));
+    }
+
+    void unscaleFindsNonFinite_data()
+    {
+        QTest::addColumn<float>("bad");
+        QTest::addRow("inf") << std::numeric_limits<float>::infinity();
+        QTest::addRow("-inf") << -std::numeric_limits<float>::infinity();
+        QTest::addRow("NaN") << std::numeric_limits<float>::quiet_NaN();
+    }
+
+    void unscaleFindsNonFinite()
+    {
+        QFETCH(float, bad);
+        const PrecisionRecipe r = preset("amp-fp16");
+        Parameter a = makeParameter({1, 2, 3}, r), b = makeParameter({1, 2}, r);
+        setGrad(a, {1024.0f, 2048.0f, 4096.0f});
+        setGrad(b, {8.0f, 16.0f});
+        b.grad[1] = bad;
+        const UnscaleResult result = unscaleGradients({&a, &b}, 1.0f / 1024, r);
+        QVERIFY(result.foundNonFinite);
+        QVERIFY(std::isinf(result.gradNorm));
+        QCOMPARE(a.grad[0], 1024.0f);   // left as they were: the step is skipped
+    }
+
+    // Unscaling multiplies in fp32 by float(1/double(S)); S = 3 is not a power of two,
+    // so the product rounds. Without masters the fp16 gradient is rounded once more.
+    void unscaleMultipliesByInverseScale_data()
+    {
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<double>("scale");
+        QTest::addRow("amp-fp16, S 65536") << "amp-fp16" << 65536.0;
+        QTest::addRow("amp-fp16, S 3") << "amp-fp16" << 3.0;
+        QTest::addRow("pure-fp16, S 3") << "pure-fp16" << 3.0;
+        QTest::addRow("pure-bf16, S 1000") << "pure-bf16" << 1000.0;
+    }
+
+    void unscaleMultipliesByInverseScale()
+    {
+        QFETCH(QString, recipe);
+        QFETCH(double, scale);
+        const PrecisionRecipe r = preset(recipe);
+        const float invScale = static_cast<float>(1.0 / scale);
+        const std::vector<float> scaled{60000.0f, -3.0f, 0.1f, 7.0e-5f, 0.0f, 1234.5f};
+        Parameter p = makeParameter(std::vector<float>(scaled.size(), 0.0f), r);
+        setGrad(p, scaled);
+        std::vector<float> stored(scaled.size());
+        for (std::size_t i = 0; i < scaled.size(); ++i) stored[i] = p.grad[std::int64_t(i)];
+
+        const UnscaleResult result = unscaleGradients({&p}, invScale, r);
+        QVERIFY(!result.foundNonFinite);
+        double sum = 0.0;
+        for (std::size_t i = 0; i < scaled.size(); ++i) {
+            // A product of two floats is exact in double; one rounding to float follows.
+            float expected = static_cast<float>(double(stored[i]) * double(invScale));
+            if (!r.masterWeights) expected = roundTo(r.storage(), expected);
+            QCOMPARE(p.grad[std::int64_t(i)], expected);
+            sum += double(expected) * expected;
+        }
+        QCOMPARE(result.gradNorm, std::sqrt(sum));
+    }
+
+    void clipGradNormByHand()
+    {
+        const PrecisionRecipe r = preset("fp32");
+        Parameter a = makeParameter({0, 0}, r), b = makeParameter({0}, r);
+        // ||(3, 4, 12)|| = 13
+        setGrad(a, {3.0f, 4.0f});
+        setGrad(b, {12.0f});
+        QCOMPARE(clipGradNorm({&a, &b}, 20.0), 13.0);   // 20 / 13 >= 1: untouched
+        QCOMPARE(a.grad[0], 3.0f);
+
+        QCOMPARE(clipGradNorm({&a, &b}, 6.5), 13.0);   // coefficient 6.5 / (13 + 1e-6) ~ 1/2
+        QVERIFY(std::abs(a.grad[0] - 1.5f) < 1e-6f);
+        QVERIFY(std::abs(a.grad[1] - 2.0f) < 1e-6f);
+        QVERIFY(std::abs(b.grad[0] - 6.0f) < 1e-6f);
+        QVERIFY(a.grad[1] < 2.0f);   // the 1e-6 makes the coefficient just below 1/2
+
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, clipGradNorm({&a}, 0.0));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestOptimizer)
+#include "tst_optimizer.moc"

@@ -1,0 +1,360 @@
+// Tests precision recipes and loss-scaling settings: the presets of DESIGN.md section 4
+// and of issue 2 section 4, storage formats, notices for unusual combinations,
+// validate() for impossible values, describe(), and the --loss-scale parser.
+// links: plab_amp
+#include "amp/recipe.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+using namespace plab;
+
+using RecipeEdit = std::function<void(PrecisionRecipe&)>;
+Q_DECLARE_METATYPE(plab::Format)
+Q_DECLARE_METATYPE(plab::LossScaleMode)
+Q_DECLARE_METATYPE(RecipeEdit)
+
+namespace {
+
+PrecisionRecipe preset(const char* name)
+{
+    auto r = PrecisionRecipe::fromPreset(name);
+    if (!r) qFatal("no preset %s", name);
+    return *r;
+}
+
+LossScaling dynamicDefaults() { return *LossScaling::preset("pytorch"); }
+
+}  // namespace
+
+class TestRecipe : public QObject {
+    Q_OBJECT
+
+private slots:
+    // The table of DESIGN.md section 4, one row per preset.
+    void presetSwitches_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("display");
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<bool>("master");
+        QTest::addColumn<bool>("fp32Accumulate");
+        QTest::addColumn<bool>("fp32Ops");
+        QTest::addColumn<LossScaleMode>("scaling");
+        QTest::addColumn<Format>("storage");
+        // FP32's master column is "-"; we keep masterWeights on (fp32 weights either way).
+        QTest::addRow("fp32") << "fp32" << "FP32" << Format::fp32 << true << true << true << LossScaleMode::off
+                              << Format::fp32;
+        QTest::addRow("tf32") << "tf32" << "TF32" << Format::tf32 << true << true << true << LossScaleMode::off
+                              << Format::fp32;
+        QTest::addRow("amp-fp16") << "amp-fp16" << "AMP FP16" << Format::fp16 << true << true << true
+                                  << LossScaleMode::dynamic << Format::fp16;
+        QTest::addRow("amp-bf16") << "amp-bf16" << "AMP BF16" << Format::bf16 << true << true << true
+                                  << LossScaleMode::off << Format::bf16;
+        QTest::addRow("pure-fp16") << "pure-fp16" << "Pure FP16" << Format::fp16 << false << true << false
+                                   << LossScaleMode::off << Format::fp16;
+        QTest::addRow("pure-bf16") << "pure-bf16" << "Pure BF16" << Format::bf16 << false << true << false
+                                   << LossScaleMode::off << Format::bf16;
+    }
+
+    void presetSwitches()
+    {
+        QFETCH(QString, name);
+        QFETCH(QString, display);
+        QFETCH(Format, compute);
+        QFETCH(bool, master);
+        QFETCH(bool, fp32Accumulate);
+        QFETCH(bool, fp32Ops);
+        QFETCH(LossScaleMode, scaling);
+        QFETCH(Format, storage);
+
+        const auto r = PrecisionRecipe::fromPreset(name.toStdString());
+        QVERIFY(r.has_value());
+        QCOMPARE(QString::fromStdString(r->preset), name);
+        QCOMPARE(QString::fromStdString(PrecisionRecipe::displayName(r->preset)), display);
+        QVERIFY(r->compute == compute);
+        QCOMPARE(r->masterWeights, master);
+        QCOMPARE(r->fp32Accumulate, fp32Accumulate);
+        QCOMPARE(r->fp32SensitiveOps, fp32Ops);
+        QVERIFY(r->lossScaling.mode == scaling);
+        QVERIFY(r->storage() == storage);
+        if (scaling == LossScaleMode::dynamic) {
+            // "dynamic 2^16, x2, x0.5, 2000"
+            QCOMPARE(r->lossScaling.initScale, 65536.0);
+            QCOMPARE(r->lossScaling.growthFactor, 2.0);
+            QCOMPARE(r->lossScaling.backoffFactor, 0.5);
+            QCOMPARE(r->lossScaling.growthInterval, 2000);
+        }
+        // Presets are the usual combinations: nothing to warn about, nothing impossible.
+        QVERIFY2(r->notices().empty(), r->notices().empty() ? "" : r->notices().front().c_str());
+        QVERIFY(r->validate().empty());
+    }
+
+    void presetNamesAndUnknowns()
+    {
+        const std::vector<std::string> expected{"fp32", "tf32", "amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"};
+        QVERIFY(PrecisionRecipe::presetNames() == expected);
+        QVERIFY(!PrecisionRecipe::fromPreset("fp8").has_value());
+        QVERIFY(!PrecisionRecipe::fromPreset("AMP FP16").has_value());
+        QCOMPARE(QString::fromStdString(PrecisionRecipe::displayName("custom")), QString("Custom"));
+        // The default recipe is the FP32 preset.
+        QVERIFY(PrecisionRecipe{} == preset("fp32"));
+    }
+
+    void storageFollowsCompute_data()
+    {
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<Format>("storage");
+        QTest::addRow("fp32 stores fp32") << Format::fp32 << Format::fp32;
+        QTest::addRow("tf32 stores fp32 (only matmul operands are tf32)") << Format::tf32 << Format::fp32;
+        QTest::addRow("fp16 stores fp16") << Format::fp16 << Format::fp16;
+        QTest::addRow("bf16 stores bf16") << Format::bf16 << Format::bf16;
+    }
+
+    void storageFollowsCompute()
+    {
+        QFETCH(Format, compute);
+        QFETCH(Format, storage);
+        PrecisionRecipe r;
+        r.compute = compute;
+        r.masterWeights = false;
+        QVERIFY(r.storage() == storage);
+        r.masterWeights = true;
+        QVERIFY(r.storage() == storage);
+    }
+
+    void lossScalingPresets()
+    {
+        const auto pytorch = LossScaling::preset("pytorch");
+        QVERIFY(pytorch && pytorch->mode == LossScaleMode::dynamic);
+        QCOMPARE(pytorch->initScale, 65536.0);
+        QCOMPARE(pytorch->growthFactor, 2.0);
+        QCOMPARE(pytorch->backoffFactor, 0.5);
+        QCOMPARE(pytorch->growthInterval, 2000);
+        QVERIFY(!pytorch->minScale && !pytorch->maxScale);
+        QVERIFY(LossScaling::preset("dynamic") == pytorch);
+
+        const auto tensorflow = LossScaling::preset("tensorflow");
+        QVERIFY(tensorflow && tensorflow->mode == LossScaleMode::dynamic);
+        QCOMPARE(tensorflow->initScale, 32768.0);
+        QVERIFY(tensorflow->minScale && *tensorflow->minScale == 1.0);
+        QVERIFY(!tensorflow->maxScale);
+
+        const auto apex = LossScaling::preset("apex");
+        QVERIFY(apex && apex->mode == LossScaleMode::dynamic);
+        QCOMPARE(apex->initScale, 65536.0);
+        QVERIFY(apex->maxScale && *apex->maxScale == 16777216.0);
+        QVERIFY(!apex->minScale);
+
+        QVERIFY(!LossScaling::preset("off").has_value());
+        QVERIFY(LossScaling::off().mode == LossScaleMode::off);
+        QVERIFY(LossScaling::fixedScale(8).mode == LossScaleMode::fixed);
+        QCOMPARE(LossScaling::fixedScale(8).initScale, 8.0);
+    }
+
+    // Unusual but allowed: a notice containing `mentions`.
+    void notices_data()
+    {
+        QTest::addColumn<QString>("base");
+        QTest::addColumn<RecipeEdit>("edit");
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("pure fp16 with dynamic scaling: GradScaler refuses fp16 params")
+            << "pure-fp16" << RecipeEdit([](PrecisionRecipe& r) { r.lossScaling = dynamicDefaults(); })
+            << "GradScaler";
+        QTest::addRow("pure fp16 with static scaling: Apex O3")
+            << "pure-fp16" << RecipeEdit([](PrecisionRecipe& r) { r.lossScaling = LossScaling::fixedScale(128); })
+            << "Apex O3";
+        QTest::addRow("amp fp16 without scaling: underflow")
+            << "amp-fp16" << RecipeEdit([](PrecisionRecipe& r) { r.lossScaling = LossScaling::off(); })
+            << "underflow";
+        QTest::addRow("bf16 accumulation: CPU only")
+            << "amp-bf16" << RecipeEdit([](PrecisionRecipe& r) { r.fp32Accumulate = false; }) << "CPU only";
+        QTest::addRow("tf32 accumulation: CPU only")
+            << "tf32" << RecipeEdit([](PrecisionRecipe& r) { r.fp32Accumulate = false; }) << "CPU only";
+        QTest::addRow("scaling with bf16: harmless")
+            << "amp-bf16" << RecipeEdit([](PrecisionRecipe& r) { r.lossScaling = dynamicDefaults(); })
+            << "harmless";
+        QTest::addRow("scaling with fp32: harmless")
+            << "fp32" << RecipeEdit([](PrecisionRecipe& r) { r.lossScaling = LossScaling::fixedScale(1024); })
+            << "harmless";
+        QTest::addRow("scaling with tf32: harmless")
+            << "tf32" << RecipeEdit([](PrecisionRecipe& r) { r.lossScaling = dynamicDefaults(); }) << "harmless";
+        QTest::addRow("amp fp16 softmax in fp16")
+            << "amp-fp16" << RecipeEdit([](PrecisionRecipe& r) { r.fp32SensitiveOps = false; }) << "Softmax";
+    }
+
+    void notices()
+    {
+        QFETCH(QString, base);
+        QFETCH(RecipeEdit, edit);
+        QFETCH(QString, mentions);
+        PrecisionRecipe r = preset(base.toLatin1().constData());
+        edit(r);
+        const auto notes = r.notices();
+        QVERIFY(!notes.empty());
+        bool found = false;
+        for (const auto& n : notes) found = found || QString::fromStdString(n).contains(mentions);
+        QVERIFY2(found, qPrintable("no notice mentions " + mentions + "; first: " + QString::fromStdString(notes[0])));
+        // Unusual is not impossible.
+        QVERIFY(r.validate().empty());
+    }
+
+    // Impossible values: validate() names the setting in one sentence.
+    void validateRejects_data()
+    {
+        QTest::addColumn<RecipeEdit>("edit");
+        QTest::addColumn<QString>("names");
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double inf = std::numeric_limits<double>::infinity();
+        auto dyn = [](std::function<void(LossScaling&)> f) {
+            return RecipeEdit([f](PrecisionRecipe& r) {
+                r.lossScaling = dynamicDefaults();
+                f(r.lossScaling);
+            });
+        };
+        QTest::addRow("static scale 0") << RecipeEdit([](PrecisionRecipe& r) {
+            r.lossScaling = LossScaling::fixedScale(0);
+        }) << "static loss scale";
+        QTest::addRow("static scale negative") << RecipeEdit([](PrecisionRecipe& r) {
+            r.lossScaling = LossScaling::fixedScale(-4);
+        }) << "static loss scale";
+        QTest::addRow("static scale inf") << RecipeEdit([inf](PrecisionRecipe& r) {
+            r.lossScaling = LossScaling::fixedScale(inf);
+        }) << "static loss scale";
+        // 1e39 is finite in double but overflows fp32, where the scale lives.
+        QTest::addRow("static scale 1e39") << RecipeEdit([](PrecisionRecipe& r) {
+            r.lossScaling = LossScaling::fixedScale(1e39);
+        }) << "static loss scale";
+        QTest::addRow("initial scale NaN") << dyn([nan](LossScaling& l) { l.initScale = nan; }) << "initial loss scale";
+        QTest::addRow("initial scale 0") << dyn([](LossScaling& l) { l.initScale = 0; }) << "initial loss scale";
+        QTest::addRow("growth factor 1") << dyn([](LossScaling& l) { l.growthFactor = 1; }) << "growth factor";
+        QTest::addRow("growth factor 0.5") << dyn([](LossScaling& l) { l.growthFactor = 0.5; }) << "growth factor";
+        QTest::addRow("growth factor inf") << dyn([inf](LossScaling& l) { l.growthFactor = inf; }) << "growth factor";
+        QTest::addRow("backoff factor 0") << dyn([](LossScaling& l) { l.backoffFactor = 0; }) << "backoff factor";
+        QTest::addRow("backoff factor 1") << dyn([](LossScaling& l) { l.backoffFactor = 1; }) << "backoff factor";
+        QTest::addRow("backoff factor 2") << dyn([](LossScaling& l) { l.backoffFactor = 2; }) << "backoff factor";
+        QTest::addRow("growth interval 0") << dyn([](LossScaling& l) { l.growthInterval = 0; }) << "growth interval";
+        QTest::addRow("growth interval -5") << dyn([](LossScaling& l) { l.growthInterval = -5; }) << "growth interval";
+        QTest::addRow("min scale 0") << dyn([](LossScaling& l) { l.minScale = 0.0; }) << "minimum loss scale";
+        QTest::addRow("max scale NaN") << dyn([nan](LossScaling& l) { l.maxScale = nan; }) << "maximum loss scale";
+        QTest::addRow("min above max") << dyn([](LossScaling& l) {
+            l.minScale = 1024.0;
+            l.maxScale = 16.0;
+            l.initScale = 64;
+        }) << "minimum loss scale 1024 is larger than the maximum loss scale 16";
+        QTest::addRow("initial below min") << dyn([](LossScaling& l) { l.minScale = 1e6; })
+                                           << "initial loss scale 65536 is below the minimum";
+        QTest::addRow("initial above max") << dyn([](LossScaling& l) { l.maxScale = 1024.0; })
+                                           << "initial loss scale 65536 is above the maximum";
+    }
+
+    void validateRejects()
+    {
+        QFETCH(RecipeEdit, edit);
+        QFETCH(QString, names);
+        PrecisionRecipe r = preset("amp-fp16");
+        edit(r);
+        const QString problem = QString::fromStdString(r.validate());
+        QVERIFY2(problem.contains(names), qPrintable("got: '" + problem + "'"));
+        QCOMPARE(QString::fromStdString(r.lossScaling.validate()), problem);
+        QVERIFY(!problem.contains('\n'));
+    }
+
+    void validateIgnoresFieldsTheModeDoesNotUse()
+    {
+        PrecisionRecipe r;
+        r.lossScaling.mode = LossScaleMode::off;
+        r.lossScaling.growthFactor = 0;
+        r.lossScaling.initScale = -1;
+        QVERIFY(r.validate().empty());
+        r.lossScaling = LossScaling::fixedScale(8);
+        r.lossScaling.growthInterval = 0;   // a static scaler never grows
+        QVERIFY(r.validate().empty());
+    }
+
+    void parseLossScaleOption_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<bool>("valid");
+        QTest::addColumn<LossScaleMode>("mode");
+        QTest::addColumn<double>("scale");
+        QTest::addColumn<double>("minScale");   // 0: none
+        QTest::addColumn<double>("maxScale");   // 0: none
+        QTest::addRow("off") << "off" << true << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:8") << "static:8" << true << LossScaleMode::fixed << 8.0 << 0.0 << 0.0;
+        QTest::addRow("static:1024") << "static:1024" << true << LossScaleMode::fixed << 1024.0 << 0.0 << 0.0;
+        QTest::addRow("static:0.5") << "static:0.5" << true << LossScaleMode::fixed << 0.5 << 0.0 << 0.0;
+        QTest::addRow("static:1e4") << "static:1e4" << true << LossScaleMode::fixed << 1e4 << 0.0 << 0.0;
+        QTest::addRow("dynamic") << "dynamic" << true << LossScaleMode::dynamic << 65536.0 << 0.0 << 0.0;
+        QTest::addRow("pytorch") << "pytorch" << true << LossScaleMode::dynamic << 65536.0 << 0.0 << 0.0;
+        QTest::addRow("tensorflow") << "tensorflow" << true << LossScaleMode::dynamic << 32768.0 << 1.0 << 0.0;
+        QTest::addRow("apex") << "apex" << true << LossScaleMode::dynamic << 65536.0 << 0.0 << 16777216.0;
+        QTest::addRow("static:0") << "static:0" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:-8") << "static:-8" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:abc") << "static:abc" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:8x") << "static:8x" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:inf") << "static:inf" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:nan") << "static:nan" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static:1e39 overflows fp32") << "static:1e39" << false << LossScaleMode::off << 0.0 << 0.0
+                                                    << 0.0;
+        QTest::addRow("static without value") << "static" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("static: empty") << "static:" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("empty") << "" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("Dynamic (case)") << "Dynamic" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+        QTest::addRow("keras") << "keras" << false << LossScaleMode::off << 0.0 << 0.0 << 0.0;
+    }
+
+    void parseLossScaleOption()
+    {
+        QFETCH(QString, text);
+        QFETCH(bool, valid);
+        QFETCH(LossScaleMode, mode);
+        QFETCH(double, scale);
+        QFETCH(double, minScale);
+        QFETCH(double, maxScale);
+
+        std::string error;
+        const std::string input = text.toStdString();
+        const auto parsed = plab::parseLossScaleOption(input, &error);
+        QCOMPARE(parsed.has_value(), valid);
+        if (!valid) {
+            QVERIFY(!error.empty());
+            QVERIFY(!plab::parseLossScaleOption(input).has_value());   // no error sink needed
+            return;
+        }
+        QVERIFY(parsed->mode == mode);
+        if (mode != LossScaleMode::off) QCOMPARE(parsed->initScale, scale);
+        QCOMPARE(parsed->minScale.value_or(0.0), minScale);
+        QCOMPARE(parsed->maxScale.value_or(0.0), maxScale);
+        QVERIFY(parsed->validate().empty());
+    }
+
+    void describe()
+    {
+        // The line issue 2's CLI prints for the AMP FP16 preset.
+        QCOMPARE(QString::fromStdString(preset("amp-fp16").describe()),
+                 QString("AMP FP16: fp16 compute, fp32 master weights, fp32 accumulation, fp32 softmax/loss, "
+                         "dynamic loss scaling 65536 x2 /2 every 2000"));
+        QCOMPARE(QString::fromStdString(preset("pure-fp16").describe()),
+                 QString("Pure FP16: fp16 compute, fp16 weights (no master copy), fp32 accumulation, "
+                         "fp16 softmax/loss, no loss scaling"));
+        QVERIFY(QString::fromStdString(preset("fp32").describe()).startsWith("FP32: fp32 compute, fp32 weights"));
+
+        PrecisionRecipe edited = preset("amp-fp16");
+        edited.lossScaling = *LossScaling::preset("apex");
+        const QString text = QString::fromStdString(edited.describe());
+        QVERIFY2(text.startsWith("Custom: "), qPrintable(text));
+        QVERIFY2(text.endsWith(", max 16777216"), qPrintable(text));
+
+        edited.lossScaling = LossScaling::fixedScale(1024);
+        QVERIFY(QString::fromStdString(edited.describe()).endsWith("static loss scale 1024"));
+        edited.fp32Accumulate = false;
+        QVERIFY(QString::fromStdString(edited.describe()).contains("fp16 accumulation"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRecipe)
+#include "tst_recipe.moc"
