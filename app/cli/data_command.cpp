@@ -15,7 +15,7 @@ struct DataOptions {
     std::string dataDir;
     std::string digits;
     std::string fashionFrom = "/usr/share/datasets/fashion-mnist";
-    std::uint64_t seed = 20211;
+    std::uint64_t seed = kMnist10kSplitSeed;
 };
 
 std::filesystem::path dataDirOf(const DataOptions& o)
