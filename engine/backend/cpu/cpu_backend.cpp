@@ -1,0 +1,193 @@
+// The CPU backend: OpenBLAS sgemm for fp32-accumulated products (exact emulation of
+// fp16/bf16/tf32 tensor-core products, whose products are exact in fp32), the exact
+// reduced-format accumulation of gemm_emulated.cpp, and parallel elementwise helpers.
+#include "backend/backend.h"
+#include "backend/cpu/gemm_emulated.h"
+#include "backend/cpu/im2col.h"
+#include "backend/cpu/thread_pool.h"
+#include "numerics/bulk_round.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace plab {
+
+namespace {
+
+class CpuBackend final : public ComputeBackend {
+public:
+    explicit CpuBackend(int threads) : pool_(threads)
+    {
+        threads_ = threads;
+        openblas_set_num_threads(1);   // see sgemm(): the pool parallelises the GEMMs
+        info_.name = "cpu";
+        info_.available = true;
+        info_.reason = "CPU reference backend, " + std::to_string(threads_) + " thread(s)";
+        const char* config = openblas_get_config();
+        info_.versions.push_back(config ? std::string(config) : std::string(OPENBLAS_VERSION));
+        info_.versions.push_back(std::string("bulk rounding: ") + bulkRoundPath());
+        info_.versions.push_back(std::string("fp16 accumulation: ") +
+                                 (cpu::cpuHasAvx512Fp16() ? "avx512fp16" : "scalar (exact emulation)"));
+    }
+
+    const BackendInfo& info() const override { return info_; }
+    int threads() const override { return threads_; }
+
+    void gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
+              float* C, std::int64_t ldc, GemmPrecision precision) override
+    {
+        if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
+        if (M == 0 || N == 0) return;
+        if (precision.fp32Accumulate || precision.compute == Format::fp32) {
+            sgemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        } else {
+            gemmInFormat(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision.compute);
+        }
+    }
+
+    void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
+                float* cols) override
+    {
+        cpu::im2colBatch(pool_, g, src, n0, count, cols);
+    }
+
+    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count,
+                float* dst) override
+    {
+        cpu::col2imBatch(pool_, g, cols, n0, count, dst);
+    }
+
+    void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
+                    GradientHistogram* hist) override
+    {
+        if (!stats && !hist) {
+            pool_.parallelFor(static_cast<std::int64_t>(n), kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+                plab::roundArray(f, src + b, dst + b, static_cast<std::size_t>(e - b));
+            });
+            return;
+        }
+        // Counts are sums, so merging chunk-local counts gives exactly the serial result.
+        std::mutex merge;
+        pool_.parallelFor(static_cast<std::int64_t>(n), kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+            RoundingStats localStats;
+            GradientHistogram localHist;
+            plab::roundArray(f, src + b, dst + b, static_cast<std::size_t>(e - b), &localStats,
+                             hist ? &localHist : nullptr);
+            std::lock_guard lock(merge);
+            if (stats) *stats += localStats;
+            if (hist) *hist += localHist;
+        });
+    }
+
+    void parallelFor(std::int64_t n, std::int64_t grain,
+                     const std::function<void(std::int64_t, std::int64_t)>& body) override
+    {
+        pool_.parallelFor(n, grain, body);
+    }
+
+private:
+    static constexpr std::int64_t kRoundGrain = 1 << 15;
+
+    void sgemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
+               float* C, std::int64_t ldc)
+    {
+        if (K == 0) {   // an empty sum: C = beta * C, which BLAS implementations treat unevenly
+            for (std::int64_t i = 0; i < M; ++i)
+                for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+            return;
+        }
+        // OpenBLAS runs single-threaded inside our pool: its own pthreads spin in
+        // sched_yield() between calls and took a quarter of a 2-core step from the
+        // elementwise work; our workers sleep instead, and a busy core only slows the
+        // blocks it would have taken. Blocks split M or N (never K), so every element is
+        // the same sum as in one call, whichever thread computes it.
+        if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+        const CBLAS_TRANSPOSE ta = transA == Transpose::yes ? CblasTrans : CblasNoTrans;
+        const CBLAS_TRANSPOSE tb = transB == Transpose::yes ? CblasTrans : CblasNoTrans;
+        auto call = [&](std::int64_t i0, std::int64_t m, std::int64_t j0, std::int64_t n) {
+            const float* a = A + (transA == Transpose::yes ? i0 : i0 * lda);
+            const float* b = B + (transB == Transpose::yes ? j0 * ldb : j0);
+            cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
+                        static_cast<blasint>(K), 1.0f, a, static_cast<blasint>(lda), b,
+                        static_cast<blasint>(ldb), beta, C + i0 * ldc + j0, static_cast<blasint>(ldc));
+        };
+        const bool splitColumns = N >= M;
+        const std::int64_t extent = splitColumns ? N : M;
+        const std::int64_t pieces = std::min<std::int64_t>(2 * threads_, extent / 32);
+        if (threads_ == 1 || pieces < 2 || M * N * K < (std::int64_t{1} << 18)) {
+            call(0, M, 0, N);
+            return;
+        }
+        // Blocks a multiple of 16 wide, the width of the AVX-512 sgemm kernels.
+        const std::int64_t block = ((extent + pieces - 1) / pieces + 15) / 16 * 16;
+        const std::int64_t blocks = (extent + block - 1) / block;
+        pool_.parallelFor(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+            for (std::int64_t blk = b0; blk < b1; ++blk) {
+                const std::int64_t start = blk * block, len = std::min(block, extent - start);
+                if (splitColumns) call(0, M, start, len);
+                else call(start, len, 0, N);
+            }
+        });
+    }
+
+    // Dense copy of op(X): rows x cols, from X stored with leading dimension ld.
+    static const float* dense(Transpose t, std::int64_t rows, std::int64_t cols, const float* X,
+                              std::int64_t ld, std::vector<float>& scratch, std::int64_t& denseLd)
+    {
+        if (t == Transpose::no) {
+            denseLd = ld;
+            return X;
+        }
+        scratch.resize(static_cast<std::size_t>(rows * cols));
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) scratch[static_cast<std::size_t>(r * cols + c)] = X[c * ld + r];
+        denseLd = cols;
+        return scratch.data();
+    }
+
+    void gemmInFormat(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N,
+                      std::int64_t K, const float* A, std::int64_t lda, const float* B,
+                      std::int64_t ldb, float beta, float* C, std::int64_t ldc, Format f)
+    {
+        std::int64_t aLd = 0, bLd = 0;
+        const float* a = dense(transA, M, K, A, lda, scratchA_, aLd);   // (M, K)
+        const float* b = dense(transB, K, N, B, ldb, scratchB_, bLd);   // (K, N)
+        if (f == Format::fp16 && cpu::cpuHasAvx512Fp16()) {
+            packedA_.resize(static_cast<std::size_t>(M * K));   // (M, K) fp16 bits
+            packedB_.resize(static_cast<std::size_t>(K * N));   // (K, N) fp16 bits
+            for (std::int64_t i = 0; i < M; ++i) cpu::packFp16(a + i * aLd, packedA_.data() + i * K, K);
+            for (std::int64_t k = 0; k < K; ++k) cpu::packFp16(b + k * bLd, packedB_.data() + k * N, N);
+            pool_.parallelFor(M, std::max<std::int64_t>(4, (1 << 16) / std::max<std::int64_t>(1, N * K)),
+                              [&](std::int64_t r0, std::int64_t r1) {
+                cpu::gemmAccumulateFp16Avx512(r0, r1, N, K, packedA_.data(), packedB_.data(), beta, C, ldc);
+            });
+            return;
+        }
+        pool_.parallelFor(M, 1, [&](std::int64_t r0, std::int64_t r1) {
+            cpu::gemmAccumulateScalar(f, r0, r1, N, K, a, aLd, b, bLd, beta, C, ldc);
+        });
+    }
+
+    cpu::ThreadPool pool_;
+    int threads_ = 1;
+    BackendInfo info_;
+    std::vector<float> scratchA_, scratchB_;
+    std::vector<std::uint16_t> packedA_, packedB_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeBackend> createCpuBackend(int threads)
+{
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::make_unique<CpuBackend>(threads);
+}
+
+}  // namespace plab

@@ -1,0 +1,95 @@
+// im2col / col2im for stride-1 convolutions with zero padding, parallel over (row, sample)
+// planes so that even conv1 (9 rows) splits evenly over the threads.
+#include "backend/cpu/im2col.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace plab::cpu {
+
+namespace {
+
+void checkGeometry(const ConvGeometry& g, std::int64_t n0, std::int64_t count)
+{
+    if (g.kernel != 2 * g.pad + 1 || g.channels <= 0 || g.height <= 0 || g.width <= 0 ||
+        n0 < 0 || count < 0 || n0 + count > g.batch)
+        throw std::invalid_argument("im2col needs a same-size stride-1 convolution and a sample range inside the batch.");
+}
+
+// One shifted copy of an (H, W) plane: dst[y][x] = src[y + dy][x + dx], zero outside.
+void shiftedCopy(const float* src, float* dst, std::int64_t H, std::int64_t W, int dy, int dx)
+{
+    const std::int64_t xs = std::max<std::int64_t>(0, -dx), xe = std::min<std::int64_t>(W, W - dx);
+    for (std::int64_t y = 0; y < H; ++y) {
+        float* d = dst + y * W;
+        const std::int64_t sy = y + dy;
+        if (sy < 0 || sy >= H || xs >= xe) {
+            std::memset(d, 0, sizeof(float) * static_cast<std::size_t>(W));
+            continue;
+        }
+        const float* s = src + sy * W + dx;
+        for (std::int64_t x = 0; x < xs; ++x) d[x] = 0.0f;
+        std::memcpy(d + xs, s + xs, sizeof(float) * static_cast<std::size_t>(xe - xs));
+        for (std::int64_t x = xe; x < W; ++x) d[x] = 0.0f;
+    }
+}
+
+// The adjoint of shiftedCopy: dst[y + dy][x + dx] += src[y][x] where inside.
+void shiftedAdd(const float* src, float* dst, std::int64_t H, std::int64_t W, int dy, int dx)
+{
+    const std::int64_t xs = std::max<std::int64_t>(0, -dx), xe = std::min<std::int64_t>(W, W - dx);
+    for (std::int64_t y = 0; y < H; ++y) {
+        const std::int64_t sy = y + dy;
+        if (sy < 0 || sy >= H) continue;
+        const float* s = src + y * W;
+        float* d = dst + sy * W + dx;
+        for (std::int64_t x = xs; x < xe; ++x) d[x] += s[x];
+    }
+}
+
+}  // namespace
+
+void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0,
+                 std::int64_t count, float* cols)
+{
+    checkGeometry(g, n0, count);
+    const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel;
+    const std::int64_t rowLength = count * hw;
+    // One item = one row of cols for one sample: an (H, W) shifted copy.
+    pool.parallelFor(g.patchSize() * count, std::max<std::int64_t>(1, 16384 / hw),
+                     [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t row = item / count, n = item % count;
+            const std::int64_t c = row / k2, kk = row % k2;
+            const int ky = static_cast<int>(kk / g.kernel), kx = static_cast<int>(kk % g.kernel);
+            const float* plane = src + (c * g.batch + n0 + n) * hw;   // (H, W) of sample n0 + n
+            shiftedCopy(plane, cols + row * rowLength + n * hw, g.height, g.width, ky - g.pad, kx - g.pad);
+        }
+    });
+}
+
+void col2imBatch(ThreadPool& pool, const ConvGeometry& g, const float* cols, std::int64_t n0,
+                 std::int64_t count, float* dst)
+{
+    checkGeometry(g, n0, count);
+    const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel;
+    const std::int64_t rowLength = count * hw;
+    // One item = one (channel, sample) plane of dst, summed from its k*k rows in a fixed
+    // order (deterministic, no write conflicts between threads).
+    pool.parallelFor(g.channels * count, std::max<std::int64_t>(1, 4096 / hw),
+                     [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t c = item / count, n = item % count;
+            float* plane = dst + (c * g.batch + n0 + n) * hw;   // (H, W)
+            std::memset(plane, 0, sizeof(float) * static_cast<std::size_t>(hw));
+            for (std::int64_t kk = 0; kk < k2; ++kk) {
+                const int ky = static_cast<int>(kk / g.kernel), kx = static_cast<int>(kk % g.kernel);
+                shiftedAdd(cols + (c * k2 + kk) * rowLength + n * hw, plane, g.height, g.width,
+                           ky - g.pad, kx - g.pad);
+            }
+        }
+    });
+}
+
+}  // namespace plab::cpu

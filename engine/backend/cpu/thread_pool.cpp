@@ -1,0 +1,90 @@
+// Persistent worker threads with dynamic chunking for the CPU backend's parallel loops.
+#include "backend/cpu/thread_pool.h"
+
+#include <algorithm>
+
+namespace plab::cpu {
+
+ThreadPool::ThreadPool(int threads)
+{
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool()
+{
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::runChunks()
+{
+    for (;;) {
+        const std::int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
+        if (begin >= n_) return;
+        const std::int64_t end = std::min(n_, begin + chunk_);
+        try {
+            (*body_)(begin, end);
+        } catch (...) {
+            std::lock_guard lock(errorMutex_);
+            if (!error_) error_ = std::current_exception();
+        }
+    }
+}
+
+void ThreadPool::workerLoop()
+{
+    std::uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+            if (stopping_) return;
+            seen = generation_;
+            ++busyWorkers_;
+        }
+        runChunks();
+        {
+            std::lock_guard lock(mutex_);
+            --busyWorkers_;
+        }
+        done_.notify_one();
+    }
+}
+
+void ThreadPool::parallelFor(std::int64_t n, std::int64_t grain,
+                             const std::function<void(std::int64_t, std::int64_t)>& body)
+{
+    if (n <= 0) return;
+    grain = std::max<std::int64_t>(grain, 1);
+    if (workers_.empty() || n < 2 * grain) {
+        body(0, n);
+        return;
+    }
+    // About four chunks per thread: small enough to rebalance when one core is busy,
+    // large enough that the counter is not contended.
+    const std::int64_t pieces = std::min<std::int64_t>(n / grain, 4 * threads());
+    {
+        std::lock_guard lock(mutex_);
+        body_ = &body;
+        n_ = n;
+        chunk_ = (n + pieces - 1) / pieces;
+        next_.store(0, std::memory_order_relaxed);
+        error_ = nullptr;
+        ++generation_;
+    }
+    wake_.notify_all();
+    runChunks();
+    {
+        // A worker that has not woken yet finds no chunk left and leaves at once.
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [&] { return busyWorkers_ == 0; });
+        body_ = nullptr;
+    }
+    if (error_) std::rethrow_exception(error_);
+}
+
+}  // namespace plab::cpu

@@ -1,0 +1,177 @@
+// Conv2d forward and backward by batched im2col + GEMM, with the rounding sites of the
+// recipe: input and weight operands in the compute format, bias added in fp32, output
+// and every gradient rounded to the storage format (each tapped into telemetry).
+#include "nn/conv2d.h"
+
+#include "nn/precision.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace plab {
+
+Conv2d::Conv2d(std::string name, std::int64_t inChannels, std::int64_t outChannels, int kernel)
+    : Layer(std::move(name)), inChannels_(inChannels), outChannels_(outChannels), kernel_(kernel)
+{
+    if (inChannels <= 0 || outChannels <= 0 || kernel <= 0 || kernel % 2 == 0)
+        throw std::invalid_argument("Conv2d needs positive channel counts and an odd kernel size.");
+    weight_.layer = bias_.layer = this->name();
+    weight_.name = "weight";
+    bias_.name = "bias";
+    weight_.value = Tensor({outChannels, inChannels, kernel, kernel});
+    bias_.value = Tensor({outChannels});
+    weight_.grad = Tensor(weight_.value.shape());
+    bias_.grad = Tensor(bias_.value.shape());
+}
+
+ConvGeometry Conv2d::geometryOf(const Shape& input) const
+{
+    if (input.size() != 4 || input[0] != inChannels_)
+        throw std::invalid_argument("Layer " + name() + " expects input (" + std::to_string(inChannels_) +
+                                    ", N, H, W), got " + shapeString(input) + ".");
+    ConvGeometry g;
+    g.channels = input[0];
+    g.batch = input[1];
+    g.height = input[2];
+    g.width = input[3];
+    g.kernel = kernel_;
+    g.pad = kernel_ / 2;
+    return g;
+}
+
+Shape Conv2d::outputShape(const Shape& input) const
+{
+    const auto g = geometryOf(input);
+    return {outChannels_, g.batch, g.height, g.width};
+}
+
+std::int64_t Conv2d::samplesPerBlock(const ConvGeometry& g) const
+{
+    const std::int64_t perSample = std::max<std::int64_t>(1, g.patchSize() * g.planeSize());
+    return std::max<std::int64_t>(1, kColsBudget / perSample);
+}
+
+Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
+{
+    const auto p = StepPrecision::of(ctx);
+    geometry_ = geometryOf(input.shape());
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+
+    // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
+    // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
+    inputOperand_ = &operandIn(ctx, p, input, roundedInput_, name(), TensorKind::activation,
+                               p.compute == Format::tf32);
+    weightOperand_ = &operandIn(ctx, p, weight_.value, roundedWeight_, name(), TensorKind::activation, false);
+
+    output_.resize({outChannels_, N, g.height, g.width});
+    output_.setStorage(p.storage);
+    output_.track(ctx.memory, MemoryCategory::activations);
+
+    const std::int64_t block = std::min(samplesPerBlock(g), std::max<std::int64_t>(N, 1));
+    colsHoldWholeBatch_ = block >= N;
+    cols_.resize({K, block * hw});
+    cols_.setStorage(p.compute);
+    cols_.track(ctx.memory, MemoryCategory::workspace);
+    for (std::int64_t n0 = 0; n0 < N; n0 += block) {
+        const std::int64_t count = std::min(block, N - n0);
+        ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+        // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
+        ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
+                          weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
+                          output_.data() + n0 * hw, N * hw, p.gemm());
+    }
+
+    // Bias in fp32, then one rounding to the storage format.
+    const std::int64_t rowLength = N * hw;
+    float* out = output_.data();
+    const float* b = bias_.value.data();
+    prepareAndRound(ctx, p.storage, out, output_.size(), name(), TensorKind::activation,
+                    [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end;) {
+            const std::int64_t row = i / rowLength, rowEnd = std::min(end, (row + 1) * rowLength);
+            const float bias = b[row];
+            for (; i < rowEnd; ++i) out[i] += bias;
+        }
+    });
+    return output_;
+}
+
+Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    const auto p = StepPrecision::of(ctx);
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    if (gradOutput.shape() != output_.shape())
+        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
+                                    shapeString(gradOutput.shape()) + " for an output of shape " +
+                                    shapeString(output_.shape()) + ".");
+    const Tensor& dY = operandIn(ctx, p, gradOutput, roundedGrad_, name(), TensorKind::activationGrad,
+                                 p.compute == Format::tf32);   // (Cout, N, H, W)
+
+    for (Parameter* param : {&weight_, &bias_}) {
+        param->grad.resize(param->value.shape());
+        param->grad.setStorage(p.gradFormat());
+        param->grad.track(ctx.memory, MemoryCategory::gradients);
+    }
+
+    // dW (Cout, K) = dY (Cout, N*hw) * cols^T (N*hw, K), block by block when lowered in blocks.
+    const std::int64_t block = colsHoldWholeBatch_ ? N : cols_.size() / std::max<std::int64_t>(1, K * hw);
+    for (std::int64_t n0 = 0; n0 < N; n0 += block) {
+        const std::int64_t count = std::min(block, N - n0);
+        if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
+                          dY.data() + n0 * hw, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
+                          weight_.grad.data(), K, p.gemm());
+    }
+    // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
+    const float* dy = dY.data();
+    float* db = bias_.grad.data();
+    ctx.backend->parallelFor(outChannels_, 1, [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t c = c0; c < c1; ++c) {
+            double sum = 0.0;
+            const float* row = dy + c * N * hw;
+            for (std::int64_t i = 0; i < N * hw; ++i) sum += row[i];
+            db[c] = static_cast<float>(sum);
+        }
+    });
+    if (p.roundsStorage()) {
+        // Weight and bias gradients share one tap: the layer's weight gradients.
+        roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(),
+                    name(), TensorKind::weightGrad);
+        roundTapped(ctx, p.storage, bias_.grad.data(), bias_.grad.data(), bias_.grad.size(), name(),
+                    TensorKind::weightGrad);
+    }
+    if (!needInputGrad) return nullptr;
+
+    // dcols (K, count*hw) = W^T (K, Cout) * dY block; col2im folds them into dX. The cols
+    // buffer is free now (dW is done), so it holds dcols.
+    gradInput_.resize({g.channels, N, g.height, g.width});
+    gradInput_.setStorage(p.storage);
+    gradInput_.track(ctx.memory, MemoryCategory::workspace);
+    const std::int64_t dBlock = cols_.size() / std::max<std::int64_t>(1, K * hw);
+    for (std::int64_t n0 = 0; n0 < N; n0 += dBlock) {
+        const std::int64_t count = std::min(dBlock, N - n0);
+        ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
+                          weightOperand_->data(), K, dY.data() + n0 * hw, N * hw, 0.0f, cols_.data(),
+                          count * hw, p.gemm());
+        ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data());
+    }
+    if (p.roundsStorage())
+        roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
+                    TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    const auto g = geometryOf(input);
+    const Format storage = recipe.storage();
+    const std::int64_t hw = g.planeSize();
+    std::int64_t bytes = outChannels_ * hw * formatInfo(storage).storageBytes;   // output
+    bytes += g.patchSize() * hw * formatInfo(recipe.compute).storageBytes;        // cols
+    if (recipe.compute == Format::tf32) bytes += g.channels * hw * 4;             // rounded input
+    return bytes;
+}
+
+}  // namespace plab

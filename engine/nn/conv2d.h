@@ -1,0 +1,52 @@
+// Conv2d with a k x k kernel, stride 1 and "same" zero padding (the models use 3x3, pad
+// 1), lowered to one GEMM per pass over the whole batch: im2col of the (C, N, H, W) input
+// into cols (C*k*k, N*H*W), then output (Cout, N*H*W) = W (Cout, C*k*k) * cols.
+// Very large batches are lowered in blocks of samples so the cols buffer stays bounded.
+#pragma once
+
+#include "backend/backend.h"
+#include "nn/layer.h"
+
+namespace plab {
+
+class Conv2d final : public Layer {
+public:
+    Conv2d(std::string name, std::int64_t inChannels, std::int64_t outChannels, int kernel = 3);
+
+    std::int64_t inChannels() const { return inChannels_; }
+    std::int64_t outChannels() const { return outChannels_; }
+    Parameter& weight() { return weight_; }   // (Cout, Cin, k, k)
+    Parameter& bias() { return bias_; }       // (Cout)
+
+    Shape outputShape(const Shape& input) const override;
+    Tensor& forward(Tensor& input, StepContext& ctx) override;
+    Tensor* backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad) override;
+    std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+    std::int64_t keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const override;
+
+    // Upper bound of the cols buffer in elements (im2col of one block of samples).
+    static constexpr std::int64_t kColsBudget = std::int64_t{32} << 20;
+
+private:
+    ConvGeometry geometryOf(const Shape& input) const;
+    std::int64_t samplesPerBlock(const ConvGeometry& g) const;
+
+    std::int64_t inChannels_, outChannels_;
+    int kernel_;
+    Parameter weight_, bias_;
+
+    // Forward state kept for backward.
+    ConvGeometry geometry_;
+    const Tensor* inputOperand_ = nullptr;   // the input in the compute format
+    const Tensor* weightOperand_ = nullptr;  // the weights in the compute format
+    bool colsHoldWholeBatch_ = false;        // cols_ is the whole batch's lowering
+
+    Tensor roundedInput_;   // (Cin, N, H, W) tf32 rounding of the input
+    Tensor roundedWeight_;  // (Cout, Cin, k, k) weights rounded to the compute format
+    Tensor cols_;           // (Cin*k*k, block*H*W) lowered input; reused for dcols in backward
+    Tensor output_;         // (Cout, N, H, W)
+    Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput
+    Tensor gradInput_;      // (Cin, N, H, W)
+};
+
+}  // namespace plab

@@ -1,0 +1,114 @@
+// Linear forward and backward through three GEMMs, with the recipe's rounding sites
+// (operands in the compute format, bias in fp32, outputs and gradients in storage).
+#include "nn/linear.h"
+
+#include "nn/precision.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace plab {
+
+Linear::Linear(std::string name, std::int64_t inFeatures, std::int64_t outFeatures)
+    : Layer(std::move(name)), inFeatures_(inFeatures), outFeatures_(outFeatures)
+{
+    if (inFeatures <= 0 || outFeatures <= 0)
+        throw std::invalid_argument("Linear needs positive input and output sizes.");
+    weight_.layer = bias_.layer = this->name();
+    weight_.name = "weight";
+    bias_.name = "bias";
+    weight_.value = Tensor({outFeatures, inFeatures});
+    bias_.value = Tensor({outFeatures});
+    weight_.grad = Tensor(weight_.value.shape());
+    bias_.grad = Tensor(bias_.value.shape());
+}
+
+Shape Linear::outputShape(const Shape& input) const
+{
+    if (input.size() != 2 || input[1] != inFeatures_)
+        throw std::invalid_argument("Layer " + name() + " expects input (N, " + std::to_string(inFeatures_) +
+                                    "), got " + shapeString(input) + ".");
+    return {input[0], outFeatures_};
+}
+
+Tensor& Linear::forward(Tensor& input, StepContext& ctx)
+{
+    const auto p = StepPrecision::of(ctx);
+    const Shape outShape = outputShape(input.shape());
+    const std::int64_t N = input.dim(0);
+    inputOperand_ = &operandIn(ctx, p, input, roundedInput_, name(), TensorKind::activation,
+                               p.compute == Format::tf32);
+    weightOperand_ = &operandIn(ctx, p, weight_.value, roundedWeight_, name(), TensorKind::activation, false);
+
+    output_.resize(outShape);
+    output_.setStorage(p.storage);
+    output_.track(ctx.memory, MemoryCategory::activations);
+    // output (N, out) = input (N, in) * W^T (in, out)
+    ctx.backend->gemm(Transpose::no, Transpose::yes, N, outFeatures_, inFeatures_, inputOperand_->data(),
+                      inFeatures_, weightOperand_->data(), inFeatures_, 0.0f, output_.data(), outFeatures_,
+                      p.gemm());
+    float* out = output_.data();
+    const float* b = bias_.value.data();
+    const std::int64_t O = outFeatures_;
+    prepareAndRound(ctx, p.storage, out, output_.size(), name(), TensorKind::activation,
+                    [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) out[i] += b[i % O];
+    });
+    return output_;
+}
+
+Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    const auto p = StepPrecision::of(ctx);
+    if (gradOutput.shape() != output_.shape())
+        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
+                                    shapeString(gradOutput.shape()) + " for an output of shape " +
+                                    shapeString(output_.shape()) + ".");
+    const std::int64_t N = output_.dim(0), O = outFeatures_, I = inFeatures_;
+    const Tensor& dY = operandIn(ctx, p, gradOutput, roundedGrad_, name(), TensorKind::activationGrad,
+                                 p.compute == Format::tf32);   // (N, out)
+    for (Parameter* param : {&weight_, &bias_}) {
+        param->grad.resize(param->value.shape());
+        param->grad.setStorage(p.gradFormat());
+        param->grad.track(ctx.memory, MemoryCategory::gradients);
+    }
+    // dW (out, in) = dY^T (out, N) * X (N, in)
+    ctx.backend->gemm(Transpose::yes, Transpose::no, O, I, N, dY.data(), O, inputOperand_->data(), I, 0.0f,
+                      weight_.grad.data(), I, p.gemm());
+    // db (out) = column sums of dY, in double.
+    std::vector<double> sums(static_cast<std::size_t>(O), 0.0);
+    const float* dy = dY.data();
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t o = 0; o < O; ++o) sums[static_cast<std::size_t>(o)] += dy[n * O + o];
+    for (std::int64_t o = 0; o < O; ++o) bias_.grad[o] = static_cast<float>(sums[static_cast<std::size_t>(o)]);
+    if (p.roundsStorage()) {
+        roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(), name(),
+                    TensorKind::weightGrad);
+        roundTapped(ctx, p.storage, bias_.grad.data(), bias_.grad.data(), bias_.grad.size(), name(),
+                    TensorKind::weightGrad);
+    }
+    if (!needInputGrad) return nullptr;
+
+    // dX (N, in) = dY (N, out) * W (out, in)
+    gradInput_.resize({N, I});
+    gradInput_.setStorage(p.storage);
+    gradInput_.track(ctx.memory, MemoryCategory::workspace);
+    ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dY.data(), O, weightOperand_->data(), I, 0.0f,
+                      gradInput_.data(), I, p.gemm());
+    if (p.roundsStorage())
+        roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
+                    TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+std::int64_t Linear::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    outputShape(input);
+    const Format storage = recipe.storage();
+    std::int64_t bytes = outFeatures_ * formatInfo(storage).storageBytes;
+    if (recipe.compute == Format::tf32) bytes += inFeatures_ * 4;   // rounded input operand
+    return bytes;
+}
+
+}  // namespace plab

@@ -1,0 +1,37 @@
+// Linear (fully connected) layer with bias: output (N, out) = input (N, in) * W^T + b,
+// with W (out, in) as in PyTorch.
+#pragma once
+
+#include "nn/layer.h"
+
+namespace plab {
+
+class Linear final : public Layer {
+public:
+    Linear(std::string name, std::int64_t inFeatures, std::int64_t outFeatures);
+
+    std::int64_t inFeatures() const { return inFeatures_; }
+    std::int64_t outFeatures() const { return outFeatures_; }
+    Parameter& weight() { return weight_; }   // (out, in)
+    Parameter& bias() { return bias_; }       // (out)
+
+    Shape outputShape(const Shape& input) const override;
+    Tensor& forward(Tensor& input, StepContext& ctx) override;
+    Tensor* backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad) override;
+    std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+    std::int64_t keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const override;
+
+private:
+    std::int64_t inFeatures_, outFeatures_;
+    Parameter weight_, bias_;
+
+    const Tensor* inputOperand_ = nullptr;   // (N, in) the input in the compute format
+    const Tensor* weightOperand_ = nullptr;  // (out, in) the weights in the compute format
+    Tensor roundedInput_;    // (N, in) tf32 rounding of the input
+    Tensor roundedWeight_;   // (out, in)
+    Tensor output_;          // (N, out)
+    Tensor roundedGrad_;     // (N, out) tf32 rounding of dL/doutput
+    Tensor gradInput_;       // (N, in)
+};
+
+}  // namespace plab

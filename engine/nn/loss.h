@@ -1,0 +1,32 @@
+// Softmax + cross-entropy, mean over the batch. With fp32 sensitive ops (autocast) the
+// log-softmax and the loss run in fp32 from the storage-format logits; without, every
+// intermediate (differences, exp values, their running sum, the log, the loss sum and the
+// mean) is rounded to the storage format, so fp16 underflows there as real fp16 does.
+#pragma once
+
+#include "nn/model.h"
+#include "tensor/tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace plab {
+
+class SoftmaxCrossEntropy {
+public:
+    // logits (N, classes); labels: N values in [0, classes). Keeps the probabilities.
+    StepOutput forward(const Tensor& logits, const std::vector<std::uint8_t>& labels, StepContext& ctx);
+
+    // dL/dlogits * lossScale = (softmax - onehot) / N * lossScale, computed in fp32, then
+    // rounded to the storage format (tap "loss", activation_grad). (N, classes)
+    Tensor& backward(float lossScale, StepContext& ctx);
+
+    static constexpr const char* kTapName = "loss";
+
+private:
+    Tensor probabilities_;              // (N, classes) fp32 (storage-rounded when emulated)
+    std::vector<std::uint8_t> labels_;  // (N)
+    Tensor gradLogits_;                 // (N, classes)
+};
+
+}  // namespace plab

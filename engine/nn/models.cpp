@@ -1,0 +1,216 @@
+// The three models (mlp, small-cnn, seed-cnn) as one sequential stack of layers, their
+// seeded initialisation, the recipe switch of their weights, and one training step.
+#include "nn/activation.h"
+#include "nn/conv2d.h"
+#include "nn/init.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/model.h"
+#include "nn/parameter_copies.h"
+#include "nn/pool.h"
+#include "nn/precision.h"
+#include "numerics/bulk_round.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace plab {
+
+namespace {
+
+constexpr std::int64_t kImageSide = 28;
+constexpr std::int64_t kClasses = 10;
+constexpr int kMaxWidth = 1 << 16;
+// evaluate() runs larger batches in slices of this many images to bound activation memory.
+constexpr std::int64_t kEvaluationSlice = 256;
+
+std::vector<int> widthsFor(const ModelSpec& spec)
+{
+    std::vector<int> defaults;
+    std::string what;
+    if (spec.kind == "mlp") {
+        defaults = {512, 256};
+        what = "hidden widths";
+    } else if (spec.kind == "small-cnn") {
+        defaults = {32, 64};
+        what = "conv1 and conv2 channel counts";
+    } else if (spec.kind == "seed-cnn") {
+        defaults = {420, 1000};
+        what = "conv1 and conv2 channel counts";
+    } else {
+        throw std::invalid_argument("Unknown model '" + spec.kind + "'; expected mlp, small-cnn or seed-cnn.");
+    }
+    if (spec.widths.empty()) return defaults;
+    if (spec.widths.size() != defaults.size())
+        throw std::invalid_argument("Model " + spec.kind + " takes " + std::to_string(defaults.size()) + " widths (" +
+                                    what + "), got " + std::to_string(spec.widths.size()) + ".");
+    for (int w : spec.widths)
+        if (w < 1 || w > kMaxWidth)
+            throw std::invalid_argument("Model " + spec.kind + " widths must be between 1 and " +
+                                        std::to_string(kMaxWidth) + ", got " + std::to_string(w) + ".");
+    return spec.widths;
+}
+
+class SequentialModel final : public Model {
+public:
+    SequentialModel(ModelSpec spec, std::uint64_t seed) : spec_(std::move(spec))
+    {
+        const auto w = widthsFor(spec_);
+        if (spec_.kind == "mlp") {
+            layers_.push_back(std::make_unique<Flatten>("flatten"));
+            layers_.push_back(std::make_unique<Linear>("fc1", kImageSide * kImageSide, w[0]));
+            layers_.push_back(std::make_unique<ReLU>("relu1"));
+            layers_.push_back(std::make_unique<Linear>("fc2", w[0], w[1]));
+            layers_.push_back(std::make_unique<ReLU>("relu2"));
+            layers_.push_back(std::make_unique<Linear>("fc3", w[1], kClasses));
+        } else {   // small-cnn and seed-cnn share the shape, not the widths
+            layers_.push_back(std::make_unique<Conv2d>("conv1", 1, w[0]));
+            layers_.push_back(std::make_unique<ReLU>("relu1"));
+            layers_.push_back(std::make_unique<MaxPool2d>("pool1"));
+            layers_.push_back(std::make_unique<Conv2d>("conv2", w[0], w[1]));
+            layers_.push_back(std::make_unique<ReLU>("relu2"));
+            layers_.push_back(std::make_unique<MaxPool2d>("pool2"));
+            layers_.push_back(std::make_unique<Flatten>("flatten"));
+            layers_.push_back(std::make_unique<Linear>("fc1", std::int64_t{w[1]} * 7 * 7, kClasses));
+        }
+        firstParameterLayer_ = -1;
+        int parameterLayer = 0;
+        for (std::size_t i = 0; i < layers_.size(); ++i) {
+            auto params = layers_[i]->parameters();
+            if (params.empty()) continue;
+            if (firstParameterLayer_ < 0) firstParameterLayer_ = static_cast<int>(i);
+            // PyTorch's default: weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+            Parameter& weight = *params[0];
+            const std::int64_t fanIn = weight.value.size() / weight.value.dim(0);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
+            SplitMix64 rng = layerGenerator(seed, parameterLayer++);
+            for (Parameter* p : params) fillUniform(p->value, bound, rng);
+        }
+    }
+
+    const ModelSpec& spec() const override { return spec_; }
+
+    std::vector<Parameter*> parameters() override
+    {
+        std::vector<Parameter*> all;
+        for (auto& layer : layers_)
+            for (Parameter* p : layer->parameters()) all.push_back(p);
+        return all;
+    }
+
+    std::vector<std::string> layerNames() const override
+    {
+        std::vector<std::string> names;
+        for (const auto& layer : layers_)
+            if (!layer->parameters().empty()) names.push_back(layer->name());
+        return names;
+    }
+
+    void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory) override;
+
+    StepOutput trainStep(const Tensor& images, const std::vector<std::uint8_t>& labels, float lossScale,
+                         StepContext& ctx) override
+    {
+        const auto p = StepPrecision::of(ctx);
+        Tensor* x = &prepareInput(images, images.size() > 0 ? images.dim(0) : 0, 0, ctx, p);
+        for (auto& layer : layers_) x = &layer->forward(*x, ctx);
+        const StepOutput out = loss_.forward(*x, labels, ctx);
+        Tensor* grad = &loss_.backward(lossScale, ctx);
+        for (int i = static_cast<int>(layers_.size()) - 1; i >= firstParameterLayer_; --i)
+            grad = layers_[static_cast<std::size_t>(i)]->backward(*grad, ctx, i > firstParameterLayer_);
+        return out;
+    }
+
+    StepOutput evaluate(const Tensor& images, const std::vector<std::uint8_t>& labels, StepContext& ctx) override
+    {
+        StepContext evalCtx = ctx;
+        evalCtx.telemetry = nullptr;
+        evalCtx.training = false;
+        const auto p = StepPrecision::of(evalCtx);
+        const std::int64_t N = images.rank() > 0 ? images.dim(0) : 0;
+        if (static_cast<std::int64_t>(labels.size()) != N)
+            throw std::invalid_argument("The batch has " + std::to_string(N) + " images but " +
+                                        std::to_string(labels.size()) + " labels.");
+        StepOutput total;
+        double lossSum = 0.0;
+        for (std::int64_t n0 = 0; n0 < N; n0 += kEvaluationSlice) {
+            const std::int64_t count = std::min(kEvaluationSlice, N - n0);
+            Tensor* x = &prepareInput(images, count, n0, evalCtx, p);
+            for (auto& layer : layers_) x = &layer->forward(*x, evalCtx);
+            const std::vector<std::uint8_t> sliceLabels(labels.begin() + n0, labels.begin() + n0 + count);
+            const StepOutput out = loss_.forward(*x, sliceLabels, evalCtx);
+            total.correct += out.correct;
+            lossSum += static_cast<double>(out.loss) * static_cast<double>(count);
+            if (N <= kEvaluationSlice) total.loss = out.loss;   // one slice: exactly the batch mean
+        }
+        if (N > kEvaluationSlice) total.loss = static_cast<float>(lossSum / static_cast<double>(N));
+        return total;
+    }
+
+    std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const override
+    {
+        Shape shape{1, 1, kImageSide, kImageSide};   // (C, N, H, W) with N = 1
+        std::int64_t bytes = kImageSide * kImageSide * formatInfo(recipe.storage()).storageBytes;
+        for (const auto& layer : layers_) {
+            bytes += layer->keptBytesPerSample(shape, recipe);
+            shape = layer->outputShape(shape);
+        }
+        return bytes;
+    }
+
+private:
+    // Images [n0, n0 + count) as the (1, N, 28, 28) input of the stack, rounded to the
+    // storage format (the tap "input", activation) when that is not fp32.
+    Tensor& prepareInput(const Tensor& images, std::int64_t count, std::int64_t n0, StepContext& ctx,
+                         const StepPrecision& p)
+    {
+        const std::int64_t pixels = kImageSide * kImageSide;
+        if (images.rank() < 1 || images.size() != images.dim(0) * pixels)
+            throw std::invalid_argument("Images must be (N, 1, 28, 28), got " + shapeString(images.shape()) + ".");
+        input_.resize({1, count, kImageSide, kImageSide});
+        input_.setStorage(p.storage);
+        input_.track(ctx.memory, MemoryCategory::activations);
+        const float* src = images.data() + n0 * pixels;
+        if (p.roundsStorage()) {
+            roundTapped(ctx, p.storage, src, input_.data(), count * pixels, "input", TensorKind::activation);
+        } else {
+            std::copy(src, src + count * pixels, input_.data());
+        }
+        return input_;
+    }
+
+    ModelSpec spec_;
+    std::vector<std::unique_ptr<Layer>> layers_;
+    int firstParameterLayer_ = 0;
+    SoftmaxCrossEntropy loss_;
+    Tensor input_;   // (1, N, 28, 28): the images as the (C, N, H, W) input, in storage format
+};
+
+void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory)
+{
+    const Format stateFormat = recipe.optimizerStateFormat();
+    for (Parameter* param : parameters()) {
+        alignParameterWithRecipe(*param, recipe, memory);
+        param->grad.resize(param->value.shape());
+        param->grad.zero();
+        param->grad.setStorage(recipe.gradientFormat());
+        param->grad.track(memory, MemoryCategory::gradients);
+        for (Tensor* state : {&param->state1, &param->state2}) {
+            if (state->size() == 0) continue;
+            if (stateFormat != Format::fp32)
+                roundArray(stateFormat, state->data(), static_cast<std::size_t>(state->size()));
+            state->setStorage(stateFormat);
+            state->track(memory, MemoryCategory::optimizerState);
+        }
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::create(const ModelSpec& spec, std::uint64_t seed)
+{
+    return std::make_unique<SequentialModel>(spec, seed);
+}
+
+}  // namespace plab

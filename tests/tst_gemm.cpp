@@ -1,0 +1,295 @@
+// Tests the CPU backend's GEMM in every precision mode against double-precision references (issue 2, section 3).
+// links: plab_backend_cpu plab_backend plab_numerics plab_test_support
+#include "backend/backend.h"
+#include "backend/cpu/gemm_emulated.h"
+#include "numerics/format.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+using namespace plab;
+
+namespace {
+
+// splitmix64: the same operands on every machine.
+struct Rng {
+    std::uint64_t s;
+    std::uint64_t next()
+    {
+        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+// Values rounded to f, magnitudes 2^[minExp, maxExp), random sign.
+std::vector<float> operand(Format f, std::int64_t n, Rng& rng, int minExp = -3, int maxExp = 3)
+{
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& x : v) {
+        const double e = minExp + (maxExp - minExp) * rng.uniform();
+        const double sign = (rng.next() & 1) ? -1.0 : 1.0;
+        x = roundTo(f, static_cast<float>(sign * std::exp2(e)));
+    }
+    return v;
+}
+
+double at(const std::vector<float>& X, bool trans, std::int64_t r, std::int64_t c, std::int64_t ld)
+{
+    return trans ? X[static_cast<std::size_t>(c * ld + r)] : X[static_cast<std::size_t>(r * ld + c)];
+}
+
+// Correct rounding of an exact long double to format f, from the definitions: the
+// quantum is 2^(exponent - mantissa bits) above the smallest normal, fixed below it.
+float referenceRound(Format f, long double x)
+{
+    if (std::isnan(x) || std::isinf(x) || x == 0) return static_cast<float>(x);
+    int mant = 23, minNormalExp = -126;
+    double maxFinite = 3.4028234663852886e38;
+    switch (f) {
+    case Format::fp16: mant = 10; minNormalExp = -14; maxFinite = 65504.0; break;
+    case Format::bf16: mant = 7; maxFinite = 3.3895313892515355e38; break;
+    case Format::tf32: mant = 10; maxFinite = 3.4011621342146535e38; break;
+    case Format::fp32: break;
+    }
+    int e = 0;
+    std::frexp(static_cast<double>(x), &e);   // |x| in [2^(e-1), 2^e)
+    const int exponent = std::max(e - 1, minNormalExp);
+    const long double quantum = std::ldexp(1.0L, exponent - mant);
+    const long double q = x / quantum;
+    const long double r = f == Format::tf32 ? std::roundl(q) : std::nearbyintl(q);   // ties away / to even
+    const long double y = r * quantum;
+    if (std::fabs(static_cast<double>(y)) > maxFinite) return x > 0 ? INFINITY : -INFINITY;
+    return static_cast<float>(y);
+}
+
+bool sameValue(float a, float b)
+{
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return bitsOf(a) == bitsOf(b);
+}
+
+}  // namespace
+
+class TestGemm : public QObject {
+    Q_OBJECT
+
+private slots:
+    void fp32Accumulation_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("M");
+        QTest::addColumn<int>("N");
+        QTest::addColumn<int>("K");
+        QTest::addColumn<bool>("transA");
+        QTest::addColumn<bool>("transB");
+        QTest::addColumn<float>("beta");
+        for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16}) {
+            const auto name = std::string(formatName(f));
+            const int fi = static_cast<int>(f);
+            QTest::addRow("%s 1x1x1", name.c_str()) << fi << 1 << 1 << 1 << false << false << 0.0f;
+            QTest::addRow("%s 7x5x3 NN", name.c_str()) << fi << 7 << 5 << 3 << false << false << 0.0f;
+            QTest::addRow("%s 33x65x17 TN", name.c_str()) << fi << 33 << 65 << 17 << true << false << 0.0f;
+            QTest::addRow("%s 31x70x129 NT", name.c_str()) << fi << 31 << 70 << 129 << false << true << 0.0f;
+            QTest::addRow("%s 64x96x300 TT beta 1", name.c_str()) << fi << 64 << 96 << 300 << true << true << 1.0f;
+        }
+    }
+
+    // Products of fp16/bf16/tf32 values are exact in fp32, so an fp32 sum of them is
+    // within the usual summation bound K * 2^-24 * sum |a b| of the exact result.
+    void fp32Accumulation()
+    {
+        QFETCH(int, format);
+        QFETCH(int, M);
+        QFETCH(int, N);
+        QFETCH(int, K);
+        QFETCH(bool, transA);
+        QFETCH(bool, transB);
+        QFETCH(float, beta);
+        const auto f = static_cast<Format>(format);
+        Rng rng{static_cast<std::uint64_t>(M * 1000003 + N * 1009 + K)};
+        const auto A = operand(f, std::int64_t{M} * K, rng), B = operand(f, std::int64_t{K} * N, rng);
+        auto C = operand(Format::fp32, std::int64_t{M} * N, rng);
+        const auto C0 = C;
+        const std::int64_t lda = transA ? M : K, ldb = transB ? K : N;
+        auto backend = createCpuBackend(2);
+        backend->gemm(transA ? Transpose::yes : Transpose::no, transB ? Transpose::yes : Transpose::no, M, N, K,
+                      A.data(), lda, B.data(), ldb, beta, C.data(), N, GemmPrecision{f, true});
+        double errNorm = 0, refNorm = 0;
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                double ref = beta * C0[static_cast<std::size_t>(i * N + j)], absSum = std::fabs(ref);
+                for (int k = 0; k < K; ++k) {
+                    const double p = at(A, transA, i, k, lda) * at(B, transB, k, j, ldb);
+                    ref += p;
+                    absSum += std::fabs(p);
+                }
+                const double got = C[static_cast<std::size_t>(i * N + j)];
+                QVERIFY2(std::fabs(got - ref) <= (K + 2) * 0x1.0p-24 * absSum,
+                         qPrintable(QString("C[%1][%2] = %3, reference %4").arg(i).arg(j).arg(got).arg(ref)));
+                errNorm += (got - ref) * (got - ref);
+                refNorm += ref * ref;
+            }
+        QVERIFY(std::sqrt(errNorm) <= 1e-6 * std::sqrt(refNorm));
+    }
+
+    void formatAccumulation_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("M");
+        QTest::addColumn<int>("N");
+        QTest::addColumn<int>("K");
+        QTest::addColumn<bool>("transA");
+        QTest::addColumn<bool>("transB");
+        QTest::addColumn<float>("beta");
+        QTest::addColumn<int>("minExp");
+        QTest::addColumn<int>("maxExp");
+        for (Format f : {Format::fp16, Format::bf16, Format::tf32}) {
+            const auto name = std::string(formatName(f));
+            const int fi = static_cast<int>(f);
+            QTest::addRow("%s 1x1x1", name.c_str()) << fi << 1 << 1 << 1 << false << false << 0.0f << -3 << 3;
+            QTest::addRow("%s 5x31x7 NN", name.c_str()) << fi << 5 << 31 << 7 << false << false << 0.0f << -3 << 3;
+            QTest::addRow("%s 9x67x40 TN", name.c_str()) << fi << 9 << 67 << 40 << true << false << 0.0f << -3 << 3;
+            QTest::addRow("%s 13x33x100 NT beta 1", name.c_str()) << fi << 13 << 33 << 100 << false << true << 1.0f << -3 << 3;
+            QTest::addRow("%s 6x130x257 TT", name.c_str()) << fi << 6 << 130 << 257 << true << true << 0.0f << -3 << 3;
+        }
+        // fp16 at the edges of its range: sums that overflow to inf, products and sums
+        // in the subnormal range.
+        QTest::addRow("fp16 overflowing sums") << 0 + static_cast<int>(Format::fp16) << 4 << 40 << 64 << false
+                                               << false << 0.0f << 5 << 8;
+        QTest::addRow("fp16 subnormal sums") << static_cast<int>(Format::fp16) << 4 << 40 << 64 << false << false
+                                             << 0.0f << -13 << -6;
+        QTest::addRow("bf16 wide exponent range") << static_cast<int>(Format::bf16) << 4 << 40 << 64 << false
+                                                  << false << 0.0f << -20 << 20;
+    }
+
+    // Accumulation in the format: C[i][j] = round(a * b + C[i][j]) sequentially in k, against
+    // a reference that computes a * b + c exactly in long double (the spans of these
+    // operands fit its 64 bits) and rounds once from the format's definition. Bit for bit,
+    // for the backend (AVX-512 FP16 on fp16 where the CPU has it) and the scalar path.
+    void formatAccumulation()
+    {
+        QFETCH(int, format);
+        QFETCH(int, M);
+        QFETCH(int, N);
+        QFETCH(int, K);
+        QFETCH(bool, transA);
+        QFETCH(bool, transB);
+        QFETCH(float, beta);
+        QFETCH(int, minExp);
+        QFETCH(int, maxExp);
+        const auto f = static_cast<Format>(format);
+        Rng rng{static_cast<std::uint64_t>(M * 7919 + N * 31 + K + minExp * 101)};
+        const auto A = operand(f, std::int64_t{M} * K, rng, minExp, maxExp);
+        const auto B = operand(f, std::int64_t{K} * N, rng, minExp, maxExp);
+        const auto C0 = operand(f, std::int64_t{M} * N, rng, minExp, maxExp);
+        const std::int64_t lda = transA ? M : K, ldb = transB ? K : N;
+
+        std::vector<float> expected(C0.size());
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                float c = beta == 0.0f ? 0.0f : referenceRound(f, static_cast<long double>(beta) * C0[static_cast<std::size_t>(i * N + j)]);
+                for (int k = 0; k < K; ++k) {
+                    const long double exact = static_cast<long double>(at(A, transA, i, k, lda)) *
+                                                  static_cast<long double>(at(B, transB, k, j, ldb)) + c;
+                    c = referenceRound(f, exact);
+                }
+                expected[static_cast<std::size_t>(i * N + j)] = c;
+            }
+
+        auto backend = createCpuBackend(2);
+        auto C = C0;
+        backend->gemm(transA ? Transpose::yes : Transpose::no, transB ? Transpose::yes : Transpose::no, M, N, K,
+                      A.data(), lda, B.data(), ldb, beta, C.data(), N, GemmPrecision{f, false});
+        // The scalar path on dense operands.
+        std::vector<float> denseA(static_cast<std::size_t>(M) * K), denseB(static_cast<std::size_t>(K) * N);
+        for (int i = 0; i < M; ++i)
+            for (int k = 0; k < K; ++k) denseA[static_cast<std::size_t>(i * K + k)] = static_cast<float>(at(A, transA, i, k, lda));
+        for (int k = 0; k < K; ++k)
+            for (int j = 0; j < N; ++j) denseB[static_cast<std::size_t>(k * N + j)] = static_cast<float>(at(B, transB, k, j, ldb));
+        auto scalarC = C0;
+        cpu::gemmAccumulateScalar(f, 0, M, N, K, denseA.data(), K, denseB.data(), N, beta, scalarC.data(), N);
+
+        int nonFinite = 0;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            if (!std::isfinite(expected[i])) ++nonFinite;
+            QVERIFY2(sameValue(C[i], expected[i]),
+                     qPrintable(QString("backend C[%1] = %2, reference %3").arg(i).arg(C[i]).arg(expected[i])));
+            QVERIFY2(sameValue(scalarC[i], expected[i]),
+                     qPrintable(QString("scalar C[%1] = %2, reference %3").arg(i).arg(scalarC[i]).arg(expected[i])));
+        }
+        if (QTest::currentDataTag() == QByteArray("fp16 overflowing sums")) QVERIFY(nonFinite > 0);
+    }
+
+    // A product exactly halfway between two bf16 values plus an addend far below double's
+    // precision: the exact sum lies above the tie, so it rounds up; rounding the sum to
+    // double first would land on the tie and round to even (down).
+    void fmaRoundingHasNoDoubleRounding()
+    {
+        const float a = 1.0f + 0.0625f, b = a;          // both bf16; a * b = 1 + 2^-3 + 2^-8
+        const float tiny = std::ldexp(1.0f, -100);      // bf16
+        QCOMPARE(roundTo(Format::bf16, a), a);
+        QCOMPARE(cpu::fmaRoundedTo(Format::bf16, a, b, tiny), 1.0f + 0.125f + 0.0078125f);
+        QCOMPARE(cpu::fmaRoundedTo(Format::bf16, a, b, 0.0f), 1.0f + 0.125f);   // a true tie: to even
+        QCOMPARE(cpu::fmaRoundedTo(Format::bf16, a, b, -tiny), 1.0f + 0.125f);
+    }
+
+    void roundToOdd_data()
+    {
+        QTest::addColumn<double>("x");
+        QTest::addColumn<float>("expected");
+        QTest::addRow("exact") << 1.5 << 1.5f;
+        QTest::addRow("just above one") << 1.0 + 0x1.0p-40 << std::nextafter(1.0f, 2.0f);
+        QTest::addRow("just below two") << 2.0 - 0x1.0p-40 << std::nextafter(2.0f, 0.0f);
+        QTest::addRow("negative") << -(1.0 + 0x1.0p-40) << -std::nextafter(1.0f, 2.0f);
+        QTest::addRow("beyond fp32 range") << 1e39 << 3.4028234663852886e38f;
+    }
+
+    void roundToOdd()
+    {
+        QFETCH(double, x);
+        QFETCH(float, expected);
+        QCOMPARE(bitsOf(cpu::roundToOddFloat(x)), bitsOf(expected));
+    }
+
+    void emptyAndZeroSized()
+    {
+        auto backend = createCpuBackend(1);
+        std::vector<float> C{3.0f, 4.0f};
+        const float one = 1.0f;
+        backend->gemm(Transpose::no, Transpose::no, 1, 2, 0, &one, 1, &one, 2, 0.0f, C.data(), 2, {});
+        QCOMPARE(C[0], 0.0f);
+        QCOMPARE(C[1], 0.0f);
+        backend->gemm(Transpose::no, Transpose::no, 0, 2, 3, &one, 3, &one, 2, 0.0f, C.data(), 2, {});
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 backend->gemm(Transpose::no, Transpose::no, -1, 2, 3, &one, 3, &one, 2, 0.0f,
+                                               C.data(), 2, {}));
+    }
+
+    void backendInfo()
+    {
+        auto backend = createCpuBackend(2);
+        QCOMPARE(backend->info().name, std::string("cpu"));
+        QVERIFY(backend->info().available);
+        QCOMPARE(backend->threads(), 2);
+        QVERIFY(!backend->info().versions.empty());
+        QVERIFY(backend->info().versions.front().find("OpenBLAS") != std::string::npos);
+    }
+
+    void cudaProbeWithoutPlugin()
+    {
+        const BackendInfo info = probeCudaBackend();
+        QCOMPARE(info.name, std::string("cuda"));
+        if (info.available) QSKIP("a CUDA plugin and device are present; the absent-plugin message is not shown");
+        QVERIFY2(info.reason.find("libplab_cuda.so") != std::string::npos, info.reason.c_str());
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, createCudaBackend(0));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGemm)
+#include "tst_gemm.moc"

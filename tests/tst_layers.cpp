@@ -1,0 +1,390 @@
+// Tests the layers (Conv2d, MaxPool2d, ReLU, Flatten, Linear, softmax cross-entropy): references in double, finite-difference gradient checks, and the rounding sites of reduced-precision recipes.
+// links: plab_nn plab_backend_cpu plab_test_support
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "nn/activation.h"
+#include "nn/conv2d.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/pool.h"
+#include "numerics/format.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <set>
+
+using namespace plab;
+
+namespace {
+
+struct Rng {
+    std::uint64_t s;
+    std::uint64_t next()
+    {
+        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1.0p-24f; }
+};
+
+void fill(Tensor& t, Rng& rng, float lo = -1.0f, float hi = 1.0f)
+{
+    for (std::int64_t i = 0; i < t.size(); ++i) t[i] = rng.uniform(lo, hi);
+}
+
+// Holds what a layer step needs: a backend, a recipe, telemetry.
+struct Harness {
+    std::unique_ptr<ComputeBackend> backend = createCpuBackend(2);
+    PrecisionRecipe recipe;
+    TelemetryCollector telemetry;
+    StepContext ctx;
+    explicit Harness(const std::string& preset = "fp32")
+    {
+        recipe = *PrecisionRecipe::fromPreset(preset);
+        ctx = StepContext{&recipe, backend.get(), &telemetry, nullptr, true};
+        telemetry.beginStep(true);
+    }
+};
+
+// L = sum(r * forward(x)) in double, for a fixed r.
+double weightedSum(const Tensor& out, const Tensor& r)
+{
+    double s = 0;
+    for (std::int64_t i = 0; i < out.size(); ++i) s += static_cast<double>(out[i]) * r[i];
+    return s;
+}
+
+// Central differences of L with respect to each element of `target` (perturbed in place),
+// against `analytic`; relative to the largest analytic entry.
+void checkGradient(Tensor& target, const Tensor& analytic, const std::function<double()>& loss, float eps,
+                   double tol, const char* what)
+{
+    double maxAbs = 1e-6;
+    for (std::int64_t i = 0; i < analytic.size(); ++i) maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(analytic[i])));
+    for (std::int64_t i = 0; i < target.size(); ++i) {
+        const float saved = target[i];
+        target[i] = saved + eps;
+        const double up = loss();
+        target[i] = saved - eps;
+        const double down = loss();
+        target[i] = saved;
+        const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
+        QVERIFY2(std::fabs(numeric - analytic[i]) <= tol * maxAbs,
+                 qPrintable(QString("%1[%2]: numeric %3, analytic %4").arg(what).arg(i).arg(numeric).arg(analytic[i])));
+    }
+}
+
+bool representable(Format f, const Tensor& t)
+{
+    for (std::int64_t i = 0; i < t.size(); ++i)
+        if (bitsOf(roundTo(f, t[i])) != bitsOf(t[i])) return false;
+    return true;
+}
+
+}  // namespace
+
+class TestLayers : public QObject {
+    Q_OBJECT
+
+private slots:
+    void convForwardMatchesDirectConvolution_data()
+    {
+        QTest::addColumn<int>("cin");
+        QTest::addColumn<int>("cout");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("height");
+        QTest::addColumn<int>("width");
+        QTest::addRow("1 -> 3, 2 images 5x5") << 1 << 3 << 2 << 5 << 5;
+        QTest::addRow("3 -> 4, 3 images 6x7") << 3 << 4 << 3 << 6 << 7;
+        QTest::addRow("2 -> 2, 1 image 1x1") << 2 << 2 << 1 << 1 << 1;
+        QTest::addRow("5 -> 8, 4 images 28x28") << 5 << 8 << 4 << 28 << 28;
+    }
+
+    void convForwardMatchesDirectConvolution()
+    {
+        QFETCH(int, cin);
+        QFETCH(int, cout);
+        QFETCH(int, batch);
+        QFETCH(int, height);
+        QFETCH(int, width);
+        Harness h;
+        Rng rng{42};
+        Conv2d conv("conv1", cin, cout);
+        fill(conv.weight().value, rng);
+        fill(conv.bias().value, rng);
+        Tensor x({cin, batch, height, width});   // (C, N, H, W)
+        fill(x, rng);
+        const Tensor& y = conv.forward(x, h.ctx);
+        QCOMPARE(y.shape(), (Shape{cout, batch, height, width}));
+        double errNorm = 0, refNorm = 0;
+        for (int co = 0; co < cout; ++co)
+            for (int n = 0; n < batch; ++n)
+                for (int oy = 0; oy < height; ++oy)
+                    for (int ox = 0; ox < width; ++ox) {
+                        double ref = conv.bias().value[co];
+                        for (int ci = 0; ci < cin; ++ci)
+                            for (int ky = 0; ky < 3; ++ky)
+                                for (int kx = 0; kx < 3; ++kx) {
+                                    const int iy = oy + ky - 1, ix = ox + kx - 1;
+                                    if (iy < 0 || iy >= height || ix < 0 || ix >= width) continue;
+                                    ref += static_cast<double>(conv.weight().value[((co * cin + ci) * 3 + ky) * 3 + kx]) *
+                                           x[((ci * batch + n) * height + iy) * width + ix];
+                                }
+                        const double got = y[((co * batch + n) * height + oy) * width + ox];
+                        errNorm += (got - ref) * (got - ref);
+                        refNorm += ref * ref;
+                    }
+        QVERIFY(std::sqrt(errNorm) <= 1e-6 * std::sqrt(refNorm));
+    }
+
+    void convGradients_data()
+    {
+        QTest::addColumn<int>("cin");
+        QTest::addColumn<int>("cout");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("side");
+        QTest::addRow("1 -> 2, 2 images 4x4") << 1 << 2 << 2 << 4;
+        QTest::addRow("3 -> 2, 2 images 5x5") << 3 << 2 << 2 << 5;
+    }
+
+    // Conv is linear in x and in w, so central differences are exact up to fp32 rounding.
+    void convGradients()
+    {
+        QFETCH(int, cin);
+        QFETCH(int, cout);
+        QFETCH(int, batch);
+        QFETCH(int, side);
+        Harness h;
+        Rng rng{7};
+        Conv2d conv("conv2", cin, cout);
+        fill(conv.weight().value, rng);
+        fill(conv.bias().value, rng);
+        Tensor x({cin, batch, side, side});
+        fill(x, rng);
+        Tensor r({cout, batch, side, side});
+        fill(r, rng);
+        conv.forward(x, h.ctx);
+        Tensor dy = r;
+        const Tensor dx = *conv.backward(dy, h.ctx, true);
+        const Tensor dw = conv.weight().grad, db = conv.bias().grad;
+        auto loss = [&] { return weightedSum(conv.forward(x, h.ctx), r); };
+        checkGradient(x, dx, loss, 1e-2f, 1e-4, "dx");
+        checkGradient(conv.weight().value, dw, loss, 1e-2f, 1e-4, "dw");
+        checkGradient(conv.bias().value, db, loss, 1e-2f, 1e-4, "db");
+    }
+
+    void im2colIsAdjointOfCol2im()
+    {
+        Harness h;
+        Rng rng{3};
+        ConvGeometry g{3, 4, 5, 6, 3, 1};
+        Tensor x({3, 4, 5, 6});
+        fill(x, rng);
+        const std::int64_t n0 = 1, count = 2;
+        Tensor cols({g.patchSize(), count * g.planeSize()});
+        fill(cols, rng);
+        Tensor lowered(cols.shape()), folded(x.shape());
+        h.backend->im2col(g, x.data(), n0, count, lowered.data());
+        h.backend->col2im(g, cols.data(), n0, count, folded.data());
+        // <col2im(c), x> over the sample range == <c, im2col(x)>
+        double lhs = 0, rhs = 0;
+        for (std::int64_t c = 0; c < 3; ++c)
+            for (std::int64_t n = n0; n < n0 + count; ++n)
+                for (std::int64_t p = 0; p < 30; ++p) lhs += double(folded[(c * 4 + n) * 30 + p]) * x[(c * 4 + n) * 30 + p];
+        for (std::int64_t i = 0; i < cols.size(); ++i) rhs += double(cols[i]) * lowered[i];
+        QVERIFY(std::fabs(lhs - rhs) <= 1e-5 * std::fabs(rhs));
+    }
+
+    void linearForwardAndGradients()
+    {
+        Harness h;
+        Rng rng{11};
+        Linear fc("fc1", 7, 5);
+        fill(fc.weight().value, rng);
+        fill(fc.bias().value, rng);
+        Tensor x({3, 7});
+        fill(x, rng);
+        const Tensor& y = fc.forward(x, h.ctx);
+        for (int n = 0; n < 3; ++n)
+            for (int o = 0; o < 5; ++o) {
+                double ref = fc.bias().value[o];
+                for (int i = 0; i < 7; ++i) ref += double(x[n * 7 + i]) * fc.weight().value[o * 7 + i];
+                QVERIFY(std::fabs(y[n * 5 + o] - ref) <= 1e-6 * (1 + std::fabs(ref)));
+            }
+        Tensor r({3, 5});
+        fill(r, rng);
+        Tensor dy = r;
+        const Tensor dx = *fc.backward(dy, h.ctx, true);
+        const Tensor dw = fc.weight().grad, db = fc.bias().grad;
+        auto loss = [&] { return weightedSum(fc.forward(x, h.ctx), r); };
+        checkGradient(x, dx, loss, 1e-2f, 1e-4, "dx");
+        checkGradient(fc.weight().value, dw, loss, 1e-2f, 1e-4, "dw");
+        checkGradient(fc.bias().value, db, loss, 1e-2f, 1e-4, "db");
+        QVERIFY(fc.backward(dy, h.ctx, false) == nullptr);
+    }
+
+    void maxPoolAndReluMatchReferences()
+    {
+        Harness h;
+        Rng rng{5};
+        MaxPool2d pool("pool1");
+        Tensor x({2, 3, 5, 6});   // odd height floors, as PyTorch
+        fill(x, rng);
+        const Tensor& y = pool.forward(x, h.ctx);
+        QCOMPARE(y.shape(), (Shape{2, 3, 2, 3}));
+        for (int plane = 0; plane < 6; ++plane)
+            for (int oy = 0; oy < 2; ++oy)
+                for (int ox = 0; ox < 3; ++ox) {
+                    float m = -INFINITY;
+                    for (int k = 0; k < 4; ++k) m = std::max(m, x[plane * 30 + (2 * oy + k / 2) * 6 + 2 * ox + k % 2]);
+                    QCOMPARE(y[(plane * 2 + oy) * 3 + ox], m);
+                }
+        Tensor r(y.shape());
+        fill(r, rng);
+        Tensor dy = r;
+        const Tensor dx = *pool.backward(dy, h.ctx, true);
+        checkGradient(x, dx, [&] { return weightedSum(pool.forward(x, h.ctx), r); }, 1e-3f, 1e-3, "pool dx");
+
+        ReLU relu("relu1");
+        Tensor a({4, 9});
+        for (std::int64_t i = 0; i < a.size(); ++i) {   // keep away from the kink at 0
+            float v = rng.uniform(-1.0f, 1.0f);
+            a[i] = std::fabs(v) < 0.05f ? 0.5f : v;
+        }
+        const Tensor a0 = a;
+        relu.forward(a, h.ctx);
+        for (std::int64_t i = 0; i < a.size(); ++i) QCOMPARE(a[i], std::max(0.0f, a0[i]));
+        Tensor g({4, 9});
+        fill(g, rng);
+        const Tensor g0 = g;
+        relu.backward(g, h.ctx, true);
+        for (std::int64_t i = 0; i < g.size(); ++i) QCOMPARE(g[i], a0[i] > 0 ? g0[i] : 0.0f);
+    }
+
+    void flattenUsesPyTorchOrder()
+    {
+        Harness h;
+        Flatten flatten("flatten");
+        Tensor x({2, 3, 2, 2});   // (C, N, H, W)
+        for (std::int64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+        const Tensor& y = flatten.forward(x, h.ctx);
+        QCOMPARE(y.shape(), (Shape{3, 8}));
+        for (int n = 0; n < 3; ++n)
+            for (int c = 0; c < 2; ++c)
+                for (int p = 0; p < 4; ++p) QCOMPARE(y[n * 8 + c * 4 + p], x[(c * 3 + n) * 4 + p]);
+        Tensor g = y;
+        const Tensor* dx = flatten.backward(g, h.ctx, true);
+        for (std::int64_t i = 0; i < x.size(); ++i) QCOMPARE((*dx)[i], x[i]);
+    }
+
+    void softmaxCrossEntropy_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::addColumn<double>("tolerance");
+        QTest::addRow("fp32") << "fp32" << 1e-6;
+        QTest::addRow("pure-fp16 (loss emulated in fp16)") << "pure-fp16" << 5e-3;
+        QTest::addRow("pure-bf16 (loss emulated in bf16)") << "pure-bf16" << 4e-2;
+    }
+
+    void softmaxCrossEntropy()
+    {
+        QFETCH(QString, preset);
+        QFETCH(double, tolerance);
+        Harness h(preset.toStdString());
+        const Format s = h.recipe.compute == Format::fp32 ? Format::fp32 : h.recipe.compute;
+        Rng rng{9};
+        Tensor logits({4, 10});
+        for (std::int64_t i = 0; i < logits.size(); ++i) logits[i] = roundTo(s, rng.uniform(-3.0f, 3.0f));
+        const std::vector<std::uint8_t> labels{0, 3, 9, 3};
+        SoftmaxCrossEntropy loss;
+        const StepOutput out = loss.forward(logits, labels, h.ctx);
+        double refLoss = 0;
+        std::vector<double> refGrad(40);
+        for (int n = 0; n < 4; ++n) {
+            double m = -INFINITY, sum = 0;
+            for (int j = 0; j < 10; ++j) m = std::max(m, double(logits[n * 10 + j]));
+            for (int j = 0; j < 10; ++j) sum += std::exp(double(logits[n * 10 + j]) - m);
+            refLoss += (m + std::log(sum) - logits[n * 10 + labels[n]]) / 4.0;
+            for (int j = 0; j < 10; ++j)
+                refGrad[n * 10 + j] = (std::exp(double(logits[n * 10 + j]) - m) / sum - (j == labels[n])) / 4.0;
+        }
+        QVERIFY2(std::fabs(out.loss - refLoss) <= tolerance * refLoss,
+                 qPrintable(QString("loss %1, reference %2").arg(out.loss).arg(refLoss)));
+        QCOMPARE(bitsOf(roundTo(s, out.loss)), bitsOf(out.loss));
+        const float scale = 8.0f;
+        const Tensor& grad = loss.backward(scale, h.ctx);
+        QVERIFY(representable(s, grad));
+        for (int i = 0; i < 40; ++i)
+            QVERIFY2(std::fabs(grad[i] / scale - refGrad[i]) <= tolerance * 4 + 1e-7,
+                     qPrintable(QString("grad[%1] %2, reference %3").arg(i).arg(grad[i] / scale).arg(refGrad[i])));
+        if (s != Format::fp32) QCOMPARE(h.telemetry.taps().count(TapKey{"loss", TensorKind::activationGrad}), std::size_t{1});
+    }
+
+    // With fp16 compute every conv output and gradient is an fp16 value, and each rounding
+    // site reports to its tap: (layer, activation), (layer, activation_grad), (layer, weight_grad).
+    void fp16RoundingSitesAndTaps()
+    {
+        Harness h("amp-fp16");
+        Rng rng{21};
+        Conv2d conv("conv2", 2, 3);
+        fill(conv.weight().value, rng);
+        fill(conv.bias().value, rng);
+        for (Parameter* p : conv.parameters()) {   // what applyRecipe does with masters on
+            p->master = p->value;
+            for (std::int64_t i = 0; i < p->value.size(); ++i) p->value[i] = roundTo(Format::fp16, p->value[i]);
+            p->value.setStorage(Format::fp16);
+        }
+        Tensor x({2, 2, 4, 4});
+        for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(Format::fp16, rng.uniform(-1, 1));
+        x.setStorage(Format::fp16);
+        const Tensor& y = conv.forward(x, h.ctx);
+        QCOMPARE(y.storage(), Format::fp16);
+        QVERIFY(representable(Format::fp16, y));
+        Tensor dy(y.shape(), Format::fp16);
+        for (std::int64_t i = 0; i < dy.size(); ++i) dy[i] = roundTo(Format::fp16, rng.uniform(-1e-5f, 1e-5f));
+        const Tensor* dx = conv.backward(dy, h.ctx, true);
+        QVERIFY(representable(Format::fp16, *dx));
+        QVERIFY(representable(Format::fp16, conv.weight().grad));
+        QVERIFY(representable(Format::fp16, conv.bias().grad));
+        QCOMPARE(conv.weight().grad.storage(), Format::fp32);   // fp32 .grad beside fp32 masters
+        const auto& taps = h.telemetry.taps();
+        QCOMPARE(taps.at(TapKey{"conv2", TensorKind::activation}).step.count, std::uint64_t(y.size()));
+        QCOMPARE(taps.at(TapKey{"conv2", TensorKind::activationGrad}).step.count, std::uint64_t(dx->size()));
+        QCOMPARE(taps.at(TapKey{"conv2", TensorKind::weightGrad}).step.count, std::uint64_t(3 * 2 * 9 + 3));
+        // Tiny gradients: some underflow in fp16, and the histogram (a histogram step) saw them all.
+        const auto& wg = taps.at(TapKey{"conv2", TensorKind::activationGrad});
+        QCOMPARE(wg.histogram.total(), wg.step.count);
+    }
+
+    void tf32TapsTheOperandRounding()
+    {
+        Harness h("tf32");
+        Rng rng{33};
+        Linear fc("fc1", 6, 4);
+        fill(fc.weight().value, rng);
+        Tensor x({3, 6});
+        fill(x, rng);
+        const Tensor& y = fc.forward(x, h.ctx);
+        QCOMPARE(y.storage(), Format::fp32);
+        QCOMPARE(h.telemetry.taps().at(TapKey{"fc1", TensorKind::activation}).step.count, std::uint64_t(18));
+    }
+
+    void wrongInputShapeIsAClearError()
+    {
+        Harness h;
+        Conv2d conv("conv1", 3, 4);
+        Tensor x({2, 1, 5, 5});
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, conv.forward(x, h.ctx));
+        Linear fc("fc1", 5, 2);
+        Tensor v({2, 4});
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fc.forward(v, h.ctx));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLayers)
+#include "tst_layers.moc"

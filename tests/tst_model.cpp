@@ -1,0 +1,290 @@
+// Tests the models: parameter counts and shapes, seeded determinism, learning with plain SGD, recipe switches (rounding, promotion) and memory accounting.
+// links: plab_nn plab_backend_cpu plab_test_support
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "nn/model.h"
+#include "numerics/format.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+using namespace plab;
+
+namespace {
+
+std::int64_t parameterCount(Model& model)
+{
+    std::int64_t n = 0;
+    for (Parameter* p : model.parameters()) n += p->value.size();
+    return n;
+}
+
+// A learnable batch: class c lights a block whose position depends on c.
+void syntheticBatch(int count, Tensor& images, std::vector<std::uint8_t>& labels)
+{
+    images = Tensor({count, 1, 28, 28});
+    labels.resize(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const int c = i % 10;
+        labels[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(c);
+        const int top = 2 + (c / 5) * 13, left = 1 + (c % 5) * 5;
+        for (int p = 0; p < 784; ++p) images[i * 784 + p] = static_cast<float>((p * 37 + i * 11) % 41) / 255.0f;
+        for (int y = top; y < top + 10; ++y)
+            for (int x = left; x < left + 6; ++x) images[i * 784 + y * 28 + x] = 220.0f / 255.0f;
+    }
+}
+
+PrecisionRecipe preset(const char* name) { return *PrecisionRecipe::fromPreset(name); }
+
+// Plain SGD on the stored weights (the test's own optimizer), refreshing the compute copy.
+void sgdStep(Model& model, const PrecisionRecipe& recipe, float lr, float lossScale)
+{
+    for (Parameter* p : model.parameters()) {
+        Tensor& w = p->stored();
+        for (std::int64_t i = 0; i < w.size(); ++i) w[i] -= lr * (p->grad[i] / lossScale);
+        if (p->master.size()) {
+            for (std::int64_t i = 0; i < w.size(); ++i) p->value[i] = roundTo(recipe.compute, p->master[i]);
+        } else {
+            for (std::int64_t i = 0; i < w.size(); ++i) p->value[i] = roundTo(p->value.storage(), p->value[i]);
+        }
+    }
+}
+
+}  // namespace
+
+class TestModel : public QObject {
+    Q_OBJECT
+
+private slots:
+    void parameterCounts_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QList<int>>("widths");
+        QTest::addColumn<qint64>("expected");
+        QTest::addRow("mlp") << "mlp" << QList<int>{} << qint64(784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10);
+        QTest::addRow("small-cnn") << "small-cnn" << QList<int>{} << qint64(50186);
+        QTest::addRow("seed-cnn") << "seed-cnn" << QList<int>{}
+                                  << qint64(420 * 9 + 420 + 1000 * 420 * 9 + 1000 + 1000 * 49 * 10 + 10);
+        QTest::addRow("small-cnn widths 8, 16") << "small-cnn" << QList<int>{8, 16}
+                                                << qint64(8 * 9 + 8 + 16 * 8 * 9 + 16 + 16 * 49 * 10 + 10);
+        QTest::addRow("mlp widths 100, 50") << "mlp" << QList<int>{100, 50}
+                                            << qint64(784 * 100 + 100 + 100 * 50 + 50 + 50 * 10 + 10);
+    }
+
+    void parameterCounts()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QList<int>, widths);
+        QFETCH(qint64, expected);
+        ModelSpec spec{kind.toStdString(), std::vector<int>(widths.begin(), widths.end())};
+        auto model = Model::create(spec, 1);
+        QCOMPARE(parameterCount(*model), expected);
+        QCOMPARE(model->spec(), spec);
+        QCOMPARE(qint64(535818), qint64(784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10));
+    }
+
+    void shapesAndNames()
+    {
+        auto cnn = Model::create(ModelSpec{"small-cnn", {}}, 1);
+        QCOMPARE(cnn->layerNames(), (std::vector<std::string>{"conv1", "conv2", "fc1"}));
+        const auto params = cnn->parameters();
+        QCOMPARE(params.size(), std::size_t{6});
+        QCOMPARE(params[0]->value.shape(), (Shape{32, 1, 3, 3}));
+        QCOMPARE(params[1]->value.shape(), (Shape{32}));
+        QCOMPARE(params[2]->value.shape(), (Shape{64, 32, 3, 3}));
+        QCOMPARE(params[4]->value.shape(), (Shape{10, 3136}));
+        QCOMPARE(params[4]->layer, std::string("fc1"));
+        QCOMPARE(params[5]->name, std::string("bias"));
+        auto mlp = Model::create(ModelSpec{"mlp", {}}, 1);
+        QCOMPARE(mlp->layerNames(), (std::vector<std::string>{"fc1", "fc2", "fc3"}));
+        // PyTorch's default init bound 1/sqrt(fan_in).
+        const double bound = 1.0 / std::sqrt(9.0);
+        for (std::int64_t i = 0; i < params[0]->value.size(); ++i) QVERIFY(std::fabs(params[0]->value[i]) <= bound);
+    }
+
+    void invalidSpecs_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QList<int>>("widths");
+        QTest::addRow("unknown kind") << "resnet" << QList<int>{};
+        QTest::addRow("three widths") << "small-cnn" << QList<int>{1, 2, 3};
+        QTest::addRow("zero width") << "mlp" << QList<int>{0, 5};
+        QTest::addRow("negative width") << "seed-cnn" << QList<int>{-4, 5};
+    }
+
+    void invalidSpecs()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QList<int>, widths);
+        ModelSpec spec{kind.toStdString(), std::vector<int>(widths.begin(), widths.end())};
+        try {
+            Model::create(spec, 1);
+            QFAIL("no exception");
+        } catch (const std::invalid_argument& e) {
+            const std::string message = e.what();
+            QVERIFY(!message.empty() && message.back() == '.');
+        }
+    }
+
+    void sameSeedSameWeightsAndLoss()
+    {
+        auto backend = createCpuBackend(2);
+        const auto recipe = preset("amp-fp16");
+        Tensor images;
+        std::vector<std::uint8_t> labels;
+        syntheticBatch(12, images, labels);
+        float losses[2];
+        std::vector<float> grads[2];
+        for (int run = 0; run < 2; ++run) {
+            auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 77);
+            model->applyRecipe(recipe, nullptr);
+            TelemetryCollector telemetry;
+            telemetry.beginStep(false);
+            StepContext ctx{&recipe, backend.get(), &telemetry, nullptr, true};
+            losses[run] = model->trainStep(images, labels, 1024.0f, ctx).loss;
+            for (Parameter* p : model->parameters()) grads[run].insert(grads[run].end(), p->grad.data(), p->grad.data() + p->grad.size());
+        }
+        QCOMPARE(bitsOf(losses[0]), bitsOf(losses[1]));
+        QVERIFY(grads[0] == grads[1]);
+        auto a = Model::create(ModelSpec{"small-cnn", {4, 8}}, 77), b = Model::create(ModelSpec{"small-cnn", {4, 8}}, 78);
+        QVERIFY(std::vector<float>(a->parameters()[0]->value.data(), a->parameters()[0]->value.data() + 36) !=
+                std::vector<float>(b->parameters()[0]->value.data(), b->parameters()[0]->value.data() + 36));
+    }
+
+    void sgdReducesTheLoss_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<float>("lossScale");
+        QTest::addColumn<float>("lr");
+        QTest::addRow("small-cnn fp32") << "small-cnn" << "fp32" << 1.0f << 0.1f;
+        QTest::addRow("small-cnn amp-fp16, scale 1024") << "small-cnn" << "amp-fp16" << 1024.0f << 0.1f;
+        QTest::addRow("small-cnn amp-bf16") << "small-cnn" << "amp-bf16" << 1.0f << 0.1f;
+        QTest::addRow("small-cnn tf32") << "small-cnn" << "tf32" << 1.0f << 0.1f;
+        QTest::addRow("small-cnn pure-bf16") << "small-cnn" << "pure-bf16" << 1.0f << 0.1f;
+        QTest::addRow("mlp fp32") << "mlp" << "fp32" << 1.0f << 0.5f;
+        QTest::addRow("mlp pure-fp16") << "mlp" << "pure-fp16" << 1.0f << 0.5f;
+    }
+
+    void sgdReducesTheLoss()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, recipe);
+        QFETCH(float, lossScale);
+        QFETCH(float, lr);
+        auto backend = createCpuBackend(2);
+        const auto r = preset(recipe.toLatin1().constData());
+        auto model = Model::create(ModelSpec{kind.toStdString(), kind == "mlp" ? std::vector<int>{64, 32} : std::vector<int>{4, 8}}, 5);
+        model->applyRecipe(r, nullptr);
+        Tensor images;
+        std::vector<std::uint8_t> labels;
+        syntheticBatch(20, images, labels);
+        StepContext ctx{&r, backend.get(), nullptr, nullptr, true};
+        const float first = model->trainStep(images, labels, lossScale, ctx).loss;
+        for (int step = 0; step < 15; ++step) {
+            sgdStep(*model, r, lr, lossScale);
+            model->trainStep(images, labels, lossScale, ctx);
+        }
+        const StepOutput last = model->evaluate(images, labels, ctx);
+        QVERIFY2(last.loss < 0.7f * first, qPrintable(QString("loss %1 -> %2").arg(first).arg(last.loss)));
+    }
+
+    void evaluateMatchesTheTrainingForward()
+    {
+        auto backend = createCpuBackend(2);
+        const auto r = preset("amp-bf16");
+        auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 5);
+        model->applyRecipe(r, nullptr);
+        Tensor images;
+        std::vector<std::uint8_t> labels;
+        syntheticBatch(10, images, labels);
+        StepContext ctx{&r, backend.get(), nullptr, nullptr, true};
+        const StepOutput train = model->trainStep(images, labels, 1.0f, ctx);
+        const StepOutput eval = model->evaluate(images, labels, ctx);
+        QCOMPARE(bitsOf(eval.loss), bitsOf(train.loss));
+        QCOMPARE(eval.correct, train.correct);
+    }
+
+    // fp32 -> pure-fp16 rounds the weights; -> amp-fp16 promotes a master that holds exactly
+    // the fp16 values; -> fp32 computes with the master's values.
+    void recipeSwitchesKeepValuesConsistent()
+    {
+        auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 3);
+        Parameter& w = *model->parameters()[2];
+        const Tensor original = w.value;
+        model->applyRecipe(preset("fp32"), nullptr);
+        for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], original[i]);
+
+        model->applyRecipe(preset("pure-fp16"), nullptr);
+        QCOMPARE(w.master.size(), std::int64_t{0});
+        QCOMPARE(w.value.storage(), Format::fp16);
+        QCOMPARE(w.grad.storage(), Format::fp16);
+        for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], roundTo(Format::fp16, original[i]));
+
+        w.state1 = Tensor(w.value.shape(), Format::fp16);
+        model->applyRecipe(preset("amp-fp16"), nullptr);
+        QCOMPARE(w.master.storage(), Format::fp32);
+        QCOMPARE(w.value.storage(), Format::fp16);
+        QCOMPARE(w.grad.storage(), Format::fp32);
+        QCOMPARE(w.state1.storage(), Format::fp32);
+        for (std::int64_t i = 0; i < w.value.size(); ++i) {
+            QCOMPARE(w.master[i], roundTo(Format::fp16, original[i]));
+            QCOMPARE(w.value[i], w.master[i]);
+        }
+        model->applyRecipe(preset("amp-bf16"), nullptr);
+        for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], roundTo(Format::bf16, w.master[i]));
+        model->applyRecipe(preset("fp32"), nullptr);
+        for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], w.stored()[i]);
+    }
+
+    void memoryBytesHalveForFp16Storage()
+    {
+        auto model = Model::create(ModelSpec{"small-cnn", {}}, 3);
+        const std::int64_t n = parameterCount(*model);
+        auto snapshotFor = [&](const char* name) {
+            MemoryAccountant memory;
+            auto m = Model::create(ModelSpec{"small-cnn", {}}, 3);
+            m->applyRecipe(preset(name), &memory);
+            return memory.snapshot();
+        };
+        const auto w = static_cast<std::size_t>(MemoryCategory::weights);
+        const auto g = static_cast<std::size_t>(MemoryCategory::gradients);
+        const auto master = static_cast<std::size_t>(MemoryCategory::masterWeights);
+        const auto pure16 = snapshotFor("pure-fp16");
+        const auto amp16 = snapshotFor("amp-fp16");
+        const auto tf32 = snapshotFor("tf32");
+        QCOMPARE(pure16.live[w], 2 * n);
+        QCOMPARE(pure16.live[g], 2 * n);
+        QCOMPARE(pure16.live[master], std::int64_t{0});
+        QCOMPARE(amp16.live[w], 2 * n);
+        QCOMPARE(amp16.live[master], 4 * n);
+        QCOMPARE(amp16.live[g], 4 * n);
+        QCOMPARE(tf32.live[w], 4 * n);
+
+        const auto fp32Bytes = model->activationBytesPerSample(preset("fp32"));
+        const auto fp16Bytes = model->activationBytesPerSample(preset("amp-fp16"));
+        QVERIFY(fp16Bytes < fp32Bytes);
+        QVERIFY(fp16Bytes * 2 <= fp32Bytes + 32 * 196 + 64 * 49);   // only pooling indices do not halve
+
+        // Accounting follows a step: activations appear, and go when the model goes.
+        MemoryAccountant memory;
+        {
+            auto backend = createCpuBackend(2);
+            auto m = Model::create(ModelSpec{"small-cnn", {4, 8}}, 3);
+            const auto r = preset("amp-fp16");
+            m->applyRecipe(r, &memory);
+            Tensor images;
+            std::vector<std::uint8_t> labels;
+            syntheticBatch(6, images, labels);
+            StepContext ctx{&r, backend.get(), nullptr, &memory, true};
+            m->trainStep(images, labels, 1.0f, ctx);
+            QVERIFY(memory.snapshot().live[static_cast<std::size_t>(MemoryCategory::activations)] > 0);
+            QVERIFY(memory.snapshot().live[static_cast<std::size_t>(MemoryCategory::workspace)] > 0);
+        }
+        QCOMPARE(memory.snapshot().totalLive, std::int64_t{0});
+    }
+};
+
+QTEST_GUILESS_MAIN(TestModel)
+#include "tst_model.moc"
