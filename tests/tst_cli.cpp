@@ -24,7 +24,7 @@ struct Result {
     QString out, err;
 };
 
-Result plab(const QStringList& args, const QByteArray& input = {})
+Result runPlab(const QStringList& args, const QByteArray& input = {})
 {
     QProcess p;
     p.start(QStringLiteral(PLAB_CLI_PATH), args);
@@ -73,7 +73,7 @@ private slots:
     void shortRunPrintsAccuracyAndWritesRecord()
     {
         const QString out = QString::fromStdString((dir_.path() / "run.json").string());
-        const Result r = plab(quickTrain() << "--recipe" << "amp-fp16" << "--out" << out);
+        const Result r = runPlab(quickTrain() << "--recipe" << "amp-fp16" << "--out" << out);
         QVERIFY2(r.exitCode == 0 && !r.crashed, qPrintable(r.err));
         QVERIFY2(lastLine(r.out).startsWith("test accuracy 0."), qPrintable(r.out));
         QFile f(out);
@@ -93,7 +93,7 @@ private slots:
         const auto config = dir_.path() / "config.json";
         std::ofstream(config) << R"({"recipe": "amp-bf16", "batch": 8, "max_steps": 3})";
         const QString out = QString::fromStdString((dir_.path() / "cfg-run.json").string());
-        const Result r = plab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_,
+        const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_,
                                "--widths", "4,8", "--batch", "4", "--quiet", "--out", out});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         QFile f(out);
@@ -106,7 +106,7 @@ private slots:
 
     void divergingRunExitsThree()
     {
-        const Result r = plab(quickTrain() << "--optimizer" << "sgd" << "--lr" << "1e30"
+        const Result r = runPlab(quickTrain() << "--optimizer" << "sgd" << "--lr" << "1e30"
                                            << "--divergence-steps" << "2");
         QCOMPARE(r.exitCode, 3);
         QVERIFY(!r.crashed);
@@ -140,7 +140,7 @@ private slots:
         if (problem == "count") plab::testing::writeSyntheticDataset(bad.path() / "other", 100, 49, 3),
             fs::copy_file(bad.path() / "other" / "t10k-labels-idx1-ubyte", folder / "t10k-labels-idx1-ubyte",
                           fs::copy_options::overwrite_existing);
-        const Result r = plab({"train", "--data-dir", QString::fromStdString(bad.path().string()), "--quiet"});
+        const Result r = runPlab({"train", "--data-dir", QString::fromStdString(bad.path().string()), "--quiet"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY(!r.crashed);
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
@@ -162,7 +162,8 @@ private slots:
     {
         QFETCH(QStringList, args);
         QFETCH(QString, expected);
-        const Result r = plab(args << "--data-dir" << dataDir_);
+        if (!args.isEmpty()) args << "--data-dir" << dataDir_;
+        const Result r = runPlab(args);
         QCOMPARE(r.exitCode, 2);
         QVERIFY(!r.crashed);
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
@@ -172,17 +173,17 @@ private slots:
     {
         const auto config = dir_.path() / "broken.json";
         std::ofstream(config) << R"({"recipe": "amp-fp16", )";
-        const Result r = plab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
+        const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("malformed JSON"), qPrintable(r.err));
     }
 
     void convertPrintsValueBitsAndClass()
     {
-        const Result r = plab({"convert", "--format", "fp16"}, "1\n65520\n0x33800000\n");
+        const Result r = runPlab({"convert", "--format", "fp16"}, "1\n65520\n0x33800000\n");
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(r.out, QString("1\t0x3c00\tnormal\ninf\t0x7c00\tinf\n6e-08\t0x0001\tsubnormal\n"));
-        const Result bad = plab({"convert", "--format", "bf16"}, "1\nabc\n");
+        const Result bad = runPlab({"convert", "--format", "bf16"}, "1\nabc\n");
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains("line 2"), qPrintable(bad.err));
     }

@@ -31,7 +31,7 @@ Parameter makeParameter(const std::vector<float>& weights, const PrecisionRecipe
     Parameter p;
     p.layer = "fc1";
     p.name = "weight";
-    if (recipe.masterWeights) {
+    if (recipe.keepsMasterCopy()) {
         p.master = Tensor(shape, Format::fp32);
         p.value = Tensor(shape, recipe.compute);
         for (std::size_t i = 0; i < weights.size(); ++i) {
@@ -40,10 +40,10 @@ Parameter makeParameter(const std::vector<float>& weights, const PrecisionRecipe
         }
         p.grad = Tensor(shape, Format::fp32);
     } else {
-        p.value = Tensor(shape, recipe.storage());
+        p.value = Tensor(shape, recipe.weightFormat());
         for (std::size_t i = 0; i < weights.size(); ++i)
-            p.value[std::int64_t(i)] = roundTo(recipe.storage(), weights[i]);
-        p.grad = Tensor(shape, recipe.storage());
+            p.value[std::int64_t(i)] = roundTo(recipe.weightFormat(), weights[i]);
+        p.grad = Tensor(shape, recipe.gradientFormat());
     }
     return p;
 }
@@ -133,14 +133,14 @@ private slots:
             optimizer->step({&p}, recipe, nullptr);
             ref.step(g);
         }
-        QVERIFY2(relativeError(p.master, ref.w) < 2e-6, qPrintable(QString::number(relativeError(p.master, ref.w))));
+        QVERIFY2(relativeError(p.stored(), ref.w) < 2e-6, qPrintable(QString::number(relativeError(p.stored(), ref.w))));
         QVERIFY(relativeError(p.state1, ref.m) < 1e-5);
         if (kind == "adam") {
             QVERIFY(relativeError(p.state2, ref.v) < 1e-5);
             QCOMPARE(p.optimizerSteps, std::int64_t(6));
         }
         for (int i = 0; i < n; ++i)
-            QVERIFY(p.value[i] == roundTo(recipe.compute, p.master[i]));
+            QVERIFY(p.value[i] == roundTo(recipe.compute, p.stored()[i]));
         QCOMPARE(p.nonzeroUpdates, std::int64_t(n));
     }
 
@@ -204,7 +204,7 @@ private slots:
         QCOMPARE(p.nonzeroUpdates, std::int64_t(1));
         QCOMPARE(p.lostUpdates, std::int64_t(lost ? 1 : 0));
         QCOMPARE(p.stored()[0] == weight, lost);
-        if (r.masterWeights) QCOMPARE(p.value[0], roundTo(r.compute, p.master[0]));
+        if (r.keepsMasterCopy()) QCOMPARE(p.value[0], roundTo(r.compute, p.master[0]));
         if (!lost) QVERIFY(std::abs(double(p.stored()[0]) - (weight - 1e-3)) < 1e-3);
     }
 

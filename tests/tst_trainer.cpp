@@ -81,7 +81,8 @@ private slots:
         QCOMPARE(o.record["steps"].size(), std::size_t(30));
         QCOMPARE(o.record["evals"].size(), std::size_t(1));
         QCOMPARE(o.record["summary"]["status"], "completed");
-        QVERIFY(o.record["summary"]["underflow_fraction"].contains("conv1"));
+        // fp32 rounds no gradient, so there is no rounding site to count.
+        QVERIFY(o.record["summary"]["underflow_fraction"].empty());
         QVERIFY(o.record["memory"]["peak"]["total"].get<std::int64_t>() > 0);
         QVERIFY(!o.record["telemetry"].empty());
     }
@@ -197,26 +198,66 @@ private slots:
     {
         // Without loss scaling, small fp16 gradients flush to zero; with a scale of
         // 65536 they are lifted into fp16's range. The record must show the difference.
+        // Small gradients: SGD with a small step leaves the loss where it is, and a big
+        // batch averages each gradient element down.
         TrainSettings scaled = smallRun("amp-fp16");
+        scaled.batch = 96;
+        scaled.maxSteps = 4;
+        scaled.optimizer.kind = "sgd";
+        scaled.optimizer.lr = 1e-4;
         TrainSettings unscaled = scaled;
         unscaled.recipe.lossScaling = LossScaling::off();
         const Outcome a = train(scaled, data_);
         const Outcome b = train(unscaled, data_);
-        double sumScaled = 0, sumUnscaled = 0;
-        for (const auto& [layer, f] : a.record["summary"]["underflow_fraction"].items()) sumScaled += f.get<double>();
-        for (const auto& [layer, f] : b.record["summary"]["underflow_fraction"].items()) sumUnscaled += f.get<double>();
-        QVERIFY2(sumUnscaled > sumScaled,
-                 qPrintable(QString("unscaled %1 vs scaled %2").arg(sumUnscaled).arg(sumScaled)));
+        auto total = [](const json& summary) {
+            double sum = 0;
+            for (const char* key : {"underflow_fraction", "activation_grad_underflow_fraction"})
+                for (const auto& [layer, f] : summary[key].items()) sum += f.get<double>();
+            return sum;
+        };
+        const double withScaling = total(a.record["summary"]), without = total(b.record["summary"]);
+        QVERIFY2(a.record["summary"]["underflow_fraction"].contains("conv1"), qPrintable(QString::fromStdString(a.record["summary"].dump())));
+        QVERIFY2(without > withScaling, qPrintable(QString("unscaled %1 vs scaled %2").arg(without).arg(withScaling)));
     }
 
-    void pureFp16ShowsLostUpdates()
+    void pureFp16SgdLosesUpdates()
     {
-        // Weights stored in fp16 swallow updates smaller than half their ulp; Adam's eps
-        // (1e-8) is zero in fp16. The record must count lost updates.
-        const Outcome o = train(smallRun("pure-fp16"), data_);
+        // Weights stored in fp16 swallow updates smaller than half their ulp (at 0.1
+        // the ulp is 2^-14 ~ 6e-5). SGD with lr 1e-3 makes many updates that small.
+        TrainSettings s = smallRun("pure-fp16");
+        s.optimizer.kind = "sgd";
+        s.optimizer.lr = 1e-3;
+        const Outcome o = train(s, data_);
         double lost = 0;
         for (const auto& [layer, f] : o.record["summary"]["lost_update_fraction"].items()) lost += f.get<double>();
-        QVERIFY2(lost > 0, qPrintable(QString::fromStdString(o.record["summary"].dump())));
+        QVERIFY2(lost > 0.01, qPrintable(QString::fromStdString(o.record["summary"].dump())));
+        // With fp32 master weights the same updates land.
+        TrainSettings amp = s;
+        amp.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+        amp.recipe.lossScaling = LossScaling::off();
+        const Outcome m = train(amp, data_);
+        double lostWithMaster = 0;
+        for (const auto& [layer, f] : m.record["summary"]["lost_update_fraction"].items())
+            lostWithMaster += f.get<double>();
+        QVERIFY2(lostWithMaster < lost, qPrintable(QString("%1 vs %2").arg(lostWithMaster).arg(lost)));
+    }
+
+    void pureFp16AdamDivergesThroughEps()
+    {
+        // model.half() with Adam: eps = 1e-8 is 0 in fp16, so every weight whose gradient
+        // is exactly 0 becomes 0/0 = NaN at the first update. The run diverges and the
+        // record shows non-finite losses from step 2 and NaN activations in telemetry.
+        TrainSettings s = smallRun("pure-fp16");
+        s.divergenceSteps = 3;
+        s.histogramEvery = 1;
+        const Outcome o = train(s, data_);
+        QCOMPARE(o.result.status, RunStatus::diverged);
+        QVERIFY(!o.record["steps"][0]["loss"].is_null());
+        QVERIFY(o.record["steps"][1]["loss"].is_null());
+        std::uint64_t nans = 0;
+        for (const auto& t : o.record["telemetry"])
+            for (const auto& l : t["layers"]) nans += l["stats"]["nan"].get<std::uint64_t>();
+        QVERIFY(nans > 0);
     }
 };
 

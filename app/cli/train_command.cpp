@@ -148,7 +148,7 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         if (cmd.count(spec.flag)) patch[spec.key] = flagValue(spec, opts.values.at(spec.flag));
     const TrainSettings settings = settingsFromJson(patch, origin);
 
-    const std::filesystem::path dataDir = settings.dataDir.empty() ? defaultDataDir() : settings.dataDir;
+    const std::filesystem::path dataDir = settings.dataDir.empty() ? defaultDataDir() : std::filesystem::path(settings.dataDir);
     std::string notice;
     const DataSplit data = loadDataset(settings.dataset, dataDir, &notice);
     if (!notice.empty()) std::cerr << "plab: " << notice << '\n';

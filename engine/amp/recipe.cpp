@@ -191,6 +191,14 @@ Format PrecisionRecipe::storage() const
     return compute == Format::fp16 || compute == Format::bf16 ? compute : Format::fp32;
 }
 
+bool PrecisionRecipe::keepsMasterCopy() const { return masterWeights && compute != Format::fp32; }
+
+Format PrecisionRecipe::weightFormat() const { return keepsMasterCopy() ? compute : storage(); }
+
+Format PrecisionRecipe::gradientFormat() const { return masterWeights ? Format::fp32 : storage(); }
+
+Format PrecisionRecipe::optimizerStateFormat() const { return masterWeights ? Format::fp32 : storage(); }
+
 std::optional<PrecisionRecipe> PrecisionRecipe::fromPreset(std::string_view name)
 {
     for (const NamedRecipe& n : kNamedRecipes) {

@@ -50,6 +50,20 @@ struct PrecisionRecipe {
     // formats, fp32 for fp32 and tf32 (tf32 only touches matmul/conv operands).
     Format storage() const;
 
+    // Where each copy of a parameter lives under this recipe (one rule for the model,
+    // the optimizers and the memory accounting):
+    // an fp32 master exists when master weights are on and compute is not fp32 (with fp32
+    // compute it would duplicate the weights bit for bit: DESIGN.md's "-");
+    bool keepsMasterCopy() const;
+    // Parameter::value: the cast copy in the compute format beside a master, else the
+    // only copy, in the storage format;
+    Format weightFormat() const;
+    // weight gradients: fp32 beside master weights (holding storage-rounded values, like
+    // the fp32 .grad of an AMP parameter), else the storage format;
+    Format gradientFormat() const;
+    // momentum and Adam moments: fp32 with master weights, else the storage format.
+    Format optimizerStateFormat() const;
+
     static std::optional<PrecisionRecipe> fromPreset(std::string_view name);
     static const std::vector<std::string>& presetNames();   // fp32 tf32 amp-fp16 ...
     static std::string displayName(std::string_view presetName);  // "AMP FP16"

@@ -22,7 +22,8 @@
 // them). PyTorch's CPU kernels differ from this by at most an fp32 rounding per op.
 #include "optim/adam.h"
 
-#include "optim/parameter_copies.h"
+#include "nn/parameter_copies.h"
+#include "optim/update_rules.h"
 
 #include <algorithm>
 #include <array>
@@ -118,7 +119,7 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
                                std::to_string(p.grad.size()) + " elements, the weights " +
                                std::to_string(weights.size()));
     // Weights, gradient and moments share one format: fp32 beside masters, else storage.
-    const Format f = optimizerStateFormat(recipe);
+    const Format f = recipe.optimizerStateFormat();
     prepareStateTensor(p.state1, weights.shape(), f, memory);   // exp_avg, zeros at first
     prepareStateTensor(p.state2, weights.shape(), f, memory);   // exp_avg_sq
 

@@ -2,7 +2,8 @@
 // then multiplied by float(1/double(S))), and gradient-norm clipping.
 #include "optim/grad_unscale.h"
 
-#include "optim/parameter_copies.h"
+#include "nn/parameter_copies.h"
+#include "optim/update_rules.h"
 
 #include <cmath>
 #include <limits>
@@ -47,7 +48,7 @@ UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invS
 
     // Beside fp32 masters the gradients are fp32; without masters they are tensors of
     // the storage format, so the product is stored rounded.
-    const Format gradFormat = recipe.masterWeights ? Format::fp32 : recipe.storage();
+    const Format gradFormat = recipe.gradientFormat();
     double sum = 0.0;
     for (Parameter* p : params) {
         Tensor& g = p->grad;

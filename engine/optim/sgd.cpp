@@ -9,7 +9,8 @@
 // when master weights are off (weights, gradient and buffer then live in that format).
 #include "optim/sgd.h"
 
-#include "optim/parameter_copies.h"
+#include "nn/parameter_copies.h"
+#include "optim/update_rules.h"
 
 #include <algorithm>
 #include <array>
@@ -53,7 +54,7 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
                                std::to_string(p.grad.size()) + " elements, the weights " +
                                std::to_string(weights.size()));
     // Weights, gradient and buffer share one format: fp32 beside masters, else storage.
-    const Format f = optimizerStateFormat(recipe);
+    const Format f = recipe.optimizerStateFormat();
     const bool useMomentum = momentum_ != 0.0;   // PyTorch keeps no buffer without momentum
     const bool firstStep = useMomentum && prepareStateTensor(p.state1, weights.shape(), f, memory);
 

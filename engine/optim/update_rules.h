@@ -1,7 +1,7 @@
-// Which copies of a parameter a recipe keeps and in which formats (the fp32 master,
-// the weights the layers compute with, the optimizer state), and the elementwise
-// update step every optimizer ends with: write p + alpha * direction rounded to the
-// stored format and count the updates that were lost to that rounding.
+// What every optimizer's elementwise update shares: optimizer-state tensors in the
+// recipe's format, rounding what an op writes, and the final update step: write
+// p + alpha * direction rounded to the stored format and count the updates that were
+// lost to that rounding. (Which copies a parameter has: nn/parameter_copies.h.)
 #pragma once
 
 #include "amp/recipe.h"
@@ -21,24 +21,6 @@
 #endif
 
 namespace plab {
-
-// Format of Parameter::value: the compute format when an fp32 master exists (the cast
-// copy the layers use), otherwise the recipe's storage format (value is the only copy).
-Format weightValueFormat(const PrecisionRecipe& recipe);
-
-// Format of momentum buffers and Adam moments: fp32 beside fp32 master weights,
-// otherwise the storage format (model.half() keeps its optimizer state in fp16).
-Format optimizerStateFormat(const PrecisionRecipe& recipe);
-
-// Brings a parameter's copies in line with the recipe when they disagree with it
-// (Model::applyRecipe normally has done so already): creates the fp32 master from
-// `value` when master weights are on and there is none (not for fp32 compute, where
-// `value` is fp32 already), or rounds the master into `value` and drops it when they
-// are off.
-void alignParameterWithRecipe(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory);
-
-// value = roundTo(compute, master) for every element (a plain copy for fp32).
-void refreshComputeCopy(Parameter& p, const PrecisionRecipe& recipe);
 
 // Makes `state` an optimizer-state tensor of `shape` in `format`, tracked under
 // optimizerState. Returns true when it was created now (zero-filled): the first step.
