@@ -141,7 +141,7 @@ private slots:
         }
         for (int i = 0; i < n; ++i)
             QVERIFY(p.value[i] == roundTo(recipe.compute, p.stored()[i]));
-        QCOMPARE(p.nonzeroUpdates, std::int64_t(n));
+        QCOMPARE(p.lastUpdate.nonzero, std::int64_t(n));
     }
 
     // model.half() Adam: an element whose gradient is 0 gets m = v = 0; denom stores
@@ -155,6 +155,7 @@ private slots:
         setGrad(p, {0.0f, 0.5f});
         adam->step({&p}, recipe, nullptr);
         QVERIFY(std::isnan(p.value[0]));
+        QCOMPARE(p.lastUpdate.nonFinite, std::int64_t(1));   // counted as made non-finite
         QVERIFY(std::isfinite(p.value[1]) && p.value[1] < 1.0f);
 
         // The same step beside fp32 masters keeps eps and leaves the weight alone.
@@ -164,7 +165,7 @@ private slots:
         setGrad(q, {0.0f, 0.5f});
         adam2->step({&q}, amp, nullptr);
         QCOMPARE(q.master[0], 1.0f);
-        QCOMPARE(q.nonzeroUpdates, std::int64_t(1));
+        QCOMPARE(q.lastUpdate.nonzero, std::int64_t(1));
     }
 
     // The first Adam step moves a weight by about lr (m_hat / sqrt(v_hat) = sign(g)),
@@ -201,8 +202,8 @@ private slots:
         setGrad(p, {1.0f});
         optimizer->step({&p}, r, nullptr);
 
-        QCOMPARE(p.nonzeroUpdates, std::int64_t(1));
-        QCOMPARE(p.lostUpdates, std::int64_t(lost ? 1 : 0));
+        QCOMPARE(p.lastUpdate.nonzero, std::int64_t(1));
+        QCOMPARE(p.lastUpdate.lost, std::int64_t(lost ? 1 : 0));
         QCOMPARE(p.stored()[0] == weight, lost);
         if (r.keepsMasterCopy()) QCOMPARE(p.value[0], roundTo(r.compute, p.master[0]));
         if (!lost) QVERIFY(std::abs(double(p.stored()[0]) - (weight - 1e-3)) < 1e-3);

@@ -258,6 +258,10 @@ private slots:
         for (const auto& t : o.record["telemetry"])
             for (const auto& l : t["layers"]) nans += l["stats"]["nan"].get<std::uint64_t>();
         QVERIFY(nans > 0);
+        // ...and names the cause: the first update made weights non-finite.
+        std::int64_t madeNonFinite = 0;
+        for (const auto& [layer, n] : o.record["summary"]["weights_made_non_finite"].items()) madeNonFinite += n.get<std::int64_t>();
+        QVERIFY(madeNonFinite > 0);
     }
 };
 

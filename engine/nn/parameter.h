@@ -8,6 +8,20 @@
 
 namespace plab {
 
+// What one optimizer step did to a parameter's stored weights.
+struct UpdateCounts {
+    std::int64_t nonzero = 0;     // elements whose computed update was nonzero
+    std::int64_t lost = 0;        // ... and whose stored weight did not change
+    std::int64_t nonFinite = 0;   // finite weights that the update made inf or NaN
+    UpdateCounts& operator+=(const UpdateCounts& o)
+    {
+        nonzero += o.nonzero;
+        lost += o.lost;
+        nonFinite += o.nonFinite;
+        return *this;
+    }
+};
+
 struct Parameter {
     std::string layer;   // "conv1", "fc2", ...
     std::string name;    // "weight" or "bias"
@@ -23,10 +37,8 @@ struct Parameter {
     Tensor state2;       // Adam's second moment
     std::int64_t optimizerSteps = 0;   // Adam's t
 
-    // Lost updates of the last optimizer step: elements whose computed update was
-    // nonzero but whose stored weight did not change.
-    std::int64_t lostUpdates = 0;
-    std::int64_t nonzeroUpdates = 0;
+    // The last optimizer step's counts (zero when the step was skipped).
+    UpdateCounts lastUpdate;
 
     // The tensor the optimizer writes: master when present, else value.
     Tensor& stored() { return master.size() ? master : value; }

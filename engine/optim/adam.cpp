@@ -103,7 +103,7 @@ void AdamOptimizer::step(const std::vector<Parameter*>& params, const PrecisionR
                          MemoryAccountant* memory)
 {
     for (Parameter* p : params) {
-        p->lostUpdates = p->nonzeroUpdates = 0;
+        p->lastUpdate = {};
         alignParameterWithRecipe(*p, recipe, memory);
         if (p->grad.size() == 0) continue;   // not part of this step's graph
         stepParameter(*p, recipe, memory);
@@ -144,8 +144,7 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
         adamChunk(scalars, f, p.grad.data() + start, p.state1.data() + start, p.state2.data() + start,
                   weights.data() + start, len, counts);
     }
-    p.lostUpdates = counts.lost;
-    p.nonzeroUpdates = counts.nonzero;
+    p.lastUpdate = counts;
 }
 
 }  // namespace plab

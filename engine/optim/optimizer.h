@@ -28,7 +28,7 @@ public:
     static std::unique_ptr<Optimizer> create(const OptimizerConfig& cfg);
 
     // One update of every parameter from its (already unscaled) grad. Updates
-    // Parameter::lostUpdates / nonzeroUpdates, and refreshes `value` from `master`
+    // Parameter::lastUpdate (nonzero, lost and non-finite-making updates), and refreshes `value` from `master`
     // (rounded to the compute format) when master weights are on.
     virtual void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
                       MemoryAccountant* memory) = 0;

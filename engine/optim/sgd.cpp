@@ -38,7 +38,7 @@ void SgdOptimizer::step(const std::vector<Parameter*>& params, const PrecisionRe
                         MemoryAccountant* memory)
 {
     for (Parameter* p : params) {
-        p->lostUpdates = p->nonzeroUpdates = 0;
+        p->lastUpdate = {};
         alignParameterWithRecipe(*p, recipe, memory);
         if (p->grad.size() == 0) continue;   // not part of this step's graph
         stepParameter(*p, recipe, memory);
@@ -87,8 +87,7 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
         }
         applyUpdate(f, weights.data() + start, direction, negLr, len, counts);   // param.add_(buf, alpha=-lr)
     }
-    p.lostUpdates = counts.lost;
-    p.nonzeroUpdates = counts.nonzero;
+    p.lastUpdate = counts;
 }
 
 }  // namespace plab

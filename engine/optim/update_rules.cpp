@@ -49,6 +49,8 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
             if (update == 0.0) continue;
             ++counts.nonzero;
             if (w[i] == before[i]) ++counts.lost;
+            // Adam's eps is 0 in fp16: 0/0 makes NaN weights; an overflow makes inf.
+            if (!std::isfinite(w[i]) && std::isfinite(before[i])) ++counts.nonFinite;
         }
     }
 }

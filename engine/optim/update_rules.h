@@ -31,11 +31,6 @@ bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, Memory
 // fp16/bf16 tensors compute in fp32 ("opmath") and round once when they store.
 void roundWritten(Format f, float* x, std::size_t n);
 
-struct UpdateCounts {
-    std::int64_t nonzero = 0;   // elements whose computed update was nonzero
-    std::int64_t lost = 0;      // ... and whose stored weight did not change
-};
-
 // p[i] = round_f(p[i] + alpha * direction[i]) for i < n, computed as one fused
 // multiply-add in fp32 (what `param.add_(d, alpha=a)` and `addcdiv_` compile to on the
 // GPU), rounded once to f when stored. The update alpha * direction[i] is evaluated in

@@ -97,8 +97,9 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                 lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
                 lt.stats = statsFromJson(l.at("stats"));
                 if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
-                lt.lostUpdates = l.value("lost_updates", std::int64_t{0});
-                lt.nonzeroUpdates = l.value("nonzero_updates", std::int64_t{0});
+                lt.update.lost = l.value("lost_updates", std::int64_t{0});
+                lt.update.nonzero = l.value("nonzero_updates", std::int64_t{0});
+                lt.update.nonFinite = l.value("non_finite_updates", std::int64_t{0});
                 e.layers.push_back(std::move(lt));
             }
             timed.push_back({e.step, 5, e});

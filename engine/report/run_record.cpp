@@ -195,14 +195,16 @@ void RunRecorder::onEvent(const TrainerEvent& event)
                           {"stats", roundingStatsToJson(l.stats)}};
             if (e->hasHistograms) entry["histogram"] = histogramToJson(l.histogram);
             if (l.kind == TensorKind::weightGrad) {
-                entry["lost_updates"] = l.lostUpdates;
-                entry["nonzero_updates"] = l.nonzeroUpdates;
+                entry["lost_updates"] = l.update.lost;
+                entry["nonzero_updates"] = l.update.nonzero;
+                entry["non_finite_updates"] = l.update.nonFinite;
             }
             layers.push_back(std::move(entry));
             totals.push_back({{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
                               {"stats", roundingStatsToJson(l.runStats)},
-                              {"lost_updates", l.runLostUpdates},
-                              {"nonzero_updates", l.runNonzeroUpdates}});
+                              {"lost_updates", l.runUpdate.lost},
+                              {"nonzero_updates", l.runUpdate.nonzero},
+                              {"non_finite_updates", l.runUpdate.nonFinite}});
         }
         if (e->hasHistograms)
             record_["telemetry"].push_back({{"step", e->step}, {"loss_scale", e->lossScale}, {"layers", layers}});
@@ -247,7 +249,7 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     // Fractions over the run, from the latest run totals: for gradients, the nonzero
     // values that became zero (or +-inf) over the nonzero values rounded.
     json underflow = json::object(), overflow = json::object(), lost = json::object();
-    json actUnderflow = json::object();
+    json actUnderflow = json::object(), madeNonFinite = json::object();
     for (const auto& t : lastTelemetry_) {
         const auto& st = t["stats"];
         const auto nonzero = st["count"].get<std::uint64_t>() - st["zeros_in"].get<std::uint64_t>() -
@@ -257,6 +259,7 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
             underflow[layer] = fraction(st["underflow"].get<std::uint64_t>(), nonzero);
             overflow[layer] = fraction(st["overflow"].get<std::uint64_t>(), nonzero);
             lost[layer] = fraction(t["lost_updates"].get<std::uint64_t>(), t["nonzero_updates"].get<std::uint64_t>());
+            madeNonFinite[layer] = t["non_finite_updates"];
         } else if (t["kind"] == "activation_grad") {
             actUnderflow[layer] = fraction(st["underflow"].get<std::uint64_t>(), nonzero);
         }
@@ -265,6 +268,7 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     s["overflow_fraction"] = overflow;
     s["lost_update_fraction"] = lost;
     s["activation_grad_underflow_fraction"] = actUnderflow;
+    s["weights_made_non_finite"] = madeNonFinite;
 }
 
 void RunRecorder::finish(const RunResult& result)

@@ -3,6 +3,7 @@
 // queued Qt signals.
 #pragma once
 
+#include "nn/parameter.h"
 #include "numerics/rounding_stats.h"
 #include "telemetry/telemetry.h"
 #include "tensor/memory.h"
@@ -49,11 +50,9 @@ struct LayerTelemetry {
     TensorKind kind = TensorKind::activation;
     RoundingStats stats;          // of this step
     GradientHistogram histogram;  // of this step, |x| before rounding
-    std::int64_t lostUpdates = 0;      // weight_grad only: of this step's update
-    std::int64_t nonzeroUpdates = 0;
+    UpdateCounts update;               // weight_grad only: this step's optimizer update
     RoundingStats runStats;            // accumulated over the run so far
-    std::int64_t runLostUpdates = 0;   // weight_grad only: over the run so far
-    std::int64_t runNonzeroUpdates = 0;
+    UpdateCounts runUpdate;            // weight_grad only: over the run so far
 };
 
 // Sent on every histogram step, and once more at the end of a run (histograms empty

@@ -8,7 +8,7 @@
 #include "optim/grad_unscale.h"
 
 #include <algorithm>
-#include <array>
+#include <tuple>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -111,8 +111,8 @@ struct Trainer::State {
     double lastAccuracy = 0.0;
     std::int64_t lastEvalStep = -1;
     std::int64_t lastTelemetryStep = -1;
-    // Per layer: lost / nonzero updates of the last step and of the run.
-    std::map<std::string, std::array<std::int64_t, 4>> lostUpdates;
+    // Per layer: the optimizer's update counts of the last step and of the run.
+    std::map<std::string, std::pair<UpdateCounts, UpdateCounts>> updates;
     std::chrono::steady_clock::time_point started;
 };
 
@@ -232,11 +232,7 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
         if (withHistograms) lt.histogram = tap.histogram;
         lt.runStats = tap.run;
         if (key.kind == TensorKind::weightGrad) {
-            const auto& counts = st.lostUpdates[key.layer];
-            lt.lostUpdates = counts[0];
-            lt.nonzeroUpdates = counts[1];
-            lt.runLostUpdates = counts[2];
-            lt.runNonzeroUpdates = counts[3];
+            std::tie(lt.update, lt.runUpdate) = st.updates[key.layer];
         }
         te.layers.push_back(std::move(lt));
     }
@@ -338,7 +334,7 @@ RunResult Trainer::runOrThrow(State& st)
 
             const UnscaleResult unscaled = unscaleGradients(params, st.scaler.inverseScale(), st.recipe);
             const bool skip = st.scaler.update(unscaled.foundNonFinite);
-            for (Parameter* p : params) p->lostUpdates = p->nonzeroUpdates = 0;
+            for (Parameter* p : params) p->lastUpdate = {};
             if (!skip) {
                 if (settings_.clipGradNorm > 0) clipGradNorm(params, settings_.clipGradNorm);
                 st.optimizer->step(params, st.recipe, &st.memory);
@@ -346,14 +342,11 @@ RunResult Trainer::runOrThrow(State& st)
                 ++st.skipped;
             }
             st.telemetry.endStep();
-            // [0], [1]: lost / nonzero updates of this step; [2], [3]: of the run.
-            for (auto& [layer, counts] : st.lostUpdates) counts[0] = counts[1] = 0;
+            for (auto& [layer, counts] : st.updates) counts.first = {};
             for (const Parameter* p : params) {
-                auto& counts = st.lostUpdates[p->layer];
-                counts[0] += p->lostUpdates;
-                counts[1] += p->nonzeroUpdates;
-                counts[2] += p->lostUpdates;
-                counts[3] += p->nonzeroUpdates;
+                auto& [thisStep, run] = st.updates[p->layer];
+                thisStep += p->lastUpdate;
+                run += p->lastUpdate;
             }
             const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
             st.trainSeconds += ms / 1000.0;
