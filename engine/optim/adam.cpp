@@ -80,7 +80,7 @@ PLAB_FMA_CLONES void adamChunk(const AdamStepScalars& s, Format f, const float* 
 
 
 AdamOptimizer::AdamOptimizer(double lr, double beta1, double beta2, double eps)
-    : lr_(0.0), beta1_(beta1), beta2_(beta2), eps_(eps)
+    : beta1_(beta1), beta2_(beta2), eps_(eps)
 {
     setLearningRate(lr);
     // The checks torch.optim.Adam makes, with its messages' meaning.
@@ -92,32 +92,9 @@ AdamOptimizer::AdamOptimizer(double lr, double beta1, double beta2, double eps)
         throw std::invalid_argument("Adam eps must be a finite number >= 0, got " + std::to_string(eps));
 }
 
-void AdamOptimizer::setLearningRate(double lr)
-{
-    if (!std::isfinite(lr) || lr < 0.0)
-        throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
-    lr_ = lr;
-}
-
-void AdamOptimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
-                         MemoryAccountant* memory)
-{
-    for (Parameter* p : params) {
-        p->lastUpdate = {};
-        alignParameterWithRecipe(*p, recipe, memory);
-        if (p->grad.size() == 0) continue;   // not part of this step's graph
-        stepParameter(*p, recipe, memory);
-        refreshComputeCopy(*p, recipe);
-    }
-}
-
 void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const
 {
     Tensor& weights = p.stored();
-    if (p.grad.size() != weights.size())
-        throw std::logic_error("Adam: gradient of " + p.layer + "." + p.name + " has " +
-                               std::to_string(p.grad.size()) + " elements, the weights " +
-                               std::to_string(weights.size()));
     // Weights, gradient and moments share one format: fp32 beside masters, else storage.
     const Format f = recipe.optimizerStateFormat();
     prepareStateTensor(p.state1, weights.shape(), f, memory);   // exp_avg, zeros at first
@@ -127,7 +104,7 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
     const auto t = static_cast<double>(p.optimizerSteps);
     const double biasCorrection1 = 1.0 - std::pow(beta1_, t);
     const double biasCorrection2 = 1.0 - std::pow(beta2_, t);
-    const double stepSize = lr_ / biasCorrection1;
+    const double stepSize = learningRate() / biasCorrection1;
     const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
 
     const AdamStepScalars scalars{static_cast<float>(beta1_),

@@ -11,15 +11,11 @@ class AdamOptimizer final : public Optimizer {
 public:
     AdamOptimizer(double lr, double beta1, double beta2, double eps);
 
-    void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
-              MemoryAccountant* memory) override;
-    void setLearningRate(double lr) override;
-    double learningRate() const override { return lr_; }
 
 private:
-    void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const;
+    void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const override;
+    const char* name() const override { return "Adam"; }
 
-    double lr_;
     double beta1_;
     double beta2_;
     double eps_;

@@ -3,8 +3,11 @@
 
 #include "optim/adam.h"
 #include "optim/sgd.h"
+#include "nn/parameter_copies.h"
 
+#include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace plab {
 
@@ -13,6 +16,32 @@ std::unique_ptr<Optimizer> Optimizer::create(const OptimizerConfig& cfg)
     if (cfg.kind == "adam") return std::make_unique<AdamOptimizer>(cfg.lr, cfg.beta1, cfg.beta2, cfg.eps);
     if (cfg.kind == "sgd") return std::make_unique<SgdOptimizer>(cfg.lr, cfg.momentum);
     throw std::invalid_argument("unknown optimizer '" + cfg.kind + "': expected adam or sgd");
+}
+
+}  // namespace plab
+
+namespace plab {
+
+void Optimizer::setLearningRate(double lr)
+{
+    if (!std::isfinite(lr) || lr < 0.0)
+        throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
+    lr_ = lr;
+}
+
+void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory)
+{
+    for (Parameter* p : params) {
+        p->lastUpdate = {};
+        alignParameterWithRecipe(*p, recipe, memory);
+        if (p->grad.size() == 0) continue;   // not part of this step's graph
+        if (p->grad.size() != p->stored().size())
+            throw std::logic_error(std::string(name()) + ": gradient of " + p->layer + "." + p->name + " has " +
+                                   std::to_string(p->grad.size()) + " elements, the weights " +
+                                   std::to_string(p->stored().size()));
+        stepParameter(*p, recipe, memory);
+        refreshComputeCopy(*p, recipe);
+    }
 }
 
 }  // namespace plab

@@ -28,12 +28,21 @@ public:
     static std::unique_ptr<Optimizer> create(const OptimizerConfig& cfg);
 
     // One update of every parameter from its (already unscaled) grad. Updates
-    // Parameter::lastUpdate (nonzero, lost and non-finite-making updates), and refreshes `value` from `master`
-    // (rounded to the compute format) when master weights are on.
-    virtual void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
-                      MemoryAccountant* memory) = 0;
-    virtual void setLearningRate(double lr) = 0;
-    virtual double learningRate() const = 0;
+    // Parameter::lastUpdate (nonzero, lost and non-finite-making updates), and refreshes
+    // `value` from `master` (rounded to the compute format) when master weights are on.
+    void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory);
+
+    // Throws std::invalid_argument unless lr is finite and >= 0.
+    void setLearningRate(double lr);
+    double learningRate() const { return lr_; }
+
+protected:
+    // The optimizer's own rule for one parameter whose grad matches its stored weights.
+    virtual void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const = 0;
+    virtual const char* name() const = 0;   // for error messages
+
+private:
+    double lr_ = 0.0;
 };
 
 }  // namespace plab

@@ -20,39 +20,16 @@
 
 namespace plab {
 
-SgdOptimizer::SgdOptimizer(double lr, double momentum) : lr_(0.0), momentum_(momentum)
+SgdOptimizer::SgdOptimizer(double lr, double momentum) : momentum_(momentum)
 {
     setLearningRate(lr);
     if (!std::isfinite(momentum) || momentum < 0.0)
         throw std::invalid_argument("SGD momentum must be a finite number >= 0, got " + std::to_string(momentum));
 }
 
-void SgdOptimizer::setLearningRate(double lr)
-{
-    if (!std::isfinite(lr) || lr < 0.0)
-        throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
-    lr_ = lr;
-}
-
-void SgdOptimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
-                        MemoryAccountant* memory)
-{
-    for (Parameter* p : params) {
-        p->lastUpdate = {};
-        alignParameterWithRecipe(*p, recipe, memory);
-        if (p->grad.size() == 0) continue;   // not part of this step's graph
-        stepParameter(*p, recipe, memory);
-        refreshComputeCopy(*p, recipe);
-    }
-}
-
 void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const
 {
     Tensor& weights = p.stored();
-    if (p.grad.size() != weights.size())
-        throw std::logic_error("SGD: gradient of " + p.layer + "." + p.name + " has " +
-                               std::to_string(p.grad.size()) + " elements, the weights " +
-                               std::to_string(weights.size()));
     // Weights, gradient and buffer share one format: fp32 beside masters, else storage.
     const Format f = recipe.optimizerStateFormat();
     const bool useMomentum = momentum_ != 0.0;   // PyTorch keeps no buffer without momentum
@@ -60,7 +37,7 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
 
     // PyTorch turns Python scalars into the op's fp32 "opmath" type.
     const float momentum = static_cast<float>(momentum_);
-    const float negLr = static_cast<float>(-lr_);
+    const float negLr = static_cast<float>(-learningRate());
 
     constexpr std::size_t kChunk = 1024;
     std::array<float, kChunk> grad{};

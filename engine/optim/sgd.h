@@ -10,16 +10,12 @@ class SgdOptimizer final : public Optimizer {
 public:
     SgdOptimizer(double lr, double momentum);
 
-    void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
-              MemoryAccountant* memory) override;
-    void setLearningRate(double lr) override;
-    double learningRate() const override { return lr_; }
     double momentum() const { return momentum_; }
 
 private:
-    void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const;
+    void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const override;
+    const char* name() const override { return "SGD"; }
 
-    double lr_;
     double momentum_;
 };
 
