@@ -1,0 +1,142 @@
+// CudaBackend::gemm: one cublasGemmEx per call, with the cuBLAS compute type that each
+// GemmPrecision implies (the GPU's real arithmetic for the recipe):
+//   fp32                       -> CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced reductions)
+//   tf32                       -> CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores; operands are
+//                                 already tf32 values, so the cores' truncation is exact)
+//   fp16 / bf16, fp32 accum.   -> 16-bit operands, CUBLAS_COMPUTE_32F, fp32 output
+//   fp16, fp16 accumulation    -> CUBLAS_COMPUTE_16F, half alpha/beta, fp16 output
+//   bf16 / tf32, no fp32 accum -> unsupported: neither cuBLAS nor the hardware sums in them
+// Row-major operands use the column-major identity C^T = op(B)^T op(A)^T: cuBLAS gets B as
+// its first operand and A as its second, with the same transpose flags, and writes C^T
+// column-major, which is C row-major.
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/kernels.h"
+
+#include <cublas_v2.h>
+
+#include <bit>
+#include <climits>
+#include <stdexcept>
+
+namespace plab::cuda {
+
+namespace {
+
+enum class GemmPath { fp32Strict, tf32, bits16Fp32Accumulate, fp16Accumulate };
+
+GemmPath choosePath(GemmPrecision p, DeviceCapability cap)
+{
+    const auto needsAmpere = [&](const char* what) {
+        if (cap.major < 8)
+            throw std::runtime_error(std::string(what) + " needs a GPU of compute capability 8.0 or newer; this one is " +
+                                     std::to_string(cap.major) + "." + std::to_string(cap.minor));
+    };
+    switch (p.compute) {
+    case Format::fp32:
+        // fp32 "accumulated in fp32" either way: the CPU reference also runs sgemm here.
+        return GemmPath::fp32Strict;
+    case Format::tf32:
+        if (!p.fp32Accumulate)
+            throw std::runtime_error("the GPU has no tf32 accumulation; tf32 GEMMs always accumulate in fp32 on the "
+                                     "CUDA backend (use fp32 accumulation, or the CPU backend to emulate it)");
+        needsAmpere("tf32 tensor-core math");
+        return GemmPath::tf32;
+    case Format::bf16:
+        if (!p.fp32Accumulate)
+            throw std::runtime_error("the GPU has no bf16 accumulation; bf16 GEMMs always accumulate in fp32 on the "
+                                     "CUDA backend (use fp32 accumulation, or the CPU backend to emulate it)");
+        needsAmpere("bf16 tensor-core math");
+        return GemmPath::bits16Fp32Accumulate;
+    case Format::fp16:
+        return p.fp32Accumulate ? GemmPath::bits16Fp32Accumulate : GemmPath::fp16Accumulate;
+    }
+    throw std::invalid_argument("gemm got an unknown compute format");
+}
+
+int asInt(std::int64_t v, const char* what)
+{
+    if (v > INT_MAX) throw std::invalid_argument(std::string("gemm: ") + what + " exceeds the 32-bit range of cublasGemmEx");
+    return static_cast<int>(v);
+}
+
+cublasOperation_t op(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+std::uint16_t halfBits(float x) { return cudakernels::fp32ToFp16Bits(std::bit_cast<std::uint32_t>(x)); }
+
+}  // namespace
+
+void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                       const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                       std::int64_t ldc, GemmPrecision precision)
+{
+    if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
+    if (M == 0 || N == 0) return;
+    const GemmPath path = choosePath(precision, capability_);
+    if (K == 0) {
+        // An empty sum: C = beta * C, rounded to fp16 when fp16 accumulates (as the CPU
+        // reference does); no device work at all.
+        for (std::int64_t i = 0; i < M; ++i)
+            for (std::int64_t j = 0; j < N; ++j) {
+                float& c = C[i * ldc + j];
+                if (beta == 0.0f) c = 0.0f;
+                else if (path == GemmPath::fp16Accumulate)
+                    c = std::bit_cast<float>(cudakernels::roundBits(cudakernels::kFp16, std::bit_cast<std::uint32_t>(beta * c)));
+                else c = beta * c;
+            }
+        return;
+    }
+    const int m = asInt(N, "N"), n = asInt(M, "M"), k = asInt(K, "K");   // cuBLAS's view: C^T (N, M)
+    activate();
+
+    // Stored shapes of the row-major operands; on the device they are dense (ld = cols).
+    const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
+    const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;
+    float* dA = a_.reserveFor<float>(static_cast<std::size_t>(rowsA * colsA));   // (rowsA, colsA)
+    float* dB = b_.reserveFor<float>(static_cast<std::size_t>(rowsB * colsB));   // (rowsB, colsB)
+    float* dC = c_.reserveFor<float>(static_cast<std::size_t>(M * N));           // (M, N)
+    upload(A, lda, rowsA, colsA, dA);
+    upload(B, ldb, rowsB, colsB, dB);
+    if (beta != 0.0f) upload(C, ldc, M, N, dC);   // beta == 0 never reads C (NaN there stays out)
+    const int ldA = static_cast<int>(colsA), ldB = static_cast<int>(colsB);
+
+    const float one = 1.0f;
+    switch (path) {
+    case GemmPath::fp32Strict:
+    case GemmPath::tf32:
+        PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_, op(transB), op(transA), m, n, k, &one, dB, CUDA_R_32F, ldB, dA,
+                                       CUDA_R_32F, ldA, &beta, dC, CUDA_R_32F, m,
+                                       path == GemmPath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC,
+                                       CUBLAS_GEMM_DEFAULT));
+        break;
+    case GemmPath::bits16Fp32Accumulate:
+    case GemmPath::fp16Accumulate: {
+        // The operands are compute-format values held in fp32: the conversion is exact.
+        const int fmt = precision.compute == Format::bf16 ? cudakernels::kBf16 : cudakernels::kFp16;
+        const cudaDataType type16 = precision.compute == Format::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+        auto* a16 = a16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(rowsA * colsA));
+        auto* b16 = b16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(rowsB * colsB));
+        PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(fmt, dA, a16, static_cast<std::size_t>(rowsA * colsA), stream_));
+        PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(fmt, dB, b16, static_cast<std::size_t>(rowsB * colsB), stream_));
+        if (path == GemmPath::bits16Fp32Accumulate) {
+            PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_, op(transB), op(transA), m, n, k, &one, b16, type16, ldB, a16,
+                                           type16, ldA, &beta, dC, CUDA_R_32F, m, CUBLAS_COMPUTE_32F,
+                                           CUBLAS_GEMM_DEFAULT));
+            break;
+        }
+        // fp16 accumulation: alpha and beta are halves (bit patterns of __half), C is fp16.
+        const auto C16 = static_cast<std::size_t>(M * N);
+        auto* c16 = c16_.reserveFor<std::uint16_t>(C16);   // (M, N)
+        if (beta != 0.0f) PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(cudakernels::kFp16, dC, c16, C16, stream_));
+        const std::uint16_t alpha16 = halfBits(1.0f), beta16 = halfBits(beta);
+        PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_, op(transB), op(transA), m, n, k, &alpha16, b16, CUDA_R_16F, ldB, a16,
+                                       CUDA_R_16F, ldA, &beta16, c16, CUDA_R_16F, m, CUBLAS_COMPUTE_16F,
+                                       CUBLAS_GEMM_DEFAULT));
+        PLAB_CUDA_CHECK(cudakernels::launchFrom16Bit(cudakernels::kFp16, c16, dC, C16, stream_));
+        break;
+    }
+    }
+    download(dC, M, N, C, ldc);
+    synchronize();
+}
+
+}  // namespace plab::cuda

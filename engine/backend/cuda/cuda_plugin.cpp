@@ -1,0 +1,168 @@
+// The plugin's face: the device probe (versions, devices, what each device cannot run)
+// and the extern "C" entry points the engine finds with dlsym (engine/backend/backend.cpp),
+// plus plab_cuda_device_memory for device memory telemetry.
+// Nothing here may throw or abort across the C boundary: failures become reasons.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#if PLAB_CUDA_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <string>
+
+namespace plab::cuda {
+
+namespace {
+
+// 13000 -> "13.0" (the encoding of cudaRuntimeGetVersion / cudaDriverGetVersion).
+std::string cudaVersionText(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+std::string cublasVersionText()
+{
+    int major = 0, minor = 0, patch = 0;
+    if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
+        cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
+        cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS)
+        return "cuBLAS: version unknown";
+    return "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string cudnnVersionText()
+{
+#if PLAB_CUDA_HAVE_CUDNN
+    // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
+    const std::size_t v = cudnnGetVersion();
+    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+#else
+    return "cuDNN: not built in";
+#endif
+}
+
+// "unsupported recipes: ..." for a device, or "" when it runs them all.
+std::string unsupportedRecipes(const DeviceCapability& cap)
+{
+    if (cap.bf16() && cap.tf32()) return "";
+    return "unsupported recipes: tf32, amp-bf16, pure-bf16 (bf16 and tf32 need compute capability >= 8.0; this "
+           "device has " + std::to_string(cap.major) + "." + std::to_string(cap.minor) + ")";
+}
+
+}  // namespace
+
+void probeDevices(BackendInfo& info)
+{
+    info.name = "cuda";
+    info.available = false;
+    info.reason.clear();
+    info.versions.clear();
+
+    int runtime = 0, driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) info.versions.push_back("CUDA runtime " + cudaVersionText(runtime));
+    if (cudaDriverGetVersion(&driver) == cudaSuccess)
+        info.versions.push_back(driver == 0 ? std::string("CUDA driver: none") : "CUDA driver " + cudaVersionText(driver));
+    info.versions.push_back(cublasVersionText());
+    info.versions.push_back(cudnnVersionText());
+
+    int count = 0;
+    if (const cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess) {
+        (void)cudaGetLastError();
+        info.reason = std::string("unavailable: ") + cudaGetErrorString(status) + " (cudaGetDeviceCount)";
+        return;
+    }
+    if (count == 0) {
+        info.reason = "unavailable: no CUDA device (cudaGetDeviceCount found none)";
+        return;
+    }
+    // Attributes and properties, not a context: the probe stays cheap and allocates
+    // nothing on the device (device memory is read by the backend, see deviceMemory).
+    for (int d = 0; d < count; ++d) {
+        cudaDeviceProp prop{};
+        DeviceCapability cap;
+        if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+            (void)cudaGetLastError();
+            info.versions.push_back("device " + std::to_string(d) + ": properties unreadable");
+            continue;
+        }
+        cap.major = prop.major;
+        cap.minor = prop.minor;
+        std::string line = "device " + std::to_string(d) + ": " + prop.name + ", compute " + std::to_string(cap.major) +
+                           "." + std::to_string(cap.minor) + ", " + std::to_string(prop.totalGlobalMem >> 20) + " MiB";
+        if (const std::string missing = unsupportedRecipes(cap); !missing.empty()) line += "; " + missing;
+        info.versions.push_back(line);
+        if (d == 0) {
+            info.reason = std::string(prop.name) + " (compute " + std::to_string(cap.major) + "." +
+                          std::to_string(cap.minor) + ")";
+            if (const std::string missing = unsupportedRecipes(cap); !missing.empty()) info.reason += "; " + missing;
+        }
+    }
+    info.versions.push_back("fp32 accumulation off: fp16 only (no bf16/tf32 accumulation on the GPU)");
+    info.available = true;
+}
+
+}  // namespace plab::cuda
+
+namespace {
+
+void writeError(char* error, std::size_t errorSize, const std::string& text)
+{
+    if (!error || errorSize == 0) return;
+    const std::size_t n = std::min(errorSize - 1, text.size());
+    std::memcpy(error, text.data(), n);
+    error[n] = '\0';
+}
+
+}  // namespace
+
+// The plugin is built with hidden visibility; only the entry points are exported.
+extern "C" __attribute__((visibility("default"))) plab::ComputeBackend*
+plab_cuda_create_backend(int deviceIndex, char* error, std::size_t errorSize)
+{
+    try {
+        plab::BackendInfo probe;
+        plab::cuda::probeDevices(probe);
+        if (!probe.available) {
+            writeError(error, errorSize, probe.reason);
+            return nullptr;
+        }
+        return new plab::cuda::CudaBackend(deviceIndex);
+    } catch (const std::exception& e) {
+        writeError(error, errorSize, e.what());
+    } catch (...) {
+        writeError(error, errorSize, "unknown error while creating the CUDA backend");
+    }
+    return nullptr;
+}
+
+extern "C" __attribute__((visibility("default"))) void plab_cuda_probe(plab::BackendInfo* info)
+{
+    if (!info) return;
+    try {
+        plab::cuda::probeDevices(*info);
+    } catch (const std::exception& e) {   // std::bad_alloc from the strings, at worst
+        info->available = false;
+        info->reason = std::string("unavailable: the CUDA probe failed (") + e.what() + ")";
+    }
+}
+
+// Device memory telemetry (cudaMemGetInfo): used and total bytes of `deviceIndex`.
+// An extra entry point beside the two of backend.h, for the engine's memory sampling
+// once it looks it up (docs/CUDA.md). Returns 0 on success, -1 with a reason in error.
+extern "C" __attribute__((visibility("default"))) int
+plab_cuda_device_memory(int deviceIndex, std::uint64_t* used, std::uint64_t* total, char* error,
+                        std::size_t errorSize)
+{
+    try {
+        const plab::cuda::DeviceMemory mem = plab::cuda::deviceMemory(deviceIndex);
+        if (used) *used = mem.used;
+        if (total) *total = mem.total;
+        return 0;
+    } catch (const std::exception& e) {
+        writeError(error, errorSize, e.what());
+    }
+    return -1;
+}

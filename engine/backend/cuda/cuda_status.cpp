@@ -1,0 +1,54 @@
+// Status-to-exception conversion for CUDA runtime and cuBLAS calls, and the growable
+// device buffer (see cuda_status.h).
+#include "backend/cuda/cuda_status.h"
+
+#include <stdexcept>
+
+namespace plab::cuda {
+
+std::string_view callName(std::string_view call)
+{
+    const auto open = call.find('(');
+    std::string_view name = open == std::string_view::npos ? call : call.substr(0, open);
+    // "::cudaMalloc" or "plab::x" -> the last component reads best.
+    if (const auto colon = name.rfind("::"); colon != std::string_view::npos) name.remove_prefix(colon + 2);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    return name;
+}
+
+void throwCudaError(cudaError_t status, std::string_view call)
+{
+    // Clears the runtime's last-error slot so that a later, unrelated check does not
+    // report this failure again (sticky errors stay: the context is then unusable).
+    (void)cudaGetLastError();
+    throw std::runtime_error(std::string(callName(call)) + " failed: " + cudaGetErrorString(status) +
+                             " (" + cudaGetErrorName(status) + ")");
+}
+
+void throwCublasError(cublasStatus_t status, std::string_view call)
+{
+    throw std::runtime_error(std::string(callName(call)) + " failed: " + cublasGetStatusString(status) +
+                             " (" + cublasGetStatusName(status) + ")");
+}
+
+DeviceBuffer::~DeviceBuffer()
+{
+    if (ptr_) (void)cudaFree(ptr_);   // destructors never throw; a failing free is moot at exit
+}
+
+void* DeviceBuffer::reserve(std::size_t bytes)
+{
+    if (bytes <= bytes_ && ptr_) return ptr_;
+    if (ptr_) {
+        PLAB_CUDA_CHECK(cudaFree(ptr_));
+        ptr_ = nullptr;
+        bytes_ = 0;
+    }
+    // Grow by half again, so a slowly growing sequence of shapes reallocates rarely.
+    const std::size_t want = bytes + bytes / 2 + 256;
+    PLAB_CUDA_CHECK(cudaMalloc(&ptr_, want));
+    bytes_ = want;
+    return ptr_;
+}
+
+}  // namespace plab::cuda

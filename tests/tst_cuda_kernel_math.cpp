@@ -1,0 +1,183 @@
+// Tests the CUDA plugin's per-element arithmetic (kernel_math.h) on the host against the
+// CPU reference, and its probe: runs everywhere, with or without a GPU (issue 5).
+// links: plab_backend_cpu plab_backend plab_test_support
+#include "cuda_test_support.h"
+
+// ---- Runs everywhere: the device arithmetic on the host, and the probe ------------------
+
+class TestCudaKernelMath : public QObject {
+    Q_OBJECT
+
+private slots:
+    // Every fp32 pattern whose low bits sit at or next to a rounding boundary of fp16 /
+    // tf32 (13 dropped bits) or bf16 (16), for every sign, exponent and upper mantissa.
+    void roundBitsMatchesCpuAtEveryBoundary_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addRow("tf32") << static_cast<int>(Format::tf32);
+        QTest::addRow("fp16") << static_cast<int>(Format::fp16);
+        QTest::addRow("bf16") << static_cast<int>(Format::bf16);
+        QTest::addRow("fp32") << static_cast<int>(Format::fp32);
+    }
+    void roundBitsMatchesCpuAtEveryBoundary()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const int dropped = f == Format::bf16 ? 16 : 13;
+        const std::uint32_t half = 1u << (dropped - 1), full = (1u << dropped) - 1;
+        const std::uint32_t lows[] = {0, 1, half - 1, half, half + 1, full};
+        std::uint64_t mismatches = 0;
+        for (std::uint32_t high = 0; high < (1u << (32 - dropped)); ++high)
+            for (std::uint32_t low : lows) {
+                const std::uint32_t u = (high << dropped) | low;
+                const std::uint32_t cpu = std::bit_cast<std::uint32_t>(roundTo(f, std::bit_cast<float>(u)));
+                if (ck::roundBits(format, u) != cpu && mismatches++ < 5)
+                    qWarning("0x%08x: kernel 0x%08x, cpu 0x%08x", u, ck::roundBits(format, u), cpu);
+            }
+        QCOMPARE(mismatches, std::uint64_t{0});
+    }
+
+    // fp16 subnormal results have their rounding point at every bit from 13 to 24: all fp32
+    // values from 2^-26 to 2^-14, both signs, exhaustively.
+    void fp16SubnormalRangeExhaustive()
+    {
+        std::uint64_t mismatches = 0;
+        for (std::uint32_t u = 0x32800000u; u < 0x38800000u; ++u)
+            for (std::uint32_t sign : {0u, 0x80000000u}) {
+                const std::uint32_t x = u | sign;
+                const auto cpu = std::bit_cast<std::uint32_t>(roundTo(Format::fp16, std::bit_cast<float>(x)));
+                mismatches += ck::roundBits(ck::kFp16, x) != cpu;
+            }
+        QCOMPARE(mismatches, std::uint64_t{0});
+    }
+
+    // All 65,536 fp16 and bf16 patterns widen as the CPU widens them, and narrow back.
+    void sixteenBitPatternsRoundTrip()
+    {
+        for (std::uint32_t h = 0; h < 65536; ++h) {
+            const auto bits = static_cast<std::uint16_t>(h);
+            const std::uint32_t wide = ck::fp16BitsToFp32Bits(bits);
+            QCOMPARE(wide, std::bit_cast<std::uint32_t>(fp16BitsToFp32(bits)));
+            QCOMPARE(ck::fp32ToFp16Bits(wide), fp32ToFp16Bits(std::bit_cast<float>(wide)));
+            const std::uint32_t wideBf = static_cast<std::uint32_t>(bits) << 16;
+            QCOMPARE(ck::fp32ToBf16Bits(wideBf), fp32ToBf16Bits(std::bit_cast<float>(wideBf)));
+        }
+    }
+
+    // The kernel's counters, element by element, give exactly the CPU's RoundingStats and
+    // histogram (the GPU adds the same integers in another order).
+    void statsAndHistogramMatchCpu_data()
+    {
+        QTest::addColumn<int>("format");
+        for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16})
+            QTest::addRow("%s", std::string(formatName(f)).c_str()) << static_cast<int>(f);
+    }
+    void statsAndHistogramMatchCpu()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const std::vector<float> in = telemetryData(200000, 17 + static_cast<std::uint64_t>(format));
+        std::vector<float> kernelOut, cpuOut(in.size());
+        RoundingStats kernelStats, cpuStats;
+        GradientHistogram kernelHist, cpuHist;
+        emulateRoundKernel(f, in, kernelOut, kernelStats, kernelHist);
+        plab::roundArray(f, in.data(), cpuOut.data(), in.size(), &cpuStats, &cpuHist);
+        QVERIFY(sameBits(kernelOut, cpuOut));
+        QCOMPARE(kernelStats, cpuStats);
+        QVERIFY(kernelHist == cpuHist);
+        // The data reach every counter the test is meant to pin.
+        if (f == Format::fp16) QVERIFY(cpuStats.underflow > 0 && cpuStats.overflow > 0 && cpuStats.subnormal > 0);
+        QVERIFY(cpuStats.nan > 0 && cpuStats.infIn > 0 && cpuStats.zerosIn > 0);
+    }
+
+    // im2col / col2im index maps of the kernels reproduce the CPU backend bit for bit,
+    // over a sample range inside the batch (the device copies only those samples).
+    void convIndexMapsMatchCpu_data()
+    {
+        QTest::addColumn<int>("kernel");
+        QTest::addRow("3x3 pad 1") << 3;
+        QTest::addRow("5x5 pad 2") << 5;
+        QTest::addRow("1x1 pad 0") << 1;
+    }
+    void convIndexMapsMatchCpu()
+    {
+        QFETCH(int, kernel);
+        const ConvGeometry g{3, 5, 4, 6, kernel, kernel / 2};   // (C, N, H, W) = (3, 5, 4, 6)
+        const std::int64_t n0 = 1, count = 3, hw = g.planeSize();
+        auto cpu = createCpuBackend(2);
+        Rng rng{99};
+        std::vector<float> src(static_cast<std::size_t>(g.channels * g.batch * hw));
+        for (auto& x : src) x = static_cast<float>(rng.uniform() * 2.0 - 1.0);
+        const auto colsSize = static_cast<std::size_t>(g.patchSize() * count * hw);
+
+        std::vector<float> cpuCols(colsSize), kernelCols(colsSize);
+        cpu->im2col(g, src.data(), n0, count, cpuCols.data());
+        // The device holds the dense block (C, count, H, W) of samples [n0, n0 + count).
+        std::vector<float> block(static_cast<std::size_t>(g.channels * count * hw));
+        for (std::int64_t c = 0; c < g.channels; ++c)
+            std::memcpy(block.data() + c * count * hw, src.data() + (c * g.batch + n0) * hw,
+                        static_cast<std::size_t>(count * hw) * sizeof(float));
+        const ck::ConvShape shape{g.channels, count, g.height, g.width, g.kernel, g.pad};
+        const std::int64_t columns = count * hw;
+        for (std::size_t i = 0; i < colsSize; ++i) {
+            const std::int64_t from = ck::im2colSource(shape, 0, count, static_cast<std::int64_t>(i) / columns,
+                                                       static_cast<std::int64_t>(i) % columns);
+            kernelCols[i] = from < 0 ? 0.0f : block[static_cast<std::size_t>(from)];
+        }
+        QVERIFY(sameBits(kernelCols, cpuCols));
+
+        std::vector<float> cpuDst(src.size(), 7.0f), kernelDst(src.size(), 7.0f);
+        cpu->col2im(g, cpuCols.data(), n0, count, cpuDst.data());
+        for (std::int64_t i = 0; i < g.channels * count * hw; ++i) {
+            float sum = 0.0f;   // the kernel's gather, kk in order from +0
+            for (int kk = 0; kk < g.kernel * g.kernel; ++kk)
+                if (const std::int64_t from = ck::col2imTerm(shape, count, i, kk); from >= 0)
+                    sum += cpuCols[static_cast<std::size_t>(from)];
+            const std::int64_t c = i / (count * hw), n = (i / hw) % count;
+            kernelDst[static_cast<std::size_t>((c * g.batch + n0 + n) * hw + i % hw)] = sum;
+        }
+        QVERIFY(sameBits(kernelDst, cpuDst));   // samples outside the range untouched in both
+    }
+
+    // The probe never crashes and, without a device, says why; the engine refuses to
+    // create the backend with that reason. Holds whether or not the plugin was built.
+    void probeReportsUnavailableWithReason()
+    {
+        const BackendInfo engine = probeCudaBackend();
+        QCOMPARE(engine.name, std::string("cuda"));
+        qInfo("engine probe: %s", engine.available ? "available" : engine.reason.c_str());
+        if (!engine.available) {
+            QVERIFY(engine.reason.rfind("unavailable: ", 0) == 0);
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, createCudaBackend(0));
+        }
+        const Plugin& p = plugin();
+        if (p.path.empty()) {
+            qInfo("plugin: not built (no libplab_cuda.so beside the test or in %s/app)", PLAB_BINARY_DIR);
+            return;
+        }
+        if (!p.handle) {
+            qInfo("plugin %s does not load here: %s", p.path.c_str(), p.error.c_str());
+            return;
+        }
+        QVERIFY2(p.probe && p.create, "the plugin lacks an entry point of backend.h");
+        QVERIFY(dlsym(p.handle, "plab_cuda_device_memory") != nullptr);
+        BackendInfo direct;
+        p.probe(&direct);
+        QCOMPARE(direct.name, std::string("cuda"));
+        QVERIFY(!direct.reason.empty());
+        QVERIFY(!direct.versions.empty());   // runtime, driver, cuBLAS and cuDNN versions, always
+        qInfo("plugin probe (%s): %s", p.path.c_str(), direct.available ? "available" : direct.reason.c_str());
+        for (const auto& v : direct.versions) qInfo("  %s", v.c_str());
+        if (direct.available) return;
+        QVERIFY(direct.reason.rfind("unavailable: ", 0) == 0);
+        char error[512] = "untouched";
+        QVERIFY(p.create(0, error, sizeof error) == nullptr);
+        QCOMPARE(std::string(error), direct.reason);
+        char tiny[8];   // a short buffer gets a truncated, terminated reason
+        QVERIFY(p.create(0, tiny, sizeof tiny) == nullptr);
+        QCOMPARE(std::strlen(tiny), std::size_t{7});
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCudaKernelMath)
+#include "tst_cuda_kernel_math.moc"
