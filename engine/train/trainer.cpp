@@ -149,7 +149,7 @@ RunResult Trainer::run()
         r.message = e.what();
         r.steps = st.step;
         r.skippedSteps = st.skipped;
-        emit(StatusEvent{RunStatus::failed, st.step, r.message});
+        emitEvent(StatusEvent{RunStatus::failed, st.step, r.message});
         return r;
     }
 }
@@ -179,7 +179,7 @@ void Trainer::evaluate(State& st)
     e.testLoss = lossSum / static_cast<double>(test.count);
     st.lastAccuracy = e.testAccuracy;
     st.lastEvalStep = st.step;
-    emit(e);
+    emitEvent(e);
 }
 
 namespace {
@@ -237,7 +237,7 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
         te.layers.push_back(std::move(lt));
     }
     st.lastTelemetryStep = st.step;
-    emit(te);
+    emitEvent(te);
 }
 
 void Trainer::applyChange(State& st, const SettingsChange& change)
@@ -267,7 +267,7 @@ void Trainer::applyChange(State& st, const SettingsChange& change)
     if (parts.empty()) return;
     std::string text;
     for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
-    emit(SettingChangeEvent{st.step, text, settingsToJson(settings_).dump()});
+    emitEvent(SettingChangeEvent{st.step, text, settingsToJson(settings_).dump()});
 }
 
 RunResult Trainer::runOrThrow(State& st)
@@ -283,8 +283,8 @@ RunResult Trainer::runOrThrow(State& st)
     st.scaler = LossScaler(st.recipe.lossScaling);
 
     const std::int64_t planned = plannedSteps();
-    emit(RunStartEvent{st.backend->info().name, st.backend->info().versions, planned});
-    emit(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
+    emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, planned});
+    emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     const std::vector<Parameter*> params = st.model->parameters();
     StepContext ctx{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true};
@@ -304,9 +304,9 @@ RunResult Trainer::runOrThrow(State& st)
         result.skippedSteps = st.skipped;
         result.imagesPerSecond = st.trainSeconds > 0 ? st.imagesTrained / st.trainSeconds : 0.0;
         if (st.lastTelemetryStep != st.step && st.step > 0) emitTelemetry(st, st.scaler.scale(), false);
-        emit(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
+        emitEvent(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
                          st.memory.snapshot()});
-        emit(StatusEvent{status, st.step, result.message});
+        emitEvent(StatusEvent{status, st.step, result.message});
         return result;
     };
 
@@ -315,8 +315,8 @@ RunResult Trainer::runOrThrow(State& st)
         for (std::int64_t pos = 0; pos < data_.train.count;) {
             if (settings_.maxSteps > 0 && st.step >= settings_.maxSteps)
                 return finish(RunStatus::completed, "reached the step limit of " + std::to_string(settings_.maxSteps));
-            control_.waitWhilePaused([&] { emit(StatusEvent{RunStatus::paused, st.step, "paused"}); },
-                                     [&] { emit(StatusEvent{RunStatus::running, st.step, "resumed"}); });
+            control_.waitWhilePaused([&] { emitEvent(StatusEvent{RunStatus::paused, st.step, "paused"}); },
+                                     [&] { emitEvent(StatusEvent{RunStatus::running, st.step, "resumed"}); });
             if (control_.stopRequested()) return finish(RunStatus::stopped, "stopped at step " + std::to_string(st.step));
             if (auto change = control_.takePending(); !change.empty()) applyChange(st, change);
 
@@ -363,10 +363,10 @@ RunResult Trainer::runOrThrow(State& st)
             se.timeMs = ms;
             se.totalSteps = planned;
             se.skippedSoFar = st.skipped;
-            emit(se);
+            emitEvent(se);
 
             if (histogramStep) emitTelemetry(st, scale, true);
-            emit(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
+            emitEvent(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
                              st.memory.snapshot()});
 
             if (!std::isfinite(out.loss)) {

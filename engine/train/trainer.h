@@ -81,7 +81,7 @@ private:
     void evaluate(State& st);
     void applyChange(State& st, const SettingsChange& change);
     void emitTelemetry(State& st, double lossScale, bool withHistograms);
-    void emit(const TrainerEvent& e) { if (sink_) sink_(e); }
+    void emitEvent(const TrainerEvent& e) { if (sink_) sink_(e); }
 
     TrainSettings settings_;
     const DataSplit& data_;
