@@ -59,6 +59,19 @@ void RunData::finish(const RunResult& r)
     skipped_ = r.skippedSteps;
 }
 
+void RunData::replaceContents(const RunData& other)
+{
+    const QString id = id_, name = name_, path = recordPath_;
+    const QColor color = color_;
+    const std::uint64_t revision = std::max(revision_, other.revision_);
+    *this = other;
+    id_ = id;
+    name_ = name;
+    recordPath_ = path;
+    color_ = color;
+    revision_ = revision + 1;
+}
+
 double RunData::lastAccuracy() const
 {
     return evals_.empty() ? std::numeric_limits<double>::quiet_NaN() : evals_.back().testAccuracy;

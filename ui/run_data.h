@@ -41,6 +41,22 @@ public:
     QColor color() const { return color_; }
     void setColor(QColor c) { color_ = c; }
 
+    // A saved run whose record never got its final summary (the app or machine died).
+    bool interrupted() const { return interrupted_; }
+    void setInterrupted(bool interrupted) { interrupted_ = interrupted; ++revision_; }
+    // The record on disk (empty for a run not saved).
+    QString recordPath() const { return recordPath_; }
+    void setRecordPath(const QString& path) { recordPath_ = path; }
+    // Still training (or about to): its record is being written by the trainer.
+    bool isLive() const
+    {
+        return !interrupted_ && (status_ == RunStatus::starting || status_ == RunStatus::running ||
+                                 status_ == RunStatus::paused);
+    }
+    // Takes every recorded fact of `other` (a fresh replay of the same run), keeping this
+    // run's id, name, colour and record path; revision() keeps increasing.
+    void replaceContents(const RunData& other);
+
     RunStatus status() const { return status_; }
     QString statusMessage() const { return statusMessage_; }
     std::int64_t plannedSteps() const { return plannedSteps_; }
@@ -69,6 +85,8 @@ private:
     TrainSettings settings_;
     TrainSettings current_;
     QColor color_;
+    bool interrupted_ = false;
+    QString recordPath_;
     RunStatus status_ = RunStatus::starting;
     QString statusMessage_;
     std::int64_t plannedSteps_ = 0;

@@ -1,0 +1,91 @@
+// precision-lab: the desktop application.
+//   precision-lab [--start] [--data-dir DIR] [--runs-dir DIR] [--theme light|dark]
+//                 [--screenshot PNG [--screenshot-delay SECONDS]] [FILE]
+// FILE is a run record (opened and shown as a run) or a config JSON (loaded into the
+// settings panel); --start begins a run with those settings at once. A bad file opens the
+// window anyway, with the error shown in it. --screenshot saves the window after the
+// delay and quits (used to make the documentation's screenshots under Xvfb).
+#include "app_theme.h"
+#include "charts/charts_view.h"
+#include "main_window.h"
+#include "run_list_model.h"
+#include "training_controller.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QMessageBox>
+#include <QPixmap>
+#include <QTimer>
+
+#include <cstdio>
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("Precision Lab"));
+    QApplication::setApplicationName(QStringLiteral("precision-lab"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Precision Lab"));
+    QApplication::setApplicationVersion(QStringLiteral(PLAB_VERSION));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Precision Lab: watch mixed-precision training live."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run with the settings at once."));
+    const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("Data folder (default: the per-user folder the set-up fills)."),
+                                     QStringLiteral("DIR"));
+    const QCommandLineOption runsDir(QStringLiteral("runs-dir"), QStringLiteral("Runs folder (default: ~/.local/share/precision-lab/runs)."),
+                                     QStringLiteral("DIR"));
+    const QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("light or dark (default: as last time)."),
+                                   QStringLiteral("THEME"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save the window as PNG after the delay, then quit."),
+                                        QStringLiteral("PNG"));
+    const QCommandLineOption screenshotDelay(QStringLiteral("screenshot-delay"), QStringLiteral("Seconds before --screenshot (default 10)."),
+                                             QStringLiteral("SECONDS"), QStringLiteral("10"));
+    parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay});
+    parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("A run record to show, or a config JSON to load."), QStringLiteral("[FILE]"));
+    parser.process(app);
+
+    plab::ui::MainWindowOptions options;
+    options.dataDir = parser.value(dataDir);
+    options.runsDir = parser.value(runsDir);
+    plab::ui::MainWindow window(options);
+    if (parser.isSet(theme)) {
+        const bool dark = parser.value(theme) == QLatin1String("dark");
+        if (auto* toggle = window.findChild<QAction*>(QStringLiteral("darkThemeAction"))) toggle->setChecked(dark);
+        plab::ui::applyTheme(dark);
+    }
+    window.show();
+
+    QString error;
+    bool isConfig = false;
+    if (!parser.positionalArguments().isEmpty()) {
+        const QString file = parser.positionalArguments().constFirst();
+        const int runsBefore = window.runListModel()->rowCount();
+        error = window.openFile(file);
+        isConfig = error.isEmpty() && window.runListModel()->rowCount() == runsBefore;
+        if (error.isEmpty() && !isConfig && parser.isSet(start))
+            error = QObject::tr("--start needs a config file; %1 is a run record, shown as it is.").arg(file);
+    }
+    if (!error.isEmpty()) {
+        auto* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Precision Lab"), error, QMessageBox::Ok, &window);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();   // non-blocking: the window stays usable
+    } else if (parser.isSet(start)) {
+        QTimer::singleShot(0, &window, [&window] { window.startRun(); });
+    }
+
+    if (parser.isSet(screenshot)) {
+        const QString png = parser.value(screenshot);
+        const int delayMs = static_cast<int>(1000 * parser.value(screenshotDelay).toDouble());
+        QTimer::singleShot(delayMs, &window, [&window, png] {
+            window.chartsView()->redrawNow();
+            const bool saved = window.grab().save(png);
+            std::fprintf(stderr, saved ? "precision-lab: screenshot saved to %s\n" : "precision-lab: could not save %s\n",
+                         qPrintable(png));
+            window.close();
+        });
+    }
+    return app.exec();
+}

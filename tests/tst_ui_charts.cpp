@@ -1,0 +1,433 @@
+// Tests the live chart groups (offscreen): a RunData fed synthetic trainer events (steps,
+// evaluations, telemetry with a hand-built histogram, memory, a setting change) drawn by
+// ChartsView: series point counts and values, fp16 region shares against a hand
+// computation, setting-change markers on every step chart, overlays per comparison run,
+// reduction of a 100,000-step run, bin picking, the planner table, the redraw timer.
+// run_data.h first: engine/train/trainer.h names a member emit(), which Qt's emit macro
+// would break once a Qt header came before it.
+#include "run_data.h"
+
+#include "charts/charts_view.h"
+#include "charts/histogram_chart.h"
+#include "charts/loss_scale_chart.h"
+#include "charts/memory_chart.h"
+#include "charts/throughput_chart.h"
+#include "charts/underflow_chart.h"
+
+#include <QAreaSeries>
+#include <QChart>
+#include <QLabel>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QProgressBar>
+#include <QScatterSeries>
+#include <QTableWidget>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace plab;
+using namespace plab::ui;
+
+namespace {
+
+constexpr std::int64_t kChangeStep = 500;
+
+TrainSettings ampSettings()
+{
+    TrainSettings s;
+    s.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+    return s;
+}
+
+// A histogram with counts 1..5 at exponents -30, -20, -10, 0, 20 (see the fp16 shares test).
+GradientHistogram handHistogram()
+{
+    GradientHistogram h;
+    const int exponents[] = {-30, -20, -10, 0, 20};
+    for (int i = 0; i < 5; ++i) h.bins[static_cast<std::size_t>(GradientHistogram::binOf(exponents[i]))] = static_cast<std::uint64_t>(i + 1);
+    return h;
+}
+
+// A run of `steps` steps: loss decays, every 97th step skipped (scale halves), an
+// evaluation every 100 steps, telemetry every 50, memory every step, and loss scaling
+// turned off at kChangeStep.
+RunPtr makeRun(const QString& name, std::int64_t steps, QColor color, double lossOffset = 0.0)
+{
+    auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, ampSettings());
+    run->setName(name);
+    run->setColor(color);
+    run->apply(RunStartEvent{"cpu", {}, steps});
+    double scale = 65536.0;
+    std::int64_t skipped = 0;
+    for (std::int64_t i = 1; i <= steps; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = static_cast<float>(lossOffset + 2.3 * std::exp(-static_cast<double>(i) / 300.0));
+        e.skipped = i % 97 == 0 && i <= kChangeStep;
+        if (e.skipped) scale /= 2, ++skipped;
+        e.lossScale = i <= kChangeStep ? scale : 1.0;
+        e.batch = 32;
+        e.timeMs = 4.0;
+        e.totalSteps = steps;
+        e.skippedSoFar = skipped;
+        run->apply(e);
+        if (i % 100 == 0) run->apply(EvalEvent{i, 0, 0.5 + 0.4 * static_cast<double>(i) / static_cast<double>(steps), 0.3});
+        if (i % 50 == 0) {
+            TelemetryEvent t;
+            t.step = i;
+            t.lossScale = e.lossScale;
+            for (const char* layer : {"conv1", "conv2", "fc1"}) {
+                LayerTelemetry l;
+                l.layer = layer;
+                l.kind = TensorKind::weightGrad;
+                l.histogram = handHistogram();
+                l.stats.count = 120;
+                l.stats.zerosIn = 20;
+                l.stats.underflow = i > kChangeStep ? 25 : 1;   // more underflow without scaling
+                l.stats.overflow = 2;
+                t.layers.push_back(l);
+            }
+            run->apply(t);
+        }
+        MemoryEvent m;
+        m.step = i;
+        for (int c = 0; c < kMemoryCategories; ++c) m.memory.live[static_cast<std::size_t>(c)] = (c + 1) * 1024 * 1024;
+        m.memory.live[static_cast<std::size_t>(MemoryCategory::activations)] += (i % 2) * 1024 * 1024;   // changes every step
+        m.memory.peak = m.memory.live;
+        m.memory.totalLive = 0;
+        for (auto v : m.memory.live) m.memory.totalLive += v;
+        m.memory.totalPeak = 22 * 1024 * 1024;
+        run->apply(m);
+        if (i == kChangeStep) {
+            TrainSettings after = ampSettings();
+            after.recipe.lossScaling = LossScaling::off();
+            run->apply(SettingChangeEvent{i, "loss scaling dynamic from 65536 -> off", settingsToJson(after).dump()});
+        }
+    }
+    return run;
+}
+
+template <class S>
+S* seriesNamed(const QList<QAbstractSeries*>& all, const QString& name)
+{
+    for (QAbstractSeries* s : all)
+        if (s->name() == name) return qobject_cast<S*>(s);
+    return nullptr;
+}
+
+int countContaining(const QList<QAbstractSeries*>& all, const QString& part)
+{
+    int n = 0;
+    for (QAbstractSeries* s : all) n += s->name().contains(part);
+    return n;
+}
+
+}  // namespace
+
+class TestUiCharts : public QObject {
+    Q_OBJECT
+private slots:
+    void lossAndAccuracySeries();
+    void lossScaleOnLog2AxisWithSkippedSteps();
+    void histogramSharesMatchHandComputationForFp16();
+    void histogramBinClickEmitsTheBin();
+    void underflowFractionsPerLayer();
+    void memoryStackPeakAndPlanner();
+    void throughputAndProgress();
+    void settingChangeMarkedOnEveryChart();
+    void overlayAddsSeriesPerComparisonRun();
+    void longRunIsReducedToPixelColumns();
+    void timerRedrawsWhenRevisionMoves();
+    void darkPaletteGivesDarkTheme();
+};
+
+void TestUiCharts::lossAndAccuracySeries()
+{
+    ChartsView view;
+    const RunPtr run = makeRun("amp", 1000, Qt::blue);
+    view.setRuns(run, {});
+    view.redrawNow();
+    const auto series = view.seriesOf("loss");
+    auto* raw = seriesNamed<QLineSeries>(series, "amp loss");
+    auto* smooth = seriesNamed<QLineSeries>(series, "amp loss (smoothed)");
+    auto* accuracy = seriesNamed<QLineSeries>(series, "amp test accuracy");
+    QVERIFY(raw && smooth && accuracy);
+    QCOMPARE(raw->count(), 1000);   // 1000 <= 4 per column of >= 800 columns: drawn unreduced
+    QCOMPARE(raw->at(9).x(), 10.0);
+    QCOMPARE(raw->at(9).y(), static_cast<double>(static_cast<float>(2.3 * std::exp(-10.0 / 300.0))));
+    QCOMPARE(smooth->count(), 1000);
+    QCOMPARE(smooth->at(0).y(), raw->at(0).y());   // bias-corrected EMA starts at the first loss
+    QVERIFY(smooth->at(999).y() < smooth->at(0).y());
+    QCOMPARE(accuracy->count(), 10);
+    QCOMPARE(accuracy->at(4), QPointF(500, 100.0 * (0.5 + 0.4 * 0.5)));
+}
+
+void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()
+{
+    ChartsView view;
+    const RunPtr run = makeRun("amp", 1000, Qt::blue);
+    view.setRuns(run, {});
+    view.redrawNow();
+    const auto series = view.seriesOf("scale");
+    auto* scale = seriesNamed<QLineSeries>(series, "amp loss scale");
+    auto* skipped = seriesNamed<QScatterSeries>(series, "amp skipped steps (5)");   // 97, 194, ..., 485
+    QVERIFY(scale && skipped);
+    QCOMPARE(skipped->count(), 5);
+    QCOMPARE(skipped->at(0), QPointF(97, 32768));
+    const auto axes = scale->attachedAxes();
+    bool log2 = false;
+    for (QAbstractAxis* a : axes)
+        if (auto* l = qobject_cast<QLogValueAxis*>(a))   // a power of two: log2 spacing, labels every 2^k
+            log2 = std::exp2(std::round(std::log2(l->base()))) == l->base() && l->min() <= 1.0 && l->max() >= 65536.0;
+    QVERIFY(log2);
+    auto* group = qobject_cast<LossScaleChart*>(view.group("scale"));
+    QVERIFY(group->countsText().contains("amp: 5 skipped of 1000 steps"));
+}
+
+void TestUiCharts::histogramSharesMatchHandComputationForFp16()
+{
+    ChartsView view;
+    const RunPtr run = makeRun("amp", 1000, Qt::blue);
+    view.setRuns(run, {});
+    view.redrawNow();
+    auto* histogram = qobject_cast<HistogramChart*>(view.group("histogram"));
+    QCOMPARE(histogram->layer(), QString("conv1"));
+    QCOMPARE(histogram->kind(), TensorKind::weightGrad);
+    // Counts 1..5 at -30, -20, -10, 0, 20 against fp16: flushed 1/15, subnormal 2/15,
+    // normal 7/15, overflow 5/15.
+    const QString text = histogram->sharesText();
+    QVERIFY2(text.contains("flushed 6.67%") && text.contains("subnormal 13.33%") && text.contains("normal 46.67%") &&
+                 text.contains("overflow 33.33%"),
+             qPrintable(text));
+    const auto series = view.seriesOf("histogram");
+    auto* line = seriesNamed<QLineSeries>(series, "amp conv1 weight_grad at step 1000");
+    QVERIFY(line);
+    bool found = false;
+    for (const QPointF& p : line->points())
+        if (p.x() == -30.0) found = qFuzzyCompare(p.y(), 100.0 / 15.0);
+    QVERIFY(found);
+    for (const char* region : {"fp16 flushed to zero", "fp16 subnormal", "fp16 normal", "fp16 overflow"})
+        QCOMPARE(countContaining(series, region), 1);
+    auto* flushed = [&] {
+        for (QAbstractSeries* s : series)
+            if (s->name().startsWith("fp16 flushed")) return qobject_cast<QAreaSeries*>(s);
+        return static_cast<QAreaSeries*>(nullptr);
+    }();
+    QVERIFY(flushed);
+    QCOMPARE(flushed->upperSeries()->at(1).x(), -25.0);   // half the smallest subnormal, 2^-25
+
+    // The slider moves through the histogram steps.
+    histogram->setHistogramIndex(0);
+    QVERIFY(seriesNamed<QLineSeries>(view.seriesOf("histogram"), "amp conv1 weight_grad at step 50"));
+}
+
+void TestUiCharts::histogramBinClickEmitsTheBin()
+{
+    ChartsView view;
+    view.resize(1400, 1000);
+    view.setRuns(makeRun("amp", 200, Qt::blue), {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+    auto* histogram = qobject_cast<HistogramChart*>(view.group("histogram"));
+    QSignalSpy picked(&view, &ChartsView::histogramBinPicked);
+    QChart* chart = histogram->charts().front();
+    const QPointF at = chart->mapToPosition(QPointF(-9.5, 1.0), chart->series().front());
+    histogram->pickAt(at);
+    QCOMPARE(picked.count(), 1);
+    QCOMPARE(picked.front().at(0).toString(), QString("conv1"));
+    QCOMPARE(picked.front().at(1).toString(), QString("weight_grad"));
+    QCOMPARE(picked.front().at(2).toInt(), -10);
+}
+
+void TestUiCharts::underflowFractionsPerLayer()
+{
+    ChartsView view;
+    view.setRuns(makeRun("amp", 1000, Qt::blue), {});
+    view.redrawNow();
+    const auto series = view.seriesOf("underflow");
+    for (const char* layer : {"conv1", "conv2", "fc1"}) {
+        auto* under = seriesNamed<QLineSeries>(series, QStringLiteral("amp %1 underflow").arg(layer));
+        auto* over = seriesNamed<QLineSeries>(series, QStringLiteral("amp %1 overflow").arg(layer));
+        QVERIFY(under && over);
+        QCOMPARE(under->count(), 20);   // one per histogram step
+        QCOMPARE(under->at(0), QPointF(50, 100.0 * 1 / 100));    // 1 of 120 - 20 zeros
+        QCOMPARE(under->at(19), QPointF(1000, 100.0 * 25 / 100));
+        QCOMPARE(over->at(0).y(), 2.0);
+    }
+    qobject_cast<UnderflowChart*>(view.group("underflow"))->setKind(TensorKind::activationGrad);
+    QCOMPARE(countContaining(view.seriesOf("underflow"), "underflow"), 0);   // none recorded of that kind
+}
+
+void TestUiCharts::memoryStackPeakAndPlanner()
+{
+    ChartsView view;
+    view.setRuns(makeRun("amp", 300, Qt::blue), {});
+    view.redrawNow();
+    const auto series = view.seriesOf("memory");
+    for (const char* category : {"weights", "master weights", "gradients", "optimizer state", "activations", "workspace"})
+        QVERIFY2(countContaining(series, QStringLiteral("amp %1 (peak").arg(category)) == 1, category);
+    auto* group = qobject_cast<MemoryChart*>(view.group("memory"));
+    QVERIFY(group->peakText().contains("peak 22.0 MiB"));
+    // The top of the stack at step 1: 1+2+3+4+5+6 MiB plus the odd step's extra MiB on activations.
+    auto* workspace = [&] {
+        for (QAbstractSeries* s : series)
+            if (s->name().startsWith("amp workspace")) return qobject_cast<QAreaSeries*>(s);
+        return static_cast<QAreaSeries*>(nullptr);
+    }();
+    QVERIFY(workspace);
+    QCOMPARE(workspace->upperSeries()->at(0), QPointF(1, 22.0));
+
+    QTableWidget* table = group->plannerTable();
+    QCOMPARE(table->rowCount(), 6);
+    QCOMPARE(table->verticalHeaderItem(0)->text(), QString("FP32"));
+    QCOMPARE(table->verticalHeaderItem(2)->text(), QString("AMP FP16"));
+    group->setBudgetGiB(4.0);
+    const int fp32 = table->item(0, 0)->text().toInt();
+    const int fp16 = table->item(2, 0)->text().toInt();
+    QVERIFY(fp32 > 0);
+    QVERIFY(fp16 > fp32 * 3 / 2);   // fp16 activations roughly double the batch
+    QCOMPARE(table->columnCount(), 3);   // seed-cnn, ratio, and the run's small-cnn
+}
+
+void TestUiCharts::throughputAndProgress()
+{
+    ChartsView view;
+    const RunPtr run = std::make_shared<RunData>("id-half", ampSettings());
+    run->setName("half");
+    run->apply(RunStartEvent{"cpu", {}, 400});
+    for (int i = 1; i <= 100; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.batch = 32;
+        e.timeMs = 8.0;   // 4000 images/s
+        e.totalSteps = 400;
+        run->apply(e);
+    }
+    view.setRuns(run, {});
+    view.redrawNow();
+    auto* line = seriesNamed<QLineSeries>(view.seriesOf("throughput"), "half images/s (4000 overall)");
+    QVERIFY(line);
+    QCOMPARE(line->count(), 100);
+    QCOMPARE(line->at(50).y(), 4000.0);
+    auto* group = qobject_cast<ThroughputChart*>(view.group("throughput"));
+    QCOMPARE(group->progressBar()->value(), 100);
+    QCOMPARE(group->progressBar()->maximum(), 400);
+    QVERIFY2(group->progressText().contains("elapsed 0:01") && group->progressText().contains("remaining 0:02"),
+             qPrintable(group->progressText()));   // 0.8 s done, 300 x 8 ms = 2.4 s left
+}
+
+void TestUiCharts::settingChangeMarkedOnEveryChart()
+{
+    ChartsView view;
+    view.setRuns(makeRun("amp", 1000, Qt::blue), {});
+    view.redrawNow();
+    const QString marker = "amp setting change at step 500: loss scaling dynamic from 65536 -> off";
+    for (const char* group : {"loss", "scale", "underflow", "memory", "throughput"}) {
+        const auto series = view.seriesOf(group);
+        const int expected = QString(group) == "underflow" ? 2 : 1;   // underflow and overflow charts
+        QCOMPARE(countContaining(series, marker), expected);
+        auto* line = seriesNamed<QLineSeries>(series, marker);
+        QCOMPARE(line->count(), 2);
+        QCOMPARE(line->at(0).x(), 500.0);
+        QCOMPARE(line->at(1).x(), 500.0);
+    }
+    // The histogram's x is the exponent: the change is listed under its slider.
+    const auto labels = view.group("histogram")->findChildren<QLabel*>();
+    bool listed = false;
+    for (QLabel* l : labels) listed |= l->text().contains("step 500: loss scaling dynamic from 65536 -> off");
+    QVERIFY(listed);
+}
+
+void TestUiCharts::overlayAddsSeriesPerComparisonRun()
+{
+    ChartsView view;
+    const RunPtr a = makeRun("amp", 600, Qt::blue);
+    view.setRuns(a, {});
+    view.redrawNow();
+    QMap<QString, int> alone;
+    for (const QString& g : ChartsView::groupNames()) alone[g] = static_cast<int>(view.seriesOf(g).size());
+
+    const RunPtr b = makeRun("pure", 600, Qt::red, 0.5);
+    const RunPtr c = makeRun("noscale", 600, Qt::darkGreen, 1.0);
+    view.setRuns(a, {b, c, a});   // the current run listed again is not drawn twice
+    view.redrawNow();
+    for (const QString& g : ChartsView::groupNames()) {
+        const auto series = view.seriesOf(g);
+        QVERIFY2(series.size() > alone[g], qPrintable(g));
+        QVERIFY2(countContaining(series, "pure") > 0 && countContaining(series, "noscale") > 0, qPrintable(g));
+    }
+    QCOMPARE(countContaining(view.seriesOf("loss"), "loss (smoothed)"), 3);
+    QVERIFY(seriesNamed<QLineSeries>(view.seriesOf("histogram"), "pure conv1 weight_grad at step 600"));
+    auto* pure = seriesNamed<QLineSeries>(view.seriesOf("loss"), "pure loss (smoothed)");
+    QCOMPARE(pure->pen().color(), QColor(Qt::red));
+
+    view.setRuns(a, {});   // removing the overlay removes its series
+    view.redrawNow();
+    for (const QString& g : ChartsView::groupNames()) QCOMPARE(static_cast<int>(view.seriesOf(g).size()), alone[g]);
+}
+
+void TestUiCharts::longRunIsReducedToPixelColumns()
+{
+    ChartsView view;
+    const RunPtr run = makeRun("long", 100000, Qt::blue);
+    // One spike that must survive the reduction.
+    StepEvent spike;
+    spike.step = 100001;
+    spike.loss = 40.0f;
+    spike.batch = 32;
+    spike.timeMs = 4.0;
+    run->apply(spike);
+    view.setRuns(run, {});
+    view.redrawNow();
+    auto* raw = seriesNamed<QLineSeries>(view.seriesOf("loss"), "long loss");
+    QVERIFY(raw);
+    QVERIFY2(raw->count() <= 4 * 2 * 1000, qPrintable(QString::number(raw->count())));   // <= 4 per device column
+    QVERIFY(raw->count() >= 100);
+    double top = 0;
+    for (const QPointF& p : raw->points()) top = std::max(top, p.y());
+    QCOMPARE(top, 40.0);
+    auto* scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "long loss scale");
+    QVERIFY(scale->count() < 8000);
+}
+
+void TestUiCharts::timerRedrawsWhenRevisionMoves()
+{
+    ChartsView view;
+    view.resize(1200, 900);
+    const RunPtr run = makeRun("live", 10, Qt::blue);
+    view.setRuns(run, {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTRY_VERIFY(seriesNamed<QLineSeries>(view.seriesOf("loss"), "live loss"));
+    auto* raw = seriesNamed<QLineSeries>(view.seriesOf("loss"), "live loss");
+    QTRY_COMPARE(raw->count(), 10);
+    StepEvent e;
+    e.step = 11;
+    e.loss = 0.5f;
+    e.batch = 32;
+    e.timeMs = 4.0;
+    run->apply(e);   // only marks the run changed; the frame timer redraws
+    QTRY_COMPARE(raw->count(), 11);
+}
+
+void TestUiCharts::darkPaletteGivesDarkTheme()
+{
+    ChartsView view;
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(30, 30, 30));
+    dark.setColor(QPalette::Base, QColor(20, 20, 20));
+    dark.setColor(QPalette::Text, QColor(230, 230, 230));
+    view.setPalette(dark);
+    view.setRuns(makeRun("amp", 100, QColor(255, 160, 0)), {});
+    view.redrawNow();
+    auto* histogram = qobject_cast<HistogramChart*>(view.group("histogram"));
+    QCOMPARE(histogram->charts().front()->theme(), QChart::ChartThemeDark);
+    // Run colors survive the theme change.
+    auto* smooth = seriesNamed<QLineSeries>(view.seriesOf("loss"), "amp loss (smoothed)");
+    QCOMPARE(smooth->pen().color(), QColor(255, 160, 0));
+}
+
+QTEST_MAIN(TestUiCharts)
+#include "tst_ui_charts.moc"

@@ -1,0 +1,211 @@
+// Tests of the TrainingController: a run starts, streams coalesced events and finishes;
+// pause / resume / stop and closing (destroying the controller) mid-run end the worker
+// and keep a valid run record; a superseded run's events are dropped; impossible setting
+// changes and bad data folders come back as one sentence.
+
+#include "report/run_record.h"
+#include "test_support.h"
+#include "training_controller.h"
+
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace plab;
+using namespace plab::ui;
+using nlohmann::json;
+
+namespace {
+
+// Events the controller delivered, per run, in order.
+struct EventLog {
+    QHash<QString, QVector<TrainerEvent>> events;
+    QHash<QString, int> batches;
+
+    void attach(TrainingController& c)
+    {
+        QObject::connect(&c, &TrainingController::eventsReceived, [this](const QString& id, const QVector<TrainerEvent>& batch) {
+            events[id] += batch;
+            ++batches[id];
+        });
+    }
+    template <class T>
+    int count(const QString& id) const
+    {
+        int n = 0;
+        for (const auto& e : events.value(id)) n += std::holds_alternative<T>(e) ? 1 : 0;
+        return n;
+    }
+    bool hasStatus(const QString& id, RunStatus status) const
+    {
+        for (const auto& e : events.value(id))
+            if (const auto* s = std::get_if<StatusEvent>(&e); s && s->status == status) return true;
+        return false;
+    }
+};
+
+RunResult resultOf(const QSignalSpy& finished, const QString& id)
+{
+    for (const auto& args : finished)
+        if (args.at(0).toString() == id) return args.at(1).value<RunResult>();
+    return {};
+}
+
+}  // namespace
+
+class TestUiController : public QObject {
+    Q_OBJECT
+    testing::TempDir dir_;
+
+    TrainSettings settings(std::int64_t maxSteps, int epochs = 1) const
+    {
+        return settingsFromJson(json{{"widths", {4, 8}}, {"batch", 16}, {"epochs", epochs}, {"max_steps", maxSteps},
+                                     {"threads", 1}, {"histogram_every", 5}, {"data_dir", dir_.path().string()}},
+                                "test");
+    }
+    QString runsDir() const { return QString::fromStdString((dir_.path() / "runs").string()); }
+
+private slots:
+    void initTestCase() { testing::writeSyntheticDataset(dir_.path() / "mnist", 480, 200, 7); }
+
+    void runStreamsCoalescedEventsAndFinishes()
+    {
+        TrainingController c(runsDir());
+        EventLog log;
+        log.attach(c);
+        QSignalSpy started(&c, &TrainingController::runStarted);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        const QString id = c.start(settings(20), QStringLiteral("short"));
+        QVERIFY(!id.isEmpty());
+        QCOMPARE(c.currentRunId(), id);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(started.count(), 1);
+        QCOMPARE(started.at(0).at(0).toString(), id);
+        const RunResult r = resultOf(finished, id);
+        QCOMPARE(r.status, RunStatus::completed);
+        QCOMPARE(r.steps, 20);
+        QCOMPARE(log.count<StepEvent>(id), 20);
+        QVERIFY(log.count<EvalEvent>(id) >= 1);
+        QVERIFY(log.count<RunStartEvent>(id) == 1);
+        // Coalesced: fewer batches than events.
+        QVERIFY2(log.batches[id] < log.events[id].size(),
+                 qPrintable(QStringLiteral("%1 batches for %2 events").arg(log.batches[id]).arg(log.events[id].size())));
+        QCOMPARE(c.state(), TrainingController::State::idle);
+
+        const json record = loadRunRecord((dir_.path() / "runs" / (id.toStdString() + ".json")));
+        QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("completed"));
+        QCOMPARE(record["name"].get<std::string>(), std::string("short"));
+        QCOMPARE(record["steps"].size(), std::size_t(20));
+    }
+
+    void pauseResumeStopKeepsTheRecord()
+    {
+        TrainingController c(runsDir());
+        EventLog log;
+        log.attach(c);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        QSignalSpy states(&c, &TrainingController::stateChanged);
+        const QString id = c.start(settings(0, 1000), QStringLiteral("long"));
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= 3, 30000);
+
+        c.pause();
+        QCOMPARE(c.state(), TrainingController::State::paused);
+        QTRY_VERIFY_WITH_TIMEOUT(log.hasStatus(id, RunStatus::paused), 10000);
+        c.resume();
+        QCOMPARE(c.state(), TrainingController::State::training);
+        QTRY_VERIFY_WITH_TIMEOUT(log.hasStatus(id, RunStatus::running) && log.count<StepEvent>(id) >= 6, 10000);
+
+        c.stop();
+        QCOMPARE(c.state(), TrainingController::State::stopping);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+        QCOMPARE(resultOf(finished, id).status, RunStatus::stopped);
+        QCOMPARE(c.state(), TrainingController::State::idle);
+
+        const json record = loadRunRecord(dir_.path() / "runs" / (id.toStdString() + ".json"));
+        QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
+        QVERIFY(record["steps"].size() >= 6);
+    }
+
+    void closingMidRunEndsTheWorkerAndKeepsTheRecord()
+    {
+        auto c = std::make_unique<TrainingController>(runsDir());
+        EventLog log;
+        log.attach(*c);
+        const QString id = c->start(settings(0, 1000), QStringLiteral("closed"));
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= 2, 30000);
+        c.reset();   // what closing the window does: stop, wait for the thread
+        const json record = loadRunRecord(dir_.path() / "runs" / (id.toStdString() + ".json"));
+        QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
+        QVERIFY(record["steps"].size() >= 2);
+    }
+
+    void supersededRunsEventsAreDropped()
+    {
+        TrainingController c(runsDir());
+        EventLog log;
+        log.attach(c);
+        QSignalSpy started(&c, &TrainingController::runStarted);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        const QString first = c.start(settings(0, 1000), QStringLiteral("first"));
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(first) >= 2, 30000);
+        const int firstEventsBefore = log.events[first].size();
+
+        const QString second = c.start(settings(10), QStringLiteral("second"));
+        QVERIFY(second != first);
+        QCOMPARE(c.currentRunId(), second);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+        QCOMPARE(finished.at(0).at(0).toString(), first);   // the old one ends first
+        QCOMPARE(resultOf(finished, first).status, RunStatus::stopped);
+        QCOMPARE(resultOf(finished, second).status, RunStatus::completed);
+        QCOMPARE(log.events[first].size(), firstEventsBefore);   // nothing after it was superseded
+        QCOMPARE(log.count<StepEvent>(second), 10);
+        QCOMPARE(started.count(), 2);
+        // Its record is kept, ended as stopped.
+        const json record = loadRunRecord(dir_.path() / "runs" / (first.toStdString() + ".json"));
+        QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
+    }
+
+    void impossibleChangesAreRefused()
+    {
+        TrainingController c(runsDir());
+        EventLog log;
+        log.attach(c);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        QVERIFY(!c.requestChange(SettingsChange{std::nullopt, 8, std::nullopt}).isEmpty());   // nothing runs
+
+        const QString id = c.start(settings(0, 1000), QStringLiteral("changes"));
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= 1, 30000);
+        QVERIFY(!c.requestChange(SettingsChange{std::nullopt, 0, std::nullopt}).isEmpty());
+        QVERIFY(!c.requestChange(SettingsChange{std::nullopt, std::nullopt, -1.0}).isEmpty());
+        PrecisionRecipe bad = *PrecisionRecipe::fromPreset("amp-fp16");
+        bad.lossScaling.backoffFactor = 1.5;
+        const QString sentence = c.requestChange(SettingsChange{bad, std::nullopt, std::nullopt});
+        QVERIFY2(sentence.contains(QStringLiteral("backoff")), qPrintable(sentence));
+
+        PrecisionRecipe good = *PrecisionRecipe::fromPreset("amp-fp16");
+        QCOMPARE(c.requestChange(SettingsChange{good, 8, 5e-4}), QString());
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<SettingChangeEvent>(id) == 1, 10000);
+        c.stop();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    }
+
+    void badDataFolderFailsWithOneSentence()
+    {
+        TrainingController c(runsDir());
+        QSignalSpy started(&c, &TrainingController::runStarted);
+        QSignalSpy failed(&c, &TrainingController::failed);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        TrainSettings s = settings(5);
+        s.dataDir = (dir_.path() / "no-such-folder").string();
+        const QString id = c.start(s, QStringLiteral("bad data"));
+        QTRY_COMPARE(finished.count(), 1);
+        QCOMPARE(failed.count(), 1);
+        QCOMPARE(failed.at(0).at(0).toString(), id);
+        QVERIFY(!failed.at(0).at(1).toString().isEmpty());
+        QCOMPARE(started.count(), 0);
+        QCOMPARE(resultOf(finished, id).status, RunStatus::failed);
+        QVERIFY(!QFileInfo::exists(QDir(runsDir()).filePath(id + QStringLiteral(".json"))));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestUiController)
+#include "tst_ui_controller.moc"

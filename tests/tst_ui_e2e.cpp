@@ -1,0 +1,118 @@
+// End-to-end test of the main window: with a temporary data folder and runs folder, start
+// a short run through the Start action, wait for it to finish, and check that the charts'
+// loss series hold the run's points, the runs list shows its accuracy, and a restarted
+// window (same runs folder) shows the saved run again.
+
+#include "charts/charts_view.h"
+#include "main_window.h"
+#include "run_list_model.h"
+#include "run_store.h"
+#include "settings_panel.h"
+#include "test_support.h"
+#include "training_controller.h"
+
+#include <QAction>
+#include <QSignalSpy>
+#include <QXYSeries>
+#include <QtTest>
+
+using namespace plab;
+using namespace plab::ui;
+using nlohmann::json;
+
+class TestUiE2e : public QObject {
+    Q_OBJECT
+    testing::TempDir dir_;
+
+    MainWindowOptions options() const
+    {
+        MainWindowOptions o;
+        o.dataDir = QString::fromStdString(dir_.path().string());
+        o.runsDir = QString::fromStdString((dir_.path() / "runs").string());
+        o.settingsFile = QString::fromStdString((dir_.path() / "settings.ini").string());
+        return o;
+    }
+
+    // Points of the series in `group` whose name contains `runName`.
+    static int pointsOf(ChartsView* charts, const QString& group, const QString& runName)
+    {
+        int points = 0;
+        for (QAbstractSeries* s : charts->seriesOf(group))
+            if (s->name().contains(runName))
+                if (auto* xy = qobject_cast<QXYSeries*>(s)) points = std::max(points, static_cast<int>(xy->count()));
+        return points;
+    }
+
+private slots:
+    void initTestCase() { testing::writeSyntheticDataset(dir_.path() / "mnist", 480, 200, 5); }
+
+    void shortRunFromTheWindow()
+    {
+        QString runName;
+        {
+            MainWindow window(options());
+            window.show();
+            QCOMPARE(window.windowTitle(), QStringLiteral("Precision Lab"));
+            window.settingsPanel()->setSettings(settingsFromJson(
+                json{{"recipe", "amp-fp16"}, {"widths", {4, 8}}, {"batch", 16}, {"epochs", 1}, {"max_steps", 20},
+                     {"threads", 1}, {"histogram_every", 5}},
+                "test"));
+            QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+            auto* start = window.findChild<QAction*>(QStringLiteral("startAction"));
+            QVERIFY(start && start->isEnabled());
+            start->trigger();
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+            QCOMPARE(finished.at(0).at(1).value<RunResult>().status, RunStatus::completed);
+
+            RunListModel* model = window.runListModel();
+            QCOMPARE(model->rowCount(), 1);
+            runName = model->index(0, RunListModel::NameColumn).data().toString();
+            QVERIFY(runName.startsWith(QStringLiteral("AMP FP16")));
+            QCOMPARE(window.watchedRunId(), model->runAt(0)->id());
+            QVERIFY(model->index(0, RunListModel::AccuracyColumn).data().toString().contains(QLatin1Char('%')));
+            QCOMPARE(model->index(0, RunListModel::StatusColumn).data().toString(), QStringLiteral("completed"));
+
+            window.chartsView()->redrawNow();
+            QVERIFY2(pointsOf(window.chartsView(), QStringLiteral("loss"), runName) > 0, qPrintable(runName));
+            QVERIFY(!window.chartsView()->seriesOf(QStringLiteral("scale")).isEmpty());
+            QVERIFY(window.bannerText().isEmpty());
+            window.close();
+        }
+        // Restart: the saved run is back, with its points.
+        MainWindow restarted(options());
+        QCOMPARE(restarted.runListModel()->rowCount(), 1);
+        QCOMPARE(restarted.runListModel()->index(0, 0).data().toString(), runName);
+        restarted.chartsView()->redrawNow();
+        QVERIFY(pointsOf(restarted.chartsView(), QStringLiteral("loss"), runName) > 0);
+        // The last settings came back too.
+        QCOMPARE(restarted.settingsPanel()->settings().recipe.preset, std::string("amp-fp16"));
+    }
+
+    void badDataFolderShowsOneSentence()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-bad").string());
+        o.dataDir = QString::fromStdString((dir_.path() / "nowhere").string());
+        MainWindow window(o);
+        TrainSettings s = window.settingsPanel()->settings();
+        s.dataDir.clear();
+        window.settingsPanel()->setSettings(s);
+        QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        QVERIFY(!window.bannerText().isEmpty());
+        QCOMPARE(window.runListModel()->rowCount(), 0);
+    }
+
+    void badFileIsReportedInTheWindow()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-file").string());
+        MainWindow window(o);
+        QVERIFY(!window.openFile(QStringLiteral("/no/such/file.json")).isEmpty());
+        QVERIFY(!window.bannerText().isEmpty());
+    }
+};
+
+QTEST_MAIN(TestUiE2e)
+#include "tst_ui_e2e.moc"

@@ -1,0 +1,206 @@
+// Tests of the RunStore and the RunListModel (under QAbstractItemModelTester): saved
+// records load at start-up, rename is written to the record, delete moves the record to
+// the trash folder and undo restores it, a new store over the same folder ("restart")
+// sees the same runs, an interrupted record reopens as interrupted, an external record is
+// copied in, and a damaged record is reported without being touched.
+
+#include "data/dataset.h"
+#include "report/run_record.h"
+#include "run_list_model.h"
+#include "run_store.h"
+#include "test_support.h"
+#include "train/trainer.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <fstream>
+
+using namespace plab;
+using namespace plab::ui;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class TestUiModels : public QObject {
+    Q_OBJECT
+    testing::TempDir data_;
+    DataSplit split_;
+
+    // Trains a tiny run and writes its record to `file`.
+    void writeRecord(const fs::path& file, const std::string& recipe, const std::string& name)
+    {
+        const TrainSettings s = settingsFromJson(json{{"recipe", recipe}, {"widths", {4, 8}}, {"batch", 16}, {"epochs", 1},
+                                                      {"max_steps", 12}, {"threads", 1}, {"histogram_every", 4}},
+                                                 "test");
+        RunRecorder recorder(file, s, split_, name);
+        Trainer trainer(s, split_, [&](const TrainerEvent& e) { recorder.onEvent(e); });
+        recorder.finish(trainer.run());
+    }
+
+    static QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
+
+private slots:
+    void initTestCase()
+    {
+        testing::writeSyntheticDataset(data_.path() / "mnist", 320, 100, 3);
+        split_ = loadDataset("mnist", data_.path());
+    }
+
+    void savedRunsLoadIntoTheModel()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "baseline");
+        writeRecord(runs.path() / "run-b.json", "amp-fp16", "");
+        RunStore store(q(runs.path()));
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(store.loadAll(), QStringList());
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.columnCount(), int(RunListModel::ColumnCount));
+        QCOMPARE(model.index(0, RunListModel::NameColumn).data().toString(), QStringLiteral("baseline"));
+        QCOMPARE(model.index(1, RunListModel::NameColumn).data().toString(), QStringLiteral("run-b"));   // no name: the id
+        QCOMPARE(model.index(1, RunListModel::RecipeColumn).data().toString(), QStringLiteral("AMP FP16"));
+        QCOMPARE(model.index(0, RunListModel::StatusColumn).data().toString(), QStringLiteral("completed"));
+        QVERIFY(model.index(0, RunListModel::AccuracyColumn).data().toString().contains(QLatin1Char('%')));
+        QVERIFY(model.index(0, RunListModel::NameColumn).data(Qt::DecorationRole).value<QColor>().isValid());
+        QVERIFY(model.index(0, RunListModel::NameColumn).data(Qt::DecorationRole) !=
+                model.index(1, RunListModel::NameColumn).data(Qt::DecorationRole));
+        QCOMPARE(store.runs()[0]->steps().size(), std::size_t(12));   // replayed like a live run
+    }
+
+    void checkingRowsSelectsRunsForComparison()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "a");
+        writeRecord(runs.path() / "run-b.json", "pure-fp16", "b");
+        RunStore store(q(runs.path()));
+        store.loadAll();
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy changed(&model, &RunListModel::comparisonChanged);
+        QVERIFY(model.setData(model.index(1, 0), Qt::Checked, Qt::CheckStateRole));
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(model.comparedRuns().size(), 1);
+        QCOMPARE(model.comparedRuns()[0]->name(), QStringLiteral("b"));
+        QCOMPARE(model.index(1, 0).data(Qt::CheckStateRole).toInt(), int(Qt::Checked));
+        QVERIFY(model.setData(model.index(1, 0), Qt::Unchecked, Qt::CheckStateRole));
+        QVERIFY(model.comparedRuns().isEmpty());
+        QCOMPARE(model.index(1, RunListModel::RecipeColumn).data().toString(), QStringLiteral("Pure FP16"));
+    }
+
+    void renameIsWrittenToTheRecordAndSurvivesARestart()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "old name");
+        {
+            RunStore store(q(runs.path()));
+            store.loadAll();
+            RunListModel model(&store);
+            QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QVERIFY(model.flags(model.index(0, 0)) & Qt::ItemIsEditable);
+            QVERIFY(!(model.flags(model.index(0, RunListModel::StatusColumn)) & Qt::ItemIsEditable));
+            QSignalSpy failed(&model, &RunListModel::renameFailed);
+            QVERIFY(!model.setData(model.index(0, 0), QStringLiteral("   ")));   // a run needs a name
+            QCOMPARE(failed.count(), 1);
+            QVERIFY(model.setData(model.index(0, 0), QStringLiteral("fp32 baseline")));
+            QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("fp32 baseline"));
+        }
+        QCOMPARE(loadRunRecord(runs.path() / "run-a.json")["name"].get<std::string>(), std::string("fp32 baseline"));
+        RunStore restarted(q(runs.path()));
+        restarted.loadAll();
+        QCOMPARE(restarted.runs()[0]->name(), QStringLiteral("fp32 baseline"));
+    }
+
+    void deleteMovesToTrashAndUndoRestores()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "a");
+        writeRecord(runs.path() / "run-b.json", "amp-bf16", "b");
+        writeRecord(runs.path() / "run-c.json", "tf32", "c");
+        RunStore store(q(runs.path()));
+        store.loadAll();
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setCompared(QStringLiteral("run-b"), true);
+
+        QVERIFY(!store.canUndoRemove());
+        QCOMPARE(store.remove(QStringLiteral("run-b")), QString());
+        QCOMPARE(model.rowCount(), 2);
+        QVERIFY(model.comparedRuns().isEmpty());
+        QVERIFY(!fs::exists(runs.path() / "run-b.json"));
+        QVERIFY(fs::exists(runs.path() / "trash" / "run-b.json"));   // never lost
+        QVERIFY(store.canUndoRemove());
+        QVERIFY(store.undoRemoveText().contains(QStringLiteral("b")));
+        {
+            RunStore restarted(q(runs.path()));   // a deleted run stays deleted after a restart
+            restarted.loadAll();
+            QCOMPARE(restarted.count(), 2);
+        }
+        QCOMPARE(store.undoRemove(), QString());
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(model.index(1, 0).data().toString(), QStringLiteral("b"));   // back in its place
+        QVERIFY(fs::exists(runs.path() / "run-b.json"));
+        QVERIFY(!store.canUndoRemove());
+        QVERIFY(!store.undoRemove().isEmpty());
+    }
+
+    void interruptedRecordReopensAsInterrupted()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "amp-fp16", "crashed");
+        // What a crash leaves: the last periodic write, summary still "running".
+        json record = loadRunRecord(runs.path() / "run-a.json");
+        record["summary"]["status"] = "running";
+        record["summary"].erase("finished_at");
+        record["steps"].erase(record["steps"].begin() + 8, record["steps"].end());
+        writeJsonAtomically(runs.path() / "run-a.json", record);
+
+        RunStore store(q(runs.path()));
+        QCOMPARE(store.loadAll(), QStringList());
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(model.index(0, RunListModel::StatusColumn).data().toString(), QStringLiteral("interrupted"));
+        QCOMPARE(store.runs()[0]->steps().size(), std::size_t(8));
+        QVERIFY(!store.runs()[0]->isLive());
+        QCOMPARE(store.remove(QStringLiteral("run-a")), QString());   // it can be deleted like any other
+    }
+
+    void externalRecordIsCopiedIn()
+    {
+        testing::TempDir runs, elsewhere;
+        writeRecord(elsewhere.path() / "from-cli.json", "pure-bf16", "");
+        RunStore store(q(runs.path()));
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QString error;
+        const RunPtr run = store.openRecord(q(elsewhere.path() / "from-cli.json"), &error);
+        QVERIFY2(run, qPrintable(error));
+        QCOMPARE(model.rowCount(), 1);
+        QVERIFY(fs::exists(runs.path() / "from-cli.json"));
+        QVERIFY(fs::exists(elsewhere.path() / "from-cli.json"));   // the original stays
+        QCOMPARE(store.openRecord(q(runs.path() / "from-cli.json"), &error), run);   // already there: found
+        QCOMPARE(model.rowCount(), 1);
+        QVERIFY(!store.openRecord(q(elsewhere.path() / "missing.json"), &error));
+        QVERIFY(!error.isEmpty());
+    }
+
+    void damagedRecordIsReportedAndLeftAlone()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "good");
+        { std::ofstream(runs.path() / "run-z.json") << "{\"format_version\": 1, \"steps\": ["; }
+        RunStore store(q(runs.path()));
+        const QStringList problems = store.loadAll();
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems[0].contains(QStringLiteral("run-z.json")), qPrintable(problems[0]));
+        QCOMPARE(store.count(), 1);
+        QVERIFY(fs::exists(runs.path() / "run-z.json"));
+        QString error;
+        QVERIFY(!store.openRecord(q(runs.path() / "run-z.json"), &error));
+        QVERIFY(!error.isEmpty());
+    }
+};
+
+QTEST_MAIN(TestUiModels)
+#include "tst_ui_models.moc"

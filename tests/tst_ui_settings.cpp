@@ -1,0 +1,217 @@
+// Tests of the SettingsPanel: a preset sets the switches, an override marks the recipe
+// custom, impossible values disable Start with a sentence saying why (never a clamp),
+// notices show for unusual combinations, and during a run the live-editable fields
+// (precision, loss scaling, batch, lr) send SettingsChanges while the rest is locked.
+
+#include "settings_panel.h"
+#include "trainer_metatypes.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace plab;
+using namespace plab::ui;
+
+namespace {
+
+template <class W>
+W* child(const QWidget& panel, const char* name)
+{
+    W* w = panel.findChild<W*>(QString::fromLatin1(name));
+    if (!w) qFatal("no child %s", name);
+    return w;
+}
+
+void choose(QComboBox* combo, const QString& data) { combo->setCurrentIndex(combo->findData(data)); }
+
+// Types into a line edit as a person would and presses Enter.
+void typeInto(QLineEdit* edit, const QString& text)
+{
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClick(edit, Qt::Key_Backspace);
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+}
+
+}  // namespace
+
+class TestUiSettings : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { registerTrainerMetaTypes(); }
+
+    void presetSetsTheSwitches_data()
+    {
+        QTest::addColumn<QString>("preset");
+        for (const auto& name : PrecisionRecipe::presetNames())
+            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+    }
+    void presetSetsTheSwitches()
+    {
+        QFETCH(QString, preset);
+        SettingsPanel panel;
+        choose(child<QComboBox>(panel, "presetCombo"), preset);
+        const PrecisionRecipe expected = *PrecisionRecipe::fromPreset(preset.toStdString());
+        QCOMPARE(panel.settings().recipe, expected);
+        QCOMPARE(child<QComboBox>(panel, "computeCombo")->currentData().toString(),
+                 QString::fromLatin1(formatName(expected.compute).data()));
+        QCOMPARE(child<QCheckBox>(panel, "masterWeightsCheck")->isChecked(), expected.masterWeights);
+        QCOMPARE(child<QCheckBox>(panel, "fp32SensitiveOpsCheck")->isChecked(), expected.fp32SensitiveOps);
+        QCOMPARE(child<QComboBox>(panel, "lossScaleMode")->currentIndex(), int(expected.lossScaling.mode));
+        QVERIFY(!panel.isCustomRecipe());
+        QVERIFY(!child<QLabel>(panel, "customMark")->isVisibleTo(&panel));
+        QVERIFY(panel.isValid());
+        QVERIFY(child<QPushButton>(panel, "startButton")->isEnabled());
+    }
+
+    void overrideMarksTheRecipeCustom()
+    {
+        SettingsPanel panel;
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("amp-fp16"));
+        child<QCheckBox>(panel, "masterWeightsCheck")->setChecked(false);
+        QVERIFY(panel.isCustomRecipe());
+        QVERIFY(child<QLabel>(panel, "customMark")->isVisibleTo(&panel));
+        QCOMPARE(panel.settings().recipe.preset, std::string("amp-fp16"));   // the preset it started from
+        QVERIFY(!panel.settings().recipe.masterWeights);
+        // Loss scaling with fp16 weights is allowed, with a notice next to the controls.
+        QVERIFY(panel.isValid());
+        QVERIFY(!panel.notices().isEmpty());
+        QVERIFY(child<QLabel>(panel, "noticesLabel")->isVisibleTo(&panel));
+        // Back to the preset: no longer custom.
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("fp32"));
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("amp-fp16"));
+        QVERIFY(!panel.isCustomRecipe());
+    }
+
+    void dynamicScalingDefaultsFillTheKnobs()
+    {
+        SettingsPanel panel;
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("amp-fp16"));
+        child<QComboBox>(panel, "lossScaleDefaults")->setCurrentIndex(2);   // TensorFlow
+        QCOMPARE(panel.settings().recipe.lossScaling, *LossScaling::preset("tensorflow"));
+        child<QComboBox>(panel, "lossScaleDefaults")->setCurrentIndex(3);   // Apex
+        QCOMPARE(panel.settings().recipe.lossScaling, *LossScaling::preset("apex"));
+    }
+
+    void impossibleValuesDisableStart_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("batch 0") << "batchEdit" << "0" << "Batch size";
+        QTest::addRow("batch not a number") << "batchEdit" << "lots" << "Batch size";
+        QTest::addRow("batch too large") << "batchEdit" << "100000" << "Batch size";
+        QTest::addRow("negative lr") << "lrEdit" << "-0.1" << "lr";
+        QTest::addRow("lr not a number") << "lrEdit" << "fast" << "Learning rate";
+        QTest::addRow("epochs 0") << "epochsEdit" << "0" << "Epochs";
+        QTest::addRow("growth factor 1") << "growthFactorEdit" << "1" << "growth factor";
+        QTest::addRow("backoff above 1") << "backoffFactorEdit" << "1.5" << "backoff factor";
+        QTest::addRow("scale infinite in fp32") << "initScaleEdit" << "1e39" << "finite in fp32";
+        QTest::addRow("interval 0") << "growthIntervalEdit" << "0" << "Growth interval";
+        QTest::addRow("min above max") << "minScaleEdit" << "1e9" << "minimum loss scale";
+    }
+    void impossibleValuesDisableStart()
+    {
+        QFETCH(QString, field);
+        QFETCH(QString, text);
+        QFETCH(QString, mentions);
+        SettingsPanel panel;
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("amp-fp16"));
+        child<QComboBox>(panel, "lossScaleDefaults")->setCurrentIndex(3);   // Apex: has a max scale
+        QSignalSpy validity(&panel, &SettingsPanel::validityChanged);
+        auto* edit = child<QLineEdit>(panel, field.toLatin1().constData());
+        const QString before = edit->text();
+        typeInto(edit, text);
+        QVERIFY(!panel.isValid());
+        QVERIFY2(panel.problem().contains(mentions, Qt::CaseInsensitive), qPrintable(panel.problem()));
+        QVERIFY(!child<QPushButton>(panel, "startButton")->isEnabled());
+        QCOMPARE(child<QLabel>(panel, "problemLabel")->text(), panel.problem());
+        QVERIFY(child<QLabel>(panel, "problemLabel")->isVisibleTo(&panel));
+        QCOMPARE(edit->text(), text);   // not clamped
+        QVERIFY(!validity.isEmpty());
+        QCOMPARE(validity.last().at(0).toBool(), false);   // told the window, as the value was typed
+        typeInto(edit, before);
+        QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
+        QVERIFY(child<QPushButton>(panel, "startButton")->isEnabled());
+        QVERIFY(!child<QLabel>(panel, "problemLabel")->isVisibleTo(&panel));
+    }
+
+    void cudaUnavailableIsExplained()
+    {
+        SettingsPanel panel;
+        panel.setCudaInfo(BackendInfo{"cuda", false, "no CUDA device was found", {}});
+        QVERIFY(child<QLabel>(panel, "backendNote")->text().contains(QStringLiteral("no CUDA device was found")));
+        TrainSettings s;
+        s.backend = "cuda";
+        panel.setSettings(s);
+        QVERIFY(!panel.isValid());
+        QVERIFY(panel.problem().contains(QStringLiteral("CUDA")));
+    }
+
+    void liveEditableFieldsSendChangesAndTheRestIsLocked()
+    {
+        SettingsPanel panel;
+        TrainSettings run;
+        run.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+        panel.setSettings(run);
+        QSignalSpy changes(&panel, &SettingsPanel::liveChangeRequested);
+        panel.setLive(true, run);
+
+        for (const char* locked : {"modelCombo", "datasetCombo", "seedEdit", "epochsEdit", "optimizerCombo", "backendCombo"})
+            QVERIFY2(!panel.findChild<QWidget*>(QString::fromLatin1(locked))->isEnabled(), locked);
+        for (const char* live : {"presetCombo", "computeCombo", "masterWeightsCheck", "lossScaleMode", "batchEdit", "lrEdit"})
+            QVERIFY2(panel.findChild<QWidget*>(QString::fromLatin1(live))->isEnabled(), live);
+
+        // Loss scaling off, mid-run.
+        child<QComboBox>(panel, "lossScaleMode")->setCurrentIndex(0);
+        QCOMPARE(changes.count(), 1);
+        SettingsChange change = changes.at(0).at(0).value<SettingsChange>();
+        QVERIFY(change.recipe);
+        QCOMPARE(change.recipe->lossScaling.mode, LossScaleMode::off);
+        QVERIFY(!change.batch && !change.lr);
+        panel.showChangeResult({});   // the controller took it
+
+        typeInto(child<QLineEdit>(panel, "lrEdit"), QStringLiteral("0.0005"));
+        QCOMPARE(changes.count(), 2);
+        change = changes.at(1).at(0).value<SettingsChange>();
+        QVERIFY(!change.recipe && !change.batch);
+        QCOMPARE(*change.lr, 0.0005);
+        panel.showChangeResult({});
+
+        // An impossible value sends nothing.
+        typeInto(child<QLineEdit>(panel, "batchEdit"), QStringLiteral("0"));
+        QCOMPARE(changes.count(), 2);
+        QVERIFY(!panel.isValid());
+
+        // The trainer's refusal is shown where the controls are.
+        typeInto(child<QLineEdit>(panel, "batchEdit"), QStringLiteral("64"));
+        QCOMPARE(changes.count(), 3);
+        panel.showChangeResult(QStringLiteral("No run is training."));
+        QCOMPARE(child<QLabel>(panel, "problemLabel")->text(), QStringLiteral("No run is training."));
+
+        panel.setLive(false);
+        QVERIFY(panel.findChild<QWidget*>(QStringLiteral("modelCombo"))->isEnabled());
+        QVERIFY(panel.findChild<QWidget*>(QStringLiteral("seedEdit"))->isEnabled());
+    }
+
+    void keysWithoutControlsAreKept()
+    {
+        SettingsPanel panel;
+        TrainSettings s;
+        s.model.widths = {4, 8};
+        s.threads = 1;
+        s.histogramEvery = 7;
+        s.dataDir = "/somewhere";
+        panel.setSettings(s);
+        QCOMPARE(panel.settings(), s);
+    }
+};
+
+QTEST_MAIN(TestUiSettings)
+#include "tst_ui_settings.moc"

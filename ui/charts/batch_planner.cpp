@@ -1,0 +1,78 @@
+// Batch-size planning arithmetic (see batch_planner.h).
+#include "charts/batch_planner.h"
+
+#include <algorithm>
+
+namespace plab::ui {
+
+ParameterBytes parameterBytesFor(const PrecisionRecipe& recipe, int optimizerStateTensors)
+{
+    // Mirrors Model::applyRecipe: with master weights, the layers' copy is in the compute
+    // format next to an fp32 master, fp32 gradients and fp32 state; without, everything is
+    // in the storage format (fp32 for fp32 and tf32 computes).
+    ParameterBytes b;
+    const int storage = formatInfo(recipe.storage()).storageBytes;
+    if (recipe.masterWeights) {
+        b.weights = formatInfo(recipe.compute).storageBytes;
+        b.masterWeights = 4;
+        b.gradients = 4;
+        b.optimizerState = 4 * optimizerStateTensors;
+    } else {
+        b.weights = storage;
+        b.masterWeights = 0;
+        b.gradients = storage;
+        b.optimizerState = storage * optimizerStateTensors;
+    }
+    return b;
+}
+
+int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum)
+{
+    if (optimizerKind == "adam") return 2;
+    return momentum != 0.0 ? 1 : 0;
+}
+
+BatchPlan planBatch(const BatchPlanInput& input, std::int64_t budgetBytes)
+{
+    BatchPlan plan;
+    plan.fixedBytes = input.parameters * input.perParameter.total() + input.reservedBytes;
+    plan.perSampleBytes = input.activationBytesPerSample + input.workspaceBytesPerSample;
+    const std::int64_t room = budgetBytes - plan.fixedBytes;
+    if (room <= 0 || plan.perSampleBytes <= 0) return plan;
+    plan.largestBatch = room / plan.perSampleBytes;
+    return plan;
+}
+
+ModelFootprint modelFootprint(const ModelSpec& spec)
+{
+    ModelFootprint footprint;
+    footprint.spec = spec;
+    const auto model = Model::create(spec, 1);
+    for (Parameter* p : model->parameters()) footprint.parameters += p->value.size();
+    for (const std::string& name : PrecisionRecipe::presetNames()) {
+        const auto recipe = PrecisionRecipe::fromPreset(name);
+        if (!recipe) continue;
+        footprint.presets.push_back(
+            {name, PrecisionRecipe::displayName(name), *recipe, model->activationBytesPerSample(*recipe)});
+    }
+    return footprint;
+}
+
+std::vector<PresetPlan> planPresets(const ModelFootprint& model, std::int64_t budgetBytes,
+                                    int optimizerStateTensors, std::int64_t workspaceBytesPerSample,
+                                    std::int64_t reservedBytes)
+{
+    std::vector<PresetPlan> rows;
+    for (const auto& preset : model.presets) {
+        BatchPlanInput input;
+        input.parameters = model.parameters;
+        input.perParameter = parameterBytesFor(preset.recipe, optimizerStateTensors);
+        input.activationBytesPerSample = preset.activationBytesPerSample;
+        input.workspaceBytesPerSample = workspaceBytesPerSample;
+        input.reservedBytes = reservedBytes;
+        rows.push_back({preset.displayName, planBatch(input, budgetBytes)});
+    }
+    return rows;
+}
+
+}  // namespace plab::ui

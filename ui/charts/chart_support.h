@@ -1,0 +1,138 @@
+// What every chart group shares: the group base class, a pool of series reused across
+// redraws (created on first use, removed when no run needs them), the setting-change
+// markers (a vertical line and a label per change), pens in a run's color, the palette-
+// driven theme, pixel columns for the reduction, and number formatting.
+#pragma once
+
+#include "run_data.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QGraphicsSimpleTextItem>
+#include <QHash>
+#include <QList>
+#include <QPen>
+#include <QPointer>
+#include <QSet>
+#include <QString>
+#include <QValueAxis>
+#include <QWidget>
+#include <QXYSeries>
+
+#include <functional>
+
+namespace plab::ui {
+
+// One of the six chart groups: a widget with one or more charts and maybe controls.
+class ChartGroup : public QWidget {
+    Q_OBJECT
+public:
+    ChartGroup(QString name, QWidget* parent);
+    const QString& groupName() const { return name_; }
+
+    // Rebuilds what is drawn from the runs (current may be null). Called by ChartsView's
+    // frame timer only when some run's revision() moved, or the runs or theme changed.
+    virtual void redraw(const RunPtr& current, const QList<RunPtr>& compare) = 0;
+    virtual QList<QChart*> charts() const = 0;
+    QList<QAbstractSeries*> series() const;
+
+    // Antialiasing triples the paint time of long lines: charts holding more points than
+    // this draw without it (ChartsView calls this after each redraw).
+    static constexpr qsizetype kAntialiasedPoints = 3000;
+    void adaptAntialiasing();
+
+    // Follows the palette: dark theme when the window color is dark.
+    virtual void applyPalette(const QPalette& palette);
+
+protected:
+    // The runs to draw, current first, without nulls or duplicates.
+    static QList<RunPtr> runsToDraw(const RunPtr& current, const QList<RunPtr>& compare);
+
+private:
+    QString name_;
+};
+
+// A chart view set up the same everywhere: antialiased, no margins wasted, a minimum
+// size that keeps axes readable.
+QChartView* makeChartView(QChart* chart, QWidget* parent);
+QChart* makeChart(const QString& title);
+QValueAxis* makeValueAxis(const QString& title, const QString& labelFormat = QStringLiteral("%g"));
+
+// Width of the plot area in device pixels (at least 100): the columns for reduction.
+int pixelColumns(const QChart* chart);
+
+// The series of one chart kept by key across redraws. begin() marks every series unused,
+// take() returns (creating when needed) and marks used, end() deletes the unused ones.
+class SeriesPool {
+public:
+    explicit SeriesPool(QChart* chart) : chart_(chart) {}
+    void begin();
+    // Creates with `make` (attached to the axes) when the key is new.
+    QAbstractSeries* take(const QString& key, const std::function<QAbstractSeries*()>& make,
+                          const QList<QAbstractAxis*>& axes);
+    template <class S>
+    S* take(const QString& key, const QList<QAbstractAxis*>& axes)
+    {
+        return static_cast<S*>(take(key, [] { return new S; }, axes));
+    }
+    void end();
+
+private:
+    QChart* chart_;
+    QHash<QString, QAbstractSeries*> series_;
+    QHash<QString, bool> used_;
+};
+
+// Sets what a reused series shows only when it changed (each setter repaints).
+void setSeriesName(QAbstractSeries* s, const QString& name);
+void setSeriesPen(QXYSeries* s, const QPen& pen);
+void setLegendVisible(QChart* chart, QAbstractSeries* s, bool visible);
+QPen runPen(const QColor& color, qreal width = 2.0, Qt::PenStyle style = Qt::SolidLine);
+QColor faded(QColor c, int alpha);
+
+// The steps where a run's settings changed: a dashed vertical line across the plot and
+// a label with the description at its top; labels follow the plot area when it moves.
+class ChangeMarkers : public QObject {
+    Q_OBJECT
+public:
+    ChangeMarkers(QChart* chart, SeriesPool* pool);
+    // Adds this run's markers for the current redraw (between pool->begin() and end()),
+    // spanning yLow..yHigh of the given axes. Call placeLabels() after the axis ranges are set.
+    void addRun(const RunData& run, QAbstractAxis* x, QAbstractAxis* y, double yLow, double yHigh);
+    void beginLabels();
+    void placeLabels();
+    int labelCount() const { return static_cast<int>(labels_.size()); }
+    QStringList labelTexts() const;
+
+private:
+    struct Label { QGraphicsSimpleTextItem* item; QPointF anchor; QAbstractSeries* series; };
+    QChart* chart_;
+    SeriesPool* pool_;
+    std::vector<Label> labels_;
+    int used_ = 0;
+};
+
+// Reduced points per series, recomputed only when the run's revision or the pixel columns
+// moved: a finished comparison run costs nothing per frame. update() replaces the series'
+// points only when they changed (or the series is new), so QtCharts re-lays out nothing else.
+class ReducedPointsCache {
+public:
+    const QList<QPointF>& update(QXYSeries* series, const QString& key, const RunData& run, int columns,
+                                 const std::function<QList<QPointF>()>& compute);
+    void retain(const QSet<QString>& keys);   // forget series that are gone
+
+private:
+    struct Entry {
+        const RunData* run = nullptr;
+        std::uint64_t revision = 0;
+        int columns = 0;
+        QList<QPointF> points;
+    };
+    QHash<QString, Entry> entries_;
+};
+
+QString formatBytes(double bytes);
+QString formatDuration(double seconds);
+QString formatPercent(double fraction);
+
+}  // namespace plab::ui

@@ -1,0 +1,323 @@
+// The gradient histogram against the format's regions (see histogram_chart.h).
+#include "charts/histogram_chart.h"
+
+#include <QAreaSeries>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QMouseEvent>
+#include <QSlider>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace plab::ui {
+
+namespace {
+
+// A chart view that turns a left click in the plot area into a chart position.
+class ClickableChartView : public QChartView {
+public:
+    ClickableChartView(QChart* chart, QWidget* parent, std::function<void(QPointF)> onClick)
+        : QChartView(chart, parent), onClick_(std::move(onClick))
+    {
+        setRenderHint(QPainter::Antialiasing);
+        setMinimumSize(280, 200);
+        setFrameShape(QFrame::NoFrame);
+        setCursor(Qt::CrossCursor);
+    }
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override
+    {
+        if (event->button() == Qt::LeftButton) onClick_(mapToScene(event->position().toPoint()));
+        QChartView::mousePressEvent(event);
+    }
+
+private:
+    std::function<void(QPointF)> onClick_;
+};
+
+const LayerTelemetry* findLayer(const TelemetryEvent& t, const std::string& layer, TensorKind kind)
+{
+    for (const LayerTelemetry& l : t.layers)
+        if (l.layer == layer && l.kind == kind) return &l;
+    return nullptr;
+}
+
+// The histogram event of a run at or before `step` (the first one when all are later).
+const TelemetryEvent* telemetryAt(const RunData& run, std::int64_t step)
+{
+    const auto& all = run.telemetry();
+    if (all.empty()) return nullptr;
+    auto it = std::upper_bound(all.begin(), all.end(), step,
+                               [](std::int64_t s, const TelemetryEvent& t) { return s < t.step; });
+    return it == all.begin() ? &all.front() : &*(it - 1);
+}
+
+struct Region {
+    const char* key;
+    const char* label;
+    QColor color;
+};
+
+}  // namespace
+
+HistogramChart::HistogramChart(QWidget* parent)
+    : ChartGroup(QStringLiteral("histogram"), parent),
+      chart_(makeChart(tr("Histogram of log2|x| (scaled, before rounding)"))),
+      exponents_(makeValueAxis(tr("log2 |x|"), QStringLiteral("%d"))),
+      share_(makeValueAxis(tr("share of nonzero values %"), QStringLiteral("%.3g"))),
+      pool_(chart_)
+{
+    chart_->addAxis(exponents_, Qt::AlignBottom);
+    chart_->addAxis(share_, Qt::AlignLeft);
+    shares_ = new QGraphicsSimpleTextItem(chart_);
+    shares_->setZValue(20);
+    connect(chart_, &QChart::plotAreaChanged, this, &HistogramChart::placeText);
+
+    layerBox_ = new QComboBox(this);
+    layerBox_->setToolTip(tr("Layer whose tensor is shown"));
+    kindBox_ = new QComboBox(this);
+    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation})
+        kindBox_->addItem(QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' ')),
+                          static_cast<int>(k));
+    kindBox_->setToolTip(tr("Tensor kind: weight gradients, activation gradients or activations"));
+    stepSlider_ = new QSlider(Qt::Horizontal, this);
+    stepSlider_->setToolTip(tr("Move through the histogram steps of the run being watched"));
+    stepLabel_ = new QLabel(this);
+    changesLabel_ = new QLabel(this);
+    changesLabel_->setWordWrap(true);
+
+    auto onSelection = [this] {
+        if (!updatingControls_) redrawSelf();
+    };
+    connect(layerBox_, &QComboBox::currentIndexChanged, this, onSelection);
+    connect(kindBox_, &QComboBox::currentIndexChanged, this, onSelection);
+    connect(stepSlider_, &QSlider::valueChanged, this, [this](int) {
+        if (updatingControls_) return;
+        followLatest_ = stepSlider_->value() == stepSlider_->maximum();
+        redrawSelf();
+    });
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(layerBox_);
+    controls->addWidget(kindBox_);
+    controls->addWidget(stepSlider_, 1);
+    controls->addWidget(stepLabel_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(new ClickableChartView(chart_, this, [this](QPointF p) { pickAt(p); }), 1);
+    layout->addLayout(controls);
+    layout->addWidget(changesLabel_);
+}
+
+void HistogramChart::setSelection(const QString& layer, TensorKind kind)
+{
+    updatingControls_ = true;
+    if (layerBox_->findText(layer) < 0) layerBox_->addItem(layer);
+    layerBox_->setCurrentText(layer);
+    kindBox_->setCurrentIndex(kindBox_->findData(static_cast<int>(kind)));
+    updatingControls_ = false;
+    redrawSelf();
+}
+
+void HistogramChart::setHistogramIndex(int index)
+{
+    stepSlider_->setValue(index);
+}
+
+QString HistogramChart::layer() const { return layerBox_->currentText(); }
+
+TensorKind HistogramChart::kind() const { return static_cast<TensorKind>(kindBox_->currentData().toInt()); }
+
+void HistogramChart::pickAt(const QPointF& chartPosition)
+{
+    if (!chart_->plotArea().contains(chartPosition) || chart_->series().isEmpty()) return;
+    const QPointF value = chart_->mapToValue(chartPosition, chart_->series().constFirst());
+    const int exponent = static_cast<int>(std::floor(value.x()));
+    emit binPicked(layer(), QString::fromUtf8(tensorKindName(kind())), exponent);
+}
+
+void HistogramChart::refillLayers(const RunData& run)
+{
+    QStringList names;
+    for (const TelemetryEvent& t : run.telemetry())
+        for (const LayerTelemetry& l : t.layers) {
+            const QString name = QString::fromStdString(l.layer);
+            if (!names.contains(name)) names << name;
+        }
+    QStringList have;
+    for (int i = 0; i < layerBox_->count(); ++i) have << layerBox_->itemText(i);
+    if (names == have || names.isEmpty()) return;
+    const QString keep = layerBox_->currentText();
+    layerBox_->clear();
+    layerBox_->addItems(names);
+    // Keep the choice; else the first layer with weight gradients (the classic view).
+    if (names.contains(keep)) {
+        layerBox_->setCurrentText(keep);
+    } else {
+        for (const LayerTelemetry& l : run.telemetry().back().layers)
+            if (l.kind == kind()) {
+                layerBox_->setCurrentText(QString::fromStdString(l.layer));
+                break;
+            }
+    }
+}
+
+void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
+{
+    current_ = current;
+    compare_ = compare;
+    const QList<RunPtr> runs = runsToDraw(current, compare);
+    const RunPtr chosen = runs.isEmpty() ? nullptr : runs.front();
+
+    // Controls follow the chosen run: its layers, and its histogram steps on the slider.
+    updatingControls_ = true;
+    const int count = chosen ? static_cast<int>(chosen->telemetry().size()) : 0;
+    if (chosen) refillLayers(*chosen);
+    stepSlider_->setRange(0, std::max(0, count - 1));
+    if (followLatest_) stepSlider_->setValue(stepSlider_->maximum());
+    updatingControls_ = false;
+    const int index = std::min(stepSlider_->value(), count - 1);
+    const std::int64_t step = index >= 0 ? chosen->telemetry()[static_cast<std::size_t>(index)].step : 0;
+    stepLabel_->setText(count > 0 ? tr("step %1 (%2 of %3)").arg(step).arg(index + 1).arg(count) : tr("no histograms yet"));
+
+    const std::string layerName = layer().toStdString();
+    const TensorKind tensorKind = kind();
+    const Format format = chosen ? chosen->currentSettings().recipe.compute : Format::fp16;
+    const FormatRegions regions = formatRegions(format);
+    const QString formatText = QString::fromUtf8(formatName(format));
+
+    pool_.begin();
+    int lowBin = GradientHistogram::kBins, highBin = -1;
+    double topShare = 0;
+    QStringList text;
+    struct Drawn { RunPtr run; const LayerTelemetry* tap; std::int64_t step; };
+    std::vector<Drawn> drawn;
+    for (const RunPtr& run : runs) {
+        const TelemetryEvent* t = run == chosen ? (index >= 0 ? &run->telemetry()[static_cast<std::size_t>(index)] : nullptr)
+                                                : telemetryAt(*run, step);
+        const LayerTelemetry* tap = t ? findLayer(*t, layerName, tensorKind) : nullptr;
+        if (!tap) continue;
+        drawn.push_back({run, tap, t->step});
+        const double values = static_cast<double>(tap->histogram.total() - tap->histogram.zeros - tap->histogram.nonFinite);
+        for (int b = 0; b < GradientHistogram::kBins; ++b) {
+            const auto n = tap->histogram.bins[static_cast<std::size_t>(b)];
+            if (n == 0) continue;
+            lowBin = std::min(lowBin, b);
+            highBin = std::max(highBin, b);
+            topShare = std::max(topShare, 100.0 * static_cast<double>(n) / values);
+        }
+    }
+
+    // The visible exponents: the data, and the format's boundaries when they are near it.
+    int xLow = regions.flushedBelow - 4, xHigh = regions.overflowFrom + 4;
+    if (highBin >= 0) {
+        const int dataLow = GradientHistogram::exponentOf(lowBin), dataHigh = GradientHistogram::exponentOf(highBin) + 1;
+        constexpr int kNear = 40;
+        xLow = dataLow - 3;
+        xHigh = dataHigh + 3;
+        for (int boundary : {regions.flushedBelow, regions.normalFrom, regions.overflowFrom})
+            if (boundary >= dataLow - kNear && boundary <= dataHigh + kNear) {
+                xLow = std::min(xLow, boundary - 3);
+                xHigh = std::max(xHigh, boundary + 3);
+            }
+    }
+    xLow = std::max(xLow, GradientHistogram::kMinExponent - 1);
+    xHigh = std::min(xHigh, GradientHistogram::kMaxExponent + 2);
+    const double top = topShare > 0 ? topShare * 1.15 : 100.0;
+    exponents_->setRange(xLow, xHigh);
+    share_->setRange(0, top);
+
+    // Shaded regions of the chosen run's compute format.
+    const FormatInfo& info = formatInfo(format);
+    const Region shading[] = {
+        {"flushed", "flushed to zero", QColor(220, 50, 50, 45)},
+        {"subnormal", "subnormal", QColor(240, 160, 30, 55)},
+        {"normal", "normal", QColor(60, 170, 90, 30)},
+        {"overflow", "overflow", QColor(160, 60, 200, 50)},
+    };
+    const double bounds[] = {static_cast<double>(xLow), static_cast<double>(regions.flushedBelow),
+                             static_cast<double>(regions.normalFrom), static_cast<double>(regions.overflowFrom),
+                             static_cast<double>(xHigh)};
+    const QString ranges[] = {
+        tr("|x| < 2^%1").arg(info.minSubnormalLog2 - 1),
+        tr("2^%1 .. 2^%2").arg(info.minSubnormalLog2 - 1).arg(info.minNormalLog2),
+        tr("2^%1 .. %2").arg(info.minNormalLog2).arg(info.maxFinite, 0, 'g', 6),
+        tr("> %1").arg(info.maxFinite, 0, 'g', 6),
+    };
+    for (int i = 0; i < 4; ++i) {
+        const double a = std::max(bounds[i], static_cast<double>(xLow));
+        const double b = std::min(bounds[i + 1], static_cast<double>(xHigh));
+        auto* area = static_cast<QAreaSeries*>(pool_.take(
+            QStringLiteral("region/") + QLatin1String(shading[i].key),
+            [] {
+                auto* s = new QAreaSeries(new QLineSeries, new QLineSeries);
+                return s;
+            },
+            {exponents_, share_}));
+        setSeriesName(area, tr("%1 %2 (%3)").arg(formatText, tr(shading[i].label), ranges[i]));
+        const QList<QPointF> upper = b > a ? QList<QPointF>{{a, top}, {b, top}} : QList<QPointF>{};
+        const QList<QPointF> lower = b > a ? QList<QPointF>{{a, 0.0}, {b, 0.0}} : QList<QPointF>{};
+        area->upperSeries()->replace(upper);
+        area->lowerSeries()->replace(lower);
+        if (area->brush().color() != shading[i].color) area->setBrush(shading[i].color);
+        if (area->pen().style() != Qt::NoPen) area->setPen(Qt::NoPen);
+        setLegendVisible(chart_, area, b > a);
+    }
+
+    // One step outline per run.
+    for (const Drawn& d : drawn) {
+        const GradientHistogram& h = d.tap->histogram;
+        const double values = static_cast<double>(h.total() - h.zeros - h.nonFinite);
+        QList<QPointF> outline;
+        outline.reserve((xHigh - xLow + 1) * 2);
+        for (int e = xLow; e < xHigh; ++e) {
+            const int bin = GradientHistogram::binOf(e);
+            const double share = bin >= 0 && bin < GradientHistogram::kBins && values > 0
+                                     ? 100.0 * static_cast<double>(h.bins[static_cast<std::size_t>(bin)]) / values
+                                     : 0.0;
+            outline.append(QPointF(e, share));
+            outline.append(QPointF(e + 1, share));
+        }
+        auto* line = pool_.take<QLineSeries>(d.run->id() + QStringLiteral("/histogram"), {exponents_, share_});
+        setSeriesName(line, tr("%1 %2 %3 at step %4")
+                                .arg(d.run->name(), layer(), QString::fromUtf8(tensorKindName(tensorKind)))
+                                .arg(d.step));
+        setSeriesPen(line, runPen(d.run->color(), d.run == chosen ? 2.5 : 1.8, d.run == chosen ? Qt::SolidLine : Qt::DashLine));
+        line->replace(outline);
+
+        const RegionShares s = regionShares(h, format);
+        text << tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
+                    .arg(d.run->name(), formatText, formatPercent(s.flushed), formatPercent(s.subnormal),
+                         formatPercent(s.normal), formatPercent(s.overflow), formatPercent(s.zeros),
+                         formatPercent(s.nonFinite));
+    }
+    pool_.end();
+    if (drawn.empty() && chosen) text << tr("No histogram of %1 %2 yet.").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
+    shares_->setBrush(chart_->titleBrush());
+    shares_->setText(text.join(QLatin1Char('\n')));
+    placeText();
+
+    // Setting changes of the chosen run up to this histogram step.
+    QStringList changes;
+    if (chosen)
+        for (const SettingChangeEvent& c : chosen->changes())
+            changes << (c.step <= step ? tr("step %1: %2") : tr("(later) step %1: %2"))
+                           .arg(c.step)
+                           .arg(QString::fromStdString(c.description));
+    changesLabel_->setText(changes.isEmpty() ? QString() : tr("Setting changes — %1").arg(changes.join(QStringLiteral("; "))));
+    changesLabel_->setVisible(!changes.isEmpty());
+}
+
+void HistogramChart::placeText()
+{
+    const QRectF area = chart_->plotArea();
+    shares_->setPos(area.left() + 6, area.top() + 4);
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,61 @@
+// Chart group "histogram": the histogram of log2|x| of one layer's tensor kind (values as
+// the engine records them: scaled by the loss scale, before rounding) at one histogram
+// step, over the regions of the chosen run's compute format (flushed to zero, subnormal,
+// normal, overflow) with the share of values in each written on the chart. Combos pick
+// the layer and kind, a slider moves through the histogram steps, comparison runs are
+// overlaid at their nearest earlier histogram step, and clicking a bin reports it.
+#pragma once
+
+#include "charts/chart_support.h"
+#include "charts/histogram_regions.h"
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QLabel;
+class QSlider;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class HistogramChart : public ChartGroup {
+    Q_OBJECT
+public:
+    explicit HistogramChart(QWidget* parent = nullptr);
+    void redraw(const RunPtr& current, const QList<RunPtr>& compare) override;
+    QList<QChart*> charts() const override { return {chart_}; }
+
+    // Selection (tests and the main window may drive it).
+    void setSelection(const QString& layer, TensorKind kind);
+    void setHistogramIndex(int index);      // into the current run's telemetry()
+    QString layer() const;
+    TensorKind kind() const;
+    QString sharesText() const { return shares_->text(); }
+
+    // The bin under a point of the plot (chart coordinates), as an exponent.
+    void pickAt(const QPointF& chartPosition);
+
+signals:
+    void binPicked(const QString& layer, const QString& kind, int exponent);
+
+private:
+    void refillLayers(const RunData& run);
+    void redrawSelf() { redraw(current_, compare_); }
+    void placeText();
+
+    QChart* chart_;
+    QValueAxis* exponents_;
+    QValueAxis* share_;
+    SeriesPool pool_;
+    QGraphicsSimpleTextItem* shares_;
+    QComboBox* layerBox_;
+    QComboBox* kindBox_;
+    QSlider* stepSlider_;
+    QLabel* stepLabel_;
+    QLabel* changesLabel_;
+    RunPtr current_;
+    QList<RunPtr> compare_;
+    bool followLatest_ = true;
+    bool updatingControls_ = false;
+};
+
+}  // namespace plab::ui

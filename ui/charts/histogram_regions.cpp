@@ -1,0 +1,46 @@
+// Format regions over histogram bins (see histogram_regions.h).
+#include "charts/histogram_regions.h"
+
+namespace plab::ui {
+
+FormatRegions formatRegions(Format f)
+{
+    const FormatInfo& info = formatInfo(f);
+    return {info.minSubnormalLog2 - 1, info.minNormalLog2, info.maxExponent + 1};
+}
+
+RegionShares regionShares(const GradientHistogram& h, Format f)
+{
+    const FormatRegions r = formatRegions(f);
+    std::uint64_t flushed = 0, subnormal = 0, normal = 0, overflow = 0;
+    for (int bin = 0; bin < GradientHistogram::kBins; ++bin) {
+        const std::uint64_t n = h.bins[static_cast<std::size_t>(bin)];
+        if (n == 0) continue;
+        const int e = GradientHistogram::exponentOf(bin);
+        if (e < r.flushedBelow)
+            flushed += n;
+        else if (e < r.normalFrom)
+            subnormal += n;
+        else if (e < r.overflowFrom)
+            normal += n;
+        else
+            overflow += n;
+    }
+    RegionShares s;
+    s.values = flushed + subnormal + normal + overflow;
+    if (s.values > 0) {
+        const auto total = static_cast<double>(s.values);
+        s.flushed = static_cast<double>(flushed) / total;
+        s.subnormal = static_cast<double>(subnormal) / total;
+        s.normal = static_cast<double>(normal) / total;
+        s.overflow = static_cast<double>(overflow) / total;
+    }
+    const std::uint64_t all = s.values + h.zeros + h.nonFinite;
+    if (all > 0) {
+        s.zeros = static_cast<double>(h.zeros) / static_cast<double>(all);
+        s.nonFinite = static_cast<double>(h.nonFinite) / static_cast<double>(all);
+    }
+    return s;
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,90 @@
+// Loss and accuracy against step (see loss_chart.h).
+#include "charts/loss_chart.h"
+
+#include "charts/series_reduction.h"
+
+#include <QLineSeries>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab::ui {
+
+LossChart::LossChart(QWidget* parent)
+    : ChartGroup(QStringLiteral("loss"), parent),
+      chart_(makeChart(tr("Loss (train) and accuracy (test)"))),
+      steps_(makeValueAxis(tr("step"), QStringLiteral("%d"))),
+      loss_(makeValueAxis(tr("loss"), QStringLiteral("%.3g"))),
+      accuracy_(makeValueAxis(tr("test accuracy %"), QStringLiteral("%.0f"))),
+      pool_(chart_)
+{
+    chart_->addAxis(steps_, Qt::AlignBottom);
+    chart_->addAxis(loss_, Qt::AlignLeft);
+    chart_->addAxis(accuracy_, Qt::AlignRight);
+    accuracy_->setRange(0, 100);
+    markers_ = new ChangeMarkers(chart_, &pool_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(makeChartView(chart_, this));
+}
+
+void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
+{
+    const QList<RunPtr> runs = runsToDraw(current, compare);
+    const int columns = pixelColumns(chart_);
+    pool_.begin();
+    markers_->beginLabels();
+
+    double lastStep = 1, smoothedMax = 0, rawMax = 0;
+    for (const RunPtr& run : runs) {
+        const auto& steps = run->steps();
+        if (!steps.empty()) lastStep = std::max(lastStep, static_cast<double>(steps.back().step));
+
+        auto stepAt = [&](std::size_t i) { return static_cast<double>(steps[i].step); };
+
+        const QString rawKey = run->id() + QStringLiteral("/raw");
+        auto* rawSeries = pool_.take<QLineSeries>(rawKey, {steps_, loss_});
+        setSeriesName(rawSeries, tr("%1 loss").arg(run->name()));
+        setSeriesPen(rawSeries, runPen(faded(run->color(), 70), 1.0));
+        const QList<QPointF>& raw = reduced_.update(rawSeries, rawKey, *run, columns, [&] {
+            return reduceMinMaxPerColumn(
+                steps.size(), stepAt, [&](std::size_t i) { return static_cast<double>(steps[i].loss); }, columns);
+        });
+        setLegendVisible(chart_, rawSeries, false);
+
+        const QString smoothKey = run->id() + QStringLiteral("/smoothed");
+        auto* smoothSeries = pool_.take<QLineSeries>(smoothKey, {steps_, loss_});
+        setSeriesName(smoothSeries, tr("%1 loss (smoothed)").arg(run->name()));
+        setSeriesPen(smoothSeries, runPen(run->color(), 2.0));
+        const QList<QPointF>& smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
+            std::vector<double> losses(steps.size());
+            for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].loss;
+            const std::vector<double> smoothed = exponentialMovingAverage(losses, kSmoothingWeight);
+            return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
+        });
+        for (const QPointF& p : raw) rawMax = std::max(rawMax, p.y());
+        for (const QPointF& p : smooth) smoothedMax = std::max(smoothedMax, p.y());
+
+        QList<QPointF> accuracy;
+        accuracy.reserve(static_cast<qsizetype>(run->evals().size()));
+        for (const EvalEvent& e : run->evals()) accuracy.append(QPointF(e.step, 100.0 * e.testAccuracy));
+        auto* accuracySeries = pool_.take<QLineSeries>(run->id() + QStringLiteral("/accuracy"), {steps_, accuracy_});
+        setSeriesName(accuracySeries, tr("%1 test accuracy").arg(run->name()));
+        setSeriesPen(accuracySeries, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
+        accuracySeries->setPointsVisible(true);
+        accuracySeries->replace(accuracy);
+    }
+
+    // Raw spikes may dwarf the curve; keep the smoothed curve readable (up to 3x its max).
+    double top = rawMax;
+    if (smoothedMax > 0) top = std::min(rawMax, 3.0 * smoothedMax);
+    if (!(top > 0)) top = 1.0;
+    steps_->setRange(0, lastStep);
+    loss_->setRange(0, top * 1.05);
+    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, loss_, 0, top * 1.05);
+    pool_.end();
+    markers_->placeLabels();
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,105 @@
+// The loss scale on a log2 axis with skipped steps (see loss_scale_chart.h).
+#include "charts/loss_scale_chart.h"
+
+#include "charts/series_reduction.h"
+
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab::ui {
+
+LossScaleChart::LossScaleChart(QWidget* parent)
+    : ChartGroup(QStringLiteral("scale"), parent),
+      chart_(makeChart(tr("Loss scale (log2) and skipped steps"))),
+      steps_(makeValueAxis(tr("step"), QStringLiteral("%d"))),
+      scale_(new QLogValueAxis),
+      pool_(chart_)
+{
+    scale_->setBase(2.0);
+    scale_->setLabelFormat(QStringLiteral("%g"));
+    scale_->setTitleText(tr("loss scale S"));
+    scale_->setMinorTickCount(0);
+    chart_->addAxis(steps_, Qt::AlignBottom);
+    chart_->addAxis(scale_, Qt::AlignLeft);
+    markers_ = new ChangeMarkers(chart_, &pool_);
+    counts_ = new QGraphicsSimpleTextItem(chart_);
+    counts_->setZValue(20);
+    connect(chart_, &QChart::plotAreaChanged, this, [this](const QRectF& area) {
+        counts_->setPos(area.right() - counts_->boundingRect().width() - 6, area.bottom() - counts_->boundingRect().height() - 4);
+    });
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(makeChartView(chart_, this));
+}
+
+void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
+{
+    const QList<RunPtr> runs = runsToDraw(current, compare);
+    const int columns = pixelColumns(chart_);
+    pool_.begin();
+    markers_->beginLabels();
+
+    double lastStep = 1, lowest = 1, highest = 2;
+    QStringList counts;
+    for (const RunPtr& run : runs) {
+        const auto& steps = run->steps();
+        if (!steps.empty()) lastStep = std::max(lastStep, static_cast<double>(steps.back().step));
+        auto stepAt = [&](std::size_t i) { return static_cast<double>(steps[i].step); };
+        // log2 S is what the axis shows; reduce in that space so extrema stay exact.
+        auto scaleAt = [&](std::size_t i) {
+            return steps[i].lossScale > 0 ? steps[i].lossScale : std::numeric_limits<double>::quiet_NaN();
+        };
+        const QString lineKey = run->id() + QStringLiteral("/scale");
+        auto* line = pool_.take<QLineSeries>(lineKey, {steps_, scale_});
+        setSeriesName(line, tr("%1 loss scale").arg(run->name()));
+        setSeriesPen(line, runPen(run->color(), 2.0));
+        const QList<QPointF>& scale = reduced_.update(
+            line, lineKey, *run, columns, [&] { return reduceMinMaxPerColumn(steps.size(), stepAt, scaleAt, columns); });
+        for (const QPointF& p : scale) {
+            lowest = std::min(lowest, p.y());
+            highest = std::max(highest, p.y());
+        }
+
+        const QString marksKey = run->id() + QStringLiteral("/skipped");
+        auto* marks = pool_.take<QScatterSeries>(marksKey, {steps_, scale_});
+        const auto skippedCount = static_cast<qlonglong>(run->skippedSteps());
+        setSeriesName(marks, tr("%1 skipped steps (%2)").arg(run->name()).arg(skippedCount));
+        marks->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+        marks->setMarkerSize(7);
+        if (marks->color() != run->color()) marks->setColor(run->color());
+        if (marks->borderColor() != Qt::red) marks->setBorderColor(Qt::red);
+        reduced_.update(marks, marksKey, *run, columns, [&] {
+            std::vector<std::size_t> skippedAt;
+            for (std::size_t i = 0; i < steps.size(); ++i)
+                if (steps[i].skipped) skippedAt.push_back(i);
+            return reduceMinMaxPerColumn(
+                skippedAt.size(), [&](std::size_t k) { return stepAt(skippedAt[k]); },
+                [&](std::size_t k) { return scaleAt(skippedAt[k]); }, columns);
+        });
+        counts << tr("%1: %2 skipped of %3 steps").arg(run->name()).arg(skippedCount).arg(steps.size());
+    }
+
+    // Whole powers of two at both ends so the log2 labels are round.
+    const double low = std::exp2(std::floor(std::log2(lowest)) - 1);
+    const double high = std::exp2(std::ceil(std::log2(highest)) + 1);
+    steps_->setRange(0, lastStep);
+    // Log2 spacing always; labels every power of two while they fit, else every 2^k.
+    const int powers = static_cast<int>(std::lround(std::log2(high / low)));
+    const double base = std::exp2(std::max(1, (powers + 7) / 8));
+    if (scale_->base() != base) scale_->setBase(base);
+    scale_->setRange(low, high);
+    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, scale_, low, high);
+    pool_.end();
+    markers_->placeLabels();
+
+    counts_->setBrush(chart_->titleBrush());
+    counts_->setText(counts.join(QLatin1Char('\n')));
+    if (const QRectF area = chart_->plotArea(); area.width() > 0)
+        counts_->setPos(area.right() - counts_->boundingRect().width() - 6, area.bottom() - counts_->boundingRect().height() - 4);
+}
+
+}  // namespace plab::ui

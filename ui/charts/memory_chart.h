@@ -1,0 +1,57 @@
+// Chart group "memory": bytes per category (weights, master weights, gradients, optimizer
+// state, activations, workspace) of the current run as a stacked area over steps, the
+// peak written and drawn, comparison runs' totals overlaid, and the batch-size planner:
+// the largest batch that fits in N GiB under each precision preset (the seed CNN's
+// "590 in fp32 vs 1000 in fp16" question) from the engine's accounting.
+#pragma once
+
+#include "charts/batch_planner.h"
+#include "charts/chart_support.h"
+
+#include <map>
+#include <optional>
+
+QT_BEGIN_NAMESPACE
+class QDoubleSpinBox;
+class QLabel;
+class QTableWidget;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class MemoryChart : public ChartGroup {
+    Q_OBJECT
+public:
+    explicit MemoryChart(QWidget* parent = nullptr);
+    void redraw(const RunPtr& current, const QList<RunPtr>& compare) override;
+    QList<QChart*> charts() const override { return {chart_}; }
+
+    QTableWidget* plannerTable() const { return planner_; }
+    void setBudgetGiB(double gib);
+    QString peakText() const { return peak_->text(); }
+
+private:
+    void drawStack(const RunData& run, int columns, double& top);
+    void updatePlanner();
+    const ModelFootprint* footprintOf(const ModelSpec& spec);
+
+    QChart* chart_;
+    QValueAxis* steps_;
+    QValueAxis* bytes_;
+    SeriesPool pool_;
+    ChangeMarkers* markers_;
+    QGraphicsSimpleTextItem* peak_;
+    QDoubleSpinBox* budget_;
+    QTableWidget* planner_;
+    QLabel* plannerNote_;
+    std::map<std::string, std::optional<ModelFootprint>> footprints_;   // by model kind + widths
+    RunPtr current_;
+    std::optional<ModelSpec> plannedRunModel_;
+    double runWorkspacePerSample_ = 0;
+    // What the stack was last built from: rebuilt only when the run moved.
+    const RunData* stackRun_ = nullptr;
+    std::uint64_t stackRevision_ = 0;
+    int stackColumns_ = 0;
+};
+
+}  // namespace plab::ui

@@ -1,0 +1,459 @@
+// The main window: docks, menus, shortcuts, status bar, and the wiring between the
+// controller, the run store, the runs list, the settings panel and the charts.
+#include "main_window.h"
+
+#include "about_dialog.h"
+#include "app_theme.h"
+#include "charts/charts_view.h"
+#include "error.h"
+#include "report/run_record.h"
+#include "run_list_model.h"
+#include "run_progress_widget.h"
+#include "run_store.h"
+#include "settings_panel.h"
+#include "training_controller.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTime>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <fstream>
+
+namespace plab::ui {
+
+namespace {
+
+std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
+
+}  // namespace
+
+MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
+    : QMainWindow(parent), dataDir_(options.dataDir)
+{
+    setWindowTitle(tr("Precision Lab"));
+    setObjectName(QStringLiteral("mainWindow"));
+    settings_ = options.settingsFile.isEmpty() ? std::make_unique<QSettings>()
+                                               : std::make_unique<QSettings>(options.settingsFile, QSettings::IniFormat);
+
+    const QString runsDir = options.runsDir.isEmpty() ? RunStore::defaultRunsDir() : options.runsDir;
+    controller_ = new TrainingController(runsDir, this);
+    store_ = new RunStore(runsDir, this);
+    store_->trackController(controller_);
+    model_ = new RunListModel(store_, this);
+    panel_ = new SettingsPanel;
+    charts_ = new ChartsView;
+
+    // Centre: the error banner above the charts.
+    auto* centre = new QWidget(this);
+    auto* centreLayout = new QVBoxLayout(centre);
+    centreLayout->setContentsMargins(0, 0, 0, 0);
+    banner_ = new QFrame(centre);
+    banner_->setObjectName(QStringLiteral("errorBanner"));
+    static_cast<QFrame*>(banner_)->setFrameShape(QFrame::StyledPanel);
+    banner_->setBackgroundRole(QPalette::AlternateBase);
+    banner_->setAutoFillBackground(true);
+    auto* bannerLayout = new QHBoxLayout(banner_);
+    bannerLabel_ = new QLabel(banner_);
+    bannerLabel_->setWordWrap(true);
+    bannerLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QPalette warn = bannerLabel_->palette();
+    warn.setColor(QPalette::WindowText, QColor(0xe0, 0x4b, 0x4b));   // reads on light and dark
+    bannerLabel_->setPalette(warn);
+    auto* close = new QToolButton(banner_);
+    close->setText(QStringLiteral("✕"));
+    close->setToolTip(tr("Dismiss"));
+    connect(close, &QToolButton::clicked, banner_, &QWidget::hide);
+    bannerLayout->addWidget(bannerLabel_, 1);
+    bannerLayout->addWidget(close);
+    banner_->hide();
+    centreLayout->addWidget(banner_);
+    centreLayout->addWidget(charts_, 1);
+    setCentralWidget(centre);
+
+    progress_ = new RunProgressWidget(this);
+    statusBar()->addPermanentWidget(progress_);
+
+    buildDocks();
+    buildMenus();
+    connectController();
+    restoreState();
+
+    const QStringList problems = store_->loadAll();
+    if (!problems.isEmpty()) showError(problems.join(QLatin1Char(' ')));
+    if (store_->count() > 0) watchRun(store_->runs().back()->id());
+    refreshActions();
+}
+
+MainWindow::~MainWindow() { controller_->shutdown(); }
+
+void MainWindow::buildDocks()
+{
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(panel_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(panel_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
+    auto* settingsDock = new QDockWidget(tr("Settings"), this);
+    settingsDock->setObjectName(QStringLiteral("settingsDock"));
+    settingsDock->setWidget(scroll);
+    addDockWidget(Qt::LeftDockWidgetArea, settingsDock);
+
+    runList_ = new QTableView;
+    runList_->setObjectName(QStringLiteral("runList"));
+    runList_->setModel(model_);
+    runList_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    runList_->setSelectionMode(QAbstractItemView::SingleSelection);
+    runList_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::DoubleClicked);
+    runList_->verticalHeader()->hide();
+    runList_->horizontalHeader()->setStretchLastSection(true);
+    runList_->horizontalHeader()->setSectionResizeMode(RunListModel::NameColumn, QHeaderView::Stretch);
+    runList_->setAlternatingRowColors(true);
+    auto* runsDock = new QDockWidget(tr("Runs"), this);
+    runsDock->setObjectName(QStringLiteral("runsDock"));
+    runsDock->setWidget(runList_);
+    addDockWidget(Qt::BottomDockWidgetArea, runsDock);
+
+    connect(runList_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) {
+                if (const RunPtr run = model_->runAt(current.row())) watchRun(run->id());
+                refreshActions();
+            });
+    connect(model_, &RunListModel::comparisonChanged, this, &MainWindow::refreshCharts);
+    connect(model_, &RunListModel::renameFailed, this, &MainWindow::showError);
+    connect(store_, &RunStore::runChanged, this, [this](int row) {
+        if (const RunPtr run = model_->runAt(row); run && run->id() == watchedId_) progress_->showRun(run.get());
+    });
+    connect(store_, &RunStore::undoAvailableChanged, this, [this] { refreshActions(); });
+    connect(panel_, &SettingsPanel::startRequested, this, &MainWindow::startRun);
+    connect(panel_, &SettingsPanel::validityChanged, this, [this] { refreshActions(); });
+    connect(panel_, &SettingsPanel::liveChangeRequested, this, [this](const SettingsChange& change) {
+        const QString error = controller_->requestChange(change);
+        panel_->showChangeResult(error);
+        if (!error.isEmpty()) statusBar()->showMessage(error, 8000);
+    });
+}
+
+void MainWindow::buildMenus()
+{
+    auto action = [this](QMenu* menu, const QString& text, const char* name, QList<QKeySequence> keys,
+                         auto slot) {
+        auto* a = menu->addAction(text);
+        a->setObjectName(QString::fromLatin1(name));
+        a->setShortcuts(keys);
+        connect(a, &QAction::triggered, this, slot);
+        return a;
+    };
+
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    action(file, tr("&Open Run Record…"), "openRunAction", {QKeySequence::Open}, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Open Run Record"), {}, tr("Run records (*.json)"));
+        if (!f.isEmpty()) openRunRecord(f);
+    });
+    action(file, tr("Open &Config…"), "openConfigAction", {}, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Open Config"), {}, tr("Configs (*.json)"));
+        if (!f.isEmpty()) loadConfig(f);
+    });
+    action(file, tr("&Save Config As…"), "saveConfigAction", {QKeySequence::SaveAs}, [this] {
+        const QString f = QFileDialog::getSaveFileName(this, tr("Save Config"), QStringLiteral("config.json"),
+                                                       tr("Configs (*.json)"));
+        if (!f.isEmpty()) saveConfig(f);
+    });
+    file->addSeparator();
+    action(file, tr("&Quit"), "quitAction", {QKeySequence::Quit}, [this] { close(); });
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    startAction_ = action(run, tr("&Start"), "startAction", {QKeySequence(tr("Ctrl+R")), QKeySequence(Qt::Key_F5)},
+                          [this] { startRun(); });
+    pauseAction_ = action(run, tr("&Pause"), "pauseAction", {QKeySequence(Qt::Key_Space), QKeySequence(tr("Ctrl+P"))},
+                          [this] {
+                              if (controller_->state() == TrainingController::State::paused)
+                                  controller_->resume();
+                              else
+                                  controller_->pause();
+                          });
+    stopAction_ = action(run, tr("S&top"), "stopAction", {QKeySequence(tr("Ctrl+.")), QKeySequence(tr("Shift+F5"))},
+                         [this] { controller_->stop(); });
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    undoAction_ = action(edit, tr("&Undo Delete"), "undoDeleteAction", {QKeySequence::Undo}, [this] { undoDelete(); });
+    edit->addSeparator();
+    renameAction_ = action(edit, tr("&Rename Run"), "renameAction", {QKeySequence(Qt::Key_F2)}, [this] { renameSelected(); });
+    deleteAction_ = action(edit, tr("&Delete Run"), "deleteAction", {QKeySequence::Delete}, [this] { deleteSelected(); });
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+    view->addSeparator();
+    darkThemeAction_ = view->addAction(tr("&Dark Theme"));
+    darkThemeAction_->setObjectName(QStringLiteral("darkThemeAction"));
+    darkThemeAction_->setCheckable(true);
+    connect(darkThemeAction_, &QAction::toggled, this, [](bool dark) { applyTheme(dark); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    action(help, tr("&About Precision Lab"), "aboutAction", {}, [this] { showAboutDialog(this); });
+}
+
+void MainWindow::connectController()
+{
+    connect(controller_, &TrainingController::runStarted, this,
+            [this](const QString& runId, const TrainSettings& settings) {
+                if (runId != controller_->currentRunId()) return;
+                watchRun(runId);
+                panel_->setLive(true, settings);
+                statusBar()->showMessage(tr("Training %1").arg(store_->run(runId) ? store_->run(runId)->name() : runId));
+            });
+    connect(controller_, &TrainingController::eventsReceived, this, &MainWindow::onEvents);
+    connect(controller_, &TrainingController::runFinished, this, &MainWindow::onRunFinished);
+    connect(controller_, &TrainingController::failed, this, [this](const QString&, const QString& sentence) {
+        showError(sentence);
+    });
+    connect(controller_, &TrainingController::stateChanged, this, [this](TrainingController::State state) {
+        if (state == TrainingController::State::idle && panel_->isLive()) panel_->setLive(false);
+        refreshActions();
+    });
+}
+
+void MainWindow::onEvents(const QString& runId, const QVector<TrainerEvent>& events)
+{
+    for (const auto& e : events) {
+        if (const auto* change = std::get_if<SettingChangeEvent>(&e))
+            statusBar()->showMessage(tr("Step %1: %2").arg(change->step).arg(QString::fromStdString(change->description)), 8000);
+    }
+    if (runId == watchedId_)
+        if (const RunPtr run = store_->run(runId)) progress_->showRun(run.get());
+}
+
+void MainWindow::onRunFinished(const QString& runId, const RunResult& result)
+{
+    const RunPtr run = store_->run(runId);
+    if (!run) return;   // it never started; failed() said why
+    const QString name = run->name();
+    const QString message = QString::fromStdString(result.message);
+    switch (result.status) {
+    case RunStatus::completed:
+        statusBar()->showMessage(tr("%1 completed: test accuracy %2 %").arg(name).arg(100.0 * result.testAccuracy, 0, 'f', 2));
+        break;
+    case RunStatus::diverged: showError(tr("%1 diverged: %2").arg(name, message)); break;
+    case RunStatus::stopped: statusBar()->showMessage(tr("%1 stopped: %2").arg(name, message)); break;
+    default: break;   // failures arrive through failed()
+    }
+    if (runId == watchedId_) progress_->showRun(run.get());
+    refreshActions();
+}
+
+void MainWindow::startRun()
+{
+    if (!panel_->isValid()) {
+        showError(panel_->problem());
+        return;
+    }
+    if (controller_->isLive()) {
+        const RunPtr live = store_->run(controller_->currentRunId());
+        const auto answer = QMessageBox::question(
+            this, tr("Start a new run"),
+            tr("“%1” is still training. Stop it (its record is kept) and start the new run?")
+                .arg(live ? live->name() : controller_->currentRunId()));
+        if (answer != QMessageBox::Yes) return;
+    }
+    TrainSettings settings = panel_->settings();
+    if (settings.dataDir.empty() && !dataDir_.isEmpty()) settings.dataDir = dataDir_.toStdString();
+    const QString name = RunListModel::recipeText(settings.recipe) + QLatin1Char(' ') +
+                         QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
+    banner_->hide();
+    controller_->start(settings, name);
+    statusBar()->showMessage(tr("Loading %1…").arg(QString::fromStdString(settings.dataset)));
+    refreshActions();
+}
+
+QString MainWindow::watchedRunId() const { return watchedId_; }
+
+void MainWindow::watchRun(const QString& runId)
+{
+    watchedId_ = runId;
+    const int row = model_->rowOf(runId);
+    if (row >= 0 && runList_->currentIndex().row() != row)
+        runList_->setCurrentIndex(model_->index(row, RunListModel::NameColumn));
+    const RunPtr run = store_->run(runId);
+    progress_->showRun(run.get());
+    refreshCharts();
+}
+
+void MainWindow::refreshCharts()
+{
+    const RunPtr current = store_->run(watchedId_);
+    QList<RunPtr> compare;
+    for (const RunPtr& run : model_->comparedRuns())
+        if (run != current) compare << run;
+    charts_->setRuns(current, compare);
+}
+
+void MainWindow::refreshActions()
+{
+    using State = TrainingController::State;
+    const State state = controller_->state();
+    startAction_->setEnabled(panel_->isValid());
+    pauseAction_->setEnabled(state == State::training || state == State::paused || state == State::loading);
+    pauseAction_->setText(state == State::paused ? tr("&Resume") : tr("&Pause"));
+    stopAction_->setEnabled(state != State::idle && state != State::stopping);
+    undoAction_->setEnabled(store_->canUndoRemove());
+    undoAction_->setText(store_->undoRemoveText());
+    const RunPtr selected = model_->runAt(runList_->currentIndex().row());
+    renameAction_->setEnabled(selected != nullptr);
+    deleteAction_->setEnabled(selected && !selected->isLive());
+}
+
+void MainWindow::renameSelected()
+{
+    const QModelIndex current = runList_->currentIndex();
+    if (current.isValid()) runList_->edit(model_->index(current.row(), RunListModel::NameColumn));
+}
+
+void MainWindow::deleteSelected()
+{
+    const RunPtr run = model_->runAt(runList_->currentIndex().row());
+    if (!run) return;
+    const QString name = run->name();
+    if (const QString error = store_->remove(run->id()); !error.isEmpty()) {
+        showError(error);
+        return;
+    }
+    if (run->id() == watchedId_) {
+        watchedId_.clear();
+        const RunPtr next = model_->runAt(runList_->currentIndex().row());
+        if (next)
+            watchRun(next->id());
+        else
+            refreshCharts();
+    }
+    statusBar()->showMessage(tr("Deleted “%1” (moved to the trash folder; Edit > Undo restores it)").arg(name), 8000);
+    refreshActions();
+}
+
+void MainWindow::undoDelete()
+{
+    if (const QString error = store_->undoRemove(); !error.isEmpty()) showError(error);
+    refreshActions();
+}
+
+void MainWindow::showError(const QString& sentence)
+{
+    statusBar()->showMessage(sentence, 15000);
+    bannerLabel_->setText(sentence);
+    banner_->show();
+}
+
+QString MainWindow::bannerText() const { return banner_->isHidden() ? QString() : bannerLabel_->text(); }
+
+QString MainWindow::openFile(const QString& file)
+{
+    std::ifstream in(toPath(file), std::ios::binary);
+    if (!in) {
+        const QString error = tr("%1: cannot open the file.").arg(file);
+        showError(error);
+        return error;
+    }
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_object() && doc.contains("format_version")) return openRunRecord(file);
+    return loadConfig(file);
+}
+
+QString MainWindow::openRunRecord(const QString& file)
+{
+    QString error;
+    const RunPtr run = store_->openRecord(file, &error);
+    if (!run) {
+        showError(error);
+        return error;
+    }
+    watchRun(run->id());
+    statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(file).fileName()), 8000);
+    return {};
+}
+
+QString MainWindow::loadConfig(const QString& file)
+{
+    try {
+        std::ifstream in(toPath(file), std::ios::binary);
+        if (!in) throw InputError("config " + file.toStdString() + ": cannot open the file");
+        const nlohmann::json patch = nlohmann::json::parse(in, nullptr, false);
+        if (patch.is_discarded()) throw InputError("config " + file.toStdString() + ": malformed JSON");
+        panel_->setSettings(settingsFromJson(patch, "config " + file.toStdString()));
+        statusBar()->showMessage(tr("Loaded the config %1").arg(QFileInfo(file).fileName()), 8000);
+        return {};
+    } catch (const std::exception& e) {
+        const QString error = QString::fromStdString(e.what());
+        showError(error);
+        return error;
+    }
+}
+
+QString MainWindow::saveConfig(const QString& file)
+{
+    try {
+        writeJsonAtomically(toPath(file), settingsToJson(panel_->settings()));
+        statusBar()->showMessage(tr("Saved the config to %1").arg(file), 8000);
+        return {};
+    } catch (const std::exception& e) {
+        const QString error = tr("Could not save the config: %1").arg(QString::fromStdString(e.what()));
+        showError(error);
+        return error;
+    }
+}
+
+void MainWindow::restoreState()
+{
+    if (!restoreGeometry(settings_->value(QStringLiteral("window/geometry")).toByteArray())) resize(1500, 950);
+    if (!QMainWindow::restoreState(settings_->value(QStringLiteral("window/state")).toByteArray())) {
+        // First start: the charts get the height, the runs list a few rows.
+        QTimer::singleShot(0, this, [this] {
+            if (auto* runsDock = findChild<QDockWidget*>(QStringLiteral("runsDock")))
+                resizeDocks({runsDock}, {140}, Qt::Vertical);
+        });
+    }
+    const bool dark = settings_->value(QStringLiteral("ui/darkTheme"), false).toBool();
+    darkThemeAction_->setChecked(dark);
+    if (dark) applyTheme(true);
+    const QString last = settings_->value(QStringLiteral("settings/last")).toString();
+    if (!last.isEmpty()) {
+        try {
+            panel_->setSettings(settingsFromJson(nlohmann::json::parse(last.toStdString()), "last settings"));
+        } catch (const std::exception&) {
+            // Settings of an older version: start from the defaults.
+        }
+    }
+}
+
+void MainWindow::saveState()
+{
+    settings_->setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings_->setValue(QStringLiteral("window/state"), QMainWindow::saveState());
+    settings_->setValue(QStringLiteral("ui/darkTheme"), darkThemeAction_->isChecked());
+    if (panel_->isValid())
+        settings_->setValue(QStringLiteral("settings/last"), QString::fromStdString(settingsToJson(panel_->settings()).dump()));
+    settings_->sync();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    saveState();
+    controller_->shutdown();   // stops the run; its record is kept
+    event->accept();
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,67 @@
+// Progress, time and throughput of the watched run.
+#include "run_progress_widget.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QProgressBar>
+
+#include <cmath>
+
+namespace plab::ui {
+
+RunProgressWidget::RunProgressWidget(QWidget* parent) : QWidget(parent)
+{
+    bar_ = new QProgressBar(this);
+    bar_->setObjectName(QStringLiteral("runProgressBar"));
+    bar_->setRange(0, 100);
+    bar_->setMaximumWidth(220);
+    bar_->setTextVisible(true);
+    time_ = new QLabel(this);
+    time_->setObjectName(QStringLiteral("runTimeLabel"));
+    throughput_ = new QLabel(this);
+    throughput_->setObjectName(QStringLiteral("runThroughputLabel"));
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(bar_);
+    layout->addWidget(time_);
+    layout->addWidget(throughput_);
+    showRun(nullptr);
+}
+
+QString RunProgressWidget::durationText(double seconds)
+{
+    const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+    const long long h = total / 3600, m = (total / 60) % 60, s = total % 60;
+    return h > 0 ? QStringLiteral("%1:%2:%3").arg(h).arg(m, 2, 10, QLatin1Char('0')).arg(s, 2, 10, QLatin1Char('0'))
+                 : QStringLiteral("%1:%2").arg(m).arg(s, 2, 10, QLatin1Char('0'));
+}
+
+void RunProgressWidget::showRun(const RunData* run)
+{
+    if (!run) {
+        bar_->setValue(0);
+        bar_->setFormat(tr("no run"));
+        time_->clear();
+        throughput_->clear();
+        return;
+    }
+    const std::int64_t done = run->steps().empty() ? 0 : run->steps().back().step;
+    const std::int64_t planned = run->plannedSteps();
+    const int percent = planned > 0 ? static_cast<int>(std::min<std::int64_t>(100, 100 * done / planned)) : 0;
+    bar_->setValue(run->isLive() ? percent : (run->status() == RunStatus::completed ? 100 : percent));
+    bar_->setFormat(tr("step %1 / %2").arg(done).arg(planned));
+    const double elapsed = run->elapsedSeconds();
+    QString time = tr("elapsed %1").arg(durationText(elapsed));
+    if (run->isLive() && done > 0 && planned > done)
+        time += tr(" · remaining %1").arg(durationText(elapsed / static_cast<double>(done) * static_cast<double>(planned - done)));
+    time_->setText(time);
+    const double ips = run->imagesPerSecond();
+    throughput_->setText(ips > 0 ? tr("%1 images/s").arg(QLocale().toString(ips, 'f', 0)) : QString());
+}
+
+QString RunProgressWidget::timeText() const { return time_->text(); }
+QString RunProgressWidget::throughputText() const { return throughput_->text(); }
+int RunProgressWidget::progressPercent() const { return bar_->value(); }
+
+}  // namespace plab::ui

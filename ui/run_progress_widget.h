@@ -1,0 +1,34 @@
+// The status bar's view of the watched run: a progress bar over the planned steps,
+// elapsed and remaining time, and images per second.
+#pragma once
+
+#include "run_data.h"
+
+#include <QWidget>
+
+QT_BEGIN_NAMESPACE
+class QLabel;
+class QProgressBar;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class RunProgressWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunProgressWidget(QWidget* parent = nullptr);
+    void showRun(const RunData* run);   // null: cleared
+
+    QString timeText() const;
+    QString throughputText() const;
+    int progressPercent() const;
+
+    static QString durationText(double seconds);   // "1:05", "1:02:03"
+
+private:
+    QProgressBar* bar_;
+    QLabel* time_;
+    QLabel* throughput_;
+};
+
+}  // namespace plab::ui

@@ -1,0 +1,264 @@
+// Loading, tracking, renaming, deleting (to a trash folder, with undo) and opening runs.
+#include "run_store.h"
+
+#include "report/record_replay.h"
+#include "report/run_record.h"
+#include "training_controller.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+#include <algorithm>
+
+namespace plab::ui {
+
+namespace {
+
+std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
+
+// A free file name in `dir` for `stem`: stem.json, stem-2.json, ...
+QString freeRecordPath(const QString& dir, const QString& stem)
+{
+    QString path = QDir(dir).filePath(stem + QStringLiteral(".json"));
+    for (int n = 2; QFileInfo::exists(path); ++n)
+        path = QDir(dir).filePath(stem + QStringLiteral("-%1.json").arg(n));
+    return path;
+}
+
+}  // namespace
+
+RunStore::RunStore(QString runsDir, QObject* parent) : QObject(parent), runsDir_(std::move(runsDir)) {}
+
+QString RunStore::defaultRunsDir()
+{
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+           QStringLiteral("/precision-lab/runs");
+}
+
+QString RunStore::trashDir() const { return QDir(runsDir_).filePath(QStringLiteral("trash")); }
+
+RunPtr RunStore::run(const QString& id) const
+{
+    const int i = indexOf(id);
+    return i < 0 ? nullptr : runs_[i];
+}
+
+int RunStore::indexOf(const QString& id) const
+{
+    for (int i = 0; i < runs_.size(); ++i)
+        if (runs_[i]->id() == id) return i;
+    return -1;
+}
+
+QColor RunStore::nextColor()
+{
+    // Distinct hues that stay readable on light and dark backgrounds.
+    static const QColor palette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
+                                     QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                                     QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
+                                     QColor(0x17, 0xbe, 0xcf)};
+    return palette[colorsHanded_++ % std::size(palette)];
+}
+
+RunPtr RunStore::loadRecordFile(const QString& file, const QString& id, QString* error) const
+{
+    try {
+        const nlohmann::json record = loadRunRecord(toPath(file));
+        const ReplayedRun replay = replayRecord(record, file.toStdString());
+        auto run = std::make_shared<RunData>(id, replay.settings);
+        for (const auto& e : replay.events) run->apply(e);
+        run->finish(replay.result);
+        run->setInterrupted(replay.interrupted);
+        const std::string name = record.value("name", std::string());
+        run->setName(name.empty() ? id : QString::fromStdString(name));
+        run->setRecordPath(file);
+        return run;
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return nullptr;
+    }
+}
+
+QStringList RunStore::loadAll()
+{
+    QStringList problems;
+    QDir dir(runsDir_);
+    const auto files = dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+    for (const QFileInfo& info : files) {
+        if (info.fileName().startsWith(QLatin1Char('.'))) continue;   // a half-written temp file
+        const QString id = info.completeBaseName();
+        if (indexOf(id) >= 0) continue;
+        QString error;
+        if (RunPtr run = loadRecordFile(info.absoluteFilePath(), id, &error))
+            insertRun(run, count());
+        else
+            problems << tr("Could not open the run record %1: %2").arg(info.fileName(), error);
+    }
+    return problems;
+}
+
+void RunStore::insertRun(const RunPtr& run, int row)
+{
+    row = std::clamp(row, 0, count());
+    if (!run->color().isValid()) run->setColor(nextColor());
+    emit runAboutToBeAdded(row);
+    runs_.insert(row, run);
+    emit runAdded(row);
+}
+
+void RunStore::trackController(TrainingController* controller)
+{
+    connect(controller, &TrainingController::runStarted, this,
+            [this](const QString& id, const TrainSettings& settings, const QString& name, const QString& path) {
+                addLiveRun(id, settings, name, path);
+            });
+    connect(controller, &TrainingController::eventsReceived, this, &RunStore::applyEvents);
+    connect(controller, &TrainingController::runFinished, this, &RunStore::finishRun);
+}
+
+RunPtr RunStore::addLiveRun(const QString& id, const TrainSettings& settings, const QString& name,
+                            const QString& recordPath)
+{
+    if (RunPtr existing = run(id)) return existing;
+    auto run = std::make_shared<RunData>(id, settings);
+    run->setName(name.isEmpty() ? id : name);
+    run->setRecordPath(recordPath);
+    insertRun(run, count());
+    return run;
+}
+
+void RunStore::applyEvents(const QString& id, const QVector<TrainerEvent>& events)
+{
+    const int row = indexOf(id);
+    if (row < 0) return;
+    for (const auto& e : events) runs_[row]->apply(e);
+    emit runChanged(row);
+}
+
+void RunStore::reloadFromRecord(const RunPtr& run)
+{
+    if (RunPtr fresh = loadRecordFile(run->recordPath(), run->id(), nullptr)) run->replaceContents(*fresh);
+}
+
+void RunStore::finishRun(const QString& id, const RunResult& result)
+{
+    const int row = indexOf(id);
+    if (row < 0) return;   // it never started: no record, nothing to show
+    const RunPtr& run = runs_[row];
+    run->finish(result);
+    // A run superseded by a newer one had its last events dropped: its record has them all.
+    if (static_cast<std::int64_t>(run->steps().size()) < result.steps) reloadFromRecord(run);
+    if (pendingNames_.contains(id)) {
+        const QString name = pendingNames_.take(id);
+        rename(id, name);
+    }
+    emit runChanged(row);
+}
+
+QString RunStore::rename(const QString& id, const QString& name)
+{
+    const int row = indexOf(id);
+    if (row < 0) return tr("There is no run %1.").arg(id);
+    const QString trimmed = name.trimmed();
+    if (trimmed.isEmpty()) return tr("A run needs a name.");
+    const RunPtr& run = runs_[row];
+    if (run->isLive()) {
+        // The trainer rewrites the record every second: the name is written when it ends.
+        pendingNames_.insert(id, trimmed);
+    } else if (!run->recordPath().isEmpty()) {
+        try {
+            nlohmann::json record = loadRunRecord(toPath(run->recordPath()));
+            record["name"] = trimmed.toStdString();
+            writeJsonAtomically(toPath(run->recordPath()), record);
+        } catch (const std::exception& e) {
+            return tr("Could not rename the run: %1").arg(QString::fromStdString(e.what()));
+        }
+    }
+    run->setName(trimmed);
+    emit runChanged(row);
+    return {};
+}
+
+QString RunStore::remove(const QString& id)
+{
+    const int row = indexOf(id);
+    if (row < 0) return tr("There is no run %1.").arg(id);
+    RunPtr run = runs_[row];
+    if (run->isLive()) return tr("Stop the run “%1” before deleting it.").arg(run->name());
+    QString trashPath;
+    if (!run->recordPath().isEmpty() && QFileInfo::exists(run->recordPath())) {
+        if (!QDir().mkpath(trashDir())) return tr("Could not create the trash folder %1.").arg(trashDir());
+        trashPath = freeRecordPath(trashDir(), run->id());
+        if (!QFile::rename(run->recordPath(), trashPath))
+            return tr("Could not move %1 to the trash folder.").arg(run->recordPath());
+    }
+    emit runAboutToBeRemoved(row);
+    runs_.removeAt(row);
+    emit runRemoved(row);
+    trash_.push_back({run, row, trashPath});
+    emit undoAvailableChanged(true);
+    return {};
+}
+
+QString RunStore::undoRemoveText() const
+{
+    return trash_.isEmpty() ? tr("Undo delete") : tr("Undo delete of “%1”").arg(trash_.back().run->name());
+}
+
+QString RunStore::undoRemove()
+{
+    if (trash_.isEmpty()) return tr("There is no deleted run to restore.");
+    const Trashed t = trash_.back();
+    if (!t.trashPath.isEmpty()) {
+        QString target = t.run->recordPath();
+        if (QFileInfo::exists(target)) target = freeRecordPath(runsDir_, t.run->id());
+        if (!QFile::rename(t.trashPath, target))
+            return tr("Could not restore %1 from the trash folder.").arg(t.trashPath);
+        t.run->setRecordPath(target);
+    }
+    trash_.pop_back();
+    insertRun(t.run, t.row);
+    emit undoAvailableChanged(!trash_.isEmpty());
+    return {};
+}
+
+RunPtr RunStore::openRecord(const QString& file, QString* error)
+{
+    const QFileInfo info(file);
+    if (!info.exists()) {
+        if (error) *error = tr("%1: no such file.").arg(file);
+        return nullptr;
+    }
+    if (info.absoluteDir() == QDir(runsDir_) || QFileInfo(info.absolutePath()).canonicalFilePath() ==
+                                                    QFileInfo(runsDir_).canonicalFilePath()) {
+        if (RunPtr existing = run(info.completeBaseName())) return existing;
+    }
+    // Check it first, so that nothing unreadable lands in the runs folder.
+    QString problem;
+    RunPtr probe = loadRecordFile(info.absoluteFilePath(), info.completeBaseName(), &problem);
+    if (!probe) {
+        if (error) *error = problem;
+        return nullptr;
+    }
+    if (!QDir().mkpath(runsDir_)) {
+        if (error) *error = tr("Could not create the runs folder %1.").arg(runsDir_);
+        return nullptr;
+    }
+    const QString target = freeRecordPath(runsDir_, info.completeBaseName());
+    if (!QFile::copy(info.absoluteFilePath(), target)) {
+        if (error) *error = tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_);
+        return nullptr;
+    }
+    RunPtr run = loadRecordFile(target, QFileInfo(target).completeBaseName(), &problem);
+    if (!run) {
+        if (error) *error = problem;
+        return nullptr;
+    }
+    if (run->name() == run->id() && run->id() != info.completeBaseName()) run->setName(info.completeBaseName());
+    insertRun(run, count());
+    return run;
+}
+
+}  // namespace plab::ui

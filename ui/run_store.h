@@ -1,0 +1,84 @@
+// The runs folder and the runs in it: every saved run record loaded at start-up (replayed
+// into RunData exactly like a live run), live runs fed by the training controller, and
+// rename, delete with undo (records move to a trash subfolder, never deleted), and
+// opening a record from elsewhere (copied into the runs folder).
+#pragma once
+
+#include "run_data.h"
+#include "trainer_metatypes.h"
+
+#include <QHash>
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+namespace plab::ui {
+
+class TrainingController;
+
+class RunStore : public QObject {
+    Q_OBJECT
+public:
+    explicit RunStore(QString runsDir, QObject* parent = nullptr);
+
+    // $XDG_DATA_HOME/precision-lab/runs (~/.local/share/precision-lab/runs).
+    static QString defaultRunsDir();
+    QString runsDir() const { return runsDir_; }
+    QString trashDir() const;
+
+    // Loads every record of the runs folder, oldest first. Returns one sentence per file
+    // that could not be read (such files are left where they are).
+    QStringList loadAll();
+
+    const QList<RunPtr>& runs() const { return runs_; }
+    int count() const { return static_cast<int>(runs_.size()); }
+    RunPtr run(const QString& id) const;
+    int indexOf(const QString& id) const;
+
+    // Feeds live runs from the controller's signals.
+    void trackController(TrainingController* controller);
+    RunPtr addLiveRun(const QString& id, const TrainSettings& settings, const QString& name,
+                      const QString& recordPath);
+    void applyEvents(const QString& id, const QVector<TrainerEvent>& events);
+    void finishRun(const QString& id, const RunResult& result);
+
+    // Each returns an error sentence, or an empty string on success.
+    QString rename(const QString& id, const QString& name);
+    QString remove(const QString& id);
+    bool canUndoRemove() const { return !trash_.isEmpty(); }
+    QString undoRemoveText() const;   // "Undo delete of “AMP FP16 14:02”"
+    QString undoRemove();
+
+    // Opens a run record from anywhere (e.g. `plab train --out`): a file already in the
+    // runs folder is simply found; any other is copied in, so the original is never
+    // touched. Returns the run, or null with `error` set.
+    RunPtr openRecord(const QString& file, QString* error);
+
+signals:
+    void runAboutToBeAdded(int row);
+    void runAdded(int row);
+    void runAboutToBeRemoved(int row);
+    void runRemoved(int row);
+    void runChanged(int row);
+    void undoAvailableChanged(bool available);
+
+private:
+    struct Trashed {
+        RunPtr run;
+        int row;
+        QString trashPath;
+    };
+    RunPtr loadRecordFile(const QString& file, const QString& id, QString* error) const;
+    void insertRun(const RunPtr& run, int row);
+    void reloadFromRecord(const RunPtr& run);
+    QColor nextColor();
+
+    QString runsDir_;
+    QList<RunPtr> runs_;
+    QList<Trashed> trash_;
+    QHash<QString, QString> pendingNames_;   // renames of live runs, written when they end
+    int colorsHanded_ = 0;
+};
+
+}  // namespace plab::ui

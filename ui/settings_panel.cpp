@@ -1,0 +1,362 @@
+// The settings panel: controls <-> TrainSettings, validation, live changes.
+#include "settings_panel.h"
+
+#include "loss_scaling_editor.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QStandardItemModel>
+#include <QVBoxLayout>
+
+#include <limits>
+
+namespace plab::ui {
+
+namespace {
+
+QString sentence(const std::string& text)
+{
+    QString s = QString::fromStdString(text);
+    if (!s.isEmpty()) s[0] = s[0].toUpper();
+    if (!s.endsWith(QLatin1Char('.'))) s += QLatin1Char('.');
+    return s;
+}
+
+void selectData(QComboBox* combo, const QString& value)
+{
+    const int i = combo->findData(value);
+    if (i >= 0) combo->setCurrentIndex(i);
+}
+
+QString dataOf(const QComboBox* combo) { return combo->currentData().toString(); }
+
+}  // namespace
+
+SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent)
+{
+    buildUi();
+    setCudaInfo(probeCudaBackend());
+    setSettings(TrainSettings{});
+}
+
+void SettingsPanel::buildUi()
+{
+    auto named = [](auto* w, const char* name) {
+        w->setObjectName(QString::fromLatin1(name));
+        return w;
+    };
+    auto combo = [&](const char* name, const QList<QPair<QString, QString>>& items) {
+        auto* c = named(new QComboBox(this), name);
+        for (const auto& [text, value] : items) c->addItem(text, value);
+        return c;
+    };
+    auto edit = [&](const char* name, const QString& tip) {
+        auto* e = named(new QLineEdit(this), name);
+        e->setToolTip(tip);
+        return e;
+    };
+
+    model_ = combo("modelCombo", {{tr("MLP 784-512-256-10"), QStringLiteral("mlp")},
+                                  {tr("Small CNN"), QStringLiteral("small-cnn")},
+                                  {tr("Seed CNN (420/1000 channels)"), QStringLiteral("seed-cnn")}});
+    dataset_ = combo("datasetCombo", {{tr("MNIST"), QStringLiteral("mnist")},
+                                      {tr("Fashion-MNIST"), QStringLiteral("fashion-mnist")}});
+    QList<QPair<QString, QString>> presets;
+    for (const auto& name : PrecisionRecipe::presetNames())
+        presets.append({QString::fromStdString(PrecisionRecipe::displayName(name)), QString::fromStdString(name)});
+    preset_ = combo("presetCombo", presets);
+    customMark_ = named(new QLabel(tr("custom"), this), "customMark");
+    customMark_->setToolTip(tr("The switches below differ from the preset"));
+    QFont italic = customMark_->font();
+    italic.setItalic(true);
+    customMark_->setFont(italic);
+    compute_ = combo("computeCombo", {{QStringLiteral("fp32"), QStringLiteral("fp32")},
+                                      {QStringLiteral("tf32"), QStringLiteral("tf32")},
+                                      {QStringLiteral("fp16"), QStringLiteral("fp16")},
+                                      {QStringLiteral("bf16"), QStringLiteral("bf16")}});
+    masterWeights_ = named(new QCheckBox(tr("fp32 master weights"), this), "masterWeightsCheck");
+    fp32Accumulate_ = named(new QCheckBox(tr("fp32 accumulation"), this), "fp32AccumulateCheck");
+    fp32SensitiveOps_ = named(new QCheckBox(tr("fp32 softmax / loss"), this), "fp32SensitiveOpsCheck");
+    lossScaling_ = new LossScalingEditor(this);
+    optimizer_ = combo("optimizerCombo", {{tr("Adam"), QStringLiteral("adam")}, {tr("SGD + momentum"), QStringLiteral("sgd")}});
+    lr_ = edit("lrEdit", tr("Learning rate (live: applied at the next step)"));
+    batch_ = edit("batchEdit", tr("Samples per step (live: applied at the next step)"));
+    epochs_ = edit("epochsEdit", tr("Passes over the training set"));
+    maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
+    seed_ = edit("seedEdit", tr("Seed of the weights and of the shuffling"));
+    backend_ = combo("backendCombo", {{tr("CPU"), QStringLiteral("cpu")}, {tr("CUDA"), QStringLiteral("cuda")}});
+    backendNote_ = named(new QLabel(this), "backendNote");
+    backendNote_->setWordWrap(true);
+
+    auto* layout = new QVBoxLayout(this);
+    auto group = [&](const QString& title) {
+        auto* box = new QGroupBox(title, this);
+        auto* form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        layout->addWidget(box);
+        return form;
+    };
+    QFormLayout* run = group(tr("Model and data"));
+    run->addRow(tr("Model"), model_);
+    run->addRow(tr("Dataset"), dataset_);
+    run->addRow(tr("Epochs"), epochs_);
+    run->addRow(tr("Max steps"), maxSteps_);
+    run->addRow(tr("Seed"), seed_);
+    run->addRow(tr("Backend"), backend_);
+    run->addRow(backendNote_);
+
+    QFormLayout* precision = group(tr("Precision"));
+    auto* presetRow = new QHBoxLayout;
+    presetRow->addWidget(preset_, 1);
+    presetRow->addWidget(customMark_);
+    precision->addRow(tr("Preset"), presetRow);
+    precision->addRow(tr("Compute"), compute_);
+    precision->addRow(masterWeights_);
+    precision->addRow(fp32Accumulate_);
+    precision->addRow(fp32SensitiveOps_);
+    precision->addRow(lossScaling_);
+
+    QFormLayout* optim = group(tr("Optimizer"));
+    optim->addRow(tr("Optimizer"), optimizer_);
+    optim->addRow(tr("Learning rate"), lr_);
+    optim->addRow(tr("Batch size"), batch_);
+
+    liveHint_ = named(new QLabel(tr("A run is training: changes to precision, loss scaling, batch size and "
+                                    "learning rate apply at its next step."), this), "liveHint");
+    liveHint_->setWordWrap(true);
+    notices_label_ = named(new QLabel(this), "noticesLabel");
+    notices_label_->setWordWrap(true);
+    notices_label_->setTextFormat(Qt::PlainText);
+    notices_label_->setFrameShape(QFrame::StyledPanel);
+    notices_label_->setBackgroundRole(QPalette::AlternateBase);
+    notices_label_->setAutoFillBackground(true);
+    notices_label_->setMargin(6);
+    problemLabel_ = named(new QLabel(this), "problemLabel");
+    problemLabel_->setWordWrap(true);
+    problemLabel_->setTextFormat(Qt::PlainText);
+    // A red that reads on light and dark backgrounds alike.
+    QPalette warn = problemLabel_->palette();
+    warn.setColor(QPalette::WindowText, QColor(0xe0, 0x4b, 0x4b));
+    problemLabel_->setPalette(warn);
+    QFont bold = problemLabel_->font();
+    bold.setBold(true);
+    problemLabel_->setFont(bold);
+    start_ = named(new QPushButton(tr("Start"), this), "startButton");
+    start_->setToolTip(tr("Start a run with these settings (Ctrl+R)"));
+    layout->addWidget(liveHint_);
+    layout->addWidget(notices_label_);
+    layout->addWidget(problemLabel_);
+    layout->addWidget(start_);
+    layout->addStretch(1);
+
+    lockedDuringRun_ = {model_, dataset_, epochs_, maxSteps_, seed_, backend_, optimizer_};
+
+    // Choices commit at once; typed numbers on Enter or when focus leaves.
+    auto onChoice = [this] {
+        if (filling_) return;
+        readControls();
+        commitLiveEdit();
+    };
+    for (QComboBox* c : {dataset_, compute_, optimizer_, backend_}) connect(c, &QComboBox::currentIndexChanged, this, onChoice);
+    connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
+        if (!filling_) current_.model.widths.clear();   // widths belong to the model they were set for
+        onChoice();
+    });
+    for (QCheckBox* c : {masterWeights_, fp32Accumulate_, fp32SensitiveOps_}) connect(c, &QCheckBox::toggled, this, onChoice);
+    connect(preset_, &QComboBox::currentIndexChanged, this, [this] {
+        if (filling_) return;
+        applyPreset();
+        readControls();
+        commitLiveEdit();
+    });
+    connect(lossScaling_, &LossScalingEditor::edited, this, [this] {
+        if (!filling_) readControls();
+    });
+    connect(lossScaling_, &LossScalingEditor::committed, this, [this] {
+        if (!filling_) commitLiveEdit();
+    });
+    for (QLineEdit* e : {lr_, batch_, epochs_, maxSteps_, seed_}) {
+        connect(e, &QLineEdit::textChanged, this, [this] {
+            if (!filling_) readControls();
+        });
+        connect(e, &QLineEdit::editingFinished, this, [this, e] {
+            if (!e->isModified()) return;
+            e->setModified(false);
+            commitLiveEdit();
+        });
+    }
+    connect(start_, &QPushButton::clicked, this, [this] {
+        if (isValid()) emit startRequested();
+    });
+}
+
+void SettingsPanel::setCudaInfo(const BackendInfo& info)
+{
+    cudaAvailable_ = info.available;
+    auto* items = qobject_cast<QStandardItemModel*>(backend_->model());
+    if (QStandardItem* cuda = items ? items->item(1) : nullptr) {
+        cuda->setEnabled(info.available);
+        cuda->setToolTip(info.available ? QString() : QString::fromStdString(info.reason));
+    }
+    const QString reason = QString::fromStdString(info.reason);
+    backendNote_->setText(info.available ? tr("CUDA: available")
+                          : reason.startsWith(QLatin1String("unavailable")) ? tr("CUDA %1").arg(reason)
+                                                                             : tr("CUDA: not available: %1").arg(reason));
+    backendNote_->setToolTip(backendNote_->text());
+    if (!filling_) readControls();
+}
+
+void SettingsPanel::setSettings(const TrainSettings& s)
+{
+    filling_ = true;
+    current_ = s;
+    selectData(model_, QString::fromStdString(s.model.kind));
+    selectData(dataset_, QString::fromStdString(s.dataset));
+    selectData(preset_, QString::fromStdString(s.recipe.preset));
+    selectData(compute_, QString::fromLatin1(formatName(s.recipe.compute).data()));
+    masterWeights_->setChecked(s.recipe.masterWeights);
+    fp32Accumulate_->setChecked(s.recipe.fp32Accumulate);
+    fp32SensitiveOps_->setChecked(s.recipe.fp32SensitiveOps);
+    lossScaling_->setLossScaling(s.recipe.lossScaling);
+    selectData(optimizer_, QString::fromStdString(s.optimizer.kind));
+    lr_->setText(numberText(s.optimizer.lr));
+    batch_->setText(QString::number(s.batch));
+    epochs_->setText(QString::number(s.epochs));
+    maxSteps_->setText(QString::number(s.maxSteps));
+    seed_->setText(QString::number(s.seed));
+    selectData(backend_, QString::fromStdString(s.backend));
+    filling_ = false;
+    readControls();
+}
+
+void SettingsPanel::applyPreset()
+{
+    const auto preset = PrecisionRecipe::fromPreset(dataOf(preset_).toStdString());
+    if (!preset) return;
+    filling_ = true;
+    selectData(compute_, QString::fromLatin1(formatName(preset->compute).data()));
+    masterWeights_->setChecked(preset->masterWeights);
+    fp32Accumulate_->setChecked(preset->fp32Accumulate);
+    fp32SensitiveOps_->setChecked(preset->fp32SensitiveOps);
+    lossScaling_->setLossScaling(preset->lossScaling);
+    filling_ = false;
+}
+
+bool SettingsPanel::isCustomRecipe() const
+{
+    const auto base = PrecisionRecipe::fromPreset(current_.recipe.preset);
+    return !base || !(*base == current_.recipe);
+}
+
+void SettingsPanel::readControls()
+{
+    TrainSettings s = current_;
+    QString problem;
+    auto integer = [&](QLineEdit* e, const QString& what, long long min, long long max, long long& out) {
+        if (!problem.isEmpty()) return;
+        bool ok = false;
+        const long long v = e->text().trimmed().toLongLong(&ok);
+        if (!ok)
+            problem = tr("%1: “%2” is not a whole number.").arg(what, e->text());
+        else if (v < min || v > max)
+            problem = tr("%1 must be between %2 and %3, got %4.").arg(what).arg(min).arg(max).arg(v);
+        else
+            out = v;
+    };
+
+    s.model.kind = dataOf(model_).toStdString();
+    s.dataset = dataOf(dataset_).toStdString();
+    s.recipe.preset = dataOf(preset_).toStdString();
+    s.recipe.compute = parseFormat(dataOf(compute_).toStdString()).value_or(Format::fp32);
+    s.recipe.masterWeights = masterWeights_->isChecked();
+    s.recipe.fp32Accumulate = fp32Accumulate_->isChecked();
+    s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
+    if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
+    s.optimizer.kind = dataOf(optimizer_).toStdString();
+    s.backend = dataOf(backend_).toStdString();
+    if (problem.isEmpty()) {
+        const auto lr = parseNumberText(lr_->text());
+        if (!lr)
+            problem = tr("Learning rate: “%1” is not a number.").arg(lr_->text());
+        else
+            s.optimizer.lr = *lr;
+    }
+    long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
+    integer(batch_, tr("Batch size"), 1, 65536, batch);
+    integer(epochs_, tr("Epochs"), 1, 100000, epochs);
+    integer(maxSteps_, tr("Max steps"), 0, 1LL << 40, maxSteps);
+    integer(seed_, tr("Seed"), 0, std::numeric_limits<long long>::max(), seed);
+    s.batch = static_cast<int>(batch);
+    s.epochs = static_cast<int>(epochs);
+    s.maxSteps = maxSteps;
+    s.seed = static_cast<std::uint64_t>(seed);
+    if (problem.isEmpty()) problem = QString::fromStdString(validateSettings(s)).isEmpty() ? QString() : sentence(validateSettings(s));
+    if (problem.isEmpty() && s.backend == "cuda" && !cudaAvailable_)
+        problem = tr("The CUDA backend is not available here; choose the CPU.");
+
+    current_ = s;
+    const bool wasValid = problem_.isEmpty();
+    problem_ = problem;
+    notices_.clear();
+    for (const auto& n : s.recipe.notices()) notices_ << QString::fromStdString(n);
+
+    customMark_->setVisible(isCustomRecipe());
+    notices_label_->setText(notices_.isEmpty() ? QString() : QStringLiteral("ⓘ ") + notices_.join(QStringLiteral("\n\nⓘ ")));
+    notices_label_->setVisible(!notices_.isEmpty());
+    const QString shown = problem_.isEmpty() ? changeError_ : problem_;
+    problemLabel_->setText(shown);
+    problemLabel_->setVisible(!shown.isEmpty());
+    start_->setEnabled(problem_.isEmpty());
+    if (wasValid != problem_.isEmpty()) emit validityChanged(problem_.isEmpty());
+    emit settingsEdited();
+}
+
+void SettingsPanel::commitLiveEdit()
+{
+    if (!live_ || !isValid()) return;
+    SettingsChange change;
+    if (!(current_.recipe == runSettings_.recipe)) change.recipe = current_.recipe;
+    if (current_.batch != runSettings_.batch) change.batch = current_.batch;
+    if (current_.optimizer.lr != runSettings_.optimizer.lr) change.lr = current_.optimizer.lr;
+    if (change.empty()) return;
+    emit liveChangeRequested(change);
+}
+
+void SettingsPanel::showChangeResult(const QString& error)
+{
+    changeError_ = error;
+    if (error.isEmpty()) {
+        runSettings_.recipe = current_.recipe;
+        runSettings_.batch = current_.batch;
+        runSettings_.optimizer.lr = current_.optimizer.lr;
+    }
+    const QString shown = problem_.isEmpty() ? changeError_ : problem_;
+    problemLabel_->setText(shown);
+    problemLabel_->setVisible(!shown.isEmpty());
+}
+
+void SettingsPanel::setLive(bool live, const TrainSettings& runSettings)
+{
+    live_ = live;
+    changeError_.clear();
+    if (live) runSettings_ = runSettings;
+    refreshLocks();
+    readControls();
+}
+
+void SettingsPanel::refreshLocks()
+{
+    for (QWidget* w : std::as_const(lockedDuringRun_)) {
+        if (!w->property("idleToolTip").isValid()) w->setProperty("idleToolTip", w->toolTip());
+        w->setEnabled(!live_);
+        w->setToolTip(live_ ? tr("Fixed for the run that is training") : w->property("idleToolTip").toString());
+    }
+    liveHint_->setVisible(live_);
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,95 @@
+// The settings panel (left dock): model, dataset, precision preset and its switches,
+// loss scaling, optimizer, batch size, learning rate, epochs, seed and backend. Notices
+// about unusual combinations sit next to the controls; an impossible value is explained
+// there and disables Start. During a run the precision switches, loss scaling, batch size
+// and learning rate stay editable, and each finished edit is offered to the running
+// trainer as a SettingsChange; model, dataset, seed and the rest are locked.
+#pragma once
+
+#include "backend/backend.h"
+#include "trainer_metatypes.h"
+
+#include <QWidget>
+
+QT_BEGIN_NAMESPACE
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class LossScalingEditor;
+
+class SettingsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SettingsPanel(QWidget* parent = nullptr);
+
+    // Shows `settings`; keys without a control (widths, threads, data_dir, ...) are kept.
+    void setSettings(const TrainSettings& settings);
+    // The settings the controls describe (meaningful when isValid()).
+    TrainSettings settings() const { return current_; }
+    bool isValid() const { return problem_.isEmpty(); }
+    QString problem() const { return problem_; }
+    QStringList notices() const { return notices_; }
+    // The switches differ from the chosen preset.
+    bool isCustomRecipe() const;
+
+    // Live mode: the run with `runSettings` trains; only live-editable fields are enabled.
+    void setLive(bool live, const TrainSettings& runSettings = {});
+    bool isLive() const { return live_; }
+    // The running trainer refused a change (empty: it took it).
+    void showChangeResult(const QString& error);
+
+    void setCudaInfo(const BackendInfo& info);
+
+signals:
+    void startRequested();
+    void validityChanged(bool valid);
+    void settingsEdited();
+    void liveChangeRequested(const plab::SettingsChange& change);
+
+private:
+    void buildUi();
+    void applyPreset();
+    void readControls();     // controls -> current_, problem_, notices_; refreshes the labels
+    void commitLiveEdit();   // in live mode: send what differs from the run's settings
+    void refreshLocks();
+
+    TrainSettings current_;
+    TrainSettings runSettings_;   // the live run's settings incl. the changes sent to it
+    QString problem_;
+    QStringList notices_;
+    QString changeError_;
+    bool live_ = false;
+    bool filling_ = false;
+    bool cudaAvailable_ = false;
+
+    QComboBox* model_;
+    QComboBox* dataset_;
+    QComboBox* preset_;
+    QLabel* customMark_;
+    QComboBox* compute_;
+    QCheckBox* masterWeights_;
+    QCheckBox* fp32Accumulate_;
+    QCheckBox* fp32SensitiveOps_;
+    LossScalingEditor* lossScaling_;
+    QComboBox* optimizer_;
+    QLineEdit* lr_;
+    QLineEdit* batch_;
+    QLineEdit* epochs_;
+    QLineEdit* maxSteps_;
+    QLineEdit* seed_;
+    QComboBox* backend_;
+    QLabel* backendNote_;
+    QLabel* liveHint_;
+    QLabel* notices_label_;
+    QLabel* problemLabel_;
+    QPushButton* start_;
+    QList<QWidget*> lockedDuringRun_;
+};
+
+}  // namespace plab::ui

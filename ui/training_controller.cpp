@@ -1,0 +1,175 @@
+// The controller: commands to the training thread, coalesced events back.
+#include "training_controller.h"
+
+#include "training_worker.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+
+namespace plab::ui {
+
+void registerTrainerMetaTypes()
+{
+    qRegisterMetaType<plab::TrainerEvent>();
+    qRegisterMetaType<QVector<plab::TrainerEvent>>();
+    qRegisterMetaType<plab::RunResult>();
+    qRegisterMetaType<plab::TrainSettings>();
+    qRegisterMetaType<plab::SettingsChange>();
+}
+
+TrainingController::TrainingController(QString runsDir, QObject* parent)
+    : QObject(parent), runsDir_(std::move(runsDir))
+{
+    registerTrainerMetaTypes();
+    worker_ = new TrainingWorker;   // no parent: it moves to the thread, deleted after it ends
+    worker_->moveToThread(&thread_);
+    connect(worker_, &TrainingWorker::jobStarted, this, &TrainingController::onJobStarted);
+    connect(worker_, &TrainingWorker::eventsPending, this, &TrainingController::onEventsPending);
+    connect(worker_, &TrainingWorker::jobFinished, this, &TrainingController::onJobFinished);
+    thread_.setObjectName(QStringLiteral("training"));
+    thread_.start();
+
+    drainTimer_.setSingleShot(true);
+    connect(&drainTimer_, &QTimer::timeout, this, &TrainingController::drainCurrent);
+    sinceDrain_.start();
+}
+
+TrainingController::~TrainingController()
+{
+    shutdown();
+    delete worker_;
+}
+
+void TrainingController::shutdown()
+{
+    for (const auto& job : std::as_const(jobs_)) job->stop();
+    if (thread_.isRunning()) {
+        thread_.quit();
+        thread_.wait();
+    }
+}
+
+QString TrainingController::newRunId(const QString& folder)
+{
+    const QString base = QStringLiteral("run-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    QString id = base;
+    for (int n = 2; QFileInfo::exists(QDir(folder).filePath(id + QStringLiteral(".json"))); ++n)
+        id = base + QStringLiteral("-%1").arg(n);
+    return id;
+}
+
+QString TrainingController::currentRunId() const
+{
+    return current_ ? current_->runId : QString();
+}
+
+QString TrainingController::start(const TrainSettings& settings, const QString& runName)
+{
+    if (current_) current_->stop();   // superseded: its record is kept, its events dropped from now on
+
+    QString id = newRunId(runsDir_);
+    for (int n = 2; jobs_.contains(id); ++n) id = newRunId(runsDir_) + QStringLiteral("-s%1").arg(n);
+    const QString recordPath = QDir(runsDir_).filePath(id + QStringLiteral(".json"));
+    auto job = std::make_shared<TrainingJob>(id, runName.isEmpty() ? id : runName, settings, recordPath);
+    jobs_.insert(id, job);
+    current_ = job;
+    drainTimer_.stop();
+    setState(State::loading);
+    QMetaObject::invokeMethod(worker_, [worker = worker_, job] { worker->runJob(job); }, Qt::QueuedConnection);
+    return id;
+}
+
+void TrainingController::pause()
+{
+    if (state_ != State::training && state_ != State::loading) return;
+    current_->setPaused(true);
+    setState(State::paused);
+}
+
+void TrainingController::resume()
+{
+    if (state_ != State::paused) return;
+    current_->setPaused(false);
+    setState(State::training);
+}
+
+void TrainingController::stop()
+{
+    if (!current_ || state_ == State::idle) return;
+    current_->stop();
+    setState(State::stopping);
+}
+
+QString TrainingController::requestChange(const SettingsChange& change)
+{
+    if (!current_ || state_ == State::idle || state_ == State::stopping)
+        return tr("No run is training; the setting applies to the next run.");
+    if (change.empty()) return {};
+    // The engine's own rules, checked here so that nothing impossible is queued.
+    TrainerControl probe;
+    if (const std::string problem = probe.requestChange(change); !problem.empty())
+        return QString::fromStdString(problem);
+    current_->requestChange(change);
+    return {};
+}
+
+void TrainingController::setState(State s)
+{
+    if (s == state_) return;
+    state_ = s;
+    emit stateChanged(s);
+}
+
+void TrainingController::onJobStarted(const QString& runId)
+{
+    // A superseded run that got this far has a record too: it is announced (its events
+    // are not), so that the list shows it.
+    const auto job = jobs_.value(runId);
+    if (!job) return;
+    if (job == current_ && state_ == State::loading) setState(State::training);
+    emit runStarted(runId, job->settings, job->runName, job->recordPath);
+}
+
+void TrainingController::onEventsPending(const QString& runId)
+{
+    const auto job = jobs_.value(runId);
+    if (!job) return;
+    if (job != current_) {
+        job->takeEvents();   // superseded: dropped, never shown
+        return;
+    }
+    if (drainTimer_.isActive()) return;
+    const qint64 wait = batchIntervalMs_ - sinceDrain_.elapsed();
+    drainTimer_.start(static_cast<int>(std::max<qint64>(0, wait)));
+}
+
+void TrainingController::drainCurrent()
+{
+    if (!current_) return;
+    QVector<TrainerEvent> events = current_->takeEvents();
+    sinceDrain_.restart();
+    if (!events.isEmpty()) emit eventsReceived(current_->runId, events);
+}
+
+void TrainingController::onJobFinished(const QString& runId, const RunResult& result, bool trained)
+{
+    const auto job = jobs_.take(runId);
+    if (!job) return;
+    if (job != current_) {
+        job->takeEvents();
+        emit runFinished(runId, result);
+        return;
+    }
+    drainTimer_.stop();
+    drainCurrent();   // what the run said before it ended, then the end
+    current_.reset();
+    setState(State::idle);
+    if (result.status == RunStatus::failed) {
+        const QString sentence = QString::fromStdString(result.message);
+        emit failed(runId, trained ? tr("The run failed: %1").arg(sentence) : sentence);
+    }
+    emit runFinished(runId, result);
+}
+
+}  // namespace plab::ui

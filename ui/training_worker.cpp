@@ -1,0 +1,80 @@
+// One run on the training thread: data, trainer, run record, events out.
+#include "training_worker.h"
+
+#include "data/dataset.h"
+#include "report/run_record.h"
+#include "train/trainer.h"
+
+#include <filesystem>
+
+namespace plab::ui {
+
+namespace {
+
+RunResult endedBeforeTraining(RunStatus status, std::string message)
+{
+    RunResult r;
+    r.status = status;
+    r.message = std::move(message);
+    return r;
+}
+
+}  // namespace
+
+void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
+{
+    const QString id = job->runId;
+    if (job->stopRequested()) {
+        emit jobFinished(id, endedBeforeTraining(RunStatus::stopped, "stopped before it started"), false);
+        return;
+    }
+
+    // Data first: a bad data folder is the user's to fix and is reported before any record exists.
+    const TrainSettings& settings = job->settings;
+    const std::filesystem::path dataDir = settings.dataDir.empty() ? defaultDataDir() : std::filesystem::path(settings.dataDir);
+    DataSplit data;
+    std::string notice;
+    try {
+        data = loadDataset(settings.dataset, dataDir, &notice);
+    } catch (const std::exception& e) {
+        emit jobFinished(id, endedBeforeTraining(RunStatus::failed, e.what()), false);
+        return;
+    }
+    if (job->stopRequested()) {
+        emit jobFinished(id, endedBeforeTraining(RunStatus::stopped, "stopped before it started"), false);
+        return;
+    }
+
+    std::unique_ptr<RunRecorder> recorder;
+    auto sink = [&](const TrainerEvent& e) {
+        recorder->onEvent(e);   // a failed write throws: the trainer ends the run as failed
+        if (job->post(e)) emit eventsPending(id);
+    };
+    std::unique_ptr<Trainer> trainer;
+    try {
+        trainer = std::make_unique<Trainer>(settings, data, sink);
+        const std::filesystem::path recordPath = job->recordPath.toStdString();
+        if (recordPath.has_parent_path()) std::filesystem::create_directories(recordPath.parent_path());
+        recorder = std::make_unique<RunRecorder>(recordPath, settings, data, job->runName.toStdString());
+    } catch (const std::exception& e) {
+        emit jobFinished(id, endedBeforeTraining(RunStatus::failed, e.what()), false);
+        return;
+    }
+
+    job->attach(&trainer->control());
+    emit jobStarted(id);
+    if (!notice.empty() && job->post(StatusEvent{RunStatus::starting, 0, notice})) emit eventsPending(id);
+    RunResult result = trainer->run();
+    job->detach();
+    try {
+        recorder->finish(result);
+    } catch (const std::exception& e) {
+        if (result.status != RunStatus::failed) {
+            result.status = RunStatus::failed;
+            result.message = std::string("the run record could not be written: ") + e.what();
+        }
+    }
+    emit jobFinished(id, result, true);
+}
+
+}  // namespace plab::ui
