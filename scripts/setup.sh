@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
   xvfb xauth
+  poppler-utils desktop-file-utils appstream dpkg-dev
 )
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 

@@ -22,5 +22,9 @@ void addTrainCommand(CLI::App& app, std::function<int()>& run);
 void addConvertCommand(CLI::App& app, std::function<int()>& run);
 void addDataCommand(CLI::App& app, std::function<int()>& run);
 void addInfoCommand(CLI::App& app, std::function<int()>& run);
+void addSweepCommand(CLI::App& app, std::function<int()>& run);
+#if PLAB_WITH_REPORTS
+void addReportCommand(CLI::App& app, std::function<int()>& run);   // needs Qt Gui + Svg
+#endif
 
 }  // namespace plab::cli

@@ -18,6 +18,10 @@ int main(int argc, char** argv)
     addConvertCommand(app, run);
     addDataCommand(app, run);
     addInfoCommand(app, run);
+    addSweepCommand(app, run);
+#if PLAB_WITH_REPORTS
+    addReportCommand(app, run);
+#endif
 
     try {
         app.parse(argc, argv);

@@ -1,0 +1,51 @@
+// `plab report run1.json run2.json ... --pdf out.pdf --html out.html --csv DIR --json DIR`:
+// a report of one run or a comparison of several, from their run records, in each format
+// asked for. A bad or unreadable record exits 2 with one message naming the file.
+#include "commands.h"
+#include "report_outputs.h"
+
+#include "error.h"
+
+#include <iostream>
+#include <memory>
+
+namespace plab::cli {
+
+namespace {
+
+struct ReportCommandOptions {
+    std::vector<std::string> records;
+    ReportOutputs outputs;
+};
+
+int runReport(const ReportCommandOptions& opts)
+{
+    if (!opts.outputs.any())
+        throw InputError("report: give at least one output: --pdf FILE, --html FILE, --csv DIR or --json DIR");
+    const auto runs = loadRunRecords(opts.records);
+    const RunComparison comparison = writeReportOutputs(runs, opts.outputs);
+    std::cout << comparisonTableText(comparison);
+    return kExitOk;
+}
+
+}  // namespace
+
+void addReportCommand(CLI::App& app, std::function<int()>& run)
+{
+    auto* cmd = app.add_subcommand("report", "Write a report (PDF, HTML, CSV, JSON) of one run or a comparison of runs");
+    auto opts = std::make_shared<ReportCommandOptions>();
+    cmd->add_option("records", opts->records, "Run records (JSON) written by plab train or plab sweep")->required();
+    cmd->add_option("--pdf", opts->outputs.pdf, "Write the report as PDF to this file");
+    cmd->add_option("--html", opts->outputs.html, "Write the report as self-contained HTML to this file");
+    cmd->add_option("--csv", opts->outputs.csvDir, "Write per-step, per-evaluation and telemetry CSV files into this folder");
+    cmd->add_option("--json", opts->outputs.jsonDir, "Copy the run records into this folder");
+    cmd->add_option("--title", opts->outputs.title, "Title of the report");
+    cmd->add_option("--histogram-steps", opts->outputs.histogramSteps,
+                    "Steps whose gradient histograms to show (default: first, middle, last snapshot)")
+        ->delimiter(',');
+    cmd->add_option("--histogram-layer", opts->outputs.histogramLayer,
+                    "Layer whose weight-gradient histograms to show (default: the one that underflowed most)");
+    cmd->callback([&run, opts] { run = [opts] { return runReport(*opts); }; });
+}
+
+}  // namespace plab::cli

@@ -1,0 +1,116 @@
+// The report outputs of `plab report` and `plab sweep`. See report_outputs.h.
+#include "report_outputs.h"
+
+#include "error.h"
+#include "report/csv_export.h"
+#include "report/run_record.h"
+#include "report_document.h"
+
+#include <QGuiApplication>
+
+#include <iostream>
+#include <memory>
+#include <set>
+
+namespace plab::cli {
+
+namespace {
+
+// QPainter needs fonts, and fonts need a QGuiApplication; the CLI has no display.
+class OffscreenGui {
+public:
+    OffscreenGui()
+    {
+        if (QCoreApplication::instance()) return;
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+        // Qt warns that a headless process has no XDG_RUNTIME_DIR; nothing here needs one.
+        previousHandler_ = qInstallMessageHandler(&dropRuntimeDirWarning);
+        app_ = std::make_unique<QGuiApplication>(argc_, argv_);
+    }
+
+    ~OffscreenGui()
+    {
+        app_.reset();
+        if (previousHandler_) qInstallMessageHandler(previousHandler_);
+    }
+
+private:
+    static void dropRuntimeDirWarning(QtMsgType type, const QMessageLogContext& context, const QString& message)
+    {
+        if (message.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR not set"))) return;
+        if (previousHandler_) previousHandler_(type, context, message);
+    }
+    static inline QtMessageHandler previousHandler_ = nullptr;
+    int argc_ = 1;
+    char name_[5] = {'p', 'l', 'a', 'b', '\0'};
+    char* argv_[2] = {name_, nullptr};
+    std::unique_ptr<QGuiApplication> app_;
+};
+
+std::vector<std::string> uniqueStems(const RunComparison& c)
+{
+    std::vector<std::string> stems;
+    std::set<std::string> used;
+    for (const auto& r : c.runs) {
+        std::string stem = fileStem(r.label);
+        for (int n = 2; used.count(stem); ++n) stem = fileStem(r.label) + "-" + std::to_string(n);
+        used.insert(stem);
+        stems.push_back(stem);
+    }
+    return stems;
+}
+
+}  // namespace
+
+std::vector<LoadedRun> loadRunRecords(const std::vector<std::string>& files)
+{
+    std::vector<LoadedRun> runs;
+    for (const auto& f : files) {
+        LoadedRun r{f, loadRunRecord(f)};
+        digestRunRecord(r.record, f);   // throws InputError naming the file when unusable
+        runs.push_back(std::move(r));
+    }
+    return runs;
+}
+
+RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const ReportOutputs& outputs)
+{
+    std::vector<RunDigest> digests;
+    for (const auto& r : runs) digests.push_back(digestRunRecord(r.record, r.origin));
+    RunComparison comparison = compareRuns(std::move(digests));
+    const auto stems = uniqueStems(comparison);
+
+    if (!outputs.csvDir.empty())
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stems[i]))
+                std::cerr << "plab: wrote " << file.string() << '\n';
+    if (!outputs.jsonDir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(outputs.jsonDir, ec);
+        if (ec) throw std::runtime_error(outputs.jsonDir + ": cannot create the folder (" + ec.message() + ")");
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const auto file = std::filesystem::path(outputs.jsonDir) / (stems[i] + ".json");
+            writeJsonAtomically(file, runs[i].record);
+            std::cerr << "plab: wrote " << file.string() << '\n';
+        }
+    }
+    if (outputs.pdf.empty() && outputs.html.empty()) return comparison;
+
+    OffscreenGui gui;
+    report::ReportOptions options;
+    if (!outputs.title.empty()) options.title = QString::fromStdString(outputs.title);
+    options.histogramSteps = outputs.histogramSteps;
+    options.histogramLayer = QString::fromStdString(outputs.histogramLayer);
+    const report::ReportContent content = report::prepareReport(comparison, options);
+    if (!outputs.html.empty()) {
+        report::writeHtmlReport(content, QString::fromStdString(outputs.html));
+        std::cerr << "plab: wrote " << outputs.html << '\n';
+    }
+    if (!outputs.pdf.empty()) {
+        const int pages = report::writePdfReport(content, QString::fromStdString(outputs.pdf));
+        std::cerr << "plab: wrote " << outputs.pdf << " (" << pages << " pages)\n";
+    }
+    return comparison;
+}
+
+}  // namespace plab::cli

@@ -1,0 +1,62 @@
+// What `plab train` and `plab sweep` share: the table of training flags (each a settings
+// key of the config file), turning given flags and a config file into a settings patch,
+// and one recorded training run with Ctrl-C stopping it cleanly.
+#pragma once
+
+#include "progress_printer.h"
+
+#include "data/dataset.h"
+#include "report/run_record.h"
+#include "train/trainer.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace plab::cli {
+
+enum class FlagType { text, integer, number, onOff, intList };
+
+struct FlagSpec {
+    const char* flag;      // "--batch"
+    const char* key;       // settings key, "batch"
+    FlagType type;
+    const char* help;
+};
+
+const std::vector<FlagSpec>& trainFlags();
+
+// The flag's text as the JSON value of its settings key; throws InputError naming the flag.
+nlohmann::json flagValue(const FlagSpec& spec, const std::string& text);
+
+// Reads a JSON config file; throws InputError naming the file.
+nlohmann::json readConfig(const std::string& file);
+
+// The training flags a subcommand took, as text, and its --config file.
+struct TrainFlagValues {
+    std::map<std::string, std::string> values;   // flag -> text as given
+    std::string config;
+    std::set<std::string> omitted;               // flags this subcommand does not offer
+};
+
+// Adds every training flag except `values.omitted`, and --config.
+void addTrainFlags(CLI::App& cmd, TrainFlagValues& values);
+
+// The config file (if any) overlaid with the flags given on the command line; `origin`
+// gets what settingsFromJson should name in its messages.
+nlohmann::json settingsPatch(const CLI::App& cmd, const TrainFlagValues& values, std::string& origin);
+
+// Trains one run, feeding the recorder (may be null) and the progress printer; SIGINT and
+// SIGTERM stop the run between steps (the result's status is then stopped). The record's
+// summary is written before returning.
+RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data, RunRecorder* recorder,
+                              ProgressPrinter& progress);
+
+// Loads the settings' data set, printing the fallback notice (if any) on stderr.
+DataSplit loadTrainingData(const TrainSettings& settings);
+
+}  // namespace plab::cli

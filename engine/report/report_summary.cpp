@@ -1,0 +1,314 @@
+// Sentences of the report summary, each from one kind of evidence in the run records.
+// See report_summary.h. Every number in a sentence is read from a record (or computed
+// from a format's definition); a sentence whose evidence is absent is not written.
+#include "report/report_summary.h"
+
+#include "numerics/format.h"
+#include "optim/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace plab {
+
+namespace {
+
+using nlohmann::json;
+
+std::string numberText(double v, const char* fmt = "%g")
+{
+    char buf[48];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return buf;
+}
+
+// "65536 (2^16)" for powers of two, else "%g".
+std::string scaleText(double s)
+{
+    int e = 0;
+    const double m = std::frexp(s, &e);
+    std::string t = numberText(s);
+    if (m == 0.5 && e - 1 != 0) t += " (2^" + std::to_string(e - 1) + ")";
+    return t;
+}
+
+std::string layerPossessive(const std::string& layer)
+{
+    return layer == "loss" ? "the loss gradient (w.r.t. the logits)" : "layer " + layer + "'s";
+}
+
+// "a", "a and b", "a, b and c".
+std::string joinWords(const std::vector<std::string>& words)
+{
+    std::string out;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (i > 0) out += i + 1 == words.size() ? " and " : ", ";
+        out += words[i];
+    }
+    return out;
+}
+
+std::string lossScalingWords(const RunDigest& r)
+{
+    if (r.lossScaleMode == "dynamic") return "with dynamic loss scaling";
+    if (r.lossScaleMode == "static")
+        return "with a static loss scale of " + scaleText(r.recipe["loss_scaling"].value("init_scale", 1.0));
+    return "without loss scaling";
+}
+
+// Settings that decide what a run computes, apart from loss scaling (the thing compared).
+std::string settingsWithoutLossScaling(const RunDigest& r)
+{
+    json s = r.settings;
+    for (const char* k : {"loss_scale", "init_scale", "growth_factor", "backoff_factor", "growth_interval",
+                          "min_scale", "max_scale", "data_dir", "threads", "histogram_every", "eval_every"})
+        s.erase(k);
+    return s.dump();
+}
+
+Format formatOr(const std::string& name, Format fallback)
+{
+    return parseFormat(name).value_or(fallback);
+}
+
+void accuracySentences(const RunComparison& c, std::vector<SummarySentence>& out)
+{
+    std::vector<const RunDigest*> finished;
+    for (const auto& r : c.runs)
+        if (r.finalAccuracy && r.status != "diverged") finished.push_back(&r);
+    if (c.runs.size() == 1 && finished.size() == 1) {
+        const auto& r = *finished.front();
+        std::string t = r.label + " " + (r.status == "completed" ? "completed" : "ran") + " " + formatCount(r.steps) +
+                        " steps; final test accuracy " + formatAccuracy(r.finalAccuracy);
+        if (r.bestAccuracy && *r.bestAccuracy != *r.finalAccuracy) t += " (best " + formatAccuracy(r.bestAccuracy) + ")";
+        out.push_back({"accuracy", t + "."});
+        return;
+    }
+    if (finished.size() < 2) return;
+    const auto [lo, hi] = std::minmax_element(finished.begin(), finished.end(), [](auto* a, auto* b) {
+        return *a->finalAccuracy < *b->finalAccuracy;
+    });
+    const double low = *(*lo)->finalAccuracy, high = *(*hi)->finalAccuracy;
+    auto labelsAt = [&](double acc) {
+        std::vector<std::string> names;
+        for (auto* r : finished)
+            if (formatAccuracy(r->finalAccuracy) == formatAccuracy(acc)) names.push_back(r->label);
+        return joinWords(names);
+    };
+    if (formatAccuracy(low) == formatAccuracy(high)) {
+        out.push_back({"accuracy", "All " + std::to_string(finished.size()) + " finished runs reached a final test accuracy of " +
+                                       formatAccuracy(high) + "."});
+        return;
+    }
+    out.push_back({"accuracy", "Final test accuracy ranged from " + formatAccuracy(low) + " (" + labelsAt(low) + ") to " +
+                                   formatAccuracy(high) + " (" + labelsAt(high) + ")."});
+}
+
+// First step from which the loss stayed non-finite to the end, if it did.
+std::optional<std::int64_t> firstOfTrailingNonFinite(const RunDigest& r)
+{
+    std::optional<std::int64_t> first;
+    for (auto it = r.stepSeries.rbegin(); it != r.stepSeries.rend() && !it->loss; ++it) first = it->step;
+    return first;
+}
+
+void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
+{
+    if (r.status == "stopped") out.push_back({"divergence", r.label + " was stopped at step " + formatCount(r.steps) + "."});
+    if (r.status == "failed") out.push_back({"divergence", r.label + " failed at step " + formatCount(r.steps) + ": " + r.message + "."});
+    if (r.status == "running")
+        out.push_back({"divergence", r.label + "'s record ends at step " + formatCount(r.steps) +
+                                         " without a final summary: the run was cut short."});
+    if (r.status != "diverged") return;
+    std::string t = r.label + " diverged at step " + formatCount(r.steps);
+    if (const auto first = firstOfTrailingNonFinite(r)) t += ": its loss was not finite from step " + formatCount(*first) + " on";
+    out.push_back({"divergence", t + "."});
+
+    // Weights that updates made inf or NaN, by layer, and the first snapshot showing it.
+    std::vector<std::string> perLayer;
+    for (const auto& l : r.layers) {
+        if (l.weightsMadeNonFinite <= 0) continue;
+        std::int64_t size = 0;
+        if (!r.telemetry.empty())
+            if (const auto* s = r.telemetry.front().find(l.layer, "weight_grad")) size = s->count;
+        perLayer.push_back(size == l.weightsMadeNonFinite ? "all " + formatCount(size) + " of " + l.layer + "'s"
+                                                          : formatCount(l.weightsMadeNonFinite) + " of " + l.layer + "'s");
+    }
+    if (perLayer.empty()) return;
+    std::string first;
+    for (const auto& snap : r.telemetry) {
+        for (const auto& l : snap.layers)
+            if (l.kind == "weight_grad" && l.nonFiniteUpdates > 0) {
+                first = "; the first snapshot showing it, at step " + formatCount(snap.step) + ", has " +
+                        formatCount(l.nonFiniteUpdates) + " in " + l.layer;
+                break;
+            }
+        if (!first.empty()) break;
+    }
+    out.push_back({"divergence", "Optimizer updates turned finite parameters into inf or NaN: " + joinWords(perLayer) + first + "."});
+
+    // A fact of the format: Adam's eps may not exist in the format of the optimizer state.
+    const Format state = r.masterWeights ? Format::fp32 : formatOr(r.storage, Format::fp32);
+    // Settings carry no eps: runs use OptimizerConfig's.
+    const double eps = OptimizerConfig{}.eps;
+    if (r.optimizer == "adam" && roundDoubleTo(state, eps) == 0.0f)
+        out.push_back({"divergence", "Adam's eps (" + numberText(eps) + ") is 0 in " + std::string(formatName(state)) +
+                                         ", the format of this run's optimizer state: where the second moment "
+                                         "also rounds to 0, the update divides by zero."});
+}
+
+void underflowSentences(const RunComparison& c, std::vector<SummarySentence>& out)
+{
+    std::map<std::string, std::vector<const RunDigest*>> groups;
+    for (const auto& r : c.runs) groups[settingsWithoutLossScaling(r)].push_back(&r);
+    for (const auto& [key, runs] : groups) {
+        for (const RunDigest* off : runs) {
+            if (off->lossScaleMode != "off") continue;
+            std::vector<const RunDigest*> scaled;
+            for (const RunDigest* r : runs)
+                if (r->lossScaleMode != "off") scaled.push_back(r);
+            if (scaled.empty()) continue;
+            // The layer whose weight gradients underflowed most without scaling.
+            const LayerFractions* worst = nullptr;
+            for (const auto& l : off->layers)
+                if (l.underflow && *l.underflow > 0.0 && (!worst || *l.underflow > *worst->underflow)) worst = &l;
+            if (worst) {
+                std::string t = off->label + " lost " + formatPercent(*worst->underflow) + " of layer " + worst->layer +
+                                "'s weight gradients to underflow over the run";
+                for (const RunDigest* s : scaled) {
+                    const auto* l = s->layer(worst->layer);
+                    if (!l || !l->underflow) continue;
+                    t += "; " + lossScalingWords(*s) + " (" + s->label + "), " + formatPercent(*l->underflow);
+                }
+                out.push_back({"underflow", t + "."});
+            }
+            const LayerFractions* worstAct = nullptr;
+            for (const auto& l : off->layers)
+                if (l.activationGradUnderflow && *l.activationGradUnderflow > 0.0 &&
+                    (!worstAct || *l.activationGradUnderflow > *worstAct->activationGradUnderflow))
+                    worstAct = &l;
+            if (worstAct) {
+                std::string t = "Of the activation gradients, " + layerPossessive(worstAct->layer) + " lost most to underflow: " +
+                                formatPercent(*worstAct->activationGradUnderflow) + " " + lossScalingWords(*off);
+                for (const RunDigest* s : scaled) {
+                    const auto* l = s->layer(worstAct->layer);
+                    if (!l || !l->activationGradUnderflow) continue;
+                    t += ", " + formatPercent(*l->activationGradUnderflow) + " " + lossScalingWords(*s);
+                }
+                out.push_back({"underflow", t + "."});
+            }
+        }
+    }
+    // A single run: where its gradients underflowed most.
+    if (c.runs.size() == 1) {
+        const RunDigest& r = c.runs.front();
+        const LayerFractions* worst = nullptr;
+        for (const auto& l : r.layers)
+            if (l.underflow && (!worst || *l.underflow > *worst->underflow)) worst = &l;
+        if (worst && *worst->underflow > 0.0)
+            out.push_back({"underflow", r.label + " lost " + formatPercent(*worst->underflow) + " of layer " + worst->layer +
+                                            "'s weight gradients to underflow over the run, the most of any layer."});
+        else if (worst)
+            out.push_back({"underflow", "No weight gradient of " + r.label + " underflowed to 0."});
+    }
+}
+
+void lostUpdateSentences(const RunComparison& c, std::vector<SummarySentence>& out)
+{
+    for (const auto& r : c.runs) {
+        if (r.masterWeights || r.storage == "fp32" || r.status == "diverged") continue;
+        const LayerFractions* worst = nullptr;
+        for (const auto& l : r.layers)
+            if (l.lostUpdate && *l.lostUpdate > 0.0 && (!worst || *l.lostUpdate > *worst->lostUpdate)) worst = &l;
+        if (!worst) continue;
+        std::string t = r.label + " lost " + formatPercent(*worst->lostUpdate) + " of layer " + worst->layer +
+                        "'s weight updates: the update was nonzero, but the " + r.storage + " weight did not change";
+        for (const auto& m : c.runs) {
+            if (!m.masterWeights || m.compute != r.compute || m.status == "diverged") continue;
+            const auto* l = m.layer(worst->layer);
+            if (l && l->lostUpdate) t += "; with fp32 master weights (" + m.label + "), " + formatPercent(*l->lostUpdate);
+        }
+        out.push_back({"lost_updates", t + "."});
+    }
+}
+
+void lossScaleSentences(const RunComparison& c, std::vector<SummarySentence>& out)
+{
+    for (const auto& r : c.runs) {
+        if (r.lossScaleMode != "dynamic" || r.stepSeries.empty()) continue;
+        double lo = r.stepSeries.front().lossScale, hi = lo;
+        for (const auto& p : r.stepSeries) {
+            lo = std::min(lo, p.lossScale);
+            hi = std::max(hi, p.lossScale);
+        }
+        const double first = r.stepSeries.front().lossScale, last = r.stepSeries.back().lossScale;
+        std::string t = r.label + (r.skippedSteps == 0 ? " skipped no steps"
+                                                       : " skipped " + formatCount(r.skippedSteps) + " of " +
+                                                             formatCount(r.steps) + " steps for non-finite gradients");
+        if (lo == hi) t += "; its loss scale stayed at " + scaleText(first);
+        else {
+            t += "; its loss scale went from " + scaleText(first) + " to " + scaleText(last);
+            if (lo < std::min(first, last)) t += ", lowest " + scaleText(lo);
+        }
+        out.push_back({"loss_scale", t + "."});
+    }
+}
+
+void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence>& out)
+{
+    std::vector<const RunDigest*> withMemory, withSpeed;
+    for (const auto& r : c.runs) {
+        if (r.peakTotal > 0) withMemory.push_back(&r);
+        if (r.imagesPerSecond > 0 && r.status == "completed") withSpeed.push_back(&r);
+    }
+    auto largestCategory = [](const RunDigest& r) {
+        std::size_t best = 0;
+        for (std::size_t i = 1; i < r.peakBytes.size(); ++i)
+            if (r.peakBytes[i] > r.peakBytes[best]) best = i;
+        return best < r.memoryCategories.size() ? r.memoryCategories[best] : std::string();
+    };
+    if (withMemory.size() == 1) {
+        const auto& r = *withMemory.front();
+        out.push_back({"memory", r.label + " peaked at " + formatMebibytes(r.peakTotal) +
+                                     " of modelled memory; its largest category was " + largestCategory(r) + "."});
+    } else if (withMemory.size() > 1) {
+        const auto [lo, hi] = std::minmax_element(withMemory.begin(), withMemory.end(),
+                                                  [](auto* a, auto* b) { return a->peakTotal < b->peakTotal; });
+        if ((*lo)->peakTotal != (*hi)->peakTotal)
+            out.push_back({"memory", "Peak modelled memory ranged from " + formatMebibytes((*lo)->peakTotal) + " (" +
+                                         (*lo)->label + ") to " + formatMebibytes((*hi)->peakTotal) + " (" + (*hi)->label +
+                                         "), " + numberText(double((*hi)->peakTotal) / double((*lo)->peakTotal), "%.1f") +
+                                         " times as much; the largest category of the largest was " +
+                                         largestCategory(**hi) + "."});
+    }
+    if (withSpeed.size() == 1) {
+        const auto& r = *withSpeed.front();
+        out.push_back({"throughput", r.label + " trained at " + numberText(r.imagesPerSecond, "%.0f") +
+                                         " images/s on the " + r.backend.value("name", std::string("cpu")) + " backend."});
+    } else if (withSpeed.size() > 1) {
+        const auto [lo, hi] = std::minmax_element(withSpeed.begin(), withSpeed.end(),
+                                                  [](auto* a, auto* b) { return a->imagesPerSecond < b->imagesPerSecond; });
+        out.push_back({"throughput", "Throughput ranged from " + numberText((*lo)->imagesPerSecond, "%.0f") +
+                                         " images/s (" + (*lo)->label + ") to " +
+                                         numberText((*hi)->imagesPerSecond, "%.0f") + " images/s (" + (*hi)->label + ")."});
+    }
+}
+
+}  // namespace
+
+std::vector<SummarySentence> summarizeRuns(const RunComparison& comparison)
+{
+    std::vector<SummarySentence> out;
+    accuracySentences(comparison, out);
+    for (const auto& r : comparison.runs) divergenceSentences(r, out);
+    underflowSentences(comparison, out);
+    lostUpdateSentences(comparison, out);
+    lossScaleSentences(comparison, out);
+    memoryAndSpeedSentences(comparison, out);
+    return out;
+}
+
+}  // namespace plab

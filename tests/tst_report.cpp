@@ -1,0 +1,399 @@
+// Tests of run reports (issue 4, "Run reports"): fixture runs are trained here on small
+// synthetic data (AMP FP16 with loss scaling off and dynamic, a pure FP16 Adam run that
+// diverges, an FP32 run), so they are regenerated on every run and never go stale. Checks:
+// CSV round-trips (RFC 4180 quoting too); the summary says what the data shows for known
+// cases and nothing for absent evidence; the HTML is well-formed XML with an inline SVG
+// per chart and the differing settings marked; the PDF has the pages the writer laid out,
+// the expected text and one image per chart; `plab report` and `plab sweep` end to end.
+// links: plab_engine plab_report_render
+
+#include "error.h"
+#include "report/csv_export.h"
+#include "report/report_summary.h"
+#include "report/run_comparison.h"
+#include "report/run_record.h"
+#include "report_document.h"
+#include "test_support.h"
+#include "train/trainer.h"
+
+#include <QtTest>
+
+#include <QProcess>
+#include <QStandardPaths>
+#include <QXmlStreamReader>
+
+#include <fstream>
+#include <sstream>
+
+using namespace plab;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+json trainRecord(const TrainSettings& s, const DataSplit& data, const std::string& name = {})
+{
+    RunRecorder recorder({}, s, data, name);
+    Trainer trainer(s, data, [&](const TrainerEvent& e) { recorder.onEvent(e); });
+    recorder.finish(trainer.run());
+    return recorder.record();
+}
+
+TrainSettings fixtureSettings(const std::string& recipe)
+{
+    return settingsFromJson(json{{"recipe", recipe}, {"widths", {4, 8}}, {"batch", 96}, {"epochs", 3},
+                                 {"histogram_every", 5}, {"threads", 1}},
+                            "test");
+}
+
+const SummarySentence* findSentence(const std::vector<SummarySentence>& all, const std::string& topic,
+                                    const std::string& start)
+{
+    for (const auto& s : all)
+        if (s.topic == topic && s.text.rfind(start, 0) == 0) return &s;
+    return nullptr;
+}
+
+QString allText(const std::vector<SummarySentence>& all)
+{
+    QString t;
+    for (const auto& s : all) t += QString::fromStdString(s.text) + '\n';
+    return t;
+}
+
+struct Tool {
+    int exitCode = -1;
+    QString out, err;
+};
+
+Tool runTool(const QString& program, const QStringList& args)
+{
+    QProcess p;
+    p.start(program, args);
+    if (!p.waitForFinished(300000)) p.kill();
+    p.waitForFinished();
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
+void writeJson(const fs::path& file, const json& j)
+{
+    std::ofstream(file) << j.dump(1);
+}
+
+}  // namespace
+
+class TestReport : public QObject {
+    Q_OBJECT
+    testing::TempDir dir_;
+    DataSplit data_;
+    json unscaled_, scaled_, diverged_, fp32_;
+
+    RunComparison comparisonOf(const std::vector<json>& records)
+    {
+        std::vector<RunDigest> digests;
+        for (std::size_t i = 0; i < records.size(); ++i) digests.push_back(digestRunRecord(records[i], "run" + std::to_string(i)));
+        return compareRuns(std::move(digests));
+    }
+
+private slots:
+    void initTestCase()
+    {
+        testing::writeSyntheticDataset(dir_.path() / "mnist", 480, 200, 11);
+        data_ = loadDataset("mnist", dir_.path());
+        // Small gradients (SGD, small steps, a big batch) so that fp16 flushes some of them
+        // without loss scaling (as in tst_trainer's scalingReducesGradientUnderflow).
+        TrainSettings scaled = fixtureSettings("amp-fp16");
+        scaled.optimizer.kind = "sgd";
+        scaled.optimizer.lr = 1e-4;
+        TrainSettings unscaled = scaled;
+        unscaled.recipe.lossScaling = LossScaling::off();
+        scaled_ = trainRecord(scaled, data_);
+        unscaled_ = trainRecord(unscaled, data_);
+        TrainSettings pure = fixtureSettings("pure-fp16");   // Adam: eps is 0 in fp16
+        pure.divergenceSteps = 3;
+        pure.histogramEvery = 1;
+        diverged_ = trainRecord(pure, data_);
+        fp32_ = trainRecord(fixtureSettings("fp32"), data_);
+        QCOMPARE(diverged_["summary"]["status"], "diverged");
+    }
+
+    void labelsAreUniqueAndSayWhatDiffers()
+    {
+        const auto c = comparisonOf({unscaled_, scaled_, diverged_});
+        QCOMPARE(c.runs[0].label, std::string("AMP FP16 without loss scaling"));
+        QCOMPARE(c.runs[1].label, std::string("AMP FP16"));
+        QCOMPARE(c.runs[2].label, std::string("Pure FP16"));
+        const auto a = comparisonOf({fp32_, fp32_});
+        QVERIFY(a.runs[0].label != a.runs[1].label);
+        bool lossScaleDiffers = false, seedDiffers = true;
+        for (const auto& row : c.settings) {
+            if (row.key == "loss_scale") lossScaleDiffers = row.differs;
+            if (row.key == "seed") seedDiffers = row.differs;
+        }
+        QVERIFY(lossScaleDiffers);
+        QVERIFY(!seedDiffers);
+    }
+
+    void csvQuotingRoundTrips_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addRow("plain") << "amp-fp16";
+        QTest::addRow("comma") << "AMP FP16, batch 64";
+        QTest::addRow("quote") << "the \"scaled\" run";
+        QTest::addRow("newline") << "line one\r\nline two\nthree";
+        QTest::addRow("empty") << "";
+    }
+    void csvQuotingRoundTrips()
+    {
+        QFETCH(QString, field);
+        std::ostringstream out;
+        writeCsvRow(out, {field.toStdString(), "2", field.toStdString()});
+        writeCsvRow(out, {"x", field.toStdString(), ""});
+        std::istringstream in(out.str());
+        const auto rows = readCsv(in, "memory");
+        QCOMPARE(rows.size(), std::size_t(2));
+        QCOMPARE(rows[0], (CsvRow{field.toStdString(), "2", field.toStdString()}));
+        QCOMPARE(rows[1], (CsvRow{"x", field.toStdString(), ""}));
+    }
+
+    void csvRejectsBrokenQuoting()
+    {
+        std::istringstream open("a,\"never closed\r\n");
+        QVERIFY_THROWS_EXCEPTION(plab::InputError, readCsv(open, "open"));
+        std::istringstream stray("a,b\"c\r\n");
+        QVERIFY_THROWS_EXCEPTION(plab::InputError, readCsv(stray, "stray"));
+    }
+
+    void csvFilesRoundTripTheRecord()
+    {
+        const fs::path folder = dir_.path() / "csv";
+        const auto files = writeRunCsv(diverged_, "Pure, \"FP16\"", folder, "pure-fp16");
+        QCOMPARE(files.size(), std::size_t(3));
+        const auto steps = readCsvFile(folder / "pure-fp16-steps.csv");
+        QCOMPARE(steps.front(), (CsvRow{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms"}));
+        QCOMPARE(steps.size(), diverged_["steps"].size() + 1);
+        for (std::size_t i = 0; i < diverged_["steps"].size(); ++i) {
+            const json& s = diverged_["steps"][i];
+            const CsvRow& row = steps[i + 1];
+            QCOMPARE(row[0], std::string("Pure, \"FP16\""));
+            QCOMPARE(std::stoll(row[1]), s["step"].get<long long>());
+            if (s["loss"].is_null()) QVERIFY(row[3].empty());
+            else QCOMPARE(std::strtod(row[3].c_str(), nullptr), s["loss"].get<double>());   // exact
+            QCOMPARE(std::strtod(row[4].c_str(), nullptr), s["loss_scale"].get<double>());
+            QCOMPARE(row[5], std::string(s["skipped"].get<bool>() ? "1" : "0"));
+            QCOMPARE(std::strtod(row[8].c_str(), nullptr), s["time_ms"].get<double>());
+        }
+        const auto evals = readCsvFile(folder / "pure-fp16-evals.csv");
+        QCOMPARE(evals.size(), diverged_["evals"].size() + 1);
+        const fs::path folder2 = dir_.path() / "csv2";
+        writeRunCsv(scaled_, "AMP FP16", folder2, "amp");
+        const auto evals2 = readCsvFile(folder2 / "amp-evals.csv");
+        QCOMPARE(evals2.size(), scaled_["evals"].size() + 1);
+        QVERIFY(evals2.size() > 1);
+        for (std::size_t i = 0; i + 1 < evals2.size(); ++i)
+            QCOMPARE(std::strtod(evals2[i + 1][3].c_str(), nullptr), scaled_["evals"][i]["test_accuracy"].get<double>());
+        const auto telemetry = readCsvFile(folder2 / "amp-telemetry.csv");
+        std::size_t layers = 0;
+        for (const auto& t : scaled_["telemetry"]) layers += t["layers"].size();
+        QCOMPARE(telemetry.size(), layers + 1);
+    }
+
+    void summaryComparesLossScaling()
+    {
+        const auto c = comparisonOf({unscaled_, scaled_});
+        const auto summary = summarizeRuns(c);
+        const auto* s = findSentence(summary, "underflow", "AMP FP16 without loss scaling lost ");
+        QVERIFY2(s, qPrintable(allText(summary)));
+        // The worst layer of the unscaled run, and both numbers, are the records' own.
+        std::string worst;
+        double fraction = -1;
+        for (const auto& [layer, f] : unscaled_["summary"]["underflow_fraction"].items())
+            if (f.get<double>() > fraction) { fraction = f.get<double>(); worst = layer; }
+        QVERIFY(fraction > 0);
+        const double scaledFraction = scaled_["summary"]["underflow_fraction"][worst].get<double>();
+        const std::string expected = "AMP FP16 without loss scaling lost " + formatPercent(fraction) + " of layer " + worst +
+                                     "'s weight gradients to underflow over the run; with dynamic loss scaling (AMP FP16), " +
+                                     formatPercent(scaledFraction) + ".";
+        QCOMPARE(s->text, expected);
+        QVERIFY2(fraction > scaledFraction, s->text.c_str());
+        QVERIFY(findSentence(summary, "loss_scale", "AMP FP16 skipped"));
+    }
+
+    void summaryExplainsDivergence()
+    {
+        const auto c = comparisonOf({diverged_});
+        const auto summary = summarizeRuns(c);
+        const std::string steps = std::to_string(diverged_["summary"]["steps"].get<long long>());
+        const auto* s = findSentence(summary, "divergence", "Pure FP16 diverged at step " + steps);
+        QVERIFY2(s, qPrintable(allText(summary)));
+        QVERIFY2(s->text.find("not finite from step 2") != std::string::npos, s->text.c_str());
+        QVERIFY2(findSentence(summary, "divergence", "Optimizer updates turned finite parameters into inf or NaN"),
+                 qPrintable(allText(summary)));
+        QVERIFY2(findSentence(summary, "divergence", "Adam's eps (1e-08) is 0 in fp16"), qPrintable(allText(summary)));
+        QVERIFY(!findSentence(summary, "accuracy", ""));   // no accuracy claim for a diverged run
+    }
+
+    void summaryClaimsNothingWithoutEvidence()
+    {
+        // An fp32 run has no rounding site: no underflow, lost-update or eps sentence.
+        const auto summary = summarizeRuns(comparisonOf({fp32_}));
+        QVERIFY(findSentence(summary, "accuracy", "FP32 completed"));
+        QVERIFY2(!findSentence(summary, "underflow", ""), qPrintable(allText(summary)));
+        QVERIFY(!findSentence(summary, "lost_updates", ""));
+        QVERIFY(!findSentence(summary, "divergence", ""));
+        // Two runs with scaling on both sides: no "without loss scaling" comparison.
+        QVERIFY(!findSentence(summarizeRuns(comparisonOf({scaled_, scaled_})), "underflow", ""));
+    }
+
+    void chartsExportAsSvgAndPng()
+    {
+        const auto charts = report::buildReportCharts(comparisonOf({unscaled_, scaled_, diverged_}), {});
+        QStringList ids;
+        for (const auto& c : charts) ids << c.id;
+        for (const char* id : {"loss", "accuracy", "loss-scale", "underflow", "memory", "histogram-1"})
+            QVERIFY2(ids.contains(QLatin1String(id)), qPrintable(ids.join(',')));
+        QXmlStreamReader xml(report::chartToSvg(charts.front().spec));
+        while (!xml.atEnd()) xml.readNext();
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        const QImage image = report::chartToImage(charts.front().spec);
+        QCOMPARE(image.size(), report::kChartSize * 2);
+        int coloured = 0;   // the series must be painted (in some series colour)
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x)
+                for (int k = 0; k < 3; ++k)
+                    if (image.pixelColor(x, y) == report::seriesColor(k)) ++coloured;
+        QVERIFY(coloured > 50);
+    }
+
+    void htmlIsWellFormedAndComplete()
+    {
+        const auto content = report::prepareReport(comparisonOf({unscaled_, scaled_, diverged_}));
+        const QString file = QString::fromStdString((dir_.path() / "report.html").string());
+        report::writeHtmlReport(content, file);
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray html = f.readAll();
+        QXmlStreamReader xml(html);
+        int svgs = 0, diffRows = 0, tables = 0;
+        bool inSummary = false;
+        QStringList summaryItems;
+        while (!xml.atEnd()) {
+            xml.readNext();
+            if (!xml.isStartElement()) continue;
+            if (xml.name() == QLatin1String("svg")) ++svgs;
+            if (xml.name() == QLatin1String("table")) ++tables;
+            if (xml.name() == QLatin1String("tr") && xml.attributes().value("class") == QLatin1String("diff")) ++diffRows;
+            if (xml.name() == QLatin1String("ul")) inSummary = xml.attributes().value("class") == QLatin1String("summary");
+            if (xml.name() == QLatin1String("li") && inSummary) summaryItems << xml.readElementText();
+        }
+        QVERIFY2(!xml.hasError(), qPrintable(QString("%1 at line %2").arg(xml.errorString()).arg(xml.lineNumber())));
+        QCOMPARE(svgs, int(content.charts.size()));
+        QVERIFY(tables >= 4);      // results, memory, per layer, configuration, machine
+        QVERIFY(diffRows >= 2);    // recipe phrase, loss_scale, ...
+        QCOMPARE(summaryItems.size(), int(content.summary.size()));
+        QCOMPARE(summaryItems.front(), QString::fromStdString(content.summary.front().text));
+        QVERIFY(!html.contains("<script"));                       // self-contained, static
+        QVERIFY(!html.contains("src=\"http"));
+    }
+
+    void pdfHasTheLaidOutPagesTextAndCharts()
+    {
+        for (const char* tool : {"pdfinfo", "pdftotext", "pdfimages"})
+            if (QStandardPaths::findExecutable(QString::fromLatin1(tool)).isEmpty())
+                QSKIP(qPrintable(QString("%1 is missing (poppler-utils; scripts/setup.sh installs it)").arg(tool)));
+        const auto content = report::prepareReport(comparisonOf({unscaled_, scaled_, diverged_}));
+        const QString file = QString::fromStdString((dir_.path() / "report.pdf").string());
+        const int pages = report::writePdfReport(content, file);
+        // Overview, configuration (own page), then two charts a page.
+        const int minimum = 2 + int((content.charts.size() + 1) / 2);
+        QVERIFY2(pages >= minimum, qPrintable(QString("%1 pages, expected at least %2").arg(pages).arg(minimum)));
+        const Tool info = runTool("pdfinfo", {file});
+        QCOMPARE(info.exitCode, 0);
+        QVERIFY2(info.out.contains(QRegularExpression(QString("Pages:\\s+%1\\n").arg(pages))), qPrintable(info.out));
+        const Tool text = runTool("pdftotext", {"-layout", file, "-"});
+        QCOMPARE(text.exitCode, 0);
+        const QString flat = text.out.normalized(QString::NormalizationForm_KC).simplified();   // "ﬁ" -> "fi"
+        for (const QString& expected : {QString("Precision Lab run report"), QString("Configuration"),
+                                        QString("AMP FP16 without loss scaling"), QString("Peak memory per category"),
+                                        QString("Machine, backend and versions")})
+            QVERIFY2(flat.contains(expected), qPrintable(expected));
+        const QString firstSentence = QString::fromStdString(content.summary.front().text).simplified();
+        QVERIFY2(flat.contains(firstSentence.left(40)), qPrintable(firstSentence));
+        const Tool lastPage = runTool("pdftotext", {"-f", QString::number(pages), "-l", QString::number(pages), file, "-"});
+        QVERIFY2(lastPage.out.contains("weight gradients"), qPrintable(lastPage.out));   // a histogram caption
+        const Tool images = runTool("pdfimages", {"-list", file});
+        const int imageCount = images.out.split('\n', Qt::SkipEmptyParts).size() - 2;   // two header lines
+        QCOMPARE(imageCount, int(content.charts.size()));
+    }
+
+    void cliReportWritesEveryFormat()
+    {
+        const fs::path in = dir_.path() / "cli";
+        fs::create_directories(in);
+        writeJson(in / "unscaled.json", unscaled_);
+        writeJson(in / "scaled.json", scaled_);
+        const QString base = QString::fromStdString(in.string());
+        const Tool r = runTool(PLAB_CLI_PATH, {"report", base + "/unscaled.json", base + "/scaled.json", "--pdf",
+                                               base + "/out.pdf", "--html", base + "/out.html", "--csv", base + "/csv",
+                                               "--json", base + "/json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        for (const char* f : {"out.pdf", "out.html", "csv/amp-fp16-steps.csv", "csv/amp-fp16-without-loss-scaling-evals.csv",
+                              "json/amp-fp16.json"})
+            QVERIFY2(fs::exists(in / f), f);
+        QVERIFY2(r.out.contains("AMP FP16 without loss scaling"), qPrintable(r.out));   // the table
+        QCOMPARE(loadRunRecord(in / "json" / "amp-fp16.json"), scaled_);
+    }
+
+    void cliReportRejectsBadRecords_data()
+    {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addRow("not json") << QByteArray("{ this is not json");
+        QTest::addRow("no format_version") << QByteArray("{\"name\": \"x\"}");
+        QTest::addRow("no summary") << QByteArray("{\"format_version\": 1, \"recipe\": {}, \"settings\": {}, \"steps\": []}");
+    }
+    void cliReportRejectsBadRecords()
+    {
+        QFETCH(QByteArray, content);
+        const fs::path bad = dir_.path() / "bad-record.json";
+        std::ofstream(bad, std::ios::binary) << content.toStdString();
+        const QString good = QString::fromStdString((dir_.path() / "good.json").string());
+        writeJson(good.toStdString(), scaled_);
+        const Tool r = runTool(PLAB_CLI_PATH, {"report", good, QString::fromStdString(bad.string()), "--html",
+                                               QString::fromStdString((dir_.path() / "never.html").string())});
+        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(r.err.trimmed().count('\n'), 0);   // one message
+        QVERIFY2(r.err.contains("bad-record.json"), qPrintable(r.err));
+        QVERIFY(!fs::exists(dir_.path() / "never.html"));
+        const Tool noOutput = runTool(PLAB_CLI_PATH, {"report", good});
+        QCOMPARE(noOutput.exitCode, 2);
+        QVERIFY2(noOutput.err.contains("at least one output"), qPrintable(noOutput.err));
+    }
+
+    void cliSweepRunsTheGridAndReports()
+    {
+        const QString out = QString::fromStdString((dir_.path() / "sweep").string());
+        const Tool r = runTool(PLAB_CLI_PATH, {"sweep", "--recipes", "fp32,amp-fp16", "--loss-scale", "off,dynamic",
+                                               "--batch", "16,32", "--widths", "4,8", "--max-steps", "4", "--epochs", "1",
+                                               "--threads", "1", "--data-dir", QString::fromStdString(dir_.path().string()),
+                                               "--quiet", "--out-dir", out, "--report-pdf", out + "/sweep.pdf"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        int records = 0;
+        for (const auto& e : fs::directory_iterator(out.toStdString())) records += e.path().extension() == ".json";
+        QCOMPARE(records, 8);
+        QVERIFY(fs::exists(out.toStdString() + "/amp-fp16_ls-off_b32.json"));
+        QVERIFY(fs::exists(out.toStdString() + "/sweep.pdf"));
+        QCOMPARE(r.out.trimmed().split('\n').size(), 9);   // header + one row per run
+        QVERIFY2(r.out.contains("AMP FP16 without loss scaling, batch 32"), qPrintable(r.out));
+        // An impossible grid point is refused before any run starts.
+        const QString out2 = QString::fromStdString((dir_.path() / "sweep-bad").string());
+        const Tool bad = runTool(PLAB_CLI_PATH, {"sweep", "--recipes", "fp32,nonsense", "--out-dir", out2,
+                                                 "--data-dir", QString::fromStdString(dir_.path().string())});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("nonsense"), qPrintable(bad.err));
+        QVERIFY(!fs::exists(out2.toStdString() + "/fp32.json"));
+    }
+};
+
+QTEST_MAIN(TestReport)
+#include "tst_report.moc"

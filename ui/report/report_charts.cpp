@@ -1,0 +1,315 @@
+// Building the report's charts from the compared runs, and exporting a chart as SVG or
+// PNG. See report_charts.h.
+#include "report_charts.h"
+
+#include "numerics/format.h"
+
+#include <QBuffer>
+#include <QPainter>
+#include <QSvgGenerator>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace plab::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+ReportChart lossChart(const RunComparison& c)
+{
+    ReportChart chart{QStringLiteral("loss"), {}, {}};
+    std::int64_t longest = 0;
+    for (const auto& r : c.runs) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(r.stepSeries.size()));
+    const int window = static_cast<int>(std::max<std::int64_t>(1, longest / 60));
+    for (std::size_t i = 0; i < c.runs.size(); ++i) {
+        const auto& steps = c.runs[i].stepSeries;
+        ChartSeries s{qs(c.runs[i].label), seriesColor(int(i)), {}, false, {}, {}};
+        // Mean of the finite losses of each window of steps; a window of none is a gap.
+        for (std::size_t b = 0; b < steps.size(); b += window) {
+            double sum = 0;
+            int n = 0;
+            const std::size_t e = std::min(steps.size(), b + window);
+            for (std::size_t k = b; k < e; ++k)
+                if (steps[k].loss) { sum += *steps[k].loss; ++n; }
+            s.points.push_back(QPointF(double(steps[e - 1].step), n ? sum / n : kNaN));
+        }
+        chart.spec.series.push_back(std::move(s));
+    }
+    chart.spec.title = QStringLiteral("Training loss");
+    chart.spec.xLabel = QStringLiteral("step");
+    chart.spec.yLabel = QStringLiteral("loss (unscaled)");
+    chart.spec.yMin = 0.0;
+    chart.spec.note = window > 1 ? QStringLiteral("Mean over windows of %1 steps; gaps where the loss was not finite.").arg(window)
+                                 : QStringLiteral("Gaps where the loss was not finite.");
+    chart.caption = QStringLiteral("Training loss of each run, step by step.");
+    return chart;
+}
+
+ReportChart accuracyChart(const RunComparison& c)
+{
+    ReportChart chart{QStringLiteral("accuracy"), {}, {}};
+    for (std::size_t i = 0; i < c.runs.size(); ++i) {
+        ChartSeries s{qs(c.runs[i].label), seriesColor(int(i)), {}, false, {}, {}};
+        for (const auto& e : c.runs[i].evals) s.points.push_back(QPointF(double(e.step), 100.0 * e.testAccuracy));
+        chart.spec.series.push_back(std::move(s));
+    }
+    chart.spec.title = QStringLiteral("Test accuracy");
+    chart.spec.xLabel = QStringLiteral("step");
+    chart.spec.yLabel = QStringLiteral("accuracy (%)");
+    chart.caption = QStringLiteral("Test accuracy at each evaluation (a run that diverged before its first evaluation has none).");
+    return chart;
+}
+
+std::optional<ReportChart> lossScaleChart(const RunComparison& c)
+{
+    ReportChart chart{QStringLiteral("loss-scale"), {}, {}};
+    for (std::size_t i = 0; i < c.runs.size(); ++i) {
+        const auto& r = c.runs[i];
+        if (r.lossScaleMode == "off" || r.stepSeries.empty()) continue;
+        ChartSeries s{qs(r.label), seriesColor(int(i)), {}, false, {}, QStringLiteral("skipped step (%1)").arg(qs(r.label))};
+        // The scale is piecewise constant: keep its corners only.
+        double last = r.stepSeries.front().lossScale;
+        s.points.push_back(QPointF(double(r.stepSeries.front().step), last));
+        for (const auto& p : r.stepSeries) {
+            if (p.lossScale != last) {
+                s.points.push_back(QPointF(double(p.step - 1), last));
+                s.points.push_back(QPointF(double(p.step), p.lossScale));
+                last = p.lossScale;
+            }
+            if (p.skipped) s.markers.push_back(QPointF(double(p.step), p.lossScale));
+        }
+        s.points.push_back(QPointF(double(r.stepSeries.back().step), last));
+        chart.spec.series.push_back(std::move(s));
+    }
+    if (chart.spec.series.empty()) return std::nullopt;
+    chart.spec.title = QStringLiteral("Loss scale");
+    chart.spec.xLabel = QStringLiteral("step");
+    chart.spec.yLabel = QStringLiteral("loss scale");
+    chart.spec.yScale = AxisScale::log2;
+    chart.caption = QStringLiteral("Loss scale used at each step (log2 axis); crosses mark steps whose update was skipped "
+                                   "because a gradient was inf or NaN. Runs without loss scaling are not shown.");
+    return chart;
+}
+
+// Grouped bars of a per-layer fraction (in %), one bar per run; none when no run has it.
+std::optional<ReportChart> layerFractionChart(const RunComparison& c, const QString& id, const QString& title,
+                                              const QString& caption,
+                                              std::optional<double> LayerFractions::*field)
+{
+    ReportChart chart{id, caption, {}};
+    chart.spec.kind = ChartSpec::Kind::bars;
+    QStringList layers;
+    for (const auto& name : c.layerOrder)
+        for (const auto& r : c.runs)
+            if (const auto* l = r.layer(name); l && (l->*field) && !layers.contains(qs(name))) layers << qs(name);
+    if (layers.isEmpty()) return std::nullopt;
+    for (std::size_t i = 0; i < c.runs.size(); ++i) {
+        BarSet set{qs(c.runs[i].label), seriesColor(int(i)), {}};
+        bool any = false;
+        for (const auto& name : layers) {
+            const auto* l = c.runs[i].layer(name.toStdString());
+            const bool has = l && (l->*field);
+            set.values.push_back(has ? 100.0 * *(l->*field) : kNaN);
+            any = any || has;
+        }
+        if (any) chart.spec.barSets.push_back(std::move(set));
+    }
+    chart.spec.categories = layers;
+    chart.spec.title = title;
+    chart.spec.xLabel = QStringLiteral("layer");
+    chart.spec.yLabel = QStringLiteral("% of nonzero values");
+    chart.spec.valueSuffix = QStringLiteral("%");
+    return chart;
+}
+
+ReportChart memoryChart(const RunComparison& c)
+{
+    ReportChart chart{QStringLiteral("memory"), {}, {}};
+    chart.spec.kind = ChartSpec::Kind::bars;
+    chart.spec.stacked = true;
+    std::vector<std::string> categories;
+    for (const auto& r : c.runs)
+        for (const auto& k : r.memoryCategories)
+            if (std::find(categories.begin(), categories.end(), k) == categories.end()) categories.push_back(k);
+    for (const auto& r : c.runs) chart.spec.categories << qs(r.label);
+    for (std::size_t k = 0; k < categories.size(); ++k) {
+        BarSet set{qs(categories[k]).replace('_', ' '), seriesColor(int(k) + 4), {}};
+        for (const auto& r : c.runs) {
+            const auto it = std::find(r.memoryCategories.begin(), r.memoryCategories.end(), categories[k]);
+            const auto idx = static_cast<std::size_t>(it - r.memoryCategories.begin());
+            set.values.push_back(it != r.memoryCategories.end() && idx < r.peakBytes.size()
+                                     ? double(r.peakBytes[idx]) / (1024.0 * 1024.0) : kNaN);
+        }
+        chart.spec.barSets.push_back(std::move(set));
+    }
+    chart.spec.title = QStringLiteral("Peak memory per category");
+    chart.spec.xLabel = QStringLiteral("run");
+    chart.spec.yLabel = QStringLiteral("MiB");
+    chart.spec.valueDecimals = 3;
+    chart.spec.valueSuffix = QStringLiteral(" MiB");
+    chart.spec.note = QStringLiteral("Each category at its own peak, in the bytes of the modelled storage format.");
+    chart.caption = QStringLiteral("Peak memory of each category, stacked (the peak of the total, in the table above, "
+                                   "can be lower than this sum).");
+    return chart;
+}
+
+// Snapshots of `layer`'s weight gradients at the chosen steps (or first, middle, last).
+std::vector<const TelemetryPoint*> histogramSnapshots(const RunDigest& r, const std::string& layer,
+                                                      const ReportOptions& options)
+{
+    std::vector<const TelemetryPoint*> with;
+    for (const auto& t : r.telemetry)
+        if (const auto* l = t.find(layer, "weight_grad"); l && !l->counts.empty()) with.push_back(&t);
+    if (with.empty()) return {};
+    std::vector<const TelemetryPoint*> chosen;
+    if (!options.histogramSteps.empty()) {
+        for (auto step : options.histogramSteps)
+            for (auto* t : with)
+                if (t->step == step) chosen.push_back(t);
+        return chosen;
+    }
+    chosen.push_back(with.front());
+    if (with.size() > 2) chosen.push_back(with[with.size() / 2]);
+    if (with.size() > 1) chosen.push_back(with.back());
+    return chosen;
+}
+
+ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::string& layer,
+                           const std::vector<const TelemetryPoint*>& snaps)
+{
+    ReportChart chart{QStringLiteral("histogram-%1").arg(index + 1), {}, {}};
+    const Format format = parseFormat(r.storage).value_or(Format::fp32);
+    const FormatInfo& info = formatInfo(format);
+    int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
+    QStringList scales;
+    for (std::size_t k = 0; k < snaps.size(); ++k) {
+        const auto* l = snaps[k]->find(layer, "weight_grad");
+        double total = 0;
+        for (auto n : l->counts) total += double(n);
+        ChartSeries s{QStringLiteral("step %1").arg(snaps[k]->step), seriesColor(int(k)), {}, true, {}, {}};
+        for (std::size_t b = 0; b < l->counts.size(); ++b)
+            s.points.push_back(QPointF(l->firstExponent + double(b), total > 0 ? 100.0 * double(l->counts[b]) / total : 0.0));
+        lo = std::min(lo, l->firstExponent);
+        hi = std::max(hi, l->firstExponent + int(l->counts.size()));
+        chart.spec.series.push_back(std::move(s));
+        const QString sc = QString::number(snaps[k]->lossScale, 'g', 8);
+        if (!scales.contains(sc)) scales << sc;
+    }
+    // Region boundaries in log2 units: below half the smallest subnormal a value rounds to
+    // 0; below the smallest normal it is subnormal; above the largest finite it overflows.
+    const double flushBelow = info.minSubnormalLog2 - 1.0;
+    const double normalFrom = info.minNormalLog2;
+    const double overflowFrom = std::log2(info.maxFinite);
+    double xMin = lo - 2, xMax = hi + 2;
+    if (flushBelow > xMin - 16) xMin = std::min(xMin, flushBelow - 2);
+    if (overflowFrom < xMax + 16) xMax = std::max(xMax, overflowFrom + 2);
+    chart.spec.xMin = xMin;
+    chart.spec.xMax = xMax;
+    const double inf = std::numeric_limits<double>::infinity();
+    const QString f = qs(std::string(info.name));
+    chart.spec.bands = {{-inf, flushBelow, QColor(214, 39, 40, 60), QStringLiteral("flushed to 0 in %1").arg(f)},
+                        {flushBelow, normalFrom, QColor(255, 127, 14, 60), QStringLiteral("subnormal")},
+                        {normalFrom, overflowFrom, QColor(44, 160, 44, 28), QStringLiteral("normal")},
+                        {overflowFrom, inf, QColor(148, 103, 189, 70), QStringLiteral("overflow to inf")}};
+    const bool scaled = !(scales.size() == 1 && scales.front() == QStringLiteral("1"));
+    chart.spec.title = QStringLiteral("%1 weight gradients, %2").arg(qs(layer), qs(r.label));
+    chart.spec.xLabel = scaled ? QStringLiteral("log2 |gradient x loss scale| before rounding to %1").arg(f)
+                               : QStringLiteral("log2 |gradient| before rounding to %1").arg(f);
+    chart.spec.yLabel = QStringLiteral("% of nonzero values");
+    chart.spec.yMin = 0.0;
+    QString note = QStringLiteral("Loss scale at these steps: %1.").arg(scales.join(QStringLiteral(", ")));
+    if (flushBelow < xMin) note += QStringLiteral(" %1 flushes to 0 only below 2^%2, far left of these values.").arg(f).arg(flushBelow);
+    chart.spec.note = note;
+    chart.caption = QStringLiteral("Histogram of |values| of layer %1's weight gradients at the chosen steps (bins of one "
+                                   "power of two), over the regions of %2: values in the red region became 0, in the "
+                                   "orange one they lost precision as subnormals.")
+                        .arg(qs(layer), f);
+    return chart;
+}
+
+}  // namespace
+
+QString chosenHistogramLayer(const RunComparison& c, const ReportOptions& options)
+{
+    if (!options.histogramLayer.isEmpty()) return options.histogramLayer;
+    std::string best, first;
+    double worst = -1.0;
+    for (const auto& r : c.runs)
+        for (const auto& l : r.layers) {
+            if (!l.underflow) continue;
+            if (first.empty()) first = l.layer;
+            if (*l.underflow > worst) { worst = *l.underflow; best = l.layer; }
+        }
+    return qs(worst > 0.0 ? best : first);
+}
+
+std::vector<ReportChart> buildReportCharts(const RunComparison& c, const ReportOptions& options)
+{
+    std::vector<ReportChart> charts;
+    charts.push_back(lossChart(c));
+    charts.push_back(accuracyChart(c));
+    if (auto chart = lossScaleChart(c)) charts.push_back(std::move(*chart));
+    if (auto chart = layerFractionChart(c, QStringLiteral("underflow"), QStringLiteral("Weight-gradient underflow per layer"),
+                                        QStringLiteral("Share of nonzero weight-gradient values that became 0 when rounded, "
+                                                       "over the whole run. Runs without a reduced-precision gradient "
+                                                       "(fp32, tf32) have no bars."),
+                                        &LayerFractions::underflow))
+        charts.push_back(std::move(*chart));
+    if (auto chart = layerFractionChart(c, QStringLiteral("activation-grad-underflow"),
+                                        QStringLiteral("Activation-gradient underflow per layer"),
+                                        QStringLiteral("Share of nonzero gradients with respect to each layer's input "
+                                                       "(for \"loss\": w.r.t. the logits) that became 0, over the run."),
+                                        &LayerFractions::activationGradUnderflow))
+        charts.push_back(std::move(*chart));
+    if (auto chart = layerFractionChart(c, QStringLiteral("lost-updates"), QStringLiteral("Lost weight updates per layer"),
+                                        QStringLiteral("Share of nonzero optimizer updates that left the stored weight "
+                                                       "unchanged (the update was too small for the weight's format), over "
+                                                       "the run."),
+                                        &LayerFractions::lostUpdate))
+        charts.push_back(std::move(*chart));
+    charts.push_back(memoryChart(c));
+    const std::string layer = chosenHistogramLayer(c, options).toStdString();
+    std::size_t index = 0;
+    for (const auto& r : c.runs) {
+        const auto snaps = histogramSnapshots(r, layer, options);
+        if (!snaps.empty()) charts.push_back(histogramChart(r, index++, layer, snaps));
+    }
+    return charts;
+}
+
+QByteArray chartToSvg(const ChartSpec& spec, QSize size)
+{
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    QSvgGenerator svg;
+    svg.setOutputDevice(&buffer);
+    svg.setSize(size);
+    svg.setViewBox(QRect(QPoint(0, 0), size));
+    svg.setResolution(96);
+    svg.setTitle(spec.title);
+    {
+        QPainter painter(&svg);
+        paintChart(painter, QRectF(QPointF(0, 0), QSizeF(size)), spec);
+    }
+    return bytes;
+}
+
+QImage chartToImage(const ChartSpec& spec, QSize size, double scale)
+{
+    QImage image(QSize(int(size.width() * scale), int(size.height() * scale)), QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    image.setDevicePixelRatio(scale);
+    {
+        QPainter painter(&image);
+        paintChart(painter, QRectF(QPointF(0, 0), QSizeF(size)), spec);
+    }
+    return image;
+}
+
+}  // namespace plab::report

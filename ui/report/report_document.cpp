@@ -1,0 +1,314 @@
+// The HTML and PDF forms of a run report. See report_document.h.
+#include "report_document.h"
+
+#include <QAbstractTextDocumentLayout>
+#include <QDateTime>
+#include <QFile>
+#include <QPageLayout>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QTextDocument>
+#include <QUrl>
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+
+namespace plab::report {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }
+QString esc(const QString& s) { return s.toHtmlEscaped(); }
+
+// Attributes that both browsers (through the CSS) and QTextDocument (which reads only a
+// part of CSS) understand.
+const char* kTableAttrs = R"( border="1" cellspacing="0" cellpadding="3" width="100%")";
+const char* kDiffAttrs = R"( class="diff" bgcolor="#fff0b3")";
+
+const char* kCss = R"(
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: #1d1d1f; margin: 2em auto; max-width: 1100px; line-height: 1.4; }
+h1 { font-size: 1.7em; margin-bottom: 0.2em; }
+h2 { font-size: 1.3em; border-bottom: 2px solid #2d4f8a; padding-bottom: 0.2em; margin-top: 1.6em; }
+p.meta { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
+th, td { border: 1px solid #c8c8c8; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #eef2f8; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.diff td, td.diff { background: #fff0b3; font-weight: bold; }
+ul.summary li { margin-bottom: 0.35em; }
+div.chart { margin: 1.2em 0; page-break-inside: avoid; }
+div.chart svg { width: 100%; max-width: 760px; height: auto; border: 1px solid #ddd; }
+p.caption { color: #444; font-size: 0.9em; margin-top: 0.2em; }
+)";
+
+QString percentOrDash(std::optional<double> f) { return f ? esc(formatPercent(*f)) : QStringLiteral("-"); }
+
+QString summarySection(const ReportContent& c)
+{
+    QString h = QStringLiteral("<h2>Summary</h2>\n<ul class=\"summary\">\n");
+    for (const auto& s : c.summary) h += QStringLiteral("<li>%1</li>\n").arg(esc(s.text));
+    if (c.summary.empty()) h += QStringLiteral("<li>The records hold too little data for a summary.</li>\n");
+    return h + QStringLiteral("</ul>\n");
+}
+
+QString resultsSection(const RunComparison& c)
+{
+    QString h = QStringLiteral("<h2>Results</h2>\n<table%1>\n<tr><th>run</th><th>status</th><th>steps</th><th>skipped steps</th>"
+                               "<th>final accuracy</th><th>best accuracy</th><th>images/s</th><th>peak memory</th></tr>\n")
+                    .arg(QLatin1String(kTableAttrs));
+    for (const auto& r : c.runs)
+        h += QStringLiteral("<tr><td>%1</td><td>%2</td><td class=\"num\" align=\"right\">%3</td><td class=\"num\" align=\"right\">%4</td>"
+                            "<td class=\"num\" align=\"right\">%5</td><td class=\"num\" align=\"right\">%6</td>"
+                            "<td class=\"num\" align=\"right\">%7</td><td class=\"num\" align=\"right\">%8</td></tr>\n")
+                 .arg(esc(r.label), esc(r.status), esc(formatCount(r.steps)), esc(formatCount(r.skippedSteps)),
+                      esc(formatAccuracy(r.finalAccuracy)), esc(formatAccuracy(r.bestAccuracy)),
+                      QString::number(r.imagesPerSecond, 'f', 0), esc(formatMebibytes(r.peakTotal)));
+    h += QStringLiteral("</table>\n");
+
+    // Peak memory per category.
+    std::vector<std::string> categories;
+    for (const auto& r : c.runs)
+        for (const auto& k : r.memoryCategories)
+            if (std::find(categories.begin(), categories.end(), k) == categories.end()) categories.push_back(k);
+    h += QStringLiteral("<h3>Peak memory per category</h3>\n<table%1>\n<tr><th>run</th>").arg(QLatin1String(kTableAttrs));
+    for (const auto& k : categories) h += QStringLiteral("<th>%1</th>").arg(esc(qs(k).replace('_', ' ')));
+    h += QStringLiteral("<th>total (peak of the sum)</th></tr>\n");
+    for (const auto& r : c.runs) {
+        h += QStringLiteral("<tr><td>%1</td>").arg(esc(r.label));
+        for (const auto& k : categories) {
+            const auto it = std::find(r.memoryCategories.begin(), r.memoryCategories.end(), k);
+            const auto idx = static_cast<std::size_t>(it - r.memoryCategories.begin());
+            h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td>")
+                     .arg(it != r.memoryCategories.end() && idx < r.peakBytes.size() ? esc(formatMebibytes(r.peakBytes[idx]))
+                                                                                      : QStringLiteral("-"));
+        }
+        h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td></tr>\n").arg(esc(formatMebibytes(r.peakTotal)));
+    }
+    h += QStringLiteral("</table>\n");
+
+    // Per-layer fractions over the run.
+    h += QStringLiteral("<h3>Per layer, over the whole run</h3>\n<table%1>\n<tr><th>run</th><th>layer</th>"
+                        "<th>weight-grad underflow</th><th>weight-grad overflow</th><th>activation-grad underflow</th>"
+                        "<th>lost updates</th><th>weights made inf/NaN</th></tr>\n")
+             .arg(QLatin1String(kTableAttrs));
+    bool anyLayer = false;
+    for (const auto& r : c.runs)
+        for (const auto& l : r.layers) {
+            anyLayer = true;
+            h += QStringLiteral("<tr><td>%1</td><td>%2</td><td class=\"num\" align=\"right\">%3</td><td class=\"num\" align=\"right\">%4</td>"
+                                "<td class=\"num\" align=\"right\">%5</td><td class=\"num\" align=\"right\">%6</td>"
+                                "<td class=\"num\" align=\"right\">%7</td></tr>\n")
+                     .arg(esc(r.label), esc(l.layer), percentOrDash(l.underflow), percentOrDash(l.overflow),
+                          percentOrDash(l.activationGradUnderflow), percentOrDash(l.lostUpdate),
+                          esc(formatCount(l.weightsMadeNonFinite)));
+        }
+    if (!anyLayer) h += QStringLiteral("<tr><td colspan=\"7\">No run has a reduced-precision rounding site (fp32 throughout).</td></tr>\n");
+    return h + QStringLiteral("</table>\n");
+}
+
+// A key x run table with the rows whose values differ highlighted.
+QString sideBySideTable(const RunComparison& c, const std::vector<SettingRow>& rows)
+{
+    QString h = QStringLiteral("<table%1>\n<tr><th>setting</th>").arg(QLatin1String(kTableAttrs));
+    for (const auto& r : c.runs) h += QStringLiteral("<th>%1</th>").arg(esc(r.label));
+    h += QStringLiteral("</tr>\n");
+    for (const auto& row : rows) {
+        if (!row.differs && c.runs.size() > 1) {   // the same for every run: said once
+            h += QStringLiteral("<tr><td>%1</td><td colspan=\"%2\">%3</td></tr>\n")
+                     .arg(esc(row.key))
+                     .arg(c.runs.size())
+                     .arg(esc(row.values.empty() ? std::string("-") : row.values.front()));
+            continue;
+        }
+        const QString attrs = row.differs ? QLatin1String(kDiffAttrs) : QString();
+        h += QStringLiteral("<tr%1><td%1>%2%3</td>").arg(attrs, esc(row.key), row.differs ? QStringLiteral(" \u2260") : QString());
+        for (const auto& v : row.values) h += QStringLiteral("<td%1>%2</td>").arg(attrs, esc(v));
+        h += QStringLiteral("</tr>\n");
+    }
+    return h + QStringLiteral("</table>\n");
+}
+
+QString configurationSection(const RunComparison& c)
+{
+    QString h = QStringLiteral("<h2 style=\"page-break-before: always\">Configuration</h2>\n"
+                               "<p>Every setting of each run, side by side; settings that differ between the runs are "
+                               "highlighted and marked \u2260, settings that are the same are shown once.</p>\n");
+    std::vector<SettingRow> recipeRows;
+    SettingRow phrase{"recipe (as run)", {}, false};
+    for (const auto& r : c.runs) phrase.values.push_back(r.recipePhrase);
+    phrase.differs = std::adjacent_find(phrase.values.begin(), phrase.values.end(), std::not_equal_to<>()) != phrase.values.end();
+    recipeRows.push_back(phrase);
+    for (const auto& row : c.settings) recipeRows.push_back(row);
+    return h + sideBySideTable(c, recipeRows);
+}
+
+QString machineSection(const RunComparison& c)
+{
+    auto row = [&](const std::string& key, auto valueOf) {
+        SettingRow r{key, {}, false};
+        for (const auto& run : c.runs) r.values.push_back(valueOf(run));
+        r.differs = std::adjacent_find(r.values.begin(), r.values.end(), std::not_equal_to<>()) != r.values.end();
+        return r;
+    };
+    auto field = [](const nlohmann::json& obj, const char* key) {
+        return obj.contains(key) ? settingValueText(obj[key]) : std::string("-");
+    };
+    std::vector<SettingRow> rows = {
+        row("cpu", [&](const RunDigest& r) { return field(r.machine, "cpu"); }),
+        row("logical cores", [&](const RunDigest& r) { return field(r.machine, "logical_cores"); }),
+        row("threads", [&](const RunDigest& r) { return field(r.machine, "threads"); }),
+        row("operating system", [&](const RunDigest& r) { return field(r.machine, "os"); }),
+        row("backend", [&](const RunDigest& r) { return field(r.backend, "name"); }),
+        row("backend libraries", [&](const RunDigest& r) {
+            std::string out;
+            for (const auto& v : r.versions.value("backend", nlohmann::json::array())) out += (out.empty() ? "" : "; ") + settingValueText(v);
+            return out.empty() ? std::string("-") : out;
+        }),
+        row("Precision Lab", [&](const RunDigest& r) { return field(r.versions, "precision_lab"); }),
+        row("compiler", [&](const RunDigest& r) { return field(r.versions, "compiler"); }),
+        row("nlohmann_json", [&](const RunDigest& r) { return field(r.versions, "nlohmann_json"); }),
+        row("data", [&](const RunDigest& r) { return field(r.data, "description"); }),
+        row("started (UTC)", [&](const RunDigest& r) { return r.createdAt.empty() ? std::string("-") : r.createdAt; }),
+        row("record", [&](const RunDigest& r) { return r.origin; }),
+    };
+    return QStringLiteral("<h2>Machine, backend and versions</h2>\n") + sideBySideTable(c, rows);
+}
+
+// QSvgGenerator's document without its XML declaration, sized by the page's CSS.
+QString inlineSvg(const ChartSpec& spec)
+{
+    QString svg = QString::fromUtf8(chartToSvg(spec));
+    svg.remove(QRegularExpression(QStringLiteral("^\\s*<\\?xml[^>]*\\?>\\s*")));
+    svg.replace(QRegularExpression(QStringLiteral("<svg([^>]*?)\\swidth=\"[^\"]*\"\\s+height=\"[^\"]*\"")),
+                QStringLiteral("<svg\\1 role=\"img\""));
+    return svg;
+}
+
+QString chartsSection(const ReportContent& c, ChartEmbedding embedding)
+{
+    QString h;
+    for (std::size_t i = 0; i < c.charts.size(); ++i) {
+        const auto& chart = c.charts[i];
+        // In print, two charts a page: every other one starts a page.
+        const QString breakStyle = i % 2 == 0 ? QStringLiteral(" style=\"page-break-before: always\"") : QString();
+        if (i == 0) h += QStringLiteral("<h2%1>Charts</h2>\n").arg(breakStyle);
+        h += QStringLiteral("<div class=\"chart\" id=\"chart-%1\"%2>\n").arg(chart.id, i == 0 ? QString() : breakStyle);
+        if (embedding == ChartEmbedding::inlineSvg) h += inlineSvg(chart.spec);
+        else
+            h += QStringLiteral("<p align=\"center\"><img src=\"chart:%1\" width=\"%2\" height=\"%3\" alt=\"%4\" /></p>")
+                     .arg(chart.id)
+                     .arg(kChartSize.width() * 0.86, 0, 'f', 0)
+                     .arg(kChartSize.height() * 0.86, 0, 'f', 0)
+                     .arg(esc(chart.spec.title));
+        h += QStringLiteral("\n<p class=\"caption\"><i>%1</i></p>\n</div>\n").arg(esc(chart.caption));
+    }
+    return h;
+}
+
+}  // namespace
+
+ReportContent prepareReport(RunComparison comparison, const ReportOptions& options)
+{
+    ReportContent c;
+    c.summary = summarizeRuns(comparison);
+    c.charts = buildReportCharts(comparison, options);
+    c.options = options;
+    c.comparison = std::move(comparison);
+    return c;
+}
+
+QString reportHtml(const ReportContent& c, ChartEmbedding embedding)
+{
+    const auto& runs = c.comparison.runs;
+    QStringList labels;
+    for (const auto& r : runs) labels << qs(r.label);
+    QString h = QStringLiteral("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+                               "<meta charset=\"utf-8\" />\n<title>%1</title>\n<style>%2</style>\n</head>\n<body>\n")
+                    // The browser's CSS; QTextDocument (PDF) gets its own default style sheet.
+                    .arg(esc(c.options.title), embedding == ChartEmbedding::inlineSvg ? QLatin1String(kCss) : QLatin1String(""));
+    h += QStringLiteral("<h1>%1</h1>\n<p class=\"meta\">%2 %3: %4. Written by Precision Lab on %5.</p>\n")
+             .arg(esc(c.options.title))
+             .arg(runs.size())
+             .arg(runs.size() == 1 ? QStringLiteral("run") : QStringLiteral("runs"))
+             .arg(esc(labels.join(QStringLiteral("; "))))
+             .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'")));
+    h += summarySection(c);
+    h += resultsSection(c.comparison);
+    h += configurationSection(c.comparison);
+    h += machineSection(c.comparison);
+    h += chartsSection(c, embedding);
+    h += QStringLiteral("</body>\n</html>\n");
+    return h;
+}
+
+void writeHtmlReport(const ReportContent& content, const QString& file)
+{
+    QSaveFile out(file);
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        throw std::runtime_error(file.toStdString() + ": cannot write the file (" + out.errorString().toStdString() + ")");
+    out.write(reportHtml(content, ChartEmbedding::inlineSvg).toUtf8());
+    if (!out.commit())
+        throw std::runtime_error(file.toStdString() + ": writing failed (" + out.errorString().toStdString() + ")");
+}
+
+int writePdfReport(const ReportContent& content, const QString& file)
+{
+    {   // QPdfWriter reports no open error: check that the file can be written first.
+        QFile probe(file);
+        if (!probe.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            throw std::runtime_error(file.toStdString() + ": cannot write the file (" + probe.errorString().toStdString() + ")");
+    }
+    QPdfWriter writer(file);
+    writer.setTitle(content.options.title);
+    writer.setCreator(QStringLiteral("Precision Lab"));
+    writer.setResolution(300);
+    writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(15, 15, 15, 15),
+                                     QPageLayout::Millimeter));
+
+    QTextDocument doc;
+    QFont font(QStringLiteral("DejaVu Sans"));
+    font.setPointSizeF(8.5);
+    font.setStyleStrategy(QFont::PreferNoShaping);   // no "fi" ligatures: the PDF's text copies as typed
+    doc.setDefaultFont(font);
+    doc.setDefaultStyleSheet(QStringLiteral("th { background-color: #eef2f8; } h2 { color: #2d4f8a; } "
+                                            "p.caption { color: #444444; }"));
+    for (const auto& chart : content.charts)
+        doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("chart:") + chart.id),
+                        chartToImage(chart.spec, kChartSize, 3.0));
+    doc.setHtml(reportHtml(content, ChartEmbedding::imageResources));
+
+    // Lay the document out on the printable area in its own units (1/96 inch) and draw
+    // it page by page, scaled to the writer's resolution, with a page number below.
+    const double scale = writer.resolution() / 96.0;
+    const QRectF body = writer.pageLayout().paintRectPixels(writer.resolution());
+    const QSizeF page(body.width() / scale, body.height() / scale - 24.0);   // room for the footer
+    doc.setPageSize(page);
+    const int pages = doc.pageCount();
+    QPainter painter(&writer);
+    QFont footer = font;
+    footer.setPixelSize(10);   // document units (1/96 inch), like everything drawn here
+    for (int i = 0; i < pages; ++i) {
+        if (i > 0) writer.newPage();
+        painter.save();
+        painter.scale(scale, scale);
+        painter.save();
+        painter.translate(0, -i * page.height());
+        QAbstractTextDocumentLayout::PaintContext context;
+        context.clip = QRectF(0, i * page.height(), page.width(), page.height());
+        painter.setClipRect(context.clip);
+        doc.documentLayout()->draw(&painter, context);
+        painter.restore();
+        painter.setFont(footer);
+        painter.setPen(QColor(0x66, 0x66, 0x66));
+        painter.drawText(QRectF(0, page.height() + 6, page.width(), 18), Qt::AlignRight | Qt::AlignVCenter,
+                         QStringLiteral("%1 \u2014 page %2 of %3").arg(content.options.title).arg(i + 1).arg(pages));
+        painter.restore();
+    }
+    return pages;
+}
+
+}  // namespace plab::report
