@@ -1,16 +1,19 @@
 // ui_bench: how the live charts hold up (not a test; numbers go to bench/RESULTS.md).
 //  (a) time to redraw all six chart groups with 100,000 steps of data: ChartsView::redrawNow()
-//      alone, and redraw plus painting the whole view; median of repeats;
+//      alone, and redraw plus painting the whole view; median of repeats; and the paint of
+//      each group alone (what one frame of the round-robin scheduler pays);
 //  (b) the gaps between event-loop iterations (1 ms timer ticks) while events stream in: a synthetic producer
 //      thread at a fixed step rate (with two 100,000-step comparison runs overlaid), and a
-//      real small-cnn Trainer on a std::thread with synthetic MNIST-shaped data; events reach
-//      the GUI thread by queued invocations, as the controller does. Reports p50/p99/max in ms.
+//      real small-cnn Trainer on a std::thread with synthetic MNIST-shaped data (alone and with
+//      the two overlays); events reach the GUI thread by queued invocations, as the controller
+//      does. Reports p50/p99/max in ms.
 // Run offscreen: QT_QPA_PLATFORM=offscreen ui_bench [--steps N] [--repeats N] [--seconds S]
 //   [--rate STEPS_PER_S] [--screenshot FILE.png]
 // run_data.h first: engine/train/trainer.h names a member emit(), which Qt's emit macro
 // would break once a Qt header came before it.
 #include "run_data.h"
 
+#include "charts/chart_support.h"
 #include "charts/charts_view.h"
 
 #include <QApplication>
@@ -151,6 +154,9 @@ Gaps measureGaps(double seconds, const std::function<void(std::atomic<bool>& sto
     std::thread worker([&] { produce(stop, events); });
     tick.start();
     loop.exec();
+    // Stop probing before joining the worker: the join (a trainer finishing its step) is not
+    // an event-loop stall, but a tick delivered by the processEvents() below would count it.
+    tick.stop();
     stop = true;
     worker.join();
     QCoreApplication::processEvents();   // deliver what the worker posted last
@@ -228,6 +234,34 @@ int main(int argc, char** argv)
         }
         std::printf("  live frame (only the watched run moved), %s: redraw median %.2f ms; redraw + paint median %.2f ms\n",
                     label, percentile(live, 0.5), percentile(livePaint, 0.5));
+        // Where a full redraw goes: each group's redraw() alone, every run moved.
+        std::printf("  full redraw per group (median of %d), %s:", o.repeats, label);
+        for (const QString& name : ChartsView::groupNames()) {
+            std::vector<double> ms;
+            for (int r = 0; r < o.repeats; ++r) {
+                for (const RunPtr& run : QList<RunPtr>{current} + compare) run->setName(run->name());
+                QElapsedTimer t;
+                t.start();
+                static_cast<ChartGroup*>(view.group(name))->redraw(current, compare);
+                ms.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
+            }
+            std::printf(" %s %.2f ms", qPrintable(name), percentile(ms, 0.5));
+        }
+        std::printf("\n");
+        // What one frame of the scheduler pays per group: painting that group alone
+        // (grab() runs the widgets' paintEvent()s, the chart views' included).
+        std::printf("  paint of one group (grab(), median of %d), %s:", o.repeats, label);
+        for (const QString& name : ChartsView::groupNames()) {
+            std::vector<double> paint;
+            for (int r = 0; r < o.repeats; ++r) {
+                QElapsedTimer t;
+                t.start();
+                view.group(name)->grab();
+                paint.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
+            }
+            std::printf(" %s %.2f ms", qPrintable(name), percentile(paint, 0.5));
+        }
+        std::printf("\n");
     }
     if (!o.screenshot.isEmpty()) view.grab().save(o.screenshot);
 
@@ -266,8 +300,9 @@ int main(int argc, char** argv)
         std::printf("  the live run received %zu steps; %d frames showed new steps\n", live->steps().size(), frames);
     }
 
-    // (b2) A real small-cnn AMP FP16 training run on a worker thread (synthetic data).
-    {
+    // (b2) A real small-cnn AMP FP16 training run on a worker thread (synthetic data), alone
+    // and with the two 100,000-step comparison runs overlaid.
+    for (const bool overlays : {false, true}) {
         TrainSettings s = settingsFromJson({{"model", "small-cnn"}, {"recipe", "amp-fp16"}, {"batch", 32}, {"epochs", 1},
                                             {"threads", 1}, {"histogram_every", 50}},
                                            "ui_bench");
@@ -285,7 +320,7 @@ int main(int argc, char** argv)
         const RunPtr live = std::make_shared<RunData>("bench-trainer", s);
         live->setName("small-cnn amp-fp16");
         live->setColor(QColor(148, 103, 189));
-        view.setRuns(live, {});
+        view.setRuns(live, overlays ? QList<RunPtr>{pure, noScale} : QList<RunPtr>{});
         QObject receiver;
         const Gaps g = measureGaps(o.seconds, [&](std::atomic<bool>& stop, std::atomic<std::int64_t>& events) {
             Trainer trainer(s, data, [&](const TrainerEvent& e) {
@@ -303,7 +338,9 @@ int main(int argc, char** argv)
         });
         QCoreApplication::processEvents();
         std::printf("trainer: %zu steps in the window (%.0f images/s)\n", live->steps().size(), live->imagesPerSecond());
-        report("small-cnn AMP FP16 Trainer on a std::thread, no overlays", g);
+        report(overlays ? "small-cnn AMP FP16 Trainer on a std::thread, 2 x 100000-step overlays"
+                        : "small-cnn AMP FP16 Trainer on a std::thread, no overlays",
+               g);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QLabel>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QProgressBar>
@@ -140,6 +141,8 @@ private slots:
     void longRunIsReducedToPixelColumns();
     void timerRedrawsWhenRevisionMoves();
     void darkPaletteGivesDarkTheme();
+    void presentationModeThickensLinesAndEnlargesFonts();
+    void legendsUseShortLabels();
 };
 
 void TestUiCharts::lossAndAccuracySeries()
@@ -427,6 +430,81 @@ void TestUiCharts::darkPaletteGivesDarkTheme()
     // Run colors survive the theme change.
     auto* smooth = seriesNamed<QLineSeries>(view.seriesOf("loss"), "amp loss (smoothed)");
     QCOMPARE(smooth->pen().color(), QColor(255, 160, 0));
+}
+
+void TestUiCharts::presentationModeThickensLinesAndEnlargesFonts()
+{
+    ChartsView view;
+    const RunPtr run = makeRun("amp", 100, QColor(255, 160, 0));
+    view.setRuns(run, {});
+    view.redrawNow();
+    auto* smooth = seriesNamed<QLineSeries>(view.seriesOf("loss"), "amp loss (smoothed)");
+    auto* scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "amp loss scale");
+    QVERIFY(smooth && scale);
+    QChart* chart = smooth->chart();
+    QAbstractAxis* axis = smooth->attachedAxes().front();
+    const qreal width = smooth->pen().widthF(), scaleWidth = scale->pen().widthF();
+    const qreal title = chart->titleFont().pointSizeF(), labels = axis->labelsFont().pointSizeF();
+    const qreal legend = chart->legend()->font().pointSizeF();
+    const qreal widget = view.group("histogram")->font().pointSizeF();
+    QVERIFY(width < 3.0 && title > 0 && labels > 0 && legend > 0);
+
+    view.setPresentationMode(true);
+    QVERIFY(view.presentationMode());
+    view.redrawNow();
+    QVERIFY(smooth->pen().widthF() >= 3.0);
+    QVERIFY(scale->pen().widthF() >= 3.0);
+    QCOMPARE(smooth->pen().color(), QColor(255, 160, 0));   // the run's color still names the run
+    QCOMPARE(chart->titleFont().pointSizeF(), title * 1.5);
+    QCOMPARE(axis->labelsFont().pointSizeF(), labels * 1.5);
+    QCOMPARE(chart->legend()->font().pointSizeF(), legend * 1.5);
+    QCOMPARE(view.group("histogram")->font().pointSizeF(), widget * 1.5);   // combos, captions, planner
+    QCOMPARE(smooth->count(), 100);   // the data is the same
+
+    view.setPresentationMode(false);
+    view.redrawNow();
+    QCOMPARE(smooth->pen().widthF(), width);
+    QCOMPARE(scale->pen().widthF(), scaleWidth);
+    QCOMPARE(chart->titleFont().pointSizeF(), title);
+    QCOMPARE(axis->labelsFont().pointSizeF(), labels);
+    QCOMPARE(chart->legend()->font().pointSizeF(), legend);
+    QCOMPARE(view.group("histogram")->font().pointSizeF(), widget);
+}
+
+// Issue 3 (screenshot review): legend entries were elided ("AMP FP16 16:56:38 los...").
+// The title names the watched run once; its entries say what they are; a comparison run
+// gets one entry with its name. Series names keep the run's name (tooltips, tests).
+void TestUiCharts::legendsUseShortLabels()
+{
+    ChartsView view;
+    const RunPtr amp = makeRun("amp", 100, Qt::blue);
+    const RunPtr pure = makeRun("pure", 100, Qt::red);
+    view.resize(1200, 900);
+    view.setRuns(amp, {pure});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+    auto labelOf = [](QAbstractSeries* s) {
+        const auto markers = s->chart()->legend()->markers(s);
+        return markers.isEmpty() || !markers.front()->isVisible() ? QString() : markers.front()->label();
+    };
+    auto* smooth = seriesNamed<QLineSeries>(view.seriesOf("loss"), "amp loss (smoothed)");
+    auto* accuracy = seriesNamed<QLineSeries>(view.seriesOf("loss"), "amp test accuracy");
+    auto* pureSmooth = seriesNamed<QLineSeries>(view.seriesOf("loss"), "pure loss (smoothed)");
+    auto* pureAccuracy = seriesNamed<QLineSeries>(view.seriesOf("loss"), "pure test accuracy");
+    QVERIFY(smooth && accuracy && pureSmooth && pureAccuracy);
+    QTRY_COMPARE(labelOf(smooth), QString("loss (smoothed)"));   // markers show once the legend is laid out
+    QCOMPARE(labelOf(accuracy), QString("test acc."));
+    QCOMPARE(labelOf(pureSmooth), QString("pure"));
+    QCOMPARE(labelOf(pureAccuracy), QString());   // hidden: one entry per comparison run
+    QVERIFY(smooth->chart()->title().endsWith(QStringLiteral("· amp")));
+    auto* scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "amp loss scale");
+    QCOMPARE(labelOf(scale), QString("loss scale"));
+    for (QAbstractAxis* a : scale->attachedAxes())
+        if (auto* log = qobject_cast<QLogValueAxis*>(a)) {   // labels 1, 8, 64, ... 262144
+            QCOMPARE(log->base(), 8.0);
+            QCOMPARE(log->labelFormat(), QString("%.0f"));
+        }
 }
 
 QTEST_MAIN(TestUiCharts)

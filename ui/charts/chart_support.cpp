@@ -1,6 +1,7 @@
 // Shared chart plumbing (see chart_support.h).
 #include "charts/chart_support.h"
 
+#include <QElapsedTimer>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -11,9 +12,72 @@
 
 namespace plab::ui {
 
+namespace {
+constexpr qreal kPresentationFontScale = 1.5;
+constexpr qreal kPresentationMinWidth = 3.0;   // main lines
+constexpr qreal kPresentationFaintWidth = 2.0;   // raw, dashed and marker lines
+
+// The font `factor` times as large, whether it was sized in points or pixels.
+QFont scaledFont(QFont f, qreal factor)
+{
+    if (f.pointSizeF() > 0) f.setPointSizeF(f.pointSizeF() * factor);
+    else if (f.pixelSize() > 0) f.setPixelSize(std::max(1, static_cast<int>(std::lround(f.pixelSize() * factor))));
+    return f;
+}
+}
+
+TimedChartView::TimedChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent)
+{
+    setRenderHint(QPainter::Antialiasing);
+    setMinimumSize(280, 200);
+    setFrameShape(QFrame::NoFrame);
+    setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
+    setOptimizationFlags(QGraphicsView::DontSavePainterState | QGraphicsView::DontAdjustForAntialiasing);
+    if (scene()) scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
+}
+
+void TimedChartView::paintEvent(QPaintEvent* event)
+{
+    QElapsedTimer t;
+    t.start();
+    QChartView::paintEvent(event);
+    lastPaintNs_ = t.nsecsElapsed();
+}
+
 ChartGroup::ChartGroup(QString name, QWidget* parent) : QWidget(parent), name_(std::move(name))
 {
     setObjectName(name_);
+}
+
+qint64 ChartGroup::lastPaintNs() const
+{
+    qint64 ns = 0;
+    for (const auto* view : findChildren<TimedChartView*>()) ns += view->lastPaintNs();
+    return ns;
+}
+
+QPen ChartGroup::runPen(const QColor& color, qreal width, Qt::PenStyle style) const
+{
+    if (!presentation_) return plab::ui::runPen(color, width, style);
+    const bool faint = color.alpha() < 255 || width < 1.5 || style != Qt::SolidLine;
+    QColor c = color;
+    if (c.alpha() < 255) c.setAlpha(std::max(c.alpha(), 140));   // raw curves stay behind, but visible
+    return plab::ui::runPen(c, std::max(width * 1.5, faint ? kPresentationFaintWidth : kPresentationMinWidth), style);
+}
+
+void ChartGroup::setPresentationMode(bool on)
+{
+    if (presentation_ == on) return;
+    if (on) normalFont_ = QWidget::font();
+    presentation_ = on;
+    // Child widgets (combos, labels, the planner table) follow the group's font; an empty
+    // QFont resolves nothing, so the inherited font comes back.
+    if (on) {
+        setFont(scaledFont(QWidget::font(), kPresentationFontScale));
+    } else {
+        setFont(QFont());
+    }
+    applyPalette(palette_);
 }
 
 void ChartGroup::adaptAntialiasing()
@@ -39,18 +103,55 @@ QList<QAbstractSeries*> ChartGroup::series() const
 
 void ChartGroup::applyPalette(const QPalette& palette)
 {
+    palette_ = palette;
     const bool dark = palette.color(QPalette::Window).lightness() < 128;
+    // Presentation mode: pure black/white and a grid that survives a projector.
+    const QColor base = presentation_ ? (dark ? QColor(Qt::black) : QColor(Qt::white)) : palette.color(QPalette::Base);
+    const QColor text = presentation_ ? (dark ? QColor(Qt::white) : QColor(Qt::black)) : palette.color(QPalette::Text);
     for (QChart* chart : charts()) {
         const auto theme = dark ? QChart::ChartThemeDark : QChart::ChartThemeLight;
-        if (chart->theme() != theme) chart->setTheme(theme);   // resets series colors: redraw follows
-        chart->setBackgroundBrush(palette.color(QPalette::Base));
+        if (chart->theme() != theme) chart->setTheme(theme);   // resets series colors and fonts: redraw follows
+        chart->setBackgroundBrush(base);
         chart->setPlotAreaBackgroundVisible(false);
-        chart->setTitleBrush(palette.color(QPalette::Text));
-        chart->legend()->setLabelColor(palette.color(QPalette::Text));
+        chart->setTitleBrush(text);
+        chart->legend()->setLabelColor(text);
         for (QAbstractAxis* axis : chart->axes()) {
-            axis->setLabelsColor(palette.color(QPalette::Text));
-            axis->setTitleBrush(palette.color(QPalette::Text));
+            axis->setLabelsColor(text);
+            axis->setTitleBrush(text);
+            QPen grid = axis->gridLinePen();
+            if (presentation_) {
+                grid.setColor(faded(text, 110));
+                grid.setWidthF(1.0);
+            } else {
+                grid.setColor(faded(text, 40));
+            }
+            axis->setGridLinePen(grid);
         }
+    }
+    applyFonts();
+}
+
+void ChartGroup::applyFonts()
+{
+    // Fonts are derived from the widget font each time, so turning presentation off
+    // restores exactly the normal sizes.
+    const qreal scale = presentation_ ? kPresentationFontScale : 1.0;
+    const QFont normal = presentation_ ? normalFont_ : QWidget::font();
+    auto sized = [&](qreal factor, bool bold) {
+        QFont f = scaledFont(normal, factor * scale);
+        f.setBold(bold);
+        return f;
+    };
+    for (QChart* chart : charts()) {
+        chart->setTitleFont(sized(1.0, true));
+        chart->legend()->setFont(sized(0.85, false));
+        for (QAbstractAxis* axis : chart->axes()) {
+            axis->setLabelsFont(sized(0.85, false));
+            axis->setTitleFont(sized(0.9, presentation_));
+        }
+        // Our own captions on the chart (marker labels, counts, peaks).
+        for (QGraphicsItem* item : chart->childItems())
+            if (auto* caption = qgraphicsitem_cast<QGraphicsSimpleTextItem*>(item)) caption->setFont(sized(0.85, false));
     }
 }
 
@@ -63,14 +164,7 @@ QList<RunPtr> ChartGroup::runsToDraw(const RunPtr& current, const QList<RunPtr>&
     return runs;
 }
 
-QChartView* makeChartView(QChart* chart, QWidget* parent)
-{
-    auto* view = new QChartView(chart, parent);
-    view->setRenderHint(QPainter::Antialiasing);
-    view->setMinimumSize(280, 200);
-    view->setFrameShape(QFrame::NoFrame);
-    return view;
-}
+TimedChartView* makeChartView(QChart* chart, QWidget* parent) { return new TimedChartView(chart, parent); }
 
 QChart* makeChart(const QString& title)
 {
@@ -83,6 +177,8 @@ QChart* makeChart(const QString& title)
     QFont f = chart->legend()->font();
     f.setPointSizeF(f.pointSizeF() * 0.85);
     chart->legend()->setFont(f);
+    // Geometry animations would repaint for 1 s after every frame's data update.
+    chart->setAnimationOptions(QChart::NoAnimation);
     return chart;
 }
 
@@ -101,9 +197,10 @@ int pixelColumns(const QChart* chart)
     qreal ratio = 1.0;
     if (const auto* scene = chart->scene(); scene && !scene->views().isEmpty())
         ratio = scene->views().first()->devicePixelRatioF();
-    // One column per two device pixels: min/max still traces every spike, and half the
-    // points halve what QtCharts copies and paints each frame.
-    return std::max(100, static_cast<int>(std::ceil(width * std::clamp(ratio, 1.0, 2.0) / 2.0)));
+    // One column per three device pixels: with first/min/max/last per column that is still
+    // more than a point per pixel and every spike stays; QtCharts strokes each series'
+    // outline on every replace (for its hover shape), so points cost even when not painted.
+    return std::max(100, static_cast<int>(std::ceil(width * std::clamp(ratio, 1.0, 2.0) / 3.0)));
 }
 
 void SeriesPool::begin()
@@ -152,8 +249,35 @@ void setSeriesPen(QXYSeries* s, const QPen& pen)
 
 void setLegendVisible(QChart* chart, QAbstractSeries* s, bool visible)
 {
+    // Unconditional: isVisible() is false while the chart is hidden, so comparing first
+    // would skip hiding a marker that then appears when the chart shows. (Setting the same
+    // explicit state again costs nothing.)
+    for (QLegendMarker* m : chart->legend()->markers(s)) m->setVisible(visible);
+}
+
+void setLegendLabel(QChart* chart, QAbstractSeries* s, const QString& label)
+{
     for (QLegendMarker* m : chart->legend()->markers(s))
-        if (m->isVisible() != visible) m->setVisible(visible);
+        if (m->label() != label) m->setLabel(label);
+}
+
+double roundUpForAxis(double x)
+{
+    if (!(x > 0) || !std::isfinite(x)) return 1.0;
+    static constexpr double kSteps[] = {1.0, 1.2, 1.6, 2.0, 2.4, 3.2, 4.0, 4.8, 6.0, 8.0, 10.0};
+    const double decade = std::pow(10.0, std::floor(std::log10(x)));
+    for (double m : kSteps)
+        if (m * decade >= x * (1 - 1e-12)) return m * decade;
+    return 10.0 * decade;
+}
+
+void setStableRange(QValueAxis* axis, double low, double high, double fill)
+{
+    if (!(high > low)) high = low + 1.0;
+    const double shown = axis->max() - low;
+    if (axis->min() == low && high <= axis->max() && high - low >= fill * shown) return;
+    // A little past the data, rounded, so steady growth moves the range rarely.
+    axis->setRange(low, low + roundUpForAxis((high - low) * 1.02));
 }
 
 QPen runPen(const QColor& color, qreal width, Qt::PenStyle style)
@@ -190,6 +314,7 @@ void ChangeMarkers::addRun(const RunData& run, QAbstractAxis* x, QAbstractAxis* 
         if (used_ >= static_cast<int>(labels_.size())) {
             auto* item = new QGraphicsSimpleTextItem(chart_);
             item->setZValue(20);
+            item->setFont(chart_->legend()->font());   // the group's font size (presentation mode too)
             labels_.push_back({item, {}, nullptr});
         }
         Label& label = labels_[static_cast<std::size_t>(used_++)];
@@ -214,7 +339,7 @@ void ChangeMarkers::placeLabels()
         qreal left = at.x() + 3;
         if (left + label.item->boundingRect().width() > area.right())
             left = std::max(area.left(), at.x() - 3 - label.item->boundingRect().width());
-        label.item->setPos(left, area.top() + 2 + row);
+        label.item->setPos(left, area.top() + 2 + topInset_ + row);
         label.item->setVisible(at.x() >= area.left() - 1 && at.x() <= area.right() + 1);
     }
 }
@@ -245,6 +370,12 @@ void ReducedPointsCache::retain(const QSet<QString>& keys)
 {
     for (auto it = entries_.begin(); it != entries_.end();)
         it = keys.contains(it.key()) ? std::next(it) : entries_.erase(it);
+}
+
+void setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs)
+{
+    const QString title = runs.isEmpty() ? what : QStringLiteral("%1 · %2").arg(what, runs.front()->name());
+    if (chart->title() != title) chart->setTitle(title);
 }
 
 QString formatBytes(double bytes)

@@ -1,13 +1,16 @@
-// What every chart group shares: the group base class, a pool of series reused across
-// redraws (created on first use, removed when no run needs them), the setting-change
-// markers (a vertical line and a label per change), pens in a run's color, the palette-
-// driven theme, pixel columns for the reduction, and number formatting.
+// What every chart group shares: the group base class (with presentation mode), a chart
+// view that times its own painting for the frame scheduler, a pool of series reused
+// across redraws (created on first use, removed when no run needs them), the setting-
+// change markers (a vertical line and a label per change), pens in a run's color, short
+// legend labels, axis ranges that only move by steps, the palette-driven theme, pixel
+// columns for the reduction, and number formatting.
 #pragma once
 
 #include "run_data.h"
 
 #include <QChart>
 #include <QChartView>
+#include <QFont>
 #include <QGraphicsSimpleTextItem>
 #include <QHash>
 #include <QList>
@@ -23,12 +26,37 @@
 
 namespace plab::ui {
 
+// A chart view that measures how long its last paint took (ChartsView budgets each frame
+// with redraw + paint time) and is set up to paint cheaply: no scene index (series items
+// change geometry every frame, an index would be rebuilt each time), one full-viewport
+// update instead of a union of dirty rectangles, no painter-state saving per item.
+class TimedChartView : public QChartView {
+public:
+    TimedChartView(QChart* chart, QWidget* parent);
+    qint64 lastPaintNs() const { return lastPaintNs_; }
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    qint64 lastPaintNs_ = 0;
+};
+
 // One of the six chart groups: a widget with one or more charts and maybe controls.
 class ChartGroup : public QWidget {
     Q_OBJECT
 public:
     ChartGroup(QString name, QWidget* parent);
     const QString& groupName() const { return name_; }
+
+    // How long its chart views took to paint last time (the frame scheduler's estimate).
+    qint64 lastPaintNs() const;
+
+    // Presentation mode (projector, screen share): lines at least 3 px, fonts 1.5x,
+    // full-contrast text and grid. Off restores the normal look. The next redraw applies
+    // the pens; fonts and colors change at once.
+    void setPresentationMode(bool on);
+    bool presentationMode() const { return presentation_; }
 
     // Rebuilds what is drawn from the runs (current may be null). Called by ChartsView's
     // frame timer only when some run's revision() moved, or the runs or theme changed.
@@ -48,13 +76,21 @@ protected:
     // The runs to draw, current first, without nulls or duplicates.
     static QList<RunPtr> runsToDraw(const RunPtr& current, const QList<RunPtr>& compare);
 
+    // A run's pen as the free runPen(), thickened to >= 3 px (faint lines to >= 2 px) and
+    // made opaque in presentation mode. Member lookup makes every group's redraw use it.
+    QPen runPen(const QColor& color, qreal width = 2.0, Qt::PenStyle style = Qt::SolidLine) const;
+
 private:
+    void applyFonts();
     QString name_;
+    bool presentation_ = false;
+    QPalette palette_;
+    QFont normalFont_;   // the widget font before presentation mode
 };
 
 // A chart view set up the same everywhere: antialiased, no margins wasted, a minimum
 // size that keeps axes readable.
-QChartView* makeChartView(QChart* chart, QWidget* parent);
+TimedChartView* makeChartView(QChart* chart, QWidget* parent);
 QChart* makeChart(const QString& title);
 QValueAxis* makeValueAxis(const QString& title, const QString& labelFormat = QStringLiteral("%g"));
 
@@ -87,6 +123,16 @@ private:
 void setSeriesName(QAbstractSeries* s, const QString& name);
 void setSeriesPen(QXYSeries* s, const QPen& pen);
 void setLegendVisible(QChart* chart, QAbstractSeries* s, bool visible);
+// The legend shows `label` instead of the series' full name (which keeps the run's name for
+// tooltips and tests): legends stay short enough not to be elided.
+void setLegendLabel(QChart* chart, QAbstractSeries* s, const QString& label);
+// Sets [low, high'] on the axis only when `high` left the shown range or uses less than
+// `fill` of it; high' is a round number a little past the data. Moving ranges every
+// frame re-lays out every label and the plot area, which costs more than the lines.
+void setStableRange(QValueAxis* axis, double low, double high, double fill = 0.5);
+// The next round value >= x (1, 1.2, 1.6, 2, 2.4, 3.2, 4, 4.8, 6, 8 x 10^k: four equal
+// tick intervals with short labels).
+double roundUpForAxis(double x);
 QPen runPen(const QColor& color, qreal width = 2.0, Qt::PenStyle style = Qt::SolidLine);
 QColor faded(QColor c, int alpha);
 
@@ -101,6 +147,8 @@ public:
     void addRun(const RunData& run, QAbstractAxis* x, QAbstractAxis* y, double yLow, double yHigh);
     void beginLabels();
     void placeLabels();
+    // Leaves this many pixels free at the top of the plot for a caption drawn there.
+    void setTopInset(qreal pixels) { topInset_ = pixels; }
     int labelCount() const { return static_cast<int>(labels_.size()); }
     QStringList labelTexts() const;
 
@@ -110,6 +158,7 @@ private:
     SeriesPool* pool_;
     std::vector<Label> labels_;
     int used_ = 0;
+    qreal topInset_ = 0;
 };
 
 // Reduced points per series, recomputed only when the run's revision or the pixel columns
@@ -130,6 +179,9 @@ private:
     };
     QHash<QString, Entry> entries_;
 };
+
+// "<what> · <the watched run's name>": legends then name only the comparison runs.
+void setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs);
 
 QString formatBytes(double bytes);
 QString formatDuration(double seconds);

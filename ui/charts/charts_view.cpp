@@ -16,11 +16,12 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace plab::ui {
 
 namespace {
 constexpr int kFrameIntervalMs = 40;   // 25 Hz, PlotJuggler's pace
-constexpr qint64 kFrameBudgetNs = 6'000'000;   // a tick stops starting groups after 6 ms
 }
 
 ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
@@ -32,16 +33,24 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     auto* memory = new MemoryChart;
     auto* throughput = new ThroughputChart;
     groups_ = {loss, scale, histogram, underflow, memory, throughput};
+    costs_.resize(static_cast<std::size_t>(groups_.size()));
     connect(histogram, &HistogramChart::binPicked, this, &ChartsView::histogramBinPicked);
 
     auto* content = new QWidget;
     auto* grid = new QGridLayout(content);
     grid->setContentsMargins(2, 2, 2, 2);
     grid->setSpacing(4);
-    for (int i = 0; i < groups_.size(); ++i) {
-        groups_[i]->setMinimumHeight(300);
-        grid->addWidget(groups_[i], i / 2, i % 2);
-    }
+    // Two columns of groups; the memory chart shares its group with the batch planner's
+    // table and note, so it gets a whole row (and a taller minimum); the scroll area
+    // scrolls when the window is smaller than the grid.
+    for (ChartGroup* g : groups_) g->setMinimumHeight(300);
+    memory->setMinimumHeight(400);
+    grid->addWidget(loss, 0, 0);
+    grid->addWidget(scale, 0, 1);
+    grid->addWidget(histogram, 1, 0);
+    grid->addWidget(underflow, 1, 1);
+    grid->addWidget(memory, 2, 0, 1, 2);
+    grid->addWidget(throughput, 3, 0, 1, 2);
     for (int c = 0; c < 2; ++c) grid->setColumnStretch(c, 1);
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
@@ -90,6 +99,14 @@ QList<QAbstractSeries*> ChartsView::seriesOf(const QString& name) const
 
 void ChartsView::redrawNow() { redrawAll(); }
 
+void ChartsView::setPresentationMode(bool on)
+{
+    if (presentation_ == on) return;
+    presentation_ = on;
+    for (ChartGroup* g : groups_) g->setPresentationMode(on);
+    forceRedraw_ = true;   // pens are chosen during a redraw
+}
+
 bool ChartsView::runsChanged() const
 {
     std::size_t i = 0;
@@ -109,16 +126,41 @@ void ChartsView::onFrameTimer()
 {
     // Hidden charts wait; the first tick after they show draws what arrived meanwhile.
     if (!isVisible()) return;
+    learnCosts();
     if (forceRedraw_ || runsChanged()) {
-        // New data: every group is due, in turn from the one after the last drawn.
+        // New data: every group is due; those still waiting keep their place in line.
         forceRedraw_ = false;
         noteDrawnRevisions();
         for (ChartGroup* g : groups_)
             if (!pending_.contains(g)) pending_.append(g);
     }
-    QElapsedTimer spent;
-    spent.start();
-    while (!pending_.isEmpty() && spent.nsecsElapsed() < kFrameBudgetNs) redrawGroup(pending_.takeFirst());
+    // Paint happens after this returns (the scene posts its dirty region), so the budget
+    // uses each group's learned redraw + paint cost, not just the time spent here.
+    qint64 planned = 0;
+    while (!pending_.isEmpty()) {
+        ChartGroup* g = pending_.front();
+        Cost& cost = costs_[static_cast<std::size_t>(groups_.indexOf(g))];
+        if (planned > 0 && planned + cost.estimateNs > kFrameBudgetNs) break;
+        pending_.removeFirst();
+        QElapsedTimer t;
+        t.start();
+        redrawGroup(g);
+        cost.redrawNs = t.nsecsElapsed();
+        cost.measuring = true;
+        planned += std::max(cost.estimateNs, cost.redrawNs);
+    }
+}
+
+void ChartsView::learnCosts()
+{
+    for (qsizetype i = 0; i < groups_.size(); ++i) {
+        Cost& cost = costs_[static_cast<std::size_t>(i)];
+        if (!cost.measuring) continue;
+        cost.measuring = false;
+        const qint64 measured = cost.redrawNs + groups_[i]->lastPaintNs();
+        // Rise at once (a slow frame must not repeat), fall slowly (one cheap frame is not a trend).
+        cost.estimateNs = measured > cost.estimateNs ? measured : (3 * cost.estimateNs + measured) / 4;
+    }
 }
 
 void ChartsView::noteDrawnRevisions()
@@ -145,7 +187,10 @@ void ChartsView::redrawAll()
 
 void ChartsView::changeEvent(QEvent* event)
 {
-    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange) {
+    // Chart fonts are not widget fonts: a window font change (or presentation mode of the
+    // main window) reaches the charts only through applyPalette(), which re-sizes them.
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange ||
+        event->type() == QEvent::FontChange) {
         for (ChartGroup* g : groups_) g->applyPalette(palette());
         forceRedraw_ = true;   // setTheme reset the series colors
     }

@@ -2,7 +2,8 @@
 // histograms, underflow/overflow, memory with the batch-size planner, throughput) for the
 // run being watched and the runs overlaid for comparison. Data arrival only marks the view
 // dirty; one ~25 Hz timer redraws the groups when some run's revision() moved, in turn
-// within a small time budget per tick, so the event loop never waits for all six at once.
+// (round robin), each tick only as many as fit a budget measured with their painting, so
+// the event loop never waits for all six at once.
 #pragma once
 
 #include "run_data.h"
@@ -44,11 +45,16 @@ public:
     // revision() moved.
     void redrawNow();
 
+    // Presentation mode (projector, screen share): lines >= 3 px, fonts 1.5x, full-contrast
+    // text and grid on every chart; false restores the normal look. Takes effect at once.
+    void setPresentationMode(bool on);
+    bool presentationMode() const { return presentation_; }
+
 signals:
     void histogramBinPicked(const QString& layer, const QString& kind, int exponent);
 
 protected:
-    void changeEvent(QEvent* event) override;   // palette changes re-theme the charts
+    void changeEvent(QEvent* event) override;   // palette and font changes re-theme the charts
 
 private:
     void onFrameTimer();
@@ -56,6 +62,7 @@ private:
     void redrawAll();
     void noteDrawnRevisions();
     void redrawGroup(ChartGroup* group);
+    void learnCosts();
 
     RunPtr current_;
     QList<RunPtr> compare_;
@@ -63,9 +70,22 @@ private:
     QTimer* frameTimer_ = nullptr;
     std::vector<std::pair<const RunData*, std::uint64_t>> drawnRevisions_;   // at the last redraw
     bool forceRedraw_ = true;
-    // Groups still to redraw for the latest data; a frame redraws them in turn until its
-    // time budget is spent, so one tick never stalls the event loop for all six at once.
+    // A frame starts another group only while the estimated redraw + paint of all it started
+    // stays under this: with the 16 ms target, what is left covers the trainer's queued
+    // events and an estimate that was too low.
+    static constexpr qint64 kFrameBudgetNs = 9'000'000;
+    // Groups still to redraw for the latest data, oldest first; a frame redraws them in turn
+    // while their estimated cost fits its budget (at least one per frame).
     QList<ChartGroup*> pending_;
+    // Per group (same order as groups_): what a redraw costs, data update plus the paint
+    // that follows it in the next event-loop iteration; learned after each frame.
+    struct Cost {
+        qint64 redrawNs = 0;     // last data update
+        qint64 estimateNs = kFrameBudgetNs;   // smoothed redraw + paint; unknown counts as a whole frame
+        bool measuring = false;  // redrawn last frame: its paint time is due
+    };
+    std::vector<Cost> costs_;
+    bool presentation_ = false;
 };
 
 }  // namespace plab::ui

@@ -19,14 +19,11 @@ namespace plab::ui {
 namespace {
 
 // A chart view that turns a left click in the plot area into a chart position.
-class ClickableChartView : public QChartView {
+class ClickableChartView : public TimedChartView {
 public:
     ClickableChartView(QChart* chart, QWidget* parent, std::function<void(QPointF)> onClick)
-        : QChartView(chart, parent), onClick_(std::move(onClick))
+        : TimedChartView(chart, parent), onClick_(std::move(onClick))
     {
-        setRenderHint(QPainter::Antialiasing);
-        setMinimumSize(280, 200);
-        setFrameShape(QFrame::NoFrame);
         setCursor(Qt::CrossCursor);
     }
 
@@ -70,14 +67,11 @@ HistogramChart::HistogramChart(QWidget* parent)
     : ChartGroup(QStringLiteral("histogram"), parent),
       chart_(makeChart(tr("Histogram of log2|x| (scaled, before rounding)"))),
       exponents_(makeValueAxis(tr("log2 |x|"), QStringLiteral("%d"))),
-      share_(makeValueAxis(tr("share of nonzero values %"), QStringLiteral("%.3g"))),
+      share_(makeValueAxis(tr("% of nonzero"), QStringLiteral("%.3g"))),
       pool_(chart_)
 {
     chart_->addAxis(exponents_, Qt::AlignBottom);
     chart_->addAxis(share_, Qt::AlignLeft);
-    shares_ = new QGraphicsSimpleTextItem(chart_);
-    shares_->setZValue(20);
-    connect(chart_, &QChart::plotAreaChanged, this, &HistogramChart::placeText);
 
     layerBox_ = new QComboBox(this);
     layerBox_->setToolTip(tr("Layer whose tensor is shown"));
@@ -91,6 +85,9 @@ HistogramChart::HistogramChart(QWidget* parent)
     stepLabel_ = new QLabel(this);
     changesLabel_ = new QLabel(this);
     changesLabel_->setWordWrap(true);
+    shares_ = new QLabel(this);
+    shares_->setWordWrap(true);
+    shares_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
     auto onSelection = [this] {
         if (!updatingControls_) redrawSelf();
@@ -111,6 +108,7 @@ HistogramChart::HistogramChart(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(new ClickableChartView(chart_, this, [this](QPointF p) { pickAt(p); }), 1);
+    layout->addWidget(shares_);
     layout->addLayout(controls);
     layout->addWidget(changesLabel_);
 }
@@ -144,9 +142,12 @@ void HistogramChart::pickAt(const QPointF& chartPosition)
 
 void HistogramChart::refillLayers(const RunData& run)
 {
+    // Every histogram step reports the same layers: the first and last events name them
+    // all (scanning every event of a long run cost milliseconds per frame).
+    if (run.telemetry().empty()) return;
     QStringList names;
-    for (const TelemetryEvent& t : run.telemetry())
-        for (const LayerTelemetry& l : t.layers) {
+    for (const TelemetryEvent* t : {&run.telemetry().front(), &run.telemetry().back()})
+        for (const LayerTelemetry& l : t->layers) {
             const QString name = QString::fromStdString(l.layer);
             if (!names.contains(name)) names << name;
         }
@@ -174,6 +175,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     compare_ = compare;
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const RunPtr chosen = runs.isEmpty() ? nullptr : runs.front();
+    setChartTitle(chart_, tr("Histogram of log2|x| (scaled, before rounding)"), runs);
 
     // Controls follow the chosen run: its layers, and its histogram steps on the slider.
     updatingControls_ = true;
@@ -261,6 +263,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             },
             {exponents_, share_}));
         setSeriesName(area, tr("%1 %2 (%3)").arg(formatText, tr(shading[i].label), ranges[i]));
+        setLegendLabel(chart_, area, i == 0 ? tr("%1 %2").arg(formatText, tr(shading[i].label)) : tr(shading[i].label));
         const QList<QPointF> upper = b > a ? QList<QPointF>{{a, top}, {b, top}} : QList<QPointF>{};
         const QList<QPointF> lower = b > a ? QList<QPointF>{{a, 0.0}, {b, 0.0}} : QList<QPointF>{};
         area->upperSeries()->replace(upper);
@@ -289,7 +292,9 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                                 .arg(d.run->name(), layer(), QString::fromUtf8(tensorKindName(tensorKind)))
                                 .arg(d.step));
         setSeriesPen(line, runPen(d.run->color(), d.run == chosen ? 2.5 : 1.8, d.run == chosen ? Qt::SolidLine : Qt::DashLine));
-        line->replace(outline);
+        setLegendLabel(chart_, line, d.run == chosen ? tr("%1 %2").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)))
+                                                    : d.run->name());
+        if (line->points() != outline) line->replace(outline);
 
         const RegionShares s = regionShares(h, format);
         text << tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
@@ -299,9 +304,8 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     }
     pool_.end();
     if (drawn.empty() && chosen) text << tr("No histogram of %1 %2 yet.").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
-    shares_->setBrush(chart_->titleBrush());
-    shares_->setText(text.join(QLatin1Char('\n')));
-    placeText();
+    const QString joined = text.join(QLatin1Char('\n'));
+    if (shares_->text() != joined) shares_->setText(joined);
 
     // Setting changes of the chosen run up to this histogram step.
     QStringList changes;
@@ -314,10 +318,6 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     changesLabel_->setVisible(!changes.isEmpty());
 }
 
-void HistogramChart::placeText()
-{
-    const QRectF area = chart_->plotArea();
-    shares_->setPos(area.left() + 6, area.top() + 4);
-}
+QString HistogramChart::sharesText() const { return shares_->text(); }
 
 }  // namespace plab::ui

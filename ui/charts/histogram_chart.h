@@ -29,7 +29,7 @@ public:
     void setHistogramIndex(int index);      // into the current run's telemetry()
     QString layer() const;
     TensorKind kind() const;
-    QString sharesText() const { return shares_->text(); }
+    QString sharesText() const;
 
     // The bin under a point of the plot (chart coordinates), as an exponent.
     void pickAt(const QPointF& chartPosition);
@@ -40,13 +40,12 @@ signals:
 private:
     void refillLayers(const RunData& run);
     void redrawSelf() { redraw(current_, compare_); }
-    void placeText();
 
     QChart* chart_;
     QValueAxis* exponents_;
     QValueAxis* share_;
     SeriesPool pool_;
-    QGraphicsSimpleTextItem* shares_;
+    QLabel* shares_;   // under the chart, wrapped: one line per run is too long for the plot
     QComboBox* layerBox_;
     QComboBox* kindBox_;
     QSlider* stepSlider_;

@@ -33,6 +33,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
+    setChartTitle(chart_, tr("Loss (train) and accuracy (test)"), runs);
     pool_.begin();
     markers_->beginLabels();
 
@@ -57,6 +58,9 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         auto* smoothSeries = pool_.take<QLineSeries>(smoothKey, {steps_, loss_});
         setSeriesName(smoothSeries, tr("%1 loss (smoothed)").arg(run->name()));
         setSeriesPen(smoothSeries, runPen(run->color(), 2.0));
+        // The title names the watched run; comparison runs get one legend entry each.
+        const bool watched = run == runs.front();
+        setLegendLabel(chart_, smoothSeries, watched ? tr("loss (smoothed)") : run->name());
         const QList<QPointF>& smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
             std::vector<double> losses(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].loss;
@@ -73,16 +77,18 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesName(accuracySeries, tr("%1 test accuracy").arg(run->name()));
         setSeriesPen(accuracySeries, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
         accuracySeries->setPointsVisible(true);
-        accuracySeries->replace(accuracy);
+        if (accuracySeries->points() != accuracy) accuracySeries->replace(accuracy);
+        setLegendVisible(chart_, accuracySeries, watched);
+        setLegendLabel(chart_, accuracySeries, tr("test acc."));
     }
 
     // Raw spikes may dwarf the curve; keep the smoothed curve readable (up to 3x its max).
     double top = rawMax;
     if (smoothedMax > 0) top = std::min(rawMax, 3.0 * smoothedMax);
     if (!(top > 0)) top = 1.0;
-    steps_->setRange(0, lastStep);
-    loss_->setRange(0, top * 1.05);
-    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, loss_, 0, top * 1.05);
+    setStableRange(steps_, 0, lastStep, 0.6);
+    setStableRange(loss_, 0, top * 1.05, 0.5);
+    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, loss_, 0, loss_->max());
     pool_.end();
     markers_->placeLabels();
 }

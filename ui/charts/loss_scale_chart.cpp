@@ -19,8 +19,10 @@ LossScaleChart::LossScaleChart(QWidget* parent)
       scale_(new QLogValueAxis),
       pool_(chart_)
 {
-    scale_->setBase(2.0);
-    scale_->setLabelFormat(QStringLiteral("%g"));
+    // Base 8: labels 1, 8, 64, ..., 32768 are short and readable; the line still has
+    // log2 spacing (each halving is the same height).
+    scale_->setBase(8.0);
+    scale_->setLabelFormat(QStringLiteral("%.0f"));
     scale_->setTitleText(tr("loss scale S"));
     scale_->setMinorTickCount(0);
     chart_->addAxis(steps_, Qt::AlignBottom);
@@ -40,10 +42,11 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
+    setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs);
     pool_.begin();
     markers_->beginLabels();
 
-    double lastStep = 1, lowest = 1, highest = 2;
+    double lastStep = 1, lowest = 1, highest = 65536;   // the usual span, so the axis rarely moves
     QStringList counts;
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
@@ -57,6 +60,8 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         auto* line = pool_.take<QLineSeries>(lineKey, {steps_, scale_});
         setSeriesName(line, tr("%1 loss scale").arg(run->name()));
         setSeriesPen(line, runPen(run->color(), 2.0));
+        const bool watched = run == runs.front();
+        setLegendLabel(chart_, line, watched ? tr("loss scale") : run->name());
         const QList<QPointF>& scale = reduced_.update(
             line, lineKey, *run, columns, [&] { return reduceMinMaxPerColumn(steps.size(), stepAt, scaleAt, columns); });
         for (const QPointF& p : scale) {
@@ -68,6 +73,8 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         auto* marks = pool_.take<QScatterSeries>(marksKey, {steps_, scale_});
         const auto skippedCount = static_cast<qlonglong>(run->skippedSteps());
         setSeriesName(marks, tr("%1 skipped steps (%2)").arg(run->name()).arg(skippedCount));
+        setLegendLabel(chart_, marks, tr("skipped (%1)").arg(skippedCount));
+        setLegendVisible(chart_, marks, watched);
         marks->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
         marks->setMarkerSize(7);
         if (marks->color() != run->color()) marks->setColor(run->color());
@@ -83,15 +90,12 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         counts << tr("%1: %2 skipped of %3 steps").arg(run->name()).arg(skippedCount).arg(steps.size());
     }
 
-    // Whole powers of two at both ends so the log2 labels are round.
-    const double low = std::exp2(std::floor(std::log2(lowest)) - 1);
-    const double high = std::exp2(std::ceil(std::log2(highest)) + 1);
-    steps_->setRange(0, lastStep);
-    // Log2 spacing always; labels every power of two while they fit, else every 2^k.
-    const int powers = static_cast<int>(std::lround(std::log2(high / low)));
-    const double base = std::exp2(std::max(1, (powers + 7) / 8));
-    if (scale_->base() != base) scale_->setBase(base);
-    scale_->setRange(low, high);
+    // Whole powers of 8 at both ends (labels fall on them), at least 1 .. 2^18; the range
+    // only changes when the scale leaves it, so labels are not re-laid out every frame.
+    const double low = std::exp2(3.0 * std::floor(std::log2(lowest) / 3.0));
+    const double high = std::exp2(3.0 * std::ceil((std::log2(highest) + 0.5) / 3.0));
+    setStableRange(steps_, 0, lastStep, 0.6);
+    if (scale_->min() != low || scale_->max() != high) scale_->setRange(low, high);
     for (const RunPtr& run : runs) markers_->addRun(*run, steps_, scale_, low, high);
     pool_.end();
     markers_->placeLabels();

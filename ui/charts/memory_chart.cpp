@@ -3,6 +3,7 @@
 
 #include <QAreaSeries>
 #include <QDoubleSpinBox>
+#include <QFontMetricsF>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -186,6 +187,7 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
             [] { return new QAreaSeries(new QLineSeries, new QLineSeries); }, {steps_, bytes_}));
         const qint64 peak = events.empty() ? 0 : events.back().memory.peak[ci];
         setSeriesName(area, tr("%1 %2 (peak %3)").arg(run.name(), categoryLabel(c), formatBytes(static_cast<double>(peak))));
+        setLegendLabel(chart_, area, categoryLabel(c));
         area->upperSeries()->replace(upper);
         area->lowerSeries()->replace(lower);
         if (area->brush().color() != categoryColor(c)) area->setBrush(categoryColor(c));
@@ -198,6 +200,7 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
+    setChartTitle(chart_, tr("Memory by category"), runs);
     pool_.begin();
     markers_->beginLabels();
     double lastStep = 1, top = 0;
@@ -210,34 +213,42 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         if (run == runs.front()) {
             drawStack(*run, columns, top);
         } else {
-            // Comparison runs: the total only, in the run's color.
-            const auto& events = run->memory();
-            const std::vector<std::size_t> picks = samplesToDraw(events, columns);
-            QList<QPointF> total;
-            for (std::size_t k = 0; k < picks.size(); ++k) {
-                const MemoryEvent& e = events[picks[k]];
-                const double x1 = k + 1 < picks.size() ? static_cast<double>(events[picks[k + 1]].step)
-                                                       : static_cast<double>(run->steps().empty() ? e.step : run->steps().back().step);
-                total.append(QPointF(static_cast<double>(e.step), static_cast<double>(e.memory.totalLive) / kMiB));
-                total.append(QPointF(std::max(x1, static_cast<double>(e.step)), static_cast<double>(e.memory.totalLive) / kMiB));
-            }
-            auto* line = pool_.take<QLineSeries>(run->id() + QStringLiteral("/memory/total"), {steps_, bytes_});
+            // Comparison runs: the total only, in the run's color (recomputed only when the
+            // run moved: a finished comparison run costs nothing per frame).
+            const QString key = run->id() + QStringLiteral("/memory/total");
+            auto* line = pool_.take<QLineSeries>(key, {steps_, bytes_});
             setSeriesName(line, tr("%1 total").arg(run->name()));
             setSeriesPen(line, runPen(run->color(), 2.0));
-            line->replace(total);
+            setLegendLabel(chart_, line, tr("%1 total").arg(run->name()));
+            totals_.update(line, key, *run, columns, [&] {
+                const auto& events = run->memory();
+                const std::vector<std::size_t> picks = samplesToDraw(events, columns);
+                QList<QPointF> total;
+                total.reserve(static_cast<qsizetype>(picks.size() * 2));
+                for (std::size_t k = 0; k < picks.size(); ++k) {
+                    const MemoryEvent& e = events[picks[k]];
+                    const double x1 = k + 1 < picks.size() ? static_cast<double>(events[picks[k + 1]].step)
+                                                           : static_cast<double>(run->steps().empty() ? e.step : run->steps().back().step);
+                    total.append(QPointF(static_cast<double>(e.step), static_cast<double>(e.memory.totalLive) / kMiB));
+                    total.append(QPointF(std::max(x1, static_cast<double>(e.step)), static_cast<double>(e.memory.totalLive) / kMiB));
+                }
+                return total;
+            });
         }
         // The peak of the sum as a dashed line.
         auto* peakLine = pool_.take<QLineSeries>(run->id() + QStringLiteral("/memory/peak"), {steps_, bytes_});
         setSeriesName(peakLine, tr("%1 peak %2").arg(run->name(), formatBytes(static_cast<double>(peak.totalPeak))));
         setSeriesPen(peakLine, runPen(run->color(), 1.2, Qt::DotLine));
         const double peakMiB = static_cast<double>(peak.totalPeak) / kMiB;
-        peakLine->replace(QList<QPointF>{{0.0, peakMiB}, {lastStep, peakMiB}});
+        if (const QList<QPointF> flat{{0.0, peakMiB}, {lastStep, peakMiB}}; peakLine->points() != flat) peakLine->replace(flat);
         setLegendVisible(chart_, peakLine, false);
     }
     const double high = top > 0 ? top * 1.12 : 1.0;
-    steps_->setRange(0, lastStep);
-    bytes_->setRange(0, high);
-    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, bytes_, 0, high);
+    setStableRange(steps_, 0, lastStep, 0.6);
+    setStableRange(bytes_, 0, high, 0.5);
+    // Marker labels start below the peak caption at the top left.
+    markers_->setTopInset(static_cast<qreal>(peaks.size()) * QFontMetricsF(peak_->font()).height() + 4);
+    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, bytes_, 0, bytes_->max());
     pool_.end();
     markers_->placeLabels();
     peak_->setBrush(chart_->titleBrush());

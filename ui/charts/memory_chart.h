@@ -42,6 +42,7 @@ private:
     ChangeMarkers* markers_;
     QGraphicsSimpleTextItem* peak_;
     QDoubleSpinBox* budget_;
+    ReducedPointsCache totals_;   // comparison runs' total lines
     QTableWidget* planner_;
     QLabel* plannerNote_;
     std::map<std::string, std::optional<ModelFootprint>> footprints_;   // by model kind + widths

@@ -65,6 +65,7 @@ void ThroughputChart::redraw(const RunPtr& current, const QList<RunPtr>& compare
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
+    setChartTitle(chart_, tr("Throughput"), runs);
     pool_.begin();
     markers_->beginLabels();
     double lastStep = 1, top = 0;
@@ -88,6 +89,8 @@ void ThroughputChart::redraw(const RunPtr& current, const QList<RunPtr>& compare
         auto* line = pool_.take<QLineSeries>(key, {steps_, rate_});
         setSeriesName(line, tr("%1 images/s (%2 overall)").arg(run->name()).arg(run->imagesPerSecond(), 0, 'f', 0));
         setSeriesPen(line, runPen(run->color(), 2.0));
+        setLegendLabel(chart_, line, run == runs.front() ? tr("images/s (%1 overall)").arg(run->imagesPerSecond(), 0, 'f', 0)
+                                                         : tr("%1 (%2/s)").arg(run->name()).arg(run->imagesPerSecond(), 0, 'f', 0));
         const QList<QPointF>& smooth = reduced_.update(line, key, *run, columns, [&] {
             std::vector<double> rate(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) rate[i] = rateAt(i);
@@ -97,9 +100,9 @@ void ThroughputChart::redraw(const RunPtr& current, const QList<RunPtr>& compare
         for (const QPointF& p : smooth) top = std::max(top, p.y());
     }
     const double high = top > 0 ? top * 1.25 : 1.0;
-    steps_->setRange(0, lastStep);
-    rate_->setRange(0, high);
-    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, rate_, 0, high);
+    setStableRange(steps_, 0, lastStep, 0.6);
+    setStableRange(rate_, 0, high, 0.5);
+    for (const RunPtr& run : runs) markers_->addRun(*run, steps_, rate_, 0, rate_->max());
     pool_.end();
     markers_->placeLabels();
 

@@ -31,8 +31,8 @@ double overflowFraction(const RoundingStats& s)
 
 UnderflowChart::UnderflowChart(QWidget* parent)
     : ChartGroup(QStringLiteral("underflow"), parent),
-      underflow_(makeChart(tr("Underflow: share of nonzero values rounded to 0"))),
-      overflow_(makeChart(tr("Overflow: share of finite values rounded to inf"))),
+      underflow_(makeChart(tr("Underflow (nonzero → 0)"))),
+      overflow_(makeChart(tr("Overflow (finite → inf)"))),
       underflowPool_(underflow_),
       overflowPool_(overflow_)
 {
@@ -94,16 +94,25 @@ void UnderflowChart::drawPanel(Panel& panel, const QList<RunPtr>& runs, bool ove
     static const qreal kLayerWidths[] = {2.4, 1.6, 1.0};
     const TensorKind k = kind();
     const int columns = pixelColumns(panel.chart);
+    // Half-width panels: a short title (the run's name must fit); the axis says what is counted.
+    setChartTitle(panel.chart, overflow ? tr("Overflow") : tr("Underflow"), runs);
+    const QString axisTitle = overflow ? tr("% of finite → inf") : tr("% of nonzero → 0");
+    if (panel.fraction->titleText() != axisTitle) panel.fraction->setTitleText(axisTitle);
+    panel.chart->setToolTip(overflow ? tr("Share of finite values rounded to infinity, per layer")
+                                     : tr("Share of nonzero values rounded to zero, per layer"));
     panel.pool->begin();
     panel.markers->beginLabels();
     double lastStep = 1, top = 0;
     for (const RunPtr& run : runs) {
         const auto& telemetry = run->telemetry();
+        if (telemetry.empty()) continue;
         if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
-        // Layers of this kind, in the order the engine reports them.
+        // Layers of this kind, in the order the engine reports them. Every histogram step
+        // reports the same layers, so the first and the last event name them all: scanning
+        // all of a 100,000-step run's events cost milliseconds per frame.
         std::vector<std::string> layers;
-        for (const TelemetryEvent& t : telemetry)
-            for (const LayerTelemetry& l : t.layers)
+        for (const TelemetryEvent* t : {&telemetry.front(), &telemetry.back()})
+            for (const LayerTelemetry& l : t->layers)
                 if (l.kind == k && std::find(layers.begin(), layers.end(), l.layer) == layers.end())
                     layers.push_back(l.layer);
         for (std::size_t li = 0; li < layers.size(); ++li) {
@@ -114,6 +123,10 @@ void UnderflowChart::drawPanel(Panel& panel, const QList<RunPtr>& runs, bool ove
             QColor color = run->color();
             if (li > 0) color = li % 2 ? color.lighter(100 + 25 * static_cast<int>(li)) : color.darker(100 + 20 * static_cast<int>(li));
             setSeriesPen(line, runPen(color, kLayerWidths[li % std::size(kLayerWidths)]));
+            // The watched run (named in the title) lists its layers; a comparison run one entry.
+            const bool watched = run == runs.front();
+            setLegendLabel(panel.chart, line, watched ? layer : run->name());
+            setLegendVisible(panel.chart, line, watched || li == 0);
             const QList<QPointF>& points = panel.reduced->update(line, key, *run, columns, [&] {
                 std::vector<double> x, y;
                 x.reserve(telemetry.size());
@@ -133,9 +146,9 @@ void UnderflowChart::drawPanel(Panel& panel, const QList<RunPtr>& runs, bool ove
         }
     }
     const double high = top > 0 ? top * 1.1 : 1.0;
-    panel.steps->setRange(0, lastStep);
-    panel.fraction->setRange(0, high);
-    for (const RunPtr& run : runs) panel.markers->addRun(*run, panel.steps, panel.fraction, 0, high);
+    setStableRange(panel.steps, 0, lastStep, 0.6);
+    setStableRange(panel.fraction, 0, high, 0.4);
+    for (const RunPtr& run : runs) panel.markers->addRun(*run, panel.steps, panel.fraction, 0, panel.fraction->max());
     panel.pool->end();
     panel.markers->placeLabels();
 }
