@@ -1,11 +1,15 @@
 // The main window: docks, menus, shortcuts, status bar, and the wiring between the
-// controller, the run store, the runs list, the settings panel and the charts.
+// controller, the run store, the runs list, the settings panel and the charts. The
+// classroom parts (format explorer, lessons, presentation mode, configuration as one
+// line, export) are in main_window_classroom.cpp.
 #include "main_window.h"
 
 #include "about_dialog.h"
 #include "app_theme.h"
 #include "charts/charts_view.h"
 #include "error.h"
+#include "explorer/format_explorer.h"
+#include "lessons/lesson_panel.h"
 #include "report/run_record.h"
 #include "run_list_model.h"
 #include "run_progress_widget.h"
@@ -33,6 +37,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <fstream>
 
 namespace plab::ui {
@@ -90,6 +95,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     statusBar()->addPermanentWidget(progress_);
 
     buildDocks();
+    buildClassroomDocks();
     buildMenus();
     connectController();
     restoreState();
@@ -175,6 +181,12 @@ void MainWindow::buildMenus()
                                                        tr("Configs (*.json)"));
         if (!f.isEmpty()) saveConfig(f);
     });
+    action(file, tr("Open &Lesson…"), "openLessonAction", {QKeySequence(tr("Ctrl+L"))}, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Open Lesson"), {}, tr("Lessons (*.json)"));
+        if (!f.isEmpty()) openLesson(f);
+    });
+    buildLessonsMenu(file->addMenu(tr("Lesso&ns")));
+    action(file, tr("&Export…"), "exportAction", {QKeySequence(tr("Ctrl+E"))}, [this] { showExportDialog(); });
     file->addSeparator();
     action(file, tr("&Quit"), "quitAction", {QKeySequence::Quit}, [this] { close(); });
 
@@ -196,6 +208,11 @@ void MainWindow::buildMenus()
     edit->addSeparator();
     renameAction_ = action(edit, tr("&Rename Run"), "renameAction", {QKeySequence(Qt::Key_F2)}, [this] { renameSelected(); });
     deleteAction_ = action(edit, tr("&Delete Run"), "deleteAction", {QKeySequence::Delete}, [this] { deleteSelected(); });
+    edit->addSeparator();
+    action(edit, tr("&Copy Configuration"), "copyConfigAction", {QKeySequence(tr("Ctrl+Shift+C"))},
+           [this] { copyConfiguration(); });
+    action(edit, tr("&Paste Configuration"), "pasteConfigAction", {QKeySequence(tr("Ctrl+Shift+V"))},
+           [this] { pasteConfiguration(); });
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
@@ -204,6 +221,13 @@ void MainWindow::buildMenus()
     darkThemeAction_->setObjectName(QStringLiteral("darkThemeAction"));
     darkThemeAction_->setCheckable(true);
     connect(darkThemeAction_, &QAction::toggled, this, [](bool dark) { applyTheme(dark); });
+    presentationAction_ = view->addAction(tr("&Presentation Mode"));
+    presentationAction_->setObjectName(QStringLiteral("presentationAction"));
+    presentationAction_->setCheckable(true);
+    presentationAction_->setShortcuts({QKeySequence(Qt::Key_F11), QKeySequence(tr("Ctrl+Shift+P"))});
+    presentationAction_->setShortcutContext(Qt::ApplicationShortcut);
+    addAction(presentationAction_);   // works with the menu bar hidden too
+    connect(presentationAction_, &QAction::toggled, this, &MainWindow::setPresentationMode);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     action(help, tr("&About Precision Lab"), "aboutAction", {}, [this] { showAboutDialog(this); });
@@ -213,6 +237,7 @@ void MainWindow::connectController()
 {
     connect(controller_, &TrainingController::runStarted, this,
             [this](const QString& runId, const TrainSettings& settings) {
+                if (lessonPanel_->runner()->ownsRun(runId)) model_->setCompared(runId, true);   // overlay the lesson's runs
                 if (runId != controller_->currentRunId()) return;
                 watchRun(runId);
                 panel_->setLive(true, settings);
@@ -236,7 +261,13 @@ void MainWindow::onEvents(const QString& runId, const QVector<TrainerEvent>& eve
             statusBar()->showMessage(tr("Step %1: %2").arg(change->step).arg(QString::fromStdString(change->description)), 8000);
     }
     if (runId == watchedId_)
-        if (const RunPtr run = store_->run(runId)) progress_->showRun(run.get());
+        if (const RunPtr run = store_->run(runId)) {
+            progress_->showRun(run.get());
+            const bool histograms = std::any_of(events.begin(), events.end(), [](const TrainerEvent& e) {
+                return std::holds_alternative<TelemetryEvent>(e);
+            });
+            if (histograms) explorer_->setRun(run);
+        }
 }
 
 void MainWindow::onRunFinished(const QString& runId, const RunResult& result)
@@ -291,6 +322,7 @@ void MainWindow::watchRun(const QString& runId)
         runList_->setCurrentIndex(model_->index(row, RunListModel::NameColumn));
     const RunPtr run = store_->run(runId);
     progress_->showRun(run.get());
+    explorer_->setRun(run);
     refreshCharts();
 }
 

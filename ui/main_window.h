@@ -1,6 +1,8 @@
 // The main window, "Precision Lab": the settings panel (left dock), the charts (centre),
-// the runs list (dock), a status bar with the watched run's progress, the menus and
-// keyboard shortcuts, a non-modal error banner, and the state remembered in QSettings.
+// the runs list (dock), the format explorer and the lesson panel (right docks), a status
+// bar with the watched run's progress, the menus and keyboard shortcuts (presentation
+// mode, copy / paste of the configuration, export), a non-modal error banner, and the
+// state remembered in QSettings.
 #pragma once
 
 #include "trainer_metatypes.h"
@@ -13,6 +15,7 @@
 QT_BEGIN_NAMESPACE
 class QAction;
 class QLabel;
+class QMenu;
 class QSettings;
 class QTableView;
 QT_END_NAMESPACE
@@ -20,6 +23,10 @@ QT_END_NAMESPACE
 namespace plab::ui {
 
 class ChartsView;
+class FormatExplorer;
+class LessonPanel;
+class PresentationMode;
+struct ExportRequest;
 class RunListModel;
 class RunProgressWidget;
 class RunStore;
@@ -45,6 +52,22 @@ public:
     QString loadConfig(const QString& file);
     QString saveConfig(const QString& file);
 
+    // Opens a lesson file (or ":/lessons/..." resource) in the lesson panel and shows only
+    // its charts. Returns an error sentence, also shown, or an empty string.
+    QString openLesson(const QString& file);
+    // Presentation mode (F11, Ctrl+Shift+P): big fonts, high contrast, the lesson's charts.
+    void setPresentationMode(bool on);
+    bool presentationMode() const;
+    // The settings panel's configuration as one line of JSON, put on the clipboard too.
+    QString copyConfiguration();
+    // Applies a one-line (or any) JSON configuration from the clipboard; returns an error
+    // sentence, also shown, or an empty string.
+    QString pasteConfiguration();
+    // Records of the runs to export: the checked runs, else the selected one.
+    QStringList exportableRecords() const;
+    // Writes the export with a progress dialog; returns an error sentence or empty.
+    QString exportRuns(const ExportRequest& request);
+
     // The Start action: starts a run with the panel's settings (asks first when one trains).
     void startRun();
     // Shows one sentence in the status bar and the error banner.
@@ -59,6 +82,8 @@ public:
     QTableView* runListView() const { return runList_; }
     RunProgressWidget* progressWidget() const { return progress_; }
     QString watchedRunId() const;
+    FormatExplorer* formatExplorer() const { return explorer_; }
+    LessonPanel* lessonPanel() const { return lessonPanel_; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -75,6 +100,10 @@ private:
     void renameSelected();
     void deleteSelected();
     void undoDelete();
+    void buildClassroomDocks();
+    void buildLessonsMenu(QMenu* menu);
+    void showLessonCharts();
+    void showExportDialog();
     void restoreState();
     void saveState();
 
@@ -90,6 +119,10 @@ private:
     QWidget* banner_;
     QLabel* bannerLabel_;
     QString watchedId_;
+    FormatExplorer* explorer_ = nullptr;
+    LessonPanel* lessonPanel_ = nullptr;
+    PresentationMode* presentation_ = nullptr;
+    QAction* presentationAction_ = nullptr;
 
     QAction* startAction_;
     QAction* pauseAction_;

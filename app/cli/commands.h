@@ -5,7 +5,14 @@
 
 #include <functional>
 
+namespace plab::report {
+struct ReportProgress;
+}
+
 namespace plab::cli {
+
+// Report progress for the CLI: each file written is named on stderr.
+report::ReportProgress printFilesWritten();
 
 // Exit statuses of every subcommand (documented in README.md).
 enum ExitStatus : int {

@@ -11,6 +11,17 @@
 
 namespace plab::cli {
 
+using report::loadRunRecords;
+using report::ReportOutputs;
+using report::writeReportOutputs;
+
+report::ReportProgress printFilesWritten()
+{
+    report::ReportProgress progress;
+    progress.wrote = [](const std::filesystem::path& file) { std::cerr << "plab: wrote " << file.string() << '\n'; };
+    return progress;
+}
+
 namespace {
 
 struct ReportCommandOptions {
@@ -23,7 +34,7 @@ int runReport(const ReportCommandOptions& opts)
     if (!opts.outputs.any())
         throw InputError("report: give at least one output: --pdf FILE, --html FILE, --csv DIR or --json DIR");
     const auto runs = loadRunRecords(opts.records);
-    const RunComparison comparison = writeReportOutputs(runs, opts.outputs);
+    const RunComparison comparison = writeReportOutputs(runs, opts.outputs, printFilesWritten());
     std::cout << comparisonTableText(comparison);
     return kExitOk;
 }

@@ -119,12 +119,12 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
     for (const auto& f : files) digests.push_back(digestRunRecord(loadRunRecord(f), f));
     std::cout << comparisonTableText(compareRuns(std::move(digests)));
 #if PLAB_WITH_REPORTS
-    ReportOutputs outputs;
+    report::ReportOutputs outputs;
     outputs.html = opts.reportHtml;
     outputs.pdf = opts.reportPdf;
     if (outputs.html.empty() && outputs.pdf.empty()) outputs.html = (std::filesystem::path(opts.outDir) / "report.html").string();
     outputs.title = "Precision Lab sweep";
-    writeReportOutputs(loadRunRecords(files), outputs);
+    report::writeReportOutputs(report::loadRunRecords(files), outputs, printFilesWritten());
 #else
     if (!opts.reportHtml.empty() || !opts.reportPdf.empty())
         std::cerr << "plab: this build has no report support (Qt Gui/Svg were not found); records are in " << opts.outDir << '\n';

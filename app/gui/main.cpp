@@ -1,18 +1,24 @@
 // precision-lab: the desktop application.
 //   precision-lab [--start] [--data-dir DIR] [--runs-dir DIR] [--theme light|dark]
+//                 [--lesson FILE [--run-lesson]] [--presentation] [--explore NUMBER]
 //                 [--screenshot PNG [--screenshot-delay SECONDS]] [FILE]
 // FILE is a run record (opened and shown as a run) or a config JSON (loaded into the
 // settings panel); --start begins a run with those settings at once. A bad file opens the
 // window anyway, with the error shown in it. --screenshot saves the window after the
-// delay and quits (used to make the documentation's screenshots under Xvfb).
+// delay and quits (used to make the documentation's screenshots under Xvfb). --lesson opens
+// a lesson (--run-lesson also runs it), --presentation starts in presentation mode,
+// --explore shows a number in the format explorer.
 #include "app_theme.h"
 #include "charts/charts_view.h"
+#include "explorer/format_explorer.h"
+#include "lessons/lesson_panel.h"
 #include "main_window.h"
 #include "run_list_model.h"
 #include "training_controller.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDockWidget>
 #include <QMessageBox>
 #include <QPixmap>
 #include <QTimer>
@@ -43,7 +49,12 @@ int main(int argc, char** argv)
                                         QStringLiteral("PNG"));
     const QCommandLineOption screenshotDelay(QStringLiteral("screenshot-delay"), QStringLiteral("Seconds before --screenshot (default 10)."),
                                              QStringLiteral("SECONDS"), QStringLiteral("10"));
-    parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay});
+    const QCommandLineOption lesson(QStringLiteral("lesson"), QStringLiteral("Open a lesson file."), QStringLiteral("FILE"));
+    const QCommandLineOption runLesson(QStringLiteral("run-lesson"), QStringLiteral("Run the lesson's runs at once."));
+    const QCommandLineOption presentation(QStringLiteral("presentation"), QStringLiteral("Start in presentation mode."));
+    const QCommandLineOption explore(QStringLiteral("explore"), QStringLiteral("Show NUMBER in the format explorer."),
+                                     QStringLiteral("NUMBER"));
+    parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay, lesson, runLesson, presentation, explore});
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("A run record to show, or a config JSON to load."), QStringLiteral("[FILE]"));
     parser.process(app);
 
@@ -75,6 +86,17 @@ int main(int argc, char** argv)
     } else if (parser.isSet(start)) {
         QTimer::singleShot(0, &window, [&window] { window.startRun(); });
     }
+
+    if (error.isEmpty() && parser.isSet(lesson)) {
+        error = window.openLesson(parser.value(lesson));
+        if (error.isEmpty() && parser.isSet(runLesson))
+            QTimer::singleShot(0, &window, [&window] { window.lessonPanel()->runLesson(); });
+    }
+    if (parser.isSet(explore)) {
+        if (auto* dock = window.findChild<QDockWidget*>(QStringLiteral("explorerDock"))) dock->show();
+        window.formatExplorer()->setText(parser.value(explore));
+    }
+    if (parser.isSet(presentation)) window.setPresentationMode(true);
 
     if (parser.isSet(screenshot)) {
         const QString png = parser.value(screenshot);

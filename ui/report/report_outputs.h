@@ -1,6 +1,6 @@
 // Writing a comparison report of run records in the formats asked for (PDF, HTML, CSV
-// folder, JSON folder), shared by `plab report` and `plab sweep`. Built only when Qt Gui
-// and Svg are found (PLAB_WITH_REPORTS).
+// folder, JSON folder): the one implementation behind `plab report`, `plab sweep` and
+// the app's File > Export.
 #pragma once
 
 #include "report/run_comparison.h"
@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
-namespace plab::cli {
+namespace plab::report {
 
 struct ReportOutputs {
     std::string pdf, html, csvDir, jsonDir;
@@ -29,10 +31,17 @@ struct LoadedRun {
 // Reads and checks the records; throws InputError naming the first bad file.
 std::vector<LoadedRun> loadRunRecords(const std::vector<std::string>& files);
 
-// Writes every output asked for, printing each file written on stderr; returns the
-// comparison it reported on. Starts an offscreen QGuiApplication when none exists
-// (QT_QPA_PLATFORM defaults to offscreen). Throws std::runtime_error naming a file that
-// cannot be written.
-RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const ReportOutputs& outputs);
+// Told before each output is written ("Writing the PDF report"): returns false to stop
+// there. And told of each file written.
+struct ReportProgress {
+    std::function<bool(const std::string& step)> beforeStep;
+    std::function<void(const std::filesystem::path& file)> wrote;
+};
 
-}  // namespace plab::cli
+// Writes every output asked for; returns the comparison it reported on. Starts an
+// offscreen QGuiApplication when none exists (QT_QPA_PLATFORM defaults to offscreen).
+// Throws std::runtime_error naming a file that cannot be written.
+RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const ReportOutputs& outputs,
+                                 const ReportProgress& progress = {});
+
+}  // namespace plab::report

@@ -8,11 +8,10 @@
 
 #include <QGuiApplication>
 
-#include <iostream>
 #include <memory>
 #include <set>
 
-namespace plab::cli {
+namespace plab::report {
 
 namespace {
 
@@ -73,44 +72,52 @@ std::vector<LoadedRun> loadRunRecords(const std::vector<std::string>& files)
     return runs;
 }
 
-RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const ReportOutputs& outputs)
+RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const ReportOutputs& outputs,
+                                 const ReportProgress& progress)
 {
     std::vector<RunDigest> digests;
     for (const auto& r : runs) digests.push_back(digestRunRecord(r.record, r.origin));
     RunComparison comparison = compareRuns(std::move(digests));
     const auto stems = uniqueStems(comparison);
+    auto proceed = [&](const char* step) { return !progress.beforeStep || progress.beforeStep(step); };
+    auto wrote = [&](const std::filesystem::path& file) { if (progress.wrote) progress.wrote(file); };
 
-    if (!outputs.csvDir.empty())
-        for (std::size_t i = 0; i < runs.size(); ++i)
-            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stems[i]))
-                std::cerr << "plab: wrote " << file.string() << '\n';
     if (!outputs.jsonDir.empty()) {
+        if (!proceed("Writing the run records")) return comparison;
         std::error_code ec;
         std::filesystem::create_directories(outputs.jsonDir, ec);
         if (ec) throw std::runtime_error(outputs.jsonDir + ": cannot create the folder (" + ec.message() + ")");
         for (std::size_t i = 0; i < runs.size(); ++i) {
             const auto file = std::filesystem::path(outputs.jsonDir) / (stems[i] + ".json");
             writeJsonAtomically(file, runs[i].record);
-            std::cerr << "plab: wrote " << file.string() << '\n';
+            wrote(file);
         }
+    }
+    if (!outputs.csvDir.empty()) {
+        if (!proceed("Writing the CSV tables")) return comparison;
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stems[i]))
+                wrote(file);
     }
     if (outputs.pdf.empty() && outputs.html.empty()) return comparison;
 
     OffscreenGui gui;
-    report::ReportOptions options;
+    ReportOptions options;
     if (!outputs.title.empty()) options.title = QString::fromStdString(outputs.title);
     options.histogramSteps = outputs.histogramSteps;
     options.histogramLayer = QString::fromStdString(outputs.histogramLayer);
-    const report::ReportContent content = report::prepareReport(comparison, options);
+    const ReportContent content = prepareReport(comparison, options);
     if (!outputs.html.empty()) {
-        report::writeHtmlReport(content, QString::fromStdString(outputs.html));
-        std::cerr << "plab: wrote " << outputs.html << '\n';
+        if (!proceed("Writing the HTML report")) return comparison;
+        writeHtmlReport(content, QString::fromStdString(outputs.html));
+        wrote(outputs.html);
     }
     if (!outputs.pdf.empty()) {
-        const int pages = report::writePdfReport(content, QString::fromStdString(outputs.pdf));
-        std::cerr << "plab: wrote " << outputs.pdf << " (" << pages << " pages)\n";
+        if (!proceed("Writing the PDF report")) return comparison;
+        writePdfReport(content, QString::fromStdString(outputs.pdf));
+        wrote(outputs.pdf);
     }
     return comparison;
 }
 
-}  // namespace plab::cli
+}  // namespace plab::report

@@ -1,0 +1,210 @@
+// Tests of the format explorer (ui/explorer): the worked examples' values against facts of
+// the IEEE 754 definitions computed independently here (65504 = (2 - 2^-10) * 2^15, the
+// smallest fp16 subnormal 2^-24, ...), exact decimal expansions, spacing to the
+// neighbours, flipping a bit through the panel's toggles, and the loss-scale shift of a
+// gradient histogram against a hand count.
+
+#include "explorer/format_anatomy.h"
+#include "explorer/format_explorer.h"
+#include "explorer/format_row.h"
+
+#include <QLabel>
+#include <QToolButton>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace plab;
+using namespace plab::ui;
+
+namespace {
+
+double pow2(int e) { return std::ldexp(1.0, e); }
+
+const WorkedExample& exampleTitled(const QVector<WorkedExample>& all, const QString& start)
+{
+    for (const WorkedExample& e : all)
+        if (e.title.startsWith(start)) return e;
+    qFatal("no worked example starting with %s", qPrintable(start));
+}
+
+}  // namespace
+
+class TestUiExplorer : public QObject {
+    Q_OBJECT
+private slots:
+    void workedExamples_data()
+    {
+        QTest::addColumn<QString>("title");
+        QTest::addColumn<double>("expectedFp16");
+        QTest::addColumn<QString>("expectedClass");
+        // 1.0001 lies within half of fp16's spacing 2^-10 at 1: rounds to 1.
+        QTest::addRow("1 + 0.0001 is 1") << "1 + 0.0001" << 1.0 << "normal";
+        QTest::addRow("65504 largest fp16") << "65504" << (2.0 - pow2(-10)) * pow2(15) << "normal";
+        QTest::addRow("65520 rounds to inf") << "65520" << double(INFINITY) << "inf";
+        QTest::addRow("2^-24 smallest subnormal") << "2^-24" << pow2(-24) << "subnormal";
+        QTest::addRow("2^-25 rounds to 0") << "2^-25" << 0.0 << "zero";
+        QTest::addRow("w + w/2048 is w") << "Weight 2048" << 1.0 << "normal";
+    }
+    void workedExamples()
+    {
+        QFETCH(QString, title);
+        QFETCH(double, expectedFp16);
+        QFETCH(QString, expectedClass);
+        const auto all = plab::ui::workedExamples();
+        QVERIFY(all.size() >= 6);
+        const WorkedExample& e = exampleTitled(all, title);
+        QCOMPARE(e.focus, Format::fp16);
+        QVERIFY(!e.explanation.isEmpty());
+        const FormatAnatomy a = describe(Format::fp16, e.input);
+        QCOMPARE(double(a.value), expectedFp16);
+        QCOMPARE(QString::fromLatin1(valueClassName(a.valueClass).data()), expectedClass);
+    }
+
+    void exampleInputsAreWhatTheySay()
+    {
+        const auto all = plab::ui::workedExamples();
+        QCOMPARE(exampleTitled(all, "65520").input, 65504.0 + 16.0);   // halfway to 2^16
+        QCOMPARE(exampleTitled(all, "2^-25").input, pow2(-24) / 2);
+        // w = 1 is 2048 times the update u = 2^-11; fp32 keeps w + u, fp16 loses it.
+        const WorkedExample& lost = exampleTitled(all, "Weight 2048");
+        const double u = lost.input - 1.0;
+        QCOMPARE(1.0 / u, 2048.0);
+        QCOMPARE(double(describe(Format::fp32, lost.input).value), 1.0 + u);
+    }
+
+    void fp16Patterns()
+    {
+        QCOMPARE(describe(Format::fp16, 65504.0).pattern, 0x7bffu);   // exponent 11110, mantissa all ones
+        QCOMPARE(describe(Format::fp16, 65520.0).pattern, 0x7c00u);   // infinity
+        QCOMPARE(describe(Format::fp16, pow2(-24)).pattern, 0x0001u);
+        QCOMPARE(describe(Format::bf16, 1.0).pattern, 0x3f80u);
+        QCOMPARE(describe(Format::tf32, 1.0).pattern, 0x3f800000u >> 13);
+        QCOMPARE(patternWidth(Format::tf32), 19);
+    }
+
+    void exactDecimals()
+    {
+        QCOMPARE(exactDecimal(pow2(-24)), QStringLiteral("0.000000059604644775390625"));
+        QCOMPARE(exactDecimal(65504.0), QStringLiteral("65504"));
+        QCOMPARE(exactDecimal(-0.1f), QStringLiteral("-0.100000001490116119384765625"));   // fp32 0.1
+        // fp32's smallest subnormal 2^-149 has 149 digits after the point, the last a 5.
+        const QString tiny = exactDecimal(pow2(-149));
+        QCOMPARE(tiny.size(), 2 + 149);
+        QVERIFY(tiny.endsWith(QLatin1Char('5')));
+        QCOMPARE(describe(Format::fp16, 0.1).shortest, QStringLiteral("0.1"));
+        QCOMPARE(describe(Format::fp16, 0.1).exact, QStringLiteral("0.0999755859375"));
+    }
+
+    void spacingAndError()
+    {
+        const FormatAnatomy one = describe(Format::fp16, 1.0);
+        QCOMPARE(one.spacingUp, pow2(-10));
+        QCOMPARE(one.spacingDown, pow2(-11));   // below a power of two values are twice as dense
+        const FormatAnatomy sub = describe(Format::fp16, 3 * pow2(-24));
+        QCOMPARE(sub.spacingUp, pow2(-24));
+        QCOMPARE(sub.spacingDown, pow2(-24));
+        QVERIFY(std::isinf(describe(Format::fp16, 65504.0).spacingUp));
+        QCOMPARE(describe(Format::bf16, 1.0).spacingUp, pow2(-7));
+        QCOMPARE(describe(Format::fp16, 1.0001).error, 1.0 - 1.0001);
+        QVERIFY(std::isnan(describe(Format::fp16, 65520.0).error));
+    }
+
+    void bitFlipThroughTheToggles()
+    {
+        FormatExplorer explorer;
+        explorer.setValue(1.0);
+        FormatRow* fp16 = explorer.row(Format::fp16);
+        QVERIFY(fp16);
+        // Bit 9 is the first mantissa bit: 1 becomes 1.5.
+        QToolButton* firstMantissa = fp16->bitButton(9);
+        QVERIFY(firstMantissa && !firstMantissa->isChecked());
+        firstMantissa->click();
+        QCOMPARE(explorer.value(), 1.5);
+        QVERIFY(fp16->bitButton(9)->isChecked());
+        QCOMPARE(double(explorer.row(Format::fp32)->anatomy().value), 1.5);
+        // The sign bit makes it negative; the lowest exponent bit of fp32 halves it.
+        fp16->bitButton(15)->click();
+        QCOMPARE(explorer.value(), -1.5);
+        explorer.row(Format::fp32)->bitButton(23)->click();
+        QCOMPARE(explorer.value(), -0.75);
+        QVERIFY(explorer.row(Format::bf16)->valueText().contains(QStringLiteral("-0.75")));
+    }
+
+    void typedTextAndExamplesInThePanel()
+    {
+        FormatExplorer explorer;
+        QVERIFY(explorer.setText(QStringLiteral("65520")));
+        QCOMPARE(explorer.row(Format::fp16)->anatomy().valueClass, ValueClass::inf);
+        QCOMPARE(explorer.row(Format::fp32)->anatomy().value, 65520.0f);
+        QVERIFY(!explorer.setText(QStringLiteral("twelve")));
+        QVERIFY(explorer.setText(QStringLiteral("0x3f800000")));
+        QCOMPARE(explorer.value(), 1.0);
+        explorer.showWorkedExample(4);   // 2^-25
+        QCOMPARE(explorer.value(), pow2(-25));
+        QVERIFY(explorer.explanation().contains(QStringLiteral("zero")));
+        explorer.showHistogramBin(QStringLiteral("conv1"), QStringLiteral("weight_grad"), -20);
+        QCOMPARE(explorer.value(), pow2(-20));
+        QVERIFY(explorer.binText().contains(QStringLiteral("2^-20")));
+    }
+
+    void histogramShiftByHand()
+    {
+        GradientHistogram h;
+        h.bins[std::size_t(GradientHistogram::binOf(-30))] = 10;   // far below fp16's 2^-25 flush limit
+        h.bins[std::size_t(GradientHistogram::binOf(-20))] = 20;   // fp16 subnormal (2^-24 .. 2^-15)
+        h.bins[std::size_t(GradientHistogram::binOf(-5))] = 30;    // normal
+        h.bins[std::size_t(GradientHistogram::binOf(10))] = 40;    // normal, 2^10..2^11
+        // As recorded: 10 flushed, 20 subnormal, 70 normal of 100.
+        ShiftedShares s = shiftedShares(h, Format::fp16, 0);
+        QCOMPARE(s.values, std::uint64_t(100));
+        QCOMPARE(s.flushed, 0.10);
+        QCOMPARE(s.subnormal, 0.20);
+        QCOMPARE(s.normal, 0.70);
+        // Scale x 2^6 (S 1024 -> 65536): -30 -> -24 subnormal, -20 -> -14 normal,
+        // -5 -> 1 normal, 10 -> 16 beyond fp16's max exponent 15: overflow.
+        QCOMPARE(scaleShiftBins(1024, 65536), 6);
+        s = shiftedShares(h, Format::fp16, 6);
+        QCOMPARE(s.flushed, 0.0);
+        QCOMPARE(s.subnormal, 0.10);
+        QCOMPARE(s.normal, 0.50);
+        QCOMPARE(s.overflow, 0.40);
+        // Down by 2^-10: -30 -> -40 and -20 -> -30 flushed, -5 -> -15 subnormal, 10 -> 0 normal.
+        s = shiftedShares(h, Format::fp16, -10);
+        QCOMPARE(s.flushed, 0.30);
+        QCOMPARE(s.subnormal, 0.30);
+        QCOMPARE(s.normal, 0.40);
+        // bf16 has fp32's exponent range: nothing of this histogram leaves it at +6.
+        QCOMPARE(shiftedShares(h, Format::bf16, 6).normal, 1.0);
+        QCOMPARE(scaleShiftBins(65536, 8), -13);
+        QCOMPARE(scaleShiftBins(0, 8), 0);
+    }
+
+    void lossScaleFieldOnARun()
+    {
+        TrainSettings settings;
+        settings.recipe.compute = Format::fp16;
+        auto run = std::make_shared<RunData>(QStringLiteral("r"), settings);
+        TelemetryEvent t;
+        t.step = 50;
+        t.lossScale = 1024;
+        LayerTelemetry layer;
+        layer.layer = "fc1";
+        layer.kind = TensorKind::weightGrad;
+        layer.histogram.bins[std::size_t(GradientHistogram::binOf(-30))] = 3;
+        layer.histogram.bins[std::size_t(GradientHistogram::binOf(-10))] = 1;
+        t.layers.push_back(layer);
+        run->apply(t);
+        FormatExplorer explorer;
+        explorer.setRun(run);
+        QCOMPARE(explorer.sharesAtRunScale().flushed, 0.75);
+        explorer.setLossScale(65536);   // +6 bins: -30 -> -24, subnormal
+        QCOMPARE(explorer.shiftBins(), 6);
+        QCOMPARE(explorer.sharesAtChosenScale().flushed, 0.0);
+        QCOMPARE(explorer.sharesAtChosenScale().subnormal, 0.75);
+        QCOMPARE(explorer.sharesAtChosenScale().normal, 0.25);
+    }
+};
+
+QTEST_MAIN(TestUiExplorer)
+#include "tst_ui_explorer.moc"

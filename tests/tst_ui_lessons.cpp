@@ -1,0 +1,149 @@
+// Tests of the lessons (ui/lessons, resources/lessons): every bundled lesson parses, its
+// runs' settings are valid (settingsFromJson + validateSettings), its chart names are
+// ChartsView groups, its steps are bounded (each lesson must run in under two minutes on
+// a laptop CPU); a malformed lesson gives one clear sentence; the lesson panel runs the
+// runs one after another on a small synthetic data set and reveals the explanation.
+
+#include "charts/charts_view.h"
+#include "lessons/lesson.h"
+#include "lessons/lesson_panel.h"
+#include "main_window.h"
+#include "run_list_model.h"
+#include "test_support.h"
+#include "training_controller.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace plab;
+using namespace plab::ui;
+
+namespace {
+
+// Steps of all runs of one lesson together: ~3,000 small-cnn steps of batch 32 take about
+// two minutes on a modest CPU (docs/LESSONS.md has the measured times).
+constexpr std::int64_t kMaxImagesPerLesson = 1200 * 32;
+
+QStringList sourceLessons()
+{
+    const QDir dir(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons"));
+    QStringList files;
+    for (const QString& name : dir.entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name))
+        files << dir.filePath(name);
+    return files;
+}
+
+}  // namespace
+
+class TestUiLessons : public QObject {
+    Q_OBJECT
+    testing::TempDir dir_;
+
+private slots:
+    void bundledLessons_data()
+    {
+        QTest::addColumn<QString>("file");
+        const QStringList files = sourceLessons();
+        QVERIFY(files.size() >= 6);
+        for (const QString& f : files) QTest::addRow("%s", qPrintable(QFileInfo(f).fileName())) << f;
+    }
+    void bundledLessons()
+    {
+        QFETCH(QString, file);
+        const LessonLoad load = loadLesson(file);
+        QVERIFY2(load.lesson, qPrintable(load.error));
+        const Lesson& lesson = *load.lesson;
+        QVERIFY(!lesson.title.isEmpty() && !lesson.question.isEmpty() && !lesson.explanation.isEmpty());
+        QVERIFY(!lesson.runs.isEmpty());
+        std::int64_t images = 0;
+        for (const LessonRun& run : lesson.runs) {
+            QVERIFY(!run.name.isEmpty());
+            QVERIFY2(run.settings.maxSteps > 0, "a lesson run must bound its steps with max_steps");
+            QVERIFY(validateSettings(run.settings).empty());
+            // The settings survive the config round trip (what Copy Configuration gives).
+            QCOMPARE(settingsFromJson(settingsToJson(run.settings), "round trip"), run.settings);
+            images += run.settings.maxSteps * run.settings.batch;
+        }
+        QVERIFY2(images <= kMaxImagesPerLesson, qPrintable(QStringLiteral("%1 images").arg(images)));
+        QVERIFY(lesson.plannedSteps() > 0);
+        for (const QString& chart : lesson.charts) QVERIFY2(ChartsView::groupNames().contains(chart), qPrintable(chart));
+    }
+
+    void malformedLessons_data()
+    {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QString>("mentions");
+        const QByteArray base = R"({"format": 1, "title": "t", "question": "q", "explanation": "e", )";
+        QTest::addRow("not json") << QByteArray("{\"format\": 1,") << "not valid JSON";
+        QTest::addRow("wrong format") << QByteArray(R"({"format": 2})") << "\"format\" must be 1";
+        QTest::addRow("no runs") << base + R"("runs": [], "charts": ["loss"]})" << "\"runs\"";
+        QTest::addRow("bad setting") << base + R"("runs": [{"name": "a", "settings": {"recipe": "fp64"}}], "charts": ["loss"]})"
+                                     << "recipe";
+        QTest::addRow("unknown setting key") << base + R"("runs": [{"name": "a", "settings": {"batchsize": 3}}], "charts": ["loss"]})"
+                                             << "batchsize";
+        QTest::addRow("unknown chart") << base + R"("runs": [{"name": "a", "settings": {}}], "charts": ["pie"]})" << "pie";
+        QTest::addRow("missing title") << QByteArray(R"({"format": 1, "question": "q"})") << "\"title\"";
+    }
+    void malformedLessons()
+    {
+        QFETCH(QByteArray, json);
+        QFETCH(QString, mentions);
+        const LessonLoad load = parseLesson(json, QStringLiteral("lesson bad.json"));
+        QVERIFY(!load.lesson);
+        QVERIFY2(load.error.startsWith(QStringLiteral("lesson bad.json")), qPrintable(load.error));
+        QVERIFY2(load.error.contains(mentions), qPrintable(load.error));
+        QVERIFY2(load.error.endsWith(QLatin1Char('.')) && !load.error.contains(QLatin1Char('\n')), qPrintable(load.error));
+        QCOMPARE(loadLesson(QStringLiteral("/no/such/lesson.json")).error,
+                 QStringLiteral("lesson lesson.json: cannot open the file."));
+    }
+
+    void lessonRunsInTheWindow()
+    {
+        testing::writeSyntheticDataset(dir_.path() / "mnist", 256, 64, 3);
+        const QString lessonFile = QString::fromStdString((dir_.path() / "tiny.json").string());
+        QFile f(lessonFile);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"format": 1, "title": "Tiny lesson", "question": "Does it run?", "explanation": "It does.",
+                   "runs": [{"name": "fp32 tiny", "settings": {"recipe": "fp32", "widths": [4, 8], "batch": 16, "max_steps": 6, "threads": 1, "histogram_every": 2}},
+                            {"name": "fp16 tiny", "settings": {"recipe": "amp-fp16", "widths": [4, 8], "batch": 16, "max_steps": 6, "threads": 1, "histogram_every": 2}}],
+                   "charts": ["loss", "histogram"]})");
+        f.close();
+        MainWindowOptions o;
+        o.dataDir = QString::fromStdString(dir_.path().string());
+        o.runsDir = QString::fromStdString((dir_.path() / "runs").string());
+        o.settingsFile = QString::fromStdString((dir_.path() / "settings.ini").string());
+        MainWindow window(o);
+        window.show();
+        QCOMPARE(window.openLesson(lessonFile), QString());
+        LessonPanel* panel = window.lessonPanel();
+        QVERIFY(panel->lesson());
+        QVERIFY(!window.chartsView()->group(QStringLiteral("memory"))->isVisibleTo(&window));
+        QVERIFY(window.chartsView()->group(QStringLiteral("loss"))->isVisibleTo(&window));
+        QVERIFY(!panel->revealButton()->isEnabled());
+        QSignalSpy finished(panel->runner(), &LessonRunner::finished);
+        panel->runButton()->click();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(finished.at(0).at(0).toBool(), false);
+        QCOMPARE(panel->runner()->runIds().size(), 2);
+        QCOMPARE(window.runListModel()->comparedRuns().size(), 2);   // overlaid for comparison
+        QVERIFY(panel->revealButton()->isEnabled());
+        QVERIFY(!panel->explanationShown());
+        panel->revealButton()->click();
+        QVERIFY(panel->explanationShown());
+        QVERIFY(window.bannerText().isEmpty());
+
+        const QString bad = QString::fromStdString((dir_.path() / "bad.json").string());
+        QFile b(bad);
+        QVERIFY(b.open(QIODevice::WriteOnly));
+        b.write("{");
+        b.close();
+        QVERIFY(window.openLesson(bad).contains(QStringLiteral("not valid JSON")));
+        window.close();
+    }
+};
+
+QTEST_MAIN(TestUiLessons)
+#include "tst_ui_lessons.moc"

@@ -1,0 +1,72 @@
+// What the format explorer shows about one number in one format, as pure arithmetic over
+// the engine's conversions (engine/numerics/format.h, number_text.h; no rounding is done
+// here): the bit pattern with its sign / exponent / mantissa fields, the rounded value as
+// the shortest decimal and as its exact decimal expansion, the rounding error, the spacing
+// to the neighbours, the class; flipping one bit; the worked examples for a class; and the
+// shift of a gradient histogram by a change of loss scale.
+#pragma once
+
+#include "numerics/format.h"
+#include "numerics/rounding_stats.h"
+
+#include <QString>
+#include <QVector>
+
+#include <cstdint>
+
+namespace plab::ui {
+
+// The formats the explorer shows, top to bottom.
+inline constexpr Format kExplorerFormats[] = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
+
+// Bits of a format's own pattern: 1 + exponentBits + mantissaBits (fp32 32, tf32 19,
+// fp16 16, bf16 16). Bit 0 is the last mantissa bit.
+int patternWidth(Format f);
+
+struct FormatAnatomy {
+    Format format;
+    double input = 0.0;          // the number asked about (a double: the typed decimal)
+    float value = 0.0f;          // input rounded to the format (held exactly in fp32)
+    std::uint32_t pattern = 0;   // the format's own bit pattern of value (patternWidth bits)
+    ValueClass valueClass = ValueClass::zero;
+    QString shortest;            // shortestDecimal(): the shortest decimal that reads back
+    QString exact;               // the exact decimal expansion of value ("nan", "inf" too)
+    double error = 0.0;          // value - input (NaN when either is not finite)
+    double spacingUp = 0.0;      // distance from |value| to the next larger magnitude
+    double spacingDown = 0.0;    // distance to the next smaller magnitude (0 at zero)
+};
+
+// One rounding from the double input to f (roundDoubleTo; fp32 too, so that the typed
+// decimal's own rounding error shows in the fp32 row).
+FormatAnatomy describe(Format f, double input);
+
+// The value whose pattern in f is `pattern` (patternWidth(f) bits).
+float valueFromPattern(Format f, std::uint32_t pattern);
+// The value with bit `bit` of its pattern in f flipped (value must be exact in f).
+float flipBit(Format f, float value, int bit);
+
+// A finite double as its exact decimal expansion ("0.000000059604644775390625").
+QString exactDecimal(double x);
+
+// A number a teacher can click, with the one sentence that says what it shows.
+struct WorkedExample {
+    QString title;
+    double input;
+    Format focus;           // the format the example is about
+    QString explanation;
+};
+QVector<WorkedExample> workedExamples();
+
+// Where the values of a gradient histogram land in format f once multiplied by
+// 2^shiftBins (a change of loss scale from S_current to S shifts every bin by
+// log2(S / S_current)), with the format's regions (histogram_regions.h) at one-bin
+// resolution. Fractions of the histogram's nonzero finite values; all 0 when it has none.
+struct ShiftedShares {
+    std::uint64_t values = 0;
+    double flushed = 0, subnormal = 0, normal = 0, overflow = 0;
+};
+ShiftedShares shiftedShares(const GradientHistogram& h, Format f, int shiftBins);
+// log2(newScale / currentScale) rounded to whole bins (0 when either is not positive).
+int scaleShiftBins(double currentScale, double newScale);
+
+}  // namespace plab::ui

@@ -1,0 +1,249 @@
+// The format explorer panel (see format_explorer.h).
+#include "explorer/format_explorer.h"
+
+#include "explorer/format_range_axis.h"
+#include "explorer/format_row.h"
+#include "numerics/number_text.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace plab::ui {
+
+namespace {
+
+QString percent(double fraction) { return QString::number(100.0 * fraction, 'f', 1) + QStringLiteral(" %"); }
+
+}  // namespace
+
+FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
+{
+    setObjectName(QStringLiteral("formatExplorer"));
+    auto* layout = new QVBoxLayout(this);
+
+    auto* inputRow = new QHBoxLayout;
+    inputRow->addWidget(new QLabel(tr("Number:"), this));
+    input_ = new QLineEdit(this);
+    input_->setObjectName(QStringLiteral("explorerInput"));
+    input_->setPlaceholderText(tr("1.0001, 65520, 5.96e-8, inf, 0x3f800000"));
+    inputRow->addWidget(input_, 1);
+    layout->addLayout(inputRow);
+    inputProblem_ = new QLabel(this);
+    inputProblem_->hide();
+    layout->addWidget(inputProblem_);
+    connect(input_, &QLineEdit::returnPressed, this, [this] { setText(input_->text()); });
+    connect(input_, &QLineEdit::editingFinished, this, [this] { setText(input_->text()); });
+
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+        rows_[i] = new FormatRow(kExplorerFormats[i], this);
+        layout->addWidget(rows_[i]);
+        connect(rows_[i], &FormatRow::valuePicked, this, [this](double v) {
+            explanation_->clear();
+            setValue(v);
+        });
+    }
+    axis_ = new FormatRangeAxis(this);
+    layout->addWidget(axis_);
+
+    auto* examplesBox = new QGroupBox(tr("Worked examples"), this);
+    auto* examplesLayout = new QVBoxLayout(examplesBox);
+    examples_ = new QListWidget(examplesBox);
+    examples_->setObjectName(QStringLiteral("workedExamples"));
+    for (const WorkedExample& e : workedExamples()) examples_->addItem(e.title);
+    examples_->setMaximumHeight(examples_->sizeHintForRow(0) * 6 + 8);
+    explanation_ = new QLabel(examplesBox);
+    explanation_->setObjectName(QStringLiteral("exampleExplanation"));
+    explanation_->setWordWrap(true);
+    examplesLayout->addWidget(examples_);
+    examplesLayout->addWidget(explanation_);
+    layout->addWidget(examplesBox);
+    connect(examples_, &QListWidget::currentRowChanged, this, [this](int row) {
+        if (row >= 0) showWorkedExample(row);
+    });
+
+    auto* runBox = new QGroupBox(tr("Linked to the run"), this);
+    auto* runLayout = new QFormLayout(runBox);
+    bin_ = new QLabel(tr("Click a bin of the gradient histogram to see its value range."), runBox);
+    bin_->setWordWrap(true);
+    runLayout->addRow(bin_);
+    layerBox_ = new QComboBox(runBox);
+    layerBox_->setObjectName(QStringLiteral("explorerLayer"));
+    runLayout->addRow(tr("Layer:"), layerBox_);
+    scaleInput_ = new QLineEdit(runBox);
+    scaleInput_->setObjectName(QStringLiteral("explorerLossScale"));
+    scaleInput_->setPlaceholderText(tr("e.g. 8, 1024, 65536"));
+    runLayout->addRow(tr("Loss scale S:"), scaleInput_);
+    scaleNote_ = new QLabel(runBox);
+    scaleNote_->setWordWrap(true);
+    runLayout->addRow(scaleNote_);
+    scaleTable_ = new QTableWidget(2, 4, runBox);
+    scaleTable_->setObjectName(QStringLiteral("explorerShares"));
+    scaleTable_->setHorizontalHeaderLabels({tr("flushed to 0"), tr("subnormal"), tr("normal"), tr("overflow")});
+    scaleTable_->setVerticalHeaderLabels({tr("run's scale"), tr("scale S")});
+    scaleTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    scaleTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    scaleTable_->setMaximumHeight(scaleTable_->horizontalHeader()->sizeHint().height() * 3 + 16);
+    runLayout->addRow(scaleTable_);
+    layout->addWidget(runBox);
+    layout->addStretch(1);
+    connect(scaleInput_, &QLineEdit::editingFinished, this, &FormatExplorer::refreshScaleTable);
+    connect(layerBox_, &QComboBox::currentIndexChanged, this, &FormatExplorer::refreshScaleTable);
+
+    setValue(1.0);
+    refreshScaleTable();
+}
+
+FormatRow* FormatExplorer::row(Format f) const
+{
+    for (FormatRow* r : rows_)
+        if (r->format() == f) return r;
+    return nullptr;
+}
+
+void FormatExplorer::setValue(double value)
+{
+    value_ = value;
+    inputProblem_->hide();
+    const QString text = std::isfinite(value) ? exactDecimal(value) : QString::fromStdString(shortestDecimal(Format::fp32, float(value)));
+    if (input_->text() != text && !input_->hasFocus()) input_->setText(text.size() > 40 ? QString::number(value, 'g', 17) : text);
+    showAnatomy();
+}
+
+bool FormatExplorer::setText(const QString& text)
+{
+    const std::string s = text.trimmed().toStdString();
+    const std::optional<float> parsed = parseFp32Text(s);
+    if (!parsed) {
+        inputProblem_->setText(tr("“%1” is not a number: type a decimal (1.5, -2e-7, inf, nan) or 0x and 8 hex digits.").arg(text));
+        inputProblem_->show();
+        return false;
+    }
+    // A decimal keeps its double value so that the fp32 row shows its rounding too; a bit
+    // pattern is an fp32 value.
+    const bool pattern = s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0;
+    value_ = pattern || !std::isfinite(*parsed) ? double(*parsed) : std::strtod(s.c_str(), nullptr);
+    inputProblem_->hide();
+    showAnatomy();
+    return true;
+}
+
+void FormatExplorer::showWorkedExample(int index)
+{
+    const QVector<WorkedExample> examples = workedExamples();
+    if (index < 0 || index >= examples.size()) return;
+    const WorkedExample& e = examples[index];
+    input_->clearFocus();
+    setValue(e.input);
+    explanation_->setText(QStringLiteral("<b>%1</b>: %2").arg(e.title, e.explanation));
+    for (FormatRow* r : rows_) r->setFocusFormat(r->format() == e.focus);
+    if (examples_->currentRow() != index) examples_->setCurrentRow(index);
+}
+
+QString FormatExplorer::explanation() const { return explanation_->text(); }
+
+void FormatExplorer::showAnatomy()
+{
+    for (FormatRow* r : rows_) r->setAnatomy(describe(r->format(), value_));
+    axis_->setMarker(value_);
+}
+
+void FormatExplorer::showHistogramBin(const QString& layer, const QString& kind, int exponent)
+{
+    bin_->setText(tr("%1 %2, bin 2^%3: |x| in [%4, %5) before rounding; the number below is its lower end.")
+                      .arg(layer, kind).arg(exponent).arg(exactDecimal(std::ldexp(1.0, exponent)).left(24),
+                                                          exactDecimal(std::ldexp(1.0, exponent + 1)).left(24)));
+    axis_->setInterval(exponent);
+    explanation_->clear();
+    setValue(std::ldexp(1.0, exponent));
+    const int i = layerBox_->findText(QStringLiteral("%1 · %2").arg(layer, kind));
+    if (i >= 0) layerBox_->setCurrentIndex(i);
+}
+
+QString FormatExplorer::binText() const { return bin_->text(); }
+
+void FormatExplorer::setRun(const RunPtr& run)
+{
+    run_ = run;
+    refillLayers();
+    refreshScaleTable();
+}
+
+void FormatExplorer::setLossScale(double scale)
+{
+    scaleInput_->setText(QString::number(scale, 'g', 10));
+    refreshScaleTable();
+}
+
+void FormatExplorer::selectLayer(const QString& layer, TensorKind kind)
+{
+    const int i = layerBox_->findText(
+        QStringLiteral("%1 · %2").arg(layer, QString::fromLatin1(tensorKindName(kind).data())));
+    if (i >= 0) layerBox_->setCurrentIndex(i);
+    refreshScaleTable();
+}
+
+const TelemetryEvent* FormatExplorer::latestHistogram() const
+{
+    if (!run_) return nullptr;
+    const auto& telemetry = run_->telemetry();
+    for (auto it = telemetry.rbegin(); it != telemetry.rend(); ++it)
+        if (it->hasHistograms && !it->layers.empty()) return &*it;
+    return nullptr;
+}
+
+void FormatExplorer::refillLayers()
+{
+    const QString previous = layerBox_->currentText();
+    const QSignalBlocker block(layerBox_);
+    layerBox_->clear();
+    if (const TelemetryEvent* t = latestHistogram())
+        for (const LayerTelemetry& l : t->layers)
+            layerBox_->addItem(QStringLiteral("%1 · %2").arg(QString::fromStdString(l.layer),
+                                                             QString::fromLatin1(tensorKindName(l.kind).data())));
+    int i = layerBox_->findText(previous);
+    if (i < 0) i = layerBox_->findText(QStringLiteral("weight_grad"), Qt::MatchContains);
+    layerBox_->setCurrentIndex(std::max(0, i));
+}
+
+void FormatExplorer::refreshScaleTable()
+{
+    chosen_ = current_ = {};
+    shift_ = 0;
+    const TelemetryEvent* t = latestHistogram();
+    const int layerIndex = layerBox_->currentIndex();
+    if (!t || layerIndex < 0 || layerIndex >= int(t->layers.size())) {
+        scaleNote_->setText(tr("Select a run with gradient histograms to see where a loss scale moves them."));
+        scaleTable_->clearContents();
+        return;
+    }
+    const Format compute = run_->currentSettings().recipe.compute;
+    bool ok = false;
+    const double chosenScale = scaleInput_->text().toDouble(&ok);
+    const double scale = ok && chosenScale > 0 ? chosenScale : t->lossScale;
+    shift_ = scaleShiftBins(t->lossScale, scale);
+    const GradientHistogram& h = t->layers[std::size_t(layerIndex)].histogram;
+    current_ = shiftedShares(h, compute, 0);
+    chosen_ = shiftedShares(h, compute, shift_);
+    scaleNote_->setText(tr("Step %1, recorded at scale %2, in %3. S = %4 shifts every bin by %5 (log2 of S / %2).")
+                            .arg(t->step).arg(t->lossScale, 0, 'g', 8)
+                            .arg(QString::fromLatin1(formatName(compute).data()))
+                            .arg(scale, 0, 'g', 8).arg(shift_));
+    const std::array<const ShiftedShares*, 2> rows{&current_, &chosen_};
+    for (int r = 0; r < 2; ++r) {
+        const double cells[] = {rows[r]->flushed, rows[r]->subnormal, rows[r]->normal, rows[r]->overflow};
+        for (int c = 0; c < 4; ++c) scaleTable_->setItem(r, c, new QTableWidgetItem(percent(cells[c])));
+    }
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,81 @@
+// The format explorer panel: one number in fp32, tf32, fp16 and bf16 at once (a FormatRow
+// each: bits to flip, exact value, error, spacing, class), the formats' ranges on one log2
+// axis, worked examples a teacher can click with a one-line explanation each, and two
+// links to the live run: a histogram bin picked in the charts shows its value range, and
+// a loss-scale field shows where that scale would move the run's latest histogram of a
+// layer (shares flushed / subnormal / normal / overflow in the run's compute format).
+#pragma once
+
+#include "explorer/format_anatomy.h"
+#include "run_data.h"
+
+#include <QWidget>
+
+#include <array>
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QTableWidget;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class FormatRangeAxis;
+class FormatRow;
+
+class FormatExplorer : public QWidget {
+    Q_OBJECT
+public:
+    explicit FormatExplorer(QWidget* parent = nullptr);
+
+    // The number shown (a double, rounded once to each format).
+    void setValue(double value);
+    double value() const { return value_; }
+    // Parses a typed number (parseFp32Text's syntax: decimal, inf, nan, 0x + 8 hex digits).
+    // Returns false, showing why, when the text is not a number.
+    bool setText(const QString& text);
+    void showWorkedExample(int index);   // into workedExamples()
+    QString explanation() const;
+
+    // A histogram bin picked in the charts: shows 2^e, the bin's range [2^e, 2^(e+1)).
+    void showHistogramBin(const QString& layer, const QString& kind, int exponent);
+    QString binText() const;
+
+    // The run whose latest histogram the loss-scale field moves (may be null).
+    void setRun(const RunPtr& run);
+    void setLossScale(double scale);
+    void selectLayer(const QString& layer, TensorKind kind);
+    // The shares at the chosen scale (and at the run's own scale), as last computed.
+    ShiftedShares sharesAtChosenScale() const { return chosen_; }
+    ShiftedShares sharesAtRunScale() const { return current_; }
+    int shiftBins() const { return shift_; }
+
+    FormatRow* row(Format f) const;
+
+private:
+    void showAnatomy();
+    void refillLayers();
+    void refreshScaleTable();
+    const TelemetryEvent* latestHistogram() const;
+
+    double value_ = 1.0;
+    QLineEdit* input_;
+    QLabel* inputProblem_;
+    QListWidget* examples_;
+    QLabel* explanation_;
+    std::array<FormatRow*, 4> rows_{};
+    FormatRangeAxis* axis_;
+    QLabel* bin_;
+    QLineEdit* scaleInput_;
+    QComboBox* layerBox_;
+    QLabel* scaleNote_;
+    QTableWidget* scaleTable_;
+    RunPtr run_;
+    ShiftedShares chosen_, current_;
+    int shift_ = 0;
+};
+
+}  // namespace plab::ui

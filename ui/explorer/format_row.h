@@ -1,0 +1,46 @@
+// One format's row in the format explorer: its name, the bit pattern as toggle buttons
+// (sign, exponent and mantissa fields coloured apart; clicking one flips that bit), the
+// rounded value (shortest and exact decimal), the rounding error, the spacing to the
+// neighbours and the class.
+#pragma once
+
+#include "explorer/format_anatomy.h"
+
+#include <QFrame>
+#include <QList>
+
+QT_BEGIN_NAMESPACE
+class QLabel;
+class QToolButton;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class FormatRow : public QFrame {
+    Q_OBJECT
+public:
+    explicit FormatRow(Format format, QWidget* parent = nullptr);
+
+    void setAnatomy(const FormatAnatomy& anatomy);
+    Format format() const { return format_; }
+    const FormatAnatomy& anatomy() const { return anatomy_; }
+    // The toggle for bit `bit` of the pattern (0 = last mantissa bit), for tests.
+    QToolButton* bitButton(int bit) const;
+    QString valueText() const;
+    QString detailsText() const;
+    void setFocusFormat(bool focus);   // the worked example's format is highlighted
+
+signals:
+    // The user flipped a bit: the new value, exact in this format.
+    void valuePicked(double value);
+
+private:
+    Format format_;
+    FormatAnatomy anatomy_{};
+    QList<QToolButton*> bits_;   // index = bit number
+    QLabel* name_;
+    QLabel* value_;
+    QLabel* details_;
+};
+
+}  // namespace plab::ui

@@ -1,0 +1,34 @@
+// Exporting runs from the app: a comparison report of the chosen runs' records as PDF
+// and HTML (plab_report_render, the same documents as `plab report`), the per-step and
+// per-evaluation CSV tables of each run, and the run records as JSON, into one folder.
+// Progress is reported step by step; a failure is one sentence.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+
+namespace plab::ui {
+
+struct ExportRequest {
+    QStringList recordFiles;    // run records (JSON) to export, in order
+    QString folder;             // where everything goes (created when missing)
+    QString title;              // report title; empty: the default
+    bool pdf = true;            // folder/report.pdf
+    bool html = true;           // folder/report.html
+    bool csv = true;            // folder/csv/<run>-steps.csv, ...
+    bool json = true;           // folder/records/<run>.json
+};
+
+struct ExportResult {
+    QStringList files;          // written
+    QString error;              // one sentence; empty on success
+};
+
+// `progress(done, total, what)` is called before each step; it returns false to cancel.
+// Needs a QGuiApplication (fonts) for PDF and HTML.
+ExportResult exportRuns(const ExportRequest& request,
+                        const std::function<bool(int done, int total, const QString& what)>& progress = {});
+
+}  // namespace plab::ui

@@ -1,0 +1,96 @@
+// Presentation mode (see presentation_mode.h).
+#include "lessons/presentation_mode.h"
+
+#include "charts/charts_view.h"
+
+#include <QDockWidget>
+#include <QMainWindow>
+
+namespace plab::ui {
+
+namespace {
+
+QFont scaled(QFont f, double factor)
+{
+    if (f.pointSizeF() > 0)
+        f.setPointSizeF(f.pointSizeF() * factor);
+    else
+        f.setPixelSize(int(f.pixelSize() * factor));
+    return f;
+}
+
+// Black on white with saturated highlights: readable on a projector.
+QPalette highContrastPalette()
+{
+    QPalette p;
+    p.setColor(QPalette::Window, Qt::white);
+    p.setColor(QPalette::WindowText, Qt::black);
+    p.setColor(QPalette::Base, Qt::white);
+    p.setColor(QPalette::AlternateBase, QColor(0xee, 0xee, 0xee));
+    p.setColor(QPalette::Text, Qt::black);
+    p.setColor(QPalette::Button, QColor(0xf0, 0xf0, 0xf0));
+    p.setColor(QPalette::ButtonText, Qt::black);
+    p.setColor(QPalette::Highlight, QColor(0x00, 0x3c, 0xb4));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::ToolTipBase, Qt::white);
+    p.setColor(QPalette::ToolTipText, Qt::black);
+    return p;
+}
+
+}  // namespace
+
+PresentationMode::PresentationMode(QMainWindow* window, ChartsView* charts)
+    : QObject(window), window_(window), charts_(charts)
+{
+}
+
+void PresentationMode::enter(const QStringList& charts, const QList<QDockWidget*>& keepDocks)
+{
+    if (active_) leave();
+    active_ = true;
+    savedLayout_ = window_->saveState();
+    savedFont_ = window_->font();
+    savedPalette_ = window_->palette();
+    hadOwnFont_ = window_->testAttribute(Qt::WA_SetFont);
+    hadOwnPalette_ = window_->testAttribute(Qt::WA_SetPalette);
+    hiddenDocks_.clear();
+    for (QDockWidget* dock : window_->findChildren<QDockWidget*>()) {
+        if (keepDocks.contains(dock)) {
+            dock->show();
+            continue;
+        }
+        if (dock->isVisible()) hiddenDocks_ << dock;
+        dock->hide();
+    }
+    savedGroupVisible_.clear();
+    for (const QString& name : ChartsView::groupNames()) {
+        QWidget* group = charts_->group(name);
+        savedGroupVisible_.insert(name, !group->isHidden());
+        group->setVisible(charts.isEmpty() || charts.contains(name));
+    }
+    charts_->setPresentationMode(true);
+    window_->setPalette(highContrastPalette());
+    window_->setFont(scaled(savedFont_, kFontScale));
+    charts_->redrawNow();
+    emit activeChanged(true);
+}
+
+void PresentationMode::leave()
+{
+    if (!active_) return;
+    active_ = false;
+    // A font or palette the window did not have of its own is inherited again (a default
+    // QFont / QPalette resolves nothing), so later theme changes still reach it.
+    window_->setFont(hadOwnFont_ ? savedFont_ : QFont());
+    window_->setPalette(hadOwnPalette_ ? savedPalette_ : QPalette());
+    charts_->setPresentationMode(false);
+    for (auto it = savedGroupVisible_.cbegin(); it != savedGroupVisible_.cend(); ++it)
+        charts_->group(it.key())->setVisible(it.value());
+    for (const QPointer<QDockWidget>& dock : hiddenDocks_)
+        if (dock) dock->show();
+    window_->restoreState(savedLayout_);
+    charts_->redrawNow();
+    emit activeChanged(false);
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,55 @@
+// Presentation mode for the classroom: large widget fonts, a high-contrast palette, the
+// charts' own presentation look (ChartsView::setPresentationMode: thick lines, larger
+// chart fonts, full-contrast text and grid), only the lesson's chart groups (all when no
+// lesson is open), every dock hidden but the ones asked to stay (the lesson panel).
+// Leaving restores the fonts, palette, chart groups and the window layout.
+#pragma once
+
+#include <QByteArray>
+#include <QFont>
+#include <QHash>
+#include <QList>
+#include <QObject>
+#include <QPalette>
+#include <QPointer>
+#include <QStringList>
+
+QT_BEGIN_NAMESPACE
+class QDockWidget;
+class QMainWindow;
+QT_END_NAMESPACE
+
+namespace plab::ui {
+
+class ChartsView;
+
+class PresentationMode : public QObject {
+    Q_OBJECT
+public:
+    PresentationMode(QMainWindow* window, ChartsView* charts);
+
+    // charts: the group names to show (empty: all); keepDocks stay visible.
+    void enter(const QStringList& charts, const QList<QDockWidget*>& keepDocks);
+    void leave();
+    bool isActive() const { return active_; }
+
+    static constexpr double kFontScale = 1.6;   // fonts grow by this factor
+
+signals:
+    void activeChanged(bool active);
+
+private:
+
+    QMainWindow* window_;
+    ChartsView* charts_;
+    bool active_ = false;
+    QByteArray savedLayout_;
+    QFont savedFont_;
+    QPalette savedPalette_;
+    bool hadOwnFont_ = false;      // the window had a font / palette set on it (else inherited)
+    bool hadOwnPalette_ = false;
+    QHash<QString, bool> savedGroupVisible_;
+    QList<QPointer<QDockWidget>> hiddenDocks_;
+};
+
+}  // namespace plab::ui

@@ -1,0 +1,213 @@
+// The main window's classroom parts: the format explorer and lesson docks, the Lessons
+// menu, presentation mode, the configuration copied / pasted as one line of JSON, and
+// File > Export (see main_window.h).
+#include "main_window.h"
+
+#include "charts/charts_view.h"
+#include "explorer/format_explorer.h"
+#include "export/run_export.h"
+#include "lessons/lesson_panel.h"
+#include "lessons/presentation_mode.h"
+#include "run_list_model.h"
+#include "settings_panel.h"
+#include "training_controller.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QLineEdit>
+#include <QMenu>
+#include <QProgressDialog>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QTableView>
+
+namespace plab::ui {
+
+void MainWindow::buildClassroomDocks()
+{
+    explorer_ = new FormatExplorer;
+    auto* explorerScroll = new QScrollArea;
+    explorerScroll->setWidget(explorer_);
+    explorerScroll->setWidgetResizable(true);
+    explorerScroll->setFrameShape(QFrame::NoFrame);
+    auto* explorerDock = new QDockWidget(tr("Format Explorer"), this);
+    explorerDock->setObjectName(QStringLiteral("explorerDock"));
+    explorerDock->setWidget(explorerScroll);
+    addDockWidget(Qt::RightDockWidgetArea, explorerDock);
+    explorerDock->hide();
+    connect(charts_, &ChartsView::histogramBinPicked, this,
+            [this, explorerDock](const QString& layer, const QString& kind, int exponent) {
+                explorerDock->show();
+                explorerDock->raise();
+                explorer_->showHistogramBin(layer, kind, exponent);
+            });
+
+    lessonPanel_ = new LessonPanel(controller_);
+    lessonPanel_->setDataDir(dataDir_);
+    auto* lessonDock = new QDockWidget(tr("Lesson"), this);
+    lessonDock->setObjectName(QStringLiteral("lessonDock"));
+    lessonDock->setWidget(lessonPanel_);
+    addDockWidget(Qt::RightDockWidgetArea, lessonDock);
+    lessonDock->hide();
+    connect(lessonPanel_, &LessonPanel::lessonChanged, this, [this, lessonDock] {
+        lessonDock->show();
+        showLessonCharts();
+    });
+    presentation_ = new PresentationMode(this, charts_);
+}
+
+void MainWindow::buildLessonsMenu(QMenu* menu)
+{
+    menu->setObjectName(QStringLiteral("lessonsMenu"));
+    for (const QString& file : bundledLessonFiles()) {
+        const LessonLoad load = loadLesson(file);
+        QAction* a = menu->addAction(load.lesson ? load.lesson->title : QFileInfo(file).fileName());
+        connect(a, &QAction::triggered, this, [this, file] { openLesson(file); });
+    }
+    if (menu->isEmpty()) menu->addAction(tr("(no lessons installed)"))->setEnabled(false);
+}
+
+QString MainWindow::openLesson(const QString& file)
+{
+    const LessonLoad load = loadLesson(file);
+    if (!load.lesson) {
+        showError(load.error);
+        return load.error;
+    }
+    lessonPanel_->setLesson(*load.lesson);
+    statusBar()->showMessage(tr("Lesson: %1").arg(load.lesson->title), 8000);
+    return {};
+}
+
+void MainWindow::showLessonCharts()
+{
+    const QStringList charts = lessonPanel_->lesson() ? lessonPanel_->lesson()->charts : QStringList();
+    for (const QString& name : ChartsView::groupNames())
+        charts_->group(name)->setVisible(charts.isEmpty() || charts.contains(name));
+}
+
+void MainWindow::setPresentationMode(bool on)
+{
+    if (on == presentation_->isActive()) return;
+    if (on) {
+        QList<QDockWidget*> keep;
+        if (lessonPanel_->lesson()) keep << findChild<QDockWidget*>(QStringLiteral("lessonDock"));
+        presentation_->enter(lessonPanel_->lesson() ? lessonPanel_->lesson()->charts : QStringList(), keep);
+    } else {
+        presentation_->leave();
+    }
+    const QSignalBlocker block(presentationAction_);
+    presentationAction_->setChecked(on);
+}
+
+bool MainWindow::presentationMode() const { return presentation_->isActive(); }
+
+QString MainWindow::copyConfiguration()
+{
+    if (!panel_->isValid()) {
+        showError(panel_->problem());
+        return {};
+    }
+    const QString line = QString::fromStdString(settingsToJson(panel_->settings()).dump());
+    QApplication::clipboard()->setText(line);
+    statusBar()->showMessage(tr("Copied the configuration as one line of JSON"), 8000);
+    return line;
+}
+
+QString MainWindow::pasteConfiguration()
+{
+    const std::string text = QApplication::clipboard()->text().trimmed().toStdString();
+    const nlohmann::json patch = nlohmann::json::parse(text, nullptr, false);
+    QString error;
+    if (text.empty())
+        error = tr("The clipboard holds no configuration: copy one with Edit > Copy Configuration first.");
+    else if (patch.is_discarded() || !patch.is_object())
+        error = tr("The clipboard does not hold a configuration: expected one JSON object like {\"recipe\": \"amp-fp16\"}.");
+    else
+        try {
+            panel_->setSettings(settingsFromJson(patch, "pasted configuration"));
+        } catch (const std::exception& e) {
+            error = QString::fromStdString(e.what());
+        }
+    if (!error.isEmpty()) {
+        showError(error);
+        return error;
+    }
+    statusBar()->showMessage(tr("Applied the pasted configuration"), 8000);
+    return {};
+}
+
+QStringList MainWindow::exportableRecords() const
+{
+    QList<RunPtr> runs = model_->comparedRuns();
+    if (runs.isEmpty())
+        if (const RunPtr selected = model_->runAt(runList_->currentIndex().row())) runs << selected;
+    QStringList files;
+    for (const RunPtr& run : runs)
+        if (!run->recordPath().isEmpty() && !run->isLive()) files << run->recordPath();
+    return files;
+}
+
+QString MainWindow::exportRuns(const ExportRequest& request)
+{
+    QProgressDialog progress(tr("Exporting…"), tr("Cancel"), 0, 1, this);
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(300);
+    const ExportResult result = plab::ui::exportRuns(request, [&](int done, int total, const QString& what) {
+        progress.setMaximum(total);
+        progress.setValue(done);
+        progress.setLabelText(what);
+        QCoreApplication::processEvents();
+        return !progress.wasCanceled();
+    });
+    if (!result.error.isEmpty()) {
+        showError(result.error);
+        return result.error;
+    }
+    statusBar()->showMessage(tr("Exported %1 files to %2").arg(result.files.size()).arg(request.folder), 10000);
+    return {};
+}
+
+void MainWindow::showExportDialog()
+{
+    ExportRequest request;
+    request.recordFiles = exportableRecords();
+    if (request.recordFiles.isEmpty()) {
+        showError(tr("Nothing to export: select or check at least one finished run."));
+        return;
+    }
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Export %n run(s)", nullptr, int(request.recordFiles.size())));
+    auto* form = new QFormLayout(&dialog);
+    auto* folder = new QLineEdit(QDir::home().filePath(QStringLiteral("precision-lab-export")), &dialog);
+    auto* title = new QLineEdit(lessonPanel_->lesson() ? lessonPanel_->lesson()->title : QString(), &dialog);
+    QCheckBox* boxes[4] = {new QCheckBox(tr("PDF report")), new QCheckBox(tr("HTML report")),
+                           new QCheckBox(tr("CSV tables")), new QCheckBox(tr("JSON run records"))};
+    form->addRow(tr("Folder:"), folder);
+    form->addRow(tr("Title:"), title);
+    for (QCheckBox* b : boxes) {
+        b->setChecked(true);
+        form->addRow(b);
+    }
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted) return;
+    request.folder = folder->text();
+    request.title = title->text();
+    request.pdf = boxes[0]->isChecked();
+    request.html = boxes[1]->isChecked();
+    request.csv = boxes[2]->isChecked();
+    request.json = boxes[3]->isChecked();
+    exportRuns(request);
+}
+
+}  // namespace plab::ui
