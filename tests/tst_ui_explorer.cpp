@@ -12,6 +12,8 @@
 #include <QToolButton>
 #include <QtTest>
 
+#include <QLineEdit>
+
 #include <cmath>
 
 using namespace plab;
@@ -135,6 +137,8 @@ private slots:
     {
         FormatExplorer explorer;
         QVERIFY(explorer.setText(QStringLiteral("65520")));
+        // The number field shows what was set from outside (e.g. --explore 65520).
+        QCOMPARE(explorer.findChild<QLineEdit*>(QStringLiteral("explorerInput"))->text(), QStringLiteral("65520"));
         QCOMPARE(explorer.row(Format::fp16)->anatomy().valueClass, ValueClass::inf);
         QCOMPARE(explorer.row(Format::fp32)->anatomy().value, 65520.0f);
         QVERIFY(!explorer.setText(QStringLiteral("twelve")));

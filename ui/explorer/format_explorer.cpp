@@ -133,6 +133,7 @@ bool FormatExplorer::setText(const QString& text)
     // pattern is an fp32 value.
     const bool pattern = s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0;
     value_ = pattern || !std::isfinite(*parsed) ? double(*parsed) : std::strtod(s.c_str(), nullptr);
+    if (input_->text() != text) input_->setText(text);   // when called from outside the field
     inputProblem_->hide();
     showAnatomy();
     return true;

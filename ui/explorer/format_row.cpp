@@ -40,18 +40,19 @@ FormatRow::FormatRow(Format format, QWidget* parent) : QFrame(parent), format_(f
     layout->addWidget(name_, 0, 0, 2, 1, Qt::AlignTop);
 
     auto* bitsLayout = new QHBoxLayout;
-    bitsLayout->setSpacing(1);
+    bitsLayout->setSpacing(0);
     const int width = patternWidth(format);
     bits_.resize(width);
     for (int bit = width - 1; bit >= 0; --bit) {
         auto* b = new QToolButton(this);
         b->setCheckable(true);
         b->setAutoRaise(false);
-        b->setFixedSize(18, 22);
+        // Compact enough that fp32's 32 bits fit a dock of ~560 px.
+        b->setFixedSize(14, 20);
         const bool sign = bit == width - 1;
         const bool exponent = !sign && bit >= info.mantissaBits;
         const QColor c = sign ? kSignColor : exponent ? kExponentColor : kMantissaColor;
-        b->setStyleSheet(QStringLiteral("QToolButton { border: 1px solid %1; border-radius: 2px; font-family: monospace; }"
+        b->setStyleSheet(QStringLiteral("QToolButton { border: 1px solid %1; border-radius: 2px; padding: 0px; font-family: monospace; }"
                                         "QToolButton:checked { background: %1; color: white; }")
                              .arg(c.name()));
         b->setToolTip(sign ? tr("sign bit") : exponent ? tr("exponent bit %1").arg(bit - info.mantissaBits)
@@ -61,7 +62,7 @@ FormatRow::FormatRow(Format format, QWidget* parent) : QFrame(parent), format_(f
         });
         bits_[bit] = b;
         bitsLayout->addWidget(b);
-        if (sign || bit == info.mantissaBits) bitsLayout->addSpacing(6);   // gaps between the fields
+        if (sign || bit == info.mantissaBits) bitsLayout->addSpacing(4);   // gaps between the fields
     }
     bitsLayout->addStretch(1);
     layout->addLayout(bitsLayout, 0, 1);
