@@ -163,7 +163,9 @@ DataSplit loadFolder(const std::string& name, const std::filesystem::path& folde
 
 }  // namespace
 
-std::filesystem::path defaultDataDir()
+namespace {
+
+std::filesystem::path userDataDir()
 {
     // The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
     if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
@@ -172,6 +174,28 @@ std::filesystem::path defaultDataDir()
     }
     if (const char* home = std::getenv("HOME"); home && *home)
         return std::filesystem::path(home) / ".local" / "share" / "precision-lab" / "data";
+    return {};
+}
+
+}  // namespace
+
+std::filesystem::path installedDataDir()
+{
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    return exe.parent_path().parent_path() / "share" / "precision-lab" / "data";
+}
+
+std::filesystem::path defaultDataDir()
+{
+    const auto user = userDataDir();
+    std::error_code ec;
+    if (!user.empty() && std::filesystem::is_directory(user, ec)) return user;
+    // A packaged install ships the 10,000 digits beside the program.
+    if (const auto installed = installedDataDir(); !installed.empty() && std::filesystem::is_directory(installed, ec))
+        return installed;
+    if (!user.empty()) return user;   // where the set-up would put the data: named in errors
     throw InputError("cannot find the data folder: neither XDG_DATA_HOME nor HOME is set; "
                      "pass --data-dir");
 }

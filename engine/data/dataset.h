@@ -27,8 +27,12 @@ struct DataSplit {
 };
 
 // The per-user data folder the set-up fills: $XDG_DATA_HOME/precision-lab/data, or
-// ~/.local/share/precision-lab/data.
+// ~/.local/share/precision-lab/data; when that folder does not exist but an installed
+// package's data does (installedDataDir()), that one.
 std::filesystem::path defaultDataDir();
+
+// ../share/precision-lab/data beside the running executable (what the .deb installs).
+std::filesystem::path installedDataDir();
 
 // Loads `name` ("mnist" or "fashion-mnist") from dataDir. "mnist" uses dataDir/mnist/
 // when that folder exists and dataDir/mnist-10k/ otherwise; `notice` says which.
