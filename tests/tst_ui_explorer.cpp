@@ -5,6 +5,7 @@
 // gradient histogram against a hand count.
 
 #include "explorer/format_anatomy.h"
+#include "charts/histogram_regions.h"
 #include "explorer/format_explorer.h"
 #include "explorer/format_row.h"
 
@@ -160,7 +161,7 @@ private slots:
         h.bins[std::size_t(GradientHistogram::binOf(-5))] = 30;    // normal
         h.bins[std::size_t(GradientHistogram::binOf(10))] = 40;    // normal, 2^10..2^11
         // As recorded: 10 flushed, 20 subnormal, 70 normal of 100.
-        ShiftedShares s = shiftedShares(h, Format::fp16, 0);
+        RegionShares s = regionShares(h, Format::fp16, 0);
         QCOMPARE(s.values, std::uint64_t(100));
         QCOMPARE(s.flushed, 0.10);
         QCOMPARE(s.subnormal, 0.20);
@@ -168,18 +169,18 @@ private slots:
         // Scale x 2^6 (S 1024 -> 65536): -30 -> -24 subnormal, -20 -> -14 normal,
         // -5 -> 1 normal, 10 -> 16 beyond fp16's max exponent 15: overflow.
         QCOMPARE(scaleShiftBins(1024, 65536), 6);
-        s = shiftedShares(h, Format::fp16, 6);
+        s = regionShares(h, Format::fp16, 6);
         QCOMPARE(s.flushed, 0.0);
         QCOMPARE(s.subnormal, 0.10);
         QCOMPARE(s.normal, 0.50);
         QCOMPARE(s.overflow, 0.40);
         // Down by 2^-10: -30 -> -40 and -20 -> -30 flushed, -5 -> -15 subnormal, 10 -> 0 normal.
-        s = shiftedShares(h, Format::fp16, -10);
+        s = regionShares(h, Format::fp16, -10);
         QCOMPARE(s.flushed, 0.30);
         QCOMPARE(s.subnormal, 0.30);
         QCOMPARE(s.normal, 0.40);
         // bf16 has fp32's exponent range: nothing of this histogram leaves it at +6.
-        QCOMPARE(shiftedShares(h, Format::bf16, 6).normal, 1.0);
+        QCOMPARE(regionShares(h, Format::bf16, 6).normal, 1.0);
         QCOMPARE(scaleShiftBins(65536, 8), -13);
         QCOMPARE(scaleShiftBins(0, 8), 0);
     }

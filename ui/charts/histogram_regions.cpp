@@ -9,14 +9,14 @@ FormatRegions formatRegions(Format f)
     return {info.minSubnormalLog2 - 1, info.minNormalLog2, info.maxExponent + 1};
 }
 
-RegionShares regionShares(const GradientHistogram& h, Format f)
+RegionShares regionShares(const GradientHistogram& h, Format f, int shiftBins)
 {
     const FormatRegions r = formatRegions(f);
     std::uint64_t flushed = 0, subnormal = 0, normal = 0, overflow = 0;
     for (int bin = 0; bin < GradientHistogram::kBins; ++bin) {
         const std::uint64_t n = h.bins[static_cast<std::size_t>(bin)];
         if (n == 0) continue;
-        const int e = GradientHistogram::exponentOf(bin);
+        const int e = GradientHistogram::exponentOf(bin) + shiftBins;   // may leave fp32's range: regions decide
         if (e < r.flushedBelow)
             flushed += n;
         else if (e < r.normalFrom)

@@ -32,6 +32,8 @@ struct RegionShares {
     double zeros = 0;           // exact zeros, as a fraction of all values (zeros + nonFinite included)
     double nonFinite = 0;       // inf/NaN inputs, as a fraction of all values
 };
-RegionShares regionShares(const GradientHistogram& h, Format f);
+// shiftBins moves every bin first: what the histogram would look like under a loss scale
+// 2^shiftBins times the one it was recorded at (the format explorer's "scale S" table).
+RegionShares regionShares(const GradientHistogram& h, Format f, int shiftBins = 0);
 
 }  // namespace plab::ui

@@ -127,34 +127,6 @@ QVector<WorkedExample> workedExamples()
     };
 }
 
-ShiftedShares shiftedShares(const GradientHistogram& h, Format f, int shiftBins)
-{
-    const FormatRegions r = formatRegions(f);
-    std::uint64_t flushed = 0, subnormal = 0, normal = 0, overflow = 0;
-    for (int bin = 0; bin < GradientHistogram::kBins; ++bin) {
-        const std::uint64_t n = h.bins[static_cast<std::size_t>(bin)];
-        if (n == 0) continue;
-        const int e = GradientHistogram::exponentOf(bin) + shiftBins;   // may leave fp32's range: regions decide
-        if (e < r.flushedBelow)
-            flushed += n;
-        else if (e < r.normalFrom)
-            subnormal += n;
-        else if (e < r.overflowFrom)
-            normal += n;
-        else
-            overflow += n;
-    }
-    ShiftedShares s;
-    s.values = flushed + subnormal + normal + overflow;
-    if (s.values == 0) return s;
-    const auto total = static_cast<double>(s.values);
-    s.flushed = static_cast<double>(flushed) / total;
-    s.subnormal = static_cast<double>(subnormal) / total;
-    s.normal = static_cast<double>(normal) / total;
-    s.overflow = static_cast<double>(overflow) / total;
-    return s;
-}
-
 int scaleShiftBins(double currentScale, double newScale)
 {
     if (!(currentScale > 0.0) || !(newScale > 0.0) || !std::isfinite(currentScale) || !std::isfinite(newScale)) return 0;

@@ -57,16 +57,10 @@ struct WorkedExample {
 };
 QVector<WorkedExample> workedExamples();
 
-// Where the values of a gradient histogram land in format f once multiplied by
-// 2^shiftBins (a change of loss scale from S_current to S shifts every bin by
-// log2(S / S_current)), with the format's regions (histogram_regions.h) at one-bin
-// resolution. Fractions of the histogram's nonzero finite values; all 0 when it has none.
-struct ShiftedShares {
-    std::uint64_t values = 0;
-    double flushed = 0, subnormal = 0, normal = 0, overflow = 0;
-};
-ShiftedShares shiftedShares(const GradientHistogram& h, Format f, int shiftBins);
-// log2(newScale / currentScale) rounded to whole bins (0 when either is not positive).
+// A change of loss scale from S_current to S shifts every histogram bin by
+// log2(S / S_current): regionShares(h, f, shift) in charts/histogram_regions.h says where
+// the values land. This is that shift, rounded to whole bins (0 when either scale is not
+// positive).
 int scaleShiftBins(double currentScale, double newScale);
 
 }  // namespace plab::ui

@@ -234,13 +234,13 @@ void FormatExplorer::refreshScaleTable()
     const double scale = ok && chosenScale > 0 ? chosenScale : t->lossScale;
     shift_ = scaleShiftBins(t->lossScale, scale);
     const GradientHistogram& h = t->layers[std::size_t(layerIndex)].histogram;
-    current_ = shiftedShares(h, compute, 0);
-    chosen_ = shiftedShares(h, compute, shift_);
+    current_ = regionShares(h, compute, 0);
+    chosen_ = regionShares(h, compute, shift_);
     scaleNote_->setText(tr("Step %1, recorded at scale %2, in %3. S = %4 shifts every bin by %5 (log2 of S / %2).")
                             .arg(t->step).arg(t->lossScale, 0, 'g', 8)
                             .arg(QString::fromLatin1(formatName(compute).data()))
                             .arg(scale, 0, 'g', 8).arg(shift_));
-    const std::array<const ShiftedShares*, 2> rows{&current_, &chosen_};
+    const std::array<const RegionShares*, 2> rows{&current_, &chosen_};
     for (int r = 0; r < 2; ++r) {
         const double cells[] = {rows[r]->flushed, rows[r]->subnormal, rows[r]->normal, rows[r]->overflow};
         for (int c = 0; c < 4; ++c) scaleTable_->setItem(r, c, new QTableWidgetItem(percent(cells[c])));

@@ -6,6 +6,7 @@
 // layer (shares flushed / subnormal / normal / overflow in the run's compute format).
 #pragma once
 
+#include "charts/histogram_regions.h"
 #include "explorer/format_anatomy.h"
 #include "run_data.h"
 
@@ -49,8 +50,8 @@ public:
     void setLossScale(double scale);
     void selectLayer(const QString& layer, TensorKind kind);
     // The shares at the chosen scale (and at the run's own scale), as last computed.
-    ShiftedShares sharesAtChosenScale() const { return chosen_; }
-    ShiftedShares sharesAtRunScale() const { return current_; }
+    RegionShares sharesAtChosenScale() const { return chosen_; }
+    RegionShares sharesAtRunScale() const { return current_; }
     int shiftBins() const { return shift_; }
 
     FormatRow* row(Format f) const;
@@ -74,7 +75,7 @@ private:
     QLabel* scaleNote_;
     QTableWidget* scaleTable_;
     RunPtr run_;
-    ShiftedShares chosen_, current_;
+    RegionShares chosen_, current_;
     int shift_ = 0;
 };
 
