@@ -4,6 +4,8 @@
 #include "backend/cpu/gemm_emulated.h"
 #include "numerics/format.h"
 
+#include "test_support.h"
+
 #include <QtTest>
 
 #include <cmath>
@@ -14,18 +16,7 @@ using namespace plab;
 
 namespace {
 
-// splitmix64: the same operands on every machine.
-struct Rng {
-    std::uint64_t s;
-    std::uint64_t next()
-    {
-        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
+using Rng = plab::testing::SplitMix64;
 
 // Values rounded to f, magnitudes 2^[minExp, maxExp), random sign.
 std::vector<float> operand(Format f, std::int64_t n, Rng& rng, int minExp = -3, int maxExp = 3)

@@ -9,6 +9,8 @@
 #include "nn/pool.h"
 #include "numerics/format.h"
 
+#include "test_support.h"
+
 #include <QtTest>
 
 #include <cmath>
@@ -20,17 +22,7 @@ using namespace plab;
 
 namespace {
 
-struct Rng {
-    std::uint64_t s;
-    std::uint64_t next()
-    {
-        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1.0p-24f; }
-};
+using Rng = plab::testing::SplitMix64;
 
 void fill(Tensor& t, Rng& rng, float lo = -1.0f, float hi = 1.0f)
 {

@@ -8,6 +8,8 @@
 #include "numerics/bulk_round.h"
 #include "numerics/format.h"
 
+#include "test_support.h"
+
 #include <QtTest>
 
 #include <dlfcn.h>
@@ -30,17 +32,7 @@ namespace ck = plab::cudakernels;
 namespace {  // internal to each test program
 
 // splitmix64: the same data on every machine.
-struct Rng {
-    std::uint64_t s;
-    std::uint64_t next()
-    {
-        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
+using Rng = plab::testing::SplitMix64;
 
 // Values spread over the whole fp32 range plus every special class the rounding counts:
 // zeros of both signs, fp32 subnormals, values that under/overflow fp16 and bf16, ties.

@@ -9,6 +9,21 @@
 
 namespace plab::testing {
 
+// splitmix64: the same test data on every machine and standard library (std's
+// distributions are implementation-defined).
+struct SplitMix64 {
+    std::uint64_t s;
+    std::uint64_t next()
+    {
+        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }   // [0, 1)
+    float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1.0p-24f; }
+};
+
 // A fresh folder under the system temp dir, removed when the object dies.
 class TempDir {
 public:
