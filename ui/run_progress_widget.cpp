@@ -1,6 +1,9 @@
 // Progress, time and throughput of the watched run.
 #include "run_progress_widget.h"
 
+#include "charts/chart_support.h"
+#include "charts/throughput_chart.h"
+
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
@@ -29,14 +32,6 @@ RunProgressWidget::RunProgressWidget(QWidget* parent) : QWidget(parent)
     showRun(nullptr);
 }
 
-QString RunProgressWidget::durationText(double seconds)
-{
-    const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
-    const long long h = total / 3600, m = (total / 60) % 60, s = total % 60;
-    return h > 0 ? QStringLiteral("%1:%2:%3").arg(h).arg(m, 2, 10, QLatin1Char('0')).arg(s, 2, 10, QLatin1Char('0'))
-                 : QStringLiteral("%1:%2").arg(m).arg(s, 2, 10, QLatin1Char('0'));
-}
-
 void RunProgressWidget::showRun(const RunData* run)
 {
     if (!run) {
@@ -46,15 +41,16 @@ void RunProgressWidget::showRun(const RunData* run)
         throughput_->clear();
         return;
     }
-    const std::int64_t done = run->steps().empty() ? 0 : run->steps().back().step;
-    const std::int64_t planned = run->plannedSteps();
+    // The same progress and estimate as the throughput chart.
+    const RunProgress progress = progressOf(*run);
+    const std::int64_t done = progress.stepsDone;
+    const std::int64_t planned = progress.plannedSteps;
     const int percent = planned > 0 ? static_cast<int>(std::min<std::int64_t>(100, 100 * done / planned)) : 0;
     bar_->setValue(run->isLive() ? percent : (run->status() == RunStatus::completed ? 100 : percent));
     bar_->setFormat(tr("step %1 / %2").arg(done).arg(planned));
-    const double elapsed = run->elapsedSeconds();
-    QString time = tr("elapsed %1").arg(durationText(elapsed));
-    if (run->isLive() && done > 0 && planned > done)
-        time += tr(" · remaining %1").arg(durationText(elapsed / static_cast<double>(done) * static_cast<double>(planned - done)));
+    QString time = tr("elapsed %1").arg(formatDuration(progress.elapsedSeconds));
+    if (run->isLive() && done > 0 && planned > done && std::isfinite(progress.remainingSeconds))
+        time += tr(" · remaining %1").arg(formatDuration(progress.remainingSeconds));
     time_->setText(time);
     const double ips = run->imagesPerSecond();
     throughput_->setText(ips > 0 ? tr("%1 images/s").arg(QLocale().toString(ips, 'f', 0)) : QString());

@@ -23,7 +23,6 @@ public:
     QString throughputText() const;
     int progressPercent() const;
 
-    static QString durationText(double seconds);   // "1:05", "1:02:03"
 
 private:
     QProgressBar* bar_;
