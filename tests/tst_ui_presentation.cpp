@@ -73,6 +73,30 @@ private slots:
         QTRY_COMPARE(visibleDocks(window), docksBefore);
     }
 
+    // Closing the window in presentation mode must not save its hidden docks as the
+    // layout of the next start (found by looking at a screenshot after a lesson).
+    void closingInPresentationModeKeepsTheNormalLayout()
+    {
+        QStringList docksBefore;
+        {
+            MainWindow window(options());
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            for (QDockWidget* d : visibleDocks(window)) docksBefore << d->objectName();
+            QVERIFY(!docksBefore.isEmpty());
+            window.findChild<QAction*>(QStringLiteral("presentationAction"))->trigger();
+            QVERIFY(window.presentationMode());
+            window.close();
+        }
+        MainWindow reopened(options());
+        reopened.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&reopened));
+        QVERIFY(!reopened.presentationMode());
+        QStringList docksAfter;
+        for (QDockWidget* d : visibleDocks(reopened)) docksAfter << d->objectName();
+        QCOMPARE(docksAfter, docksBefore);
+    }
+
     void presentationShowsOnlyTheLessonsCharts()
     {
         MainWindow window(options());

@@ -473,6 +473,9 @@ void MainWindow::restoreState()
 
 void MainWindow::saveState()
 {
+    // Presentation mode is a transient view (docks hidden, large fonts): the layout to
+    // remember is the one under it.
+    if (presentationMode()) setPresentationMode(false);
     settings_->setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings_->setValue(QStringLiteral("window/state"), QMainWindow::saveState());
     settings_->setValue(QStringLiteral("ui/darkTheme"), darkThemeAction_->isChecked());
