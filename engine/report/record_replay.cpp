@@ -14,19 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-RoundingStats statsFromJson(const json& j)
-{
-    RoundingStats s;
-    s.count = j.value("count", std::uint64_t{0});
-    s.zerosIn = j.value("zeros_in", std::uint64_t{0});
-    s.underflow = j.value("underflow", std::uint64_t{0});
-    s.subnormal = j.value("subnormal", std::uint64_t{0});
-    s.overflow = j.value("overflow", std::uint64_t{0});
-    s.nan = j.value("nan", std::uint64_t{0});
-    s.infIn = j.value("inf_in", std::uint64_t{0});
-    return s;
-}
-
 RunStatus statusFromName(const std::string& name)
 {
     for (auto s : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
@@ -95,7 +82,7 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                 LayerTelemetry lt;
                 lt.layer = l.at("layer").get<std::string>();
                 lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
-                lt.stats = statsFromJson(l.at("stats"));
+                lt.stats = roundingStatsFromJson(l.at("stats"));
                 if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
                 lt.update.lost = l.value("lost_updates", std::int64_t{0});
                 lt.update.nonzero = l.value("nonzero_updates", std::int64_t{0});

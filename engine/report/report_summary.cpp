@@ -133,7 +133,8 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
         if (l.weightsMadeNonFinite <= 0) continue;
         std::int64_t size = 0;
         if (!r.telemetry.empty())
-            if (const auto* s = r.telemetry.front().find(l.layer, "weight_grad")) size = s->count;
+            if (const auto* s = r.telemetry.front().find(l.layer, "weight_grad"))
+                size = static_cast<std::int64_t>(s->stats.count);
         perLayer.push_back(size == l.weightsMadeNonFinite ? "all " + formatCount(size) + " of " + l.layer + "'s"
                                                           : formatCount(l.weightsMadeNonFinite) + " of " + l.layer + "'s");
     }

@@ -4,6 +4,7 @@
 
 #include "amp/recipe.h"
 #include "error.h"
+#include "report/run_record.h"
 #include "train/settings.h"
 
 #include <algorithm>
@@ -102,13 +103,7 @@ LayerSnapshot snapshotFromJson(const json& l)
     LayerSnapshot s;
     s.layer = textOr(l, "layer");
     s.kind = textOr(l, "kind");
-    const json stats = l.value("stats", json::object());
-    s.count = intOr(stats, "count");
-    s.zerosIn = intOr(stats, "zeros_in");
-    s.underflow = intOr(stats, "underflow");
-    s.subnormal = intOr(stats, "subnormal");
-    s.overflow = intOr(stats, "overflow");
-    s.nan = intOr(stats, "nan");
+    s.stats = roundingStatsFromJson(l.value("stats", json::object()));
     s.lostUpdates = intOr(l, "lost_updates");
     s.nonzeroUpdates = intOr(l, "nonzero_updates");
     s.nonFiniteUpdates = intOr(l, "non_finite_updates");

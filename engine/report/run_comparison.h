@@ -5,6 +5,8 @@
 // settings table with the differences marked. Qt-free.
 #pragma once
 
+#include "numerics/rounding_stats.h"
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -48,7 +50,7 @@ struct EvalPoint {
 struct LayerSnapshot {
     std::string layer;
     std::string kind;              // "activation", "activation_grad", "weight_grad"
-    std::int64_t count = 0, zerosIn = 0, underflow = 0, subnormal = 0, overflow = 0, nan = 0;
+    RoundingStats stats;
     std::int64_t lostUpdates = 0, nonzeroUpdates = 0, nonFiniteUpdates = 0;
     int firstExponent = 0;         // counts[i]: 2^(firstExponent+i) <= |x| < 2^(firstExponent+i+1)
     std::vector<std::int64_t> counts;

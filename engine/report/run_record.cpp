@@ -40,6 +40,19 @@ json roundingStatsToJson(const RoundingStats& s)
             {"inf_in", s.infIn}};
 }
 
+RoundingStats roundingStatsFromJson(const json& j)
+{
+    RoundingStats s;
+    s.count = j.value("count", std::uint64_t{0});
+    s.zerosIn = j.value("zeros_in", std::uint64_t{0});
+    s.underflow = j.value("underflow", std::uint64_t{0});
+    s.subnormal = j.value("subnormal", std::uint64_t{0});
+    s.overflow = j.value("overflow", std::uint64_t{0});
+    s.nan = j.value("nan", std::uint64_t{0});
+    s.infIn = j.value("inf_in", std::uint64_t{0});
+    return s;
+}
+
 json histogramToJson(const GradientHistogram& h)
 {
     int first = GradientHistogram::kBins, last = -1;

@@ -60,6 +60,8 @@ nlohmann::json loadRunRecord(const std::filesystem::path& file);
 nlohmann::json histogramToJson(const GradientHistogram& h);
 GradientHistogram histogramFromJson(const nlohmann::json& j);
 nlohmann::json roundingStatsToJson(const RoundingStats& s);
+// The inverse; a missing count reads as 0 (records written before a field existed).
+RoundingStats roundingStatsFromJson(const nlohmann::json& j);
 
 // Facts about this machine and build for the record's "machine" and "versions".
 nlohmann::json machineInfo(int threads);
