@@ -55,6 +55,7 @@ void sgdStep(Model& model, const PrecisionRecipe& recipe, float lr, float lossSc
 
 class TestModel : public QObject {
     Q_OBJECT
+    std::unique_ptr<ComputeBackend> cpu_ = createCpuBackend(2);   // where applyRecipe places the weights
 
 private slots:
     void parameterCounts_data()
@@ -138,7 +139,7 @@ private slots:
         std::vector<float> grads[2];
         for (int run = 0; run < 2; ++run) {
             auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 77);
-            model->applyRecipe(recipe, nullptr);
+            model->applyRecipe(recipe, nullptr, *cpu_);
             TelemetryCollector telemetry;
             telemetry.beginStep(false);
             StepContext ctx{&recipe, backend.get(), &telemetry, nullptr, true};
@@ -176,7 +177,7 @@ private slots:
         auto backend = createCpuBackend(2);
         const auto r = preset(recipe.toLatin1().constData());
         auto model = Model::create(ModelSpec{kind.toStdString(), kind == "mlp" ? std::vector<int>{64, 32} : std::vector<int>{4, 8}}, 5);
-        model->applyRecipe(r, nullptr);
+        model->applyRecipe(r, nullptr, *cpu_);
         Tensor images;
         std::vector<std::uint8_t> labels;
         syntheticBatch(20, images, labels);
@@ -195,7 +196,7 @@ private slots:
         auto backend = createCpuBackend(2);
         const auto r = preset("amp-bf16");
         auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 5);
-        model->applyRecipe(r, nullptr);
+        model->applyRecipe(r, nullptr, *cpu_);
         Tensor images;
         std::vector<std::uint8_t> labels;
         syntheticBatch(10, images, labels);
@@ -213,17 +214,17 @@ private slots:
         auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 3);
         Parameter& w = *model->parameters()[2];
         const Tensor original = w.value;
-        model->applyRecipe(preset("fp32"), nullptr);
+        model->applyRecipe(preset("fp32"), nullptr, *cpu_);
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], original[i]);
 
-        model->applyRecipe(preset("pure-fp16"), nullptr);
+        model->applyRecipe(preset("pure-fp16"), nullptr, *cpu_);
         QCOMPARE(w.master.size(), std::int64_t{0});
         QCOMPARE(w.value.storage(), Format::fp16);
         QCOMPARE(w.grad.storage(), Format::fp16);
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], roundTo(Format::fp16, original[i]));
 
         w.state1 = Tensor(w.value.shape(), Format::fp16);
-        model->applyRecipe(preset("amp-fp16"), nullptr);
+        model->applyRecipe(preset("amp-fp16"), nullptr, *cpu_);
         QCOMPARE(w.master.storage(), Format::fp32);
         QCOMPARE(w.value.storage(), Format::fp16);
         QCOMPARE(w.grad.storage(), Format::fp32);
@@ -232,9 +233,9 @@ private slots:
             QCOMPARE(w.master[i], roundTo(Format::fp16, original[i]));
             QCOMPARE(w.value[i], w.master[i]);
         }
-        model->applyRecipe(preset("amp-bf16"), nullptr);
+        model->applyRecipe(preset("amp-bf16"), nullptr, *cpu_);
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], roundTo(Format::bf16, w.master[i]));
-        model->applyRecipe(preset("fp32"), nullptr);
+        model->applyRecipe(preset("fp32"), nullptr, *cpu_);
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], w.stored()[i]);
     }
 
@@ -245,7 +246,7 @@ private slots:
         auto snapshotFor = [&](const char* name) {
             MemoryAccountant memory;
             auto m = Model::create(ModelSpec{"small-cnn", {}}, 3);
-            m->applyRecipe(preset(name), &memory);
+            m->applyRecipe(preset(name), &memory, *cpu_);
             return memory.snapshot();
         };
         const auto w = static_cast<std::size_t>(MemoryCategory::weights);
@@ -273,7 +274,7 @@ private slots:
             auto backend = createCpuBackend(2);
             auto m = Model::create(ModelSpec{"small-cnn", {4, 8}}, 3);
             const auto r = preset("amp-fp16");
-            m->applyRecipe(r, &memory);
+            m->applyRecipe(r, &memory, *cpu_);
             Tensor images;
             std::vector<std::uint8_t> labels;
             syntheticBatch(6, images, labels);

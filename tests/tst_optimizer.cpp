@@ -1,7 +1,8 @@
 // Tests SGD and Adam against double-precision references of PyTorch's equations, the
 // fp16 behaviour without master weights (eps underflow, lost updates), optimizer-state
 // accounting, gradient unscaling and gradient-norm clipping.
-// links: plab_optim plab_test_support
+// links: plab_optim plab_backend_cpu plab_test_support
+#include "backend/backend.h"
 #include "numerics/format.h"
 #include "optim/grad_unscale.h"
 #include "optim/optimizer.h"
@@ -93,6 +94,9 @@ struct ReferenceOptimizer {
 
 class TestOptimizer : public QObject {
     Q_OBJECT
+    // The optimizers run their element-wise arithmetic on a backend; the CPU one is the
+    // reference these tests check against hand-written PyTorch semantics.
+    std::unique_ptr<ComputeBackend> cpu_ = createCpuBackend(1);
 
 private slots:
     // Several steps with fp32 master weights agree with the double reference to about
@@ -130,7 +134,7 @@ private slots:
             std::vector<float> g(n);
             for (auto& x : g) x = gradDist(rng) * 0.1f;
             setGrad(p, g);
-            optimizer->step({&p}, recipe, nullptr);
+            optimizer->step({&p}, recipe, nullptr, *cpu_);
             ref.step(g);
         }
         QVERIFY2(relativeError(p.stored(), ref.w) < 2e-6, qPrintable(QString::number(relativeError(p.stored(), ref.w))));
@@ -153,7 +157,7 @@ private slots:
         auto adam = Optimizer::create(OptimizerConfig{});
         Parameter p = makeParameter({1.0f, 1.0f}, recipe);
         setGrad(p, {0.0f, 0.5f});
-        adam->step({&p}, recipe, nullptr);
+        adam->step({&p}, recipe, nullptr, *cpu_);
         QVERIFY(std::isnan(p.value[0]));
         QCOMPARE(p.lastUpdate.nonFinite, std::int64_t(1));   // counted as made non-finite
         QVERIFY(std::isfinite(p.value[1]) && p.value[1] < 1.0f);
@@ -163,7 +167,7 @@ private slots:
         Parameter q = makeParameter({1.0f, 1.0f}, amp);
         auto adam2 = Optimizer::create(OptimizerConfig{});
         setGrad(q, {0.0f, 0.5f});
-        adam2->step({&q}, amp, nullptr);
+        adam2->step({&q}, amp, nullptr, *cpu_);
         QCOMPARE(q.master[0], 1.0f);
         QCOMPARE(q.lastUpdate.nonzero, std::int64_t(1));
     }
@@ -200,7 +204,7 @@ private slots:
         auto optimizer = Optimizer::create(cfg);
         Parameter p = makeParameter({weight}, r);
         setGrad(p, {1.0f});
-        optimizer->step({&p}, r, nullptr);
+        optimizer->step({&p}, r, nullptr, *cpu_);
 
         QCOMPARE(p.lastUpdate.nonzero, std::int64_t(1));
         QCOMPARE(p.lastUpdate.lost, std::int64_t(lost ? 1 : 0));
@@ -227,7 +231,7 @@ private slots:
             {0.5f, -2e-3f, 3.0f, 1e-4f, -0.25f}, {0.25f, 1e-3f, -1.0f, 2e-4f, 0.125f}, {-0.5f, 5e-3f, 2.0f, 0.0f, 0.0f}};
         for (int t = 1; t <= 3; ++t) {
             setGrad(p, grads[t - 1]);
-            adam->step({&p}, recipe, nullptr);
+            adam->step({&p}, recipe, nullptr, *cpu_);
             const double c1 = 1 - std::pow(cfg.beta1, t), c2 = 1 - std::pow(cfg.beta2, t);
             const float invC2Sqrt = 1.0f / float(std::sqrt(c2));
             for (std::size_t i = 0; i < w.size(); ++i) {
@@ -278,7 +282,7 @@ private slots:
         withoutGrad.grad = Tensor();
         QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(0));
         setGrad(withGrad, std::vector<float>(100, 0.1f));
-        optimizer->step({&withGrad, &withoutGrad}, r, &memory);
+        optimizer->step({&withGrad, &withoutGrad}, r, &memory, *cpu_);
 
         QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(stateBytes));
         QCOMPARE(withoutGrad.state1.size(), std::int64_t(0));   // skipped: no grad
@@ -296,7 +300,7 @@ private slots:
         const auto stateIndex = static_cast<std::size_t>(MemoryCategory::optimizerState);
         Parameter p = makeParameter({0.3f, -0.7f, 1.1f}, r);
         setGrad(p, {1e-3f, -0.3f, 0.7f});
-        adam->step({&p}, r, &memory);
+        adam->step({&p}, r, &memory, *cpu_);
         QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(2 * 3 * 4));
         const std::vector<float> m{p.state1[0], p.state1[1], p.state1[2]};
 
@@ -304,7 +308,7 @@ private slots:
         p.grad.setStorage(Format::fp16);
         setGrad(p, {0.0f, 0.0f, 0.0f});
         p.grad[0] = 1e-3f;   // nonzero so the first element stays finite
-        adam->step({&p}, r, &memory);
+        adam->step({&p}, r, &memory, *cpu_);
         QCOMPARE(memory.snapshot().live[stateIndex], std::int64_t(2 * 3 * 2));
         QCOMPARE(p.master.size(), std::int64_t(0));
         QVERIFY(p.state1.storage() == Format::fp16);
@@ -332,7 +336,7 @@ private slots:
         plain.value.fill(1.0f);
         plain.grad = Tensor({2}, Format::fp32);
         plain.grad.fill(0.25f);
-        sgd->step({&plain}, fp32, &memory);
+        sgd->step({&plain}, fp32, &memory, *cpu_);
         QCOMPARE(plain.master.size(), std::int64_t(0));
         QCOMPARE(plain.value[0], 1.0f - 0.5f * 0.25f);
         QCOMPARE(memory.snapshot().live[masterIndex], std::int64_t(0));
@@ -343,7 +347,7 @@ private slots:
         half.value.fill(2048.0f);
         half.grad = Tensor({2}, Format::fp32);
         half.grad.fill(1e-3f);
-        sgd->step({&half}, amp, &memory);
+        sgd->step({&half}, amp, &memory, *cpu_);
         QCOMPARE(half.master.size(), std::int64_t(2));
         QCOMPARE(memory.snapshot().live[masterIndex], std::int64_t(2 * 4));
         QVERIFY(half.master[0] < 2048.0f);   // 2048 - 5e-4 is representable in fp32
@@ -390,7 +394,7 @@ private slots:
         setGrad(a, {1024.0f, 2048.0f, 4096.0f});
         setGrad(b, {8.0f, 16.0f});
         b.grad[1] = bad;
-        const UnscaleResult result = unscaleGradients({&a, &b}, 1.0f / 1024, r);
+        const UnscaleResult result = unscaleGradients({&a, &b}, 1.0f / 1024, r, *cpu_);
         QVERIFY(result.foundNonFinite);
         QVERIFY(std::isinf(result.gradNorm));
         QCOMPARE(a.grad[0], 1024.0f);   // left as they were: the step is skipped
@@ -420,7 +424,7 @@ private slots:
         std::vector<float> stored(scaled.size());
         for (std::size_t i = 0; i < scaled.size(); ++i) stored[i] = p.grad[std::int64_t(i)];
 
-        const UnscaleResult result = unscaleGradients({&p}, invScale, r);
+        const UnscaleResult result = unscaleGradients({&p}, invScale, r, *cpu_);
         QVERIFY(!result.foundNonFinite);
         double sum = 0.0;
         for (std::size_t i = 0; i < scaled.size(); ++i) {
@@ -440,16 +444,16 @@ private slots:
         // ||(3, 4, 12)|| = 13
         setGrad(a, {3.0f, 4.0f});
         setGrad(b, {12.0f});
-        QCOMPARE(clipGradNorm({&a, &b}, 20.0), 13.0);   // 20 / 13 >= 1: untouched
+        QCOMPARE(clipGradNorm({&a, &b}, 20.0, *cpu_), 13.0);   // 20 / 13 >= 1: untouched
         QCOMPARE(a.grad[0], 3.0f);
 
-        QCOMPARE(clipGradNorm({&a, &b}, 6.5), 13.0);   // coefficient 6.5 / (13 + 1e-6) ~ 1/2
+        QCOMPARE(clipGradNorm({&a, &b}, 6.5, *cpu_), 13.0);   // coefficient 6.5 / (13 + 1e-6) ~ 1/2
         QVERIFY(std::abs(a.grad[0] - 1.5f) < 1e-6f);
         QVERIFY(std::abs(a.grad[1] - 2.0f) < 1e-6f);
         QVERIFY(std::abs(b.grad[0] - 6.0f) < 1e-6f);
         QVERIFY(a.grad[1] < 2.0f);   // the 1e-6 makes the coefficient just below 1/2
 
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, clipGradNorm({&a}, 0.0));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, clipGradNorm({&a}, 0.0, *cpu_));
     }
 };
 

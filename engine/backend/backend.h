@@ -1,17 +1,27 @@
-// The compute backend interface: the op-level primitives the layers call (GEMM under a
-// precision rule, batched im2col/col2im for 3x3-style convolutions, bulk rounding with
-// telemetry, a parallel loop), the CPU backend factory, and the probe and C entry point
-// of the CUDA plugin (libplab_cuda.so, loaded at run time so that everything starts and
-// runs on machines without the CUDA libraries).
+// The compute backend interface: every op a training step runs on tensor values (GEMM
+// under a precision rule, batched im2col/col2im for 3x3-style convolutions, bulk
+// rounding with telemetry, bias, ReLU, pooling, the loss, the gradient sweep of loss
+// scaling, the optimizers' updates), the CPU backend factory, and the probe and C entry
+// points of the CUDA plugin (libplab_cuda.so, loaded at run time so that everything
+// starts and runs on machines without the CUDA libraries).
+//
+// Pointers to tensor values are the backend's own: host memory for the CPU backend,
+// device memory for a backend with an allocator() (tensors placed there with
+// Tensor::place). Pointers to counters (RoundingStats, GradientHistogram, UpdateCounts)
+// and to labels are host memory. A backend may run ops asynchronously: results written
+// to host counters are complete after flush(); ops that return a value wait for it.
 #pragma once
 
 #include "numerics/format.h"
 #include "numerics/rounding_stats.h"
+#include "numerics/update_math.h"
+#include "tensor/device_allocator.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +53,19 @@ struct ConvGeometry {
     int pad = 1;
     std::int64_t patchSize() const { return channels * kernel * kernel; }   // rows of cols
     std::int64_t planeSize() const { return height * width; }
+};
+
+// What the loss forward returns: the batch mean of the cross-entropy as computed (in
+// fp32, or in the emulated format) and how many argmax(logits) equal the label.
+struct LossResult {
+    float loss = 0.0f;
+    std::int64_t correct = 0;
+};
+
+// Device memory as the device reports it (cudaMemGetInfo), in bytes.
+struct DeviceMemoryInfo {
+    std::uint64_t used = 0;
+    std::uint64_t total = 0;
 };
 
 struct BackendInfo {
@@ -86,6 +109,93 @@ public:
     // instead of stalling it. body must not call parallelFor.
     virtual void parallelFor(std::int64_t n, std::int64_t grain,
                              const std::function<void(std::int64_t, std::int64_t)>& body) = 0;
+
+    // ---- Where tensors live, and the step's synchronisation --------------------------
+
+    // The device allocator tensors of this backend are placed on; nullptr: host memory.
+    virtual DeviceAllocator* allocator() { return nullptr; }
+    // Delivers every pending result written through host counter pointers.
+    virtual void flush() {}
+    // The device's memory, where the backend has a device.
+    virtual std::optional<DeviceMemoryInfo> deviceMemory() const { return std::nullopt; }
+
+    // ---- Convolutions in one library call (optional) ----------------------------------
+
+    // A backend with a convolution library (cuDNN) runs the stride-1 "same" convolutions
+    // of ConvGeometry whole; one without returns false and the layer lowers them through
+    // im2col + gemm. Activations are (C, N, H, W) as everywhere; w is (Cout, C, k, k);
+    // operands are already in precision.compute. y (Cout, N, H, W) and dx are
+    // overwritten; dw (Cout, C, k, k) is overwritten. Sums as gemm's `precision` says
+    // (a device library may round a 16-bit result once more before the bias is added).
+    virtual bool convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x,
+                                    const float* w, float* y, GemmPrecision precision)
+    {
+        (void)g, (void)outChannels, (void)x, (void)w, (void)y, (void)precision;
+        return false;
+    }
+    virtual bool convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w,
+                                         const float* dy, float* dx, GemmPrecision precision)
+    {
+        (void)g, (void)outChannels, (void)w, (void)dy, (void)dx, (void)precision;
+        return false;
+    }
+    virtual bool convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
+                                           const float* dy, float* dw, GemmPrecision precision)
+    {
+        (void)g, (void)outChannels, (void)x, (void)dy, (void)dw, (void)precision;
+        return false;
+    }
+
+    // ---- Element-wise and reduction ops of the layers ---------------------------------
+
+    // x[i] = round_f(x[i] + bias[(i / repeat) % period]) for i < n: the bias added in fp32,
+    // one rounding to f (none for fp32) with its counts added to stats / hist.
+    // Linear (N, out): period out, repeat 1. Conv (Cout, N*H*W): period Cout, repeat N*H*W.
+    virtual void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
+                              std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist) = 0;
+
+    // x = max(0, x) in place, NaN kept; g[i] = 0 where y[i] <= 0 (y: ReLU's output).
+    virtual void relu(float* x, std::int64_t n) = 0;
+    virtual void reluBackward(const float* y, float* g, std::int64_t n) = 0;
+
+    // 2x2 max pooling, stride 2, over `planes` planes of H x W (odd sizes floor): out
+    // (planes, H/2, W/2), argmax the position 0..3 of the first maximum (a NaN wins).
+    // Backward overwrites dx (planes, H, W) with g scattered to those positions.
+    virtual void maxPool2x2(const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
+                            std::uint8_t* argmax) = 0;
+    virtual void maxPool2x2Backward(const float* g, const std::uint8_t* argmax, std::int64_t planes,
+                                    std::int64_t H, std::int64_t W, float* dx) = 0;
+
+    // out (B, A, inner) = in (A, B, inner) with the first two axes swapped; in != out.
+    virtual void transposeBlocks(const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                                 float* out) = 0;
+
+    // Sums in double, stored as float: out[r] = sum_c x[r][c]  (x is rows x cols), and
+    // out[c] = sum_r x[r][c]. The bias gradients of Conv2d and Linear.
+    virtual void sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out) = 0;
+    virtual void sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out) = 0;
+
+    // Softmax + cross-entropy of logits (N, classes) against labels (host, N values,
+    // checked by the caller to be < classes). emulate == fp32: a max-shifted log-sum-exp
+    // in fp32 with the sums in double; otherwise every intermediate is rounded to
+    // `emulate` (the fp32-sensitive-ops switch off). probabilities (N, classes) are kept
+    // for backward. Waits for the result.
+    virtual LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,
+                                           std::int64_t classes, Format emulate, float* probabilities) = 0;
+    // grad[n][j] = (probabilities[n][j] - (j == label_n)) / N * lossScale, in fp32.
+    virtual void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels,
+                                             std::int64_t N, std::int64_t classes, float lossScale,
+                                             float* grad) = 0;
+
+    // ---- Loss scaling and the optimizers (engine/numerics/update_math.h) ---------------
+
+    // gradientSweep of update_math.h over tensors of this backend. Waits for the result.
+    virtual SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) = 0;
+    // One optimizer update of n elements (update_math.h); counts added (after flush()).
+    virtual void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer,
+                           std::int64_t n, UpdateCounts* counts) = 0;
+    virtual void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m,
+                            float* v, std::int64_t n, UpdateCounts* counts) = 0;
 };
 
 // The reference backend: OpenBLAS for fp32-accumulated GEMM, exact emulation of

@@ -9,11 +9,7 @@ namespace plab {
 
 Tensor& ReLU::forward(Tensor& input, StepContext& ctx)
 {
-    float* x = input.data();
-    // max(0, x) with NaN kept a NaN (PyTorch's relu propagates it).
-    ctx.backend->parallelFor(input.size(), 1 << 15, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) x[i] = (x[i] <= 0.0f) ? 0.0f : x[i];
-    });
+    ctx.backend->relu(input.data(), input.size());
     output_ = &input;
     return input;
 }
@@ -23,11 +19,7 @@ Tensor* ReLU::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
     if (!needInputGrad) return nullptr;
     if (!output_ || gradOutput.size() != output_->size())
         throw std::invalid_argument("Layer " + name() + " got a gradient that does not match its output.");
-    float* g = gradOutput.data();
-    const float* y = output_->data();
-    ctx.backend->parallelFor(gradOutput.size(), 1 << 15, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) g[i] = (y[i] <= 0.0f) ? 0.0f : g[i];
-    });
+    ctx.backend->reluBackward(output_->data(), gradOutput.data(), gradOutput.size());
     return &gradOutput;
 }
 
@@ -43,45 +35,28 @@ Tensor& Flatten::forward(Tensor& input, StepContext& ctx)
 {
     const Shape outShape = outputShape(input.shape());
     inputShape_ = input.shape();
-    output_.resize(outShape);
-    output_.setStorage(input.storage());
-    output_.track(ctx.memory, MemoryCategory::activations);
+    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations);
     if (input.rank() == 2) {
-        std::copy(input.data(), input.data() + input.size(), output_.data());
+        output_ = input;
         return output_;
     }
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
-    const float* in = input.data();
-    float* out = output_.data();
     // out[n][c*hw + p] = in[c][n][p]
-    ctx.backend->parallelFor(C * N, 64, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t item = b; item < e; ++item) {
-            const std::int64_t c = item / N, n = item % N;
-            std::copy(in + item * hw, in + (item + 1) * hw, out + (n * C + c) * hw);
-        }
-    });
+    ctx.backend->transposeBlocks(input.data(), C, N, hw, output_.data());
     return output_;
 }
 
 Tensor* Flatten::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     if (!needInputGrad) return nullptr;
-    gradInput_.resize(inputShape_);
-    gradInput_.setStorage(gradOutput.storage());
-    gradInput_.track(ctx.memory, MemoryCategory::workspace);
+    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace);
     if (inputShape_.size() == 2) {
-        std::copy(gradOutput.data(), gradOutput.data() + gradOutput.size(), gradInput_.data());
+        gradInput_ = gradOutput;
         return &gradInput_;
     }
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
-    const float* g = gradOutput.data();
-    float* dx = gradInput_.data();
-    ctx.backend->parallelFor(C * N, 64, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t item = b; item < e; ++item) {
-            const std::int64_t c = item / N, n = item % N;
-            std::copy(g + (n * C + c) * hw, g + (n * C + c + 1) * hw, dx + item * hw);
-        }
-    });
+    // dx[c][n][p] = g[n][c*hw + p]
+    ctx.backend->transposeBlocks(gradOutput.data(), N, C, hw, gradInput_.data());
     return &gradInput_;
 }
 

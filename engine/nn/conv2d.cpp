@@ -64,15 +64,25 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
                                p.compute == Format::tf32);
     weightOperand_ = &operandIn(ctx, p, weight_.value, roundedWeight_, name(), TensorKind::activation, false);
 
-    output_.resize({outChannels_, N, g.height, g.width});
-    output_.setStorage(p.storage);
-    output_.track(ctx.memory, MemoryCategory::activations);
+    prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations);
 
+    // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
+    usesLibrary_ = ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(), weightOperand_->data(),
+                                                   output_.data(), p.gemm());
+    if (!usesLibrary_) lowerAndMultiply(ctx, p);
+
+    // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
+    addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
+    return output_;
+}
+
+void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     const std::int64_t block = std::min(samplesPerBlock(g), std::max<std::int64_t>(N, 1));
     colsHoldWholeBatch_ = block >= N;
-    cols_.resize({K, block * hw});
-    cols_.setStorage(p.compute);
-    cols_.track(ctx.memory, MemoryCategory::workspace);
+    prepareTensor(cols_, {K, block * hw}, p.compute, ctx, MemoryCategory::workspace);
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
         const std::int64_t count = std::min(block, N - n0);
         ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
@@ -81,20 +91,6 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
                           output_.data() + n0 * hw, N * hw, p.gemm());
     }
-
-    // Bias in fp32, then one rounding to the storage format.
-    const std::int64_t rowLength = N * hw;
-    float* out = output_.data();
-    const float* b = bias_.value.data();
-    prepareAndRound(ctx, p.storage, out, output_.size(), name(), TensorKind::activation,
-                    [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end;) {
-            const std::int64_t row = i / rowLength, rowEnd = std::min(end, (row + 1) * rowLength);
-            const float bias = b[row];
-            for (; i < rowEnd; ++i) out[i] += bias;
-        }
-    });
-    return output_;
 }
 
 Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
@@ -109,32 +105,26 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const Tensor& dY = operandIn(ctx, p, gradOutput, roundedGrad_, name(), TensorKind::activationGrad,
                                  p.compute == Format::tf32);   // (Cout, N, H, W)
 
-    for (Parameter* param : {&weight_, &bias_}) {
-        param->grad.resize(param->value.shape());
-        param->grad.setStorage(p.gradFormat());
-        param->grad.track(ctx.memory, MemoryCategory::gradients);
-    }
+    for (Parameter* param : {&weight_, &bias_})
+        prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
 
-    // dW (Cout, K) = dY (Cout, N*hw) * cols^T (N*hw, K), block by block when lowered in blocks.
-    const std::int64_t block = colsHoldWholeBatch_ ? N : cols_.size() / std::max<std::int64_t>(1, K * hw);
-    for (std::int64_t n0 = 0; n0 < N; n0 += block) {
-        const std::int64_t count = std::min(block, N - n0);
-        if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
-        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
-                          dY.data() + n0 * hw, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
-                          weight_.grad.data(), K, p.gemm());
+    if (usesLibrary_) {
+        if (!ctx.backend->convolutionBackwardFilter(g, outChannels_, inputOperand_->data(), dY.data(),
+                                                    weight_.grad.data(), p.gemm()))
+            throw std::logic_error("Layer " + name() + ": the backend's convolution library refused backward.");
+    } else {
+        // dW (Cout, K) = dY (Cout, N*hw) * cols^T (N*hw, K), block by block when lowered in blocks.
+        const std::int64_t block = colsHoldWholeBatch_ ? N : cols_.size() / std::max<std::int64_t>(1, K * hw);
+        for (std::int64_t n0 = 0; n0 < N; n0 += block) {
+            const std::int64_t count = std::min(block, N - n0);
+            if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
+                              dY.data() + n0 * hw, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
+                              weight_.grad.data(), K, p.gemm());
+        }
     }
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
-    const float* dy = dY.data();
-    float* db = bias_.grad.data();
-    ctx.backend->parallelFor(outChannels_, 1, [&](std::int64_t c0, std::int64_t c1) {
-        for (std::int64_t c = c0; c < c1; ++c) {
-            double sum = 0.0;
-            const float* row = dy + c * N * hw;
-            for (std::int64_t i = 0; i < N * hw; ++i) sum += row[i];
-            db[c] = static_cast<float>(sum);
-        }
-    });
+    ctx.backend->sumRows(dY.data(), outChannels_, N * hw, bias_.grad.data());
     if (p.roundsStorage()) {
         // Weight and bias gradients share one tap: the layer's weight gradients.
         roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(),
@@ -144,11 +134,26 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     }
     if (!needInputGrad) return nullptr;
 
+    prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
+    if (usesLibrary_) {
+        if (!ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
+                                                  gradInput_.data(), p.gemm()))
+            throw std::logic_error("Layer " + name() + ": the backend's convolution library refused backward.");
+    } else {
+        inputGradientLowered(ctx, p, dY);
+    }
+    if (p.roundsStorage())
+        roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
+                    TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     // dcols (K, count*hw) = W^T (K, Cout) * dY block; col2im folds them into dX. The cols
     // buffer is free now (dW is done), so it holds dcols.
-    gradInput_.resize({g.channels, N, g.height, g.width});
-    gradInput_.setStorage(p.storage);
-    gradInput_.track(ctx.memory, MemoryCategory::workspace);
     const std::int64_t dBlock = cols_.size() / std::max<std::int64_t>(1, K * hw);
     for (std::int64_t n0 = 0; n0 < N; n0 += dBlock) {
         const std::int64_t count = std::min(dBlock, N - n0);
@@ -157,10 +162,6 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
                           count * hw, p.gemm());
         ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data());
     }
-    if (p.roundsStorage())
-        roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
-                    TensorKind::activationGrad);
-    return &gradInput_;
 }
 
 std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const

@@ -2,12 +2,16 @@
 // 1), lowered to one GEMM per pass over the whole batch: im2col of the (C, N, H, W) input
 // into cols (C*k*k, N*H*W), then output (Cout, N*H*W) = W (Cout, C*k*k) * cols.
 // Very large batches are lowered in blocks of samples so the cols buffer stays bounded.
+// A backend with a convolution library (the CUDA plugin's cuDNN) runs all three passes
+// as library calls instead, on the same operands.
 #pragma once
 
 #include "backend/backend.h"
 #include "nn/layer.h"
 
 namespace plab {
+
+struct StepPrecision;
 
 class Conv2d final : public Layer {
 public:
@@ -30,6 +34,9 @@ public:
 private:
     ConvGeometry geometryOf(const Shape& input) const;
     std::int64_t samplesPerBlock(const ConvGeometry& g) const;
+    // The im2col + GEMM lowering: output_ from the operands, and dX into gradInput_.
+    void lowerAndMultiply(StepContext& ctx, const StepPrecision& p);
+    void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
 
     std::int64_t inChannels_, outChannels_;
     int kernel_;
@@ -39,6 +46,7 @@ private:
     ConvGeometry geometry_;
     const Tensor* inputOperand_ = nullptr;   // the input in the compute format
     const Tensor* weightOperand_ = nullptr;  // the weights in the compute format
+    bool usesLibrary_ = false;               // the backend's convolution library ran forward
     bool colsHoldWholeBatch_ = false;        // cols_ is the whole batch's lowering
 
     Tensor roundedInput_;   // (Cin, N, H, W) tf32 rounding of the input

@@ -4,9 +4,7 @@
 
 #include "nn/precision.h"
 
-#include <algorithm>
 #include <stdexcept>
-#include <vector>
 
 namespace plab {
 
@@ -41,20 +39,12 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
                                p.compute == Format::tf32);
     weightOperand_ = &operandIn(ctx, p, weight_.value, roundedWeight_, name(), TensorKind::activation, false);
 
-    output_.resize(outShape);
-    output_.setStorage(p.storage);
-    output_.track(ctx.memory, MemoryCategory::activations);
+    prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
     // output (N, out) = input (N, in) * W^T (in, out)
     ctx.backend->gemm(Transpose::no, Transpose::yes, N, outFeatures_, inFeatures_, inputOperand_->data(),
                       inFeatures_, weightOperand_->data(), inFeatures_, 0.0f, output_.data(), outFeatures_,
                       p.gemm());
-    float* out = output_.data();
-    const float* b = bias_.value.data();
-    const std::int64_t O = outFeatures_;
-    prepareAndRound(ctx, p.storage, out, output_.size(), name(), TensorKind::activation,
-                    [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) out[i] += b[i % O];
-    });
+    addBiasAndRound(ctx, p.storage, output_, bias_.value, outFeatures_, 1, name(), TensorKind::activation);
     return output_;
 }
 
@@ -68,20 +58,13 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const std::int64_t N = output_.dim(0), O = outFeatures_, I = inFeatures_;
     const Tensor& dY = operandIn(ctx, p, gradOutput, roundedGrad_, name(), TensorKind::activationGrad,
                                  p.compute == Format::tf32);   // (N, out)
-    for (Parameter* param : {&weight_, &bias_}) {
-        param->grad.resize(param->value.shape());
-        param->grad.setStorage(p.gradFormat());
-        param->grad.track(ctx.memory, MemoryCategory::gradients);
-    }
+    for (Parameter* param : {&weight_, &bias_})
+        prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     // dW (out, in) = dY^T (out, N) * X (N, in)
     ctx.backend->gemm(Transpose::yes, Transpose::no, O, I, N, dY.data(), O, inputOperand_->data(), I, 0.0f,
                       weight_.grad.data(), I, p.gemm());
     // db (out) = column sums of dY, in double.
-    std::vector<double> sums(static_cast<std::size_t>(O), 0.0);
-    const float* dy = dY.data();
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t o = 0; o < O; ++o) sums[static_cast<std::size_t>(o)] += dy[n * O + o];
-    for (std::int64_t o = 0; o < O; ++o) bias_.grad[o] = static_cast<float>(sums[static_cast<std::size_t>(o)]);
+    ctx.backend->sumColumns(dY.data(), N, O, bias_.grad.data());
     if (p.roundsStorage()) {
         roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(), name(),
                     TensorKind::weightGrad);
@@ -91,9 +74,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (!needInputGrad) return nullptr;
 
     // dX (N, in) = dY (N, out) * W (out, in)
-    gradInput_.resize({N, I});
-    gradInput_.setStorage(p.storage);
-    gradInput_.track(ctx.memory, MemoryCategory::workspace);
+    prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace);
     ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dY.data(), O, weightOperand_->data(), I, 0.0f,
                       gradInput_.data(), I, p.gemm());
     if (p.roundsStorage())

@@ -52,12 +52,13 @@ public:
     virtual std::vector<Parameter*> parameters() = 0;
     virtual std::vector<std::string> layerNames() const = 0;   // in model order
 
-    // Puts the weights into the form `recipe` needs: creates or drops the fp32 master
-    // copies, re-rounds or promotes the stored weights and optimizer state, sizes the
-    // gradients. Called at the start and on every mid-run recipe change.
-    virtual void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory) = 0;
+    // Puts the weights into the form `recipe` needs, where `backend` keeps its tensors:
+    // creates or drops the fp32 master copies, re-rounds or promotes the stored weights and
+    // optimizer state, sizes the gradients. Called at the start and on every mid-run
+    // recipe change; trainStep and evaluate need the same backend in their context.
+    virtual void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory, ComputeBackend& backend) = 0;
 
-    // images: (N, 1, 28, 28) fp32 in [0, 1]; labels: N values 0..9.
+    // images: (N, 1, 28, 28) fp32 in [0, 1], in host memory; labels: N values 0..9.
     // Forward, loss * lossScale, backward; leaves S * dL/dw in every Parameter::grad,
     // rounded as the recipe says. Taps telemetry at every rounding site.
     virtual StepOutput trainStep(const Tensor& images, const std::vector<std::uint8_t>& labels,

@@ -9,7 +9,7 @@
 #include "nn/parameter_copies.h"
 #include "nn/pool.h"
 #include "nn/precision.h"
-#include "numerics/bulk_round.h"
+#include "backend/backend.h"
 
 #include <algorithm>
 #include <cmath>
@@ -107,7 +107,7 @@ public:
         return names;
     }
 
-    void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory) override;
+    void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory, ComputeBackend& backend) override;
 
     StepOutput trainStep(const Tensor& images, const std::vector<std::uint8_t>& labels, float lossScale,
                          StepContext& ctx) override
@@ -168,15 +168,11 @@ private:
         const std::int64_t pixels = kImageSide * kImageSide;
         if (images.rank() < 1 || images.size() != images.dim(0) * pixels)
             throw std::invalid_argument("Images must be (N, 1, 28, 28), got " + shapeString(images.shape()) + ".");
-        input_.resize({1, count, kImageSide, kImageSide});
-        input_.setStorage(p.storage);
-        input_.track(ctx.memory, MemoryCategory::activations);
-        const float* src = images.data() + n0 * pixels;
-        if (p.roundsStorage()) {
-            roundTapped(ctx, p.storage, src, input_.data(), count * pixels, "input", TensorKind::activation);
-        } else {
-            std::copy(src, src + count * pixels, input_.data());
-        }
+        if (images.onDevice()) throw std::invalid_argument("Images must be in host memory.");
+        prepareTensor(input_, {1, count, kImageSide, kImageSide}, p.storage, ctx, MemoryCategory::activations);
+        input_.assignFromHost(images.data() + n0 * pixels, count * pixels);
+        if (p.roundsStorage())
+            roundTapped(ctx, p.storage, input_.data(), input_.data(), count * pixels, "input", TensorKind::activation);
         return input_;
     }
 
@@ -187,11 +183,11 @@ private:
     Tensor input_;   // (1, N, 28, 28): the images as the (C, N, H, W) input, in storage format
 };
 
-void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory)
+void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory, ComputeBackend& backend)
 {
     const Format stateFormat = recipe.optimizerStateFormat();
     for (Parameter* param : parameters()) {
-        alignParameterWithRecipe(*param, recipe, memory);
+        alignParameterWithRecipe(*param, recipe, memory, backend);
         param->grad.resize(param->value.shape());
         param->grad.zero();
         param->grad.setStorage(recipe.gradientFormat());
@@ -199,7 +195,8 @@ void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountan
         for (Tensor* state : {&param->state1, &param->state2}) {
             if (state->size() == 0) continue;
             if (stateFormat != Format::fp32)
-                roundArray(stateFormat, state->data(), static_cast<std::size_t>(state->size()));
+                backend.roundArray(stateFormat, state->data(), state->data(), static_cast<std::size_t>(state->size()),
+                                   nullptr, nullptr);
             state->setStorage(stateFormat);
             state->track(memory, MemoryCategory::optimizerState);
         }

@@ -1,26 +1,13 @@
 // A trainable parameter and every copy the recipes keep of it.
 #pragma once
 
+#include "numerics/update_math.h"
 #include "tensor/tensor.h"
 
 #include <cstdint>
 #include <string>
 
 namespace plab {
-
-// What one optimizer step did to a parameter's stored weights.
-struct UpdateCounts {
-    std::int64_t nonzero = 0;     // elements whose computed update was nonzero
-    std::int64_t lost = 0;        // ... and whose stored weight did not change
-    std::int64_t nonFinite = 0;   // finite weights that the update made inf or NaN
-    UpdateCounts& operator+=(const UpdateCounts& o)
-    {
-        nonzero += o.nonzero;
-        lost += o.lost;
-        nonFinite += o.nonFinite;
-        return *this;
-    }
-};
 
 struct Parameter {
     std::string layer;   // "conv1", "fc2", ...

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "nn/layer.h"
+#include "tensor/byte_buffer.h"
 
 #include <cstdint>
 #include <vector>
@@ -21,7 +22,7 @@ public:
 private:
     Shape inputShape_;
     Tensor output_;                    // (C, N, H/2, W/2)
-    std::vector<std::uint8_t> argmax_; // (C, N, H/2, W/2): 0..3 = position in the 2x2 window
+    ByteBuffer argmax_;                // (C, N, H/2, W/2): 0..3 = position in the 2x2 window
     Tensor gradInput_;                 // (C, N, H, W)
 };
 

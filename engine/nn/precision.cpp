@@ -1,9 +1,6 @@
 // Shared rounding sites of the layers: parallel bulk rounding with telemetry taps.
 #include "nn/precision.h"
 
-#include "numerics/bulk_round.h"
-
-#include <mutex>
 #include <stdexcept>
 
 namespace plab {
@@ -39,37 +36,27 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
     ctx.backend->roundArray(f, src, dst, static_cast<std::size_t>(n), sink.stats, sink.hist);
 }
 
-void prepareAndRound(StepContext& ctx, Format f, float* data, std::int64_t n,
-                     std::string_view layer, TensorKind kind,
-                     const std::function<void(std::int64_t, std::int64_t)>& prepare)
+void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category)
 {
-    if (f == Format::fp32) {
-        ctx.backend->parallelFor(n, 1 << 14, prepare);
-        return;
-    }
-    const auto sink = tapSink(ctx, layer, kind);
-    std::mutex merge;
-    // Counts are sums: merging chunk-local counts gives exactly what one serial pass gives.
-    ctx.backend->parallelFor(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-        prepare(begin, end);
-        RoundingStats stats;
-        GradientHistogram hist;
-        plab::roundArray(f, data + begin, static_cast<std::size_t>(end - begin),
-                         sink.stats ? &stats : nullptr, sink.hist ? &hist : nullptr);
-        if (!sink.stats && !sink.hist) return;
-        std::lock_guard lock(merge);
-        if (sink.stats) *sink.stats += stats;
-        if (sink.hist) *sink.hist += hist;
-    });
+    t.place(ctx.backend->allocator());
+    t.resize(shape);
+    t.setStorage(storage);
+    t.track(ctx.memory, category);
+}
+
+void addBiasAndRound(StepContext& ctx, Format f, Tensor& x, const Tensor& bias, std::int64_t period,
+                     std::int64_t repeat, std::string_view layer, TensorKind kind)
+{
+    // fp32 has no rounding site, so no tap either.
+    const auto sink = f == Format::fp32 ? TelemetryCollector::Sink{nullptr, nullptr} : tapSink(ctx, layer, kind);
+    ctx.backend->addBiasRound(f, x.data(), x.size(), bias.data(), period, repeat, sink.stats, sink.hist);
 }
 
 const Tensor& operandIn(StepContext& ctx, const StepPrecision& p, const Tensor& t,
                         Tensor& workspace, std::string_view layer, TensorKind kind, bool tap)
 {
     if (!p.roundsOperands() || t.storage() == p.compute) return t;
-    workspace.resize(t.shape());
-    workspace.setStorage(p.compute);
-    workspace.track(ctx.memory, MemoryCategory::workspace);
+    prepareTensor(workspace, t.shape(), p.compute, ctx, MemoryCategory::workspace);
     if (tap) {
         roundTapped(ctx, p.compute, t.data(), workspace.data(), t.size(), layer, kind);
     } else {

@@ -1,5 +1,6 @@
-// The precision rules of one step, read from the recipe, and the rounding sites the layers
-// share: round a buffer to a format (in parallel) and tap its statistics into telemetry.
+// The precision rules of one step, read from the recipe, and what the layers share: a
+// tensor sized and placed for the step on the backend's memory, and the rounding sites
+// (round a buffer to a format on the backend, its statistics tapped into telemetry).
 #pragma once
 
 #include "amp/recipe.h"
@@ -9,7 +10,6 @@
 #include "tensor/tensor.h"
 
 #include <cstdint>
-#include <functional>
 #include <string_view>
 
 namespace plab {
@@ -36,11 +36,14 @@ TelemetryCollector::Sink tapSink(const StepContext& ctx, std::string_view layer,
 void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::int64_t n,
                  std::string_view layer, TensorKind kind);
 
-// In parallel over [0, n): prepare(begin, end) (e.g. adds the bias) then, when f is not
-// fp32, rounds data[begin, end) to f with the counts added to the tap (layer, kind).
-void prepareAndRound(StepContext& ctx, Format f, float* data, std::int64_t n,
-                     std::string_view layer, TensorKind kind,
-                     const std::function<void(std::int64_t, std::int64_t)>& prepare);
+// Sizes `t` for this step where the backend keeps its tensors: shape, modelled storage
+// format, memory accounting under `category`.
+void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category);
+
+// x[i] += bias[(i / repeat) % period] in fp32, then, when f is not fp32, x rounded to f
+// with the counts added to the tap (layer, kind). See ComputeBackend::addBiasRound.
+void addBiasAndRound(StepContext& ctx, Format f, Tensor& x, const Tensor& bias, std::int64_t period,
+                     std::int64_t repeat, std::string_view layer, TensorKind kind);
 
 // The operand a matmul/conv reads for `t`: t itself when it already holds values of the
 // compute format, else t rounded into `workspace` (tapped as (layer, kind) when tap).

@@ -13,7 +13,8 @@ public:
 
 
 private:
-    void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const override;
+    void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+                       ComputeBackend& backend) const override;
     const char* name() const override { return "Adam"; }
 
     double beta1_;

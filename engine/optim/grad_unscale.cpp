@@ -1,9 +1,9 @@
 // Unscaling with the finiteness check of GradScaler (the scaled values are checked,
-// then multiplied by float(1/double(S))), and gradient-norm clipping.
+// then multiplied by float(1/double(S))), and gradient-norm clipping, as gradient sweeps
+// on the backend that holds the gradients.
 #include "optim/grad_unscale.h"
 
-#include "nn/parameter_copies.h"
-#include "optim/update_rules.h"
+#include "backend/backend.h"
 
 #include <cmath>
 #include <limits>
@@ -14,72 +14,44 @@ namespace plab {
 
 namespace {
 
-double sumOfSquares(const Tensor& t)
+// The non-empty gradients, each with the format its tensor stores.
+std::vector<GradientView> gradientViews(const std::vector<Parameter*>& params, Format format)
 {
-    double sum = 0.0;
-    for (std::int64_t i = 0; i < t.size(); ++i) {
-        const double x = t[i];
-        sum += x * x;
-    }
-    return sum;
-}
-
-bool allFinite(const Tensor& t)
-{
-    for (std::int64_t i = 0; i < t.size(); ++i)
-        if (!std::isfinite(t[i])) return false;
-    return true;
+    std::vector<GradientView> views;
+    for (Parameter* p : params)
+        if (p->grad.size()) views.push_back({p->grad.data(), p->grad.size(), format});
+    return views;
 }
 
 }  // namespace
 
 UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invScale,
-                               const PrecisionRecipe& recipe)
+                               const PrecisionRecipe& recipe, ComputeBackend& backend)
 {
-    UnscaleResult result;
-    for (const Parameter* p : params) {
-        if (!allFinite(p->grad)) {
-            // The step will be skipped; the gradients are of no further use.
-            result.foundNonFinite = true;
-            result.gradNorm = std::numeric_limits<double>::infinity();
-            return result;
-        }
-    }
-
     // Beside fp32 masters the gradients are fp32; without masters they are tensors of
     // the storage format, so the product is stored rounded.
-    const Format gradFormat = recipe.gradientFormat();
-    double sum = 0.0;
-    for (Parameter* p : params) {
-        Tensor& g = p->grad;
-        if (invScale != 1.0f) {
-            for (std::int64_t i = 0; i < g.size(); ++i) g[i] *= invScale;
-            roundWritten(gradFormat, g.data(), static_cast<std::size_t>(g.size()));
-        }
-        sum += sumOfSquares(g);
-    }
-    result.gradNorm = std::sqrt(sum);
+    const SweepResult sweep = backend.gradientSweep(gradientViews(params, recipe.gradientFormat()), invScale);
+    UnscaleResult result;
+    result.foundNonFinite = sweep.nonFinite;
+    result.gradNorm = sweep.nonFinite ? std::numeric_limits<double>::infinity() : std::sqrt(sweep.sumOfSquares);
     return result;
 }
 
-double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm)
+double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm, ComputeBackend& backend)
 {
     if (!std::isfinite(maxNorm) || !(maxNorm > 0.0))
         throw std::invalid_argument("the gradient-norm limit must be a positive finite number, got " +
                                     std::to_string(maxNorm));
-    double sum = 0.0;
-    for (const Parameter* p : params) sum += sumOfSquares(p->grad);
-    const double total = std::sqrt(sum);
-    if (!std::isfinite(total)) return total;
+    std::vector<GradientView> views;
+    for (Parameter* p : params)
+        if (p->grad.size()) views.push_back({p->grad.data(), p->grad.size(), p->grad.storage()});
+    const SweepResult sweep = backend.gradientSweep(views, 1.0f);
+    if (sweep.nonFinite) return std::numeric_limits<double>::infinity();
+    const double total = std::sqrt(sweep.sumOfSquares);
 
     const double clipCoefficient = maxNorm / (total + 1e-6);   // as clip_grad_norm_
     if (clipCoefficient >= 1.0) return total;
-    const auto coefficient = static_cast<float>(clipCoefficient);
-    for (Parameter* p : params) {
-        Tensor& g = p->grad;
-        for (std::int64_t i = 0; i < g.size(); ++i) g[i] *= coefficient;
-        roundWritten(g.storage(), g.data(), static_cast<std::size_t>(g.size()));
-    }
+    backend.gradientSweep(views, static_cast<float>(clipCoefficient));
     return total;
 }
 

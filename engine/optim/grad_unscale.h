@@ -10,10 +10,12 @@
 
 namespace plab {
 
+class ComputeBackend;
+
 struct UnscaleResult {
     bool foundNonFinite = false;   // some scaled gradient element was inf or NaN
     // L2 norm of all gradients after unscaling, summed in double; +inf when
-    // foundNonFinite (the gradients are then left as they were).
+    // foundNonFinite (the gradients are then of no use: the step is skipped).
     double gradNorm = 0.0;
 };
 
@@ -21,14 +23,15 @@ struct UnscaleResult {
 // each by invScale (the scaler's float(1/double(S))) in fp32; with master weights off
 // the product is rounded to recipe.storage(), as PyTorch's unscale writes fp16 grads.
 // Parameters with an empty grad are skipped.
+// Runs on the backend that holds the gradients.
 UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invScale,
-                               const PrecisionRecipe& recipe);
+                               const PrecisionRecipe& recipe, ComputeBackend& backend);
 
 // torch.nn.utils.clip_grad_norm_ with the L2 norm: total = sqrt(sum of g^2) over all
 // gradients (in double), and when max / (total + 1e-6) < 1 every gradient is
 // multiplied by that coefficient in fp32 and rounded to its tensor's storage format.
 // A non-finite total leaves the gradients alone. Returns the total norm before
 // clipping. Throws std::invalid_argument unless maxNorm is positive and finite.
-double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm);
+double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm, ComputeBackend& backend);
 
 }  // namespace plab

@@ -29,18 +29,19 @@ void Optimizer::setLearningRate(double lr)
     lr_ = lr;
 }
 
-void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory)
+void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+                     ComputeBackend& backend)
 {
     for (Parameter* p : params) {
         p->lastUpdate = {};
-        alignParameterWithRecipe(*p, recipe, memory);
+        alignParameterWithRecipe(*p, recipe, memory, backend);
         if (p->grad.size() == 0) continue;   // not part of this step's graph
         if (p->grad.size() != p->stored().size())
             throw std::logic_error(std::string(name()) + ": gradient of " + p->layer + "." + p->name + " has " +
                                    std::to_string(p->grad.size()) + " elements, the weights " +
                                    std::to_string(p->stored().size()));
-        stepParameter(*p, recipe, memory);
-        refreshComputeCopy(*p, recipe);
+        stepParameter(*p, recipe, memory, backend);
+        refreshComputeCopy(*p, recipe, backend);
     }
 }
 

@@ -13,6 +13,8 @@
 
 namespace plab {
 
+class ComputeBackend;
+
 struct OptimizerConfig {
     std::string kind = "adam";   // "adam" or "sgd"
     double lr = 1e-3;
@@ -27,10 +29,12 @@ public:
     // Throws std::invalid_argument for an unknown kind or a bad value.
     static std::unique_ptr<Optimizer> create(const OptimizerConfig& cfg);
 
-    // One update of every parameter from its (already unscaled) grad. Updates
-    // Parameter::lastUpdate (nonzero, lost and non-finite-making updates), and refreshes
-    // `value` from `master` (rounded to the compute format) when master weights are on.
-    void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory);
+    // One update of every parameter from its (already unscaled) grad, on the backend that
+    // holds the parameters. Updates Parameter::lastUpdate (nonzero, lost and
+    // non-finite-making updates; complete after backend.flush()), and refreshes `value`
+    // from `master` (rounded to the compute format) when master weights are on.
+    void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+              ComputeBackend& backend);
 
     // Throws std::invalid_argument unless lr is finite and >= 0.
     void setLearningRate(double lr);
@@ -38,7 +42,8 @@ public:
 
 protected:
     // The optimizer's own rule for one parameter whose grad matches its stored weights.
-    virtual void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory) const = 0;
+    virtual void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+                               ComputeBackend& backend) const = 0;
     virtual const char* name() const = 0;   // for error messages
 
 private:

@@ -100,6 +100,8 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
             for (int c = 0; c < kMemoryCategories && c < static_cast<int>(bytes.size()); ++c)
                 e.memory.live[static_cast<std::size_t>(c)] = bytes[static_cast<std::size_t>(c)].get<std::int64_t>();
             e.memory.totalLive = m.at("total").get<std::int64_t>();
+            if (m.contains("device_used"))
+                e.device = DeviceMemoryInfo{m.at("device_used").get<std::uint64_t>(), m.value("device_total", std::uint64_t{0})};
             timed.push_back({e.step, 6, e});
         }
         // The peaks of the whole run, on a last memory sample.

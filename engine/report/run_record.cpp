@@ -225,11 +225,17 @@ void RunRecorder::onEvent(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
         json bytes = json::array();
         for (auto b : e->memory.live) bytes.push_back(b);
+        if (e->device) bytes.push_back(e->device->used);   // compared, not written, with the categories
         // A sample when something changed, so a long run's series stays small.
         if (bytes != lastMemoryBytes_) {
-            record_["memory"]["samples"].push_back({{"step", e->step}, {"elapsed_ms", e->elapsedMs},
-                                                    {"bytes", bytes}, {"total", e->memory.totalLive}});
             lastMemoryBytes_ = bytes;
+            if (e->device) bytes.erase(bytes.end() - 1);
+            json sample{{"step", e->step}, {"elapsed_ms", e->elapsedMs}, {"bytes", bytes}, {"total", e->memory.totalLive}};
+            if (e->device) {
+                sample["device_used"] = e->device->used;
+                sample["device_total"] = e->device->total;
+            }
+            record_["memory"]["samples"].push_back(std::move(sample));
         }
         json peak;
         for (int c = 0; c < kMemoryCategories; ++c)

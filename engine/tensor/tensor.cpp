@@ -27,49 +27,155 @@ std::string shapeString(const Shape& s)
 }
 
 Tensor::Tensor(Shape shape, Format storage)
-    : shape_(std::move(shape)), data_(static_cast<std::size_t>(elementCount(shape_)), 0.0f),
+    : shape_(std::move(shape)), size_(elementCount(shape_)), host_(static_cast<std::size_t>(size_), 0.0f),
       storage_(storage)
 {
 }
 
-Tensor::Tensor(const Tensor& o) : shape_(o.shape_), data_(o.data_), storage_(o.storage_) {}
+Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.storage_)
+{
+    if (!o.device_) {
+        host_ = o.host_;
+        return;
+    }
+    device_ = o.device_;
+    allocate(size_, 0, false);
+    if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+}
 
 Tensor& Tensor::operator=(const Tensor& o)
 {
     if (this == &o) return *this;
     const auto before = bytes();
     shape_ = o.shape_;
-    data_ = o.data_;
     storage_ = o.storage_;
+    if (o.device_ && device_ != o.device_) place(o.device_);
+    if (!o.device_ && device_) place(nullptr);
+    if (!o.device_) {
+        host_ = o.host_;
+        size_ = o.size_;
+    } else {
+        allocate(o.size_, 0, false);
+        size_ = o.size_;
+        if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+    }
     account(bytes() - before);
     return *this;
 }
 
 Tensor::Tensor(Tensor&& o) noexcept
-    : shape_(std::move(o.shape_)), data_(std::move(o.data_)), storage_(o.storage_),
+    : shape_(std::move(o.shape_)), size_(o.size_), host_(std::move(o.host_)), device_(o.device_),
+      deviceData_(o.deviceData_), deviceCapacity_(o.deviceCapacity_), storage_(o.storage_),
       accountant_(o.accountant_), category_(o.category_)
 {
     o.accountant_ = nullptr;
-    o.data_.clear();
+    o.host_.clear();
     o.shape_.clear();
+    o.size_ = 0;
+    o.device_ = nullptr;
+    o.deviceData_ = nullptr;
+    o.deviceCapacity_ = 0;
 }
 
 Tensor& Tensor::operator=(Tensor&& o) noexcept
 {
     if (this == &o) return *this;
     track(nullptr, category_);
+    releaseDevice();
     shape_ = std::move(o.shape_);
-    data_ = std::move(o.data_);
+    size_ = o.size_;
+    host_ = std::move(o.host_);
+    device_ = o.device_;
+    deviceData_ = o.deviceData_;
+    deviceCapacity_ = o.deviceCapacity_;
     storage_ = o.storage_;
     accountant_ = o.accountant_;
     category_ = o.category_;
     o.accountant_ = nullptr;
-    o.data_.clear();
+    o.host_.clear();
     o.shape_.clear();
+    o.size_ = 0;
+    o.device_ = nullptr;
+    o.deviceData_ = nullptr;
+    o.deviceCapacity_ = 0;
     return *this;
 }
 
-Tensor::~Tensor() { track(nullptr, category_); }
+Tensor::~Tensor()
+{
+    track(nullptr, category_);
+    releaseDevice();
+}
+
+void Tensor::releaseDevice() noexcept
+{
+    if (device_ && deviceData_) device_->release(deviceData_);
+    deviceData_ = nullptr;
+    deviceCapacity_ = 0;
+}
+
+void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
+{
+    if (!device_) {
+        host_.resize(static_cast<std::size_t>(count));
+        return;
+    }
+    if (count <= deviceCapacity_) {   // new elements start at zero, as std::vector's do
+        if (zeroNew && count > keep) device_->fill(deviceData_ + keep, static_cast<std::size_t>(count - keep), 0.0f);
+        return;
+    }
+    auto* fresh = static_cast<float*>(device_->allocate(static_cast<std::size_t>(count) * sizeof(float)));
+    const std::int64_t kept = std::min(keep, deviceCapacity_);
+    if (kept > 0) device_->copy(fresh, deviceData_, static_cast<std::size_t>(kept) * sizeof(float));
+    if (zeroNew && count > kept) device_->fill(fresh + kept, static_cast<std::size_t>(count - kept), 0.0f);
+    releaseDevice();
+    deviceData_ = fresh;
+    deviceCapacity_ = count;
+}
+
+void Tensor::place(DeviceAllocator* device)
+{
+    if (device == device_) return;
+    const auto bytesOfValues = static_cast<std::size_t>(size_) * sizeof(float);
+    if (!device) {   // device -> host
+        host_.assign(static_cast<std::size_t>(size_), 0.0f);
+        if (size_) device_->download(host_.data(), deviceData_, bytesOfValues);
+        releaseDevice();
+        device_ = nullptr;
+        return;
+    }
+    std::vector<float> values;
+    if (device_) {
+        values = toHost();
+        releaseDevice();
+    } else {
+        values = std::move(host_);
+        host_ = {};
+    }
+    device_ = device;
+    allocate(size_, 0, false);
+    if (size_) device_->upload(deviceData_, values.data(), bytesOfValues);
+}
+
+std::vector<float> Tensor::toHost() const
+{
+    if (!device_) return host_;
+    std::vector<float> values(static_cast<std::size_t>(size_));
+    if (size_) device_->download(values.data(), deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+    return values;
+}
+
+void Tensor::assignFromHost(const float* values, std::int64_t count)
+{
+    if (count < 0 || count > size_)
+        throw std::invalid_argument("cannot assign " + std::to_string(count) + " values to a tensor of " +
+                                    std::to_string(size_));
+    if (!device_) {
+        std::copy(values, values + count, host_.begin());
+        return;
+    }
+    if (count) device_->upload(deviceData_, values, static_cast<std::size_t>(count) * sizeof(float));
+}
 
 std::int64_t Tensor::bytes() const
 {
@@ -84,8 +190,10 @@ void Tensor::account(std::int64_t deltaBytes)
 void Tensor::resize(const Shape& shape)
 {
     const auto before = bytes();
+    const std::int64_t count = elementCount(shape);
+    allocate(count, size_, true);
     shape_ = shape;
-    data_.resize(static_cast<std::size_t>(elementCount(shape_)));
+    size_ = count;
     account(bytes() - before);
 }
 
@@ -103,7 +211,14 @@ void Tensor::setStorage(Format f)
     account(bytes() - before);
 }
 
-void Tensor::fill(float v) { std::fill(data_.begin(), data_.end(), v); }
+void Tensor::fill(float v)
+{
+    if (!device_) {
+        std::fill(host_.begin(), host_.end(), v);
+        return;
+    }
+    if (size_) device_->fill(deviceData_, static_cast<std::size_t>(size_), v);
+}
 
 void Tensor::track(MemoryAccountant* accountant, MemoryCategory category)
 {

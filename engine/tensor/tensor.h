@@ -1,10 +1,13 @@
 // A dense tensor of fp32 values that are exactly representable in its storage format.
-// Shapes are row-major; conv activations are (N, C, H, W). A tensor registered with a
+// Shapes are row-major; conv activations are (C, N, H, W). A tensor registered with a
 // MemoryAccountant reports its bytes (in its storage format) under its category for as
-// long as it lives.
+// long as it lives. A tensor lives in host memory unless placed on a backend's device
+// allocator (place()); then data() is a device pointer, for the backend's ops only, and
+// operator[] must not be used (toHost() copies the values out).
 #pragma once
 
 #include "numerics/format.h"
+#include "tensor/device_allocator.h"
 #include "tensor/memory.h"
 
 #include <cstdint>
@@ -35,26 +38,44 @@ public:
     void fill(float v);
     void zero() { fill(0.0f); }
 
+    // Moves the values to `device` (nullptr: host memory); a no-op when already there.
+    void place(DeviceAllocator* device);
+    DeviceAllocator* device() const { return device_; }
+    bool onDevice() const { return device_ != nullptr; }
+    // The values in host memory (a download when placed on a device).
+    std::vector<float> toHost() const;
+    // Overwrites the first values.size() elements from host memory (an upload on a device).
+    void assignFromHost(const float* values, std::int64_t count);
+
     // Registers with an accountant under a category (nullptr unregisters).
     void track(MemoryAccountant* accountant, MemoryCategory category);
 
     const Shape& shape() const { return shape_; }
     std::int64_t dim(int i) const { return shape_[static_cast<std::size_t>(i)]; }
     int rank() const { return static_cast<int>(shape_.size()); }
-    std::int64_t size() const { return static_cast<std::int64_t>(data_.size()); }
+    std::int64_t size() const { return size_; }
     Format storage() const { return storage_; }
     std::int64_t bytes() const;   // size() * storage bytes of the format
 
-    float* data() { return data_.data(); }
-    const float* data() const { return data_.data(); }
-    float& operator[](std::int64_t i) { return data_[static_cast<std::size_t>(i)]; }
-    float operator[](std::int64_t i) const { return data_[static_cast<std::size_t>(i)]; }
+    float* data() { return device_ ? deviceData_ : host_.data(); }
+    const float* data() const { return device_ ? deviceData_ : host_.data(); }
+    // Host tensors only.
+    float& operator[](std::int64_t i) { return host_[static_cast<std::size_t>(i)]; }
+    float operator[](std::int64_t i) const { return host_[static_cast<std::size_t>(i)]; }
 
 private:
     void account(std::int64_t deltaBytes);
+    void releaseDevice() noexcept;
+    // Makes room for `count` elements where the tensor lives, keeping the first `keep`;
+    // with zeroNew the others read as zero (as std::vector::resize leaves them).
+    void allocate(std::int64_t count, std::int64_t keep, bool zeroNew);
 
     Shape shape_;
-    std::vector<float> data_;
+    std::int64_t size_ = 0;
+    std::vector<float> host_;             // the values when on the host
+    DeviceAllocator* device_ = nullptr;   // where they are otherwise
+    float* deviceData_ = nullptr;
+    std::int64_t deviceCapacity_ = 0;     // elements
     Format storage_ = Format::fp32;
     MemoryAccountant* accountant_ = nullptr;
     MemoryCategory category_ = MemoryCategory::workspace;

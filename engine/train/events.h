@@ -3,12 +3,14 @@
 // queued Qt signals.
 #pragma once
 
+#include "backend/backend.h"
 #include "nn/parameter.h"
 #include "numerics/rounding_stats.h"
 #include "telemetry/telemetry.h"
 #include "tensor/memory.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -68,6 +70,8 @@ struct MemoryEvent {
     std::int64_t step = 0;
     double elapsedMs = 0.0;       // timing field
     MemorySnapshot memory;
+    // The device's own view (cudaMemGetInfo) when training on a device backend.
+    std::optional<DeviceMemoryInfo> device;
 };
 
 struct StatusEvent {

@@ -120,10 +120,9 @@ Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink)
     : settings_(std::move(settings)), data_(data), sink_(std::move(sink))
 {
     if (auto problem = validateSettings(settings_); !problem.empty()) throw InputError(problem);
-    if (settings_.backend != "cpu") {
+    if (settings_.backend == "cuda") {
         const auto cuda = probeCudaBackend();
         if (!cuda.available) throw InputError("the CUDA backend is " + cuda.reason);
-        throw InputError("the CUDA backend cannot train yet; use --backend cpu");
     }
     if (data_.train.count == 0 || data_.test.count == 0)
         throw InputError("the dataset " + data_.name + " has no images");
@@ -248,7 +247,7 @@ void Trainer::applyChange(State& st, const SettingsChange& change)
         if (!text.empty()) parts.push_back(text);
         const bool scalingChanged = !(change.recipe->lossScaling == st.recipe.lossScaling);
         st.recipe = *change.recipe;
-        st.model->applyRecipe(st.recipe, &st.memory);
+        st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
         if (scalingChanged) st.scaler.reconfigure(st.recipe.lossScaling);
         settings_.recipe = st.recipe;
     }
@@ -270,15 +269,23 @@ void Trainer::applyChange(State& st, const SettingsChange& change)
     emitEvent(SettingChangeEvent{st.step, text, settingsToJson(settings_).dump()});
 }
 
+void Trainer::emitMemory(State& st)
+{
+    using Clock = std::chrono::steady_clock;
+    MemoryEvent e{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
+                  st.memory.snapshot(), st.backend ? st.backend->deviceMemory() : std::nullopt};
+    emitEvent(e);
+}
+
 RunResult Trainer::runOrThrow(State& st)
 {
     using Clock = std::chrono::steady_clock;
     st.started = Clock::now();
     st.recipe = settings_.recipe;
     st.batch = settings_.batch;
-    st.backend = createCpuBackend(settings_.threads);
+    st.backend = settings_.backend == "cuda" ? createCudaBackend(0) : createCpuBackend(settings_.threads);
     st.model = Model::create(settings_.model, settings_.seed);
-    st.model->applyRecipe(st.recipe, &st.memory);
+    st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
     st.optimizer = Optimizer::create(settings_.optimizer);
     st.scaler = LossScaler(st.recipe.lossScaling);
 
@@ -304,8 +311,7 @@ RunResult Trainer::runOrThrow(State& st)
         result.skippedSteps = st.skipped;
         result.imagesPerSecond = st.trainSeconds > 0 ? st.imagesTrained / st.trainSeconds : 0.0;
         if (st.lastTelemetryStep != st.step && st.step > 0) emitTelemetry(st, st.scaler.scale(), false);
-        emitEvent(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
-                         st.memory.snapshot()});
+        emitMemory(st);
         emitEvent(StatusEvent{status, st.step, result.message});
         return result;
     };
@@ -332,15 +338,16 @@ RunResult Trainer::runOrThrow(State& st)
             const double scale = st.scaler.scale();
             const StepOutput out = st.model->trainStep(images, labels, static_cast<float>(scale), ctx);
 
-            const UnscaleResult unscaled = unscaleGradients(params, st.scaler.inverseScale(), st.recipe);
+            const UnscaleResult unscaled = unscaleGradients(params, st.scaler.inverseScale(), st.recipe, *st.backend);
             const bool skip = st.scaler.update(unscaled.foundNonFinite);
             for (Parameter* p : params) p->lastUpdate = {};
             if (!skip) {
-                if (settings_.clipGradNorm > 0) clipGradNorm(params, settings_.clipGradNorm);
-                st.optimizer->step(params, st.recipe, &st.memory);
+                if (settings_.clipGradNorm > 0) clipGradNorm(params, settings_.clipGradNorm, *st.backend);
+                st.optimizer->step(params, st.recipe, &st.memory, *st.backend);
             } else {
                 ++st.skipped;
             }
+            st.backend->flush();   // the step's rounding and update counts are complete now
             st.telemetry.endStep();
             for (auto& [layer, counts] : st.updates) counts.first = {};
             for (const Parameter* p : params) {
@@ -366,8 +373,7 @@ RunResult Trainer::runOrThrow(State& st)
             emitEvent(se);
 
             if (histogramStep) emitTelemetry(st, scale, true);
-            emitEvent(MemoryEvent{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
-                             st.memory.snapshot()});
+            emitMemory(st);
 
             if (!std::isfinite(out.loss)) {
                 if (++nonFiniteRun >= settings_.divergenceSteps)

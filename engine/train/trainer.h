@@ -81,6 +81,7 @@ private:
     void evaluate(State& st);
     void applyChange(State& st, const SettingsChange& change);
     void emitTelemetry(State& st, double lossScale, bool withHistograms);
+    void emitMemory(State& st);   // the accountant's snapshot and the device's own view
     void emitEvent(const TrainerEvent& e) { if (sink_) sink_(e); }
 
     TrainSettings settings_;

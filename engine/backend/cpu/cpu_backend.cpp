@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/gemm_emulated.h"
 #include "backend/cpu/im2col.h"
+#include "backend/cpu/layer_ops.h"
 #include "backend/cpu/thread_pool.h"
 #include "numerics/bulk_round.h"
 
@@ -89,6 +90,64 @@ public:
                      const std::function<void(std::int64_t, std::int64_t)>& body) override
     {
         pool_.parallelFor(n, grain, body);
+    }
+
+    void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
+                      std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist) override
+    {
+        cpu::addBiasRound(pool_, f, x, n, bias, period, repeat, stats, hist);
+    }
+    void relu(float* x, std::int64_t n) override { cpu::relu(pool_, x, n); }
+    void reluBackward(const float* y, float* g, std::int64_t n) override { cpu::reluBackward(pool_, y, g, n); }
+    void maxPool2x2(const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
+                    std::uint8_t* argmax) override
+    {
+        cpu::maxPool2x2(pool_, in, planes, H, W, out, argmax);
+    }
+    void maxPool2x2Backward(const float* g, const std::uint8_t* argmax, std::int64_t planes, std::int64_t H,
+                            std::int64_t W, float* dx) override
+    {
+        cpu::maxPool2x2Backward(pool_, g, argmax, planes, H, W, dx);
+    }
+    void transposeBlocks(const float* in, std::int64_t A, std::int64_t B, std::int64_t inner, float* out) override
+    {
+        cpu::transposeBlocks(pool_, in, A, B, inner, out);
+    }
+    void sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out) override
+    {
+        cpu::sumRows(pool_, x, rows, cols, out);
+    }
+    void sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out) override
+    {
+        cpu::sumColumns(x, rows, cols, out);
+    }
+    LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,
+                                   std::int64_t classes, Format emulate, float* probabilities) override
+    {
+        return cpu::softmaxCrossEntropy(logits, labels, N, classes, emulate, probabilities);
+    }
+    void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
+                                     std::int64_t classes, float lossScale, float* grad) override
+    {
+        cpu::softmaxCrossEntropyBackward(probabilities, labels, N, classes, lossScale, grad);
+    }
+    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override
+    {
+        return plab::gradientSweep(views.data(), views.size(), multiplier);
+    }
+    void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer, std::int64_t n,
+                   UpdateCounts* counts) override
+    {
+        UpdateCounts local;
+        plab::sgdUpdate(s, f, weights, grad, buffer, static_cast<std::size_t>(n), local);
+        if (counts) *counts += local;
+    }
+    void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+                    std::int64_t n, UpdateCounts* counts) override
+    {
+        UpdateCounts local;
+        plab::adamUpdate(s, f, weights, grad, m, v, static_cast<std::size_t>(n), local);
+        if (counts) *counts += local;
     }
 
 private:

@@ -1,0 +1,32 @@
+// The CPU backend's element-wise and reduction ops of the layers and optimizers (see
+// ComputeBackend in backend/backend.h for what each computes), on host memory, parallel
+// over the backend's thread pool where the work is large enough. These are the reference
+// the CUDA plugin is checked against.
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace plab::cpu {
+
+void addBiasRound(ThreadPool& pool, Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
+                  std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist);
+void relu(ThreadPool& pool, float* x, std::int64_t n);
+void reluBackward(ThreadPool& pool, const float* y, float* g, std::int64_t n);
+void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
+                std::uint8_t* argmax);
+void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* argmax, std::int64_t planes,
+                        std::int64_t H, std::int64_t W, float* dx);
+void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                     float* out);
+void sumRows(ThreadPool& pool, const float* x, std::int64_t rows, std::int64_t cols, float* out);
+void sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out);
+LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,
+                               std::int64_t classes, Format emulate, float* probabilities);
+void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
+                                 std::int64_t classes, float lossScale, float* grad);
+
+}  // namespace plab::cpu

@@ -1,0 +1,163 @@
+// SGD, Adam, the rounded and counted update, and the gradient sweep on host memory.
+//
+// SGD follows torch/optim/sgd.py (_single_tensor_sgd, PyTorch 1.13):
+//     first step:  buf = clone(grad)
+//     later:       buf.mul_(momentum).add_(grad, alpha=1 - dampening)   # dampening 0
+//     param.add_(buf, alpha=-lr)
+// Adam follows torch/optim/adam.py (_single_tensor_adam, PyTorch 1.13 defaults), op for op:
+//     exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+//     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+//     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+//     param.addcdiv_(exp_avg, denom, value=-step_size)
+// Every tensor op computes in fp32 (PyTorch's "opmath" for fp16/bf16 too) and rounds once
+// when it writes its result; with master weights off the weights, moments and gradient
+// are fp16/bf16 tensors, so each write rounds to that format. That is why real fp16 Adam
+// loses eps: (sqrt(v) / c2).add_(1e-8) stores 0 where v is 0, and an element whose
+// gradient has been zero gets 0/0 = NaN. Within an op we follow the CUDA kernels, which
+// these recipes model: a division by a Python scalar multiplies by its fp32 reciprocal,
+// addcmul_ is self + (value*t1)*t2 and addcdiv_ is self + value*(t1/t2), each sum a fused
+// multiply-add (nvcc contracts them). PyTorch's CPU kernels differ from this by at most an
+// fp32 rounding per op.
+#include "numerics/update_math.h"
+
+#include "numerics/bulk_round.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace plab {
+
+namespace {
+constexpr std::size_t kChunk = 1024;   // elements per pass; the temporaries stay in L1
+}
+
+void roundWritten(Format f, float* x, std::size_t n)
+{
+    if (f != Format::fp32 && n) roundArray(f, x, n);
+}
+
+PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n,
+                                 UpdateCounts& counts)
+{
+    constexpr std::size_t kBlock = 256;
+    std::array<float, kBlock> before{};
+    for (std::size_t start = 0; start < n; start += kBlock) {
+        const std::size_t len = std::min(kBlock, n - start);
+        float* w = p + start;
+        const float* d = direction + start;
+        for (std::size_t i = 0; i < len; ++i) {
+            before[i] = w[i];
+            w[i] = std::fma(alpha, d[i], w[i]);
+        }
+        roundWritten(f, w, len);
+        for (std::size_t i = 0; i < len; ++i) {
+            // NaN compares unequal to 0 and to itself: a NaN update is nonzero, never lost.
+            const double update = static_cast<double>(alpha) * static_cast<double>(d[i]);
+            if (update == 0.0) continue;
+            ++counts.nonzero;
+            if (w[i] == before[i]) ++counts.lost;
+            // Adam's eps is 0 in fp16: 0/0 makes NaN weights; an overflow makes inf.
+            if (!std::isfinite(w[i]) && std::isfinite(before[i])) ++counts.nonFinite;
+        }
+    }
+}
+
+void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* gradIn, float* buffer, std::size_t n,
+               UpdateCounts& counts)
+{
+    std::array<float, kChunk> grad{};
+    for (std::size_t start = 0; start < n; start += kChunk) {
+        const std::size_t len = std::min(kChunk, n - start);
+        // (len) the gradient as a tensor of format f holds it
+        std::copy_n(gradIn + start, len, grad.data());
+        roundWritten(f, grad.data(), len);
+
+        const float* direction = grad.data();
+        if (s.useMomentum) {
+            float* buf = buffer + start;   // (len)
+            if (s.firstStep) {
+                std::copy_n(grad.data(), len, buf);   // buf = clone(grad)
+            } else {
+                for (std::size_t i = 0; i < len; ++i) buf[i] *= s.momentum;   // buf.mul_(momentum)
+                roundWritten(f, buf, len);
+                for (std::size_t i = 0; i < len; ++i) buf[i] += grad[i];      // .add_(grad, alpha=1)
+                roundWritten(f, buf, len);
+            }
+            direction = buf;
+        }
+        applyUpdate(f, weights + start, direction, s.negLr, len, counts);   // param.add_(buf, alpha=-lr)
+    }
+}
+
+namespace {
+
+// One chunk of elements through Adam's whole op sequence.
+PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, Format f, const float* gradIn, float* m, float* v,
+                               float* weights, std::size_t len, UpdateCounts& counts)
+{
+    std::array<float, kChunk> grad{};    // (len) the gradient as format f holds it
+    std::array<float, kChunk> denom{};   // (len) the temporary tensor `denom`, format f
+    std::array<float, kChunk> ratio{};   // (len) exp_avg / denom inside addcdiv_, fp32 opmath
+    std::copy_n(gradIn, len, grad.data());
+    roundWritten(f, grad.data(), len);
+
+    for (std::size_t i = 0; i < len; ++i) m[i] *= s.beta1;                                       // exp_avg.mul_
+    roundWritten(f, m, len);
+    for (std::size_t i = 0; i < len; ++i) m[i] = std::fma(s.oneMinusBeta1, grad[i], m[i]);      // .add_
+    roundWritten(f, m, len);
+    for (std::size_t i = 0; i < len; ++i) v[i] *= s.beta2;                                       // exp_avg_sq.mul_
+    roundWritten(f, v, len);
+    for (std::size_t i = 0; i < len; ++i) v[i] = std::fma(s.oneMinusBeta2 * grad[i], grad[i], v[i]);   // .addcmul_
+    roundWritten(f, v, len);
+
+    for (std::size_t i = 0; i < len; ++i) denom[i] = std::sqrt(v[i]);                            // exp_avg_sq.sqrt()
+    roundWritten(f, denom.data(), len);
+    for (std::size_t i = 0; i < len; ++i) denom[i] *= s.invBiasCorrection2Sqrt;                  // / bias_correction2_sqrt
+    roundWritten(f, denom.data(), len);
+    for (std::size_t i = 0; i < len; ++i) denom[i] += s.eps;                                     // .add_(eps)
+    roundWritten(f, denom.data(), len);
+
+    for (std::size_t i = 0; i < len; ++i) ratio[i] = m[i] / denom[i];
+    applyUpdate(f, weights, ratio.data(), s.negStepSize, len, counts);                          // param.addcdiv_
+}
+
+}  // namespace
+
+void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+                std::size_t n, UpdateCounts& counts)
+{
+    for (std::size_t start = 0; start < n; start += kChunk) {
+        const std::size_t len = std::min(kChunk, n - start);
+        adamChunk(s, f, grad + start, m + start, v + start, weights + start, len, counts);
+    }
+}
+
+SweepResult gradientSweep(const GradientView* views, std::size_t count, float multiplier)
+{
+    SweepResult result;
+    for (std::size_t k = 0; k < count; ++k) {
+        const GradientView& g = views[k];
+        for (std::int64_t i = 0; i < g.size; ++i)
+            if (!std::isfinite(g.data[i])) {
+                result.nonFinite = true;
+                return result;
+            }
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+        const GradientView& g = views[k];
+        if (multiplier != 1.0f) {
+            for (std::int64_t i = 0; i < g.size; ++i) g.data[i] *= multiplier;
+            roundWritten(g.format, g.data, static_cast<std::size_t>(g.size));
+        }
+        double sum = 0.0;
+        for (std::int64_t i = 0; i < g.size; ++i) {
+            const double x = g.data[i];
+            sum += x * x;
+        }
+        result.sumOfSquares += sum;
+    }
+    return result;
+}
+
+}  // namespace plab

@@ -1,0 +1,96 @@
+// The element-wise arithmetic of the optimizers and of gradient unscaling on host memory:
+// PyTorch's SGD and Adam update equations op for op, each op computing in fp32 and
+// rounding once when it writes a tensor of format f (fp32 beside masters, else the
+// fp16/bf16 of model.half()), the final rounded and counted update, and the gradient
+// sweep of GradScaler.unscale_ / clip_grad_norm_. The CPU backend runs these; the CUDA
+// plugin's kernels repeat them per element (backend/cuda/kernel_math.h) and are checked
+// against them.
+#pragma once
+
+#include "numerics/format.h"
+
+#include <cstddef>
+#include <cstdint>
+
+// std::fma is one instruction on CPUs with FMA3 and a libm call elsewhere; loops that
+// use it get an FMA3 clone picked at load time. Results are identical either way: fma
+// is exactly rounded in hardware and in libm.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__FMA__)
+#define PLAB_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define PLAB_FMA_CLONES
+#endif
+
+namespace plab {
+
+// What one optimizer step did to a parameter's stored weights.
+struct UpdateCounts {
+    std::int64_t nonzero = 0;     // elements whose computed update was nonzero
+    std::int64_t lost = 0;        // ... and whose stored weight did not change
+    std::int64_t nonFinite = 0;   // finite weights that the update made inf or NaN
+    UpdateCounts& operator+=(const UpdateCounts& o)
+    {
+        nonzero += o.nonzero;
+        lost += o.lost;
+        nonFinite += o.nonFinite;
+        return *this;
+    }
+    bool operator==(const UpdateCounts&) const = default;
+};
+
+// Rounds what one elementwise op wrote into a tensor of format f. PyTorch's kernels on
+// fp16/bf16 tensors compute in fp32 ("opmath") and round once when they store.
+void roundWritten(Format f, float* x, std::size_t n);
+
+// p[i] = round_f(p[i] + alpha * direction[i]) for i < n, computed as one fused
+// multiply-add in fp32 (what `param.add_(d, alpha=a)` and `addcdiv_` compile to on the
+// GPU), rounded once to f when stored. The update alpha * direction[i] is evaluated in
+// double (exact for two floats) to tell a zero update from a lost one.
+void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts);
+
+// The Python scalars of one SGD step as the fp32 opmath values the kernels receive.
+struct SgdScalars {
+    float momentum = 0.0f;
+    float negLr = 0.0f;
+    bool useMomentum = false;   // PyTorch keeps no buffer without momentum
+    bool firstStep = false;     // buf = clone(grad) instead of buf.mul_(momentum).add_(grad)
+};
+
+// torch.optim.SGD (momentum, no dampening, no weight decay) on n elements of format f:
+// weights and buffer updated in place, counts added.
+void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer, std::size_t n,
+               UpdateCounts& counts);
+
+// The Python scalars of one Adam step as fp32 opmath values.
+struct AdamScalars {
+    float beta1 = 0.0f, oneMinusBeta1 = 0.0f, beta2 = 0.0f, oneMinusBeta2 = 0.0f;
+    float invBiasCorrection2Sqrt = 0.0f;   // a CUDA division by a Python scalar multiplies by this
+    float eps = 0.0f;
+    float negStepSize = 0.0f;
+};
+
+// torch.optim.Adam (not amsgrad, no weight decay) on n elements of format f: weights and
+// both moments updated in place, counts added.
+void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+                std::size_t n, UpdateCounts& counts);
+
+// One gradient tensor for a sweep: its values and the format its tensor stores.
+struct GradientView {
+    float* data = nullptr;
+    std::int64_t size = 0;
+    Format format = Format::fp32;
+};
+
+struct SweepResult {
+    bool nonFinite = false;       // some value was inf or NaN before the multiplication
+    double sumOfSquares = 0.0;    // of the values after it, in double
+};
+
+// Over every view: notes non-finite values; when none is found anywhere, multiplies
+// every value by `multiplier` in fp32 (skipped when it is 1) rounding the products to
+// the view's format, and sums the squares of the results in double, view by view in
+// order. When a non-finite value is found the sum is not computed and the values are
+// left as they were (a device backend may have multiplied them: the step is skipped).
+SweepResult gradientSweep(const GradientView* views, std::size_t count, float multiplier);
+
+}  // namespace plab
