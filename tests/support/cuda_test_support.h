@@ -1,12 +1,15 @@
-// What the CUDA backend tests share: seeded data over every fp32 class, the kernel
-// rounding emulated on the host, and the build tree's plugin opened directly (the test
-// programs live in build/tests, where the engine's loader does not look).
+// What the CUDA backend tests share: seeded data over every fp32 class, the kernels emulated
+// on the host (element after element through kernel_math.h, so that the device arithmetic
+// is checked against the CPU reference without a device), and the build tree's plugin
+// opened directly (the test programs live in build/tests, where the engine's loader does
+// not look).
 #pragma once
 
 #include "backend/backend.h"
 #include "backend/cuda/kernel_math.h"
 #include "numerics/bulk_round.h"
 #include "numerics/format.h"
+#include "numerics/update_math.h"
 
 #include "test_support.h"
 
@@ -86,6 +89,174 @@ void emulateRoundKernel(Format f, const std::vector<float>& in, std::vector<floa
         ++counters[static_cast<std::size_t>(ck::histogramSlot(u))];
     }
     addCounters(counters, in.size(), stats, hist);
+}
+
+// ---- The step kernels on the host (kernels.cu / step_kernels.cu, thread by thread) --------
+
+// addBiasRound: the bias added in fp32, then rounded and counted; fp32 is no rounding site.
+void emulateAddBiasRound(Format f, std::vector<float>& x, const std::vector<float>& bias, std::int64_t period,
+                         std::int64_t repeat, RoundingStats& stats, GradientHistogram& hist)
+{
+    std::vector<std::uint64_t> counters(ck::kCounterSlots, 0);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const float b = bias[static_cast<std::size_t>(ck::biasIndex(static_cast<std::int64_t>(i), period, repeat))];
+        const std::uint32_t u = ck::floatBits(ck::addRn(x[i], b));
+        const std::uint32_t r = ck::roundBits(static_cast<int>(f), u);
+        x[i] = ck::floatFromBits(r);
+        for (unsigned mask = ck::statMask(static_cast<int>(f), u, r); mask != 0; mask &= mask - 1)
+            ++counters[static_cast<std::size_t>(std::countr_zero(mask))];
+        ++counters[static_cast<std::size_t>(ck::histogramSlot(u))];
+    }
+    if (f != Format::fp32) addCounters(counters, x.size(), stats, hist);
+}
+
+// maxPool2x2 forward (one thread per output) and backward (one thread per input).
+void emulateMaxPool(const ck::PoolShape& s, const std::vector<float>& in, std::vector<float>& out,
+                    std::vector<std::uint8_t>& argmax)
+{
+    const std::int64_t total = s.planes * s.outHeight() * s.outWidth();
+    out.assign(static_cast<std::size_t>(total), 0.0f);
+    argmax.assign(static_cast<std::size_t>(total), 0);
+    for (std::int64_t o = 0; o < total; ++o) {
+        const float* w = in.data() + ck::poolWindowStart(s, o);
+        const float v[4] = {w[0], w[1], w[s.width], w[s.width + 1]};
+        const int best = ck::poolWinner(v);
+        out[static_cast<std::size_t>(o)] = v[best];
+        argmax[static_cast<std::size_t>(o)] = static_cast<std::uint8_t>(best);
+    }
+}
+
+void emulateMaxPoolBackward(const ck::PoolShape& s, const std::vector<float>& g, const std::vector<std::uint8_t>& argmax,
+                            std::vector<float>& dx)
+{
+    dx.assign(static_cast<std::size_t>(s.planes * s.height * s.width), 0.0f);
+    for (std::size_t i = 0; i < dx.size(); ++i) {
+        int position = 0;
+        const std::int64_t o = ck::poolOutputOf(s, static_cast<std::int64_t>(i), &position);
+        dx[i] = (o >= 0 && argmax[static_cast<std::size_t>(o)] == position) ? g[static_cast<std::size_t>(o)] : 0.0f;
+    }
+}
+
+// Softmax cross-entropy: one "thread" per row, then the total in row order.
+LossResult emulateSoftmax(Format emulate, const std::vector<float>& logits, const std::vector<std::uint8_t>& labels,
+                          std::int64_t classes, std::vector<float>& prob)
+{
+    const auto N = static_cast<std::int64_t>(labels.size());
+    prob.assign(logits.size(), 0.0f);
+    std::vector<double> rowResults(labels.size());
+    LossResult result;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* row = logits.data() + n * classes;
+        float* p = prob.data() + n * classes;
+        const int label = labels[static_cast<std::size_t>(n)];
+        result.correct += ck::predictsLabel(row, classes, label) ? 1 : 0;
+        rowResults[static_cast<std::size_t>(n)] =
+            emulate == Format::fp32 ? ck::softmaxRowFp32(row, classes, label, p)
+                                    : ck::softmaxRowEmulated(static_cast<int>(emulate), row, classes, label, p);
+    }
+    result.loss = emulate == Format::fp32 ? ck::lossMeanFp32(rowResults.data(), N)
+                                          : ck::lossMeanEmulated(static_cast<int>(emulate), rowResults.data(), N);
+    return result;
+}
+
+void emulateSoftmaxBackward(const std::vector<float>& prob, const std::vector<std::uint8_t>& labels,
+                            std::int64_t classes, float lossScale, std::vector<float>& grad)
+{
+    const float batch = static_cast<float>(labels.size());
+    grad.resize(prob.size());
+    for (std::size_t i = 0; i < prob.size(); ++i) {
+        const bool isLabel = static_cast<std::int64_t>(i) % classes == labels[i / static_cast<std::size_t>(classes)];
+        grad[i] = ck::softmaxGradient(prob[i], isLabel, batch, lossScale);
+    }
+}
+
+void addUpdateMask(UpdateCounts& counts, unsigned mask)
+{
+    counts.nonzero += (mask >> ck::kUpdateNonzero) & 1u;
+    counts.lost += (mask >> ck::kUpdateLost) & 1u;
+    counts.nonFinite += (mask >> ck::kUpdateNonFinite) & 1u;
+}
+
+// One optimizer update, element after element (buffer may be empty without momentum).
+UpdateCounts emulateSgd(const SgdScalars& s, Format f, std::vector<float>& w, const std::vector<float>& g,
+                        std::vector<float>& buffer)
+{
+    const ck::SgdStep step{s.momentum, s.negLr, s.useMomentum, s.firstStep};
+    UpdateCounts counts;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        float buf = buffer.empty() ? 0.0f : buffer[i];
+        addUpdateMask(counts, ck::sgdElement(step, static_cast<int>(f), w[i], g[i], buf));
+        if (!buffer.empty()) buffer[i] = buf;
+    }
+    return counts;
+}
+
+UpdateCounts emulateAdam(const AdamScalars& s, Format f, std::vector<float>& w, const std::vector<float>& g,
+                         std::vector<float>& m, std::vector<float>& v)
+{
+    const ck::AdamStep step{s.beta1, s.oneMinusBeta1, s.beta2, s.oneMinusBeta2, s.invBiasCorrection2Sqrt, s.eps,
+                            s.negStepSize};
+    UpdateCounts counts;
+    for (std::size_t i = 0; i < w.size(); ++i)
+        addUpdateMask(counts, ck::adamElement(step, static_cast<int>(f), w[i], g[i], m[i], v[i]));
+    return counts;
+}
+
+// The gradient sweep: the flag over every view first, then scale and square view by view
+// (the device sums each view's squares in a tree; here in order, as the CPU does).
+SweepResult emulateSweep(std::vector<std::vector<float>>& views, const std::vector<Format>& formats, float multiplier)
+{
+    SweepResult result;
+    for (const auto& v : views)
+        for (float x : v) result.nonFinite = result.nonFinite || !ck::isFiniteFloat(x);
+    if (result.nonFinite) return result;
+    for (std::size_t k = 0; k < views.size(); ++k) {
+        double sum = 0.0;
+        for (float& x : views[k]) {
+            if (multiplier != 1.0f) x = ck::sweepScaled(static_cast<int>(formats[k]), x, multiplier);
+            sum += ck::squareRn(static_cast<double>(x));
+        }
+        result.sumOfSquares += sum;
+    }
+    return result;
+}
+
+// Adam's scalars at step t, as engine/optim/adam.cpp computes them from Python floats.
+AdamScalars adamScalars(int step, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8)
+{
+    const double bc1 = 1.0 - std::pow(beta1, step), bc2 = 1.0 - std::pow(beta2, step);
+    return {static_cast<float>(beta1), static_cast<float>(1.0 - beta1),   static_cast<float>(beta2),
+            static_cast<float>(1.0 - beta2), 1.0f / static_cast<float>(std::sqrt(bc2)), static_cast<float>(eps),
+            static_cast<float>(-(lr / bc1))};
+}
+
+// Values of format f for optimizer tests: mostly spread over [2^-30, 2^10] with both signs,
+// and about one in six from `specials` (zeros, NaN, the format's edges, ...).
+std::vector<float> valuesWithSpecials(Format f, std::size_t n, std::uint64_t seed, const std::vector<float>& specials)
+{
+    Rng rng{seed};
+    std::vector<float> v(n);
+    for (auto& x : v) {
+        if (rng.next() % 6 == 0) {
+            x = specials[rng.next() % specials.size()];
+        } else {
+            const double e = -30.0 + 40.0 * rng.uniform();
+            x = static_cast<float>(((rng.next() & 1) ? -1.0 : 1.0) * std::exp2(e));
+        }
+        x = roundTo(f, x);   // a tensor of format f holds only its values
+    }
+    return v;
+}
+
+// Equal as stored values: the same bits, or NaN on both sides (a NaN's payload and sign
+// are not part of any op's contract: x86 and CUDA make different default NaNs).
+bool sameValues(const std::vector<float>& a, const std::vector<float>& b)
+{
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(std::isnan(a[i]) && std::isnan(b[i])) && std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i]))
+            return false;
+    return true;
 }
 
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b)

@@ -1,11 +1,11 @@
-// CudaBackend: lifetime (device, stream, cuBLAS handle), host <-> device transfers, and
-// the element-wise ops: rounding with telemetry, im2col / col2im, host parallel loops.
-// The GEMM is in cuda_gemm.cpp, the probe and the C entry points in cuda_plugin.cpp.
+// CudaBackend: lifetime (device, stream, cuBLAS handle, allocator, counter arena), the step's
+// synchronisation (flush), rounding with telemetry, im2col / col2im, host parallel loops.
+// The GEMM is in cuda_gemm.cpp, the layers' ops in cuda_layer_ops.cpp, the sweep and the
+// optimizers in cuda_update_ops.cpp, the probe and the C entry points in cuda_plugin.cpp.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
 #include <thread>
 
@@ -23,6 +23,26 @@ namespace {
 
 int hostThreads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
+// `device` when it exists, made current; throws otherwise.
+int usableDevice(int device)
+{
+    int count = 0;
+    PLAB_CUDA_CHECK(cudaGetDeviceCount(&count));
+    if (device < 0 || device >= count)
+        throw std::runtime_error("there is no CUDA device " + std::to_string(device) + " (found " +
+                                 std::to_string(count) + ")");
+    PLAB_CUDA_CHECK(cudaSetDevice(device));
+    return device;
+}
+
+DeviceCapability capabilityOf(int device)
+{
+    DeviceCapability cap;
+    PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&cap.major, cudaDevAttrComputeCapabilityMajor, device));
+    PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&cap.minor, cudaDevAttrComputeCapabilityMinor, device));
+    return cap;
+}
+
 void checkGeometry(const ConvGeometry& g, std::int64_t n0, std::int64_t count)
 {
     // The same contract as the CPU backend's im2col (engine/backend/cpu/im2col.cpp).
@@ -31,114 +51,54 @@ void checkGeometry(const ConvGeometry& g, std::int64_t n0, std::int64_t count)
         throw std::invalid_argument("im2col needs a same-size stride-1 convolution and a sample range inside the batch.");
 }
 
-// The dense (C, count, H, W) device block a [n0, n0 + count) sample range maps to.
-cudakernels::ConvShape blockShape(const ConvGeometry& g, std::int64_t count)
+cudakernels::ConvShape shapeOf(const ConvGeometry& g)
 {
-    return {g.channels, count, g.height, g.width, g.kernel, g.pad};
+    return {g.channels, g.batch, g.height, g.width, g.kernel, g.pad};
 }
 
 std::string megabytes(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device) : device_(device), pool_(hostThreads())
+CudaBackend::CudaBackend(int device)
+    : device_(usableDevice(device)), capability_(capabilityOf(device_)), stream_(device_), cublas_(stream_.get()),
+      pool_(hostThreads()), allocator_(device_, stream_.get()), counters_(stream_.get()), a16_(stream_.get()),
+      b16_(stream_.get()), c16_(stream_.get()), labels_(stream_.get()), lossScratch_(stream_.get()),
+      sweepScratch_(stream_.get())
 {
-    int count = 0;
-    PLAB_CUDA_CHECK(cudaGetDeviceCount(&count));
-    if (device < 0 || device >= count)
-        throw std::runtime_error("there is no CUDA device " + std::to_string(device) + " (found " +
-                                 std::to_string(count) + ")");
-    activate();
-    PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&capability_.major, cudaDevAttrComputeCapabilityMajor, device));
-    PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&capability_.minor, cudaDevAttrComputeCapabilityMinor, device));
-    try {
-        // Non-blocking: our work never waits on the legacy default stream of other code.
-        PLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        PLAB_CUBLAS_CHECK(cublasCreate(&cublas_));
-        PLAB_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-        // Alpha and beta come from host memory; split-K reductions stay in the compute type.
-        PLAB_CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
-        PLAB_CUBLAS_CHECK(cublasSetMathMode(
-            cublas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-        probeDevices(info_);
-        const DeviceMemory mem = deviceMemory(device_);
-        info_.reason = "CUDA device " + std::to_string(device_) + " (compute " + std::to_string(capability_.major) +
-                       "." + std::to_string(capability_.minor) + "), operands copied per op";
-        info_.versions.push_back("device memory at start: " + megabytes(mem.used) + " used of " +
-                                 megabytes(mem.total));
-    } catch (...) {
-        // The destructor does not run for a constructor that throws: release by hand.
-        if (cublas_) (void)cublasDestroy(cublas_);
-        if (stream_) (void)cudaStreamDestroy(stream_);
-        throw;
-    }
+    probeDevices(info_);
+    const DeviceMemoryInfo mem = queryDeviceMemory(device_);
+    info_.reason = "CUDA device " + std::to_string(device_) + " (compute " + std::to_string(capability_.major) + "." +
+                   std::to_string(capability_.minor) + "), tensors on the device";
+    info_.versions.push_back("device memory at start: " + megabytes(mem.used) + " used of " + megabytes(mem.total));
 }
 
 CudaBackend::~CudaBackend()
 {
-    // No throwing here: a failing teardown (a lost device) must not take the process down.
-    (void)cudaSetDevice(device_);
-    if (stream_) (void)cudaStreamSynchronize(stream_);
-    if (cublas_) (void)cublasDestroy(cublas_);
-    if (stream_) (void)cudaStreamDestroy(stream_);
+    // The members free their memory on the stream and then drain it; the device must be
+    // current for that. No throwing here: a lost device must not take the process down.
+    if (cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void CudaBackend::activate() const { PLAB_CUDA_CHECK(cudaSetDevice(device_)); }
 
-void CudaBackend::upload(const float* host, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* device)
-{
-    if (rows == 0 || cols == 0) return;
-    const auto width = static_cast<std::size_t>(cols) * sizeof(float);
-    PLAB_CUDA_CHECK(cudaMemcpy2DAsync(device, width, host, static_cast<std::size_t>(ld) * sizeof(float), width,
-                                      static_cast<std::size_t>(rows), cudaMemcpyHostToDevice, stream_));
-}
+void CudaBackend::synchronize() { PLAB_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
-void CudaBackend::download(const float* device, std::int64_t rows, std::int64_t cols, float* host, std::int64_t ld)
+void CudaBackend::flush()
 {
-    if (rows == 0 || cols == 0) return;
-    // Row by row with the host pitch: the gaps between rows (ld > cols) are left untouched.
-    const auto width = static_cast<std::size_t>(cols) * sizeof(float);
-    PLAB_CUDA_CHECK(cudaMemcpy2DAsync(host, static_cast<std::size_t>(ld) * sizeof(float), device, width, width,
-                                      static_cast<std::size_t>(rows), cudaMemcpyDeviceToHost, stream_));
+    if (!counters_.pending()) return;
+    activate();
+    counters_.flush();
 }
-
-void CudaBackend::synchronize() { PLAB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 void CudaBackend::roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                              GradientHistogram* hist)
 {
     if (n == 0) return;
     activate();
-    float* data = a_.reserveFor<float>(n);   // (n)
-    PLAB_CUDA_CHECK(cudaMemcpyAsync(data, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
-    unsigned long long* counters = nullptr;
-    if (stats || hist) {
-        counters = counters_.reserveFor<unsigned long long>(cudakernels::kCounterSlots);
-        PLAB_CUDA_CHECK(cudaMemsetAsync(counters, 0, cudakernels::kCounterSlots * sizeof(unsigned long long), stream_));
-    }
-    PLAB_CUDA_CHECK(cudakernels::launchRound(static_cast<int>(f), data, data, n, counters, stats != nullptr,
-                                             hist != nullptr, stream_));
-    PLAB_CUDA_CHECK(cudaMemcpyAsync(dst, data, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    std::array<unsigned long long, cudakernels::kCounterSlots> counts{};
-    if (counters)
-        PLAB_CUDA_CHECK(cudaMemcpyAsync(counts.data(), counters, sizeof(counts), cudaMemcpyDeviceToHost, stream_));
-    synchronize();
-    // Counts are added, as the CPU backend does: the caller accumulates over many calls.
-    if (stats) {
-        stats->count += n;
-        stats->zerosIn += counts[cudakernels::kZerosIn];
-        stats->underflow += counts[cudakernels::kUnderflow];
-        stats->subnormal += counts[cudakernels::kSubnormal];
-        stats->overflow += counts[cudakernels::kOverflow];
-        stats->nan += counts[cudakernels::kNan];
-        stats->infIn += counts[cudakernels::kInfIn];
-    }
-    if (hist) {
-        for (int b = 0; b < cudakernels::kHistBins; ++b)
-            hist->bins[static_cast<std::size_t>(b)] += counts[static_cast<std::size_t>(cudakernels::kHistFirst + b)];
-        hist->zeros += counts[cudakernels::kHistZeros];
-        hist->nonFinite += counts[cudakernels::kHistNonFinite];
-    }
+    unsigned long long* slots = (stats || hist) ? counters_.roundingSlots(stats, hist, n) : nullptr;
+    PLAB_CUDA_CHECK(cudakernels::launchRound(static_cast<int>(f), src, dst, n, {}, slots, stats != nullptr,
+                                             hist != nullptr, stream()));
 }
 
 void CudaBackend::im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols)
@@ -146,16 +106,7 @@ void CudaBackend::im2col(const ConvGeometry& g, const float* src, std::int64_t n
     checkGeometry(g, n0, count);
     if (count == 0) return;
     activate();
-    const std::int64_t hw = g.planeSize();
-    const auto blockElems = static_cast<std::size_t>(g.channels * count * hw);
-    const auto colsElems = static_cast<std::size_t>(g.patchSize() * count * hw);
-    float* block = a_.reserveFor<float>(blockElems);   // (C, count, H, W)
-    float* dcols = c_.reserveFor<float>(colsElems);    // (patchSize, count * H * W)
-    // The samples of one channel are contiguous in (C, N, H, W): one row per channel.
-    upload(src + n0 * hw, g.batch * hw, g.channels, count * hw, block);
-    PLAB_CUDA_CHECK(cudakernels::launchIm2col(blockShape(g, count), block, dcols, stream_));
-    PLAB_CUDA_CHECK(cudaMemcpyAsync(cols, dcols, colsElems * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    synchronize();
+    PLAB_CUDA_CHECK(cudakernels::launchIm2col(shapeOf(g), n0, count, src, cols, stream()));
 }
 
 void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst)
@@ -163,26 +114,18 @@ void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t 
     checkGeometry(g, n0, count);
     if (count == 0) return;
     activate();
-    const std::int64_t hw = g.planeSize();
-    const auto blockElems = static_cast<std::size_t>(g.channels * count * hw);
-    const auto colsElems = static_cast<std::size_t>(g.patchSize() * count * hw);
-    float* dcols = c_.reserveFor<float>(colsElems);    // (patchSize, count * H * W)
-    float* block = a_.reserveFor<float>(blockElems);   // (C, count, H, W)
-    PLAB_CUDA_CHECK(cudaMemcpyAsync(dcols, cols, colsElems * sizeof(float), cudaMemcpyHostToDevice, stream_));
-    PLAB_CUDA_CHECK(cudakernels::launchCol2im(blockShape(g, count), dcols, block, stream_));
-    download(block, g.channels, count * hw, dst + n0 * hw, g.batch * hw);
-    synchronize();
+    PLAB_CUDA_CHECK(cudakernels::launchCol2im(shapeOf(g), n0, count, cols, dst, stream()));
 }
 
 void CudaBackend::parallelFor(std::int64_t n, std::int64_t grain,
                               const std::function<void(std::int64_t, std::int64_t)>& body)
 {
-    // Host loops: the layers' element-wise work on host tensors (until tensors live on
-    // the device, see docs/CUDA.md).
+    // Host loops over host data: the layers no longer run element-wise work through it on
+    // tensor values (those are device pointers here).
     pool_.parallelFor(n, grain, body);
 }
 
-DeviceMemory deviceMemory(int device)
+DeviceMemoryInfo queryDeviceMemory(int device)
 {
     PLAB_CUDA_CHECK(cudaSetDevice(device));
     std::size_t freeBytes = 0, totalBytes = 0;

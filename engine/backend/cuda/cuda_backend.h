@@ -1,19 +1,20 @@
-// The CUDA implementation of ComputeBackend (C++20, compiled by the host compiler): cuBLAS
-// GEMMs with the compute type each precision implies, the plugin's kernels for rounding
-// with telemetry and for im2col / col2im, and the device probe behind plab_cuda_probe.
-// Data arrives as host pointers through the current interface, so every op copies its
-// operands in, computes, and copies the result out (see docs/CUDA.md).
+// The CUDA implementation of ComputeBackend (C++20, compiled by the host compiler): tensors
+// live in device memory (allocator()), every op enqueues its kernels or cuBLAS call on the
+// backend's one stream and returns without waiting, counts meant for host structs are
+// deferred to flush(), and only the ops that return a value (the loss, the gradient sweep)
+// and downloads wait for the device. Also the device probe behind plab_cuda_probe.
 #pragma once
 
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_counters.h"
+#include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/cuda_status.h"
-
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace plab::cuda {
 
@@ -29,13 +30,10 @@ struct DeviceCapability {
 // cuBLAS and cuDNN, the devices). Never throws: an unusable CUDA stack is a reason.
 void probeDevices(BackendInfo& info);
 
-// Device memory of the current process's view of device `device`: used and total bytes
-// (cudaMemGetInfo). Throws on a CUDA error.
-struct DeviceMemory {
-    std::uint64_t used = 0;
-    std::uint64_t total = 0;
-};
-DeviceMemory deviceMemory(int device);
+// Used and total bytes of device `device` as the device reports them (cudaMemGetInfo: it
+// does not wait on any stream). Memory cached in the allocator's pool counts as used.
+// Throws on a CUDA error.
+DeviceMemoryInfo queryDeviceMemory(int device);
 
 class CudaBackend final : public ComputeBackend {
 public:
@@ -59,27 +57,61 @@ public:
     void parallelFor(std::int64_t n, std::int64_t grain,
                      const std::function<void(std::int64_t, std::int64_t)>& body) override;
 
-    DeviceMemory memory() const { return deviceMemory(device_); }
+    DeviceAllocator* allocator() override { return &allocator_; }
+    void flush() override;
+    std::optional<DeviceMemoryInfo> deviceMemory() const override { return queryDeviceMemory(device_); }
+
+    // Layer ops (cuda_layer_ops.cpp).
+    void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
+                      std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist) override;
+    void relu(float* x, std::int64_t n) override;
+    void reluBackward(const float* y, float* g, std::int64_t n) override;
+    void maxPool2x2(const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
+                    std::uint8_t* argmax) override;
+    void maxPool2x2Backward(const float* g, const std::uint8_t* argmax, std::int64_t planes, std::int64_t H,
+                            std::int64_t W, float* dx) override;
+    void transposeBlocks(const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                         float* out) override;
+    void sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out) override;
+    void sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out) override;
+    LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,
+                                   std::int64_t classes, Format emulate, float* probabilities) override;
+    void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
+                                     std::int64_t classes, float lossScale, float* grad) override;
+
+    // Loss scaling and the optimizers (cuda_update_ops.cpp).
+    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
+    void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer,
+                   std::int64_t n, UpdateCounts* counts) override;
+    void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+                    std::int64_t n, UpdateCounts* counts) override;
 
 private:
     // Makes this backend's device current on the calling thread (the current device is
     // per host thread, and the trainer calls from its worker thread).
     void activate() const;
-    // Copies a row-major (rows, cols) host matrix with leading dimension ld to a dense
-    // device matrix, and back.
-    void upload(const float* host, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* device);
-    void download(const float* device, std::int64_t rows, std::int64_t cols, float* host, std::int64_t ld);
+    cudaStream_t stream() const { return stream_.get(); }
     void synchronize();
+    // The labels of the loss on the device: uploaded when they differ from the last ones,
+    // so the backward pass reuses the forward pass's copy. Throws when one is >= classes.
+    const std::uint8_t* deviceLabels(const std::uint8_t* labels, std::int64_t N, std::int64_t classes);
 
+    // Declaration order is teardown order reversed: the buffers are freed on the stream
+    // before it is drained and destroyed.
     int device_ = 0;
     DeviceCapability capability_;
-    cudaStream_t stream_ = nullptr;
-    cublasHandle_t cublas_ = nullptr;
+    Stream stream_;
+    CublasHandle cublas_;
     BackendInfo info_;
-    cpu::ThreadPool pool_;   // parallelFor runs host loops (the layers' elementwise work)
-
-    // Reused device buffers: GEMM operands (fp32 and 16-bit), im2col blocks, counters.
-    DeviceBuffer a_, b_, c_, a16_, b16_, c16_, counters_;
+    cpu::ThreadPool pool_;   // parallelFor runs host loops
+    StreamAllocator allocator_;
+    CounterArena counters_;
+    DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N)
+    DeviceBuffer labels_;            // (N) labels of the loss
+    DeviceBuffer lossScratch_;       // LossTotals, then per-row results (N doubles) and hits (N bytes)
+    DeviceBuffer sweepScratch_;      // flag, per-view sums, per-block partial sums
+    PinnedBuffer results_;           // what the ops that return a value read back
+    std::vector<std::uint8_t> labelsOnDevice_;   // what labels_ holds
 };
 
 }  // namespace plab::cuda

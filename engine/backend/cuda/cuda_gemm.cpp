@@ -8,7 +8,9 @@
 //   bf16 / tf32, no fp32 accum -> unsupported: neither cuBLAS nor the hardware sums in them
 // Row-major operands use the column-major identity C^T = op(B)^T op(A)^T: cuBLAS gets B as
 // its first operand and A as its second, with the same transpose flags, and writes C^T
-// column-major, which is C row-major.
+// column-major, which is C row-major; a row-major leading dimension is the column-major one
+// of the transpose, so padded tensors need no copies. All pointers are device pointers and
+// nothing here waits for the device.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 
@@ -72,71 +74,62 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
     if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
     if (M == 0 || N == 0) return;
     const GemmPath path = choosePath(precision, capability_);
+    // Stored shapes of the row-major operands (rows, cols) with their leading dimensions.
+    const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
+    const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;
+    if (lda < colsA || ldb < colsB || ldc < N)
+        throw std::invalid_argument("gemm got a leading dimension shorter than its row.");
+    activate();
     if (K == 0) {
         // An empty sum: C = beta * C, rounded to fp16 when fp16 accumulates (as the CPU
-        // reference does); no device work at all.
-        for (std::int64_t i = 0; i < M; ++i)
-            for (std::int64_t j = 0; j < N; ++j) {
-                float& c = C[i * ldc + j];
-                if (beta == 0.0f) c = 0.0f;
-                else if (path == GemmPath::fp16Accumulate)
-                    c = std::bit_cast<float>(cudakernels::roundBits(cudakernels::kFp16, std::bit_cast<std::uint32_t>(beta * c)));
-                else c = beta * c;
-            }
+        // reference does); cuBLAS is not asked (implementations treat k == 0 unevenly).
+        PLAB_CUDA_CHECK(cudakernels::launchScaleMatrix(
+            C, M, N, ldc, beta, path == GemmPath::fp16Accumulate ? cudakernels::kFp16 : cudakernels::kFp32, stream()));
         return;
     }
     const int m = asInt(N, "N"), n = asInt(M, "M"), k = asInt(K, "K");   // cuBLAS's view: C^T (N, M)
-    activate();
-
-    // Stored shapes of the row-major operands; on the device they are dense (ld = cols).
-    const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
-    const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;
-    float* dA = a_.reserveFor<float>(static_cast<std::size_t>(rowsA * colsA));   // (rowsA, colsA)
-    float* dB = b_.reserveFor<float>(static_cast<std::size_t>(rowsB * colsB));   // (rowsB, colsB)
-    float* dC = c_.reserveFor<float>(static_cast<std::size_t>(M * N));           // (M, N)
-    upload(A, lda, rowsA, colsA, dA);
-    upload(B, ldb, rowsB, colsB, dB);
-    if (beta != 0.0f) upload(C, ldc, M, N, dC);   // beta == 0 never reads C (NaN there stays out)
-    const int ldA = static_cast<int>(colsA), ldB = static_cast<int>(colsB);
+    const int ldA = asInt(lda, "lda"), ldB = asInt(ldb, "ldb"), ldC = asInt(ldc, "ldc");
 
     const float one = 1.0f;
     switch (path) {
     case GemmPath::fp32Strict:
     case GemmPath::tf32:
-        PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_, op(transB), op(transA), m, n, k, &one, dB, CUDA_R_32F, ldB, dA,
-                                       CUDA_R_32F, ldA, &beta, dC, CUDA_R_32F, m,
+        // Straight on the tensors: cuBLAS honours the leading dimensions, reads only the
+        // (rows, cols) of A and B, never reads C when beta == 0, and writes only C's (M, N).
+        PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op(transB), op(transA), m, n, k, &one, B, CUDA_R_32F, ldB, A,
+                                       CUDA_R_32F, ldA, &beta, C, CUDA_R_32F, ldC,
                                        path == GemmPath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC,
                                        CUBLAS_GEMM_DEFAULT));
         break;
     case GemmPath::bits16Fp32Accumulate:
     case GemmPath::fp16Accumulate: {
-        // The operands are compute-format values held in fp32: the conversion is exact.
+        // cuBLAS wants 16-bit operands: dense copies in reused workspace. The operands are
+        // compute-format values held in fp32, so the conversion is exact.
         const int fmt = precision.compute == Format::bf16 ? cudakernels::kBf16 : cudakernels::kFp16;
         const cudaDataType type16 = precision.compute == Format::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-        auto* a16 = a16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(rowsA * colsA));
-        auto* b16 = b16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(rowsB * colsB));
-        PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(fmt, dA, a16, static_cast<std::size_t>(rowsA * colsA), stream_));
-        PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(fmt, dB, b16, static_cast<std::size_t>(rowsB * colsB), stream_));
+        auto* a16 = a16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(rowsA * colsA));   // (rowsA, colsA)
+        auto* b16 = b16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(rowsB * colsB));   // (rowsB, colsB)
+        PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(fmt, A, lda, rowsA, colsA, a16, stream()));
+        PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(fmt, B, ldb, rowsB, colsB, b16, stream()));
+        const int ldA16 = static_cast<int>(colsA), ldB16 = static_cast<int>(colsB);
         if (path == GemmPath::bits16Fp32Accumulate) {
-            PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_, op(transB), op(transA), m, n, k, &one, b16, type16, ldB, a16,
-                                           type16, ldA, &beta, dC, CUDA_R_32F, m, CUBLAS_COMPUTE_32F,
+            PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op(transB), op(transA), m, n, k, &one, b16, type16, ldB16,
+                                           a16, type16, ldA16, &beta, C, CUDA_R_32F, ldC, CUBLAS_COMPUTE_32F,
                                            CUBLAS_GEMM_DEFAULT));
             break;
         }
-        // fp16 accumulation: alpha and beta are halves (bit patterns of __half), C is fp16.
-        const auto C16 = static_cast<std::size_t>(M * N);
-        auto* c16 = c16_.reserveFor<std::uint16_t>(C16);   // (M, N)
-        if (beta != 0.0f) PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(cudakernels::kFp16, dC, c16, C16, stream_));
+        // fp16 accumulation: alpha and beta are halves (bit patterns of __half), C is a
+        // dense fp16 copy written back into C's (M, N) elements only.
+        auto* c16 = c16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(M * N));   // (M, N)
+        if (beta != 0.0f) PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(cudakernels::kFp16, C, ldc, M, N, c16, stream()));
         const std::uint16_t alpha16 = halfBits(1.0f), beta16 = halfBits(beta);
-        PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_, op(transB), op(transA), m, n, k, &alpha16, b16, CUDA_R_16F, ldB, a16,
-                                       CUDA_R_16F, ldA, &beta16, c16, CUDA_R_16F, m, CUBLAS_COMPUTE_16F,
+        PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op(transB), op(transA), m, n, k, &alpha16, b16, CUDA_R_16F,
+                                       ldB16, a16, CUDA_R_16F, ldA16, &beta16, c16, CUDA_R_16F, m, CUBLAS_COMPUTE_16F,
                                        CUBLAS_GEMM_DEFAULT));
-        PLAB_CUDA_CHECK(cudakernels::launchFrom16Bit(cudakernels::kFp16, c16, dC, C16, stream_));
+        PLAB_CUDA_CHECK(cudakernels::launchFrom16Bit(cudakernels::kFp16, c16, M, N, C, ldc, stream()));
         break;
     }
     }
-    download(dC, M, N, C, ldc);
-    synchronize();
 }
 
 }  // namespace plab::cuda

@@ -79,7 +79,7 @@ void probeDevices(BackendInfo& info)
         return;
     }
     // Attributes and properties, not a context: the probe stays cheap and allocates
-    // nothing on the device (device memory is read by the backend, see deviceMemory).
+    // nothing on the device (device memory is read by the backend, see queryDeviceMemory).
     for (int d = 0; d < count; ++d) {
         cudaDeviceProp prop{};
         DeviceCapability cap;
@@ -157,7 +157,7 @@ plab_cuda_device_memory(int deviceIndex, std::uint64_t* used, std::uint64_t* tot
                         std::size_t errorSize)
 {
     try {
-        const plab::cuda::DeviceMemory mem = plab::cuda::deviceMemory(deviceIndex);
+        const plab::DeviceMemoryInfo mem = plab::cuda::queryDeviceMemory(deviceIndex);
         if (used) *used = mem.used;
         if (total) *total = mem.total;
         return 0;

@@ -1,5 +1,4 @@
-// Status-to-exception conversion for CUDA runtime and cuBLAS calls, and the growable
-// device buffer (see cuda_status.h).
+// Status-to-exception conversion for CUDA runtime and cuBLAS calls (see cuda_status.h).
 #include "backend/cuda/cuda_status.h"
 
 #include <stdexcept>
@@ -29,26 +28,6 @@ void throwCublasError(cublasStatus_t status, std::string_view call)
 {
     throw std::runtime_error(std::string(callName(call)) + " failed: " + cublasGetStatusString(status) +
                              " (" + cublasGetStatusName(status) + ")");
-}
-
-DeviceBuffer::~DeviceBuffer()
-{
-    if (ptr_) (void)cudaFree(ptr_);   // destructors never throw; a failing free is moot at exit
-}
-
-void* DeviceBuffer::reserve(std::size_t bytes)
-{
-    if (bytes <= bytes_ && ptr_) return ptr_;
-    if (ptr_) {
-        PLAB_CUDA_CHECK(cudaFree(ptr_));
-        ptr_ = nullptr;
-        bytes_ = 0;
-    }
-    // Grow by half again, so a slowly growing sequence of shapes reallocates rarely.
-    const std::size_t want = bytes + bytes / 2 + 256;
-    PLAB_CUDA_CHECK(cudaMalloc(&ptr_, want));
-    bytes_ = want;
-    return ptr_;
 }
 
 }  // namespace plab::cuda

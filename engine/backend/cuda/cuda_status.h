@@ -2,13 +2,11 @@
 // success becomes a std::runtime_error naming the call and the library's own status
 // string, never an abort, so the engine reports it as one sentence and keeps running.
 // (cuDNN's checks join when its convolutions land, see docs/CUDA.md.)
-// Also the RAII device buffer the backend reuses between calls.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -31,29 +29,6 @@ inline void checkCublas(cublasStatus_t status, std::string_view call)
 
 // The function name of a call's source text: "cudaMalloc(&p, n)" -> "cudaMalloc".
 std::string_view callName(std::string_view call);
-
-// A device allocation that only grows: the backend copies every operand in and out, and
-// reallocating per call would cost more than the copies.
-class DeviceBuffer {
-public:
-    DeviceBuffer() = default;
-    ~DeviceBuffer();
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-    // At least `bytes` of device memory (contents undefined after a regrowth).
-    void* reserve(std::size_t bytes);
-    template <typename T>
-    T* reserveFor(std::size_t count)
-    {
-        return static_cast<T*>(reserve(count * sizeof(T)));
-    }
-    std::size_t capacity() const { return bytes_; }
-
-private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_ = 0;
-};
 
 }  // namespace plab::cuda
 

@@ -1,14 +1,18 @@
-// Per-element arithmetic of the CUDA kernels, written once for the device and the host:
-// the fp32 -> fp16/bf16/tf32 rounding on bit patterns (a line-by-line port of
+// Per-element and per-row arithmetic of the CUDA kernels, written once for the device and
+// the host: the fp32 -> fp16/bf16/tf32 rounding on bit patterns (a line-by-line port of
 // engine/numerics/format.cpp), the classification of one rounded element into the
-// RoundingStats / GradientHistogram counters, and the index maps of im2col / col2im.
-// The kernels (kernels.cu) call these functions; tests/tst_cuda_backend.cpp calls the same
-// functions on the host and compares them with the CPU reference, so the arithmetic of the
-// kernels is checked bit for bit even on machines without a GPU.
+// RoundingStats / GradientHistogram counters, the index maps of im2col / col2im, pooling
+// and the block transpose, ReLU, one row of softmax cross-entropy, and one element of the
+// gradient sweep, SGD and Adam (engine/numerics/update_math.cpp, op for op).
+// The kernels (kernels.cu) call these functions; the host tests (tests/tst_cuda_*.cpp) call
+// the same functions on the host and compare them with the CPU reference, so the arithmetic
+// of the kernels is checked bit for bit even on machines without a GPU.
 // C++17 and free of CUDA headers: nvcc compiles it at C++17, g++ at C++20.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define PLAB_HOST_DEVICE __host__ __device__ __forceinline__
@@ -186,6 +190,311 @@ PLAB_HOST_DEVICE std::int64_t col2imTerm(const ConvShape& g, std::int64_t count,
     const std::int64_t oy = p / g.width - (ky - g.pad), ox = p % g.width - (kx - g.pad);
     if (oy < 0 || oy >= g.height || ox < 0 || ox >= g.width) return -1;
     return (c * k2 + kk) * (count * hw) + n * hw + oy * g.width + ox;
+}
+
+// col2im writes element `blockIndex` of the (C, count, H, W) block of samples
+// [n0, n0 + count) into the whole activation tensor (C, batch, H, W): its index there.
+PLAB_HOST_DEVICE std::int64_t col2imTarget(const ConvShape& g, std::int64_t n0, std::int64_t count,
+                                           std::int64_t blockIndex)
+{
+    const std::int64_t hw = g.height * g.width;
+    const std::int64_t plane = blockIndex / hw, c = plane / count, n = plane % count;
+    return (c * g.batch + n0 + n) * hw + blockIndex % hw;
+}
+
+// ---- fp32 arithmetic, one IEEE operation at a time ------------------------------------
+// On the device the _rn intrinsics: nvcc would otherwise contract a * b + c into an FMA
+// (and --use_fast_math would approximate / and sqrt). On the host the plain operators:
+// g++ targets baseline x86-64 here, which has no FMA instruction to contract into, and
+// std::fma / std::sqrt are exactly rounded, as the CPU reference (update_math.cpp) uses them.
+
+PLAB_HOST_DEVICE std::uint32_t floatBits(float x)
+{
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(x);
+#else
+    std::uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+#endif
+}
+
+PLAB_HOST_DEVICE float floatFromBits(std::uint32_t u)
+{
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+#endif
+}
+
+// x rounded to format f (a no-op for fp32): what writing a tensor of format f stores.
+PLAB_HOST_DEVICE float roundFloat(int f, float x) { return floatFromBits(roundBits(f, floatBits(x))); }
+
+PLAB_HOST_DEVICE bool isFiniteFloat(float x) { return (floatBits(x) & kAbsMask) < kInfBits; }
+
+PLAB_HOST_DEVICE float addRn(float a, float b)
+{
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+PLAB_HOST_DEVICE float subRn(float a, float b)
+{
+#if defined(__CUDA_ARCH__)
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+PLAB_HOST_DEVICE float mulRn(float a, float b)
+{
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+PLAB_HOST_DEVICE float divRn(float a, float b)
+{
+#if defined(__CUDA_ARCH__)
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+PLAB_HOST_DEVICE float sqrtRn(float a)
+{
+#if defined(__CUDA_ARCH__)
+    return __fsqrt_rn(a);
+#else
+    return std::sqrt(a);
+#endif
+}
+
+PLAB_HOST_DEVICE float fmaRn(float a, float b, float c)
+{
+#if defined(__CUDA_ARCH__)
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+
+// The CPU's squares of the gradient sweep: a double product, never fused with the sum.
+PLAB_HOST_DEVICE double squareRn(double x)
+{
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(x, x);
+#else
+    return x * x;
+#endif
+}
+
+// Transcendentals of the loss: CUDA's expf/logf (2 and 1 ulp) and exp/log in double
+// (1 ulp) on the device, the C library's on the host. These are the one place where the
+// device and the CPU may round differently (see docs/CUDA.md).
+#if defined(__CUDA_ARCH__)
+PLAB_HOST_DEVICE float maxNum(float a, float b) { return fmaxf(a, b); }   // a NaN is ignored
+PLAB_HOST_DEVICE float expFloat(float x) { return expf(x); }
+PLAB_HOST_DEVICE float logFloat(float x) { return logf(x); }
+PLAB_HOST_DEVICE double expDouble(double x) { return exp(x); }
+PLAB_HOST_DEVICE double logDouble(double x) { return log(x); }
+#else
+PLAB_HOST_DEVICE float maxNum(float a, float b) { return std::fmax(a, b); }
+PLAB_HOST_DEVICE float expFloat(float x) { return std::exp(x); }
+PLAB_HOST_DEVICE float logFloat(float x) { return std::log(x); }
+PLAB_HOST_DEVICE double expDouble(double x) { return std::exp(x); }
+PLAB_HOST_DEVICE double logDouble(double x) { return std::log(x); }
+#endif
+
+// ---- Layer ops -------------------------------------------------------------------------
+
+// The bias of element i of addBiasRound: bias[(i / repeat) % period].
+PLAB_HOST_DEVICE std::int64_t biasIndex(std::int64_t i, std::int64_t period, std::int64_t repeat)
+{
+    return (i / repeat) % period;
+}
+
+// max(0, x) with a NaN kept a NaN; -0 becomes +0. Backward: no gradient where y <= 0.
+PLAB_HOST_DEVICE float reluValue(float x) { return x <= 0.0f ? 0.0f : x; }
+PLAB_HOST_DEVICE float reluGradient(float y, float g) { return y <= 0.0f ? 0.0f : g; }
+
+// Pooling geometry: planes of H x W in, planes of (H/2) x (W/2) out (odd sizes floor).
+struct PoolShape {
+    std::int64_t planes, height, width;
+    PLAB_HOST_DEVICE std::int64_t outHeight() const { return height / 2; }
+    PLAB_HOST_DEVICE std::int64_t outWidth() const { return width / 2; }
+};
+
+// The input index of the top-left element of output element o's 2x2 window.
+PLAB_HOST_DEVICE std::int64_t poolWindowStart(const PoolShape& s, std::int64_t o)
+{
+    const std::int64_t ho = s.outHeight(), wo = s.outWidth();
+    const std::int64_t plane = o / (ho * wo), y = (o / wo) % ho, x = o % wo;
+    return (plane * s.height + 2 * y) * s.width + 2 * x;
+}
+
+// The window position 0..3 (row-major) of the first maximum of v; a NaN beats any number.
+PLAB_HOST_DEVICE int poolWinner(const float* v)
+{
+    int best = 0;
+    for (int k = 1; k < 4; ++k)
+        if (v[k] > v[best] || (v[k] != v[k] && v[best] == v[best])) best = k;
+    return best;
+}
+
+// Backward, as a gather: the output element whose window holds input element i, and i's
+// position in it, or -1 for the last row / column of an odd-sized plane (no window).
+PLAB_HOST_DEVICE std::int64_t poolOutputOf(const PoolShape& s, std::int64_t i, int* position)
+{
+    const std::int64_t ho = s.outHeight(), wo = s.outWidth();
+    const std::int64_t plane = i / (s.height * s.width), y = (i / s.width) % s.height, x = i % s.width;
+    if (y / 2 >= ho || x / 2 >= wo) return -1;
+    *position = static_cast<int>((y % 2) * 2 + x % 2);
+    return (plane * ho + y / 2) * wo + x / 2;
+}
+
+// out (B, A, inner) = in (A, B, inner): the in index of out element o.
+PLAB_HOST_DEVICE std::int64_t transposeBlocksSource(std::int64_t A, std::int64_t B, std::int64_t inner,
+                                                    std::int64_t o)
+{
+    const std::int64_t block = o / inner, b = block / A, a = block % A;
+    return (a * B + b) * inner + o % inner;
+}
+
+// ---- Softmax cross-entropy, one row of logits (classes values) ---------------------------
+
+// argmax(row) == label, the first maximum winning (a NaN never wins, as on the CPU).
+PLAB_HOST_DEVICE bool predictsLabel(const float* row, std::int64_t classes, int label)
+{
+    std::int64_t best = 0;
+    for (std::int64_t j = 1; j < classes; ++j)
+        if (row[j] > row[best]) best = j;
+    return best == label;
+}
+
+// The fp32 path (autocast): max-shifted log-sum-exp with the exponentials summed in
+// double; prob[j] = exp(x[j] - lse) in fp32. Returns the row's loss, double(lse - x[label]).
+PLAB_HOST_DEVICE double softmaxRowFp32(const float* row, std::int64_t classes, int label, float* prob)
+{
+    float m = row[0];
+    for (std::int64_t j = 1; j < classes; ++j) m = maxNum(m, row[j]);
+    double sum = 0.0;   // terms in (0, 1]
+    for (std::int64_t j = 0; j < classes; ++j) sum += expDouble(static_cast<double>(subRn(row[j], m)));
+    const float lse = addRn(m, static_cast<float>(logDouble(sum)));
+    for (std::int64_t j = 0; j < classes; ++j) prob[j] = expFloat(subRn(row[j], lse));
+    return static_cast<double>(subRn(lse, row[label]));
+}
+
+// The emulated path (fp32-sensitive ops off): every intermediate rounded to f, in the
+// order of the CPU's loss. Returns the row's log-probability of its label.
+PLAB_HOST_DEVICE float softmaxRowEmulated(int f, const float* row, std::int64_t classes, int label, float* prob)
+{
+    float m = row[0];
+    for (std::int64_t j = 1; j < classes; ++j) m = maxNum(m, row[j]);
+    float sum = 0.0f;
+    for (std::int64_t j = 0; j < classes; ++j) {
+        prob[j] = roundFloat(f, expFloat(roundFloat(f, subRn(row[j], m))));   // exp values, for now
+        sum = roundFloat(f, addRn(sum, prob[j]));
+    }
+    const float lse = roundFloat(f, logFloat(sum));
+    const float logProb = roundFloat(f, subRn(roundFloat(f, subRn(row[label], m)), lse));
+    for (std::int64_t j = 0; j < classes; ++j) prob[j] = roundFloat(f, divRn(prob[j], sum));
+    return logProb;
+}
+
+// The batch mean from the per-row results, summed sequentially in row order as the CPU
+// does: in double for the fp32 path, rounding after every step for the emulated one.
+PLAB_HOST_DEVICE float lossMeanFp32(const double* rowLosses, std::int64_t n)
+{
+    double total = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) total += rowLosses[i];
+    return static_cast<float>(total / static_cast<double>(n));
+}
+
+PLAB_HOST_DEVICE float lossMeanEmulated(int f, const double* rowLogProbs, std::int64_t n)
+{
+    float total = 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) total = roundFloat(f, subRn(total, static_cast<float>(rowLogProbs[i])));
+    return roundFloat(f, divRn(total, static_cast<float>(n)));
+}
+
+// d loss / d logit: (p - onehot) / N * lossScale in fp32, in that order.
+PLAB_HOST_DEVICE float softmaxGradient(float prob, bool isLabel, float batch, float lossScale)
+{
+    return mulRn(divRn(subRn(prob, isLabel ? 1.0f : 0.0f), batch), lossScale);
+}
+
+// ---- Gradient sweep and optimizers (engine/numerics/update_math.h) -----------------------
+
+// A gradient multiplied by the sweep's multiplier in fp32 and stored in its format.
+PLAB_HOST_DEVICE float sweepScaled(int f, float x, float multiplier) { return roundFloat(f, mulRn(x, multiplier)); }
+
+// Counter slots of one optimizer update (plab::UpdateCounts), and their bits in a mask.
+enum UpdateSlot : int { kUpdateNonzero = 0, kUpdateLost = 1, kUpdateNonFinite = 2, kUpdateSlots = 3 };
+
+// plab::SgdScalars and plab::AdamScalars without the C++20 engine headers.
+struct SgdStep {
+    float momentum, negLr;
+    bool useMomentum, firstStep;
+};
+struct AdamStep {
+    float beta1, oneMinusBeta1, beta2, oneMinusBeta2, invBiasCorrection2Sqrt, eps, negStepSize;
+};
+
+// w = round_f(fma(alpha, d, w)), as applyUpdate; returns the UpdateSlot bits it counts.
+// The update alpha * d is evaluated in double (exact for two floats): zero means no update;
+// a NaN update compares unequal to 0, so it counts as nonzero and never as lost.
+PLAB_HOST_DEVICE unsigned applyUpdateElement(int f, float& w, float d, float alpha)
+{
+    const float before = w;
+    w = roundFloat(f, fmaRn(alpha, d, before));
+    const double update = static_cast<double>(alpha) * static_cast<double>(d);
+    if (update == 0.0) return 0u;
+    unsigned mask = 1u << kUpdateNonzero;
+    if (w == before) mask |= 1u << kUpdateLost;
+    if (!isFiniteFloat(w) && isFiniteFloat(before)) mask |= 1u << kUpdateNonFinite;
+    return mask;
+}
+
+// torch.optim.SGD on one element: the gradient as a tensor of format f holds it, then
+// buf = clone(grad) or buf.mul_(momentum).add_(grad), then param.add_(buf, alpha=-lr).
+PLAB_HOST_DEVICE unsigned sgdElement(const SgdStep& s, int f, float& w, float gradIn, float& buf)
+{
+    const float grad = roundFloat(f, gradIn);
+    if (!s.useMomentum) return applyUpdateElement(f, w, grad, s.negLr);
+    if (s.firstStep) {
+        buf = grad;
+    } else {
+        buf = roundFloat(f, mulRn(buf, s.momentum));
+        buf = roundFloat(f, addRn(buf, grad));
+    }
+    return applyUpdateElement(f, w, buf, s.negLr);
+}
+
+// torch.optim.Adam on one element, each op rounded when it writes a tensor of format f:
+// exp_avg.mul_(b1).add_(g, 1-b1); exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2);
+// denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps); param.addcdiv_(exp_avg, denom, -step).
+PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, float& w, float gradIn, float& m, float& v)
+{
+    const float grad = roundFloat(f, gradIn);
+    m = roundFloat(f, mulRn(m, s.beta1));
+    m = roundFloat(f, fmaRn(s.oneMinusBeta1, grad, m));
+    v = roundFloat(f, mulRn(v, s.beta2));
+    v = roundFloat(f, fmaRn(mulRn(s.oneMinusBeta2, grad), grad, v));
+    float denom = roundFloat(f, sqrtRn(v));
+    denom = roundFloat(f, mulRn(denom, s.invBiasCorrection2Sqrt));
+    denom = roundFloat(f, addRn(denom, s.eps));
+    return applyUpdateElement(f, w, divRn(m, denom), s.negStepSize);   // the ratio stays fp32
 }
 
 }  // namespace plab::cudakernels

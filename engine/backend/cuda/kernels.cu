@@ -1,29 +1,30 @@
-// The plugin's own CUDA kernels: fused rounding + RoundingStats + histogram in one pass,
-// 16-bit operand conversion for cuBLAS, im2col / col2im. The per-element arithmetic lives
-// in kernel_math.h (shared with the host tests); this file only maps it onto threads.
-// Kept small on purpose: every kernel is compiled for five architectures in CI.
+// The plugin's data-movement and rounding kernels: fused bias + rounding + RoundingStats +
+// histogram in one pass, fill, 16-bit operand conversion and empty-sum scaling for cuBLAS,
+// im2col / col2im. The per-element arithmetic lives in kernel_math.h (shared with the host
+// tests); this file only maps it onto threads. The layers' and optimizers' kernels are in
+// step_kernels.cu. Every kernel is compiled for five architectures, so keep them few.
 #include "backend/cuda/kernels.h"
 
 namespace plab::cudakernels {
 
-namespace {
-
-constexpr int kThreads = 256;
-// Grid-stride loops over at most this many blocks: enough to fill any current GPU, and it
+// Grid-stride loops over at most kMaxBlocks blocks: enough to fill any current GPU, and it
 // bounds the elements one block counts (n / kMaxBlocks), so the 32-bit shared counters of
 // the rounding kernel cannot overflow below n = 2^44.
-constexpr std::size_t kMaxBlocks = 4096;
-
 unsigned blocksFor(std::size_t n)
 {
     const std::size_t blocks = (n + kThreads - 1) / kThreads;
     return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks == 0 ? 1 : blocks) : kMaxBlocks);
 }
 
-// One pass: round, store, and count. Counts go to shared memory first (fast atomics on
-// a few hot bins: gradients cluster in a few binades), then one global atomic per nonzero
-// counter per block. Counts are integers, so the result equals the CPU's exactly.
-__global__ void roundKernel(int format, const float* src, float* dst, long long n,
+namespace {
+
+__device__ long long firstIndex() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ long long gridStride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
+
+// One pass: add the bias, round, store, and count. Counts go to shared memory first (fast
+// atomics on a few hot bins: gradients cluster in a few binades), then one global atomic
+// per nonzero counter per block. Counts are integers, so the result equals the CPU's exactly.
+__global__ void roundKernel(int format, const float* src, float* dst, long long n, BiasTerm bias,
                             unsigned long long* counters, bool wantStats, bool wantHist)
 {
     __shared__ unsigned int local[kCounterSlots];
@@ -32,9 +33,10 @@ __global__ void roundKernel(int format, const float* src, float* dst, long long 
         for (int i = threadIdx.x; i < kCounterSlots; i += blockDim.x) local[i] = 0;
         __syncthreads();
     }
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const std::uint32_t in = __float_as_uint(src[i]);   // read before the write: may alias
+    for (long long i = firstIndex(); i < n; i += gridStride()) {
+        float x = src[i];   // read before the write: may alias
+        if (bias.values) x = addRn(x, bias.values[biasIndex(i, bias.period, bias.repeat)]);
+        const std::uint32_t in = __float_as_uint(x);
         const std::uint32_t out = roundBits(format, in);
         dst[i] = __uint_as_float(out);
         if (!counting) continue;
@@ -54,94 +56,128 @@ __global__ void roundKernel(int format, const float* src, float* dst, long long 
         if (local[i] != 0) atomicAdd(&counters[i], static_cast<unsigned long long>(local[i]));
 }
 
-__global__ void to16BitKernel(int format, const float* src, std::uint16_t* dst, long long n)
+__global__ void fillKernel(float* dst, long long n, float value)
 {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const std::uint32_t u = __float_as_uint(src[i]);
+    for (long long i = firstIndex(); i < n; i += gridStride()) dst[i] = value;
+}
+
+__global__ void to16BitKernel(int format, const float* src, long long ld, long long rows, long long cols,
+                              std::uint16_t* dst)
+{
+    for (long long i = firstIndex(); i < rows * cols; i += gridStride()) {
+        const std::uint32_t u = __float_as_uint(src[(i / cols) * ld + i % cols]);
         dst[i] = format == kFp16 ? fp32ToFp16Bits(u) : fp32ToBf16Bits(u);
     }
 }
 
-__global__ void from16BitKernel(int format, const std::uint16_t* src, float* dst, long long n)
+__global__ void from16BitKernel(int format, const std::uint16_t* src, long long rows, long long cols, float* dst,
+                                long long ld)
 {
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    for (long long i = firstIndex(); i < rows * cols; i += gridStride()) {
         const std::uint16_t h = src[i];
-        dst[i] = __uint_as_float(format == kFp16 ? fp16BitsToFp32Bits(h) : static_cast<std::uint32_t>(h) << 16);
+        dst[(i / cols) * ld + i % cols] =
+            __uint_as_float(format == kFp16 ? fp16BitsToFp32Bits(h) : static_cast<std::uint32_t>(h) << 16);
+    }
+}
+
+__global__ void scaleMatrixKernel(float* c, long long rows, long long cols, long long ld, float beta, int format)
+{
+    for (long long i = firstIndex(); i < rows * cols; i += gridStride()) {
+        float& x = c[(i / cols) * ld + i % cols];
+        x = beta == 0.0f ? 0.0f : roundFloat(format, mulRn(beta, x));   // beta == 0 never reads C
     }
 }
 
 // One thread per element of cols (patchSize, count * H * W); consecutive threads write
 // consecutive columns and read (mostly) consecutive pixels, so both sides coalesce.
-__global__ void im2colKernel(ConvShape g, const float* src, float* cols, long long total)
+__global__ void im2colKernel(ConvShape g, long long n0, long long count, const float* src, float* cols,
+                             long long total)
 {
-    const long long columns = g.batch * g.height * g.width;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-        const long long from = im2colSource(g, 0, g.batch, i / columns, i % columns);
+    const long long columns = count * g.height * g.width;
+    for (long long i = firstIndex(); i < total; i += gridStride()) {
+        const long long from = im2colSource(g, n0, count, i / columns, i % columns);
         cols[i] = from < 0 ? 0.0f : src[from];
     }
 }
 
 // One thread per output element: a gather in kk order (no atomics, deterministic, and the
 // same additions in the same order as the CPU's col2im, so the results agree bit for bit).
-__global__ void col2imKernel(ConvShape g, const float* cols, float* dst, long long total)
+__global__ void col2imKernel(ConvShape g, long long n0, long long count, const float* cols, float* dst,
+                             long long total)
 {
     const int k2 = g.kernel * g.kernel;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    for (long long i = firstIndex(); i < total; i += gridStride()) {
         float sum = 0.0f;
         for (int kk = 0; kk < k2; ++kk) {
-            const long long from = col2imTerm(g, g.batch, i, kk);
-            if (from >= 0) sum = __fadd_rn(sum, cols[from]);   // __fadd_rn: never contracted
+            const long long from = col2imTerm(g, count, i, kk);
+            if (from >= 0) sum = addRn(sum, cols[from]);
         }
-        dst[i] = sum;
+        dst[col2imTarget(g, n0, count, i)] = sum;
     }
 }
 
 }  // namespace
 
-cudaError_t launchRound(int format, const float* src, float* dst, std::size_t n,
-                        unsigned long long* counters, bool wantStats, bool wantHist,
-                        cudaStream_t stream)
+cudaError_t launchRound(int format, const float* src, float* dst, std::size_t n, BiasTerm bias,
+                        unsigned long long* counters, bool wantStats, bool wantHist, cudaStream_t stream)
 {
     if (n == 0) return cudaSuccess;
-    roundKernel<<<blocksFor(n), kThreads, 0, stream>>>(format, src, dst, static_cast<long long>(n),
-                                                       counters, wantStats, wantHist);
+    roundKernel<<<blocksFor(n), kThreads, 0, stream>>>(format, src, dst, static_cast<long long>(n), bias, counters,
+                                                       wantStats, wantHist);
     return cudaGetLastError();
 }
 
-cudaError_t launchTo16Bit(int format, const float* src, std::uint16_t* dst, std::size_t n,
-                          cudaStream_t stream)
+cudaError_t launchFill(float* dst, std::size_t n, float value, cudaStream_t stream)
 {
     if (n == 0) return cudaSuccess;
-    to16BitKernel<<<blocksFor(n), kThreads, 0, stream>>>(format, src, dst, static_cast<long long>(n));
+    fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(dst, static_cast<long long>(n), value);
     return cudaGetLastError();
 }
 
-cudaError_t launchFrom16Bit(int format, const std::uint16_t* src, float* dst, std::size_t n,
-                            cudaStream_t stream)
+cudaError_t launchTo16Bit(int format, const float* src, long long ld, long long rows, long long cols,
+                          std::uint16_t* dst, cudaStream_t stream)
 {
-    if (n == 0) return cudaSuccess;
-    from16BitKernel<<<blocksFor(n), kThreads, 0, stream>>>(format, src, dst, static_cast<long long>(n));
+    if (rows * cols == 0) return cudaSuccess;
+    to16BitKernel<<<blocksFor(static_cast<std::size_t>(rows * cols)), kThreads, 0, stream>>>(format, src, ld, rows,
+                                                                                            cols, dst);
     return cudaGetLastError();
 }
 
-cudaError_t launchIm2col(const ConvShape& block, const float* src, float* cols, cudaStream_t stream)
+cudaError_t launchFrom16Bit(int format, const std::uint16_t* src, long long rows, long long cols, float* dst,
+                            long long ld, cudaStream_t stream)
 {
-    const long long total = static_cast<long long>(block.channels) * block.kernel * block.kernel *
-                            block.batch * block.height * block.width;
+    if (rows * cols == 0) return cudaSuccess;
+    from16BitKernel<<<blocksFor(static_cast<std::size_t>(rows * cols)), kThreads, 0, stream>>>(format, src, rows,
+                                                                                              cols, dst, ld);
+    return cudaGetLastError();
+}
+
+cudaError_t launchScaleMatrix(float* c, long long rows, long long cols, long long ld, float beta, int format,
+                              cudaStream_t stream)
+{
+    if (rows * cols == 0) return cudaSuccess;
+    scaleMatrixKernel<<<blocksFor(static_cast<std::size_t>(rows * cols)), kThreads, 0, stream>>>(c, rows, cols, ld,
+                                                                                                beta, format);
+    return cudaGetLastError();
+}
+
+cudaError_t launchIm2col(const ConvShape& g, long long n0, long long count, const float* src, float* cols,
+                         cudaStream_t stream)
+{
+    const long long total = g.channels * g.kernel * g.kernel * count * g.height * g.width;
     if (total == 0) return cudaSuccess;
-    im2colKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(block, src, cols, total);
+    im2colKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(g, n0, count, src, cols,
+                                                                                     total);
     return cudaGetLastError();
 }
 
-cudaError_t launchCol2im(const ConvShape& block, const float* cols, float* dst, cudaStream_t stream)
+cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, float* dst,
+                         cudaStream_t stream)
 {
-    const long long total = static_cast<long long>(block.channels) * block.batch * block.height * block.width;
+    const long long total = g.channels * count * g.height * g.width;
     if (total == 0) return cudaSuccess;
-    col2imKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(block, cols, dst, total);
+    col2imKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(g, n0, count, cols, dst,
+                                                                                     total);
     return cudaGetLastError();
 }
 

@@ -1,8 +1,10 @@
-// Launch wrappers of the plugin's own CUDA kernels (kernels.cu): fused rounding with
-// statistics, fp32 <-> 16-bit storage conversion for cuBLAS operands, im2col / col2im.
-// Plain C++17 over device pointers, so that nvcc (C++17) and g++ (C++20, cuda_backend.cpp)
-// share it. Each wrapper only enqueues work on `stream` and returns the launch status;
-// the caller checks it and turns failures into exceptions.
+// Launch wrappers of the plugin's own CUDA kernels (kernels.cu, step_kernels.cu): fused
+// bias + rounding with statistics, fill, 16-bit operand conversion and scaling for cuBLAS,
+// im2col / col2im, and the layers' and optimizers' ops. Plain C++17 over device pointers,
+// so that nvcc (C++17) and g++ (C++20, the backend's .cpp files) share it. Each wrapper only
+// enqueues work on `stream` and returns the launch status; the caller checks it and turns
+// failures into exceptions. Counter pointers are device slots of the backend's counter
+// arena (cuda_counters.h); null means "not counted".
 #pragma once
 
 #include "backend/cuda/kernel_math.h"
@@ -14,22 +16,102 @@
 
 namespace plab::cudakernels {
 
-// Rounds src[0..n) to `format` into dst (may alias). counters (device, kCounterSlots
+// Threads per block of every kernel, and the cap on blocks of the grid-stride loops.
+constexpr int kThreads = 256;
+constexpr std::size_t kMaxBlocks = 4096;
+
+// Blocks a grid-stride kernel over n elements uses (1 .. kMaxBlocks).
+unsigned blocksFor(std::size_t n);
+
+// ---- Rounding, storage conversion, GEMM helpers, conv lowering (kernels.cu) -------------
+
+// The bias addBiasRound adds before rounding: values[(i / repeat) % period]; none when null.
+struct BiasTerm {
+    const float* values = nullptr;
+    long long period = 1;
+    long long repeat = 1;
+};
+
+// dst[i] = round_format(src[i] + bias) for i < n (src may alias dst). counters (kCounterSlots
 // values) get the element counts added when non-null; wantStats / wantHist pick which.
-cudaError_t launchRound(int format, const float* src, float* dst, std::size_t n,
-                        unsigned long long* counters, bool wantStats, bool wantHist,
-                        cudaStream_t stream);
+cudaError_t launchRound(int format, const float* src, float* dst, std::size_t n, BiasTerm bias,
+                        unsigned long long* counters, bool wantStats, bool wantHist, cudaStream_t stream);
 
-// fp32 -> 16-bit patterns of format kFp16 or kBf16 (the rounding of kernel_math.h), and
-// back. Operands arrive already rounded, so these conversions are exact in practice.
-cudaError_t launchTo16Bit(int format, const float* src, std::uint16_t* dst, std::size_t n,
+// dst[0..n) = value.
+cudaError_t launchFill(float* dst, std::size_t n, float value, cudaStream_t stream);
+
+// A row-major (rows, cols) fp32 matrix with leading dimension ld to dense 16-bit patterns of
+// format kFp16 or kBf16, and back (only the (rows, cols) elements are read or written: the
+// gaps of a padded matrix are never touched). Operands arrive already rounded, so these
+// conversions are exact in practice.
+cudaError_t launchTo16Bit(int format, const float* src, long long ld, long long rows, long long cols,
+                          std::uint16_t* dst, cudaStream_t stream);
+cudaError_t launchFrom16Bit(int format, const std::uint16_t* src, long long rows, long long cols, float* dst,
+                            long long ld, cudaStream_t stream);
+
+// C (rows, cols, leading dimension ld) = round_format(beta * C), or +0 where beta == 0: the
+// GEMM of an empty sum (K == 0).
+cudaError_t launchScaleMatrix(float* c, long long rows, long long cols, long long ld, float beta, int format,
+                              cudaStream_t stream);
+
+// cols (patchSize, count * H * W) from samples [n0, n0 + count) of src (C, g.batch, H, W).
+cudaError_t launchIm2col(const ConvShape& g, long long n0, long long count, const float* src, float* cols,
+                         cudaStream_t stream);
+// dst (C, g.batch, H, W) samples [n0, n0 + count) overwritten with the col2im sums of cols.
+cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, float* dst,
+                         cudaStream_t stream);
+
+// ---- Layer ops (step_kernels.cu) ----------------------------------------------------------
+
+cudaError_t launchRelu(float* x, long long n, cudaStream_t stream);
+cudaError_t launchReluBackward(const float* y, float* g, long long n, cudaStream_t stream);
+
+// out (planes, H/2, W/2) and argmax (same shape, window position 0..3) from in (planes, H, W);
+// backward overwrites dx (planes, H, W), zero outside the winning positions.
+cudaError_t launchMaxPool(const PoolShape& s, const float* in, float* out, std::uint8_t* argmax,
                           cudaStream_t stream);
-cudaError_t launchFrom16Bit(int format, const std::uint16_t* src, float* dst, std::size_t n,
-                            cudaStream_t stream);
+cudaError_t launchMaxPoolBackward(const PoolShape& s, const float* g, const std::uint8_t* argmax, float* dx,
+                                  cudaStream_t stream);
 
-// cols (patchSize, count * H * W) from the dense block src (C, count, H, W) on the device.
-cudaError_t launchIm2col(const ConvShape& block, const float* src, float* cols, cudaStream_t stream);
-// dst (C, count, H, W) overwritten with the col2im sums of cols.
-cudaError_t launchCol2im(const ConvShape& block, const float* cols, float* dst, cudaStream_t stream);
+// out (B, A, inner) = in (A, B, inner).
+cudaError_t launchTransposeBlocks(const float* in, long long A, long long B, long long inner, float* out,
+                                  cudaStream_t stream);
+
+// out[r] = float(sum_c x[r][c]) and out[c] = float(sum_r x[r][c]), the sums in double.
+cudaError_t launchSumRows(const float* x, long long rows, long long cols, float* out, cudaStream_t stream);
+cudaError_t launchSumColumns(const float* x, long long rows, long long cols, float* out, cudaStream_t stream);
+
+// What the loss forward leaves on the device for the host to read.
+struct LossTotals {
+    long long correct;
+    float loss;
+};
+
+// Softmax cross-entropy of logits (N, classes) against labels (device, N values < classes):
+// probabilities (N, classes), and the batch mean and count of correct argmaxes in *totals.
+// emulate == kFp32: the fp32 path; else every intermediate rounded to `emulate`.
+// rowResults (N doubles) and rowCorrect (N bytes) are scratch.
+cudaError_t launchSoftmaxCrossEntropy(int emulate, const float* logits, const std::uint8_t* labels, long long N,
+                                      long long classes, float* probabilities, double* rowResults,
+                                      std::uint8_t* rowCorrect, LossTotals* totals, cudaStream_t stream);
+cudaError_t launchSoftmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, long long N,
+                                              long long classes, float lossScale, float* grad,
+                                              cudaStream_t stream);
+
+// ---- Gradient sweep and optimizers (step_kernels.cu) --------------------------------------
+
+// Sets *flag to 1 when some x[i] is inf or NaN (*flag is never cleared here).
+cudaError_t launchFindNonFinite(const float* x, long long n, unsigned* flag, cudaStream_t stream);
+// Unless *flag is set: x[i] = round_format(x[i] * multiplier) when multiplier != 1, and
+// *sumOfSquares = sum of x[i]^2 in double. blockSums: blocksFor(n) doubles of scratch.
+cudaError_t launchScaleAndSumSquares(int format, float* x, long long n, float multiplier, const unsigned* flag,
+                                     double* blockSums, double* sumOfSquares, cudaStream_t stream);
+
+// One optimizer update of n elements (buffer may be null without momentum); counters
+// (kUpdateSlots values) get the UpdateCounts added.
+cudaError_t launchSgdUpdate(const SgdStep& s, int format, float* weights, const float* grad, float* buffer,
+                            long long n, unsigned long long* counters, cudaStream_t stream);
+cudaError_t launchAdamUpdate(const AdamStep& s, int format, float* weights, const float* grad, float* m,
+                             float* v, long long n, unsigned long long* counters, cudaStream_t stream);
 
 }  // namespace plab::cudakernels

@@ -1,0 +1,101 @@
+// CounterArena: the deferred host counters of one step (see cuda_counters.h).
+#include "backend/cuda/cuda_counters.h"
+
+#include "backend/cuda/cuda_status.h"
+#include "backend/cuda/kernels.h"
+
+#include <utility>
+
+namespace plab::cuda {
+
+namespace {
+
+constexpr std::size_t kSlotBytes = sizeof(unsigned long long);
+// Room for a few dozen rounding sites before the first growth.
+constexpr std::size_t kInitialSlots = 32 * cudakernels::kCounterSlots;
+
+}  // namespace
+
+CounterArena::CounterArena(cudaStream_t stream) : stream_(stream), device_(stream) {}
+
+unsigned long long* CounterArena::roundingSlots(RoundingStats* stats, GradientHistogram* hist, std::size_t elements)
+{
+    Block& b = blockFor(stats, hist, nullptr, cudakernels::kCounterSlots);
+    b.elements += elements;
+    return slotsOf(b);
+}
+
+unsigned long long* CounterArena::updateSlots(UpdateCounts* counts)
+{
+    return slotsOf(blockFor(nullptr, nullptr, counts, cudakernels::kUpdateSlots));
+}
+
+CounterArena::Block& CounterArena::blockFor(RoundingStats* stats, GradientHistogram* hist, UpdateCounts* update,
+                                            std::size_t slots)
+{
+    for (Block& b : blocks_)
+        if (b.stats == stats && b.hist == hist && b.update == update) return b;
+    if (used_ + slots > capacity_) {
+        // Grow in stream order, keeping the slots that kernels already enqueued add to:
+        // they finish on the old block before the copy reads it.
+        std::size_t grown = capacity_ ? 2 * capacity_ : kInitialSlots;
+        while (grown < used_ + slots) grown *= 2;
+        auto* base = static_cast<unsigned long long*>(device_.reserve(grown * kSlotBytes, used_ * kSlotBytes));
+        capacity_ = device_.capacity() / kSlotBytes;
+        PLAB_CUDA_CHECK(cudaMemsetAsync(base + used_, 0, (capacity_ - used_) * kSlotBytes, stream_));
+    }
+    Block b;
+    b.stats = stats;
+    b.hist = hist;
+    b.update = update;
+    b.offset = used_;
+    used_ += slots;
+    blocks_.push_back(b);
+    return blocks_.back();
+}
+
+unsigned long long* CounterArena::slotsOf(const Block& b) const
+{
+    return static_cast<unsigned long long*>(device_.data()) + b.offset;
+}
+
+void CounterArena::flush()
+{
+    if (blocks_.empty()) return;
+    // Taken out first: after a failure below the counts are lost (the device is then in
+    // error anyway), never delivered twice.
+    const std::vector<Block> blocks = std::exchange(blocks_, {});
+    const std::size_t used = std::exchange(used_, 0);
+    auto* counts = host_.reserveFor<unsigned long long>(used);
+    PLAB_CUDA_CHECK(cudaMemcpyAsync(counts, device_.data(), used * kSlotBytes, cudaMemcpyDeviceToHost, stream_));
+    PLAB_CUDA_CHECK(cudaMemsetAsync(device_.data(), 0, used * kSlotBytes, stream_));
+    PLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (const Block& b : blocks) deliver(b, counts + b.offset);
+}
+
+void CounterArena::deliver(const Block& b, const unsigned long long* c) const
+{
+    namespace ck = cudakernels;
+    if (b.update) {
+        b.update->nonzero += static_cast<std::int64_t>(c[ck::kUpdateNonzero]);
+        b.update->lost += static_cast<std::int64_t>(c[ck::kUpdateLost]);
+        b.update->nonFinite += static_cast<std::int64_t>(c[ck::kUpdateNonFinite]);
+    }
+    if (b.stats) {
+        b.stats->count += b.elements;
+        b.stats->zerosIn += c[ck::kZerosIn];
+        b.stats->underflow += c[ck::kUnderflow];
+        b.stats->subnormal += c[ck::kSubnormal];
+        b.stats->overflow += c[ck::kOverflow];
+        b.stats->nan += c[ck::kNan];
+        b.stats->infIn += c[ck::kInfIn];
+    }
+    if (b.hist) {
+        for (int bin = 0; bin < ck::kHistBins; ++bin)
+            b.hist->bins[static_cast<std::size_t>(bin)] += c[ck::kHistFirst + bin];
+        b.hist->zeros += c[ck::kHistZeros];
+        b.hist->nonFinite += c[ck::kHistNonFinite];
+    }
+}
+
+}  // namespace plab::cuda

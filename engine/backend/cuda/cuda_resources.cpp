@@ -1,0 +1,91 @@
+// Lifetimes of the backend's stream, cuBLAS handle, device and pinned buffers (see
+// cuda_resources.h). Constructors throw on failure; destructors never do.
+#include "backend/cuda/cuda_resources.h"
+#include "backend/cuda/cuda_status.h"
+
+namespace plab::cuda {
+
+namespace {
+
+// Growth by half again, so a slowly growing sequence of shapes reallocates rarely.
+std::size_t grownSize(std::size_t bytes) { return bytes + bytes / 2 + 256; }
+
+}  // namespace
+
+Stream::Stream(int device)
+{
+    PLAB_CUDA_CHECK(cudaSetDevice(device));
+    PLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+Stream::~Stream()
+{
+    // A failing teardown (a lost device) must not take the process down; a failure is
+    // cleared from the runtime's last-error slot so that no later check reports it.
+    const bool drained = cudaStreamSynchronize(stream_) == cudaSuccess;
+    const bool destroyed = cudaStreamDestroy(stream_) == cudaSuccess;
+    if (!drained || !destroyed) (void)cudaGetLastError();
+}
+
+CublasHandle::CublasHandle(cudaStream_t stream)
+{
+    PLAB_CUBLAS_CHECK(cublasCreate(&handle_));
+    try {
+        PLAB_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+        PLAB_CUBLAS_CHECK(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST));
+        PLAB_CUBLAS_CHECK(cublasSetMathMode(
+            handle_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+    } catch (...) {
+        (void)cublasDestroy(handle_);   // the destructor does not run for a throwing constructor
+        throw;
+    }
+}
+
+CublasHandle::~CublasHandle() { (void)cublasDestroy(handle_); }
+
+DeviceBuffer::~DeviceBuffer()
+{
+    if (ptr_ && cudaFreeAsync(ptr_, stream_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void* DeviceBuffer::reserve(std::size_t bytes, std::size_t keepBytes)
+{
+    if (bytes <= bytes_ && ptr_) return ptr_;
+    const std::size_t want = grownSize(bytes);
+    void* fresh = nullptr;
+    PLAB_CUDA_CHECK(cudaMallocAsync(&fresh, want, stream_));
+    const std::size_t kept = keepBytes < bytes_ ? keepBytes : bytes_;
+    if (kept) {
+        if (const cudaError_t status = cudaMemcpyAsync(fresh, ptr_, kept, cudaMemcpyDeviceToDevice, stream_);
+            status != cudaSuccess) {
+            (void)cudaFreeAsync(fresh, stream_);
+            throwCudaError(status, "cudaMemcpyAsync");
+        }
+    }
+    void* old = ptr_;
+    ptr_ = fresh;
+    bytes_ = want;
+    if (old) PLAB_CUDA_CHECK(cudaFreeAsync(old, stream_));
+    return ptr_;
+}
+
+PinnedBuffer::~PinnedBuffer()
+{
+    if (ptr_ && cudaFreeHost(ptr_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void* PinnedBuffer::reserve(std::size_t bytes)
+{
+    if (bytes <= bytes_ && ptr_) return ptr_;
+    if (ptr_) {
+        PLAB_CUDA_CHECK(cudaFreeHost(ptr_));
+        ptr_ = nullptr;
+        bytes_ = 0;
+    }
+    const std::size_t want = grownSize(bytes);
+    PLAB_CUDA_CHECK(cudaMallocHost(&ptr_, want));
+    bytes_ = want;
+    return ptr_;
+}
+
+}  // namespace plab::cuda

@@ -1,0 +1,89 @@
+// The CUDA objects one backend owns, each released by its destructor without throwing:
+// its stream, its cuBLAS handle, growable device buffers (stream-ordered, so growing one
+// never waits for the device) and growable pinned host buffers (the targets of the
+// device -> host copies the host waits for). Members of CudaBackend are declared so that
+// the buffers are released before the stream they are ordered on is destroyed.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace plab::cuda {
+
+// A non-blocking stream of `device` (our work never waits on the legacy default stream of
+// other code); destroyed after it has drained.
+class Stream {
+public:
+    explicit Stream(int device);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    cudaStream_t get() const { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
+// A cuBLAS handle issuing on `stream`, with host alpha/beta and no reduced-precision
+// split-K reductions (the sums stay in the compute type the recipe asks for).
+class CublasHandle {
+public:
+    explicit CublasHandle(cudaStream_t stream);
+    ~CublasHandle();
+    CublasHandle(const CublasHandle&) = delete;
+    CublasHandle& operator=(const CublasHandle&) = delete;
+    cublasHandle_t get() const { return handle_; }
+
+private:
+    cublasHandle_t handle_ = nullptr;
+};
+
+// Device memory that only grows, allocated and freed in the order of `stream`: work already
+// enqueued keeps using the old block until the stream reaches the free.
+class DeviceBuffer {
+public:
+    explicit DeviceBuffer(cudaStream_t stream) : stream_(stream) {}
+    ~DeviceBuffer();
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+    // At least `bytes`; on growth the first `keepBytes` are copied over, the rest undefined.
+    void* reserve(std::size_t bytes, std::size_t keepBytes = 0);
+    template <typename T>
+    T* reserveFor(std::size_t count)
+    {
+        return static_cast<T*>(reserve(count * sizeof(T)));
+    }
+    void* data() const { return ptr_; }
+    std::size_t capacity() const { return bytes_; }
+
+private:
+    cudaStream_t stream_;
+    void* ptr_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory that only grows. Only reused after the copies into it were
+// waited for, so growing it never races with the device.
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    ~PinnedBuffer();
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+    void* reserve(std::size_t bytes);
+    template <typename T>
+    T* reserveFor(std::size_t count)
+    {
+        return static_cast<T*>(reserve(count * sizeof(T)));
+    }
+
+private:
+    void* ptr_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+}  // namespace plab::cuda
