@@ -150,10 +150,16 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
 {
     const auto& events = run.memory();
     const bool fresh = stackRun_ != &run || stackRevision_ != run.revision() || stackColumns_ != columns;
+    // A device backend's own view (cudaMemGetInfo), over the stack: what the device holds
+    // beyond the engine's accounting (library workspaces, the allocator's cache, context).
+    const bool onDevice = std::any_of(events.begin(), events.end(), [](const MemoryEvent& e) { return e.device.has_value(); });
+    const QString deviceKey = run.id() + QStringLiteral("/memory/device");
     if (!fresh) {
         for (MemoryCategory c : kStackOrder)   // keep the series alive, unchanged
             pool_.take(run.id() + QStringLiteral("/memory/") + categoryLabel(c),
                        [] { return new QAreaSeries(new QLineSeries, new QLineSeries); }, {steps_, bytes_});
+        if (onDevice) pool_.take<QLineSeries>(deviceKey, {steps_, bytes_});
+        if (onDevice) top = std::max(top, deviceTop_);
         return;
     }
     stackRun_ = &run;
@@ -194,6 +200,24 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
         const QPen edge(categoryColor(c).darker(130), 1);
         if (area->pen() != edge) area->setPen(edge);
     }
+    deviceTop_ = 0;
+    if (!onDevice) return;
+    QList<QPointF> used;
+    for (std::size_t k = 0; k < picks.size(); ++k) {
+        const MemoryEvent& e = events[picks[k]];
+        if (!e.device) continue;
+        const double x0 = static_cast<double>(e.step);
+        const double x1 = k + 1 < picks.size() ? static_cast<double>(events[picks[k + 1]].step) : std::max(x0, lastStep);
+        const double v = static_cast<double>(e.device->used) / kMiB;
+        used << QPointF(x0, v) << QPointF(x1, v);
+        deviceTop_ = std::max(deviceTop_, v);
+    }
+    top = std::max(top, deviceTop_);
+    auto* line = pool_.take<QLineSeries>(deviceKey, {steps_, bytes_});
+    setSeriesName(line, tr("%1 device memory in use (whole device)").arg(run.name()));
+    setSeriesPen(line, QPen(palette().color(QPalette::WindowText), 1.5, Qt::DashLine));
+    setLegendLabel(chart_, line, tr("device in use"));
+    line->replace(used);
 }
 
 void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)

@@ -53,6 +53,7 @@ private:
     const RunData* stackRun_ = nullptr;
     std::uint64_t stackRevision_ = 0;
     int stackColumns_ = 0;
+    double deviceTop_ = 0;   // MiB: the highest device-in-use sample of the stack's run
 };
 
 }  // namespace plab::ui
