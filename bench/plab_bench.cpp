@@ -2,7 +2,7 @@
 // update, telemetry on) per model x recipe, median of repeated runs, on synthetic
 // MNIST-shaped data; and the sgemm rate OpenBLAS reaches on this machine.
 //
-//   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64
+//   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64 [--backend cuda]
 //   plab_bench sgemm --m 1000 --n 6272 --k 3780
 // Output: one line per measurement, "key=value" pairs, easy to parse from the
 // PyTorch comparison script.
@@ -69,6 +69,7 @@ struct Args {
     int threads = 2;
     int histogramEvery = 50;
     std::string widths;
+    std::string backend = "cpu";   // or cuda
     int m = 1000, n = 6272, k = 3780;
 };
 
@@ -87,6 +88,7 @@ Args parse(int argc, char** argv)
         else if (key == "--threads") a.threads = std::stoi(value);
         else if (key == "--histogram-every") a.histogramEvery = std::stoi(value);
         else if (key == "--widths") a.widths = value;
+        else if (key == "--backend") a.backend = value;
         else if (key == "--m") a.m = std::stoi(value);
         else if (key == "--n") a.n = std::stoi(value);
         else if (key == "--k") a.k = std::stoi(value);
@@ -106,7 +108,8 @@ int benchTrain(const Args& a)
         for (const auto& recipe : a.recipes) {
             nlohmann::json cfg = {{"model", model}, {"recipe", recipe}, {"batch", a.batch},
                                   {"epochs", 1}, {"max_steps", a.steps + a.warmup},
-                                  {"threads", a.threads}, {"histogram_every", a.histogramEvery}};
+                                  {"threads", a.threads}, {"histogram_every", a.histogramEvery},
+                                  {"backend", a.backend}};
             if (!a.widths.empty()) {
                 cfg["widths"] = nlohmann::json::array();
                 for (const auto& w : split(a.widths)) cfg["widths"].push_back(std::stoi(w));
@@ -131,10 +134,10 @@ int benchTrain(const Args& a)
             }
             const double rate = median(rates);
             if (recipe == "fp32") fp32Rate = rate;
-            std::printf("train model=%s recipe=%s batch=%d threads=%d images_per_second=%.1f "
+            std::printf("train model=%s recipe=%s backend=%s batch=%d threads=%d images_per_second=%.1f "
                         "step_ms=%.2f vs_fp32_step_time=%.3f\n",
-                        model.c_str(), recipe.c_str(), a.batch, a.threads, rate, 1000.0 * a.batch / rate,
-                        fp32Rate > 0 ? fp32Rate / rate : 0.0);
+                        model.c_str(), recipe.c_str(), a.backend.c_str(), a.batch, a.threads, rate,
+                        1000.0 * a.batch / rate, fp32Rate > 0 ? fp32Rate / rate : 0.0);
             std::fflush(stdout);
         }
     }
