@@ -263,6 +263,32 @@ private slots:
         for (const auto& [layer, n] : o.record["summary"]["weights_made_non_finite"].items()) madeNonFinite += n.get<std::int64_t>();
         QVERIFY(madeNonFinite > 0);
     }
+
+    // What the GPU cannot run is refused before a run starts, with the reason.
+    void cudaRecipeLimits()
+    {
+        BackendInfo ampere;
+        ampere.available = true;
+        ampere.reason = "NVIDIA A100 (compute 8.0)";
+        BackendInfo turing = ampere;
+        turing.reason = "Tesla T4 (compute 7.5); unsupported recipes: tf32, amp-bf16, pure-bf16 (bf16 and tf32 need "
+                        "compute capability >= 8.0; this device has 7.5)";
+        auto recipe = [](const char* name) { return *PrecisionRecipe::fromPreset(name); };
+        for (const char* ok : {"fp32", "tf32", "amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"})
+            QVERIFY2(cudaRecipeProblem(recipe(ok), ampere).empty(), ok);
+        QVERIFY(cudaRecipeProblem(recipe("amp-fp16"), turing).empty());
+        QVERIFY(cudaRecipeProblem(recipe("fp32"), turing).empty());
+        const std::string bf16 = cudaRecipeProblem(recipe("amp-bf16"), turing);
+        QVERIFY2(bf16.find("compute capability >= 8.0") != std::string::npos, bf16.c_str());
+
+        PrecisionRecipe bf16Sums = recipe("amp-bf16");
+        bf16Sums.fp32Accumulate = false;
+        const std::string sums = cudaRecipeProblem(bf16Sums, ampere);
+        QVERIFY2(sums.find("cannot accumulate in bf16") != std::string::npos, sums.c_str());
+        PrecisionRecipe fp16Sums = recipe("amp-fp16");
+        fp16Sums.fp32Accumulate = false;   // the GPU sums in fp16 (CUBLAS_COMPUTE_16F)
+        QVERIFY(cudaRecipeProblem(fp16Sums, ampere).empty());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestTrainer)

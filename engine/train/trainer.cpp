@@ -59,8 +59,11 @@ void TrainerControl::stop()
 
 std::string TrainerControl::requestChange(const SettingsChange& change)
 {
-    if (change.recipe)
+    if (change.recipe) {
         if (auto problem = change.recipe->validate(); !problem.empty()) return problem;
+        if (recipeCheck_)
+            if (auto problem = recipeCheck_(*change.recipe); !problem.empty()) return problem;
+    }
     if (change.batch && *change.batch < 1) return "batch must be at least 1";
     if (change.lr && !(*change.lr > 0 && std::isfinite(*change.lr))) return "lr must be a positive number";
     std::lock_guard lock(mutex_);
@@ -90,6 +93,19 @@ bool TrainerControl::waitWhilePaused(const std::function<void()>& onPause,
     lock.unlock();
     onResume();
     return true;
+}
+
+std::string cudaRecipeProblem(const PrecisionRecipe& recipe, const BackendInfo& cuda)
+{
+    const bool bf16OrTf32 = recipe.compute == Format::bf16 || recipe.compute == Format::tf32;
+    if (bf16OrTf32 && !recipe.fp32Accumulate)
+        return "the CUDA backend cannot accumulate in " + std::string(formatName(recipe.compute)) +
+               " (neither cuBLAS nor cuDNN sums in it); turn fp32 accumulation on, or use the CPU backend, "
+               "which emulates it";
+    // The probe names a device without bf16/tf32 tensor cores in its reason.
+    if (bf16OrTf32 && cuda.reason.find("unsupported recipes") != std::string::npos)
+        return "this GPU cannot run " + std::string(formatName(recipe.compute)) + ": " + cuda.reason;
+    return {};
 }
 
 // ---- Trainer ------------------------------------------------------------------------
@@ -123,6 +139,8 @@ Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink)
     if (settings_.backend == "cuda") {
         const auto cuda = probeCudaBackend();
         if (!cuda.available) throw InputError("the CUDA backend is " + cuda.reason);
+        control_.setRecipeCheck([cuda](const PrecisionRecipe& r) { return cudaRecipeProblem(r, cuda); });
+        if (auto problem = cudaRecipeProblem(settings_.recipe, cuda); !problem.empty()) throw InputError(problem);
     }
     if (data_.train.count == 0 || data_.test.count == 0)
         throw InputError("the dataset " + data_.name + " has no images");

@@ -39,8 +39,12 @@ public:
     // change, if any, and clears it. `onPause`/`onResume` run on the trainer's thread.
     SettingsChange takePending();
     bool waitWhilePaused(const std::function<void()>& onPause, const std::function<void()>& onResume);
+    // What the run's backend cannot do with a recipe ("" when it can), checked by
+    // requestChange too. Set once by the trainer before the run starts.
+    void setRecipeCheck(std::function<std::string(const PrecisionRecipe&)> check) { recipeCheck_ = std::move(check); }
 
 private:
+    std::function<std::string(const PrecisionRecipe&)> recipeCheck_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool paused_ = false;
@@ -56,6 +60,9 @@ struct RunResult {
     std::int64_t skippedSteps = 0;
     double imagesPerSecond = 0.0;
 };
+
+// Why the CUDA backend described by `cuda` (probeCudaBackend) cannot run `recipe`, or "".
+std::string cudaRecipeProblem(const PrecisionRecipe& recipe, const BackendInfo& cuda);
 
 class Trainer {
 public:
