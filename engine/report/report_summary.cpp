@@ -142,9 +142,9 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
     std::string first;
     for (const auto& snap : r.telemetry) {
         for (const auto& l : snap.layers)
-            if (l.kind == "weight_grad" && l.nonFiniteUpdates > 0) {
+            if (l.kind == "weight_grad" && l.updates.nonFinite > 0) {
                 first = "; the first snapshot showing it, at step " + formatCount(snap.step) + ", has " +
-                        formatCount(l.nonFiniteUpdates) + " in " + l.layer;
+                        formatCount(l.updates.nonFinite) + " in " + l.layer;
                 break;
             }
         if (!first.empty()) break;

@@ -104,15 +104,10 @@ LayerSnapshot snapshotFromJson(const json& l)
     s.layer = textOr(l, "layer");
     s.kind = textOr(l, "kind");
     s.stats = roundingStatsFromJson(l.value("stats", json::object()));
-    s.lostUpdates = intOr(l, "lost_updates");
-    s.nonzeroUpdates = intOr(l, "nonzero_updates");
-    s.nonFiniteUpdates = intOr(l, "non_finite_updates");
-    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) {
-        s.firstExponent = static_cast<int>(intOr(*h, "first_exponent"));
-        s.counts = h->value("counts", std::vector<std::int64_t>{});
-        s.zeros = intOr(*h, "zeros");
-        s.nonFinite = intOr(*h, "non_finite");
-    }
+    s.updates.lost = intOr(l, "lost_updates");
+    s.updates.nonzero = intOr(l, "nonzero_updates");
+    s.updates.nonFinite = intOr(l, "non_finite_updates");
+    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) s.histogram = histogramFromJson(*h);
     return s;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "numerics/rounding_stats.h"
+#include "numerics/update_math.h"
 
 #include <nlohmann/json.hpp>
 
@@ -51,10 +52,8 @@ struct LayerSnapshot {
     std::string layer;
     std::string kind;              // "activation", "activation_grad", "weight_grad"
     RoundingStats stats;
-    std::int64_t lostUpdates = 0, nonzeroUpdates = 0, nonFiniteUpdates = 0;
-    int firstExponent = 0;         // counts[i]: 2^(firstExponent+i) <= |x| < 2^(firstExponent+i+1)
-    std::vector<std::int64_t> counts;
-    std::int64_t zeros = 0, nonFinite = 0;
+    UpdateCounts updates;          // of the optimizer step (weight_grad entries)
+    GradientHistogram histogram;   // empty unless the record holds one at this step
 };
 
 struct TelemetryPoint {

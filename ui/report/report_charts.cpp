@@ -164,7 +164,9 @@ std::vector<const TelemetryPoint*> histogramSnapshots(const RunDigest& r, const 
 {
     std::vector<const TelemetryPoint*> with;
     for (const auto& t : r.telemetry)
-        if (const auto* l = t.find(layer, "weight_grad"); l && !l->counts.empty()) with.push_back(&t);
+        if (const auto* l = t.find(layer, "weight_grad");
+            l && std::any_of(l->histogram.bins.begin(), l->histogram.bins.end(), [](std::uint64_t n) { return n != 0; }))
+            with.push_back(&t);
     if (with.empty()) return {};
     std::vector<const TelemetryPoint*> chosen;
     if (!options.histogramSteps.empty()) {
@@ -188,14 +190,24 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
     int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
     QStringList scales;
     for (std::size_t k = 0; k < snaps.size(); ++k) {
-        const auto* l = snaps[k]->find(layer, "weight_grad");
+        const GradientHistogram& h = snaps[k]->find(layer, "weight_grad")->histogram;
+        // The occupied bins, first to last, as the record stores them.
+        int first = GradientHistogram::kBins, last = -1;
         double total = 0;
-        for (auto n : l->counts) total += double(n);
+        for (int b = 0; b < GradientHistogram::kBins; ++b)
+            if (const auto n = h.bins[static_cast<std::size_t>(b)]) {
+                first = std::min(first, b);
+                last = b;
+                total += double(n);
+            }
         ChartSeries s{QStringLiteral("step %1").arg(snaps[k]->step), seriesColor(int(k)), {}, true, {}, {}};
-        for (std::size_t b = 0; b < l->counts.size(); ++b)
-            s.points.push_back(QPointF(l->firstExponent + double(b), total > 0 ? 100.0 * double(l->counts[b]) / total : 0.0));
-        lo = std::min(lo, l->firstExponent);
-        hi = std::max(hi, l->firstExponent + int(l->counts.size()));
+        for (int b = first; b <= last; ++b)
+            s.points.push_back(QPointF(GradientHistogram::exponentOf(b),
+                                       100.0 * double(h.bins[static_cast<std::size_t>(b)]) / total));
+        if (last >= 0) {
+            lo = std::min(lo, GradientHistogram::exponentOf(first));
+            hi = std::max(hi, GradientHistogram::exponentOf(last) + 1);
+        }
         chart.spec.series.push_back(std::move(s));
         const QString sc = QString::number(snaps[k]->lossScale, 'g', 8);
         if (!scales.contains(sc)) scales << sc;
