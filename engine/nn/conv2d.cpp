@@ -56,7 +56,7 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx);
     geometry_ = geometryOf(input.shape());
     const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    const std::int64_t N = g.batch, hw = g.planeSize();
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.

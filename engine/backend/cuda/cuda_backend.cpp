@@ -1,5 +1,6 @@
 // CudaBackend: lifetime (device, stream, cuBLAS handle, allocator, counter arena), the step's
-// synchronisation (flush), rounding with telemetry, im2col / col2im, host parallel loops.
+// synchronisation (flush), rounding with telemetry, im2col / col2im, the convolutions'
+// entry points (their cuDNN code is in cuda_conv.cpp), host parallel loops.
 // The GEMM is in cuda_gemm.cpp, the layers' ops in cuda_layer_ops.cpp, the sweep and the
 // optimizers in cuda_update_ops.cpp, the probe and the C entry points in cuda_plugin.cpp.
 #include "backend/cuda/cuda_backend.h"
@@ -64,7 +65,7 @@ CudaBackend::CudaBackend(int device)
     : device_(usableDevice(device)), capability_(capabilityOf(device_)), stream_(device_), cublas_(stream_.get()),
       pool_(hostThreads()), allocator_(device_, stream_.get()), counters_(stream_.get()), a16_(stream_.get()),
       b16_(stream_.get()), c16_(stream_.get()), labels_(stream_.get()), lossScratch_(stream_.get()),
-      sweepScratch_(stream_.get())
+      sweepScratch_(stream_.get()), convolutions_(stream_.get(), capability_)
 {
     probeDevices(info_);
     const DeviceMemoryInfo mem = queryDeviceMemory(device_);
@@ -115,6 +116,30 @@ void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t 
     if (count == 0) return;
     activate();
     PLAB_CUDA_CHECK(cudakernels::launchCol2im(shapeOf(g), n0, count, cols, dst, stream()));
+}
+
+bool CudaBackend::convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
+                                     float* y, GemmPrecision precision)
+{
+    if (!CudnnConvolutions::builtIn()) return false;
+    activate();
+    return convolutions_.forward(g, outChannels, x, w, y, precision);
+}
+
+bool CudaBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w,
+                                          const float* dy, float* dx, GemmPrecision precision)
+{
+    if (!CudnnConvolutions::builtIn()) return false;
+    activate();
+    return convolutions_.backwardData(g, outChannels, w, dy, dx, precision);
+}
+
+bool CudaBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
+                                            const float* dy, float* dw, GemmPrecision precision)
+{
+    if (!CudnnConvolutions::builtIn()) return false;
+    activate();
+    return convolutions_.backwardFilter(g, outChannels, x, dy, dw, precision);
 }
 
 void CudaBackend::parallelFor(std::int64_t n, std::int64_t grain,

@@ -2,13 +2,17 @@
 // live in device memory (allocator()), every op enqueues its kernels or cuBLAS call on the
 // backend's one stream and returns without waiting, counts meant for host structs are
 // deferred to flush(), and only the ops that return a value (the loss, the gradient sweep)
-// and downloads wait for the device. Also the device probe behind plab_cuda_probe.
+// and downloads wait for the device. Convolutions go through cuDNN when it is built in
+// (cuda_conv.h), else the layer lowers them through im2col + gemm. Also the device probe
+// behind plab_cuda_probe.
 #pragma once
 
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_counters.h"
+#include "backend/cuda/cuda_precision.h"
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/cuda_status.h"
 
@@ -17,14 +21,6 @@
 #include <vector>
 
 namespace plab::cuda {
-
-// What a device can do, from its compute capability.
-struct DeviceCapability {
-    int major = 0;
-    int minor = 0;
-    bool bf16() const { return major >= 8; }   // bf16 tensor-core GEMM: Ampere and newer
-    bool tf32() const { return major >= 8; }   // tf32 tensor cores: Ampere and newer
-};
 
 // Fills info (name "cuda", availability, reason, versions of the CUDA runtime, driver,
 // cuBLAS and cuDNN, the devices). Never throws: an unusable CUDA stack is a reason.
@@ -54,6 +50,15 @@ public:
                 float* dst) override;
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override;
+
+    // Whole-batch convolutions through cuDNN (cuda_conv.cpp); false without cuDNN, or when
+    // cuDNN has no suitable algorithm for the shape (the layer then lowers them).
+    bool convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
+                            float* y, GemmPrecision precision) override;
+    bool convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy,
+                                 float* dx, GemmPrecision precision) override;
+    bool convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
+                                   const float* dy, float* dw, GemmPrecision precision) override;
     void parallelFor(std::int64_t n, std::int64_t grain,
                      const std::function<void(std::int64_t, std::int64_t)>& body) override;
 
@@ -111,6 +116,7 @@ private:
     DeviceBuffer lossScratch_;       // LossTotals, then per-row results (N doubles) and hits (N bytes)
     DeviceBuffer sweepScratch_;      // flag, per-view sums, per-block partial sums
     PinnedBuffer results_;           // what the ops that return a value read back
+    CudnnConvolutions convolutions_; // cuDNN's handle, plans and buffers, made at the first convolution
     std::vector<std::uint8_t> labelsOnDevice_;   // what labels_ holds
 };
 

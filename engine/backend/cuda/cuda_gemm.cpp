@@ -10,7 +10,8 @@
 // its first operand and A as its second, with the same transpose flags, and writes C^T
 // column-major, which is C row-major; a row-major leading dimension is the column-major one
 // of the transpose, so padded tensors need no copies. All pointers are device pointers and
-// nothing here waits for the device.
+// nothing here waits for the device. choosePath (cuda_precision.h) is defined here; the
+// cuDNN convolutions (cuda_conv.cpp) follow it too.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 
@@ -22,38 +23,37 @@
 
 namespace plab::cuda {
 
-namespace {
-
-enum class GemmPath { fp32Strict, tf32, bits16Fp32Accumulate, fp16Accumulate };
-
-GemmPath choosePath(GemmPrecision p, DeviceCapability cap)
+GemmPath choosePath(GemmPrecision p, DeviceCapability cap, std::string_view products)
 {
     const auto needsAmpere = [&](const char* what) {
         if (cap.major < 8)
             throw std::runtime_error(std::string(what) + " needs a GPU of compute capability 8.0 or newer; this one is " +
                                      std::to_string(cap.major) + "." + std::to_string(cap.minor));
     };
+    const auto noAccumulation = [&](const char* format) {
+        return std::runtime_error("the GPU has no " + std::string(format) + " accumulation; " + format + " " +
+                                  std::string(products) + " always accumulate in fp32 on the CUDA backend (use fp32 "
+                                  "accumulation, or the CPU backend to emulate it)");
+    };
     switch (p.compute) {
     case Format::fp32:
         // fp32 "accumulated in fp32" either way: the CPU reference also runs sgemm here.
         return GemmPath::fp32Strict;
     case Format::tf32:
-        if (!p.fp32Accumulate)
-            throw std::runtime_error("the GPU has no tf32 accumulation; tf32 GEMMs always accumulate in fp32 on the "
-                                     "CUDA backend (use fp32 accumulation, or the CPU backend to emulate it)");
+        if (!p.fp32Accumulate) throw noAccumulation("tf32");
         needsAmpere("tf32 tensor-core math");
         return GemmPath::tf32;
     case Format::bf16:
-        if (!p.fp32Accumulate)
-            throw std::runtime_error("the GPU has no bf16 accumulation; bf16 GEMMs always accumulate in fp32 on the "
-                                     "CUDA backend (use fp32 accumulation, or the CPU backend to emulate it)");
+        if (!p.fp32Accumulate) throw noAccumulation("bf16");
         needsAmpere("bf16 tensor-core math");
         return GemmPath::bits16Fp32Accumulate;
     case Format::fp16:
         return p.fp32Accumulate ? GemmPath::bits16Fp32Accumulate : GemmPath::fp16Accumulate;
     }
-    throw std::invalid_argument("gemm got an unknown compute format");
+    throw std::invalid_argument(std::string(products) + ": unknown compute format");
 }
+
+namespace {
 
 int asInt(std::int64_t v, const char* what)
 {
@@ -73,7 +73,7 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
 {
     if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
     if (M == 0 || N == 0) return;
-    const GemmPath path = choosePath(precision, capability_);
+    const GemmPath path = choosePath(precision, capability_, "GEMMs");
     // Stored shapes of the row-major operands (rows, cols) with their leading dimensions.
     const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
     const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;

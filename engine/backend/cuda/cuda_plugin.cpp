@@ -38,9 +38,10 @@ std::string cudnnVersionText()
 #if PLAB_CUDA_HAVE_CUDNN
     // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
     const std::size_t v = cudnnGetVersion();
-    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100) +
+           ": convolutions";
 #else
-    return "cuDNN: not built in";
+    return "cuDNN: not built in (convolutions through im2col + cuBLAS)";
 #endif
 }
 

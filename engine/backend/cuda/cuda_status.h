@@ -1,11 +1,13 @@
-// Checked calls for the CUDA plugin: every CUDA runtime and cuBLAS status that is not
-// success becomes a std::runtime_error naming the call and the library's own status
+// Checked calls for the CUDA plugin: every CUDA runtime, cuBLAS and cuDNN status that is
+// not success becomes a std::runtime_error naming the call and the library's own status
 // string, never an abort, so the engine reports it as one sentence and keeps running.
-// (cuDNN's checks join when its convolutions land, see docs/CUDA.md.)
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#if PLAB_CUDA_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 
 #include <string>
 #include <string_view>
@@ -27,6 +29,18 @@ inline void checkCublas(cublasStatus_t status, std::string_view call)
     if (status != CUBLAS_STATUS_SUCCESS) throwCublasError(status, call);
 }
 
+#if PLAB_CUDA_HAVE_CUDNN
+// "cudnnConvolutionForward failed: not supported: <cuDNN's last message> (CUDNN_STATUS_NOT_SUPPORTED_SHAPE)":
+// the status's class, cuDNN's own message for the thread's last error when it has one, and
+// the status name (what cudnnGetErrorString returns in cuDNN 9).
+[[noreturn]] void throwCudnnError(cudnnStatus_t status, std::string_view call);
+
+inline void checkCudnn(cudnnStatus_t status, std::string_view call)
+{
+    if (status != CUDNN_STATUS_SUCCESS) throwCudnnError(status, call);
+}
+#endif
+
 // The function name of a call's source text: "cudaMalloc(&p, n)" -> "cudaMalloc".
 std::string_view callName(std::string_view call);
 
@@ -34,3 +48,6 @@ std::string_view callName(std::string_view call);
 
 #define PLAB_CUDA_CHECK(call) ::plab::cuda::checkCuda((call), #call)
 #define PLAB_CUBLAS_CHECK(call) ::plab::cuda::checkCublas((call), #call)
+#if PLAB_CUDA_HAVE_CUDNN
+#define PLAB_CUDNN_CHECK(call) ::plab::cuda::checkCudnn((call), #call)
+#endif

@@ -1,0 +1,57 @@
+// The CUDA backend's whole-batch convolutions through cuDNN's legacy convolution API
+// (cudnnConvolutionForward / BackwardData / BackwardFilter, still in cuDNN 9): the stride-1
+// "same" convolutions of ConvGeometry on the (C, N, H, W) activations as they are stored,
+// in the arithmetic the recipe asks for (cuda_precision.h), with algorithms chosen once per
+// shape and cached. Without cuDNN at build time every call returns false and the layer
+// lowers its convolutions through im2col + gemm. cuDNN's types stay in cuda_conv.cpp.
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_precision.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace plab::cuda {
+
+class CudnnConvolutions {
+public:
+    // Creates nothing yet: the cuDNN handle, the plans and the buffers are made at the first
+    // convolution, so a backend that never convolves never loads cuDNN's kernels.
+    CudnnConvolutions(cudaStream_t stream, DeviceCapability capability);
+    ~CudnnConvolutions();
+    CudnnConvolutions(const CudnnConvolutions&) = delete;
+    CudnnConvolutions& operator=(const CudnnConvolutions&) = delete;
+
+    // Whether the plugin was built with cuDNN.
+    static bool builtIn();
+
+    // y (Cout, N, H, W) = x (C, N, H, W) cross-correlated with w (Cout, C, k, k), padding
+    // k/2; dx (C, N, H, W) = its adjoint applied to dy (Cout, N, H, W); dw (Cout, C, k, k) =
+    // the sum over the batch of dy times the shifted x. Outputs are overwritten. Device
+    // pointers holding values of precision.compute; the sums as choosePath says.
+    // false: not done, nothing written (no cuDNN, a tensor beyond cuDNN's 32-bit sizes, or
+    // no algorithm of the kind we accept for this shape and precision; the three passes of
+    // one shape and precision are chosen together, so a shape whose forward pass ran here
+    // never gets false from its backward passes). Throws std::invalid_argument for a
+    // geometry that is not a same-size convolution, std::runtime_error for a precision the
+    // GPU cannot run (choosePath) or a failed cuDNN or CUDA call. Nothing waits for the device.
+    bool forward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w, float* y,
+                 GemmPrecision precision);
+    bool backwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy, float* dx,
+                      GemmPrecision precision);
+    bool backwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* dy, float* dw,
+                        GemmPrecision precision);
+
+private:
+    struct State;   // the handle, the plans per shape, the buffers (cuda_conv.cpp)
+    State& state();
+
+    cudaStream_t stream_;
+    DeviceCapability capability_;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace plab::cuda

@@ -1,0 +1,34 @@
+// What a device can do (its compute capability) and how the GPU sums the products of a
+// GEMM or a convolution for each GemmPrecision: shared by the cuBLAS GEMM (cuda_gemm.cpp,
+// which defines choosePath) and the cuDNN convolutions (cuda_conv.cpp), so that both
+// follow one rule and refuse with one wording.
+#pragma once
+
+#include "backend/backend.h"
+
+#include <string_view>
+
+namespace plab::cuda {
+
+// What a device can do, from its compute capability.
+struct DeviceCapability {
+    int major = 0;
+    int minor = 0;
+    bool bf16() const { return major >= 8; }   // bf16 tensor-core GEMM: Ampere and newer
+    bool tf32() const { return major >= 8; }   // tf32 tensor cores: Ampere and newer
+};
+
+// The arithmetic a GemmPrecision asks of the GPU:
+//   fp32 (either accumulation)  -> fp32Strict: fp32 FMAs, no TF32
+//   tf32, fp32 accumulation     -> tf32: tensor cores on tf32 operands, fp32 sums
+//   fp16 / bf16, fp32 accum.    -> bits16Fp32Accumulate: 16-bit operands, fp32 sums
+//   fp16, fp16 accumulation     -> fp16Accumulate
+enum class GemmPath { fp32Strict, tf32, bits16Fp32Accumulate, fp16Accumulate };
+
+// The path for p on a device of capability cap, or a std::runtime_error saying why the GPU
+// cannot do it: "the GPU has no bf16 accumulation; ..." (neither bf16 nor tf32 sums exist
+// in cuBLAS, cuDNN or the hardware), or bf16/tf32 before compute capability 8.0.
+// `products` names the op in the message: "GEMMs", "convolutions".
+GemmPath choosePath(GemmPrecision p, DeviceCapability cap, std::string_view products);
+
+}  // namespace plab::cuda
