@@ -79,6 +79,24 @@ bool sameFloat(float a, float b)
 
 // ---- Part one, runs everywhere: the device arithmetic on the host -------------------------
 
+namespace {
+
+// Rows of the addBiasRound tests: every format, in Linear's layout (period out, repeat 1)
+// and Conv2d's (period Cout, repeat N*H*W).
+void addBiasRoundRows(qlonglong convPeriod, qlonglong convRepeat)
+{
+    QTest::addColumn<int>("format");
+    QTest::addColumn<qlonglong>("period");
+    QTest::addColumn<qlonglong>("repeat");
+    for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16}) {
+        const std::string name(formatName(f));
+        QTest::addRow("%s linear", name.c_str()) << static_cast<int>(f) << 10LL << 1LL;
+        QTest::addRow("%s conv", name.c_str()) << static_cast<int>(f) << convPeriod << convRepeat;
+    }
+}
+
+}  // namespace
+
 class TestCudaOpMath : public QObject {
     Q_OBJECT
 
@@ -229,17 +247,7 @@ private slots:
 
     // The fused bias + rounding kernel against the CPU backend's addBiasRound: bits and
     // counts exactly, for Linear's layout (period out, repeat 1) and Conv2d's.
-    void addBiasRoundMatchesCpu_data()
-    {
-        QTest::addColumn<int>("format");
-        QTest::addColumn<qlonglong>("period");
-        QTest::addColumn<qlonglong>("repeat");
-        for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16}) {
-            const std::string name(formatName(f));
-            QTest::addRow("%s linear", name.c_str()) << static_cast<int>(f) << 10LL << 1LL;
-            QTest::addRow("%s conv", name.c_str()) << static_cast<int>(f) << 6LL << 74LL;
-        }
-    }
+    void addBiasRoundMatchesCpu_data() { addBiasRoundRows(6, 74); }
     void addBiasRoundMatchesCpu()
     {
         QFETCH(int, format);
@@ -978,17 +986,7 @@ private slots:
         for (int h : hits) QCOMPARE(h, 1);
     }
 
-    void addBiasRoundMatchesCpuExactly_data()
-    {
-        QTest::addColumn<int>("format");
-        QTest::addColumn<qlonglong>("period");
-        QTest::addColumn<qlonglong>("repeat");
-        for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16}) {
-            const std::string name(formatName(f));
-            QTest::addRow("%s linear", name.c_str()) << static_cast<int>(f) << 10LL << 1LL;
-            QTest::addRow("%s conv", name.c_str()) << static_cast<int>(f) << 32LL << 3136LL;
-        }
-    }
+    void addBiasRoundMatchesCpuExactly_data() { addBiasRoundRows(32, 3136); }
     void addBiasRoundMatchesCpuExactly()
     {
         QFETCH(int, format);
