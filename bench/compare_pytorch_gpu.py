@@ -11,27 +11,17 @@ GradScaler, autocast bf16. Prints RATIO lines for RESULTS.md.
     python3 bench/compare_pytorch_gpu.py --bench build/bench/plab_bench [--quick]
 """
 import argparse
+import os
 import statistics
 import subprocess
+import sys
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-
-def small_cnn():
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(64 * 7 * 7, 10))
-
-
-def seed_cnn():
-    return nn.Sequential(
-        nn.Conv2d(1, 420, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(420, 1000, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(1000 * 7 * 7, 10))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_pytorch import seed_cnn, small_cnn  # noqa: E402  the same models as the CPU comparison
 
 
 MODELS = {"small-cnn": small_cnn, "seed-cnn": seed_cnn}
