@@ -1,8 +1,10 @@
 // Tests of the main window's classroom actions: presentation mode (bigger fonts, docks
-// hidden, only the lesson's charts; toggling back restores them), the configuration
+// hidden, only the lesson's charts, legible at those sizes and filling the chart area;
+// toggling back restores them), the configuration
 // copied and pasted as one line of JSON through the clipboard (with one clear sentence
 // for bad input), and File > Export of a finished run (PDF, HTML, CSV, JSON records).
 
+#include "charts/chart_support.h"
 #include "charts/charts_view.h"
 #include "export/run_export.h"
 #include "lessons/lesson_panel.h"
@@ -14,14 +16,94 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QChart>
+#include <QChartView>
 #include <QClipboard>
 #include <QDockWidget>
+#include <QGraphicsTextItem>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QSignalSpy>
 #include <QtTest>
+
+#include <cmath>
 
 using namespace plab;
 using namespace plab::ui;
 using nlohmann::json;
+
+namespace {
+
+// A finished run shaped like one of lesson 1's: 400 steps of a falling loss, an evaluation
+// every 100 steps, weight-gradient histograms of conv1, conv2 and fc1 every 25 steps
+// (centred at 2^center).
+RunPtr lessonRun(const QString& name, QColor color, int center)
+{
+    TrainSettings settings;
+    settings.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+    auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, settings);
+    run->setName(name);
+    run->setColor(color);
+    run->apply(RunStartEvent{"cpu", {}, 400});
+    for (std::int64_t i = 1; i <= 400; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = static_cast<float>(0.1 + 2.2 * std::exp(-static_cast<double>(i) / 80.0));
+        e.batch = 32;
+        e.timeMs = 10.0;
+        e.totalSteps = 400;
+        run->apply(e);
+        if (i % 100 == 0) run->apply(EvalEvent{i, 0, 0.95, 0.2});
+        if (i % 25 != 0) continue;
+        TelemetryEvent t;
+        t.step = i;
+        for (const char* layer : {"conv1", "conv2", "fc1"}) {
+            LayerTelemetry l;
+            l.layer = layer;
+            l.kind = TensorKind::weightGrad;
+            for (int x = center - 6; x <= center + 6; ++x) {
+                const auto bin = static_cast<std::size_t>(GradientHistogram::binOf(x));
+                l.histogram.bins[bin] = static_cast<std::uint64_t>(50 - 7 * std::abs(x - center));
+            }
+            l.stats.count = 1000;
+            l.stats.underflow = static_cast<std::uint64_t>(i / 25);
+            t.layers.push_back(l);
+        }
+        run->apply(t);
+    }
+    return run;
+}
+
+// Lets posted layout requests run (the grid, the charts' own layouts, the dock resize):
+// what a user sees once the window has settled. No sleep: only events already queued.
+void settle()
+{
+    for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
+}
+
+// The texts on a group's charts that QtCharts shortened to fit ("AM...", "Loss (train) and
+// accuracy (test) · A..."): titles, legend entries, axis titles and labels.
+QStringList elidedTexts(QWidget* group)
+{
+    QStringList elided;
+    for (QChartView* view : group->findChildren<QChartView*>())
+        for (QGraphicsItem* item : view->scene()->items())
+            if (auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+                text && text->isVisible() && text->toPlainText().contains(QStringLiteral("...")))
+                elided << group->objectName() + QStringLiteral(": ") + text->toPlainText();
+    return elided;
+}
+
+QStringList legendLabels(QWidget* group)
+{
+    QStringList labels;
+    for (QChartView* view : group->findChildren<QChartView*>())
+        for (QLegendMarker* m : view->chart()->legend()->markers())
+            if (m->isVisible()) labels << m->label();
+    return labels;
+}
+
+}  // namespace
 
 class TestUiPresentation : public QObject {
     Q_OBJECT
@@ -110,6 +192,82 @@ private slots:
         QVERIFY(!window.chartsView()->group(QStringLiteral("memory"))->isVisible());
         window.setPresentationMode(false);
         QVERIFY(window.findChild<QDockWidget*>(QStringLiteral("settingsDock"))->isVisible());
+    }
+
+    // Issue (screenshot review of lesson 1 on a projector, docs/screenshot-lesson-presentation.png):
+    // at presentation font sizes the legends were elided to "AM...", "co...", "fp...", the
+    // titles to "Loss (train) and accuracy (test) · A...", and the lesson's three groups kept
+    // their normal grid cells, leaving the cell beside the loss chart empty. Now every text
+    // on the lesson's charts shows in full, the shown groups tile the chart area, and leaving
+    // presentation mode puts every group back where it was.
+    void presentationChartsAreLegibleAndFillTheArea()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-legible").string());   // no runs of other tests
+        MainWindow window(o);
+        window.resize(1500, 950);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
+                 QString());
+        ChartsView* charts = window.chartsView();
+        // As after "Run lesson": the last run watched, the first overlaid.
+        charts->setRuns(lessonRun(QStringLiteral("AMP FP16, dynamic loss scaling"), QColor(255, 127, 14), 7),
+                        {lessonRun(QStringLiteral("AMP FP16, no loss scaling"), QColor(31, 119, 180), -8)});
+        charts->redrawNow();
+        settle();
+        QList<QWidget*> shown;
+        QHash<QWidget*, QRect> normalGeometry;
+        for (const QString& name : {QStringLiteral("loss"), QStringLiteral("histogram"), QStringLiteral("underflow")}) {
+            shown << charts->group(name);
+            normalGeometry.insert(charts->group(name), charts->group(name)->geometry());
+        }
+
+        window.setPresentationMode(true);
+        auto coveredShare = [&] {
+            // The shown groups' area against the grid's (the scroll area's content).
+            const QWidget* content = shown.front()->parentWidget();
+            qreal covered = 0;
+            for (QWidget* g : shown) covered += qreal(g->width()) * g->height();
+            return covered / (qreal(content->width()) * content->height());
+        };
+        QTRY_VERIFY2(coveredShare() > 0.9, qPrintable(QString::number(coveredShare())));
+        QTRY_COMPARE(elidedTexts(shown[0]) + elidedTexts(shown[1]) + elidedTexts(shown[2]), QStringList());
+        settle();   // and still so once everything has been laid out
+        for (QWidget* g : shown) QCOMPARE(elidedTexts(g), QStringList());
+        QVERIFY(charts->width() > 0.7 * window.width());   // the lesson dock takes only a column
+        // The overlaid run is named by what tells it apart; the watched run's entries say what they are.
+        QVERIFY(legendLabels(shown[0]).contains(QStringLiteral("no loss scaling")));
+        QVERIFY(legendLabels(shown[2]).contains(QStringLiteral("conv1")));
+
+        window.setPresentationMode(false);
+        for (QWidget* g : shown) QTRY_COMPARE(g->geometry(), normalGeometry.value(g));
+    }
+
+    void distinguishingNames_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QStringList>("names");
+        QTest::addColumn<QString>("label");
+        const QStringList lesson1{QStringLiteral("AMP FP16, no loss scaling"),
+                                  QStringLiteral("AMP FP16, dynamic loss scaling")};
+        QTest::addRow("lesson 1: shared recipe left out") << lesson1[0] << lesson1 << QStringLiteral("no loss scaling");
+        const QStringList lesson4{QStringLiteral("AMP FP16, no loss scaling"), QStringLiteral("AMP BF16, no loss scaling")};
+        QTest::addRow("lesson 4: shared setting left out") << lesson4[1] << lesson4 << QStringLiteral("AMP BF16");
+        const QStringList lesson3{QStringLiteral("pure FP16, SGD"), QStringLiteral("pure FP16, Adam"),
+                                  QStringLiteral("AMP FP16 (fp32 master weights), SGD")};
+        QTest::addRow("nothing shared by all") << lesson3[0] << lesson3 << lesson3[0];
+        QTest::addRow("one run keeps its name") << lesson1[0] << QStringList{lesson1[0]} << lesson1[0];
+        const QStringList timestamped{QStringLiteral("AMP FP16 18:37:13"), QStringLiteral("FP32 18:40:02")};
+        QTest::addRow("names without parts") << timestamped[0] << timestamped << timestamped[0];
+    }
+
+    void distinguishingNames()
+    {
+        QFETCH(QString, name);
+        QFETCH(QStringList, names);
+        QFETCH(QString, label);
+        QCOMPARE(distinguishingName(name, names), label);
     }
 
     void configurationAsOneLine()

@@ -2,6 +2,7 @@
 #include "charts/chart_support.h"
 
 #include <QElapsedTimer>
+#include <QFontMetricsF>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -29,7 +30,7 @@ QFont scaledFont(QFont f, qreal factor)
 TimedChartView::TimedChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent)
 {
     setRenderHint(QPainter::Antialiasing);
-    setMinimumSize(280, 200);
+    setMinimumSize(kMinimumSize);
     setFrameShape(QFrame::NoFrame);
     setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
     setOptimizationFlags(QGraphicsView::DontSavePainterState | QGraphicsView::DontAdjustForAntialiasing);
@@ -65,6 +66,43 @@ QPen ChartGroup::runPen(const QColor& color, qreal width, Qt::PenStyle style) co
     return plab::ui::runPen(c, std::max(width * 1.5, faint ? kPresentationFaintWidth : kPresentationMinWidth), style);
 }
 
+QString ChartGroup::runLabel(const RunPtr& run, const QList<RunPtr>& runs) const
+{
+    if (!presentation_ || runs.size() < 2) return run->name();
+    QStringList names;
+    names.reserve(runs.size());
+    for (const RunPtr& r : runs) names << r->name();
+    return distinguishingName(run->name(), names);
+}
+
+void ChartGroup::setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs, const QString& shortWhat)
+{
+    if (!presentation_) {
+        plab::ui::setChartTitle(chart, what, runs);
+        return;
+    }
+    if (!titles_.contains(chart))
+        connect(chart, &QGraphicsWidget::geometryChanged, this, [this, chart] { fitTitle(chart); });
+    TitleParts& parts = titles_[chart];
+    parts.what = shortWhat.isEmpty() ? what : shortWhat;
+    parts.run = runs.isEmpty() ? QString() : runLabel(runs.front(), runs);
+    fitTitle(chart);
+}
+
+void ChartGroup::fitTitle(QChart* chart)
+{
+    const auto it = titles_.constFind(chart);
+    if (!presentation_ || it == titles_.constEnd()) return;
+    const TitleParts& parts = it.value();
+    QString title = parts.run.isEmpty() ? parts.what : QStringLiteral("%1 · %2").arg(parts.what, parts.run);
+    // The title gets the chart's width less its margins and the text item's own margins;
+    // before the first layout (width 0) one line is assumed.
+    const qreal room = chart->size().width() - chart->margins().left() - chart->margins().right() - 16;
+    if (!parts.run.isEmpty() && room > 0 && QFontMetricsF(chart->titleFont()).horizontalAdvance(title) > room)
+        title = parts.what.toHtmlEscaped() + QStringLiteral("<br>") + parts.run.toHtmlEscaped();   // titles are HTML
+    if (chart->title() != title) chart->setTitle(title);
+}
+
 void ChartGroup::setPresentationMode(bool on)
 {
     if (presentation_ == on) return;
@@ -78,6 +116,7 @@ void ChartGroup::setPresentationMode(bool on)
         setFont(QFont());
     }
     applyPalette(palette_);
+    presentationModeChanged();
 }
 
 void ChartGroup::adaptAntialiasing()
@@ -376,6 +415,19 @@ void setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs
 {
     const QString title = runs.isEmpty() ? what : QStringLiteral("%1 · %2").arg(what, runs.front()->name());
     if (chart->title() != title) chart->setTitle(title);
+}
+
+QString distinguishingName(const QString& name, const QStringList& names)
+{
+    const QString separator = QStringLiteral(", ");
+    const QStringList parts = name.split(separator);
+    QStringList kept;
+    for (const QString& part : parts) {
+        const bool shared = std::all_of(names.begin(), names.end(),
+                                        [&](const QString& other) { return other.split(separator).contains(part); });
+        if (!shared) kept << part;
+    }
+    return kept.isEmpty() ? name : kept.join(separator);
 }
 
 QString formatBytes(double bytes)

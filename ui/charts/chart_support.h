@@ -2,8 +2,9 @@
 // view that times its own painting for the frame scheduler, a pool of series reused
 // across redraws (created on first use, removed when no run needs them), the setting-
 // change markers (a vertical line and a label per change), pens in a run's color, short
-// legend labels, axis ranges that only move by steps, the palette-driven theme, pixel
-// columns for the reduction, and number formatting.
+// legend labels (in presentation mode runs named by what tells them apart, titles that
+// fit), axis ranges that only move by steps, the palette-driven theme, pixel columns for
+// the reduction, and number formatting.
 #pragma once
 
 #include "run_data.h"
@@ -34,6 +35,12 @@ class TimedChartView : public QChartView {
 public:
     TimedChartView(QChart* chart, QWidget* parent);
     qint64 lastPaintNs() const { return lastPaintNs_; }
+
+    // The size that keeps axes readable. Also the size hint: QGraphicsView's would be the
+    // scene rect, which QChartView sets to the size the view last had, so a grid once laid
+    // out larger (presentation mode, a maximized window) would stay that large, scrolling.
+    static constexpr QSize kMinimumSize{280, 200};
+    QSize sizeHint() const override { return kMinimumSize.expandedTo(minimumSize()); }
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -73,6 +80,10 @@ public:
     virtual void applyPalette(const QPalette& palette);
 
 protected:
+    // What else a group lays out differently in presentation mode (called after the mode
+    // changed; a redraw follows).
+    virtual void presentationModeChanged() {}
+
     // The runs to draw, current first, without nulls or duplicates.
     static QList<RunPtr> runsToDraw(const RunPtr& current, const QList<RunPtr>& compare);
 
@@ -80,12 +91,28 @@ protected:
     // made opaque in presentation mode. Member lookup makes every group's redraw use it.
     QPen runPen(const QColor& color, qreal width = 2.0, Qt::PenStyle style = Qt::SolidLine) const;
 
+    // How a run is named in a legend or title: its name; in presentation mode only what
+    // tells it apart from the other runs drawn (distinguishingName), so labels fit at the
+    // large fonts. The series' own names keep the full name (tooltips, tests).
+    QString runLabel(const RunPtr& run, const QList<RunPtr>& runs) const;
+
+    // The free setChartTitle() in normal mode. In presentation mode "<shortWhat> · <the
+    // watched run's runLabel>" (shortWhat defaults to what), on two lines when one line is
+    // wider than the chart; refitted when the chart is resized, not per frame.
+    void setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs, const QString& shortWhat = {});
+
 private:
     void applyFonts();
+    void fitTitle(QChart* chart);
     QString name_;
     bool presentation_ = false;
     QPalette palette_;
     QFont normalFont_;   // the widget font before presentation mode
+    struct TitleParts {
+        QString what;
+        QString run;
+    };
+    QHash<QChart*, TitleParts> titles_;   // presentation-mode titles, for refitting on resize
 };
 
 // A chart view set up the same everywhere: antialiased, no margins wasted, a minimum
@@ -182,6 +209,11 @@ private:
 
 // "<what> · <the watched run's name>": legends then name only the comparison runs.
 void setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs);
+
+// `name` without the comma-separated parts that every one of `names` shares: among "AMP
+// FP16, no loss scaling" and "AMP FP16, dynamic loss scaling" the first is "no loss
+// scaling". The whole name when nothing is shared or nothing would be left (one run).
+QString distinguishingName(const QString& name, const QStringList& names);
 
 QString formatBytes(double bytes);
 QString formatDuration(double seconds);

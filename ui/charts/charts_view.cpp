@@ -37,21 +37,18 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     connect(histogram, &HistogramChart::binPicked, this, &ChartsView::histogramBinPicked);
 
     auto* content = new QWidget;
-    auto* grid = new QGridLayout(content);
-    grid->setContentsMargins(2, 2, 2, 2);
-    grid->setSpacing(4);
-    // Two columns of groups; the memory chart shares its group with the batch planner's
-    // table and note, so it gets a whole row (and a taller minimum); the scroll area
-    // scrolls when the window is smaller than the grid.
-    for (ChartGroup* g : groups_) g->setMinimumHeight(300);
+    grid_ = new QGridLayout(content);
+    grid_->setContentsMargins(2, 2, 2, 2);
+    grid_->setSpacing(4);
+    // Two columns of groups (arrangeGroups); the memory chart shares its group with the
+    // batch planner's table and note, so it gets a taller minimum; the scroll area scrolls
+    // when the window is smaller than the grid.
+    for (ChartGroup* g : groups_) {
+        g->setMinimumHeight(300);
+        g->installEventFilter(this);
+    }
     memory->setMinimumHeight(400);
-    grid->addWidget(loss, 0, 0);
-    grid->addWidget(scale, 0, 1);
-    grid->addWidget(histogram, 1, 0);
-    grid->addWidget(underflow, 1, 1);
-    grid->addWidget(memory, 2, 0, 1, 2);
-    grid->addWidget(throughput, 3, 0, 1, 2);
-    for (int c = 0; c < 2; ++c) grid->setColumnStretch(c, 1);
+    arrangeGroups();
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
@@ -104,7 +101,79 @@ void ChartsView::setPresentationMode(bool on)
     if (presentation_ == on) return;
     presentation_ = on;
     for (ChartGroup* g : groups_) g->setPresentationMode(on);
+    arrangeGroups();
     forceRedraw_ = true;   // pens are chosen during a redraw
+}
+
+bool ChartsView::eventFilter(QObject* watched, QEvent* event)
+{
+    // ShowToParent / HideToParent: the group itself was shown or hidden (a lesson's charts),
+    // not the window around it. Arranged once after the caller has set every group.
+    if ((event->type() == QEvent::ShowToParent || event->type() == QEvent::HideToParent) && presentation_ &&
+        !arrangePending_) {
+        arrangePending_ = true;
+        QTimer::singleShot(0, this, [this] {
+            arrangePending_ = false;
+            arrangeGroups();
+        });
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void ChartsView::arrangeGroups()
+{
+    struct Cell {
+        ChartGroup* group;
+        int row, column, columnSpan;
+    };
+    QList<Cell> cells;
+    if (!presentation_) {
+        // loss | scale, histogram | underflow, then memory and throughput across both columns.
+        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {2, 0, 2}, {3, 0, 2}};
+        for (qsizetype i = 0; i < groups_.size(); ++i) cells.append({groups_[i], kNormal[i][0], kNormal[i][1], kNormal[i][2]});
+    } else {
+        const QStringList wide{QStringLiteral("underflow"), QStringLiteral("memory")};
+        int row = 0;
+        qsizetype alone = -1;   // the cell of a narrow group that has its row to itself so far
+        for (ChartGroup* g : groups_) {
+            if (g->isHidden()) continue;
+            if (wide.contains(g->groupName())) {
+                cells.append({g, row++, 0, 2});
+            } else if (alone >= 0) {
+                cells[alone].columnSpan = 1;
+                cells.append({g, cells[alone].row, 1, 1});
+                alone = -1;
+            } else {
+                alone = cells.size();
+                cells.append({g, row++, 0, 2});
+            }
+        }
+        // Hidden groups stay in the layout, after the shown ones, where they take no space.
+        int next = row;
+        for (ChartGroup* g : groups_)
+            if (g->isHidden()) cells.append({g, next++, 0, 2});
+    }
+    QString key = presentation_ ? QStringLiteral("presentation:") : QStringLiteral("normal:");
+    for (const Cell& c : cells) key += QStringLiteral("%1@%2,%3,%4;").arg(c.group->groupName()).arg(c.row).arg(c.column).arg(c.columnSpan);
+    if (key == arrangement_) return;
+    arrangement_ = key;
+    for (ChartGroup* g : groups_) grid_->removeWidget(g);
+    for (int r = 0; r < grid_->rowCount(); ++r) grid_->setRowStretch(r, 0);
+    int columnStretch[2] = {1, 1};
+    for (const Cell& c : cells) {
+        grid_->addWidget(c.group, c.row, c.column, 1, c.columnSpan);
+        if (!presentation_ || c.group->isHidden()) continue;
+        // The shown rows share the height; the histogram's row and column get more: its
+        // group holds the shares table and controls under the chart, its legend names four
+        // regions besides the runs.
+        const bool histogram = c.group->groupName() == QLatin1String("histogram");
+        grid_->setRowStretch(c.row, std::max(grid_->rowStretch(c.row), histogram ? 4 : 3));
+        if (histogram && c.columnSpan == 1) {
+            columnStretch[c.column] = 4;
+            columnStretch[1 - c.column] = 3;
+        }
+    }
+    for (int c = 0; c < 2; ++c) grid_->setColumnStretch(c, columnStretch[c]);
 }
 
 bool ChartsView::runsChanged() const

@@ -18,6 +18,7 @@
 
 QT_BEGIN_NAMESPACE
 class QAbstractSeries;
+class QGridLayout;
 class QTimer;
 QT_END_NAMESPACE
 
@@ -46,7 +47,9 @@ public:
     void redrawNow();
 
     // Presentation mode (projector, screen share): lines >= 3 px, fonts 1.5x, full-contrast
-    // text and grid on every chart; false restores the normal look. Takes effect at once.
+    // text and grid on every chart, short run names in legends and titles, and only the
+    // shown groups in the grid, without empty cells (arrangeGroups); false restores the
+    // normal look and grid. Takes effect at once.
     void setPresentationMode(bool on);
     bool presentationMode() const { return presentation_; }
 
@@ -55,8 +58,14 @@ signals:
 
 protected:
     void changeEvent(QEvent* event) override;   // palette and font changes re-theme the charts
+    bool eventFilter(QObject* watched, QEvent* event) override;   // a group shown or hidden
 
 private:
+    // Normal mode: the fixed two-column grid (hidden groups leave their cells empty).
+    // Presentation mode: the shown groups only, in the same order; two narrow groups share
+    // a row, a wide one (underflow's two panels, memory with its planner) or a narrow one
+    // left alone spans both columns. Moves widgets only when the arrangement changes.
+    void arrangeGroups();
     void onFrameTimer();
     bool runsChanged() const;
     void redrawAll();
@@ -68,6 +77,9 @@ private:
     QList<RunPtr> compare_;
     QList<ChartGroup*> groups_;
     QTimer* frameTimer_ = nullptr;
+    QGridLayout* grid_ = nullptr;
+    QString arrangement_;            // what arrangeGroups() last laid out
+    bool arrangePending_ = false;    // a group's visibility changed; arranged once per event-loop turn
     std::vector<std::pair<const RunData*, std::uint64_t>> drawnRevisions_;   // at the last redraw
     bool forceRedraw_ = true;
     // A frame starts another group only while the estimated redraw + paint of all it started

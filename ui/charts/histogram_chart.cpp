@@ -61,7 +61,65 @@ struct Region {
     QColor color;
 };
 
+// The shading of the format's regions (translucent over the plot).
+const Region kRegions[] = {
+    {"flushed", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "flushed to zero"), QColor(220, 50, 50, 45)},
+    {"subnormal", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "subnormal"), QColor(240, 160, 30, 55)},
+    {"normal", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "normal"), QColor(60, 170, 90, 30)},
+    {"overflow", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "overflow"), QColor(160, 60, 200, 50)},
+};
+
+// A region's shading as it looks over `background`, opaque (for a table cell).
+QColor shadingOver(const QColor& shading, const QColor& background)
+{
+    const double a = shading.alphaF();
+    auto mix = [a](int fg, int bg) { return static_cast<int>(std::lround(a * fg + (1 - a) * bg)); };
+    return QColor(mix(shading.red(), background.red()), mix(shading.green(), background.green()),
+                  mix(shading.blue(), background.blue()));
+}
+
 }  // namespace
+
+QString HistogramChart::sharesLines(const std::vector<RunShares>& shares, const QString& format)
+{
+    QStringList lines;
+    for (const RunShares& r : shares)
+        lines << tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
+                     .arg(r.run, format, formatPercent(r.shares.flushed), formatPercent(r.shares.subnormal),
+                          formatPercent(r.shares.normal), formatPercent(r.shares.overflow), formatPercent(r.shares.zeros),
+                          formatPercent(r.shares.nonFinite));
+    return lines.join(QLatin1Char('\n'));
+}
+
+QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const QString& format, const QColor& background)
+{
+    // One row per run under the region names (three lines instead of two wrapped lines per
+    // run at presentation font sizes). Zeros and inf/NaN get a column only when some run has
+    // any: they are rare, and the four regions are what the legend's colors show.
+    const bool zeros = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.zeros > 0; });
+    const bool nonFinite = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.nonFinite > 0; });
+    auto cell = [](const QString& text) { return QStringLiteral("<td align=\"right\">%1</td>").arg(text); };
+    QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"2\"><tr><th align=\"left\">%1</th>")
+                       .arg(tr("%1 regions").arg(format).toHtmlEscaped());
+    // The four regions' headers in their shading: the key to the plot's colors.
+    const QString regionHeads[] = {tr("flushed"), tr("subnormal"), tr("normal"), tr("overflow")};
+    for (int i = 0; i < 4; ++i)
+        html += QStringLiteral("<th align=\"right\" bgcolor=\"%1\">&nbsp;%2&nbsp;</th>")
+                    .arg(shadingOver(kRegions[i].color, background).name(), regionHeads[i].toHtmlEscaped());
+    QStringList heads;
+    if (zeros) heads << tr("zeros");
+    if (nonFinite) heads << tr("inf/NaN");
+    for (const QString& head : heads) html += QStringLiteral("<th align=\"right\">&nbsp;%1</th>").arg(head.toHtmlEscaped());
+    html += QStringLiteral("</tr>");
+    for (const RunShares& r : shares) {
+        html += QStringLiteral("<tr><td>%1</td>").arg(r.run.toHtmlEscaped());
+        for (double v : {r.shares.flushed, r.shares.subnormal, r.shares.normal, r.shares.overflow}) html += cell(formatPercent(v));
+        if (zeros) html += cell(formatPercent(r.shares.zeros));
+        if (nonFinite) html += cell(formatPercent(r.shares.nonFinite));
+        html += QStringLiteral("</tr>");
+    }
+    return html + QStringLiteral("</table>");
+}
 
 HistogramChart::HistogramChart(QWidget* parent)
     : ChartGroup(QStringLiteral("histogram"), parent),
@@ -111,6 +169,12 @@ HistogramChart::HistogramChart(QWidget* parent)
     layout->addWidget(shares_);
     layout->addLayout(controls);
     layout->addWidget(changesLabel_);
+}
+
+void HistogramChart::presentationModeChanged()
+{
+    // Presentation mode's short title leaves what the values are to the axis.
+    exponents_->setTitleText(presentationMode() ? tr("log2 |x| (scaled, before rounding)") : tr("log2 |x|"));
 }
 
 void HistogramChart::setSelection(const QString& layer, TensorKind kind)
@@ -175,7 +239,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     compare_ = compare;
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const RunPtr chosen = runs.isEmpty() ? nullptr : runs.front();
-    setChartTitle(chart_, tr("Histogram of log2|x| (scaled, before rounding)"), runs);
+    setChartTitle(chart_, tr("Histogram of log2|x| (scaled, before rounding)"), runs, tr("Histogram of log2|x|"));
 
     // Controls follow the chosen run: its layers, and its histogram steps on the slider.
     updatingControls_ = true;
@@ -197,7 +261,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     pool_.begin();
     int lowBin = GradientHistogram::kBins, highBin = -1;
     double topShare = 0;
-    QStringList text;
+    std::vector<RunShares> shares;
     struct Drawn { RunPtr run; const LayerTelemetry* tap; std::int64_t step; };
     std::vector<Drawn> drawn;
     for (const RunPtr& run : runs) {
@@ -237,12 +301,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 
     // Shaded regions of the chosen run's compute format.
     const FormatInfo& info = formatInfo(format);
-    const Region shading[] = {
-        {"flushed", "flushed to zero", QColor(220, 50, 50, 45)},
-        {"subnormal", "subnormal", QColor(240, 160, 30, 55)},
-        {"normal", "normal", QColor(60, 170, 90, 30)},
-        {"overflow", "overflow", QColor(160, 60, 200, 50)},
-    };
+    const auto& shading = kRegions;
     const double bounds[] = {static_cast<double>(xLow), static_cast<double>(regions.flushedBelow),
                              static_cast<double>(regions.normalFrom), static_cast<double>(regions.overflowFrom),
                              static_cast<double>(xHigh)};
@@ -270,7 +329,9 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         area->lowerSeries()->replace(lower);
         if (area->brush().color() != shading[i].color) area->setBrush(shading[i].color);
         if (area->pen().style() != Qt::NoPen) area->setPen(Qt::NoPen);
-        setLegendVisible(chart_, area, b > a);
+        // Presentation mode: the shares table's headers, in these colors, name the regions;
+        // the legend keeps its one row for the runs.
+        setLegendVisible(chart_, area, b > a && !presentationMode());
     }
 
     // One step outline per run.
@@ -292,20 +353,21 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                                 .arg(d.run->name(), layer(), QString::fromUtf8(tensorKindName(tensorKind)))
                                 .arg(d.step));
         setSeriesPen(line, runPen(d.run->color(), d.run == chosen ? 2.5 : 1.8, d.run == chosen ? Qt::SolidLine : Qt::DashLine));
-        setLegendLabel(chart_, line, d.run == chosen ? tr("%1 %2").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)))
-                                                    : d.run->name());
+        // The kind is in the combo under the chart: presentation mode's larger legend names the layer only.
+        const QString watchedLabel = presentationMode() ? layer() : tr("%1 %2").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
+        setLegendLabel(chart_, line, d.run == chosen ? watchedLabel : runLabel(d.run, runs));
         if (line->points() != outline) line->replace(outline);
 
-        const RegionShares s = regionShares(h, format);
-        text << tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
-                    .arg(d.run->name(), formatText, formatPercent(s.flushed), formatPercent(s.subnormal),
-                         formatPercent(s.normal), formatPercent(s.overflow), formatPercent(s.zeros),
-                         formatPercent(s.nonFinite));
+        shares.push_back({runLabel(d.run, runs), regionShares(h, format)});
     }
     pool_.end();
-    if (drawn.empty() && chosen) text << tr("No histogram of %1 %2 yet.").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
-    const QString joined = text.join(QLatin1Char('\n'));
-    if (shares_->text() != joined) shares_->setText(joined);
+    QString text;
+    if (drawn.empty() && chosen)
+        text = tr("No histogram of %1 %2 yet.").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
+    else if (!shares.empty())
+        text = presentationMode() ? sharesTable(shares, formatText, shares_->palette().color(shares_->backgroundRole()))
+                                  : sharesLines(shares, formatText);
+    if (shares_->text() != text) shares_->setText(text);
 
     // Setting changes of the chosen run up to this histogram step.
     QStringList changes;

@@ -9,6 +9,8 @@
 #include "charts/chart_support.h"
 #include "charts/histogram_regions.h"
 
+#include <vector>
+
 QT_BEGIN_NAMESPACE
 class QComboBox;
 class QLabel;
@@ -37,7 +39,17 @@ public:
 signals:
     void binPicked(const QString& layer, const QString& kind, int exponent);
 
+protected:
+    void presentationModeChanged() override;
+
 private:
+    struct RunShares {
+        QString run;   // the run's label
+        RegionShares shares;
+    };
+    // The shares under the chart: one line per run; in presentation mode a table.
+    static QString sharesLines(const std::vector<RunShares>& shares, const QString& format);
+    static QString sharesTable(const std::vector<RunShares>& shares, const QString& format, const QColor& background);
     void refillLayers(const RunData& run);
     void redrawSelf() { redraw(current_, compare_); }
 
@@ -45,7 +57,7 @@ private:
     QValueAxis* exponents_;
     QValueAxis* share_;
     SeriesPool pool_;
-    QLabel* shares_;   // under the chart, wrapped: one line per run is too long for the plot
+    QLabel* shares_;   // under the chart, wrapped (one line per run is too long); a table in presentation mode
     QComboBox* layerBox_;
     QComboBox* kindBox_;
     QSlider* stepSlider_;

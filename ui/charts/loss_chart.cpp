@@ -33,7 +33,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
-    setChartTitle(chart_, tr("Loss (train) and accuracy (test)"), runs);
+    setChartTitle(chart_, tr("Loss (train) and accuracy (test)"), runs, tr("Loss and test accuracy"));
     pool_.begin();
     markers_->beginLabels();
 
@@ -60,7 +60,9 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesPen(smoothSeries, runPen(run->color(), 2.0));
         // The title names the watched run; comparison runs get one legend entry each.
         const bool watched = run == runs.front();
-        setLegendLabel(chart_, smoothSeries, watched ? tr("loss (smoothed)") : run->name());
+        // Presentation mode: "loss", as the axis says, so three runs fit one legend row.
+        const QString smoothLabel = presentationMode() ? tr("loss") : tr("loss (smoothed)");
+        setLegendLabel(chart_, smoothSeries, watched ? smoothLabel : runLabel(run, runs));
         const QList<QPointF>& smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
             std::vector<double> losses(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].loss;

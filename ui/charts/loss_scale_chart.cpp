@@ -42,7 +42,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
-    setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs);
+    setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs, tr("Loss scale and skipped steps"));
     pool_.begin();
     markers_->beginLabels();
 
@@ -61,7 +61,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesName(line, tr("%1 loss scale").arg(run->name()));
         setSeriesPen(line, runPen(run->color(), 2.0));
         const bool watched = run == runs.front();
-        setLegendLabel(chart_, line, watched ? tr("loss scale") : run->name());
+        setLegendLabel(chart_, line, watched ? tr("loss scale") : runLabel(run, runs));
         const QList<QPointF>& scale = reduced_.update(
             line, lineKey, *run, columns, [&] { return reduceMinMaxPerColumn(steps.size(), stepAt, scaleAt, columns); });
         for (const QPointF& p : scale) {
@@ -87,7 +87,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                 skippedAt.size(), [&](std::size_t k) { return stepAt(skippedAt[k]); },
                 [&](std::size_t k) { return scaleAt(skippedAt[k]); }, columns);
         });
-        counts << tr("%1: %2 skipped of %3 steps").arg(run->name()).arg(skippedCount).arg(steps.size());
+        counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
     }
 
     // Whole powers of 8 at both ends (labels fall on them), at least 1 .. 2^18; the range

@@ -139,12 +139,23 @@ MemoryChart::MemoryChart(QWidget* parent)
     plannerColumn->addWidget(plannerNote_);
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(makeChartView(chart_, this), 3);
-    layout->addLayout(plannerColumn, 2);
+    layout->addWidget(makeChartView(chart_, this), kChartStretch);
+    layout->addLayout(plannerColumn, kPlannerStretch);
     updatePlanner();
 }
 
 void MemoryChart::setBudgetGiB(double gib) { budget_->setValue(gib); }
+
+void MemoryChart::presentationModeChanged()
+{
+    // Six categories and the comparison runs' totals do not fit one row of large legend
+    // text: presentation mode lists them beside the plot, one per line. The planner's
+    // table then takes the width its columns need, the chart the rest.
+    const bool on = presentationMode();
+    chart_->legend()->setAlignment(on ? Qt::AlignRight : Qt::AlignBottom);
+    planner_->setSizeAdjustPolicy(on ? QAbstractScrollArea::AdjustToContents : QAbstractScrollArea::AdjustIgnored);
+    if (auto* row = qobject_cast<QHBoxLayout*>(layout())) row->setStretch(1, on ? 0 : kPlannerStretch);
+}
 
 void MemoryChart::drawStack(const RunData& run, int columns, double& top)
 {
@@ -233,7 +244,7 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
         const MemorySnapshot peak = run->peakMemory();
         top = std::max(top, static_cast<double>(peak.totalPeak) / kMiB);
-        peaks << tr("%1: peak %2").arg(run->name(), formatBytes(static_cast<double>(peak.totalPeak)));
+        peaks << tr("%1: peak %2").arg(runLabel(run, runs), formatBytes(static_cast<double>(peak.totalPeak)));
         if (run == runs.front()) {
             drawStack(*run, columns, top);
         } else {
@@ -243,7 +254,7 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             auto* line = pool_.take<QLineSeries>(key, {steps_, bytes_});
             setSeriesName(line, tr("%1 total").arg(run->name()));
             setSeriesPen(line, runPen(run->color(), 2.0));
-            setLegendLabel(chart_, line, tr("%1 total").arg(run->name()));
+            setLegendLabel(chart_, line, tr("%1 total").arg(runLabel(run, runs)));
             totals_.update(line, key, *run, columns, [&] {
                 const auto& events = run->memory();
                 const std::vector<std::size_t> picks = samplesToDraw(events, columns);

@@ -30,7 +30,12 @@ public:
     void setBudgetGiB(double gib);
     QString peakText() const { return peak_->text(); }
 
+protected:
+    void presentationModeChanged() override;
+
 private:
+    static constexpr int kChartStretch = 3;     // of the group's width, beside the planner's 2
+    static constexpr int kPlannerStretch = 2;
     void drawStack(const RunData& run, int columns, double& top);
     void updatePlanner();
     const ModelFootprint* footprintOf(const ModelSpec& spec);

@@ -125,7 +125,7 @@ void UnderflowChart::drawPanel(Panel& panel, const QList<RunPtr>& runs, bool ove
             setSeriesPen(line, runPen(color, kLayerWidths[li % std::size(kLayerWidths)]));
             // The watched run (named in the title) lists its layers; a comparison run one entry.
             const bool watched = run == runs.front();
-            setLegendLabel(panel.chart, line, watched ? layer : run->name());
+            setLegendLabel(panel.chart, line, watched ? layer : runLabel(run, runs));
             setLegendVisible(panel.chart, line, watched || li == 0);
             const QList<QPointF>& points = panel.reduced->update(line, key, *run, columns, [&] {
                 std::vector<double> x, y;

@@ -1,6 +1,7 @@
 // The lesson panel (see lesson_panel.h).
 #include "lessons/lesson_panel.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -26,7 +27,11 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     question_->setWordWrap(true);
     runs_ = new QListWidget(this);
     runs_->setObjectName(QStringLiteral("lessonRuns"));
-    runs_->setMaximumHeight(110);
+    // Long run names wrap instead of scrolling sideways (the dock is narrow in presentation mode).
+    runs_->setWordWrap(true);
+    runs_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    runs_->setResizeMode(QListView::Adjust);
+    fitRunsHeight();
     auto* buttons = new QHBoxLayout;
     run_ = new QPushButton(tr("Run lesson"), this);
     run_->setObjectName(QStringLiteral("runLessonButton"));
@@ -97,6 +102,18 @@ void LessonPanel::reveal()
 {
     if (!lesson_ || !finishedOnce_) return;
     explanation_->show();
+}
+
+void LessonPanel::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::FontChange) fitRunsHeight();   // presentation mode's larger font
+    QWidget::changeEvent(event);
+}
+
+void LessonPanel::fitRunsHeight()
+{
+    // Room for about three runs of two lines each at the current font, then it scrolls.
+    runs_->setMaximumHeight(runs_->fontMetrics().lineSpacing() * 7 + 2 * runs_->frameWidth());
 }
 
 bool LessonPanel::explanationShown() const { return !explanation_->isHidden(); }

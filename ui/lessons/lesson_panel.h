@@ -39,8 +39,12 @@ public:
 signals:
     void lessonChanged();
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
     void refreshButtons();
+    void fitRunsHeight();
 
     std::optional<Lesson> lesson_;
     QString dataDir_;

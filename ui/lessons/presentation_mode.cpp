@@ -5,6 +5,9 @@
 
 #include <QDockWidget>
 #include <QMainWindow>
+#include <QTimer>
+
+#include <algorithm>
 
 namespace plab::ui {
 
@@ -72,7 +75,31 @@ void PresentationMode::enter(const QStringList& charts, const QList<QDockWidget*
     window_->setPalette(highContrastPalette());
     window_->setFont(scaled(savedFont_, kFontScale));
     charts_->redrawNow();
+    // Once the docks and the new font are laid out: the kept side docks only as wide as
+    // their content needs, the charts the rest.
+    QList<QPointer<QDockWidget>> docks(keepDocks.begin(), keepDocks.end());
+    QTimer::singleShot(0, this, [this, docks] { fitSideDocks(docks); });
     emit activeChanged(true);
+}
+
+void PresentationMode::fitSideDocks(const QList<QPointer<QDockWidget>>& docks)
+{
+    if (!active_) return;
+    QList<QDockWidget*> side;
+    QList<int> widths;
+    for (QDockWidget* dock : docks) {
+        if (!dock || !dock->isVisible() || dock->isFloating()) continue;
+        const Qt::DockWidgetArea area = window_->dockWidgetArea(dock);
+        if (area != Qt::LeftDockWidgetArea && area != Qt::RightDockWidgetArea) continue;
+        // A column of about kDockColumnChars characters of the large font (wrapped text reads
+        // well there), wider only where the content cannot be narrower, at most kMaxDockShare
+        // of the window.
+        const int column = dock->fontMetrics().averageCharWidth() * kDockColumnChars;
+        const int needed = std::max(column, dock->minimumSizeHint().width());
+        side << dock;
+        widths << std::min(needed, static_cast<int>(window_->width() * kMaxDockShare));
+    }
+    if (!side.isEmpty()) window_->resizeDocks(side, widths, Qt::Horizontal);
 }
 
 void PresentationMode::leave()

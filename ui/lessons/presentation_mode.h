@@ -1,7 +1,8 @@
 // Presentation mode for the classroom: large widget fonts, a high-contrast palette, the
 // charts' own presentation look (ChartsView::setPresentationMode: thick lines, larger
 // chart fonts, full-contrast text and grid), only the lesson's chart groups (all when no
-// lesson is open), every dock hidden but the ones asked to stay (the lesson panel).
+// lesson is open), every dock hidden but the ones asked to stay (the lesson panel), which
+// on the left or right take only the width their content needs: the charts get the rest.
 // Leaving restores the fonts, palette, chart groups and the window layout.
 #pragma once
 
@@ -34,11 +35,14 @@ public:
     bool isActive() const { return active_; }
 
     static constexpr double kFontScale = 1.6;   // fonts grow by this factor
+    static constexpr int kDockColumnChars = 30;    // a kept side dock's width, in characters
+    static constexpr double kMaxDockShare = 0.3;   // of the window's width
 
 signals:
     void activeChanged(bool active);
 
 private:
+    void fitSideDocks(const QList<QPointer<QDockWidget>>& docks);
 
     QMainWindow* window_;
     ChartsView* charts_;
