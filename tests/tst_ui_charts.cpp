@@ -16,6 +16,7 @@
 
 #include <QAreaSeries>
 #include <QChart>
+#include <QGraphicsTextItem>
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -26,6 +27,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <memory>
 
 using namespace plab;
 using namespace plab::ui;
@@ -117,6 +119,35 @@ S* seriesNamed(const QList<QAbstractSeries*>& all, const QString& name)
     return nullptr;
 }
 
+// The tick labels QtCharts drew for a value axis: each visible numeric text item on the
+// axis' side of the plot area, with the axis value at the label's centre.
+struct DrawnLabel {
+    QString text;
+    double valueAtLabel;
+};
+QList<DrawnLabel> drawnLabels(QChart* chart, QValueAxis* axis)
+{
+    QList<DrawnLabel> labels;
+    const QRectF plot = chart->mapRectToScene(chart->plotArea());
+    const bool horizontal = axis->orientation() == Qt::Horizontal;
+    for (QGraphicsItem* item : chart->scene()->items()) {
+        auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+        if (!text || !text->isVisible()) continue;
+        bool number = false;
+        text->toPlainText().toDouble(&number);
+        if (!number) continue;
+        const QPointF c = text->sceneBoundingRect().center();
+        const bool onSide = axis->alignment() == Qt::AlignBottom  ? c.y() > plot.bottom()
+                            : axis->alignment() == Qt::AlignLeft  ? c.x() < plot.left()
+                            : axis->alignment() == Qt::AlignRight ? c.x() > plot.right()
+                                                                  : c.y() < plot.top();
+        if (!onSide) continue;
+        const double along = horizontal ? (c.x() - plot.left()) / plot.width() : (plot.bottom() - c.y()) / plot.height();
+        labels.append({text->toPlainText(), axis->min() + along * (axis->max() - axis->min())});
+    }
+    return labels;
+}
+
 int countContaining(const QList<QAbstractSeries*>& all, const QString& part)
 {
     int n = 0;
@@ -143,6 +174,9 @@ private slots:
     void darkPaletteGivesDarkTheme();
     void presentationModeThickensLinesAndEnlargesFonts();
     void legendsUseShortLabels();
+    void emptyChartsLabelTheirTicksTruly();
+    void ticksLandOnWhatLabelsWrite_data();
+    void ticksLandOnWhatLabelsWrite();
 };
 
 void TestUiCharts::lossAndAccuracySeries()
@@ -505,6 +539,83 @@ void TestUiCharts::legendsUseShortLabels()
             QCOMPARE(log->base(), 8.0);
             QCOMPARE(log->labelFormat(), QString("%.0f"));
         }
+}
+
+// Issue (screenshot review, no run): the loss and underflow charts' step axes read
+// "0 0 0 0 1": five even ticks over 0..1.2 written with "%d". Every value axis of every
+// chart, with no run at all, writes distinct labels, each the value where it stands.
+void TestUiCharts::emptyChartsLabelTheirTicksTruly()
+{
+    ChartsView view;
+    view.resize(1400, 1000);
+    view.setRuns(nullptr, {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+    int axesChecked = 0;
+    for (const QString& name : ChartsView::groupNames()) {
+        auto* group = qobject_cast<ChartGroup*>(view.group(name));
+        QVERIFY(group);
+        for (QChart* chart : group->charts()) {
+            if (!chart->isVisible() || chart->plotArea().width() < 50) continue;
+            for (QAbstractAxis* a : chart->axes()) {
+                auto* axis = qobject_cast<QValueAxis*>(a);
+                if (!axis || !axis->isVisible()) continue;
+                QList<DrawnLabel> labels;
+                QTRY_VERIFY((labels = drawnLabels(chart, axis)).size() >= 2);   // laid out after the redraw
+                const double tolerance = 0.03 * (axis->max() - axis->min());
+                QStringList texts;
+                for (const DrawnLabel& l : labels) {
+                    const QString where = QStringLiteral("%1: \"%2\" at %3 (axis %4..%5)")
+                                              .arg(chart->title(), l.text).arg(l.valueAtLabel).arg(axis->min()).arg(axis->max());
+                    QVERIFY2(!texts.contains(l.text), qPrintable(where + QStringLiteral(" written twice")));
+                    QVERIFY2(std::abs(l.text.toDouble() - l.valueAtLabel) <= tolerance, qPrintable(where));
+                    texts << l.text;
+                }
+                ++axesChecked;
+            }
+        }
+    }
+    QVERIFY(axesChecked >= 8);   // the step axes of five groups, their value axes
+}
+
+// The rule behind it (fitTicksToLabels, through setAxisRange): an axis written with "%d"
+// keeps its even ticks where they are whole numbers, and otherwise gets ticks at a round
+// whole interval; "%.1f" the same in tenths; "%.3g" writes any value and keeps even ticks.
+void TestUiCharts::ticksLandOnWhatLabelsWrite_data()
+{
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<double>("max");
+    QTest::addColumn<double>("interval");   // 0: the even ticks stay
+    QTest::addRow("%%d empty 0..1") << "%d" << 1.0 << 1.0;
+    QTest::addRow("%%d empty 0..1.2") << "%d" << 1.2 << 1.0;
+    QTest::addRow("%%d 0..4.8: 1, not 1.2") << "%d" << 4.8 << 1.0;
+    QTest::addRow("%%d 0..6: 2, not 1.5") << "%d" << 6.0 << 2.0;
+    QTest::addRow("%%d 0..10: 5, not 2.5") << "%d" << 10.0 << 5.0;
+    QTest::addRow("%%d 0..1200 stays even (300)") << "%d" << 1200.0 << 0.0;
+    QTest::addRow("%%d 0..40 stays even (10)") << "%d" << 40.0 << 0.0;
+    QTest::addRow("%%.1f 0..0.3: 0.1, not 0.075") << "%.1f" << 0.3 << 0.1;
+    QTest::addRow("%%.3g 0..1.2 stays even") << "%.3g" << 1.2 << 0.0;
+}
+
+void TestUiCharts::ticksLandOnWhatLabelsWrite()
+{
+    QFETCH(QString, format);
+    QFETCH(double, max);
+    QFETCH(double, interval);
+    QCOMPARE(labelResolution(QStringLiteral("%d")), 1.0);
+    QCOMPARE(labelResolution(QStringLiteral("%.2f")), 0.01);
+    QCOMPARE(labelResolution(QStringLiteral("%.3g")), 0.0);
+    std::unique_ptr<QValueAxis> axis(makeValueAxis(QStringLiteral("step"), format));
+    setAxisRange(axis.get(), 0, max);
+    QCOMPARE(axis->tickType() == QValueAxis::TicksFixed, interval == 0);
+    if (interval > 0) {
+        QCOMPARE(axis->tickInterval(), interval);
+        QCOMPARE(axis->tickAnchor(), 0.0);
+    }
+    // Back to a range of even whole ticks: even ticks again.
+    setAxisRange(axis.get(), 0, 1200);
+    QCOMPARE(axis->tickType(), QValueAxis::TicksFixed);
 }
 
 QTEST_MAIN(TestUiCharts)

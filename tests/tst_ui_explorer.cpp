@@ -7,13 +7,15 @@
 #include "explorer/format_anatomy.h"
 #include "charts/histogram_regions.h"
 #include "explorer/format_explorer.h"
+#include "explorer/format_range_axis.h"
 #include "explorer/format_row.h"
 
 #include <QLabel>
+#include <QLineEdit>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QToolButton>
 #include <QtTest>
-
-#include <QLineEdit>
 
 #include <cmath>
 
@@ -23,6 +25,28 @@ using namespace plab::ui;
 namespace {
 
 double pow2(int e) { return std::ldexp(1.0, e); }
+
+// Columns [left, right] of a text line in `image` holding ink (pixels far from the line's
+// most common colour), with gaps narrower than `joinGap` joined: glyphs of one label form
+// one run, labels apart form runs apart.
+QList<std::pair<int, int>> inkRuns(const QImage& image, int top, int bottom, int joinGap)
+{
+    QHash<QRgb, int> counts;
+    for (int y = top; y < bottom; ++y)
+        for (int x = 0; x < image.width(); ++x) ++counts[image.pixel(x, y)];
+    QRgb background = 0;
+    for (auto it = counts.cbegin(); it != counts.cend(); ++it)
+        if (it.value() > counts.value(background)) background = it.key();
+    QList<std::pair<int, int>> runs;
+    for (int x = 0; x < image.width(); ++x) {
+        bool ink = false;
+        for (int y = top; y < bottom && !ink; ++y) ink = std::abs(qGray(image.pixel(x, y)) - qGray(background)) > 80;
+        if (!ink) continue;
+        if (!runs.isEmpty() && x - runs.back().second <= joinGap) runs.back().second = x;
+        else runs.append({x, x});
+    }
+    return runs;
+}
 
 const WorkedExample& exampleTitled(const QVector<WorkedExample>& all, const QString& start)
 {
@@ -183,6 +207,81 @@ private slots:
         QCOMPARE(regionShares(h, Format::bf16, 6).normal, 1.0);
         QCOMPARE(scaleShiftBins(65536, 8), -13);
         QCOMPARE(scaleShiftBins(0, 8), 0);
+    }
+
+    // Issue (screenshot review, 1500x950, --explore 0.1): the explorer dock was too narrow
+    // for its content. fp32's 32 bit buttons ran off the right edge, so the dock scrolled
+    // sideways, and the range strip's caption was cut off. In a scroll area as the dock has
+    // it, a third of a 1500 px window wide or narrower, nothing scrolls sideways, every bit
+    // and every row lies inside the visible width, and the caption wraps.
+    void fitsANarrowDock_data()
+    {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<QString>("number");
+        QTest::addRow("480 px, 0.1") << 480 << "0.1";
+        QTest::addRow("480 px, 65504") << 480 << "65504";
+        QTest::addRow("480 px, subnormal 1e-40") << 480 << "1e-40";
+        QTest::addRow("360 px, 0.1") << 360 << "0.1";
+        QTest::addRow("360 px, subnormal 1e-40") << 360 << "1e-40";
+    }
+    void fitsANarrowDock()
+    {
+        QFETCH(int, width);
+        QFETCH(QString, number);
+        QScrollArea dock;   // as MainWindow puts the explorer into its dock
+        dock.setWidgetResizable(true);
+        auto* explorer = new FormatExplorer;
+        dock.setWidget(explorer);
+        dock.resize(width, 700);
+        dock.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        QVERIFY(explorer->setText(number));
+        QTRY_VERIFY2(explorer->width() <= dock.viewport()->width(),
+                     qPrintable(QStringLiteral("explorer %1 px in a %2 px view").arg(explorer->width()).arg(dock.viewport()->width())));
+        QVERIFY(!dock.horizontalScrollBar()->isVisible());
+        const QRect visible(QPoint(0, 0), QSize(dock.viewport()->width(), explorer->height()));
+        for (Format f : kExplorerFormats) {
+            FormatRow* row = explorer->row(f);
+            QVERIFY(visible.contains(QRect(row->mapTo(explorer, QPoint(0, 0)), row->size())));
+            for (int bit = 0; bit < patternWidth(f); ++bit) {
+                QToolButton* b = row->bitButton(bit);
+                const QRect r(b->mapTo(row, QPoint(0, 0)), b->size());
+                QVERIFY2(row->contentsRect().contains(r),
+                         qPrintable(QStringLiteral("%1 bit %2 at x %3..%4, row %5 px")
+                                        .arg(QString::fromLatin1(formatName(f).data())).arg(bit).arg(r.left()).arg(r.right())
+                                        .arg(row->width())));
+            }
+        }
+        auto* caption = explorer->findChild<QLabel*>(QStringLiteral("rangeAxisCaption"));
+        QVERIFY(caption && caption->wordWrap());
+        QVERIFY(caption->width() <= dock.viewport()->width());
+    }
+
+    // Issue (same review): the range strip's axis labels ran into each other
+    // ("2^-1502^-125..."). At any width the labels along the axis stand apart: in the
+    // strip's last text line no run of ink is wider than one label.
+    void rangeAxisLabelsDoNotOverlap_data()
+    {
+        QTest::addColumn<int>("width");
+        QTest::addRow("its minimum width") << 0;
+        for (int w : {260, 300, 400, 520, 900}) QTest::addRow("%d px", w) << w;
+    }
+    void rangeAxisLabelsDoNotOverlap()
+    {
+        QFETCH(int, width);
+        FormatRangeAxis axis;
+        if (width == 0) width = axis.minimumSizeHint().width();
+        axis.resize(width, axis.sizeHint().height());
+        const QImage image = axis.grab().toImage();
+        QCOMPARE(image.width(), width);
+        const QFontMetrics fm = axis.fontMetrics();
+        const int widest = fm.horizontalAdvance(QStringLiteral("2^-150"));
+        // The last text line, without the line of the axis above it.
+        const auto runs = inkRuns(image, image.height() - fm.height() - 4, image.height(), 3);
+        QVERIFY2(runs.size() >= 3, qPrintable(QStringLiteral("%1 labels").arg(runs.size())));
+        for (const auto& [left, right] : runs)
+            QVERIFY2(right - left + 1 <= widest + 2,
+                     qPrintable(QStringLiteral("ink from x %1 to %2: labels %3 px wide run together").arg(left).arg(right).arg(widest)));
     }
 
     void lossScaleFieldOnARun()

@@ -25,15 +25,40 @@
 #include <QMenu>
 #include <QProgressDialog>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QStatusBar>
 #include <QTableView>
 
 namespace plab::ui {
 
+namespace {
+
+// The explorer's scroll area asks for the explorer's width plus the vertical scroll bar:
+// the explorer wraps its bits and texts, so its minimum is narrow, and a dock never made
+// narrower than that never scrolls sideways.
+class ExplorerScrollArea : public QScrollArea {
+public:
+    QSize minimumSizeHint() const override
+    {
+        const QSize own = QScrollArea::minimumSizeHint();
+        return widget() ? QSize(besides() + widget()->minimumSizeHint().width(), own.height()) : own;
+    }
+    QSize sizeHint() const override
+    {
+        const QSize own = QScrollArea::sizeHint();
+        return widget() ? QSize(besides() + widget()->sizeHint().width(), own.height()) : own;
+    }
+
+private:
+    int besides() const { return 2 * frameWidth() + verticalScrollBar()->sizeHint().width(); }
+};
+
+}  // namespace
+
 void MainWindow::buildClassroomDocks()
 {
     explorer_ = new FormatExplorer;
-    auto* explorerScroll = new QScrollArea;
+    auto* explorerScroll = new ExplorerScrollArea;
     explorerScroll->setWidget(explorer_);
     explorerScroll->setWidgetResizable(true);
     explorerScroll->setFrameShape(QFrame::NoFrame);

@@ -7,6 +7,7 @@
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
+#include <QRegularExpression>
 
 #include <algorithm>
 #include <cmath>
@@ -226,7 +227,73 @@ QValueAxis* makeValueAxis(const QString& title, const QString& labelFormat)
     auto* axis = new QValueAxis;
     axis->setTitleText(title);
     axis->setLabelFormat(labelFormat);
+    QObject::connect(axis, &QValueAxis::labelFormatChanged, axis, [axis] { fitTicksToLabels(axis); });
+    fitTicksToLabels(axis);
     return axis;
+}
+
+void setAxisRange(QValueAxis* axis, double low, double high)
+{
+    if (axis->min() == low && axis->max() == high) return;
+    // Even ticks while the range moves: QtCharts lays the axis out at once, and an old
+    // interval over the new range could be thousands of ticks (1 over 100,000 steps).
+    if (axis->tickType() != QValueAxis::TicksFixed) axis->setTickType(QValueAxis::TicksFixed);
+    axis->setRange(low, high);
+    fitTicksToLabels(axis);
+}
+
+double labelResolution(const QString& labelFormat)
+{
+    // The first conversion: flags, width, precision, conversion letter.
+    static const QRegularExpression conversion(QStringLiteral("%[-+ #0']*\\d*(?:\\.(\\d*))?[hlLqjzt]*([a-zA-Z])"));
+    const QRegularExpressionMatch m = conversion.match(labelFormat);
+    if (!m.hasMatch()) return 0.0;
+    const QChar letter = m.captured(2).front();
+    if (letter == QLatin1Char('d') || letter == QLatin1Char('i') || letter == QLatin1Char('u')) return 1.0;
+    if (letter == QLatin1Char('f') || letter == QLatin1Char('F')) {
+        const int decimals = m.capturedStart(1) >= 0 ? m.captured(1).toInt() : 6;   // "%f" has 6, "%.f" 0
+        return std::pow(10.0, -decimals);
+    }
+    return 0.0;
+}
+
+void fitTicksToLabels(QValueAxis* axis)
+{
+    const double resolution = labelResolution(axis->labelFormat());
+    const double low = axis->min(), high = axis->max(), span = high - low;
+    const int count = std::max(2, axis->tickCount());
+    // A value the labels write exactly: a whole number of resolutions (to rounding error).
+    auto writable = [&](double v) {
+        const double units = v / resolution;
+        return std::abs(units - std::round(units)) <= 1e-9 + 1e-12 * std::abs(units);
+    };
+    bool evenTicksFit = true;
+    if (resolution > 0 && span > 0 && std::isfinite(span))
+        for (int i = 0; i < count && evenTicksFit; ++i) evenTicksFit = writable(low + span * i / (count - 1));
+    if (evenTicksFit) {
+        if (axis->tickType() != QValueAxis::TicksFixed) axis->setTickType(QValueAxis::TicksFixed);
+        return;
+    }
+    // The smallest round interval that puts at most `count` ticks in the range.
+    double interval = 0;
+    double decade = std::pow(10.0, std::floor(std::log10(std::max(span / (count - 1), resolution))));
+    for (int decades = 0; decades < 4 && interval == 0; ++decades, decade *= 10)
+        for (double m : {1.0, 2.0, 2.5, 5.0}) {
+            const double candidate = m * decade;
+            if (candidate < resolution * (1 - 1e-9) || !writable(candidate)) continue;
+            if (std::floor(high / candidate) - std::ceil(low / candidate) + 1 <= count) {
+                interval = candidate;
+                break;
+            }
+        }
+    if (interval == 0) {   // not for a finite range (1 x 10^k is found within two decades); a safety net
+        if (axis->tickType() != QValueAxis::TicksFixed) axis->setTickType(QValueAxis::TicksFixed);
+        return;
+    }
+    // Interval before type: the interval always belongs to the range shown.
+    axis->setTickAnchor(0.0);   // ticks at multiples of the interval: 0 is one when in range
+    axis->setTickInterval(interval);
+    if (axis->tickType() != QValueAxis::TicksDynamic) axis->setTickType(QValueAxis::TicksDynamic);
 }
 
 int pixelColumns(const QChart* chart)
@@ -316,7 +383,7 @@ void setStableRange(QValueAxis* axis, double low, double high, double fill)
     const double shown = axis->max() - low;
     if (axis->min() == low && high <= axis->max() && high - low >= fill * shown) return;
     // A little past the data, rounded, so steady growth moves the range rarely.
-    axis->setRange(low, low + roundUpForAxis((high - low) * 1.02));
+    setAxisRange(axis, low, low + roundUpForAxis((high - low) * 1.02));
 }
 
 QPen runPen(const QColor& color, qreal width, Qt::PenStyle style)

@@ -3,8 +3,8 @@
 // across redraws (created on first use, removed when no run needs them), the setting-
 // change markers (a vertical line and a label per change), pens in a run's color, short
 // legend labels (in presentation mode runs named by what tells them apart, titles that
-// fit), axis ranges that only move by steps, the palette-driven theme, pixel columns for
-// the reduction, and number formatting.
+// fit), axis ranges that only move by steps with ticks their labels can write, the
+// palette-driven theme, pixel columns for the reduction, and number formatting.
 #pragma once
 
 #include "run_data.h"
@@ -119,7 +119,21 @@ private:
 // size that keeps axes readable.
 TimedChartView* makeChartView(QChart* chart, QWidget* parent);
 QChart* makeChart(const QString& title);
+// A value axis whose ticks get labels that say where they are (fitTicksToLabels); set its
+// range with setAxisRange or setStableRange.
 QValueAxis* makeValueAxis(const QString& title, const QString& labelFormat = QStringLiteral("%g"));
+// The smallest difference a printf label format shows: 1 for "%d", 0.01 for "%.2f"; 0 for
+// formats that show any value ("%g", "%.3g", "%e").
+double labelResolution(const QString& labelFormat);
+// Evenly spaced ticks (tickCount of them, ends included) when each lands on a value the
+// label format can write; otherwise ticks at multiples of a round interval (1, 2, 2.5 or 5
+// x 10^k, a multiple of the resolution) with at most tickCount in the range. An axis of
+// steps over 0..1.2 ("%d") so shows 0 and 1 instead of "0 0 0 0 1"; 0..1200 keeps 0, 300,
+// ..., 1200. For the range shown: call it after the range changed (setAxisRange does).
+void fitTicksToLabels(QValueAxis* axis);
+// Sets the range, then the ticks for it, never laying out an old tick interval over the
+// new range. Nothing happens when the range is unchanged, so redraws may call it per frame.
+void setAxisRange(QValueAxis* axis, double low, double high);
 
 // Width of the plot area in device pixels (at least 100): the columns for reduction.
 int pixelColumns(const QChart* chart);

@@ -296,8 +296,8 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     xLow = std::max(xLow, GradientHistogram::kMinExponent - 1);
     xHigh = std::min(xHigh, GradientHistogram::kMaxExponent + 2);
     const double top = topShare > 0 ? topShare * 1.15 : 100.0;
-    exponents_->setRange(xLow, xHigh);
-    share_->setRange(0, top);
+    setAxisRange(exponents_, xLow, xHigh);
+    setAxisRange(share_, 0, top);
 
     // Shaded regions of the chosen run's compute format.
     const FormatInfo& info = formatInfo(format);

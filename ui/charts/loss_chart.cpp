@@ -22,7 +22,7 @@ LossChart::LossChart(QWidget* parent)
     chart_->addAxis(steps_, Qt::AlignBottom);
     chart_->addAxis(loss_, Qt::AlignLeft);
     chart_->addAxis(accuracy_, Qt::AlignRight);
-    accuracy_->setRange(0, 100);
+    setAxisRange(accuracy_, 0, 100);
     markers_ = new ChangeMarkers(chart_, &pool_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);

@@ -6,6 +6,7 @@
 #include "numerics/number_text.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -40,6 +41,7 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
     inputRow->addWidget(input_, 1);
     layout->addLayout(inputRow);
     inputProblem_ = new QLabel(this);
+    inputProblem_->setWordWrap(true);
     inputProblem_->hide();
     layout->addWidget(inputProblem_);
     connect(input_, &QLineEdit::returnPressed, this, [this] { setText(input_->text()); });
@@ -53,6 +55,10 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
             setValue(v);
         });
     }
+    auto* axisCaption = new QLabel(FormatRangeAxis::legendText(), this);
+    axisCaption->setObjectName(QStringLiteral("rangeAxisCaption"));
+    axisCaption->setWordWrap(true);
+    layout->addWidget(axisCaption);
     axis_ = new FormatRangeAxis(this);
     layout->addWidget(axis_);
 
@@ -61,7 +67,7 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
     examples_ = new QListWidget(examplesBox);
     examples_->setObjectName(QStringLiteral("workedExamples"));
     for (const WorkedExample& e : workedExamples()) examples_->addItem(e.title);
-    examples_->setMaximumHeight(examples_->sizeHintForRow(0) * 6 + 8);
+    examples_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);   // all rows shown (fitListsToRows)
     explanation_ = new QLabel(examplesBox);
     explanation_->setObjectName(QStringLiteral("exampleExplanation"));
     explanation_->setWordWrap(true);
@@ -87,14 +93,17 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
     scaleNote_ = new QLabel(runBox);
     scaleNote_->setWordWrap(true);
     runLayout->addRow(scaleNote_);
-    scaleTable_ = new QTableWidget(2, 4, runBox);
+    // A row per region, a column per scale: two columns of percentages fit a narrow dock.
+    scaleTable_ = new QTableWidget(4, 2, runBox);
     scaleTable_->setObjectName(QStringLiteral("explorerShares"));
-    scaleTable_->setHorizontalHeaderLabels({tr("flushed to 0"), tr("subnormal"), tr("normal"), tr("overflow")});
-    scaleTable_->setVerticalHeaderLabels({tr("run's scale"), tr("scale S")});
+    scaleTable_->setVerticalHeaderLabels({tr("flushed to 0"), tr("subnormal"), tr("normal"), tr("overflow")});
+    scaleTable_->setHorizontalHeaderLabels({tr("run's scale"), tr("scale S")});
     scaleTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     scaleTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    scaleTable_->setMaximumHeight(scaleTable_->horizontalHeader()->sizeHint().height() * 3 + 16);
+    scaleTable_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scaleTable_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     runLayout->addRow(scaleTable_);
+    fitListsToRows();
     layout->addWidget(runBox);
     layout->addStretch(1);
     connect(scaleInput_, &QLineEdit::editingFinished, this, &FormatExplorer::refreshScaleTable);
@@ -102,6 +111,23 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
 
     setValue(1.0);
     refreshScaleTable();
+}
+
+void FormatExplorer::fitListsToRows()
+{
+    // The examples and the shares table as tall as their rows, so that none is cut off or
+    // scrolled, at any font (presentation mode's is larger).
+    int rows = 0;
+    for (int i = 0; i < examples_->count(); ++i) rows += examples_->sizeHintForRow(i);
+    examples_->setFixedHeight(rows + 2 * examples_->frameWidth());
+    scaleTable_->setFixedHeight(scaleTable_->horizontalHeader()->sizeHint().height() +
+                                scaleTable_->verticalHeader()->length() + 2 * scaleTable_->frameWidth());
+}
+
+void FormatExplorer::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange) fitListsToRows();
 }
 
 FormatRow* FormatExplorer::row(Format f) const
@@ -240,10 +266,10 @@ void FormatExplorer::refreshScaleTable()
                             .arg(t->step).arg(t->lossScale, 0, 'g', 8)
                             .arg(QString::fromLatin1(formatName(compute).data()))
                             .arg(scale, 0, 'g', 8).arg(shift_));
-    const std::array<const RegionShares*, 2> rows{&current_, &chosen_};
-    for (int r = 0; r < 2; ++r) {
-        const double cells[] = {rows[r]->flushed, rows[r]->subnormal, rows[r]->normal, rows[r]->overflow};
-        for (int c = 0; c < 4; ++c) scaleTable_->setItem(r, c, new QTableWidgetItem(percent(cells[c])));
+    const std::array<const RegionShares*, 2> columns{&current_, &chosen_};
+    for (int c = 0; c < 2; ++c) {
+        const double regions[] = {columns[c]->flushed, columns[c]->subnormal, columns[c]->normal, columns[c]->overflow};
+        for (int r = 0; r < 4; ++r) scaleTable_->setItem(r, c, new QTableWidgetItem(percent(regions[r])));
     }
 }
 

@@ -56,7 +56,11 @@ public:
 
     FormatRow* row(Format f) const;
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    void fitListsToRows();
     void showAnatomy();
     void refillLayers();
     void refreshScaleTable();

@@ -4,9 +4,10 @@
 #include "explorer/format_anatomy.h"
 
 #include <QPainter>
-#include <QPainterPath>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace plab::ui {
 
@@ -14,8 +15,15 @@ namespace {
 
 constexpr int kAxisMin = -150;   // log2 of the axis ends: fp32's smallest subnormal is 2^-149
 constexpr int kAxisMax = 130;    // and its largest value just under 2^128
-constexpr int kLabelWidth = 48;
-constexpr int kRowHeight = 18;
+constexpr int kLastTick = 128;
+constexpr int kTickSpacings[] = {10, 25, 50, 100, 150};   // powers of two between labels
+
+const QColor kSubnormalColor(0x9b, 0x59, 0xb6, 150);
+const QColor kNormalColor(0x3c, 0x8d, 0xd9, 200);
+const QColor kIntervalColor(0xf0, 0xad, 0x4e, 160);
+const QColor kMarkerColor(0xd9, 0x53, 0x4f);
+
+QString tickText(int exponent) { return QStringLiteral("2^%1").arg(exponent); }
 
 }  // namespace
 
@@ -25,11 +33,77 @@ FormatRangeAxis::FormatRangeAxis(QWidget* parent) : QWidget(parent)
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
 }
 
+double FormatRangeAxis::Geometry::xOf(double log2Value) const
+{
+    return plotLeft + plotWidth * (log2Value - kAxisMin) / double(kAxisMax - kAxisMin);
+}
+
+FormatRangeAxis::Geometry FormatRangeAxis::geometry() const
+{
+    const QFontMetrics fm = fontMetrics();
+    Geometry g{};
+    for (Format f : kExplorerFormats)
+        g.labelColumn = std::max(g.labelColumn, fm.horizontalAdvance(QString::fromLatin1(formatInfo(f).name.data())));
+    g.labelColumn += fm.averageCharWidth();
+    g.rowHeight = fm.height() + 6;   // a bar that holds a line of text, 2 px apart
+    g.plotLeft = g.labelColumn + 2;
+    // Room on the right for half of a label at the end.
+    g.plotWidth = std::max(50, width() - g.plotLeft - fm.horizontalAdvance(tickText(kLastTick)) / 2);
+    g.top = 2;
+    g.axisY = g.top + 4 * g.rowHeight + 2;
+    return g;
+}
+
 QSize FormatRangeAxis::sizeHint() const
 {
-    return {520, 4 * kRowHeight + 2 * fontMetrics().height() + 16};
+    const Geometry g = geometry();
+    return {420, g.axisY + 5 + fontMetrics().height() + 2};
 }
-QSize FormatRangeAxis::minimumSizeHint() const { return {300, sizeHint().height()}; }
+
+QSize FormatRangeAxis::minimumSizeHint() const
+{
+    // Labels 100 powers of two apart (2^-100, 2^0, 2^100) still fit: see tickLabels().
+    const QFontMetrics fm = fontMetrics();
+    const int label = fm.horizontalAdvance(tickText(kAxisMin)), gap = fm.horizontalAdvance(QStringLiteral("  "));
+    const int plot = (label + gap) * (kAxisMax - kAxisMin) / 100 + 1;
+    return {geometry().plotLeft + plot + fm.horizontalAdvance(tickText(kLastTick)) / 2, sizeHint().height()};
+}
+
+QString FormatRangeAxis::legendText()
+{
+    auto swatch = [](const QColor& c) { return QStringLiteral("<span style=\"color:%1\">■</span>").arg(c.name()); };
+    return tr("log2 axis. Each bar: %1 subnormal from the smallest subnormal, %2 normal from the smallest normal to "
+              "the largest finite value (the three numbers written beside it). %3 picked histogram bin, %4 the number.")
+        .arg(swatch(kSubnormalColor), swatch(kNormalColor), swatch(kIntervalColor),
+             QStringLiteral("<span style=\"color:%1\"><b>|</b></span>").arg(kMarkerColor.name()));
+}
+
+QList<FormatRangeAxis::TickLabel> FormatRangeAxis::tickLabels() const
+{
+    const Geometry g = geometry();
+    const QFontMetrics fm = fontMetrics();
+    const int gap = fm.horizontalAdvance(QStringLiteral("  "));
+    const int widest = fm.horizontalAdvance(tickText(kAxisMin));
+    const double pixelsPerPower = g.plotWidth / double(kAxisMax - kAxisMin);
+    int spacing = kTickSpacings[std::size(kTickSpacings) - 1];
+    for (int s : kTickSpacings)
+        if (s * pixelsPerPower >= widest + gap) {
+            spacing = s;
+            break;
+        }
+    QList<TickLabel> labels;
+    const int labelY = g.axisY + 5;
+    int lastRight = std::numeric_limits<int>::min() / 2;
+    for (int e = -(-kAxisMin / spacing) * spacing; e <= kLastTick; e += spacing) {
+        const int w = fm.horizontalAdvance(tickText(e));
+        QRect r(static_cast<int>(std::lround(g.xOf(e))) - w / 2, labelY, w, fm.height());
+        r.moveLeft(std::clamp(r.left(), 0, std::max(0, width() - w)));   // the end labels stay inside
+        if (r.left() < lastRight + gap) continue;   // a safety net: the spacing keeps them apart
+        labels.append({e, r});
+        lastRight = r.right();
+    }
+    return labels;
+}
 
 void FormatRangeAxis::setMarker(double value)
 {
@@ -50,53 +124,74 @@ void FormatRangeAxis::paintEvent(QPaintEvent*)
     QPainter p(this);
     p.setRenderHint(QPainter::Antialiasing);
     const QPalette& pal = palette();
-    const int plotLeft = kLabelWidth;
-    const int plotWidth = std::max(50, width() - plotLeft - 8);
-    auto xOf = [&](double log2Value) {
-        return plotLeft + plotWidth * (log2Value - kAxisMin) / double(kAxisMax - kAxisMin);
+    const QFontMetrics fm = fontMetrics();
+    const Geometry g = geometry();
+    struct Bars {
+        int y;   // the row's top
+        QRectF subnormal, normal;
     };
-    const int top = fontMetrics().height() + 4;
+    auto barsOf = [&](int row) {
+        const FormatInfo& info = formatInfo(kExplorerFormats[row]);
+        const int y = g.top + row * g.rowHeight;
+        const double top = y + 2, height = g.rowHeight - 4;
+        const double subnormal = g.xOf(info.minSubnormalLog2), normal = g.xOf(info.minNormalLog2);
+        return Bars{y, QRectF(subnormal, top, normal - subnormal, height),
+                    QRectF(normal, top, g.xOf(std::log2(info.maxFinite)) - normal, height)};
+    };
+    const int rows = static_cast<int>(std::size(kExplorerFormats));
 
+    // The picked bin, the bars, the marker, then the texts: they stay readable over the line.
     if (interval_) {
-        p.fillRect(QRectF(xOf(*interval_), top - 2, std::max(2.0, xOf(*interval_ + 1) - xOf(*interval_)),
-                          4 * kRowHeight + 4),
-                   QColor(0xf0, 0xad, 0x4e, 160));
+        p.fillRect(QRectF(g.xOf(*interval_), g.top, std::max(4.0, g.xOf(*interval_ + 1) - g.xOf(*interval_)),
+                          g.axisY - g.top),
+                   kIntervalColor);
     }
-    int row = 0;
-    for (Format f : kExplorerFormats) {
-        const FormatInfo& info = formatInfo(f);
-        const int y = top + row * kRowHeight;
-        p.setPen(pal.color(QPalette::WindowText));
-        p.drawText(QRect(0, y, kLabelWidth - 4, kRowHeight), Qt::AlignRight | Qt::AlignVCenter,
-                   QString::fromLatin1(info.name.data()));
-        const double maxLog2 = std::log2(info.maxFinite);
-        const QRectF subnormal(xOf(info.minSubnormalLog2), y + 4, xOf(info.minNormalLog2) - xOf(info.minSubnormalLog2),
-                               kRowHeight - 8);
-        const QRectF normal(xOf(info.minNormalLog2), y + 4, xOf(maxLog2) - xOf(info.minNormalLog2), kRowHeight - 8);
-        p.fillRect(subnormal, QColor(0x9b, 0x59, 0xb6, 150));
-        p.fillRect(normal, QColor(0x3c, 0x8d, 0xd9, 200));
-        p.setPen(pal.color(QPalette::WindowText));
-        const QString labels = tr("2^%1 … 2^%2 … %3").arg(info.minSubnormalLog2).arg(info.minNormalLog2)
-                                   .arg(info.maxFinite, 0, 'g', 5);
-        p.drawText(QRectF(normal.right() + 4, y, 400, kRowHeight), Qt::AlignLeft | Qt::AlignVCenter, labels);
-        ++row;
+    for (int row = 0; row < rows; ++row) {
+        const Bars bars = barsOf(row);
+        p.fillRect(bars.subnormal, kSubnormalColor);
+        p.fillRect(bars.normal, kNormalColor);
     }
-    // Axis ticks every 2^25 or so, at round exponents.
-    const int axisY = top + 4 * kRowHeight + 2;
-    p.setPen(pal.color(QPalette::Mid));
-    p.drawLine(QPointF(xOf(kAxisMin), axisY), QPointF(xOf(kAxisMax), axisY));
-    p.setPen(pal.color(QPalette::WindowText));
-    for (int e = -150; e <= 125; e += 25) {
-        const double x = xOf(e);
-        p.drawLine(QPointF(x, axisY), QPointF(x, axisY + 4));
-        p.drawText(QRectF(x - 30, axisY + 4, 60, fontMetrics().height()), Qt::AlignHCenter, QStringLiteral("2^%1").arg(e));
-    }
-    p.drawText(QRect(0, 0, width(), fontMetrics().height() + 2), Qt::AlignLeft,
-               tr("log2 axis: subnormal (violet), normal (blue), max; orange: picked bin; red line: the number"));
     if (hasMarker_) {
-        p.setPen(QPen(QColor(0xd9, 0x53, 0x4f), 2));
-        const double x = xOf(markerLog2_);
-        p.drawLine(QPointF(x, top - 2), QPointF(x, axisY));
+        p.setPen(QPen(kMarkerColor, 2));
+        const double x = g.xOf(markerLog2_);
+        p.drawLine(QPointF(x, g.top), QPointF(x, g.axisY));
+    }
+    for (int row = 0; row < rows; ++row) {
+        const FormatInfo& info = formatInfo(kExplorerFormats[row]);
+        const Bars bars = barsOf(row);
+        p.setPen(pal.color(QPalette::WindowText));
+        p.drawText(QRect(0, bars.y, g.labelColumn, g.rowHeight), Qt::AlignRight | Qt::AlignVCenter,
+                   QString::fromLatin1(info.name.data()));
+        // The three numbers where they fit: right of the bar, inside its normal part (white
+        // on blue), or left of it; failing all, the largest value alone.
+        const QString max = QString::number(info.maxFinite, 'g', 5);
+        for (const QString& text : {tr("2^%1 … 2^%2 … %3").arg(info.minSubnormalLog2).arg(info.minNormalLog2).arg(max), max}) {
+            const int w = fm.horizontalAdvance(text) + 2;
+            double left = 0;
+            QColor color = pal.color(QPalette::WindowText);
+            if (bars.normal.right() + 4 + w <= width()) {
+                left = bars.normal.right() + 4;
+            } else if (bars.normal.width() >= w + 8) {
+                left = bars.normal.left() + 4;
+                color = Qt::white;
+            } else if (bars.subnormal.left() - 4 - w >= g.plotLeft) {
+                left = bars.subnormal.left() - 4 - w;
+            } else {
+                continue;
+            }
+            p.setPen(color);
+            p.drawText(QRectF(left, bars.y, w, g.rowHeight), Qt::AlignLeft | Qt::AlignVCenter, text);
+            break;
+        }
+    }
+
+    p.setPen(pal.color(QPalette::Mid));
+    p.drawLine(QPointF(g.xOf(kAxisMin), g.axisY), QPointF(g.xOf(kAxisMax), g.axisY));
+    p.setPen(pal.color(QPalette::WindowText));
+    for (const TickLabel& t : tickLabels()) {
+        const double x = g.xOf(t.exponent);
+        p.drawLine(QPointF(x, g.axisY), QPointF(x, g.axisY + 4));
+        p.drawText(t.rect, Qt::AlignCenter, tickText(t.exponent));
     }
 }
 

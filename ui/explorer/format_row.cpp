@@ -1,21 +1,18 @@
 // The format explorer's row for one format (see format_row.h).
 #include "explorer/format_row.h"
 
-#include <QGridLayout>
-#include <QHBoxLayout>
-#include <QLabel>
-#include <QToolButton>
+#include "explorer/bit_pattern.h"
 
+#include <QEvent>
+#include <QGridLayout>
+#include <QLabel>
+
+#include <algorithm>
 #include <cmath>
 
 namespace plab::ui {
 
 namespace {
-
-// Field colours that read on light and dark palettes: sign, exponent, mantissa.
-const QColor kSignColor(0xd9, 0x53, 0x4f);
-const QColor kExponentColor(0x3c, 0x8d, 0xd9);
-const QColor kMantissaColor(0x4c, 0xae, 0x4f);
 
 QString numberText(double x)
 {
@@ -24,48 +21,40 @@ QString numberText(double x)
     return QString::number(x, 'g', 6);
 }
 
+// A long digit string with a zero-width space every `group` characters, where the label may
+// break it (an fp32 subnormal's exact expansion is a hundred digits without a space). Up to
+// `whole` characters it stays one word: it moves to the next line as a whole instead.
+QString breakableDigits(const QString& digits, int whole = 32, int group = 16)
+{
+    if (digits.size() <= whole) return digits;
+    QString out;
+    out.reserve(digits.size() + digits.size() / group);
+    for (qsizetype i = 0; i < digits.size(); ++i) {
+        if (i > 0 && i % group == 0) out += QChar(0x200b);
+        out += digits[i];
+    }
+    return out;
+}
+
 }  // namespace
 
 FormatRow::FormatRow(Format format, QWidget* parent) : QFrame(parent), format_(format)
 {
     setObjectName(QStringLiteral("formatRow_%1").arg(QString::fromLatin1(formatName(format).data())));
     setFrameShape(QFrame::StyledPanel);
-    const FormatInfo& info = formatInfo(format);
     auto* layout = new QGridLayout(this);
     layout->setContentsMargins(6, 4, 6, 4);
     layout->setVerticalSpacing(2);
 
-    name_ = new QLabel(QStringLiteral("<b>%1</b>").arg(QString::fromLatin1(info.name.data())), this);
-    name_->setMinimumWidth(44);
+    name_ = new QLabel(QStringLiteral("<b>%1</b>").arg(QString::fromLatin1(formatName(format).data())), this);
     layout->addWidget(name_, 0, 0, 2, 1, Qt::AlignTop);
+    fitNameColumn();
 
-    auto* bitsLayout = new QHBoxLayout;
-    bitsLayout->setSpacing(0);
-    const int width = patternWidth(format);
-    bits_.resize(width);
-    for (int bit = width - 1; bit >= 0; --bit) {
-        auto* b = new QToolButton(this);
-        b->setCheckable(true);
-        b->setAutoRaise(false);
-        // Compact enough that fp32's 32 bits fit a dock of ~560 px.
-        b->setFixedSize(14, 20);
-        const bool sign = bit == width - 1;
-        const bool exponent = !sign && bit >= info.mantissaBits;
-        const QColor c = sign ? kSignColor : exponent ? kExponentColor : kMantissaColor;
-        b->setStyleSheet(QStringLiteral("QToolButton { border: 1px solid %1; border-radius: 2px; padding: 0px; font-family: monospace; }"
-                                        "QToolButton:checked { background: %1; color: white; }")
-                             .arg(c.name()));
-        b->setToolTip(sign ? tr("sign bit") : exponent ? tr("exponent bit %1").arg(bit - info.mantissaBits)
-                                                         : tr("mantissa bit %1").arg(bit));
-        connect(b, &QToolButton::clicked, this, [this, bit] {
-            emit valuePicked(flipBit(format_, anatomy_.value, bit));
-        });
-        bits_[bit] = b;
-        bitsLayout->addWidget(b);
-        if (sign || bit == info.mantissaBits) bitsLayout->addSpacing(4);   // gaps between the fields
-    }
-    bitsLayout->addStretch(1);
-    layout->addLayout(bitsLayout, 0, 1);
+    bits_ = new BitPattern(format, this);
+    connect(bits_, &BitPattern::bitClicked, this, [this](int bit) {
+        emit valuePicked(flipBit(format_, anatomy_.value, bit));
+    });
+    layout->addWidget(bits_, 0, 1);
 
     value_ = new QLabel(this);
     value_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -73,29 +62,44 @@ FormatRow::FormatRow(Format format, QWidget* parent) : QFrame(parent), format_(f
     layout->addWidget(value_, 1, 1);
     details_ = new QLabel(this);
     details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    details_->setWordWrap(true);
     layout->addWidget(details_, 2, 1);
     layout->setColumnStretch(1, 1);
+}
+
+void FormatRow::fitNameColumn()
+{
+    // As wide as the widest format name in bold, so that the four rows' bits line up.
+    QFont bold = font();
+    bold.setBold(true);
+    const QFontMetrics fm(bold);
+    int widest = 0;
+    for (Format f : kExplorerFormats) widest = std::max(widest, fm.horizontalAdvance(QString::fromLatin1(formatName(f).data())));
+    name_->setMinimumWidth(widest + 2);
+}
+
+void FormatRow::changeEvent(QEvent* event)
+{
+    QFrame::changeEvent(event);
+    if (event->type() == QEvent::FontChange) fitNameColumn();
 }
 
 void FormatRow::setAnatomy(const FormatAnatomy& a)
 {
     anatomy_ = a;
-    for (int bit = 0; bit < bits_.size(); ++bit) {
-        const bool on = (a.pattern >> bit) & 1u;
-        bits_[bit]->setChecked(on);
-        bits_[bit]->setText(on ? QStringLiteral("1") : QStringLiteral("0"));
-    }
+    bits_->setPattern(a.pattern);
     QString exact = a.exact;
     if (exact.size() > 90) exact = exact.left(44) + QStringLiteral("…") + exact.right(44);
-    value_->setText(tr("<b>%1</b>&nbsp;&nbsp; exactly %2").arg(a.shortest, exact));
+    value_->setText(tr("<b>%1</b>&nbsp;&nbsp; exactly %2").arg(a.shortest, breakableDigits(exact)));
     value_->setToolTip(a.exact);
-    details_->setText(tr("%1 · error %2 · spacing ↓%3 ↑%4")
+    // "spacing ↓a ↑b" wraps as one piece (no-break spaces).
+    details_->setText(tr("%1 · error %2 · spacing\u00a0↓%3\u00a0↑%4")
                           .arg(QString::fromLatin1(valueClassName(a.valueClass).data()), numberText(a.error),
                                numberText(a.spacingDown), numberText(a.spacingUp)));
 }
 
-QToolButton* FormatRow::bitButton(int bit) const { return bits_.value(bit); }
-QString FormatRow::valueText() const { return value_->text(); }
+QToolButton* FormatRow::bitButton(int bit) const { return bits_->bitButton(bit); }
+QString FormatRow::valueText() const { return QString(value_->text()).remove(QChar(0x200b)); }
 QString FormatRow::detailsText() const { return details_->text(); }
 
 void FormatRow::setFocusFormat(bool focus)

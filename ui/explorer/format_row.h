@@ -1,13 +1,13 @@
 // One format's row in the format explorer: its name, the bit pattern as toggle buttons
-// (sign, exponent and mantissa fields coloured apart; clicking one flips that bit), the
-// rounded value (shortest and exact decimal), the rounding error, the spacing to the
-// neighbours and the class.
+// (BitPattern: sign, exponent and mantissa fields coloured apart; clicking one flips that
+// bit), the rounded value (shortest and exact decimal), the rounding error, the spacing to
+// the neighbours and the class. Everything wraps to the row's width: the bits by field,
+// the texts by word (long exact decimals between digits).
 #pragma once
 
 #include "explorer/format_anatomy.h"
 
 #include <QFrame>
-#include <QList>
 
 QT_BEGIN_NAMESPACE
 class QLabel;
@@ -15,6 +15,8 @@ class QToolButton;
 QT_END_NAMESPACE
 
 namespace plab::ui {
+
+class BitPattern;
 
 class FormatRow : public QFrame {
     Q_OBJECT
@@ -26,6 +28,7 @@ public:
     const FormatAnatomy& anatomy() const { return anatomy_; }
     // The toggle for bit `bit` of the pattern (0 = last mantissa bit), for tests.
     QToolButton* bitButton(int bit) const;
+    BitPattern* bitPattern() const { return bits_; }
     QString valueText() const;
     QString detailsText() const;
     void setFocusFormat(bool focus);   // the worked example's format is highlighted
@@ -34,10 +37,15 @@ signals:
     // The user flipped a bit: the new value, exact in this format.
     void valuePicked(double value);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    void fitNameColumn();
+
     Format format_;
     FormatAnatomy anatomy_{};
-    QList<QToolButton*> bits_;   // index = bit number
+    BitPattern* bits_;
     QLabel* name_;
     QLabel* value_;
     QLabel* details_;
