@@ -9,6 +9,7 @@
 #include "run_store.h"
 #include "settings_panel.h"
 #include "test_support.h"
+#include "window_test_support.h"
 #include "training_controller.h"
 
 #include <QAction>
@@ -24,14 +25,7 @@ class TestUiE2e : public QObject {
     Q_OBJECT
     testing::TempDir dir_;
 
-    MainWindowOptions options() const
-    {
-        MainWindowOptions o;
-        o.dataDir = QString::fromStdString(dir_.path().string());
-        o.runsDir = QString::fromStdString((dir_.path() / "runs").string());
-        o.settingsFile = QString::fromStdString((dir_.path() / "settings.ini").string());
-        return o;
-    }
+    MainWindowOptions options() const { return testing::isolatedWindowOptions(dir_.path()); }
 
     // Points of the series in `group` whose name contains `runName`.
     static int pointsOf(ChartsView* charts, const QString& group, const QString& runName)

@@ -12,6 +12,7 @@
 #include "run_list_model.h"
 #include "settings_panel.h"
 #include "test_support.h"
+#include "window_test_support.h"
 #include "training_controller.h"
 
 #include <QAction>
@@ -109,14 +110,7 @@ class TestUiPresentation : public QObject {
     Q_OBJECT
     testing::TempDir dir_;
 
-    MainWindowOptions options() const
-    {
-        MainWindowOptions o;
-        o.dataDir = QString::fromStdString(dir_.path().string());
-        o.runsDir = QString::fromStdString((dir_.path() / "runs").string());
-        o.settingsFile = QString::fromStdString((dir_.path() / "settings.ini").string());
-        return o;
-    }
+    MainWindowOptions options() const { return testing::isolatedWindowOptions(dir_.path()); }
 
     static QList<QDockWidget*> visibleDocks(MainWindow& w)
     {
