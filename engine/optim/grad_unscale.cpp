@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -14,12 +15,13 @@ namespace plab {
 
 namespace {
 
-// The non-empty gradients, each with the format its tensor stores.
-std::vector<GradientView> gradientViews(const std::vector<Parameter*>& params, Format format)
+// The non-empty gradients, rounded to `format` when written, or without one to the format
+// each tensor stores.
+std::vector<GradientView> gradientViews(const std::vector<Parameter*>& params, std::optional<Format> format = {})
 {
     std::vector<GradientView> views;
     for (Parameter* p : params)
-        if (p->grad.size()) views.push_back({p->grad.data(), p->grad.size(), format});
+        if (p->grad.size()) views.push_back({p->grad.data(), p->grad.size(), format.value_or(p->grad.storage())});
     return views;
 }
 
@@ -42,9 +44,7 @@ double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm, Compu
     if (!std::isfinite(maxNorm) || !(maxNorm > 0.0))
         throw std::invalid_argument("the gradient-norm limit must be a positive finite number, got " +
                                     std::to_string(maxNorm));
-    std::vector<GradientView> views;
-    for (Parameter* p : params)
-        if (p->grad.size()) views.push_back({p->grad.data(), p->grad.size(), p->grad.storage()});
+    const std::vector<GradientView> views = gradientViews(params);
     const SweepResult sweep = backend.gradientSweep(views, 1.0f);
     if (sweep.nonFinite) return std::numeric_limits<double>::infinity();
     const double total = std::sqrt(sweep.sumOfSquares);
