@@ -16,6 +16,7 @@
 
 #include <QAreaSeries>
 #include <QChart>
+#include <QChartView>
 #include <QGraphicsTextItem>
 #include <QLabel>
 #include <QLegendMarker>
@@ -23,6 +24,8 @@
 #include <QLogValueAxis>
 #include <QProgressBar>
 #include <QScatterSeries>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTableWidget>
 #include <QtTest>
 
@@ -175,6 +178,8 @@ private slots:
     void presentationModeThickensLinesAndEnlargesFonts();
     void legendsUseShortLabels();
     void emptyChartsLabelTheirTicksTruly();
+    void captionGoesToACornerFreeOfData();
+    void narrowViewStacksChartsInOneColumn();
     void ticksLandOnWhatLabelsWrite_data();
     void ticksLandOnWhatLabelsWrite();
 };
@@ -544,6 +549,79 @@ void TestUiCharts::legendsUseShortLabels()
 // Issue (screenshot review, no run): the loss and underflow charts' step axes read
 // "0 0 0 0 1": five even ticks over 0..1.2 written with "%d". Every value axis of every
 // chart, with no run at all, writes distinct labels, each the value where it stands.
+void TestUiCharts::captionGoesToACornerFreeOfData()
+{
+    auto* chart = new QChart;
+    QChartView view(chart);
+    view.resize(600, 400);
+    auto* x = new QValueAxis;
+    auto* y = new QValueAxis;
+    x->setRange(0, 100);
+    y->setRange(0, 100);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    auto addLine = [&](QPointF a, QPointF b) {
+        auto* line = new QLineSeries;
+        line->append(a);
+        line->append(b);
+        chart->addSeries(line);
+        line->attachAxis(x);
+        line->attachAxis(y);
+    };
+    auto* caption = new QGraphicsSimpleTextItem(QStringLiteral("static scale 8: 0 skipped of 300 steps\ndynamic: 8 skipped of 300 steps"), chart);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QTRY_VERIFY(chart->plotArea().width() > 300);
+    const QRectF area = chart->plotArea();
+    auto placed = [&] { return QRectF(caption->pos(), caption->boundingRect().size()); };
+
+    QCOMPARE(placeCaptionClearOfData(chart, caption), 0);   // nothing drawn: bottom right
+    QVERIFY(placed().right() > area.center().x() && placed().bottom() > area.center().y());
+
+    addLine({0, 3}, {100, 3});   // a static scale line along the bottom, under the caption
+    QCOMPARE(placeCaptionClearOfData(chart, caption), 0);
+    QVERIFY(placed().right() > area.center().x() && placed().bottom() < area.center().y());   // top right
+    QCOMPARE(placeCaptionClearOfData(chart, caption), 0);   // still free: it stays
+    QVERIFY(placed().bottom() < area.center().y());
+
+    addLine({60, 97}, {100, 97});   // the right half of the top too: top left is the first free corner
+    QCOMPARE(placeCaptionClearOfData(chart, caption), 0);
+    QVERIFY(placed().left() < area.center().x() && placed().bottom() < area.center().y());
+    for (const QPointF& corner : {QPointF(0, 3), QPointF(100, 3), QPointF(0, 97), QPointF(100, 97)})
+        QVERIFY(!placed().contains(chart->mapToPosition(corner)));
+
+    addLine({0, 97}, {60, 97});   // every corner covered: the caption still goes to one of them
+    QVERIFY(placeCaptionClearOfData(chart, caption) > 0);
+    QVERIFY(area.contains(placed()));
+}
+
+void TestUiCharts::narrowViewStacksChartsInOneColumn()
+{
+    ChartsView view;
+    view.resize(1400, 900);
+    view.setRuns(makeRun("amp", 1000, Qt::blue), {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCOMPARE(view.columns(), 2);
+    auto* scroll = view.findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    auto* loss = view.group(QStringLiteral("loss"));
+    auto* scale = view.group(QStringLiteral("scale"));
+    QTRY_VERIFY(scale->x() > loss->x());   // side by side
+
+    // Docks open on both sides: too narrow for two readable columns (the underflow group's
+    // two panels alone need about 570 px). One column, and the charts scroll down, not sideways.
+    view.resize(640, 900);
+    QTRY_COMPARE(view.columns(), 1);
+    QTRY_VERIFY(scale->y() > loss->y() && scale->x() == loss->x());
+    QTRY_VERIFY(!scroll->horizontalScrollBar()->isVisible());
+    QVERIFY(scroll->widget()->width() <= scroll->viewport()->width());
+
+    view.resize(1400, 900);   // room again: back to two columns
+    QTRY_COMPARE(view.columns(), 2);
+    QTRY_VERIFY(scale->x() > loss->x());
+}
+
 void TestUiCharts::emptyChartsLabelTheirTicksTruly()
 {
     ChartsView view;

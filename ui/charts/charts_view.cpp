@@ -49,13 +49,14 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     }
     memory->setMinimumHeight(400);
     arrangeGroups();
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setWidget(content);
+    scroll_ = new QScrollArea(this);
+    scroll_->setWidgetResizable(true);
+    scroll_->setFrameShape(QFrame::NoFrame);
+    scroll_->setWidget(content);
+    scroll_->viewport()->installEventFilter(this);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(scroll);
+    layout->addWidget(scroll_);
 
     for (ChartGroup* g : groups_) g->applyPalette(palette());
 
@@ -101,12 +102,15 @@ void ChartsView::setPresentationMode(bool on)
     if (presentation_ == on) return;
     presentation_ = on;
     for (ChartGroup* g : groups_) g->setPresentationMode(on);
+    twoColumnMinimum_ = 0;   // fonts and arrangement changed: measured again
     arrangeGroups();
+    fitColumnsToWidth();
     forceRedraw_ = true;   // pens are chosen during a redraw
 }
 
 bool ChartsView::eventFilter(QObject* watched, QEvent* event)
 {
+    if (scroll_ && watched == scroll_->viewport() && event->type() == QEvent::Resize) fitColumnsToWidth();
     // ShowToParent / HideToParent: the group itself was shown or hidden (a lesson's charts),
     // not the window around it. Arranged once after the caller has set every group.
     if ((event->type() == QEvent::ShowToParent || event->type() == QEvent::HideToParent) && presentation_ &&
@@ -120,6 +124,25 @@ bool ChartsView::eventFilter(QObject* watched, QEvent* event)
     return QWidget::eventFilter(watched, event);
 }
 
+void ChartsView::fitColumnsToWidth()
+{
+    if (!scroll_) return;
+    const int available = scroll_->viewport()->width();
+    if (columns_ == 2) {
+        // What the scroll area compares its viewport with before it scrolls sideways.
+        twoColumnMinimum_ = scroll_->widget()->minimumSizeHint().width();
+        if (available >= twoColumnMinimum_) return;
+        columns_ = 1;
+    } else {
+        // Back to two once they fit; not measured yet (fonts changed while in one column):
+        // try two columns and measure.
+        if (twoColumnMinimum_ > 0 && available < twoColumnMinimum_) return;
+        columns_ = 2;
+    }
+    arrangeGroups();
+    if (columns_ == 2 && twoColumnMinimum_ == 0) fitColumnsToWidth();
+}
+
 void ChartsView::arrangeGroups()
 {
     struct Cell {
@@ -127,7 +150,11 @@ void ChartsView::arrangeGroups()
         int row, column, columnSpan;
     };
     QList<Cell> cells;
-    if (!presentation_) {
+    if (columns_ == 1) {
+        // Hidden groups keep their rows, where they take no space.
+        int row = 0;
+        for (ChartGroup* g : groups_) cells.append({g, row++, 0, 2});
+    } else if (!presentation_) {
         // loss | scale, histogram | underflow, then memory and throughput across both columns.
         static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {2, 0, 2}, {3, 0, 2}};
         for (qsizetype i = 0; i < groups_.size(); ++i) cells.append({groups_[i], kNormal[i][0], kNormal[i][1], kNormal[i][2]});
@@ -154,6 +181,7 @@ void ChartsView::arrangeGroups()
             if (g->isHidden()) cells.append({g, next++, 0, 2});
     }
     QString key = presentation_ ? QStringLiteral("presentation:") : QStringLiteral("normal:");
+    key += QString::number(columns_);
     for (const Cell& c : cells) key += QStringLiteral("%1@%2,%3,%4;").arg(c.group->groupName()).arg(c.row).arg(c.column).arg(c.columnSpan);
     if (key == arrangement_) return;
     arrangement_ = key;
@@ -162,7 +190,7 @@ void ChartsView::arrangeGroups()
     int columnStretch[2] = {1, 1};
     for (const Cell& c : cells) {
         grid_->addWidget(c.group, c.row, c.column, 1, c.columnSpan);
-        if (!presentation_ || c.group->isHidden()) continue;
+        if (!presentation_ || c.group->isHidden() || columns_ == 1) continue;
         // The shown rows share the height; the histogram's row and column get more: its
         // group holds the shares table and controls under the chart, its legend names four
         // regions besides the runs.

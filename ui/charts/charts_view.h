@@ -19,6 +19,7 @@
 QT_BEGIN_NAMESPACE
 class QAbstractSeries;
 class QGridLayout;
+class QScrollArea;
 class QTimer;
 QT_END_NAMESPACE
 
@@ -53,6 +54,10 @@ public:
     void setPresentationMode(bool on);
     bool presentationMode() const { return presentation_; }
 
+    // Columns of the grid now: 2, or 1 while the view is too narrow for two columns of
+    // readable charts (docks open beside it), so that it scrolls down, never sideways.
+    int columns() const { return columns_; }
+
 signals:
     void histogramBinPicked(const QString& layer, const QString& kind, int exponent);
 
@@ -64,8 +69,12 @@ private:
     // Normal mode: the fixed two-column grid (hidden groups leave their cells empty).
     // Presentation mode: the shown groups only, in the same order; two narrow groups share
     // a row, a wide one (underflow's two panels, memory with its planner) or a narrow one
-    // left alone spans both columns. Moves widgets only when the arrangement changes.
+    // left alone spans both columns. One column: every group in its own row, in order.
+    // Moves widgets only when the arrangement changes.
     void arrangeGroups();
+    // Two columns while the viewport is at least as wide as the two-column grid's minimum
+    // width (measured from the layout when it last had two columns), else one.
+    void fitColumnsToWidth();
     void onFrameTimer();
     bool runsChanged() const;
     void redrawAll();
@@ -78,6 +87,9 @@ private:
     QList<ChartGroup*> groups_;
     QTimer* frameTimer_ = nullptr;
     QGridLayout* grid_ = nullptr;
+    QScrollArea* scroll_ = nullptr;
+    int columns_ = 2;
+    int twoColumnMinimum_ = 0;       // the grid's minimum width in two columns; 0: not measured
     QString arrangement_;            // what arrangeGroups() last laid out
     bool arrangePending_ = false;    // a group's visibility changed; arranged once per event-loop turn
     std::vector<std::pair<const RunData*, std::uint64_t>> drawnRevisions_;   // at the last redraw

@@ -30,9 +30,7 @@ LossScaleChart::LossScaleChart(QWidget* parent)
     markers_ = new ChangeMarkers(chart_, &pool_);
     counts_ = new QGraphicsSimpleTextItem(chart_);
     counts_->setZValue(20);
-    connect(chart_, &QChart::plotAreaChanged, this, [this](const QRectF& area) {
-        counts_->setPos(area.right() - counts_->boundingRect().width() - 6, area.bottom() - counts_->boundingRect().height() - 4);
-    });
+    connect(chart_, &QChart::plotAreaChanged, this, [this] { placeCaptionClearOfData(chart_, counts_); });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this));
@@ -102,8 +100,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 
     counts_->setBrush(chart_->titleBrush());
     counts_->setText(counts.join(QLatin1Char('\n')));
-    if (const QRectF area = chart_->plotArea(); area.width() > 0)
-        counts_->setPos(area.right() - counts_->boundingRect().width() - 6, area.bottom() - counts_->boundingRect().height() - 4);
+    placeCaptionClearOfData(chart_, counts_);
 }
 
 }  // namespace plab::ui

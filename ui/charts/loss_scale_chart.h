@@ -1,7 +1,7 @@
 // Chart group "scale": the loss scale S per step on a log2 axis (labels at every power of
 // two, or every 2^k when more would not fit), each skipped step
 // (non-finite gradients, update skipped) marked, and the skipped count written on the
-// chart per run.
+// chart per run, in the corner of the plot that hides the least data.
 #pragma once
 
 #include "charts/chart_support.h"
