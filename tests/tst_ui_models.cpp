@@ -69,6 +69,23 @@ private slots:
         QCOMPARE(store.runs()[0]->steps().size(), std::size_t(12));   // replayed like a live run
     }
 
+    void savedRunsKnowTheirPlan()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "done");
+        // The same run stopped at step 5, planned by epochs alone: 320 images / batch 16.
+        json stopped = loadRunRecord(runs.path() / "run-a.json");
+        stopped["steps"].erase(stopped["steps"].begin() + 5, stopped["steps"].end());
+        stopped["summary"]["status"] = "stopped";
+        stopped["settings"]["max_steps"] = 0;
+        std::ofstream(runs.path() / "run-b.json") << stopped.dump();
+        RunStore store(q(runs.path()));
+        QCOMPARE(store.loadAll(), QStringList());
+        QCOMPARE(store.runs().size(), 2);
+        QCOMPARE(store.runs()[0]->plannedSteps(), std::int64_t(12));   // completed: what it did
+        QCOMPARE(store.runs()[1]->plannedSteps(), std::int64_t(20));   // 5 of 20
+    }
+
     void checkingRowsSelectsRunsForComparison()
     {
         testing::TempDir runs;

@@ -39,14 +39,21 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         out.settings = settingsFromJson(record.at("settings"), origin + " settings");
         std::vector<Timed> timed;
 
+        const auto& steps = record.at("steps");
+        const std::int64_t lastStep = steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>();
         RunStartEvent start;
         start.backend = record.at("backend").value("name", "cpu");
         if (record.contains("versions") && record["versions"].contains("backend"))
             start.versions = record["versions"]["backend"].get<std::vector<std::string>>();
+        // The plan is not recorded: a completed run did what it planned (whatever batch-size
+        // changes did to the plan); any other is measured against its settings' plan.
+        const std::int64_t trainImages = record.contains("data") ? record["data"].value("train_images", std::int64_t{0}) : 0;
+        start.plannedSteps = record.at("summary").value("status", "") == "completed"
+                                 ? lastStep
+                                 : std::max(lastStep, plannedSteps(out.settings, trainImages));
         timed.push_back({-1, 0, start});
 
         std::int64_t skipped = 0;
-        const auto& steps = record.at("steps");
         for (const auto& s : steps) {
             StepEvent e;
             e.step = s.at("step").get<std::int64_t>();
@@ -123,11 +130,10 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         const std::string status = summary.value("status", "running");
         out.interrupted = status == "running" || status == "starting" || status == "paused";
         out.result.status = out.interrupted ? RunStatus::stopped : statusFromName(status);
-        out.result.message = out.interrupted ? "interrupted: the record ends at step " +
-                                                   std::to_string(steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>())
+        out.result.message = out.interrupted ? "interrupted: the record ends at step " + std::to_string(lastStep)
                                              : summary.value("message", "");
         out.result.testAccuracy = summary.at("test_accuracy").is_number() ? summary["test_accuracy"].get<double>() : 0.0;
-        out.result.steps = steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>();
+        out.result.steps = lastStep;
         out.result.skippedSteps = skipped;
         out.result.imagesPerSecond = summary.value("images_per_second", 0.0);
     } catch (const json::exception& e) {

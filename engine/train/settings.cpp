@@ -3,6 +3,7 @@
 
 #include "error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -264,6 +265,13 @@ TrainSettings settingsFromJson(const json& patch, const std::string& origin)
 
     if (auto problem = validateSettings(s); !problem.empty()) throw InputError(origin + ": " + problem);
     return s;
+}
+
+std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages)
+{
+    if (s.batch <= 0 || trainImages <= 0) return 0;
+    const std::int64_t all = (trainImages + s.batch - 1) / s.batch * s.epochs;
+    return s.maxSteps > 0 ? std::min(all, s.maxSteps) : all;
 }
 
 std::string validateSettings(const TrainSettings& s)

@@ -45,6 +45,10 @@ TrainSettings settingsFromJson(const nlohmann::json& patch, const std::string& o
 // The first impossible setting as one sentence, or empty.
 std::string validateSettings(const TrainSettings& s);
 
+// The optimizer steps a run of these settings plans on `trainImages` training images:
+// epochs of ceil(images / batch) steps, capped by maxSteps.
+std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages);
+
 // The recipe's switches in the record's form: {"preset", "custom", "compute", ...}.
 nlohmann::json recipeToJson(const PrecisionRecipe& r);
 nlohmann::json lossScalingToJson(const LossScaling& l);
