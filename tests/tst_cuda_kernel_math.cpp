@@ -1,7 +1,50 @@
 // Tests the CUDA plugin's per-element arithmetic (kernel_math.h) on the host against the
-// CPU reference, and its probe: runs everywhere, with or without a GPU (issue 5).
+// CPU reference, how it reads library statuses (cuda_status.h's CUDA-free part), and its
+// probe: runs everywhere, with or without a GPU (issue 5).
 // links: plab_backend_cpu plab_backend plab_test_support
 #include "cuda_test_support.h"
+
+// Only the status texts and kinds: this program sees no CUDA headers.
+#define PLAB_CUDA_STATUS_TEXT_ONLY
+#include "backend/cuda/cuda_status.h"
+
+#include <QFile>
+#include <QRegularExpression>
+
+#include <map>
+
+namespace {
+
+namespace pc = plab::cuda;
+
+// The cuDNN include folder the plugin was configured with (PLAB_CUDNN_INCLUDE_DIR in this
+// build's CMake cache); empty without one.
+QString configuredCudnnIncludeDir()
+{
+    QFile cache(QStringLiteral(PLAB_BINARY_DIR "/CMakeCache.txt"));
+    if (!cache.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+    const QRegularExpression entry(QStringLiteral("^PLAB_CUDNN_INCLUDE_DIR:[A-Z]+=(.*)$"),
+                                   QRegularExpression::MultilineOption);
+    const QRegularExpressionMatch m = entry.match(QString::fromUtf8(cache.readAll()));
+    return m.hasMatch() && !m.captured(1).endsWith(QStringLiteral("-NOTFOUND")) ? m.captured(1).trimmed() : QString();
+}
+
+// Every "CUDNN_STATUS_<NAME> = <number>" of cudnn_graph.h (aliases written as names are
+// left out: they repeat a value), by value.
+std::map<int, QString> cudnnStatusesOf(const QString& header)
+{
+    QFile file(header);
+    std::map<int, QString> statuses;
+    if (!file.open(QIODevice::ReadOnly | QIODevice::Text)) return statuses;
+    const QRegularExpression entry(QStringLiteral("\\b(CUDNN_STATUS_[A-Z0-9_]+)\\s*=\\s*([0-9]+)\\s*[,}]"));
+    for (auto it = entry.globalMatch(QString::fromUtf8(file.readAll())); it.hasNext();) {
+        const QRegularExpressionMatch m = it.next();
+        statuses.emplace(m.captured(2).toInt(), m.captured(1));
+    }
+    return statuses;
+}
+
+}  // namespace
 
 // ---- Runs everywhere: the device arithmetic on the host, and the probe ------------------
 
@@ -137,6 +180,76 @@ private slots:
             kernelDst[static_cast<std::size_t>((c * g.batch + n0 + n) * hw + i % hw)] = sum;
         }
         QVERIFY(sameBits(kernelDst, cpuDst));   // samples outside the range untouched in both
+    }
+
+    // The statuses the convolutions act on: only shape-class refusals may be dropped (and
+    // lowered); the five environment statuses of cuDNN 9 are errors that say what is wrong;
+    // a status the table does not know is an error too, never "not supported".
+    void cudnnStatusKindsFollowCudnn9()
+    {
+        using K = pc::CudnnStatusKind;
+        QCOMPARE(pc::cudnnStatusKind(0), K::success);
+        for (int shape : {3000, 3001, 3002, 3003, 3004, 3010, 3011, 3012, 3013, 3014})
+            QCOMPARE(pc::cudnnStatusKind(shape), K::shapeNotSupported);
+        for (int environment = 3005; environment <= 3009; ++environment) {
+            QCOMPARE(pc::cudnnStatusKind(environment), K::environment);
+            const std::string meaning = pc::cudnnStatusMeaning(environment);
+            QVERIFY2(meaning.rfind("cuDNN cannot run here: ", 0) == 0, meaning.c_str());
+        }
+        for (int other : {1001, 1008, 2000, 2002, 3015, 3999, 4000, 4004, 5000, 5003, 9000, -1})
+            QCOMPARE(pc::cudnnStatusKind(other), K::failure);
+        QCOMPARE(std::string(pc::cudnnStatusMeaning(3002)), std::string("not supported"));
+        QCOMPARE(std::string(pc::cudnnStatusMeaning(2000)), std::string("bad parameter"));
+        QCOMPARE(std::string(pc::cudnnStatusMeaning(5001)), std::string("execution failed"));
+    }
+
+    // Against the cuDNN headers this build was configured with: every status of the 3xxx
+    // class has a kind of its own (shape or environment, not the fallback), exactly the five
+    // environment names are environment, and no other status is taken for "not supported".
+    void cudnnStatusKindsCoverTheConfiguredHeader()
+    {
+        const QString dir = configuredCudnnIncludeDir();
+        if (dir.isEmpty()) QSKIP("not supported: this build was configured without cuDNN headers");
+        const QString header = dir + QStringLiteral("/cudnn_graph.h");
+        const std::map<int, QString> statuses = cudnnStatusesOf(header);
+        if (statuses.empty()) QSKIP(qPrintable("not supported: no cuDNN 9 status enum in " + header));
+        qInfo("%zu cuDNN statuses in %s", statuses.size(), qPrintable(header));
+        const QStringList environmentNames = {
+            "CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER", "CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART",
+            "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH", "CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING",
+            "CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE"};
+        int notSupportedClass = 0, environment = 0;
+        for (const auto& [value, name] : statuses) {
+            const pc::CudnnStatusKind kind = pc::cudnnStatusKind(value);
+            const QByteArray what = (name + " = " + QString::number(value)).toUtf8();
+            if (value == 0) {
+                QVERIFY2(kind == pc::CudnnStatusKind::success, what.constData());
+            } else if (value / 1000 == 3) {
+                ++notSupportedClass;
+                const bool isEnvironment = environmentNames.contains(name);
+                environment += isEnvironment;
+                QVERIFY2(kind == (isEnvironment ? pc::CudnnStatusKind::environment
+                                                : pc::CudnnStatusKind::shapeNotSupported),
+                         what.constData());
+            } else {
+                QVERIFY2(kind == pc::CudnnStatusKind::failure, what.constData());
+            }
+        }
+        QCOMPARE(environment, int(environmentNames.size()));   // the header still names all five
+        QVERIFY(notSupportedClass > environment);               // and the parse saw the rest
+    }
+
+    // A context-losing CUDA error says that only a restart brings the GPU back; any other
+    // keeps the plain "<call> failed: <description> (<name>)".
+    void cudaErrorMessageSaysWhenTheContextIsLost()
+    {
+        QCOMPARE(pc::cudaErrorMessage("cudaMalloc", "out of memory", "cudaErrorMemoryAllocation", false),
+                 std::string("cudaMalloc failed: out of memory (cudaErrorMemoryAllocation)"));
+        QCOMPARE(pc::cudaErrorMessage("cudaStreamSynchronize", "an illegal memory access was encountered",
+                                      "cudaErrorIllegalAddress", true),
+                 std::string("cudaStreamSynchronize failed: an illegal memory access was encountered "
+                             "(cudaErrorIllegalAddress). The GPU context is lost: restart Precision Lab to use the "
+                             "GPU again"));
     }
 
     // The probe never crashes and, without a device, says why; the engine refuses to

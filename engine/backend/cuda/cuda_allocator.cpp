@@ -8,22 +8,12 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
-#include <string>
 
 namespace plab::cuda {
 
-StreamAllocator::StreamAllocator(int device, cudaStream_t stream) : device_(device), stream_(stream)
+StreamAllocator::StreamAllocator(int device, cudaStream_t stream, cudaMemPool_t pool)
+    : device_(device), stream_(stream), pool_(pool)
 {
-    int pools = 0;
-    PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
-    if (!pools)
-        throw std::runtime_error("CUDA device " + std::to_string(device) +
-                                 " has no stream-ordered memory pools (cudaMallocAsync); the CUDA backend needs them");
-    cudaMemPool_t pool = nullptr;
-    PLAB_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-    // Keep every freed block cached in the pool instead of returning it at each sync.
-    std::uint64_t threshold = UINT64_MAX;
-    PLAB_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
 void* StreamAllocator::allocate(std::size_t bytes)
@@ -31,11 +21,11 @@ void* StreamAllocator::allocate(std::size_t bytes)
     if (bytes == 0) return nullptr;
     PLAB_CUDA_CHECK(cudaSetDevice(device_));
     void* p = nullptr;
-    PLAB_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+    PLAB_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_));
     // The interface promises cudaMalloc's 256-byte alignment; checked, not assumed.
     if (reinterpret_cast<std::uintptr_t>(p) % 256 != 0) {
         release(p);
-        throw std::runtime_error("cudaMallocAsync returned memory that is not 256-byte aligned");
+        throw std::runtime_error("cudaMallocFromPoolAsync returned memory that is not 256-byte aligned");
     }
     return p;
 }

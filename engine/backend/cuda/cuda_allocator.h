@@ -1,9 +1,10 @@
 // The CUDA backend's DeviceAllocator: tensors placed on it live in device memory from the
-// device's default memory pool, allocated and freed in the order of the backend's stream
-// (cudaMallocAsync / cudaFreeAsync), so a tensor freed while kernels still read it stays
-// valid until they are done, and reallocating per step costs no synchronisation. The pool
-// keeps freed blocks cached (release threshold UINT64_MAX): a training step that frees and
-// reallocates the same shapes gets them back without asking the driver.
+// backend's own memory pool (MemoryPool, cuda_resources.h), allocated and freed in the order
+// of the backend's stream (cudaMallocFromPoolAsync / cudaFreeAsync), so a tensor freed while
+// kernels still read it stays valid until they are done, and reallocating per step costs no
+// synchronisation. The pool keeps freed blocks cached: a training step that frees and
+// reallocates the same shapes gets them back without asking the driver. Every tensor placed
+// here must be released before the backend is destroyed (the pool goes with it).
 #pragma once
 
 #include "tensor/device_allocator.h"
@@ -16,8 +17,7 @@ namespace plab::cuda {
 
 class StreamAllocator final : public DeviceAllocator {
 public:
-    // Throws std::runtime_error when the device has no stream-ordered memory pools.
-    StreamAllocator(int device, cudaStream_t stream);
+    StreamAllocator(int device, cudaStream_t stream, cudaMemPool_t pool);
 
     void* allocate(std::size_t bytes) override;
     void release(void* p) noexcept override;
@@ -32,6 +32,7 @@ public:
 private:
     int device_;
     cudaStream_t stream_;
+    cudaMemPool_t pool_;
 };
 
 }  // namespace plab::cuda

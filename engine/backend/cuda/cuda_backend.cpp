@@ -1,14 +1,12 @@
-// CudaBackend: lifetime (device, stream, cuBLAS handle, allocator, counter arena), the step's
-// synchronisation (flush), rounding with telemetry, im2col / col2im, the convolutions'
-// entry points (their cuDNN code is in cuda_conv.cpp), host parallel loops.
+// CudaBackend: lifetime (device, memory pool, stream, cuBLAS handle, allocator, counter
+// arena), the step's synchronisation (flush), rounding with telemetry, im2col / col2im, the
+// convolutions' entry points (their cuDNN code is in cuda_conv.cpp), host parallel loops.
 // The GEMM is in cuda_gemm.cpp, the layers' ops in cuda_layer_ops.cpp, the sweep and the
 // optimizers in cuda_update_ops.cpp, the probe and the C entry points in cuda_plugin.cpp.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 
-#include <algorithm>
 #include <stdexcept>
-#include <thread>
 
 namespace plab::cuda {
 
@@ -21,8 +19,6 @@ static_assert(GradientHistogram::kBins == cudakernels::kHistBins);
 static_assert(GradientHistogram::kMinExponent == cudakernels::kHistMinExponent);
 
 namespace {
-
-int hostThreads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 // `device` when it exists, made current; throws otherwise.
 int usableDevice(int device)
@@ -62,10 +58,12 @@ std::string megabytes(std::uint64_t bytes) { return std::to_string(bytes >> 20) 
 }  // namespace
 
 CudaBackend::CudaBackend(int device)
-    : device_(usableDevice(device)), capability_(capabilityOf(device_)), stream_(device_), cublas_(stream_.get()),
-      pool_(hostThreads()), allocator_(device_, stream_.get()), counters_(stream_.get()), a16_(stream_.get()),
-      b16_(stream_.get()), c16_(stream_.get()), labels_(stream_.get()), lossScratch_(stream_.get()),
-      sweepScratch_(stream_.get()), convolutions_(stream_.get(), capability_)
+    : device_(usableDevice(device)), capability_(capabilityOf(device_)), memory_(device_), stream_(device_),
+      cublas_(stream_.get()), hostLoop_(1), allocator_(device_, stream_.get(), memory_.get()),
+      counters_(stream_.get(), memory_.get()), a16_(stream_.get(), memory_.get()), b16_(stream_.get(), memory_.get()),
+      c16_(stream_.get(), memory_.get()), labels_(stream_.get(), memory_.get()),
+      lossScratch_(stream_.get(), memory_.get()), sweepScratch_(stream_.get(), memory_.get()),
+      convolutions_(stream_.get(), memory_.get(), capability_)
 {
     probeDevices(info_);
     const DeviceMemoryInfo mem = queryDeviceMemory(device_);
@@ -76,8 +74,9 @@ CudaBackend::CudaBackend(int device)
 
 CudaBackend::~CudaBackend()
 {
-    // The members free their memory on the stream and then drain it; the device must be
-    // current for that. No throwing here: a lost device must not take the process down.
+    // The members free their memory on the stream, drain it, then trim and destroy the
+    // pool (member order); the device must be current for that. No throwing here: a lost
+    // device must not take the process down. Counts still pending are dropped unwritten.
     if (cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
 }
 
@@ -97,9 +96,11 @@ void CudaBackend::roundArray(Format f, const float* src, float* dst, std::size_t
 {
     if (n == 0) return;
     activate();
-    unsigned long long* slots = (stats || hist) ? counters_.roundingSlots(stats, hist, n) : nullptr;
+    const bool counted = stats || hist;
+    unsigned long long* slots = counted ? counters_.roundingSlots(stats, hist) : nullptr;
     PLAB_CUDA_CHECK(cudakernels::launchRound(static_cast<int>(f), src, dst, n, {}, slots, stats != nullptr,
                                              hist != nullptr, stream()));
+    if (counted) counters_.addElements(stats, hist, n);
 }
 
 void CudaBackend::im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols)
@@ -145,9 +146,10 @@ bool CudaBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int64_t 
 void CudaBackend::parallelFor(std::int64_t n, std::int64_t grain,
                               const std::function<void(std::int64_t, std::int64_t)>& body)
 {
-    // Host loops over host data: the layers no longer run element-wise work through it on
-    // tensor values (those are device pointers here).
-    pool_.parallelFor(n, grain, body);
+    // Host loops over host data only: the layers no longer run element-wise work through
+    // it on tensor values (those are device pointers here), so one thread, the caller's,
+    // is enough; a pool per backend would park a core's worth of threads per run.
+    hostLoop_.parallelFor(n, grain, body);
 }
 
 DeviceMemoryInfo queryDeviceMemory(int device)

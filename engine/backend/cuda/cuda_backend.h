@@ -27,8 +27,8 @@ namespace plab::cuda {
 void probeDevices(BackendInfo& info);
 
 // Used and total bytes of device `device` as the device reports them (cudaMemGetInfo: it
-// does not wait on any stream). Memory cached in the allocator's pool counts as used.
-// Throws on a CUDA error.
+// does not wait on any stream). Blocks cached in a backend's memory pool count as used
+// while that backend lives; its destructor gives them back. Throws on a CUDA error.
 DeviceMemoryInfo queryDeviceMemory(int device);
 
 class CudaBackend final : public ComputeBackend {
@@ -39,7 +39,7 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     const BackendInfo& info() const override { return info_; }
-    int threads() const override { return pool_.threads(); }
+    int threads() const override { return hostLoop_.threads(); }
 
     void gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
@@ -101,20 +101,23 @@ private:
     // so the backward pass reuses the forward pass's copy. Throws when one is >= classes.
     const std::uint8_t* deviceLabels(const std::uint8_t* labels, std::int64_t N, std::int64_t classes);
 
-    // Declaration order is teardown order reversed: the buffers are freed on the stream
-    // before it is drained and destroyed.
+    // Declaration order is teardown order reversed: the buffers are freed on the stream,
+    // the stream drains and is destroyed, and only then is the pool they all came from
+    // trimmed and destroyed, with no block of it left allocated.
     int device_ = 0;
     DeviceCapability capability_;
+    MemoryPool memory_;          // every stream-ordered block below comes from here
     Stream stream_;
     CublasHandle cublas_;
     BackendInfo info_;
-    cpu::ThreadPool pool_;   // parallelFor runs host loops
+    cpu::ThreadPool hostLoop_;   // parallelFor: one thread, the caller's (see parallelFor)
     StreamAllocator allocator_;
     CounterArena counters_;
     DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N)
     DeviceBuffer labels_;            // (N) labels of the loss
     DeviceBuffer lossScratch_;       // LossTotals, then per-row results (N doubles) and hits (N bytes)
     DeviceBuffer sweepScratch_;      // flag, per-view sums, per-block partial sums
+    DeviceBuffer rowScratch_{stream_.get(), memory_.get()};   // (rows, parts) partial sums of sumRows
     PinnedBuffer results_;           // what the ops that return a value read back
     CudnnConvolutions convolutions_; // cuDNN's handle, plans and buffers, made at the first convolution
     std::vector<std::uint8_t> labelsOnDevice_;   // what labels_ holds

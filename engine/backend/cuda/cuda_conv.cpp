@@ -12,29 +12,53 @@
 //   tf32                 FLOAT data, FLOAT compute, CUDNN_DEFAULT_MATH (TF32 tensor cores
 //                        on sm >= 80; the operands already are tf32 values)
 //   bits16Fp32Accumulate FLOAT data, FLOAT compute, CUDNN_DEFAULT_MATH (TF32 tensor cores)
-//   fp16Accumulate       HALF data, HALF compute (TRUE_HALF_CONFIG), CUDNN_TENSOR_OP_MATH
+//   fp16Accumulate       HALF data, HALF compute (TRUE_HALF_CONFIG), CUDNN_FMA_MATH
 // fp16 / bf16 with fp32 sums stay FLOAT on purpose. cuDNN's legacy API wants x, w and y in
 // one data type, so HALF data would give a 16-bit y: rounded inside cuDNN, where the
 // lab's telemetry cannot see it (an underflowed gradient would arrive as a zero, not be
 // counted as underflow). Every fp16 and bf16 value is exactly a tf32 value (10 mantissa
-// bits, fp32's exponent range), so TF32 tensor cores multiply these operands exactly and
-// sum in fp32: the recipe's arithmetic, with the fp32 sum left for the layer to round with
-// its tap. The cost is TF32's rate (half of fp16's on Hopper) and fp32 traffic; see
-// docs/CUDA.md. Summing in fp16 (the teaching option) runs in HALF: that sum is rounded
-// at every step anyway, on the CPU too.
+// bits, fp32's exponent range), so TF32 tensor cores multiply these operands exactly, and
+// the fp32-wide sum is left for the layer to round with its tap. That sum is not the CPU's
+// fp32 sum, though: a tensor core adds a block of products in one multi-operand step that
+// aligns them to the largest exponent and truncates the bits shifted out, not an IEEE
+// round-to-nearest fp32 addition per product (measured on V100, T4 and A100 by Fasi,
+// Higham, Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Computer
+// Science, 2021), so the results differ from an fp32 FMA loop by more than the order of
+// the additions. The cost
+// is TF32's rate (half of fp16's on Hopper) and fp32 traffic; see docs/CUDA.md.
+// Summing in fp16 (the teaching option) runs in HALF with CUDNN_FMA_MATH only: no tensor
+// cores, whose fp16 MMA would round once per block of products, not after every addition
+// as the CPU's emulation does. What FMA math still does not promise: the order of the
+// additions (the algorithm's tiling, partial sums over the batch for the filter gradient,
+// and the non-deterministic algorithms' atomics, none of them the CPU's sequential k
+// order), nor, in cuDNN's documentation, that every kernel keeps its running sum in fp16
+// rather than wider. A shape with no FMA-math algorithm is lowered by the layer, to the
+// GEMM's CUBLAS_COMPUTE_16F_PEDANTIC.
 //
 // Algorithms. Once per (geometry, Cout, path, compute format), cuDNN's heuristics
 // (cudnnGet*Algorithm_v7: no trial runs, nothing allocated) rank the algorithms of each
 // pass; we keep, in that order with the deterministic ones first, those that
-//   - report CUDNN_STATUS_SUCCESS for the shape,
 //   - multiply operands and sum the products (implicit / explicit GEMM, direct: not the
 //     FFT or Winograd transforms, whose rounding of transformed operands is not the
 //     recipe's arithmetic: the lab compares formats, so the arithmetic must be theirs),
 //   - run in a math type the path allows (strict fp32: FMA only, or default math on a
-//     device without TF32; never TENSOR_OP_MATH_ALLOW_CONVERSION, which rounds fp32 to fp16),
+//     device without TF32; fp16 sums: FMA only; never TENSOR_OP_MATH_ALLOW_CONVERSION,
+//     which rounds fp32 to fp16),
+//   - report CUDNN_STATUS_SUCCESS for the shape,
 //   - need at most kWorkspaceLimit of workspace.
-// The first kept one runs; one that answers "not supported" at run time is dropped and the
-// next one runs. A shape with no algorithm left for some pass is not run here at all.
+// cuDNN's statuses count by their kind (cudnnStatusKind, cuda_status.h). Only a
+// shape-class "not supported" (the shape, layout, data type, padding or this algorithm's
+// launch) drops an algorithm, or the pass when the heuristics refuse it whole. An
+// environment status (driver, CUDA runtime, architecture, a missing prerequisite or
+// sub-library) is an error naming the call and the status whenever it costs a pass its
+// last acceptable algorithm: lowering would hide a broken installation. Every other
+// failure is an error at once.
+// The first kept one runs; one that refuses the shape at run time is dropped for good and
+// the next one runs. A shape with no algorithm left for some pass is not run here at all
+// (the calls return false and the layer lowers it); when the forward pass's last
+// algorithm refuses at run time, forward returns false the same way, and the plan is
+// unusable from then on. A backward pass whose last algorithm refuses throws instead (see
+// State::run).
 #include "backend/cuda/cuda_conv.h"
 
 #include "backend/cuda/cuda_resources.h"
@@ -70,6 +94,9 @@ constexpr std::size_t kWorkspaceLimit = std::size_t{256} << 20;
 
 enum class Pass { forward, backwardData, backwardFilter };
 
+// What State::run does when the last algorithm of a pass refuses the shape at run time.
+enum class LastRefusal { returnFalse, throwError };
+
 // cuDNN keeps a message for the last failure of the thread; one we handle (an algorithm that
 // is not supported) must not reappear in the message of a later, unrelated failure.
 void discardCudnnMessage()
@@ -78,7 +105,8 @@ void discardCudnnMessage()
     cudnnGetLastErrorString(unused, sizeof unused);
 }
 
-bool notSupported(cudnnStatus_t status) { return static_cast<int>(status) / 1000 == 3; }
+// The statuses after which another algorithm, or the layer's lowering, can do the work.
+bool refusesShape(cudnnStatus_t status) { return cudnnStatusKind(status) == CudnnStatusKind::shapeNotSupported; }
 
 // ---- RAII over cuDNN objects --------------------------------------------------------------
 
@@ -149,7 +177,7 @@ Arithmetic arithmeticOf(GemmPath path)
     case GemmPath::fp32Strict: return {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, -1};
     case GemmPath::tf32: return {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, -1};
     case GemmPath::bits16Fp32Accumulate: return {CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, -1};
-    case GemmPath::fp16Accumulate: return {CUDNN_DATA_HALF, CUDNN_DATA_HALF, CUDNN_TENSOR_OP_MATH, cudakernels::kFp16};
+    case GemmPath::fp16Accumulate: return {CUDNN_DATA_HALF, CUDNN_DATA_HALF, CUDNN_FMA_MATH, cudakernels::kFp16};
     }
     throw std::invalid_argument("convolutions: unknown arithmetic");
 }
@@ -158,8 +186,13 @@ Arithmetic arithmeticOf(GemmPath path)
 bool mathAllowed(GemmPath path, cudnnMathType_t m, DeviceCapability cap)
 {
     if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;   // would round fp32 operands to fp16
-    if (path == GemmPath::fp32Strict) return m == CUDNN_FMA_MATH || (m == CUDNN_DEFAULT_MATH && !cap.tf32());
-    return true;
+    switch (path) {
+    case GemmPath::fp32Strict: return m == CUDNN_FMA_MATH || (m == CUDNN_DEFAULT_MATH && !cap.tf32());
+    case GemmPath::fp16Accumulate: return m == CUDNN_FMA_MATH;   // tensor cores round per block, not per addition
+    case GemmPath::tf32:
+    case GemmPath::bits16Fp32Accumulate: return true;
+    }
+    return false;
 }
 
 // Algorithms that multiply operands and sum products (see the top of the file).
@@ -215,27 +248,37 @@ std::vector<Candidate> keptAlgorithms(Pass pass, GemmPath path, DeviceCapability
     std::vector<Perf> perf(static_cast<std::size_t>(std::max(maxCount, 1)));
     int returned = 0;
     const cudnnStatus_t status = list(static_cast<int>(perf.size()), &returned, perf.data());
-    if (notSupported(status)) {
+    if (refusesShape(status)) {
         discardCudnnMessage();
         return {};
     }
     checkCudnn(status, listCall);
     std::vector<Candidate> deterministic, other;
+    // The first environment status of an algorithm we would have run: an error if it leaves
+    // the pass with nothing (a broken installation, not a shape cuDNN cannot do). While
+    // another acceptable algorithm is left, that one runs and the pass stays on cuDNN.
+    cudnnStatus_t environment = CUDNN_STATUS_SUCCESS;
     for (int i = 0; i < std::min(returned, static_cast<int>(perf.size())); ++i) {
         const Perf& p = perf[static_cast<std::size_t>(i)];
         const int algo = static_cast<int>(p.algo);
-        if (p.status != CUDNN_STATUS_SUCCESS || !sumsProducts(pass, algo) || !mathAllowed(path, p.mathType, cap))
+        if (!sumsProducts(pass, algo) || !mathAllowed(path, p.mathType, cap)) continue;
+        if (p.status != CUDNN_STATUS_SUCCESS) {
+            if (cudnnStatusKind(p.status) == CudnnStatusKind::environment && environment == CUDNN_STATUS_SUCCESS)
+                environment = p.status;
             continue;
+        }
         PLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), p.mathType));
         std::size_t bytes = 0;
         if (const cudnnStatus_t sized = workspaceOf(algo, &bytes); sized != CUDNN_STATUS_SUCCESS) {
-            if (!notSupported(sized)) throwCudnnError(sized, workspaceCall);
+            if (!refusesShape(sized)) throwCudnnError(sized, workspaceCall);
             discardCudnnMessage();
             continue;
         }
         if (bytes > kWorkspaceLimit) continue;
         (p.determinism == CUDNN_DETERMINISTIC ? deterministic : other).push_back({algo, p.mathType, bytes});
     }
+    if (deterministic.empty() && other.empty() && environment != CUDNN_STATUS_SUCCESS)
+        throwCudnnError(environment, listCall);
     deterministic.insert(deterministic.end(), other.begin(), other.end());
     return deterministic;
 }
@@ -314,8 +357,9 @@ std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, DeviceC
 }  // namespace
 
 struct CudnnConvolutions::State {
-    explicit State(cudaStream_t stream)
-        : stream(stream), handle(stream), workspace(stream), operandA(stream), operandB(stream), result(stream)
+    State(cudaStream_t stream, cudaMemPool_t pool)
+        : stream(stream), handle(stream), workspace(stream, pool), operandA(stream, pool), operandB(stream, pool),
+          result(stream, pool)
     {
     }
 
@@ -338,21 +382,33 @@ struct CudnnConvolutions::State {
         PLAB_CUDA_CHECK(cudakernels::launchFrom16Bit(format16, src, 1, n, dst, n, stream));
     }
 
-    // Runs `launch(algo, workspace, bytes)` with the first candidate; one that cuDNN does not
-    // support after all is dropped for good and the next one runs.
+    // Runs `launch(algo, workspace, bytes)` with the first candidate of a pass; true once one
+    // has run. One that cuDNN refuses for the shape (refusesShape: a refusal, decided before
+    // cuDNN launches anything) is dropped for good and the next one runs; any other failure
+    // throws. When the last one refuses, the pass has no candidate left and the plan is
+    // unusable: every later call for the shape returns false and the layer lowers it. This
+    // call itself then does what `last` says:
+    //   - returnFalse, for the forward pass: Conv2d decides from forward's answer whether the
+    //     library runs the layer, and on false lowers all three passes;
+    //   - throwError, for the backward passes: the layer ran its forward pass here and so
+    //     committed to this path for the step; it has no im2col columns to fall back on, and
+    //     would turn false into a vaguer error of its own. The error names the call and the
+    //     status; the next step lowers the shape.
     template <typename Launch>
-    void run(Plan& plan, std::vector<Candidate>& candidates, const char* call, Launch launch)
+    bool run(Plan& plan, std::vector<Candidate>& candidates, LastRefusal last, const char* call, Launch launch)
     {
-        for (;;) {
+        while (!candidates.empty()) {
             const Candidate c = candidates.front();
             PLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), c.math));
             void* space = c.workspace > 0 ? workspace.reserve(c.workspace) : nullptr;
             const cudnnStatus_t status = launch(c.algo, space, c.workspace);
-            if (status == CUDNN_STATUS_SUCCESS) return;
-            if (!notSupported(status) || candidates.size() == 1) throwCudnnError(status, call);
-            discardCudnnMessage();
+            if (status == CUDNN_STATUS_SUCCESS) return true;
+            if (!refusesShape(status)) throwCudnnError(status, call);
             candidates.erase(candidates.begin());
+            if (candidates.empty() && last == LastRefusal::throwError) throwCudnnError(status, call);
+            discardCudnnMessage();
         }
+        return false;
     }
 };
 
@@ -360,7 +416,7 @@ bool CudnnConvolutions::builtIn() { return true; }
 
 CudnnConvolutions::State& CudnnConvolutions::state()
 {
-    if (!state_) state_ = std::make_unique<State>(stream_);
+    if (!state_) state_ = std::make_unique<State>(stream_, pool_);
     return *state_;
 }
 
@@ -400,11 +456,13 @@ bool CudnnConvolutions::forward(const ConvGeometry& g, std::int64_t outChannels,
         yOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(ySize));
     }
     const float alpha = 1.0f, beta = 0.0f;   // beta 0: y is written, never read
-    s.run(*plan, plan->forward, "cudnnConvolutionForward", [&](int algo, void* space, std::size_t bytes) {
+    const bool ran = s.run(*plan, plan->forward, LastRefusal::returnFalse, "cudnnConvolutionForward",
+                           [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionForward(s.handle.get(), &alpha, plan->x.get(), xIn, plan->w.get(), wIn, plan->conv.get(),
                                        static_cast<cudnnConvolutionFwdAlgo_t>(algo), space, bytes, &beta,
                                        plan->y.get(), yOut);
     });
+    if (!ran) return false;   // y untouched; the layer lowers this shape from now on
     if (f16 >= 0) s.widen(f16, static_cast<const std::uint16_t*>(yOut), ySize, y);
     return true;
 }
@@ -430,7 +488,9 @@ bool CudnnConvolutions::backwardData(const ConvGeometry& g, std::int64_t outChan
         dxOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(xSize));
     }
     const float alpha = 1.0f, beta = 0.0f;
-    s.run(*plan, plan->backwardData, "cudnnConvolutionBackwardData", [&](int algo, void* space, std::size_t bytes) {
+    // Runs or throws: never false once the forward pass has run here (see State::run).
+    s.run(*plan, plan->backwardData, LastRefusal::throwError, "cudnnConvolutionBackwardData",
+          [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionBackwardData(s.handle.get(), &alpha, plan->w.get(), wIn, plan->y.get(), dyIn,
                                             plan->conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), space,
                                             bytes, &beta, plan->x.get(), dxOut);
@@ -464,7 +524,8 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
         dwOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(wSize));
     }
     const float alpha = 1.0f, beta = 0.0f;
-    s.run(*plan, plan->backwardFilter, "cudnnConvolutionBackwardFilter", [&](int algo, void* space, std::size_t bytes) {
+    s.run(*plan, plan->backwardFilter, LastRefusal::throwError, "cudnnConvolutionBackwardFilter",
+          [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionBackwardFilter(s.handle.get(), &alpha, plan->x.get(), xIn, plan->y.get(), dyIn,
                                               plan->conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
                                               space, bytes, &beta, plan->w.get(), dwOut);
@@ -502,8 +563,8 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry&, std::int64_t, const 
 
 #endif
 
-CudnnConvolutions::CudnnConvolutions(cudaStream_t stream, DeviceCapability capability)
-    : stream_(stream), capability_(capability)
+CudnnConvolutions::CudnnConvolutions(cudaStream_t stream, cudaMemPool_t pool, DeviceCapability capability)
+    : stream_(stream), pool_(pool), capability_(capability)
 {
 }
 

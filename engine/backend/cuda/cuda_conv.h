@@ -19,8 +19,9 @@ namespace plab::cuda {
 class CudnnConvolutions {
 public:
     // Creates nothing yet: the cuDNN handle, the plans and the buffers are made at the first
-    // convolution, so a backend that never convolves never loads cuDNN's kernels.
-    CudnnConvolutions(cudaStream_t stream, DeviceCapability capability);
+    // convolution, so a backend that never convolves never loads cuDNN's kernels. The
+    // buffers come from the backend's `pool`.
+    CudnnConvolutions(cudaStream_t stream, cudaMemPool_t pool, DeviceCapability capability);
     ~CudnnConvolutions();
     CudnnConvolutions(const CudnnConvolutions&) = delete;
     CudnnConvolutions& operator=(const CudnnConvolutions&) = delete;
@@ -32,12 +33,16 @@ public:
     // k/2; dx (C, N, H, W) = its adjoint applied to dy (Cout, N, H, W); dw (Cout, C, k, k) =
     // the sum over the batch of dy times the shifted x. Outputs are overwritten. Device
     // pointers holding values of precision.compute; the sums as choosePath says.
-    // false: not done, nothing written (no cuDNN, a tensor beyond cuDNN's 32-bit sizes, or
-    // no algorithm of the kind we accept for this shape and precision; the three passes of
-    // one shape and precision are chosen together, so a shape whose forward pass ran here
-    // never gets false from its backward passes). Throws std::invalid_argument for a
-    // geometry that is not a same-size convolution, std::runtime_error for a precision the
-    // GPU cannot run (choosePath) or a failed cuDNN or CUDA call. Nothing waits for the device.
+    // false: not done, nothing written (no cuDNN, a tensor beyond cuDNN's 32-bit sizes, no
+    // algorithm of the kind we accept for this shape and precision, or, from forward only,
+    // the last such algorithm refusing the shape when it runs). The three passes of one shape
+    // and precision share one plan: a shape whose forward pass ran here never gets false
+    // from its backward passes (a backward pass whose last algorithm refuses throws, and the
+    // shape's later forward passes return false), and once forward returns false so do all
+    // three, for good. Throws std::invalid_argument for a geometry that is not a same-size
+    // convolution, std::runtime_error for a precision the GPU cannot run (choosePath), a
+    // cuDNN installation that cannot run here (an environment status, cuda_status.h) or any
+    // other failed cuDNN or CUDA call. Nothing waits for the device.
     bool forward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w, float* y,
                  GemmPrecision precision);
     bool backwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy, float* dx,
@@ -50,6 +55,7 @@ private:
     State& state();
 
     cudaStream_t stream_;
+    cudaMemPool_t pool_;
     DeviceCapability capability_;
     std::unique_ptr<State> state_;
 };

@@ -4,8 +4,6 @@
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/kernels.h"
 
-#include <utility>
-
 namespace plab::cuda {
 
 namespace {
@@ -16,13 +14,16 @@ constexpr std::size_t kInitialSlots = 32 * cudakernels::kCounterSlots;
 
 }  // namespace
 
-CounterArena::CounterArena(cudaStream_t stream) : stream_(stream), device_(stream) {}
+CounterArena::CounterArena(cudaStream_t stream, cudaMemPool_t pool) : stream_(stream), device_(stream, pool) {}
 
-unsigned long long* CounterArena::roundingSlots(RoundingStats* stats, GradientHistogram* hist, std::size_t elements)
+unsigned long long* CounterArena::roundingSlots(RoundingStats* stats, GradientHistogram* hist)
 {
-    Block& b = blockFor(stats, hist, nullptr, cudakernels::kCounterSlots);
-    b.elements += elements;
-    return slotsOf(b);
+    return slotsOf(blockFor(stats, hist, nullptr, cudakernels::kCounterSlots));
+}
+
+void CounterArena::addElements(RoundingStats* stats, GradientHistogram* hist, std::size_t elements)
+{
+    if (Block* b = find(stats, hist, nullptr)) b->elements += elements;
 }
 
 unsigned long long* CounterArena::updateSlots(UpdateCounts* counts)
@@ -30,27 +31,37 @@ unsigned long long* CounterArena::updateSlots(UpdateCounts* counts)
     return slotsOf(blockFor(nullptr, nullptr, counts, cudakernels::kUpdateSlots));
 }
 
+CounterArena::Block* CounterArena::find(RoundingStats* stats, GradientHistogram* hist, UpdateCounts* update)
+{
+    for (Block& b : blocks_)
+        if (b.stats == stats && b.hist == hist && b.update == update) return &b;
+    return nullptr;
+}
+
 CounterArena::Block& CounterArena::blockFor(RoundingStats* stats, GradientHistogram* hist, UpdateCounts* update,
                                             std::size_t slots)
 {
-    for (Block& b : blocks_)
-        if (b.stats == stats && b.hist == hist && b.update == update) return b;
+    if (Block* b = find(stats, hist, update)) return *b;
     if (used_ + slots > capacity_) {
         // Grow in stream order, keeping the slots that kernels already enqueued add to:
         // they finish on the old block before the copy reads it.
         std::size_t grown = capacity_ ? 2 * capacity_ : kInitialSlots;
         while (grown < used_ + slots) grown *= 2;
         auto* base = static_cast<unsigned long long*>(device_.reserve(grown * kSlotBytes, used_ * kSlotBytes));
-        capacity_ = device_.capacity() / kSlotBytes;
-        PLAB_CUDA_CHECK(cudaMemsetAsync(base + used_, 0, (capacity_ - used_) * kSlotBytes, stream_));
+        // A grown buffer holds only the kept slots: nothing past used_ is known to be zero
+        // until the memset is enqueued (after a failure the next growth zeroes again).
+        capacity_ = used_;
+        const std::size_t capacity = device_.capacity() / kSlotBytes;
+        PLAB_CUDA_CHECK(cudaMemsetAsync(base + used_, 0, (capacity - used_) * kSlotBytes, stream_));
+        capacity_ = capacity;
     }
     Block b;
     b.stats = stats;
     b.hist = hist;
     b.update = update;
     b.offset = used_;
-    used_ += slots;
     blocks_.push_back(b);
+    used_ += slots;
     return blocks_.back();
 }
 
@@ -62,15 +73,16 @@ unsigned long long* CounterArena::slotsOf(const Block& b) const
 void CounterArena::flush()
 {
     if (blocks_.empty()) return;
-    // Taken out first: after a failure below the counts are lost (the device is then in
-    // error anyway), never delivered twice.
-    const std::vector<Block> blocks = std::exchange(blocks_, {});
-    const std::size_t used = std::exchange(used_, 0);
-    auto* counts = host_.reserveFor<unsigned long long>(used);
-    PLAB_CUDA_CHECK(cudaMemcpyAsync(counts, device_.data(), used * kSlotBytes, cudaMemcpyDeviceToHost, stream_));
-    PLAB_CUDA_CHECK(cudaMemsetAsync(device_.data(), 0, used * kSlotBytes, stream_));
+    auto* counts = host_.reserveFor<unsigned long long>(used_);
+    PLAB_CUDA_CHECK(cudaMemcpyAsync(counts, device_.data(), used_ * kSlotBytes, cudaMemcpyDeviceToHost, stream_));
+    PLAB_CUDA_CHECK(cudaMemsetAsync(device_.data(), 0, used_ * kSlotBytes, stream_));
     PLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (const Block& b : blocks) deliver(b, counts + b.offset);
+    // The counts are on the host and the arena is zero again: deliver and forget them in
+    // one go (nothing below throws), so they arrive exactly once. After a throw above
+    // they stay pending; the device is then in error anyway.
+    for (const Block& b : blocks_) deliver(b, counts + b.offset);
+    blocks_.clear();
+    used_ = 0;
 }
 
 void CounterArena::deliver(const Block& b, const unsigned long long* c) const

@@ -2,10 +2,16 @@
 // GemmPrecision implies (the GPU's real arithmetic for the recipe):
 //   fp32                       -> CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced reductions)
 //   tf32                       -> CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores; operands are
-//                                 already tf32 values, so the cores' truncation is exact)
+//                                 already tf32 values, so the cores' conversion changes none)
 //   fp16 / bf16, fp32 accum.   -> 16-bit operands, CUBLAS_COMPUTE_32F, fp32 output
-//   fp16, fp16 accumulation    -> CUBLAS_COMPUTE_16F, half alpha/beta, fp16 output
+//   fp16, fp16 accumulation    -> CUBLAS_COMPUTE_16F_PEDANTIC, half alpha/beta, fp16 output
 //   bf16 / tf32, no fp32 accum -> unsupported: neither cuBLAS nor the hardware sums in them
+// Tensor cores (the tf32 and 16-bit rows with fp32 sums) multiply these operands exactly,
+// but their fp32 accumulation is not IEEE round-to-nearest after every addition: a block of
+// products is aligned to the largest exponent and the bits shifted out are truncated
+// (measured on V100, T4 and A100 by Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior
+// of NVIDIA tensor cores", PeerJ Computer Science, 2021). Those sums differ from the CPU's
+// sgemm by more than the order of the additions.
 // Row-major operands use the column-major identity C^T = op(B)^T op(A)^T: cuBLAS gets B as
 // its first operand and A as its second, with the same transpose flags, and writes C^T
 // column-major, which is C row-major; a row-major leading dimension is the column-major one
@@ -118,14 +124,31 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
                                            CUBLAS_GEMM_DEFAULT));
             break;
         }
-        // fp16 accumulation: alpha and beta are halves (bit patterns of __half), C is a
-        // dense fp16 copy written back into C's (M, N) elements only.
+        // fp16 accumulation, the teaching option: the CPU reference (cpu/gemm_emulated.h)
+        // starts the running sum from round_fp16(beta * C) and rounds to fp16 after every
+        // multiply-add, sequentially in k. CUBLAS_COMPUTE_16F would let cuBLAS use tensor
+        // cores, whose fp16 MMA rounds once per block of products; the _PEDANTIC type asks
+        // for standard fp16 arithmetic with an fp16 accumulator in every phase, so no tensor
+        // cores and a rounding at every addition. Still not guaranteed, and not the CPU's:
+        //   - the order of the additions: cuBLAS's tiling, and it may split K into partial
+        //     sums (each rounded to fp16) that it adds at the end;
+        //   - whether a kernel fuses each multiply-add (one rounding, as the CPU) or
+        //     multiplies and adds (two): cuBLAS does not document its instructions;
+        //   - where beta * C enters: cuBLAS adds it to the products' sum instead of starting
+        //     from it. Its value is the CPU's: C is scaled and rounded to fp16 first, in
+        //     place (C is overwritten below anyway), and cuBLAS gets beta = 1.
+        // alpha and beta are halves (bit patterns of __half), as cuBLAS wants them for a
+        // 16F compute type; C is a dense fp16 copy written back into C's (M, N) elements only.
         auto* c16 = c16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(M * N));   // (M, N)
-        if (beta != 0.0f) PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(cudakernels::kFp16, C, ldc, M, N, c16, stream()));
-        const std::uint16_t alpha16 = halfBits(1.0f), beta16 = halfBits(beta);
+        if (beta != 0.0f) {
+            if (beta != 1.0f)
+                PLAB_CUDA_CHECK(cudakernels::launchScaleMatrix(C, M, N, ldc, beta, cudakernels::kFp16, stream()));
+            PLAB_CUDA_CHECK(cudakernels::launchTo16Bit(cudakernels::kFp16, C, ldc, M, N, c16, stream()));
+        }
+        const std::uint16_t alpha16 = halfBits(1.0f), beta16 = halfBits(beta == 0.0f ? 0.0f : 1.0f);
         PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op(transB), op(transA), m, n, k, &alpha16, b16, CUDA_R_16F,
-                                       ldB16, a16, CUDA_R_16F, ldA16, &beta16, c16, CUDA_R_16F, m, CUBLAS_COMPUTE_16F,
-                                       CUBLAS_GEMM_DEFAULT));
+                                       ldB16, a16, CUDA_R_16F, ldA16, &beta16, c16, CUDA_R_16F, m,
+                                       CUBLAS_COMPUTE_16F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
         PLAB_CUDA_CHECK(cudakernels::launchFrom16Bit(cudakernels::kFp16, c16, M, N, C, ldc, stream()));
         break;
     }

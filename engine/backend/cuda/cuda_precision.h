@@ -20,9 +20,14 @@ struct DeviceCapability {
 
 // The arithmetic a GemmPrecision asks of the GPU:
 //   fp32 (either accumulation)  -> fp32Strict: fp32 FMAs, no TF32
-//   tf32, fp32 accumulation     -> tf32: tensor cores on tf32 operands, fp32 sums
-//   fp16 / bf16, fp32 accum.    -> bits16Fp32Accumulate: 16-bit operands, fp32 sums
-//   fp16, fp16 accumulation     -> fp16Accumulate
+//   tf32, fp32 accumulation     -> tf32: tensor cores on tf32 operands, fp32-wide sums
+//   fp16 / bf16, fp32 accum.    -> bits16Fp32Accumulate: 16-bit operands, fp32-wide sums
+//   fp16, fp16 accumulation     -> fp16Accumulate: fp16 sums without tensor cores (cuBLAS's
+//                                  pedantic fp16, cuDNN's FMA math), in the library's order
+//                                  of additions, not the CPU's
+// The tensor cores' products of tf32, fp16 and bf16 values are exact, but their fp32
+// accumulation is not IEEE round-to-nearest after every addition (Fasi et al., "Numerical
+// behavior of NVIDIA tensor cores", 2021): see cuda_gemm.cpp and cuda_conv.cpp.
 enum class GemmPath { fp32Strict, tf32, bits16Fp32Accumulate, fp16Accumulate };
 
 // The path for p on a device of capability cap, or a std::runtime_error saying why the GPU

@@ -1,7 +1,11 @@
-// Lifetimes of the backend's stream, cuBLAS handle, device and pinned buffers (see
-// cuda_resources.h). Constructors throw on failure; destructors never do.
+// Lifetimes of the backend's memory pool, stream, cuBLAS handle, device and pinned buffers
+// (see cuda_resources.h). Constructors throw on failure; destructors never do.
 #include "backend/cuda/cuda_resources.h"
 #include "backend/cuda/cuda_status.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace plab::cuda {
 
@@ -11,6 +15,38 @@ namespace {
 std::size_t grownSize(std::size_t bytes) { return bytes + bytes / 2 + 256; }
 
 }  // namespace
+
+MemoryPool::MemoryPool(int device)
+{
+    int pools = 0;
+    PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+    if (!pools)
+        throw std::runtime_error("CUDA device " + std::to_string(device) +
+                                 " has no stream-ordered memory pools (cudaMallocAsync); the CUDA backend needs them");
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    PLAB_CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
+    std::uint64_t threshold = UINT64_MAX;
+    if (const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold);
+        status != cudaSuccess) {
+        (void)cudaMemPoolDestroy(pool_);   // the destructor does not run for a throwing constructor
+        throwCudaError(status, "cudaMemPoolSetAttribute");
+    }
+}
+
+MemoryPool::~MemoryPool()
+{
+    // Every block was freed and the stream drained before we get here (CudaBackend's
+    // member order), so the pool goes at once. Trimmed first: should a tensor have leaked
+    // past its backend, the driver defers destroying the pool until that block is freed,
+    // and the trim still gives back everything else now.
+    const bool trimmed = cudaMemPoolTrimTo(pool_, 0) == cudaSuccess;
+    const bool destroyed = cudaMemPoolDestroy(pool_) == cudaSuccess;
+    if (!trimmed || !destroyed) (void)cudaGetLastError();
+}
 
 Stream::Stream(int device)
 {
@@ -53,19 +89,21 @@ void* DeviceBuffer::reserve(std::size_t bytes, std::size_t keepBytes)
     if (bytes <= bytes_ && ptr_) return ptr_;
     const std::size_t want = grownSize(bytes);
     void* fresh = nullptr;
-    PLAB_CUDA_CHECK(cudaMallocAsync(&fresh, want, stream_));
+    PLAB_CUDA_CHECK(cudaMallocFromPoolAsync(&fresh, want, pool_, stream_));
     const std::size_t kept = keepBytes < bytes_ ? keepBytes : bytes_;
     if (kept) {
         if (const cudaError_t status = cudaMemcpyAsync(fresh, ptr_, kept, cudaMemcpyDeviceToDevice, stream_);
             status != cudaSuccess) {
-            (void)cudaFreeAsync(fresh, stream_);
+            if (cudaFreeAsync(fresh, stream_) != cudaSuccess) (void)cudaGetLastError();
             throwCudaError(status, "cudaMemcpyAsync");
         }
     }
-    void* old = ptr_;
+    // The new block is in use from here on, so no throw past this point: a throw means the
+    // buffer is as it was. Failing to free the old block leaks it (a broken context, which
+    // the next checked call reports).
+    if (ptr_ && cudaFreeAsync(ptr_, stream_) != cudaSuccess) (void)cudaGetLastError();
     ptr_ = fresh;
     bytes_ = want;
-    if (old) PLAB_CUDA_CHECK(cudaFreeAsync(old, stream_));
     return ptr_;
 }
 

@@ -1,8 +1,9 @@
 // The CUDA objects one backend owns, each released by its destructor without throwing:
-// its stream, its cuBLAS handle, growable device buffers (stream-ordered, so growing one
-// never waits for the device) and growable pinned host buffers (the targets of the
-// device -> host copies the host waits for). Members of CudaBackend are declared so that
-// the buffers are released before the stream they are ordered on is destroyed.
+// its memory pool, its stream, its cuBLAS handle, growable device buffers (stream-ordered
+// from the pool, so growing one never waits for the device) and growable pinned host
+// buffers (the targets of the device -> host copies the host waits for). Members of
+// CudaBackend are declared so that the buffers are freed on the stream before it drains
+// and is destroyed, and the pool is destroyed after that.
 #pragma once
 
 #include <cublas_v2.h>
@@ -11,6 +12,26 @@
 #include <cstddef>
 
 namespace plab::cuda {
+
+// A stream-ordered memory pool of `device` owned by one backend, so that what a run keeps
+// cached is given back when its backend goes (the device's default pool is process-wide,
+// and a release threshold set on it would outlive every backend). Freed blocks stay cached
+// (release threshold UINT64_MAX): a step that frees and reallocates the same shapes gets
+// them back without asking the driver. The destructor trims the pool to nothing and
+// destroys it; it must run after every block was freed and the stream has drained (a
+// block still allocated then makes the driver defer the pool's release until it is freed).
+// Throws std::runtime_error when the device has no stream-ordered memory pools.
+class MemoryPool {
+public:
+    explicit MemoryPool(int device);
+    ~MemoryPool();
+    MemoryPool(const MemoryPool&) = delete;
+    MemoryPool& operator=(const MemoryPool&) = delete;
+    cudaMemPool_t get() const { return pool_; }
+
+private:
+    cudaMemPool_t pool_ = nullptr;
+};
 
 // A non-blocking stream of `device` (our work never waits on the legacy default stream of
 // other code); destroyed after it has drained.
@@ -40,16 +61,17 @@ private:
     cublasHandle_t handle_ = nullptr;
 };
 
-// Device memory that only grows, allocated and freed in the order of `stream`: work already
-// enqueued keeps using the old block until the stream reaches the free.
+// Device memory that only grows, allocated from `pool` and freed in the order of `stream`:
+// work already enqueued keeps using the old block until the stream reaches the free.
 class DeviceBuffer {
 public:
-    explicit DeviceBuffer(cudaStream_t stream) : stream_(stream) {}
+    DeviceBuffer(cudaStream_t stream, cudaMemPool_t pool) : stream_(stream), pool_(pool) {}
     ~DeviceBuffer();
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
     // At least `bytes`; on growth the first `keepBytes` are copied over, the rest undefined.
+    // A throw leaves the buffer as it was.
     void* reserve(std::size_t bytes, std::size_t keepBytes = 0);
     template <typename T>
     T* reserveFor(std::size_t count)
@@ -61,6 +83,7 @@ public:
 
 private:
     cudaStream_t stream_;
+    cudaMemPool_t pool_;
     void* ptr_ = nullptr;
     std::size_t bytes_ = 0;
 };
