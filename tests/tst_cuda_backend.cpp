@@ -309,6 +309,14 @@ private slots:
         emulateMaxPool(s, in, kernelOut, kernelArg);
         QVERIFY(sameBits(kernelOut, cpuOut));
         QVERIFY(kernelArg == cpuArg);
+        // The kernel stores poolMax's value, carried along rather than read back from the
+        // window: exactly the winner's bits (the sign of a zero, the NaN itself).
+        for (std::size_t o = 0; o < outSize; ++o) {
+            const float* w = in.data() + ck::poolWindowStart(s, static_cast<std::int64_t>(o));
+            const ck::PoolMax best = ck::poolMax(w[0], w[1], w[width], w[width + 1]);
+            QCOMPARE(std::bit_cast<std::uint32_t>(best.value), std::bit_cast<std::uint32_t>(cpuOut[o]));
+            QCOMPARE(best.position, static_cast<int>(cpuArg[o]));
+        }
 
         const std::vector<float> g = uniformValues(outSize, 72);
         std::vector<float> cpuDx(in.size(), 9.0f), kernelDx;

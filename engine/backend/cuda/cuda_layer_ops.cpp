@@ -31,9 +31,10 @@ void CudaBackend::addBiasRound(Format f, float* x, std::int64_t n, const float* 
     activate();
     // fp32 is not a rounding site (as on the CPU): the bias only, nothing counted.
     const bool counted = f != Format::fp32 && (stats || hist);
-    unsigned long long* slots = counted ? counters_.roundingSlots(stats, hist, static_cast<std::size_t>(n)) : nullptr;
+    unsigned long long* slots = counted ? counters_.roundingSlots(stats, hist) : nullptr;
     PLAB_CUDA_CHECK(ck::launchRound(static_cast<int>(f), x, x, static_cast<std::size_t>(n), {bias, period, repeat},
                                     slots, counted && stats, counted && hist, stream()));
+    if (counted) counters_.addElements(stats, hist, static_cast<std::size_t>(n));   // only after a launch
 }
 
 void CudaBackend::relu(float* x, std::int64_t n)
@@ -76,8 +77,11 @@ void CudaBackend::transposeBlocks(const float* in, std::int64_t A, std::int64_t 
 void CudaBackend::sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out)
 {
     if (rows < 0 || cols < 0) throw std::invalid_argument("sumRows got a negative size.");
+    if (rows == 0) return;
     activate();
-    PLAB_CUDA_CHECK(ck::launchSumRows(x, rows, cols, out, stream()));
+    // (rows, parts) partial sums of the first pass
+    auto* partials = rowScratch_.reserveFor<double>(static_cast<std::size_t>(rows * ck::sumRowsParts(rows, cols)));
+    PLAB_CUDA_CHECK(ck::launchSumRows(x, rows, cols, partials, out, stream()));
 }
 
 void CudaBackend::sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out)

@@ -20,6 +20,16 @@
 #define PLAB_HOST_DEVICE inline
 #endif
 
+// Fast math would replace the IEEE operations these functions are checked against (flushed
+// subnormals, approximate division, square root and transcendentals, NaN tests folded
+// away). g++ and clang announce -ffast-math with __FAST_MATH__, and older CUDA headers
+// keyed on __USE_FAST_MATH__; nvcc 13 defines neither for --use_fast_math (it only tells
+// its device compiler), so the plugin's CMakeLists.txt also refuses that flag and pins
+// -ftz=false -prec-div=true -prec-sqrt=true.
+#if defined(__USE_FAST_MATH__) || defined(__FAST_MATH__)
+#error "kernel_math.h needs IEEE arithmetic: build without --use_fast_math / -ffast-math"
+#endif
+
 namespace plab::cudakernels {
 
 // Mirrors plab::Format (static_assert'ed in cuda_backend.cpp): the kernels must not include
@@ -343,14 +353,31 @@ PLAB_HOST_DEVICE std::int64_t poolWindowStart(const PoolShape& s, std::int64_t o
     return (plane * s.height + 2 * y) * s.width + 2 * x;
 }
 
-// The window position 0..3 (row-major) of the first maximum of v; a NaN beats any number.
-PLAB_HOST_DEVICE int poolWinner(const float* v)
+// The first maximum of a 2x2 window and its position 0..3 (row-major); a NaN beats any
+// number, and the first NaN stays. The best value is carried in a register rather than
+// read back as v[position]: an index known only at run time puts the window in local
+// memory on the device.
+struct PoolMax {
+    float value;
+    int position;
+};
+
+PLAB_HOST_DEVICE void poolMaxStep(PoolMax& best, float x, int position)
 {
-    int best = 0;
-    for (int k = 1; k < 4; ++k)
-        if (v[k] > v[best] || (v[k] != v[k] && v[best] == v[best])) best = k;
+    if (x > best.value || (x != x && best.value == best.value)) best = {x, position};
+}
+
+PLAB_HOST_DEVICE PoolMax poolMax(float topLeft, float topRight, float bottomLeft, float bottomRight)
+{
+    PoolMax best{topLeft, 0};
+    poolMaxStep(best, topRight, 1);
+    poolMaxStep(best, bottomLeft, 2);
+    poolMaxStep(best, bottomRight, 3);
     return best;
 }
+
+// The window position of the first maximum of v[0..3], as poolMax.
+PLAB_HOST_DEVICE int poolWinner(const float* v) { return poolMax(v[0], v[1], v[2], v[3]).position; }
 
 // Backward, as a gather: the output element whose window holds input element i, and i's
 // position in it, or -1 for the last row / column of an odd-sized plane (no window).

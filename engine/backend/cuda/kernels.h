@@ -16,7 +16,8 @@
 
 namespace plab::cudakernels {
 
-// Threads per block of every kernel, and the cap on blocks of the grid-stride loops.
+// Threads per block of every kernel (a power of two: the block reductions halve it), and
+// the cap on blocks of the grid-stride loops.
 constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = 4096;
 
@@ -78,7 +79,11 @@ cudaError_t launchTransposeBlocks(const float* in, long long A, long long B, lon
                                   cudaStream_t stream);
 
 // out[r] = float(sum_c x[r][c]) and out[c] = float(sum_r x[r][c]), the sums in double.
-cudaError_t launchSumRows(const float* x, long long rows, long long cols, float* out, cudaStream_t stream);
+// sumRows splits every row into sumRowsParts(rows, cols) parts (a function of the shape
+// only) and needs rows * sumRowsParts(rows, cols) doubles of scratch in `partials`.
+long long sumRowsParts(long long rows, long long cols);
+cudaError_t launchSumRows(const float* x, long long rows, long long cols, double* partials, float* out,
+                          cudaStream_t stream);
 cudaError_t launchSumColumns(const float* x, long long rows, long long cols, float* out, cudaStream_t stream);
 
 // What the loss forward leaves on the device for the host to read.

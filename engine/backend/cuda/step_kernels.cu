@@ -5,6 +5,8 @@
 // result never depends on scheduling: the same inputs give the same bits on every run.
 #include "backend/cuda/kernels.h"
 
+#include <algorithm>
+
 namespace plab::cudakernels {
 
 namespace {
@@ -12,16 +14,24 @@ namespace {
 __device__ long long firstIndex() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ long long gridStride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
 
-// The sum of v over the block (kThreads threads, all calling), in a fixed tree order;
-// the result is valid in thread 0.
+// The halving tree of blockSum pairs slot t with t + half for half = kThreads / 2 .. 1.
+static_assert(kThreads >= 32 && (kThreads & (kThreads - 1)) == 0, "kThreads must be a power of two");
+
+// The sum of v over the block, in a fixed tree order (it depends on blockDim.x only); the
+// result is valid in thread 0. Every thread of the block must call it: it has barriers.
+// The kernels that call it are launched with kThreads threads and declare
+// __launch_bounds__(kThreads), so a larger block fails to launch instead of writing past
+// `partial`; a smaller one still sums correctly, its missing partners skipped (not added
+// as zeros, which would turn a -0 sum into +0).
 __device__ double blockSum(double v)
 {
     __shared__ double partial[kThreads];
     __syncthreads();   // an earlier call's partial[0] may still be being read
     partial[threadIdx.x] = v;
     __syncthreads();
-    for (int half = kThreads / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    for (unsigned half = kThreads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half && threadIdx.x + half < blockDim.x)
+            partial[threadIdx.x] += partial[threadIdx.x + half];
         __syncthreads();
     }
     return partial[0];
@@ -52,15 +62,14 @@ __global__ void reluBackwardKernel(const float* y, float* g, long long n)
     for (long long i = firstIndex(); i < n; i += gridStride()) g[i] = reluGradient(y[i], g[i]);
 }
 
-// One thread per output element.
+// One thread per output element; the window's maximum stays in registers (poolMax).
 __global__ void maxPoolKernel(PoolShape s, const float* in, float* out, std::uint8_t* argmax, long long total)
 {
     for (long long o = firstIndex(); o < total; o += gridStride()) {
         const float* w = in + poolWindowStart(s, o);
-        const float v[4] = {w[0], w[1], w[s.width], w[s.width + 1]};
-        const int best = poolWinner(v);
-        out[o] = v[best];
-        argmax[o] = static_cast<std::uint8_t>(best);
+        const PoolMax best = poolMax(w[0], w[1], w[s.width], w[s.width + 1]);
+        out[o] = best.value;
+        argmax[o] = static_cast<std::uint8_t>(best.position);
     }
 }
 
@@ -82,25 +91,115 @@ __global__ void transposeBlocksKernel(const float* in, long long A, long long B,
         out[o] = in[transposeBlocksSource(A, B, inner, o)];
 }
 
-// One block per row: strided partial sums in double, then the block's tree.
-__global__ void sumRowsKernel(const float* x, long long rows, long long cols, float* out)
+// sumRows splits each row into parts, one block each: a conv layer's bias gradient has few
+// rows (16 to 64 channels) of up to millions of floats, so one block per row would leave
+// most of a large GPU idle. The split depends on the shape only, never on the device, so
+// the sums are the same on every GPU and every run.
+constexpr long long kRowSumBlocks = 1024;             // an H100's 132 SMs hold 8 blocks each: one wave
+constexpr long long kRowSumMinPart = 16LL * kThreads; // smaller parts would mostly wait for the tree
+constexpr int kRowSumAccumulators = 4;                // loads in flight per thread
+
+struct RowSplit {
+    long long parts;      // per row
+    long long partSize;   // floats, a multiple of kThreads; the last part of a row may be shorter
+};
+
+RowSplit rowSplit(long long rows, long long cols)
+{
+    const long long wanted = std::max(1LL, (kRowSumBlocks + rows - 1) / rows);
+    const long long useful = std::max(1LL, (cols + kRowSumMinPart - 1) / kRowSumMinPart);
+    const long long parts = std::min(wanted, useful);
+    // Parts start at multiples of kThreads floats from the row's start, so each warp's
+    // loads stay within as few 128-byte lines as the row's alignment allows.
+    const long long partSize = std::max(1LL, ((cols + parts - 1) / parts + kThreads - 1) / kThreads) * kThreads;
+    return {std::max(1LL, (cols + partSize - 1) / partSize), partSize};
+}
+
+// Pass one of sumRows: block b sums part b % parts of row b / parts into partials[b], in
+// double. Each thread keeps kRowSumAccumulators independent sums, taking its elements in
+// turn (so that several loads are in flight rather than one add waiting for the next),
+// pairs them in a fixed order, then the block's tree. Deterministic: nothing depends on
+// scheduling.
+__global__ void __launch_bounds__(kThreads)
+sumRowPartsKernel(const float* x, long long rows, long long cols, RowSplit split, double* partials)
+{
+    static_assert(kRowSumAccumulators == 4, "the pairing below adds four sums");
+    constexpr long long kRound = static_cast<long long>(kRowSumAccumulators) * kThreads;
+    for (long long b = blockIdx.x; b < rows * split.parts; b += gridDim.x) {   // uniform in the block
+        const float* row = x + (b / split.parts) * cols;
+        const long long begin = (b % split.parts) * split.partSize;
+        const long long end = begin + split.partSize < cols ? begin + split.partSize : cols;
+        double acc[kRowSumAccumulators] = {0.0, 0.0, 0.0, 0.0};
+        long long c = begin + threadIdx.x;
+        for (; c + kRound - kThreads < end; c += kRound) {   // all of this round's elements exist
+#pragma unroll
+            for (int k = 0; k < kRowSumAccumulators; ++k) acc[k] += row[c + k * kThreads];
+        }
+#pragma unroll
+        for (int k = 0; k < kRowSumAccumulators; ++k)   // the last, partial round
+            if (c + k * kThreads < end) acc[k] += row[c + k * kThreads];
+        const double sum = blockSum((acc[0] + acc[1]) + (acc[2] + acc[3]));
+        if (threadIdx.x == 0) partials[b] = sum;
+    }
+}
+
+// Pass two: one block per row adds its parts' sums in a fixed order (thread t takes parts
+// t, t + kThreads, ..., then the tree) and rounds once to fp32.
+__global__ void __launch_bounds__(kThreads)
+sumRowPartialsKernel(const double* partials, long long rows, long long parts, float* out)
 {
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float* row = x + r * cols;
         double sum = 0.0;
-        for (long long c = threadIdx.x; c < cols; c += blockDim.x) sum += row[c];
+        for (long long p = threadIdx.x; p < parts; p += kThreads) sum += partials[r * parts + p];
         sum = blockSum(sum);
         if (threadIdx.x == 0) out[r] = static_cast<float>(sum);
     }
 }
 
-// One thread per column, down the rows in order: the CPU's order, so the same double sum.
-__global__ void sumColumnsKernel(const float* x, long long rows, long long cols, float* out)
+// sumColumns stages a tile of rows into shared memory, loaded by the whole block (the rows
+// of a column chunk are contiguous when the chunk is all the columns, so the loads
+// coalesce whatever the width), then thread t adds column t's values from the tile in row
+// order: exactly the CPU's double sum, bit for bit. The tile holds kColumnTile floats:
+// kColumnTile / width rows (at least 8). Two tiles alternate, so the block loads the next
+// tile while the column threads still add the last one, with one barrier per tile.
+constexpr int kColumnTile = 8 * kThreads;
+
+// One block per chunk of kThreads columns (a grid-stride loop over chunks).
+__global__ void __launch_bounds__(kThreads)
+sumColumnsKernel(const float* x, long long rows, long long cols, float* out)
 {
-    for (long long c = firstIndex(); c < cols; c += gridStride()) {
+    __shared__ float tiles[2][kColumnTile];
+    const int t = static_cast<int>(threadIdx.x);
+    const long long chunkStride = static_cast<long long>(gridDim.x) * kThreads;
+    for (long long c0 = static_cast<long long>(blockIdx.x) * kThreads; c0 < cols; c0 += chunkStride) {
+        const int width = cols - c0 < kThreads ? static_cast<int>(cols - c0) : kThreads;
+        const int tileRows = kColumnTile / width;
+        // Element e of a tile is (row e / width, column e % width) of the chunk; kept as a
+        // (row, column) pair stepped by kThreads elements, to avoid a division per load.
+        const int rowStep = kThreads / width, colStep = kThreads % width;
         double sum = 0.0;
-        for (long long r = 0; r < rows; ++r) sum += x[r * cols + c];
-        out[c] = static_cast<float>(sum);
+        int buffer = 0;
+        for (long long r0 = 0; r0 < rows; r0 += tileRows, buffer ^= 1) {   // uniform in the block
+            const int count = static_cast<int>(rows - r0 < tileRows ? rows - r0 : tileRows) * width;
+            float* tile = tiles[buffer];
+            // This tile was last read two rounds ago, and every thread reached the last
+            // round's barrier after those reads: one barrier per tile is enough.
+            int rr = t / width, cc = t % width;
+            for (int e = t; e < count; e += kThreads) {
+                tile[e] = x[(r0 + rr) * cols + c0 + cc];
+                rr += rowStep;
+                cc += colStep;
+                if (cc >= width) {
+                    cc -= width;
+                    ++rr;
+                }
+            }
+            __syncthreads();   // the tile is complete
+            if (t < width)
+                for (int e = t; e < count; e += width) sum += tile[e];
+        }
+        if (t < width) out[c0 + t] = static_cast<float>(sum);
+        __syncthreads();   // the next chunk's first tiles overwrite both
     }
 }
 
@@ -118,12 +217,19 @@ __global__ void softmaxRowsKernel(int emulate, const float* logits, const std::u
     }
 }
 
-// One thread: the batch total in row order, exactly the CPU's sequential sum.
-__global__ void lossTotalKernel(int emulate, const double* rowResults, const std::uint8_t* rowCorrect, long long N,
-                                LossTotals* totals)
+// One block. The count of argmax hits is an integer, so the block counts them in any order
+// (one barrier per kThreads rows); the loss stays with thread 0, in row order, exactly the
+// CPU's sequential sum.
+__global__ void __launch_bounds__(kThreads)
+lossTotalKernel(int emulate, const double* rowResults, const std::uint8_t* rowCorrect, long long N,
+                LossTotals* totals)
 {
     long long correct = 0;
-    for (long long n = 0; n < N; ++n) correct += rowCorrect[n];
+    for (long long n0 = 0; n0 < N; n0 += kThreads) {   // uniform in the block
+        const long long n = n0 + threadIdx.x;
+        correct += __syncthreads_count(n < N && rowCorrect[n] != 0);
+    }
+    if (threadIdx.x != 0) return;
     totals->correct = correct;
     totals->loss = emulate == kFp32 ? lossMeanFp32(rowResults, N) : lossMeanEmulated(emulate, rowResults, N);
 }
@@ -136,16 +242,24 @@ __global__ void softmaxBackwardKernel(const float* prob, const std::uint8_t* lab
         grad[i] = softmaxGradient(prob[i], i % classes == labels[i / classes], batch, lossScale);
 }
 
+// One atomic per block that saw an inf or NaN, not one per such element (a view full of
+// infs would otherwise queue millions of atomics on one address). Every thread leaves the
+// loop and reaches the barrier.
 __global__ void findNonFiniteKernel(const float* x, long long n, unsigned* flag)
 {
+    bool found = false;
     for (long long i = firstIndex(); i < n; i += gridStride())
-        if (!isFiniteFloat(x[i])) atomicOr(flag, 1u);
+        if (!isFiniteFloat(x[i])) {
+            found = true;
+            break;
+        }
+    if (__syncthreads_or(found) != 0 && threadIdx.x == 0) atomicOr(flag, 1u);
 }
 
 // Per block: scale (when asked) and the partial sum of squares; skipped entirely once a
 // non-finite value was found anywhere (the step is then skipped, values stay as they were).
-__global__ void scaleAndSquareKernel(int format, float* x, long long n, float multiplier, const unsigned* flag,
-                                     double* blockSums)
+__global__ void __launch_bounds__(kThreads)
+scaleAndSquareKernel(int format, float* x, long long n, float multiplier, const unsigned* flag, double* blockSums)
 {
     if (*flag != 0) return;   // uniform across the grid: no thread reaches blockSum
     double sum = 0.0;
@@ -162,7 +276,8 @@ __global__ void scaleAndSquareKernel(int format, float* x, long long n, float mu
 }
 
 // One block: the partial sums of scaleAndSquareKernel in a fixed order.
-__global__ void sumBlocksKernel(const double* blockSums, unsigned blocks, const unsigned* flag, double* total)
+__global__ void __launch_bounds__(kThreads)
+sumBlocksKernel(const double* blockSums, unsigned blocks, const unsigned* flag, double* total)
 {
     if (*flag != 0) return;
     double sum = 0.0;
@@ -207,6 +322,12 @@ __global__ void adamKernel(AdamStep s, int format, float* weights, const float* 
 
 unsigned blocksForLl(long long n) { return blocksFor(static_cast<std::size_t>(n)); }
 
+// A grid of `blocks` blocks, at most kMaxBlocks (the kernel loops over the rest).
+unsigned gridOf(long long blocks)
+{
+    return static_cast<unsigned>(std::clamp(blocks, 1LL, static_cast<long long>(kMaxBlocks)));
+}
+
 }  // namespace
 
 cudaError_t launchRelu(float* x, long long n, cudaStream_t stream)
@@ -249,12 +370,16 @@ cudaError_t launchTransposeBlocks(const float* in, long long A, long long B, lon
     return cudaGetLastError();
 }
 
-cudaError_t launchSumRows(const float* x, long long rows, long long cols, float* out, cudaStream_t stream)
+long long sumRowsParts(long long rows, long long cols) { return rows > 0 ? rowSplit(rows, cols).parts : 0; }
+
+cudaError_t launchSumRows(const float* x, long long rows, long long cols, double* partials, float* out,
+                          cudaStream_t stream)
 {
     if (rows <= 0) return cudaSuccess;
-    const unsigned blocks = rows < static_cast<long long>(kMaxBlocks) ? static_cast<unsigned>(rows)
-                                                                       : static_cast<unsigned>(kMaxBlocks);
-    sumRowsKernel<<<blocks, kThreads, 0, stream>>>(x, rows, cols, out);
+    const RowSplit split = rowSplit(rows, cols);
+    sumRowPartsKernel<<<gridOf(rows * split.parts), kThreads, 0, stream>>>(x, rows, cols, split, partials);
+    if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+    sumRowPartialsKernel<<<gridOf(rows), kThreads, 0, stream>>>(partials, rows, split.parts, out);
     return cudaGetLastError();
 }
 
@@ -273,7 +398,7 @@ cudaError_t launchSoftmaxCrossEntropy(int emulate, const float* logits, const st
     softmaxRowsKernel<<<blocksForLl(N), kThreads, 0, stream>>>(emulate, logits, labels, N, classes, probabilities,
                                                                rowResults, rowCorrect);
     if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-    lossTotalKernel<<<1, 1, 0, stream>>>(emulate, rowResults, rowCorrect, N, totals);
+    lossTotalKernel<<<1, kThreads, 0, stream>>>(emulate, rowResults, rowCorrect, N, totals);
     return cudaGetLastError();
 }
 
