@@ -2,8 +2,10 @@
 // and whose every op verifies that each tensor pointer it receives lies inside one of
 // its allocations (and each label/counter pointer outside). A model trained through it
 // must never hand an op a tensor that was not placed, must free everything it allocated,
-// and must compute bit for bit what the plain CPU backend computes. On a GPU the same
-// mistakes would be crashes or silent garbage; here they are test failures.
+// and must compute bit for bit what the plain CPU backend computes. The backend also holds
+// the counts it owes host structs until flush(), as the CUDA backend does, so a caller that
+// reads them early, or resets or frees a struct with counts pending, fails here too. On a
+// GPU the same mistakes would be crashes or silent garbage; here they are test failures.
 // links: plab_engine plab_test_support
 #include "backend/backend.h"
 #include "nn/model.h"
@@ -14,9 +16,12 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,7 @@ class TrackingAllocator final : public DeviceAllocator {
 public:
     void* allocate(std::size_t bytes) override
     {
+        if (failAllocations_) throw std::runtime_error("cudaMallocFromPoolAsync failed: out of memory");
         auto block = std::make_unique<std::byte[]>(bytes + 1);
         void* p = block.get();
         blocks_[p] = {std::move(block), bytes};
@@ -48,6 +54,7 @@ public:
     }
     void upload(void* dst, const void* host, std::size_t bytes) override
     {
+        if (failUploads_) throw std::runtime_error("cudaMemcpyAsync failed: unspecified launch failure");
         require(dst, bytes, "upload dst");
         forbid(host, "upload source");
         std::memcpy(dst, host, bytes);
@@ -85,6 +92,12 @@ public:
         return q >= base && q + bytes <= base + it->second.size;
     }
 
+    void report(std::string violation) { violations_.push_back(std::move(violation)); }
+
+    // A device out of memory, or one whose copies fail.
+    void failAllocations(bool on) { failAllocations_ = on; }
+    void failUploads(bool on) { failUploads_ = on; }
+
     std::size_t live() const { return blocks_.size(); }
     int allocations() const { return allocations_; }
     const std::vector<std::string>& violations() const { return violations_; }
@@ -96,7 +109,17 @@ private:
     };
     std::map<void*, Block> blocks_;
     int allocations_ = 0;
+    bool failAllocations_ = false;
+    bool failUploads_ = false;
     std::vector<std::string> violations_;
+};
+
+// Counts a backend owes one host struct until flush(): the struct as the first op saw it,
+// and what flush() adds to it.
+template <typename Counts>
+struct HeldCounts {
+    Counts before;
+    Counts owed;
 };
 
 // The CPU backend behind a tracking "device": checks every pointer, then delegates.
@@ -113,11 +136,18 @@ public:
     TrackingAllocator& device() { return device_; }
     int flushes() const { return flushes_; }
     int libraryCalls() const { return libraryCalls_; }
+    bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
 
     const BackendInfo& info() const override { return info_; }
     int threads() const override { return cpu_->threads(); }
     DeviceAllocator* allocator() override { return &device_; }
-    void flush() override { ++flushes_; }
+    void flush() override
+    {
+        ++flushes_;
+        deliver(stats_, "RoundingStats");
+        deliver(hists_, "GradientHistogram");
+        deliver(updates_, "UpdateCounts");
+    }
 
     void gemm(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
@@ -146,7 +176,7 @@ public:
         need(src, static_cast<std::int64_t>(n), "roundArray src");
         need(dst, static_cast<std::int64_t>(n), "roundArray dst");
         device_.forbid(stats, "roundArray stats");
-        cpu_->roundArray(f, src, dst, n, stats, hist);
+        cpu_->roundArray(f, src, dst, n, held(stats_, stats), held(hists_, hist));
     }
     void parallelFor(std::int64_t, std::int64_t, const std::function<void(std::int64_t, std::int64_t)>&) override
     {
@@ -203,7 +233,7 @@ public:
     {
         need(x, n, "addBiasRound x");
         need(bias, period, "addBiasRound bias");
-        cpu_->addBiasRound(f, x, n, bias, period, repeat, stats, hist);
+        cpu_->addBiasRound(f, x, n, bias, period, repeat, held(stats_, stats), held(hists_, hist));
     }
     void relu(float* x, std::int64_t n) override
     {
@@ -278,7 +308,7 @@ public:
         need(g, n, "sgd grad");
         if (s.useMomentum) need(buffer, n, "sgd buffer");
         device_.forbid(counts, "sgd counts");
-        cpu_->sgdUpdate(s, f, w, g, buffer, n, counts);
+        cpu_->sgdUpdate(s, f, w, g, buffer, n, held(updates_, counts));
     }
     void adamUpdate(const AdamScalars& s, Format f, float* w, const float* g, float* m, float* v, std::int64_t n,
                     UpdateCounts* counts) override
@@ -288,13 +318,37 @@ public:
         need(m, n, "adam m");
         need(v, n, "adam v");
         device_.forbid(counts, "adam counts");
-        cpu_->adamUpdate(s, f, w, g, m, v, n, counts);
+        cpu_->adamUpdate(s, f, w, g, m, v, n, held(updates_, counts));
     }
 
 private:
     void need(const float* p, std::int64_t count, const char* what)
     {
         device_.require(p, static_cast<std::size_t>(count) * sizeof(float), what);
+    }
+
+    // Where the CPU op adds the counts owed to `target` (null stays null).
+    template <typename Counts>
+    static Counts* held(std::map<Counts*, HeldCounts<Counts>>& pending, Counts* target)
+    {
+        if (!target) return nullptr;
+        auto [it, fresh] = pending.try_emplace(target);
+        if (fresh) it->second.before = *target;
+        return &it->second.owed;
+    }
+    // A struct that changed since its first op was read and reset, or freed and its memory
+    // reused, while counts were owed to it: reported, and not written.
+    template <typename Counts>
+    void deliver(std::map<Counts*, HeldCounts<Counts>>& pending, const char* what)
+    {
+        for (auto& [target, held] : pending) {
+            if (!(*target == held.before)) {
+                device_.report(std::string(what) + " changed between an op and flush()");
+                continue;
+            }
+            *target += held.owed;
+        }
+        pending.clear();
     }
 
     std::unique_ptr<ComputeBackend> cpu_;
@@ -304,6 +358,9 @@ private:
     TrackingAllocator device_;
     BackendInfo info_;
     int flushes_ = 0;
+    std::map<RoundingStats*, HeldCounts<RoundingStats>> stats_;
+    std::map<GradientHistogram*, HeldCounts<GradientHistogram>> hists_;
+    std::map<UpdateCounts*, HeldCounts<UpdateCounts>> updates_;
 };
 
 void syntheticBatch(int count, Tensor& images, std::vector<std::uint8_t>& labels)
@@ -321,15 +378,19 @@ struct StepResult {
     std::vector<float> losses;
     std::vector<std::vector<float>> weights;   // every parameter's stored copy, host values
     std::vector<UpdateCounts> updates;
+    std::vector<std::map<TapKey, TapData>> telemetry;   // each step's taps, read after its flush
     StepOutput evaluation;
 };
 
-// Three training steps (forward, backward, unscale, update) and an evaluation.
-StepResult train(const char* recipeName, const char* optimizerKind, const char* modelKind, ComputeBackend& backend)
+// Three training steps (forward, backward, unscale, update) and an evaluation, as the
+// trainer runs them: counters reset before the step's ops and read only after its flush.
+// switchTo: the recipe changes to it before the second step, as a mid-run change does.
+StepResult train(const char* recipeName, const char* optimizerKind, const char* modelKind, ComputeBackend& backend,
+                 const char* switchTo = nullptr)
 {
-    const PrecisionRecipe recipe = *PrecisionRecipe::fromPreset(recipeName);
+    PrecisionRecipe recipe = *PrecisionRecipe::fromPreset(recipeName);
+    MemoryAccountant memory;   // first: it outlives the tensors that report to it
     auto model = Model::create(ModelSpec{modelKind, {6, 8}}, 7);
-    MemoryAccountant memory;
     model->applyRecipe(recipe, &memory, backend);
     OptimizerConfig config;
     config.kind = optimizerKind;
@@ -340,17 +401,23 @@ StepResult train(const char* recipeName, const char* optimizerKind, const char* 
     StepResult r;
     const auto params = model->parameters();
     for (int step = 0; step < 3; ++step) {
+        if (step == 1 && switchTo) {
+            recipe = *PrecisionRecipe::fromPreset(switchTo);
+            model->applyRecipe(recipe, &memory, backend);
+        }
         TelemetryCollector telemetry;
         telemetry.beginStep(true);
         StepContext ctx{&recipe, &backend, &telemetry, &memory, true};
         r.losses.push_back(model->trainStep(images, labels, 256.0f, ctx).loss);
         const UnscaleResult unscaled = unscaleGradients(params, 1.0f / 256.0f, recipe, backend);
+        for (Parameter* p : params) p->lastUpdate = {};
         if (!unscaled.foundNonFinite) {
             clipGradNorm(params, 10.0, backend);
             optimizer->step(params, recipe, &memory, backend);
         }
-        backend.flush();
+        backend.flush();   // before anything reads the step's counts
         telemetry.endStep();
+        r.telemetry.push_back(telemetry.taps());
     }
     for (Parameter* p : params) {
         r.weights.push_back(p->stored().toHost());
@@ -359,6 +426,17 @@ StepResult train(const char* recipeName, const char* optimizerKind, const char* 
     StepContext evalCtx{&recipe, &backend, nullptr, &memory, false};
     r.evaluation = model->evaluate(images, labels, evalCtx);
     return r;
+}
+
+bool sameTelemetry(const std::map<TapKey, TapData>& a, const std::map<TapKey, TapData>& b)
+{
+    if (a.size() != b.size()) return false;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+        if (!(i->first == j->first) || !(i->second.step == j->second.step) || !(i->second.run == j->second.run) ||
+            !(i->second.histogram == j->second.histogram))
+            return false;
+    }
+    return true;
 }
 
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
@@ -421,28 +499,41 @@ private slots:
         QTest::addColumn<QString>("recipe");
         QTest::addColumn<QString>("optimizer");
         QTest::addColumn<QString>("model");
-        QTest::addColumn<bool>("library");   // convolutions through the backend's library ops
+        QTest::addColumn<bool>("library");    // convolutions through the backend's library ops
+        QTest::addColumn<QString>("switchTo");   // the recipe from the second step on ("": none)
         for (const char* r : {"fp32", "tf32", "amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"}) {
             for (const char* m : {"small-cnn", "mlp"})
-                QTest::addRow("%s %s adam", r, m) << r << "adam" << m << false;
-            QTest::addRow("%s small-cnn adam, library convolutions", r) << r << "adam" << "small-cnn" << true;
+                QTest::addRow("%s %s adam", r, m) << r << "adam" << m << false << QString();
+            QTest::addRow("%s small-cnn adam, library convolutions", r)
+                << r << "adam" << "small-cnn" << true << QString();
         }
-        QTest::addRow("amp-fp16 small-cnn sgd") << "amp-fp16" << "sgd" << "small-cnn" << false;
-        QTest::addRow("pure-bf16 mlp sgd") << "pure-bf16" << "sgd" << "mlp" << false;
+        QTest::addRow("amp-fp16 small-cnn sgd") << "amp-fp16" << "sgd" << "small-cnn" << false << QString();
+        QTest::addRow("pure-bf16 mlp sgd") << "pure-bf16" << "sgd" << "mlp" << false << QString();
+        // Mid-run changes re-place the copies the new recipe keeps (master weights on or off).
+        QTest::addRow("fp32 -> pure-fp16 small-cnn adam")
+            << "fp32" << "adam" << "small-cnn" << false << "pure-fp16";
+        QTest::addRow("pure-bf16 -> amp-fp16 mlp sgd") << "pure-bf16" << "sgd" << "mlp" << false << "amp-fp16";
+        QTest::addRow("amp-fp16 -> fp32 small-cnn adam, library convolutions")
+            << "amp-fp16" << "adam" << "small-cnn" << true << "fp32";
     }
 
-    // Every op gets placed tensors, nothing leaks, and the result is bit for bit the CPU's.
+    // Every op gets placed tensors, nothing leaks, the counts arrive at flush() and no later
+    // than the loop reads them, and the result is bit for bit the CPU's.
     void trainingStaysOnTheDevice()
     {
         QFETCH(QString, recipe);
         QFETCH(QString, optimizer);
         QFETCH(QString, model);
         QFETCH(bool, library);
+        QFETCH(QString, switchTo);
         const std::string r = recipe.toStdString(), o = optimizer.toStdString(), m = model.toStdString();
+        const std::string to = switchTo.toStdString();
+        const char* next = to.empty() ? nullptr : to.c_str();
         CheckingBackend checking(library);
-        const StepResult placed = train(r.c_str(), o.c_str(), m.c_str(), checking);
+        const StepResult placed = train(r.c_str(), o.c_str(), m.c_str(), checking, next);
         for (const auto& v : checking.device().violations()) qWarning("%s", v.c_str());
         QVERIFY(checking.device().violations().empty());
+        QVERIFY(!checking.countsPending());
         QCOMPARE(checking.device().live(), std::size_t{0});
         QVERIFY(checking.device().allocations() > 0);
         QCOMPARE(checking.flushes(), 3);
@@ -451,15 +542,125 @@ private slots:
         QCOMPARE(checking.libraryCalls(), library ? 3 * 5 + 2 : 0);
 
         auto cpu = createCpuBackend(2);
-        const StepResult reference = train(r.c_str(), o.c_str(), m.c_str(), *cpu);
+        const StepResult reference = train(r.c_str(), o.c_str(), m.c_str(), *cpu, next);
         QCOMPARE(placed.losses.size(), reference.losses.size());
         for (std::size_t i = 0; i < placed.losses.size(); ++i)
             QVERIFY(sameBits({placed.losses[i]}, {reference.losses[i]}));
         QCOMPARE(placed.weights.size(), reference.weights.size());
         for (std::size_t i = 0; i < placed.weights.size(); ++i) QVERIFY(sameBits(placed.weights[i], reference.weights[i]));
         for (std::size_t i = 0; i < placed.updates.size(); ++i) QVERIFY(placed.updates[i] == reference.updates[i]);
+        QCOMPARE(placed.telemetry.size(), reference.telemetry.size());
+        bool counted = false;   // fp32 has no rounding sites; the other recipes count something
+        for (std::size_t i = 0; i < placed.telemetry.size(); ++i) {
+            counted = counted || !reference.telemetry[i].empty();
+            QVERIFY2(sameTelemetry(placed.telemetry[i], reference.telemetry[i]), qPrintable(QString("step %1").arg(i)));
+        }
+        QVERIFY(counted || (r == "fp32" && to.empty()));
         QCOMPARE(placed.evaluation.correct, reference.evaluation.correct);
         QVERIFY(sameBits({placed.evaluation.loss}, {reference.evaluation.loss}));
+    }
+
+    // The checking backend itself (issue 5 review): counts wait for flush(), exactly as
+    // many as the CPU backend adds at once, and a struct changed while counts are owed to
+    // it (read and reset, or freed and its memory reused) is reported, not written.
+    void countsArriveOnlyAtFlush()
+    {
+        const std::vector<float> values = {0.0f, 1e-8f, 7e4f, 6e-6f, 1.5f, -3.25f,
+                                           std::numeric_limits<float>::quiet_NaN(),
+                                           std::numeric_limits<float>::infinity()};
+        const auto n = static_cast<std::int64_t>(values.size());
+        auto cpu = createCpuBackend(1);
+        RoundingStats expectedStats;
+        GradientHistogram expectedHist;
+        std::vector<float> rounded = values;
+        cpu->roundArray(Format::fp16, rounded.data(), rounded.data(), rounded.size(), &expectedStats, &expectedHist);
+        QVERIFY(expectedStats.underflow > 0 && expectedStats.overflow > 0 && expectedStats.subnormal > 0);
+
+        CheckingBackend checking(false);
+        Tensor x({n});
+        x.assignFromHost(values.data(), n);
+        x.place(checking.allocator());
+        RoundingStats stats;
+        GradientHistogram hist;
+        checking.roundArray(Format::fp16, x.data(), x.data(), values.size(), &stats, &hist);
+        QVERIFY(stats == RoundingStats{});
+        QVERIFY(hist == GradientHistogram{});
+        QVERIFY(checking.countsPending());
+        checking.flush();
+        QVERIFY(!checking.countsPending());
+        QVERIFY(stats == expectedStats);
+        QVERIFY(hist == expectedHist);
+        QVERIFY(sameBits(x.toHost(), rounded));
+
+        UpdateCounts counts;
+        Tensor w({n}), g({n});
+        w.fill(1.0f);
+        g.fill(0.5f);
+        w.place(checking.allocator());
+        g.place(checking.allocator());
+        SgdScalars sgd;
+        sgd.negLr = -0.25f;
+        checking.sgdUpdate(sgd, Format::fp32, w.data(), g.data(), nullptr, n, &counts);
+        QVERIFY(counts == UpdateCounts{});
+        checking.flush();
+        QCOMPARE(counts.nonzero, n);
+        QVERIFY(checking.device().violations().empty());
+
+        // Reset between the op and flush(): the counts are not delivered, and it is reported.
+        checking.roundArray(Format::fp16, x.data(), x.data(), values.size(), &stats, nullptr);
+        stats = {};
+        checking.flush();
+        QVERIFY(stats == RoundingStats{});
+        QCOMPARE(checking.device().violations().size(), std::size_t{1});
+        QVERIFY(checking.device().violations().front().find("RoundingStats changed") != std::string::npos);
+    }
+
+    // Issue 5 review: Tensor::place is strongly exception-safe. A device that runs out of
+    // memory (or fails the copy) leaves the tensor where it was, with its values, and
+    // keeps nothing allocated; the same for resize and copy-assignment.
+    void placeKeepsTheTensorWhenTheDeviceFails()
+    {
+        const std::vector<float> values = {0.5f, -1.5f, 2.5f};
+        TrackingAllocator device;
+        {
+            Tensor t({3});
+            t.assignFromHost(values.data(), 3);
+            device.failAllocations(true);
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, t.place(&device));
+            QVERIFY(!t.onDevice());
+            QCOMPARE(t.toHost(), values);
+            QCOMPARE(t[1], -1.5f);
+            device.failAllocations(false);
+
+            device.failUploads(true);
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, t.place(&device));
+            QVERIFY(!t.onDevice());
+            QCOMPARE(t.toHost(), values);
+            QCOMPARE(device.live(), std::size_t{0});   // the block for the failed upload was released
+            device.failUploads(false);
+
+            t.place(&device);
+            QVERIFY(t.onDevice());
+            TrackingAllocator full;
+            full.failAllocations(true);
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, t.place(&full));   // device to device
+            QVERIFY(t.device() == &device);
+            QVERIFY(device.owns(t.data(), 3 * sizeof(float)));
+            QCOMPARE(t.toHost(), values);
+
+            device.failAllocations(true);
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, t.resize({100}));
+            QCOMPARE(t.shape(), (Shape{3}));
+            QCOMPARE(t.toHost(), values);
+            Tensor host({2, 2});
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, host = t);
+            QVERIFY(!host.onDevice());
+            QCOMPARE(host.shape(), (Shape{2, 2}));
+            QCOMPARE(host.toHost(), std::vector<float>(4, 0.0f));
+            device.failAllocations(false);
+        }
+        QVERIFY(device.violations().empty());
+        QCOMPARE(device.live(), std::size_t{0});
     }
 };
 

@@ -1,6 +1,7 @@
 // The CUDA plugin loader: finds libplab_cuda.so next to the executable or on the library
 // path with dlopen(), so the engine starts on machines without CUDA and says why the GPU
-// backend is unavailable instead of failing to load.
+// backend is unavailable instead of failing to load; refuses a plugin built against
+// another interface version before calling anything else in it.
 #include "backend/backend.h"
 
 #include <dlfcn.h>
@@ -27,12 +28,53 @@ std::filesystem::path executableFolder()
     return ec ? std::filesystem::path() : exe.parent_path();
 }
 
-// The plugin handle stays open for the life of the process: backends it created hold
-// code and vtables inside it.
+// An opened plugin. The engine's own stays open for the life of the process: backends it
+// created hold code and vtables inside it.
 struct PluginHandle {
     void* handle = nullptr;
-    std::string error;   // why loading failed
+    std::string name;    // the file's name, for messages
+    std::string error;   // why it did not load, or why it was refused
+    bool refused = false;   // it loaded but was built for another interface
 };
+
+std::string dlopenError()
+{
+    const char* e = dlerror();
+    return e ? e : "dlopen failed";
+}
+
+// Refuses a plugin built against another version of the interface before anything else
+// of it runs: its vtables and struct layouts would not be ours. Reading the version is
+// the one call a stale plugin can answer safely (a plain int, no engine types).
+std::string interfaceProblem(void* handle, const std::string& name)
+{
+    const std::string needs = "this program needs " + std::to_string(kCudaPluginAbiVersion) + ")";
+    auto version = reinterpret_cast<PlabCudaAbiVersionFn>(dlsym(handle, PLAB_CUDA_ABI_VERSION_SYMBOL));
+    if (!version) return "unavailable: " + name + " is from another build (no interface version, " + needs;
+    if (const int v = version(); v != kCudaPluginAbiVersion)
+        return "unavailable: " + name + " is from another build (interface " + std::to_string(v) + ", " + needs;
+    return {};
+}
+
+// dlopen(path) and the interface check; a refused plugin is closed again (its initialisers
+// ran at dlopen, unloading runs only its own finalisers).
+PluginHandle openPlugin(const std::string& path)
+{
+    PluginHandle plugin;
+    plugin.name = std::filesystem::path(path).filename().string();
+    plugin.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!plugin.handle) {
+        plugin.error = dlopenError();
+        return plugin;
+    }
+    if (std::string problem = interfaceProblem(plugin.handle, plugin.name); !problem.empty()) {
+        dlclose(plugin.handle);
+        plugin.handle = nullptr;
+        plugin.error = std::move(problem);
+        plugin.refused = true;
+    }
+    return plugin;
+}
 
 const PluginHandle& loadPlugin()
 {
@@ -44,14 +86,16 @@ const PluginHandle& loadPlugin()
         if (!beside.empty()) {
             const auto path = beside / PLAB_CUDA_PLUGIN_NAME;
             if (std::filesystem::exists(path)) {
-                plugin.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-                if (plugin.handle) return;
-                const char* e = dlerror();
-                firstError = e ? e : "dlopen failed";
+                plugin = openPlugin(path.string());
+                // A plugin that loads but was built for another interface is refused, not
+                // passed over for another copy on the library path: the user should hear
+                // that the one beside the program is stale.
+                if (plugin.handle || plugin.refused) return;
+                firstError = plugin.error;
             }
         }
-        plugin.handle = dlopen(PLAB_CUDA_PLUGIN_NAME, RTLD_NOW | RTLD_LOCAL);
-        if (plugin.handle) return;
+        plugin = openPlugin(PLAB_CUDA_PLUGIN_NAME);
+        if (plugin.handle || plugin.refused) return;
         if (!firstError.empty()) {
             // The file is there but does not load (missing CUDA libraries, usually).
             plugin.error = "unavailable: " PLAB_CUDA_PLUGIN_NAME " could not be loaded (" + firstError + ")";
@@ -62,20 +106,17 @@ const PluginHandle& loadPlugin()
     return plugin;
 }
 
-}  // namespace
-
-BackendInfo probeCudaBackend()
+BackendInfo probePlugin(const PluginHandle& plugin)
 {
     BackendInfo info;
     info.name = "cuda";
-    const auto& plugin = loadPlugin();
     if (!plugin.handle) {
         info.reason = plugin.error;
         return info;
     }
     auto probe = reinterpret_cast<PlabCudaProbeFn>(dlsym(plugin.handle, PLAB_CUDA_PROBE_SYMBOL));
     if (!probe) {
-        info.reason = "unavailable: " PLAB_CUDA_PLUGIN_NAME " lacks the entry point " PLAB_CUDA_PROBE_SYMBOL;
+        info.reason = "unavailable: " + plugin.name + " lacks the entry point " PLAB_CUDA_PROBE_SYMBOL;
         return info;
     }
     try {
@@ -84,8 +125,23 @@ BackendInfo probeCudaBackend()
         info.available = false;
         info.reason = std::string("unavailable: the CUDA plugin's probe failed (") + e.what() + ")";
     }
+    // The plugin leaves the reason empty when it could not even allocate it.
+    if (!info.available && info.reason.empty()) info.reason = "unavailable: the CUDA plugin's probe failed (out of memory)";
     info.name = "cuda";
     return info;
+}
+
+}  // namespace
+
+BackendInfo probeCudaBackend() { return probePlugin(loadPlugin()); }
+
+BackendInfo probeCudaPluginFile(const std::string& path)
+{
+    PluginHandle plugin = openPlugin(path);
+    if (!plugin.handle && !plugin.refused) plugin.error = "unavailable: " + path + " could not be loaded (" + plugin.error + ")";
+    // A plugin that passed the check stays loaded, as the engine's does: its probe may
+    // have started the CUDA runtime, which is not made to be unloaded.
+    return probePlugin(plugin);
 }
 
 std::unique_ptr<ComputeBackend> createCudaBackend(int deviceIndex)

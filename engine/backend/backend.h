@@ -10,6 +10,12 @@
 // Tensor::place). Pointers to counters (RoundingStats, GradientHistogram, UpdateCounts)
 // and to labels are host memory. A backend may run ops asynchronously: results written
 // to host counters are complete after flush(); ops that return a value wait for it.
+//
+// Counter structs passed to an op must stay alive until the next flush(), and the caller
+// must neither read nor reset them in between: a backend may keep their addresses and
+// write them only at flush() (the CUDA backend adds a step's device-side counts then, in
+// one go), while another writes them at once. So: reset before the ops, read after
+// flush(). A backend destroyed with counts pending drops them without writing.
 #pragma once
 
 #include "numerics/format.h"
@@ -114,9 +120,12 @@ public:
 
     // The device allocator tensors of this backend are placed on; nullptr: host memory.
     virtual DeviceAllocator* allocator() { return nullptr; }
-    // Delivers every pending result written through host counter pointers.
+    // Delivers every pending result written through host counter pointers (a backend may
+    // hold them back until here; see the lifetime rule at the top of this file).
     virtual void flush() {}
-    // The device's memory, where the backend has a device.
+    // The device's memory, where the backend has a device. Used counts what the device
+    // reports, every process included (CUDA: blocks this backend keeps cached count as used
+    // while it lives, and are given back when it is destroyed).
     virtual std::optional<DeviceMemoryInfo> deviceMemory() const { return std::nullopt; }
 
     // ---- Convolutions in one library call (optional) ----------------------------------
@@ -211,6 +220,20 @@ BackendInfo probeCudaBackend();
 // probe's reason when it is not available.
 std::unique_ptr<ComputeBackend> createCudaBackend(int deviceIndex);
 
+// probeCudaBackend for the plugin in the file `path` (a name without a slash is looked up
+// on the library path), with the same checks: the plugin's interface version first, and
+// nothing else of it is called when that differs (the file is then unloaded again). For
+// tests and diagnostics.
+BackendInfo probeCudaPluginFile(const std::string& path);
+
+// The interface between the engine and libplab_cuda.so: this header (ComputeBackend's
+// vtable, BackendInfo and the structs the ops take), tensor/device_allocator.h, and the
+// counter and update structs of numerics/rounding_stats.h and numerics/update_math.h.
+// The plugin reports the number it was built with (plab_cuda_abi_version) and the loader
+// refuses any other, so a plugin left over from another build is never called into.
+// Bump it whenever any of those declarations change.
+inline constexpr int kCudaPluginAbiVersion = 1;
+
 }  // namespace plab
 
 // The C entry points the CUDA plugin exports (extern "C", so dlsym finds them by name).
@@ -218,12 +241,17 @@ std::unique_ptr<ComputeBackend> createCudaBackend(int deviceIndex);
 // virtual destructor) or null, with a NUL-terminated reason written to error (at most
 // errorSize bytes). The plugin is built from the same headers and compiler ABI.
 // plab_cuda_probe: fills info (name, availability, reason, versions) without creating one.
+// plab_cuda_abi_version: the kCudaPluginAbiVersion the plugin was built with; the only
+// entry point called before it matches. None of them lets an exception escape.
 #define PLAB_CUDA_CREATE_BACKEND_SYMBOL "plab_cuda_create_backend"
 #define PLAB_CUDA_PROBE_SYMBOL "plab_cuda_probe"
+#define PLAB_CUDA_ABI_VERSION_SYMBOL "plab_cuda_abi_version"
 extern "C" {
 using PlabCudaCreateBackendFn = plab::ComputeBackend* (*)(int deviceIndex, char* error,
                                                           std::size_t errorSize);
 using PlabCudaProbeFn = void (*)(plab::BackendInfo* info);
+using PlabCudaAbiVersionFn = int (*)();
 plab::ComputeBackend* plab_cuda_create_backend(int deviceIndex, char* error, std::size_t errorSize);
 void plab_cuda_probe(plab::BackendInfo* info);
+int plab_cuda_abi_version();
 }

@@ -2,6 +2,8 @@
 // memory); the CUDA plugin's allocator hands out device memory, and a Tensor placed on it
 // (Tensor::place) holds its values there: data() is then a device pointer that only the
 // backend's ops may touch. Copies between host and device go through here.
+// Part of the CUDA plugin's interface: bump kCudaPluginAbiVersion (backend/backend.h)
+// whenever this class changes.
 #pragma once
 
 #include <cstddef>

@@ -47,18 +47,20 @@ Tensor& Tensor::operator=(const Tensor& o)
 {
     if (this == &o) return *this;
     const auto before = bytes();
-    shape_ = o.shape_;
-    storage_ = o.storage_;
+    // The shape is taken last, so that a throw on the way never leaves o's shape over
+    // this tensor's values.
+    Shape shape = o.shape_;
     if (o.device_ && device_ != o.device_) place(o.device_);
     if (!o.device_ && device_) place(nullptr);
     if (!o.device_) {
         host_ = o.host_;
-        size_ = o.size_;
     } else {
         allocate(o.size_, 0, false);
-        size_ = o.size_;
-        if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+        if (o.size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(o.size_) * sizeof(float));
     }
+    shape_ = std::move(shape);
+    size_ = o.size_;
+    storage_ = o.storage_;
     account(bytes() - before);
     return *this;
 }
@@ -126,8 +128,13 @@ void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
     }
     auto* fresh = static_cast<float*>(device_->allocate(static_cast<std::size_t>(count) * sizeof(float)));
     const std::int64_t kept = std::min(keep, deviceCapacity_);
-    if (kept > 0) device_->copy(fresh, deviceData_, static_cast<std::size_t>(kept) * sizeof(float));
-    if (zeroNew && count > kept) device_->fill(fresh + kept, static_cast<std::size_t>(count - kept), 0.0f);
+    try {
+        if (kept > 0) device_->copy(fresh, deviceData_, static_cast<std::size_t>(kept) * sizeof(float));
+        if (zeroNew && count > kept) device_->fill(fresh + kept, static_cast<std::size_t>(count - kept), 0.0f);
+    } catch (...) {
+        device_->release(fresh);
+        throw;
+    }
     releaseDevice();
     deviceData_ = fresh;
     deviceCapacity_ = count;
@@ -135,26 +142,36 @@ void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
 
 void Tensor::place(DeviceAllocator* device)
 {
+    // Strongly exception-safe: the values are copied to where they go first, and the
+    // tensor switches over only once nothing can throw any more. A failed allocation or
+    // copy (out of device memory) leaves it where it was, with its values.
     if (device == device_) return;
     const auto bytesOfValues = static_cast<std::size_t>(size_) * sizeof(float);
     if (!device) {   // device -> host
-        host_.assign(static_cast<std::size_t>(size_), 0.0f);
-        if (size_) device_->download(host_.data(), deviceData_, bytesOfValues);
+        std::vector<float> values = toHost();
         releaseDevice();
+        host_ = std::move(values);
         device_ = nullptr;
         return;
     }
-    std::vector<float> values;
-    if (device_) {
-        values = toHost();
-        releaseDevice();
-    } else {
-        values = std::move(host_);
-        host_ = {};
+    std::vector<float> staged;   // the values of a tensor on another device, through the host
+    if (device_) staged = toHost();
+    const float* values = device_ ? staged.data() : host_.data();
+    float* fresh = nullptr;
+    if (size_) {
+        fresh = static_cast<float*>(device->allocate(bytesOfValues));
+        try {
+            device->upload(fresh, values, bytesOfValues);
+        } catch (...) {
+            device->release(fresh);
+            throw;
+        }
     }
+    releaseDevice();
+    host_ = {};
     device_ = device;
-    allocate(size_, 0, false);
-    if (size_) device_->upload(deviceData_, values.data(), bytesOfValues);
+    deviceData_ = fresh;
+    deviceCapacity_ = size_;
 }
 
 std::vector<float> Tensor::toHost() const

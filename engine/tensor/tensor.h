@@ -10,6 +10,7 @@
 #include "tensor/device_allocator.h"
 #include "tensor/memory.h"
 
+#include <cassert>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -39,6 +40,7 @@ public:
     void zero() { fill(0.0f); }
 
     // Moves the values to `device` (nullptr: host memory); a no-op when already there.
+    // On a throw (out of device memory, say) the tensor stays where it was, values intact.
     void place(DeviceAllocator* device);
     DeviceAllocator* device() const { return device_; }
     bool onDevice() const { return device_ != nullptr; }
@@ -59,9 +61,18 @@ public:
 
     float* data() { return device_ ? deviceData_ : host_.data(); }
     const float* data() const { return device_ ? deviceData_ : host_.data(); }
-    // Host tensors only.
-    float& operator[](std::int64_t i) { return host_[static_cast<std::size_t>(i)]; }
-    float operator[](std::int64_t i) const { return host_[static_cast<std::size_t>(i)]; }
+    // Host tensors only: a placed tensor's host vector is empty. Checked in debug builds
+    // only, as these are the CPU backend's inner loops.
+    float& operator[](std::int64_t i)
+    {
+        assert(!device_ && "Tensor::operator[] on a tensor placed on a device (use toHost())");
+        return host_[static_cast<std::size_t>(i)];
+    }
+    float operator[](std::int64_t i) const
+    {
+        assert(!device_ && "Tensor::operator[] on a tensor placed on a device (use toHost())");
+        return host_[static_cast<std::size_t>(i)];
+    }
 
 private:
     void account(std::int64_t deltaBytes);

@@ -111,12 +111,16 @@ std::string cudaRecipeProblem(const PrecisionRecipe& recipe, const BackendInfo& 
 // ---- Trainer ------------------------------------------------------------------------
 
 struct Trainer::State {
+    // Members are destroyed in reverse order: the accountant outlives every tensor that
+    // reports to it (their destructors remove their bytes), the telemetry outlives the
+    // backend that may hold pointers into it until a flush, and the backend outlives the
+    // tensors placed on its allocator.
+    MemoryAccountant memory;
+    TelemetryCollector telemetry;
     std::unique_ptr<ComputeBackend> backend;
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
     LossScaler scaler;
-    MemoryAccountant memory;
-    TelemetryCollector telemetry;
     PrecisionRecipe recipe;
     int batch = 32;
     std::int64_t step = 0;
@@ -150,9 +154,7 @@ Trainer::~Trainer() = default;
 
 std::int64_t Trainer::plannedSteps() const
 {
-    const std::int64_t perEpoch = (data_.train.count + settings_.batch - 1) / settings_.batch;
-    const std::int64_t all = perEpoch * settings_.epochs;
-    return settings_.maxSteps > 0 ? std::min(all, settings_.maxSteps) : all;
+    return plab::plannedSteps(settings_, data_.train.count);
 }
 
 RunResult Trainer::run()

@@ -1,6 +1,7 @@
 // The plugin's face: the device probe (versions, devices, what each device cannot run)
-// and the extern "C" entry points the engine finds with dlsym (engine/backend/backend.cpp),
-// plus plab_cuda_device_memory for device memory telemetry.
+// and the extern "C" entry points the engine finds with dlsym (engine/backend/backend.cpp):
+// the interface version, the probe, the backend, plus plab_cuda_device_memory for device
+// memory telemetry.
 // Nothing here may throw or abort across the C boundary: failures become reasons.
 #include "backend/cuda/cuda_backend.h"
 
@@ -109,17 +110,36 @@ void probeDevices(BackendInfo& info)
 
 namespace {
 
-void writeError(char* error, std::size_t errorSize, const std::string& text)
+// Copies text into the caller's buffer; allocates nothing, so it may run in any handler.
+void writeError(char* error, std::size_t errorSize, const char* text) noexcept
 {
     if (!error || errorSize == 0) return;
-    const std::size_t n = std::min(errorSize - 1, text.size());
-    std::memcpy(error, text.data(), n);
+    const std::size_t n = std::min(errorSize - 1, std::strlen(text));
+    std::memcpy(error, text, n);
     error[n] = '\0';
+}
+
+// A failed probe as a reason. When even that sentence cannot be allocated the reason is
+// left empty (clear() allocates nothing) and the engine's loader names the failure.
+void failProbe(plab::BackendInfo& info, const char* why) noexcept
+{
+    info.available = false;
+    try {
+        info.reason = std::string("unavailable: the CUDA probe failed (") + why + ")";
+    } catch (...) {
+        info.reason.clear();
+    }
 }
 
 }  // namespace
 
-// The plugin is built with hidden visibility; only the entry points are exported.
+// The plugin is built with hidden visibility; only the entry points are exported. None of
+// them lets an exception cross the C boundary: every one ends in catch (...).
+
+// The interface this plugin was built against (backend.h); the loader reads it first and
+// calls nothing else when it is not its own.
+extern "C" __attribute__((visibility("default"))) int plab_cuda_abi_version() { return plab::kCudaPluginAbiVersion; }
+
 extern "C" __attribute__((visibility("default"))) plab::ComputeBackend*
 plab_cuda_create_backend(int deviceIndex, char* error, std::size_t errorSize)
 {
@@ -127,7 +147,7 @@ plab_cuda_create_backend(int deviceIndex, char* error, std::size_t errorSize)
         plab::BackendInfo probe;
         plab::cuda::probeDevices(probe);
         if (!probe.available) {
-            writeError(error, errorSize, probe.reason);
+            writeError(error, errorSize, probe.reason.c_str());
             return nullptr;
         }
         return new plab::cuda::CudaBackend(deviceIndex);
@@ -145,13 +165,14 @@ extern "C" __attribute__((visibility("default"))) void plab_cuda_probe(plab::Bac
     try {
         plab::cuda::probeDevices(*info);
     } catch (const std::exception& e) {   // std::bad_alloc from the strings, at worst
-        info->available = false;
-        info->reason = std::string("unavailable: the CUDA probe failed (") + e.what() + ")";
+        failProbe(*info, e.what());
+    } catch (...) {
+        failProbe(*info, "unknown error");
     }
 }
 
 // Device memory telemetry (cudaMemGetInfo): used and total bytes of `deviceIndex`.
-// An extra entry point beside the two of backend.h, for the engine's memory sampling
+// An extra entry point beside those of backend.h, for the engine's memory sampling
 // once it looks it up (docs/CUDA.md). Returns 0 on success, -1 with a reason in error.
 extern "C" __attribute__((visibility("default"))) int
 plab_cuda_device_memory(int deviceIndex, std::uint64_t* used, std::uint64_t* total, char* error,
@@ -164,6 +185,8 @@ plab_cuda_device_memory(int deviceIndex, std::uint64_t* used, std::uint64_t* tot
         return 0;
     } catch (const std::exception& e) {
         writeError(error, errorSize, e.what());
+    } catch (...) {
+        writeError(error, errorSize, "unknown error while reading device memory");
     }
     return -1;
 }
