@@ -45,7 +45,7 @@ rerun() {
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  for t in tst_cuda_kernel_math tst_placement tst_cuda_backend tst_cuda_training; do
+  for t in tst_cuda_kernel_math tst_cuda_op_math tst_placement tst_cuda_backend tst_cuda_training; do
     echo "===== $t"
     timeout 300 "$bin/$t" > /tmp/plab-gpu/suite.txt 2>&1
     rc=$?

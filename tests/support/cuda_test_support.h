@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -308,6 +309,79 @@ BackendInfo probeAnyCuda()
     BackendInfo direct;
     plugin().probe(&direct);
     return direct;
+}
+
+// ---- Data for the op tests (tst_cuda_op_math, tst_cuda_backend) ----------------------------
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Gradients of format f over what an optimizer meets: zeros, values that underflow fp16
+// (1e-8, below half its smallest subnormal 2^-24), its smallest subnormal, its largest
+// value, NaN and inf.
+std::vector<float> gradients(Format f, std::size_t n, std::uint64_t seed)
+{
+    return valuesWithSpecials(f, n, seed, {0.0f, -0.0f, 1e-8f, 0x1.0p-24f, 65504.0f, -65504.0f, kNaN, kInf});
+}
+
+// Weights of format f: zeros, values whose ulp swallows small updates (2048: fp16's ulp is
+// 2), the largest fp16 (an update overflows it), tiny values, NaN.
+std::vector<float> weights(Format f, std::size_t n, std::uint64_t seed)
+{
+    return valuesWithSpecials(f, n, seed, {0.0f, -0.0f, 1.0f, 2048.0f, 65504.0f, -65504.0f, 1e-7f, kNaN});
+}
+
+std::vector<float> uniformValues(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f)
+{
+    Rng rng{seed};
+    std::vector<float> v(n);
+    for (auto& x : v) x = rng.uniform(lo, hi);
+    return v;
+}
+
+// Labels < classes, seeded.
+std::vector<std::uint8_t> labelsFor(std::size_t n, std::int64_t classes, std::uint64_t seed)
+{
+    Rng rng{seed};
+    std::vector<std::uint8_t> y(n);
+    for (auto& l : y) l = static_cast<std::uint8_t>(rng.next() % static_cast<std::uint64_t>(classes));
+    return y;
+}
+
+// Logits (N, classes) with rows that stress the loss: random, one dominant logit (its
+// neighbours' exponentials underflow), all equal (the first maximum wins), large offsets.
+std::vector<float> logitsFor(std::int64_t N, std::int64_t classes, std::uint64_t seed)
+{
+    Rng rng{seed};
+    std::vector<float> x(static_cast<std::size_t>(N * classes));
+    for (std::int64_t n = 0; n < N; ++n) {
+        float* row = x.data() + n * classes;
+        for (std::int64_t j = 0; j < classes; ++j) row[j] = rng.uniform(-6.0f, 6.0f);
+        if (n % 7 == 1) row[n % classes] = 40.0f;
+        if (n % 11 == 2) std::fill(row, row + classes, 0.75f);
+        if (n % 13 == 3)
+            for (std::int64_t j = 0; j < classes; ++j) row[j] += 300.0f;
+    }
+    return x;
+}
+
+bool sameFloat(float a, float b)
+{
+    return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+// Rows of the addBiasRound tests: every format, in Linear's layout (period out, repeat 1)
+// and Conv2d's (period Cout, repeat N*H*W).
+void addBiasRoundRows(qlonglong convPeriod, qlonglong convRepeat)
+{
+    QTest::addColumn<int>("format");
+    QTest::addColumn<qlonglong>("period");
+    QTest::addColumn<qlonglong>("repeat");
+    for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16}) {
+        const std::string name(formatName(f));
+        QTest::addRow("%s linear", name.c_str()) << static_cast<int>(f) << 10LL << 1LL;
+        QTest::addRow("%s conv", name.c_str()) << static_cast<int>(f) << convPeriod << convRepeat;
+    }
 }
 
 }  // namespace
