@@ -100,7 +100,8 @@ const PluginHandle& loadPlugin()
             // The file is there but does not load (missing CUDA libraries, usually).
             plugin.error = "unavailable: " PLAB_CUDA_PLUGIN_NAME " could not be loaded (" + firstError + ")";
         } else {
-            plugin.error = "unavailable: " PLAB_CUDA_PLUGIN_NAME " not found (built without CUDA)";
+            plugin.error = "unavailable: " PLAB_CUDA_PLUGIN_NAME
+                           " not found next to the program or on the library path (a build without CUDA has none)";
         }
     });
     return plugin;
