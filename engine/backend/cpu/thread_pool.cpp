@@ -44,6 +44,10 @@ void ThreadPool::workerLoop()
             wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
             if (stopping_) return;
             seen = generation_;
+            // A loop whose caller has already returned (it saw no busy worker and cleared
+            // body_) is not joined: the next loop may reset the counter at any moment, and
+            // a chunk taken from it here would run twice, or with the old body.
+            if (!body_) continue;
             ++busyWorkers_;
         }
         runChunks();
