@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 namespace plab {
 
@@ -136,11 +137,11 @@ struct Trainer::State {
     std::chrono::steady_clock::time_point started;
 };
 
-Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink)
-    : settings_(std::move(settings)), data_(data), sink_(std::move(sink))
+Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend)
+    : settings_(std::move(settings)), data_(data), sink_(std::move(sink)), makeBackend_(std::move(makeBackend))
 {
     if (auto problem = validateSettings(settings_); !problem.empty()) throw InputError(problem);
-    if (settings_.backend == "cuda") {
+    if (settings_.backend == "cuda" && !makeBackend_) {
         const auto cuda = probeCudaBackend();
         if (!cuda.available) throw InputError("the CUDA backend is " + cuda.reason);
         control_.setRecipeCheck([cuda](const PrecisionRecipe& r) { return cudaRecipeProblem(r, cuda); });
@@ -303,7 +304,11 @@ RunResult Trainer::runOrThrow(State& st)
     st.started = Clock::now();
     st.recipe = settings_.recipe;
     st.batch = settings_.batch;
-    st.backend = settings_.backend == "cuda" ? createCudaBackend(0) : createCpuBackend(settings_.threads);
+    if (makeBackend_)
+        st.backend = makeBackend_(settings_);
+    else
+        st.backend = settings_.backend == "cuda" ? createCudaBackend(0) : createCpuBackend(settings_.threads);
+    if (!st.backend) throw std::runtime_error("no backend to train on");
     st.model = Model::create(settings_.model, settings_.seed);
     st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
     st.optimizer = Optimizer::create(settings_.optimizer);

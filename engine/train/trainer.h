@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -67,10 +68,14 @@ std::string cudaRecipeProblem(const PrecisionRecipe& recipe, const BackendInfo& 
 class Trainer {
 public:
     using EventSink = std::function<void(const TrainerEvent&)>;
+    // Makes the run's backend in place of the one settings.backend names (tests: a host
+    // backend that checks device placement, tests/support/checking_backend.h). The CUDA
+    // probe and its recipe checks apply only to the real CUDA backend, so not then.
+    using BackendFactory = std::function<std::unique_ptr<ComputeBackend>(const TrainSettings&)>;
 
     // `data` is borrowed: loaded by the caller (the CLI and the UI report data errors
     // before a run starts). Throws InputError for impossible settings.
-    Trainer(TrainSettings settings, const DataSplit& data, EventSink sink);
+    Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend = {});
     ~Trainer();
 
     TrainerControl& control() { return control_; }
@@ -94,6 +99,7 @@ private:
     TrainSettings settings_;
     const DataSplit& data_;
     EventSink sink_;
+    BackendFactory makeBackend_;
     TrainerControl control_;
 };
 

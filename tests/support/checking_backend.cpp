@@ -1,0 +1,395 @@
+// The checking backend of checking_backend.h: tracked "device" blocks mapped without
+// access between ops, pointer checks before every op, counts held until flush().
+#include "checking_backend.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace plab::testing {
+
+// ---- TrackingAllocator --------------------------------------------------------------
+
+TrackingAllocator::~TrackingAllocator()
+{
+    for (const auto& [p, b] : blocks_) munmap(p, b.mapped);
+}
+
+void* TrackingAllocator::allocate(std::size_t bytes)
+{
+    if (failAllocations_) throw std::runtime_error("cudaMallocFromPoolAsync failed: out of memory");
+    // A mapping of its own (zeroed, page-aligned, and unique even for 0 bytes), so that
+    // its access can be switched on and off.
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t mapped = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
+    void* p = mmap(nullptr, mapped, accessDepth_ > 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    blocks_[p] = {bytes, mapped};
+    ++allocations_;
+    return p;
+}
+
+void TrackingAllocator::release(void* p) noexcept
+{
+    if (!p) return;
+    auto it = blocks_.find(p);
+    if (it == blocks_.end()) {
+        violations_.push_back("release of an unknown pointer");
+        return;
+    }
+    munmap(p, it->second.mapped);
+    blocks_.erase(it);
+}
+
+void TrackingAllocator::copy(void* dst, const void* src, std::size_t bytes)
+{
+    require(dst, bytes, "copy dst");
+    require(src, bytes, "copy src");
+    const HostAccess access(*this);
+    std::memmove(dst, src, bytes);
+}
+
+void TrackingAllocator::upload(void* dst, const void* host, std::size_t bytes)
+{
+    if (failUploads_) throw std::runtime_error("cudaMemcpyAsync failed: unspecified launch failure");
+    require(dst, bytes, "upload dst");
+    forbid(host, "upload source");
+    const HostAccess access(*this);
+    std::memcpy(dst, host, bytes);
+}
+
+void TrackingAllocator::download(void* host, const void* src, std::size_t bytes)
+{
+    require(src, bytes, "download src");
+    forbid(host, "download target");
+    const HostAccess access(*this);
+    std::memcpy(host, src, bytes);
+}
+
+void TrackingAllocator::fill(float* dst, std::size_t count, float value)
+{
+    require(dst, count * sizeof(float), "fill");
+    const HostAccess access(*this);
+    std::fill(dst, dst + count, value);
+}
+
+void TrackingAllocator::require(const void* p, std::size_t bytes, const char* what)
+{
+    if (bytes == 0) return;
+    if (!owns(p, bytes)) violations_.push_back(std::string(what) + ": not device memory");
+}
+
+void TrackingAllocator::forbid(const void* p, const char* what)
+{
+    if (p && owns(p, 1)) violations_.push_back(std::string(what) + ": device memory where host memory belongs");
+}
+
+bool TrackingAllocator::owns(const void* p, std::size_t bytes) const
+{
+    auto it = blocks_.upper_bound(const_cast<void*>(p));
+    if (it == blocks_.begin()) return false;
+    --it;
+    const auto* base = static_cast<const std::byte*>(it->first);
+    const auto* q = static_cast<const std::byte*>(p);
+    return q >= base && q + bytes <= base + it->second.size;
+}
+
+std::size_t TrackingAllocator::liveBytes() const
+{
+    std::size_t sum = 0;
+    for (const auto& [p, b] : blocks_) sum += b.size;
+    return sum;
+}
+
+void TrackingAllocator::protect(void* p, const Block& b, bool accessible)
+{
+    if (mprotect(p, b.mapped, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
+        violations_.push_back("mprotect failed on a tracked block");
+}
+
+TrackingAllocator::HostAccess::HostAccess(TrackingAllocator& device) : device_(device)
+{
+    if (device_.accessDepth_++ == 0)
+        for (const auto& [p, b] : device_.blocks_) device_.protect(p, b, true);
+}
+
+TrackingAllocator::HostAccess::~HostAccess()
+{
+    if (--device_.accessDepth_ == 0)
+        for (const auto& [p, b] : device_.blocks_) device_.protect(p, b, false);
+}
+
+// ---- CheckingBackend ----------------------------------------------------------------
+
+using HostAccess = TrackingAllocator::HostAccess;
+
+CheckingBackend::CheckingBackend(bool library, TrackingAllocator* device)
+    : cpu_(createCpuBackend(2)),
+      library_(library),
+      ownDevice_(device ? nullptr : std::make_unique<TrackingAllocator>()),
+      device_(device ? *device : *ownDevice_)
+{
+    info_.name = "checking";
+    info_.available = true;
+}
+
+CheckingBackend::~CheckingBackend()
+{
+    if (countsPending()) device_.report("counts still owed when the backend was destroyed (never flushed)");
+    if (device_.live() > 0)
+        device_.report(std::to_string(device_.live()) + " blocks still allocated when the backend was destroyed");
+}
+
+void CheckingBackend::flush()
+{
+    ++flushes_;
+    deliver(stats_, "RoundingStats");
+    deliver(hists_, "GradientHistogram");
+    deliver(updates_, "UpdateCounts");
+}
+
+std::optional<DeviceMemoryInfo> CheckingBackend::deviceMemory() const
+{
+    return DeviceMemoryInfo{device_.liveBytes(), std::uint64_t{1} << 30};
+}
+
+void CheckingBackend::gemm(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
+                           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                           GemmPrecision p)
+{
+    need(A, 1, "gemm A");
+    need(B, 1, "gemm B");
+    need(C, ((M - 1) * ldc + N), "gemm C");
+    const HostAccess access(device_);
+    cpu_->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
+}
+
+void CheckingBackend::im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols)
+{
+    need(src, g.channels * g.batch * g.planeSize(), "im2col src");
+    need(cols, g.patchSize() * count * g.planeSize(), "im2col cols");
+    const HostAccess access(device_);
+    cpu_->im2col(g, src, n0, count, cols);
+}
+
+void CheckingBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst)
+{
+    need(cols, g.patchSize() * count * g.planeSize(), "col2im cols");
+    need(dst, g.channels * g.batch * g.planeSize(), "col2im dst");
+    const HostAccess access(device_);
+    cpu_->col2im(g, cols, n0, count, dst);
+}
+
+void CheckingBackend::roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
+                                 GradientHistogram* hist)
+{
+    need(src, static_cast<std::int64_t>(n), "roundArray src");
+    need(dst, static_cast<std::int64_t>(n), "roundArray dst");
+    device_.forbid(stats, "roundArray stats");
+    const HostAccess access(device_);
+    cpu_->roundArray(f, src, dst, n, held(stats_, stats), held(hists_, hist));
+}
+
+void CheckingBackend::parallelFor(std::int64_t, std::int64_t, const std::function<void(std::int64_t, std::int64_t)>&)
+{
+    // Host loops cannot touch device tensors: the layers must not use them.
+    device_.require(nullptr, 1, "parallelFor called");
+}
+
+bool CheckingBackend::convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x,
+                                         const float* w, float* y, GemmPrecision p)
+{
+    if (!library_) return false;
+    ++libraryCalls_;
+    const std::int64_t cols = g.batch * g.planeSize();
+    need(x, g.channels * cols, "convForward x");
+    need(w, outChannels * g.patchSize(), "convForward w");
+    need(y, outChannels * cols, "convForward y");
+    const HostAccess access(device_);
+    lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
+    cpu_->im2col(g, x, 0, g.batch, lowered_.data());
+    cpu_->gemm(Transpose::no, Transpose::no, outChannels, cols, g.patchSize(), w, g.patchSize(), lowered_.data(), cols,
+               0.0f, y, cols, p);
+    return true;
+}
+
+bool CheckingBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w,
+                                              const float* dy, float* dx, GemmPrecision p)
+{
+    if (!library_) return false;
+    ++libraryCalls_;
+    const std::int64_t cols = g.batch * g.planeSize();
+    need(w, outChannels * g.patchSize(), "convBackwardData w");
+    need(dy, outChannels * cols, "convBackwardData dy");
+    need(dx, g.channels * cols, "convBackwardData dx");
+    const HostAccess access(device_);
+    lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
+    cpu_->gemm(Transpose::yes, Transpose::no, g.patchSize(), cols, outChannels, w, g.patchSize(), dy, cols, 0.0f,
+               lowered_.data(), cols, p);
+    cpu_->col2im(g, lowered_.data(), 0, g.batch, dx);
+    return true;
+}
+
+bool CheckingBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
+                                                const float* dy, float* dw, GemmPrecision p)
+{
+    if (!library_) return false;
+    ++libraryCalls_;
+    const std::int64_t cols = g.batch * g.planeSize();
+    need(x, g.channels * cols, "convBackwardFilter x");
+    need(dy, outChannels * cols, "convBackwardFilter dy");
+    need(dw, outChannels * g.patchSize(), "convBackwardFilter dw");
+    const HostAccess access(device_);
+    lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
+    cpu_->im2col(g, x, 0, g.batch, lowered_.data());
+    cpu_->gemm(Transpose::no, Transpose::yes, outChannels, g.patchSize(), cols, dy, cols, lowered_.data(), cols, 0.0f,
+               dw, g.patchSize(), p);
+    return true;
+}
+
+void CheckingBackend::addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
+                                   std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist)
+{
+    need(x, n, "addBiasRound x");
+    need(bias, period, "addBiasRound bias");
+    const HostAccess access(device_);
+    cpu_->addBiasRound(f, x, n, bias, period, repeat, held(stats_, stats), held(hists_, hist));
+}
+
+void CheckingBackend::relu(float* x, std::int64_t n)
+{
+    need(x, n, "relu");
+    const HostAccess access(device_);
+    cpu_->relu(x, n);
+}
+
+void CheckingBackend::reluBackward(const float* y, float* g, std::int64_t n)
+{
+    need(y, n, "reluBackward y");
+    need(g, n, "reluBackward g");
+    const HostAccess access(device_);
+    cpu_->reluBackward(y, g, n);
+}
+
+void CheckingBackend::maxPool2x2(const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
+                                 std::uint8_t* argmax)
+{
+    need(in, planes * H * W, "maxPool in");
+    need(out, planes * (H / 2) * (W / 2), "maxPool out");
+    device_.require(argmax, static_cast<std::size_t>(planes * (H / 2) * (W / 2)), "maxPool argmax");
+    const HostAccess access(device_);
+    cpu_->maxPool2x2(in, planes, H, W, out, argmax);
+}
+
+void CheckingBackend::maxPool2x2Backward(const float* g, const std::uint8_t* argmax, std::int64_t planes,
+                                         std::int64_t H, std::int64_t W, float* dx)
+{
+    need(g, planes * (H / 2) * (W / 2), "maxPoolBackward g");
+    device_.require(argmax, static_cast<std::size_t>(planes * (H / 2) * (W / 2)), "maxPoolBackward argmax");
+    need(dx, planes * H * W, "maxPoolBackward dx");
+    const HostAccess access(device_);
+    cpu_->maxPool2x2Backward(g, argmax, planes, H, W, dx);
+}
+
+void CheckingBackend::transposeBlocks(const float* in, std::int64_t A, std::int64_t B, std::int64_t inner, float* out)
+{
+    need(in, A * B * inner, "transpose in");
+    need(out, A * B * inner, "transpose out");
+    const HostAccess access(device_);
+    cpu_->transposeBlocks(in, A, B, inner, out);
+}
+
+void CheckingBackend::sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out)
+{
+    need(x, rows * cols, "sumRows x");
+    need(out, rows, "sumRows out");
+    const HostAccess access(device_);
+    cpu_->sumRows(x, rows, cols, out);
+}
+
+void CheckingBackend::sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out)
+{
+    need(x, rows * cols, "sumColumns x");
+    need(out, cols, "sumColumns out");
+    const HostAccess access(device_);
+    cpu_->sumColumns(x, rows, cols, out);
+}
+
+LossResult CheckingBackend::softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,
+                                                std::int64_t classes, Format emulate, float* probabilities)
+{
+    need(logits, N * classes, "loss logits");
+    need(probabilities, N * classes, "loss probabilities");
+    device_.forbid(labels, "loss labels");
+    const HostAccess access(device_);
+    return cpu_->softmaxCrossEntropy(logits, labels, N, classes, emulate, probabilities);
+}
+
+void CheckingBackend::softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels,
+                                                  std::int64_t N, std::int64_t classes, float lossScale, float* grad)
+{
+    need(probabilities, N * classes, "lossBackward probabilities");
+    need(grad, N * classes, "lossBackward grad");
+    device_.forbid(labels, "lossBackward labels");
+    const HostAccess access(device_);
+    cpu_->softmaxCrossEntropyBackward(probabilities, labels, N, classes, lossScale, grad);
+}
+
+SweepResult CheckingBackend::gradientSweep(const std::vector<GradientView>& views, float multiplier)
+{
+    for (const auto& v : views) need(v.data, v.size, "gradientSweep");
+    const HostAccess access(device_);
+    return cpu_->gradientSweep(views, multiplier);
+}
+
+void CheckingBackend::sgdUpdate(const SgdScalars& s, Format f, float* w, const float* g, float* buffer, std::int64_t n,
+                                UpdateCounts* counts)
+{
+    need(w, n, "sgd weights");
+    need(g, n, "sgd grad");
+    if (s.useMomentum) need(buffer, n, "sgd buffer");
+    device_.forbid(counts, "sgd counts");
+    const HostAccess access(device_);
+    cpu_->sgdUpdate(s, f, w, g, buffer, n, held(updates_, counts));
+}
+
+void CheckingBackend::adamUpdate(const AdamScalars& s, Format f, float* w, const float* g, float* m, float* v,
+                                 std::int64_t n, UpdateCounts* counts)
+{
+    need(w, n, "adam weights");
+    need(g, n, "adam grad");
+    need(m, n, "adam m");
+    need(v, n, "adam v");
+    device_.forbid(counts, "adam counts");
+    const HostAccess access(device_);
+    cpu_->adamUpdate(s, f, w, g, m, v, n, held(updates_, counts));
+}
+
+template <typename Counts>
+Counts* CheckingBackend::held(Pending<Counts>& pending, Counts* target)
+{
+    if (!target) return nullptr;
+    auto [it, fresh] = pending.try_emplace(target);
+    if (fresh) it->second.before = *target;
+    return &it->second.owed;
+}
+
+template <typename Counts>
+void CheckingBackend::deliver(Pending<Counts>& pending, const char* what)
+{
+    for (auto& [target, held] : pending) {
+        if (!(*target == held.before)) {
+            device_.report(std::string(what) + " changed between an op and flush()");
+            continue;
+        }
+        *target += held.owed;
+    }
+    pending.clear();
+}
+
+}  // namespace plab::testing

@@ -1,0 +1,179 @@
+// Device residency checked on the host: a tracked host memory that poses as a device, and
+// a backend over it whose every op verifies that each tensor pointer it receives lies
+// inside one of its allocations (and each label/counter pointer outside), then computes
+// with the CPU backend. It also holds the counts it owes host structs until flush(), as
+// the CUDA backend does, so a caller that reads them early, or resets or frees a struct
+// with counts pending, is caught. The "device" blocks are mapped without access except
+// while an op or a copy runs, so host code that dereferences a device pointer crashes, as
+// it would on a GPU. Used by tst_placement (the layers' step) and tst_trainer_placement
+// (the real Trainer). A suite that uses it names plab_backend_cpu (or plab_engine) on its
+// links line.
+#pragma once
+
+#include "backend/backend.h"
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plab::testing {
+
+// Host memory posing as a device: every allocation recorded, every access checked.
+class TrackingAllocator final : public DeviceAllocator {
+public:
+    TrackingAllocator() = default;
+    TrackingAllocator(const TrackingAllocator&) = delete;
+    TrackingAllocator& operator=(const TrackingAllocator&) = delete;
+    ~TrackingAllocator() override;   // unmaps what was never released
+
+    void* allocate(std::size_t bytes) override;
+    void release(void* p) noexcept override;
+    void copy(void* dst, const void* src, std::size_t bytes) override;
+    void upload(void* dst, const void* host, std::size_t bytes) override;
+    void download(void* host, const void* src, std::size_t bytes) override;
+    void fill(float* dst, std::size_t count, float value) override;
+
+    // While one lives, the blocks may be read and written on the host: the span of one
+    // op, as a GPU's kernels touch device memory and the host does not. Nests.
+    class HostAccess {
+    public:
+        explicit HostAccess(TrackingAllocator& device);
+        ~HostAccess();
+        HostAccess(const HostAccess&) = delete;
+        HostAccess& operator=(const HostAccess&) = delete;
+
+    private:
+        TrackingAllocator& device_;
+    };
+
+    // p[0, bytes) must lie inside one allocation.
+    void require(const void* p, std::size_t bytes, const char* what);
+    // p must be host memory (labels, counters).
+    void forbid(const void* p, const char* what);
+    bool owns(const void* p, std::size_t bytes) const;
+
+    void report(std::string violation) { violations_.push_back(std::move(violation)); }
+
+    // A device out of memory, or one whose copies fail.
+    void failAllocations(bool on) { failAllocations_ = on; }
+    void failUploads(bool on) { failUploads_ = on; }
+
+    std::size_t live() const { return blocks_.size(); }
+    std::size_t liveBytes() const;
+    int allocations() const { return allocations_; }
+    const std::vector<std::string>& violations() const { return violations_; }
+
+private:
+    struct Block {
+        std::size_t size = 0;     // as asked for
+        std::size_t mapped = 0;   // whole pages
+    };
+    void protect(void* p, const Block& b, bool accessible);
+
+    std::map<void*, Block> blocks_;
+    int accessDepth_ = 0;   // live HostAccess objects
+    int allocations_ = 0;
+    bool failAllocations_ = false;
+    bool failUploads_ = false;
+    std::vector<std::string> violations_;
+};
+
+// The CPU backend behind a tracking "device": checks every pointer, then delegates.
+class CheckingBackend final : public ComputeBackend {
+public:
+    // library: offer the convolution-library ops, computed here by a whole-batch lowering
+    // on the CPU backend, so the layer's library path runs too. device: the memory to
+    // place tensors on, borrowed; null for the backend's own. Borrow one that outlives the
+    // backend to look at it after the backend's owner (a Trainer) has destroyed it.
+    explicit CheckingBackend(bool library, TrackingAllocator* device = nullptr);
+    // Reports, to the device, counts still owed (never flushed, so lost) and blocks still
+    // allocated (tensors must be released before their backend).
+    ~CheckingBackend() override;
+
+    TrackingAllocator& device() { return device_; }
+    int flushes() const { return flushes_; }
+    int libraryCalls() const { return libraryCalls_; }
+    bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
+
+    const BackendInfo& info() const override { return info_; }
+    int threads() const override { return cpu_->threads(); }
+    DeviceAllocator* allocator() override { return &device_; }
+    void flush() override;
+    // The tracked blocks' bytes as used, of a nominal 1 GiB device.
+    std::optional<DeviceMemoryInfo> deviceMemory() const override;
+
+    void gemm(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
+              std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+              GemmPrecision p) override;
+    void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols) override;
+    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst) override;
+    void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
+                    GradientHistogram* hist) override;
+    void parallelFor(std::int64_t n, std::int64_t grain,
+                     const std::function<void(std::int64_t, std::int64_t)>& body) override;
+    bool convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
+                            float* y, GemmPrecision p) override;
+    bool convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy,
+                                 float* dx, GemmPrecision p) override;
+    bool convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* dy,
+                                   float* dw, GemmPrecision p) override;
+    void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period, std::int64_t repeat,
+                      RoundingStats* stats, GradientHistogram* hist) override;
+    void relu(float* x, std::int64_t n) override;
+    void reluBackward(const float* y, float* g, std::int64_t n) override;
+    void maxPool2x2(const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
+                    std::uint8_t* argmax) override;
+    void maxPool2x2Backward(const float* g, const std::uint8_t* argmax, std::int64_t planes, std::int64_t H,
+                            std::int64_t W, float* dx) override;
+    void transposeBlocks(const float* in, std::int64_t A, std::int64_t B, std::int64_t inner, float* out) override;
+    void sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out) override;
+    void sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out) override;
+    LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,
+                                   std::int64_t classes, Format emulate, float* probabilities) override;
+    void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
+                                     std::int64_t classes, float lossScale, float* grad) override;
+    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
+    void sgdUpdate(const SgdScalars& s, Format f, float* w, const float* g, float* buffer, std::int64_t n,
+                   UpdateCounts* counts) override;
+    void adamUpdate(const AdamScalars& s, Format f, float* w, const float* g, float* m, float* v, std::int64_t n,
+                    UpdateCounts* counts) override;
+
+private:
+    // Counts the backend owes one host struct until flush(): the struct as the first op
+    // saw it, and what flush() adds to it.
+    template <typename Counts>
+    struct HeldCounts {
+        Counts before;
+        Counts owed;
+    };
+    template <typename Counts>
+    using Pending = std::map<Counts*, HeldCounts<Counts>>;
+
+    void need(const float* p, std::int64_t count, const char* what)
+    {
+        device_.require(p, static_cast<std::size_t>(count) * sizeof(float), what);
+    }
+    // Where the CPU op adds the counts owed to `target` (null stays null).
+    template <typename Counts>
+    static Counts* held(Pending<Counts>& pending, Counts* target);
+    // A struct that changed since its first op was read and reset, or freed and its memory
+    // reused, while counts were owed to it: reported, and not written.
+    template <typename Counts>
+    void deliver(Pending<Counts>& pending, const char* what);
+
+    std::unique_ptr<ComputeBackend> cpu_;
+    bool library_ = false;
+    int libraryCalls_ = 0;
+    std::vector<float> lowered_;   // the "library's" own workspace (host memory, as cuDNN's is its own)
+    std::unique_ptr<TrackingAllocator> ownDevice_;
+    TrackingAllocator& device_;
+    BackendInfo info_;
+    int flushes_ = 0;
+    Pending<RoundingStats> stats_;
+    Pending<GradientHistogram> hists_;
+    Pending<UpdateCounts> updates_;
+};
+
+}  // namespace plab::testing

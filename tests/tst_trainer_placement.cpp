@@ -1,0 +1,302 @@
+// The real Trainer on a device-placing backend: the checking backend of
+// support/checking_backend.h (tracked host memory posing as a device, every op's pointers
+// verified, counts held until flush()) under the whole training loop, with what a GPU run
+// meets beyond the layers' step (tst_placement): evaluations every few steps, at the end
+// of an epoch and at the finish; recipe changes through TrainerControl (master weights
+// on -> off -> on, compute format, loss scaling); a batch-size change; histograms every
+// step; memory samples. Nothing may be handed to an op unplaced, read on the host from the
+// device, read before flush() or left allocated, and every event must equal bit for bit
+// that of the same run on the CPU backend, which computes underneath. No GPU needed.
+// links: plab_engine plab_test_support
+#include "checking_backend.h"
+#include "data/dataset.h"
+#include "test_support.h"
+#include "train/trainer.h"
+
+#include <QtTest>
+
+#include <bit>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace plab;
+using plab::testing::CheckingBackend;
+using plab::testing::TrackingAllocator;
+using nlohmann::json;
+
+namespace {
+
+// Bits, not values: equal means bit for bit (a NaN's payload included).
+std::string bits(float x)
+{
+    char out[16];
+    std::snprintf(out, sizeof out, "%08x", std::bit_cast<std::uint32_t>(x));
+    return out;
+}
+std::string bits(double x)
+{
+    char out[24];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(x)));
+    return out;
+}
+
+std::string text(const RoundingStats& s)
+{
+    std::ostringstream out;
+    out << s.count << '/' << s.zerosIn << '/' << s.underflow << '/' << s.subnormal << '/' << s.overflow << '/'
+        << s.nan << '/' << s.infIn;
+    return out.str();
+}
+std::string text(const UpdateCounts& u)
+{
+    return std::to_string(u.nonzero) + '/' + std::to_string(u.lost) + '/' + std::to_string(u.nonFinite);
+}
+std::string text(const GradientHistogram& h)
+{
+    std::ostringstream out;
+    for (int b = 0; b < GradientHistogram::kBins; ++b)
+        if (const auto n = h.bins[static_cast<std::size_t>(b)])
+            out << GradientHistogram::exponentOf(b) << ':' << n << ' ';
+    out << "zeros " << h.zeros << " nonfinite " << h.nonFinite;
+    return out.str();
+}
+
+// What a run told the world, one line per event (a line per layer for telemetry), with
+// the timing fields and the backend's name left out: the lines of two backends that
+// compute alike must be equal.
+struct Trace {
+    // Library convolutions keep no im2col columns, so the workspace the accountant counts
+    // (and so its totals) is not the CPU backend's: left out of the lines when set.
+    bool withoutWorkspace = false;
+    std::vector<std::string> lines;
+    RunResult result;
+    std::string backend;
+    int evaluations = 0;
+    int histogramEvents = 0;
+    std::uint64_t roundedCount = 0;   // elements the telemetry saw rounded, all steps
+    int skipped = 0;
+    std::vector<std::string> changes;
+    std::vector<std::optional<DeviceMemoryInfo>> deviceMemory;
+};
+
+void record(Trace& t, const TrainerEvent& event)
+{
+    std::ostringstream out;
+    if (const auto* e = std::get_if<RunStartEvent>(&event)) {
+        t.backend = e->backend;
+        out << "start planned " << e->plannedSteps;
+    } else if (const auto* e = std::get_if<StepEvent>(&event)) {
+        t.skipped += e->skipped;
+        out << "step " << e->step << " epoch " << e->epoch << " loss " << bits(e->loss) << " scale "
+            << bits(e->lossScale) << " skipped " << e->skipped << " lr " << bits(e->lr) << " batch " << e->batch
+            << " of " << e->totalSteps << " skipped so far " << e->skippedSoFar;
+    } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
+        ++t.evaluations;
+        out << "eval step " << e->step << " epoch " << e->epoch << " accuracy " << bits(e->testAccuracy) << " loss "
+            << bits(e->testLoss);
+    } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
+        t.histogramEvents += e->hasHistograms;
+        t.lines.push_back("telemetry step " + std::to_string(e->step) + " scale " + bits(e->lossScale) +
+                          " histograms " + std::to_string(e->hasHistograms));
+        for (const LayerTelemetry& l : e->layers) {
+            t.roundedCount += l.stats.count;
+            t.lines.push_back("  " + l.layer + ' ' + std::string(tensorKindName(l.kind)) + " stats " + text(l.stats) +
+                              " run " + text(l.runStats) + " update " + text(l.update) + " run " + text(l.runUpdate) +
+                              " histogram " + text(l.histogram));
+        }
+        return;
+    } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
+        t.deviceMemory.push_back(e->device);
+        out << "memory step " << e->step;
+        if (!t.withoutWorkspace) out << " total " << e->memory.totalLive << " peak " << e->memory.totalPeak;
+        for (int c = 0; c < kMemoryCategories; ++c) {
+            const auto category = static_cast<MemoryCategory>(c);
+            if (t.withoutWorkspace && category == MemoryCategory::workspace) continue;
+            out << ' ' << memoryCategoryName(category) << ' ' << e->memory.live[static_cast<std::size_t>(c)] << '/'
+                << e->memory.peak[static_cast<std::size_t>(c)];
+        }
+    } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
+        out << "status " << runStatusName(e->status) << " step " << e->step << ": " << e->message;
+    } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
+        t.changes.push_back(e->description);
+        out << "change step " << e->step << ": " << e->description << ' ' << e->settingsJson;
+    }
+    t.lines.push_back(out.str());
+}
+
+PrecisionRecipe recipe(const char* preset) { return *PrecisionRecipe::fromPreset(preset); }
+
+// Asked for through TrainerControl after the step named, as the UI asks; each takes
+// effect from the next step.
+SettingsChange changeAfterStep(std::int64_t step)
+{
+    SettingsChange change;
+    if (step == 2) {
+        // Master weights on -> off (the fp32 copies go, the weights stay in fp16), fp32
+        // softmax off, loss scaling dynamic -> static.
+        PrecisionRecipe r = recipe("pure-fp16");
+        r.lossScaling = LossScaling::fixedScale(1024.0);
+        change.recipe = r;
+    } else if (step == 3) {
+        change.batch = 12;   // every activation and the loss's buffers change shape
+        change.lr = 5e-3;
+    } else if (step == 5) {
+        change.recipe = recipe("amp-bf16");   // compute fp16 -> bf16, master weights off -> on, scaling off
+    } else if (step == 7) {
+        change.recipe = recipe("fp32");       // across the epoch's end: compute -> fp32, no master copy
+    }
+    return change;
+}
+
+// small-cnn or mlp on the synthetic digits: two epochs of 96 images cut at 9 steps,
+// histograms every step, an evaluation every 4 steps. AMP FP16 starts from a loss scale
+// of 2^24, which overflows fp16 gradients, so the first steps are skipped.
+TrainSettings placementRun(const std::string& model, const std::string& optimizer)
+{
+    TrainSettings s = settingsFromJson(json{{"model", model}, {"widths", {4, 8}}, {"recipe", "amp-fp16"},
+                                            {"init_scale", 16777216.0}, {"optimizer", optimizer}, {"batch", 16},
+                                            {"epochs", 2}, {"max_steps", 9}, {"histogram_every", 1},
+                                            {"eval_every", 4}, {"threads", 2}},
+                                       "test");
+    // Adam's eps 1e-8 is 0 in fp16: under pure fp16 every zero gradient would make a 0/0
+    // NaN weight (tst_trainer's pureFp16AdamDivergesThroughEps), and all that follows NaN.
+    s.optimizer.eps = 1e-3;
+    return s;
+}
+
+// The checking backend's own state, read at the run's last status event, while the
+// trainer still holds it.
+struct Checked {
+    bool seen = false;
+    bool countsPending = true;
+    int flushes = 0;
+    int libraryCalls = 0;
+};
+
+// Runs the real Trainer with the changes of changeAfterStep: on the CPU backend, or
+// (device set) on a checking backend over `device`.
+Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* device, bool library,
+            bool withoutWorkspace, Checked* checked = nullptr)
+{
+    Trace trace;
+    trace.withoutWorkspace = withoutWorkspace;
+    CheckingBackend* backend = nullptr;
+    Trainer::BackendFactory factory;
+    if (device)
+        factory = [&](const TrainSettings&) {
+            auto b = std::make_unique<CheckingBackend>(library, device);
+            backend = b.get();
+            return b;
+        };
+    Trainer* self = nullptr;
+    Trainer trainer(
+        s, data,
+        [&](const TrainerEvent& e) {
+            record(trace, e);
+            if (const auto* step = std::get_if<StepEvent>(&e))
+                if (auto change = changeAfterStep(step->step); !change.empty()) {
+                    const std::string problem = self->control().requestChange(change);
+                    QVERIFY2(problem.empty(), problem.c_str());
+                }
+            if (const auto* status = std::get_if<StatusEvent>(&e);
+                status && status->status != RunStatus::running && backend && checked) {
+                checked->seen = true;
+                checked->countsPending = backend->countsPending();
+                checked->flushes = backend->flushes();
+                checked->libraryCalls = backend->libraryCalls();
+            }
+        },
+        std::move(factory));
+    self = &trainer;
+    trace.result = trainer.run();
+    return trace;
+}
+
+}  // namespace
+
+class TestTrainerPlacement : public QObject {
+    Q_OBJECT
+    testing::TempDir dir_;
+    DataSplit data_;
+
+private slots:
+    void initTestCase()
+    {
+        // 520 test images: the trainer evaluates them in batches of 500 and 20 (and the
+        // model the 500 in slices of 256 and 244).
+        testing::writeSyntheticDataset(dir_.path() / "mnist", 96, 520, 5);
+        data_ = loadDataset("mnist", dir_.path());
+    }
+
+    void trainerStaysOnTheDevice_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("optimizer");
+        QTest::addColumn<bool>("library");   // convolutions through the backend's library ops
+        QTest::addRow("small-cnn sgd") << "small-cnn" << "sgd" << false;
+        QTest::addRow("small-cnn adam, library convolutions") << "small-cnn" << "adam" << true;
+        QTest::addRow("mlp adam") << "mlp" << "adam" << false;
+    }
+
+    // Every op of the run gets placed tensors, no count is read before its flush, nothing
+    // is left on the device, and the events are the CPU backend's, bit for bit.
+    void trainerStaysOnTheDevice()
+    {
+        QFETCH(QString, model);
+        QFETCH(QString, optimizer);
+        QFETCH(bool, library);
+        const TrainSettings s = placementRun(model.toStdString(), optimizer.toStdString());
+
+        const bool withoutWorkspace = library;   // see Trace
+        TrackingAllocator device;                // outlives the backend the trainer owns
+        Checked checked;
+        const Trace placed = train(s, data_, &device, library, withoutWorkspace, &checked);
+        for (const auto& v : device.violations()) qWarning("%s", v.c_str());
+        QVERIFY(device.violations().empty());   // also: no counts owed, no blocks left when it died
+        QCOMPARE(device.live(), std::size_t{0});
+        QVERIFY(device.allocations() > 0);
+        QVERIFY(checked.seen);
+        QVERIFY(!checked.countsPending);
+        QCOMPARE(checked.flushes, 9);   // one per step
+        QCOMPARE(checked.libraryCalls > 0, library && model == "small-cnn");
+        QCOMPARE(placed.backend, std::string("checking"));
+        QVERIFY2(placed.result.status == RunStatus::completed, placed.result.message.c_str());
+        QCOMPARE(placed.result.steps, std::int64_t{9});
+
+        // The run went where a GPU run goes.
+        QVERIFY(placed.skipped > 0);
+        QCOMPARE(placed.evaluations, 4);      // steps 4 and 8, the epoch's end (7), the finish (9)
+        QCOMPARE(placed.histogramEvents, 9);
+        QVERIFY(placed.roundedCount > 0);
+        QCOMPARE(placed.changes.size(), std::size_t{4});
+        auto changed = [&](int i, const char* what) {
+            return placed.changes[static_cast<std::size_t>(i)].find(what) != std::string::npos;
+        };
+        QVERIFY(changed(0, "master weights on -> off") &&
+                changed(0, "loss scaling dynamic from 1.67772e+07 -> static 1024"));
+        QVERIFY(changed(1, "batch 16 -> 12"));
+        QVERIFY(changed(2, "master weights off -> on") && changed(2, "compute fp16 -> bf16") &&
+                changed(2, "loss scaling static 1024 -> off"));
+        QVERIFY(changed(3, "compute bf16 -> fp32"));
+        QCOMPARE(placed.deviceMemory.size(), std::size_t{10});   // every step and the finish
+        for (const auto& m : placed.deviceMemory) QVERIFY(m && m->used > 0 && m->used <= m->total);
+
+        const Trace reference = train(s, data_, nullptr, false, withoutWorkspace);
+        QCOMPARE(reference.backend, std::string("cpu"));
+        QCOMPARE(reference.result.status, placed.result.status);
+        QCOMPARE(bits(reference.result.testAccuracy), bits(placed.result.testAccuracy));
+        QCOMPARE(placed.lines.size(), reference.lines.size());
+        for (std::size_t i = 0; i < placed.lines.size(); ++i)
+            QVERIFY2(placed.lines[i] == reference.lines[i],
+                     qPrintable(QString("event line %1\nchecking: %2\ncpu:      %3")
+                                    .arg(i)
+                                    .arg(QString::fromStdString(placed.lines[i]),
+                                         QString::fromStdString(reference.lines[i]))));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTrainerPlacement)
+#include "tst_trainer_placement.moc"
