@@ -1,7 +1,7 @@
 // The plugin's face: the device probe (versions, devices, what each device cannot run)
 // and the extern "C" entry points the engine finds with dlsym (engine/backend/backend.cpp):
-// the interface version, the probe, the backend, plus plab_cuda_device_memory for device
-// memory telemetry.
+// the interface version, the probe and the backend (device memory is read through the
+// backend, ComputeBackend::deviceMemory()).
 // Nothing here may throw or abort across the C boundary: failures become reasons.
 #include "backend/cuda/cuda_backend.h"
 
@@ -169,24 +169,4 @@ extern "C" __attribute__((visibility("default"))) void plab_cuda_probe(plab::Bac
     } catch (...) {
         failProbe(*info, "unknown error");
     }
-}
-
-// Device memory telemetry (cudaMemGetInfo): used and total bytes of `deviceIndex`.
-// An extra entry point beside those of backend.h, for the engine's memory sampling
-// once it looks it up (docs/CUDA.md). Returns 0 on success, -1 with a reason in error.
-extern "C" __attribute__((visibility("default"))) int
-plab_cuda_device_memory(int deviceIndex, std::uint64_t* used, std::uint64_t* total, char* error,
-                        std::size_t errorSize)
-{
-    try {
-        const plab::DeviceMemoryInfo mem = plab::cuda::queryDeviceMemory(deviceIndex);
-        if (used) *used = mem.used;
-        if (total) *total = mem.total;
-        return 0;
-    } catch (const std::exception& e) {
-        writeError(error, errorSize, e.what());
-    } catch (...) {
-        writeError(error, errorSize, "unknown error while reading device memory");
-    }
-    return -1;
 }
