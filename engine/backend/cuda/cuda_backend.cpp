@@ -59,7 +59,7 @@ std::string megabytes(std::uint64_t bytes) { return std::to_string(bytes >> 20) 
 
 CudaBackend::CudaBackend(int device)
     : device_(usableDevice(device)), capability_(capabilityOf(device_)), memory_(device_), stream_(device_),
-      cublas_(stream_.get()), hostLoop_(1), allocator_(device_, stream_.get(), memory_.get()),
+      cublas_(stream_.get()), allocator_(device_, stream_.get(), memory_.get()),
       counters_(stream_.get(), memory_.get()), a16_(stream_.get(), memory_.get()), b16_(stream_.get(), memory_.get()),
       c16_(stream_.get(), memory_.get()), labels_(stream_.get(), memory_.get()),
       lossScratch_(stream_.get(), memory_.get()), sweepScratch_(stream_.get(), memory_.get()),
@@ -149,7 +149,8 @@ void CudaBackend::parallelFor(std::int64_t n, std::int64_t grain,
     // Host loops over host data only: the layers no longer run element-wise work through
     // it on tensor values (those are device pointers here), so one thread, the caller's,
     // is enough; a pool per backend would park a core's worth of threads per run.
-    hostLoop_.parallelFor(n, grain, body);
+    (void)grain;
+    if (n > 0) body(0, n);
 }
 
 DeviceMemoryInfo queryDeviceMemory(int device)

@@ -8,7 +8,6 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_counters.h"
@@ -39,7 +38,7 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     const BackendInfo& info() const override { return info_; }
-    int threads() const override { return hostLoop_.threads(); }
+    int threads() const override { return 1; }   // parallelFor runs on the caller
 
     void gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
@@ -110,7 +109,6 @@ private:
     Stream stream_;
     CublasHandle cublas_;
     BackendInfo info_;
-    cpu::ThreadPool hostLoop_;   // parallelFor: one thread, the caller's (see parallelFor)
     StreamAllocator allocator_;
     CounterArena counters_;
     DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N)

@@ -10,11 +10,12 @@ namespace plab::cudakernels {
 // Grid-stride loops over at most kMaxBlocks blocks: enough to fill any current GPU, and it
 // bounds the elements one block counts (n / kMaxBlocks), so the 32-bit shared counters of
 // the rounding kernel cannot overflow below n = 2^44.
-unsigned blocksFor(std::size_t n)
+unsigned gridOf(std::size_t blocks)
 {
-    const std::size_t blocks = (n + kThreads - 1) / kThreads;
     return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks == 0 ? 1 : blocks) : kMaxBlocks);
 }
+
+unsigned blocksFor(std::size_t n) { return gridOf((n + kThreads - 1) / kThreads); }
 
 namespace {
 

@@ -21,6 +21,8 @@ namespace plab::cudakernels {
 constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = 4096;
 
+// A grid of `blocks` blocks, clamped to 1 .. kMaxBlocks (the kernel loops over the rest).
+unsigned gridOf(std::size_t blocks);
 // Blocks a grid-stride kernel over n elements uses (1 .. kMaxBlocks).
 unsigned blocksFor(std::size_t n);
 

@@ -322,11 +322,6 @@ __global__ void adamKernel(AdamStep s, int format, float* weights, const float* 
 
 unsigned blocksForLl(long long n) { return blocksFor(static_cast<std::size_t>(n)); }
 
-// A grid of `blocks` blocks, at most kMaxBlocks (the kernel loops over the rest).
-unsigned gridOf(long long blocks)
-{
-    return static_cast<unsigned>(std::clamp(blocks, 1LL, static_cast<long long>(kMaxBlocks)));
-}
 
 }  // namespace
 
@@ -377,9 +372,11 @@ cudaError_t launchSumRows(const float* x, long long rows, long long cols, double
 {
     if (rows <= 0) return cudaSuccess;
     const RowSplit split = rowSplit(rows, cols);
-    sumRowPartsKernel<<<gridOf(rows * split.parts), kThreads, 0, stream>>>(x, rows, cols, split, partials);
+    const auto blocks = static_cast<std::size_t>(rows * split.parts);
+    sumRowPartsKernel<<<gridOf(blocks), kThreads, 0, stream>>>(x, rows, cols, split, partials);
     if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-    sumRowPartialsKernel<<<gridOf(rows), kThreads, 0, stream>>>(partials, rows, split.parts, out);
+    sumRowPartialsKernel<<<gridOf(static_cast<std::size_t>(rows)), kThreads, 0, stream>>>(partials, rows, split.parts,
+                                                                                          out);
     return cudaGetLastError();
 }
 
