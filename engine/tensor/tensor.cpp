@@ -40,7 +40,12 @@ Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.s
     }
     device_ = o.device_;
     allocate(size_, 0, false);
-    if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+    try {
+        if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+    } catch (...) {
+        releaseDevice();   // no destructor runs for a constructor that throws
+        throw;
+    }
 }
 
 Tensor& Tensor::operator=(const Tensor& o)
