@@ -41,6 +41,8 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
 
         const auto& steps = record.at("steps");
         const std::int64_t lastStep = steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>();
+        const auto& summary = record.at("summary");
+        const std::string status = summary.value("status", "running");
         RunStartEvent start;
         start.backend = record.at("backend").value("name", "cpu");
         if (record.contains("versions") && record["versions"].contains("backend"))
@@ -48,7 +50,7 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         // The plan is not recorded: a completed run did what it planned (whatever batch-size
         // changes did to the plan); any other is measured against its settings' plan.
         const std::int64_t trainImages = record.contains("data") ? record["data"].value("train_images", std::int64_t{0}) : 0;
-        start.plannedSteps = record.at("summary").value("status", "") == "completed"
+        start.plannedSteps = status == "completed"
                                  ? lastStep
                                  : std::max(lastStep, plannedSteps(out.settings, trainImages));
         timed.push_back({-1, 0, start});
@@ -126,8 +128,6 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         out.events.reserve(timed.size());
         for (auto& t : timed) out.events.push_back(std::move(t.event));
 
-        const auto& summary = record.at("summary");
-        const std::string status = summary.value("status", "running");
         out.interrupted = status == "running" || status == "starting" || status == "paused";
         out.result.status = out.interrupted ? RunStatus::stopped : statusFromName(status);
         out.result.message = out.interrupted ? "interrupted: the record ends at step " + std::to_string(lastStep)

@@ -76,12 +76,8 @@ Lesson lessonFromJson(const nlohmann::json& doc, const QString& origin)
 std::int64_t Lesson::plannedSteps(std::int64_t trainingImages) const
 {
     std::int64_t steps = 0;
-    for (const LessonRun& r : runs) {
-        if (r.settings.maxSteps > 0)
-            steps += r.settings.maxSteps;
-        else
-            steps += std::int64_t(r.settings.epochs) * ((trainingImages + r.settings.batch - 1) / r.settings.batch);
-    }
+    for (const LessonRun& r : runs)   // without the set's size, max_steps is the best guess
+        steps += trainingImages > 0 ? plab::plannedSteps(r.settings, trainingImages) : r.settings.maxSteps;
     return steps;
 }
 

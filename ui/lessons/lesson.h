@@ -29,8 +29,9 @@ struct Lesson {
     QString explanation;
     QString origin;          // the file it came from
 
-    // Optimizer steps of all runs together (max_steps, or epochs of the training set when
-    // max_steps is 0: then `trainingImages` must be given), for the time estimate.
+    // Optimizer steps of all runs together (epochs of `trainingImages` capped by max_steps,
+    // as the trainer plans them; max_steps alone when the set's size is not given), for the
+    // time estimate.
     std::int64_t plannedSteps(std::int64_t trainingImages = 0) const;
 };
 
