@@ -286,7 +286,7 @@ private slots:
         const std::string sums = cudaRecipeProblem(bf16Sums, ampere);
         QVERIFY2(sums.find("cannot accumulate in bf16") != std::string::npos, sums.c_str());
         PrecisionRecipe fp16Sums = recipe("amp-fp16");
-        fp16Sums.fp32Accumulate = false;   // the GPU sums in fp16 (CUBLAS_COMPUTE_16F)
+        fp16Sums.fp32Accumulate = false;   // the GPU sums in fp16 (CUBLAS_COMPUTE_16F_PEDANTIC)
         QVERIFY(cudaRecipeProblem(fp16Sums, ampere).empty());
     }
 };

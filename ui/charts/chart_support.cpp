@@ -442,7 +442,7 @@ int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption)
     QPointF best = corners[0];
     int fewest = std::numeric_limits<int>::max();
     for (const QPointF& corner : corners) {
-        const int hits = covered(corner);
+        const int hits = covered(corner, fewest);   // stops once it cannot beat the best so far
         if (hits < fewest) {
             fewest = hits;
             best = corner;
