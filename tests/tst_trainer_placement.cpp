@@ -24,8 +24,11 @@
 
 using namespace plab;
 using plab::testing::CheckingBackend;
+using plab::testing::ConvolutionLibrary;
 using plab::testing::TrackingAllocator;
 using nlohmann::json;
+
+Q_DECLARE_METATYPE(plab::testing::ConvolutionLibrary)
 
 namespace {
 
@@ -68,8 +71,9 @@ std::string text(const GradientHistogram& h)
 // the timing fields and the backend's name left out: the lines of two backends that
 // compute alike must be equal.
 struct Trace {
-    // Library convolutions keep no im2col columns, so the workspace the accountant counts
-    // (and so its totals) is not the CPU backend's: left out of the lines when set.
+    // Library convolutions keep no im2col columns (a refused backward pass makes them in
+    // backward, not forward), so the workspace the accountant counts (and so its totals)
+    // is not the CPU backend's: left out of the lines when set.
     bool withoutWorkspace = false;
     std::vector<std::string> lines;
     RunResult result;
@@ -174,11 +178,12 @@ struct Checked {
     bool countsPending = true;
     int flushes = 0;
     int libraryCalls = 0;
+    int libraryRefusals = 0;
 };
 
 // Runs the real Trainer with the changes of changeAfterStep: on the CPU backend, or
 // (device set) on a checking backend over `device`.
-Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* device, bool library,
+Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* device, ConvolutionLibrary library,
             bool withoutWorkspace, Checked* checked = nullptr)
 {
     Trace trace;
@@ -207,6 +212,7 @@ Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* de
                 checked->countsPending = backend->countsPending();
                 checked->flushes = backend->flushes();
                 checked->libraryCalls = backend->libraryCalls();
+                checked->libraryRefusals = backend->libraryRefusals();
             }
         },
         std::move(factory));
@@ -235,10 +241,16 @@ private slots:
     {
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("optimizer");
-        QTest::addColumn<bool>("library");   // convolutions through the backend's library ops
-        QTest::addRow("small-cnn sgd") << "small-cnn" << "sgd" << false;
-        QTest::addRow("small-cnn adam, library convolutions") << "small-cnn" << "adam" << true;
-        QTest::addRow("mlp adam") << "mlp" << "adam" << false;
+        QTest::addColumn<ConvolutionLibrary>("library");   // the backend's library convolutions
+        QTest::addRow("small-cnn sgd") << "small-cnn" << "sgd" << ConvolutionLibrary::none;
+        QTest::addRow("small-cnn adam, library convolutions") << "small-cnn" << "adam" << ConvolutionLibrary::all;
+        // Regression: a backward pass the library refused after its forward pass ran threw
+        // logic_error from Conv2d, and the run ended failed at its first step.
+        QTest::addRow("small-cnn adam, library refuses backward")
+            << "small-cnn" << "adam" << ConvolutionLibrary::refuseBackward;
+        QTest::addRow("small-cnn sgd, library refuses backward data")
+            << "small-cnn" << "sgd" << ConvolutionLibrary::refuseBackwardData;
+        QTest::addRow("mlp adam") << "mlp" << "adam" << ConvolutionLibrary::none;
     }
 
     // Every op of the run gets placed tensors, no count is read before its flush, nothing
@@ -247,10 +259,12 @@ private slots:
     {
         QFETCH(QString, model);
         QFETCH(QString, optimizer);
-        QFETCH(bool, library);
+        QFETCH(ConvolutionLibrary, library);
         const TrainSettings s = placementRun(model.toStdString(), optimizer.toStdString());
+        const bool offered = library != ConvolutionLibrary::none;
+        const bool refusing = offered && library != ConvolutionLibrary::all;
 
-        const bool withoutWorkspace = library;   // see Trace
+        const bool withoutWorkspace = offered;   // see Trace
         TrackingAllocator device;                // outlives the backend the trainer owns
         Checked checked;
         const Trace placed = train(s, data_, &device, library, withoutWorkspace, &checked);
@@ -261,7 +275,8 @@ private slots:
         QVERIFY(checked.seen);
         QVERIFY(!checked.countsPending);
         QCOMPARE(checked.flushes, 9);   // one per step
-        QCOMPARE(checked.libraryCalls > 0, library && model == "small-cnn");
+        QCOMPARE(checked.libraryCalls > 0, offered && model == "small-cnn");
+        QCOMPARE(checked.libraryRefusals > 0, refusing && model == "small-cnn");
         QCOMPARE(placed.backend, std::string("checking"));
         QVERIFY2(placed.result.status == RunStatus::completed, placed.result.message.c_str());
         QCOMPARE(placed.result.steps, std::int64_t{9});
@@ -284,7 +299,7 @@ private slots:
         QCOMPARE(placed.deviceMemory.size(), std::size_t{10});   // every step and the finish
         for (const auto& m : placed.deviceMemory) QVERIFY(m && m->used > 0 && m->used <= m->total);
 
-        const Trace reference = train(s, data_, nullptr, false, withoutWorkspace);
+        const Trace reference = train(s, data_, nullptr, ConvolutionLibrary::none, withoutWorkspace);
         QCOMPARE(reference.backend, std::string("cpu"));
         QCOMPARE(reference.result.status, placed.result.status);
         QCOMPARE(bits(reference.result.testAccuracy), bits(placed.result.testAccuracy));

@@ -1,6 +1,7 @@
-// Conv2d forward and backward by batched im2col + GEMM, with the rounding sites of the
-// recipe: input and weight operands in the compute format, bias added in fp32, output
-// and every gradient rounded to the storage format (each tapped into telemetry).
+// Conv2d forward and backward by batched im2col + GEMM (or the backend's convolution
+// library), with the rounding sites of the recipe: input and weight operands in the
+// compute format, bias added in fp32, output and every gradient rounded to the storage
+// format (each tapped into telemetry).
 #include "nn/conv2d.h"
 
 #include "nn/precision.h"
@@ -76,15 +77,21 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     return output_;
 }
 
+void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
+{
+    const auto& g = geometry_;
+    colsBlock_ = std::min(samplesPerBlock(g), std::max<std::int64_t>(g.batch, 1));   // >= 1
+    prepareTensor(cols_, {g.patchSize(), colsBlock_ * g.planeSize()}, p.compute, ctx, MemoryCategory::workspace);
+}
+
 void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
-    const std::int64_t block = std::min(samplesPerBlock(g), std::max<std::int64_t>(N, 1));
-    colsHoldWholeBatch_ = block >= N;
-    prepareTensor(cols_, {K, block * hw}, p.compute, ctx, MemoryCategory::workspace);
-    for (std::int64_t n0 = 0; n0 < N; n0 += block) {
-        const std::int64_t count = std::min(block, N - n0);
+    prepareColumns(ctx, p);
+    colsHoldWholeBatch_ = colsBlock_ >= N;   // then backward reuses the columns as they are
+    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+        const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
@@ -93,11 +100,21 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
     }
 }
 
+void Conv2d::lowerAfterRefusal(StepContext& ctx, const StepPrecision& p)
+{
+    // The library's forward pass left no columns, but the input operand is kept: sized as
+    // the forward lowering sizes them, the columns are lowered again block by block, so
+    // the gradients are bit for bit those of a layer that lowered from the start.
+    usesLibrary_ = false;
+    prepareColumns(ctx, p);
+    colsHoldWholeBatch_ = false;
+}
+
 Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     const auto p = StepPrecision::of(ctx);
     const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    const std::int64_t N = g.batch, hw = g.planeSize();
     if (gradOutput.shape() != output_.shape())
         throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
                                     shapeString(gradOutput.shape()) + " for an output of shape " +
@@ -108,21 +125,12 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
 
-    if (usesLibrary_) {
-        if (!ctx.backend->convolutionBackwardFilter(g, outChannels_, inputOperand_->data(), dY.data(),
-                                                    weight_.grad.data(), p.gemm()))
-            throw std::logic_error("Layer " + name() + ": the backend's convolution library refused backward.");
-    } else {
-        // dW (Cout, K) = dY (Cout, N*hw) * cols^T (N*hw, K), block by block when lowered in blocks.
-        const std::int64_t block = colsHoldWholeBatch_ ? N : cols_.size() / std::max<std::int64_t>(1, K * hw);
-        for (std::int64_t n0 = 0; n0 < N; n0 += block) {
-            const std::int64_t count = std::min(block, N - n0);
-            if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
-            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
-                              dY.data() + n0 * hw, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
-                              weight_.grad.data(), K, p.gemm());
-        }
-    }
+    // A library that refuses (false: nothing written) leaves the pass, and the rest of the
+    // step's backward, to the lowering.
+    if (usesLibrary_ && !ctx.backend->convolutionBackwardFilter(g, outChannels_, inputOperand_->data(), dY.data(),
+                                                                weight_.grad.data(), p.gemm()))
+        lowerAfterRefusal(ctx, p);
+    if (!usesLibrary_) filterGradientLowered(ctx, p, dY);
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
     ctx.backend->sumRows(dY.data(), outChannels_, N * hw, bias_.grad.data());
     if (p.roundsStorage()) {
@@ -135,17 +143,29 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (!needInputGrad) return nullptr;
 
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
-    if (usesLibrary_) {
-        if (!ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
-                                                  gradInput_.data(), p.gemm()))
-            throw std::logic_error("Layer " + name() + ": the backend's convolution library refused backward.");
-    } else {
-        inputGradientLowered(ctx, p, dY);
-    }
+    if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
+                                                              gradInput_.data(), p.gemm()))
+        lowerAfterRefusal(ctx, p);
+    if (!usesLibrary_) inputGradientLowered(ctx, p, dY);
     if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
     return &gradInput_;
+}
+
+void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    // dW (Cout, K) = dY (Cout, N*hw) * cols^T (N*hw, K), block by block when lowered in blocks.
+    const std::int64_t block = colsHoldWholeBatch_ ? std::max<std::int64_t>(N, 1) : colsBlock_;
+    for (std::int64_t n0 = 0; n0 < N; n0 += block) {
+        const std::int64_t count = std::min(block, N - n0);
+        if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
+                          dY.data() + n0 * hw, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
+                          weight_.grad.data(), K, p.gemm());
+    }
 }
 
 void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
@@ -154,9 +174,8 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     // dcols (K, count*hw) = W^T (K, Cout) * dY block; col2im folds them into dX. The cols
     // buffer is free now (dW is done), so it holds dcols.
-    const std::int64_t dBlock = cols_.size() / std::max<std::int64_t>(1, K * hw);
-    for (std::int64_t n0 = 0; n0 < N; n0 += dBlock) {
-        const std::int64_t count = std::min(dBlock, N - n0);
+    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+        const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
                           weightOperand_->data(), K, dY.data() + n0 * hw, N * hw, 0.0f, cols_.data(),
                           count * hw, p.gemm());

@@ -3,7 +3,9 @@
 // into cols (C*k*k, N*H*W), then output (Cout, N*H*W) = W (Cout, C*k*k) * cols.
 // Very large batches are lowered in blocks of samples so the cols buffer stays bounded.
 // A backend with a convolution library (the CUDA plugin's cuDNN) runs all three passes
-// as library calls instead, on the same operands.
+// as library calls instead, on the same operands. A backward pass the library refuses
+// after its forward pass ran (cuDNN's last algorithm refusing the shape at run time) is
+// lowered from the kept input instead, as is the rest of that step's backward pass.
 #pragma once
 
 #include "backend/backend.h"
@@ -34,9 +36,15 @@ public:
 private:
     ConvGeometry geometryOf(const Shape& input) const;
     std::int64_t samplesPerBlock(const ConvGeometry& g) const;
-    // The im2col + GEMM lowering: output_ from the operands, and dX into gradInput_.
+    // Sizes cols_ for one block of samples of geometry_ and sets colsBlock_.
+    void prepareColumns(StepContext& ctx, const StepPrecision& p);
+    // The im2col + GEMM lowering: output_ from the operands, dW into weight_.grad, and dX
+    // into gradInput_.
     void lowerAndMultiply(StepContext& ctx, const StepPrecision& p);
+    void filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    // The library refused a backward pass: the rest of the step's backward is lowered.
+    void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
 
     std::int64_t inChannels_, outChannels_;
     int kernel_;
@@ -46,8 +54,9 @@ private:
     ConvGeometry geometry_;
     const Tensor* inputOperand_ = nullptr;   // the input in the compute format
     const Tensor* weightOperand_ = nullptr;  // the weights in the compute format
-    bool usesLibrary_ = false;               // the backend's convolution library ran forward
-    bool colsHoldWholeBatch_ = false;        // cols_ is the whole batch's lowering
+    bool usesLibrary_ = false;               // the library ran forward, and has not refused backward since
+    bool colsHoldWholeBatch_ = false;        // cols_ holds the whole batch's lowering of this step's input
+    std::int64_t colsBlock_ = 1;             // samples per block of cols_ (>= 1)
 
     Tensor roundedInput_;   // (Cin, N, H, W) tf32 rounding of the input
     Tensor roundedWeight_;  // (Cout, Cin, k, k) weights rounded to the compute format

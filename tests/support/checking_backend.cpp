@@ -128,7 +128,7 @@ TrackingAllocator::HostAccess::~HostAccess()
 
 using HostAccess = TrackingAllocator::HostAccess;
 
-CheckingBackend::CheckingBackend(bool library, TrackingAllocator* device)
+CheckingBackend::CheckingBackend(ConvolutionLibrary library, TrackingAllocator* device)
     : cpu_(createCpuBackend(2)),
       library_(library),
       ownDevice_(device ? nullptr : std::make_unique<TrackingAllocator>()),
@@ -191,6 +191,7 @@ void CheckingBackend::roundArray(Format f, const float* src, float* dst, std::si
     need(src, static_cast<std::int64_t>(n), "roundArray src");
     need(dst, static_cast<std::int64_t>(n), "roundArray dst");
     device_.forbid(stats, "roundArray stats");
+    device_.forbid(hist, "roundArray hist");
     const HostAccess access(device_);
     cpu_->roundArray(f, src, dst, n, held(stats_, stats), held(hists_, hist));
 }
@@ -201,15 +202,21 @@ void CheckingBackend::parallelFor(std::int64_t, std::int64_t, const std::functio
     device_.require(nullptr, 1, "parallelFor called");
 }
 
+bool CheckingBackend::acceptLibraryCall(bool refuse)
+{
+    ++(refuse ? libraryRefusals_ : libraryCalls_);
+    return !refuse;
+}
+
 bool CheckingBackend::convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x,
                                          const float* w, float* y, GemmPrecision p)
 {
-    if (!library_) return false;
-    ++libraryCalls_;
+    if (library_ == ConvolutionLibrary::none) return false;
     const std::int64_t cols = g.batch * g.planeSize();
     need(x, g.channels * cols, "convForward x");
     need(w, outChannels * g.patchSize(), "convForward w");
     need(y, outChannels * cols, "convForward y");
+    if (!acceptLibraryCall(false)) return false;
     const HostAccess access(device_);
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->im2col(g, x, 0, g.batch, lowered_.data());
@@ -221,12 +228,14 @@ bool CheckingBackend::convolutionForward(const ConvGeometry& g, std::int64_t out
 bool CheckingBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w,
                                               const float* dy, float* dx, GemmPrecision p)
 {
-    if (!library_) return false;
-    ++libraryCalls_;
+    if (library_ == ConvolutionLibrary::none) return false;
     const std::int64_t cols = g.batch * g.planeSize();
     need(w, outChannels * g.patchSize(), "convBackwardData w");
     need(dy, outChannels * cols, "convBackwardData dy");
     need(dx, g.channels * cols, "convBackwardData dx");
+    if (!acceptLibraryCall(library_ == ConvolutionLibrary::refuseBackwardData ||
+                           library_ == ConvolutionLibrary::refuseBackward))
+        return false;
     const HostAccess access(device_);
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->gemm(Transpose::yes, Transpose::no, g.patchSize(), cols, outChannels, w, g.patchSize(), dy, cols, 0.0f,
@@ -238,12 +247,14 @@ bool CheckingBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_
 bool CheckingBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
                                                 const float* dy, float* dw, GemmPrecision p)
 {
-    if (!library_) return false;
-    ++libraryCalls_;
+    if (library_ == ConvolutionLibrary::none) return false;
     const std::int64_t cols = g.batch * g.planeSize();
     need(x, g.channels * cols, "convBackwardFilter x");
     need(dy, outChannels * cols, "convBackwardFilter dy");
     need(dw, outChannels * g.patchSize(), "convBackwardFilter dw");
+    if (!acceptLibraryCall(library_ == ConvolutionLibrary::refuseBackwardFilter ||
+                           library_ == ConvolutionLibrary::refuseBackward))
+        return false;
     const HostAccess access(device_);
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->im2col(g, x, 0, g.batch, lowered_.data());
@@ -257,6 +268,8 @@ void CheckingBackend::addBiasRound(Format f, float* x, std::int64_t n, const flo
 {
     need(x, n, "addBiasRound x");
     need(bias, period, "addBiasRound bias");
+    device_.forbid(stats, "addBiasRound stats");
+    device_.forbid(hist, "addBiasRound hist");
     const HostAccess access(device_);
     cpu_->addBiasRound(f, x, n, bias, period, repeat, held(stats_, stats), held(hists_, hist));
 }

@@ -5,9 +5,9 @@
 // the CUDA backend does, so a caller that reads them early, or resets or frees a struct
 // with counts pending, is caught. The "device" blocks are mapped without access except
 // while an op or a copy runs, so host code that dereferences a device pointer crashes, as
-// it would on a GPU. Used by tst_placement (the layers' step) and tst_trainer_placement
-// (the real Trainer). A suite that uses it names plab_backend_cpu (or plab_engine) on its
-// links line.
+// it would on a GPU. Used by tst_placement (the layers' step), tst_trainer_placement (the
+// real Trainer) and tst_layers (Conv2d when the library refuses a backward pass). A suite
+// that uses it names plab_backend_cpu (or plab_engine) on its links line.
 #pragma once
 
 #include "backend/backend.h"
@@ -80,21 +80,34 @@ private:
     std::vector<std::string> violations_;
 };
 
+// Which convolution-library ops a CheckingBackend runs. Those it runs are computed by a
+// whole-batch lowering on the CPU backend, so the layer's library path runs too; one it
+// refuses checks its pointers and returns false, writing nothing. The refusing kinds are
+// a cuDNN plan whose backward algorithms all refuse the shape at run time, after its
+// forward pass ran: the layer must lower the rest of the step's backward pass itself.
+enum class ConvolutionLibrary {
+    none,                   // every call returns false: the layer lowers all three passes
+    all,                    // all three passes run
+    refuseBackwardFilter,   // forward and backward data run; backward filter returns false
+    refuseBackwardData,     // forward and backward filter run; backward data returns false
+    refuseBackward,         // forward runs; both backward passes return false
+};
+
 // The CPU backend behind a tracking "device": checks every pointer, then delegates.
 class CheckingBackend final : public ComputeBackend {
 public:
-    // library: offer the convolution-library ops, computed here by a whole-batch lowering
-    // on the CPU backend, so the layer's library path runs too. device: the memory to
-    // place tensors on, borrowed; null for the backend's own. Borrow one that outlives the
+    // library: the convolution-library ops offered (above). device: the memory to place
+    // tensors on, borrowed; null for the backend's own. Borrow one that outlives the
     // backend to look at it after the backend's owner (a Trainer) has destroyed it.
-    explicit CheckingBackend(bool library, TrackingAllocator* device = nullptr);
+    explicit CheckingBackend(ConvolutionLibrary library, TrackingAllocator* device = nullptr);
     // Reports, to the device, counts still owed (never flushed, so lost) and blocks still
     // allocated (tensors must be released before their backend).
     ~CheckingBackend() override;
 
     TrackingAllocator& device() { return device_; }
     int flushes() const { return flushes_; }
-    int libraryCalls() const { return libraryCalls_; }
+    int libraryCalls() const { return libraryCalls_; }         // library convolutions that ran
+    int libraryRefusals() const { return libraryRefusals_; }   // and those that returned false
     bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
 
     const BackendInfo& info() const override { return info_; }
@@ -163,9 +176,13 @@ private:
     template <typename Counts>
     void deliver(Pending<Counts>& pending, const char* what);
 
+    // Counts a library convolution as run or as refused; true when it runs.
+    bool acceptLibraryCall(bool refuse);
+
     std::unique_ptr<ComputeBackend> cpu_;
-    bool library_ = false;
+    ConvolutionLibrary library_ = ConvolutionLibrary::none;
     int libraryCalls_ = 0;
+    int libraryRefusals_ = 0;
     std::vector<float> lowered_;   // the "library's" own workspace (host memory, as cuDNN's is its own)
     std::unique_ptr<TrackingAllocator> ownDevice_;
     TrackingAllocator& device_;

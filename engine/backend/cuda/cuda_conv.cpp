@@ -55,10 +55,10 @@
 // failure is an error at once.
 // The first kept one runs; one that refuses the shape at run time is dropped for good and
 // the next one runs. A shape with no algorithm left for some pass is not run here at all
-// (the calls return false and the layer lowers it); when the forward pass's last
-// algorithm refuses at run time, forward returns false the same way, and the plan is
-// unusable from then on. A backward pass whose last algorithm refuses throws instead (see
-// State::run).
+// (the calls return false and the layer lowers it). When a pass's last algorithm refuses
+// at run time, that call returns false the same way (nothing written) and the plan is
+// unusable from then on: a refused forward pass is lowered by the layer with its backward
+// passes, a refused backward pass is lowered from the input the layer kept (see State::run).
 #include "backend/cuda/cuda_conv.h"
 
 #include "backend/cuda/cuda_resources.h"
@@ -93,9 +93,6 @@ void checkConvGeometry(const ConvGeometry& g, std::int64_t outChannels)
 constexpr std::size_t kWorkspaceLimit = std::size_t{256} << 20;
 
 enum class Pass { forward, backwardData, backwardFilter };
-
-// What State::run does when the last algorithm of a pass refuses the shape at run time.
-enum class LastRefusal { returnFalse, throwError };
 
 // cuDNN keeps a message for the last failure of the thread; one we handle (an algorithm that
 // is not supported) must not reappear in the message of a later, unrelated failure.
@@ -385,17 +382,14 @@ struct CudnnConvolutions::State {
     // Runs `launch(algo, workspace, bytes)` with the first candidate of a pass; true once one
     // has run. One that cuDNN refuses for the shape (refusesShape: a refusal, decided before
     // cuDNN launches anything) is dropped for good and the next one runs; any other failure
-    // throws. When the last one refuses, the pass has no candidate left and the plan is
-    // unusable: every later call for the shape returns false and the layer lowers it. This
-    // call itself then does what `last` says:
-    //   - returnFalse, for the forward pass: Conv2d decides from forward's answer whether the
-    //     library runs the layer, and on false lowers all three passes;
-    //   - throwError, for the backward passes: the layer ran its forward pass here and so
-    //     committed to this path for the step; it has no im2col columns to fall back on, and
-    //     would turn false into a vaguer error of its own. The error names the call and the
-    //     status; the next step lowers the shape.
+    // throws. false when the last one refuses: nothing was written, the pass has no
+    // candidate left and the plan is unusable, so every later call for the shape returns
+    // false too. Conv2d lowers what the library refused: after a refused forward pass, all
+    // three passes; after a refused backward pass (its forward ran here this step), the rest
+    // of that step's backward, from the input it kept; and from the next step on the whole
+    // shape, since forward now returns false. `call` names the pass in errors.
     template <typename Launch>
-    bool run(Plan& plan, std::vector<Candidate>& candidates, LastRefusal last, const char* call, Launch launch)
+    bool run(Plan& plan, std::vector<Candidate>& candidates, const char* call, Launch launch)
     {
         while (!candidates.empty()) {
             const Candidate c = candidates.front();
@@ -405,7 +399,6 @@ struct CudnnConvolutions::State {
             if (status == CUDNN_STATUS_SUCCESS) return true;
             if (!refusesShape(status)) throwCudnnError(status, call);
             candidates.erase(candidates.begin());
-            if (candidates.empty() && last == LastRefusal::throwError) throwCudnnError(status, call);
             discardCudnnMessage();
         }
         return false;
@@ -456,7 +449,7 @@ bool CudnnConvolutions::forward(const ConvGeometry& g, std::int64_t outChannels,
         yOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(ySize));
     }
     const float alpha = 1.0f, beta = 0.0f;   // beta 0: y is written, never read
-    const bool ran = s.run(*plan, plan->forward, LastRefusal::returnFalse, "cudnnConvolutionForward",
+    const bool ran = s.run(*plan, plan->forward, "cudnnConvolutionForward",
                            [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionForward(s.handle.get(), &alpha, plan->x.get(), xIn, plan->w.get(), wIn, plan->conv.get(),
                                        static_cast<cudnnConvolutionFwdAlgo_t>(algo), space, bytes, &beta,
@@ -488,13 +481,13 @@ bool CudnnConvolutions::backwardData(const ConvGeometry& g, std::int64_t outChan
         dxOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(xSize));
     }
     const float alpha = 1.0f, beta = 0.0f;
-    // Runs or throws: never false once the forward pass has run here (see State::run).
-    s.run(*plan, plan->backwardData, LastRefusal::throwError, "cudnnConvolutionBackwardData",
-          [&](int algo, void* space, std::size_t bytes) {
+    const bool ran = s.run(*plan, plan->backwardData, "cudnnConvolutionBackwardData",
+                           [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionBackwardData(s.handle.get(), &alpha, plan->w.get(), wIn, plan->y.get(), dyIn,
                                             plan->conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), space,
                                             bytes, &beta, plan->x.get(), dxOut);
     });
+    if (!ran) return false;   // dx untouched; the layer lowers it from the input it kept
     if (f16 >= 0) s.widen(f16, static_cast<const std::uint16_t*>(dxOut), xSize, dx);
     return true;
 }
@@ -524,12 +517,13 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
         dwOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(wSize));
     }
     const float alpha = 1.0f, beta = 0.0f;
-    s.run(*plan, plan->backwardFilter, LastRefusal::throwError, "cudnnConvolutionBackwardFilter",
-          [&](int algo, void* space, std::size_t bytes) {
+    const bool ran = s.run(*plan, plan->backwardFilter, "cudnnConvolutionBackwardFilter",
+                           [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionBackwardFilter(s.handle.get(), &alpha, plan->x.get(), xIn, plan->y.get(), dyIn,
                                               plan->conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
                                               space, bytes, &beta, plan->w.get(), dwOut);
     });
+    if (!ran) return false;   // dw untouched; the layer lowers it from the input it kept
     if (f16 >= 0) s.widen(f16, static_cast<const std::uint16_t*>(dwOut), wSize, dw);
     return true;
 }

@@ -34,15 +34,14 @@ public:
     // the sum over the batch of dy times the shifted x. Outputs are overwritten. Device
     // pointers holding values of precision.compute; the sums as choosePath says.
     // false: not done, nothing written (no cuDNN, a tensor beyond cuDNN's 32-bit sizes, no
-    // algorithm of the kind we accept for this shape and precision, or, from forward only,
-    // the last such algorithm refusing the shape when it runs). The three passes of one shape
-    // and precision share one plan: a shape whose forward pass ran here never gets false
-    // from its backward passes (a backward pass whose last algorithm refuses throws, and the
-    // shape's later forward passes return false), and once forward returns false so do all
-    // three, for good. Throws std::invalid_argument for a geometry that is not a same-size
-    // convolution, std::runtime_error for a precision the GPU cannot run (choosePath), a
-    // cuDNN installation that cannot run here (an environment status, cuda_status.h) or any
-    // other failed cuDNN or CUDA call. Nothing waits for the device.
+    // algorithm of the kind we accept for this shape and precision, or the pass's last such
+    // algorithm refusing the shape when it runs). The three passes of one shape and
+    // precision share one plan, so once any pass returns false all three do, for good; a
+    // backward pass may still return false after this step's forward pass ran here (Conv2d
+    // then lowers it from the input it kept). Throws std::invalid_argument for a geometry
+    // that is not a same-size convolution, std::runtime_error for a precision the GPU cannot
+    // run (choosePath), a cuDNN installation that cannot run here (an environment status,
+    // cuda_status.h) or any other failed cuDNN or CUDA call. Nothing waits for the device.
     bool forward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w, float* y,
                  GemmPrecision precision);
     bool backwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy, float* dx,
