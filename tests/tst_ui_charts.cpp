@@ -7,6 +7,7 @@
 // would break once a Qt header came before it.
 #include "run_data.h"
 
+#include "charts/chart_caption.h"
 #include "charts/charts_view.h"
 #include "charts/histogram_chart.h"
 #include "charts/loss_scale_chart.h"

@@ -167,11 +167,6 @@ void setLegendVisible(QChart* chart, QAbstractSeries* s, bool visible);
 // The legend shows `label` instead of the series' full name (which keeps the run's name for
 // tooltips and tests): legends stay short enough not to be elided.
 void setLegendLabel(QChart* chart, QAbstractSeries* s, const QString& label);
-// Puts a caption drawn on the chart (a summary such as the skipped-step counts) in the
-// corner of the plot area that the fewest visible lines and markers cross, bottom right
-// first, so it hides no data when a free corner exists. Returns how many segments and
-// markers the chosen corner still covers (0: none).
-int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
 // Sets [low, high'] on the axis only when `high` left the shown range or uses less than
 // `fill` of it; high' is a round number a little past the data. Moving ranges every
 // frame re-lays out every label and the plot area, which costs more than the lines.

@@ -1,6 +1,7 @@
 // The loss scale on a log2 axis with skipped steps (see loss_scale_chart.h).
 #include "charts/loss_scale_chart.h"
 
+#include "charts/chart_caption.h"
 #include "charts/series_reduction.h"
 
 #include <QLineSeries>

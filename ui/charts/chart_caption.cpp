@@ -1,0 +1,97 @@
+// Caption placement clear of the data (see chart_caption.h).
+#include "charts/chart_caption.h"
+
+#include <QXYSeries>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+namespace plab::ui {
+
+namespace {
+
+// Whether the segment a-b meets `r` (Liang-Barsky clipping: the parameter range of the
+// segment inside each pair of edges must not be empty).
+bool segmentMeetsRect(QPointF a, QPointF b, const QRectF& r)
+{
+    double t0 = 0, t1 = 1;
+    const double dx = b.x() - a.x(), dy = b.y() - a.y();
+    const double p[] = {-dx, dx, -dy, dy};
+    const double q[] = {a.x() - r.left(), r.right() - a.x(), a.y() - r.top(), r.bottom() - a.y()};
+    for (int i = 0; i < 4; ++i) {
+        if (p[i] == 0) {
+            if (q[i] < 0) return false;   // parallel to this edge and outside it
+            continue;
+        }
+        const double t = q[i] / p[i];
+        if (p[i] < 0) t0 = std::max(t0, t);
+        else t1 = std::min(t1, t);
+        if (t0 > t1) return false;
+    }
+    return true;
+}
+
+// Segments of the visible line series and markers of the visible scatter series inside `r`,
+// counted up to `enough`.
+int dataInside(QChart* chart, const QRectF& r, int enough = std::numeric_limits<int>::max())
+{
+    int hits = 0;
+    for (QAbstractSeries* s : chart->series()) {
+        auto* xy = qobject_cast<QXYSeries*>(s);
+        if (!xy || !xy->isVisible()) continue;
+        const bool markersOnly = s->type() == QAbstractSeries::SeriesTypeScatter;
+        const QList<QPointF> points = xy->points();
+        QPointF previous;
+        bool joined = false;   // whether `previous` starts a segment to the next point
+        for (const QPointF& value : points) {
+            const QPointF at = chart->mapToPosition(value, s);
+            if (!std::isfinite(at.x()) || !std::isfinite(at.y())) {   // a gap (NaN, or <= 0 on a log axis)
+                joined = false;
+                continue;
+            }
+            if (markersOnly || !joined) hits += r.contains(at) ? 1 : 0;
+            else hits += segmentMeetsRect(previous, at, r) ? 1 : 0;
+            if (hits >= enough) return hits;
+            previous = at;
+            joined = true;
+        }
+    }
+    return hits;
+}
+
+}  // namespace
+
+int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption)
+{
+    const QRectF area = chart->plotArea();
+    if (area.width() <= 0 || area.height() <= 0) return 0;
+    const QSizeF size = caption->boundingRect().size();
+    const qreal left = area.left() + 6, right = area.right() - size.width() - 6;
+    const qreal top = area.top() + 4, bottom = area.bottom() - size.height() - 4;
+    const QPointF corners[] = {{right, bottom}, {right, top}, {left, bottom}, {left, top}};
+    // A little air around the text: a line grazing its edge is as hard to read.
+    auto covered = [&](QPointF corner, int enough = std::numeric_limits<int>::max()) {
+        return dataInside(chart, QRectF(corner, size).adjusted(-3, -3, 3, 3), enough);
+    };
+    // Redrawn every frame while a run trains: a corner that is still free is kept after one
+    // check that stops at the first hit, so the caption does not jump and the frame stays cheap.
+    if (std::find(std::begin(corners), std::end(corners), caption->pos()) != std::end(corners) &&
+        covered(caption->pos(), 1) == 0)
+        return 0;
+    QPointF best = corners[0];
+    int fewest = std::numeric_limits<int>::max();
+    for (const QPointF& corner : corners) {
+        const int hits = covered(corner, fewest);   // stops once it cannot beat the best so far
+        if (hits < fewest) {
+            fewest = hits;
+            best = corner;
+        }
+        if (hits == 0) break;
+    }
+    caption->setPos(best);
+    return fewest;
+}
+
+}  // namespace plab::ui

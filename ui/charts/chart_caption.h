@@ -1,0 +1,16 @@
+// Where a caption drawn on a chart goes: the corner of the plot area that hides the least
+// data (see placeCaptionClearOfData).
+#pragma once
+
+#include <QChart>
+#include <QGraphicsItem>
+
+namespace plab::ui {
+
+// Puts a caption drawn on the chart (a summary such as the skipped-step counts) in the
+// corner of the plot area that the fewest visible lines and markers cross, bottom right
+// first, so it hides no data when a free corner exists. Returns how many segments and
+// markers the chosen corner still covers (0: none).
+int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
+
+}  // namespace plab::ui
