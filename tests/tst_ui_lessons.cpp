@@ -56,11 +56,11 @@ private slots:
         const LessonLoad load = loadLesson(file);
         QVERIFY2(load.lesson, qPrintable(load.error));
         const Lesson& lesson = *load.lesson;
-        QVERIFY(!lesson.title.isEmpty() && !lesson.question.isEmpty() && !lesson.explanation.isEmpty());
-        QVERIFY(!lesson.runs.isEmpty());
+        QVERIFY(!lesson.title.empty() && !lesson.question.empty() && !lesson.explanation.empty());
+        QVERIFY(!lesson.runs.empty());
         std::int64_t images = 0;
         for (const LessonRun& run : lesson.runs) {
-            QVERIFY(!run.name.isEmpty());
+            QVERIFY(!run.name.empty());
             QVERIFY2(run.settings.maxSteps > 0, "a lesson run must bound its steps with max_steps");
             QVERIFY(validateSettings(run.settings).empty());
             // The settings survive the config round trip (what Copy Configuration gives).
@@ -69,7 +69,12 @@ private slots:
         }
         QVERIFY2(images <= kMaxImagesPerLesson, qPrintable(QStringLiteral("%1 images").arg(images)));
         QVERIFY(lesson.plannedSteps() > 0);
-        for (const QString& chart : lesson.charts) QVERIFY2(ChartsView::groupNames().contains(chart), qPrintable(chart));
+        for (const QString& chart : lessonCharts(lesson)) QVERIFY2(ChartsView::groupNames().contains(chart), qPrintable(chart));
+        // Issue 10: every sentence of the explanation is backed by an expectation or named as background.
+        QVERIFY2(lesson.format == 2, "shipped lessons use format 2 (views and expectations)");
+        QVERIFY(!lesson.expectations.empty());
+        const auto unbacked = unbackedSentences(lesson);
+        QVERIFY2(unbacked.empty(), unbacked.empty() ? "" : unbacked.front().c_str());
     }
 
     void malformedLessons_data()
@@ -78,7 +83,7 @@ private slots:
         QTest::addColumn<QString>("mentions");
         const QByteArray base = R"({"format": 1, "title": "t", "question": "q", "explanation": "e", )";
         QTest::addRow("not json") << QByteArray("{\"format\": 1,") << "not valid JSON";
-        QTest::addRow("wrong format") << QByteArray(R"({"format": 2})") << "\"format\" must be 1";
+        QTest::addRow("wrong format") << QByteArray(R"({"format": 3})") << "\"format\" must be 1 or 2";
         QTest::addRow("no runs") << base + R"("runs": [], "charts": ["loss"]})" << "\"runs\"";
         QTest::addRow("bad setting") << base + R"("runs": [{"name": "a", "settings": {"recipe": "fp64"}}], "charts": ["loss"]})"
                                      << "recipe";
@@ -106,10 +111,15 @@ private slots:
         const QString lessonFile = QString::fromStdString((dir_.path() / "tiny.json").string());
         QFile f(lessonFile);
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(R"({"format": 1, "title": "Tiny lesson", "question": "Does it run?", "explanation": "It does.",
-                   "runs": [{"name": "fp32 tiny", "settings": {"recipe": "fp32", "widths": [4, 8], "batch": 16, "max_steps": 6, "threads": 1, "histogram_every": 2}},
-                            {"name": "fp16 tiny", "settings": {"recipe": "amp-fp16", "widths": [4, 8], "batch": 16, "max_steps": 6, "threads": 1, "histogram_every": 2}}],
-                   "charts": ["loss", "histogram"]})");
+        f.write(R"({"format": 2, "title": "Tiny lesson", "question": "Does it run?",
+                   "predict": {"prompt": "How many steps?", "choices": ["few", "many"], "answer": "{b.steps|int}"},
+                   "runs": [{"id": "a", "name": "fp32 tiny", "settings": {"recipe": "fp32", "widths": [4, 8], "batch": 16, "max_steps": 6, "threads": 1, "histogram_every": 2}},
+                            {"id": "b", "name": "fp16 tiny", "settings": {"recipe": "amp-fp16", "widths": [4, 8], "batch": 16, "max_steps": 6, "threads": 1, "histogram_every": 2}}],
+                   "charts": ["loss", "histogram"],
+                   "view": {"watch": "a", "histogram": {"layer": "loss", "kind": "activation_grad", "step": 4}},
+                   "expect": [{"run": "b", "metric": "steps", "op": "==", "value": 6, "backs": "Both ran {b.steps|int} steps."},
+                              {"run": "a", "metric": "test_accuracy", "op": ">", "value": 2, "backs": "It beat the impossible."}],
+                   "explanation": "Both ran {b.steps|int} steps. It beat the impossible."})");
         f.close();
         MainWindowOptions o;
         o.dataDir = QString::fromStdString(dir_.path().string());
@@ -124,8 +134,15 @@ private slots:
         QVERIFY(window.chartsView()->group(QStringLiteral("loss"))->isVisibleTo(&window));
         QVERIFY(!panel->revealButton()->isEnabled());
         QSignalSpy finished(panel->runner(), &LessonRunner::finished);
+        panel->setPredictionAnswer(QStringLiteral("many"));
         panel->runButton()->click();
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        // Issue 10: the claims are judged on the records just written; the one that cannot
+        // hold is shown plainly; the view opens on the watched run and its histogram step.
+        QCOMPARE(panel->results().size(), std::size_t{2});
+        QCOMPARE(panel->claimsHeld(), 1);
+        QVERIFY(!panel->stopButton()->isEnabled());
+        QCOMPARE(window.watchedRunId(), panel->runner()->runIds().at(0));
         QCOMPARE(finished.at(0).at(0).toBool(), false);
         QCOMPARE(panel->runner()->runIds().size(), 2);
         QCOMPARE(window.runListModel()->comparedRuns().size(), 2);   // overlaid for comparison
@@ -133,6 +150,11 @@ private slots:
         QVERIFY(!panel->explanationShown());
         panel->revealButton()->click();
         QVERIFY(panel->explanationShown());
+        const QString text = panel->explanationText();
+        QVERIFY2(text.contains(QStringLiteral("Both ran 6 steps.")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("You predicted: many. Measured: 6.")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("1 of 2 measured claims did not hold")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("did not hold: a.test_accuracy > 2")), qPrintable(text));
         QVERIFY(window.bannerText().isEmpty());
 
         const QString bad = QString::fromStdString((dir_.path() / "bad.json").string());

@@ -103,6 +103,8 @@ private:
     void buildClassroomDocks();
     void buildLessonsMenu(QMenu* menu);
     void showLessonCharts();
+    // After a lesson's runs: watch, overlay and select in the charts what its "view" says.
+    void applyLessonView();
     void showExportDialog();
     void restoreState();
     void saveState();

@@ -4,11 +4,14 @@
 #include "main_window.h"
 
 #include "charts/charts_view.h"
+#include "charts/histogram_chart.h"
+#include "charts/underflow_chart.h"
 #include "explorer/format_explorer.h"
 #include "export/run_export.h"
 #include "lessons/lesson_panel.h"
 #include "lessons/presentation_mode.h"
 #include "run_list_model.h"
+#include "run_store.h"
 #include "settings_panel.h"
 #include "training_controller.h"
 
@@ -85,6 +88,12 @@ void MainWindow::buildClassroomDocks()
         lessonDock->show();
         showLessonCharts();
     });
+    connect(lessonPanel_, &LessonPanel::lessonFinished, this, [this] {
+        applyLessonView();
+        statusBar()->showMessage(tr("Lesson finished: %1 of %2 claims held; press Reveal for the explanation")
+                                     .arg(lessonPanel_->claimsHeld())
+                                     .arg(lessonPanel_->results().size()));
+    });
     presentation_ = new PresentationMode(this, charts_);
 }
 
@@ -93,7 +102,7 @@ void MainWindow::buildLessonsMenu(QMenu* menu)
     menu->setObjectName(QStringLiteral("lessonsMenu"));
     for (const QString& file : bundledLessonFiles()) {
         const LessonLoad load = loadLesson(file);
-        QAction* a = menu->addAction(load.lesson ? load.lesson->title : QFileInfo(file).fileName());
+        QAction* a = menu->addAction(load.lesson ? QString::fromStdString(load.lesson->title) : QFileInfo(file).fileName());
         connect(a, &QAction::triggered, this, [this, file] { openLesson(file); });
     }
     if (menu->isEmpty()) menu->addAction(tr("(no lessons installed)"))->setEnabled(false);
@@ -107,13 +116,46 @@ QString MainWindow::openLesson(const QString& file)
         return load.error;
     }
     lessonPanel_->setLesson(*load.lesson);
-    statusBar()->showMessage(tr("Lesson: %1").arg(load.lesson->title), 8000);
+    statusBar()->showMessage(tr("Lesson: %1").arg(QString::fromStdString(load.lesson->title)), 8000);
     return {};
+}
+
+void MainWindow::applyLessonView()
+{
+    if (!lessonPanel_->lesson()) return;
+    const Lesson& lesson = *lessonPanel_->lesson();
+    const QStringList ids = lessonPanel_->runner()->runIds();
+    if (ids.size() != static_cast<qsizetype>(lesson.runs.size())) return;
+    const QString watched = ids[lesson.watchedRun()];
+    for (std::size_t i = 0; i < lesson.runs.size(); ++i) {
+        const bool overlaid = lesson.view.overlayAll ||
+                              std::find(lesson.view.overlay.begin(), lesson.view.overlay.end(), lesson.runs[i].id) !=
+                                  lesson.view.overlay.end();
+        model_->setCompared(ids[static_cast<qsizetype>(i)], overlaid || ids[static_cast<qsizetype>(i)] == watched);
+    }
+    watchRun(watched);
+    if (const auto& h = lesson.view.histogram) {
+        auto* chart = qobject_cast<HistogramChart*>(charts_->group(QStringLiteral("histogram")));
+        const RunPtr run = store_->run(watched);
+        if (chart && run) {
+            charts_->redrawNow();   // fills the layer list from the watched run
+            chart->setSelection(QString::fromStdString(h->layer), *parseTensorKind(h->kind));
+            const auto& telemetry = run->telemetry();
+            int index = static_cast<int>(telemetry.size()) - 1;
+            for (std::size_t t = 0; t < telemetry.size(); ++t)
+                if (h->step > 0 && telemetry[t].step == h->step) index = static_cast<int>(t);
+            if (index >= 0) chart->setHistogramIndex(index);
+        }
+    }
+    if (!lesson.view.underflowKind.empty())
+        if (auto* chart = qobject_cast<UnderflowChart*>(charts_->group(QStringLiteral("underflow"))))
+            chart->setKind(*parseTensorKind(lesson.view.underflowKind));
+    charts_->redrawNow();
 }
 
 void MainWindow::showLessonCharts()
 {
-    const QStringList charts = lessonPanel_->lesson() ? lessonPanel_->lesson()->charts : QStringList();
+    const QStringList charts = lessonPanel_->lesson() ? lessonCharts(*lessonPanel_->lesson()) : QStringList();
     for (const QString& name : ChartsView::groupNames())
         charts_->group(name)->setVisible(charts.isEmpty() || charts.contains(name));
 }
@@ -124,7 +166,7 @@ void MainWindow::setPresentationMode(bool on)
     if (on) {
         QList<QDockWidget*> keep;
         if (lessonPanel_->lesson()) keep << findChild<QDockWidget*>(QStringLiteral("lessonDock"));
-        presentation_->enter(lessonPanel_->lesson() ? lessonPanel_->lesson()->charts : QStringList(), keep);
+        presentation_->enter(lessonPanel_->lesson() ? lessonCharts(*lessonPanel_->lesson()) : QStringList(), keep);
     } else {
         presentation_->leave();
     }
@@ -212,7 +254,7 @@ void MainWindow::showExportDialog()
     dialog.setWindowTitle(tr("Export %n run(s)", nullptr, int(request.recordFiles.size())));
     auto* form = new QFormLayout(&dialog);
     auto* folder = new QLineEdit(QDir::home().filePath(QStringLiteral("precision-lab-export")), &dialog);
-    auto* title = new QLineEdit(lessonPanel_->lesson() ? lessonPanel_->lesson()->title : QString(), &dialog);
+    auto* title = new QLineEdit(lessonPanel_->lesson() ? QString::fromStdString(lessonPanel_->lesson()->title) : QString(), &dialog);
     QCheckBox* boxes[4] = {new QCheckBox(tr("PDF report")), new QCheckBox(tr("HTML report")),
                            new QCheckBox(tr("CSV tables")), new QCheckBox(tr("JSON run records"))};
     form->addRow(tr("Folder:"), folder);

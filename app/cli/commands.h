@@ -20,6 +20,7 @@ enum ExitStatus : int {
     kExitFailure = 1,    // a failure of ours
     kExitBadInput = 2,   // bad usage, options, config or data
     kExitDiverged = 3,   // the run diverged: a valid experimental result, recorded
+    kExitClaimNotHeld = 4,   // `plab lesson`: an expectation did not hold, or a sentence is unbacked
     kExitInterrupted = 130,
 };
 
@@ -30,6 +31,7 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run);
 void addDataCommand(CLI::App& app, std::function<int()>& run);
 void addInfoCommand(CLI::App& app, std::function<int()>& run);
 void addSweepCommand(CLI::App& app, std::function<int()>& run);
+void addLessonCommand(CLI::App& app, std::function<int()>& run);
 #if PLAB_WITH_REPORTS
 void addReportCommand(CLI::App& app, std::function<int()>& run);   // needs Qt Gui + Svg
 #endif

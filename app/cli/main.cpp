@@ -19,6 +19,7 @@ int main(int argc, char** argv)
     addDataCommand(app, run);
     addInfoCommand(app, run);
     addSweepCommand(app, run);
+    addLessonCommand(app, run);
 #if PLAB_WITH_REPORTS
     addReportCommand(app, run);
 #endif

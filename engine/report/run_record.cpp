@@ -242,6 +242,16 @@ void RunRecorder::onEvent(const TrainerEvent& event)
             peak[std::string(memoryCategoryName(static_cast<MemoryCategory>(c)))] = e->memory.peak[static_cast<std::size_t>(c)];
         peak["total"] = e->memory.totalPeak;
         record_["memory"]["peak"] = peak;
+        // The same per phase: a training step's peak apart from an evaluation's.
+        for (const auto& [phase, key] : {std::pair{MemoryPhase::training, "training_peak"},
+                                         std::pair{MemoryPhase::evaluation, "evaluation_peak"}}) {
+            const MemoryPeaks& p = e->memory.phasePeak[static_cast<std::size_t>(phase)];
+            json j;
+            for (int c = 0; c < kMemoryCategories; ++c)
+                j[std::string(memoryCategoryName(static_cast<MemoryCategory>(c)))] = p.bytes[static_cast<std::size_t>(c)];
+            j["total"] = p.total;
+            record_["memory"][key] = j;
+        }
     } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
         status_ = std::string(runStatusName(e->status));
         record_["events"].push_back({{"step", e->step}, {"type", "status"},

@@ -21,11 +21,23 @@ enum class MemoryCategory : std::uint8_t {
 inline constexpr int kMemoryCategories = 6;
 std::string_view memoryCategoryName(MemoryCategory c);
 
+// What the engine is doing while memory is held: a training step, or an evaluation of
+// the test set (larger batches, no gradients). Peaks are kept per phase as well as over
+// the run, so a chart or lesson can tell the training step's peak from the evaluation's.
+enum class MemoryPhase : std::uint8_t { training, evaluation };
+inline constexpr int kMemoryPhases = 2;
+
+struct MemoryPeaks {
+    std::array<std::int64_t, kMemoryCategories> bytes{};
+    std::int64_t total = 0;        // peak of the sum, not the sum of peaks
+};
+
 struct MemorySnapshot {
     std::array<std::int64_t, kMemoryCategories> live{};
     std::array<std::int64_t, kMemoryCategories> peak{};
     std::int64_t totalLive = 0;
     std::int64_t totalPeak = 0;    // peak of the sum, not the sum of peaks
+    std::array<MemoryPeaks, kMemoryPhases> phasePeak{};   // indexed by MemoryPhase
 };
 
 class MemoryAccountant {
@@ -34,10 +46,15 @@ public:
     void remove(MemoryCategory c, std::int64_t bytes);
     MemorySnapshot snapshot() const;
     void resetPeaks();
+    // From now on, bytes held count towards `phase`'s peaks (what is live now included).
+    void setPhase(MemoryPhase phase);
 
 private:
+    void updatePhasePeak();
+
     mutable std::mutex mutex_;
     MemorySnapshot state_;
+    MemoryPhase phase_ = MemoryPhase::training;
 };
 
 }  // namespace plab

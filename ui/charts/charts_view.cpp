@@ -3,6 +3,7 @@
 #include "charts/charts_view.h"
 
 #include "charts/histogram_chart.h"
+#include "lesson/lesson.h"
 #include "charts/loss_chart.h"
 #include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
@@ -70,8 +71,9 @@ ChartsView::~ChartsView() = default;
 
 QStringList ChartsView::groupNames()
 {
-    return {QStringLiteral("loss"),      QStringLiteral("scale"),  QStringLiteral("histogram"),
-            QStringLiteral("underflow"), QStringLiteral("memory"), QStringLiteral("throughput")};
+    QStringList names;   // the engine's list: lessons name the same groups
+    for (const auto& n : lessonChartNames()) names << QString::fromStdString(n);
+    return names;
 }
 
 void ChartsView::setRuns(RunPtr current, const QList<RunPtr>& compare)

@@ -1,39 +1,20 @@
-// A lesson for the classroom: a JSON file (resources/lessons/*.json, schema in
-// docs/LESSONS.md) with a title, a question, one or more runs (a name and flat settings,
-// the same keys as `plab train --config`), the chart groups to show and an explanation
-// revealed after the runs. Loading validates everything up front and reports the first
-// problem as one sentence naming the file.
+// Lessons in the app: the engine's lesson (engine/lesson, schema in docs/LESSONS.md) read
+// through Qt's files, so the bundled lessons compiled into the executable (":/lessons/")
+// load like files on disk. Loading validates everything up front and reports the first
+// problem as one sentence naming the file and the key.
 #pragma once
 
-#include "train/settings.h"
+#include "lesson/lesson.h"
 
 #include <QString>
 #include <QStringList>
-#include <QVector>
 
-#include <cstdint>
 #include <optional>
 
 namespace plab::ui {
 
-struct LessonRun {
-    QString name;
-    TrainSettings settings;
-};
-
-struct Lesson {
-    QString title;
-    QString question;
-    QVector<LessonRun> runs;
-    QStringList charts;      // ChartsView group names
-    QString explanation;
-    QString origin;          // the file it came from
-
-    // Optimizer steps of all runs together (epochs of `trainingImages` capped by max_steps,
-    // as the trainer plans them; max_steps alone when the set's size is not given), for the
-    // time estimate.
-    std::int64_t plannedSteps(std::int64_t trainingImages = 0) const;
-};
+using plab::Lesson;
+using plab::LessonRun;
 
 struct LessonLoad {
     std::optional<Lesson> lesson;
@@ -48,5 +29,8 @@ LessonLoad loadLesson(const QString& file);
 // The bundled lessons: the files in the resource folder ":/lessons" when the executable
 // carries them, else in the installed share/precision-lab/lessons folder next to it.
 QStringList bundledLessonFiles();
+
+// The lesson's chart groups as the app names them.
+QStringList lessonCharts(const Lesson& lesson);
 
 }  // namespace plab::ui

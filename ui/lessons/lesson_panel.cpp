@@ -1,14 +1,29 @@
 // The lesson panel (see lesson_panel.h).
 #include "lessons/lesson_panel.h"
 
+#include "lesson/lesson_text.h"
+#include "report/run_record.h"
+
+#include <QComboBox>
 #include <QEvent>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QTextDocument>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace plab::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
 
 LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     : QWidget(parent), runner_(new LessonRunner(controller, this))
@@ -25,6 +40,22 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     question_ = new QLabel(this);
     question_->setObjectName(QStringLiteral("lessonQuestion"));
     question_->setWordWrap(true);
+
+    predictBox_ = new QGroupBox(tr("Predict first"), this);
+    predictBox_->setObjectName(QStringLiteral("lessonPredict"));
+    predictPrompt_ = new QLabel(predictBox_);
+    predictPrompt_->setWordWrap(true);
+    predictChoices_ = new QComboBox(predictBox_);
+    predictChoices_->setObjectName(QStringLiteral("lessonPredictChoices"));
+    predictNumber_ = new QLineEdit(predictBox_);
+    predictNumber_->setObjectName(QStringLiteral("lessonPredictNumber"));
+    predictNumber_->setPlaceholderText(tr("your estimate"));
+    auto* predictLayout = new QVBoxLayout(predictBox_);
+    predictLayout->addWidget(predictPrompt_);
+    predictLayout->addWidget(predictChoices_);
+    predictLayout->addWidget(predictNumber_);
+    predictBox_->hide();
+
     runs_ = new QListWidget(this);
     runs_->setObjectName(QStringLiteral("lessonRuns"));
     // Long run names wrap instead of scrolling sideways (the dock is narrow in presentation mode).
@@ -36,6 +67,7 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     run_ = new QPushButton(tr("Run lesson"), this);
     run_->setObjectName(QStringLiteral("runLessonButton"));
     stop_ = new QPushButton(tr("Stop"), this);
+    stop_->setObjectName(QStringLiteral("stopLessonButton"));
     reveal_ = new QPushButton(tr("Reveal"), this);
     reveal_->setObjectName(QStringLiteral("revealButton"));
     reveal_->setToolTip(tr("Show the explanation (after the runs have finished)"));
@@ -46,9 +78,11 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     explanation_ = new QLabel(this);
     explanation_->setObjectName(QStringLiteral("lessonExplanation"));
     explanation_->setWordWrap(true);
+    explanation_->setTextFormat(Qt::RichText);
     explanation_->hide();
     layout->addWidget(title_);
     layout->addWidget(question_);
+    layout->addWidget(predictBox_);
     layout->addWidget(runs_);
     layout->addLayout(buttons);
     layout->addWidget(explanation_);
@@ -58,16 +92,23 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     connect(stop_, &QPushButton::clicked, runner_, &LessonRunner::stop);
     connect(reveal_, &QPushButton::clicked, this, &LessonPanel::reveal);
     connect(runner_, &LessonRunner::runStarted, this, [this](int index, const QString&) {
-        if (QListWidgetItem* item = runs_->item(index)) item->setText(tr("▶ %1 (training)").arg(lesson_->runs[index].name));
+        if (QListWidgetItem* item = runs_->item(index))
+            item->setText(tr("▶ %1 (training)").arg(q(lesson_->runs[static_cast<std::size_t>(index)].name)));
         refreshButtons();
     });
     connect(runner_, &LessonRunner::runFinished, this, [this](int index, const QString&, const RunResult& result) {
         if (QListWidgetItem* item = runs_->item(index))
-            item->setText(tr("✓ %1 (%2)").arg(lesson_->runs[index].name,
+            item->setText(tr("✓ %1 (%2)").arg(q(lesson_->runs[static_cast<std::size_t>(index)].name),
                                                QString::fromLatin1(runStatusName(result.status).data())));
     });
     connect(runner_, &LessonRunner::finished, this, [this](bool stopped) {
         finishedOnce_ = finishedOnce_ || !stopped;
+        predictChoices_->setEnabled(true);
+        predictNumber_->setEnabled(true);
+        if (!stopped) {
+            judge();
+            emit lessonFinished();
+        }
         refreshButtons();
     });
     refreshButtons();
@@ -76,32 +117,149 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
 void LessonPanel::setLesson(const Lesson& lesson)
 {
     runner_->stop();
+    results_.clear();
+    records_.clear();
     lesson_ = lesson;
     finishedOnce_ = false;
-    title_->setText(lesson.title);
-    question_->setText(tr("<b>Question:</b> %1").arg(lesson.question));
+    prediction_.clear();
+    title_->setText(q(lesson.title));
+    question_->setText(tr("<b>Question:</b> %1").arg(q(lesson.question).toHtmlEscaped()));
+    predictBox_->setVisible(lesson.predict.has_value());
+    if (lesson.predict) {
+        predictPrompt_->setText(q(lesson.predict->prompt));
+        predictChoices_->clear();
+        predictChoices_->addItem(tr("(choose before running)"));
+        for (const auto& c : lesson.predict->choices) predictChoices_->addItem(q(c));
+        predictChoices_->setVisible(!lesson.predict->choices.empty());
+        predictNumber_->clear();
+        predictNumber_->setVisible(lesson.predict->choices.empty());
+        predictNumber_->setPlaceholderText(lesson.predict->unit.empty() ? tr("your estimate")
+                                                                        : tr("your estimate, in %1").arg(q(lesson.predict->unit)));
+    }
     runs_->clear();
-    for (const LessonRun& r : lesson.runs) runs_->addItem(tr("○ %1").arg(r.name));
-    explanation_->setText(tr("<b>Why:</b> %1").arg(lesson.explanation));
+    for (const LessonRun& r : lesson.runs) runs_->addItem(tr("○ %1").arg(q(r.name)));
+    explanation_->clear();
     explanation_->hide();
     refreshButtons();
     emit lessonChanged();
+}
+
+void LessonPanel::setPredictionAnswer(const QString& text)
+{
+    if (predictChoices_->isVisible() || (lesson_ && lesson_->predict && !lesson_->predict->choices.empty())) {
+        const int i = predictChoices_->findText(text);
+        if (i > 0) predictChoices_->setCurrentIndex(i);
+    } else {
+        predictNumber_->setText(text);
+    }
 }
 
 void LessonPanel::runLesson()
 {
     if (!lesson_) return;
     finishedOnce_ = false;
+    results_.clear();
+    records_.clear();
     explanation_->hide();
-    for (int i = 0; i < runs_->count(); ++i) runs_->item(i)->setText(tr("○ %1").arg(lesson_->runs[i].name));
+    prediction_.clear();
+    if (lesson_->predict) {   // kept with this lesson's runs; the fields stay as given, locked while they train
+        if (!lesson_->predict->choices.empty())
+            prediction_ = predictChoices_->currentIndex() > 0 ? predictChoices_->currentText() : QString();
+        else
+            prediction_ = predictNumber_->text().trimmed();
+        predictChoices_->setEnabled(false);
+        predictNumber_->setEnabled(false);
+    }
+    for (int i = 0; i < runs_->count(); ++i)
+        runs_->item(i)->setText(tr("○ %1").arg(q(lesson_->runs[static_cast<std::size_t>(i)].name)));
     runner_->start(*lesson_, dataDir_);
     refreshButtons();
+}
+
+void LessonPanel::judge()
+{
+    records_.assign(lesson_->runs.size(), nlohmann::json());
+    const QStringList paths = runner_->recordPaths();
+    for (int i = 0; i < paths.size() && static_cast<std::size_t>(i) < records_.size(); ++i) {
+        if (paths[i].isEmpty()) continue;
+        try {
+            records_[static_cast<std::size_t>(i)] = loadRunRecord(paths[i].toStdString());
+        } catch (const std::exception&) {
+            // Left null: its claims show as not measured, with the reason.
+        }
+    }
+    LessonRecords refs;
+    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    results_ = checkExpectations(*lesson_, refs);
+    showExplanation();
+}
+
+void LessonPanel::showExplanation()
+{
+    if (!lesson_) return;
+    LessonRecords refs;
+    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    const QString held = QStringLiteral("#1a7f37"), failed = QStringLiteral("#cf222e"), muted = QStringLiteral("#6e7781");
+    QString html;
+    if (lesson_->predict) {
+        const QString measured = q(fillPlaceholders(lesson_->predict->answer, *lesson_, refs)).toHtmlEscaped();
+        html += tr("<p><b>You predicted:</b> %1. <b>Measured:</b> %2.</p>")
+                    .arg(prediction_.isEmpty() ? tr("(nothing)") : prediction_.toHtmlEscaped(), measured);
+    }
+    const int total = static_cast<int>(results_.size());
+    const int ok = claimsHeld();
+    if (total > 0) {
+        html += ok == total ? tr("<p><span style='color:%1'>✓ All %2 measured claims held on this machine.</span></p>").arg(held).arg(total)
+                            : tr("<p><span style='color:%1'><b>✗ %2 of %3 measured claims did not hold on this machine</b> "
+                                 "(marked below).</span></p>").arg(failed).arg(total - ok).arg(total);
+    }
+    html += tr("<b>Why:</b> ");
+    for (const std::string& sentence : explanationSentences(lesson_->explanation)) {
+        html += q(fillPlaceholders(sentence, *lesson_, refs)).toHtmlEscaped();
+        const std::string key = sentenceKey(sentence);
+        QStringList notHeld;
+        bool measured = false;
+        for (const ExpectationResult& r : results_) {
+            if (sentenceKey(r.expectation->backs) != key) continue;
+            measured = true;
+            if (r.state == ExpectationState::held) continue;
+            notHeld << (r.state == ExpectationState::notMeasured
+                            ? tr("not measured: %1").arg(q(r.why))
+                            : tr("%1, measured %2").arg(q(describeExpectation(*r.expectation)), q(r.measured)));
+        }
+        if (!notHeld.isEmpty())
+            html += QStringLiteral(" <span style='color:%1'><b>[✗ did not hold: %2]</b></span>").arg(failed, notHeld.join(QStringLiteral("; ")).toHtmlEscaped());
+        else if (measured)
+            html += QStringLiteral(" <span style='color:%1' title='%2'>[✓ measured]</span>").arg(held, tr("checked against this lesson's runs"));
+        else
+            for (const auto& b : lesson_->background)
+                if (sentenceKey(b.sentence) == key) {
+                    html += QStringLiteral(" <span style='color:%1'>[%2]</span>").arg(muted, tr("background: %1").arg(q(b.source)).toHtmlEscaped());
+                    break;
+                }
+        html += QLatin1Char(' ');
+    }
+    explanation_->setText(html);
+}
+
+int LessonPanel::claimsHeld() const
+{
+    return static_cast<int>(std::count_if(results_.begin(), results_.end(),
+                                          [](const ExpectationResult& r) { return r.state == ExpectationState::held; }));
 }
 
 void LessonPanel::reveal()
 {
     if (!lesson_ || !finishedOnce_) return;
+    if (explanation_->text().isEmpty()) showExplanation();
     explanation_->show();
+}
+
+QString LessonPanel::explanationText() const
+{
+    QTextDocument doc;
+    doc.setHtml(explanation_->text());
+    return doc.toPlainText();
 }
 
 void LessonPanel::changeEvent(QEvent* event)

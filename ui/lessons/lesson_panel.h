@@ -1,17 +1,28 @@
-// The lesson panel: the open lesson's title and question, its runs with their state, a
-// "Run lesson" button that runs them one after another (LessonRunner), and the
-// explanation, hidden until the runs have finished and the teacher presses "Reveal".
+// The lesson panel: the open lesson's title and question, an optional prediction asked
+// before the runs ("predict first"), its runs with their state, a "Run lesson" button that
+// runs them one after another (LessonRunner), and the explanation, hidden until the runs
+// have finished and the teacher presses "Reveal". The explanation's numbers are filled
+// from the runs just made, and each sentence says whether its claim held on this machine
+// (judged by the engine's checkExpectations against the run records) or where its
+// background comes from; a claim that did not hold is shown plainly.
 #pragma once
 
+#include "lesson/lesson_check.h"
 #include "lessons/lesson.h"
 #include "lessons/lesson_runner.h"
 
 #include <QWidget>
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
+#include <vector>
 
 QT_BEGIN_NAMESPACE
+class QComboBox;
+class QGroupBox;
 class QLabel;
+class QLineEdit;
 class QListWidget;
 class QPushButton;
 QT_END_NAMESPACE
@@ -33,11 +44,23 @@ public:
     void reveal();
     LessonRunner* runner() const { return runner_; }
     QPushButton* runButton() const { return run_; }
+    QPushButton* stopButton() const { return stop_; }
     QPushButton* revealButton() const { return reveal_; }
     bool explanationShown() const;
+    // The explanation as shown after Reveal (placeholders filled, claims marked), as text.
+    QString explanationText() const;
+    // The judged expectations of the last finished lesson (empty before).
+    const std::vector<ExpectationResult>& results() const { return results_; }
+    int claimsHeld() const;
+    // The prediction given before the runs ("" when none was asked or given).
+    QString prediction() const { return prediction_; }
+    void setPredictionAnswer(const QString& text);   // as a student would enter or choose it
 
 signals:
     void lessonChanged();
+    // Every run finished (not stopped) and the claims were judged: the window opens the
+    // lesson's view.
+    void lessonFinished();
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -45,18 +68,27 @@ protected:
 private:
     void refreshButtons();
     void fitRunsHeight();
+    void judge();                 // loads the runs' records and checks the expectations
+    void showExplanation();       // fills the explanation label from results_
 
     std::optional<Lesson> lesson_;
     QString dataDir_;
     LessonRunner* runner_;
     QLabel* title_;
     QLabel* question_;
+    QGroupBox* predictBox_;
+    QLabel* predictPrompt_;
+    QComboBox* predictChoices_;
+    QLineEdit* predictNumber_;
     QListWidget* runs_;
     QPushButton* run_;
     QPushButton* stop_;
     QPushButton* reveal_;
     QLabel* explanation_;
     bool finishedOnce_ = false;
+    QString prediction_;
+    std::vector<nlohmann::json> records_;      // of the finished runs, in lesson order
+    std::vector<ExpectationResult> results_;
 };
 
 }  // namespace plab::ui

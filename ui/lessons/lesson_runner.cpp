@@ -8,6 +8,11 @@ namespace plab::ui {
 LessonRunner::LessonRunner(TrainingController* controller, QObject* parent) : QObject(parent), controller_(controller)
 {
     connect(controller_, &TrainingController::runFinished, this, &LessonRunner::onControllerRunFinished);
+    connect(controller_, &TrainingController::runStarted, this,
+            [this](const QString& runId, const TrainSettings&, const QString&, const QString& recordPath) {
+                const auto index = runIds_.indexOf(runId);
+                if (index >= 0 && index < recordPaths_.size()) recordPaths_[index] = recordPath;
+            });
 }
 
 void LessonRunner::start(const Lesson& lesson, const QString& dataDir)
@@ -16,6 +21,7 @@ void LessonRunner::start(const Lesson& lesson, const QString& dataDir)
     lesson_ = lesson;
     dataDir_ = dataDir;
     runIds_.clear();
+    recordPaths_.clear();
     next_ = 0;
     startNext();
 }
@@ -31,12 +37,14 @@ void LessonRunner::stop()
 void LessonRunner::startNext()
 {
     const int index = next_;
-    const LessonRun& run = lesson_.runs[index];
+    const LessonRun& run = lesson_.runs[static_cast<std::size_t>(index)];
     TrainSettings settings = run.settings;
     if (settings.dataDir.empty() && !dataDir_.isEmpty()) settings.dataDir = dataDir_.toStdString();
     ++next_;
-    const QString id = controller_->start(settings, run.name);
-    runIds_ << id;
+    runIds_ << QString();
+    recordPaths_ << QString();
+    const QString id = controller_->start(settings, QString::fromStdString(run.name));
+    runIds_.back() = id;
     emit runStarted(index, id);
 }
 
@@ -45,7 +53,7 @@ void LessonRunner::onControllerRunFinished(const QString& runId, const RunResult
     const int index = int(runIds_.indexOf(runId));
     if (index < 0 || !isRunning() || index != runIds_.size() - 1) return;   // not the lesson's current run
     emit runFinished(index, runId, result);
-    if (next_ < lesson_.runs.size()) {
+    if (static_cast<std::size_t>(next_) < lesson_.runs.size()) {
         startNext();
         return;
     }

@@ -26,6 +26,8 @@ public:
     // Ids of the runs this lesson started so far, in order.
     QStringList runIds() const { return runIds_; }
     bool ownsRun(const QString& runId) const { return runIds_.contains(runId); }
+    // The record file of each run started so far (same order as runIds()).
+    QStringList recordPaths() const { return recordPaths_; }
 
 signals:
     void runStarted(int index, const QString& runId);
@@ -40,6 +42,7 @@ private:
     Lesson lesson_;
     QString dataDir_;
     QStringList runIds_;
+    QStringList recordPaths_;
     int next_ = -1;   // index of the next run to start; -1 when not running
 };
 

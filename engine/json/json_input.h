@@ -1,0 +1,34 @@
+// Reading JSON from outside (configs, lessons, run records): every document is parsed with
+// a size limit and a nesting-depth limit, so a hostile or broken file gives one sentence
+// instead of a stack overflow later (dump() and our own walks recurse per level), and
+// messages quote at most a short, escaped excerpt of the offending value.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace plab {
+
+struct JsonLimits {
+    std::size_t maxBytes = std::size_t{256} << 20;   // 256 MiB: far above any record we write
+    int maxDepth = 64;                                // our documents nest at most about 6 deep
+};
+
+// Parses `text`; throws InputError "<origin>: <problem>" for invalid JSON, a document over
+// the size limit or one nested deeper than the depth limit.
+nlohmann::json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits limits = {});
+
+// Reads and parses a file the same way; a missing or unreadable file, a folder, or a file
+// over the size limit is an InputError naming the path.
+nlohmann::json readJsonFile(const std::filesystem::path& file, const std::string& origin, JsonLimits limits = {});
+
+// A short form of a value for messages: at most `maxChars` characters of its JSON text,
+// control characters escaped, "…" where cut. Never serialises more than it shows of
+// strings and never recurses past a few levels.
+std::string jsonExcerpt(const nlohmann::json& value, std::size_t maxChars = 60);
+
+}  // namespace plab

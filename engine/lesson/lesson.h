@@ -1,0 +1,119 @@
+// A lesson for the classroom, as data (DESIGN.md section 8, schema in docs/LESSONS.md):
+// a question, the runs that answer it, the view each chart opens on, machine-checked
+// expectations that back each sentence of the explanation, placeholders in the text
+// filled from the runs just measured, and an optional prediction asked before the runs.
+// Loading checks everything before anything runs and throws one sentence naming the file
+// and the key. Qt-free: the CLI's `plab lesson` and the app read lessons through this.
+#pragma once
+
+#include "train/settings.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace plab {
+
+inline constexpr int kLessonFormat = 2;   // format 1 (no view, no expectations) still loads
+
+struct LessonRun {
+    std::string id;            // short name used by views, expectations and placeholders
+    std::string name;          // shown to people
+    TrainSettings settings;
+};
+
+// One side of an expectation or placeholder: a metric (lesson_metrics.h) of one run, or a
+// format fact (run empty).
+struct MetricRef {
+    std::string run;           // a LessonRun id; empty for format facts
+    std::string metric;        // "test_accuracy", "lost_updates:fc1", "format_max:fp16", ...
+    bool operator==(const MetricRef&) const = default;
+};
+
+enum class ExpectOp { less, lessEqual, greater, greaterEqual, equal, within, diverged, completed };
+std::string_view expectOpName(ExpectOp op);
+
+// A claim checked against the run records:
+//   left op value                   (no `than`)
+//   left op factor * than + offset  (with `than`); `within`: |left - than| <= value
+//   diverged / completed            (the run's final status)
+struct Expectation {
+    std::string id;
+    MetricRef left;
+    ExpectOp op = ExpectOp::greater;
+    std::optional<double> value;
+    std::optional<MetricRef> than;
+    double factor = 1.0;
+    double offset = 0.0;
+    std::string backs;         // the sentence of the explanation this backs (exact text)
+};
+
+// A sentence of the explanation that states how the method works rather than what was
+// measured; shown with its source so students can tell the two apart.
+struct BackgroundSentence {
+    std::string sentence;
+    std::string source;
+};
+
+struct HistogramView {
+    std::string layer;         // "loss", "conv1", ...
+    std::string kind;          // "activation", "activation_grad", "weight_grad"
+    std::int64_t step = 0;     // a telemetry step of the watched run; 0: the last
+};
+
+struct LessonView {
+    std::string watch;                  // run id the charts show; empty: the last run
+    std::vector<std::string> overlay;   // run ids overlaid; empty with overlayAll: every other run
+    bool overlayAll = true;
+    std::optional<HistogramView> histogram;
+    std::string underflowKind;          // the underflow/overflow panels' tensor kind; empty: default
+};
+
+struct Prediction {
+    std::string prompt;
+    std::vector<std::string> choices;   // empty: a number is asked
+    std::string unit;                   // for a number, e.g. "%"
+    std::string answer;                 // a placeholder ("{off.test_accuracy|pct}") shown on Reveal
+};
+
+struct Lesson {
+    int format = kLessonFormat;
+    std::string title;
+    std::string question;
+    std::vector<LessonRun> runs;
+    std::vector<std::string> charts;    // lessonChartNames()
+    LessonView view;
+    std::vector<Expectation> expectations;
+    std::vector<BackgroundSentence> background;
+    std::optional<Prediction> predict;
+    std::string explanation;            // may hold placeholders {run.metric|style}
+    std::string origin;                 // "lesson 01-underflow.json", for messages
+
+    const LessonRun* run(std::string_view id) const;
+    int runIndex(std::string_view id) const;   // -1 when absent
+    // Index of the watched run (view.watch, else the last).
+    int watchedRun() const;
+    // Optimizer steps of all runs together (epochs of `trainingImages` capped by max_steps,
+    // as the trainer plans them; max_steps alone when the set's size is not given).
+    std::int64_t plannedSteps(std::int64_t trainingImages = 0) const;
+};
+
+// The chart groups a lesson may show, in the app's order.
+const std::vector<std::string>& lessonChartNames();
+
+// Parses lesson JSON text; throws InputError "<origin>: <problem>." naming the key.
+Lesson parseLesson(std::string_view json, const std::string& origin);
+// Reads a file; the origin is "lesson <file name>".
+Lesson loadLessonFile(const std::filesystem::path& file);
+// The lesson's JSON form (format 2), the inverse of parseLesson: runs' settings are
+// written in full, so the file opens the same elsewhere.
+nlohmann::json lessonToJson(const Lesson& lesson);
+
+// A sentence as compared with `backs`: trimmed, without its closing punctuation.
+std::string sentenceKey(std::string_view sentence);
+// The explanation split into sentences (at ". ", "! ", "? " and the end), trimmed.
+std::vector<std::string> explanationSentences(std::string_view text);
+
+}  // namespace plab

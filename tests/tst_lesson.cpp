@@ -1,0 +1,300 @@
+// Tests of lessons as data (engine/lesson, issue 10): format 2 loads and round-trips,
+// format 1 still loads, a bad lesson is refused with one sentence naming the file and the
+// key, metrics read the documented record fields (checked against records written by hand
+// and against the formats' definitions), expectations are judged as documented (NaN never
+// holds, a run that has not finished is "not measured"), placeholders are filled, and
+// every sentence of an explanation must be backed. Also the size- and depth-limited JSON
+// reader every lesson goes through (issue 11).
+// links: plab_lesson plab_json
+
+#include "error.h"
+#include "json/json_input.h"
+#include "lesson/lesson.h"
+#include "lesson/lesson_check.h"
+#include "lesson/lesson_metrics.h"
+#include "lesson/lesson_text.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+
+using namespace plab;
+using nlohmann::json;
+
+namespace {
+
+// A small valid lesson: two small-cnn runs, telemetry every 25 steps, 100 steps each.
+json baseLesson()
+{
+    return json::parse(R"({
+      "format": 2, "title": "T", "question": "Q?",
+      "runs": [
+        {"id": "off", "name": "no scaling", "settings": {"recipe": "amp-fp16", "loss_scale": "off", "max_steps": 100, "histogram_every": 25}},
+        {"id": "dyn", "name": "dynamic", "settings": {"recipe": "amp-fp16", "max_steps": 100, "histogram_every": 25}}
+      ],
+      "charts": ["histogram", "loss"],
+      "view": {"watch": "off", "overlay": ["dyn"], "histogram": {"layer": "loss", "kind": "activation_grad", "step": 100},
+               "underflow": {"kind": "activation_grad"}},
+      "expect": [
+        {"run": "off", "metric": "activation_grad_underflow:loss", "op": ">", "than": "dyn", "factor": 10,
+         "backs": "Without scaling {off.activation_grad_underflow:loss|pct} were flushed."},
+        {"run": "off", "metric": "test_accuracy", "op": "within", "than": "dyn", "value": 0.01,
+         "backs": "Accuracy was {off.test_accuracy|pct2} and {dyn.test_accuracy|pct2}."}
+      ],
+      "background": [{"sentence": "Scaling multiplies the loss by S.", "source": "DESIGN.md"}],
+      "predict": {"prompt": "How many?", "choices": ["none", "some"], "answer": "{off.activation_grad_underflow:loss|pct}"},
+      "explanation": "Without scaling {off.activation_grad_underflow:loss|pct} were flushed. Scaling multiplies the loss by S. Accuracy was {off.test_accuracy|pct2} and {dyn.test_accuracy|pct2}."
+    })");
+}
+
+// A record written by hand with the fields of docs/RUN_RECORD.md.
+json record(double accuracy, double lossUnderflow, std::vector<json> losses, const char* status = "completed")
+{
+    json steps = json::array();
+    for (std::size_t i = 0; i < losses.size(); ++i)
+        steps.push_back({{"step", i + 1}, {"loss", losses[i]}, {"loss_scale", std::ldexp(1.0, 16 - static_cast<int>(i))}});
+    return {
+        {"format_version", 1},
+        {"steps", steps},
+        {"telemetry", json::array({
+            {{"step", 1}, {"layers", json::array({
+                {{"layer", "loss"}, {"kind", "activation_grad"}, {"stats", {{"count", 100}, {"zeros_in", 20}, {"underflow", 8}, {"nan", 0}, {"inf_in", 0}}}},
+                {{"layer", "fc1"}, {"kind", "weight_grad"}, {"stats", {{"count", 50}, {"zeros_in", 5}, {"underflow", 3}}},
+                 {"lost_updates", 10}, {"nonzero_updates", 40}, {"non_finite_updates", 2}},
+                {{"layer", "conv1"}, {"kind", "weight_grad"}, {"stats", {{"count", 10}, {"zeros_in", 1}, {"underflow", 0}}},
+                 {"lost_updates", 0}, {"nonzero_updates", 9}, {"non_finite_updates", 1}}})}}})},
+        {"memory", {{"peak", {{"activations", 300}, {"total", 1000}}},
+                    {"training_peak", {{"activations", 100}, {"total", 700}}},
+                    {"evaluation_peak", {{"activations", 300}, {"total", 1000}}}}},
+        {"summary", {{"status", status}, {"test_accuracy", accuracy}, {"steps", losses.size()}, {"skipped_steps", 1},
+                     {"activation_grad_underflow_fraction", {{"loss", lossUnderflow}}},
+                     {"weights_made_non_finite", {{"fc1", 2}, {"conv1", 1}}}}},
+    };
+}
+
+QString refusal(const json& lesson)
+{
+    try {
+        parseLesson(lesson.dump(), "lesson bad.json");
+    } catch (const InputError& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return {};
+}
+
+}  // namespace
+
+class TestLesson : public QObject {
+    Q_OBJECT
+private slots:
+    void formatTwoLoadsAndRoundTrips()
+    {
+        const Lesson a = parseLesson(baseLesson().dump(), "lesson t.json");
+        QCOMPARE(a.runs.size(), std::size_t{2});
+        QCOMPARE(a.runs[1].id, std::string("dyn"));
+        QCOMPARE(a.watchedRun(), 0);
+        QVERIFY(!a.view.overlayAll);
+        QCOMPARE(a.view.histogram->step, std::int64_t{100});
+        QCOMPARE(a.expectations.size(), std::size_t{2});
+        QCOMPARE(a.expectations[0].factor, 10.0);
+        QCOMPARE(a.expectations[0].than->metric, std::string("activation_grad_underflow:loss"));
+        QVERIFY(a.predict && a.predict->choices.size() == 2);
+        // File > Save Lesson writes lessonToJson: the same lesson loads back.
+        const Lesson b = parseLesson(lessonToJson(a).dump(), "lesson t.json");
+        QCOMPARE(b.runs[0].settings, a.runs[0].settings);
+        QCOMPARE(b.view.histogram->layer, a.view.histogram->layer);
+        QCOMPARE(b.view.overlay, a.view.overlay);
+        QCOMPARE(b.expectations.size(), a.expectations.size());
+        QCOMPARE(b.expectations[1].value, a.expectations[1].value);
+        QCOMPARE(b.explanation, a.explanation);
+        QCOMPARE(b.background.size(), std::size_t{1});
+    }
+
+    void formatOneStillLoads()
+    {
+        const Lesson l = parseLesson(R"({"format": 1, "title": "t", "question": "q", "explanation": "e.",
+            "runs": [{"name": "a", "settings": {"max_steps": 5}}, {"name": "b", "settings": {"max_steps": 5}}],
+            "charts": ["loss"]})", "lesson old.json");
+        QCOMPARE(l.format, 1);
+        QCOMPARE(l.runs[1].id, std::string("run2"));
+        QCOMPARE(l.watchedRun(), 1);   // the last run, as before
+        QVERIFY(l.view.overlayAll);
+    }
+
+    void badLessonsAreRefused_data()
+    {
+        QTest::addColumn<QString>("path");   // JSON pointer to change
+        QTest::addColumn<QString>("value");  // new value as JSON ("DELETE" removes it)
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("unknown metric") << "/expect/0/metric" << R"("underfloww:loss")" << "unknown metric \"underfloww:loss\"";
+        QTest::addRow("metric argument count") << "/expect/0/metric" << R"("lost_updates")" << "takes LAYER";
+        QTest::addRow("run id out of range") << "/expect/0/run" << R"("zzz")" << "no run has the id \"zzz\"";
+        QTest::addRow("than names no run") << "/expect/0/than" << R"("run9")" << "no run has the id \"run9\"";
+        QTest::addRow("unknown op") << "/expect/0/op" << R"("≈")" << "\"op\" must be one of";
+        QTest::addRow("value and than") << "/expect/0/value" << "3" << "not both";
+        QTest::addRow("unclosed placeholder") << "/explanation" << R"("Flushed {off.test_accuracy|pct.")" << "without its \"}\"";
+        QTest::addRow("unknown style") << "/explanation" << R"("A {off.test_accuracy|percent}.")" << "unknown style \"percent\"";
+        QTest::addRow("placeholder metric") << "/explanation" << R"("A {off.test_acc}.")" << "unknown metric \"test_acc\"";
+        QTest::addRow("placeholder run") << "/explanation" << R"("A {nope.test_accuracy}.")" << "no run has the id \"nope\"";
+        QTest::addRow("stray brace") << "/explanation" << R"("A } b.")" << "without its \"{\"";
+        QTest::addRow("view layer the model lacks") << "/view/histogram/layer" << R"("fc3")"
+                                                    << "has no layer \"fc3\"";
+        QTest::addRow("view step not a telemetry step") << "/view/histogram/step" << "30" << "not a telemetry step";
+        QTest::addRow("view kind") << "/view/underflow/kind" << R"("weights")" << "\"kind\" must be";
+        QTest::addRow("watch names no run") << "/view/watch" << R"("x")" << "\"watch\": no run has the id \"x\"";
+        QTest::addRow("snapshot layer") << "/expect/0/metric" << R"("snapshot_underflow:fc9,weight_grad,25")" << "no layer \"fc9\"";
+        QTest::addRow("snapshot step") << "/expect/0/metric" << R"("snapshot_underflow:fc1,weight_grad,7")" << "not a telemetry step";
+        QTest::addRow("format fact with a run") << "/expect/0/metric" << R"("format_max:fp16")" << "takes no run";
+        QTest::addRow("unknown format") << "/expect/0" << R"({"metric": "format_max:fp12", "op": ">", "value": 1, "backs": "x."})"
+                                        << "unknown format \"fp12\"";
+        QTest::addRow("memory category") << "/expect/0/metric" << R"("memory_peak:cache")" << "unknown memory category";
+        QTest::addRow("unknown key") << "/views" << "{}" << "unknown key \"views\"";
+        QTest::addRow("duplicate run id") << "/runs/1/id" << R"("off")" << "used twice";
+        QTest::addRow("prediction without placeholder") << "/predict/answer" << R"("42")" << "must hold a placeholder";
+        QTest::addRow("one choice") << "/predict/choices" << R"(["a"])" << "at least two";
+        QTest::addRow("format 3") << "/format" << "3" << "\"format\" must be 1 or 2";
+        QTest::addRow("missing backs") << "/expect/1/backs" << "DELETE" << "\"backs\" is missing";
+    }
+    void badLessonsAreRefused()
+    {
+        QFETCH(QString, path);
+        QFETCH(QString, value);
+        QFETCH(QString, mentions);
+        json lesson = baseLesson();
+        const json::json_pointer ptr(path.toStdString());
+        if (value == QLatin1String("DELETE")) lesson[ptr.parent_pointer()].erase(ptr.back());
+        else lesson[ptr] = json::parse(value.toStdString());
+        const QString why = refusal(lesson);
+        QVERIFY2(why.startsWith(QStringLiteral("lesson bad.json: ")), qPrintable(why));
+        QVERIFY2(why.contains(mentions), qPrintable(why));
+        QVERIFY2(why.endsWith(QLatin1Char('.')) && !why.contains(QLatin1Char('\n')), qPrintable(why));
+    }
+
+    void deepOrHugeJsonIsRefusedNotCrashed()
+    {
+        const std::string deep = "{\"format\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+        QString why;
+        try {
+            parseLesson(deep, "lesson deep.json");
+        } catch (const InputError& e) {
+            why = QString::fromUtf8(e.what());
+        }
+        QVERIFY2(why.startsWith(QStringLiteral("lesson deep.json: JSON nested more than")), qPrintable(why));
+        try {
+            parseJsonInput(std::string(2000, ' ') + "1", "config big.json", {1000, 8});
+            QFAIL("a document over the size limit was read");
+        } catch (const InputError& e) {
+            QVERIFY(QString::fromUtf8(e.what()).contains(QStringLiteral("too large")));
+        }
+        // Excerpts are short and escaped.
+        const json v = {{"a", std::string("x\x01y")}, {"b", json::parse("[[[[[[1]]]]]]")}, {"c", std::string(500, 'z')}};
+        const std::string e = jsonExcerpt(v, 40);
+        QVERIFY2(e.size() <= 40 + 3, e.c_str());
+        QVERIFY(e.find("\\u0001") != std::string::npos);
+    }
+
+    void metricsReadTheRecord()
+    {
+        const json r = record(0.9535, 0.25, {2.0, 1.0, 0.5, nullptr});
+        const auto v = [&](const char* m) { return evaluateMetric(m, &r).value_or(-1.0); };
+        QCOMPARE(v("test_accuracy"), 0.9535);
+        QCOMPARE(v("skipped_steps"), 1.0);
+        QCOMPARE(v("loss_mean_first:2"), 1.5);
+        QVERIFY(std::isnan(v("loss_mean_last:2")));   // a NaN loss makes the mean NaN
+        QCOMPARE(v("loss_nonfinite_steps"), 1.0);
+        QCOMPARE(v("loss_scale_final"), std::ldexp(1.0, 13));
+        QCOMPARE(v("loss_scale_max"), std::ldexp(1.0, 16));
+        QCOMPARE(v("activation_grad_underflow:loss"), 0.25);
+        QCOMPARE(v("weights_made_non_finite:all"), 3.0);
+        QCOMPARE(v("snapshot_underflow:loss,activation_grad,1"), 8.0 / 80.0);   // underflow / nonzero finite
+        QCOMPARE(v("snapshot_underflow:fc1,weight_grad,last"), 3.0 / 45.0);
+        QCOMPARE(v("snapshot_lost_updates:fc1,1"), 10.0 / 40.0);
+        QCOMPARE(v("snapshot_non_finite_updates:all,1"), 3.0);
+        QCOMPARE(v("snapshot_zero_grads:fc1,1"), 8.0);   // zero before rounding + flushed
+        QCOMPARE(v("memory_training_peak:activations"), 100.0);
+        QCOMPARE(v("memory_evaluation_peak:total"), 1000.0);
+        std::string why;
+        QVERIFY(!evaluateMetric("snapshot_underflow:loss,activation_grad,25", &r, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no telemetry at step 25")), why.c_str());
+        QVERIFY(!evaluateMetric("lost_updates:fc1", &r, &why));   // not in this record's summary
+    }
+
+    void formatFactsAreTheDefinitions()
+    {
+        // IEEE 754 binary16: smallest subnormal 2^-24, smallest normal 2^-14, max 65504.
+        QCOMPARE(*evaluateMetric("format_min_subnormal:fp16", nullptr), std::ldexp(1.0, -24));
+        QCOMPARE(*evaluateMetric("format_min_normal:fp16", nullptr), std::ldexp(1.0, -14));
+        QCOMPARE(*evaluateMetric("format_max:fp16", nullptr), 65504.0);
+        // bfloat16: 7 fraction bits, max (2 - 2^-7) * 2^127.
+        QCOMPARE(*evaluateMetric("format_epsilon:bf16", nullptr), std::ldexp(1.0, -7));
+        QCOMPARE(*evaluateMetric("format_max:bf16", nullptr), (2.0 - std::ldexp(1.0, -7)) * std::ldexp(1.0, 127));
+        QCOMPARE(*evaluateMetric("format_mantissa_bits:tf32", nullptr), 10.0);
+    }
+
+    void expectationsAreJudged()
+    {
+        const Lesson lesson = parseLesson(baseLesson().dump(), "lesson t.json");
+        const json off = record(0.9535, 0.25, {1.0}), dyn = record(0.9600, 0.01, {1.0});
+        auto results = checkExpectations(lesson, {&off, &dyn});
+        QCOMPARE(results[0].state, ExpectationState::held);        // 0.25 > 10 x 0.01
+        QCOMPARE(results[0].measured, std::string("25.0% vs 1.0%"));
+        QCOMPARE(results[1].state, ExpectationState::held);        // |0.9535 - 0.96| <= 0.01
+        const json dyn2 = record(0.9700, 0.03, {1.0});
+        results = checkExpectations(lesson, {&off, &dyn2});
+        QCOMPARE(results[0].state, ExpectationState::notHeld);     // 0.25 < 10 x 0.03
+        QCOMPARE(results[1].state, ExpectationState::notHeld);     // 1.65 points apart
+        results = checkExpectations(lesson, {&off, nullptr});
+        QCOMPARE(results[0].state, ExpectationState::notMeasured);
+        QVERIFY(QString::fromStdString(results[0].why).contains(QStringLiteral("has not finished")));
+        // A NaN never holds, whatever the comparison.
+        json nan = off;
+        nan["summary"]["test_accuracy"] = std::numeric_limits<double>::quiet_NaN();
+        results = checkExpectations(lesson, {&nan, &dyn});
+        QCOMPARE(results[1].state, ExpectationState::notHeld);
+
+        json diverging = baseLesson();
+        diverging["expect"] = json::parse(R"([{"run": "off", "op": "diverged", "backs": "A."}, {"run": "dyn", "op": "completed", "backs": "A."}])");
+        const Lesson d = parseLesson(diverging.dump(), "lesson d.json");
+        const json div = record(0.1, 0.0, {1.0}, "diverged");
+        results = checkExpectations(d, {&div, &dyn});
+        QCOMPARE(results[0].state, ExpectationState::held);
+        QCOMPARE(results[1].state, ExpectationState::held);
+        results = checkExpectations(d, {&dyn, &div});
+        QCOMPARE(results[0].state, ExpectationState::notHeld);
+        QCOMPARE(results[1].state, ExpectationState::notHeld);
+    }
+
+    void placeholdersAreFilled()
+    {
+        const Lesson lesson = parseLesson(baseLesson().dump(), "lesson t.json");
+        const json off = record(0.9535, 0.1412, {1.0}), dyn = record(0.96, 0.004, {1.0});
+        QCOMPARE(fillPlaceholders(lesson.explanation, lesson, {&off, &dyn}),
+                 std::string("Without scaling 14.1% were flushed. Scaling multiplies the loss by S. Accuracy was 95.35% and 96.00%."));
+        QCOMPARE(fillPlaceholders("{off.test_accuracy - dyn.test_accuracy|pts} {off.activation_grad_underflow:loss / dyn.activation_grad_underflow:loss}",
+                                  lesson, {&off, &dyn}),
+                 std::string("-0.6 points x35.3"));
+        QCOMPARE(fillPlaceholders("{format_min_subnormal:fp16} {format_max:fp16|int} {off.memory_peak:total|mib}", lesson, {&off, &dyn}),
+                 std::string("2^-24 65,504 0.0 MiB"));
+        QCOMPARE(fillPlaceholders("{dyn.test_accuracy}", lesson, {&off, nullptr}), std::string("?"));
+        QCOMPARE(formatMetricValue(0.00041, "pct", MetricUnit::fraction), std::string("0.041%"));
+        QCOMPARE(formatMetricValue(std::ldexp(1.0, 27), "", MetricUnit::scale), std::string("2^27"));
+        QCOMPARE(formatMetricValue(43755, "", MetricUnit::count), std::string("43,755"));
+    }
+
+    void everySentenceMustBeBacked()
+    {
+        json l = baseLesson();
+        QVERIFY(unbackedSentences(parseLesson(l.dump(), "lesson t.json")).empty());
+        l["explanation"] = l["explanation"].get<std::string>() + " And this is a claim nobody checked!";
+        const auto unbacked = unbackedSentences(parseLesson(l.dump(), "lesson t.json"));
+        QCOMPARE(unbacked.size(), std::size_t{1});
+        QCOMPARE(unbacked[0], std::string("And this is a claim nobody checked!"));
+        // Sentences end at ". " outside placeholders, not at "2.5" or inside "{a.b}".
+        QCOMPARE(explanationSentences("Loss 2.5 here. Then {off.test_accuracy|pct}. Done"),
+                 (std::vector<std::string>{"Loss 2.5 here.", "Then {off.test_accuracy|pct}.", "Done"}));
+    }
+};
+
+QTEST_MAIN(TestLesson)
+#include "tst_lesson.moc"
