@@ -26,21 +26,14 @@ void MemoryAccountant::add(MemoryCategory c, std::int64_t bytes)
     state_.peak[i] = std::max(state_.peak[i], state_.live[i]);
     state_.totalLive += bytes;
     state_.totalPeak = std::max(state_.totalPeak, state_.totalLive);
-    updatePhasePeak();
 }
 
-void MemoryAccountant::updatePhasePeak()
-{
-    MemoryPeaks& p = state_.phasePeak[static_cast<std::size_t>(phase_)];
-    for (std::size_t i = 0; i < p.bytes.size(); ++i) p.bytes[i] = std::max(p.bytes[i], state_.live[i]);
-    p.total = std::max(p.total, state_.totalLive);
-}
-
-void MemoryAccountant::setPhase(MemoryPhase phase)
+void MemoryAccountant::samplePhase(MemoryPhase phase)
 {
     std::lock_guard lock(mutex_);
-    phase_ = phase;
-    updatePhasePeak();
+    MemoryPeaks& p = state_.phasePeak[static_cast<std::size_t>(phase)];
+    for (std::size_t i = 0; i < p.bytes.size(); ++i) p.bytes[i] = std::max(p.bytes[i], state_.live[i]);
+    p.total = std::max(p.total, state_.totalLive);
 }
 
 void MemoryAccountant::remove(MemoryCategory c, std::int64_t bytes) { add(c, -bytes); }
@@ -57,7 +50,6 @@ void MemoryAccountant::resetPeaks()
     state_.peak = state_.live;
     state_.totalPeak = state_.totalLive;
     state_.phasePeak = {};
-    updatePhasePeak();
 }
 
 }  // namespace plab

@@ -24,6 +24,10 @@ std::string_view memoryCategoryName(MemoryCategory c);
 // What the engine is doing while memory is held: a training step, or an evaluation of
 // the test set (larger batches, no gradients). Peaks are kept per phase as well as over
 // the run, so a chart or lesson can tell the training step's peak from the evaluation's.
+// A phase's peak is sampled when the phase's work is done (the end of a training step, of
+// an evaluation): the layers keep their buffers between calls, so what is live then is
+// what the phase used, and an evaluation's larger buffers, still held until the next step
+// resizes them, do not count as training memory.
 enum class MemoryPhase : std::uint8_t { training, evaluation };
 inline constexpr int kMemoryPhases = 2;
 
@@ -46,15 +50,12 @@ public:
     void remove(MemoryCategory c, std::int64_t bytes);
     MemorySnapshot snapshot() const;
     void resetPeaks();
-    // From now on, bytes held count towards `phase`'s peaks (what is live now included).
-    void setPhase(MemoryPhase phase);
+    // Folds what is live now into `phase`'s peaks.
+    void samplePhase(MemoryPhase phase);
 
 private:
-    void updatePhasePeak();
-
     mutable std::mutex mutex_;
     MemorySnapshot state_;
-    MemoryPhase phase_ = MemoryPhase::training;
 };
 
 }  // namespace plab

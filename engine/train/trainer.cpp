@@ -185,7 +185,6 @@ void Trainer::evaluate(State& st)
     std::vector<std::uint8_t> labels;
     double lossSum = 0.0;
     std::int64_t correct = 0;
-    st.memory.setPhase(MemoryPhase::evaluation);
     for (std::int64_t pos = 0; pos < test.count; pos += kEvalBatch) {
         const std::int64_t n = std::min(kEvalBatch, test.count - pos);
         gatherBatch(test, idx.data() + pos, n, images, labels);
@@ -193,7 +192,7 @@ void Trainer::evaluate(State& st)
         lossSum += static_cast<double>(out.loss) * static_cast<double>(n);
         correct += out.correct;
     }
-    st.memory.setPhase(MemoryPhase::training);
+    st.memory.samplePhase(MemoryPhase::evaluation);
     EvalEvent e;
     e.step = st.step;
     e.epoch = st.epoch;
@@ -400,6 +399,7 @@ RunResult Trainer::runOrThrow(State& st)
             emitEvent(se);
 
             if (histogramStep) emitTelemetry(st, scale, true);
+            st.memory.samplePhase(MemoryPhase::training);
             emitMemory(st);
 
             if (!std::isfinite(out.loss)) {
