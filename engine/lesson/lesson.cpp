@@ -326,7 +326,7 @@ std::string_view expectOpName(ExpectOp op)
 
 const std::vector<std::string>& lessonChartNames()
 {
-    static const std::vector<std::string> names{"loss", "scale", "histogram", "underflow", "memory", "throughput"};
+    static const std::vector<std::string> names{"loss", "scale", "histogram", "underflow", "updates", "memory", "throughput"};
     return names;
 }
 

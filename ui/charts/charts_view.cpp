@@ -1,4 +1,4 @@
-// The six chart groups in one scrollable grid, redrawn from one ~25 Hz timer when a run's
+// The chart groups in one scrollable grid, redrawn from one ~25 Hz timer when a run's
 // revision moved (see charts_view.h).
 #include "charts/charts_view.h"
 
@@ -9,6 +9,7 @@
 #include "charts/memory_chart.h"
 #include "charts/throughput_chart.h"
 #include "charts/underflow_chart.h"
+#include "charts/updates_chart.h"
 
 #include <QElapsedTimer>
 #include <QEvent>
@@ -31,9 +32,10 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     auto* scale = new LossScaleChart;
     auto* histogram = new HistogramChart;
     auto* underflow = new UnderflowChart;
+    auto* updates = new UpdatesChart;
     auto* memory = new MemoryChart;
     auto* throughput = new ThroughputChart;
-    groups_ = {loss, scale, histogram, underflow, memory, throughput};
+    groups_ = {loss, scale, histogram, underflow, updates, memory, throughput};
     costs_.resize(static_cast<std::size_t>(groups_.size()));
     connect(histogram, &HistogramChart::binPicked, this, &ChartsView::histogramBinPicked);
 
@@ -157,11 +159,11 @@ void ChartsView::arrangeGroups()
         int row = 0;
         for (ChartGroup* g : groups_) cells.append({g, row++, 0, 2});
     } else if (!presentation_) {
-        // loss | scale, histogram | underflow, then memory and throughput across both columns.
-        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {2, 0, 2}, {3, 0, 2}};
+        // loss | scale, histogram | underflow, then updates, memory and throughput across both columns.
+        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {2, 0, 2}, {3, 0, 2}, {4, 0, 2}};
         for (qsizetype i = 0; i < groups_.size(); ++i) cells.append({groups_[i], kNormal[i][0], kNormal[i][1], kNormal[i][2]});
     } else {
-        const QStringList wide{QStringLiteral("underflow"), QStringLiteral("memory")};
+        const QStringList wide{QStringLiteral("underflow"), QStringLiteral("updates"), QStringLiteral("memory")};
         int row = 0;
         qsizetype alone = -1;   // the cell of a narrow group that has its row to itself so far
         for (ChartGroup* g : groups_) {

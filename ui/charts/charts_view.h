@@ -1,9 +1,10 @@
-// The six live chart groups of Precision Lab (loss/accuracy, loss scale, gradient
-// histograms, underflow/overflow, memory with the batch-size planner, throughput) for the
+// The seven live chart groups of Precision Lab (loss/accuracy, loss scale, gradient
+// histograms, underflow/overflow, updates lost/zero/non-finite, memory with the
+// batch-size planner, throughput) for the
 // run being watched and the runs overlaid for comparison. Data arrival only marks the view
 // dirty; one ~25 Hz timer redraws the groups when some run's revision() moved, in turn
 // (round robin), each tick only as many as fit a budget measured with their painting, so
-// the event loop never waits for all six at once.
+// the event loop never waits for all of them at once.
 #pragma once
 
 #include "run_data.h"
@@ -36,7 +37,7 @@ public:
     // The run being watched (may be null) and the runs selected for comparison (overlays).
     void setRuns(RunPtr current, const QList<RunPtr>& compare);
 
-    // The chart groups: "loss", "scale", "histogram", "underflow", "memory", "throughput".
+    // The chart groups: "loss", "scale", "histogram", "underflow", "updates", "memory", "throughput".
     QWidget* group(const QString& name) const;
     static QStringList groupNames();
 

@@ -17,15 +17,11 @@ LossScaleChart::LossScaleChart(QWidget* parent)
     : ChartGroup(QStringLiteral("scale"), parent),
       chart_(makeChart(tr("Loss scale (log2) and skipped steps"))),
       steps_(makeValueAxis(tr("step"), QStringLiteral("%d"))),
-      scale_(new QLogValueAxis),
+      scale_(makeValueAxis(tr("loss scale S"), QStringLiteral("2^%d"))),
       pool_(chart_)
 {
-    // Base 8: labels 1, 8, 64, ..., 32768 are short and readable; the line still has
-    // log2 spacing (each halving is the same height).
-    scale_->setBase(8.0);
-    scale_->setLabelFormat(QStringLiteral("%.0f"));
-    scale_->setTitleText(tr("loss scale S"));
-    scale_->setMinorTickCount(0);
+    // The line is log2 S, so each halving is the same height and every label is a whole
+    // power of two written as one ("2^27" reads at a glance; 134217728 does not).
     chart_->addAxis(steps_, Qt::AlignBottom);
     chart_->addAxis(scale_, Qt::AlignLeft);
     markers_ = new ChangeMarkers(chart_, &pool_);
@@ -45,7 +41,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     pool_.begin();
     markers_->beginLabels();
 
-    double lastStep = 1, lowest = 1, highest = 65536;   // the usual span, so the axis rarely moves
+    double lastStep = 1, lowest = 0, highest = 16;   // log2 S: the usual span 1 .. 65536, so the axis rarely moves
     QStringList counts;
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
@@ -53,7 +49,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         auto stepAt = [&](std::size_t i) { return static_cast<double>(steps[i].step); };
         // log2 S is what the axis shows; reduce in that space so extrema stay exact.
         auto scaleAt = [&](std::size_t i) {
-            return steps[i].lossScale > 0 ? steps[i].lossScale : std::numeric_limits<double>::quiet_NaN();
+            return steps[i].lossScale > 0 ? std::log2(steps[i].lossScale) : std::numeric_limits<double>::quiet_NaN();
         };
         const QString lineKey = run->id() + QStringLiteral("/scale");
         auto* line = pool_.take<QLineSeries>(lineKey, {steps_, scale_});
@@ -89,12 +85,13 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
     }
 
-    // Whole powers of 8 at both ends (labels fall on them), at least 1 .. 2^18; the range
-    // only changes when the scale leaves it, so labels are not re-laid out every frame.
-    const double low = std::exp2(3.0 * std::floor(std::log2(lowest) / 3.0));
-    const double high = std::exp2(3.0 * std::ceil((std::log2(highest) + 0.5) / 3.0));
+    // Whole multiples of 3 in log2 at both ends (at least 2^0 .. 2^18), so ticks land on
+    // whole powers of two; the range only changes when the scale leaves it, so labels are
+    // not re-laid out every frame.
+    const double low = 3.0 * std::floor(lowest / 3.0);
+    const double high = 3.0 * std::ceil((highest + 0.5) / 3.0);
     setStableRange(steps_, 0, lastStep, 0.6);
-    if (scale_->min() != low || scale_->max() != high) scale_->setRange(low, high);
+    setAxisRange(scale_, low, high);
     for (const RunPtr& run : runs) markers_->addRun(*run, steps_, scale_, low, high);
     pool_.end();
     markers_->placeLabels();

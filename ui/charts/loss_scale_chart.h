@@ -1,12 +1,10 @@
-// Chart group "scale": the loss scale S per step on a log2 axis (labels at every power of
-// two, or every 2^k when more would not fit), each skipped step
+// Chart group "scale": the loss scale S per step, plotted as log2 S on a value axis whose
+// labels read 2^k (2^16, not 65536 or 134217728), each skipped step
 // (non-finite gradients, update skipped) marked, and the skipped count written on the
 // chart per run, in the corner of the plot that hides the least data.
 #pragma once
 
 #include "charts/chart_support.h"
-
-#include <QLogValueAxis>
 
 namespace plab::ui {
 
@@ -21,7 +19,7 @@ public:
 private:
     QChart* chart_;
     QValueAxis* steps_;
-    QLogValueAxis* scale_;
+    QValueAxis* scale_;   // log2 S; labels "2^%d"
     SeriesPool pool_;
     ChangeMarkers* markers_;
     ReducedPointsCache reduced_;

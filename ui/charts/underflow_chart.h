@@ -4,7 +4,7 @@
 // run and the comparison runs, with setting changes marked.
 #pragma once
 
-#include "charts/chart_support.h"
+#include "charts/layer_panels.h"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
@@ -16,7 +16,7 @@ namespace plab::ui {
 double underflowFraction(const RoundingStats& s);
 double overflowFraction(const RoundingStats& s);
 
-class UnderflowChart : public ChartGroup {
+class UnderflowChart : public LayerPanelsGroup {
     Q_OBJECT
 public:
     explicit UnderflowChart(QWidget* parent = nullptr);
@@ -25,17 +25,12 @@ public:
     void setKind(TensorKind kind);
     TensorKind kind() const;
 
+    // The note on each panel: why it is empty, or which runs' lines coincide (tests).
+    QString underflowNote() const { return noteText(panels_[0]); }
+    QString overflowNote() const { return noteText(panels_[1]); }
+
 private:
-    struct Panel {
-        QChart* chart;
-        QValueAxis* steps;
-        QValueAxis* fraction;
-        SeriesPool* pool;
-        ChangeMarkers* markers;
-        ReducedPointsCache* reduced;
-    };
-    Panel makePanel(QChart* chart);
-    void drawPanel(Panel& panel, const QList<RunPtr>& runs, bool overflow);
+    void drawRounding(Panel& panel, const QList<RunPtr>& runs, bool overflow);
 
     QChart* underflow_;
     QChart* overflow_;

@@ -1,0 +1,176 @@
+// Per-layer panels shared by the underflow and updates groups (see layer_panels.h).
+#include "charts/layer_panels.h"
+
+#include "charts/chart_caption.h"
+#include "charts/series_reduction.h"
+
+#include <QLineSeries>
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab::ui {
+
+std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind)
+{
+    std::vector<std::string> layers;
+    const auto& telemetry = run.telemetry();
+    if (telemetry.empty()) return layers;
+    for (const TelemetryEvent* t : {&telemetry.front(), &telemetry.back()})
+        for (const LayerTelemetry& l : t->layers)
+            if (l.kind == kind && std::find(layers.begin(), layers.end(), l.layer) == layers.end())
+                layers.push_back(l.layer);
+    return layers;
+}
+
+bool linesCoincide(const QList<QPointF>& a, const QList<QPointF>& b, double tolerance)
+{
+    if (a.size() < 2 || a.size() != b.size()) return false;
+    for (qsizetype i = 0; i < a.size(); ++i) {
+        if (a[i].x() != b[i].x()) return false;
+        const double ya = a[i].y(), yb = b[i].y();
+        if (std::isnan(ya) != std::isnan(yb)) return false;
+        if (!std::isnan(ya) && std::abs(ya - yb) > tolerance) return false;
+    }
+    return true;
+}
+
+QString kindsWithData(const QList<RunPtr>& runs)
+{
+    QStringList kinds;
+    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation})
+        for (const RunPtr& run : runs)
+            if (!layersOfKind(*run, k).empty()) {
+                kinds << QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' '));
+                break;
+            }
+    return kinds.join(QStringLiteral(", "));
+}
+
+LayerPanelsGroup::Panel LayerPanelsGroup::makePanel(QChart* chart, const QString& valueTitle, const QString& valueFormat)
+{
+    Panel p;
+    p.chart = chart;
+    p.steps = makeValueAxis(tr("step"), QStringLiteral("%d"));
+    p.values = makeValueAxis(valueTitle, valueFormat);
+    chart->addAxis(p.steps, Qt::AlignBottom);
+    chart->addAxis(p.values, Qt::AlignLeft);
+    p.note = new QGraphicsSimpleTextItem(chart);
+    p.note->setZValue(20);
+    QGraphicsSimpleTextItem* note = p.note;
+    connect(chart, &QChart::plotAreaChanged, this, [chart, note] {
+        if (!note->text().isEmpty()) placeCaptionClearOfData(chart, note);
+    });
+    return p;
+}
+
+void LayerPanelsGroup::setNote(Panel& panel, const QString& text)
+{
+    panel.note->setBrush(panel.chart->titleBrush());
+    if (panel.note->text() != text) panel.note->setText(text);
+    panel.note->setVisible(!text.isEmpty());
+    if (!text.isEmpty()) placeCaptionClearOfData(panel.chart, panel.note);
+}
+
+bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const Quantity& quantity)
+{
+    // Layers differ by shade and width, not by dash pattern: dashed polylines of thousands
+    // of points take hundreds of milliseconds to paint.
+    static const qreal kLayerWidths[] = {2.4, 1.6, 1.0};
+    const int columns = pixelColumns(panel.chart);
+    panel.pool->begin();
+    panel.markers->beginLabels();
+    double lastStep = 1, top = 0;
+    bool any = false;
+    struct Drawn {
+        RunPtr run;
+        std::string layer;
+        const QList<QPointF>* points;
+    };
+    std::vector<Drawn> drawn;
+    for (const RunPtr& run : runs) {
+        const auto& telemetry = run->telemetry();
+        if (telemetry.empty()) continue;
+        if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
+        const std::vector<std::string> layers = layersOfKind(*run, quantity.kind);
+        const bool watched = run == runs.front();
+        for (std::size_t li = 0; li < layers.size(); ++li) {
+            const QString layer = QString::fromStdString(layers[li]);
+            const QString key = run->id() + QLatin1Char('/') + layer + QLatin1Char('/') +
+                                QString::number(static_cast<int>(quantity.kind));
+            auto* line = panel.pool->take<QLineSeries>(key, {panel.steps, panel.values});
+            setSeriesName(line, tr("%1 %2 %3").arg(run->name(), layer, quantity.what));
+            QColor color = run->color();
+            if (li > 0) color = li % 2 ? color.lighter(100 + 25 * static_cast<int>(li)) : color.darker(100 + 20 * static_cast<int>(li));
+            setSeriesPen(line, runPen(color, kLayerWidths[li % std::size(kLayerWidths)]));
+            // The watched run (named in the title) lists its layers; a comparison run's
+            // entries name the run and the layer.
+            setLegendLabel(panel.chart, line, watched ? layer : tr("%1 · %2").arg(runLabel(run, runs), layer));
+            setLegendVisible(panel.chart, line, true);
+            const QList<QPointF>& points = panel.reduced->update(line, key, *run, columns, [&] {
+                std::vector<double> x, y;
+                x.reserve(telemetry.size());
+                y.reserve(telemetry.size());
+                for (const TelemetryEvent& t : telemetry) {
+                    if (!t.hasHistograms) continue;   // the end-of-run totals are not a step's values
+                    for (const LayerTelemetry& l : t.layers)
+                        if (l.kind == quantity.kind && l.layer == layers[li]) {
+                            x.push_back(static_cast<double>(t.step));
+                            y.push_back(quantity.value(l));
+                        }
+                }
+                return reduceMinMaxPerColumn(
+                    x.size(), [&](std::size_t i) { return x[i]; }, [&](std::size_t i) { return y[i]; }, columns);
+            });
+            for (const QPointF& p : points)
+                if (!std::isnan(p.y())) {
+                    top = std::max(top, p.y());
+                    any = true;
+                }
+            const bool fewPoints = points.size() < 60;
+            if (line->pointsVisible() != fewPoints) line->setPointsVisible(fewPoints);
+            drawn.push_back({run, layers[li], &points});
+        }
+    }
+    // A comparison run adds an entry per layer: more than a row's worth go beside the plot,
+    // one per line, where none is elided.
+    const Qt::Alignment legendSide = drawn.size() > 4 ? Qt::AlignRight : Qt::AlignBottom;
+    if (panel.chart->legend()->alignment() != legendSide) panel.chart->legend()->setAlignment(legendSide);
+    const double high = top > 0 ? top * 1.1 : 1.0;
+    setStableRange(panel.steps, 0, lastStep, 0.6);
+    setStableRange(panel.values, 0, high, 0.4);
+    for (const RunPtr& run : runs) panel.markers->addRun(*run, panel.steps, panel.values, 0, panel.values->max());
+    panel.pool->end();
+    panel.markers->placeLabels();
+
+    QString note;
+    if (runs.isEmpty()) {
+        note = tr("No run to show: start a run, or pick runs in the run list.");
+    } else if (!any) {
+        note = quantity.emptyReason;
+        const QString kinds = quantity.kindSelectable ? kindsWithData(runs) : QString();
+        if (!kinds.isEmpty()) note += (note.isEmpty() ? QString() : QStringLiteral("\n")) + tr("Tensor kinds with data: %1.").arg(kinds);
+        else if (note.isEmpty()) note = tr("No histogram step yet.");
+    } else {
+        // Lines within half a percent of the axis lie on top of each other on screen.
+        const double tolerance = 0.005 * panel.values->max();
+        QStringList lines;
+        for (const RunPtr& run : runs) {
+            if (run == runs.front()) continue;
+            QStringList same;
+            for (const Drawn& d : drawn) {
+                if (d.run != run) continue;
+                for (const Drawn& w : drawn)
+                    if (w.run == runs.front() && w.layer == d.layer && linesCoincide(*w.points, *d.points, tolerance))
+                        same << QString::fromStdString(d.layer);
+            }
+            if (!same.isEmpty())
+                lines << tr("%1 lies on %2 (%3)").arg(runLabel(run, runs), runLabel(runs.front(), runs), same.join(QStringLiteral(", ")));
+        }
+        note = lines.join(QLatin1Char('\n'));
+    }
+    setNote(panel, note);
+    return any;
+}
+
+}  // namespace plab::ui

@@ -1,0 +1,69 @@
+// What the per-layer chart groups share (underflow/overflow, updates): panels that draw
+// one line per layer and run of a quantity taken from each histogram step's telemetry.
+// Layers of one run differ by shade and width; the watched run's legend names its layers,
+// a comparison run's entries name run and layer. A panel with nothing to draw says why
+// and what to pick instead; lines of two runs that lie on top of each other get a note
+// on the chart, so a curve hidden under another is never mistaken for a missing one.
+#pragma once
+
+#include "charts/chart_support.h"
+
+#include <QGraphicsSimpleTextItem>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace plab::ui {
+
+class LayerPanelsGroup : public ChartGroup {
+    Q_OBJECT
+public:
+    using ChartGroup::ChartGroup;
+
+protected:
+    struct Panel {
+        QChart* chart = nullptr;
+        QValueAxis* steps = nullptr;
+        QValueAxis* values = nullptr;
+        SeriesPool* pool = nullptr;
+        ChangeMarkers* markers = nullptr;
+        ReducedPointsCache* reduced = nullptr;
+        QGraphicsSimpleTextItem* note = nullptr;   // why it is empty, or which lines coincide
+    };
+    // A panel on `chart` with a step axis and a value axis (title, printf label format).
+    Panel makePanel(QChart* chart, const QString& valueTitle, const QString& valueFormat);
+
+    struct Quantity {
+        TensorKind kind;
+        QString what;    // in series names: "<run> <layer> <what>"
+        // The value of one layer at one histogram step; NaN leaves no point.
+        std::function<double(const LayerTelemetry&)> value;
+        // Said when no run has a point: why, and what to pick instead (may be empty).
+        QString emptyReason;
+        // The group has a tensor-kind choice: an empty panel lists the kinds with data.
+        bool kindSelectable = true;
+    };
+    // Draws the quantity for every run and layer. Returns whether any point was drawn.
+    bool drawPanel(Panel& panel, const QList<RunPtr>& runs, const Quantity& quantity);
+
+    // The note under the panel's title: "<a> and <b> coincide" lines, or the empty reason.
+    static QString noteText(const Panel& panel) { return panel.note ? panel.note->text() : QString(); }
+
+private:
+    void setNote(Panel& panel, const QString& text);
+};
+
+// The layers of `kind` a run reports, in the engine's order (every histogram step reports
+// the same layers, so the first and the last event name them all).
+std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind);
+
+// Whether two polylines drawn with the same x values lie within `tolerance` of each other
+// in y everywhere they share an x (and share at least two points).
+bool linesCoincide(const QList<QPointF>& a, const QList<QPointF>& b, double tolerance);
+
+// "Tensor kinds with data: activation, activation grad" for an empty chart's note; empty
+// when no run has telemetry at all.
+QString kindsWithData(const QList<RunPtr>& runs);
+
+}  // namespace plab::ui

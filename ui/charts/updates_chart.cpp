@@ -1,0 +1,70 @@
+// Lost, zero and non-finite updates per layer over steps (see updates_chart.h).
+#include "charts/updates_chart.h"
+
+#include <QHBoxLayout>
+#include <QVBoxLayout>
+
+#include <limits>
+
+namespace plab::ui {
+
+double lostUpdatePercent(const LayerTelemetry& l)
+{
+    return l.update.nonzero > 0 ? 100.0 * static_cast<double>(l.update.lost) / static_cast<double>(l.update.nonzero)
+                                : std::numeric_limits<double>::quiet_NaN();
+}
+
+double zeroGradientPercent(const LayerTelemetry& l)
+{
+    return l.stats.count > 0 ? 100.0 * static_cast<double>(l.stats.zerosIn + l.stats.underflow) / static_cast<double>(l.stats.count)
+                             : std::numeric_limits<double>::quiet_NaN();
+}
+
+UpdatesChart::UpdatesChart(QWidget* parent)
+    : LayerPanelsGroup(QStringLiteral("updates"), parent),
+      lost_(makeChart(tr("Updates lost to rounding"))),
+      zero_(makeChart(tr("Zero gradients"))),
+      nonFinite_(makeChart(tr("Weights made inf/NaN"))),
+      pools_{SeriesPool(lost_), SeriesPool(zero_), SeriesPool(nonFinite_)}
+{
+    QChart* charts[] = {lost_, zero_, nonFinite_};
+    const QString titles[] = {tr("% of nonzero updates lost"), tr("% of gradients = 0"), tr("weights")};
+    const QString formats[] = {QStringLiteral("%.3g"), QStringLiteral("%.3g"), QStringLiteral("%d")};
+    auto* row = new QHBoxLayout;
+    for (int i = 0; i < 3; ++i) {
+        panels_[i] = makePanel(charts[i], titles[i], formats[i]);
+        panels_[i].pool = &pools_[i];
+        panels_[i].markers = new ChangeMarkers(charts[i], &pools_[i]);
+        panels_[i].reduced = &reduced_[i];
+        // Three panels share the group's width: narrower than other charts' minimum, so
+        // that a one-column grid (docks open) still fits them without scrolling sideways.
+        auto* view = makeChartView(charts[i], this);
+        view->setMinimumWidth(190);
+        row->addWidget(view);
+    }
+    lost_->setToolTip(tr("Nonzero updates that left the stored weight unchanged: smaller than half the spacing "
+                         "of the weight's format at its value"));
+    zero_->setToolTip(tr("Weight-gradient elements that were zero (exactly, or flushed by rounding): "
+                         "their update is zero because there was nothing to apply, not lost"));
+    nonFinite_->setToolTip(tr("Finite weights that the update made inf or NaN"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(row, 1);
+}
+
+void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
+{
+    const QList<RunPtr> runs = runsToDraw(current, compare);
+    const QString noWeights = tr("No weight is rounded in these runs (fp32 and tf32 keep fp32 weights\n"
+                                 "and gradients), so no update is counted.");
+    setChartTitle(lost_, tr("Lost to rounding"), runs);
+    setChartTitle(zero_, tr("Zero gradient"), runs);
+    setChartTitle(nonFinite_, tr("Made inf/NaN"), runs);
+    drawPanel(panels_[0], runs, {TensorKind::weightGrad, tr("lost updates"), lostUpdatePercent, noWeights, false});
+    drawPanel(panels_[1], runs, {TensorKind::weightGrad, tr("zero gradients"), zeroGradientPercent, noWeights, false});
+    drawPanel(panels_[2], runs,
+              {TensorKind::weightGrad, tr("weights made non-finite"),
+               [](const LayerTelemetry& l) { return static_cast<double>(l.update.nonFinite); }, noWeights, false});
+}
+
+}  // namespace plab::ui

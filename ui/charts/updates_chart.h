@@ -1,0 +1,41 @@
+// Chart group "updates": what the optimizer's updates did to the stored weights, per layer
+// at each histogram step, for the weights of the watched run and the comparison runs:
+// - lost to rounding: nonzero updates that left the stored weight unchanged (the update
+//   was smaller than half the spacing of the weight's format), as a share of nonzero updates;
+// - zero gradient: weight-gradient elements that were zero (exactly, or flushed to zero by
+//   rounding), whose update is zero because there was nothing to apply, not lost;
+// - made non-finite: weights the update turned into inf or NaN (a count).
+// Runs that round no weights (fp32) have nothing to count; the panels say so.
+#pragma once
+
+#include "charts/layer_panels.h"
+
+namespace plab::ui {
+
+class UpdatesChart : public LayerPanelsGroup {
+    Q_OBJECT
+public:
+    explicit UpdatesChart(QWidget* parent = nullptr);
+    void redraw(const RunPtr& current, const QList<RunPtr>& compare) override;
+    QList<QChart*> charts() const override { return {lost_, zero_, nonFinite_}; }
+
+    // The note on each panel (why it is empty, which lines coincide), for tests.
+    QString lostNote() const { return noteText(panels_[0]); }
+    QString zeroNote() const { return noteText(panels_[1]); }
+    QString nonFiniteNote() const { return noteText(panels_[2]); }
+
+private:
+    QChart* lost_;
+    QChart* zero_;
+    QChart* nonFinite_;
+    SeriesPool pools_[3];
+    ReducedPointsCache reduced_[3];
+    Panel panels_[3];
+};
+
+// Lost updates as a percentage of this step's nonzero updates (NaN without any).
+double lostUpdatePercent(const LayerTelemetry& l);
+// Weight-gradient elements that were zero after rounding, as a percentage of all (NaN when none).
+double zeroGradientPercent(const LayerTelemetry& l);
+
+}  // namespace plab::ui
