@@ -178,6 +178,7 @@ private slots:
     void histogramBinClickEmitsTheBin();
     void underflowFractionsPerLayer();
     void updatesTellLostFromZeroAndNonFinite();
+    void histogramJudgesEachRunInItsOwnFormat();
     void emptyAndCoincidingPanelsSayWhy();
     void memoryStackPeakAndPlanner();
     void throughputAndProgress();
@@ -335,6 +336,30 @@ void TestUiCharts::updatesTellLostFromZeroAndNonFinite()
         QCOMPARE(bad->at(0).y(), 0.0);
         QCOMPARE(bad->at(19).y(), 7.0);
     }
+}
+
+// Issue 10 (lesson 04): the fp16 run was shaded with bf16's regions and its shares computed
+// against bf16's ranges. Each run's shares are in its own format; another format's
+// boundaries are drawn.
+void TestUiCharts::histogramJudgesEachRunInItsOwnFormat()
+{
+    ChartsView view;
+    const RunPtr fp16 = makeRun("fp16", 300, Qt::blue);
+    const RunPtr bf16 = makeRun("bf16", 300, Qt::red);
+    TrainSettings bf = ampSettings();
+    bf.recipe = *PrecisionRecipe::fromPreset("amp-bf16");
+    bf16->apply(SettingChangeEvent{300, "recipe -> amp-bf16", settingsToJson(bf).dump()});
+    QCOMPARE(bf16->currentSettings().recipe.compute, Format::bf16);
+    view.setRuns(fp16, {bf16});
+    view.redrawNow();
+    const QString text = qobject_cast<HistogramChart*>(view.group("histogram"))->sharesText();
+    // The same counts (1..5 at -30, -20, -10, 0, 20): in fp16 terms flushed 1/15 and overflow
+    // 5/15; in bf16 terms every value is normal.
+    QVERIFY2(text.contains("fp16 (fp16 regions): flushed 6.67%") && text.contains("overflow 33.33%"), qPrintable(text));
+    QVERIFY2(text.contains("bf16 (bf16 regions): flushed 0.00% · subnormal 0.00% · normal 100.00%"), qPrintable(text));
+    bool bounds = false;
+    for (QAbstractSeries* s : view.seriesOf("histogram")) bounds |= s->name().startsWith("bf16 region boundaries");
+    QVERIFY(bounds);
 }
 
 // Issue 10: panels left blank with no word why, and identical curves hiding each other.

@@ -80,18 +80,18 @@ QColor shadingOver(const QColor& shading, const QColor& background)
 
 }  // namespace
 
-QString HistogramChart::sharesLines(const std::vector<RunShares>& shares, const QString& format)
+QString HistogramChart::sharesLines(const std::vector<RunShares>& shares)
 {
     QStringList lines;
     for (const RunShares& r : shares)
         lines << tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
-                     .arg(r.run, format, formatPercent(r.shares.flushed), formatPercent(r.shares.subnormal),
+                     .arg(r.run, r.format, formatPercent(r.shares.flushed), formatPercent(r.shares.subnormal),
                           formatPercent(r.shares.normal), formatPercent(r.shares.overflow), formatPercent(r.shares.zeros),
                           formatPercent(r.shares.nonFinite));
     return lines.join(QLatin1Char('\n'));
 }
 
-QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const QString& format, const QColor& background)
+QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const QColor& background)
 {
     // One row per run under the region names (three lines instead of two wrapped lines per
     // run at presentation font sizes). Zeros and inf/NaN get a column only when some run has
@@ -99,8 +99,9 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
     const bool zeros = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.zeros > 0; });
     const bool nonFinite = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.nonFinite > 0; });
     auto cell = [](const QString& text) { return QStringLiteral("<td align=\"right\">%1</td>").arg(text); };
+    // Each run in its own format's regions: the row names the format.
     QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"2\"><tr><th align=\"left\">%1</th>")
-                       .arg(tr("%1 regions").arg(format).toHtmlEscaped());
+                       .arg(tr("run (format)").toHtmlEscaped());
     // The four regions' headers in their shading: the key to the plot's colors.
     const QString regionHeads[] = {tr("flushed"), tr("subnormal"), tr("normal"), tr("overflow")};
     for (int i = 0; i < 4; ++i)
@@ -112,7 +113,7 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
     for (const QString& head : heads) html += QStringLiteral("<th align=\"right\">&nbsp;%1</th>").arg(head.toHtmlEscaped());
     html += QStringLiteral("</tr>");
     for (const RunShares& r : shares) {
-        html += QStringLiteral("<tr><td>%1</td>").arg(r.run.toHtmlEscaped());
+        html += QStringLiteral("<tr><td>%1 (%2)</td>").arg(r.run.toHtmlEscaped(), r.format.toHtmlEscaped());
         for (double v : {r.shares.flushed, r.shares.subnormal, r.shares.normal, r.shares.overflow}) html += cell(formatPercent(v));
         if (zeros) html += cell(formatPercent(r.shares.zeros));
         if (nonFinite) html += cell(formatPercent(r.shares.nonFinite));
@@ -254,7 +255,8 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 
     const std::string layerName = layer().toStdString();
     const TensorKind tensorKind = kind();
-    const Format format = chosen ? chosen->currentSettings().recipe.compute : Format::fp16;
+    auto formatOf = [](const RunData& run) { return run.currentSettings().recipe.compute; };
+    const Format format = chosen ? formatOf(*chosen) : Format::fp16;
     const FormatRegions regions = formatRegions(format);
     const QString formatText = QString::fromUtf8(formatName(format));
 
@@ -280,18 +282,28 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         }
     }
 
-    // The visible exponents: the data, and the format's boundaries when they are near it.
+    // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
+    std::vector<std::pair<RunPtr, Format>> otherFormats;
+    for (const Drawn& d : drawn) {
+        const Format f = formatOf(*d.run);
+        const bool seen = std::any_of(otherFormats.begin(), otherFormats.end(), [&](const auto& o) { return o.second == f; });
+        if (f != format && !seen) otherFormats.emplace_back(d.run, f);
+    }
+    // The visible exponents: the data, and the formats' boundaries when they are near it.
     int xLow = regions.flushedBelow - 4, xHigh = regions.overflowFrom + 4;
     if (highBin >= 0) {
         const int dataLow = GradientHistogram::exponentOf(lowBin), dataHigh = GradientHistogram::exponentOf(highBin) + 1;
         constexpr int kNear = 40;
         xLow = dataLow - 3;
         xHigh = dataHigh + 3;
-        for (int boundary : {regions.flushedBelow, regions.normalFrom, regions.overflowFrom})
-            if (boundary >= dataLow - kNear && boundary <= dataHigh + kNear) {
-                xLow = std::min(xLow, boundary - 3);
-                xHigh = std::max(xHigh, boundary + 3);
-            }
+        std::vector<FormatRegions> all{regions};
+        for (const auto& [run, f] : otherFormats) all.push_back(formatRegions(f));
+        for (const FormatRegions& r : all)
+            for (int boundary : {r.flushedBelow, r.normalFrom, r.overflowFrom})
+                if (boundary >= dataLow - kNear && boundary <= dataHigh + kNear) {
+                    xLow = std::min(xLow, boundary - 3);
+                    xHigh = std::max(xHigh, boundary + 3);
+                }
     }
     xLow = std::max(xLow, GradientHistogram::kMinExponent - 1);
     xHigh = std::min(xHigh, GradientHistogram::kMaxExponent + 2);
@@ -334,6 +346,26 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setLegendVisible(chart_, area, b > a && !presentationMode());
     }
 
+    // Another format's boundaries: one polyline of vertical segments in its first run's
+    // color, dashed (a handful of points: dashing costs nothing here).
+    for (const auto& [run, f] : otherFormats) {
+        const FormatRegions r = formatRegions(f);
+        QList<QPointF> marks;
+        for (int boundary : {r.flushedBelow, r.normalFrom, r.overflowFrom}) {
+            if (boundary < xLow || boundary > xHigh) continue;
+            marks.append(QPointF(boundary, 0.0));
+            marks.append(QPointF(boundary, top));
+            marks.append(QPointF(boundary, 0.0));
+        }
+        const QString name = QString::fromUtf8(formatName(f));
+        auto* line = pool_.take<QLineSeries>(QStringLiteral("bounds/") + name, {exponents_, share_});
+        setSeriesName(line, tr("%1 region boundaries (flushed below 2^%2, normal from 2^%3, overflow from 2^%4)")
+                                .arg(name).arg(r.flushedBelow).arg(r.normalFrom).arg(r.overflowFrom));
+        setLegendLabel(chart_, line, tr("%1 boundaries").arg(name));
+        setSeriesPen(line, runPen(run->color(), 1.5, Qt::DashLine));
+        if (line->points() != marks) line->replace(marks);
+    }
+
     // One step outline per run.
     for (const Drawn& d : drawn) {
         const GradientHistogram& h = d.tap->histogram;
@@ -358,15 +390,16 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setLegendLabel(chart_, line, d.run == chosen ? watchedLabel : runLabel(d.run, runs));
         if (line->points() != outline) line->replace(outline);
 
-        shares.push_back({runLabel(d.run, runs), regionShares(h, format)});
+        const Format own = formatOf(*d.run);
+        shares.push_back({runLabel(d.run, runs), QString::fromUtf8(formatName(own)), regionShares(h, own)});
     }
     pool_.end();
     QString text;
     if (drawn.empty() && chosen)
         text = tr("No histogram of %1 %2 yet.").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
     else if (!shares.empty())
-        text = presentationMode() ? sharesTable(shares, formatText, shares_->palette().color(shares_->backgroundRole()))
-                                  : sharesLines(shares, formatText);
+        text = presentationMode() ? sharesTable(shares, shares_->palette().color(shares_->backgroundRole()))
+                                  : sharesLines(shares);
     if (shares_->text() != text) shares_->setText(text);
 
     // Setting changes of the chosen run up to this histogram step.

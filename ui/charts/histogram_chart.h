@@ -1,7 +1,9 @@
 // Chart group "histogram": the histogram of log2|x| of one layer's tensor kind (values as
 // the engine records them: scaled by the loss scale, before rounding) at one histogram
 // step, over the regions of the chosen run's compute format (flushed to zero, subnormal,
-// normal, overflow) with the share of values in each written on the chart. Combos pick
+// normal, overflow) with the share of values in each written under the chart. Every run
+// is judged in its own format: a comparison run in another format gets its boundaries
+// drawn as lines in its color, and its shares computed against its own ranges. Combos pick
 // the layer and kind, a slider moves through the histogram steps, comparison runs are
 // overlaid at their nearest earlier histogram step, and clicking a bin reports it.
 #pragma once
@@ -44,12 +46,13 @@ protected:
 
 private:
     struct RunShares {
-        QString run;   // the run's label
+        QString run;      // the run's label
+        QString format;   // the run's compute format, whose regions the shares are of
         RegionShares shares;
     };
     // The shares under the chart: one line per run; in presentation mode a table.
-    static QString sharesLines(const std::vector<RunShares>& shares, const QString& format);
-    static QString sharesTable(const std::vector<RunShares>& shares, const QString& format, const QColor& background);
+    static QString sharesLines(const std::vector<RunShares>& shares);
+    static QString sharesTable(const std::vector<RunShares>& shares, const QColor& background);
     void refillLayers(const RunData& run);
     void redrawSelf() { redraw(current_, compare_); }
 
