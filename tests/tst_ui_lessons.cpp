@@ -157,6 +157,40 @@ private slots:
         QVERIFY2(text.contains(QStringLiteral("did not hold: a.test_accuracy > 2")), qPrintable(text));
         QVERIFY(window.bannerText().isEmpty());
 
+        // Issue 10 part 6: the prediction is kept with the lesson's runs, beside the measured
+        // answer and the judged claims, out of the run list's way.
+        QVERIFY(!panel->sessionFile().isEmpty());
+        QFile sessionFile(panel->sessionFile());
+        QVERIFY(sessionFile.open(QIODevice::ReadOnly));
+        const auto session = nlohmann::json::parse(sessionFile.readAll().toStdString());
+        QCOMPARE(session.at("prediction").at("given").get<std::string>(), std::string("many"));
+        QCOMPARE(session.at("prediction").at("measured").get<std::string>(), std::string("6"));
+        QCOMPARE(session.at("claims").size(), std::size_t{2});
+        QCOMPARE(session.at("claims").at(1).at("state").get<std::string>(), std::string("not held"));
+        QCOMPARE(QString::fromStdString(session.at("runs").at(1).at("record").get<std::string>()),
+                 QFileInfo(panel->runner()->recordPaths().at(1)).fileName());
+        QCOMPARE(window.runListModel()->rowCount(), 2);   // the session file is not a run
+
+        // Part 8: File > Save Lesson writes the runs, the view and the texts; it opens again
+        // on the same view.
+        const QString saved = QString::fromStdString((dir_.path() / "saved.json").string());
+        QCOMPARE(window.saveLesson(saved, QStringLiteral("Saved tiny"), QStringLiteral("Does it still run?"), QStringLiteral("It ran.")),
+                 QString());
+        const LessonLoad again = loadLesson(saved);
+        QVERIFY2(again.lesson, qPrintable(again.error));
+        QCOMPARE(again.lesson->title, std::string("Saved tiny"));
+        QCOMPARE(again.lesson->expectations.size(), std::size_t{2});   // the open lesson's runs: kept whole
+        QCOMPARE(again.lesson->view.watch, std::string("a"));
+        QCOMPARE(again.lesson->view.overlay, std::vector<std::string>{"b"});
+        QVERIFY(again.lesson->view.histogram);
+        QCOMPARE(again.lesson->view.histogram->layer, std::string("loss"));
+        QCOMPARE(again.lesson->view.histogram->step, std::int64_t{4});
+        QCOMPARE(again.lesson->charts, (std::vector<std::string>{"loss", "histogram"}));
+        QCOMPARE(window.openLesson(saved), QString());
+        // Nothing is written where the lesson cannot go, and the reason is given.
+        QVERIFY(window.saveLesson(QStringLiteral("/no/such/folder/x.json"), QStringLiteral("t"), QStringLiteral("q"),
+                                  QStringLiteral("e.")).startsWith(QStringLiteral("Could not save the lesson to /no/such/folder/x.json")));
+
         const QString bad = QString::fromStdString((dir_.path() / "bad.json").string());
         QFile b(bad);
         QVERIFY(b.open(QIODevice::WriteOnly));
@@ -164,6 +198,45 @@ private slots:
         b.close();
         QVERIFY(window.openLesson(bad).contains(QStringLiteral("not valid JSON")));
         window.close();
+    }
+
+    // Part 8 for runs that are not a lesson's: a new lesson of the runs shown, each with the
+    // settings it started with; a view the lesson could not open is refused, naming the key.
+    void lessonFromRunsOnScreen()
+    {
+        TrainSettings a;
+        a.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+        a.maxSteps = 40;
+        auto first = std::make_shared<RunData>(QStringLiteral("id-1"), a);
+        first->setName(QStringLiteral("AMP FP16"));
+        TrainSettings b = a;
+        b.recipe = *PrecisionRecipe::fromPreset("fp32");
+        auto second = std::make_shared<RunData>(QStringLiteral("id-2"), b);
+        second->setName(QStringLiteral("FP32"));
+        second->apply(SettingChangeEvent{10, "batch 32 -> 64", settingsToJson(b).dump()});
+        ViewOnScreen view;
+        view.runs = {second, first};
+        view.charts = {QStringLiteral("loss"), QStringLiteral("updates")};
+        view.underflowKind = QStringLiteral("activation_grad");
+        const SavedLesson saved = lessonFromView(std::nullopt, {}, view, QStringLiteral("Mine"), QStringLiteral("Why?"),
+                                                 QStringLiteral("Because."));
+        QVERIFY2(saved.lesson, qPrintable(saved.error));
+        QCOMPARE(saved.lesson->runs.size(), std::size_t{2});
+        QCOMPARE(saved.lesson->runs[0].name, std::string("FP32"));
+        QCOMPARE(saved.lesson->runs[0].settings, b);
+        QCOMPARE(saved.lesson->runs[1].settings, a);
+        QCOMPARE(saved.lesson->view.watch, saved.lesson->runs[0].id);
+        QCOMPARE(saved.changed, QStringList{QStringLiteral("FP32")});
+        QVERIFY(saved.lesson->expectations.empty());
+
+        view.histogramLayer = QStringLiteral("nope");
+        view.histogramKind = QStringLiteral("weight_grad");
+        const SavedLesson refused = lessonFromView(std::nullopt, {}, view, QStringLiteral("Mine"), QStringLiteral("Why?"),
+                                                   QStringLiteral("Because."));
+        QVERIFY(!refused.lesson);
+        QVERIFY2(refused.error.contains(QStringLiteral("nope")), qPrintable(refused.error));
+        QVERIFY(lessonFromView(std::nullopt, {}, ViewOnScreen{}, QStringLiteral("t"), QStringLiteral("q"), QStringLiteral("e"))
+                    .error.startsWith(QStringLiteral("No run is shown")));
     }
 };
 

@@ -186,6 +186,7 @@ void MainWindow::buildMenus()
         if (!f.isEmpty()) openLesson(f);
     });
     buildLessonsMenu(file->addMenu(tr("Lesso&ns")));
+    action(file, tr("Save Lesso&n…"), "saveLessonAction", {QKeySequence(tr("Ctrl+Shift+L"))}, [this] { showSaveLessonDialog(); });
     action(file, tr("&Export…"), "exportAction", {QKeySequence(tr("Ctrl+E"))}, [this] { showExportDialog(); });
     file->addSeparator();
     action(file, tr("&Quit"), "quitAction", {QKeySequence::Quit}, [this] { close(); });

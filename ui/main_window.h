@@ -55,6 +55,10 @@ public:
     // Opens a lesson file (or ":/lessons/..." resource) in the lesson panel and shows only
     // its charts. Returns an error sentence, also shown, or an empty string.
     QString openLesson(const QString& file);
+    // File > Save Lesson: the runs shown (watched first, then overlaid), the chart
+    // selections and the given texts as one lesson file that opens on the same view
+    // (lessonFromView). Written whole or not at all; returns an error sentence or "".
+    QString saveLesson(const QString& file, const QString& title, const QString& question, const QString& explanation);
     // Presentation mode (F11, Ctrl+Shift+P): big fonts, high contrast, the lesson's charts.
     void setPresentationMode(bool on);
     bool presentationMode() const;
@@ -105,6 +109,7 @@ private:
     void showLessonCharts();
     // After a lesson's runs: watch, overlay and select in the charts what its "view" says.
     void applyLessonView();
+    void showSaveLessonDialog();
     void showExportDialog();
     void restoreState();
     void saveState();

@@ -22,11 +22,16 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QLabel>
 #include <QFormLayout>
 #include <QLineEdit>
 #include <QMenu>
+#include <QPlainTextEdit>
 #include <QProgressDialog>
+#include <QPushButton>
+#include <QSaveFile>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStatusBar>
@@ -151,6 +156,77 @@ void MainWindow::applyLessonView()
         if (auto* chart = qobject_cast<UnderflowChart*>(charts_->group(QStringLiteral("underflow"))))
             chart->setKind(*parseTensorKind(lesson.view.underflowKind));
     charts_->redrawNow();
+}
+
+QString MainWindow::saveLesson(const QString& file, const QString& title, const QString& question, const QString& explanation)
+{
+    ViewOnScreen view;
+    if (const RunPtr watched = store_->run(watchedId_)) view.runs << watched;
+    for (const RunPtr& run : model_->comparedRuns())
+        if (!view.runs.contains(run)) view.runs << run;
+    for (const QString& name : ChartsView::groupNames())
+        if (!charts_->group(name)->isHidden()) view.charts << name;
+    if (auto* h = qobject_cast<HistogramChart*>(charts_->group(QStringLiteral("histogram"))); h && !h->layer().isEmpty()) {
+        view.histogramLayer = h->layer();
+        view.histogramKind = QString::fromUtf8(tensorKindName(h->kind()));
+        view.histogramStep = h->shownStep();
+    }
+    if (auto* u = qobject_cast<UnderflowChart*>(charts_->group(QStringLiteral("underflow"))))
+        view.underflowKind = QString::fromUtf8(tensorKindName(u->kind()));
+    const SavedLesson saved = lessonFromView(lessonPanel_->lesson(), lessonPanel_->runner()->runIds(), view, title, question,
+                                             explanation);
+    QString error = saved.error;
+    if (saved.lesson) {
+        const QByteArray text = QByteArray::fromStdString(lessonToJson(*saved.lesson).dump(2) + "\n");
+        // Whole or not at all: a temporary file renamed over the target once written.
+        QSaveFile out(file);
+        if (!out.open(QIODevice::WriteOnly) || out.write(text) != text.size() || !out.commit())
+            error = tr("Could not save the lesson to %1: %2.").arg(file, out.errorString());
+    }
+    if (!error.isEmpty()) {
+        showError(error);
+        return error;
+    }
+    QString message = tr("Saved the lesson to %1").arg(QFileInfo(file).fileName());
+    if (!saved.changed.isEmpty())
+        message += tr(" (%1 saved with the settings they started with; their changes during the run are not part of a lesson)")
+                       .arg(saved.changed.join(QStringLiteral(", ")));
+    statusBar()->showMessage(message, 12000);
+    return {};
+}
+
+void MainWindow::showSaveLessonDialog()
+{
+    const auto& open = lessonPanel_->lesson();
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Save Lesson"));
+    auto* title = new QLineEdit(open ? QString::fromStdString(open->title) : QString(), &dialog);
+    auto* question = new QLineEdit(open ? QString::fromStdString(open->question) : QString(), &dialog);
+    auto* explanation = new QPlainTextEdit(open ? QString::fromStdString(open->explanation) : QString(), &dialog);
+    title->setPlaceholderText(tr("what the lesson is about"));
+    question->setPlaceholderText(tr("the question the runs answer"));
+    explanation->setPlaceholderText(tr("what the runs show, revealed after they finish"));
+    auto* form = new QFormLayout(&dialog);
+    form->addRow(new QLabel(tr("The runs shown (watched first, then overlaid), the charts and their selections "
+                               "are saved with these texts."), &dialog));
+    form->addRow(tr("&Title:"), title);
+    form->addRow(tr("&Question:"), question);
+    form->addRow(tr("&Explanation:"), explanation);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, &dialog);
+    form->addRow(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto refresh = [&] {
+        buttons->button(QDialogButtonBox::Save)->setEnabled(!title->text().trimmed().isEmpty() && !question->text().trimmed().isEmpty() &&
+                                                            !explanation->toPlainText().trimmed().isEmpty());
+    };
+    connect(title, &QLineEdit::textChanged, &dialog, refresh);
+    connect(question, &QLineEdit::textChanged, &dialog, refresh);
+    connect(explanation, &QPlainTextEdit::textChanged, &dialog, refresh);
+    refresh();
+    if (dialog.exec() != QDialog::Accepted) return;
+    const QString file = QFileDialog::getSaveFileName(this, tr("Save Lesson"), QStringLiteral("lesson.json"), tr("Lessons (*.json)"));
+    if (!file.isEmpty()) saveLesson(file, title->text(), question->text(), explanation->toPlainText());
 }
 
 void MainWindow::showLessonCharts()

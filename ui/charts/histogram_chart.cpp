@@ -251,6 +251,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     updatingControls_ = false;
     const int index = std::min(stepSlider_->value(), count - 1);
     const std::int64_t step = index >= 0 ? chosen->telemetry()[static_cast<std::size_t>(index)].step : 0;
+    shownStep_ = followLatest_ ? 0 : step;
     stepLabel_->setText(count > 0 ? tr("step %1 (%2 of %3)").arg(step).arg(index + 1).arg(count) : tr("no histograms yet"));
 
     const std::string layerName = layer().toStdString();

@@ -34,6 +34,9 @@ public:
     QString layer() const;
     TensorKind kind() const;
     QString sharesText() const;
+    // The step of the histogram picked on the slider (the watched run's); 0 while the
+    // chart follows the latest one (and before any).
+    std::int64_t shownStep() const { return shownStep_; }
 
     // The bin under a point of the plot (chart coordinates), as an exponent.
     void pickAt(const QPointF& chartPosition);
@@ -68,6 +71,7 @@ private:
     QLabel* changesLabel_;
     RunPtr current_;
     QList<RunPtr> compare_;
+    std::int64_t shownStep_ = 0;
     bool followLatest_ = true;
     bool updatingControls_ = false;
 };

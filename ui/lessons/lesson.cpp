@@ -8,6 +8,8 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <algorithm>
+
 namespace plab::ui {
 
 LessonLoad parseLesson(const QByteArray& json, const QString& origin)
@@ -55,6 +57,59 @@ QStringList lessonCharts(const Lesson& lesson)
 {
     QStringList out;
     for (const auto& c : lesson.charts) out << QString::fromStdString(c);
+    return out;
+}
+
+SavedLesson lessonFromView(const std::optional<Lesson>& open, const QStringList& lessonRunIds, const ViewOnScreen& view,
+                           const QString& title, const QString& question, const QString& explanation)
+{
+    SavedLesson out;
+    if (view.runs.isEmpty()) {
+        out.error = QCoreApplication::translate("Lesson", "No run is shown: watch or overlay the runs the lesson should run.");
+        return out;
+    }
+    Lesson lesson;
+    QStringList ids;   // the lesson's run id of each shown run
+    const bool ofOpenLesson = open && lessonRunIds.size() == static_cast<qsizetype>(open->runs.size()) &&
+                              std::all_of(view.runs.begin(), view.runs.end(),
+                                          [&](const RunPtr& r) { return lessonRunIds.contains(r->id()); });
+    if (ofOpenLesson) {
+        lesson = *open;
+        for (const RunPtr& r : view.runs)
+            ids << QString::fromStdString(open->runs[static_cast<std::size_t>(lessonRunIds.indexOf(r->id()))].id);
+    } else {
+        int n = 0;
+        for (const RunPtr& r : view.runs) {
+            LessonRun run;
+            run.id = "run" + std::to_string(++n);
+            run.name = r->name().toStdString();
+            run.settings = r->settings();
+            if (!r->changes().empty()) out.changed << r->name();
+            lesson.runs.push_back(run);
+            ids << QString::fromStdString(run.id);
+        }
+    }
+    lesson.format = kLessonFormat;
+    lesson.title = title.trimmed().toStdString();
+    lesson.question = question.trimmed().toStdString();
+    lesson.explanation = explanation.trimmed().toStdString();
+    lesson.charts.clear();
+    for (const QString& c : view.charts) lesson.charts.push_back(c.toStdString());
+    lesson.view = LessonView{};
+    lesson.view.watch = ids.front().toStdString();
+    lesson.view.overlayAll = false;
+    for (qsizetype i = 1; i < ids.size(); ++i) lesson.view.overlay.push_back(ids[i].toStdString());
+    if (!view.histogramLayer.isEmpty())
+        lesson.view.histogram = HistogramView{view.histogramLayer.toStdString(), view.histogramKind.toStdString(), view.histogramStep};
+    lesson.view.underflowKind = view.underflowKind.toStdString();
+    // Parsed back as any lesson file is opened: what is saved opens elsewhere.
+    const std::string text = lessonToJson(lesson).dump(2);
+    LessonLoad check = parseLesson(QByteArray::fromStdString(text), QCoreApplication::translate("Lesson", "the lesson to save"));
+    if (!check.lesson) {
+        out.error = check.error;
+        return out;
+    }
+    out.lesson = std::move(lesson);
     return out;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "lesson/lesson.h"
+#include "run_data.h"
 
 #include <QString>
 #include <QStringList>
@@ -32,5 +33,29 @@ QStringList bundledLessonFiles();
 
 // The lesson's chart groups as the app names them.
 QStringList lessonCharts(const Lesson& lesson);
+
+// What the window shows, for File > Save Lesson.
+struct ViewOnScreen {
+    QList<RunPtr> runs;            // the watched run first, then the overlaid runs
+    QStringList charts;            // the chart groups shown, in the app's order
+    QString histogramLayer;        // empty: none chosen
+    QString histogramKind;         // "weight_grad", ...
+    std::int64_t histogramStep = 0;   // the histogram step shown; 0: the last
+    QString underflowKind;
+};
+
+// A lesson that opens on this view. When every run shown is one of the open lesson's runs
+// (lessonRunIds: the store ids of its runs, in the lesson's order) the lesson is kept
+// whole (runs, expectations, prediction) with the view replaced. Otherwise a new lesson
+// of the runs shown, each with the settings it started with (a run changed mid-way is
+// saved as it started; `changed` lists those runs). Title, question and explanation are
+// the given texts. The result is checked by parsing it back; `error` names the problem.
+struct SavedLesson {
+    std::optional<Lesson> lesson;
+    QStringList changed;
+    QString error;
+};
+SavedLesson lessonFromView(const std::optional<Lesson>& open, const QStringList& lessonRunIds, const ViewOnScreen& view,
+                           const QString& title, const QString& question, const QString& explanation);
 
 }  // namespace plab::ui

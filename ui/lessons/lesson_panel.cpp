@@ -5,6 +5,10 @@
 #include "report/run_record.h"
 
 #include <QComboBox>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QSaveFile>
 #include <QEvent>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -192,6 +196,47 @@ void LessonPanel::judge()
     for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
     results_ = checkExpectations(*lesson_, refs);
     showExplanation();
+    writeSession();
+}
+
+void LessonPanel::writeSession()
+{
+    sessionFile_.clear();
+    const QStringList paths = runner_->recordPaths();
+    if (paths.isEmpty() || paths.front().isEmpty()) return;
+    LessonRecords refs;
+    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    nlohmann::json doc;
+    doc["format"] = 1;
+    doc["lesson"] = lesson_->title;
+    doc["origin"] = lesson_->origin;
+    doc["finished_at"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+    nlohmann::json runs = nlohmann::json::array();
+    for (std::size_t i = 0; i < lesson_->runs.size(); ++i)
+        runs.push_back({{"id", lesson_->runs[i].id},
+                        {"name", lesson_->runs[i].name},
+                        {"record", i < static_cast<std::size_t>(paths.size()) ? QFileInfo(paths[static_cast<qsizetype>(i)]).fileName().toStdString()
+                                                                                : std::string()}});
+    doc["runs"] = runs;
+    if (lesson_->predict)
+        doc["prediction"] = {{"prompt", lesson_->predict->prompt},
+                             {"given", prediction_.toStdString()},
+                             {"measured", fillPlaceholders(lesson_->predict->answer, *lesson_, refs)}};
+    nlohmann::json claims = nlohmann::json::array();
+    for (const ExpectationResult& r : results_)
+        claims.push_back({{"claim", describeExpectation(*r.expectation)},
+                          {"backs", fillPlaceholders(r.expectation->backs, *lesson_, refs)},
+                          {"state", r.state == ExpectationState::held ? "held" : r.state == ExpectationState::notHeld ? "not held" : "not measured"},
+                          {"measured", r.state == ExpectationState::notMeasured ? r.why : r.measured}});
+    doc["claims"] = claims;
+    // Beside the records, in a folder of its own: the run list reads only the records.
+    QDir dir(QFileInfo(paths.front()).absolutePath());
+    if (!dir.mkpath(QStringLiteral("lesson-sessions"))) return;
+    dir.cd(QStringLiteral("lesson-sessions"));
+    const QString stem = QFileInfo(paths.front()).completeBaseName();
+    QSaveFile out(dir.filePath(stem + QStringLiteral(".lesson.json")));
+    const QByteArray text = QByteArray::fromStdString(doc.dump(2) + "\n");
+    if (out.open(QIODevice::WriteOnly) && out.write(text) == text.size() && out.commit()) sessionFile_ = out.fileName();
 }
 
 void LessonPanel::showExplanation()

@@ -55,6 +55,10 @@ public:
     // The prediction given before the runs ("" when none was asked or given).
     QString prediction() const { return prediction_; }
     void setPredictionAnswer(const QString& text);   // as a student would enter or choose it
+    // The file that keeps the last finished lesson with its runs: the lesson, the run
+    // records, the prediction beside the measured answer and every claim judged, in
+    // "lesson-sessions" under the runs' folder ("" before, or when it could not be written).
+    QString sessionFile() const { return sessionFile_; }
 
 signals:
     void lessonChanged();
@@ -70,9 +74,11 @@ private:
     void fitRunsHeight();
     void judge();                 // loads the runs' records and checks the expectations
     void showExplanation();       // fills the explanation label from results_
+    void writeSession();          // the prediction and the judged claims beside the runs' records
 
     std::optional<Lesson> lesson_;
     QString dataDir_;
+    QString sessionFile_;
     LessonRunner* runner_;
     QLabel* title_;
     QLabel* question_;
