@@ -177,6 +177,56 @@ private slots:
         QVERIFY(explorer.binText().contains(QStringLiteral("2^-20")));
     }
 
+    // Issue 10 part 7: what a teacher types. Values by hand from IEEE 754 binary16 and
+    // bfloat16 (1 sign, 8 exponent, 7 mantissa bits, bias 127).
+    void teachersNotationIsRead()
+    {
+        auto value = [](const char* text, Format sixteen = Format::fp16) {
+            const ParsedNumber p = parseExplorerNumber(QString::fromUtf8(text), sixteen);
+            return p.value ? *p.value : -12345.0;
+        };
+        QCOMPARE(value("2^-25"), pow2(-25));
+        QCOMPARE(value("-2^10"), -1024.0);
+        QCOMPARE(value("2^(-3)"), 0.125);
+        QCOMPARE(value("-3.5e-8"), -3.5e-8);
+        QCOMPARE(value("1.5 x 2^-3"), 0.1875);
+        QCOMPARE(value("3*2^-4"), 0.1875);
+        QCOMPARE(value("1.5×2^-3"), 0.1875);
+        QCOMPARE(value("0x3c00"), 1.0);                        // fp16: exponent 01111 = bias, mantissa 0
+        QCOMPARE(value("0x0001"), pow2(-24));                  // fp16's smallest subnormal
+        QCOMPARE(value("0x3c00", Format::bf16), pow2(-7));      // bf16: exponent 0x78 = 120, 2^(120-127)
+        QCOMPARE(value("0x3f800000"), 1.0);                    // fp32
+        QCOMPARE(value("0x1f800"), 0.5);                       // tf32's 19 bits: fp32 0x3f000000
+        const ParsedNumber pattern = parseExplorerNumber(QStringLiteral("0x7bff"));
+        QCOMPARE(pattern.pattern, std::optional<Format>(Format::fp16));
+        QCOMPARE(*pattern.value, 65504.0);
+        QVERIFY(parseExplorerNumber(QStringLiteral("0x3c0")).error.contains(QStringLiteral("3 hex digits")));
+        QVERIFY(parseExplorerNumber(QStringLiteral("2^5000")).error.contains(QStringLiteral("beyond")));
+        QVERIFY(parseExplorerNumber(QStringLiteral("twelve")).error.contains(QStringLiteral("is not a number")));
+
+        QCOMPARE(powerOfTwoForm(0.1875), QStringLiteral("1.5 × 2^-3"));
+        QCOMPARE(powerOfTwoForm(-pow2(-24)), QStringLiteral("-1 × 2^-24"));
+        QCOMPARE(powerOfTwoForm(65504.0), QStringLiteral("1.9990234375 × 2^15"));
+        QCOMPARE(fieldFormula(Format::fp16, 1.5f),
+                 QString::fromUtf8("sign 0 · exponent 01111 (15) · mantissa 1000000000\n"
+                                   "(-1)^0 × 1.1000000000₂ × 2^(15 - 15) = 1.5 × 2^0"));
+        QCOMPARE(fieldFormula(Format::fp16, static_cast<float>(pow2(-24))),
+                 QString::fromUtf8("sign 0 · exponent 00000 (0) · mantissa 0000000001\n"
+                                   "subnormal (exponent field 0): (-1)^0 × 0.0000000001₂ × 2^(1 - 15) = 1 × 2^-24"));
+        QCOMPARE(fieldFormula(Format::bf16, -2.0f),
+                 QString::fromUtf8("sign 1 · exponent 10000000 (128) · mantissa 0000000\n"
+                                   "(-1)^1 × 1.0000000₂ × 2^(128 - 127) = -1 × 2^1"));
+        QVERIFY(fieldFormula(Format::fp16, 1e6f).endsWith(QStringLiteral("exponent all ones, mantissa 0: inf")));
+
+        FormatExplorer explorer;
+        QVERIFY(explorer.setText(QStringLiteral("0x3c00")));
+        QCOMPARE(explorer.value(), 1.0);
+        QVERIFY(explorer.row(Format::fp16)->valueText().contains(QString::fromUtf8("= 1 × 2^0")));
+        QVERIFY(explorer.row(Format::fp16)->formulaText().contains(QString::fromUtf8("1.0000000000₂ × 2^(15 - 15)")));
+        QVERIFY(explorer.setText(QStringLiteral("2^-25")));
+        QCOMPARE(explorer.row(Format::fp16)->anatomy().valueClass, ValueClass::zero);   // the tie rounds to even: 0
+    }
+
     void histogramShiftByHand()
     {
         GradientHistogram h;

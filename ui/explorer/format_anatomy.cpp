@@ -6,9 +6,11 @@
 #include "numerics/number_text.h"
 
 #include <QObject>
+#include <QRegularExpression>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace plab::ui {
@@ -131,6 +133,103 @@ int scaleShiftBins(double currentScale, double newScale)
 {
     if (!(currentScale > 0.0) || !(newScale > 0.0) || !std::isfinite(currentScale) || !std::isfinite(newScale)) return 0;
     return static_cast<int>(std::lround(std::log2(newScale / currentScale)));
+}
+
+}  // namespace plab::ui
+
+namespace plab::ui {
+
+ParsedNumber parseExplorerNumber(const QString& text, Format sixteenBit)
+{
+    ParsedNumber out;
+    QString t = text.trimmed();
+    auto fail = [&](const QString& why) {
+        out.error = why;
+        return out;
+    };
+    if (t.isEmpty()) return fail(QObject::tr("Type a number: 1.5, -3.5e-8, 2^-25, 1.5 x 2^-3, inf, or a bit pattern such as 0x3c00."));
+    static const QRegularExpression hex(QStringLiteral("^0[xX]([0-9a-fA-F]+)$"));
+    if (const QRegularExpressionMatch m = hex.match(t); m.hasMatch()) {
+        const QString digits = m.captured(1);
+        std::optional<Format> f;
+        if (digits.size() == 8) f = Format::fp32;
+        else if (digits.size() == 5) f = Format::tf32;
+        else if (digits.size() == 4) f = sixteenBit;
+        if (!f)
+            return fail(QObject::tr("“%1” has %2 hex digits: a bit pattern has 8 (fp32), 5 (tf32) or 4 (%3).")
+                            .arg(t).arg(digits.size()).arg(QString::fromLatin1(formatName(sixteenBit).data())));
+        const std::uint32_t bits = digits.toUInt(nullptr, 16);
+        if (*f == Format::tf32 && bits >= (std::uint32_t{1} << patternWidth(Format::tf32)))
+            return fail(QObject::tr("“%1” is wider than tf32's 19 bits (at most 0x7ffff).").arg(t));
+        out.value = static_cast<double>(valueFromPattern(*f, bits));
+        out.pattern = f;
+        return out;
+    }
+    // m x 2^e, 2^e: the multiplication sign may be x, X, ×, * or ·, spaces anywhere.
+    static const QRegularExpression power(QStringLiteral(
+        "^([+-]?)\\s*(?:((?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?)\\s*[xX×*·]\\s*)?2\\s*\\^\\s*\\(?\\s*([+-]?\\d{1,5})\\s*\\)?$"));
+    if (const QRegularExpressionMatch m = power.match(t); m.hasMatch()) {
+        const double mantissa = m.captured(2).isEmpty() ? 1.0 : m.captured(2).toDouble();
+        const int exponent = m.captured(3).toInt();
+        if (exponent < -1100 || exponent > 1100)
+            return fail(QObject::tr("“%1”: 2^%2 is beyond any format here (exponents -1100 to 1100 are read).").arg(t).arg(exponent));
+        const double v = std::ldexp(mantissa, exponent);
+        out.value = m.captured(1) == QLatin1String("-") ? -v : v;
+        return out;
+    }
+    const std::string s = t.toStdString();
+    const std::optional<float> parsed = parseFp32Text(s);
+    if (!parsed)
+        return fail(QObject::tr("“%1” is not a number: type a decimal (1.5, -3.5e-8, inf, nan), a power of two "
+                                "(2^-25, 1.5 x 2^-3) or a bit pattern (0x3c00, 0x3f800000).").arg(text.trimmed()));
+    out.value = std::isfinite(*parsed) ? std::strtod(s.c_str(), nullptr) : static_cast<double>(*parsed);
+    return out;
+}
+
+QString powerOfTwoForm(double value)
+{
+    if (std::isnan(value)) return QStringLiteral("nan");
+    if (std::isinf(value)) return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    if (value == 0.0) return std::signbit(value) ? QStringLiteral("-0") : QStringLiteral("0");
+    int e = 0;
+    const double m = std::frexp(value, &e) * 2.0;   // 1 <= |m| < 2
+    return QStringLiteral("%1 × 2^%2").arg(exactDecimal(m)).arg(e - 1);
+}
+
+QString fieldFormula(Format f, float value)
+{
+    const FormatInfo& info = formatInfo(f);
+    const std::uint32_t pattern = patternOf(f, roundTo(f, value));
+    const int E = info.exponentBits, M = info.mantissaBits;
+    const int bias = (1 << (E - 1)) - 1;
+    const std::uint32_t sign = pattern >> (E + M);
+    const std::uint32_t exponent = (pattern >> M) & ((std::uint32_t{1} << E) - 1);
+    const std::uint32_t mantissa = pattern & ((std::uint32_t{1} << M) - 1);
+    auto bitsText = [](std::uint32_t v, int width) {
+        return QStringLiteral("%1").arg(v, width, 2, QLatin1Char('0'));
+    };
+    const QString fields = QObject::tr("sign %1 · exponent %2 (%3) · mantissa %4")
+                               .arg(sign)
+                               .arg(bitsText(exponent, E))
+                               .arg(exponent)
+                               .arg(bitsText(mantissa, M));
+    // The mantissa bits with a subscript 2 (binary). Appended, not in the tr() text: QString::arg
+    // reads a digit-valued "₂" after "%2" as part of the placeholder number.
+    const QString m = bitsText(mantissa, M) + QChar(0x2082);
+    QString formula;
+    const std::uint32_t allOnes = (std::uint32_t{1} << E) - 1;
+    if (exponent == allOnes)
+        formula = mantissa == 0 ? QObject::tr("exponent all ones, mantissa 0: %1inf").arg(sign ? QStringLiteral("-") : QString())
+                                : QObject::tr("exponent all ones, mantissa not 0: NaN");
+    else if (exponent == 0 && mantissa == 0)
+        formula = QObject::tr("exponent and mantissa 0: %1zero").arg(sign ? QStringLiteral("-") : QStringLiteral("+"));
+    else if (exponent == 0)
+        formula = QObject::tr("subnormal (exponent field 0): (-1)^%1 × 0.%2 × 2^(1 - %3) = %4")
+                      .arg(sign).arg(m).arg(bias).arg(powerOfTwoForm(roundTo(f, value)));
+    else
+        formula = QObject::tr("(-1)^%1 × 1.%2 × 2^(%3 - %4) = %5")
+                      .arg(sign).arg(m).arg(exponent).arg(bias).arg(powerOfTwoForm(roundTo(f, value)));
+    return fields + QLatin1Char('\n') + formula;
 }
 
 }  // namespace plab::ui

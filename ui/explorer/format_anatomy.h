@@ -13,6 +13,7 @@
 #include <QVector>
 
 #include <cstdint>
+#include <optional>
 
 namespace plab::ui {
 
@@ -44,6 +45,30 @@ FormatAnatomy describe(Format f, double input);
 float valueFromPattern(Format f, std::uint32_t pattern);
 // The value with bit `bit` of its pattern in f flipped (value must be exact in f).
 float flipBit(Format f, float value, int bit);
+
+// What the explorer's number field reads, as a teacher would type it:
+//   a decimal: "1.0001", "-3.5e-8", "inf", "nan";
+//   a power of two or m x 2^e: "2^-25", "-2^10", "1.5 x 2^-3", "3*2^-4", "1.5×2^-3";
+//   a bit pattern "0x..." of a format: 8 hex digits are an fp32 pattern, 5 a tf32 pattern
+//   (its 19 bits), 4 a 16-bit pattern of `sixteenBit` (fp16 or bf16).
+// The value is a double (a typed decimal keeps its digits, so the fp32 row shows its own
+// rounding); a pattern's value is exact in its format. `error` says what was wrong.
+struct ParsedNumber {
+    std::optional<double> value;
+    std::optional<Format> pattern;   // the format a bit pattern was read in
+    QString error;
+};
+ParsedNumber parseExplorerNumber(const QString& text, Format sixteenBit = Format::fp16);
+
+// A value as m x 2^e with 1 <= |m| < 2 ("1.5 × 2^-3", "-1 × 2^-24"), m written in full
+// (every digit of a double's m is finite); "0", "inf", "nan" as they are.
+QString powerOfTwoForm(double value);
+
+// The fields of a value's pattern in f and the formula that gives the value, as plain text:
+//   "sign 0 · exponent 01111 (15) · mantissa 1000000000
+//    (-1)^0 × 1.1000000000₂ × 2^(15 - 15) = 1.5 × 2^0"
+// a subnormal: "(-1)^s × 0.m₂ × 2^(1 - bias)"; zero, inf and NaN say what their fields mean.
+QString fieldFormula(Format f, float value);
 
 // A finite double as its exact decimal expansion ("0.000000059604644775390625").
 QString exactDecimal(double x);

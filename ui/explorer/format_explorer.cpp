@@ -37,8 +37,19 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
     inputRow->addWidget(new QLabel(tr("Number:"), this));
     input_ = new QLineEdit(this);
     input_->setObjectName(QStringLiteral("explorerInput"));
-    input_->setPlaceholderText(tr("1.0001, 65520, 5.96e-8, inf, 0x3f800000"));
+    input_->setPlaceholderText(tr("1.0001, -3.5e-8, 2^-25, 1.5 x 2^-3, 0x3c00"));
+    input_->setToolTip(tr("A decimal (65520, -3.5e-8, inf), a power of two (2^-25, 1.5 x 2^-3) or a bit pattern: "
+                          "0x and 8 hex digits for fp32, 5 for tf32, 4 for the 16-bit format chosen beside"));
     inputRow->addWidget(input_, 1);
+    sixteenBit_ = new QComboBox(this);
+    sixteenBit_->setObjectName(QStringLiteral("explorerPatternFormat"));
+    sixteenBit_->addItem(tr("0x…(4) is fp16"), static_cast<int>(Format::fp16));
+    sixteenBit_->addItem(tr("0x…(4) is bf16"), static_cast<int>(Format::bf16));
+    sixteenBit_->setToolTip(tr("Which 16-bit format a pattern of 4 hex digits (0x3c00) is read in"));
+    inputRow->addWidget(sixteenBit_);
+    connect(sixteenBit_, &QComboBox::currentIndexChanged, this, [this] {
+        if (input_->text().trimmed().startsWith(QLatin1String("0x"), Qt::CaseInsensitive)) setText(input_->text());
+    });
     layout->addLayout(inputRow);
     inputProblem_ = new QLabel(this);
     inputProblem_->setWordWrap(true);
@@ -148,20 +159,17 @@ void FormatExplorer::setValue(double value)
 
 bool FormatExplorer::setText(const QString& text)
 {
-    const std::string s = text.trimmed().toStdString();
-    const std::optional<float> parsed = parseFp32Text(s);
-    if (!parsed) {
-        inputProblem_->setText(tr("“%1” is not a number: type a decimal (1.5, -2e-7, inf, nan) or 0x and 8 hex digits.").arg(text));
+    const ParsedNumber parsed = parseExplorerNumber(text, static_cast<Format>(sixteenBit_->currentData().toInt()));
+    if (!parsed.value) {
+        inputProblem_->setText(parsed.error);
         inputProblem_->show();
         return false;
     }
-    // A decimal keeps its double value so that the fp32 row shows its rounding too; a bit
-    // pattern is an fp32 value.
-    const bool pattern = s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0;
-    value_ = pattern || !std::isfinite(*parsed) ? double(*parsed) : std::strtod(s.c_str(), nullptr);
+    value_ = *parsed.value;
     if (input_->text() != text) input_->setText(text);   // when called from outside the field
     inputProblem_->hide();
     showAnatomy();
+    for (FormatRow* r : rows_) r->setFocusFormat(parsed.pattern && r->format() == *parsed.pattern);
     return true;
 }
 

@@ -68,6 +68,7 @@ private:
 
     double value_ = 1.0;
     QLineEdit* input_;
+    QComboBox* sixteenBit_;   // what a 4-digit bit pattern is: fp16 or bf16
     QLabel* inputProblem_;
     QListWidget* examples_;
     QLabel* explanation_;

@@ -64,6 +64,11 @@ FormatRow::FormatRow(Format format, QWidget* parent) : QFrame(parent), format_(f
     details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     details_->setWordWrap(true);
     layout->addWidget(details_, 2, 1);
+    formula_ = new QLabel(this);
+    formula_->setObjectName(QStringLiteral("fieldFormula"));
+    formula_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    formula_->setWordWrap(true);
+    layout->addWidget(formula_, 3, 1);
     layout->setColumnStretch(1, 1);
 }
 
@@ -90,17 +95,21 @@ void FormatRow::setAnatomy(const FormatAnatomy& a)
     bits_->setPattern(a.pattern);
     QString exact = a.exact;
     if (exact.size() > 90) exact = exact.left(44) + QStringLiteral("…") + exact.right(44);
-    value_->setText(tr("<b>%1</b>&nbsp;&nbsp; exactly %2").arg(a.shortest, breakableDigits(exact)));
+    value_->setText(tr("<b>%1</b> = %2&nbsp;&nbsp; exactly %3")
+                        .arg(a.shortest, powerOfTwoForm(a.value).toHtmlEscaped(), breakableDigits(exact)));
     value_->setToolTip(a.exact);
     // "spacing ↓a ↑b" wraps as one piece (no-break spaces).
     details_->setText(tr("%1 · error %2 · spacing\u00a0↓%3\u00a0↑%4")
                           .arg(QString::fromLatin1(valueClassName(a.valueClass).data()), numberText(a.error),
                                numberText(a.spacingDown), numberText(a.spacingUp)));
+    // Two lines: the fields, then the formula (each wraps at its spaces when narrow).
+    formula_->setText(fieldFormula(format_, a.value));
 }
 
 QToolButton* FormatRow::bitButton(int bit) const { return bits_->bitButton(bit); }
 QString FormatRow::valueText() const { return QString(value_->text()).remove(QChar(0x200b)); }
 QString FormatRow::detailsText() const { return details_->text(); }
+QString FormatRow::formulaText() const { return formula_->text(); }
 
 void FormatRow::setFocusFormat(bool focus)
 {

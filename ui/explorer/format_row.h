@@ -1,7 +1,8 @@
 // One format's row in the format explorer: its name, the bit pattern as toggle buttons
 // (BitPattern: sign, exponent and mantissa fields coloured apart; clicking one flips that
-// bit), the rounded value (shortest and exact decimal), the rounding error, the spacing to
-// the neighbours and the class. Everything wraps to the row's width: the bits by field,
+// bit), the rounded value (shortest decimal, m x 2^e and exact decimal), the rounding
+// error, the spacing to the neighbours and the class, and the fields read as the formula
+// (-1)^s x 1.m x 2^(e - bias) (0.m and 1 - bias for a subnormal). Everything wraps to the row's width: the bits by field,
 // the texts by word (long exact decimals between digits).
 #pragma once
 
@@ -31,6 +32,7 @@ public:
     BitPattern* bitPattern() const { return bits_; }
     QString valueText() const;
     QString detailsText() const;
+    QString formulaText() const;   // the fields and (-1)^s x 1.m x 2^(e - bias)
     void setFocusFormat(bool focus);   // the worked example's format is highlighted
 
 signals:
@@ -49,6 +51,7 @@ private:
     QLabel* name_;
     QLabel* value_;
     QLabel* details_;
+    QLabel* formula_;
 };
 
 }  // namespace plab::ui
