@@ -67,6 +67,16 @@ private slots:
         QVERIFY(model.index(0, RunListModel::NameColumn).data(Qt::DecorationRole) !=
                 model.index(1, RunListModel::NameColumn).data(Qt::DecorationRole));
         QCOMPARE(store.runs()[0]->steps().size(), std::size_t(12));   // replayed like a live run
+        // Issue 10: a training step's memory peak apart from an evaluation's, as recorded.
+        std::ifstream in(runs.path() / "run-a.json");
+        const json record = json::parse(in);
+        const MemorySnapshot peak = store.runs()[0]->peakMemory();
+        const auto& training = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+        const auto& evaluation = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
+        QVERIFY(training.total > 0 && evaluation.total > 0);
+        QCOMPARE(training.total, record.at("memory").at("training_peak").at("total").get<std::int64_t>());
+        QCOMPARE(evaluation.bytes[static_cast<std::size_t>(MemoryCategory::activations)],
+                 record.at("memory").at("evaluation_peak").at("activations").get<std::int64_t>());
     }
 
     void savedRunsKnowTheirPlan()

@@ -120,6 +120,17 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                 e.memory.peak[static_cast<std::size_t>(c)] =
                     memory["peak"].value(std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), std::int64_t{0});
             e.memory.totalPeak = memory["peak"].value("total", std::int64_t{0});
+            // A training step's peak apart from an evaluation's (records since format 2 of
+            // lessons; older records have none and keep zeros).
+            for (const auto& [phase, key] : {std::pair{MemoryPhase::training, "training_peak"},
+                                             std::pair{MemoryPhase::evaluation, "evaluation_peak"}}) {
+                if (!memory.contains(key) || !memory[key].is_object()) continue;
+                MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
+                for (int c = 0; c < kMemoryCategories; ++c)
+                    p.bytes[static_cast<std::size_t>(c)] =
+                        memory[key].value(std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), std::int64_t{0});
+                p.total = memory[key].value("total", std::int64_t{0});
+            }
             timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
         }
         std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) {

@@ -244,7 +244,15 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
         const MemorySnapshot peak = run->peakMemory();
         top = std::max(top, static_cast<double>(peak.totalPeak) / kMiB);
-        peaks << tr("%1: peak %2").arg(runLabel(run, runs), formatBytes(static_cast<double>(peak.totalPeak)));
+        // A training step's peak apart from an evaluation's (its buffers are not training memory).
+        const auto& training = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+        const auto& evaluation = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
+        QString line = tr("%1: peak %2").arg(runLabel(run, runs), formatBytes(static_cast<double>(peak.totalPeak)));
+        if (training.total > 0)
+            line += tr(" (training step %1, evaluation %2)")
+                        .arg(formatBytes(static_cast<double>(training.total)),
+                             evaluation.total > 0 ? formatBytes(static_cast<double>(evaluation.total)) : tr("none yet"));
+        peaks << line;
         if (run == runs.front()) {
             drawStack(*run, columns, top);
         } else {
