@@ -10,6 +10,7 @@
 #include "charts/chart_caption.h"
 #include "charts/charts_view.h"
 #include "charts/histogram_chart.h"
+#include "charts/loss_chart.h"
 #include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
 #include "charts/throughput_chart.h"
@@ -372,11 +373,15 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     view.redrawNow();
     auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
     QVERIFY(updates->lostNote().contains("twin lies on amp (conv1, conv2, fc1)"));
+    QCOMPARE(qobject_cast<LossChart*>(view.group("loss"))->noteText(), QString("twin lies on amp: loss and accuracy"));
+    QVERIFY(updates->nonFiniteNote().contains("twin lies on amp"));   // 7 weights at the last step in both
     auto* twinConv2 = seriesNamed<QLineSeries>(view.seriesOf("updates"), "twin conv2 lost updates");
     QVERIFY(twinConv2);
     QString label;
     for (QLegendMarker* m : twinConv2->chart()->legend()->markers(twinConv2)) label = m->label();
     QCOMPARE(label, QString("twin · conv2"));   // a comparison line names run and layer
+    // The three narrow panels share one key instead of legends: each run's layers and name.
+    QVERIFY2(updates->keyText().contains(QString::fromUtf8("■ conv1 ■ conv2 ■ fc1 — twin")), qPrintable(updates->keyText()));
 
     // Nothing of the chosen kind: the panel says so and which kinds have data.
     auto* underflow = qobject_cast<UnderflowChart*>(view.group("underflow"));

@@ -24,6 +24,7 @@
 #include <QGraphicsTextItem>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -141,6 +142,12 @@ private slots:
         QVERIFY(window.chartsView()->presentationMode());
         QVERIFY(visibleDocks(window).isEmpty());   // no lesson open: every dock hidden
         for (const QString& g : ChartsView::groupNames()) QVERIFY(window.chartsView()->group(g)->isVisible());
+        // Issue 10 (screenshot after a lesson): a disabled button (the lesson's Stop when
+        // nothing runs) must look disabled in the high-contrast palette too.
+        QPushButton* stop = window.lessonPanel()->stopButton();
+        QVERIFY(!stop->isEnabled());
+        QVERIFY(stop->palette().color(QPalette::Disabled, QPalette::ButtonText) !=
+                stop->palette().color(QPalette::Active, QPalette::ButtonText));
 
         toggle->trigger();
         QVERIFY(!window.presentationMode());

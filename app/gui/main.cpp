@@ -1,13 +1,14 @@
 // precision-lab: the desktop application.
 //   precision-lab [--start] [--data-dir DIR] [--runs-dir DIR] [--theme light|dark]
-//                 [--lesson FILE [--run-lesson]] [--presentation] [--explore NUMBER]
+//                 [--lesson FILE [--run-lesson [--reveal]]] [--presentation] [--explore NUMBER]
 //                 [--screenshot PNG [--screenshot-delay SECONDS]] [FILE]
 // FILE is a run record (opened and shown as a run) or a config JSON (loaded into the
 // settings panel); --start begins a run with those settings at once. A bad file opens the
 // window anyway, with the error shown in it. --screenshot saves the window after the
 // delay and quits (used to make the documentation's screenshots under Xvfb). --lesson opens
-// a lesson (--run-lesson also runs it), --presentation starts in presentation mode,
-// --explore shows a number in the format explorer.
+// a lesson (--run-lesson also runs it; --reveal shows its explanation once the runs have
+// finished, and a screenshot then waits for the lesson: its delay counts from the end),
+// --presentation starts in presentation mode, --explore shows a number in the explorer.
 #include "app_theme.h"
 #include "charts/charts_view.h"
 #include "explorer/format_explorer.h"
@@ -51,10 +52,13 @@ int main(int argc, char** argv)
                                              QStringLiteral("SECONDS"), QStringLiteral("10"));
     const QCommandLineOption lesson(QStringLiteral("lesson"), QStringLiteral("Open a lesson file."), QStringLiteral("FILE"));
     const QCommandLineOption runLesson(QStringLiteral("run-lesson"), QStringLiteral("Run the lesson's runs at once."));
+    const QCommandLineOption reveal(QStringLiteral("reveal"),
+                                    QStringLiteral("With --run-lesson: reveal the explanation when the runs have finished "
+                                                   "(a screenshot's delay then counts from there)."));
     const QCommandLineOption presentation(QStringLiteral("presentation"), QStringLiteral("Start in presentation mode."));
     const QCommandLineOption explore(QStringLiteral("explore"), QStringLiteral("Show NUMBER in the format explorer."),
                                      QStringLiteral("NUMBER"));
-    parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay, lesson, runLesson, presentation, explore});
+    parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay, lesson, runLesson, reveal, presentation, explore});
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("A run record to show, or a config JSON to load."), QStringLiteral("[FILE]"));
     parser.process(app);
 
@@ -98,16 +102,24 @@ int main(int argc, char** argv)
     }
     if (parser.isSet(presentation)) window.setPresentationMode(true);
 
+    const bool afterLesson = error.isEmpty() && parser.isSet(lesson) && parser.isSet(runLesson) && parser.isSet(reveal);
+    if (afterLesson)
+        QObject::connect(window.lessonPanel(), &plab::ui::LessonPanel::lessonFinished, &window, [&window] { window.lessonPanel()->reveal(); });
     if (parser.isSet(screenshot)) {
         const QString png = parser.value(screenshot);
         const int delayMs = static_cast<int>(1000 * parser.value(screenshotDelay).toDouble());
-        QTimer::singleShot(delayMs, &window, [&window, png] {
+        auto shoot = [&window, png] {
             window.chartsView()->redrawNow();
             const bool saved = window.grab().save(png);
             std::fprintf(stderr, saved ? "precision-lab: screenshot saved to %s\n" : "precision-lab: could not save %s\n",
                          qPrintable(png));
             window.close();
-        });
+        };
+        if (afterLesson)
+            QObject::connect(window.lessonPanel(), &plab::ui::LessonPanel::lessonFinished, &window,
+                             [&window, delayMs, shoot] { QTimer::singleShot(delayMs, &window, shoot); });
+        else
+            QTimer::singleShot(delayMs, &window, shoot);
     }
     return app.exec();
 }

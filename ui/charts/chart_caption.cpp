@@ -1,6 +1,9 @@
 // Caption placement clear of the data (see chart_caption.h).
 #include "charts/chart_caption.h"
 
+#include <QFontMetricsF>
+#include <QStringList>
+
 #include <QXYSeries>
 
 #include <algorithm>
@@ -92,6 +95,20 @@ int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption)
     }
     caption->setPos(best);
     return fewest;
+}
+
+void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text)
+{
+    caption->setBrush(chart->titleBrush());
+    const QFontMetricsF metrics(caption->font());
+    const qreal width = std::max<qreal>(80, chart->plotArea().width() - 12);
+    QStringList lines = text.split(QLatin1Char('\n'));
+    for (QString& line : lines) line = metrics.elidedText(line, Qt::ElideMiddle, width);
+    const QString shown = lines.join(QLatin1Char('\n'));
+    if (caption->text() != shown) caption->setText(shown);
+    if (caption->toolTip() != text) caption->setToolTip(text);
+    caption->setVisible(!text.isEmpty());
+    if (!text.isEmpty()) placeCaptionClearOfData(chart, caption);
 }
 
 }  // namespace plab::ui

@@ -4,6 +4,7 @@
 
 #include <QChart>
 #include <QGraphicsItem>
+#include <QGraphicsSimpleTextItem>
 
 namespace plab::ui {
 
@@ -12,5 +13,10 @@ namespace plab::ui {
 // first, so it hides no data when a free corner exists. Returns how many segments and
 // markers the chosen corner still covers (0: none).
 int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
+
+// Sets a text caption on a chart (hidden when empty): the chart's title color, each line
+// elided in the middle to the plot's width (long run names must not run off the chart),
+// then placed clear of the data. The full text stays in the caption's tool tip.
+void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text);
 
 }  // namespace plab::ui

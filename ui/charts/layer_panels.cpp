@@ -47,6 +47,28 @@ QString kindsWithData(const QList<RunPtr>& runs)
     return kinds.join(QStringLiteral(", "));
 }
 
+QColor LayerPanelsGroup::layerColor(const QColor& runColor, std::size_t li)
+{
+    if (li == 0) return runColor;
+    const int i = static_cast<int>(li);
+    return li % 2 ? runColor.lighter(100 + 25 * i) : runColor.darker(100 + 20 * i);
+}
+
+QString LayerPanelsGroup::layerKey(const QList<RunPtr>& runs, TensorKind kind) const
+{
+    QStringList lines;
+    for (const RunPtr& run : runs) {
+        const std::vector<std::string> layers = layersOfKind(*run, kind);
+        if (layers.empty()) continue;
+        QString line;
+        for (std::size_t li = 0; li < layers.size(); ++li)
+            line += QStringLiteral("<span style='color:%1'>■</span>&nbsp;%2 ")
+                        .arg(layerColor(run->color(), li).name(), QString::fromStdString(layers[li]).toHtmlEscaped());
+        lines << line + QStringLiteral("— %1").arg(runLabel(run, runs).toHtmlEscaped());
+    }
+    return lines.join(QStringLiteral("<br>"));
+}
+
 LayerPanelsGroup::Panel LayerPanelsGroup::makePanel(QChart* chart, const QString& valueTitle, const QString& valueFormat)
 {
     Panel p;
@@ -66,10 +88,7 @@ LayerPanelsGroup::Panel LayerPanelsGroup::makePanel(QChart* chart, const QString
 
 void LayerPanelsGroup::setNote(Panel& panel, const QString& text)
 {
-    panel.note->setBrush(panel.chart->titleBrush());
-    if (panel.note->text() != text) panel.note->setText(text);
-    panel.note->setVisible(!text.isEmpty());
-    if (!text.isEmpty()) placeCaptionClearOfData(panel.chart, panel.note);
+    setChartCaption(panel.chart, panel.note, text);
 }
 
 bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const Quantity& quantity)
@@ -100,9 +119,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
                                 QString::number(static_cast<int>(quantity.kind));
             auto* line = panel.pool->take<QLineSeries>(key, {panel.steps, panel.values});
             setSeriesName(line, tr("%1 %2 %3").arg(run->name(), layer, quantity.what));
-            QColor color = run->color();
-            if (li > 0) color = li % 2 ? color.lighter(100 + 25 * static_cast<int>(li)) : color.darker(100 + 20 * static_cast<int>(li));
-            setSeriesPen(line, runPen(color, kLayerWidths[li % std::size(kLayerWidths)]));
+            setSeriesPen(line, runPen(layerColor(run->color(), li), kLayerWidths[li % std::size(kLayerWidths)]));
             // The watched run (named in the title) lists its layers; a comparison run's
             // entries name the run and the layer.
             setLegendLabel(panel.chart, line, watched ? layer : tr("%1 · %2").arg(runLabel(run, runs), layer));
@@ -151,6 +168,8 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
         const QString kinds = quantity.kindSelectable ? kindsWithData(runs) : QString();
         if (!kinds.isEmpty()) note += (note.isEmpty() ? QString() : QStringLiteral("\n")) + tr("Tensor kinds with data: %1.").arg(kinds);
         else if (note.isEmpty()) note = tr("No histogram step yet.");
+    } else if (top == 0) {
+        note = tr("Zero at every step, in every run shown.");
     } else {
         // Lines within half a percent of the axis lie on top of each other on screen.
         const double tolerance = 0.005 * panel.values->max();

@@ -1,6 +1,8 @@
 // Loss and accuracy against step (see loss_chart.h).
 #include "charts/loss_chart.h"
 
+#include "charts/chart_caption.h"
+#include "charts/layer_panels.h"
 #include "charts/series_reduction.h"
 
 #include <QLineSeries>
@@ -24,6 +26,11 @@ LossChart::LossChart(QWidget* parent)
     chart_->addAxis(accuracy_, Qt::AlignRight);
     setAxisRange(accuracy_, 0, 100);
     markers_ = new ChangeMarkers(chart_, &pool_);
+    note_ = new QGraphicsSimpleTextItem(chart_);
+    note_->setZValue(20);
+    connect(chart_, &QChart::plotAreaChanged, this, [this] {
+        if (!note_->text().isEmpty()) placeCaptionClearOfData(chart_, note_);
+    });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this));
@@ -38,6 +45,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     markers_->beginLabels();
 
     double lastStep = 1, smoothedMax = 0, rawMax = 0;
+    std::vector<std::pair<RunPtr, const QList<QPointF>*>> smoothedLines;
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
         if (!steps.empty()) lastStep = std::max(lastStep, static_cast<double>(steps.back().step));
@@ -69,6 +77,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             const std::vector<double> smoothed = exponentialMovingAverage(losses, kSmoothingWeight);
             return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
         });
+        smoothedLines.emplace_back(run, &smooth);
         for (const QPointF& p : raw) rawMax = std::max(rawMax, p.y());
         for (const QPointF& p : smooth) smoothedMax = std::max(smoothedMax, p.y());
 
@@ -93,6 +102,24 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     for (const RunPtr& run : runs) markers_->addRun(*run, steps_, loss_, 0, loss_->max());
     pool_.end();
     markers_->placeLabels();
+
+    // Curves within 1% of the loss axis (about a line's width) hide each other: say so.
+    QStringList same;
+    for (std::size_t i = 1; i < smoothedLines.size(); ++i) {
+        const RunPtr& run = smoothedLines[i].first;
+        if (!linesCoincide(*smoothedLines.front().second, *smoothedLines[i].second, 0.01 * loss_->max())) continue;
+        const auto& a = runs.front()->evals();
+        const auto& b = run->evals();
+        const bool accuracyToo = !a.empty() && a.size() == b.size() &&
+                                 std::equal(a.begin(), a.end(), b.begin(), [](const EvalEvent& x, const EvalEvent& y) {
+                                     return x.step == y.step && std::abs(x.testAccuracy - y.testAccuracy) <= 0.005;
+                                 });
+        same << (accuracyToo ? tr("%1 lies on %2: loss and accuracy") : tr("%1 lies on %2: loss"))
+                    .arg(runLabel(run, runs), runLabel(runs.front(), runs));
+    }
+    setChartCaption(chart_, note_, same.join(QLatin1Char('\n')));
 }
+
+QString LossChart::noteText() const { return note_->toolTip(); }
 
 }  // namespace plab::ui

@@ -1,5 +1,7 @@
 // Chart group "loss": training loss per step (raw, faint; and smoothed) and test accuracy
-// on a second axis, for the current run and the comparison runs, with setting changes.
+// on a second axis, for the current run and the comparison runs, with setting changes. A
+// comparison run whose curves lie on the watched run's (within a line's width) is named in
+// a note on the chart, so a hidden curve is not mistaken for a missing one.
 #pragma once
 
 #include "charts/chart_support.h"
@@ -14,6 +16,8 @@ public:
     QList<QChart*> charts() const override { return {chart_}; }
 
     static constexpr double kSmoothingWeight = 0.95;
+    // The note on the chart: which runs' curves coincide ("" when none), for tests.
+    QString noteText() const;
 
 private:
     QChart* chart_;
@@ -23,6 +27,7 @@ private:
     SeriesPool pool_;
     ChangeMarkers* markers_;
     ReducedPointsCache reduced_;
+    QGraphicsSimpleTextItem* note_;
 };
 
 }  // namespace plab::ui

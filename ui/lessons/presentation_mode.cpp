@@ -37,6 +37,12 @@ QPalette highContrastPalette()
     p.setColor(QPalette::HighlightedText, Qt::white);
     p.setColor(QPalette::ToolTipBase, Qt::white);
     p.setColor(QPalette::ToolTipText, Qt::black);
+    // Disabled controls stay visibly disabled (setColor above set every group alike: a
+    // finished lesson's Stop button looked as pressable as Run): mid grey on a paler button.
+    const QColor disabledText(0x8c, 0x8c, 0x8c);
+    for (QPalette::ColorRole role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+        p.setColor(QPalette::Disabled, role, disabledText);
+    p.setColor(QPalette::Disabled, QPalette::Button, QColor(0xf7, 0xf7, 0xf7));
     return p;
 }
 
