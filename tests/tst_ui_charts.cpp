@@ -372,9 +372,9 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     view.setRuns(amp, {twin});
     view.redrawNow();
     auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
-    QVERIFY(updates->lostNote().contains("twin lies on amp (conv1, conv2, fc1)"));
-    QCOMPARE(qobject_cast<LossChart*>(view.group("loss"))->noteText(), QString("twin lies on amp: loss and accuracy"));
-    QVERIFY(updates->nonFiniteNote().contains("twin lies on amp"));   // 7 weights at the last step in both
+    QVERIFY(updates->lostNote().contains("amp and twin coincide: conv1, conv2, fc1"));
+    QCOMPARE(qobject_cast<LossChart*>(view.group("loss"))->noteText(), QString("amp and twin coincide: loss and accuracy"));
+    QVERIFY(updates->nonFiniteNote().contains("amp and twin coincide"));   // 7 weights at the last step in both
     auto* twinConv2 = seriesNamed<QLineSeries>(view.seriesOf("updates"), "twin conv2 lost updates");
     QVERIFY(twinConv2);
     QString label;

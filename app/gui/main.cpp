@@ -110,10 +110,13 @@ int main(int argc, char** argv)
         const int delayMs = static_cast<int>(1000 * parser.value(screenshotDelay).toDouble());
         auto shoot = [&window, png] {
             window.chartsView()->redrawNow();
-            const bool saved = window.grab().save(png);
-            std::fprintf(stderr, saved ? "precision-lab: screenshot saved to %s\n" : "precision-lab: could not save %s\n",
-                         qPrintable(png));
-            window.close();
+            // Legends and captions are laid out in the event loop after a redraw: grab then.
+            QTimer::singleShot(500, &window, [&window, png] {
+                const bool saved = window.grab().save(png);
+                std::fprintf(stderr, saved ? "precision-lab: screenshot saved to %s\n" : "precision-lab: could not save %s\n",
+                             qPrintable(png));
+                window.close();
+            });
         };
         if (afterLesson)
             QObject::connect(window.lessonPanel(), &plab::ui::LessonPanel::lessonFinished, &window,

@@ -102,9 +102,22 @@ void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QStr
     caption->setBrush(chart->titleBrush());
     const QFontMetricsF metrics(caption->font());
     const qreal width = std::max<qreal>(80, chart->plotArea().width() - 12);
-    QStringList lines = text.split(QLatin1Char('\n'));
-    for (QString& line : lines) line = metrics.elidedText(line, Qt::ElideMiddle, width);
-    const QString shown = lines.join(QLatin1Char('\n'));
+    // Each line wrapped at spaces to the plot's width; a word wider than that is elided.
+    QStringList wrapped;
+    for (const QString& line : text.split(QLatin1Char('\n'))) {
+        QString current;
+        for (const QString& word : line.split(QLatin1Char(' '))) {
+            const QString candidate = current.isEmpty() ? word : current + QLatin1Char(' ') + word;
+            if (current.isEmpty() || metrics.horizontalAdvance(candidate) <= width) {
+                current = candidate;
+            } else {
+                wrapped << metrics.elidedText(current, Qt::ElideRight, width);
+                current = word;
+            }
+        }
+        wrapped << metrics.elidedText(current, Qt::ElideRight, width);
+    }
+    const QString shown = text.isEmpty() ? QString() : wrapped.join(QLatin1Char('\n'));
     if (caption->text() != shown) caption->setText(shown);
     if (caption->toolTip() != text) caption->setToolTip(text);
     caption->setVisible(!text.isEmpty());

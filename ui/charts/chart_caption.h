@@ -15,7 +15,7 @@ namespace plab::ui {
 int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
 
 // Sets a text caption on a chart (hidden when empty): the chart's title color, each line
-// elided in the middle to the plot's width (long run names must not run off the chart),
+// wrapped at spaces to the plot's width (long run names must not run off the chart),
 // then placed clear of the data. The full text stays in the caption's tool tip.
 void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text);
 

@@ -4,7 +4,10 @@
 #include "charts/chart_caption.h"
 #include "charts/series_reduction.h"
 
+#include <QLabel>
+#include <QLegend>
 #include <QLineSeries>
+#include <QTextDocument>
 
 #include <algorithm>
 #include <cmath>
@@ -69,6 +72,32 @@ QString LayerPanelsGroup::layerKey(const QList<RunPtr>& runs, TensorKind kind) c
     return lines.join(QStringLiteral("<br>"));
 }
 
+QLabel* LayerPanelsGroup::keyLabel()
+{
+    if (!key_) {
+        key_ = new QLabel(this);
+        key_->setObjectName(groupName() + QStringLiteral("Key"));
+        key_->setWordWrap(true);
+    }
+    return key_;
+}
+
+void LayerPanelsGroup::updateKey(const QList<RunPtr>& runs, TensorKind kind)
+{
+    const QString key = layerKey(runs, kind);
+    QLabel* label = keyLabel();
+    if (label->text() != key) label->setText(key);
+    label->setVisible(!key.isEmpty());
+}
+
+QString LayerPanelsGroup::keyText() const
+{
+    if (!key_) return {};
+    QTextDocument doc;
+    doc.setHtml(key_->text());
+    return doc.toPlainText();
+}
+
 LayerPanelsGroup::Panel LayerPanelsGroup::makePanel(QChart* chart, const QString& valueTitle, const QString& valueFormat)
 {
     Panel p;
@@ -77,6 +106,7 @@ LayerPanelsGroup::Panel LayerPanelsGroup::makePanel(QChart* chart, const QString
     p.values = makeValueAxis(valueTitle, valueFormat);
     chart->addAxis(p.steps, Qt::AlignBottom);
     chart->addAxis(p.values, Qt::AlignLeft);
+    chart->legend()->setVisible(false);   // keyLabel() names the lines
     p.note = new QGraphicsSimpleTextItem(chart);
     p.note->setZValue(20);
     QGraphicsSimpleTextItem* note = p.note;
@@ -149,10 +179,6 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
             drawn.push_back({run, layers[li], &points});
         }
     }
-    // A comparison run adds an entry per layer: more than a row's worth go beside the plot,
-    // one per line, where none is elided.
-    const Qt::Alignment legendSide = drawn.size() > 4 ? Qt::AlignRight : Qt::AlignBottom;
-    if (panel.chart->legend()->alignment() != legendSide) panel.chart->legend()->setAlignment(legendSide);
     const double high = top > 0 ? top * 1.1 : 1.0;
     setStableRange(panel.steps, 0, lastStep, 0.6);
     setStableRange(panel.values, 0, high, 0.4);
@@ -174,18 +200,19 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
         // Lines within half a percent of the axis lie on top of each other on screen.
         const double tolerance = 0.005 * panel.values->max();
         QStringList lines;
-        for (const RunPtr& run : runs) {
-            if (run == runs.front()) continue;
-            QStringList same;
-            for (const Drawn& d : drawn) {
-                if (d.run != run) continue;
-                for (const Drawn& w : drawn)
-                    if (w.run == runs.front() && w.layer == d.layer && linesCoincide(*w.points, *d.points, tolerance))
-                        same << QString::fromStdString(d.layer);
+        for (qsizetype j = 1; j < runs.size(); ++j)
+            for (qsizetype i = 0; i < j; ++i) {   // one note per run whose lines an earlier run's hide or cover
+                QStringList same;
+                for (const Drawn& d : drawn) {
+                    if (d.run != runs[j]) continue;
+                    for (const Drawn& w : drawn)
+                        if (w.run == runs[i] && w.layer == d.layer && linesCoincide(*w.points, *d.points, tolerance))
+                            same << QString::fromStdString(d.layer);
+                }
+                if (same.isEmpty()) continue;
+                lines << tr("%1 and %2 coincide: %3").arg(runLabel(runs[i], runs), runLabel(runs[j], runs), same.join(QStringLiteral(", ")));
+                break;
             }
-            if (!same.isEmpty())
-                lines << tr("%1 lies on %2 (%3)").arg(runLabel(run, runs), runLabel(runs.front(), runs), same.join(QStringLiteral(", ")));
-        }
         note = lines.join(QLatin1Char('\n'));
     }
     setNote(panel, note);

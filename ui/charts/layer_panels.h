@@ -1,7 +1,7 @@
 // What the per-layer chart groups share (underflow/overflow, updates): panels that draw
 // one line per layer and run of a quantity taken from each histogram step's telemetry.
-// Layers of one run differ by shade and width; the watched run's legend names its layers,
-// a comparison run's entries name run and layer. A panel with nothing to draw says why
+// Layers of one run differ by shade and width; one key under the panels names, per run,
+// the swatch of each layer and the run (the series' legend labels name run and layer). A panel with nothing to draw says why
 // and what to pick instead; lines of two runs that lie on top of each other get a note
 // on the chart, so a curve hidden under another is never mistaken for a missing one.
 #pragma once
@@ -9,6 +9,10 @@
 #include "charts/chart_support.h"
 
 #include <QGraphicsSimpleTextItem>
+
+QT_BEGIN_NAMESPACE
+class QLabel;
+QT_END_NAMESPACE
 
 #include <functional>
 #include <string>
@@ -20,6 +24,9 @@ class LayerPanelsGroup : public ChartGroup {
     Q_OBJECT
 public:
     using ChartGroup::ChartGroup;
+
+    // The key under the panels, as plain text (tests).
+    QString keyText() const;
 
 protected:
     struct Panel {
@@ -55,9 +62,15 @@ protected:
     // A key for panels too narrow for their own legends: one line per run, a swatch and the
     // name of each of its layers, then the run's name (rich text).
     QString layerKey(const QList<RunPtr>& runs, TensorKind kind) const;
+    // The label that shows layerKey() under the panels, whose own legends are hidden: with
+    // a comparison run each legend would need an entry per run and layer, elided at the
+    // panels' width. Created on first use; the group lays it out.
+    QLabel* keyLabel();
+    void updateKey(const QList<RunPtr>& runs, TensorKind kind);
 
 private:
     void setNote(Panel& panel, const QString& text);
+    QLabel* key_ = nullptr;
 };
 
 // The layers of `kind` a run reports, in the engine's order (every histogram step reports

@@ -105,18 +105,21 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 
     // Curves within 1% of the loss axis (about a line's width) hide each other: say so.
     QStringList same;
-    for (std::size_t i = 1; i < smoothedLines.size(); ++i) {
-        const RunPtr& run = smoothedLines[i].first;
-        if (!linesCoincide(*smoothedLines.front().second, *smoothedLines[i].second, 0.01 * loss_->max())) continue;
-        const auto& a = runs.front()->evals();
-        const auto& b = run->evals();
-        const bool accuracyToo = !a.empty() && a.size() == b.size() &&
-                                 std::equal(a.begin(), a.end(), b.begin(), [](const EvalEvent& x, const EvalEvent& y) {
-                                     return x.step == y.step && std::abs(x.testAccuracy - y.testAccuracy) <= 0.005;
-                                 });
-        same << (accuracyToo ? tr("%1 lies on %2: loss and accuracy") : tr("%1 lies on %2: loss"))
-                    .arg(runLabel(run, runs), runLabel(runs.front(), runs));
-    }
+    for (std::size_t j = 1; j < smoothedLines.size(); ++j)
+        for (std::size_t i = 0; i < j; ++i) {   // one note per run that an earlier run's curves hide or cover
+            const RunPtr& below = smoothedLines[j].first;
+            const RunPtr& above = smoothedLines[i].first;
+            if (!linesCoincide(*smoothedLines[i].second, *smoothedLines[j].second, 0.01 * loss_->max())) continue;
+            const auto& a = above->evals();
+            const auto& b = below->evals();
+            const bool accuracyToo = !a.empty() && a.size() == b.size() &&
+                                     std::equal(a.begin(), a.end(), b.begin(), [](const EvalEvent& x, const EvalEvent& y) {
+                                         return x.step == y.step && std::abs(x.testAccuracy - y.testAccuracy) <= 0.005;
+                                     });
+            same << (accuracyToo ? tr("%1 and %2 coincide: loss and accuracy") : tr("%1 and %2 coincide: loss"))
+                        .arg(runLabel(above, runs), runLabel(below, runs));
+            break;   // one note per hidden run
+        }
     setChartCaption(chart_, note_, same.join(QLatin1Char('\n')));
 }
 

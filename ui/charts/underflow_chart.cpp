@@ -60,6 +60,7 @@ UnderflowChart::UnderflowChart(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(charts, 1);
+    layout->addWidget(keyLabel());
     layout->addLayout(controls);
 }
 
@@ -74,6 +75,7 @@ void UnderflowChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     const QList<RunPtr> runs = runsToDraw(current, compare);
     drawRounding(panels_[0], runs, false);
     drawRounding(panels_[1], runs, true);
+    updateKey(runs, kind());
 }
 
 void UnderflowChart::drawRounding(Panel& panel, const QList<RunPtr>& runs, bool overflow)

@@ -3,8 +3,6 @@
 
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QLegend>
-#include <QTextDocument>
 #include <QVBoxLayout>
 
 #include <limits>
@@ -50,21 +48,10 @@ UpdatesChart::UpdatesChart(QWidget* parent)
     zero_->setToolTip(tr("Weight-gradient elements that were zero (exactly, or flushed by rounding): "
                          "their update is zero because there was nothing to apply, not lost"));
     nonFinite_->setToolTip(tr("Finite weights that the update made inf or NaN"));
-    for (QChart* c : charts) c->legend()->setVisible(false);
-    key_ = new QLabel(this);
-    key_->setObjectName(QStringLiteral("updatesKey"));
-    key_->setWordWrap(true);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(row, 1);
-    layout->addWidget(key_);
-}
-
-QString UpdatesChart::keyText() const
-{
-    QTextDocument doc;
-    doc.setHtml(key_->text());
-    return doc.toPlainText();
+    layout->addWidget(keyLabel());
 }
 
 void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
@@ -80,9 +67,7 @@ void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     drawPanel(panels_[2], runs,
               {TensorKind::weightGrad, tr("weights made non-finite"),
                [](const LayerTelemetry& l) { return static_cast<double>(l.update.nonFinite); }, noWeights, false});
-    const QString key = layerKey(runs, TensorKind::weightGrad);
-    if (key_->text() != key) key_->setText(key);
-    key_->setVisible(!key.isEmpty());
+    updateKey(runs, TensorKind::weightGrad);
 }
 
 }  // namespace plab::ui

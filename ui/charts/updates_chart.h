@@ -10,10 +10,6 @@
 
 #include "charts/layer_panels.h"
 
-QT_BEGIN_NAMESPACE
-class QLabel;
-QT_END_NAMESPACE
-
 namespace plab::ui {
 
 class UpdatesChart : public LayerPanelsGroup {
@@ -27,8 +23,6 @@ public:
     QString lostNote() const { return noteText(panels_[0]); }
     QString zeroNote() const { return noteText(panels_[1]); }
     QString nonFiniteNote() const { return noteText(panels_[2]); }
-    // The key under the panels (their own legends would leave no room for the lines).
-    QString keyText() const;
 
 private:
     QChart* lost_;
@@ -37,7 +31,6 @@ private:
     SeriesPool pools_[3];
     ReducedPointsCache reduced_[3];
     Panel panels_[3];
-    QLabel* key_;
 };
 
 // Lost updates as a percentage of this step's nonzero updates (NaN without any).
