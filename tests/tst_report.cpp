@@ -295,6 +295,15 @@ private slots:
         QCOMPARE(summaryItems.front(), QString::fromStdString(content.summary.front().text));
         QVERIFY(!html.contains("<script"));                       // self-contained, static
         QVERIFY(!html.contains("src=\"http"));
+        // Issue 10: a training step's memory peak apart from an evaluation's, as recorded.
+        QVERIFY(html.contains("training step peak") && html.contains("evaluation peak"));
+        const auto training = unscaled_.at("memory").at("training_peak").at("total").get<std::int64_t>();
+        const auto evaluation = unscaled_.at("memory").at("evaluation_peak").at("total").get<std::int64_t>();
+        QVERIFY(training > 0 && evaluation > 0);
+        const QByteArray cells = QStringLiteral("%1</td><td class=\"num\" align=\"right\">%2")
+                                     .arg(QString::fromStdString(formatMebibytes(training)), QString::fromStdString(formatMebibytes(evaluation)))
+                                     .toUtf8();
+        QVERIFY2(html.contains(cells), cells.constData());
     }
 
     void pdfHasTheLaidOutPagesTextAndCharts()

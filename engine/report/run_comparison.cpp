@@ -212,6 +212,8 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
         const json peak = mem.value("peak", json::object());
         for (const auto& c : d.memoryCategories) d.peakBytes.push_back(intOr(peak, c.c_str()));
         d.peakTotal = intOr(peak, "total");
+        d.trainingPeakTotal = intOr(mem.value("training_peak", json::object()), "total");
+        d.evaluationPeakTotal = intOr(mem.value("evaluation_peak", json::object()), "total");
         for (const auto& m : mem.value("samples", json::array()))
             d.memory.push_back({intOr(m, "step"), m.value("bytes", std::vector<std::int64_t>{}), intOr(m, "total")});
     } catch (const json::exception& e) {

@@ -94,6 +94,9 @@ struct RunDigest {
     std::vector<std::string> memoryCategories;
     std::vector<std::int64_t> peakBytes;   // per category
     std::int64_t peakTotal = 0;
+    // The peak of a training step apart from an evaluation's (0 when the record has none).
+    std::int64_t trainingPeakTotal = 0;
+    std::int64_t evaluationPeakTotal = 0;
 
     std::vector<LayerFractions> layers;    // in the model's order where known
     std::vector<StepPoint> stepSeries;

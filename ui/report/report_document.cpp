@@ -76,7 +76,7 @@ QString resultsSection(const RunComparison& c)
             if (std::find(categories.begin(), categories.end(), k) == categories.end()) categories.push_back(k);
     h += QStringLiteral("<h3>Peak memory per category</h3>\n<table%1>\n<tr><th>run</th>").arg(QLatin1String(kTableAttrs));
     for (const auto& k : categories) h += QStringLiteral("<th>%1</th>").arg(esc(qs(k).replace('_', ' ')));
-    h += QStringLiteral("<th>total (peak of the sum)</th></tr>\n");
+    h += QStringLiteral("<th>total (peak of the sum)</th><th>training step peak</th><th>evaluation peak</th></tr>\n");
     for (const auto& r : c.runs) {
         h += QStringLiteral("<tr><td>%1</td>").arg(esc(r.label));
         for (const auto& k : categories) {
@@ -86,9 +86,13 @@ QString resultsSection(const RunComparison& c)
                      .arg(it != r.memoryCategories.end() && idx < r.peakBytes.size() ? esc(formatMebibytes(r.peakBytes[idx]))
                                                                                       : QStringLiteral("-"));
         }
-        h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td></tr>\n").arg(esc(formatMebibytes(r.peakTotal)));
+        auto orDash = [&](std::int64_t bytes) { return bytes > 0 ? esc(formatMebibytes(bytes)) : QStringLiteral("-"); };
+        h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td><td class=\"num\" align=\"right\">%2</td>"
+                            "<td class=\"num\" align=\"right\">%3</td></tr>\n")
+                 .arg(esc(formatMebibytes(r.peakTotal)), orDash(r.trainingPeakTotal), orDash(r.evaluationPeakTotal));
     }
-    h += QStringLiteral("</table>\n");
+    h += QStringLiteral("</table>\n<p>A training step's peak and an evaluation's are measured apart: evaluation "
+                        "runs its own batches, whose buffers are not training memory.</p>\n");
 
     // Per-layer fractions over the run.
     h += QStringLiteral("<h3>Per layer, over the whole run</h3>\n<table%1>\n<tr><th>run</th><th>layer</th>"
