@@ -155,7 +155,7 @@ private slots:
         QTest::addRow("batch not a number") << QStringList{"train", "--batch", "many"} << "--batch";
         QTest::addRow("unknown recipe") << QStringList{"train", "--recipe", "fp8"} << "recipe";
         QTest::addRow("bad loss scale") << QStringList{"train", "--loss-scale", "static:-4"} << "loss_scale";
-        QTest::addRow("missing config") << QStringList{"train", "--config", "/nonexistent/c.json"} << "cannot open";
+        QTest::addRow("missing config") << QStringList{"train", "--config", "/nonexistent/c.json"} << "config /nonexistent/c.json: no such file";
         QTest::addRow("no subcommand") << QStringList{} << "subcommand";
     }
     void malformedOptionsAndConfigs()
@@ -175,7 +175,33 @@ private slots:
         std::ofstream(config) << R"({"recipe": "amp-fp16", )";
         const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
         QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains("malformed JSON"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("broken.json: not valid JSON"), qPrintable(r.err));
+    }
+
+    // Issue 11: `plab report` crashed (stack overflow, exit 139) on a record nested 100,000
+    // deep; it is refused on reading, exit 2, naming the file.
+    void deeplyNestedRecordIsRefusedByReport()
+    {
+        const auto record = dir_.path() / "deep-record.json";
+        std::ofstream(record) << "{\"format_version\": 1, \"x\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+        const Result r = runPlab({"report", QString::fromStdString(record.string()), "--html",
+                                  QString::fromStdString((dir_.path() / "deep.html").string())});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(!r.crashed);
+        QVERIFY2(r.err.contains("deep-record.json") && r.err.contains("nested"), qPrintable(r.err));
+        QVERIFY(!fs::exists(dir_.path() / "deep.html"));
+    }
+
+    // Issue 11: a config nested 100,000 deep crashed plab (stack overflow in the message's
+    // dump()); it is refused on reading, exit 2, naming the file and the limit.
+    void deeplyNestedConfigIsRefused()
+    {
+        const auto config = dir_.path() / "deep.json";
+        std::ofstream(config) << "{\"batch\":" << std::string(100000, '[') << std::string(100000, ']') << "}";
+        const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(!r.crashed);
+        QVERIFY2(r.err.contains("deep.json") && r.err.contains("nested"), qPrintable(r.err));
     }
 
     void convertPrintsValueBitsAndClass()

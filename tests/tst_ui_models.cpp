@@ -227,6 +227,25 @@ private slots:
         QVERIFY(!store.openRecord(q(runs.path() / "run-z.json"), &error));
         QVERIFY(!error.isEmpty());
     }
+
+    // Issue 11: a record nested 100,000 deep in the runs folder crashed the app on every
+    // start (replaying it recursed per level). It is listed as unreadable with the reason.
+    void deeplyNestedRecordDoesNotStopTheStart()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "good");
+        {
+            std::ofstream deep(runs.path() / "run-deep.json");
+            deep << "{\"format_version\": 1, \"settings\": {\"batch\": " << std::string(100000, '[')
+                 << std::string(100000, ']') << "}}";
+        }
+        RunStore store(q(runs.path()));
+        const QStringList problems = store.loadAll();
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems[0].contains(QStringLiteral("run-deep.json")) && problems[0].contains(QStringLiteral("nested")),
+                 qPrintable(problems[0]));
+        QCOMPARE(store.count(), 1);
+    }
 };
 
 QTEST_MAIN(TestUiModels)

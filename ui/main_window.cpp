@@ -4,6 +4,8 @@
 // line, export) are in main_window_classroom.cpp.
 #include "main_window.h"
 
+#include "json/json_input.h"
+
 #include "about_dialog.h"
 #include "app_theme.h"
 #include "charts/charts_view.h"
@@ -395,13 +397,15 @@ QString MainWindow::bannerText() const { return banner_->isHidden() ? QString() 
 
 QString MainWindow::openFile(const QString& file)
 {
-    std::ifstream in(toPath(file), std::ios::binary);
-    if (!in) {
-        const QString error = tr("%1: cannot open the file.").arg(file);
+    // Size- and depth-limited like every JSON input: one sentence, never a crash.
+    nlohmann::json doc;
+    try {
+        doc = readJsonFile(toPath(file), file.toStdString());
+    } catch (const std::exception& e) {
+        const QString error = QString::fromStdString(e.what());
         showError(error);
         return error;
     }
-    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
     if (doc.is_object() && doc.contains("format_version")) return openRunRecord(file);
     return loadConfig(file);
 }
@@ -422,10 +426,8 @@ QString MainWindow::openRunRecord(const QString& file)
 QString MainWindow::loadConfig(const QString& file)
 {
     try {
-        std::ifstream in(toPath(file), std::ios::binary);
-        if (!in) throw InputError("config " + file.toStdString() + ": cannot open the file");
-        const nlohmann::json patch = nlohmann::json::parse(in, nullptr, false);
-        if (patch.is_discarded()) throw InputError("config " + file.toStdString() + ": malformed JSON");
+        const nlohmann::json patch = readJsonFile(toPath(file), "config " + file.toStdString(),
+                                                  JsonLimits{std::size_t{16} << 20, 64});
         panel_->setSettings(settingsFromJson(patch, "config " + file.toStdString()));
         statusBar()->showMessage(tr("Loaded the config %1").arg(QFileInfo(file).fileName()), 8000);
         return {};

@@ -3,6 +3,8 @@
 // File > Export (see main_window.h).
 #include "main_window.h"
 
+#include "json/json_input.h"
+
 #include "charts/charts_view.h"
 #include "charts/histogram_chart.h"
 #include "charts/underflow_chart.h"
@@ -267,7 +269,12 @@ QString MainWindow::copyConfiguration()
 QString MainWindow::pasteConfiguration()
 {
     const std::string text = QApplication::clipboard()->text().trimmed().toStdString();
-    const nlohmann::json patch = nlohmann::json::parse(text, nullptr, false);
+    nlohmann::json patch = nlohmann::json::value_t::discarded;
+    try {
+        patch = parseJsonInput(text, "the clipboard", JsonLimits{std::size_t{1} << 20, 64});
+    } catch (const std::exception&) {
+        // Not JSON, too large or too deep: said below as "does not hold a configuration".
+    }
     QString error;
     if (text.empty())
         error = tr("The clipboard holds no configuration: copy one with Edit > Copy Configuration first.");

@@ -3,6 +3,7 @@
 #include "train_options.h"
 
 #include "error.h"
+#include "json/json_input.h"
 
 #include <atomic>
 #include <charconv>
@@ -96,13 +97,8 @@ json flagValue(const FlagSpec& spec, const std::string& text)
 
 json readConfig(const std::string& file)
 {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError("config " + file + ": cannot open the file");
-    try {
-        return json::parse(in);
-    } catch (const json::parse_error& e) {
-        throw InputError("config " + file + ": malformed JSON (" + std::string(e.what()) + ")");
-    }
+    // Size- and depth-limited like every JSON input (a config nested 100,000 deep crashed).
+    return readJsonFile(file, "config " + file, JsonLimits{std::size_t{16} << 20, 64});
 }
 
 void addTrainFlags(CLI::App& cmd, TrainFlagValues& values)

@@ -92,14 +92,14 @@ json readJsonFile(const std::filesystem::path& file, const std::string& origin, 
 {
     std::error_code ec;
     const auto status = std::filesystem::status(file, ec);
-    if (ec || !std::filesystem::exists(status)) throw InputError(origin + ": " + file.string() + " does not exist");
-    if (std::filesystem::is_directory(status)) throw InputError(origin + ": " + file.string() + " is a folder, not a file");
+    if (ec || !std::filesystem::exists(status)) throw InputError(origin + ": no such file");
+    if (std::filesystem::is_directory(status)) throw InputError(origin + ": it is a folder, not a file");
     const auto size = std::filesystem::is_regular_file(status) ? std::filesystem::file_size(file, ec) : 0;
     if (!ec && size > limits.maxBytes)
         throw InputError(origin + ": the file is too large (" + std::to_string(size >> 20) + " MiB; at most " +
                          std::to_string(limits.maxBytes >> 20) + " MiB are read)");
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(origin + ": cannot open " + file.string());
+    if (!in) throw InputError(origin + ": cannot open the file");
     std::string text;
     char buf[1 << 16];
     while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -108,7 +108,7 @@ json readJsonFile(const std::filesystem::path& file, const std::string& origin, 
             throw InputError(origin + ": the file is too large (at most " + std::to_string(limits.maxBytes >> 20) +
                              " MiB are read)");
     }
-    if (in.bad()) throw InputError(origin + ": cannot read " + file.string());
+    if (in.bad()) throw InputError(origin + ": cannot read the file");
     return parseJsonInput(text, origin, limits);
 }
 

@@ -23,7 +23,8 @@ struct JsonLimits {
 nlohmann::json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits limits = {});
 
 // Reads and parses a file the same way; a missing or unreadable file, a folder, or a file
-// over the size limit is an InputError naming the path.
+// over the size limit is an InputError. `origin` names the file ("config /x/c.json"):
+// the messages do not repeat the path.
 nlohmann::json readJsonFile(const std::filesystem::path& file, const std::string& origin, JsonLimits limits = {});
 
 // A short form of a value for messages: at most `maxChars` characters of its JSON text,

@@ -1,6 +1,8 @@
 // Building, writing and reading run records.
 #include "report/run_record.h"
 
+#include "json/json_input.h"
+
 #include "backend/backend.h"
 #include "error.h"
 
@@ -140,15 +142,13 @@ void writeJsonAtomically(const std::filesystem::path& file, const json& doc)
 
 json loadRunRecord(const std::filesystem::path& file)
 {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(file.string() + ": cannot open the run record");
-    json doc = json::parse(in, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object())
-        throw InputError(file.string() + ": not a run record (invalid JSON)");
+    // Size- and depth-limited: a record nested 100,000 deep crashed every later walk.
+    json doc = readJsonFile(file, file.string() + ": run record");
+    if (!doc.is_object()) throw InputError(file.string() + ": not a run record (not a JSON object)");
     if (!doc.contains("format_version") || !doc["format_version"].is_number_integer())
         throw InputError(file.string() + ": not a run record (no format_version)");
     if (doc["format_version"].get<int>() > kRunRecordFormatVersion)
-        throw InputError(file.string() + ": run record format " + doc["format_version"].dump() +
+        throw InputError(file.string() + ": run record format " + jsonExcerpt(doc["format_version"]) +
                          " is newer than this version of Precision Lab understands");
     return doc;
 }

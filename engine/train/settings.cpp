@@ -2,6 +2,7 @@
 #include "train/settings.h"
 
 #include "error.h"
+#include "json/json_input.h"
 
 #include <algorithm>
 #include <cmath>
@@ -69,7 +70,7 @@ public:
     {
         const auto& v = j_.at(key);
         if (!v.is_number_integer())
-            fail(key, "must be a whole number, got " + v.dump());
+            fail(key, "must be a whole number, got " + jsonExcerpt(v));
         const auto i = v.get<std::int64_t>();
         if (i < min || i > max)
             fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
@@ -80,7 +81,7 @@ public:
     double positive(const char* key) const
     {
         const double d = number(key);
-        if (!(d > 0)) fail(key, "must be greater than 0, got " + j_.at(key).dump());
+        if (!(d > 0)) fail(key, "must be greater than 0, got " + jsonExcerpt(j_.at(key)));
         return d;
     }
 
@@ -186,7 +187,7 @@ TrainSettings settingsFromJson(const json& patch, const std::string& origin)
         s.model.widths.clear();
         for (const auto& v : w) {
             if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 65536)
-                r.fail("widths", "must hold whole numbers from 1 to 65536, got " + v.dump());
+                r.fail("widths", "must hold whole numbers from 1 to 65536, got " + jsonExcerpt(v));
             s.model.widths.push_back(v.get<int>());
         }
     }

@@ -5,6 +5,7 @@
 #include <QFontMetricsF>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QGraphicsLayout>
 #include <QLogValueAxis>
 #include <QPainter>
 #include <QRegularExpression>
@@ -363,8 +364,16 @@ void setLegendVisible(QChart* chart, QAbstractSeries* s, bool visible)
 
 void setLegendLabel(QChart* chart, QAbstractSeries* s, const QString& label)
 {
+    bool changed = false;
     for (QLegendMarker* m : chart->legend()->markers(s))
-        if (m->label() != label) m->setLabel(label);
+        if (m->label() != label) {
+            m->setLabel(label);
+            changed = true;
+        }
+    // QLegend keeps the old entries' widths until something else lays it out: a label that
+    // grew (a lesson switching the watched run) was drawn over its neighbour.
+    if (changed)
+        if (QGraphicsLayout* layout = chart->legend()->layout()) layout->invalidate();
 }
 
 double roundUpForAxis(double x)
