@@ -125,6 +125,29 @@ private slots:
         QVERIFY(record["steps"].size() >= 6);
     }
 
+    // Issue 11: a record that could not be written (full disk) threw from the trainer's sink,
+    // then again from its failure event, and Qt terminated the app (exit 134). The run ends
+    // as failed with the reason, the controller stays up and can start the next run.
+    void unwritableRecordFailsTheRunNotTheApp()
+    {
+        const std::filesystem::path gone = dir_.path() / "runs-gone";
+        TrainingController c(QString::fromStdString(gone.string()));
+        EventLog log;
+        log.attach(c);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        const QString id = c.start(settings(0, 1000), QStringLiteral("doomed"));
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= 3 && std::filesystem::exists(gone), 30000);
+        std::filesystem::remove_all(gone);   // every later write of the record fails, as on a full disk
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        const RunResult r = resultOf(finished, id);
+        QCOMPARE(r.status, RunStatus::failed);
+        QVERIFY2(QString::fromStdString(r.message).contains(QStringLiteral("could not be written")), r.message.c_str());
+        QVERIFY(log.hasStatus(id, RunStatus::failed));   // shown, as any failure
+        QCOMPARE(c.state(), TrainingController::State::idle);
+        QVERIFY(!c.start(settings(5), QStringLiteral("next")).isEmpty());   // still usable
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 30000);
+    }
+
     void closingMidRunEndsTheWorkerAndKeepsTheRecord()
     {
         auto c = std::make_unique<TrainingController>(runsDir());

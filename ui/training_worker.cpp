@@ -46,9 +46,16 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
     }
 
     std::unique_ptr<RunRecorder> recorder;
+    bool recordFailed = false;
     auto sink = [&](const TrainerEvent& e) {
-        recorder->onEvent(e);   // a failed write throws: the trainer ends the run as failed
+        recorder->onEvent(e);
         if (job->post(e)) emit eventsPending(id);
+        // A record that cannot be written (a full disk) ends the run as failed, once: the
+        // trainer's failure event that follows is recorded in memory and shown, not thrown.
+        if (!recordFailed && !recorder->writeError().empty()) {
+            recordFailed = true;
+            throw std::runtime_error("the run record could not be written: " + recorder->writeError());
+        }
     };
     std::unique_ptr<Trainer> trainer;
     try {

@@ -38,7 +38,11 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
     if (!opts.out.empty()) recorder = std::make_unique<RunRecorder>(opts.out, settings, data, opts.name);
     ProgressPrinter progress(std::cerr, opts.quiet);
     const RunResult result = runRecordedTraining(settings, data, recorder.get(), progress);
-    if (recorder) std::cerr << "plab: run record written to " << recorder->path().string() << '\n';
+    if (recorder && recorder->writeError().empty())
+        std::cerr << "plab: run record written to " << recorder->path().string() << '\n';
+    else if (recorder)
+        std::cerr << "plab: the run record " << recorder->path().string()
+                  << " keeps its last complete version, if it had one\n";
 
     switch (result.status) {
     case RunStatus::completed:

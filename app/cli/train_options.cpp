@@ -147,20 +147,38 @@ DataSplit loadTrainingData(const TrainSettings& settings)
 RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data, RunRecorder* recorder,
                               ProgressPrinter& progress)
 {
+    bool recordFailed = false;
     Trainer trainer(settings, data, [&](const TrainerEvent& e) {
         if (recorder) recorder->onEvent(e);
         progress.onEvent(e);
+        // A record that cannot be written (a full disk) ends the run as failed, once.
+        if (recorder && !recordFailed && !recorder->writeError().empty()) {
+            recordFailed = true;
+            throw std::runtime_error("the run record could not be written: " + recorder->writeError());
+        }
     });
     progress.setPlannedSteps(trainer.plannedSteps(), settings.epochs);
     g_control = &trainer.control();
+    // SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the run between steps and keep
+    // its record, which then says "stopped".
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
-    const RunResult result = trainer.run();
+    std::signal(SIGHUP, onInterrupt);
+    RunResult result = trainer.run();
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGHUP, SIG_DFL);
     g_control = nullptr;
     progress.finish();
-    if (recorder) recorder->finish(result);
+    if (recorder) {
+        try {
+            recorder->finish(result);
+        } catch (const std::exception& e) {
+            // The last good version of the record stays; the run is reported as failed.
+            result.status = RunStatus::failed;
+            result.message = e.what();
+        }
+    }
     return result;
 }
 

@@ -1,6 +1,8 @@
 // RFC 4180 CSV writing and reading, and the CSV tables of a run record. See csv_export.h.
 #include "report/csv_export.h"
 
+#include "report/run_record.h"
+
 #include "error.h"
 
 #include <cctype>
@@ -9,6 +11,7 @@
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 
 namespace plab {
@@ -46,11 +49,10 @@ std::string cellOf(const json& obj, const char* key)
 
 void writeTable(const std::vector<CsvRow>& table, const std::filesystem::path& file)
 {
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(file.string() + ": cannot write the file");
+    // Whole or not at all (a temporary file renamed over the target once on disk).
+    std::ostringstream out;
     for (const auto& row : table) writeCsvRow(out, row);
-    out.flush();
-    if (!out) throw std::runtime_error(file.string() + ": writing failed");
+    writeFileAtomically(file, out.str());
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 
 #include "json/json_input.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "backend/backend.h"
 #include "error.h"
 
@@ -125,19 +130,70 @@ json versionInfo()
     return v;
 }
 
+void writeFileAtomically(const std::filesystem::path& file, std::string_view bytes)
+{
+    const auto dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    const auto tmp = dir / ("." + file.filename().string() + ".tmp");
+    auto fail = [&](const std::string& what, int err) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);   // never leave a partial temporary behind
+        throw std::runtime_error("cannot write " + file.string() + ": " + what + " (" + std::strerror(err) + ")");
+    };
+    // A device or pipe (/dev/stdout, /dev/full) is written in place, never replaced by a file.
+    std::error_code ec;
+    const auto status = std::filesystem::status(file, ec);
+    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        if (std::filesystem::is_directory(status))
+            throw std::runtime_error("cannot write " + file.string() + ": it is a folder");
+        const int out = ::open(file.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (out < 0) throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+        std::size_t written = 0;
+        while (written < bytes.size()) {
+            const ssize_t n = ::write(out, bytes.data() + written, bytes.size() - written);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                const int err = n < 0 ? errno : ENOSPC;
+                ::close(out);
+                throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(err));
+            }
+            written += static_cast<std::size_t>(n);
+        }
+        if (::close(out) != 0) throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+        return;
+    }
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail("cannot create " + tmp.filename().string() + " in " + dir.string(), errno);
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : ENOSPC;
+            ::close(fd);
+            fail("the disk took " + std::to_string(done) + " of " + std::to_string(bytes.size()) + " bytes", err);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    // On the disk before it replaces the old file: a crash then leaves one or the other whole.
+    if (::fsync(fd) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail("flushing to disk failed", err);
+    }
+    if (::close(fd) != 0) fail("closing failed", errno);
+    if (::rename(tmp.c_str(), file.c_str()) != 0) fail("cannot replace it", errno);
+    // The rename itself on the disk too (best effort: some filesystems refuse fsync on folders).
+    if (const int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dirFd >= 0) {
+        ::fsync(dirFd);
+        ::close(dirFd);
+    }
+}
+
 void writeJsonAtomically(const std::filesystem::path& file, const json& doc)
 {
-    const auto tmp = file.parent_path() / ("." + file.filename().string() + ".tmp");
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error("cannot write " + tmp.string());
-        out << doc.dump(1) << '\n';
-        out.flush();
-        if (!out) throw std::runtime_error("cannot write " + tmp.string() + " (disk full?)");
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, file, ec);
-    if (ec) throw std::runtime_error("cannot replace " + file.string() + ": " + ec.message());
+    std::string text = doc.dump(1);
+    text += '\n';
+    writeFileAtomically(file, text);
 }
 
 json loadRunRecord(const std::filesystem::path& file)
@@ -308,15 +364,27 @@ void RunRecorder::finish(const RunResult& result)
     s["skipped_steps"] = result.skippedSteps;
     s["images_per_second"] = result.imagesPerSecond;
     s["finished_at"] = isoNow();
-    if (!out_.empty()) flush();
+    if (out_.empty()) return;
+    try {
+        flush();
+        writeError_.clear();   // the final version is on disk after all
+    } catch (const std::exception& e) {
+        writeError_ = e.what();
+        throw;
+    }
 }
 
 void RunRecorder::flushIfDue()
 {
     const auto now = std::chrono::steady_clock::now();
-    if (out_.empty() || now - lastFlush_ < std::chrono::seconds(1)) return;
+    // After a failed write the record stays in memory; finish() tries once more.
+    if (out_.empty() || !writeError_.empty() || now - lastFlush_ < std::chrono::seconds(1)) return;
     updateSummary(status_, "");
-    flush();
+    try {
+        flush();
+    } catch (const std::exception& e) {
+        writeError_ = e.what();   // the caller ends the run (writeError()); never thrown from onEvent
+    }
 }
 
 void RunRecorder::flush()

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace plab {
 
@@ -33,6 +34,10 @@ public:
     const std::filesystem::path& path() const { return out_; }
     // Writes now (atomically). Throws std::runtime_error naming the file on failure.
     void flush();
+    // Why the last write failed (a full disk, a removed folder), "" when it succeeded.
+    // onEvent() never throws: the run's owner checks this after each event and ends the run
+    // as failed; the file on disk keeps its last good version.
+    const std::string& writeError() const { return writeError_; }
 
 private:
     void flushIfDue();
@@ -46,10 +51,15 @@ private:
     nlohmann::json lastTelemetry_;     // run totals from the latest telemetry event
     double bestAccuracy_ = -1.0;
     std::string status_ = "starting";
+    std::string writeError_;
 };
 
 // Writes `doc` to `file` through a temporary file in the same folder and a rename.
 void writeJsonAtomically(const std::filesystem::path& file, const nlohmann::json& doc);
+// Writes `bytes` to a temporary file beside `file`, checks every write, flushes it to disk
+// (fsync) and renames it over `file`: afterwards `file` is the old version or the new one,
+// whole. On failure the temporary is removed and std::runtime_error names the file and why.
+void writeFileAtomically(const std::filesystem::path& file, std::string_view bytes);
 
 // Reads a run record; throws InputError naming the file for unreadable JSON, a missing
 // format_version, or a format_version newer than this build understands.

@@ -1,14 +1,16 @@
 // The HTML and PDF forms of a run report. See report_document.h.
 #include "report_document.h"
 
+#include "report/run_record.h"
+
 #include <QAbstractTextDocumentLayout>
+#include <QBuffer>
 #include <QDateTime>
 #include <QFile>
 #include <QPageLayout>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QTextDocument>
 #include <QUrl>
 
@@ -251,22 +253,17 @@ QString reportHtml(const ReportContent& c, ChartEmbedding embedding)
 
 void writeHtmlReport(const ReportContent& content, const QString& file)
 {
-    QSaveFile out(file);
-    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        throw std::runtime_error(file.toStdString() + ": cannot write the file (" + out.errorString().toStdString() + ")");
-    out.write(reportHtml(content, ChartEmbedding::inlineSvg).toUtf8());
-    if (!out.commit())
-        throw std::runtime_error(file.toStdString() + ": writing failed (" + out.errorString().toStdString() + ")");
+    // Whole or not at all: a temporary file, checked, flushed to disk and renamed over the target.
+    const QByteArray html = reportHtml(content, ChartEmbedding::inlineSvg).toUtf8();
+    writeFileAtomically(file.toStdString(), std::string_view(html.constData(), static_cast<std::size_t>(html.size())));
 }
 
 int writePdfReport(const ReportContent& content, const QString& file)
 {
-    {   // QPdfWriter reports no open error: check that the file can be written first.
-        QFile probe(file);
-        if (!probe.open(QIODevice::WriteOnly | QIODevice::Truncate))
-            throw std::runtime_error(file.toStdString() + ": cannot write the file (" + probe.errorString().toStdString() + ")");
-    }
-    QPdfWriter writer(file);
+    // Rendered in memory, then written whole or not at all (QPdfWriter reports no write error).
+    QBuffer pdf;
+    pdf.open(QIODevice::WriteOnly);
+    QPdfWriter writer(&pdf);
     writer.setTitle(content.options.title);
     writer.setCreator(QStringLiteral("Precision Lab"));
     writer.setResolution(300);
@@ -312,6 +309,9 @@ int writePdfReport(const ReportContent& content, const QString& file)
                          QStringLiteral("%1 \u2014 page %2 of %3").arg(content.options.title).arg(i + 1).arg(pages));
         painter.restore();
     }
+    painter.end();   // the writer finishes the PDF
+    const QByteArray bytes = pdf.data();
+    writeFileAtomically(file.toStdString(), std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
     return pages;
 }
 
