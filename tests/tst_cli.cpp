@@ -5,6 +5,8 @@
 
 #include "test_support.h"
 
+#include "backend/backend.h"
+
 #include <QtTest>
 
 #include <QProcess>
@@ -176,6 +178,18 @@ private slots:
         const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("broken.json: not valid JSON"), qPrintable(r.err));
+    }
+
+    // Issue 11: --threads 256 hung in OpenBLAS's buffer allocation under a memory limit. The
+    // backend uses at most one thread per logical core and plab says so.
+    void threadsAreBoundedToTheMachine()
+    {
+        const Result r = runPlab({"train", "--threads", "256", "--max-steps", "2", "--widths", "4,8", "--batch", "16",
+                                  "--quiet", "--data-dir", dataDir_});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.err.contains(QStringLiteral("notice: --threads 256: this machine has %1 logical cores; using %1")
+                                    .arg(plab::usableCpuThreads(0))),
+                 qPrintable(r.err));
     }
 
     // Issue 11: `plab report` crashed (stack overflow, exit 139) on a record nested 100,000

@@ -228,6 +228,38 @@ private slots:
         QVERIFY(!error.isEmpty());
     }
 
+    // Issue 11: numbers out of range in a record ("step": 1e300, "batch": 1e20) were
+    // converted to integers, undefined behaviour; each is refused naming the field.
+    void outOfRangeNumbersAreRefused_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("step") << "step" << "1e300" << "\"step\" must be a whole number";
+        QTest::addRow("epoch") << "epoch" << "1e300" << "\"epoch\" must be a whole number";
+        QTest::addRow("batch") << "batch" << "1e20" << "\"batch\" must be a whole number";
+        QTest::addRow("negative batch") << "batch" << "-1" << "\"batch\" must be a whole number";
+        QTest::addRow("fractional step") << "step" << "2.5" << "\"step\" must be a whole number";
+        QTest::addRow("string loss") << "loss" << "\"low\"" << "\"loss\" must be a number";
+    }
+    void outOfRangeNumbersAreRefused()
+    {
+        QFETCH(QString, field);
+        QFETCH(QString, value);
+        QFETCH(QString, mentions);
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "good");
+        std::ifstream in(runs.path() / "run-a.json");
+        json record = json::parse(in);
+        record["steps"][0][field.toStdString()] = json::parse(value.toStdString());
+        std::ofstream(runs.path() / "run-b.json") << record.dump();
+        RunStore store(q(runs.path()));
+        const QStringList problems = store.loadAll();
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems[0].contains(QStringLiteral("run-b.json")) && problems[0].contains(mentions), qPrintable(problems[0]));
+        QCOMPARE(store.count(), 1);
+    }
+
     // Issue 11: a record nested 100,000 deep in the runs folder crashed the app on every
     // start (replaying it recursed per level). It is listed as unreadable with the reason.
     void deeplyNestedRecordDoesNotStopTheStart()

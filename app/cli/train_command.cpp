@@ -4,6 +4,7 @@
 #include "progress_printer.h"
 #include "train_options.h"
 
+#include "backend/backend.h"
 #include "data/dataset.h"
 #include "error.h"
 #include "report/run_record.h"
@@ -33,6 +34,9 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
     const DataSplit data = loadTrainingData(settings);
     for (const auto& n : settings.recipe.notices()) std::cerr << "plab: notice: " << n << '\n';
     std::cerr << "plab: " << settings.recipe.describe() << '\n';
+    if (settings.backend != "cuda" && usableCpuThreads(settings.threads) < settings.threads)
+        std::cerr << "plab: notice: --threads " << settings.threads << ": this machine has "
+                  << usableCpuThreads(0) << " logical cores; using " << usableCpuThreads(settings.threads) << '\n';
 
     std::unique_ptr<RunRecorder> recorder;
     if (!opts.out.empty()) recorder = std::make_unique<RunRecorder>(opts.out, settings, data, opts.name);

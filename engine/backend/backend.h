@@ -211,6 +211,9 @@ public:
 // compute-format accumulation, `threads` threads for BLAS and elementwise work
 // (threads <= 0: the number of cores). Defined in engine/backend/cpu.
 std::unique_ptr<ComputeBackend> createCpuBackend(int threads);
+// The threads the CPU backend runs for a request: at most one per logical core (0 or less:
+// one per core). plab and the app say so when a request is cut down.
+int usableCpuThreads(int requested);
 
 // Looks for the CUDA plugin next to the executable, then on the library path, and asks it
 // whether a device is usable. Never throws; available = false with a reason when absent.

@@ -3,7 +3,9 @@
 
 #include "error.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace plab {
@@ -123,6 +125,55 @@ std::string jsonExcerpt(const json& value, std::size_t maxChars)
         out = out.substr(0, cut) + "…";
     }
     return out;
+}
+
+std::int64_t jsonWhole(const json& v, std::int64_t lo, std::int64_t hi, const std::string& what)
+{
+    auto fail = [&] {
+        throw InputError(what + " must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                         ", got " + jsonExcerpt(v));
+    };
+    if (v.is_number_unsigned()) {
+        const auto u = v.get<std::uint64_t>();
+        if (hi < 0 || u > static_cast<std::uint64_t>(hi)) fail();
+        const auto i = static_cast<std::int64_t>(u);
+        if (i < lo) fail();
+        return i;
+    }
+    if (v.is_number_integer()) {
+        const auto i = v.get<std::int64_t>();
+        if (i < lo || i > hi) fail();
+        return i;
+    }
+    if (v.is_number_float()) {
+        const double d = v.get<double>();
+        // Compared as doubles first: only a value known to fit is converted.
+        constexpr double kTwo63 = 9223372036854775808.0;
+        if (!(d >= -kTwo63 && d < kTwo63) || d != std::floor(d)) fail();
+        const auto i = static_cast<std::int64_t>(d);
+        if (i < lo || i > hi) fail();
+        return i;
+    }
+    fail();
+    return 0;
+}
+
+double jsonReal(const json& v, const std::string& what)
+{
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!v.is_number()) throw InputError(what + " must be a number, got " + jsonExcerpt(v));
+    return v.get<double>();
+}
+
+float jsonFloat(const json& v, const std::string& what)
+{
+    const double d = jsonReal(v, what);
+    if (std::isnan(d)) return std::numeric_limits<float>::quiet_NaN();
+    // From the largest float plus half its spacing on, round to nearest even gives inf.
+    constexpr double kToInf = 340282356779733661637539395458142568448.0;   // 2^128 - 2^103
+    if (d >= kToInf) return std::numeric_limits<float>::infinity();
+    if (d <= -kToInf) return -std::numeric_limits<float>::infinity();
+    return static_cast<float>(d);
 }
 
 }  // namespace plab

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -31,5 +32,15 @@ nlohmann::json readJsonFile(const std::filesystem::path& file, const std::string
 // control characters escaped, "…" where cut. Never serialises more than it shows of
 // strings and never recurses past a few levels.
 std::string jsonExcerpt(const nlohmann::json& value, std::size_t maxChars = 60);
+
+// Numbers read from a file, range-checked before any conversion (a double such as 1e300
+// converted to an integer or a float is undefined behaviour). Each throws InputError
+// "<what> must be ...: got <excerpt>" for a value of the wrong type or out of range.
+// A whole number from lo to hi: a JSON integer, or a float without a fraction.
+std::int64_t jsonWhole(const nlohmann::json& v, std::int64_t lo, std::int64_t hi, const std::string& what);
+// Any JSON number as a double; null (how records write NaN and inf) is NaN.
+double jsonReal(const nlohmann::json& v, const std::string& what);
+// A JSON number as a float; beyond float's range it is +-inf, as the rounding would make it.
+float jsonFloat(const nlohmann::json& v, const std::string& what);
 
 }  // namespace plab

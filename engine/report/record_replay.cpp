@@ -1,6 +1,8 @@
 // Turning a run record back into trainer events.
 #include "report/record_replay.h"
 
+#include "json/json_input.h"
+
 #include "error.h"
 #include "report/run_record.h"
 
@@ -30,6 +32,18 @@ struct Timed {
     TrainerEvent event;
 };
 
+// Bounds of what a record may hold: steps and counts far beyond any run, small enough that
+// no arithmetic on them overflows.
+constexpr std::int64_t kMaxStep = std::int64_t{1} << 53;
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+
+// A byte count of a memory category (0 when absent).
+std::int64_t bytesOr(const json& obj, const std::string& key, const std::string& origin)
+{
+    return obj.contains(key) ? jsonWhole(obj.at(key), 0, kMaxCount, origin + ": memory \"" + key + "\"") : 0;
+}
+
 }  // namespace
 
 ReplayedRun replayRecord(const json& record, const std::string& origin)
@@ -40,7 +54,7 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         std::vector<Timed> timed;
 
         const auto& steps = record.at("steps");
-        const std::int64_t lastStep = steps.empty() ? 0 : steps.back().at("step").get<std::int64_t>();
+        const std::int64_t lastStep = steps.empty() ? 0 : jsonWhole(steps.back().at("step"), 0, kMaxStep, origin + ": a step's \"step\"");
         const auto& summary = record.at("summary");
         const std::string status = summary.value("status", "running");
         RunStartEvent start;
@@ -49,7 +63,9 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
             start.versions = record["versions"]["backend"].get<std::vector<std::string>>();
         // The plan is not recorded: a completed run did what it planned (whatever batch-size
         // changes did to the plan); any other is measured against its settings' plan.
-        const std::int64_t trainImages = record.contains("data") ? record["data"].value("train_images", std::int64_t{0}) : 0;
+        const std::int64_t trainImages = record.contains("data") && record["data"].contains("train_images")
+                                             ? jsonWhole(record["data"]["train_images"], 0, kMaxCount, origin + ": \"train_images\"")
+                                             : 0;
         start.plannedSteps = status == "completed"
                                  ? lastStep
                                  : std::max(lastStep, plannedSteps(out.settings, trainImages));
@@ -58,20 +74,20 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         std::int64_t skipped = 0;
         for (const auto& s : steps) {
             StepEvent e;
-            e.step = s.at("step").get<std::int64_t>();
-            e.epoch = s.at("epoch").get<int>();
-            e.loss = s.at("loss").is_null() ? std::numeric_limits<float>::quiet_NaN() : s["loss"].get<float>();
-            e.lossScale = s.at("loss_scale").get<double>();
+            e.step = jsonWhole(s.at("step"), 0, kMaxStep, origin + ": a step's \"step\"");
+            e.epoch = static_cast<int>(jsonWhole(s.at("epoch"), 0, kMaxInt, origin + ": step " + std::to_string(e.step) + " \"epoch\""));
+            e.loss = jsonFloat(s.at("loss"), origin + ": step " + std::to_string(e.step) + " \"loss\"");
+            e.lossScale = jsonReal(s.at("loss_scale"), origin + ": step " + std::to_string(e.step) + " \"loss_scale\"");
             e.skipped = s.at("skipped").get<bool>();
-            e.lr = s.at("lr").get<double>();
-            e.batch = s.at("batch").get<int>();
+            e.lr = jsonReal(s.at("lr"), origin + ": step " + std::to_string(e.step) + " \"lr\"");
+            e.batch = static_cast<int>(jsonWhole(s.at("batch"), 1, kMaxInt, origin + ": step " + std::to_string(e.step) + " \"batch\""));
             e.timeMs = s.value("time_ms", 0.0);
             skipped += e.skipped ? 1 : 0;
             e.skippedSoFar = skipped;
             timed.push_back({e.step, 1, e});
         }
         for (const auto& ev : record.at("events")) {
-            const std::int64_t step = ev.at("step").get<std::int64_t>();
+            const std::int64_t step = jsonWhole(ev.at("step"), 0, kMaxStep, origin + ": an event's \"step\"");
             if (ev.at("type") == "setting_change")
                 timed.push_back({step, 2, SettingChangeEvent{step, ev.at("description").get<std::string>(),
                                                                  ev.at("settings").dump()}});
@@ -79,23 +95,27 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                 timed.push_back({step, 3, StatusEvent{statusFromName(ev.at("status").get<std::string>()), step,
                                                       ev.value("message", "")}});
         }
-        for (const auto& ev : record.at("evals"))
-            timed.push_back({ev.at("step").get<std::int64_t>(), 4,
-                             EvalEvent{ev.at("step").get<std::int64_t>(), ev.at("epoch").get<int>(),
-                                       ev.at("test_accuracy").get<double>(), ev.at("test_loss").get<double>()}});
+        for (const auto& ev : record.at("evals")) {
+            const std::string where = origin + ": an evaluation's ";
+            const std::int64_t step = jsonWhole(ev.at("step"), 0, kMaxStep, where + "\"step\"");
+            timed.push_back({step, 4,
+                             EvalEvent{step, static_cast<int>(jsonWhole(ev.at("epoch"), 0, kMaxInt, where + "\"epoch\"")),
+                                       jsonReal(ev.at("test_accuracy"), where + "\"test_accuracy\""),
+                                       jsonReal(ev.at("test_loss"), where + "\"test_loss\"")}});
+        }
         for (const auto& t : record.at("telemetry")) {
             TelemetryEvent e;
-            e.step = t.at("step").get<std::int64_t>();
-            e.lossScale = t.at("loss_scale").get<double>();
+            e.step = jsonWhole(t.at("step"), 0, kMaxStep, origin + ": a telemetry \"step\"");
+            e.lossScale = jsonReal(t.at("loss_scale"), origin + ": telemetry \"loss_scale\"");
             for (const auto& l : t.at("layers")) {
                 LayerTelemetry lt;
                 lt.layer = l.at("layer").get<std::string>();
                 lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
                 lt.stats = roundingStatsFromJson(l.at("stats"));
                 if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
-                lt.update.lost = l.value("lost_updates", std::int64_t{0});
-                lt.update.nonzero = l.value("nonzero_updates", std::int64_t{0});
-                lt.update.nonFinite = l.value("non_finite_updates", std::int64_t{0});
+                lt.update.lost = l.contains("lost_updates") ? jsonWhole(l["lost_updates"], 0, kMaxCount, origin + ": \"lost_updates\"") : 0;
+                lt.update.nonzero = l.contains("nonzero_updates") ? jsonWhole(l["nonzero_updates"], 0, kMaxCount, origin + ": \"nonzero_updates\"") : 0;
+                lt.update.nonFinite = l.contains("non_finite_updates") ? jsonWhole(l["non_finite_updates"], 0, kMaxCount, origin + ": \"non_finite_updates\"") : 0;
                 e.layers.push_back(std::move(lt));
             }
             timed.push_back({e.step, 5, e});
@@ -103,14 +123,15 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         const auto& memory = record.at("memory");
         for (const auto& m : memory.at("samples")) {
             MemoryEvent e;
-            e.step = m.at("step").get<std::int64_t>();
+            e.step = jsonWhole(m.at("step"), 0, kMaxStep, origin + ": a memory sample's \"step\"");
             e.elapsedMs = m.value("elapsed_ms", 0.0);
             const auto& bytes = m.at("bytes");
             for (int c = 0; c < kMemoryCategories && c < static_cast<int>(bytes.size()); ++c)
-                e.memory.live[static_cast<std::size_t>(c)] = bytes[static_cast<std::size_t>(c)].get<std::int64_t>();
-            e.memory.totalLive = m.at("total").get<std::int64_t>();
+                e.memory.live[static_cast<std::size_t>(c)] = jsonWhole(bytes[static_cast<std::size_t>(c)], 0, kMaxCount, origin + ": memory \"bytes\"");
+            e.memory.totalLive = jsonWhole(m.at("total"), 0, kMaxCount, origin + ": memory \"total\"");
             if (m.contains("device_used"))
-                e.device = DeviceMemoryInfo{m.at("device_used").get<std::uint64_t>(), m.value("device_total", std::uint64_t{0})};
+                e.device = DeviceMemoryInfo{static_cast<std::uint64_t>(jsonWhole(m.at("device_used"), 0, kMaxCount, origin + ": \"device_used\"")),
+                                            m.contains("device_total") ? static_cast<std::uint64_t>(jsonWhole(m["device_total"], 0, kMaxCount, origin + ": \"device_total\"")) : 0};
             timed.push_back({e.step, 6, e});
         }
         // The peaks of the whole run, on a last memory sample.
@@ -118,8 +139,8 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
             MemoryEvent e = std::get<MemoryEvent>(timed.back().event);
             for (int c = 0; c < kMemoryCategories; ++c)
                 e.memory.peak[static_cast<std::size_t>(c)] =
-                    memory["peak"].value(std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), std::int64_t{0});
-            e.memory.totalPeak = memory["peak"].value("total", std::int64_t{0});
+                    bytesOr(memory["peak"], std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), origin);
+            e.memory.totalPeak = bytesOr(memory["peak"], "total", origin);
             // A training step's peak apart from an evaluation's (records since format 2 of
             // lessons; older records have none and keep zeros).
             for (const auto& [phase, key] : {std::pair{MemoryPhase::training, "training_peak"},
@@ -128,8 +149,8 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                 MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
                 for (int c = 0; c < kMemoryCategories; ++c)
                     p.bytes[static_cast<std::size_t>(c)] =
-                        memory[key].value(std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), std::int64_t{0});
-                p.total = memory[key].value("total", std::int64_t{0});
+                        bytesOr(memory[key], std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), origin);
+                p.total = bytesOr(memory[key], "total", origin);
             }
             timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
         }

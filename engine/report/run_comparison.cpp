@@ -2,6 +2,8 @@
 // the terminal table. See run_comparison.h.
 #include "report/run_comparison.h"
 
+#include "json/json_input.h"
+
 #include "amp/recipe.h"
 #include "error.h"
 #include "report/run_record.h"
@@ -50,8 +52,11 @@ std::optional<double> optionalNumber(const json& obj, const char* key)
 
 std::int64_t intOr(const json& obj, const char* key, std::int64_t fallback = 0)
 {
+    // Range-checked before conversion: 1e300 in a damaged record is refused, naming the key.
     const auto it = obj.find(key);
-    return it != obj.end() && it->is_number() ? it->get<std::int64_t>() : fallback;
+    return it != obj.end() && it->is_number()
+               ? jsonWhole(*it, -(std::int64_t{1} << 62), std::int64_t{1} << 62, std::string("\"") + key + "\"")
+               : fallback;
 }
 
 std::string textOr(const json& obj, const char* key, std::string fallback = {})

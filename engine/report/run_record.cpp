@@ -47,16 +47,27 @@ json roundingStatsToJson(const RoundingStats& s)
             {"inf_in", s.infIn}};
 }
 
+namespace {
+
+// A count in a record: a whole number from 0 to 2^62 (0 when absent), checked before conversion.
+std::uint64_t countOr(const json& j, const char* key)
+{
+    if (!j.contains(key)) return 0;
+    return static_cast<std::uint64_t>(jsonWhole(j.at(key), 0, std::int64_t{1} << 62, std::string("\"") + key + "\""));
+}
+
+}  // namespace
+
 RoundingStats roundingStatsFromJson(const json& j)
 {
     RoundingStats s;
-    s.count = j.value("count", std::uint64_t{0});
-    s.zerosIn = j.value("zeros_in", std::uint64_t{0});
-    s.underflow = j.value("underflow", std::uint64_t{0});
-    s.subnormal = j.value("subnormal", std::uint64_t{0});
-    s.overflow = j.value("overflow", std::uint64_t{0});
-    s.nan = j.value("nan", std::uint64_t{0});
-    s.infIn = j.value("inf_in", std::uint64_t{0});
+    s.count = countOr(j, "count");
+    s.zerosIn = countOr(j, "zeros_in");
+    s.underflow = countOr(j, "underflow");
+    s.subnormal = countOr(j, "subnormal");
+    s.overflow = countOr(j, "overflow");
+    s.nan = countOr(j, "nan");
+    s.infIn = countOr(j, "inf_in");
     return s;
 }
 
@@ -79,15 +90,17 @@ json histogramToJson(const GradientHistogram& h)
 GradientHistogram histogramFromJson(const json& j)
 {
     GradientHistogram h;
-    const int first = j.at("first_exponent").get<int>();
+    const auto first = jsonWhole(j.at("first_exponent"), GradientHistogram::kMinExponent - 1,
+                                 GradientHistogram::kMaxExponent + 1, "histogram \"first_exponent\"");
     const auto& counts = j.at("counts");
     for (std::size_t i = 0; i < counts.size(); ++i) {
-        const int bin = GradientHistogram::binOf(first + static_cast<int>(i));
+        const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(std::min<std::size_t>(i, 1 << 20)));
         if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
-        h.bins[static_cast<std::size_t>(bin)] = counts[i].get<std::uint64_t>();
+        h.bins[static_cast<std::size_t>(bin)] =
+            static_cast<std::uint64_t>(jsonWhole(counts[i], 0, std::int64_t{1} << 62, "histogram \"counts\""));
     }
-    h.zeros = j.value("zeros", std::uint64_t{0});
-    h.nonFinite = j.value("non_finite", std::uint64_t{0});
+    h.zeros = countOr(j, "zeros");
+    h.nonFinite = countOr(j, "non_finite");
     return h;
 }
 

@@ -243,10 +243,17 @@ private:
 
 }  // namespace
 
+int usableCpuThreads(int requested)
+{
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // More threads than logical cores only wait for each other, and hundreds of them ran
+    // OpenBLAS out of its per-thread buffers (a hang): at most one per logical core.
+    return requested <= 0 ? cores : std::min(requested, cores);
+}
+
 std::unique_ptr<ComputeBackend> createCpuBackend(int threads)
 {
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::make_unique<CpuBackend>(threads);
+    return std::make_unique<CpuBackend>(usableCpuThreads(threads));
 }
 
 }  // namespace plab
