@@ -395,6 +395,11 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     fp32->apply(RunStartEvent{"cpu", {}, 10});
     view.setRuns(fp32, {});
     view.redrawNow();
+    QVERIFY(updates->lostNote().startsWith("No histogram step yet"));   // before its first snapshot
+    TelemetryEvent snapshot;   // an fp32 run's snapshots hold no rounding site
+    snapshot.step = 1;
+    fp32->apply(snapshot);
+    view.redrawNow();
     QVERIFY(updates->lostNote().startsWith("No weight is rounded in these runs"));
     view.setRuns(nullptr, {});
     view.redrawNow();

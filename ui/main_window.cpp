@@ -283,7 +283,13 @@ void MainWindow::onRunFinished(const QString& runId, const RunResult& result)
     case RunStatus::completed:
         statusBar()->showMessage(tr("%1 completed: test accuracy %2 %").arg(name).arg(100.0 * result.testAccuracy, 0, 'f', 2));
         break;
-    case RunStatus::diverged: showError(tr("%1 diverged: %2").arg(name, message)); break;
+    case RunStatus::diverged: {
+        // The trainer's message starts with what happened ("diverged: the loss was not finite ...").
+        QString why = message;
+        if (why.startsWith(QLatin1String("diverged: "))) why.remove(0, 10);
+        showError(tr("%1 diverged: %2").arg(name, why));
+        break;
+    }
     case RunStatus::stopped: statusBar()->showMessage(tr("%1 stopped: %2").arg(name, message)); break;
     default: break;   // failures arrive through failed()
     }

@@ -4,6 +4,7 @@
 #include "main_window.h"
 
 #include "json/json_input.h"
+#include "report/run_record.h"
 
 #include "charts/charts_view.h"
 #include "charts/histogram_chart.h"
@@ -33,7 +34,6 @@
 #include <QPlainTextEdit>
 #include <QProgressDialog>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStatusBar>
@@ -179,11 +179,12 @@ QString MainWindow::saveLesson(const QString& file, const QString& title, const 
                                              explanation);
     QString error = saved.error;
     if (saved.lesson) {
-        const QByteArray text = QByteArray::fromStdString(lessonToJson(*saved.lesson).dump(2) + "\n");
-        // Whole or not at all: a temporary file renamed over the target once written.
-        QSaveFile out(file);
-        if (!out.open(QIODevice::WriteOnly) || out.write(text) != text.size() || !out.commit())
-            error = tr("Could not save the lesson to %1: %2.").arg(file, out.errorString());
+        // Whole or not at all: a temporary file, checked, on the disk, renamed over the target.
+        try {
+            writeFileAtomically(file.toStdString(), lessonToJson(*saved.lesson).dump(2) + "\n");
+        } catch (const std::exception& e) {
+            error = tr("Could not save the lesson to %1: %2.").arg(file, QString::fromStdString(e.what()));
+        }
     }
     if (!error.isEmpty()) {
         showError(error);

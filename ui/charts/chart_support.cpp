@@ -466,7 +466,7 @@ QStringList ChangeMarkers::labelTexts() const
     return texts;
 }
 
-const QList<QPointF>& ReducedPointsCache::update(QXYSeries* series, const QString& key, const RunData& run,
+QList<QPointF> ReducedPointsCache::update(QXYSeries* series, const QString& key, const RunData& run,
                                                  int columns, const std::function<QList<QPointF>()>& compute)
 {
     Entry& e = entries_[key];
@@ -478,7 +478,7 @@ const QList<QPointF>& ReducedPointsCache::update(QXYSeries* series, const QStrin
         e.points = compute();
     }
     if (stale || series->count() != e.points.size()) series->replace(e.points);
-    return e.points;
+    return e.points;   // a shared copy: the entry itself moves when the hash grows
 }
 
 void ReducedPointsCache::retain(const QSet<QString>& keys)

@@ -207,8 +207,10 @@ private:
 // points only when they changed (or the series is new), so QtCharts re-lays out nothing else.
 class ReducedPointsCache {
 public:
-    const QList<QPointF>& update(QXYSeries* series, const QString& key, const RunData& run, int columns,
-                                 const std::function<QList<QPointF>()>& compute);
+    // The points, as an implicitly shared copy (cheap): a reference into the cache would
+    // dangle after the next update() that grows it.
+    QList<QPointF> update(QXYSeries* series, const QString& key, const RunData& run, int columns,
+                          const std::function<QList<QPointF>()>& compute);
     void retain(const QSet<QString>& keys);   // forget series that are gone
 
 private:

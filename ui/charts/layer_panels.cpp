@@ -130,16 +130,17 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
     panel.pool->begin();
     panel.markers->beginLabels();
     double lastStep = 1, top = 0;
-    bool any = false;
+    bool any = false, anyTelemetry = false;
     struct Drawn {
         RunPtr run;
         std::string layer;
-        const QList<QPointF>* points;
+        QList<QPointF> points;   // a shared copy: the cache's entries move when it grows
     };
     std::vector<Drawn> drawn;
     for (const RunPtr& run : runs) {
         const auto& telemetry = run->telemetry();
         if (telemetry.empty()) continue;
+        anyTelemetry = true;
         if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
         const std::vector<std::string> layers = layersOfKind(*run, quantity.kind);
         const bool watched = run == runs.front();
@@ -154,7 +155,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
             // entries name the run and the layer.
             setLegendLabel(panel.chart, line, watched ? layer : tr("%1 · %2").arg(runLabel(run, runs), layer));
             setLegendVisible(panel.chart, line, true);
-            const QList<QPointF>& points = panel.reduced->update(line, key, *run, columns, [&] {
+            const QList<QPointF> points = panel.reduced->update(line, key, *run, columns, [&] {
                 std::vector<double> x, y;
                 x.reserve(telemetry.size());
                 y.reserve(telemetry.size());
@@ -176,7 +177,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
                 }
             const bool fewPoints = points.size() < 60;
             if (line->pointsVisible() != fewPoints) line->setPointsVisible(fewPoints);
-            drawn.push_back({run, layers[li], &points});
+            drawn.push_back({run, layers[li], points});
         }
     }
     const double high = top > 0 ? top * 1.1 : 1.0;
@@ -189,11 +190,12 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
     QString note;
     if (runs.isEmpty()) {
         note = tr("No run to show: start a run, or pick runs in the run list.");
+    } else if (!anyTelemetry) {
+        note = tr("No histogram step yet: the first comes with the run's first telemetry snapshot.");
     } else if (!any) {
         note = quantity.emptyReason;
         const QString kinds = quantity.kindSelectable ? kindsWithData(runs) : QString();
         if (!kinds.isEmpty()) note += (note.isEmpty() ? QString() : QStringLiteral("\n")) + tr("Tensor kinds with data: %1.").arg(kinds);
-        else if (note.isEmpty()) note = tr("No histogram step yet.");
     } else if (top == 0) {
         note = tr("Zero at every step, in every run shown.");
     } else {
@@ -206,7 +208,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
                 for (const Drawn& d : drawn) {
                     if (d.run != runs[j]) continue;
                     for (const Drawn& w : drawn)
-                        if (w.run == runs[i] && w.layer == d.layer && linesCoincide(*w.points, *d.points, tolerance))
+                        if (w.run == runs[i] && w.layer == d.layer && linesCoincide(w.points, d.points, tolerance))
                             same << QString::fromStdString(d.layer);
                 }
                 if (same.isEmpty()) continue;

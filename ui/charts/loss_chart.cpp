@@ -45,7 +45,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     markers_->beginLabels();
 
     double lastStep = 1, smoothedMax = 0, rawMax = 0;
-    std::vector<std::pair<RunPtr, const QList<QPointF>*>> smoothedLines;
+    std::vector<std::pair<RunPtr, QList<QPointF>>> smoothedLines;   // shared copies: cache entries move
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
         if (!steps.empty()) lastStep = std::max(lastStep, static_cast<double>(steps.back().step));
@@ -56,7 +56,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         auto* rawSeries = pool_.take<QLineSeries>(rawKey, {steps_, loss_});
         setSeriesName(rawSeries, tr("%1 loss").arg(run->name()));
         setSeriesPen(rawSeries, runPen(faded(run->color(), 70), 1.0));
-        const QList<QPointF>& raw = reduced_.update(rawSeries, rawKey, *run, columns, [&] {
+        const QList<QPointF> raw = reduced_.update(rawSeries, rawKey, *run, columns, [&] {
             return reduceMinMaxPerColumn(
                 steps.size(), stepAt, [&](std::size_t i) { return static_cast<double>(steps[i].loss); }, columns);
         });
@@ -71,13 +71,13 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         // Presentation mode: "loss", as the axis says, so three runs fit one legend row.
         const QString smoothLabel = presentationMode() ? tr("loss") : tr("loss (smoothed)");
         setLegendLabel(chart_, smoothSeries, watched ? smoothLabel : runLabel(run, runs));
-        const QList<QPointF>& smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
+        const QList<QPointF> smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
             std::vector<double> losses(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].loss;
             const std::vector<double> smoothed = exponentialMovingAverage(losses, kSmoothingWeight);
             return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
         });
-        smoothedLines.emplace_back(run, &smooth);
+        smoothedLines.emplace_back(run, smooth);
         for (const QPointF& p : raw) rawMax = std::max(rawMax, p.y());
         for (const QPointF& p : smooth) smoothedMax = std::max(smoothedMax, p.y());
 
@@ -109,7 +109,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         for (std::size_t i = 0; i < j; ++i) {   // one note per run that an earlier run's curves hide or cover
             const RunPtr& below = smoothedLines[j].first;
             const RunPtr& above = smoothedLines[i].first;
-            if (!linesCoincide(*smoothedLines[i].second, *smoothedLines[j].second, 0.01 * loss_->max())) continue;
+            if (!linesCoincide(smoothedLines[i].second, smoothedLines[j].second, 0.01 * loss_->max())) continue;
             const auto& a = above->evals();
             const auto& b = below->evals();
             const bool accuracyToo = !a.empty() && a.size() == b.size() &&

@@ -57,7 +57,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesPen(line, runPen(run->color(), 2.0));
         const bool watched = run == runs.front();
         setLegendLabel(chart_, line, watched ? tr("loss scale") : runLabel(run, runs));
-        const QList<QPointF>& scale = reduced_.update(
+        const QList<QPointF> scale = reduced_.update(
             line, lineKey, *run, columns, [&] { return reduceMinMaxPerColumn(steps.size(), stepAt, scaleAt, columns); });
         for (const QPointF& p : scale) {
             lowest = std::min(lowest, p.y());

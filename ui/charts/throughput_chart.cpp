@@ -91,7 +91,7 @@ void ThroughputChart::redraw(const RunPtr& current, const QList<RunPtr>& compare
         setSeriesPen(line, runPen(run->color(), 2.0));
         setLegendLabel(chart_, line, run == runs.front() ? tr("images/s (%1 overall)").arg(run->imagesPerSecond(), 0, 'f', 0)
                                                          : tr("%1 (%2/s)").arg(runLabel(run, runs)).arg(run->imagesPerSecond(), 0, 'f', 0));
-        const QList<QPointF>& smooth = reduced_.update(line, key, *run, columns, [&] {
+        const QList<QPointF> smooth = reduced_.update(line, key, *run, columns, [&] {
             std::vector<double> rate(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) rate[i] = rateAt(i);
             const std::vector<double> smoothed = exponentialMovingAverage(rate, 0.9);

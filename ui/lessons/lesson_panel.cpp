@@ -8,7 +8,6 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
-#include <QSaveFile>
 #include <QEvent>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -234,9 +233,13 @@ void LessonPanel::writeSession()
     if (!dir.mkpath(QStringLiteral("lesson-sessions"))) return;
     dir.cd(QStringLiteral("lesson-sessions"));
     const QString stem = QFileInfo(paths.front()).completeBaseName();
-    QSaveFile out(dir.filePath(stem + QStringLiteral(".lesson.json")));
-    const QByteArray text = QByteArray::fromStdString(doc.dump(2) + "\n");
-    if (out.open(QIODevice::WriteOnly) && out.write(text) == text.size() && out.commit()) sessionFile_ = out.fileName();
+    const QString file = dir.filePath(stem + QStringLiteral(".lesson.json"));
+    try {
+        writeFileAtomically(file.toStdString(), doc.dump(2) + "\n");
+        sessionFile_ = file;
+    } catch (const std::exception&) {
+        // The lesson itself is judged and shown; only its session file is missing.
+    }
 }
 
 void LessonPanel::showExplanation()
