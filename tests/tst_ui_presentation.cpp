@@ -159,6 +159,31 @@ private slots:
 
     // Closing the window in presentation mode must not save its hidden docks as the
     // layout of the next start (found by looking at a screenshot after a lesson).
+    // Issue 10 part 7: the format explorer opened in presentation mode was stacked under the
+    // lesson panel, a strip too low for one format's row. It opens beside the panel.
+    void explorerOpensBesideTheLessonInPresentationMode()
+    {
+        MainWindow window(options());
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
+                 QString());
+        window.setPresentationMode(true);
+        auto* lesson = window.findChild<QDockWidget*>(QStringLiteral("lessonDock"));
+        auto* explorer = window.findChild<QDockWidget*>(QStringLiteral("explorerDock"));
+        QVERIFY(lesson && explorer);
+        QTRY_VERIFY(lesson->isVisible());
+        explorer->show();
+        QTRY_VERIFY(explorer->isVisible());
+        // Side by side, each as tall as the window's dock area, the charts still the widest.
+        QTRY_VERIFY(explorer->geometry().right() < lesson->geometry().left() ||
+                    lesson->geometry().right() < explorer->geometry().left());
+        QVERIFY(explorer->height() > 0.8 * lesson->height());
+        QVERIFY(explorer->width() >= 300);
+        window.setPresentationMode(false);
+    }
+
     void closingInPresentationModeKeepsTheNormalLayout()
     {
         QStringList docksBefore;

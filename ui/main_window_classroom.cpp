@@ -91,6 +91,17 @@ void MainWindow::buildClassroomDocks()
     lessonDock->setWidget(lessonPanel_);
     addDockWidget(Qt::RightDockWidgetArea, lessonDock);
     lessonDock->hide();
+    // In presentation mode the explorer opens beside the lesson panel, not under it: stacked,
+    // the explorer got a strip too low to show one format's row.
+    connect(explorerDock, &QDockWidget::visibilityChanged, this, [this, explorerDock, lessonDock](bool visible) {
+        if (!visible || !presentationMode() || !lessonDock->isVisible() || explorerDock->isFloating()) return;
+        if (dockWidgetArea(explorerDock) == dockWidgetArea(lessonDock) &&
+            explorerDock->geometry().left() == lessonDock->geometry().left()) {
+            splitDockWidget(lessonDock, explorerDock, Qt::Horizontal);
+            const int each = width() / 4;
+            resizeDocks({lessonDock, explorerDock}, {each, each}, Qt::Horizontal);
+        }
+    });
     connect(lessonPanel_, &LessonPanel::lessonChanged, this, [this, lessonDock] {
         lessonDock->show();
         showLessonCharts();

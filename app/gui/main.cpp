@@ -96,11 +96,13 @@ int main(int argc, char** argv)
         if (error.isEmpty() && parser.isSet(runLesson))
             QTimer::singleShot(0, &window, [&window] { window.lessonPanel()->runLesson(); });
     }
+    // Presentation mode first: it hides the docks a lesson does not need, and the explorer
+    // asked for here is then shown beside the lesson panel.
+    if (parser.isSet(presentation)) window.setPresentationMode(true);
     if (parser.isSet(explore)) {
         if (auto* dock = window.findChild<QDockWidget*>(QStringLiteral("explorerDock"))) dock->show();
         window.formatExplorer()->setText(parser.value(explore));
     }
-    if (parser.isSet(presentation)) window.setPresentationMode(true);
 
     const bool afterLesson = error.isEmpty() && parser.isSet(lesson) && parser.isSet(runLesson) && parser.isSet(reveal);
     if (afterLesson)
