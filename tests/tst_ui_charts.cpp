@@ -435,6 +435,12 @@ void TestUiCharts::memoryStackPeakAndPlanner()
     QVERIFY(fp32 > 0);
     QVERIFY(fp16 > fp32 * 3 / 2);   // fp16 activations roughly double the batch
     QCOMPARE(table->columnCount(), 3);   // seed-cnn, ratio, and the run's small-cnn
+    // Issue 10: each recipe plans with the workspace a run of that recipe measured (the
+    // amp run: 6 MiB over batch 32); a recipe no run shown has measured gets no number.
+    QVERIFY(table->item(2, 2)->text().toInt() > 0);
+    QVERIFY2(table->item(2, 2)->toolTip().contains("measured by a run of this recipe"), qPrintable(table->item(2, 2)->toolTip()));
+    QCOMPARE(table->item(0, 2)->text(), QString("–"));   // no FP32 run shown
+    QVERIFY(table->item(0, 2)->toolTip().startsWith("No run of this recipe"));
 }
 
 void TestUiCharts::throughputAndProgress()

@@ -58,6 +58,17 @@ ModelFootprint modelFootprint(const ModelSpec& spec)
     return footprint;
 }
 
+std::string memoryPresetOf(const PrecisionRecipe& recipe)
+{
+    for (const std::string& name : PrecisionRecipe::presetNames()) {
+        const auto preset = PrecisionRecipe::fromPreset(name);
+        if (preset && preset->compute == recipe.compute && preset->masterWeights == recipe.masterWeights &&
+            preset->fp32Accumulate == recipe.fp32Accumulate && preset->fp32SensitiveOps == recipe.fp32SensitiveOps)
+            return name;
+    }
+    return {};
+}
+
 std::vector<PresetPlan> planPresets(const ModelFootprint& model, std::int64_t budgetBytes,
                                     int optimizerStateTensors, std::int64_t workspaceBytesPerSample,
                                     std::int64_t reservedBytes)

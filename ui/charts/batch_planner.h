@@ -69,6 +69,10 @@ struct PresetPlan {
     std::string displayName;
     BatchPlan plan;
 };
+// The preset a recipe is, as far as memory goes (compute format, master weights, fp32
+// accumulation and softmax; loss scaling takes no memory): "" when it is none of them.
+std::string memoryPresetOf(const PrecisionRecipe& recipe);
+
 std::vector<PresetPlan> planPresets(const ModelFootprint& model, std::int64_t budgetBytes,
                                     int optimizerStateTensors, std::int64_t workspaceBytesPerSample = 0,
                                     std::int64_t reservedBytes = 0);

@@ -298,19 +298,27 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     peak_->setText(peaks.join(QLatin1Char('\n')));
     peak_->setPos(chart_->plotArea().left() + 6, chart_->plotArea().top() + 4);
 
-    // The planner's second column follows the run being watched.
+    // The planner's third column follows the run being watched: its model, and for each
+    // preset the workspace a run of that preset measured (runs shown of the same model).
     std::optional<ModelSpec> model;
-    double workspacePerSample = 0;
+    std::map<std::string, double> workspace;
     if (!runs.isEmpty()) {
-        const RunData& run = *runs.front();
-        model = run.settings().model;
-        const MemorySnapshot peak = run.peakMemory();
-        const int batch = run.steps().empty() ? run.currentSettings().batch : run.steps().back().batch;
-        if (batch > 0) workspacePerSample = static_cast<double>(peak.peak[static_cast<std::size_t>(MemoryCategory::workspace)]) / batch;
+        model = runs.front()->settings().model;
+        for (const RunPtr& run : runs) {
+            if (!(run->settings().model == *model) || run->memory().empty()) continue;
+            const std::string preset = memoryPresetOf(run->settings().recipe);
+            if (preset.empty() || workspace.count(preset)) continue;
+            const MemorySnapshot peak = run->peakMemory();
+            const auto ws = static_cast<std::size_t>(MemoryCategory::workspace);
+            const std::int64_t trainingWorkspace = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)].bytes[ws];
+            const std::int64_t bytes = trainingWorkspace > 0 ? trainingWorkspace : peak.peak[ws];
+            const int batch = run->settings().batch;
+            if (batch > 0 && bytes > 0) workspace[preset] = static_cast<double>(bytes) / batch;
+        }
     }
-    if (model != plannedRunModel_ || workspacePerSample != runWorkspacePerSample_ || current_ != current) {
+    if (model != plannedRunModel_ || workspace != measuredWorkspace_ || current_ != current) {
         plannedRunModel_ = model;
-        runWorkspacePerSample_ = workspacePerSample;
+        measuredWorkspace_ = workspace;
         current_ = current;
         updatePlanner();
     }
@@ -343,11 +351,22 @@ void MemoryChart::updatePlanner()
     }
 
     QStringList headers{tr("seed-cnn"), tr("vs FP32")};
-    if (runModel) headers << QString::fromStdString(runModel->spec.kind) + tr(" (this run)");
+    if (runModel) headers << QString::fromStdString(runModel->spec.kind) + tr(" (measured)");
     const auto seedRows = seedModel ? planPresets(*seedModel, budget, stateTensors) : std::vector<PresetPlan>{};
-    const auto runRows = runModel ? planPresets(*runModel, budget, stateTensors,
-                                                static_cast<std::int64_t>(std::ceil(runWorkspacePerSample_)))
-                                  : std::vector<PresetPlan>{};
+    // One plan per preset, each with the workspace a run of that recipe measured; a preset no
+    // run shown has measured gets no number (the accounting without workspace would flatter it).
+    std::vector<std::optional<BatchPlan>> runRows;
+    if (runModel)
+        for (const auto& preset : runModel->presets) {
+            const auto it = measuredWorkspace_.find(preset.preset);
+            if (it == measuredWorkspace_.end()) {
+                runRows.emplace_back();
+                continue;
+            }
+            ModelFootprint one = *runModel;
+            one.presets = {preset};
+            runRows.push_back(planPresets(one, budget, stateTensors, static_cast<std::int64_t>(std::ceil(it->second))).front().plan);
+        }
     planner_->setColumnCount(static_cast<int>(headers.size()));
     planner_->setHorizontalHeaderLabels(headers);
     planner_->setRowCount(static_cast<int>(seedRows.size()));
@@ -367,13 +386,19 @@ void MemoryChart::updatePlanner()
         ratio->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
         planner_->setItem(row, 1, ratio);
         if (r < runRows.size()) {
-            const BatchPlan& q = runRows[r].plan;
-            auto* item = new QTableWidgetItem(QString::number(q.largestBatch));
+            QTableWidgetItem* item;
+            if (const auto& q = runRows[r]) {
+                const auto it = measuredWorkspace_.find(runModel->presets[r].preset);
+                item = new QTableWidgetItem(QString::number(q->largestBatch));
+                item->setToolTip(tr("fixed %1 + %2 per sample (workspace %3 per sample, measured by a run of this recipe)")
+                                     .arg(formatBytes(static_cast<double>(q->fixedBytes)),
+                                          formatBytes(static_cast<double>(q->perSampleBytes)), formatBytes(it->second)));
+            } else {
+                item = new QTableWidgetItem(QStringLiteral("–"));
+                item->setToolTip(tr("No run of this recipe with this model is shown: its workspace is not measured. "
+                                    "Overlay one to plan with it."));
+            }
             item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            item->setToolTip(tr("fixed %1 + %2 per sample (workspace %3 per sample, measured)")
-                                 .arg(formatBytes(static_cast<double>(q.fixedBytes)),
-                                      formatBytes(static_cast<double>(q.perSampleBytes)),
-                                      formatBytes(runWorkspacePerSample_)));
             planner_->setItem(row, 2, item);
         }
     }

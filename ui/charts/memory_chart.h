@@ -53,7 +53,9 @@ private:
     std::map<std::string, std::optional<ModelFootprint>> footprints_;   // by model kind + widths
     RunPtr current_;
     std::optional<ModelSpec> plannedRunModel_;
-    double runWorkspacePerSample_ = 0;
+    // Workspace per sample as measured by the runs shown of the watched run's model, by preset
+    // (a training step's peak over its batch): each recipe plans with its own.
+    std::map<std::string, double> measuredWorkspace_;
     // What the stack was last built from: rebuilt only when the run moved.
     const RunData* stackRun_ = nullptr;
     std::uint64_t stackRevision_ = 0;
