@@ -401,9 +401,12 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     fp32->apply(snapshot);
     view.redrawNow();
     QVERIFY(updates->lostNote().startsWith("No weight is rounded in these runs"));
+    const QString histogramText = qobject_cast<HistogramChart*>(view.group("histogram"))->sharesText();
+    QVERIFY2(histogramText.contains("rounds no tensor"), qPrintable(histogramText));
     view.setRuns(nullptr, {});
     view.redrawNow();
     QVERIFY(updates->zeroNote().startsWith("No run to show"));
+    QVERIFY(qobject_cast<LossChart*>(view.group("loss"))->noteText().startsWith("No run to show"));
 }
 
 void TestUiCharts::memoryStackPeakAndPlanner()

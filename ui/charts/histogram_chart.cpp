@@ -1,6 +1,8 @@
 // The gradient histogram against the format's regions (see histogram_chart.h).
 #include "charts/histogram_chart.h"
 
+#include "charts/layer_panels.h"
+
 #include <QAreaSeries>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -396,11 +398,24 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     }
     pool_.end();
     QString text;
-    if (drawn.empty() && chosen)
-        text = tr("No histogram of %1 %2 yet.").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
-    else if (!shares.empty())
+    if (drawn.empty() && chosen) {
+        const QString kinds = kindsWithData({chosen});
+        if (chosen->telemetry().empty())
+            text = tr("No histogram yet: the first comes with the run's first telemetry snapshot.");
+        else if (kinds.isEmpty())
+            text = tr("%1 rounds no tensor (fp32 keeps every value as it is), so there is no histogram to show.")
+                       .arg(runLabel(chosen, runs));
+        else
+            text = tr("%1 %2 is not rounded in %3, so it has no histogram: pick another layer or tensor kind "
+                      "(kinds with data: %4).")
+                       .arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)).replace(QLatin1Char('_'), QLatin1Char(' ')),
+                            runLabel(chosen, runs), kinds);
+    } else if (!chosen) {
+        text = tr("No run to show: start a run, or pick runs in the run list.");
+    } else if (!shares.empty()) {
         text = presentationMode() ? sharesTable(shares, shares_->palette().color(shares_->backgroundRole()))
                                   : sharesLines(shares);
+    }
     if (shares_->text() != text) shares_->setText(text);
 
     // Setting changes of the chosen run up to this histogram step.

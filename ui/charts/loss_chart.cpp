@@ -120,7 +120,8 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                         .arg(runLabel(above, runs), runLabel(below, runs));
             break;   // one note per hidden run
         }
-    setChartCaption(chart_, note_, same.join(QLatin1Char('\n')));
+    setChartCaption(chart_, note_, runs.isEmpty() ? tr("No run to show: start a run (Ctrl+R), or pick runs in the run list.")
+                                                  : same.join(QLatin1Char('\n')));
 }
 
 QString LossChart::noteText() const { return note_->toolTip(); }
