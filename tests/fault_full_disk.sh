@@ -50,6 +50,17 @@ status=$?
 check "report into /dev/full fails (got $status)" test "$status" -ne 0
 check "/dev/full is still a device" test -c /dev/full
 
+# 2b. Standard output that fails, standard input that is a folder.
+echo 1.5 | "$plab" convert --format fp16 > /dev/full 2> convert.err
+status=$?
+check "convert into /dev/full fails (got $status)" test "$status" -eq 1
+"$plab" info > /dev/full 2> info.err
+status=$?
+check "info into /dev/full fails (got $status)" test "$status" -eq 1
+"$plab" convert --format fp16 < "$work" > /dev/null 2> stdin.err
+status=$?
+check "convert reading a folder fails as bad input (got $status)" test "$status" -eq 2
+
 # 3. kill -9 in the middle of a run: the record on disk is complete and plab report reads it.
 "$plab" train --max-steps 100000 --histogram-every 5 --threads 1 --quiet --out killed.json > /dev/null 2>&1 &
 pid=$!

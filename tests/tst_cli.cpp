@@ -159,6 +159,13 @@ private slots:
         QTest::addRow("bad loss scale") << QStringList{"train", "--loss-scale", "static:-4"} << "loss_scale";
         QTest::addRow("missing config") << QStringList{"train", "--config", "/nonexistent/c.json"} << "config /nonexistent/c.json: no such file";
         QTest::addRow("no subcommand") << QStringList{} << "subcommand";
+        // Issue 11: bad input, exit 2 naming the key, before anything trains or allocates.
+        QTest::addRow("subnormal initial scale") << QStringList{"train", "--loss-scale", "dynamic", "--init-scale", "1e-45"}
+                                                 << "normal fp32 number";
+        QTest::addRow("one width for two layers") << QStringList{"train", "--widths", "4"} << "widths: model small-cnn takes 2 widths, got 1";
+        QTest::addRow("a model too large") << QStringList{"train", "--widths", "65536,65536"} << "parameters, more than this lab trains";
+        QTest::addRow("record into a missing folder") << QStringList{"train", "--out", "/nonexistent/dir/r.json"}
+                                                      << "the folder /nonexistent/dir does not exist";
     }
     void malformedOptionsAndConfigs()
     {
@@ -169,6 +176,26 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY(!r.crashed);
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+    }
+
+    // Issue 11: numbers in a config the JSON library cannot hold, or that wrapped, are bad
+    // input named as such (exit 2), not a library message (exit 1) or a wrong value.
+    void configNumbersOutOfRange_data()
+    {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("lr 1e400") << QByteArray(R"({"lr": 1e400})") << "not valid JSON (number overflow";
+        QTest::addRow("seed 2^64-1") << QByteArray(R"({"seed": 18446744073709551615})") << "got 18446744073709551615";
+    }
+    void configNumbersOutOfRange()
+    {
+        QFETCH(QByteArray, json);
+        QFETCH(QString, mentions);
+        const auto config = dir_.path() / "numbers.json";
+        std::ofstream(config) << json.toStdString();
+        const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("numbers.json") && r.err.contains(mentions), qPrintable(r.err));
     }
 
     void malformedConfigJson()

@@ -112,7 +112,8 @@ private slots:
         QTest::addRow("epochs 0") << "epochsEdit" << "0" << "Epochs";
         QTest::addRow("growth factor 1") << "growthFactorEdit" << "1" << "growth factor";
         QTest::addRow("backoff above 1") << "backoffFactorEdit" << "1.5" << "backoff factor";
-        QTest::addRow("scale infinite in fp32") << "initScaleEdit" << "1e39" << "finite in fp32";
+        QTest::addRow("scale infinite in fp32") << "initScaleEdit" << "1e39" << "normal fp32 number";
+        QTest::addRow("scale subnormal in fp32") << "initScaleEdit" << "1e-45" << "normal fp32 number";
         QTest::addRow("interval 0") << "growthIntervalEdit" << "0" << "Growth interval";
         QTest::addRow("min above max") << "minScaleEdit" << "1e9" << "minimum loss scale";
     }

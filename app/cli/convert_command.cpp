@@ -4,6 +4,9 @@
 #include "numerics/convert_command.h"
 #include "numerics/format.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 namespace plab::cli {
@@ -18,7 +21,15 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
         ->required()
         ->check(CLI::IsMember({"fp16", "bf16", "tf32"}));
     cmd->callback([&run, format] {
-        run = [format] { return runConvertCommand(*parseFormat(*format), std::cin, std::cout, std::cerr); };
+        run = [format]() -> int {
+            const int status = runConvertCommand(*parseFormat(*format), std::cin, std::cout, std::cerr);
+            // std::cin reports a failed read of stdin (a folder: EISDIR) as its end; stdio keeps the error.
+            if (status == 0 && std::ferror(stdin)) {
+                std::cerr << "plab: convert: cannot read standard input (" << std::strerror(errno) << ")\n";
+                return kExitBadInput;
+            }
+            return status;
+        };
     });
 }
 

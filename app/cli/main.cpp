@@ -4,6 +4,7 @@
 
 #include "error.h"
 
+#include <cstdio>
 #include <iostream>
 
 int main(int argc, char** argv)
@@ -31,7 +32,14 @@ int main(int argc, char** argv)
         return code == 0 ? kExitOk : kExitBadInput;
     }
     try {
-        return run ? run() : kExitBadInput;
+        const int status = run ? run() : kExitBadInput;
+        // What went to stdout must have arrived (`plab convert > /dev/full` exited 0).
+        std::cout.flush();
+        if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+            std::cerr << "plab: error: could not write the output (standard output failed: a full disk or a closed pipe)\n";
+            return kExitFailure;
+        }
+        return status;
     } catch (const plab::InputError& e) {
         std::cerr << "plab: " << e.what() << '\n';
         return kExitBadInput;

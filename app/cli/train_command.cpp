@@ -11,6 +11,7 @@
 #include "train/trainer.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -31,6 +32,15 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
     const nlohmann::json patch = settingsPatch(cmd, opts.flags, origin);
     const TrainSettings settings = settingsFromJson(patch, origin);
 
+    // Where the record goes is checked before training, not found out at the first write.
+    if (!opts.out.empty()) {
+        const std::filesystem::path out(opts.out);
+        const std::filesystem::path folder = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+        std::error_code ec;
+        if (!std::filesystem::is_directory(folder, ec))
+            throw InputError("--out " + opts.out + ": the folder " + folder.string() + " does not exist");
+        if (std::filesystem::is_directory(out, ec)) throw InputError("--out " + opts.out + ": it is a folder, not a file");
+    }
     const DataSplit data = loadTrainingData(settings);
     for (const auto& n : settings.recipe.notices()) std::cerr << "plab: notice: " << n << '\n';
     std::cerr << "plab: " << settings.recipe.describe() << '\n';

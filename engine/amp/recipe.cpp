@@ -28,9 +28,11 @@ std::string shortestDecimal(double x)
 // TensorFlow), so a scale is possible only when it is positive and finite as an fp32.
 bool isPossibleFp32Scale(double s)
 {
+    // A normal fp32 number: below 2^-126 the scale itself is subnormal and every scaled
+    // gradient underflows (1e-45 backed off to 0 and the run "diverged").
     if (!std::isfinite(s) || !(s > 0)) return false;
     const float asFloat = static_cast<float>(s);
-    return std::isfinite(asFloat) && asFloat > 0.0f;
+    return std::isfinite(asFloat) && asFloat >= std::numeric_limits<float>::min();
 }
 
 // "/2" for a backoff of 0.5 (reads like the usual "halve"), "x0.3" otherwise.
@@ -115,7 +117,7 @@ std::string LossScaling::validate() const
     if (mode == LossScaleMode::off) return {};
     const std::string what = mode == LossScaleMode::fixed ? "static loss scale" : "initial loss scale";
     if (!isPossibleFp32Scale(initScale))
-        return what + " must be a positive number that is finite in fp32, got " + shortestDecimal(initScale);
+        return what + " must be a normal fp32 number, from 2^-126 to below 2^128, got " + shortestDecimal(initScale);
     if (mode == LossScaleMode::fixed) return {};
 
     if (!std::isfinite(growthFactor) || !(growthFactor > 1.0))
@@ -125,10 +127,10 @@ std::string LossScaling::validate() const
     if (growthInterval < 1)
         return "growth interval must be at least 1 step, got " + std::to_string(growthInterval);
     if (minScale && !isPossibleFp32Scale(*minScale))
-        return "minimum loss scale must be a positive number that is finite in fp32, got " +
+        return "minimum loss scale must be a normal fp32 number, from 2^-126 to below 2^128, got " +
                shortestDecimal(*minScale);
     if (maxScale && !isPossibleFp32Scale(*maxScale))
-        return "maximum loss scale must be a positive number that is finite in fp32, got " +
+        return "maximum loss scale must be a normal fp32 number, from 2^-126 to below 2^128, got " +
                shortestDecimal(*maxScale);
     if (minScale && maxScale && *minScale > *maxScale)
         return "minimum loss scale " + shortestDecimal(*minScale) + " is larger than the maximum loss scale " +
@@ -175,7 +177,7 @@ std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::stri
         if (ec != std::errc{} || end != number.data() + number.size())
             return fail("static loss scale '" + std::string(number) + "' is not a number");
         if (!isPossibleFp32Scale(value))
-            return fail("static loss scale must be a positive number that is finite in fp32, got '" +
+            return fail("static loss scale must be a normal fp32 number, from 2^-126 to below 2^128, got '" +
                         std::string(number) + "'");
         return LossScaling::fixedScale(value);
     }

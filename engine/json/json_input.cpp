@@ -81,8 +81,9 @@ json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits
         return json::parse(text.begin(), text.end(), depthGuard);
     } catch (const TooDeep&) {
         throw InputError(origin + ": JSON nested more than " + std::to_string(maxDepth) + " levels deep");
-    } catch (const json::parse_error& e) {
-        // The library's message names the byte; keep its sentence, not its prefix.
+    } catch (const json::exception& e) {
+        // A syntax error, or a number too large for a double (1e400). The library's
+        // message names the byte; keep its sentence, not its prefix.
         std::string what = e.what();
         if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
         if (what.size() > 160) what = what.substr(0, 160) + "…";

@@ -61,7 +61,12 @@ int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostrea
         }
         out << convertLine(f, *value) << '\n';
     }
-    return 0;
+    // getline stops at the end of the input or on a read error (stdin is a folder: EISDIR).
+    if (in.bad()) {
+        err << "cannot read the input (standard input is not a readable file or stream)\n";
+        return 2;
+    }
+    return 0;   // plab checks that standard output took everything
 }
 
 }  // namespace plab

@@ -71,11 +71,13 @@ public:
         const auto& v = j_.at(key);
         if (!v.is_number_integer())
             fail(key, "must be a whole number, got " + jsonExcerpt(v));
-        const auto i = v.get<std::int64_t>();
-        if (i < min || i > max)
-            fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                          ", got " + std::to_string(i));
-        return i;
+        // An unsigned value above 2^63 must not wrap to a negative one (2^64-1 read as -1).
+        const bool inRange = v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max) &&
+                                                          static_cast<std::int64_t>(v.get<std::uint64_t>()) >= min
+                                                    : v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max;
+        if (!inRange)
+            fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + jsonExcerpt(v));
+        return v.get<std::int64_t>();
     }
 
     double positive(const char* key) const
@@ -279,6 +281,21 @@ std::string validateSettings(const TrainSettings& s)
 {
     if (s.model.kind != "mlp" && s.model.kind != "small-cnn" && s.model.kind != "seed-cnn")
         return "model must be mlp, small-cnn or seed-cnn, got '" + s.model.kind + "'";
+    // The model's size before anything is allocated: a wrong widths count, or widths
+    // whose parameters alone would not fit in memory (65536 x 65536 ran out of memory).
+    if (!s.model.widths.empty() && s.model.widths.size() != 2)
+        return "widths: model " + s.model.kind + " takes 2 widths, got " + std::to_string(s.model.widths.size());
+    if (s.model.widths.size() == 2) {
+        const double a = s.model.widths[0], b = s.model.widths[1];
+        const double parameters = s.model.kind == "mlp" ? 784 * a + a + a * b + b + b * 10 + 10
+                                                        : 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10;
+        constexpr double kMaxParameters = double(std::int64_t{1} << 28);   // 1 GiB of fp32 weights
+        if (parameters > kMaxParameters)
+            return "widths: model " + s.model.kind + " with widths " + std::to_string(s.model.widths[0]) + ", " +
+                   std::to_string(s.model.widths[1]) + " has " + std::to_string(static_cast<std::int64_t>(parameters)) +
+                   " parameters, more than this lab trains (at most 268,435,456: 1 GiB of fp32 weights, 4 with "
+                   "gradients and Adam's state)";
+    }
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 1) return "epochs must be at least 1";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";

@@ -5,12 +5,14 @@
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
 #include "error.h"
+#include "numerics/number_text.h"
 #include "optim/grad_unscale.h"
 
 #include <algorithm>
 #include <tuple>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -402,6 +404,13 @@ RunResult Trainer::runOrThrow(State& st)
             st.memory.samplePhase(MemoryPhase::training);
             emitMemory(st);
 
+            // A dynamic scale backed off below fp32's smallest normal scales every gradient
+            // into underflow: nothing can be learned, and the next backoffs reach 0.
+            if (st.scaler.scale() < static_cast<double>(std::numeric_limits<float>::min()))
+                return finish(RunStatus::failed,
+                              "the loss scale fell to " + shortestDecimal(Format::fp32, static_cast<float>(st.scaler.scale())) +
+                                  " at step " + std::to_string(st.step) +
+                                  ", below fp32's smallest normal number (2^-126): every scaled gradient underflows");
             if (!std::isfinite(out.loss)) {
                 if (++nonFiniteRun >= settings_.divergenceSteps)
                     return finish(RunStatus::diverged,
