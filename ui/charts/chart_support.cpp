@@ -344,6 +344,16 @@ void SeriesPool::end()
     }
 }
 
+QAreaSeries* makeAreaSeries()
+{
+    auto* upper = new QLineSeries;
+    auto* lower = new QLineSeries;
+    auto* area = new QAreaSeries(upper, lower);
+    upper->setParent(area);
+    lower->setParent(area);
+    return area;
+}
+
 void setSeriesName(QAbstractSeries* s, const QString& name)
 {
     if (s->name() != name) s->setName(name);

@@ -9,6 +9,7 @@
 
 #include "run_data.h"
 
+#include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
 #include <QFont>
@@ -159,6 +160,10 @@ private:
     QHash<QString, QAbstractSeries*> series_;
     QHash<QString, bool> used_;
 };
+
+// An area series that owns its two boundary lines (QAreaSeries does not: they leaked with
+// every area a pool removed).
+QAreaSeries* makeAreaSeries();
 
 // Sets what a reused series shows only when it changed (each setter repaints).
 void setSeriesName(QAbstractSeries* s, const QString& name);

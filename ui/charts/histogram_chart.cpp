@@ -332,7 +332,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         auto* area = static_cast<QAreaSeries*>(pool_.take(
             QStringLiteral("region/") + QLatin1String(shading[i].key),
             [] {
-                auto* s = new QAreaSeries(new QLineSeries, new QLineSeries);
+                auto* s = makeAreaSeries();
                 return s;
             },
             {exponents_, share_}));

@@ -168,7 +168,7 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
     if (!fresh) {
         for (MemoryCategory c : kStackOrder)   // keep the series alive, unchanged
             pool_.take(run.id() + QStringLiteral("/memory/") + categoryLabel(c),
-                       [] { return new QAreaSeries(new QLineSeries, new QLineSeries); }, {steps_, bytes_});
+                       [] { return makeAreaSeries(); }, {steps_, bytes_});
         if (onDevice) pool_.take<QLineSeries>(deviceKey, {steps_, bytes_});
         if (onDevice) top = std::max(top, deviceTop_);
         return;
@@ -201,7 +201,7 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
         }
         auto* area = static_cast<QAreaSeries*>(pool_.take(
             run.id() + QStringLiteral("/memory/") + categoryLabel(c),
-            [] { return new QAreaSeries(new QLineSeries, new QLineSeries); }, {steps_, bytes_}));
+            [] { return makeAreaSeries(); }, {steps_, bytes_}));
         const qint64 peak = events.empty() ? 0 : events.back().memory.peak[ci];
         setSeriesName(area, tr("%1 %2 (peak %3)").arg(run.name(), categoryLabel(c), formatBytes(static_cast<double>(peak))));
         setLegendLabel(chart_, area, categoryLabel(c));
