@@ -83,6 +83,7 @@ private slots:
     void brokenFullMnistIsAnError();
     void missingData_data();
     void missingData();
+    void dataFileReplacedByAFolder();
     void defaultDataDir_data();
     void defaultDataDir();
     void epochOrderIsAPermutation_data();
@@ -250,6 +251,18 @@ void TestDataset::missingData()
     QVERIFY(!message.isEmpty());
     for (const QString& part : expected)
         QVERIFY2(message.contains(part), qPrintable("missing \"" + part + "\" in: " + message));
+}
+
+// Issue 11: a data file replaced by a folder of the same name was reported as missing.
+void TestDataset::dataFileReplacedByAFolder()
+{
+    TempDir dir;
+    writeSyntheticDataset(dir.path() / "fashion-mnist", 16, 4, 1);
+    for (const char* name : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"})
+        std::filesystem::remove(dir.path() / "fashion-mnist" / name);
+    std::filesystem::create_directory(dir.path() / "fashion-mnist" / "train-images-idx3-ubyte.gz");
+    const QString message = inputErrorOf([&] { plab::loadDataset("fashion-mnist", dir.path()); });
+    QVERIFY2(message.contains("train-images-idx3-ubyte.gz is a folder, not the IDX file"), qPrintable(message));
 }
 
 void TestDataset::defaultDataDir_data()

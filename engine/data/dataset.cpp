@@ -87,6 +87,12 @@ std::filesystem::path findIdxFile(const std::filesystem::path& folder, const std
     if (std::filesystem::is_regular_file(raw, ec)) return raw;
     const auto gz = folder / (base + ".gz");
     if (std::filesystem::is_regular_file(gz, ec)) return gz;
+    // There, but not a file: say what it is rather than "missing".
+    for (const auto& candidate : {raw, gz})
+        if (std::filesystem::exists(candidate, ec))
+            throw InputError(candidate.string() + " is " +
+                             (std::filesystem::is_directory(candidate, ec) ? "a folder" : "not a regular file") +
+                             ", not the IDX file of the dataset; put the file itself there");
     throw InputError(folder.string() + " is missing " + base + " (raw or .gz); " + kSetupHint +
                      ", or put the four IDX files of the dataset there");
 }
