@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: the same set-up as run.sh, then every CTest suite. Suites that
-# skip (the CUDA agreement tests without a GPU) are listed at the end with their reason.
+# The whole test suite: the same set-up as run.sh, then every CTest suite, then the
+# sanitizer pass. Suites that skip (the CUDA agreement tests without a GPU) are listed with
+# their reason.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/setup.sh"
@@ -10,5 +11,11 @@ ctest --output-on-failure -j"$(nproc)" "$@" || status=$?
 if grep -h "^SKIP   : .*initTestCase()" Testing/Temporary/LastTest.log >/dev/null 2>&1; then
   echo "Skipped suites and why:"
   grep -h "^SKIP   : .*initTestCase()" Testing/Temporary/LastTest.log | sed 's/^SKIP   : /  /'
+fi
+# The sanitizer pass (issue 11): engine, plab and the engine suites under ASan+UBSan+LSan.
+# PLAB_NO_SANITIZE=1 leaves it out (a quick local run); CI runs it.
+if [ "${PLAB_NO_SANITIZE:-0}" != 1 ]; then
+  echo "Sanitizer pass (scripts/sanitize.sh):"
+  "$root/scripts/sanitize.sh" || status=$?
 fi
 exit "$status"
