@@ -84,6 +84,7 @@ SavedLesson lessonFromView(const std::optional<Lesson>& open, const QStringList&
             run.id = "run" + std::to_string(++n);
             run.name = r->name().toStdString();
             run.settings = r->settings();
+            run.settings.dataDir.clear();   // this machine's folder: elsewhere the lesson uses the app's own
             if (!r->changes().empty()) out.changed << r->name();
             lesson.runs.push_back(run);
             ids << QString::fromStdString(run.id);
