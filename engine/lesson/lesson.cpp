@@ -22,7 +22,8 @@ namespace {
 
 void onlyKeys(const json& obj, const std::string& where, std::initializer_list<const char*> known)
 {
-    for (const auto& [key, value] : obj.items()) {
+    for (const auto& item : obj.items()) {
+        const std::string& key = item.key();   // not a structured binding: clang 14 cannot capture one
         if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
             fail(where + "unknown key \"" + jsonExcerpt(json(key), 40).substr(1, 40) + "\"");
     }

@@ -13,6 +13,7 @@
 #include <cpuid.h>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace plab::cpu {
 
@@ -46,6 +47,9 @@ float fmaRoundedTo(Format f, float a, float b, float c)
 
 bool cpuHasAvx512Fp16()
 {
+#if !PLAB_HAVE_AVX512FP16
+    return false;   // this build has no kernel for it
+#endif
     static const bool has = [] {
         unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
         if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
@@ -80,6 +84,9 @@ void packFp16(const float* src, std::uint16_t* dst, std::int64_t n)
     for (std::int64_t i = 0; i < n; ++i) dst[i] = fp32ToFp16Bits(src[i]);
 }
 
+// The AVX-512 FP16 kernel needs a compiler with its intrinsics (g++ 12, clang 15); other
+// compilers (clang 14, used for the fuzzers) build the exact scalar path only.
+#if PLAB_HAVE_AVX512FP16
 namespace {
 
 #define PLAB_FP16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512fp16")))
@@ -152,5 +159,15 @@ void gemmAccumulateFp16Avx512(std::int64_t rowBegin, std::int64_t rowEnd, std::i
     for (; i + 4 <= rowEnd; i += 4) kernelRows<4>(i, N, K, A16, B16, beta, C, ldc);
     for (; i < rowEnd; ++i) kernelRows<1>(i, N, K, A16, B16, beta, C, ldc);
 }
+
+#else
+void gemmAccumulateFp16Avx512(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N,
+                              std::int64_t K, const std::uint16_t* A16, const std::uint16_t* B16,
+                              float beta, float* C, std::int64_t ldc)
+{
+    (void)rowBegin, (void)rowEnd, (void)N, (void)K, (void)A16, (void)B16, (void)beta, (void)C, (void)ldc;
+    throw std::logic_error("gemmAccumulateFp16Avx512 without AVX-512 FP16 support in this build");
+}
+#endif
 
 }  // namespace plab::cpu

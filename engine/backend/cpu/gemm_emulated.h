@@ -21,6 +21,14 @@ float fmaRoundedTo(Format f, float a, float b, float c);
 // Double -> float with round-to-odd (truncate, then set the last bit if inexact).
 float roundToOddFloat(double x);
 
+// Whether the compiler provides the AVX-512 FP16 intrinsics the fast kernel is written with.
+#if (defined(__clang__) && __clang_major__ >= 15) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12)
+#define PLAB_HAVE_AVX512FP16 1
+#else
+#define PLAB_HAVE_AVX512FP16 0
+#endif
+
+// The CPU has AVX-512 FP16 (and the OS saves its state), and this build has the kernel.
 bool cpuHasAvx512Fp16();
 
 // Row-major dense operands already transposed as needed: A (M, K) with row stride lda,
