@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -231,6 +233,48 @@ private slots:
         QVERIFY(!r.crashed);
         QVERIFY2(r.err.contains("deep-record.json") && r.err.contains("nested"), qPrintable(r.err));
         QVERIFY(!fs::exists(dir_.path() / "deep.html"));
+    }
+
+    // Issue 11: plab report accepted records that break the schema (62 of 85 damaged records
+    // exited 0); each is refused naming the file and the field.
+    void damagedRecordsAreRefusedByReport_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("mentions");
+        QTest::addRow("batch -1") << "steps.0.batch" << "-1" << "\"batch\" must be at least 1";
+        QTest::addRow("string loss") << "steps.0.loss" << "\"low\"" << "\"loss\" must be a number";
+        QTest::addRow("negative step") << "steps.0.step" << "-3" << "\"step\" is negative";
+        QTest::addRow("steps 2^64-1") << "summary.steps" << "18446744073709551615" << "\"steps\"";
+        QTest::addRow("unknown status") << "summary.status" << "\"exploded\"" << "is not a run status";
+    }
+    void damagedRecordsAreRefusedByReport()
+    {
+        QFETCH(QString, field);
+        QFETCH(QString, value);
+        QFETCH(QString, mentions);
+        const auto good = dir_.path() / "good-for-damage.json";
+        if (!fs::exists(good)) {
+            const Result r = runPlab({"train", "--max-steps", "3", "--widths", "4,8", "--batch", "16", "--quiet", "--data-dir",
+                                      dataDir_, "--out", QString::fromStdString(good.string())});
+            QCOMPARE(r.exitCode, 0);
+        }
+        std::ifstream in(good);
+        nlohmann::json record = nlohmann::json::parse(in);
+        const QStringList path = field.split('.');
+        nlohmann::json* at = &record;
+        for (const QString& part : path) {
+            bool isIndex = false;
+            const int index = part.toInt(&isIndex);
+            at = isIndex ? &(*at)[static_cast<std::size_t>(index)] : &(*at)[part.toStdString()];
+        }
+        *at = nlohmann::json::parse(value.toStdString());
+        const auto damaged = dir_.path() / "damaged.json";
+        std::ofstream(damaged) << record.dump();
+        const Result r = runPlab({"report", QString::fromStdString(damaged.string()), "--csv",
+                                  QString::fromStdString((dir_.path() / "damaged-csv").string())});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("damaged.json") && r.err.contains(mentions), qPrintable(r.err));
     }
 
     // Issue 11: a config nested 100,000 deep crashed plab (stack overflow in the message's

@@ -163,6 +163,15 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
 
         const json& s = record["summary"];
         d.status = textOr(s, "status", "running");
+        // The schema's meaning, not only its types (docs/RUN_RECORD.md): a known status,
+        // counts that cannot be negative, a batch of at least one, a loss that is a number.
+        bool knownStatus = false;
+        for (RunStatus st : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
+                             RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
+            knownStatus = knownStatus || d.status == runStatusName(st);
+        if (!knownStatus) throw bad("\"status\" " + jsonExcerpt(s.value("status", json())) + " is not a run status");
+        for (const char* key : {"steps", "skipped_steps"})
+            if (intOr(s, key) < 0) throw bad(std::string("\"") + key + "\" in the summary is negative");
         d.message = textOr(s, "message");
         d.steps = intOr(s, "steps");
         d.skippedSteps = intOr(s, "skipped_steps");
@@ -184,8 +193,7 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
             f.activationGradUnderflow =
                 optionalNumber(s.value("activation_grad_underflow_fraction", json::object()), name.c_str());
             f.lostUpdate = optionalNumber(s.value("lost_update_fraction", json::object()), name.c_str());
-            f.weightsMadeNonFinite = static_cast<std::int64_t>(
-                optionalNumber(s.value("weights_made_non_finite", json::object()), name.c_str()).value_or(0.0));
+            f.weightsMadeNonFinite = intOr(s.value("weights_made_non_finite", json::object()), name.c_str());   // range-checked
             d.layers.push_back(std::move(f));
         }
 
@@ -193,6 +201,11 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
             StepPoint p;
             p.step = intOr(st, "step");
             p.epoch = static_cast<int>(intOr(st, "epoch"));
+            if (p.step < 0) throw bad("a step's \"step\" is negative");
+            if (st.contains("loss") && !st["loss"].is_number() && !st["loss"].is_null())
+                throw bad("step " + std::to_string(p.step) + ": \"loss\" must be a number, got " + jsonExcerpt(st["loss"]));
+            if (st.contains("batch") && intOr(st, "batch") < 1)
+                throw bad("step " + std::to_string(p.step) + ": \"batch\" must be at least 1, got " + jsonExcerpt(st["batch"]));
             p.loss = optionalNumber(st, "loss");
             p.lossScale = optionalNumber(st, "loss_scale").value_or(1.0);
             p.skipped = st.value("skipped", false);
@@ -223,6 +236,11 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
             d.memory.push_back({intOr(m, "step"), m.value("bytes", std::vector<std::int64_t>{}), intOr(m, "total")});
     } catch (const json::exception& e) {
         throw bad(e.what());
+    } catch (const InputError& e) {
+        // A field's own check (a number out of range) names the field; this adds the file.
+        const std::string what = e.what();
+        if (what.rfind(origin, 0) == 0) throw;
+        throw bad(what);
     }
     return d;
 }
