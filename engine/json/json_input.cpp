@@ -128,11 +128,11 @@ std::string jsonExcerpt(const json& value, std::size_t maxChars)
     return out;
 }
 
-std::int64_t jsonWhole(const json& v, std::int64_t lo, std::int64_t hi, const std::string& what)
+std::int64_t jsonWhole(const json& v, std::int64_t lo, std::int64_t hi, std::string_view what)
 {
     auto fail = [&] {
-        throw InputError(what + " must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                         ", got " + jsonExcerpt(v));
+        throw InputError(std::string(what) + " must be a whole number from " + std::to_string(lo) + " to " +
+                         std::to_string(hi) + ", got " + jsonExcerpt(v));
     };
     if (v.is_number_unsigned()) {
         const auto u = v.get<std::uint64_t>();
@@ -159,14 +159,25 @@ std::int64_t jsonWhole(const json& v, std::int64_t lo, std::int64_t hi, const st
     return 0;
 }
 
-double jsonReal(const json& v, const std::string& what)
+std::int64_t jsonWholeOr(const json& obj, std::string_view key, std::int64_t lo, std::int64_t hi)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end()) return 0;
+    try {
+        return jsonWhole(*it, lo, hi, {});
+    } catch (const InputError& e) {
+        throw InputError("\"" + std::string(key) + "\"" + e.what());
+    }
+}
+
+double jsonReal(const json& v, std::string_view what)
 {
     if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!v.is_number()) throw InputError(what + " must be a number, got " + jsonExcerpt(v));
+    if (!v.is_number()) throw InputError(std::string(what) + " must be a number, got " + jsonExcerpt(v));
     return v.get<double>();
 }
 
-float jsonFloat(const json& v, const std::string& what)
+float jsonFloat(const json& v, std::string_view what)
 {
     const double d = jsonReal(v, what);
     if (std::isnan(d)) return std::numeric_limits<float>::quiet_NaN();

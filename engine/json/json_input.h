@@ -35,12 +35,16 @@ std::string jsonExcerpt(const nlohmann::json& value, std::size_t maxChars = 60);
 
 // Numbers read from a file, range-checked before any conversion (a double such as 1e300
 // converted to an integer or a float is undefined behaviour). Each throws InputError
-// "<what> must be ...: got <excerpt>" for a value of the wrong type or out of range.
+// "<what> must be ..., got <excerpt>" for a value of the wrong type or out of range; the
+// message is built only then, so reading a long record builds no strings. Callers that
+// know where in the file they are add that when they catch it.
 // A whole number from lo to hi: a JSON integer, or a float without a fraction.
-std::int64_t jsonWhole(const nlohmann::json& v, std::int64_t lo, std::int64_t hi, const std::string& what);
+std::int64_t jsonWhole(const nlohmann::json& v, std::int64_t lo, std::int64_t hi, std::string_view what);
+// The same for obj[key], 0 when the key is absent; `what` is the quoted key.
+std::int64_t jsonWholeOr(const nlohmann::json& obj, std::string_view key, std::int64_t lo, std::int64_t hi);
 // Any JSON number as a double; null (how records write NaN and inf) is NaN.
-double jsonReal(const nlohmann::json& v, const std::string& what);
+double jsonReal(const nlohmann::json& v, std::string_view what);
 // A JSON number as a float; beyond float's range it is +-inf, as the rounding would make it.
-float jsonFloat(const nlohmann::json& v, const std::string& what);
+float jsonFloat(const nlohmann::json& v, std::string_view what);
 
 }  // namespace plab

@@ -38,10 +38,34 @@ constexpr std::int64_t kMaxStep = std::int64_t{1} << 53;
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
-// A byte count of a memory category (0 when absent).
-std::int64_t bytesOr(const json& obj, const std::string& key, const std::string& origin)
+// Runs `read`; a field check that fails there is rethrown naming the record and the place
+// ("steps[12]"). Built only then: replaying a long record builds no message strings.
+template <class Read>
+void readAt(const std::string& origin, const char* section, Read&& read)
 {
-    return obj.contains(key) ? jsonWhole(obj.at(key), 0, kMaxCount, origin + ": memory \"" + key + "\"") : 0;
+    try {
+        read();
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + section + ": " + e.what());
+    }
+}
+template <class Read>
+void readAt(const std::string& origin, const char* section, std::size_t index, Read&& read)
+{
+    try {
+        read();
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + section + "[" + std::to_string(index) + "]: " + e.what());
+    }
+}
+
+// The byte counts of one memory category list ("peak", "training_peak", ...): 0 when absent.
+void readPeaks(const json& obj, std::array<std::int64_t, kMemoryCategories>& bytes, std::int64_t& total)
+{
+    for (int c = 0; c < kMemoryCategories; ++c)
+        bytes[static_cast<std::size_t>(c)] =
+            jsonWholeOr(obj, memoryCategoryName(static_cast<MemoryCategory>(c)), 0, kMaxCount);
+    total = jsonWholeOr(obj, "total", 0, kMaxCount);
 }
 
 }  // namespace
@@ -54,7 +78,9 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         std::vector<Timed> timed;
 
         const auto& steps = record.at("steps");
-        const std::int64_t lastStep = steps.empty() ? 0 : jsonWhole(steps.back().at("step"), 0, kMaxStep, origin + ": a step's \"step\"");
+        std::int64_t lastStep = 0;
+        if (!steps.empty())
+            readAt(origin, "steps", steps.size() - 1, [&] { lastStep = jsonWhole(steps.back().at("step"), 0, kMaxStep, "\"step\""); });
         const auto& summary = record.at("summary");
         const std::string status = summary.value("status", "running");
         RunStartEvent start;
@@ -63,31 +89,37 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
             start.versions = record["versions"]["backend"].get<std::vector<std::string>>();
         // The plan is not recorded: a completed run did what it planned (whatever batch-size
         // changes did to the plan); any other is measured against its settings' plan.
-        const std::int64_t trainImages = record.contains("data") && record["data"].contains("train_images")
-                                             ? jsonWhole(record["data"]["train_images"], 0, kMaxCount, origin + ": \"train_images\"")
-                                             : 0;
+        std::int64_t trainImages = 0;
+        if (record.contains("data"))
+            readAt(origin, "data", [&] { trainImages = jsonWholeOr(record["data"], "train_images", 0, kMaxCount); });
         start.plannedSteps = status == "completed"
                                  ? lastStep
                                  : std::max(lastStep, plannedSteps(out.settings, trainImages));
         timed.push_back({-1, 0, start});
 
         std::int64_t skipped = 0;
-        for (const auto& s : steps) {
+        for (std::size_t i = 0; i < steps.size(); ++i) {
+            const auto& s = steps[i];
             StepEvent e;
-            e.step = jsonWhole(s.at("step"), 0, kMaxStep, origin + ": a step's \"step\"");
-            e.epoch = static_cast<int>(jsonWhole(s.at("epoch"), 0, kMaxInt, origin + ": step " + std::to_string(e.step) + " \"epoch\""));
-            e.loss = jsonFloat(s.at("loss"), origin + ": step " + std::to_string(e.step) + " \"loss\"");
-            e.lossScale = jsonReal(s.at("loss_scale"), origin + ": step " + std::to_string(e.step) + " \"loss_scale\"");
+            readAt(origin, "steps", i, [&] {
+                e.step = jsonWhole(s.at("step"), 0, kMaxStep, "\"step\"");
+                e.epoch = static_cast<int>(jsonWhole(s.at("epoch"), 0, kMaxInt, "\"epoch\""));
+                e.loss = jsonFloat(s.at("loss"), "\"loss\"");
+                e.lossScale = jsonReal(s.at("loss_scale"), "\"loss_scale\"");
+                e.lr = jsonReal(s.at("lr"), "\"lr\"");
+                e.batch = static_cast<int>(jsonWhole(s.at("batch"), 1, kMaxInt, "\"batch\""));
+            });
             e.skipped = s.at("skipped").get<bool>();
-            e.lr = jsonReal(s.at("lr"), origin + ": step " + std::to_string(e.step) + " \"lr\"");
-            e.batch = static_cast<int>(jsonWhole(s.at("batch"), 1, kMaxInt, origin + ": step " + std::to_string(e.step) + " \"batch\""));
             e.timeMs = s.value("time_ms", 0.0);
             skipped += e.skipped ? 1 : 0;
             e.skippedSoFar = skipped;
             timed.push_back({e.step, 1, e});
         }
-        for (const auto& ev : record.at("events")) {
-            const std::int64_t step = jsonWhole(ev.at("step"), 0, kMaxStep, origin + ": an event's \"step\"");
+        const auto& events = record.at("events");
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            const auto& ev = events[i];
+            std::int64_t step = 0;
+            readAt(origin, "events", i, [&] { step = jsonWhole(ev.at("step"), 0, kMaxStep, "\"step\""); });
             if (ev.at("type") == "setting_change")
                 timed.push_back({step, 2, SettingChangeEvent{step, ev.at("description").get<std::string>(),
                                                                  ev.at("settings").dump()}});
@@ -95,62 +127,67 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                 timed.push_back({step, 3, StatusEvent{statusFromName(ev.at("status").get<std::string>()), step,
                                                       ev.value("message", "")}});
         }
-        for (const auto& ev : record.at("evals")) {
-            const std::string where = origin + ": an evaluation's ";
-            const std::int64_t step = jsonWhole(ev.at("step"), 0, kMaxStep, where + "\"step\"");
-            timed.push_back({step, 4,
-                             EvalEvent{step, static_cast<int>(jsonWhole(ev.at("epoch"), 0, kMaxInt, where + "\"epoch\"")),
-                                       jsonReal(ev.at("test_accuracy"), where + "\"test_accuracy\""),
-                                       jsonReal(ev.at("test_loss"), where + "\"test_loss\"")}});
+        const auto& evals = record.at("evals");
+        for (std::size_t i = 0; i < evals.size(); ++i) {
+            const auto& ev = evals[i];
+            EvalEvent e;
+            readAt(origin, "evals", i, [&] {
+                e = EvalEvent{jsonWhole(ev.at("step"), 0, kMaxStep, "\"step\""),
+                              static_cast<int>(jsonWhole(ev.at("epoch"), 0, kMaxInt, "\"epoch\"")),
+                              jsonReal(ev.at("test_accuracy"), "\"test_accuracy\""), jsonReal(ev.at("test_loss"), "\"test_loss\"")};
+            });
+            timed.push_back({e.step, 4, e});
         }
-        for (const auto& t : record.at("telemetry")) {
+        const auto& telemetry = record.at("telemetry");
+        for (std::size_t i = 0; i < telemetry.size(); ++i) {
+            const auto& t = telemetry[i];
             TelemetryEvent e;
-            e.step = jsonWhole(t.at("step"), 0, kMaxStep, origin + ": a telemetry \"step\"");
-            e.lossScale = jsonReal(t.at("loss_scale"), origin + ": telemetry \"loss_scale\"");
-            for (const auto& l : t.at("layers")) {
-                LayerTelemetry lt;
-                lt.layer = l.at("layer").get<std::string>();
-                lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
-                lt.stats = roundingStatsFromJson(l.at("stats"));
-                if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
-                lt.update.lost = l.contains("lost_updates") ? jsonWhole(l["lost_updates"], 0, kMaxCount, origin + ": \"lost_updates\"") : 0;
-                lt.update.nonzero = l.contains("nonzero_updates") ? jsonWhole(l["nonzero_updates"], 0, kMaxCount, origin + ": \"nonzero_updates\"") : 0;
-                lt.update.nonFinite = l.contains("non_finite_updates") ? jsonWhole(l["non_finite_updates"], 0, kMaxCount, origin + ": \"non_finite_updates\"") : 0;
-                e.layers.push_back(std::move(lt));
-            }
+            readAt(origin, "telemetry", i, [&] {
+                e.step = jsonWhole(t.at("step"), 0, kMaxStep, "\"step\"");
+                e.lossScale = jsonReal(t.at("loss_scale"), "\"loss_scale\"");
+                for (const auto& l : t.at("layers")) {
+                    LayerTelemetry lt;
+                    lt.layer = l.at("layer").get<std::string>();
+                    lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
+                    lt.stats = roundingStatsFromJson(l.at("stats"));
+                    if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
+                    lt.update.lost = jsonWholeOr(l, "lost_updates", 0, kMaxCount);
+                    lt.update.nonzero = jsonWholeOr(l, "nonzero_updates", 0, kMaxCount);
+                    lt.update.nonFinite = jsonWholeOr(l, "non_finite_updates", 0, kMaxCount);
+                    e.layers.push_back(std::move(lt));
+                }
+            });
             timed.push_back({e.step, 5, e});
         }
         const auto& memory = record.at("memory");
-        for (const auto& m : memory.at("samples")) {
+        const auto& samples = memory.at("samples");
+        for (std::size_t i = 0; i < samples.size(); ++i) {
+            const auto& m = samples[i];
             MemoryEvent e;
-            e.step = jsonWhole(m.at("step"), 0, kMaxStep, origin + ": a memory sample's \"step\"");
+            readAt(origin, "memory samples", i, [&] {
+                e.step = jsonWhole(m.at("step"), 0, kMaxStep, "\"step\"");
+                const auto& bytes = m.at("bytes");
+                for (int c = 0; c < kMemoryCategories && c < static_cast<int>(bytes.size()); ++c)
+                    e.memory.live[static_cast<std::size_t>(c)] = jsonWhole(bytes[static_cast<std::size_t>(c)], 0, kMaxCount, "\"bytes\"");
+                e.memory.totalLive = jsonWhole(m.at("total"), 0, kMaxCount, "\"total\"");
+                if (m.contains("device_used"))
+                    e.device = DeviceMemoryInfo{static_cast<std::uint64_t>(jsonWhole(m.at("device_used"), 0, kMaxCount, "\"device_used\"")),
+                                                static_cast<std::uint64_t>(jsonWholeOr(m, "device_total", 0, kMaxCount))};
+            });
             e.elapsedMs = m.value("elapsed_ms", 0.0);
-            const auto& bytes = m.at("bytes");
-            for (int c = 0; c < kMemoryCategories && c < static_cast<int>(bytes.size()); ++c)
-                e.memory.live[static_cast<std::size_t>(c)] = jsonWhole(bytes[static_cast<std::size_t>(c)], 0, kMaxCount, origin + ": memory \"bytes\"");
-            e.memory.totalLive = jsonWhole(m.at("total"), 0, kMaxCount, origin + ": memory \"total\"");
-            if (m.contains("device_used"))
-                e.device = DeviceMemoryInfo{static_cast<std::uint64_t>(jsonWhole(m.at("device_used"), 0, kMaxCount, origin + ": \"device_used\"")),
-                                            m.contains("device_total") ? static_cast<std::uint64_t>(jsonWhole(m["device_total"], 0, kMaxCount, origin + ": \"device_total\"")) : 0};
             timed.push_back({e.step, 6, e});
         }
         // The peaks of the whole run, on a last memory sample.
-        if (memory.contains("peak") && !memory["peak"].empty() && !memory.at("samples").empty()) {
+        if (memory.contains("peak") && !memory["peak"].empty() && !samples.empty()) {
             MemoryEvent e = std::get<MemoryEvent>(timed.back().event);
-            for (int c = 0; c < kMemoryCategories; ++c)
-                e.memory.peak[static_cast<std::size_t>(c)] =
-                    bytesOr(memory["peak"], std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), origin);
-            e.memory.totalPeak = bytesOr(memory["peak"], "total", origin);
+            readAt(origin, "memory peak", [&] { readPeaks(memory["peak"], e.memory.peak, e.memory.totalPeak); });
             // A training step's peak apart from an evaluation's (records since format 2 of
             // lessons; older records have none and keep zeros).
             for (const auto& [phase, key] : {std::pair{MemoryPhase::training, "training_peak"},
                                              std::pair{MemoryPhase::evaluation, "evaluation_peak"}}) {
                 if (!memory.contains(key) || !memory[key].is_object()) continue;
                 MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
-                for (int c = 0; c < kMemoryCategories; ++c)
-                    p.bytes[static_cast<std::size_t>(c)] =
-                        bytesOr(memory[key], std::string(memoryCategoryName(static_cast<MemoryCategory>(c))), origin);
-                p.total = bytesOr(memory[key], "total", origin);
+                readAt(origin, key, [&] { readPeaks(memory[key], p.bytes, p.total); });
             }
             timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
         }

@@ -54,9 +54,8 @@ std::int64_t intOr(const json& obj, const char* key, std::int64_t fallback = 0)
 {
     // Range-checked before conversion: 1e300 in a damaged record is refused, naming the key.
     const auto it = obj.find(key);
-    return it != obj.end() && it->is_number()
-               ? jsonWhole(*it, -(std::int64_t{1} << 62), std::int64_t{1} << 62, std::string("\"") + key + "\"")
-               : fallback;
+    return it != obj.end() && it->is_number() ? jsonWholeOr(obj, key, -(std::int64_t{1} << 62), std::int64_t{1} << 62)
+                                              : fallback;
 }
 
 std::string textOr(const json& obj, const char* key, std::string fallback = {})
@@ -204,13 +203,14 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
             if (p.step < 0) throw bad("a step's \"step\" is negative");
             if (st.contains("loss") && !st["loss"].is_number() && !st["loss"].is_null())
                 throw bad("step " + std::to_string(p.step) + ": \"loss\" must be a number, got " + jsonExcerpt(st["loss"]));
-            if (st.contains("batch") && intOr(st, "batch") < 1)
+            const std::int64_t batch = intOr(st, "batch");
+            p.batch = static_cast<int>(batch);
+            if (st.contains("batch") && batch < 1)
                 throw bad("step " + std::to_string(p.step) + ": \"batch\" must be at least 1, got " + jsonExcerpt(st["batch"]));
             p.loss = optionalNumber(st, "loss");
             p.lossScale = optionalNumber(st, "loss_scale").value_or(1.0);
             p.skipped = st.value("skipped", false);
             p.lr = optionalNumber(st, "lr").value_or(0.0);
-            p.batch = static_cast<int>(intOr(st, "batch"));
             p.timeMs = optionalNumber(st, "time_ms").value_or(0.0);
             d.stepSeries.push_back(p);
         }

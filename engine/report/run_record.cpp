@@ -44,27 +44,18 @@ json roundingStatsToJson(const RoundingStats& s)
             {"inf_in", s.infIn}};
 }
 
-namespace {
-
-// A count in a record: a whole number from 0 to 2^62 (0 when absent), checked before conversion.
-std::uint64_t countOr(const json& j, const char* key)
-{
-    if (!j.contains(key)) return 0;
-    return static_cast<std::uint64_t>(jsonWhole(j.at(key), 0, std::int64_t{1} << 62, std::string("\"") + key + "\""));
-}
-
-}  // namespace
-
 RoundingStats roundingStatsFromJson(const json& j)
 {
     RoundingStats s;
-    s.count = countOr(j, "count");
-    s.zerosIn = countOr(j, "zeros_in");
-    s.underflow = countOr(j, "underflow");
-    s.subnormal = countOr(j, "subnormal");
-    s.overflow = countOr(j, "overflow");
-    s.nan = countOr(j, "nan");
-    s.infIn = countOr(j, "inf_in");
+    // Counts, range-checked before conversion (0 when absent).
+    constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
+    s.count = static_cast<std::uint64_t>(jsonWholeOr(j, "count", 0, kMaxCount));
+    s.zerosIn = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros_in", 0, kMaxCount));
+    s.underflow = static_cast<std::uint64_t>(jsonWholeOr(j, "underflow", 0, kMaxCount));
+    s.subnormal = static_cast<std::uint64_t>(jsonWholeOr(j, "subnormal", 0, kMaxCount));
+    s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxCount));
+    s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxCount));
+    s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxCount));
     return s;
 }
 
@@ -90,14 +81,16 @@ GradientHistogram histogramFromJson(const json& j)
     const auto first = jsonWhole(j.at("first_exponent"), GradientHistogram::kMinExponent - 1,
                                  GradientHistogram::kMaxExponent + 1, "histogram \"first_exponent\"");
     const auto& counts = j.at("counts");
+    // More counts than bins cannot all land in range (and first + i stays an int below).
+    if (counts.size() > static_cast<std::size_t>(GradientHistogram::kBins)) throw InputError("histogram exponent out of range");
     for (std::size_t i = 0; i < counts.size(); ++i) {
-        const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(std::min<std::size_t>(i, 1 << 20)));
+        const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(i));
         if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
         h.bins[static_cast<std::size_t>(bin)] =
             static_cast<std::uint64_t>(jsonWhole(counts[i], 0, std::int64_t{1} << 62, "histogram \"counts\""));
     }
-    h.zeros = countOr(j, "zeros");
-    h.nonFinite = countOr(j, "non_finite");
+    h.zeros = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros", 0, std::int64_t{1} << 62));
+    h.nonFinite = static_cast<std::uint64_t>(jsonWholeOr(j, "non_finite", 0, std::int64_t{1} << 62));
     return h;
 }
 
