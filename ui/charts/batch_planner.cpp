@@ -69,20 +69,26 @@ std::string memoryPresetOf(const PrecisionRecipe& recipe)
     return {};
 }
 
+BatchPlan planPreset(const ModelFootprint& model, const PresetFootprint& preset, std::int64_t budgetBytes,
+                     int optimizerStateTensors, std::int64_t workspaceBytesPerSample, std::int64_t reservedBytes)
+{
+    BatchPlanInput input;
+    input.parameters = model.parameters;
+    input.perParameter = parameterBytesFor(preset.recipe, optimizerStateTensors);
+    input.activationBytesPerSample = preset.activationBytesPerSample;
+    input.workspaceBytesPerSample = workspaceBytesPerSample;
+    input.reservedBytes = reservedBytes;
+    return planBatch(input, budgetBytes);
+}
+
 std::vector<PresetPlan> planPresets(const ModelFootprint& model, std::int64_t budgetBytes,
                                     int optimizerStateTensors, std::int64_t workspaceBytesPerSample,
                                     std::int64_t reservedBytes)
 {
     std::vector<PresetPlan> rows;
-    for (const auto& preset : model.presets) {
-        BatchPlanInput input;
-        input.parameters = model.parameters;
-        input.perParameter = parameterBytesFor(preset.recipe, optimizerStateTensors);
-        input.activationBytesPerSample = preset.activationBytesPerSample;
-        input.workspaceBytesPerSample = workspaceBytesPerSample;
-        input.reservedBytes = reservedBytes;
-        rows.push_back({preset.displayName, planBatch(input, budgetBytes)});
-    }
+    for (const auto& preset : model.presets)
+        rows.push_back({preset.displayName,
+                        planPreset(model, preset, budgetBytes, optimizerStateTensors, workspaceBytesPerSample, reservedBytes)});
     return rows;
 }
 

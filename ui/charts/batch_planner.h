@@ -73,6 +73,10 @@ struct PresetPlan {
 // accumulation and softmax; loss scaling takes no memory): "" when it is none of them.
 std::string memoryPresetOf(const PrecisionRecipe& recipe);
 
+// One preset of the model: the plan with this workspace per sample.
+BatchPlan planPreset(const ModelFootprint& model, const PresetFootprint& preset, std::int64_t budgetBytes,
+                     int optimizerStateTensors, std::int64_t workspaceBytesPerSample = 0, std::int64_t reservedBytes = 0);
+// Every preset of the model with the same workspace per sample.
 std::vector<PresetPlan> planPresets(const ModelFootprint& model, std::int64_t budgetBytes,
                                     int optimizerStateTensors, std::int64_t workspaceBytesPerSample = 0,
                                     std::int64_t reservedBytes = 0);

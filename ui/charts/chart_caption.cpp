@@ -97,6 +97,16 @@ int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption)
     return fewest;
 }
 
+QGraphicsSimpleTextItem* makeChartCaption(QChart* chart)
+{
+    auto* caption = new QGraphicsSimpleTextItem(chart);
+    caption->setZValue(20);
+    QObject::connect(chart, &QChart::plotAreaChanged, chart, [chart, caption] {   // the caption lives as long as the chart
+        if (!caption->text().isEmpty()) placeCaptionClearOfData(chart, caption);
+    });
+    return caption;
+}
+
 void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text)
 {
     caption->setBrush(chart->titleBrush());

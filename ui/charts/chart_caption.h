@@ -14,6 +14,10 @@ namespace plab::ui {
 // markers the chosen corner still covers (0: none).
 int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
 
+// A caption item on the chart, above the series, placed again clear of the data whenever
+// the plot area moves (while it shows text). Owned by the chart.
+QGraphicsSimpleTextItem* makeChartCaption(QChart* chart);
+
 // Sets a text caption on a chart (hidden when empty): the chart's title color, each line
 // wrapped at spaces to the plot's width (long run names must not run off the chart),
 // then placed clear of the data. The full text stays in the caption's tool tip.

@@ -107,18 +107,8 @@ LayerPanelsGroup::Panel LayerPanelsGroup::makePanel(QChart* chart, const QString
     chart->addAxis(p.steps, Qt::AlignBottom);
     chart->addAxis(p.values, Qt::AlignLeft);
     chart->legend()->setVisible(false);   // keyLabel() names the lines
-    p.note = new QGraphicsSimpleTextItem(chart);
-    p.note->setZValue(20);
-    QGraphicsSimpleTextItem* note = p.note;
-    connect(chart, &QChart::plotAreaChanged, this, [chart, note] {
-        if (!note->text().isEmpty()) placeCaptionClearOfData(chart, note);
-    });
+    p.note = makeChartCaption(chart);
     return p;
-}
-
-void LayerPanelsGroup::setNote(Panel& panel, const QString& text)
-{
-    setChartCaption(panel.chart, panel.note, text);
 }
 
 bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const Quantity& quantity)
@@ -217,7 +207,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
             }
         note = lines.join(QLatin1Char('\n'));
     }
-    setNote(panel, note);
+    setChartCaption(panel.chart, panel.note, note);
     return any;
 }
 

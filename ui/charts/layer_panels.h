@@ -69,7 +69,6 @@ protected:
     void updateKey(const QList<RunPtr>& runs, TensorKind kind);
 
 private:
-    void setNote(Panel& panel, const QString& text);
     QLabel* key_ = nullptr;
 };
 

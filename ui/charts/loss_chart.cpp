@@ -26,11 +26,7 @@ LossChart::LossChart(QWidget* parent)
     chart_->addAxis(accuracy_, Qt::AlignRight);
     setAxisRange(accuracy_, 0, 100);
     markers_ = new ChangeMarkers(chart_, &pool_);
-    note_ = new QGraphicsSimpleTextItem(chart_);
-    note_->setZValue(20);
-    connect(chart_, &QChart::plotAreaChanged, this, [this] {
-        if (!note_->text().isEmpty()) placeCaptionClearOfData(chart_, note_);
-    });
+    note_ = makeChartCaption(chart_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this));

@@ -363,9 +363,7 @@ void MemoryChart::updatePlanner()
                 runRows.emplace_back();
                 continue;
             }
-            ModelFootprint one = *runModel;
-            one.presets = {preset};
-            runRows.push_back(planPresets(one, budget, stateTensors, static_cast<std::int64_t>(std::ceil(it->second))).front().plan);
+            runRows.push_back(planPreset(*runModel, preset, budget, stateTensors, static_cast<std::int64_t>(std::ceil(it->second))));
         }
     planner_->setColumnCount(static_cast<int>(headers.size()));
     planner_->setHorizontalHeaderLabels(headers);

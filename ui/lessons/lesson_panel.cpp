@@ -191,11 +191,17 @@ void LessonPanel::judge()
             // Left null: its claims show as not measured, with the reason.
         }
     }
-    LessonRecords refs;
-    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    const LessonRecords refs = recordRefs();
     results_ = checkExpectations(*lesson_, refs);
     showExplanation();
     writeSession();
+}
+
+LessonRecords LessonPanel::recordRefs() const
+{
+    LessonRecords refs;   // a run whose record could not be read stays null: its claims are "not measured"
+    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    return refs;
 }
 
 void LessonPanel::writeSession()
@@ -203,8 +209,7 @@ void LessonPanel::writeSession()
     sessionFile_.clear();
     const QStringList paths = runner_->recordPaths();
     if (paths.isEmpty() || paths.front().isEmpty()) return;
-    LessonRecords refs;
-    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    const LessonRecords refs = recordRefs();
     nlohmann::json doc;
     doc["format"] = 1;
     doc["lesson"] = lesson_->title;
@@ -245,8 +250,7 @@ void LessonPanel::writeSession()
 void LessonPanel::showExplanation()
 {
     if (!lesson_) return;
-    LessonRecords refs;
-    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    const LessonRecords refs = recordRefs();
     const QString held = QStringLiteral("#1a7f37"), failed = QStringLiteral("#cf222e"), muted = QStringLiteral("#6e7781");
     QString html;
     if (lesson_->predict) {

@@ -75,6 +75,7 @@ private:
     void judge();                 // loads the runs' records and checks the expectations
     void showExplanation();       // fills the explanation label from results_
     void writeSession();          // the prediction and the judged claims beside the runs' records
+    LessonRecords recordRefs() const;   // records_ as the engine's checks take them
 
     std::optional<Lesson> lesson_;
     QString dataDir_;
