@@ -1,15 +1,40 @@
 #!/bin/sh
-# What a GPU session runs on the device machine, in one call (see scripts/gpu-bundle.sh,
-# which packs .gpu/bundle.tar.xz here first): the CUDA backend's test suites against the
-# CPU reference, then the benchmark against PyTorch on the same GPU. Everything it prints
-# is also written under $OUT (the device tool brings those files back).
+# What a GPU session runs on the device machine (see scripts/gpu-bundle.sh, which packs
+# .gpu/bundle.tar.xz here first), in phases, so that one call can do several and a later
+# call only what is left:
 #
-#     (device) sh bench/gpu_session.sh [--quick]     with carry [".gpu"]
+#   tests     the CUDA backend's test suites against the CPU reference; a failing suite
+#             again function by function with synchronous launches, and under
+#             compute-sanitizer
+#   sanitize  compute-sanitizer memcheck, racecheck and initcheck on a 50-step amp-fp16 run
+#   train     plab train --backend cuda: small-cnn, 3 epochs, seed 1, every preset, plus
+#             amp-fp16 without scaling, and the seed CNN (fp32 batch
+#             590, amp-fp16 batch 1000); the run records come back as runs.tar.xz
+#   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16), by bisection,
+#             and the error at the first batch that does not
+#   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
+#   app       the app training on CUDA, offscreen, one screenshot (app.png)
+#
+#     (device) sh bench/gpu_session.sh [PHASE ...] [--quick]     with carry [".gpu"]
+#
+# Everything it prints is also written under $OUT (the device tool brings those files
+# back; at most 8 files, so each phase writes one).
 set -u
 OUT=${OUT:-/tmp/plab-gpu-out}
 mkdir -p "$OUT" /tmp/plab-gpu
 tar -C /tmp/plab-gpu -xJf .gpu/bundle.tar.xz
 bin=/tmp/plab-gpu/bin
+data=/tmp/plab-gpu/data
+
+phases=""
+quick=""
+for a in "$@"; do
+  case $a in
+    --quick) quick=--quick ;;
+    *) phases="$phases $a" ;;
+  esac
+done
+[ -n "$phases" ] || phases="tests sanitize train memory bench app"
 
 # CUDA's libraries as the image has them: the toolkit's cuBLAS/runtime, PyTorch's cuDNN.
 cudalibs=""
@@ -19,6 +44,15 @@ for name in libcudart.so.13 libcublas.so.13 libcudnn.so.9; do
 done
 export LD_LIBRARY_PATH="/tmp/plab-gpu/lib$cudalibs"
 export QT_QPA_PLATFORM=offscreen
+export QT_PLUGIN_PATH=/tmp/plab-gpu/plugins
+export XDG_RUNTIME_DIR=/tmp/plab-gpu/xdg
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+cat > /tmp/plab-gpu/fonts.conf <<'CONF'
+<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>/tmp/plab-gpu/fonts</dir><cachedir>/tmp/plab-gpu/fontcache</cachedir></fontconfig>
+CONF
+export FONTCONFIG_FILE=/tmp/plab-gpu/fonts.conf
 
 # A suite that crashes or fails is run again function by function, synchronously
 # (CUDA_LAUNCH_BLOCKING=1: an error surfaces at the launch that caused it), and a function
@@ -42,24 +76,112 @@ rerun() {
   done
 }
 
-{
+phase_tests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  "$bin/plab" info
   for t in tst_cuda_kernel_math tst_cuda_op_math tst_placement tst_cuda_backend tst_cuda_training; do
     echo "===== $t"
-    timeout 300 "$bin/$t" > /tmp/plab-gpu/suite.txt 2>&1
+    start=$(date +%s)
+    timeout 150 "$bin/$t" > /tmp/plab-gpu/suite.txt 2>&1
     rc=$?
     grep -Ev '^PASS' /tmp/plab-gpu/suite.txt
+    echo "===== $t: exit $rc in $(( $(date +%s) - start )) s"
     [ $rc -eq 0 ] || { echo "===== $t exited with $rc: function by function"; rerun "$t"; }
   done
-} 2>&1 | tee "$OUT/tests.txt"
+}
 
-# plab_bench finds the plugin next to itself; python3 here is the one with PyTorch, and
-# only plab_bench gets our libraries (the wrapper), not the interpreter.
-cat > /tmp/plab-gpu/plab_bench <<WRAP
+# One short amp-fp16 run of small-cnn (histograms every 10 steps, so the telemetry kernels
+# run too) under each of compute-sanitizer's tools.
+phase_sanitize() {
+  for tool in memcheck racecheck initcheck; do
+    echo "===== compute-sanitizer --tool $tool"
+    start=$(date +%s)
+    timeout 200 compute-sanitizer --tool "$tool" --print-limit 20 --error-exitcode 9 \
+      "$bin/plab" train --backend cuda --model small-cnn --recipe amp-fp16 --max-steps 50 \
+      --histogram-every 10 --data-dir "$data" --quiet --out /tmp/plab-gpu/sanitize-$tool.json \
+      > /tmp/plab-gpu/sanitize.txt 2>&1
+    rc=$?
+    tail -40 /tmp/plab-gpu/sanitize.txt
+    echo "===== $tool: exit $rc in $(( $(date +%s) - start )) s"
+  done
+}
+
+phase_train() {
+  runs=/tmp/plab-gpu/runs
+  mkdir -p "$runs"
+  one() {  # name, then plab train's options
+    name=$1; shift
+    start=$(date +%s)
+    timeout 240 "$bin/plab" train --backend cuda --data-dir "$data" --seed 1 --quiet --name "$name" \
+      --out "$runs/$name.json" "$@" > "$runs/$name.txt" 2>&1
+    rc=$?
+    echo "----- $name: exit $rc in $(( $(date +%s) - start )) s"
+    tail -5 "$runs/$name.txt"
+  }
+  for r in fp32 tf32 amp-fp16 amp-bf16 pure-fp16 pure-bf16; do
+    one "small-cnn-$r" --model small-cnn --recipe "$r" --epochs 3
+  done
+  one small-cnn-amp-fp16-noscale --model small-cnn --recipe amp-fp16 --loss-scale off --epochs 3
+
+  one seed-cnn-fp32-b590 --model seed-cnn --recipe fp32 --batch 590 --epochs 3
+  one seed-cnn-amp-fp16-b1000 --model seed-cnn --recipe amp-fp16 --batch 1000 --epochs 3
+  tar -C /tmp/plab-gpu -cJf "$OUT/runs.tar.xz" runs
+}
+
+# The largest batch that trains two steps, by bisection between a batch that fits and
+# one that does not; the failure at the first batch that does not is printed as the
+# program gave it (it must be an error message, not a crash).
+phase_memory() {
+  for recipe in fp32 amp-fp16; do
+    lo=1000 hi=0 b=4000
+    while :; do
+      out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
+              --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
+      rc=$?
+      if [ $rc -eq 0 ]; then
+        echo "fits    $recipe batch=$b: $out"
+        lo=$b
+      else
+        echo "refused $recipe batch=$b (exit $rc): $(echo "$out" | tail -3)"
+        hi=$b
+      fi
+      if [ $hi -eq 0 ]; then b=$((b * 2)); [ $b -gt 4000000 ] && break; continue; fi
+      [ $((hi - lo)) -le $((lo / 50 + 1)) ] && break
+      b=$(((lo + hi) / 2))
+    done
+    echo "LARGEST $recipe seed-cnn batch=$lo (refused at $hi)"
+  done
+}
+
+phase_bench() {
+  # plab_bench finds the plugin next to itself; python3 here is the one with PyTorch, and
+  # only plab_bench gets our libraries (the wrapper), not the interpreter.
+  cat > /tmp/plab-gpu/plab_bench <<WRAP
 #!/bin/sh
 LD_LIBRARY_PATH="$LD_LIBRARY_PATH" exec "$bin/plab_bench" "\$@"
 WRAP
-chmod +x /tmp/plab-gpu/plab_bench
-env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_gpu.py --bench /tmp/plab-gpu/plab_bench "$@" 2>&1 |
-  tee "$OUT/bench.txt"
+  chmod +x /tmp/plab-gpu/plab_bench
+  env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_gpu.py --bench /tmp/plab-gpu/plab_bench $quick
+}
+
+# The app, offscreen, training amp-fp16 on CUDA from a config; a screenshot after 25 s.
+phase_app() {
+  cat > /tmp/plab-gpu/cuda-run.json <<'JSON'
+{"model": "small-cnn", "recipe": "amp-fp16", "backend": "cuda", "epochs": 3, "batch": 64}
+JSON
+  echo '{"screens":[{"name":"s","x":0,"y":0,"width":1600,"height":1000,"logicalDpi":96,"logicalBpi":96,"dpr":1}]}' \
+    > /tmp/plab-gpu/screen.json
+  QT_QPA_PLATFORM=offscreen:configfile=/tmp/plab-gpu/screen.json \
+  timeout 120 "$bin/precision-lab" --data-dir "$data" --runs-dir /tmp/plab-gpu/app-runs --start \
+    --screenshot "$OUT/app.png" --screenshot-delay 25 /tmp/plab-gpu/cuda-run.json > /tmp/plab-gpu/app.txt 2>&1
+  rc=$?
+  tail -20 /tmp/plab-gpu/app.txt
+  echo "app: exit $rc"
+  ls -la /tmp/plab-gpu/app-runs 2>&1 | head
+}
+
+for p in $phases; do
+  echo "########## $p"
+  "phase_$p" 2>&1 | tee "$OUT/$p.txt"
+done

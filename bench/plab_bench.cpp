@@ -116,6 +116,10 @@ int benchTrain(const Args& a)
             }
             const TrainSettings s = settingsFromJson(cfg, "bench");
             std::vector<double> rates;
+            // Memory over all repeats: the accountant's training-step peak and, on a device
+            // backend, the most the device reported in use (cudaMemGetInfo, every process's).
+            std::int64_t trainingPeak = 0;
+            std::uint64_t deviceUsed = 0;
             for (int r = 0; r < a.repeats; ++r) {
                 double ms = 0.0;
                 std::int64_t images = 0;
@@ -123,6 +127,10 @@ int benchTrain(const Args& a)
                     if (const auto* st = std::get_if<StepEvent>(&e); st && st->step > a.warmup) {
                         ms += st->timeMs;
                         images += st->batch;
+                    } else if (const auto* m = std::get_if<MemoryEvent>(&e)) {
+                        const auto& peak = m->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+                        trainingPeak = std::max(trainingPeak, peak.total);
+                        if (m->device) deviceUsed = std::max(deviceUsed, m->device->used);
                     }
                 });
                 const RunResult result = trainer.run();
@@ -135,9 +143,10 @@ int benchTrain(const Args& a)
             const double rate = median(rates);
             if (recipe == "fp32") fp32Rate = rate;
             std::printf("train model=%s recipe=%s backend=%s batch=%d threads=%d images_per_second=%.1f "
-                        "step_ms=%.2f vs_fp32_step_time=%.3f\n",
+                        "step_ms=%.2f vs_fp32_step_time=%.3f training_peak_mib=%.1f device_used_mib=%.1f\n",
                         model.c_str(), recipe.c_str(), a.backend.c_str(), a.batch, a.threads, rate,
-                        1000.0 * a.batch / rate, fp32Rate > 0 ? fp32Rate / rate : 0.0);
+                        1000.0 * a.batch / rate, fp32Rate > 0 ? fp32Rate / rate : 0.0,
+                        static_cast<double>(trainingPeak) / (1 << 20), static_cast<double>(deviceUsed) / (1 << 20));
             std::fflush(stdout);
         }
     }
