@@ -489,8 +489,9 @@ private slots:
             QVERIFY(!cuda_->convolutionBackwardData(g, Cout, dW.data(), dDy.data(), dx.data(), precision));
             QVERIFY(!cuda_->convolutionBackwardFilter(g, Cout, dX.data(), dDy.data(), dw.data(), precision));
             if (!cudnnConvolutions()) QSKIP("not supported: cuDNN is not built in (the layer lowers convolutions)");
-            // Strict fp32 on strided tensors is cuDNN's plainest case: refusing it means our
-            // choice of algorithms (cuda_conv.cpp) is too narrow for this device.
+            // Strict fp32 is cuDNN's plainest case (on the stored layout, else on dense NCHW):
+            // refusing it means our choice of algorithms (cuda_conv.cpp) is too narrow for this
+            // device. CUDNN_LOGLEVEL_DBG=2 makes cuDNN say why it refused.
             QVERIFY2(f != Format::fp32, "cuDNN is built in but took no strict fp32 convolution");
             QSKIP("not supported: cuDNN offers no product-summing algorithm for this shape and precision here "
                   "(the layer lowers it)");

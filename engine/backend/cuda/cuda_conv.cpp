@@ -1,9 +1,12 @@
 // CudnnConvolutions (cuda_conv.h): the three convolution passes through cuDNN's legacy API.
 //
-// Layout. Activations are (C, N, H, W), channel-major over the batch; cuDNN gets them as
-// they are, through strided 4-d descriptors of logical shape (N, C, H, W):
+// Layout. Activations are (C, N, H, W), channel-major over the batch; cuDNN gets them
+// first as they are, through strided 4-d descriptors of logical shape (N, C, H, W):
 //   n stride H*W, c stride N*H*W, h stride W, w stride 1
-// (the same for y / dy with Cout channels). Weights are dense (Cout, C, k, k): a KCRS
+// (the same for y / dy with Cout channels). When cuDNN lists no algorithm for that (cuDNN
+// 9.19 on an H100 listed none, for any precision), the shape is planned on dense NCHW
+// descriptors instead and each call transposes its activation inputs to (N, C, H, W) and
+// its activation output back (Layout below). Weights are dense (Cout, C, k, k): a KCRS
 // filter, CUDNN_TENSOR_NCHW. Padding k/2 on both sides, stride 1, dilation 1,
 // CUDNN_CROSS_CORRELATION (no kernel flip, as PyTorch and the im2col lowering).
 //
@@ -41,9 +44,9 @@
 //   - multiply operands and sum the products (implicit / explicit GEMM, direct: not the
 //     FFT or Winograd transforms, whose rounding of transformed operands is not the
 //     recipe's arithmetic: the lab compares formats, so the arithmetic must be theirs),
-//   - run in a math type the path allows (strict fp32: FMA only, or default math on a
-//     device without TF32; fp16 sums: FMA only; never TENSOR_OP_MATH_ALLOW_CONVERSION,
-//     which rounds fp32 to fp16),
+//   - run in a math type the path allows (strict fp32 and fp16 sums: run with FMA math set,
+//     which restricts an algorithm listed under FMA or default math to FMA kernels; never
+//     TENSOR_OP_MATH_ALLOW_CONVERSION, which rounds fp32 to fp16),
 //   - report CUDNN_STATUS_SUCCESS for the shape,
 //   - need at most kWorkspaceLimit of workspace.
 // cuDNN's statuses count by their kind (cudnnStatusKind, cuda_status.h). Only a
@@ -69,6 +72,7 @@
 #include <climits>
 #include <compare>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -179,17 +183,24 @@ Arithmetic arithmeticOf(GemmPath path)
     throw std::invalid_argument("convolutions: unknown arithmetic");
 }
 
-// Whether an algorithm of math type m computes what `path` means.
-bool mathAllowed(GemmPath path, cudnnMathType_t m, DeviceCapability cap)
+// The math type to run an algorithm the heuristics listed with math type m, so that it
+// computes what `path` means; none when it cannot. The paths that must not use tensor cores
+// (strict fp32 on a device with TF32, fp16 sums) run with CUDNN_FMA_MATH set on the
+// descriptor whatever the entry says, since cuDNN then restricts the algorithm to FMA
+// kernels (or refuses it, which drops it): cuDNN 9's heuristics may list an FMA-capable
+// algorithm under CUDNN_DEFAULT_MATH. A tensor-op entry is never taken for them.
+std::optional<cudnnMathType_t> mathToRun(GemmPath path, cudnnMathType_t m)
 {
-    if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;   // would round fp32 operands to fp16
+    if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return std::nullopt;   // would round fp32 operands to fp16
     switch (path) {
-    case GemmPath::fp32Strict: return m == CUDNN_FMA_MATH || (m == CUDNN_DEFAULT_MATH && !cap.tf32());
-    case GemmPath::fp16Accumulate: return m == CUDNN_FMA_MATH;   // tensor cores round per block, not per addition
+    case GemmPath::fp32Strict:
+    case GemmPath::fp16Accumulate:   // tensor cores round per block, not per addition
+        if (m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH) return CUDNN_FMA_MATH;
+        return std::nullopt;
     case GemmPath::tf32:
-    case GemmPath::bits16Fp32Accumulate: return true;
+    case GemmPath::bits16Fp32Accumulate: return m;
     }
-    return false;
+    return std::nullopt;
 }
 
 // Algorithms that multiply operands and sum products (see the top of the file).
@@ -224,9 +235,17 @@ struct Candidate {
     std::size_t workspace;    // bytes
 };
 
+// How the plan's descriptors see the activations: as they are stored, (C, N, H, W) through
+// strides, or dense (N, C, H, W), which the calls make with transposes around cuDNN. The
+// stored layout is tried first (no copies); cuDNN 9 on an H100 listed no algorithm for it
+// (docs/CUDA.md), so a shape it refuses is planned again on the dense layout every cuDNN
+// version supports before the layer has to lower it.
+enum class Layout { stored, dense };
+
 struct Plan {
     Arithmetic arithmetic{};
-    Descriptor<TensorTraits> x, y;            // (C, N, H, W) and (Cout, N, H, W) as (N, C, H, W) with strides
+    Layout layout = Layout::stored;
+    Descriptor<TensorTraits> x, y;            // (C, N, H, W) and (Cout, N, H, W), seen as (N, C, H, W)
     Descriptor<FilterTraits> w;               // (Cout, C, k, k)
     Descriptor<ConvolutionTraits> conv;       // math type set per run
     std::vector<Candidate> forward, backwardData, backwardFilter;   // best first
@@ -237,7 +256,7 @@ struct Plan {
 // `list(requested, &returned, perf)`; workspaceOf(algo, &bytes) asks the size for the math
 // type set on the descriptor.
 template <typename Perf, typename List, typename WorkspaceOf>
-std::vector<Candidate> keptAlgorithms(Pass pass, GemmPath path, DeviceCapability cap, const Plan& plan, int maxCount,
+std::vector<Candidate> keptAlgorithms(Pass pass, GemmPath path, const Plan& plan, int maxCount,
                                       const char* listCall, List list, const char* workspaceCall,
                                       WorkspaceOf workspaceOf)
 {
@@ -258,13 +277,14 @@ std::vector<Candidate> keptAlgorithms(Pass pass, GemmPath path, DeviceCapability
     for (int i = 0; i < std::min(returned, static_cast<int>(perf.size())); ++i) {
         const Perf& p = perf[static_cast<std::size_t>(i)];
         const int algo = static_cast<int>(p.algo);
-        if (!sumsProducts(pass, algo) || !mathAllowed(path, p.mathType, cap)) continue;
+        const std::optional<cudnnMathType_t> math = mathToRun(path, p.mathType);
+        if (!sumsProducts(pass, algo) || !math) continue;
         if (p.status != CUDNN_STATUS_SUCCESS) {
             if (cudnnStatusKind(p.status) == CudnnStatusKind::environment && environment == CUDNN_STATUS_SUCCESS)
                 environment = p.status;
             continue;
         }
-        PLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), p.mathType));
+        PLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), *math));
         std::size_t bytes = 0;
         if (const cudnnStatus_t sized = workspaceOf(algo, &bytes); sized != CUDNN_STATUS_SUCCESS) {
             if (!refusesShape(sized)) throwCudnnError(sized, workspaceCall);
@@ -272,7 +292,7 @@ std::vector<Candidate> keptAlgorithms(Pass pass, GemmPath path, DeviceCapability
             continue;
         }
         if (bytes > kWorkspaceLimit) continue;
-        (p.determinism == CUDNN_DETERMINISTIC ? deterministic : other).push_back({algo, p.mathType, bytes});
+        (p.determinism == CUDNN_DETERMINISTIC ? deterministic : other).push_back({algo, *math, bytes});
     }
     if (deterministic.empty() && other.empty() && environment != CUDNN_STATUS_SUCCESS)
         throwCudnnError(environment, listCall);
@@ -289,16 +309,22 @@ bool fitsCudnn(const ConvGeometry& g, std::int64_t outChannels)
     return std::max(g.channels, outChannels) * g.batch * plane <= INT_MAX && outChannels * g.channels * k2 <= INT_MAX;
 }
 
-std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, DeviceCapability cap)
+std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, Layout layout)
 {
     auto plan = std::make_unique<Plan>();
     plan->arithmetic = arithmeticOf(key.path);
+    plan->layout = layout;
     const cudnnDataType_t type = plan->arithmetic.data;
     const int N = asInt(key.batch), C = asInt(key.channels), H = asInt(key.height), W = asInt(key.width);
     const int K = asInt(key.outChannels), k = key.kernel, pad = key.kernel / 2;
-    // (C, N, H, W) storage seen as (N, C, H, W): n stride H*W, c stride N*H*W.
-    PLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(plan->x.get(), type, N, C, H, W, H * W, N * H * W, W, 1));
-    PLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(plan->y.get(), type, N, K, H, W, H * W, N * H * W, W, 1));
+    if (layout == Layout::stored) {
+        // (C, N, H, W) storage seen as (N, C, H, W): n stride H*W, c stride N*H*W.
+        PLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(plan->x.get(), type, N, C, H, W, H * W, N * H * W, W, 1));
+        PLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(plan->y.get(), type, N, K, H, W, H * W, N * H * W, W, 1));
+    } else {
+        PLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x.get(), CUDNN_TENSOR_NCHW, type, N, C, H, W));
+        PLAB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y.get(), CUDNN_TENSOR_NCHW, type, N, K, H, W));
+    }
     PLAB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w.get(), type, CUDNN_TENSOR_NCHW, K, C, k, k));
     PLAB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv.get(), pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
                                                      plan->arithmetic.compute));
@@ -312,7 +338,7 @@ std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, DeviceC
     int count = 0;
     PLAB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
     plan->forward = keptAlgorithms<cudnnConvolutionFwdAlgoPerf_t>(
-        Pass::forward, key.path, cap, p, count, "cudnnGetConvolutionForwardAlgorithm_v7",
+        Pass::forward, key.path, p, count, "cudnnGetConvolutionForwardAlgorithm_v7",
         [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
             return cudnnGetConvolutionForwardAlgorithm_v7(handle, p.x.get(), p.w.get(), p.conv.get(), p.y.get(),
                                                           requested, returned, perf);
@@ -324,7 +350,7 @@ std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, DeviceC
         });
     PLAB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
     plan->backwardData = keptAlgorithms<cudnnConvolutionBwdDataAlgoPerf_t>(
-        Pass::backwardData, key.path, cap, p, count, "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+        Pass::backwardData, key.path, p, count, "cudnnGetConvolutionBackwardDataAlgorithm_v7",
         [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
                                                                requested, returned, perf);
@@ -336,7 +362,7 @@ std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, DeviceC
         });
     PLAB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
     plan->backwardFilter = keptAlgorithms<cudnnConvolutionBwdFilterAlgoPerf_t>(
-        Pass::backwardFilter, key.path, cap, p, count, "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+        Pass::backwardFilter, key.path, p, count, "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
         [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
                                                                  requested, returned, perf);
@@ -356,7 +382,7 @@ std::unique_ptr<Plan> makePlan(cudnnHandle_t handle, const ConvKey& key, DeviceC
 struct CudnnConvolutions::State {
     State(cudaStream_t stream, cudaMemPool_t pool)
         : stream(stream), handle(stream), workspace(stream, pool), operandA(stream, pool), operandB(stream, pool),
-          result(stream, pool)
+          result(stream, pool), denseA(stream, pool), denseB(stream, pool), denseOut(stream, pool)
     {
     }
 
@@ -365,6 +391,8 @@ struct CudnnConvolutions::State {
     DeviceBuffer workspace;            // the running algorithm's
     DeviceBuffer operandA, operandB;   // 16-bit copies of the two inputs of a pass
     DeviceBuffer result;               // the 16-bit output of a pass
+    DeviceBuffer denseA, denseB;       // dense (N, C, H, W) copies of activation inputs (Layout::dense)
+    DeviceBuffer denseOut;             // a dense fp32 activation output before its transpose back
     std::map<ConvKey, std::unique_ptr<Plan>> plans;
 
     // The dense 16-bit copy of n fp32 values (exact for values of the format).
@@ -377,6 +405,50 @@ struct CudnnConvolutions::State {
     void widen(int format16, const std::uint16_t* src, std::int64_t n, float* dst)
     {
         PLAB_CUDA_CHECK(cudakernels::launchFrom16Bit(format16, src, 1, n, dst, n, stream));
+    }
+
+    // What cuDNN reads for an activation (channels, N, hw) as stored: the plan's layout, in its
+    // data type. `dense` and `narrow` hold the copies.
+    const void* activationIn(const Plan& plan, const float* src, std::int64_t channels, std::int64_t N,
+                             std::int64_t hw, DeviceBuffer& dense, DeviceBuffer& narrow)
+    {
+        const float* f = src;
+        if (plan.layout == Layout::dense) {
+            float* copy = dense.reserveFor<float>(static_cast<std::size_t>(channels * N * hw));
+            PLAB_CUDA_CHECK(cudakernels::launchTransposeBlocks(src, channels, N, hw, copy, stream));
+            f = copy;
+        }
+        const int f16 = plan.arithmetic.format16;
+        if (f16 >= 0) return narrowed(f16, f, channels * N * hw, narrow);
+        return f;
+    }
+    // What cuDNN reads for the weights (dense in every layout), in the plan's data type.
+    const void* weightsIn(const Plan& plan, const float* w, std::int64_t n, DeviceBuffer& narrow)
+    {
+        const int f16 = plan.arithmetic.format16;
+        if (f16 >= 0) return narrowed(f16, w, n, narrow);
+        return w;
+    }
+    // Where cuDNN writes an output of n elements that belongs in dst (an activation, or the
+    // weights' shape), and, once it ran, moving it there: widened from 16 bits, transposed
+    // back from (N, channels, hw) for a dense activation.
+    void* outputFor(const Plan& plan, bool activation, std::int64_t n, float* dst)
+    {
+        if (plan.arithmetic.format16 >= 0) return result.reserveFor<std::uint16_t>(static_cast<std::size_t>(n));
+        if (activation && plan.layout == Layout::dense) return denseOut.reserveFor<float>(static_cast<std::size_t>(n));
+        return dst;
+    }
+    void deliver(const Plan& plan, bool activation, void* out, std::int64_t channels, std::int64_t N,
+                 std::int64_t hw, float* dst)
+    {
+        const std::int64_t n = channels * N * hw;
+        const bool transpose = activation && plan.layout == Layout::dense;
+        auto* wide = static_cast<float*>(out);
+        if (const int f16 = plan.arithmetic.format16; f16 >= 0) {
+            wide = transpose ? denseOut.reserveFor<float>(static_cast<std::size_t>(n)) : dst;
+            widen(f16, static_cast<const std::uint16_t*>(out), n, wide);
+        }
+        if (transpose) PLAB_CUDA_CHECK(cudakernels::launchTransposeBlocks(wide, N, channels, hw, dst, stream));
     }
 
     // Runs `launch(algo, workspace, bytes)` with the first candidate of a pass; true once one
@@ -415,14 +487,19 @@ CudnnConvolutions::State& CudnnConvolutions::state()
 
 namespace {
 
-// The plan of a call, made on its first use; null when cuDNN cannot take the shape.
+// The plan of a call, made on its first use (the stored layout, else the dense one); null
+// when cuDNN cannot take the shape in either.
 Plan* planFor(std::map<ConvKey, std::unique_ptr<Plan>>& plans, cudnnHandle_t handle, const ConvGeometry& g,
-              std::int64_t outChannels, GemmPath path, Format compute, DeviceCapability cap)
+              std::int64_t outChannels, GemmPath path, Format compute)
 {
     if (!fitsCudnn(g, outChannels)) return nullptr;
     const ConvKey key{g.channels, g.batch, g.height, g.width, outChannels, g.kernel, path, compute};
     auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, makePlan(handle, key, cap)).first;
+    if (it == plans.end()) {
+        std::unique_ptr<Plan> plan = makePlan(handle, key, Layout::stored);
+        if (!plan->usable()) plan = makePlan(handle, key, Layout::dense);
+        it = plans.emplace(key, std::move(plan)).first;
+    }
     return it->second->usable() ? it->second.get() : nullptr;
 }
 
@@ -435,19 +512,12 @@ bool CudnnConvolutions::forward(const ConvGeometry& g, std::int64_t outChannels,
     const GemmPath path = choosePath(precision, capability_, "convolutions");
     if (g.batch == 0) return true;   // nothing to write
     State& s = state();
-    Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute, capability_);
+    Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute);
     if (!plan) return false;
-    const std::int64_t xSize = g.channels * g.batch * g.planeSize(), ySize = outChannels * g.batch * g.planeSize();
-    const std::int64_t wSize = outChannels * g.patchSize();
-    const int f16 = plan->arithmetic.format16;
-    const void* xIn = x;
-    const void* wIn = w;
-    void* yOut = y;
-    if (f16 >= 0) {
-        xIn = s.narrowed(f16, x, xSize, s.operandA);
-        wIn = s.narrowed(f16, w, wSize, s.operandB);
-        yOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(ySize));
-    }
+    const std::int64_t N = g.batch, hw = g.planeSize();
+    const void* xIn = s.activationIn(*plan, x, g.channels, N, hw, s.denseA, s.operandA);
+    const void* wIn = s.weightsIn(*plan, w, outChannels * g.patchSize(), s.operandB);
+    void* yOut = s.outputFor(*plan, true, outChannels * N * hw, y);
     const float alpha = 1.0f, beta = 0.0f;   // beta 0: y is written, never read
     const bool ran = s.run(*plan, plan->forward, "cudnnConvolutionForward",
                            [&](int algo, void* space, std::size_t bytes) {
@@ -456,7 +526,7 @@ bool CudnnConvolutions::forward(const ConvGeometry& g, std::int64_t outChannels,
                                        plan->y.get(), yOut);
     });
     if (!ran) return false;   // y untouched; the layer lowers this shape from now on
-    if (f16 >= 0) s.widen(f16, static_cast<const std::uint16_t*>(yOut), ySize, y);
+    s.deliver(*plan, true, yOut, outChannels, N, hw, y);
     return true;
 }
 
@@ -467,19 +537,12 @@ bool CudnnConvolutions::backwardData(const ConvGeometry& g, std::int64_t outChan
     const GemmPath path = choosePath(precision, capability_, "convolutions");
     if (g.batch == 0) return true;
     State& s = state();
-    Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute, capability_);
+    Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute);
     if (!plan) return false;
-    const std::int64_t xSize = g.channels * g.batch * g.planeSize(), ySize = outChannels * g.batch * g.planeSize();
-    const std::int64_t wSize = outChannels * g.patchSize();
-    const int f16 = plan->arithmetic.format16;
-    const void* wIn = w;
-    const void* dyIn = dy;
-    void* dxOut = dx;
-    if (f16 >= 0) {
-        wIn = s.narrowed(f16, w, wSize, s.operandA);
-        dyIn = s.narrowed(f16, dy, ySize, s.operandB);
-        dxOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(xSize));
-    }
+    const std::int64_t N = g.batch, hw = g.planeSize();
+    const void* wIn = s.weightsIn(*plan, w, outChannels * g.patchSize(), s.operandA);
+    const void* dyIn = s.activationIn(*plan, dy, outChannels, N, hw, s.denseB, s.operandB);
+    void* dxOut = s.outputFor(*plan, true, g.channels * N * hw, dx);
     const float alpha = 1.0f, beta = 0.0f;
     const bool ran = s.run(*plan, plan->backwardData, "cudnnConvolutionBackwardData",
                            [&](int algo, void* space, std::size_t bytes) {
@@ -488,7 +551,7 @@ bool CudnnConvolutions::backwardData(const ConvGeometry& g, std::int64_t outChan
                                             bytes, &beta, plan->x.get(), dxOut);
     });
     if (!ran) return false;   // dx untouched; the layer lowers it from the input it kept
-    if (f16 >= 0) s.widen(f16, static_cast<const std::uint16_t*>(dxOut), xSize, dx);
+    s.deliver(*plan, true, dxOut, g.channels, N, hw, dx);
     return true;
 }
 
@@ -504,18 +567,12 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
         return true;
     }
     State& s = state();
-    Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute, capability_);
+    Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute);
     if (!plan) return false;
-    const std::int64_t xSize = g.channels * g.batch * g.planeSize(), ySize = outChannels * g.batch * g.planeSize();
-    const int f16 = plan->arithmetic.format16;
-    const void* xIn = x;
-    const void* dyIn = dy;
-    void* dwOut = dw;
-    if (f16 >= 0) {
-        xIn = s.narrowed(f16, x, xSize, s.operandA);
-        dyIn = s.narrowed(f16, dy, ySize, s.operandB);
-        dwOut = s.result.reserveFor<std::uint16_t>(static_cast<std::size_t>(wSize));
-    }
+    const std::int64_t N = g.batch, hw = g.planeSize();
+    const void* xIn = s.activationIn(*plan, x, g.channels, N, hw, s.denseA, s.operandA);
+    const void* dyIn = s.activationIn(*plan, dy, outChannels, N, hw, s.denseB, s.operandB);
+    void* dwOut = s.outputFor(*plan, false, wSize, dw);
     const float alpha = 1.0f, beta = 0.0f;
     const bool ran = s.run(*plan, plan->backwardFilter, "cudnnConvolutionBackwardFilter",
                            [&](int algo, void* space, std::size_t bytes) {
@@ -524,7 +581,7 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
                                               space, bytes, &beta, plan->w.get(), dwOut);
     });
     if (!ran) return false;   // dw untouched; the layer lowers it from the input it kept
-    if (f16 >= 0) s.widen(f16, static_cast<const std::uint16_t*>(dwOut), wSize, dw);
+    s.deliver(*plan, false, dwOut, wSize, 1, 1, dw);
     return true;
 }
 
