@@ -23,19 +23,57 @@ struct Curve {
     RunResult result;
     std::vector<StepEvent> steps;
     std::vector<MemoryEvent> memory;
+    std::vector<SettingChangeEvent> changes;
 };
 
-Curve run(const std::string& recipe, const std::string& backend, const DataSplit& data)
+// Changes asked for through TrainerControl after the step named, as the app asks (each
+// takes effect from the next step): see run().
+using Changes = SettingsChange (*)(std::int64_t step);
+
+SettingsChange noChange(std::int64_t) { return {}; }
+
+// What the app's settings panel can switch mid-run, on a short amp-fp16 run: master weights
+// off with a static scale (pure fp16), a new batch size and learning rate (every buffer
+// changes shape), bf16 compute with master weights back on, then fp32.
+SettingsChange appSwitches(std::int64_t step)
 {
-    const TrainSettings s = settingsFromJson(json{{"recipe", recipe}, {"widths", {8, 16}}, {"batch", 32},
-                                                  {"epochs", 1}, {"max_steps", 40}, {"histogram_every", 10},
-                                                  {"threads", 2}, {"backend", backend}},
-                                             "test");
+    SettingsChange change;
+    if (step == 8) {
+        PrecisionRecipe r = *PrecisionRecipe::fromPreset("pure-fp16");
+        r.lossScaling = LossScaling::fixedScale(1024.0);
+        change.recipe = r;
+    } else if (step == 14) {
+        change.batch = 24;
+        change.lr = 5e-4;
+    } else if (step == 22) {
+        change.recipe = *PrecisionRecipe::fromPreset("amp-bf16");
+    } else if (step == 30) {
+        change.recipe = *PrecisionRecipe::fromPreset("fp32");
+    }
+    return change;
+}
+
+Curve run(const std::string& recipe, const std::string& backend, const DataSplit& data, Changes changes = noChange,
+          const json& more = json::object())
+{
+    json settings{{"recipe", recipe}, {"widths", {8, 16}}, {"batch", 32}, {"epochs", 1}, {"max_steps", 40},
+                  {"histogram_every", 10}, {"threads", 2}, {"backend", backend}};
+    settings.update(more);
+    const TrainSettings s = settingsFromJson(settings, "test");
     Curve c;
+    Trainer* self = nullptr;
     Trainer trainer(s, data, [&](const TrainerEvent& e) {
-        if (const auto* step = std::get_if<StepEvent>(&e)) c.steps.push_back(*step);
+        if (const auto* step = std::get_if<StepEvent>(&e)) {
+            c.steps.push_back(*step);
+            if (SettingsChange change = changes(step->step); !change.empty()) {
+                const std::string problem = self->control().requestChange(change);
+                QVERIFY2(problem.empty(), problem.c_str());
+            }
+        }
         if (const auto* memory = std::get_if<MemoryEvent>(&e)) c.memory.push_back(*memory);
+        if (const auto* change = std::get_if<SettingChangeEvent>(&e)) c.changes.push_back(*change);
     });
+    self = &trainer;
     c.result = trainer.run();
     return c;
 }
@@ -92,6 +130,38 @@ private slots:
         // A loss-scale overflow right at the edge may fall either way once; more is a bug.
         QVERIFY2(skippedDifferently <= 1, qPrintable(QString::number(skippedDifferently)));
         QVERIFY(std::abs(gpu.result.testAccuracy - cpu.result.testAccuracy) <= 0.05);
+    }
+
+    // The app's mid-run switches reach the device: the same changes at the same steps on
+    // both backends, each step after them with the new batch, and the loss within the
+    // loosest recipe tolerance above (bf16 is among the recipes switched to).
+    void midRunSwitchesReachTheDevice()
+    {
+        // SGD with momentum: under pure fp16, Adam's eps is 0 and its NaN weights would end
+        // the comparison at the first switch (tst_trainer's pureFp16AdamDivergesThroughEps).
+        const json sgd{{"optimizer", "sgd"}, {"lr", 0.02}, {"momentum", 0.9}};
+        const Curve cpu = run("amp-fp16", "cpu", data_, appSwitches, sgd);
+        const Curve gpu = run("amp-fp16", "cuda", data_, appSwitches, sgd);
+        QCOMPARE(cpu.result.status, RunStatus::completed);
+        QVERIFY2(gpu.result.status == cpu.result.status, gpu.result.message.c_str());
+        QCOMPARE(cpu.changes.size(), std::size_t{4});
+        QCOMPARE(gpu.changes.size(), cpu.changes.size());
+        for (std::size_t i = 0; i < cpu.changes.size(); ++i) {
+            QCOMPARE(gpu.changes[i].step, cpu.changes[i].step);
+            QCOMPARE(gpu.changes[i].description, cpu.changes[i].description);
+        }
+        QCOMPARE(gpu.steps.size(), cpu.steps.size());
+        for (std::size_t i = 0; i < cpu.steps.size(); ++i) {
+            const StepEvent& a = cpu.steps[i];
+            const StepEvent& b = gpu.steps[i];
+            QCOMPARE(b.batch, a.batch);
+            if (a.step > 14) QCOMPARE(b.batch, 24);
+            QCOMPARE(std::isfinite(b.loss), std::isfinite(a.loss));
+            if (!std::isfinite(a.loss)) continue;
+            const double rel = std::abs(double(b.loss) - double(a.loss)) / std::max(1e-6, std::abs(double(a.loss)));
+            QVERIFY2(rel <= 8e-2, qPrintable(QStringLiteral("step %1: cpu %2, cuda %3, relative %4")
+                                                 .arg(a.step).arg(a.loss).arg(b.loss).arg(rel)));
+        }
     }
 
     void deviceMemoryIsReported()
