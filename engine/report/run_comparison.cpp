@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -40,22 +42,6 @@ void sortLayers(std::vector<std::string>& order)
 {
     std::stable_sort(order.begin(), order.end(),
                      [](const std::string& a, const std::string& b) { return layerRank(a) < layerRank(b); });
-}
-
-std::optional<double> optionalNumber(const json& obj, const char* key)
-{
-    if (!obj.is_object()) return std::nullopt;
-    const auto it = obj.find(key);
-    if (it == obj.end() || !it->is_number()) return std::nullopt;
-    return it->get<double>();
-}
-
-std::int64_t intOr(const json& obj, const char* key, std::int64_t fallback = 0)
-{
-    // Range-checked before conversion: 1e300 in a damaged record is refused, naming the key.
-    const auto it = obj.find(key);
-    return it != obj.end() && it->is_number() ? jsonWholeOr(obj, key, -(std::int64_t{1} << 62), std::int64_t{1} << 62)
-                                              : fallback;
 }
 
 std::string textOr(const json& obj, const char* key, std::string fallback = {})
@@ -102,15 +88,80 @@ std::string recipePhraseOf(const json& recipe)
     return phrase;
 }
 
-LayerSnapshot snapshotFromJson(const json& l)
+// ---- The schema's readers (docs/RUN_RECORD.md) ---------------------------------------------
+// An absent key reads as its default (older records lack newer fields); a present one must
+// have its documented type and range, or the record is refused naming the place and the key.
+// Messages are built only on failure.
+
+// Where a field is: "the summary", "step 12", "the evaluation at step 40", ...
+struct Place {
+    const char* what;
+    std::int64_t step = -1;   // appended when not negative
+    std::string text() const { return step >= 0 ? std::string(what) + " " + std::to_string(step) : what; }
+};
+
+[[noreturn]] void refuseField(const Place& at, const char* key, const char* must, const json& got)
+{
+    throw InputError(at.text() + ": \"" + key + "\" must be " + must + ", got " + jsonExcerpt(got));
+}
+
+constexpr std::int64_t kMaxWhole = std::int64_t{1} << 62;
+
+// A whole number of at least lo (counts, steps, epochs, batches); `fallback` when absent.
+std::int64_t whole(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    try {
+        return jsonWhole(*it, lo, kMaxWhole, key);
+    } catch (const InputError&) {
+        refuseField(at, key, lo == 0 ? "a whole number of at least 0" : "a whole number of at least 1", *it);
+    }
+}
+
+// The ranges of the schema's real numbers.
+struct Range {
+    double lo, hi;
+    const char* must;
+};
+constexpr Range kFraction{0.0, 1.0, "a number from 0 to 1"};
+constexpr Range kNonNegative{0.0, std::numeric_limits<double>::max(), "a number of at least 0"};
+constexpr Range kPositive{std::numeric_limits<double>::min(), std::numeric_limits<double>::max(), "a positive number"};
+constexpr Range kFinite{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), "a number"};
+
+// A number in its range; nullopt when absent or null (what was not measured, or a loss that
+// was not finite).
+std::optional<double> number(const json& obj, const char* key, const Place& at, const Range& range)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number()) refuseField(at, key, range.must, *it);
+    const double v = it->get<double>();
+    if (!(v >= range.lo && v <= range.hi)) refuseField(at, key, range.must, *it);   // NaN fails too
+    return v;
+}
+
+// The elements of an array section, each an object.
+const json& entries(const json& record, const char* key, const json& empty)
+{
+    const auto it = record.find(key);
+    if (it == record.end()) return empty;
+    if (!it->is_array()) throw InputError(std::string("\"") + key + "\" must be an array, got " + jsonExcerpt(*it));
+    for (const json& e : *it)
+        if (!e.is_object())
+            throw InputError(std::string("every entry of \"") + key + "\" must be an object, got " + jsonExcerpt(e));
+    return *it;
+}
+
+LayerSnapshot snapshotFromJson(const json& l, const Place& at)
 {
     LayerSnapshot s;
     s.layer = textOr(l, "layer");
     s.kind = textOr(l, "kind");
     s.stats = roundingStatsFromJson(l.value("stats", json::object()));
-    s.updates.lost = intOr(l, "lost_updates");
-    s.updates.nonzero = intOr(l, "nonzero_updates");
-    s.updates.nonFinite = intOr(l, "non_finite_updates");
+    s.updates.lost = whole(l, "lost_updates", at);
+    s.updates.nonzero = whole(l, "nonzero_updates", at);
+    s.updates.nonFinite = whole(l, "non_finite_updates", at);
     if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) s.histogram = histogramFromJson(*h);
     return s;
 }
@@ -161,79 +212,107 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
         d.optimizer = textOr(d.settings, "optimizer", "adam");
 
         const json& s = record["summary"];
+        const Place summary{"the summary"};
+        if (const auto it = s.find("status"); it != s.end() && !it->is_string())
+            refuseField(summary, "status", "a run status", *it);
         d.status = textOr(s, "status", "running");
-        // The schema's meaning, not only its types (docs/RUN_RECORD.md): a known status,
-        // counts that cannot be negative, a batch of at least one, a loss that is a number.
         bool knownStatus = false;
         for (RunStatus st : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
                              RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
             knownStatus = knownStatus || d.status == runStatusName(st);
         if (!knownStatus) throw bad("\"status\" " + jsonExcerpt(s.value("status", json())) + " is not a run status");
-        for (const char* key : {"steps", "skipped_steps"})
-            if (intOr(s, key) < 0) throw bad(std::string("\"") + key + "\" in the summary is negative");
         d.message = textOr(s, "message");
-        d.steps = intOr(s, "steps");
-        d.skippedSteps = intOr(s, "skipped_steps");
-        d.finalAccuracy = optionalNumber(s, "test_accuracy");
-        d.bestAccuracy = optionalNumber(s, "best_test_accuracy");
-        d.imagesPerSecond = optionalNumber(s, "images_per_second").value_or(0.0);
+        d.steps = whole(s, "steps", summary);
+        d.skippedSteps = whole(s, "skipped_steps", summary);
+        d.finalAccuracy = number(s, "test_accuracy", summary, kFraction);
+        d.bestAccuracy = number(s, "best_test_accuracy", summary, kFraction);
+        d.imagesPerSecond = number(s, "images_per_second", summary, kNonNegative).value_or(0.0);
 
         std::vector<std::string> layerNames;
-        for (const char* key : {"underflow_fraction", "lost_update_fraction", "activation_grad_underflow_fraction",
-                                "weights_made_non_finite"})
-            if (s.contains(key) && s[key].is_object())
-                for (const auto& [layer, v] : s[key].items()) addLayerName(layerNames, layer);
+        for (const char* key : {"underflow_fraction", "overflow_fraction", "lost_update_fraction",
+                                "activation_grad_underflow_fraction", "weights_made_non_finite"})
+            if (const auto it = s.find(key); it != s.end()) {
+                if (!it->is_object()) refuseField(summary, key, "an object of layers", *it);
+                for (const auto& [layer, v] : it->items()) addLayerName(layerNames, layer);
+            }
         sortLayers(layerNames);
+        const json none = json::object();
+        const auto perLayer = [&](const char* key) -> const json& {
+            const auto it = s.find(key);
+            return it == s.end() ? none : *it;
+        };
         for (const auto& name : layerNames) {
+            // The summary's per-layer values: fractions, and a count of weights.
+            const char* layer = name.c_str();
             LayerFractions f;
             f.layer = name;
-            f.underflow = optionalNumber(s.value("underflow_fraction", json::object()), name.c_str());
-            f.overflow = optionalNumber(s.value("overflow_fraction", json::object()), name.c_str());
-            f.activationGradUnderflow =
-                optionalNumber(s.value("activation_grad_underflow_fraction", json::object()), name.c_str());
-            f.lostUpdate = optionalNumber(s.value("lost_update_fraction", json::object()), name.c_str());
-            f.weightsMadeNonFinite = intOr(s.value("weights_made_non_finite", json::object()), name.c_str());   // range-checked
+            f.underflow = number(perLayer("underflow_fraction"), layer, Place{"the summary's underflow_fraction"}, kFraction);
+            f.overflow = number(perLayer("overflow_fraction"), layer, Place{"the summary's overflow_fraction"}, kFraction);
+            f.activationGradUnderflow = number(perLayer("activation_grad_underflow_fraction"), layer,
+                                               Place{"the summary's activation_grad_underflow_fraction"}, kFraction);
+            f.lostUpdate = number(perLayer("lost_update_fraction"), layer, Place{"the summary's lost_update_fraction"},
+                                  kFraction);
+            f.weightsMadeNonFinite = whole(perLayer("weights_made_non_finite"), layer,
+                                           Place{"the summary's weights_made_non_finite"});
             d.layers.push_back(std::move(f));
         }
 
-        for (const auto& st : record["steps"]) {
+        const json emptyList = json::array();
+        for (const auto& st : entries(record, "steps", emptyList)) {
             StepPoint p;
-            p.step = intOr(st, "step");
-            p.epoch = static_cast<int>(intOr(st, "epoch"));
-            if (p.step < 0) throw bad("a step's \"step\" is negative");
-            if (st.contains("loss") && !st["loss"].is_number() && !st["loss"].is_null())
-                throw bad("step " + std::to_string(p.step) + ": \"loss\" must be a number, got " + jsonExcerpt(st["loss"]));
-            const std::int64_t batch = intOr(st, "batch");
-            p.batch = static_cast<int>(batch);
-            if (st.contains("batch") && batch < 1)
-                throw bad("step " + std::to_string(p.step) + ": \"batch\" must be at least 1, got " + jsonExcerpt(st["batch"]));
-            p.loss = optionalNumber(st, "loss");
-            p.lossScale = optionalNumber(st, "loss_scale").value_or(1.0);
+            p.step = whole(st, "step", Place{"a step"});
+            const Place at{"step", p.step};
+            p.epoch = static_cast<int>(whole(st, "epoch", at));
+            p.batch = static_cast<int>(whole(st, "batch", at, 1));
+            p.loss = number(st, "loss", at, kFinite);
+            p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
+            if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
+                refuseField(at, "skipped", "true or false", *it);
             p.skipped = st.value("skipped", false);
-            p.lr = optionalNumber(st, "lr").value_or(0.0);
-            p.timeMs = optionalNumber(st, "time_ms").value_or(0.0);
+            p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
+            p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
             d.stepSeries.push_back(p);
         }
-        for (const auto& e : record.value("evals", json::array()))
-            d.evals.push_back({intOr(e, "step"), static_cast<int>(intOr(e, "epoch")),
-                               optionalNumber(e, "test_accuracy").value_or(0.0),
-                               optionalNumber(e, "test_loss").value_or(0.0)});
-        for (const auto& t : record.value("telemetry", json::array())) {
+        for (const auto& e : entries(record, "evals", emptyList)) {
+            const std::int64_t step = whole(e, "step", Place{"an evaluation"});
+            const Place at{"the evaluation at step", step};
+            d.evals.push_back({step, static_cast<int>(whole(e, "epoch", at)),
+                               number(e, "test_accuracy", at, kFraction).value_or(0.0),
+                               number(e, "test_loss", at, kFinite).value_or(0.0)});
+        }
+        for (const auto& t : entries(record, "telemetry", emptyList)) {
             TelemetryPoint p;
-            p.step = intOr(t, "step");
-            p.lossScale = optionalNumber(t, "loss_scale").value_or(1.0);
-            for (const auto& l : t.value("layers", json::array())) p.layers.push_back(snapshotFromJson(l));
+            p.step = whole(t, "step", Place{"a telemetry entry"});
+            const Place at{"the telemetry at step", p.step};
+            p.lossScale = number(t, "loss_scale", at, kPositive).value_or(1.0);
+            for (const auto& l : t.value("layers", json::array())) p.layers.push_back(snapshotFromJson(l, at));
             d.telemetry.push_back(std::move(p));
         }
         const json mem = record.value("memory", json::object());
         d.memoryCategories = mem.value("categories", std::vector<std::string>{});
         const json peak = mem.value("peak", json::object());
-        for (const auto& c : d.memoryCategories) d.peakBytes.push_back(intOr(peak, c.c_str()));
-        d.peakTotal = intOr(peak, "total");
-        d.trainingPeakTotal = intOr(mem.value("training_peak", json::object()), "total");
-        d.evaluationPeakTotal = intOr(mem.value("evaluation_peak", json::object()), "total");
-        for (const auto& m : mem.value("samples", json::array()))
-            d.memory.push_back({intOr(m, "step"), m.value("bytes", std::vector<std::int64_t>{}), intOr(m, "total")});
+        const Place peakPlace{"the memory peak"};
+        for (const auto& c : d.memoryCategories) d.peakBytes.push_back(whole(peak, c.c_str(), peakPlace));
+        d.peakTotal = whole(peak, "total", peakPlace);
+        d.trainingPeakTotal = whole(mem.value("training_peak", json::object()), "total", Place{"the training peak"});
+        d.evaluationPeakTotal = whole(mem.value("evaluation_peak", json::object()), "total", Place{"the evaluation peak"});
+        for (const auto& m : entries(mem, "samples", emptyList)) {
+            const std::int64_t step = whole(m, "step", Place{"a memory sample"});
+            const Place at{"the memory sample at step", step};
+            std::vector<std::int64_t> bytes;
+            if (const auto it = m.find("bytes"); it != m.end()) {
+                if (!it->is_array()) refuseField(at, "bytes", "an array of byte counts", *it);
+                for (const json& b : *it) {
+                    if (!b.is_number()) refuseField(at, "bytes", "an array of byte counts", *it);
+                    try {
+                        bytes.push_back(jsonWhole(b, 0, kMaxWhole, "bytes"));
+                    } catch (const InputError&) {
+                        refuseField(at, "bytes", "an array of byte counts", *it);
+                    }
+                }
+            }
+            d.memory.push_back({step, std::move(bytes), whole(m, "total", at)});
+        }
     } catch (const json::exception& e) {
         throw bad(e.what());
     } catch (const InputError& e) {
