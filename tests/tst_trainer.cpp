@@ -128,6 +128,23 @@ private slots:
         QCOMPARE(o.result.steps, 6);
     }
 
+    // Issue 14 item 8: a signal handler may only store to an atomic, so stopFromSignal does
+    // not notify; a paused run still sees it (the pause polls) and ends as stopped.
+    void stopFromSignalEndsAPausedRun()
+    {
+        TrainSettings s = smallRun("fp32");
+        s.maxSteps = 6;
+        std::thread stopper;
+        const Outcome o = train(s, data_, [&](const TrainerEvent& e, Trainer& t) {
+            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 2) t.control().pause();
+            if (const auto* st = std::get_if<StatusEvent>(&e); st && st->status == RunStatus::paused)
+                stopper = std::thread([&t] { t.control().stopFromSignal(); });
+        });
+        if (stopper.joinable()) stopper.join();
+        QCOMPARE(o.result.status, RunStatus::stopped);
+        QCOMPARE(o.result.steps, 2);
+    }
+
     void midRunChangeIsRecordedAndApplied()
     {
         TrainSettings s = smallRun("amp-fp16");

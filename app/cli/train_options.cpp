@@ -126,10 +126,12 @@ json settingsPatch(const CLI::App& cmd, const TrainFlagValues& values, std::stri
 namespace {
 
 std::atomic<TrainerControl*> g_control{nullptr};
+static_assert(std::atomic<TrainerControl*>::is_always_lock_free, "the signal handler may only use lock-free atomics");
 
+// Async-signal-safe: atomic loads and stores only (TrainerControl::stopFromSignal).
 extern "C" void onInterrupt(int)
 {
-    if (auto* c = g_control.load()) c->stop();
+    if (auto* c = g_control.load()) c->stopFromSignal();
 }
 
 }  // namespace

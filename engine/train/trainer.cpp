@@ -92,7 +92,9 @@ bool TrainerControl::waitWhilePaused(const std::function<void()>& onPause,
     lock.unlock();
     onPause();
     lock.lock();
-    wake_.wait(lock, [&] { return !paused_ || stop_; });
+    // Polled as well as woken: stopFromSignal stores without notifying.
+    while (!wake_.wait_for(lock, kPausePoll, [&] { return !paused_ || stop_; })) {
+    }
     lock.unlock();
     onResume();
     return true;

@@ -8,6 +8,7 @@
 #include "train/settings.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -31,6 +32,11 @@ public:
     void pause();
     void resume();
     void stop();        // also wakes a paused run
+    // For a signal handler: only a lock-free atomic store (async-signal-safe; stop() locks a
+    // mutex, which deadlocks when the signal lands while the mutex is held). A paused run
+    // notices within kPausePoll.
+    void stopFromSignal() noexcept { stop_.store(true, std::memory_order_relaxed); }
+    static constexpr std::chrono::milliseconds kPausePoll{100};
     // Queues a change; returns an error sentence (and queues nothing) when impossible.
     std::string requestChange(const SettingsChange& change);
 
@@ -50,6 +56,7 @@ private:
     std::condition_variable wake_;
     bool paused_ = false;
     std::atomic<bool> stop_{false};
+    static_assert(std::atomic<bool>::is_always_lock_free, "stopFromSignal must be async-signal-safe");
     SettingsChange pending_;
 };
 
