@@ -13,6 +13,7 @@
 #include "report/run_comparison.h"
 #include "report/run_record.h"
 #include "report_document.h"
+#include "telemetry/format_regions.h"
 #include "test_support.h"
 #include "train/trainer.h"
 
@@ -264,6 +265,36 @@ private slots:
                 for (int k = 0; k < 3; ++k)
                     if (image.pixelColor(x, y) == report::seriesColor(k)) ++coloured;
         QVERIFY(coloured > 50);
+    }
+
+    // Issue 14 item 5: the report's histogram shades the regions the app's chart shades,
+    // from the one definition (telemetry/format_regions.h): the same bin boundaries and
+    // colours, so a value cannot be "subnormal" in one and "normal" in the other.
+    void histogramBandsAreTheFormatRegions()
+    {
+        const auto charts = report::buildReportCharts(comparisonOf({unscaled_, scaled_, diverged_}), {});
+        int checked = 0;
+        for (const auto& c : charts) {
+            if (!c.id.startsWith(QLatin1String("histogram-"))) continue;
+            const auto& bands = c.spec.bands;
+            QCOMPARE(bands.size(), std::size_t{4});
+            std::optional<Format> format;
+            for (Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16})
+                if (bands[0].label.startsWith(QString::fromUtf8(formatName(f)) + ' ')) format = f;
+            QVERIFY2(format, qPrintable(bands[0].label));
+            const FormatRegions r = formatRegions(*format);
+            QCOMPARE(bands[0].to, double(r.flushedBelow));
+            QCOMPARE(bands[1].from, double(r.flushedBelow));
+            QCOMPARE(bands[1].to, double(r.normalFrom));
+            QCOMPARE(bands[2].to, double(r.overflowFrom));
+            QCOMPARE(bands[3].from, double(r.overflowFrom));
+            for (int i = 0; i < 4; ++i) {
+                const RegionStyle& style = kRegionStyles[i];
+                QCOMPARE(bands[static_cast<std::size_t>(i)].color, QColor(style.red, style.green, style.blue, style.alpha));
+            }
+            ++checked;
+        }
+        QVERIFY(checked > 0);
     }
 
     void htmlIsWellFormedAndComplete()

@@ -5,7 +5,7 @@
 // gradient histogram against a hand count.
 
 #include "explorer/format_anatomy.h"
-#include "charts/histogram_regions.h"
+#include "telemetry/format_regions.h"
 #include "explorer/format_explorer.h"
 #include "explorer/format_range_axis.h"
 #include "explorer/format_row.h"

@@ -6,7 +6,7 @@
 // which Qt's emit macro would break once a Qt header came before it.
 #include "charts/underflow_chart.h"
 #include "charts/batch_planner.h"
-#include "charts/histogram_regions.h"
+#include "telemetry/format_regions.h"
 #include "charts/series_reduction.h"
 
 #include <QtTest>

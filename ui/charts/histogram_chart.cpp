@@ -57,19 +57,8 @@ const TelemetryEvent* telemetryAt(const RunData& run, std::int64_t step)
     return it == all.begin() ? &all.front() : &*(it - 1);
 }
 
-struct Region {
-    const char* key;
-    const char* label;
-    QColor color;
-};
-
-// The shading of the format's regions (translucent over the plot).
-const Region kRegions[] = {
-    {"flushed", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "flushed to zero"), QColor(220, 50, 50, 45)},
-    {"subnormal", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "subnormal"), QColor(240, 160, 30, 55)},
-    {"normal", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "normal"), QColor(60, 170, 90, 30)},
-    {"overflow", QT_TRANSLATE_NOOP("plab::ui::HistogramChart", "overflow"), QColor(160, 60, 200, 50)},
-};
+// A region's shading as drawn over the plot (telemetry/format_regions.h).
+QColor shadingOf(const RegionStyle& r) { return QColor(r.red, r.green, r.blue, r.alpha); }
 
 // A region's shading as it looks over `background`, opaque (for a table cell).
 QColor shadingOver(const QColor& shading, const QColor& background)
@@ -108,7 +97,7 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
     const QString regionHeads[] = {tr("flushed"), tr("subnormal"), tr("normal"), tr("overflow")};
     for (int i = 0; i < 4; ++i)
         html += QStringLiteral("<th align=\"right\" bgcolor=\"%1\">&nbsp;%2&nbsp;</th>")
-                    .arg(shadingOver(kRegions[i].color, background).name(), regionHeads[i].toHtmlEscaped());
+                    .arg(shadingOver(shadingOf(kRegionStyles[i]), background).name(), regionHeads[i].toHtmlEscaped());
     QStringList heads;
     if (zeros) heads << tr("zeros");
     if (nonFinite) heads << tr("inf/NaN");
@@ -316,7 +305,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 
     // Shaded regions of the chosen run's compute format.
     const FormatInfo& info = formatInfo(format);
-    const auto& shading = kRegions;
+    const auto& shading = kRegionStyles;
     const double bounds[] = {static_cast<double>(xLow), static_cast<double>(regions.flushedBelow),
                              static_cast<double>(regions.normalFrom), static_cast<double>(regions.overflowFrom),
                              static_cast<double>(xHigh)};
@@ -342,7 +331,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         const QList<QPointF> lower = b > a ? QList<QPointF>{{a, 0.0}, {b, 0.0}} : QList<QPointF>{};
         area->upperSeries()->replace(upper);
         area->lowerSeries()->replace(lower);
-        if (area->brush().color() != shading[i].color) area->setBrush(shading[i].color);
+        if (const QColor color = shadingOf(shading[i]); area->brush().color() != color) area->setBrush(color);
         if (area->pen().style() != Qt::NoPen) area->setPen(Qt::NoPen);
         // Presentation mode: the shares table's headers, in these colors, name the regions;
         // the legend keeps its one row for the runs.

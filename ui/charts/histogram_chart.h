@@ -9,7 +9,7 @@
 #pragma once
 
 #include "charts/chart_support.h"
-#include "charts/histogram_regions.h"
+#include "telemetry/format_regions.h"
 
 #include <vector>
 

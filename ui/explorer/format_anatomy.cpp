@@ -2,7 +2,7 @@
 // engine's: roundDoubleTo, fp32ToFp16Bits, fp32ToBf16Bits, shortestDecimal.
 #include "explorer/format_anatomy.h"
 
-#include "charts/histogram_regions.h"
+#include "telemetry/format_regions.h"
 #include "numerics/number_text.h"
 
 #include <QObject>

@@ -83,7 +83,7 @@ struct WorkedExample {
 QVector<WorkedExample> workedExamples();
 
 // A change of loss scale from S_current to S shifts every histogram bin by
-// log2(S / S_current): regionShares(h, f, shift) in charts/histogram_regions.h says where
+// log2(S / S_current): regionShares(h, f, shift) in telemetry/format_regions.h says where
 // the values land. This is that shift, rounded to whole bins (0 when either scale is not
 // positive).
 int scaleShiftBins(double currentScale, double newScale);

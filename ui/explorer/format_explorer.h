@@ -6,7 +6,7 @@
 // layer (shares flushed / subnormal / normal / overflow in the run's compute format).
 #pragma once
 
-#include "charts/histogram_regions.h"
+#include "telemetry/format_regions.h"
 #include "explorer/format_anatomy.h"
 #include "run_data.h"
 

@@ -2,6 +2,7 @@
 #include "explorer/format_range_axis.h"
 
 #include "explorer/format_anatomy.h"
+#include "telemetry/format_regions.h"
 
 #include <QPainter>
 
@@ -18,8 +19,11 @@ constexpr int kAxisMax = 130;    // and its largest value just under 2^128
 constexpr int kLastTick = 128;
 constexpr int kTickSpacings[] = {10, 25, 50, 100, 150};   // powers of two between labels
 
-const QColor kSubnormalColor(0x9b, 0x59, 0xb6, 150);
-const QColor kNormalColor(0x3c, 0x8d, 0xd9, 200);
+// The regions' colours of the histograms (telemetry/format_regions.h), denser: here they
+// are bars of their own, not shading over a plot.
+QColor barColor(const RegionStyle& r, int alpha) { return QColor(r.red, r.green, r.blue, alpha); }
+const QColor kSubnormalColor = barColor(kRegionStyles[1], 170);
+const QColor kNormalColor = barColor(kRegionStyles[2], 210);
 const QColor kIntervalColor(0xf0, 0xad, 0x4e, 160);
 const QColor kMarkerColor(0xd9, 0x53, 0x4f);
 
@@ -163,7 +167,7 @@ void FormatRangeAxis::paintEvent(QPaintEvent*)
         p.drawText(QRect(0, bars.y, g.labelColumn, g.rowHeight), Qt::AlignRight | Qt::AlignVCenter,
                    QString::fromLatin1(info.name.data()));
         // The three numbers where they fit: right of the bar, inside its normal part (white
-        // on blue), or left of it; failing all, the largest value alone.
+        // on green), or left of it; failing all, the largest value alone.
         const QString max = QString::number(info.maxFinite, 'g', 5);
         for (const QString& text : {tr("2^%1 … 2^%2 … %3").arg(info.minSubnormalLog2).arg(info.minNormalLog2).arg(max), max}) {
             const int w = fm.horizontalAdvance(text) + 2;

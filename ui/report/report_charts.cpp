@@ -3,6 +3,7 @@
 #include "report_charts.h"
 
 #include "numerics/format.h"
+#include "telemetry/format_regions.h"
 
 #include <QBuffer>
 #include <QPainter>
@@ -212,11 +213,12 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
         const QString sc = QString::number(snaps[k]->lossScale, 'g', 8);
         if (!scales.contains(sc)) scales << sc;
     }
-    // Region boundaries in log2 units: below half the smallest subnormal a value rounds to
-    // 0; below the smallest normal it is subnormal; above the largest finite it overflows.
-    const double flushBelow = info.minSubnormalLog2 - 1.0;
-    const double normalFrom = info.minNormalLog2;
-    const double overflowFrom = std::log2(info.maxFinite);
+    // The format's regions over the bins, as the app's histogram draws them
+    // (telemetry/format_regions.h).
+    const FormatRegions regions = formatRegions(format);
+    const double flushBelow = regions.flushedBelow;
+    const double normalFrom = regions.normalFrom;
+    const double overflowFrom = regions.overflowFrom;
     double xMin = lo - 2, xMax = hi + 2;
     if (flushBelow > xMin - 16) xMin = std::min(xMin, flushBelow - 2);
     if (overflowFrom < xMax + 16) xMax = std::max(xMax, overflowFrom + 2);
@@ -224,10 +226,13 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
     chart.spec.xMax = xMax;
     const double inf = std::numeric_limits<double>::infinity();
     const QString f = qs(std::string(info.name));
-    chart.spec.bands = {{-inf, flushBelow, QColor(214, 39, 40, 60), QStringLiteral("flushed to 0 in %1").arg(f)},
-                        {flushBelow, normalFrom, QColor(255, 127, 14, 60), QStringLiteral("subnormal")},
-                        {normalFrom, overflowFrom, QColor(44, 160, 44, 28), QStringLiteral("normal")},
-                        {overflowFrom, inf, QColor(148, 103, 189, 70), QStringLiteral("overflow to inf")}};
+    const double bounds[] = {-inf, flushBelow, normalFrom, overflowFrom, inf};
+    chart.spec.bands.clear();
+    for (int i = 0; i < 4; ++i) {
+        const RegionStyle& r = kRegionStyles[i];
+        const QString label = i == 0 ? QStringLiteral("%1 %2").arg(f, QLatin1String(r.label)) : QLatin1String(r.label);
+        chart.spec.bands.push_back({bounds[i], bounds[i + 1], QColor(r.red, r.green, r.blue, r.alpha), label});
+    }
     const bool scaled = !(scales.size() == 1 && scales.front() == QStringLiteral("1"));
     chart.spec.title = QStringLiteral("%1 weight gradients, %2").arg(qs(layer), qs(r.label));
     chart.spec.xLabel = scaled ? QStringLiteral("log2 |gradient x loss scale| before rounding to %1").arg(f)

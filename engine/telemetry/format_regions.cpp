@@ -1,7 +1,7 @@
-// Format regions over histogram bins (see histogram_regions.h).
-#include "charts/histogram_regions.h"
+// Format regions over histogram bins (see format_regions.h).
+#include "telemetry/format_regions.h"
 
-namespace plab::ui {
+namespace plab {
 
 FormatRegions formatRegions(Format f)
 {
@@ -43,4 +43,4 @@ RegionShares regionShares(const GradientHistogram& h, Format f, int shiftBins)
     return s;
 }
 
-}  // namespace plab::ui
+}  // namespace plab

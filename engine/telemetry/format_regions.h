@@ -1,7 +1,8 @@
 // Where the bins of a gradient histogram (log2|x| before rounding, one bin per power of
 // two) fall in a number format: flushed to zero (below half the smallest subnormal),
 // subnormal, normal, overflow (beyond the largest finite value); and the share of a
-// histogram's values in each region. Pure arithmetic for the histogram chart and tests.
+// histogram's values in each region, and how each region is drawn. The one definition the
+// app's histogram chart, the report's histogram and the format explorer all use.
 #pragma once
 
 #include "numerics/format.h"
@@ -9,7 +10,7 @@
 
 #include <cstdint>
 
-namespace plab::ui {
+namespace plab {
 
 // Region boundaries as bin exponents e (bin e holds |x| in [2^e, 2^(e+1))).
 // Bins with e < flushedBelow round to zero: |x| < 2^(minSubnormal - 1), half the smallest
@@ -36,4 +37,19 @@ struct RegionShares {
 // 2^shiftBins times the one it was recorded at (the format explorer's "scale S" table).
 RegionShares regionShares(const GradientHistogram& h, Format f, int shiftBins = 0);
 
-}  // namespace plab::ui
+// The four regions in order (flushed, subnormal, normal, overflow): a key for names of
+// drawn items, the label a legend shows, and the translucent shading (RGBA) drawn over a
+// plot. Boundaries between them: formatRegions.
+struct RegionStyle {
+    const char* key;
+    const char* label;
+    std::uint8_t red, green, blue, alpha;
+};
+inline constexpr RegionStyle kRegionStyles[4] = {
+    {"flushed", "flushed to zero", 220, 50, 50, 45},
+    {"subnormal", "subnormal", 240, 160, 30, 55},
+    {"normal", "normal", 60, 170, 90, 30},
+    {"overflow", "overflow", 160, 60, 200, 50},
+};
+
+}  // namespace plab
