@@ -281,30 +281,45 @@ private slots:
         QVERIFY(madeNonFinite > 0);
     }
 
-    // What the GPU cannot run is refused before a run starts, with the reason.
-    void cudaRecipeLimits()
+    // What a backend cannot run is refused with the reason, from its typed capabilities:
+    // here an Ampere and a Turing GPU as the CUDA probe describes them.
+    void recipeLimitsFollowTheCapabilities()
     {
         BackendInfo ampere;
+        ampere.name = "cuda";
         ampere.available = true;
-        ampere.reason = "NVIDIA A100 (compute 8.0)";
+        ampere.capabilities.compute = {Format::fp32, Format::fp16, Format::tf32, Format::bf16};
+        ampere.capabilities.sumsInCompute = {Format::fp16};
         BackendInfo turing = ampere;
-        turing.reason = "Tesla T4 (compute 7.5); unsupported recipes: tf32, amp-bf16, pure-bf16 (bf16 and tf32 need "
-                        "compute capability >= 8.0; this device has 7.5)";
+        turing.capabilities.compute = {Format::fp32, Format::fp16};
+        turing.capabilities.limitation = "bf16 and tf32 need compute capability >= 8.0; this device has 7.5";
         auto recipe = [](const char* name) { return *PrecisionRecipe::fromPreset(name); };
         for (const char* ok : {"fp32", "tf32", "amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"})
-            QVERIFY2(cudaRecipeProblem(recipe(ok), ampere).empty(), ok);
-        QVERIFY(cudaRecipeProblem(recipe("amp-fp16"), turing).empty());
-        QVERIFY(cudaRecipeProblem(recipe("fp32"), turing).empty());
-        const std::string bf16 = cudaRecipeProblem(recipe("amp-bf16"), turing);
-        QVERIFY2(bf16.find("compute capability >= 8.0") != std::string::npos, bf16.c_str());
+            QVERIFY2(recipeProblem(recipe(ok), ampere).empty(), ok);
+        QVERIFY(recipeProblem(recipe("amp-fp16"), turing).empty());
+        QVERIFY(recipeProblem(recipe("fp32"), turing).empty());
+        for (const char* refused : {"tf32", "amp-bf16", "pure-bf16"}) {
+            const std::string why = recipeProblem(recipe(refused), turing);
+            QVERIFY2(why.find("the CUDA backend cannot compute in") == 0 &&
+                         why.find("compute capability >= 8.0") != std::string::npos,
+                     why.c_str());
+        }
 
         PrecisionRecipe bf16Sums = recipe("amp-bf16");
         bf16Sums.fp32Accumulate = false;
-        const std::string sums = cudaRecipeProblem(bf16Sums, ampere);
+        const std::string sums = recipeProblem(bf16Sums, ampere);
         QVERIFY2(sums.find("cannot accumulate in bf16") != std::string::npos, sums.c_str());
         PrecisionRecipe fp16Sums = recipe("amp-fp16");
         fp16Sums.fp32Accumulate = false;   // the GPU sums in fp16 (CUBLAS_COMPUTE_16F_PEDANTIC)
-        QVERIFY(cudaRecipeProblem(fp16Sums, ampere).empty());
+        QVERIFY(recipeProblem(fp16Sums, ampere).empty());
+
+        // The CPU backend runs every recipe (it emulates what the CPU lacks).
+        const auto cpu = createCpuBackend(1);
+        for (const char* name : {"fp32", "tf32", "amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"}) {
+            PrecisionRecipe r = recipe(name);
+            r.fp32Accumulate = false;
+            QVERIFY2(recipeProblem(r, cpu->info()).empty(), name);
+        }
     }
 };
 

@@ -126,7 +126,9 @@ void record(Trace& t, const TrainerEvent& event)
         out << "status " << runStatusName(e->status) << " step " << e->step << ": " << e->message;
     } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
         t.changes.push_back(e->description);
-        out << "change step " << e->step << ": " << e->description << ' ' << e->settingsJson;
+        out << "change step " << e->step << ": " << e->description << ' ' << settingsToJson(e->settings).dump();
+    } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
+        out << "refused step " << e->step << ": " << e->description << ": " << e->reason;
     }
     t.lines.push_back(out.str());
 }

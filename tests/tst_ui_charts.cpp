@@ -113,7 +113,7 @@ RunPtr makeRun(const QString& name, std::int64_t steps, QColor color, double los
         if (i == kChangeStep) {
             TrainSettings after = ampSettings();
             after.recipe.lossScaling = LossScaling::off();
-            run->apply(SettingChangeEvent{i, "loss scaling dynamic from 65536 -> off", settingsToJson(after).dump()});
+            run->apply(SettingChangeEvent{i, "loss scaling dynamic from 65536 -> off", after});
         }
     }
     return run;
@@ -349,7 +349,7 @@ void TestUiCharts::histogramJudgesEachRunInItsOwnFormat()
     const RunPtr bf16 = makeRun("bf16", 300, Qt::red);
     TrainSettings bf = ampSettings();
     bf.recipe = *PrecisionRecipe::fromPreset("amp-bf16");
-    bf16->apply(SettingChangeEvent{300, "recipe -> amp-bf16", settingsToJson(bf).dump()});
+    bf16->apply(SettingChangeEvent{300, "recipe -> amp-bf16", bf});
     QCOMPARE(bf16->currentSettings().recipe.compute, Format::bf16);
     view.setRuns(fp16, {bf16});
     view.redrawNow();

@@ -1,7 +1,9 @@
 // Tests of the TrainingController: a run starts, streams coalesced events and finishes;
 // pause / resume / stop and closing (destroying the controller) mid-run end the worker
-// and keep a valid run record; a superseded run's events are dropped; impossible setting
-// changes and bad data folders come back as one sentence.
+// and keep a valid run record; setting changes sent while a run trains or is paused
+// reach the steps after them; a superseded run's events are dropped; impossible setting
+// changes and bad data folders come back as one sentence. scripts/tsan.sh runs this suite
+// under ThreadSanitizer.
 
 #include "report/run_record.h"
 #include "test_support.h"
@@ -209,6 +211,117 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(log.count<SettingChangeEvent>(id) == 1, 10000);
         c.stop();
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    }
+
+    // Issue 11 (the ThreadSanitizer pass, scripts/tsan.sh): every command the window sends
+    // while a run trains, on one run: pause, a change while paused, resume, changes while
+    // training (the learning rate, the recipe with a static loss scale, one technique),
+    // stop; then runs closed (the controller destroyed) while training with a change on
+    // its way, and while paused. Two threads: the CPU backend's pool works beside the
+    // trainer's thread and the GUI thread.
+    void everyCommandWhileTrainingReachesTheRun()
+    {
+        TrainSettings s = settings(0, 1000);
+        s.threads = 2;
+        const double startLr = s.optimizer.lr;
+        TrainingController c(runsDir());
+        EventLog log;
+        log.attach(c);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        const QString id = c.start(s, QStringLiteral("commands"));
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= 3, 60000);
+
+        // A change sent while paused waits for the resume and applies before the next step.
+        c.pause();
+        QTRY_VERIFY_WITH_TIMEOUT(log.hasStatus(id, RunStatus::paused), 60000);
+        const double pausedLr = startLr * 2;
+        QCOMPARE(c.requestChange(SettingsChange{std::nullopt, std::nullopt, pausedLr}), QString());
+        c.resume();
+        QCOMPARE(c.state(), TrainingController::State::training);
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<SettingChangeEvent>(id) == 1, 60000);
+
+        // While training: a new recipe (fp16 compute, a static scale of 1024) with a new rate.
+        PrecisionRecipe amp = *PrecisionRecipe::fromPreset("amp-fp16");
+        amp.lossScaling = LossScaling::fixedScale(1024);
+        const double ampLr = startLr / 2;
+        QCOMPARE(c.requestChange(SettingsChange{amp, std::nullopt, ampLr}), QString());
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<SettingChangeEvent>(id) == 2, 60000);
+        // Then one technique off: softmax and loss in fp16.
+        PrecisionRecipe noFp32Loss = amp;
+        noFp32Loss.fp32SensitiveOps = false;
+        QCOMPARE(c.requestChange(SettingsChange{noFp32Loss, std::nullopt, std::nullopt}), QString());
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<SettingChangeEvent>(id) == 3, 60000);
+        const int stepsBeforeStop = log.count<StepEvent>(id);
+        QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= stepsBeforeStop + 2, 60000);
+
+        c.stop();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(resultOf(finished, id).status, RunStatus::stopped);
+        QCOMPARE(c.state(), TrainingController::State::idle);
+
+        // Each change reached the steps that followed it, and only those; the one sent
+        // while paused came before the first step after the resume.
+        QStringList changes;
+        int phase = 0;   // settings changes seen so far
+        bool paused = false;
+        for (const TrainerEvent& e : log.events.value(id)) {
+            if (const auto* change = std::get_if<SettingChangeEvent>(&e)) {
+                changes << QString::fromStdString(change->description);
+                ++phase;
+            } else if (const auto* step = std::get_if<StepEvent>(&e)) {
+                QVERIFY2(!(paused && phase == 0), "a step ran between the pause and the change sent while paused");
+                QCOMPARE(step->lr, phase == 0 ? startLr : phase == 1 ? pausedLr : ampLr);
+                if (phase >= 2) QCOMPARE(step->lossScale, 1024.0);
+            } else if (const auto* status = std::get_if<StatusEvent>(&e)) {
+                paused = paused || status->status == RunStatus::paused;
+            }
+        }
+        QCOMPARE(changes.size(), 3);
+        QVERIFY2(changes[0].startsWith(QStringLiteral("lr ")), qPrintable(changes[0]));
+        QVERIFY2(changes[1].contains(QStringLiteral("compute fp32 -> fp16")) &&
+                     changes[1].contains(QStringLiteral("loss scaling off -> static 1024")),
+                 qPrintable(changes[1]));
+        QVERIFY2(changes[2].contains(QStringLiteral("fp32 softmax/loss on -> off")), qPrintable(changes[2]));
+        const json record = loadRunRecord(dir_.path() / "runs" / (id.toStdString() + ".json"));
+        QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
+        const json& lastStep = record["steps"].back();
+        QCOMPARE(lastStep["loss_scale"].get<double>(), 1024.0);
+        QCOMPARE(lastStep["lr"].get<double>(), ampLr);
+        int recordedChanges = 0;
+        json lastSettings;
+        for (const json& e : record["events"])
+            if (e["type"] == "setting_change") {
+                ++recordedChanges;
+                lastSettings = e["settings"];
+            }
+        QCOMPARE(recordedChanges, 3);
+        QCOMPARE(lastSettings["compute"].get<std::string>(), std::string("fp16"));
+        QCOMPARE(lastSettings["loss_scale"].get<std::string>(), std::string("static:1024"));
+        QCOMPARE(lastSettings["fp32_sensitive_ops"].get<bool>(), false);
+
+        // Closed while training, a change just sent: the worker ends, the record says stopped.
+        auto closing = std::make_unique<TrainingController>(runsDir());
+        EventLog closingLog;
+        closingLog.attach(*closing);
+        const QString closedId = closing->start(s, QStringLiteral("closed while training"));
+        QTRY_VERIFY_WITH_TIMEOUT(closingLog.count<StepEvent>(closedId) >= 2, 60000);
+        QCOMPARE(closing->requestChange(SettingsChange{amp, std::nullopt, ampLr}), QString());
+        closing.reset();
+        const json closedRecord = loadRunRecord(dir_.path() / "runs" / (closedId.toStdString() + ".json"));
+        QCOMPARE(closedRecord["summary"]["status"].get<std::string>(), std::string("stopped"));
+        QVERIFY(closedRecord["steps"].size() >= 2);
+
+        // Closed while paused: the stop wakes the paused trainer.
+        closing = std::make_unique<TrainingController>(runsDir());
+        EventLog pausedLog;
+        pausedLog.attach(*closing);
+        const QString pausedId = closing->start(s, QStringLiteral("closed while paused"));
+        QTRY_VERIFY_WITH_TIMEOUT(pausedLog.count<StepEvent>(pausedId) >= 2, 60000);
+        closing->pause();
+        QTRY_VERIFY_WITH_TIMEOUT(pausedLog.hasStatus(pausedId, RunStatus::paused), 60000);
+        closing.reset();
+        const json pausedRecord = loadRunRecord(dir_.path() / "runs" / (pausedId.toStdString() + ".json"));
+        QCOMPARE(pausedRecord["summary"]["status"].get<std::string>(), std::string("stopped"));
     }
 
     void badDataFolderFailsWithOneSentence()

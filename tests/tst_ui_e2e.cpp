@@ -11,8 +11,12 @@
 #include "test_support.h"
 #include "window_test_support.h"
 #include "training_controller.h"
+#include "checking_backend.h"
+#include "report/run_record.h"
 
 #include <QAction>
+#include <QComboBox>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QXYSeries>
 #include <QtTest>
@@ -80,6 +84,67 @@ private slots:
         QVERIFY(pointsOf(restarted.chartsView(), QStringLiteral("loss"), runName) > 0);
         // The last settings came back too.
         QCOMPARE(restarted.settingsPanel()->settings().recipe.preset, std::string("amp-fp16"));
+    }
+
+    // Issue 14 item 1: a mid-run change that the run's backend cannot do (a CPU backend
+    // that lacks bf16, standing for a GPU without it) is refused by the trainer's own rule:
+    // the panel says why, the run goes on unchanged, and its record says what was refused.
+    void refusedLiveChangeIsShownAndRecorded()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-refused").string());
+        MainWindow window(o);
+        window.controller()->setBackendFactory([](const TrainSettings&) -> std::unique_ptr<ComputeBackend> {
+            auto backend = std::make_unique<testing::CheckingBackend>(testing::ConvolutionLibrary::none);
+            BackendCapabilities noBf16;
+            noBf16.compute = {Format::fp32, Format::tf32, Format::fp16};
+            noBf16.sumsInCompute = {Format::tf32, Format::fp16};
+            noBf16.limitation = "this test device has no bf16";
+            backend->setCapabilities(noBf16);
+            return backend;
+        });
+        window.settingsPanel()->setSettings(settingsFromJson(
+            json{{"recipe", "fp32"}, {"widths", {4, 8}}, {"batch", 16}, {"epochs", 1}, {"max_steps", 400},
+                 {"threads", 1}, {"histogram_every", 0}},
+            "test"));
+        QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(window.controller()->state(), TrainingController::State::training, 30000);
+        const QString id = window.controller()->currentRunId();
+
+        // The user picks AMP BF16 in the panel while the run trains.
+        auto* preset = window.settingsPanel()->findChild<QComboBox*>(QStringLiteral("presetCombo"));
+        QVERIFY(preset);
+        const int bf16 = preset->findData(QStringLiteral("amp-bf16"));
+        QVERIFY(bf16 >= 0);
+        preset->setCurrentIndex(bf16);
+        auto* problem = window.settingsPanel()->findChild<QLabel*>(QStringLiteral("problemLabel"));
+        QVERIFY(problem);
+        QTRY_VERIFY_WITH_TIMEOUT(problem->isVisibleTo(window.settingsPanel()), 10000);
+        QVERIFY2(problem->text().contains(QStringLiteral("cannot compute in bf16 (this test device has no bf16)")),
+                 qPrintable(problem->text()));
+
+        window.controller()->stop();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const RunPtr run = window.runStore()->run(id);
+        QVERIFY(run);
+        QCOMPARE(run->currentSettings().recipe.compute, Format::fp32);
+        QVERIFY(run->changes().empty());
+        QCOMPARE(run->refusals().size(), std::size_t{1});
+
+        const json record = loadRunRecord(std::filesystem::path(o.runsDir.toStdString()) / (id.toStdString() + ".json"));
+        int refused = 0, applied = 0;
+        for (const json& e : record["events"]) {
+            if (e["type"] == "setting_change") ++applied;
+            if (e["type"] != "change_refused") continue;
+            ++refused;
+            QVERIFY2(e["description"].get<std::string>().find("fp32 -> bf16") != std::string::npos, e.dump().c_str());
+            QVERIFY2(e["reason"].get<std::string>().find("cannot compute in bf16") != std::string::npos, e.dump().c_str());
+        }
+        QCOMPARE(refused, 1);
+        QCOMPARE(applied, 0);
+        QCOMPARE(record["settings"]["compute"].get<std::string>(), std::string("fp32"));
+        for (const json& step : record["steps"]) QCOMPARE(step["loss_scale"].get<double>(), 1.0);
     }
 
     void badDataFolderShowsOneSentence()

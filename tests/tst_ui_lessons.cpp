@@ -223,7 +223,7 @@ private slots:
         b.recipe = *PrecisionRecipe::fromPreset("fp32");
         auto second = std::make_shared<RunData>(QStringLiteral("id-2"), b);
         second->setName(QStringLiteral("FP32"));
-        second->apply(SettingChangeEvent{10, "batch 32 -> 64", settingsToJson(b).dump()});
+        second->apply(SettingChangeEvent{10, "batch 32 -> 64", b});
         ViewOnScreen view;
         view.runs = {second, first};
         view.charts = {QStringLiteral("loss"), QStringLiteral("updates")};

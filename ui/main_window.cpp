@@ -145,6 +145,7 @@ void MainWindow::buildDocks()
             });
     connect(model_, &RunListModel::comparisonChanged, this, &MainWindow::refreshCharts);
     connect(model_, &RunListModel::renameFailed, this, &MainWindow::showError);
+    connect(store_, &RunStore::problem, this, &MainWindow::showError);
     connect(store_, &RunStore::runChanged, this, [this](int row) {
         if (const RunPtr run = model_->runAt(row); run && run->id() == watchedId_) progress_->showRun(run.get());
     });
@@ -262,6 +263,14 @@ void MainWindow::onEvents(const QString& runId, const QVector<TrainerEvent>& eve
     for (const auto& e : events) {
         if (const auto* change = std::get_if<SettingChangeEvent>(&e))
             statusBar()->showMessage(tr("Step %1: %2").arg(change->step).arg(QString::fromStdString(change->description)), 8000);
+        // Refused after the panel was told it would apply (it was asked for before the
+        // run knew its backend): the panel goes back to what the run runs, and says why.
+        if (const auto* refused = std::get_if<ChangeRefusedEvent>(&e); refused && runId == controller_->currentRunId()) {
+            const QString why = tr("Not applied: %1").arg(QString::fromStdString(refused->reason));
+            if (const RunPtr run = store_->run(runId); run && panel_->isLive()) panel_->setLive(true, run->currentSettings());
+            panel_->showChangeResult(why);
+            statusBar()->showMessage(why, 8000);
+        }
     }
     if (runId == watchedId_)
         if (const RunPtr run = store_->run(runId)) {

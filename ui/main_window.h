@@ -46,7 +46,9 @@ public:
     ~MainWindow() override;
 
     // A run record (shown) or a config JSON (loaded into the settings panel). Returns an
-    // error sentence, also shown in the window, or an empty string.
+    // error sentence, also shown in the window, or an empty string. These methods show
+    // their own problems, so (unlike the engine's problem-returning functions) a caller
+    // may ignore the result: it is for tests and the command line.
     QString openFile(const QString& file);
     QString openRunRecord(const QString& file);
     QString loadConfig(const QString& file);

@@ -38,11 +38,9 @@ void RunData::apply(const TrainerEvent& event)
         statusMessage_ = QString::fromStdString(e->message);
     } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
         changes_.push_back(*e);
-        try {
-            current_ = settingsFromJson(nlohmann::json::parse(e->settingsJson), "setting change");
-        } catch (const std::exception&) {
-            // A change the trainer applied is always valid; keep the last known settings.
-        }
+        current_ = e->settings;
+    } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
+        refusals_.push_back(*e);
     } else if (const auto* e = std::get_if<RunStartEvent>(&event)) {
         backend_ = QString::fromStdString(e->backend);
         versions_ = e->versions;

@@ -68,6 +68,8 @@ public:
     const std::vector<TelemetryEvent>& telemetry() const { return telemetry_; }
     const std::vector<MemoryEvent>& memory() const { return memory_; }
     const std::vector<SettingChangeEvent>& changes() const { return changes_; }
+    // Changes asked for while the run went on and refused (nothing changed).
+    const std::vector<ChangeRefusedEvent>& refusals() const { return refusals_; }
 
     std::int64_t skippedSteps() const { return skipped_; }
     double lastAccuracy() const;          // NaN before the first evaluation
@@ -97,6 +99,7 @@ private:
     std::vector<TelemetryEvent> telemetry_;
     std::vector<MemoryEvent> memory_;
     std::vector<SettingChangeEvent> changes_;
+    std::vector<ChangeRefusedEvent> refusals_;
     std::int64_t skipped_ = 0;
     std::int64_t images_ = 0;
     double stepMs_ = 0.0;

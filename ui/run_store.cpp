@@ -152,7 +152,7 @@ void RunStore::finishRun(const QString& id, const RunResult& result)
     if (static_cast<std::int64_t>(run->steps().size()) < result.steps) reloadFromRecord(run);
     if (pendingNames_.contains(id)) {
         const QString name = pendingNames_.take(id);
-        rename(id, name);
+        if (const QString error = rename(id, name); !error.isEmpty()) emit problem(error);
     }
     emit runChanged(row);
 }

@@ -44,8 +44,8 @@ public:
     void finishRun(const QString& id, const RunResult& result);
 
     // Each returns an error sentence, or an empty string on success.
-    QString rename(const QString& id, const QString& name);
-    QString remove(const QString& id);
+    [[nodiscard]] QString rename(const QString& id, const QString& name);
+    [[nodiscard]] QString remove(const QString& id);
     bool canUndoRemove() const { return !trash_.isEmpty(); }
     QString undoRemoveText() const;   // "Undo delete of “AMP FP16 14:02”"
     QString undoRemove();
@@ -62,6 +62,9 @@ signals:
     void runRemoved(int row);
     void runChanged(int row);
     void undoAvailableChanged(bool available);
+    // Something the store did on its own failed (a rename kept for a run that trained):
+    // one sentence for people.
+    void problem(const QString& sentence);
 
 private:
     struct Trashed {

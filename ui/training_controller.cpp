@@ -24,9 +24,7 @@ TrainingController::TrainingController(QString runsDir, QObject* parent)
     registerTrainerMetaTypes();
     worker_ = new TrainingWorker;   // no parent: it moves to the thread, deleted after it ends
     worker_->moveToThread(&thread_);
-    connect(worker_, &TrainingWorker::jobStarted, this, &TrainingController::onJobStarted);
-    connect(worker_, &TrainingWorker::eventsPending, this, &TrainingController::onEventsPending);
-    connect(worker_, &TrainingWorker::jobFinished, this, &TrainingController::onJobFinished);
+    connect(worker_, &TrainingWorker::noticesPending, this, &TrainingController::onWorkerNotices);
     thread_.setObjectName(QStringLiteral("training"));
     thread_.start();
 
@@ -43,7 +41,7 @@ TrainingController::~TrainingController()
 
 void TrainingController::shutdown()
 {
-    for (const auto& job : std::as_const(jobs_)) job->stop();
+    for (const auto& job : std::as_const(jobs_)) job->control->stop();
     if (thread_.isRunning()) {
         thread_.quit();
         thread_.wait();
@@ -66,38 +64,39 @@ QString TrainingController::currentRunId() const
 
 QString TrainingController::start(const TrainSettings& settings, const QString& runName)
 {
-    if (current_) current_->stop();   // superseded: its record is kept, its events dropped from now on
+    if (current_) current_->control->stop();   // superseded: its record is kept, its events dropped from now on
 
     QString id = newRunId(runsDir_);
     for (int n = 2; jobs_.contains(id); ++n) id = newRunId(runsDir_) + QStringLiteral("-s%1").arg(n);
     const QString recordPath = QDir(runsDir_).filePath(id + QStringLiteral(".json"));
     auto job = std::make_shared<TrainingJob>(id, runName.isEmpty() ? id : runName, settings, recordPath);
+    job->makeBackend = makeBackend_;
     jobs_.insert(id, job);
     current_ = job;
     drainTimer_.stop();
     setState(State::loading);
-    QMetaObject::invokeMethod(worker_, [worker = worker_, job] { worker->runJob(job); }, Qt::QueuedConnection);
+    worker_->enqueue(job);
     return id;
 }
 
 void TrainingController::pause()
 {
     if (state_ != State::training && state_ != State::loading) return;
-    current_->setPaused(true);
+    current_->control->pause();
     setState(State::paused);
 }
 
 void TrainingController::resume()
 {
     if (state_ != State::paused) return;
-    current_->setPaused(false);
+    current_->control->resume();
     setState(State::training);
 }
 
 void TrainingController::stop()
 {
     if (!current_ || state_ == State::idle) return;
-    current_->stop();
+    current_->control->stop();
     setState(State::stopping);
 }
 
@@ -106,12 +105,9 @@ QString TrainingController::requestChange(const SettingsChange& change)
     if (!current_ || state_ == State::idle || state_ == State::stopping)
         return tr("No run is training; the setting applies to the next run.");
     if (change.empty()) return {};
-    // The engine's own rules, checked here so that nothing impossible is queued.
-    TrainerControl probe;
-    if (const std::string problem = probe.requestChange(change); !problem.empty())
-        return QString::fromStdString(problem);
-    current_->requestChange(change);
-    return {};
+    // Checked once, by the run's own rules (the recipe's, and what its backend can run
+    // once the trainer knows it); a refusal is also in the run's record.
+    return QString::fromStdString(current_->control->requestChange(change));
 }
 
 void TrainingController::setState(State s)
@@ -119,6 +115,17 @@ void TrainingController::setState(State s)
     if (s == state_) return;
     state_ = s;
     emit stateChanged(s);
+}
+
+void TrainingController::onWorkerNotices()
+{
+    for (const WorkerNotice& n : worker_->takeNotices()) {
+        switch (n.kind) {
+        case WorkerNotice::Kind::started: onJobStarted(n.runId); break;
+        case WorkerNotice::Kind::eventsPending: onEventsPending(n.runId); break;
+        case WorkerNotice::Kind::finished: onJobFinished(n.runId, n.result, n.trained); break;
+        }
+    }
 }
 
 void TrainingController::onJobStarted(const QString& runId)

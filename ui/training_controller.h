@@ -11,7 +11,7 @@
 //   runStarted and runFinished are still delivered, so that it shows in the list (the
 //   run store then reloads it from its record).
 // - Events are coalesced: the worker drops them into the job's mailbox and nudges the
-//   GUI thread once; the controller drains the mailbox at most every batchInterval()
+//   GUI thread once (a notice, see TrainingWorker); the controller drains the mailbox at most every batchInterval()
 //   (40 ms, ~25 batches a second) and emits them as one eventsReceived batch.
 #pragma once
 
@@ -51,7 +51,7 @@ public:
     void stop();
     // Sends a change to the live run (applied before its next step). Returns an error
     // sentence, and sends nothing, when a value is impossible or no run is live.
-    QString requestChange(const SettingsChange& change);
+    [[nodiscard]] QString requestChange(const SettingsChange& change);
     // Stops every run and waits for the training thread to end (closing the window).
     void shutdown();
 
@@ -64,6 +64,10 @@ public:
     // A fresh run id, "run-20240131-142501" (with "-2", "-3"... when taken in `folder`).
     static QString newRunId(const QString& folder);
 
+    // Tests: the runs started from now on train on backends this makes (called on the
+    // training thread), e.g. one that refuses a recipe.
+    void setBackendFactory(Trainer::BackendFactory make) { makeBackend_ = std::move(make); }
+
 signals:
     void runStarted(const QString& runId, const plab::TrainSettings& settings, const QString& runName,
                     const QString& recordPath);
@@ -74,6 +78,7 @@ signals:
     void stateChanged(plab::ui::TrainingController::State state);
 
 private:
+    void onWorkerNotices();
     void onJobStarted(const QString& runId);
     void onEventsPending(const QString& runId);
     void onJobFinished(const QString& runId, const plab::RunResult& result, bool trained);
@@ -88,6 +93,7 @@ private:
     QTimer drainTimer_;
     QElapsedTimer sinceDrain_;
     int batchIntervalMs_ = 40;
+    Trainer::BackendFactory makeBackend_;
     State state_ = State::idle;
 };
 

@@ -1,6 +1,7 @@
-// One training run as the controller and the worker thread share it: the commands the
-// GUI sends (stop, pause, setting changes) before and after the engine's Trainer exists,
-// and the mailbox that carries the trainer's events out in batches.
+// One training run as the controller and the worker thread share it: the run's command
+// object (the engine's TrainerControl, which the trainer is given, so stop, pause and
+// setting changes live in one place from the start) and the mailbox that carries the
+// trainer's events out in batches.
 #pragma once
 
 #include "train/events.h"
@@ -10,6 +11,7 @@
 #include <QString>
 #include <QVector>
 
+#include <memory>
 #include <mutex>
 
 namespace plab::ui {
@@ -24,18 +26,11 @@ public:
     const QString runName;
     const TrainSettings settings;
     const QString recordPath;
-
-    // ---- commands (GUI thread) ------------------------------------------------------
-    void stop();
-    void setPaused(bool paused);
-    bool stopRequested() const;
-    // Queues a change for the trainer (now, or as soon as it exists).
-    void requestChange(const SettingsChange& change);
-
-    // ---- the worker's side ---------------------------------------------------------
-    // Connects the running trainer's control and replays the commands sent so far.
-    void attach(TrainerControl* control);
-    void detach();
+    // Commands from the GUI thread, before and while the trainer runs.
+    const std::shared_ptr<TrainerControl> control = std::make_shared<TrainerControl>();
+    // Makes the run's backend instead of the one settings.backend names (tests); called
+    // on the worker thread.
+    Trainer::BackendFactory makeBackend;
 
     // Appends an event; returns true when the mailbox was empty (the GUI needs a nudge).
     bool post(const TrainerEvent& event);
@@ -43,11 +38,7 @@ public:
     QVector<TrainerEvent> takeEvents();
 
 private:
-    mutable std::mutex mutex_;
-    TrainerControl* control_ = nullptr;
-    bool stop_ = false;
-    bool paused_ = false;
-    SettingsChange pendingChange_;
+    std::mutex mutex_;
     QVector<TrainerEvent> mailbox_;
 };
 

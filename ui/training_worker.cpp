@@ -6,6 +6,7 @@
 #include "train/trainer.h"
 
 #include <filesystem>
+#include <utility>
 
 namespace plab::ui {
 
@@ -21,11 +22,50 @@ RunResult endedBeforeTraining(RunStatus status, std::string message)
 
 }  // namespace
 
+void TrainingWorker::enqueue(std::shared_ptr<TrainingJob> job)
+{
+    {
+        const std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(job));
+    }
+    // By name: a queued call that carries nothing (a functor would itself cross threads).
+    QMetaObject::invokeMethod(this, "runNext", Qt::QueuedConnection);
+}
+
+std::vector<WorkerNotice> TrainingWorker::takeNotices()
+{
+    const std::lock_guard lock(mutex_);
+    return std::exchange(notices_, {});
+}
+
+void TrainingWorker::notify(WorkerNotice notice)
+{
+    bool first = false;
+    {
+        const std::lock_guard lock(mutex_);
+        first = notices_.empty();
+        notices_.push_back(std::move(notice));
+    }
+    if (first) emit noticesPending();
+}
+
+void TrainingWorker::runNext()
+{
+    std::shared_ptr<TrainingJob> job;
+    {
+        const std::lock_guard lock(mutex_);
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+    }
+    runJob(job);
+}
+
 void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
 {
     const QString id = job->runId;
-    if (job->stopRequested()) {
-        emit jobFinished(id, endedBeforeTraining(RunStatus::stopped, "stopped before it started"), false);
+    if (job->control->stopRequested()) {
+        notify({WorkerNotice::Kind::finished, id, endedBeforeTraining(RunStatus::stopped, "stopped before it started"), false});
         return;
     }
 
@@ -37,11 +77,11 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
     try {
         data = loadDataset(settings.dataset, dataDir, &notice);
     } catch (const std::exception& e) {
-        emit jobFinished(id, endedBeforeTraining(RunStatus::failed, e.what()), false);
+        notify({WorkerNotice::Kind::finished, id, endedBeforeTraining(RunStatus::failed, e.what()), false});
         return;
     }
-    if (job->stopRequested()) {
-        emit jobFinished(id, endedBeforeTraining(RunStatus::stopped, "stopped before it started"), false);
+    if (job->control->stopRequested()) {
+        notify({WorkerNotice::Kind::finished, id, endedBeforeTraining(RunStatus::stopped, "stopped before it started"), false});
         return;
     }
 
@@ -49,7 +89,7 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
     bool recordFailed = false;
     auto sink = [&](const TrainerEvent& e) {
         recorder->onEvent(e);
-        if (job->post(e)) emit eventsPending(id);
+        if (job->post(e)) notify({WorkerNotice::Kind::eventsPending, id});
         // A record that cannot be written (a full disk) ends the run as failed, once: the
         // trainer's failure event that follows is recorded in memory and shown, not thrown.
         if (!recordFailed && !recorder->writeError().empty()) {
@@ -59,20 +99,19 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
     };
     std::unique_ptr<Trainer> trainer;
     try {
-        trainer = std::make_unique<Trainer>(settings, data, sink);
+        trainer = std::make_unique<Trainer>(settings, data, sink, job->makeBackend, job->control);
         const std::filesystem::path recordPath = job->recordPath.toStdString();
         if (recordPath.has_parent_path()) std::filesystem::create_directories(recordPath.parent_path());
         recorder = std::make_unique<RunRecorder>(recordPath, settings, data, job->runName.toStdString());
     } catch (const std::exception& e) {
-        emit jobFinished(id, endedBeforeTraining(RunStatus::failed, e.what()), false);
+        notify({WorkerNotice::Kind::finished, id, endedBeforeTraining(RunStatus::failed, e.what()), false});
         return;
     }
 
-    job->attach(&trainer->control());
-    emit jobStarted(id);
-    if (!notice.empty() && job->post(StatusEvent{RunStatus::starting, 0, notice})) emit eventsPending(id);
+    notify({WorkerNotice::Kind::started, id});
+    if (!notice.empty() && job->post(StatusEvent{RunStatus::starting, 0, notice}))
+        notify({WorkerNotice::Kind::eventsPending, id});
     RunResult result = trainer->run();
-    job->detach();
     try {
         recorder->finish(result);
     } catch (const std::exception& e) {
@@ -81,7 +120,7 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
             result.message = std::string("the run record could not be written: ") + e.what();
         }
     }
-    emit jobFinished(id, result, true);
+    notify({WorkerNotice::Kind::finished, id, result, true});
 }
 
 }  // namespace plab::ui

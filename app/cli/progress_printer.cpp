@@ -81,6 +81,9 @@ void ProgressPrinter::onEvent(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
         endLine();
         out_ << "step " << e->step << ": " << e->description << '\n' << std::flush;
+    } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
+        endLine();
+        out_ << "step " << e->step << ": refused " << e->description << ": " << e->reason << '\n' << std::flush;
     }
 }
 

@@ -31,7 +31,7 @@ struct LossScaling {
     // positive finite fp32 number, growth factor <= 1, backoff outside (0, 1), interval
     // < 1, min > max, initial scale outside [min, max]); empty when every value is
     // possible. Only the fields the mode uses are checked.
-    std::string validate() const;
+    [[nodiscard]] std::string validate() const;
     // One phrase for logs and reports: "dynamic loss scaling 65536 x2 /2 every 2000".
     std::string describe() const;
     bool operator==(const LossScaling&) const = default;
@@ -73,7 +73,7 @@ struct PrecisionRecipe {
     std::vector<std::string> notices() const;
     // The first impossible setting as one sentence; empty when the recipe can run.
     // Impossible values are errors; unusual combinations are notices().
-    std::string validate() const;
+    [[nodiscard]] std::string validate() const;
     // One line, e.g. "AMP FP16: fp16 compute, fp32 master weights, fp32 accumulation,
     // fp32 softmax/loss, dynamic loss scaling 65536 x2 /2 every 2000". Named after the
     // preset while the switches still equal it, "Custom" otherwise.

@@ -4,6 +4,7 @@
 // another interface version before calling anything else in it.
 #include "backend/backend.h"
 
+#include <cctype>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -133,6 +134,13 @@ BackendInfo probePlugin(const PluginHandle& plugin)
 }
 
 }  // namespace
+
+std::string backendDisplayName(const std::string& name)
+{
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return upper;
+}
 
 BackendInfo probeCudaBackend() { return probePlugin(loadPlugin()); }
 

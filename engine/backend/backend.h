@@ -74,12 +74,25 @@ struct DeviceMemoryInfo {
     std::uint64_t total = 0;
 };
 
+// What a backend can run: the trainer refuses a recipe (at the start and in a mid-run
+// change) that needs anything else (recipeProblem, train/trainer.h).
+struct BackendCapabilities {
+    std::vector<Format> compute;         // the formats its products and convolutions compute in
+    std::vector<Format> sumsInCompute;   // those it can also accumulate in (fp32 accumulation off)
+    std::string limitation;              // why a format is missing, for people ("" when none is)
+    std::uint64_t memoryBytes = 0;       // the device's memory; 0: host memory
+};
+
 struct BackendInfo {
     std::string name;                    // "cpu", "cuda"
     bool available = false;
     std::string reason;                  // why not available, or a short description
     std::vector<std::string> versions;   // "OpenBLAS 0.3.21 ...", "CUDA 12.4", "cuDNN 9.1"
+    BackendCapabilities capabilities;
 };
+
+// "CPU", "CUDA": a backend's name as sentences write it.
+std::string backendDisplayName(const std::string& name);
 
 class ComputeBackend {
 public:
@@ -235,7 +248,7 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // The plugin reports the number it was built with (plab_cuda_abi_version) and the loader
 // refuses any other, so a plugin left over from another build is never called into.
 // Bump it whenever any of those declarations change.
-inline constexpr int kCudaPluginAbiVersion = 1;
+inline constexpr int kCudaPluginAbiVersion = 2;   // 2: BackendInfo::capabilities
 
 }  // namespace plab
 

@@ -32,7 +32,7 @@ const std::vector<MetricInfo>& lessonMetrics();
 // Checks a metric name against the table and against the run it is read from (its layers,
 // its telemetry steps); returns the problem as a phrase ("unknown metric \"x\"") or empty.
 // `settings` is null for format facts.
-std::string checkMetric(std::string_view metric, const TrainSettings* settings);
+[[nodiscard]] std::string checkMetric(std::string_view metric, const TrainSettings* settings);
 const MetricInfo* findMetric(std::string_view metric);
 
 // The value of `metric` in `record` (a run record's JSON; ignored for format facts), or

@@ -14,8 +14,10 @@
 
 // std::fma is one instruction on CPUs with FMA3 and a libm call elsewhere; loops that
 // use it get an FMA3 clone picked at load time. Results are identical either way: fma
-// is exactly rounded in hardware and in libm.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__FMA__)
+// is exactly rounded in hardware and in libm. Not under ThreadSanitizer: the clones'
+// resolver runs while the loader relocates, before TSan's runtime exists, and gcc
+// instruments it (a crash at load).
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__FMA__) && !defined(__SANITIZE_THREAD__)
 #define PLAB_FMA_CLONES __attribute__((target_clones("fma", "default")))
 #else
 #define PLAB_FMA_CLONES

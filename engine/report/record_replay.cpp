@@ -122,7 +122,10 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
             readAt(origin, "events", i, [&] { step = jsonWhole(ev.at("step"), 0, kMaxStep, "\"step\""); });
             if (ev.at("type") == "setting_change")
                 timed.push_back({step, 2, SettingChangeEvent{step, ev.at("description").get<std::string>(),
-                                                                 ev.at("settings").dump()}});
+                                                                 settingsFromJson(ev.at("settings"), origin + " events[" + std::to_string(i) + "] settings")}});
+            else if (ev.at("type") == "change_refused")
+                timed.push_back({step, 2, ChangeRefusedEvent{step, ev.at("description").get<std::string>(),
+                                                                 ev.at("reason").get<std::string>()}});
             else if (ev.at("type") == "status")
                 timed.push_back({step, 3, StatusEvent{statusFromName(ev.at("status").get<std::string>()), step,
                                                       ev.value("message", "")}});

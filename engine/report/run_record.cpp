@@ -333,7 +333,10 @@ void RunRecorder::onEvent(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
         record_["events"].push_back({{"step", e->step}, {"type", "setting_change"},
                                      {"description", e->description},
-                                     {"settings", json::parse(e->settingsJson)}});
+                                     {"settings", settingsToJson(e->settings)}});
+    } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
+        record_["events"].push_back({{"step", e->step}, {"type", "change_refused"},
+                                     {"description", e->description}, {"reason", e->reason}});
     }
     flushIfDue();
 }

@@ -37,7 +37,7 @@ public:
     // Why the last write failed (a full disk, a removed folder), "" when it succeeded.
     // onEvent() never throws: the run's owner checks this after each event and ends the run
     // as failed; the file on disk keeps its last good version.
-    const std::string& writeError() const { return writeError_; }
+    [[nodiscard]] const std::string& writeError() const { return writeError_; }
 
 private:
     void flushIfDue();

@@ -8,6 +8,7 @@
 #include "numerics/rounding_stats.h"
 #include "telemetry/telemetry.h"
 #include "tensor/memory.h"
+#include "train/settings.h"
 
 #include <cstdint>
 #include <optional>
@@ -83,10 +84,18 @@ struct StatusEvent {
 struct SettingChangeEvent {
     std::int64_t step = 0;        // takes effect from step + 1
     std::string description;      // "loss scaling: dynamic -> off"
-    std::string settingsJson;     // the full settings after the change (flat JSON text)
+    TrainSettings settings;       // the full settings after the change
 };
 
-using TrainerEvent =
-    std::variant<RunStartEvent, StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent, SettingChangeEvent>;
+// A change asked for while the run went on that the run's rules refused (the recipe's
+// own, or what the run's backend cannot do): nothing changed.
+struct ChangeRefusedEvent {
+    std::int64_t step = 0;        // the last step before the refusal
+    std::string description;      // what was asked: "compute fp32 -> bf16"
+    std::string reason;           // why not, one sentence for people
+};
+
+using TrainerEvent = std::variant<RunStartEvent, StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent,
+                                  SettingChangeEvent, ChangeRefusedEvent>;
 
 }  // namespace plab

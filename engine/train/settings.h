@@ -43,7 +43,7 @@ nlohmann::json settingsToJson(const TrainSettings& s);
 TrainSettings settingsFromJson(const nlohmann::json& patch, const std::string& origin);
 
 // The first impossible setting as one sentence, or empty.
-std::string validateSettings(const TrainSettings& s);
+[[nodiscard]] std::string validateSettings(const TrainSettings& s);
 
 // The optimizer steps a run of these settings plans on `trainImages` training images:
 // epochs of ceil(images / batch) steps, capped by maxSteps.

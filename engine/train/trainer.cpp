@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -60,28 +61,53 @@ void TrainerControl::stop()
     wake_.notify_all();
 }
 
-std::string TrainerControl::requestChange(const SettingsChange& change)
+std::string TrainerControl::problemWith(const SettingsChange& change,
+                                        const std::function<std::string(const PrecisionRecipe&)>& check) const
 {
     if (change.recipe) {
         if (auto problem = change.recipe->validate(); !problem.empty()) return problem;
-        if (recipeCheck_)
-            if (auto problem = recipeCheck_(*change.recipe); !problem.empty()) return problem;
+        if (check)
+            if (auto problem = check(*change.recipe); !problem.empty()) return problem;
     }
     if (change.batch && *change.batch < 1) return "batch must be at least 1";
     if (change.lr && !(*change.lr > 0 && std::isfinite(*change.lr))) return "lr must be a positive number";
+    return {};
+}
+
+std::string TrainerControl::requestChange(const SettingsChange& change)
+{
     std::lock_guard lock(mutex_);
+    if (auto problem = problemWith(change, recipeCheck_); !problem.empty()) {
+        refused_.push_back({change, problem});
+        return problem;
+    }
     if (change.recipe) pending_.recipe = change.recipe;
     if (change.batch) pending_.batch = change.batch;
     if (change.lr) pending_.lr = change.lr;
     return {};
 }
 
+void TrainerControl::setRecipeCheck(std::function<std::string(const PrecisionRecipe&)> check)
+{
+    std::lock_guard lock(mutex_);
+    recipeCheck_ = std::move(check);
+    if (!pending_.recipe || !recipeCheck_) return;
+    if (auto problem = recipeCheck_(*pending_.recipe); !problem.empty()) {
+        refused_.push_back({SettingsChange{pending_.recipe, std::nullopt, std::nullopt}, problem});
+        pending_.recipe.reset();
+    }
+}
+
 SettingsChange TrainerControl::takePending()
 {
     std::lock_guard lock(mutex_);
-    SettingsChange out = pending_;
-    pending_ = {};
-    return out;
+    return std::exchange(pending_, {});
+}
+
+std::vector<RefusedChange> TrainerControl::takeRefused()
+{
+    std::lock_guard lock(mutex_);
+    return std::exchange(refused_, {});
 }
 
 bool TrainerControl::waitWhilePaused(const std::function<void()>& onPause,
@@ -100,16 +126,27 @@ bool TrainerControl::waitWhilePaused(const std::function<void()>& onPause,
     return true;
 }
 
-std::string cudaRecipeProblem(const PrecisionRecipe& recipe, const BackendInfo& cuda)
+namespace {
+
+bool listed(const std::vector<Format>& formats, Format f)
 {
-    const bool bf16OrTf32 = recipe.compute == Format::bf16 || recipe.compute == Format::tf32;
-    if (bf16OrTf32 && !recipe.fp32Accumulate)
-        return "the CUDA backend cannot accumulate in " + std::string(formatName(recipe.compute)) +
-               " (neither cuBLAS nor cuDNN sums in it); turn fp32 accumulation on, or use the CPU backend, "
-               "which emulates it";
-    // The probe names a device without bf16/tf32 tensor cores in its reason.
-    if (bf16OrTf32 && cuda.reason.find("unsupported recipes") != std::string::npos)
-        return "this GPU cannot run " + std::string(formatName(recipe.compute)) + ": " + cuda.reason;
+    return std::find(formats.begin(), formats.end(), f) != formats.end();
+}
+
+}  // namespace
+
+std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info)
+{
+    const std::string backend = "the " + backendDisplayName(info.name) + " backend";
+    const std::string format(formatName(recipe.compute));
+    if (!listed(info.capabilities.compute, recipe.compute)) {
+        const std::string& why = info.capabilities.limitation;
+        return backend + " cannot compute in " + format + (why.empty() ? "" : " (" + why + ")");
+    }
+    if (!recipe.fp32Accumulate && recipe.compute != Format::fp32 &&
+        !listed(info.capabilities.sumsInCompute, recipe.compute))
+        return backend + " cannot accumulate in " + format + "; turn fp32 accumulation on" +
+               (info.name == "cpu" ? "" : ", or use the CPU backend, which emulates it");
     return {};
 }
 
@@ -139,17 +176,26 @@ struct Trainer::State {
     // Per layer: the optimizer's update counts of the last step and of the run.
     std::map<std::string, std::pair<UpdateCounts, UpdateCounts>> updates;
     std::chrono::steady_clock::time_point started;
+    std::int64_t plannedSteps = 0;
+    // The step's inputs (after the backend: released before it) and what the ops see.
+    std::vector<Parameter*> params;
+    StepContext ctx;
+    Tensor images;
+    std::vector<std::uint8_t> labels;
 };
 
-Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend)
-    : settings_(std::move(settings)), data_(data), sink_(std::move(sink)), makeBackend_(std::move(makeBackend))
+Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend,
+                 std::shared_ptr<TrainerControl> control)
+    : settings_(std::move(settings)), data_(data), sink_(std::move(sink)), makeBackend_(std::move(makeBackend)),
+      control_(control ? std::move(control) : std::make_shared<TrainerControl>())
 {
     if (auto problem = validateSettings(settings_); !problem.empty()) throw InputError(problem);
     if (settings_.backend == "cuda" && !makeBackend_) {
+        // Refused before anything is loaded onto the device; the backend's own info
+        // replaces these rules once it exists (runOrThrow).
         const auto cuda = probeCudaBackend();
         if (!cuda.available) throw InputError("the CUDA backend is " + cuda.reason);
-        control_.setRecipeCheck([cuda](const PrecisionRecipe& r) { return cudaRecipeProblem(r, cuda); });
-        if (auto problem = cudaRecipeProblem(settings_.recipe, cuda); !problem.empty()) throw InputError(problem);
+        useBackendRules(cuda);
     }
     if (data_.train.count == 0 || data_.test.count == 0)
         throw InputError("the dataset " + data_.name + " has no images");
@@ -265,34 +311,52 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
     emitEvent(te);
 }
 
-void Trainer::applyChange(State& st, const SettingsChange& change)
+void Trainer::useBackendRules(const BackendInfo& info)
+{
+    if (auto problem = recipeProblem(settings_.recipe, info); !problem.empty()) throw InputError(problem);
+    control_->setRecipeCheck([info](const PrecisionRecipe& r) { return recipeProblem(r, info); });
+}
+
+std::string Trainer::describeChange(const State& st, const SettingsChange& change) const
 {
     std::vector<std::string> parts;
+    if (change.recipe && !(*change.recipe == st.recipe))
+        if (auto text = describeRecipeChange(st.recipe, *change.recipe); !text.empty()) parts.push_back(text);
+    if (change.batch && *change.batch != st.batch)
+        parts.push_back("batch " + std::to_string(st.batch) + " -> " + std::to_string(*change.batch));
+    if (change.lr && *change.lr != st.optimizer->learningRate()) {
+        std::ostringstream out;
+        out << "lr " << st.optimizer->learningRate() << " -> " << *change.lr;
+        parts.push_back(out.str());
+    }
+    std::string text;
+    for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
+    return text;
+}
+
+void Trainer::reportRefusedChanges(const State& st)
+{
+    for (const RefusedChange& r : control_->takeRefused())
+        emitEvent(ChangeRefusedEvent{st.step, describeChange(st, r.change), r.reason});
+}
+
+void Trainer::applyChange(State& st, const SettingsChange& change)
+{
+    const std::string text = describeChange(st, change);
+    if (text.empty()) return;
     if (change.recipe && !(*change.recipe == st.recipe)) {
-        const auto text = describeRecipeChange(st.recipe, *change.recipe);
-        if (!text.empty()) parts.push_back(text);
         const bool scalingChanged = !(change.recipe->lossScaling == st.recipe.lossScaling);
         st.recipe = *change.recipe;
         st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
         if (scalingChanged) st.scaler.reconfigure(st.recipe.lossScaling);
         settings_.recipe = st.recipe;
     }
-    if (change.batch && *change.batch != st.batch) {
-        parts.push_back("batch " + std::to_string(st.batch) + " -> " + std::to_string(*change.batch));
-        st.batch = *change.batch;
-        settings_.batch = st.batch;
-    }
-    if (change.lr && *change.lr != st.optimizer->learningRate()) {
-        std::ostringstream out;
-        out << "lr " << st.optimizer->learningRate() << " -> " << *change.lr;
-        parts.push_back(out.str());
+    if (change.batch) st.batch = settings_.batch = *change.batch;
+    if (change.lr) {
         st.optimizer->setLearningRate(*change.lr);
         settings_.optimizer.lr = *change.lr;
     }
-    if (parts.empty()) return;
-    std::string text;
-    for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
-    emitEvent(SettingChangeEvent{st.step, text, settingsToJson(settings_).dump()});
+    emitEvent(SettingChangeEvent{st.step, text, settings_});
 }
 
 void Trainer::emitMemory(State& st)
@@ -303,7 +367,71 @@ void Trainer::emitMemory(State& st)
     emitEvent(e);
 }
 
-RunResult Trainer::runOrThrow(State& st)
+float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_t n)
+{
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    ++st.step;
+    const bool histogramStep = settings_.histogramEvery > 0 && (st.step == 1 || st.step % settings_.histogramEvery == 0);
+    st.telemetry.beginStep(histogramStep);
+
+    // Forward and backward, the loss multiplied by the scale.
+    gatherBatch(data_.train, indices, n, st.images, st.labels);
+    const double scale = st.scaler.scale();
+    const StepOutput out = st.model->trainStep(st.images, st.labels, static_cast<float>(scale), st.ctx);
+
+    // Unscale and check: a non-finite gradient skips the update (and the scaler backs off).
+    const UnscaleResult unscaled = unscaleGradients(st.params, st.scaler.inverseScale(), st.recipe, *st.backend);
+    const bool skip = st.scaler.update(unscaled.foundNonFinite);
+
+    // Update, or skip.
+    for (Parameter* p : st.params) p->lastUpdate = {};
+    if (!skip) {
+        if (settings_.clipGradNorm > 0) clipGradNorm(st.params, settings_.clipGradNorm, *st.backend);
+        st.optimizer->step(st.params, st.recipe, &st.memory, *st.backend);
+    } else {
+        ++st.skipped;
+    }
+
+    // Telemetry: the step's rounding and update counts are complete after the flush.
+    st.backend->flush();
+    st.telemetry.endStep();
+    countUpdates(st);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    st.trainSeconds += ms / 1000.0;
+    st.imagesTrained += n;
+
+    // Events.
+    emitEvent(StepEvent{.step = st.step, .epoch = st.epoch, .loss = out.loss, .lossScale = scale, .skipped = skip,
+                        .lr = st.optimizer->learningRate(), .batch = static_cast<int>(n), .timeMs = ms,
+                        .totalSteps = st.plannedSteps, .skippedSoFar = st.skipped});
+    if (histogramStep) emitTelemetry(st, scale, true);
+    st.memory.samplePhase(MemoryPhase::training);
+    emitMemory(st);
+    return out.loss;
+}
+
+bool Trainer::obeyCommands(State& st)
+{
+    control_->waitWhilePaused([&] { emitEvent(StatusEvent{RunStatus::paused, st.step, "paused"}); },
+                              [&] { emitEvent(StatusEvent{RunStatus::running, st.step, "resumed"}); });
+    reportRefusedChanges(st);
+    if (control_->stopRequested()) return true;
+    if (auto change = control_->takePending(); !change.empty()) applyChange(st, change);
+    return false;
+}
+
+void Trainer::countUpdates(State& st)
+{
+    for (auto& [layer, counts] : st.updates) counts.first = {};
+    for (const Parameter* p : st.params) {
+        auto& [thisStep, run] = st.updates[p->layer];
+        thisStep += p->lastUpdate;
+        run += p->lastUpdate;
+    }
+}
+
+void Trainer::setUp(State& st)
 {
     using Clock = std::chrono::steady_clock;
     st.started = Clock::now();
@@ -314,23 +442,28 @@ RunResult Trainer::runOrThrow(State& st)
     else
         st.backend = settings_.backend == "cuda" ? createCudaBackend(0) : createCpuBackend(settings_.threads);
     if (!st.backend) throw std::runtime_error("no backend to train on");
+    useBackendRules(st.backend->info());
     st.model = Model::create(settings_.model, settings_.seed);
     st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
     st.optimizer = Optimizer::create(settings_.optimizer);
     st.scaler = LossScaler(st.recipe.lossScaling);
 
-    const std::int64_t planned = plannedSteps();
-    emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, planned});
+    st.plannedSteps = plannedSteps();
+    emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, st.plannedSteps});
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
-    const std::vector<Parameter*> params = st.model->parameters();
-    StepContext ctx{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true};
-    Tensor images;
-    std::vector<std::uint8_t> labels;
+    st.params = st.model->parameters();
+    st.ctx = StepContext{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true};
+}
+
+RunResult Trainer::runOrThrow(State& st)
+{
+    setUp(st);
     int nonFiniteRun = 0;
     RunResult result;
 
     auto finish = [&](RunStatus status, std::string message) {
+        reportRefusedChanges(st);   // refused after the last step, the record still says so
         if (st.lastEvalStep != st.step && status != RunStatus::diverged && status != RunStatus::failed &&
             st.step > 0)
             evaluate(st);
@@ -351,60 +484,11 @@ RunResult Trainer::runOrThrow(State& st)
         for (std::int64_t pos = 0; pos < data_.train.count;) {
             if (settings_.maxSteps > 0 && st.step >= settings_.maxSteps)
                 return finish(RunStatus::completed, "reached the step limit of " + std::to_string(settings_.maxSteps));
-            control_.waitWhilePaused([&] { emitEvent(StatusEvent{RunStatus::paused, st.step, "paused"}); },
-                                     [&] { emitEvent(StatusEvent{RunStatus::running, st.step, "resumed"}); });
-            if (control_.stopRequested()) return finish(RunStatus::stopped, "stopped at step " + std::to_string(st.step));
-            if (auto change = control_.takePending(); !change.empty()) applyChange(st, change);
+            if (obeyCommands(st)) return finish(RunStatus::stopped, "stopped at step " + std::to_string(st.step));
 
-            const auto t0 = Clock::now();
             const std::int64_t n = std::min<std::int64_t>(st.batch, data_.train.count - pos);
-            gatherBatch(data_.train, order.data() + pos, n, images, labels);
+            const float loss = trainOneStep(st, order.data() + pos, n);
             pos += n;
-            ++st.step;
-
-            const bool histogramStep = settings_.histogramEvery > 0 &&
-                                       (st.step == 1 || st.step % settings_.histogramEvery == 0);
-            st.telemetry.beginStep(histogramStep);
-            const double scale = st.scaler.scale();
-            const StepOutput out = st.model->trainStep(images, labels, static_cast<float>(scale), ctx);
-
-            const UnscaleResult unscaled = unscaleGradients(params, st.scaler.inverseScale(), st.recipe, *st.backend);
-            const bool skip = st.scaler.update(unscaled.foundNonFinite);
-            for (Parameter* p : params) p->lastUpdate = {};
-            if (!skip) {
-                if (settings_.clipGradNorm > 0) clipGradNorm(params, settings_.clipGradNorm, *st.backend);
-                st.optimizer->step(params, st.recipe, &st.memory, *st.backend);
-            } else {
-                ++st.skipped;
-            }
-            st.backend->flush();   // the step's rounding and update counts are complete now
-            st.telemetry.endStep();
-            for (auto& [layer, counts] : st.updates) counts.first = {};
-            for (const Parameter* p : params) {
-                auto& [thisStep, run] = st.updates[p->layer];
-                thisStep += p->lastUpdate;
-                run += p->lastUpdate;
-            }
-            const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-            st.trainSeconds += ms / 1000.0;
-            st.imagesTrained += n;
-
-            StepEvent se;
-            se.step = st.step;
-            se.epoch = st.epoch;
-            se.loss = out.loss;
-            se.lossScale = scale;
-            se.skipped = skip;
-            se.lr = st.optimizer->learningRate();
-            se.batch = static_cast<int>(n);
-            se.timeMs = ms;
-            se.totalSteps = planned;
-            se.skippedSoFar = st.skipped;
-            emitEvent(se);
-
-            if (histogramStep) emitTelemetry(st, scale, true);
-            st.memory.samplePhase(MemoryPhase::training);
-            emitMemory(st);
 
             // A dynamic scale backed off below fp32's smallest normal scales every gradient
             // into underflow: nothing can be learned, and the next backoffs reach 0.
@@ -413,7 +497,7 @@ RunResult Trainer::runOrThrow(State& st)
                               "the loss scale fell to " + shortestDecimal(Format::fp32, static_cast<float>(st.scaler.scale())) +
                                   " at step " + std::to_string(st.step) +
                                   ", below fp32's smallest normal number (2^-126): every scaled gradient underflows");
-            if (!std::isfinite(out.loss)) {
+            if (!std::isfinite(loss)) {
                 if (++nonFiniteRun >= settings_.divergenceSteps)
                     return finish(RunStatus::diverged,
                                   "diverged: the loss was not finite for " + std::to_string(nonFiniteRun) +

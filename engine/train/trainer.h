@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace plab {
 
@@ -26,7 +27,16 @@ struct SettingsChange {
     bool empty() const { return !recipe && !batch && !lr; }
 };
 
-// Thread-safe commands to a running trainer, checked between steps.
+// A change the run's rules refused: what was asked and why not.
+struct RefusedChange {
+    SettingsChange change;
+    std::string reason;
+};
+
+// The commands to one run, from any thread, checked by the trainer between steps. The
+// one place they live: the CLI, the app's job and the trainer share one object
+// (Trainer's constructor takes it), and a change is checked here, once, by the run's
+// rules.
 class TrainerControl {
 public:
     void pause();
@@ -37,27 +47,35 @@ public:
     // notices within kPausePoll.
     void stopFromSignal() noexcept { stop_.store(true, std::memory_order_relaxed); }
     static constexpr std::chrono::milliseconds kPausePoll{100};
-    // Queues a change; returns an error sentence (and queues nothing) when impossible.
-    std::string requestChange(const SettingsChange& change);
+    // Queues a change, or refuses it: the reason, with nothing queued (and the refusal
+    // kept for the run's record, see takeRefused).
+    [[nodiscard]] std::string requestChange(const SettingsChange& change);
 
     bool stopRequested() const { return stop_.load(std::memory_order_relaxed); }
 
     // For the trainer: blocks while paused (returns early on stop); returns the pending
     // change, if any, and clears it. `onPause`/`onResume` run on the trainer's thread.
     SettingsChange takePending();
+    // The changes refused since the last call, oldest first.
+    std::vector<RefusedChange> takeRefused();
     bool waitWhilePaused(const std::function<void()>& onPause, const std::function<void()>& onResume);
-    // What the run's backend cannot do with a recipe ("" when it can), checked by
-    // requestChange too. Set once by the trainer before the run starts.
-    void setRecipeCheck(std::function<std::string(const PrecisionRecipe&)> check) { recipeCheck_ = std::move(check); }
+    // What the run's backend cannot do with a recipe ("" when it can), set by the trainer
+    // once it knows its backend. A change queued before then is checked now: a recipe
+    // refused by it leaves the pending change for takeRefused.
+    void setRecipeCheck(std::function<std::string(const PrecisionRecipe&)> check);
 
 private:
-    std::function<std::string(const PrecisionRecipe&)> recipeCheck_;
-    std::mutex mutex_;
+    [[nodiscard]] std::string problemWith(const SettingsChange& change,
+                            const std::function<std::string(const PrecisionRecipe&)>& check) const;
+
+    mutable std::mutex mutex_;
     std::condition_variable wake_;
+    std::function<std::string(const PrecisionRecipe&)> recipeCheck_;
     bool paused_ = false;
     std::atomic<bool> stop_{false};
     static_assert(std::atomic<bool>::is_always_lock_free, "stopFromSignal must be async-signal-safe");
     SettingsChange pending_;
+    std::vector<RefusedChange> refused_;
 };
 
 struct RunResult {
@@ -69,8 +87,8 @@ struct RunResult {
     double imagesPerSecond = 0.0;
 };
 
-// Why the CUDA backend described by `cuda` (probeCudaBackend) cannot run `recipe`, or "".
-std::string cudaRecipeProblem(const PrecisionRecipe& recipe, const BackendInfo& cuda);
+// Why the backend described by `info` (its capabilities) cannot run `recipe`, or "".
+[[nodiscard]] std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info);
 
 class Trainer {
 public:
@@ -81,11 +99,13 @@ public:
     using BackendFactory = std::function<std::unique_ptr<ComputeBackend>(const TrainSettings&)>;
 
     // `data` is borrowed: loaded by the caller (the CLI and the UI report data errors
-    // before a run starts). Throws InputError for impossible settings.
-    Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend = {});
+    // before a run starts). `control`: the commands' object the caller shares (a new one
+    // when null). Throws InputError for impossible settings.
+    Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend = {},
+            std::shared_ptr<TrainerControl> control = {});
     ~Trainer();
 
-    TrainerControl& control() { return control_; }
+    TrainerControl& control() { return *control_; }
 
     // Trains to completion, stop or divergence. Never throws: a failure is a RunResult
     // with status failed and the reason.
@@ -97,8 +117,16 @@ public:
 private:
     struct State;
     RunResult runOrThrow(State& st);
+    void setUp(State& st);           // the backend, model, optimizer and scaler; the first events
+    bool obeyCommands(State& st);    // between steps: pause, refusals, stop (true), changes
+    // One step on the training images at `indices` (n of them); returns its loss.
+    float trainOneStep(State& st, const std::uint32_t* indices, std::int64_t n);
+    void countUpdates(State& st);   // per layer: this step's update counts and the run's
     void evaluate(State& st);
     void applyChange(State& st, const SettingsChange& change);
+    std::string describeChange(const State& st, const SettingsChange& change) const;
+    void useBackendRules(const BackendInfo& info);
+    void reportRefusedChanges(const State& st);
     void emitTelemetry(State& st, double lossScale, bool withHistograms);
     void emitMemory(State& st);   // the accountant's snapshot and the device's own view
     void emitEvent(const TrainerEvent& e) { if (sink_) sink_(e); }
@@ -107,7 +135,7 @@ private:
     const DataSplit& data_;
     EventSink sink_;
     BackendFactory makeBackend_;
-    TrainerControl control_;
+    std::shared_ptr<TrainerControl> control_;
 };
 
 }  // namespace plab

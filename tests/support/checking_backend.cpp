@@ -136,6 +136,7 @@ CheckingBackend::CheckingBackend(ConvolutionLibrary library, TrackingAllocator* 
 {
     info_.name = "checking";
     info_.available = true;
+    info_.capabilities = cpu_->info().capabilities;
 }
 
 CheckingBackend::~CheckingBackend()

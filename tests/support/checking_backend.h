@@ -110,6 +110,10 @@ public:
     int libraryRefusals() const { return libraryRefusals_; }   // and those that returned false
     bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
 
+    // What the trainer may run on it (the CPU's capabilities unless restricted, to stand
+    // for a device that lacks a format).
+    void setCapabilities(BackendCapabilities c) { info_.capabilities = std::move(c); }
+
     const BackendInfo& info() const override { return info_; }
     int threads() const override { return cpu_->threads(); }
     DeviceAllocator* allocator() override { return &device_; }

@@ -34,6 +34,9 @@ public:
         info_.versions.push_back(std::string("bulk rounding: ") + bulkRoundPath());
         info_.versions.push_back(std::string("fp16 accumulation: ") +
                                  (cpu::cpuHasAvx512Fp16() ? "avx512fp16" : "scalar (exact emulation)"));
+        // Every format, and sums in each of them: the CPU emulates what it lacks.
+        info_.capabilities.compute = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
+        info_.capabilities.sumsInCompute = {Format::tf32, Format::fp16, Format::bf16};
     }
 
     const BackendInfo& info() const override { return info_; }

@@ -46,12 +46,12 @@ std::string cudnnVersionText()
 #endif
 }
 
-// "unsupported recipes: ..." for a device, or "" when it runs them all.
-std::string unsupportedRecipes(const DeviceCapability& cap)
+// Why a device lacks bf16 and tf32, or "" when it has them.
+std::string missingFormats(const DeviceCapability& cap)
 {
     if (cap.bf16() && cap.tf32()) return "";
-    return "unsupported recipes: tf32, amp-bf16, pure-bf16 (bf16 and tf32 need compute capability >= 8.0; this "
-           "device has " + std::to_string(cap.major) + "." + std::to_string(cap.minor) + ")";
+    return "bf16 and tf32 need compute capability >= 8.0; this device has " + std::to_string(cap.major) + "." +
+           std::to_string(cap.minor);
 }
 
 }  // namespace
@@ -62,6 +62,7 @@ void probeDevices(BackendInfo& info)
     info.available = false;
     info.reason.clear();
     info.versions.clear();
+    info.capabilities = {};
 
     int runtime = 0, driver = 0;
     if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) info.versions.push_back("CUDA runtime " + cudaVersionText(runtime));
@@ -94,12 +95,20 @@ void probeDevices(BackendInfo& info)
         cap.minor = prop.minor;
         std::string line = "device " + std::to_string(d) + ": " + prop.name + ", compute " + std::to_string(cap.major) +
                            "." + std::to_string(cap.minor) + ", " + std::to_string(prop.totalGlobalMem >> 20) + " MiB";
-        if (const std::string missing = unsupportedRecipes(cap); !missing.empty()) line += "; " + missing;
+        const std::string missing = missingFormats(cap);
+        if (!missing.empty()) line += "; no bf16 or tf32 (" + missing + ")";
         info.versions.push_back(line);
         if (d == 0) {
+            // The backend runs on device 0: its capabilities are the run's.
             info.reason = std::string(prop.name) + " (compute " + std::to_string(cap.major) + "." +
                           std::to_string(cap.minor) + ")";
-            if (const std::string missing = unsupportedRecipes(cap); !missing.empty()) info.reason += "; " + missing;
+            if (!missing.empty()) info.reason += "; no bf16 or tf32";
+            info.capabilities.compute = {Format::fp32, Format::fp16};
+            if (cap.tf32()) info.capabilities.compute.push_back(Format::tf32);
+            if (cap.bf16()) info.capabilities.compute.push_back(Format::bf16);
+            info.capabilities.sumsInCompute = {Format::fp16};   // CUBLAS_COMPUTE_16F; nothing sums in bf16/tf32
+            info.capabilities.limitation = missing;
+            info.capabilities.memoryBytes = prop.totalGlobalMem;
         }
     }
     info.versions.push_back("fp32 accumulation off: fp16 only (no bf16/tf32 accumulation on the GPU)");

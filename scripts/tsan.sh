@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The ThreadSanitizer pass (issue 11): the engine, the UI library and tst_ui_controller
+# built with -fsanitize=thread into build-tsan/, apart from the normal build, then the
+# controller suite run offscreen: runs that start, pause, resume, take setting changes,
+# stop, are superseded, and are closed (the controller destroyed) while they train, with
+# the trainer on its own thread and the CPU backend's pool beside it.
+# Qt is not instrumented: reports that only Qt's own synchronisation would explain are
+# suppressed in scripts/tsan.supp, each with its reason; nothing of ours is. Exits
+# non-zero when the suite fails or ThreadSanitizer reports anything not suppressed.
+#   scripts/tsan.sh [extra arguments for the test executable, e.g. a test function]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build-tsan"
+flags="-fsanitize=thread -fno-omit-frame-pointer"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPLAB_WITH_CUDA=OFF -DPLAB_BUILD_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
+  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+cmake --build "$build" --target tst_ui_controller -j"$(nproc)"
+
+log="$build/tsan-report.log"
+rm -f "$log".*
+# exitcode: a report, even one printed while the suite passes, fails the pass.
+export TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp halt_on_error=0 exitcode=66 second_deadlock_stack=1 history_size=4 log_path=$log"
+status=0
+( cd "$build/tests" && QT_QPA_PLATFORM=offscreen ./tst_ui_controller "$@" ) || status=$?
+reports=$(cat "$log".* 2>/dev/null | grep -c "^WARNING: ThreadSanitizer" || true)
+if [ "$reports" -gt 0 ]; then
+  cat "$log".*
+  echo "tsan.sh: $reports ThreadSanitizer report(s), in $log.*" >&2
+  [ "$status" -ne 0 ] || status=66
+fi
+if [ "$status" -ne 0 ]; then
+  echo "tsan.sh: FAILED (exit $status)" >&2
+else
+  echo "tsan.sh: clean"
+fi
+exit "$status"
