@@ -173,6 +173,36 @@ int countContaining(const QList<QAbstractSeries*>& all, const QString& part)
 class TestUiCharts : public QObject {
     Q_OBJECT
 private slots:
+    // The histogram's window (issue 14 item 7: computed apart from the drawing), against
+    // the rule written out by hand from the formats' ranges (fp16: flushed below 2^-25,
+    // normal from 2^-14, overflow from 2^16; bf16: -134, -126, 128; fp32: -150, -126, 128).
+    void histogramWindowFollowsDataAndNearBoundaries()
+    {
+        GradientHistogram fp16Data;
+        fp16Data.bins[static_cast<std::size_t>(GradientHistogram::binOf(-20))] = 3;
+        fp16Data.bins[static_cast<std::size_t>(GradientHistogram::binOf(-19))] = 1;
+        // Data in [2^-20, 2^-18): margin 3 gives [-23, -15]; every fp16 boundary is within
+        // 40 exponents and widens it by 3 beyond it: [-28, 19]. The top bin holds 75%.
+        HistogramWindow w = histogramWindow({&fp16Data}, {formatRegions(Format::fp16)});
+        QCOMPARE(w.low, -28);
+        QCOMPARE(w.high, 19);
+        QCOMPARE(w.top, 75.0 * 1.15);
+
+        // bf16 chosen, fp16 drawn too, data at 2^-100: bf16's -134 and -126 are near, fp16's are not.
+        GradientHistogram deep;
+        deep.bins[static_cast<std::size_t>(GradientHistogram::binOf(-100))] = 8;
+        w = histogramWindow({&deep}, {formatRegions(Format::bf16), formatRegions(Format::fp16)});
+        QCOMPARE(w.low, -137);
+        QCOMPARE(w.high, -96);
+        QCOMPARE(w.top, 100.0 * 1.15);
+
+        // No values: the chosen format's regions with 4 of margin, inside the histogram's range.
+        w = histogramWindow({}, {formatRegions(Format::fp32)});
+        QCOMPARE(w.low, GradientHistogram::kMinExponent - 1);
+        QCOMPARE(w.high, GradientHistogram::kMaxExponent + 2);
+        QCOMPARE(w.top, 100.0);
+    }
+
     void lossAndAccuracySeries();
     void lossScaleOnLog2AxisWithSkippedSteps();
     void histogramSharesMatchHandComputationForFp16();

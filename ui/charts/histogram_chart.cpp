@@ -225,6 +225,46 @@ void HistogramChart::refillLayers(const RunData& run)
     }
 }
 
+HistogramWindow histogramWindow(const std::vector<const GradientHistogram*>& drawn,
+                                const std::vector<FormatRegions>& formats)
+{
+    int lowBin = GradientHistogram::kBins, highBin = -1;
+    double topShare = 0;
+    for (const GradientHistogram* h : drawn) {
+        const double values = static_cast<double>(h->total() - h->zeros - h->nonFinite);
+        for (int b = 0; b < GradientHistogram::kBins; ++b) {
+            const auto n = h->bins[static_cast<std::size_t>(b)];
+            if (n == 0) continue;
+            lowBin = std::min(lowBin, b);
+            highBin = std::max(highBin, b);
+            topShare = std::max(topShare, 100.0 * static_cast<double>(n) / values);
+        }
+    }
+    const FormatRegions& chosen = formats.front();
+    HistogramWindow w{chosen.flushedBelow - 4, chosen.overflowFrom + 4, topShare > 0 ? topShare * 1.15 : 100.0};
+    if (highBin >= 0) {
+        const int dataLow = GradientHistogram::exponentOf(lowBin), dataHigh = GradientHistogram::exponentOf(highBin) + 1;
+        constexpr int kNear = 40;
+        w.low = dataLow - 3;
+        w.high = dataHigh + 3;
+        for (const FormatRegions& r : formats)
+            for (int boundary : {r.flushedBelow, r.normalFrom, r.overflowFrom})
+                if (boundary >= dataLow - kNear && boundary <= dataHigh + kNear) {
+                    w.low = std::min(w.low, boundary - 3);
+                    w.high = std::max(w.high, boundary + 3);
+                }
+    }
+    w.low = std::max(w.low, GradientHistogram::kMinExponent - 1);
+    w.high = std::min(w.high, GradientHistogram::kMaxExponent + 2);
+    return w;
+}
+
+namespace {
+
+Format computeFormatOf(const RunData& run) { return run.currentSettings().recipe.compute; }
+
+}  // namespace
+
 void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     current_ = current;
@@ -233,6 +273,45 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     const RunPtr chosen = runs.isEmpty() ? nullptr : runs.front();
     setChartTitle(chart_, tr("Histogram of log2|x| (scaled, before rounding)"), runs, tr("Histogram of log2|x|"));
 
+    // What to draw: the chosen run's histogram at the slider's step, the others' nearest.
+    const std::int64_t step = followControls(chosen);
+    const int index = std::min(stepSlider_->value(), chosen ? static_cast<int>(chosen->telemetry().size()) - 1 : -1);
+    const std::string layerName = layer().toStdString();
+    std::vector<Drawn> drawn;
+    for (const RunPtr& run : runs) {
+        const TelemetryEvent* t = run == chosen ? (index >= 0 ? &run->telemetry()[static_cast<std::size_t>(index)] : nullptr)
+                                                : telemetryAt(*run, step);
+        if (const LayerTelemetry* tap = t ? findLayer(*t, layerName, kind()) : nullptr) drawn.push_back({run, tap, t->step});
+    }
+    const Format format = chosen ? computeFormatOf(*chosen) : Format::fp16;
+    // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
+    std::vector<std::pair<RunPtr, Format>> otherFormats;
+    for (const Drawn& d : drawn) {
+        const Format f = computeFormatOf(*d.run);
+        const bool seen = std::any_of(otherFormats.begin(), otherFormats.end(), [&](const auto& o) { return o.second == f; });
+        if (f != format && !seen) otherFormats.emplace_back(d.run, f);
+    }
+
+    // Where: the window over the data and the boundaries near it.
+    std::vector<const GradientHistogram*> histograms;
+    for (const Drawn& d : drawn) histograms.push_back(&d.tap->histogram);
+    std::vector<FormatRegions> regions{formatRegions(format)};
+    for (const auto& [run, f] : otherFormats) regions.push_back(formatRegions(f));
+    const HistogramWindow window = histogramWindow(histograms, regions);
+    setAxisRange(exponents_, window.low, window.high);
+    setAxisRange(share_, 0, window.top);
+
+    // Drawing, then the texts under the chart.
+    pool_.begin();
+    drawRegions(format, window);
+    drawOtherBoundaries(otherFormats, window);
+    const std::vector<RunShares> shares = drawOutlines(drawn, chosen, runs, window);
+    pool_.end();
+    showNotes(chosen, runs, drawn.empty(), shares, step);
+}
+
+std::int64_t HistogramChart::followControls(const RunPtr& chosen)
+{
     // Controls follow the chosen run: its layers, and its histogram steps on the slider.
     updatingControls_ = true;
     const int count = chosen ? static_cast<int>(chosen->telemetry().size()) : 0;
@@ -244,71 +323,18 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     const std::int64_t step = index >= 0 ? chosen->telemetry()[static_cast<std::size_t>(index)].step : 0;
     shownStep_ = followLatest_ ? 0 : step;
     stepLabel_->setText(count > 0 ? tr("step %1 (%2 of %3)").arg(step).arg(index + 1).arg(count) : tr("no histograms yet"));
+    return step;
+}
 
-    const std::string layerName = layer().toStdString();
-    const TensorKind tensorKind = kind();
-    auto formatOf = [](const RunData& run) { return run.currentSettings().recipe.compute; };
-    const Format format = chosen ? formatOf(*chosen) : Format::fp16;
-    const FormatRegions regions = formatRegions(format);
-    const QString formatText = QString::fromUtf8(formatName(format));
-
-    pool_.begin();
-    int lowBin = GradientHistogram::kBins, highBin = -1;
-    double topShare = 0;
-    std::vector<RunShares> shares;
-    struct Drawn { RunPtr run; const LayerTelemetry* tap; std::int64_t step; };
-    std::vector<Drawn> drawn;
-    for (const RunPtr& run : runs) {
-        const TelemetryEvent* t = run == chosen ? (index >= 0 ? &run->telemetry()[static_cast<std::size_t>(index)] : nullptr)
-                                                : telemetryAt(*run, step);
-        const LayerTelemetry* tap = t ? findLayer(*t, layerName, tensorKind) : nullptr;
-        if (!tap) continue;
-        drawn.push_back({run, tap, t->step});
-        const double values = static_cast<double>(tap->histogram.total() - tap->histogram.zeros - tap->histogram.nonFinite);
-        for (int b = 0; b < GradientHistogram::kBins; ++b) {
-            const auto n = tap->histogram.bins[static_cast<std::size_t>(b)];
-            if (n == 0) continue;
-            lowBin = std::min(lowBin, b);
-            highBin = std::max(highBin, b);
-            topShare = std::max(topShare, 100.0 * static_cast<double>(n) / values);
-        }
-    }
-
-    // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
-    std::vector<std::pair<RunPtr, Format>> otherFormats;
-    for (const Drawn& d : drawn) {
-        const Format f = formatOf(*d.run);
-        const bool seen = std::any_of(otherFormats.begin(), otherFormats.end(), [&](const auto& o) { return o.second == f; });
-        if (f != format && !seen) otherFormats.emplace_back(d.run, f);
-    }
-    // The visible exponents: the data, and the formats' boundaries when they are near it.
-    int xLow = regions.flushedBelow - 4, xHigh = regions.overflowFrom + 4;
-    if (highBin >= 0) {
-        const int dataLow = GradientHistogram::exponentOf(lowBin), dataHigh = GradientHistogram::exponentOf(highBin) + 1;
-        constexpr int kNear = 40;
-        xLow = dataLow - 3;
-        xHigh = dataHigh + 3;
-        std::vector<FormatRegions> all{regions};
-        for (const auto& [run, f] : otherFormats) all.push_back(formatRegions(f));
-        for (const FormatRegions& r : all)
-            for (int boundary : {r.flushedBelow, r.normalFrom, r.overflowFrom})
-                if (boundary >= dataLow - kNear && boundary <= dataHigh + kNear) {
-                    xLow = std::min(xLow, boundary - 3);
-                    xHigh = std::max(xHigh, boundary + 3);
-                }
-    }
-    xLow = std::max(xLow, GradientHistogram::kMinExponent - 1);
-    xHigh = std::min(xHigh, GradientHistogram::kMaxExponent + 2);
-    const double top = topShare > 0 ? topShare * 1.15 : 100.0;
-    setAxisRange(exponents_, xLow, xHigh);
-    setAxisRange(share_, 0, top);
-
+void HistogramChart::drawRegions(Format format, const HistogramWindow& w)
+{
     // Shaded regions of the chosen run's compute format.
+    const FormatRegions regions = formatRegions(format);
     const FormatInfo& info = formatInfo(format);
-    const auto& shading = kRegionStyles;
-    const double bounds[] = {static_cast<double>(xLow), static_cast<double>(regions.flushedBelow),
+    const QString formatText = QString::fromUtf8(formatName(format));
+    const double bounds[] = {static_cast<double>(w.low), static_cast<double>(regions.flushedBelow),
                              static_cast<double>(regions.normalFrom), static_cast<double>(regions.overflowFrom),
-                             static_cast<double>(xHigh)};
+                             static_cast<double>(w.high)};
     const QString ranges[] = {
         tr("|x| < 2^%1").arg(info.minSubnormalLog2 - 1),
         tr("2^%1 .. 2^%2").arg(info.minSubnormalLog2 - 1).arg(info.minNormalLog2),
@@ -316,37 +342,36 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         tr("> %1").arg(info.maxFinite, 0, 'g', 6),
     };
     for (int i = 0; i < 4; ++i) {
-        const double a = std::max(bounds[i], static_cast<double>(xLow));
-        const double b = std::min(bounds[i + 1], static_cast<double>(xHigh));
-        auto* area = static_cast<QAreaSeries*>(pool_.take(
-            QStringLiteral("region/") + QLatin1String(shading[i].key),
-            [] {
-                auto* s = makeAreaSeries();
-                return s;
-            },
-            {exponents_, share_}));
-        setSeriesName(area, tr("%1 %2 (%3)").arg(formatText, tr(shading[i].label), ranges[i]));
-        setLegendLabel(chart_, area, i == 0 ? tr("%1 %2").arg(formatText, tr(shading[i].label)) : tr(shading[i].label));
-        const QList<QPointF> upper = b > a ? QList<QPointF>{{a, top}, {b, top}} : QList<QPointF>{};
+        const RegionStyle& style = kRegionStyles[i];
+        const double a = std::max(bounds[i], static_cast<double>(w.low));
+        const double b = std::min(bounds[i + 1], static_cast<double>(w.high));
+        auto* area = static_cast<QAreaSeries*>(
+            pool_.take(QStringLiteral("region/") + QLatin1String(style.key), [] { return makeAreaSeries(); }, {exponents_, share_}));
+        setSeriesName(area, tr("%1 %2 (%3)").arg(formatText, tr(style.label), ranges[i]));
+        setLegendLabel(chart_, area, i == 0 ? tr("%1 %2").arg(formatText, tr(style.label)) : tr(style.label));
+        const QList<QPointF> upper = b > a ? QList<QPointF>{{a, w.top}, {b, w.top}} : QList<QPointF>{};
         const QList<QPointF> lower = b > a ? QList<QPointF>{{a, 0.0}, {b, 0.0}} : QList<QPointF>{};
         area->upperSeries()->replace(upper);
         area->lowerSeries()->replace(lower);
-        if (const QColor color = shadingOf(shading[i]); area->brush().color() != color) area->setBrush(color);
+        if (const QColor color = shadingOf(style); area->brush().color() != color) area->setBrush(color);
         if (area->pen().style() != Qt::NoPen) area->setPen(Qt::NoPen);
         // Presentation mode: the shares table's headers, in these colors, name the regions;
         // the legend keeps its one row for the runs.
         setLegendVisible(chart_, area, b > a && !presentationMode());
     }
+}
 
+void HistogramChart::drawOtherBoundaries(const std::vector<std::pair<RunPtr, Format>>& otherFormats, const HistogramWindow& w)
+{
     // Another format's boundaries: one polyline of vertical segments in its first run's
     // color, dashed (a handful of points: dashing costs nothing here).
     for (const auto& [run, f] : otherFormats) {
         const FormatRegions r = formatRegions(f);
         QList<QPointF> marks;
         for (int boundary : {r.flushedBelow, r.normalFrom, r.overflowFrom}) {
-            if (boundary < xLow || boundary > xHigh) continue;
+            if (boundary < w.low || boundary > w.high) continue;
             marks.append(QPointF(boundary, 0.0));
-            marks.append(QPointF(boundary, top));
+            marks.append(QPointF(boundary, w.top));
             marks.append(QPointF(boundary, 0.0));
         }
         const QString name = QString::fromUtf8(formatName(f));
@@ -357,14 +382,20 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesPen(line, runPen(run->color(), 1.5, Qt::DashLine));
         if (line->points() != marks) line->replace(marks);
     }
+}
 
-    // One step outline per run.
+std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::vector<Drawn>& drawn, const RunPtr& chosen,
+                                                                    const QList<RunPtr>& runs, const HistogramWindow& w)
+{
+    // One step outline per run; each run's shares against its own format.
+    std::vector<RunShares> shares;
+    const QString kindText = QString::fromUtf8(tensorKindName(kind()));
     for (const Drawn& d : drawn) {
         const GradientHistogram& h = d.tap->histogram;
         const double values = static_cast<double>(h.total() - h.zeros - h.nonFinite);
         QList<QPointF> outline;
-        outline.reserve((xHigh - xLow + 1) * 2);
-        for (int e = xLow; e < xHigh; ++e) {
+        outline.reserve((w.high - w.low + 1) * 2);
+        for (int e = w.low; e < w.high; ++e) {
             const int bin = GradientHistogram::binOf(e);
             const double share = bin >= 0 && bin < GradientHistogram::kBins && values > 0
                                      ? 100.0 * static_cast<double>(h.bins[static_cast<std::size_t>(bin)]) / values
@@ -373,21 +404,24 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             outline.append(QPointF(e + 1, share));
         }
         auto* line = pool_.take<QLineSeries>(d.run->id() + QStringLiteral("/histogram"), {exponents_, share_});
-        setSeriesName(line, tr("%1 %2 %3 at step %4")
-                                .arg(d.run->name(), layer(), QString::fromUtf8(tensorKindName(tensorKind)))
-                                .arg(d.step));
+        setSeriesName(line, tr("%1 %2 %3 at step %4").arg(d.run->name(), layer(), kindText).arg(d.step));
         setSeriesPen(line, runPen(d.run->color(), d.run == chosen ? 2.5 : 1.8, d.run == chosen ? Qt::SolidLine : Qt::DashLine));
         // The kind is in the combo under the chart: presentation mode's larger legend names the layer only.
-        const QString watchedLabel = presentationMode() ? layer() : tr("%1 %2").arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)));
+        const QString watchedLabel = presentationMode() ? layer() : tr("%1 %2").arg(layer(), kindText);
         setLegendLabel(chart_, line, d.run == chosen ? watchedLabel : runLabel(d.run, runs));
         if (line->points() != outline) line->replace(outline);
 
-        const Format own = formatOf(*d.run);
+        const Format own = computeFormatOf(*d.run);
         shares.push_back({runLabel(d.run, runs), QString::fromUtf8(formatName(own)), regionShares(h, own)});
     }
-    pool_.end();
+    return shares;
+}
+
+void HistogramChart::showNotes(const RunPtr& chosen, const QList<RunPtr>& runs, bool nothingDrawn,
+                               const std::vector<RunShares>& shares, std::int64_t step)
+{
     QString text;
-    if (drawn.empty() && chosen) {
+    if (nothingDrawn && chosen) {
         const QString kinds = kindsWithData({chosen});
         if (chosen->telemetry().empty())
             text = tr("No histogram yet: the first comes with the run's first telemetry snapshot.");
@@ -397,7 +431,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         else
             text = tr("%1 %2 is not rounded in %3, so it has no histogram: pick another layer or tensor kind "
                       "(kinds with data: %4).")
-                       .arg(layer(), QString::fromUtf8(tensorKindName(tensorKind)).replace(QLatin1Char('_'), QLatin1Char(' ')),
+                       .arg(layer(), QString::fromUtf8(tensorKindName(kind())).replace(QLatin1Char('_'), QLatin1Char(' ')),
                             runLabel(chosen, runs), kinds);
     } else if (!chosen) {
         text = tr("No run to show: start a run, or pick runs in the run list.");

@@ -11,6 +11,7 @@
 #include "charts/chart_support.h"
 #include "telemetry/format_regions.h"
 
+#include <utility>
 #include <vector>
 
 QT_BEGIN_NAMESPACE
@@ -20,6 +21,18 @@ class QSlider;
 QT_END_NAMESPACE
 
 namespace plab::ui {
+
+// The part of the log2 axis a histogram chart shows, [low, high], and the top of its share
+// axis: the bins that hold values, 3 exponents of margin, widened to the formats' region
+// boundaries that lie within 40 exponents of them (formats.front() is the chosen run's);
+// without values, the chosen format's regions. Pure, for tests.
+struct HistogramWindow {
+    int low = 0;
+    int high = 0;
+    double top = 100.0;   // percent: 1.15 x the largest bin's share, or 100
+};
+HistogramWindow histogramWindow(const std::vector<const GradientHistogram*>& drawn,
+                                const std::vector<FormatRegions>& formats);
 
 class HistogramChart : public ChartGroup {
     Q_OBJECT
@@ -53,6 +66,20 @@ private:
         QString format;   // the run's compute format, whose regions the shares are of
         RegionShares shares;
     };
+    struct Drawn {   // a run's histogram at the step drawn
+        RunPtr run;
+        const LayerTelemetry* tap;
+        std::int64_t step;
+    };
+    // redraw's parts: the controls (returns the chosen run's step), the shading, other
+    // formats' boundary lines, the outlines (and the shares), the texts under the chart.
+    std::int64_t followControls(const RunPtr& chosen);
+    void drawRegions(Format format, const HistogramWindow& w);
+    void drawOtherBoundaries(const std::vector<std::pair<RunPtr, Format>>& otherFormats, const HistogramWindow& w);
+    std::vector<RunShares> drawOutlines(const std::vector<Drawn>& drawn, const RunPtr& chosen, const QList<RunPtr>& runs,
+                                        const HistogramWindow& w);
+    void showNotes(const RunPtr& chosen, const QList<RunPtr>& runs, bool nothingDrawn,
+                   const std::vector<RunShares>& shares, std::int64_t step);
     // The shares under the chart: one line per run; in presentation mode a table.
     static QString sharesLines(const std::vector<RunShares>& shares);
     static QString sharesTable(const std::vector<RunShares>& shares, const QColor& background);
