@@ -1,3 +1,4 @@
+// Over 500 lines: each op of the backend interface against the CPU backend, one case each, on one device context.
 // Tests the CUDA backend's ops on a device (issue 5): every op on device tensors (placed on
 // the backend's allocator) against the CPU backend, within DESIGN.md section 3's
 // tolerances, and the cuDNN convolutions against the layer's im2col + gemm lowering on the

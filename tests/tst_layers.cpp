@@ -1,3 +1,4 @@
+// Over 500 lines: every layer's forward and backward against double precision, one suite so the references are shared.
 // Tests the layers (Conv2d, MaxPool2d, ReLU, Flatten, Linear, softmax cross-entropy): references in double, finite-difference gradient checks, and the rounding sites of reduced-precision recipes.
 // links: plab_nn plab_backend_cpu plab_test_support
 #include "amp/recipe.h"

@@ -1,3 +1,4 @@
+// Over 500 lines: every chart group is drawn from the same synthetic runs built here; one suite keeps one set of fixtures.
 // Tests the live chart groups (offscreen): a RunData fed synthetic trainer events (steps,
 // evaluations, telemetry with a hand-built histogram, memory, a setting change) drawn by
 // ChartsView: series point counts and values, fp16 region shares against a hand

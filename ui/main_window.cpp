@@ -1,3 +1,4 @@
+// Over 500 lines: the window's docks, menus and their wiring in one place; the classroom parts are in main_window_classroom.cpp.
 // The main window: docks, menus, shortcuts, status bar, and the wiring between the
 // controller, the run store, the runs list, the settings panel and the charts. The
 // classroom parts (format explorer, lessons, presentation mode, configuration as one

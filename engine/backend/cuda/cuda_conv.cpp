@@ -1,3 +1,4 @@
+// Over 500 lines: the three passes share the layouts, the descriptors and the plan cache; cuDNN's three algorithm queries differ only in their types.
 // CudnnConvolutions (cuda_conv.h): the three convolution passes through cuDNN's legacy API.
 //
 // Layout. Activations are (C, N, H, W), channel-major over the batch; cuDNN gets them

@@ -1,3 +1,4 @@
+// Over 500 lines: one header is the single source both the device kernels and the host tests compile.
 // Per-element and per-row arithmetic of the CUDA kernels, written once for the device and
 // the host: the fp32 -> fp16/bf16/tf32 rounding on bit patterns (a line-by-line port of
 // engine/numerics/format.cpp), the classification of one rounded element into the
