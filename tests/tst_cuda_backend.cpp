@@ -546,15 +546,6 @@ private slots:
                                                                                   out.data(), GemmPrecision{}));
     }
 
-    void parallelForCoversTheRangeOnce()
-    {
-        std::vector<int> hits(10007, 0);
-        cuda_->parallelFor(static_cast<std::int64_t>(hits.size()), 16, [&](std::int64_t b, std::int64_t e) {
-            for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
-        });
-        for (int h : hits) QCOMPARE(h, 1);
-    }
-
     void addBiasRoundMatchesCpuExactly_data() { addBiasRoundRows(32, 3136); }
     void addBiasRoundMatchesCpuExactly()
     {

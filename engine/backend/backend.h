@@ -123,12 +123,6 @@ public:
     virtual void roundArray(Format f, const float* src, float* dst, std::size_t n,
                             RoundingStats* stats, GradientHistogram* hist) = 0;
 
-    // Calls body(begin, end) on disjoint ranges covering [0, n); in parallel only when n
-    // is at least 2 * grain. Chunks are taken dynamically, so a busy core slows the loop
-    // instead of stalling it. body must not call parallelFor.
-    virtual void parallelFor(std::int64_t n, std::int64_t grain,
-                             const std::function<void(std::int64_t, std::int64_t)>& body) = 0;
-
     // ---- Where tensors live, and the step's synchronisation --------------------------
 
     // The device allocator tensors of this backend are placed on; nullptr: host memory.
@@ -248,7 +242,7 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // The plugin reports the number it was built with (plab_cuda_abi_version) and the loader
 // refuses any other, so a plugin left over from another build is never called into.
 // Bump it whenever any of those declarations change.
-inline constexpr int kCudaPluginAbiVersion = 2;   // 2: BackendInfo::capabilities
+inline constexpr int kCudaPluginAbiVersion = 2;   // 2: BackendInfo::capabilities; no parallelFor
 
 }  // namespace plab
 

@@ -17,7 +17,7 @@
 #include "optim/adam.h"
 
 #include "backend/backend.h"
-#include "optim/update_rules.h"
+#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -11,7 +11,7 @@
 #include "optim/sgd.h"
 
 #include "backend/backend.h"
-#include "optim/update_rules.h"
+#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -197,12 +197,6 @@ void CheckingBackend::roundArray(Format f, const float* src, float* dst, std::si
     cpu_->roundArray(f, src, dst, n, held(stats_, stats), held(hists_, hist));
 }
 
-void CheckingBackend::parallelFor(std::int64_t, std::int64_t, const std::function<void(std::int64_t, std::int64_t)>&)
-{
-    // Host loops cannot touch device tensors: the layers must not use them.
-    device_.require(nullptr, 1, "parallelFor called");
-}
-
 bool CheckingBackend::acceptLibraryCall(bool refuse)
 {
     ++(refuse ? libraryRefusals_ : libraryCalls_);

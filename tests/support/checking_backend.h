@@ -128,8 +128,6 @@ public:
     void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst) override;
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override;
-    void parallelFor(std::int64_t n, std::int64_t grain,
-                     const std::function<void(std::int64_t, std::int64_t)>& body) override;
     bool convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
                             float* y, GemmPrecision p) override;
     bool convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy,

@@ -89,12 +89,6 @@ public:
         });
     }
 
-    void parallelFor(std::int64_t n, std::int64_t grain,
-                     const std::function<void(std::int64_t, std::int64_t)>& body) override
-    {
-        pool_.parallelFor(n, grain, body);
-    }
-
     void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
                       std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist) override
     {

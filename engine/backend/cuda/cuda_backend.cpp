@@ -143,16 +143,6 @@ bool CudaBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int64_t 
     return convolutions_.backwardFilter(g, outChannels, x, dy, dw, precision);
 }
 
-void CudaBackend::parallelFor(std::int64_t n, std::int64_t grain,
-                              const std::function<void(std::int64_t, std::int64_t)>& body)
-{
-    // Host loops over host data only: the layers no longer run element-wise work through
-    // it on tensor values (those are device pointers here), so one thread, the caller's,
-    // is enough; a pool per backend would park a core's worth of threads per run.
-    (void)grain;
-    if (n > 0) body(0, n);
-}
-
 DeviceMemoryInfo queryDeviceMemory(int device)
 {
     PLAB_CUDA_CHECK(cudaSetDevice(device));

@@ -38,7 +38,7 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     const BackendInfo& info() const override { return info_; }
-    int threads() const override { return 1; }   // parallelFor runs on the caller
+    int threads() const override { return 1; }   // host work runs on the caller
 
     void gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
@@ -58,8 +58,6 @@ public:
                                  float* dx, GemmPrecision precision) override;
     bool convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
                                    const float* dy, float* dw, GemmPrecision precision) override;
-    void parallelFor(std::int64_t n, std::int64_t grain,
-                     const std::function<void(std::int64_t, std::int64_t)>& body) override;
 
     DeviceAllocator* allocator() override { return &allocator_; }
     void flush() override;

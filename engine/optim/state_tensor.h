@@ -1,7 +1,7 @@
-// What every optimizer shares: optimizer-state tensors in the recipe's format, placed
-// where the backend keeps its tensors. (The element-wise update arithmetic is in
+// Optimizer-state tensors (every optimizer's): in the recipe's format, placed where the
+// backend keeps its tensors. The element-wise update arithmetic is in
 // numerics/update_math.h and runs on the backend; which copies a parameter has is in
-// nn/parameter_copies.h.)
+// nn/parameter_copies.h.
 #pragma once
 
 #include "amp/recipe.h"

@@ -1,5 +1,5 @@
 // Optimizer state tensors on the backend.
-#include "optim/update_rules.h"
+#include "optim/state_tensor.h"
 
 #include "backend/backend.h"
 
