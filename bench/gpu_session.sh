@@ -15,6 +15,8 @@
 #             and the error at the first batch that does not
 #   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
 #   app       the app training on CUDA, offscreen, one screenshot (app.png)
+#   profile   where the seed CNN's amp-fp16 step spends its time: Nsight Systems' kernel
+#             and API summaries of 5 steps at batch 1000 (when nsys is on the machine)
 #
 #     (device) sh bench/gpu_session.sh [PHASE ...] [--quick]     with carry [".gpu"]
 #
@@ -100,12 +102,16 @@ phase_tests() {
 # run too) under each of compute-sanitizer's tools.
 # The first GPU session: memcheck clean in 1 s; racecheck's 58 hazards all inside cuBLAS's
 # nvjet split-K kernel; initcheck ran past 200 s at 50 steps. So racecheck runs again
-# without cuBLAS's kernels (ours alone), and initcheck on 5 steps.
+# without cuBLAS's kernels (ours alone), and initcheck on 5 steps. The second session
+# (cuDNN convolutions running): racecheck ran past 200 s at 50 steps with and without
+# cuBLAS's kernels, so racecheck runs 5 steps too; each tool's findings are summed up
+# by kind and place (the first frame in our code), not only the last 40 lines.
 phase_sanitize() {
   for tool in memcheck racecheck racecheck-ours initcheck; do
     steps=50 limit=200 filter=""
     case $tool in
       racecheck-ours) filter="--kernel-name-exclude kns=nvjet" ;;
+      racecheck*) steps=5 limit=240 ;;
       initcheck) steps=5 limit=300 ;;
     esac
     echo "===== compute-sanitizer --tool ${tool%-ours} $filter ($steps steps)"
@@ -115,7 +121,12 @@ phase_sanitize() {
       --histogram-every 5 --data-dir "$data" --quiet --out /tmp/plab-gpu/sanitize-$tool.json \
       > /tmp/plab-gpu/sanitize.txt 2>&1
     rc=$?
-    tail -40 /tmp/plab-gpu/sanitize.txt
+    tail -12 /tmp/plab-gpu/sanitize.txt
+    echo "----- $tool findings by kind and first frame in our code or the device:"
+    awk '/^=========  *(Invalid|Uninitialized|Race|Error|Warning|Host API|Program hit|Unused)/ {h = $0; next}
+         h != "" && /(Host Frame: plab|Device Frame:|in libplab_cuda)/ {print h " @" $0; h = ""}' \
+      /tmp/plab-gpu/sanitize.txt | sed 's/=========  *//g; s/\[0x[0-9a-f]*\]//g; s/0x[0-9a-f]*/ADDR/g' |
+      sort | uniq -c | sort -rn | head -30
     echo "===== $tool: exit $rc in $(( $(date +%s) - start )) s"
   done
 }
@@ -192,6 +203,27 @@ JSON
   tail -20 /tmp/plab-gpu/app.txt
   echo "app: exit $rc"
   ls -la /tmp/plab-gpu/app-runs 2>&1 | head
+}
+
+phase_profile() {
+  nsys=$(command -v nsys || find /usr/local /opt -name nsys -type f 2>/dev/null | head -1)
+  [ -n "$nsys" ] || { echo "no nsys on this machine"; return; }
+  for recipe in amp-fp16 fp32; do
+    echo "===== seed-cnn $recipe, 5 steps"
+    rm -f /tmp/plab-gpu/prof-$recipe.*
+    timeout 200 "$nsys" profile --force-overwrite true -o /tmp/plab-gpu/prof-$recipe --trace cuda,cudnn,cublas \
+      "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes $recipe --batch 1000 --steps 5 \
+      --warmup 2 --repeats 1 2>&1 | tail -3
+    # The device's nsys leaves a .qdstrm when it cannot find its importer; convert it here.
+    if [ ! -f /tmp/plab-gpu/prof-$recipe.nsys-rep ] && [ -f /tmp/plab-gpu/prof-$recipe.qdstrm ]; then
+      importer=$(find / -name QdstrmImporter -type f 2>/dev/null | head -1)
+      echo "importer: ${importer:-none found}"
+      [ -n "$importer" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH" timeout 120 "$importer" --input-file /tmp/plab-gpu/prof-$recipe.qdstrm 2>&1 | tail -2
+    fi
+    timeout 120 "$nsys" stats --report cuda_gpu_kern_sum,cuda_api_sum --format csv \
+      /tmp/plab-gpu/prof-$recipe.nsys-rep 2>/dev/null |
+      grep -v '^0\.0,' | cut -c1-300 | head -45   # time %, total ns, count, average ns, ..., name
+  done
 }
 
 for p in $phases; do

@@ -33,6 +33,9 @@ for f in .gpu/stage/bin/* .gpu/stage/plugins/platforms/*; do ldd "$f" 2>/dev/nul
   awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so|/libcu|/libnv' |
   while read -r lib; do cp -L "$lib" .gpu/stage/lib/; done
+# The device's Nsight Systems importer (the `profile` phase) needs elfutils' libdw, which
+# the device image lacks.
+for lib in libdw.so.1 libelf.so.1 libbz2.so.1.0; do cp -L "/usr/lib/x86_64-linux-gnu/$lib" .gpu/stage/lib/; done
 tar -C .gpu/stage -cJf .gpu/bundle.tar.xz bin lib plugins fonts data
 rm -rf .gpu/stage
 ls -l .gpu/bundle.tar.xz

@@ -88,11 +88,15 @@ cudaError_t launchSumRows(const float* x, long long rows, long long cols, double
                           cudaStream_t stream);
 cudaError_t launchSumColumns(const float* x, long long rows, long long cols, float* out, cudaStream_t stream);
 
-// What the loss forward leaves on the device for the host to read.
+// What the loss forward leaves on the device for the host to read. Every byte is written
+// (the spare float too), so the 16 bytes the host copies back are all initialised
+// (compute-sanitizer's initcheck reported the 4 bytes of padding this struct used to have).
 struct LossTotals {
     long long correct;
     float loss;
+    float spare;
 };
+static_assert(sizeof(LossTotals) == 16);
 
 // Softmax cross-entropy of logits (N, classes) against labels (device, N values < classes):
 // probabilities (N, classes), and the batch mean and count of correct argmaxes in *totals.

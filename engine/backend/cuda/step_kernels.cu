@@ -232,6 +232,7 @@ lossTotalKernel(int emulate, const double* rowResults, const std::uint8_t* rowCo
     if (threadIdx.x != 0) return;
     totals->correct = correct;
     totals->loss = emulate == kFp32 ? lossMeanFp32(rowResults, N) : lossMeanEmulated(emulate, rowResults, N);
+    totals->spare = 0.0f;
 }
 
 __global__ void softmaxBackwardKernel(const float* prob, const std::uint8_t* labels, long long N, long long classes,
