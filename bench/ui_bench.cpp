@@ -106,7 +106,7 @@ std::vector<TrainerEvent> stepEvents(std::int64_t step, std::int64_t total, std:
     events.emplace_back(m);
     if (step == total / 2)
         events.emplace_back(SettingChangeEvent{step, "loss scaling dynamic from 65536 -> off",
-                                               settingsToJson(settingsFor("amp-fp16")).dump()});
+                                               settingsFor("amp-fp16")});
     return events;
 }
 

@@ -3,6 +3,7 @@
 // without a signal; a short run on synthetic data exits 0 with the accuracy on stdout's
 // last line and a valid run record; a diverging run exits 3; `plab convert` works.
 
+#include "setting_examples.h"
 #include "test_support.h"
 
 #include "backend/backend.h"
@@ -90,6 +91,21 @@ private slots:
             QVERIFY2(rec.contains(key), key);
         QCOMPARE(rec["summary"].toObject()["status"].toString(), QString("completed"));
         QCOMPARE(rec["recipe"].toObject()["preset"].toString(), QString("amp-fp16"));
+    }
+
+    // `plab train --help` offers a flag for every settings key (--max-steps for max_steps),
+    // with its default where it has one.
+    void helpListsAFlagForEverySettingsKey()
+    {
+        const Result r = runPlab({"train", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        for (const auto& [key, value] : plab::test::settingExamples().items()) {
+            QString flag = QStringLiteral("--") + QString::fromStdString(key);
+            flag.replace(QLatin1Char('_'), QLatin1Char('-'));
+            QVERIFY2(r.out.contains(flag + QLatin1Char(' ')), qPrintable(flag));
+        }
+        QVERIFY(r.out.contains(QStringLiteral("Batch size (default 32)")));
+        QVERIFY(r.out.contains(QStringLiteral("(default small-cnn)")));
     }
 
     void configFileAndFlagsOverride()

@@ -1,9 +1,15 @@
 // Tests of training settings: defaults, the JSON config form, preset-then-override order,
-// and one clear error for each bad key or value.
+// one clear error for each bad key or value, and the one table of keys (every key read,
+// checked and written back, and a config file read through settingsFromFile).
 // links: plab_train
 
 #include "error.h"
+#include "setting_examples.h"
 #include "train/settings.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
 
 #include <QtTest>
 
@@ -90,6 +96,68 @@ private slots:
             QVERIFY2(message.contains(expected), qPrintable(message));
             QVERIFY2(message.startsWith("config x.json"), qPrintable(message));
         }
+    }
+
+    // The table and the hand-written examples name the same keys, and settingsToJson
+    // writes exactly those.
+    void theTableHasEveryDocumentedKey()
+    {
+        std::set<std::string> table, examples, written;
+        for (const SettingKey& k : settingKeys()) {
+            QVERIFY2(table.insert(k.key).second, k.key);   // no key twice
+            QVERIFY2(std::string(k.help).size() > 3, k.key);
+        }
+        for (const auto& [key, value] : test::settingExamples().items()) examples.insert(key);
+        const json defaults = settingsToJson(TrainSettings{});   // items() does not keep a temporary alive
+        for (const auto& [key, value] : defaults.items()) written.insert(key);
+        for (const auto& key : table) QVERIFY2(examples.count(key), ("no example for the key " + key).c_str());
+        for (const auto& key : examples) QVERIFY2(table.count(key), ("the table lacks the key " + key).c_str());
+        QVERIFY(written == table);
+    }
+
+    // Each key on its own changes the settings and is written back as given: a row whose
+    // reading does nothing, or whose writing reads another field, fails here.
+    void everyKeyIsReadAndWrittenBack_data()
+    {
+        QTest::addColumn<QString>("key");
+        for (const SettingKey& k : settingKeys()) QTest::addRow("%s", k.key) << QString::fromLatin1(k.key);
+    }
+    void everyKeyIsReadAndWrittenBack()
+    {
+        QFETCH(QString, key);
+        const std::string name = key.toStdString();
+        const json& example = test::settingExamples().at(name);
+        QVERIFY(example != defaultSettingsJson().at(name));
+        const TrainSettings s = settingsFromJson(json{{name, example}}, "test");
+        QVERIFY2(!(s == settingsFromJson(json::object(), "test")), "the key changed nothing");
+        const json back = settingsToJson(s);
+        QVERIFY2(back.at(name) == example, back.at(name).dump().c_str());
+        // Every other key keeps its default, except what a preset or a loss-scale mode sets.
+        for (const auto& [other, value] : back.items())
+            if (other != name && name != "recipe" && name != "loss_scale")
+                QVERIFY2(value == defaultSettingsJson().at(other), (name + " changed " + other).c_str());
+    }
+
+    // A config file through the one reader, with overrides on top; its errors name the file.
+    void settingsFromFileReadsAConfigWithOverrides()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::filesystem::path file = dir.filePath(QStringLiteral("c.json")).toStdString();
+        std::ofstream(file) << R"({"recipe": "amp-fp16", "batch": 16})";
+        const TrainSettings s = settingsFromFile(file, json{{"batch", 8}});
+        QCOMPARE(s.recipe.compute, Format::fp16);
+        QCOMPARE(s.batch, 8);
+        std::ofstream(file) << R"({"batch": 0})";
+        try {
+            (void)settingsFromFile(file);
+            QFAIL("a bad batch was accepted");
+        } catch (const InputError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).startsWith(QString::fromStdString("config " + file.string() + ": 'batch'")),
+                     e.what());
+        }
+        std::ofstream(file) << "[1, 2]";
+        QVERIFY_THROWS_EXCEPTION(InputError, (void)settingsFromFile(file));
     }
 };
 

@@ -3,7 +3,9 @@
 // notices show for unusual combinations, and during a run the live-editable fields
 // (precision, loss scaling, batch, lr) send SettingsChanges while the rest is locked.
 
+#include "setting_examples.h"
 #include "settings_panel.h"
+#include "train/settings.h"
 #include "trainer_metatypes.h"
 
 #include <QCheckBox>
@@ -210,6 +212,26 @@ private slots:
         s.histogramEvery = 7;
         s.dataDir = "/somewhere";
         panel.setSettings(s);
+        QCOMPARE(panel.settings(), s);
+    }
+
+    // Every settings key, set to a value other than its default, comes back from the panel
+    // unchanged, whether a control shows it (read back from the control) or not (kept).
+    void everySettingsKeyComesBack_data()
+    {
+        QTest::addColumn<QString>("key");
+        for (const auto& [key, value] : test::settingExamples().items())
+            QTest::addRow("%s", key.c_str()) << QString::fromStdString(key);
+    }
+    void everySettingsKeyComesBack()
+    {
+        QFETCH(QString, key);
+        const std::string name = key.toStdString();
+        const TrainSettings s = settingsFromJson(nlohmann::json{{name, test::settingExamples().at(name)}}, "test");
+        SettingsPanel panel;
+        panel.setSettings(s);
+        const nlohmann::json back = settingsToJson(panel.settings()).at(name);
+        QVERIFY2(back == test::settingExamples().at(name), back.dump().c_str());
         QCOMPARE(panel.settings(), s);
     }
 };

@@ -147,6 +147,21 @@ std::optional<LossScaling> LossScalingEditor::lossScaling(QString* problem) cons
     };
     LossScaling l;
     l.mode = static_cast<LossScaleMode>(mode_->currentIndex());
+    // Fields the mode does not use are kept as they read (a config's dynamic knobs survive
+    // scaling being off) but never refuse the settings: they are hidden.
+    {
+        auto keep = [](QLineEdit* edit, auto& out) {
+            if (const auto v = parseNumberText(edit->text())) out = *v;
+        };
+        keep(scale_, l.initScale);
+        keep(growth_, l.growthFactor);
+        keep(backoff_, l.backoffFactor);
+        bool ok = false;
+        if (const qlonglong v = interval_->text().trimmed().toLongLong(&ok); ok && v >= 1 && v <= 1'000'000'000)
+            l.growthInterval = static_cast<int>(v);
+        keep(minScale_, l.minScale);
+        keep(maxScale_, l.maxScale);
+    }
     if (l.mode == LossScaleMode::off) return l;
     auto number = [&](QLineEdit* edit, const QString& what, double& out) {
         const auto v = parseNumberText(edit->text());

@@ -442,9 +442,7 @@ QString MainWindow::openRunRecord(const QString& file)
 QString MainWindow::loadConfig(const QString& file)
 {
     try {
-        const nlohmann::json patch = readJsonFile(toPath(file), "config " + file.toStdString(),
-                                                  JsonLimits{std::size_t{16} << 20, 64});
-        panel_->setSettings(settingsFromJson(patch, "config " + file.toStdString()));
+        panel_->setSettings(settingsFromFile(toPath(file)));
         statusBar()->showMessage(tr("Loaded the config %1").arg(QFileInfo(file).fileName()), 8000);
         return {};
     } catch (const std::exception& e) {

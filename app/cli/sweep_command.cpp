@@ -73,7 +73,7 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
                     file += "_ls-" + fileStem(scale);
                 }
                 if (!batch.empty()) {
-                    static const FlagSpec batchSpec{"--batch", "batch", FlagType::integer, ""};
+                    static const FlagSpec batchSpec{"--batch", "batch", SettingType::integer, ""};
                     patch["batch"] = flagValue(batchSpec, batch);
                     file += "_b" + batch;
                 }

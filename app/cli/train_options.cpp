@@ -5,77 +5,73 @@
 #include "error.h"
 #include "json/json_input.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 namespace plab::cli {
 
 using nlohmann::json;
 
+namespace {
+
+// A default as the help shows it: on/off for switches, numbers and text as JSON has them;
+// empty when there is nothing to show (no value, an empty text or list).
+std::string defaultText(const json& v)
+{
+    if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null() || (v.is_array() && v.empty())) return {};
+    return v.dump();
+}
+
+}  // namespace
+
 const std::vector<FlagSpec>& trainFlags()
 {
-    static const std::vector<FlagSpec> flags = {
-        {"--model", "model", FlagType::text, "mlp, small-cnn (default) or seed-cnn"},
-        {"--widths", "widths", FlagType::intList, "Channel/width overrides, comma-separated (e.g. 16,32)"},
-        {"--recipe", "recipe", FlagType::text, "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16"},
-        {"--compute", "compute", FlagType::text, "Compute format: fp32, tf32, fp16, bf16"},
-        {"--master-weights", "master_weights", FlagType::onOff, "fp32 master weights: on|off"},
-        {"--fp32-accumulate", "fp32_accumulate", FlagType::onOff, "Accumulate matmul/conv in fp32: on|off"},
-        {"--fp32-sensitive-ops", "fp32_sensitive_ops", FlagType::onOff, "Softmax/cross-entropy in fp32: on|off"},
-        {"--loss-scale", "loss_scale", FlagType::text, "off, static:S, dynamic, pytorch, tensorflow or apex"},
-        {"--init-scale", "init_scale", FlagType::number, "Initial (or static) loss scale"},
-        {"--growth-factor", "growth_factor", FlagType::number, "Dynamic scaling: growth factor"},
-        {"--backoff-factor", "backoff_factor", FlagType::number, "Dynamic scaling: backoff factor"},
-        {"--growth-interval", "growth_interval", FlagType::integer, "Dynamic scaling: clean steps before growth"},
-        {"--min-scale", "min_scale", FlagType::number, "Dynamic scaling: floor"},
-        {"--max-scale", "max_scale", FlagType::number, "Dynamic scaling: cap"},
-        {"--batch", "batch", FlagType::integer, "Batch size (default 32)"},
-        {"--epochs", "epochs", FlagType::integer, "Epochs (default 3)"},
-        {"--max-steps", "max_steps", FlagType::integer, "Stop after this many steps (0: no limit)"},
-        {"--lr", "lr", FlagType::number, "Learning rate (default 1e-3)"},
-        {"--optimizer", "optimizer", FlagType::text, "adam (default) or sgd"},
-        {"--momentum", "momentum", FlagType::number, "SGD momentum (default 0.9)"},
-        {"--seed", "seed", FlagType::integer, "Seed of weights and shuffling (default 1)"},
-        {"--dataset", "dataset", FlagType::text, "mnist (default) or fashion-mnist"},
-        {"--data-dir", "data_dir", FlagType::text, "Data folder (default: the per-user folder the set-up fills)"},
-        {"--threads", "threads", FlagType::integer, "CPU threads (default 2)"},
-        {"--histogram-every", "histogram_every", FlagType::integer, "Telemetry snapshot every N steps (default 50)"},
-        {"--eval-every", "eval_every", FlagType::integer, "Also evaluate every N steps (0: per epoch)"},
-        {"--divergence-steps", "divergence_steps", FlagType::integer, "Non-finite losses in a row that end a run (default 10)"},
-        {"--clip-grad-norm", "clip_grad_norm", FlagType::number, "Clip the unscaled gradient norm (0: off)"},
-        {"--backend", "backend", FlagType::text, "cpu (default) or cuda"},
-    };
+    // One flag per settings key (settingKeys(), the one table): --max-steps for max_steps.
+    static const std::vector<FlagSpec> flags = [] {
+        std::vector<FlagSpec> out;
+        for (const SettingKey& k : settingKeys()) {
+            std::string flag = std::string("--") + k.key;
+            std::replace(flag.begin(), flag.end(), '_', '-');
+            std::string help = k.help;
+            if (const std::string d = defaultText(defaultSettingsJson().at(k.key)); !d.empty())
+                help += " (default " + d + ")";
+            out.push_back({flag, k.key, k.type, help});
+        }
+        return out;
+    }();
     return flags;
 }
 
 json flagValue(const FlagSpec& spec, const std::string& text)
 {
     auto bad = [&](const char* expected) {
-        return InputError(std::string(spec.flag) + ": expected " + expected + ", got '" + text + "'");
+        return InputError(spec.flag + ": expected " + expected + ", got '" + text + "'");
     };
     switch (spec.type) {
-    case FlagType::text: return text;
-    case FlagType::onOff:
+    case SettingType::text: return text;
+    case SettingType::onOff:
         if (text == "on" || text == "true") return true;
         if (text == "off" || text == "false") return false;
         throw bad("on or off");
-    case FlagType::integer: {
+    case SettingType::integer: {
         long long v = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
         if (ec != std::errc() || end != text.data() + text.size()) throw bad("a whole number");
         return v;
     }
-    case FlagType::number: {
+    case SettingType::number: {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size()) throw bad("a number");
         return v;
     }
-    case FlagType::intList: {
+    case SettingType::intList: {
         json list = json::array();
         std::size_t start = 0;
         while (start <= text.size()) {
@@ -95,12 +91,6 @@ json flagValue(const FlagSpec& spec, const std::string& text)
     return nullptr;
 }
 
-json readConfig(const std::string& file)
-{
-    // Size- and depth-limited like every JSON input (a config nested 100,000 deep crashed).
-    return readJsonFile(file, "config " + file, JsonLimits{std::size_t{16} << 20, 64});
-}
-
 void addTrainFlags(CLI::App& cmd, TrainFlagValues& values)
 {
     for (const auto& spec : trainFlags())
@@ -113,8 +103,7 @@ json settingsPatch(const CLI::App& cmd, const TrainFlagValues& values, std::stri
     json patch = json::object();
     origin = "command line";
     if (!values.config.empty()) {
-        patch = readConfig(values.config);
-        if (!patch.is_object()) throw InputError("config " + values.config + ": expected a JSON object of settings");
+        patch = settingsPatchFromFile(values.config);
         origin = "config " + values.config;
     }
     for (const auto& spec : trainFlags())

@@ -7,6 +7,7 @@
 
 #include "data/dataset.h"
 #include "report/run_record.h"
+#include "train/settings.h"
 #include "train/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -19,22 +20,18 @@
 
 namespace plab::cli {
 
-enum class FlagType { text, integer, number, onOff, intList };
-
 struct FlagSpec {
-    const char* flag;      // "--batch"
-    const char* key;       // settings key, "batch"
-    FlagType type;
-    const char* help;
+    std::string flag;      // "--batch"
+    std::string key;       // settings key, "batch"
+    SettingType type;
+    std::string help;      // the key's help and its default
 };
 
+// One flag per settings key, derived from settingKeys().
 const std::vector<FlagSpec>& trainFlags();
 
 // The flag's text as the JSON value of its settings key; throws InputError naming the flag.
 nlohmann::json flagValue(const FlagSpec& spec, const std::string& text);
-
-// Reads a JSON config file; throws InputError naming the file.
-nlohmann::json readConfig(const std::string& file);
 
 // The training flags a subcommand took, as text, and its --config file.
 struct TrainFlagValues {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <sstream>
 
 namespace plab {
@@ -14,17 +13,6 @@ namespace plab {
 using nlohmann::json;
 
 namespace {
-
-const std::set<std::string>& knownKeys()
-{
-    static const std::set<std::string> keys = {
-        "model", "widths", "recipe", "compute", "master_weights", "fp32_accumulate",
-        "fp32_sensitive_ops", "loss_scale", "init_scale", "growth_factor", "backoff_factor",
-        "growth_interval", "min_scale", "max_scale", "batch", "epochs", "max_steps", "lr",
-        "optimizer", "momentum", "seed", "dataset", "data_dir", "threads", "histogram_every",
-        "eval_every", "divergence_steps", "clip_grad_norm", "backend"};
-    return keys;
-}
 
 // Reads typed values out of the patch, naming the key in every error.
 class Reader {
@@ -80,6 +68,19 @@ public:
         return v.get<std::int64_t>();
     }
 
+    std::vector<int> widths(const char* key) const
+    {
+        const auto& w = j_.at(key);
+        if (!w.is_array()) fail(key, "must be a list of whole numbers");
+        std::vector<int> out;
+        for (const auto& v : w) {
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 65536)
+                fail(key, "must hold whole numbers from 1 to 65536, got " + jsonExcerpt(v));
+            out.push_back(v.get<int>());
+        }
+        return out;
+    }
+
     double positive(const char* key) const
     {
         const double d = number(key);
@@ -91,6 +92,15 @@ private:
     const json& j_;
     std::string origin_;
 };
+
+// An unknown key as a message shows it: at most 60 characters, control characters escaped.
+std::string shortKey(const std::string& key)
+{
+    std::string text = jsonExcerpt(json(key));   // with JSON's quotes, which the message replaces
+    if (!text.empty() && text.front() == '"') text.erase(0, 1);
+    if (!text.empty() && text.back() == '"') text.pop_back();
+    return text;
+}
 
 std::string formatScale(double s)
 {
@@ -132,142 +142,222 @@ json recipeToJson(const PrecisionRecipe& r)
             {"loss_scaling", lossScalingToJson(r.lossScaling)}};
 }
 
+namespace {
+
+// One row per settings key: its type and help (the CLI's flag and the docs derive from
+// these), how a value is read into the settings with its checks, and how it is written
+// back. Rows are read in this order: the preset ("recipe") before the switches that
+// override it, the loss-scaling mode before its knobs.
+struct KeyRule {
+    SettingKey info;
+    void (*read)(const Reader& r, TrainSettings& s);
+    json (*write)(const TrainSettings& s);
+};
+
+std::string lossScaleText(const LossScaling& l)
+{
+    if (l.mode == LossScaleMode::fixed) return "static:" + formatScale(l.initScale);
+    return l.mode == LossScaleMode::dynamic ? "dynamic" : "off";
+}
+
+json optionalScale(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+template <typename T>
+T whole(const Reader& r, const char* key, std::int64_t min, std::int64_t max)
+{
+    return static_cast<T>(r.integer(key, min, max));
+}
+
+// The text value of `key` when it is one of `allowed`; else "must be a, b or c, got 'x'".
+std::string oneOf(const Reader& r, const char* key, const std::vector<std::string>& allowed)
+{
+    std::string value = r.text(key);
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
+    std::string names;
+    for (std::size_t i = 0; i < allowed.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+    r.fail(key, "must be " + names + ", got '" + value + "'");
+}
+
+const std::vector<KeyRule>& keyRules()
+{
+    using T = SettingType;
+    static const std::vector<KeyRule> rules = {
+        {{"model", T::text, "mlp, small-cnn or seed-cnn"},
+         [](const Reader& r, TrainSettings& s) { s.model.kind = r.text("model"); },
+         [](const TrainSettings& s) { return json(s.model.kind); }},
+        {{"widths", T::intList, "Channel/width overrides, comma-separated (e.g. 16,32)"},
+         [](const Reader& r, TrainSettings& s) { s.model.widths = r.widths("widths"); },
+         [](const TrainSettings& s) { return json(s.model.widths); }},
+        {{"recipe", T::text, "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16"},
+         [](const Reader& r, TrainSettings& s) {
+             const auto name = r.text("recipe");
+             const auto preset = PrecisionRecipe::fromPreset(name);
+             if (!preset) {
+                 std::string names;
+                 for (const auto& n : PrecisionRecipe::presetNames()) names += (names.empty() ? "" : ", ") + n;
+                 r.fail("recipe", "must be one of " + names + ", got '" + name + "'");
+             }
+             s.recipe = *preset;
+         },
+         [](const TrainSettings& s) { return json(s.recipe.preset); }},
+        {{"compute", T::text, "Compute format: fp32, tf32, fp16, bf16"},
+         [](const Reader& r, TrainSettings& s) {
+             const auto f = parseFormat(r.text("compute"));
+             if (!f) r.fail("compute", "must be fp32, tf32, fp16 or bf16");
+             s.recipe.compute = *f;
+         },
+         [](const TrainSettings& s) { return json(std::string(formatName(s.recipe.compute))); }},
+        {{"master_weights", T::onOff, "fp32 master weights: on|off"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.masterWeights = r.boolean("master_weights"); },
+         [](const TrainSettings& s) { return json(s.recipe.masterWeights); }},
+        {{"fp32_accumulate", T::onOff, "Accumulate matmul/conv in fp32: on|off"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.fp32Accumulate = r.boolean("fp32_accumulate"); },
+         [](const TrainSettings& s) { return json(s.recipe.fp32Accumulate); }},
+        {{"fp32_sensitive_ops", T::onOff, "Softmax/cross-entropy in fp32: on|off"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.fp32SensitiveOps = r.boolean("fp32_sensitive_ops"); },
+         [](const TrainSettings& s) { return json(s.recipe.fp32SensitiveOps); }},
+        {{"loss_scale", T::text, "off, static:S, dynamic, pytorch, tensorflow or apex"},
+         [](const Reader& r, TrainSettings& s) {
+             std::string error;
+             auto parsed = parseLossScaleOption(r.text("loss_scale"), &error);
+             if (!parsed) r.fail("loss_scale", error);
+             s.recipe.lossScaling = *parsed;
+         },
+         [](const TrainSettings& s) { return json(lossScaleText(s.recipe.lossScaling)); }},
+        {{"init_scale", T::number, "Initial (or static) loss scale"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.initScale = r.positive("init_scale"); },
+         [](const TrainSettings& s) { return json(s.recipe.lossScaling.initScale); }},
+        {{"growth_factor", T::number, "Dynamic scaling: growth factor"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.growthFactor = r.number("growth_factor"); },
+         [](const TrainSettings& s) { return json(s.recipe.lossScaling.growthFactor); }},
+        {{"backoff_factor", T::number, "Dynamic scaling: backoff factor"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.backoffFactor = r.number("backoff_factor"); },
+         [](const TrainSettings& s) { return json(s.recipe.lossScaling.backoffFactor); }},
+        {{"growth_interval", T::integer, "Dynamic scaling: clean steps before growth"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.lossScaling.growthInterval = whole<int>(r, "growth_interval", 1, 1'000'000'000);
+         },
+         [](const TrainSettings& s) { return json(s.recipe.lossScaling.growthInterval); }},
+        {{"min_scale", T::number, "Dynamic scaling: floor"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.minScale = r.positive("min_scale"); },
+         [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.minScale); }},
+        {{"max_scale", T::number, "Dynamic scaling: cap"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.maxScale = r.positive("max_scale"); },
+         [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.maxScale); }},
+        {{"batch", T::integer, "Batch size"},
+         [](const Reader& r, TrainSettings& s) { s.batch = whole<int>(r, "batch", 1, 65536); },
+         [](const TrainSettings& s) { return json(s.batch); }},
+        {{"epochs", T::integer, "Epochs"},
+         [](const Reader& r, TrainSettings& s) { s.epochs = whole<int>(r, "epochs", 1, 100000); },
+         [](const TrainSettings& s) { return json(s.epochs); }},
+        {{"max_steps", T::integer, "Stop after this many steps (0: no limit)"},
+         [](const Reader& r, TrainSettings& s) { s.maxSteps = r.integer("max_steps", 0, std::int64_t(1) << 40); },
+         [](const TrainSettings& s) { return json(s.maxSteps); }},
+        {{"lr", T::number, "Learning rate"},
+         [](const Reader& r, TrainSettings& s) { s.optimizer.lr = r.positive("lr"); },
+         [](const TrainSettings& s) { return json(s.optimizer.lr); }},
+        {{"optimizer", T::text, "adam or sgd"},
+         [](const Reader& r, TrainSettings& s) { s.optimizer.kind = oneOf(r, "optimizer", {"adam", "sgd"}); },
+         [](const TrainSettings& s) { return json(s.optimizer.kind); }},
+        {{"momentum", T::number, "SGD momentum, in [0, 1)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.optimizer.momentum = r.number("momentum");
+             if (s.optimizer.momentum < 0 || s.optimizer.momentum >= 1) r.fail("momentum", "must be in [0, 1)");
+         },
+         [](const TrainSettings& s) { return json(s.optimizer.momentum); }},
+        {{"seed", T::integer, "Seed of weights and shuffling"},
+         [](const Reader& r, TrainSettings& s) { s.seed = whole<std::uint64_t>(r, "seed", 0, INT64_MAX); },
+         [](const TrainSettings& s) { return json(s.seed); }},
+        {{"dataset", T::text, "mnist or fashion-mnist"},
+         [](const Reader& r, TrainSettings& s) { s.dataset = oneOf(r, "dataset", {"mnist", "fashion-mnist"}); },
+         [](const TrainSettings& s) { return json(s.dataset); }},
+        {{"data_dir", T::text, "Data folder (empty: the per-user folder the set-up fills)"},
+         [](const Reader& r, TrainSettings& s) { s.dataDir = r.text("data_dir"); },
+         [](const TrainSettings& s) { return json(s.dataDir); }},
+        {{"threads", T::integer, "CPU threads"},
+         [](const Reader& r, TrainSettings& s) { s.threads = whole<int>(r, "threads", 1, 256); },
+         [](const TrainSettings& s) { return json(s.threads); }},
+        {{"histogram_every", T::integer, "Telemetry snapshot every N steps (0: never)"},
+         [](const Reader& r, TrainSettings& s) { s.histogramEvery = whole<int>(r, "histogram_every", 0, 1'000'000'000); },
+         [](const TrainSettings& s) { return json(s.histogramEvery); }},
+        {{"eval_every", T::integer, "Also evaluate every N steps (0: per epoch only)"},
+         [](const Reader& r, TrainSettings& s) { s.evalEvery = whole<int>(r, "eval_every", 0, 1'000'000'000); },
+         [](const TrainSettings& s) { return json(s.evalEvery); }},
+        {{"divergence_steps", T::integer, "Non-finite losses in a row that end a run"},
+         [](const Reader& r, TrainSettings& s) { s.divergenceSteps = whole<int>(r, "divergence_steps", 1, 1'000'000); },
+         [](const TrainSettings& s) { return json(s.divergenceSteps); }},
+        {{"clip_grad_norm", T::number, "Clip the unscaled gradient norm (0: off)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.clipGradNorm = r.number("clip_grad_norm");
+             if (s.clipGradNorm < 0) r.fail("clip_grad_norm", "must be 0 (off) or positive");
+         },
+         [](const TrainSettings& s) { return json(s.clipGradNorm); }},
+        {{"backend", T::text, "cpu or cuda"},
+         [](const Reader& r, TrainSettings& s) { s.backend = oneOf(r, "backend", {"cpu", "cuda"}); },
+         [](const TrainSettings& s) { return json(s.backend); }},
+    };
+    return rules;
+}
+
+// Settings files are small: 16 MiB and 64 levels are far above any real one.
+constexpr JsonLimits kSettingsFileLimits{std::size_t{16} << 20, 64};
+
+}  // namespace
+
+const std::vector<SettingKey>& settingKeys()
+{
+    static const std::vector<SettingKey> keys = [] {
+        std::vector<SettingKey> out;
+        for (const auto& rule : keyRules()) out.push_back(rule.info);
+        return out;
+    }();
+    return keys;
+}
+
+const nlohmann::json& defaultSettingsJson()
+{
+    static const json defaults = settingsToJson(settingsFromJson(json::object(), "the defaults"));
+    return defaults;
+}
+
 json settingsToJson(const TrainSettings& s)
 {
-    const auto& l = s.recipe.lossScaling;
-    std::string scale = "off";
-    if (l.mode == LossScaleMode::fixed) scale = "static:" + formatScale(l.initScale);
-    if (l.mode == LossScaleMode::dynamic) scale = "dynamic";
-    json j = {
-        {"model", s.model.kind},
-        {"widths", s.model.widths},
-        {"recipe", s.recipe.preset},
-        {"compute", std::string(formatName(s.recipe.compute))},
-        {"master_weights", s.recipe.masterWeights},
-        {"fp32_accumulate", s.recipe.fp32Accumulate},
-        {"fp32_sensitive_ops", s.recipe.fp32SensitiveOps},
-        {"loss_scale", scale},
-        {"init_scale", l.initScale},
-        {"growth_factor", l.growthFactor},
-        {"backoff_factor", l.backoffFactor},
-        {"growth_interval", l.growthInterval},
-        {"min_scale", l.minScale ? json(*l.minScale) : json(nullptr)},
-        {"max_scale", l.maxScale ? json(*l.maxScale) : json(nullptr)},
-        {"batch", s.batch},
-        {"epochs", s.epochs},
-        {"max_steps", s.maxSteps},
-        {"lr", s.optimizer.lr},
-        {"optimizer", s.optimizer.kind},
-        {"momentum", s.optimizer.momentum},
-        {"seed", s.seed},
-        {"dataset", s.dataset},
-        {"data_dir", s.dataDir},
-        {"threads", s.threads},
-        {"histogram_every", s.histogramEvery},
-        {"eval_every", s.evalEvery},
-        {"divergence_steps", s.divergenceSteps},
-        {"clip_grad_norm", s.clipGradNorm},
-        {"backend", s.backend},
-    };
+    json j = json::object();
+    for (const auto& rule : keyRules()) j[rule.info.key] = rule.write(s);
     return j;
 }
 
 TrainSettings settingsFromJson(const json& patch, const std::string& origin)
 {
     if (!patch.is_object()) throw InputError(origin + ": expected a JSON object of settings");
+    const auto& rules = keyRules();
     for (const auto& [key, value] : patch.items())
-        if (!knownKeys().count(key))
-            throw InputError(origin + ": unknown setting '" + key + "'");
+        if (std::none_of(rules.begin(), rules.end(), [&](const KeyRule& r) { return key == r.info.key; }))
+            throw InputError(origin + ": unknown setting '" + shortKey(key) + "'");
 
     const Reader r(patch, origin);
     TrainSettings s;
-
-    if (r.has("model")) s.model.kind = r.text("model");
-    if (r.has("widths")) {
-        const auto& w = patch.at("widths");
-        if (!w.is_array()) r.fail("widths", "must be a list of whole numbers");
-        s.model.widths.clear();
-        for (const auto& v : w) {
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 65536)
-                r.fail("widths", "must hold whole numbers from 1 to 65536, got " + jsonExcerpt(v));
-            s.model.widths.push_back(v.get<int>());
-        }
-    }
-
-    // The preset first, then each switch that the patch names.
-    if (r.has("recipe")) {
-        const auto name = r.text("recipe");
-        auto preset = PrecisionRecipe::fromPreset(name);
-        if (!preset) {
-            std::string names;
-            for (const auto& n : PrecisionRecipe::presetNames()) names += (names.empty() ? "" : ", ") + n;
-            r.fail("recipe", "must be one of " + names + ", got '" + name + "'");
-        }
-        s.recipe = *preset;
-    } else {
-        s.recipe = *PrecisionRecipe::fromPreset("fp32");
-    }
-    if (r.has("compute")) {
-        const auto f = parseFormat(r.text("compute"));
-        if (!f) r.fail("compute", "must be fp32, tf32, fp16 or bf16");
-        s.recipe.compute = *f;
-    }
-    if (r.has("master_weights")) s.recipe.masterWeights = r.boolean("master_weights");
-    if (r.has("fp32_accumulate")) s.recipe.fp32Accumulate = r.boolean("fp32_accumulate");
-    if (r.has("fp32_sensitive_ops")) s.recipe.fp32SensitiveOps = r.boolean("fp32_sensitive_ops");
-
-    auto& l = s.recipe.lossScaling;
-    if (r.has("loss_scale")) {
-        std::string error;
-        auto parsed = parseLossScaleOption(r.text("loss_scale"), &error);
-        if (!parsed) r.fail("loss_scale", error);
-        l = *parsed;
-    }
-    if (r.has("init_scale")) l.initScale = r.positive("init_scale");
-    if (r.has("growth_factor")) l.growthFactor = r.number("growth_factor");
-    if (r.has("backoff_factor")) l.backoffFactor = r.number("backoff_factor");
-    if (r.has("growth_interval"))
-        l.growthInterval = static_cast<int>(r.integer("growth_interval", 1, 1'000'000'000));
-    if (r.has("min_scale")) l.minScale = r.positive("min_scale");
-    if (r.has("max_scale")) l.maxScale = r.positive("max_scale");
-
-    if (r.has("batch")) s.batch = static_cast<int>(r.integer("batch", 1, 65536));
-    if (r.has("epochs")) s.epochs = static_cast<int>(r.integer("epochs", 1, 100000));
-    if (r.has("max_steps")) s.maxSteps = r.integer("max_steps", 0, std::int64_t(1) << 40);
-    if (r.has("lr")) s.optimizer.lr = r.positive("lr");
-    if (r.has("optimizer")) {
-        s.optimizer.kind = r.text("optimizer");
-        if (s.optimizer.kind != "adam" && s.optimizer.kind != "sgd")
-            r.fail("optimizer", "must be adam or sgd, got '" + s.optimizer.kind + "'");
-    }
-    if (r.has("momentum")) {
-        s.optimizer.momentum = r.number("momentum");
-        if (s.optimizer.momentum < 0 || s.optimizer.momentum >= 1)
-            r.fail("momentum", "must be in [0, 1)");
-    }
-    if (r.has("seed")) s.seed = static_cast<std::uint64_t>(r.integer("seed", 0, INT64_MAX));
-    if (r.has("dataset")) {
-        s.dataset = r.text("dataset");
-        if (s.dataset != "mnist" && s.dataset != "fashion-mnist")
-            r.fail("dataset", "must be mnist or fashion-mnist, got '" + s.dataset + "'");
-    }
-    if (r.has("data_dir")) s.dataDir = r.text("data_dir");
-    if (r.has("threads")) s.threads = static_cast<int>(r.integer("threads", 1, 256));
-    if (r.has("histogram_every")) s.histogramEvery = static_cast<int>(r.integer("histogram_every", 0, 1'000'000'000));
-    if (r.has("eval_every")) s.evalEvery = static_cast<int>(r.integer("eval_every", 0, 1'000'000'000));
-    if (r.has("divergence_steps")) s.divergenceSteps = static_cast<int>(r.integer("divergence_steps", 1, 1'000'000));
-    if (r.has("clip_grad_norm")) {
-        s.clipGradNorm = r.number("clip_grad_norm");
-        if (s.clipGradNorm < 0) r.fail("clip_grad_norm", "must be 0 (off) or positive");
-    }
-    if (r.has("backend")) {
-        s.backend = r.text("backend");
-        if (s.backend != "cpu" && s.backend != "cuda")
-            r.fail("backend", "must be cpu or cuda, got '" + s.backend + "'");
-    }
-
+    s.recipe = *PrecisionRecipe::fromPreset("fp32");
+    for (const auto& rule : rules)
+        if (r.has(rule.info.key)) rule.read(r, s);
     if (auto problem = validateSettings(s); !problem.empty()) throw InputError(origin + ": " + problem);
     return s;
+}
+
+nlohmann::json settingsPatchFromFile(const std::filesystem::path& file)
+{
+    const std::string origin = "config " + file.string();
+    json patch = readJsonFile(file, origin, kSettingsFileLimits);
+    if (!patch.is_object()) throw InputError(origin + ": expected a JSON object of settings");
+    return patch;
+}
+
+TrainSettings settingsFromFile(const std::filesystem::path& file, const nlohmann::json& overrides)
+{
+    json patch = settingsPatchFromFile(file);
+    for (const auto& [key, value] : overrides.items()) patch[key] = value;
+    return settingsFromJson(patch, "config " + file.string());
 }
 
 std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages)

@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace plab {
 
@@ -33,7 +35,24 @@ struct TrainSettings {
     bool operator==(const TrainSettings&) const = default;
 };
 
-// Flat JSON form: {"model": "small-cnn", "recipe": "amp-fp16", "compute": "fp16", ...}.
+// The settings keys, in one table (settings.cpp): the JSON form, the config file, `plab
+// train`'s flags (--key-with-dashes) and their help all derive from it. Each key's
+// reading, checks and writing live in its row.
+enum class SettingType { text, integer, number, onOff, intList };
+
+struct SettingKey {
+    const char* key;     // "batch"
+    SettingType type;
+    const char* help;    // one line; the default is defaultSettingsJson()[key]
+};
+
+const std::vector<SettingKey>& settingKeys();
+
+// settingsToJson of the defaults (settingsFromJson of an empty object).
+const nlohmann::json& defaultSettingsJson();
+
+// Flat JSON form: {"model": "small-cnn", "recipe": "amp-fp16", "compute": "fp16", ...},
+// every key of settingKeys().
 nlohmann::json settingsToJson(const TrainSettings& s);
 
 // Builds settings from defaults overlaid with `patch` (keys as in settingsToJson; the
@@ -41,6 +60,15 @@ nlohmann::json settingsToJson(const TrainSettings& s);
 // and the problem (`origin` is put in front, e.g. "config run.json"). Unknown keys are
 // errors too: a typo must not silently do nothing.
 TrainSettings settingsFromJson(const nlohmann::json& patch, const std::string& origin);
+
+// A settings (config) file as its JSON object, size- and depth-limited like every JSON
+// input; throws InputError naming the file ("config <file>: ...").
+nlohmann::json settingsPatchFromFile(const std::filesystem::path& file);
+
+// The settings a config file describes (defaults for what it leaves out), with
+// `overrides` (command-line flags, say) on top; errors name the file and the key.
+TrainSettings settingsFromFile(const std::filesystem::path& file,
+                               const nlohmann::json& overrides = nlohmann::json::object());
 
 // The first impossible setting as one sentence, or empty.
 [[nodiscard]] std::string validateSettings(const TrainSettings& s);

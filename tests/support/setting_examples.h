@@ -1,0 +1,48 @@
+// One value other than the default for every settings key, written here by hand from the
+// documented keys (docs/RUN_RECORD.md, `plab train --help`), not from settingKeys(): a key
+// added to the settings table without an entry here, or an entry here that the table lacks,
+// fails tst_settings, tst_cli and tst_ui_settings, which check that each key is read,
+// written back, offered as a flag and kept by the app's settings panel.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace plab::test {
+
+inline const nlohmann::json& settingExamples()
+{
+    static const nlohmann::json examples = {
+        {"model", "mlp"},
+        {"widths", {8, 16}},
+        {"recipe", "amp-bf16"},
+        {"compute", "bf16"},
+        {"master_weights", false},
+        {"fp32_accumulate", false},
+        {"fp32_sensitive_ops", false},
+        {"loss_scale", "static:8"},
+        {"init_scale", 1024.0},
+        {"growth_factor", 4.0},
+        {"backoff_factor", 0.25},
+        {"growth_interval", 7},
+        {"min_scale", 2.0},
+        {"max_scale", 1e6},
+        {"batch", 64},
+        {"epochs", 5},
+        {"max_steps", 100},
+        {"lr", 0.01},
+        {"optimizer", "sgd"},
+        {"momentum", 0.5},
+        {"seed", 7},
+        {"dataset", "fashion-mnist"},
+        {"data_dir", "/tmp/elsewhere"},
+        {"threads", 4},
+        {"histogram_every", 10},
+        {"eval_every", 20},
+        {"divergence_steps", 3},
+        {"clip_grad_norm", 1.5},
+        {"backend", "cuda"},
+    };
+    return examples;
+}
+
+}  // namespace plab::test
