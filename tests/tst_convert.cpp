@@ -1,7 +1,7 @@
-// Tests of `plab convert` (numerics/convert_command.h) and the number text it relies on
+// Tests of `plab convert` (app/cli/convert_command.h) and the number text it relies on
 // (numerics/number_text.h): parsing, shortest round-tripping decimals, output lines, errors.
-// links: plab_numerics
-#include "numerics/convert_command.h"
+// links: plab_cli
+#include "convert_command.h"
 #include "numerics/number_text.h"
 
 #include <QTest>
@@ -12,6 +12,7 @@
 #include <sstream>
 
 using namespace plab;
+using plab::cli::runConvertCommand;
 
 namespace {
 

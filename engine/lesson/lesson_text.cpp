@@ -109,8 +109,10 @@ std::string placeholderText(const Placeholder& p, const Lesson& lesson, const Le
     const MetricInfo* info = findMetric(p.left.metric);
     MetricUnit unit = info ? info->unit : MetricUnit::plain;
     std::string style = p.style;
-    if (p.op == '/' && style.empty()) style = "x";
-    if (p.op == '-' && style.empty() && unit == MetricUnit::fraction) style = "pts";
+    // Appended to the empty style, not assigned: g++ 12 warns falsely on the assignment
+    // (-Wrestrict, PR 105329).
+    if (p.op == '/' && style.empty()) style.append("x");
+    if (p.op == '-' && style.empty() && unit == MetricUnit::fraction) style.append("pts");
     return formatMetricValue(*v, style, unit);
 }
 

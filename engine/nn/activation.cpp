@@ -1,7 +1,7 @@
 // ReLU and Flatten: exact data movement, no rounding sites.
 #include "nn/activation.h"
 
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 
 #include <stdexcept>
 

@@ -4,7 +4,7 @@
 // format (each tapped into telemetry).
 #include "nn/conv2d.h"
 
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // The layer interface of the models: forward and backward over tensors that the layers
-// own, under the precision rules of one step (see nn/precision.h). Convolution-stack
+// own, under the precision rules of one step (see nn/layer_ops.h). Convolution-stack
 // activations are held channel-major over the batch, (C, N, H, W): a batched im2col GEMM
 // then writes its output in place without a transpose; Flatten turns them into PyTorch's
 // (N, C*H*W) order for the linear layers.

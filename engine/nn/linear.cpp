@@ -2,7 +2,7 @@
 // (operands in the compute format, bias in fp32, outputs and gradients in storage).
 #include "nn/linear.h"
 
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
 // format with a rounding after every operation: checks here, arithmetic on the backend.
 #include "nn/loss.h"
 
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 
 #include <stdexcept>
 

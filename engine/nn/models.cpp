@@ -8,7 +8,7 @@
 #include "nn/model.h"
 #include "nn/parameter_copies.h"
 #include "nn/pool.h"
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 #include "backend/backend.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // MaxPool2d forward (max and its position per 2x2 window) and backward (scatter), on the backend.
 #include "nn/pool.h"
 
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 
 #include <stdexcept>
 

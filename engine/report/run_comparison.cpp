@@ -441,8 +441,9 @@ std::string formatMebibytes(std::int64_t bytes)
 std::string formatCount(std::int64_t n)
 {
     std::string digits = std::to_string(n < 0 ? -n : n);
-    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-    return (n < 0 ? "-" : "") + digits;
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), 1, ',');
+    if (n < 0) digits.insert(0, 1, '-');
+    return digits;
 }
 
 std::string settingValueText(const json& v)
@@ -457,7 +458,10 @@ std::string settingValueText(const json& v)
     }
     if (v.is_array()) {
         std::string out;
-        for (const auto& e : v) out += (out.empty() ? "" : ",") + settingValueText(e);
+        for (const auto& e : v) {
+            if (!out.empty()) out += ',';
+            out += settingValueText(e);
+        }
         return out.empty() ? "default" : out;
     }
     return v.dump();

@@ -70,25 +70,19 @@ Tensor& Tensor::operator=(const Tensor& o)
     return *this;
 }
 
-Tensor::Tensor(Tensor&& o) noexcept
-    : shape_(std::move(o.shape_)), size_(o.size_), host_(std::move(o.host_)), device_(o.device_),
-      deviceData_(o.deviceData_), deviceCapacity_(o.deviceCapacity_), storage_(o.storage_),
-      accountant_(o.accountant_), category_(o.category_)
-{
-    o.accountant_ = nullptr;
-    o.host_.clear();
-    o.shape_.clear();
-    o.size_ = 0;
-    o.device_ = nullptr;
-    o.deviceData_ = nullptr;
-    o.deviceCapacity_ = 0;
-}
+Tensor::Tensor(Tensor&& o) noexcept { takeFrom(o); }
 
 Tensor& Tensor::operator=(Tensor&& o) noexcept
 {
     if (this == &o) return *this;
     track(nullptr, category_);
     releaseDevice();
+    takeFrom(o);
+    return *this;
+}
+
+void Tensor::takeFrom(Tensor& o) noexcept
+{
     shape_ = std::move(o.shape_);
     size_ = o.size_;
     host_ = std::move(o.host_);
@@ -105,7 +99,6 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept
     o.device_ = nullptr;
     o.deviceData_ = nullptr;
     o.deviceCapacity_ = 0;
-    return *this;
 }
 
 Tensor::~Tensor()

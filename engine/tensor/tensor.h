@@ -77,6 +77,7 @@ public:
 private:
     void account(std::int64_t deltaBytes);
     void releaseDevice() noexcept;
+    void takeFrom(Tensor& o) noexcept;   // o's contents, leaving o empty (the moves)
     // Makes room for `count` elements where the tensor lives, keeping the first `keep`;
     // with zeroNew the others read as zero (as std::vector::resize leaves them).
     void allocate(std::int64_t count, std::int64_t keep, bool zeroNew);

@@ -1,7 +1,7 @@
 // Fuzz target: a line of `plab convert` and the format explorer's number text.
 #include "fuzz_targets.h"
 
-#include "numerics/convert_command.h"
+#include "convert_command.h"
 #include "numerics/format.h"
 
 #include <sstream>
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (plab::Format f : {plab::Format::fp16, plab::Format::bf16, plab::Format::tf32}) {
         in.clear();
         in.seekg(0);
-        (void)plab::runConvertCommand(f, in, out, err);
+        (void)plab::cli::runConvertCommand(f, in, out, err);
     }
     return 0;
 }

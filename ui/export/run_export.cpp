@@ -1,5 +1,5 @@
 // Exporting runs from the app (see run_export.h) through the same report outputs as
-// `plab report` (ui/report/report_outputs.h), into one folder.
+// `plab report` (report_render/report_outputs.h), into one folder.
 #include "export/run_export.h"
 
 #include "report_outputs.h"

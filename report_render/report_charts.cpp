@@ -271,24 +271,30 @@ std::vector<ReportChart> buildReportCharts(const RunComparison& c, const ReportO
     charts.push_back(lossChart(c));
     charts.push_back(accuracyChart(c));
     if (auto chart = lossScaleChart(c)) charts.push_back(std::move(*chart));
-    if (auto chart = layerFractionChart(c, QStringLiteral("underflow"), QStringLiteral("Weight-gradient underflow per layer"),
-                                        QStringLiteral("Share of nonzero weight-gradient values that became 0 when rounded, "
-                                                       "over the whole run. Runs without a reduced-precision gradient "
-                                                       "(fp32, tf32) have no bars."),
-                                        &LayerFractions::underflow))
-        charts.push_back(std::move(*chart));
-    if (auto chart = layerFractionChart(c, QStringLiteral("activation-grad-underflow"),
-                                        QStringLiteral("Activation-gradient underflow per layer"),
-                                        QStringLiteral("Share of nonzero gradients with respect to each layer's input "
-                                                       "(for \"loss\": w.r.t. the logits) that became 0, over the run."),
-                                        &LayerFractions::activationGradUnderflow))
-        charts.push_back(std::move(*chart));
-    if (auto chart = layerFractionChart(c, QStringLiteral("lost-updates"), QStringLiteral("Lost weight updates per layer"),
-                                        QStringLiteral("Share of nonzero optimizer updates that left the stored weight "
-                                                       "unchanged (the update was too small for the weight's format), over "
-                                                       "the run."),
-                                        &LayerFractions::lostUpdate))
-        charts.push_back(std::move(*chart));
+    struct FractionChart {
+        const char* id;
+        const char* title;
+        const char* caption;
+        std::optional<double> LayerFractions::*share;
+    };
+    static constexpr FractionChart kFractionCharts[] = {
+        {"underflow", "Weight-gradient underflow per layer",
+         "Share of nonzero weight-gradient values that became 0 when rounded, over the whole run. Runs without a "
+         "reduced-precision gradient (fp32, tf32) have no bars.",
+         &LayerFractions::underflow},
+        {"activation-grad-underflow", "Activation-gradient underflow per layer",
+         "Share of nonzero gradients with respect to each layer's input (for \"loss\": w.r.t. the logits) that "
+         "became 0, over the run.",
+         &LayerFractions::activationGradUnderflow},
+        {"lost-updates", "Lost weight updates per layer",
+         "Share of nonzero optimizer updates that left the stored weight unchanged (the update was too small for the "
+         "weight's format), over the run.",
+         &LayerFractions::lostUpdate},
+    };
+    for (const FractionChart& f : kFractionCharts)
+        if (auto chart = layerFractionChart(c, QString::fromLatin1(f.id), QString::fromLatin1(f.title),
+                                            QString::fromUtf8(f.caption), f.share))
+            charts.push_back(std::move(*chart));
     charts.push_back(memoryChart(c));
     const std::string layer = chosenHistogramLayer(c, options).toStdString();
     std::size_t index = 0;

@@ -1,5 +1,5 @@
 // Shared rounding sites of the layers: parallel bulk rounding with telemetry taps.
-#include "nn/precision.h"
+#include "nn/layer_ops.h"
 
 #include <stdexcept>
 

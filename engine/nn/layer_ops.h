@@ -1,6 +1,7 @@
-// The precision rules of one step, read from the recipe, and what the layers share: a
-// tensor sized and placed for the step on the backend's memory, and the rounding sites
-// (round a buffer to a format on the backend, its statistics tapped into telemetry).
+// What the layers share: the precision rules of one step (read from the recipe), a tensor
+// sized and placed for the step on the backend's memory, the bias addition, and the
+// rounding sites (round a buffer to a format on the backend, its statistics tapped into
+// telemetry).
 #pragma once
 
 #include "amp/recipe.h"

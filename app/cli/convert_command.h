@@ -1,6 +1,6 @@
 // `plab convert --format fp16|bf16|tf32`: one number per input line, printed rounded to
-// the format as "<shortest decimal>\t<hex bits>\t<class>". The CLI wires the command to
-// this function; the format explorer reuses the same pieces (number_text.h).
+// the format as "<shortest decimal>\t<hex bits>\t<class>". CLI code over the engine's
+// formats and number text (numerics/number_text.h, which the format explorer uses too).
 #pragma once
 
 #include "numerics/format.h"
@@ -8,7 +8,7 @@
 #include <iosfwd>
 #include <string>
 
-namespace plab {
+namespace plab::cli {
 
 // The output line for one fp32 input rounded to format f, without the newline: the
 // shortest decimal, the format's bits ("0x" + 4 hex digits for fp16/bf16, 8 for the fp32
@@ -21,4 +21,4 @@ std::string convertLine(Format f, float input);
 // and nothing more is read.
 int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostream& err);
 
-}  // namespace plab
+}  // namespace plab::cli

@@ -1,0 +1,111 @@
+// The chart group base class (one of the six groups of charts, with presentation mode for
+// projectors) and the chart view that times its own painting for the frame scheduler.
+#pragma once
+
+#include "run_data.h"
+
+#include <QChartView>
+#include <QFont>
+#include <QHash>
+#include <QList>
+#include <QPalette>
+#include <QPen>
+#include <QString>
+#include <QWidget>
+
+namespace plab::ui {
+
+// A chart view that measures how long its last paint took (ChartsView budgets each frame
+// with redraw + paint time) and is set up to paint cheaply: no scene index (series items
+// change geometry every frame, an index would be rebuilt each time), one full-viewport
+// update instead of a union of dirty rectangles, no painter-state saving per item.
+class TimedChartView : public QChartView {
+public:
+    TimedChartView(QChart* chart, QWidget* parent);
+    qint64 lastPaintNs() const { return lastPaintNs_; }
+
+    // The size that keeps axes readable. Also the size hint: QGraphicsView's would be the
+    // scene rect, which QChartView sets to the size the view last had, so a grid once laid
+    // out larger (presentation mode, a maximized window) would stay that large, scrolling.
+    static constexpr QSize kMinimumSize{280, 200};
+    QSize sizeHint() const override { return kMinimumSize.expandedTo(minimumSize()); }
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    qint64 lastPaintNs_ = 0;
+};
+
+// One of the six chart groups: a widget with one or more charts and maybe controls.
+class ChartGroup : public QWidget {
+    Q_OBJECT
+public:
+    ChartGroup(QString name, QWidget* parent);
+    const QString& groupName() const { return name_; }
+
+    // How long its chart views took to paint last time (the frame scheduler's estimate).
+    qint64 lastPaintNs() const;
+
+    // Presentation mode (projector, screen share): lines at least 3 px, fonts 1.5x,
+    // full-contrast text and grid. Off restores the normal look. The next redraw applies
+    // the pens; fonts and colors change at once.
+    void setPresentationMode(bool on);
+    bool presentationMode() const { return presentation_; }
+
+    // Rebuilds what is drawn from the runs (current may be null). Called by ChartsView's
+    // frame timer only when some run's revision() moved, or the runs or theme changed.
+    virtual void redraw(const RunPtr& current, const QList<RunPtr>& compare) = 0;
+    virtual QList<QChart*> charts() const = 0;
+    QList<QAbstractSeries*> series() const;
+
+    // Antialiasing triples the paint time of long lines: charts holding more points than
+    // this draw without it (ChartsView calls this after each redraw).
+    static constexpr qsizetype kAntialiasedPoints = 3000;
+    void adaptAntialiasing();
+
+    // Follows the palette: dark theme when the window color is dark.
+    virtual void applyPalette(const QPalette& palette);
+
+protected:
+    // What else a group lays out differently in presentation mode (called after the mode
+    // changed; a redraw follows).
+    virtual void presentationModeChanged() {}
+
+    // The runs to draw, current first, without nulls or duplicates.
+    static QList<RunPtr> runsToDraw(const RunPtr& current, const QList<RunPtr>& compare);
+
+    // A run's pen: cosmeticPen(), thickened to >= 3 px (faint lines to >= 2 px) and made
+    // opaque in presentation mode.
+    QPen runPen(const QColor& color, qreal width = 2.0, Qt::PenStyle style = Qt::SolidLine) const;
+
+    // How a run is named in a legend or title: its name; in presentation mode only what
+    // tells it apart from the other runs drawn (distinguishingName), so labels fit at the
+    // large fonts. The series' own names keep the full name (tooltips, tests).
+    QString runLabel(const RunPtr& run, const QList<RunPtr>& runs) const;
+
+    // "<what> · <the watched run's name>" (legends then name only the comparison runs). In
+    // presentation mode "<shortWhat> · <the watched run's runLabel>" (shortWhat defaults to
+    // what), on two lines when one line is wider than the chart; refitted when the chart is
+    // resized, not per frame.
+    void setChartTitle(QChart* chart, const QString& what, const QList<RunPtr>& runs, const QString& shortWhat = {});
+
+private:
+    void applyFonts();
+    void fitTitle(QChart* chart);
+    QString name_;
+    bool presentation_ = false;
+    QPalette palette_;
+    QFont normalFont_;   // the widget font before presentation mode
+    struct TitleParts {
+        QString what;
+        QString run;
+    };
+    QHash<QChart*, TitleParts> titles_;   // presentation-mode titles, for refitting on resize
+};
+
+// A chart view set up the same everywhere: antialiased, no margins wasted, a minimum
+// size that keeps axes readable.
+TimedChartView* makeChartView(QChart* chart, QWidget* parent);
+
+}  // namespace plab::ui
