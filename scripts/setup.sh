@@ -16,6 +16,7 @@ packages=(
   dataset-fashion-mnist
   xvfb xauth
   poppler-utils desktop-file-utils appstream dpkg-dev
+  python3-torch python3-numpy
 )
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 

@@ -42,6 +42,7 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         if (std::filesystem::is_directory(out, ec)) throw InputError("--out " + opts.out + ": it is a folder, not a file");
     }
     const DataSplit data = loadTrainingData(settings);
+    readRunFiles(settings, data);   // a bad weights or batch file: exit 2 before a record exists
     for (const auto& n : settings.recipe.notices()) std::cerr << "plab: notice: " << n << '\n';
     std::cerr << "plab: " << settings.recipe.describe() << '\n';
     if (settings.backend != "cuda" && usableCpuThreads(settings.threads) < settings.threads)
@@ -58,6 +59,10 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         std::cerr << "plab: the run record " << recorder->path().string()
                   << " keeps its last complete version, if it had one\n";
 
+    if (result.status != RunStatus::failed) {
+        if (!settings.saveWeights.empty()) std::cerr << "plab: weights written to " << settings.saveWeights << '\n';
+        if (!settings.writeBatches.empty()) std::cerr << "plab: batches written to " << settings.writeBatches << '\n';
+    }
     switch (result.status) {
     case RunStatus::completed:
         std::printf("test accuracy %.4f (%.2f%%)\n", result.testAccuracy, 100.0 * result.testAccuracy);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "data/dataset.h"
+#include "files/atomic_file.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -56,10 +57,6 @@ private:
 
 // Writes `doc` to `file` through a temporary file in the same folder and a rename.
 void writeJsonAtomically(const std::filesystem::path& file, const nlohmann::json& doc);
-// Writes `bytes` to a temporary file beside `file`, checks every write, flushes it to disk
-// (fsync) and renames it over `file`: afterwards `file` is the old version or the new one,
-// whole. On failure the temporary is removed and std::runtime_error names the file and why.
-void writeFileAtomically(const std::filesystem::path& file, std::string_view bytes);
 
 // Reads a run record; throws InputError naming the file for unreadable JSON, a missing
 // format_version, or a format_version newer than this build understands.

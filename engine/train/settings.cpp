@@ -296,6 +296,18 @@ const std::vector<KeyRule>& keyRules()
         {{"backend", T::text, "cpu or cuda"},
          [](const Reader& r, TrainSettings& s) { s.backend = oneOf(r, "backend", {"cpu", "cuda"}); },
          [](const TrainSettings& s) { return json(s.backend); }},
+        {{"init_weights", T::text, "Initial weights: a safetensors file with PyTorch's tensor names"},
+         [](const Reader& r, TrainSettings& s) { s.initWeights = r.text("init_weights"); },
+         [](const TrainSettings& s) { return json(s.initWeights); }},
+        {{"save_weights", T::text, "Write the final weights here (safetensors)"},
+         [](const Reader& r, TrainSettings& s) { s.saveWeights = r.text("save_weights"); },
+         [](const TrainSettings& s) { return json(s.saveWeights); }},
+        {{"write_batches", T::text, "Write every step's sample indices here (text, one line per step)"},
+         [](const Reader& r, TrainSettings& s) { s.writeBatches = r.text("write_batches"); },
+         [](const TrainSettings& s) { return json(s.writeBatches); }},
+        {{"read_batches", T::text, "Train on the batches of this file (as --write-batches writes it)"},
+         [](const Reader& r, TrainSettings& s) { s.readBatches = r.text("read_batches"); },
+         [](const TrainSettings& s) { return json(s.readBatches); }},
     };
     return rules;
 }

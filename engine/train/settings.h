@@ -31,6 +31,14 @@ struct TrainSettings {
     int divergenceSteps = 10;         // K consecutive non-finite losses end the run as diverged
     double clipGradNorm = 0.0;        // 0: no clipping
     std::string backend = "cpu";
+    // Files (empty: none). Weights in safetensors with PyTorch's names (weights/): the
+    // initial ones instead of the seeded initialisation, and the final ones written at the
+    // end. Batches (data/batch_file.h): every step's sample indices written at the end, or
+    // read to replay a run's batches in place of the seeded shuffling.
+    std::string initWeights;
+    std::string saveWeights;
+    std::string writeBatches;
+    std::string readBatches;
 
     bool operator==(const TrainSettings&) const = default;
 };

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "numerics/number_text.h"
 #include "optim/grad_unscale.h"
+#include "weights/model_weights.h"
 
 #include <algorithm>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -59,6 +61,18 @@ std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info
     return {};
 }
 
+RunFiles readRunFiles(const TrainSettings& settings, const DataSplit& data)
+{
+    RunFiles files;
+    if (!settings.initWeights.empty()) {
+        files.initialWeights = readSafetensors(settings.initWeights);
+        const auto model = Model::create(settings.model, settings.seed);   // the shapes to check against
+        checkWeightsFit(*model, files.initialWeights, "weights " + settings.initWeights);
+    }
+    if (!settings.readBatches.empty()) files.batches = readBatchFile(settings.readBatches, data.train.count);
+    return files;
+}
+
 // ---- Trainer ------------------------------------------------------------------------
 
 struct Trainer::State {
@@ -91,6 +105,7 @@ struct Trainer::State {
     StepContext ctx;
     Tensor images;
     std::vector<std::uint8_t> labels;
+    StepBatches batchLog;   // every step's sample indices, when settings ask to write them
 };
 
 Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend,
@@ -108,13 +123,18 @@ Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, 
     }
     if (data_.train.count == 0 || data_.test.count == 0)
         throw InputError("the dataset " + data_.name + " has no images");
+    files_ = readRunFiles(settings_, data_);
+    if (!files_.batches.empty())
+        control_->fixBatches("the batches come from " + settings_.readBatches + " (--read-batches)");
 }
 
 Trainer::~Trainer() = default;
 
 std::int64_t Trainer::plannedSteps() const
 {
-    return plab::plannedSteps(settings_, data_.train.count);
+    if (files_.batches.empty()) return plab::plannedSteps(settings_, data_.train.count);
+    const auto steps = static_cast<std::int64_t>(files_.batches.size());
+    return settings_.maxSteps > 0 ? std::min(steps, settings_.maxSteps) : steps;
 }
 
 RunResult Trainer::run()
@@ -353,6 +373,8 @@ void Trainer::setUp(State& st)
     if (!st.backend) throw std::runtime_error("no backend to train on");
     useBackendRules(st.backend->info());
     st.model = Model::create(settings_.model, settings_.seed);
+    if (!files_.initialWeights.tensors.empty())
+        loadWeights(*st.model, files_.initialWeights, "weights " + settings_.initWeights);
     st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
     st.optimizer = Optimizer::create(settings_.optimizer);
     st.scaler = LossScaler(st.recipe.lossScaling);
@@ -376,6 +398,10 @@ RunResult Trainer::runOrThrow(State& st)
         if (st.lastEvalStep != st.step && status != RunStatus::diverged && status != RunStatus::failed &&
             st.step > 0)
             evaluate(st);
+        if (auto problem = writeOutputFiles(st, status); !problem.empty()) {
+            status = RunStatus::failed;
+            message += "; " + problem;
+        }
         result.status = status;
         result.message = std::move(message);
         result.testAccuracy = st.lastAccuracy;
@@ -388,37 +414,91 @@ RunResult Trainer::runOrThrow(State& st)
         return result;
     };
 
+    // Before a step: the step limit, then the commands (a batch change applies to the
+    // step that follows). Then one step on the samples idx[0..n) and what comes after it:
+    // the scale floor, divergence, evaluation. Each gives the run's end when it ends there.
+    auto beforeStep = [&]() -> std::optional<RunResult> {
+        if (settings_.maxSteps > 0 && st.step >= settings_.maxSteps)
+            return finish(RunStatus::completed, "reached the step limit of " + std::to_string(settings_.maxSteps));
+        if (obeyCommands(st)) return finish(RunStatus::stopped, "stopped at step " + std::to_string(st.step));
+        return std::nullopt;
+    };
+    auto step = [&](const std::uint32_t* idx, std::int64_t n) -> std::optional<RunResult> {
+        if (!settings_.writeBatches.empty()) st.batchLog.emplace_back(idx, idx + n);
+        const float loss = trainOneStep(st, idx, n);
+
+        // A dynamic scale backed off below fp32's smallest normal scales every gradient
+        // into underflow: nothing can be learned, and the next backoffs reach 0.
+        if (st.scaler.scale() < static_cast<double>(std::numeric_limits<float>::min()))
+            return finish(RunStatus::failed,
+                          "the loss scale fell to " + shortestDecimal(Format::fp32, static_cast<float>(st.scaler.scale())) +
+                              " at step " + std::to_string(st.step) +
+                              ", below fp32's smallest normal number (2^-126): every scaled gradient underflows");
+        if (!std::isfinite(loss)) {
+            if (++nonFiniteRun >= settings_.divergenceSteps)
+                return finish(RunStatus::diverged,
+                              "diverged: the loss was not finite for " + std::to_string(nonFiniteRun) +
+                                  " steps in a row, up to step " + std::to_string(st.step));
+        } else {
+            nonFiniteRun = 0;
+        }
+        if (settings_.evalEvery > 0 && st.step % settings_.evalEvery == 0) evaluate(st);
+        return std::nullopt;
+    };
+
+    if (!files_.batches.empty()) {
+        // A batch file's steps in order; an epoch ends each time the samples taken reach
+        // another whole training set.
+        std::int64_t taken = 0;
+        st.epoch = 0;
+        for (const auto& batch : files_.batches) {
+            if (auto end = beforeStep()) return *end;
+            if (auto end = step(batch.data(), static_cast<std::int64_t>(batch.size()))) return *end;
+            taken += static_cast<std::int64_t>(batch.size());
+            if (taken >= (st.epoch + 1) * data_.train.count) {
+                evaluate(st);
+                st.epoch = static_cast<int>(taken / data_.train.count);
+            }
+        }
+        return finish(RunStatus::completed, "completed the " + std::to_string(st.step) + " steps of " +
+                                                settings_.readBatches);
+    }
     for (st.epoch = 0; st.epoch < settings_.epochs; ++st.epoch) {
         const auto order = epochOrder(data_.train.count, settings_.seed, st.epoch);
         for (std::int64_t pos = 0; pos < data_.train.count;) {
-            if (settings_.maxSteps > 0 && st.step >= settings_.maxSteps)
-                return finish(RunStatus::completed, "reached the step limit of " + std::to_string(settings_.maxSteps));
-            if (obeyCommands(st)) return finish(RunStatus::stopped, "stopped at step " + std::to_string(st.step));
-
+            if (auto end = beforeStep()) return *end;
             const std::int64_t n = std::min<std::int64_t>(st.batch, data_.train.count - pos);
-            const float loss = trainOneStep(st, order.data() + pos, n);
+            if (auto end = step(order.data() + pos, n)) return *end;
             pos += n;
-
-            // A dynamic scale backed off below fp32's smallest normal scales every gradient
-            // into underflow: nothing can be learned, and the next backoffs reach 0.
-            if (st.scaler.scale() < static_cast<double>(std::numeric_limits<float>::min()))
-                return finish(RunStatus::failed,
-                              "the loss scale fell to " + shortestDecimal(Format::fp32, static_cast<float>(st.scaler.scale())) +
-                                  " at step " + std::to_string(st.step) +
-                                  ", below fp32's smallest normal number (2^-126): every scaled gradient underflows");
-            if (!std::isfinite(loss)) {
-                if (++nonFiniteRun >= settings_.divergenceSteps)
-                    return finish(RunStatus::diverged,
-                                  "diverged: the loss was not finite for " + std::to_string(nonFiniteRun) +
-                                      " steps in a row, up to step " + std::to_string(st.step));
-            } else {
-                nonFiniteRun = 0;
-            }
-            if (settings_.evalEvery > 0 && st.step % settings_.evalEvery == 0) evaluate(st);
         }
         evaluate(st);
     }
     return finish(RunStatus::completed, "completed " + std::to_string(st.step) + " steps");
+}
+
+std::string Trainer::writeOutputFiles(State& st, RunStatus status)
+{
+    std::string problems;
+    auto attempt = [&](const std::string& what, const std::function<void()>& write) {
+        try {
+            write();
+        } catch (const std::exception& e) {
+            problems += (problems.empty() ? "" : "; ") + ("the " + what + " were not written: " + e.what());
+        }
+    };
+    if (!settings_.writeBatches.empty())
+        attempt("batches", [&] {
+            writeBatchFile(settings_.writeBatches, st.batchLog,
+                           data_.name + ", " + std::to_string(data_.train.count) + " training images, seed " +
+                               std::to_string(settings_.seed));
+        });
+    // The weights of a run that failed may be half-updated: not written.
+    if (!settings_.saveWeights.empty() && status != RunStatus::failed && st.model)
+        attempt("weights", [&] {
+            st.backend->flush();
+            writeSafetensors(settings_.saveWeights, modelWeights(*st.model));
+        });
+    return problems;
 }
 
 }  // namespace plab

@@ -3,9 +3,11 @@
 // events out. Runs on whatever thread calls run(); control() may be used from any thread.
 #pragma once
 
+#include "data/batch_file.h"
 #include "data/dataset.h"
 #include "train/events.h"
 #include "train/settings.h"
+#include "weights/safetensors.h"
 
 #include <atomic>
 #include <chrono>
@@ -63,6 +65,8 @@ public:
     // once it knows its backend. A change queued before then is checked now: a recipe
     // refused by it leaves the pending change for takeRefused.
     void setRecipeCheck(std::function<std::string(const PrecisionRecipe&)> check);
+    // While a run replays a batch file, a batch change is refused with `reason`.
+    void fixBatches(std::string reason);
 
 private:
     [[nodiscard]] std::string problemWith(const SettingsChange& change,
@@ -71,6 +75,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::function<std::string(const PrecisionRecipe&)> recipeCheck_;
+    std::string batchesFixed_;   // why a batch change is refused; empty when it is not
     bool paused_ = false;
     std::atomic<bool> stop_{false};
     static_assert(std::atomic<bool>::is_always_lock_free, "stopFromSignal must be async-signal-safe");
@@ -86,6 +91,15 @@ struct RunResult {
     std::int64_t skippedSteps = 0;
     double imagesPerSecond = 0.0;
 };
+
+// What a run reads from files besides its data, read and checked before it starts.
+struct RunFiles {
+    WeightsFile initialWeights;   // settings.initWeights (no tensors without one)
+    StepBatches batches;          // settings.readBatches (empty without one)
+};
+// Reads settings.initWeights (checked against the model) and settings.readBatches
+// (checked against the training set); throws InputError naming the file and the problem.
+RunFiles readRunFiles(const TrainSettings& settings, const DataSplit& data);
 
 // Why the backend described by `info` (its capabilities) cannot run `recipe`, or "".
 [[nodiscard]] std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info);
@@ -129,6 +143,7 @@ private:
     void reportRefusedChanges(const State& st);
     void emitTelemetry(State& st, double lossScale, bool withHistograms);
     void emitMemory(State& st);   // the accountant's snapshot and the device's own view
+    std::string writeOutputFiles(State& st, RunStatus status);   // weights and batches; the problem or ""
     void emitEvent(const TrainerEvent& e) { if (sink_) sink_(e); }
 
     TrainSettings settings_;
@@ -136,6 +151,7 @@ private:
     EventSink sink_;
     BackendFactory makeBackend_;
     std::shared_ptr<TrainerControl> control_;
+    RunFiles files_;
 };
 
 }  // namespace plab

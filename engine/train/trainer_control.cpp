@@ -40,6 +40,7 @@ std::string TrainerControl::problemWith(const SettingsChange& change,
             if (auto problem = check(*change.recipe); !problem.empty()) return problem;
     }
     if (change.batch && *change.batch < 1) return "batch must be at least 1";
+    if (change.batch && !batchesFixed_.empty()) return batchesFixed_;
     if (change.lr && !(*change.lr > 0 && std::isfinite(*change.lr))) return "lr must be a positive number";
     return {};
 }
@@ -66,6 +67,12 @@ void TrainerControl::setRecipeCheck(std::function<std::string(const PrecisionRec
         refused_.push_back({SettingsChange{pending_.recipe, std::nullopt, std::nullopt}, problem});
         pending_.recipe.reset();
     }
+}
+
+void TrainerControl::fixBatches(std::string reason)
+{
+    std::lock_guard lock(mutex_);
+    batchesFixed_ = std::move(reason);
 }
 
 SettingsChange TrainerControl::takePending()

@@ -1,0 +1,153 @@
+"""Precision Lab's three models as PyTorch modules, and the files that move between the two.
+
+The modules' state_dict() names and shapes are those of `plab train --init-weights` and
+`--save-weights` (docs/WEIGHTS.md):
+
+    from plab_torch import make_model, load_safetensors, save_safetensors
+    model = make_model("small-cnn")                    # conv1, conv2, fc1
+    save_safetensors("init.safetensors", model.state_dict())
+    # plab train --model small-cnn --init-weights init.safetensors --save-weights final.safetensors
+    model.load_state_dict(load_safetensors("final.safetensors"))
+
+The safetensors reader and writer here use only numpy and the standard library (Debian 12
+packages no `safetensors`); they follow the format's specification and are independent of
+the C++ implementation they are tested against.
+"""
+
+import gzip
+import json
+import struct
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DEFAULT_WIDTHS = {"mlp": (512, 256), "small-cnn": (32, 64), "seed-cnn": (420, 1000)}
+
+
+class MLP(nn.Module):
+    """mlp: flatten, fc1 784->w0, ReLU, fc2 w0->w1, ReLU, fc3 w1->10."""
+
+    def __init__(self, widths=DEFAULT_WIDTHS["mlp"]):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, widths[0])
+        self.fc2 = nn.Linear(widths[0], widths[1])
+        self.fc3 = nn.Linear(widths[1], 10)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class CNN(nn.Module):
+    """small-cnn and seed-cnn: conv1 3x3 pad 1, ReLU, max-pool 2, conv2 3x3 pad 1, ReLU,
+    max-pool 2, flatten (C, H, W), fc1 (w1*7*7)->10."""
+
+    def __init__(self, widths):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, widths[0], 3, padding=1)
+        self.conv2 = nn.Conv2d(widths[0], widths[1], 3, padding=1)
+        self.fc1 = nn.Linear(widths[1] * 7 * 7, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc1(torch.flatten(x, 1))
+
+
+def make_model(kind, widths=None):
+    widths = tuple(widths) if widths else DEFAULT_WIDTHS[kind]
+    return MLP(widths) if kind == "mlp" else CNN(widths)
+
+
+# ---- safetensors -----------------------------------------------------------------------
+
+_DTYPES = {"F32": (torch.float32, np.float32, 4), "F16": (torch.float16, np.float16, 2),
+           "BF16": (torch.bfloat16, np.int16, 2)}
+
+
+def save_safetensors(path, tensors, metadata=None):
+    """Writes {name: tensor} (float32, float16 or bfloat16) in the safetensors format."""
+    header, chunks, offset = {}, [], 0
+    for name, t in tensors.items():
+        t = t.detach().cpu().contiguous()
+        dtype = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}[t.dtype]
+        raw = t.view(torch.int16).numpy() if dtype == "BF16" else t.numpy()
+        data = raw.astype(raw.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    if metadata:
+        header["__metadata__"] = dict(metadata)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+
+
+def load_safetensors(path):
+    """Reads a safetensors file into {name: tensor}, in the file's dtypes."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n].decode("utf-8"))
+    data = blob[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        torch_dtype, np_dtype, size = _DTYPES[info["dtype"]]
+        begin, end = info["data_offsets"]
+        arr = np.frombuffer(data[begin:end], dtype=np.dtype(np_dtype).newbyteorder("<")).copy()
+        t = torch.from_numpy(arr)
+        if info["dtype"] == "BF16":
+            t = t.view(torch.bfloat16)
+        out[name] = t.reshape(info["shape"])
+    return out
+
+
+def safetensors_metadata(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(n).decode("utf-8")).get("__metadata__", {})
+
+
+# ---- data and batches ------------------------------------------------------------------
+
+def read_idx(path):
+    """An IDX file (.gz or raw) as a numpy array."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        blob = f.read()
+    dims = blob[3]
+    shape = struct.unpack(">" + "I" * dims, blob[4:4 + 4 * dims])
+    return np.frombuffer(blob, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def read_batches(path):
+    """A batch file (`plab train --write-batches`): one list of sample indices per step."""
+    steps = []
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                steps.append([int(v) for v in line.split()])
+    return steps
+
+
+def write_batches(path, steps, about="written by plab_torch.py"):
+    with open(path, "w") as f:
+        f.write(f"# plab batches 1: one line per training step ({about})\n")
+        for s in steps:
+            f.write(" ".join(str(i) for i in s) + "\n")
+
+
+def batch_tensors(images, labels, indices):
+    """The images scaled as plab scales them (byte / 255 in fp32) and the labels."""
+    idx = np.asarray(indices)
+    x = torch.from_numpy(images[idx].astype(np.float32)).unsqueeze(1) / 255.0
+    y = torch.from_numpy(labels[idx].astype(np.int64))
+    return x, y
