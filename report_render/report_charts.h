@@ -11,6 +11,7 @@
 #include <QByteArray>
 #include <QImage>
 #include <QSize>
+#include <QStringList>
 
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,7 @@ struct ReportOptions {
     QString title = QStringLiteral("Precision Lab run report");
     std::vector<std::int64_t> histogramSteps;   // empty: first, middle and last snapshot
     QString histogramLayer;                      // empty: the layer that underflowed most
+    QStringList notes;                           // sentences shown before the summary (a sweep's missing points)
 };
 
 struct ReportChart {

@@ -242,6 +242,11 @@ QString reportHtml(const ReportContent& c, ChartEmbedding embedding)
              .arg(runs.size() == 1 ? QStringLiteral("run") : QStringLiteral("runs"))
              .arg(esc(labels.join(QStringLiteral("; "))))
              .arg(QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'")));
+    if (!c.options.notes.isEmpty()) {
+        h += QStringLiteral("<h2>Notes</h2>\n<ul class=\"summary\">\n");
+        for (const QString& note : c.options.notes) h += QStringLiteral("<li>%1</li>\n").arg(esc(note));
+        h += QStringLiteral("</ul>\n");
+    }
     h += summarySection(c);
     h += resultsSection(c.comparison);
     h += configurationSection(c.comparison);

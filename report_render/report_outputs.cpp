@@ -104,6 +104,7 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
     OffscreenGui gui;
     ReportOptions options;
     if (!outputs.title.empty()) options.title = QString::fromStdString(outputs.title);
+    for (const auto& note : outputs.notes) options.notes << QString::fromStdString(note);
     options.histogramSteps = outputs.histogramSteps;
     options.histogramLayer = QString::fromStdString(outputs.histogramLayer);
     const ReportContent content = prepareReport(comparison, options);

@@ -20,6 +20,7 @@ struct ReportOutputs {
     std::string title;
     std::vector<std::int64_t> histogramSteps;
     std::string histogramLayer;
+    std::vector<std::string> notes;   // sentences before the summary
     bool any() const { return !pdf.empty() || !html.empty() || !csvDir.empty() || !jsonDir.empty(); }
 };
 

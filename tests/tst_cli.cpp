@@ -29,10 +29,12 @@ struct Result {
     QString out, err;
 };
 
-Result runPlab(const QStringList& args, const QByteArray& input = {})
+Result runProgram(const QString& program, const QStringList& args, const QByteArray& input = {},
+                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
 {
     QProcess p;
-    p.start(QStringLiteral(PLAB_CLI_PATH), args);
+    p.setProcessEnvironment(env);
+    p.start(program, args);
     if (!input.isEmpty()) p.write(input);
     p.closeWriteChannel();
     if (!p.waitForFinished(300000)) {
@@ -45,6 +47,11 @@ Result runPlab(const QStringList& args, const QByteArray& input = {})
     r.out = QString::fromUtf8(p.readAllStandardOutput());
     r.err = QString::fromUtf8(p.readAllStandardError());
     return r;
+}
+
+Result runPlab(const QStringList& args, const QByteArray& input = {})
+{
+    return runProgram(QStringLiteral(PLAB_CLI_PATH), args, input);
 }
 
 QString lastLine(const QString& text)
@@ -106,6 +113,72 @@ private slots:
         }
         QVERIFY(r.out.contains(QStringLiteral("Batch size (default 32)")));
         QVERIFY(r.out.contains(QStringLiteral("(default small-cnn)")));
+    }
+
+    // `plab sweep --slurm`: a job array and a report job. Run here as Slurm would run them
+    // (bash, SLURM_ARRAY_TASK_ID), with one grid point broken: the others train, the
+    // report job reports them and names the broken one.
+    void sweepWritesASlurmJobArray()
+    {
+        const fs::path job = dir_.path() / "slurm-job", runs = dir_.path() / "slurm-runs";
+        const Result r = runPlab({"sweep", "--recipes", "fp32,amp-fp16,amp-bf16", "--max-steps", "2", "--widths", "4,8",
+                                  "--batch", "16", "--threads", "1", "--data-dir", dataDir_, "--quiet", "--out-dir",
+                                  QString::fromStdString(runs.string()), "--slurm", QString::fromStdString(job.string()),
+                                  "--partition", "short", "--time", "00:05:00"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QFile array(QString::fromStdString((job / "sweep.sbatch").string()));
+        QVERIFY(array.open(QIODevice::ReadOnly));
+        const QString script = QString::fromUtf8(array.readAll());
+        for (const char* line : {"#SBATCH --array=0-2\n", "#SBATCH --cpus-per-task=1\n", "#SBATCH --partition=short\n",
+                                 "#SBATCH --time=00:05:00\n"})
+            QVERIFY2(script.contains(QLatin1String(line)), line);
+        QVERIFY(fs::exists(job / "settings" / "2.json"));
+        QVERIFY(!fs::exists(runs / "fp32.json"));   // nothing trained here
+
+        { std::ofstream(job / "settings" / "1.json") << R"({"batch": "many"})"; }   // point 1 fails (exit 2)
+        for (int i = 0; i < 3; ++i) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("SLURM_ARRAY_TASK_ID"), QString::number(i));
+            const Result task = runProgram(QStringLiteral("bash"), {QString::fromStdString((job / "sweep.sbatch").string())}, {}, env);
+            QCOMPARE(task.exitCode, 0);   // a failed point does not fail the array (afterok runs the report)
+        }
+        const Result report = runProgram(QStringLiteral("bash"), {QString::fromStdString((job / "report.sbatch").string())});
+        QVERIFY2(report.exitCode == 0, qPrintable(report.out + report.err));
+        QVERIFY2(report.out.contains(QStringLiteral("missing grid point 1 (amp-fp16_b16.json): plab exit status 2")),
+                 qPrintable(report.out));
+        QVERIFY(report.out.contains(QStringLiteral("2 of 3 grid points have records")));
+        QFile html(QString::fromStdString((runs / "report.html").string()));
+        QVERIFY(html.open(QIODevice::ReadOnly));
+        const QString page = QString::fromUtf8(html.readAll());
+        QVERIFY(page.contains(QStringLiteral("missing grid point 1 (amp-fp16_b16.json)")));
+        QVERIFY(page.contains(QStringLiteral("AMP BF16")) && page.contains(QStringLiteral("FP32")));
+
+        // --submit: the array, then the report after it (afterok), through sbatch.
+        const fs::path bin = dir_.path() / "fake-bin";
+        fs::create_directories(bin);
+        {
+            std::ofstream fake(bin / "sbatch");
+            fake << "#!/bin/sh\necho \"$@\" >> \"" << (bin / "calls").string() << "\"\n"
+                 << "n=$(wc -l < \"" << (bin / "calls").string() << "\")\necho \"$((4100 + n));cluster\"\n";
+        }
+        fs::permissions(bin / "sbatch", fs::perms::owner_all);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("PATH"), QString::fromStdString(bin.string()) + ":" + env.value(QStringLiteral("PATH")));
+        const Result submitted = runProgram(QStringLiteral(PLAB_CLI_PATH),
+                                            {"sweep", "--recipes", "fp32", "--max-steps", "2", "--data-dir", dataDir_,
+                                             "--out-dir", QString::fromStdString(runs.string()), "--slurm",
+                                             QString::fromStdString(job.string()), "--submit"},
+                                            {}, env);
+        QVERIFY2(submitted.exitCode == 0, qPrintable(submitted.err));
+        QCOMPARE(submitted.out, QStringLiteral("array job 4101\nreport job 4102\n"));
+        QFile calls(QString::fromStdString((bin / "calls").string()));
+        QVERIFY(calls.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(calls.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 2);
+        QVERIFY(lines[0].endsWith(QStringLiteral("sweep.sbatch")));
+        QVERIFY2(lines[1].contains(QStringLiteral("--dependency=afterok:4101 ")) && lines[1].endsWith(QStringLiteral("report.sbatch")),
+                 qPrintable(lines[1]));
+        QCOMPARE(runPlab({"sweep", "--recipes", "fp32", "--out-dir", "x", "--submit"}).exitCode, 2);   // --submit needs --slurm
     }
 
     void configFileAndFlagsOverride()

@@ -51,6 +51,7 @@ void addReportCommand(CLI::App& app, std::function<int()>& run)
     cmd->add_option("--csv", opts->outputs.csvDir, "Write per-step, per-evaluation and telemetry CSV files into this folder");
     cmd->add_option("--json", opts->outputs.jsonDir, "Copy the run records into this folder");
     cmd->add_option("--title", opts->outputs.title, "Title of the report");
+    cmd->add_option("--note", opts->outputs.notes, "A sentence shown before the summary (repeatable)");
     cmd->add_option("--histogram-steps", opts->outputs.histogramSteps,
                     "Steps whose gradient histograms to show (default: first, middle, last snapshot)")
         ->delimiter(',');

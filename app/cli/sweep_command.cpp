@@ -2,7 +2,9 @@
 // trains every combination of the grid one run after another (all other training flags
 // as for `plab train`), writes each run record into DIR, prints a comparison table and
 // writes a comparison report (DIR/report.html unless --report-html/--report-pdf say
-// where). Every combination is checked before the first run starts.
+// where). Every combination is checked before the first run starts. With --slurm JOBDIR it
+// writes the grid as a Slurm job array and a report job instead of running it (--submit
+// submits both with sbatch).
 #include "commands.h"
 #include "progress_printer.h"
 #include "train_options.h"
@@ -15,10 +17,15 @@
 #include "report_outputs.h"
 #endif
 
+#include <array>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace plab::cli {
 
@@ -32,6 +39,8 @@ struct SweepOptions {
     std::string outDir;
     std::string reportHtml, reportPdf;
     bool quiet = false;
+    std::string slurmDir, partition, timeLimit;   // --slurm: write a job array instead of running
+    bool submit = false;
 };
 
 std::vector<std::string> splitList(const std::string& text, const char* flag)
@@ -83,6 +92,140 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
     return grid;
 }
 
+// ---- Slurm ---------------------------------------------------------------------------
+
+// `text` as one shell word: single-quoted, with each ' written as '\''.
+std::string shellWord(const std::string& text)
+{
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string absolute(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
+
+std::string pointsArray(const std::vector<GridPoint>& grid)
+{
+    std::string out = "points=(";
+    for (const auto& point : grid) out += "\n  " + shellWord(point.file);
+    return out + "\n)\n";
+}
+
+// The job array: one `plab train --config` per grid point. Each task records plab's exit
+// status and exits 0 itself, so that a failed point leaves its log and status and the
+// report job (afterok) still runs and names it.
+std::string arrayScript(const std::vector<GridPoint>& grid, const SweepOptions& opts, const std::string& plab)
+{
+    const std::string job = absolute(opts.slurmDir), out = absolute(opts.outDir);
+    std::string s = "#!/bin/bash\n"
+                    "#SBATCH --job-name=plab-sweep\n"
+                    "#SBATCH --array=0-" + std::to_string(grid.size() - 1) + "\n"
+                    "#SBATCH --cpus-per-task=" + std::to_string(grid.front().settings.threads) + "\n"
+                    "#SBATCH --output=" + job + "/logs/point-%a.log\n";
+    if (!opts.partition.empty()) s += "#SBATCH --partition=" + opts.partition + "\n";
+    if (!opts.timeLimit.empty()) s += "#SBATCH --time=" + opts.timeLimit + "\n";
+    s += "# Written by plab sweep --slurm: grid point i trains with settings/i.json and writes its\n"
+         "# record into the runs folder; its exit status goes to status/i (0 completed, 3 diverged).\n"
+         "set -u\n" + pointsArray(grid) +
+         "i=\"${SLURM_ARRAY_TASK_ID:?this script runs as a Slurm job array task (sbatch)}\"\n"
+         "job=" + shellWord(job) + "\n"
+         "runs=" + shellWord(out) + "\n"
+         "echo \"plab sweep point $i: ${points[$i]} on $(hostname)\"\n" +
+         shellWord(plab) + " train --config \"$job/settings/$i.json\" --out \"$runs/${points[$i]}\" --quiet\n"
+         "status=$?\n"
+         "echo \"$status\" > \"$job/status/$i\"\n"
+         "echo \"plab exited $status\"\n"
+         "exit 0\n";
+    return s;
+}
+
+// The report job: `plab report` over the records of the points that ended with a record
+// (completed or diverged), and the missing points named, also in RUNS/missing.txt.
+std::string reportScript(const std::vector<GridPoint>& grid, const SweepOptions& opts, const std::string& plab)
+{
+    const std::string job = absolute(opts.slurmDir), out = absolute(opts.outDir);
+    std::string outputs;
+    if (!opts.reportHtml.empty()) outputs += " --html " + shellWord(absolute(opts.reportHtml));
+    if (!opts.reportPdf.empty()) outputs += " --pdf " + shellWord(absolute(opts.reportPdf));
+    if (outputs.empty()) outputs = " --html \"$runs/report.html\"";
+    std::string s = "#!/bin/bash\n"
+                    "#SBATCH --job-name=plab-sweep-report\n"
+                    "#SBATCH --cpus-per-task=1\n"
+                    "#SBATCH --output=" + job + "/logs/report.log\n";
+    if (!opts.partition.empty()) s += "#SBATCH --partition=" + opts.partition + "\n";
+    if (!opts.timeLimit.empty()) s += "#SBATCH --time=" + opts.timeLimit + "\n";
+    s += "# Written by plab sweep --slurm: runs after the job array (--dependency=afterok).\n"
+         "set -u\n" + pointsArray(grid) +
+         "job=" + shellWord(job) + "\n"
+         "runs=" + shellWord(out) + "\n"
+         "records=()\n"
+         ": > \"$runs/missing.txt\"\n"
+         "for i in \"${!points[@]}\"; do\n"
+         "  status=$(cat \"$job/status/$i\" 2>/dev/null || echo 'none (the task did not run or was killed)')\n"
+         "  if { [ \"$status\" = 0 ] || [ \"$status\" = 3 ]; } && [ -f \"$runs/${points[$i]}\" ]; then\n"
+         "    records+=(\"$runs/${points[$i]}\")\n"
+         "  else\n"
+         "    echo \"missing grid point $i (${points[$i]}): plab exit status $status; log $job/logs/point-$i.log\" |\n"
+         "      tee -a \"$runs/missing.txt\"\n"
+         "  fi\n"
+         "done\n"
+         "if [ \"${#records[@]}\" -eq 0 ]; then echo 'no grid point left a record: no report'; exit 1; fi\n"
+         "echo \"${#records[@]} of ${#points[@]} grid points have records\"\n"
+         "notes=()\n"
+         "while IFS= read -r line; do notes+=(--note \"$line\"); done < \"$runs/missing.txt\"\n"
+         "exec " + shellWord(plab) + " report \"${records[@]}\" --title 'Precision Lab sweep'" + outputs +
+         " \"${notes[@]}\"\n";
+    return s;
+}
+
+// Runs `sbatch --parsable ARGS`; the job id it prints.
+std::string sbatch(const std::vector<std::string>& args)
+{
+    std::string command = "sbatch --parsable";
+    for (const auto& a : args) command += " " + shellWord(a);
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) throw std::runtime_error("cannot run sbatch");
+    std::string output;
+    std::array<char, 256> buffer{};
+    while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe)) output += buffer.data();
+    const int status = ::pclose(pipe);
+    while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || output.empty())
+        throw std::runtime_error("sbatch failed (" + command + "): " + (output.empty() ? "no job id" : output));
+    return output.substr(0, output.find(';'));   // "id;cluster" on federated clusters
+}
+
+int writeSlurmSweep(const std::vector<GridPoint>& grid, const SweepOptions& opts)
+{
+    namespace fs = std::filesystem;
+    const fs::path job(opts.slurmDir);
+    std::error_code ec;
+    for (const fs::path& folder : {job / "settings", job / "logs", job / "status", fs::path(opts.outDir)}) {
+        fs::create_directories(folder, ec);
+        if (ec) throw InputError(folder.string() + ": cannot create the folder (" + ec.message() + ")");
+    }
+    fs::remove_all(job / "status", ec);   // statuses of an earlier submission would pass for this one's
+    fs::create_directories(job / "status", ec);
+    const std::string plab = fs::read_symlink("/proc/self/exe", ec).string();
+    for (std::size_t i = 0; i < grid.size(); ++i)
+        writeJsonAtomically(job / "settings" / (std::to_string(i) + ".json"), settingsToJson(grid[i].settings));
+    writeFileAtomically(job / "sweep.sbatch", arrayScript(grid, opts, plab));
+    writeFileAtomically(job / "report.sbatch", reportScript(grid, opts, plab));
+    std::cerr << "plab: wrote a Slurm job array of " << grid.size() << " grid points (" << (job / "sweep.sbatch").string()
+              << ") and its report job (" << (job / "report.sbatch").string() << "); records go to " << opts.outDir
+              << '\n';
+    if (!opts.submit) {
+        std::cout << "sbatch --parsable " << shellWord((job / "sweep.sbatch").string())
+                  << "   # then: sbatch --dependency=afterok:<its id> " << shellWord((job / "report.sbatch").string())
+                  << '\n';
+        return kExitOk;
+    }
+    const std::string array = sbatch({(job / "sweep.sbatch").string()});
+    const std::string report = sbatch({"--dependency=afterok:" + array, (job / "report.sbatch").string()});
+    std::cout << "array job " << array << "\nreport job " << report << '\n';
+    return kExitOk;
+}
+
 int runSweep(CLI::App& cmd, const SweepOptions& opts)
 {
     if (opts.outDir.empty()) throw InputError("sweep: --out-dir is required");
@@ -90,6 +233,9 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
     for (const auto& point : grid)
         if (point.settings.dataset != grid.front().settings.dataset || point.settings.dataDir != grid.front().settings.dataDir)
             throw InputError("sweep: every run of a sweep uses the same data set");
+    if (opts.slurmDir.empty() && (opts.submit || !opts.partition.empty() || !opts.timeLimit.empty()))
+        throw InputError("sweep: --submit, --partition and --time go with --slurm DIR");
+    if (!opts.slurmDir.empty()) return writeSlurmSweep(grid, opts);
     std::error_code ec;
     std::filesystem::create_directories(opts.outDir, ec);
     if (ec) throw InputError(opts.outDir + ": cannot create the folder (" + ec.message() + ")");
@@ -148,6 +294,12 @@ void addSweepCommand(CLI::App& app, std::function<int()>& run)
     cmd->add_option("--report-html", opts->reportHtml, "Write the comparison report as HTML here (default DIR/report.html)");
     cmd->add_option("--report-pdf", opts->reportPdf, "Write the comparison report as PDF here");
     cmd->add_flag("--quiet", opts->quiet, "No progress lines");
+    cmd->add_option("--slurm", opts->slurmDir,
+                    "Write a Slurm job array (one plab train per grid point) and a report job into this folder "
+                    "instead of training here");
+    cmd->add_option("--partition", opts->partition, "With --slurm: the Slurm partition");
+    cmd->add_option("--time", opts->timeLimit, "With --slurm: each job's time limit (e.g. 01:00:00)");
+    cmd->add_flag("--submit", opts->submit, "With --slurm: submit both jobs with sbatch and print their ids");
     cmd->callback([&run, cmd, opts] { run = [cmd, opts] { return runSweep(*cmd, *opts); }; });
 }
 
