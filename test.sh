@@ -12,14 +12,12 @@ if grep -h "^SKIP   : .*initTestCase()" Testing/Temporary/LastTest.log >/dev/nul
   echo "Skipped suites and why:"
   grep -h "^SKIP   : .*initTestCase()" Testing/Temporary/LastTest.log | sed 's/^SKIP   : /  /'
 fi
-# The sanitizer passes (issue 11): engine, plab and the engine suites under
-# ASan+UBSan+LSan; the app and the UI suites likewise; the app's controller under TSan.
+# The sanitizer passes (issue 11): the engine, plab, the app and their suites under
+# ASan+UBSan+LSan (one build); the app's controller under TSan.
 # PLAB_NO_SANITIZE=1 leaves them out (a quick local run); CI runs them.
 if [ "${PLAB_NO_SANITIZE:-0}" != 1 ]; then
   echo "Sanitizer pass (scripts/sanitize.sh):"
   "$root/scripts/sanitize.sh" || status=$?
-  echo "UI sanitizer pass (scripts/sanitize.sh --ui):"
-  "$root/scripts/sanitize.sh" --ui || status=$?
   echo "ThreadSanitizer pass (scripts/tsan.sh):"
   "$root/scripts/tsan.sh" || status=$?
 fi

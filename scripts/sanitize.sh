@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
-# The sanitizer passes (issue 11), each built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (no recovery: the first finding fails the suite), leaks
-# counting as failures (LeakSanitizer), apart from the normal build.
-# - The engine pass (the default; `./test.sh` runs it after the normal suites): the engine,
-#   plab and the engine's test suites, built into build-asan/, then every suite but the
-#   UI's, the GPU's and the lesson suite, and the fault tests with the sanitized plab.
-# - The UI pass (--ui; `./test.sh` runs it too): the app (precision-lab) and the UI suites
-#   (tst_ui_*), built into build-asan-ui/, then every UI suite and the app once,
-#   offscreen. No leak is suppressed.
+# The sanitizer pass (issue 11): the engine, plab, the app and every test suite built with
+# AddressSanitizer and UndefinedBehaviorSanitizer (no recovery: the first finding fails
+# the suite), leaks counting as failures (LeakSanitizer; none suppressed), apart from the
+# normal build, in build-asan/ (one build for the engine's and the UI's suites, so the
+# engine is compiled once). Then every suite but the GPU's and the lesson suite (the fault
+# tests with the sanitized plab among them; the UI suites offscreen), and the app once.
 #   scripts/sanitize.sh [extra ctest arguments]
-#   scripts/sanitize.sh --ui [extra ctest arguments]
+#   scripts/sanitize.sh --ui [extra ctest arguments]   (the UI suites and the app only)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ui=0
@@ -31,22 +28,20 @@ configure() {   # configure BUILD_DIR [cmake options]
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-if [ "$ui" = 0 ]; then
-  configure "$root/build-asan" -DPLAB_BUILD_GUI=OFF
-  cmake --build "$root/build-asan" -j"$(nproc)"
-  cd "$root/build-asan"
-  ctest --output-on-failure -j"$(nproc)" -LE lesson -E "^tst_cuda_" "$@"
-  exit 0
-fi
-
-build="$root/build-asan-ui"
+build="$root/build-asan"
 configure "$build" -DPLAB_BUILD_GUI=ON
-suites=()
-for src in "$root"/tests/tst_ui_*.cpp; do suites+=("$(basename "$src" .cpp)"); done
-cmake --build "$build" -j"$(nproc)" --target precision-lab "${suites[@]}"
+if [ "$ui" = 0 ]; then
+  cmake --build "$build" -j"$(nproc)"
+  selection=(-LE lesson -E "^tst_cuda_")
+else
+  suites=()
+  for src in "$root"/tests/tst_ui_*.cpp; do suites+=("$(basename "$src" .cpp)"); done
+  cmake --build "$build" -j"$(nproc)" --target precision-lab "${suites[@]}"
+  selection=(-R "^tst_ui_")
+fi
 export QT_QPA_PLATFORM=offscreen
 cd "$build"
-ctest --output-on-failure -j"$(nproc)" -R "^tst_ui_" "$@"
+ctest --output-on-failure -j"$(nproc)" "${selection[@]}" "$@"
 # The app itself, once: the window opens with the format explorer and presentation mode,
 # saves a screenshot and quits. Its settings, runs and data live in a folder of its own.
 scratch="$(mktemp -d)"
@@ -55,4 +50,4 @@ XDG_CONFIG_HOME="$scratch/config" XDG_DATA_HOME="$scratch/data" HOME="$scratch" 
   ./app/precision-lab --runs-dir "$scratch/runs" --data-dir "$scratch" --presentation --explore 0.1 \
   --screenshot "$scratch/app.png" --screenshot-delay 0
 test -s "$scratch/app.png"
-echo "sanitize.sh --ui: the UI suites and the app are clean"
+echo "sanitize.sh: the suites and the app are clean"

@@ -75,10 +75,13 @@ check "plab report reads a killed run's record" test -s killed.html
 "$plab" train --max-steps 2 --threads 1 --quiet --out killed.json > /dev/null 2>&1
 check "the next write of a killed run's record leaves no temporary file" no_temporaries
 
-# 4. SIGTERM and SIGHUP stop a run like SIGINT: exit 130, the record says "stopped".
+# 4. SIGTERM and SIGHUP stop a run like SIGINT: exit 130, the record says "stopped". The
+#    signal is sent as soon as the record exists (the trainer's constructor writes it): plab
+#    catches the signals from before that. plab starts with the default dispositions (env
+#    --default-signal), whatever this test was started under (nohup ignores SIGHUP).
 for sig in TERM HUP; do
     rm -f sig.json
-    "$plab" train --max-steps 100000 --threads 1 --quiet --out sig.json > /dev/null 2>&1 &
+    env --default-signal=TERM,HUP "$plab" train --max-steps 100000 --threads 1 --quiet --out sig.json > /dev/null 2>&1 &
     pid=$!
     for _ in $(seq 100); do [ -s sig.json ] && break; sleep 0.1; done
     kill -"$sig" "$pid"; wait "$pid"; status=$?
@@ -86,6 +89,15 @@ for sig in TERM HUP; do
     check "SIG$sig leaves a valid record" valid_record sig.json
     check "SIG$sig's record says stopped" grep -Eq " stopped " table.txt
 done
+# Under nohup (SIGHUP ignored when plab starts) a closed terminal does not stop the run.
+rm -f sig.json
+env --ignore-signal=HUP --default-signal=TERM "$plab" train --max-steps 100000 --threads 1 --quiet --out sig.json > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -s sig.json ] && break; sleep 0.1; done
+kill -HUP "$pid"; sleep 1
+check "under nohup, SIGHUP leaves the run training" kill -0 "$pid"
+kill -TERM "$pid"; wait "$pid"; status=$?
+check "under nohup, SIGTERM still stops it (exit 130, got $status)" test "$status" -eq 130
 
 echo "$failures failed"
 exit $((failures > 0))

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 
 namespace plab::cli {
 
@@ -116,12 +117,52 @@ namespace {
 
 std::atomic<TrainerControl*> g_control{nullptr};
 static_assert(std::atomic<TrainerControl*>::is_always_lock_free, "the signal handler may only use lock-free atomics");
+// A signal that came before the trainer's control existed (the record is on disk from the
+// trainer's constructor on): the run stops as soon as the control is there.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler may only use lock-free atomics");
 
 // Async-signal-safe: atomic loads and stores only (TrainerControl::stopFromSignal).
 extern "C" void onInterrupt(int)
 {
+    g_interrupted.store(true);
     if (auto* c = g_control.load()) c->stopFromSignal();
 }
+
+// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the run between steps and keep its
+// record, which then says "stopped"; caught while this lives (from before the trainer and
+// its record exist, so that a signal never finds the default action), as before after. A
+// signal ignored when plab started stays ignored: `nohup plab train` outlives its terminal.
+class StopSignals {
+public:
+    StopSignals()
+    {
+        g_interrupted = false;
+        for (std::size_t i = 0; i < std::size(kSignals); ++i) {
+            previous_[i] = std::signal(kSignals[i], onInterrupt);
+            if (previous_[i] == SIG_IGN) std::signal(kSignals[i], SIG_IGN);
+        }
+    }
+    ~StopSignals()
+    {
+        for (std::size_t i = 0; i < std::size(kSignals); ++i)
+            std::signal(kSignals[i], previous_[i] == SIG_ERR ? SIG_DFL : previous_[i]);
+        g_control = nullptr;
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+    // From now on a signal stops this control's run; one that came earlier stops it now.
+    // route(nullptr) before the control is destroyed.
+    static void route(TrainerControl* control)
+    {
+        g_control = control;
+        if (control && g_interrupted.load()) control->stopFromSignal();
+    }
+
+private:
+    static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+    void (*previous_[std::size(kSignals)])(int) = {};
+};
 
 }  // namespace
 
@@ -139,6 +180,7 @@ RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& da
                               ProgressPrinter& progress)
 {
     bool recordFailed = false;
+    StopSignals signals;
     Trainer trainer(settings, data, [&](const TrainerEvent& e) {
         if (recorder) recorder->onEvent(e);
         progress.onEvent(e);
@@ -149,17 +191,15 @@ RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& da
         }
     });
     progress.setPlannedSteps(trainer.plannedSteps(), settings.epochs);
-    g_control = &trainer.control();
-    // SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the run between steps and keep
-    // its record, which then says "stopped".
-    std::signal(SIGINT, onInterrupt);
-    std::signal(SIGTERM, onInterrupt);
-    std::signal(SIGHUP, onInterrupt);
-    RunResult result = trainer.run();
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    std::signal(SIGHUP, SIG_DFL);
-    g_control = nullptr;
+    RunResult result;
+    StopSignals::route(&trainer.control());
+    {
+        // Unrouted before the trainer goes, on every path out of run().
+        struct Unroute {
+            ~Unroute() { StopSignals::route(nullptr); }
+        } unroute;
+        result = trainer.run();
+    }
     progress.finish();
     if (recorder) {
         try {
