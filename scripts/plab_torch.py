@@ -12,7 +12,19 @@ The modules' state_dict() names and shapes are those of `plab train --init-weigh
 The safetensors reader and writer here use only numpy and the standard library (Debian 12
 packages no `safetensors`); they follow the format's specification and are independent of
 the C++ implementation they are tested against.
+
+As a command (the data folder is plab's: mnist, else mnist-10k, or fashion-mnist):
+
+    # the test accuracy of weights saved by `plab train --save-weights` (or the app's
+    # File > Export Weights), evaluated by PyTorch in fp32
+    python3 scripts/plab_torch.py evaluate --model small-cnn --weights final.safetensors
+    # train in PyTorch (Adam, fp32) and save weights that `plab train --init-weights` fine-tunes
+    python3 scripts/plab_torch.py train --model small-cnn --steps 200 --out torch.safetensors
 """
+
+import argparse
+import os
+import sys
 
 import gzip
 import json
@@ -151,3 +163,103 @@ def batch_tensors(images, labels, indices):
     x = torch.from_numpy(images[idx].astype(np.float32)).unsqueeze(1) / 255.0
     y = torch.from_numpy(labels[idx].astype(np.int64))
     return x, y
+
+
+def default_data_dir():
+    """plab's data folder: $PLAB_DATA_DIR, else $XDG_DATA_HOME/precision-lab/data."""
+    if os.environ.get("PLAB_DATA_DIR"):
+        return os.environ["PLAB_DATA_DIR"]
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "precision-lab", "data")
+
+
+def load_split(data_dir, dataset="mnist", split="train"):
+    """(images, labels) of plab's dataset folder: split "train" or "t10k" (plab's test set).
+    "mnist" is DIR/mnist when it is there, else the 10,000-digit DIR/mnist-10k, as plab
+    chooses."""
+    folder = os.path.join(data_dir, dataset)
+    if dataset == "mnist" and not os.path.isdir(folder):
+        folder = os.path.join(data_dir, "mnist-10k")
+    images = read_idx(os.path.join(folder, f"{split}-images-idx3-ubyte.gz"))
+    labels = read_idx(os.path.join(folder, f"{split}-labels-idx1-ubyte.gz"))
+    return images, labels
+
+
+@torch.no_grad()
+def evaluate(model, images, labels, batch=1000):
+    """Test accuracy (a fraction) of the model in fp32: argmax of the logits, ties to the
+    lowest class as torch.argmax breaks them."""
+    model.eval()
+    correct = 0
+    for begin in range(0, len(images), batch):
+        x, y = batch_tensors(images, labels, range(begin, min(begin + batch, len(images))))
+        correct += (model(x).argmax(dim=1) == y).sum().item()
+    return correct / len(images)
+
+
+def load_weights(model, path):
+    """Loads a safetensors file into the model (16-bit weights widened to fp32 exactly)."""
+    tensors = {k: v.float() for k, v in load_safetensors(path).items()}
+    model.load_state_dict(tensors, strict=True)
+    return model
+
+
+def _widths(text):
+    return tuple(int(v) for v in text.split(",")) if text else None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Precision Lab's models in PyTorch: evaluate or train weights "
+                                             "that move to and from plab (safetensors).")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("evaluate", "train"):
+        p = sub.add_parser(name)
+        p.add_argument("--model", default="small-cnn", choices=sorted(DEFAULT_WIDTHS))
+        p.add_argument("--widths", default="", help="e.g. 16,32 (as plab train --widths)")
+        p.add_argument("--data-dir", default=default_data_dir())
+        p.add_argument("--dataset", default="mnist", choices=("mnist", "fashion-mnist"))
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
+    sub.choices["evaluate"].add_argument("--weights", required=True, help="a safetensors file")
+    t = sub.choices["train"]
+    t.add_argument("--init", default="", help="start from these weights (default: PyTorch's initialisation)")
+    t.add_argument("--steps", type=int, default=200)
+    t.add_argument("--batch", type=int, default=32)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--out", required=True, help="where the trained weights go (safetensors, F32)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        test_images, test_labels = load_split(args.data_dir, args.dataset, "t10k")
+        model = make_model(args.model, _widths(args.widths))
+        if args.command == "evaluate":
+            load_weights(model, args.weights)
+        else:
+            torch.manual_seed(args.seed)
+            if args.init:
+                load_weights(model, args.init)
+            images, labels = load_split(args.data_dir, args.dataset, "train")
+            order = np.random.default_rng(args.seed)
+            opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+            model.train()
+            for _ in range(args.steps):
+                x, y = batch_tensors(images, labels, order.integers(0, len(images), args.batch))
+                opt.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                opt.step()
+            save_safetensors(args.out, model.state_dict(), {"format": "pt", "source": "plab_torch.py train"})
+    except (OSError, KeyError, RuntimeError, ValueError) as e:
+        print(f"plab_torch.py: {e}", file=sys.stderr)
+        return 2
+    accuracy = evaluate(model, test_images, test_labels)
+    if args.json:
+        print(json.dumps({"test_accuracy": accuracy, "test_images": len(test_images)}))
+    else:
+        print(f"test accuracy {100 * accuracy:.2f} % ({len(test_images)} test images)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,6 +17,7 @@ packages=(
   xvfb xauth
   poppler-utils desktop-file-utils appstream dpkg-dev
   python3-torch python3-numpy
+  slurm-wlm munge
 )
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 

@@ -6,8 +6,10 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <limits>
 
 using namespace plab;
@@ -16,6 +18,7 @@ using RecipeEdit = std::function<void(PrecisionRecipe&)>;
 Q_DECLARE_METATYPE(plab::Format)
 Q_DECLARE_METATYPE(plab::LossScaleMode)
 Q_DECLARE_METATYPE(RecipeEdit)
+Q_DECLARE_METATYPE(plab::LossScaling)
 
 namespace {
 
@@ -91,6 +94,117 @@ private slots:
         // Presets are the usual combinations: nothing to warn about, nothing impossible.
         QVERIFY2(r->notices().empty(), r->notices().empty() ? "" : r->notices().front().c_str());
         QVERIFY(r->validate().empty());
+    }
+
+    // The frameworks' recipes by their own names (issue 13 part 5). The expected switches
+    // are read from the frameworks' sources (apex/amp/frontend.py's opt-level properties and
+    // _initialize.py's float32 output cast; Keras' policies and LossScaleOptimizer
+    // defaults; PyTorch's autocast and GradScaler defaults), not from our table.
+    void frameworkPresets_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("sameAs");   // our preset with the same switches, or ""
+        QTest::addColumn<Format>("compute");
+        QTest::addColumn<bool>("master");
+        QTest::addColumn<bool>("fp32Ops");
+        QTest::addColumn<LossScaling>("scaling");
+        LossScaling apex;
+        apex.mode = LossScaleMode::dynamic;
+        apex.initScale = 65536.0;          // 2.**16
+        apex.maxScale = 16777216.0;        // max_loss_scale=2.**24
+        LossScaling keras;
+        keras.mode = LossScaleMode::dynamic;
+        keras.initScale = 32768.0;         // initial_scale=2**15
+        keras.minScale = 1.0;              // never below 1
+        LossScaling grad;
+        grad.mode = LossScaleMode::dynamic;    // GradScaler(): 2.**16, growth 2, backoff .5, 2000
+        QTest::addRow("apex-O0") << "apex-O0" << "fp32" << Format::fp32 << true << true << LossScaling::off();
+        QTest::addRow("apex-O1") << "apex-O1" << "" << Format::fp16 << true << true << apex;
+        QTest::addRow("apex-O2") << "apex-O2" << "" << Format::fp16 << true << true << apex;
+        // O3: no master weights, loss_scale=1.0, outputs cast to float32 (loss in fp32).
+        QTest::addRow("apex-O3") << "apex-O3" << "" << Format::fp16 << false << true << LossScaling::off();
+        QTest::addRow("mixed_float16") << "mixed_float16" << "" << Format::fp16 << true << true << keras;
+        QTest::addRow("mixed_bfloat16") << "mixed_bfloat16" << "amp-bf16" << Format::bf16 << true << true
+                                        << LossScaling::off();
+        QTest::addRow("autocast-fp16") << "autocast-fp16" << "amp-fp16" << Format::fp16 << true << true << grad;
+        QTest::addRow("autocast-bf16") << "autocast-bf16" << "amp-bf16" << Format::bf16 << true << true
+                                       << LossScaling::off();
+        QTest::addRow("allow-tf32") << "allow-tf32" << "tf32" << Format::tf32 << true << true << LossScaling::off();
+    }
+
+    void frameworkPresets()
+    {
+        QFETCH(QString, name);
+        QFETCH(QString, sameAs);
+        QFETCH(Format, compute);
+        QFETCH(bool, master);
+        QFETCH(bool, fp32Ops);
+        QFETCH(LossScaling, scaling);
+        const auto r = PrecisionRecipe::fromPreset(name.toStdString());
+        QVERIFY(r.has_value());
+        QCOMPARE(QString::fromStdString(r->preset), name);
+        QVERIFY(r->compute == compute);
+        QCOMPARE(r->masterWeights, master);
+        QVERIFY(r->fp32Accumulate);   // every framework's GPU libraries accumulate in fp32
+        QCOMPARE(r->fp32SensitiveOps, fp32Ops);
+        QVERIFY2(r->lossScaling == scaling, r->lossScaling.describe().c_str());
+        QVERIFY(r->validate().empty());
+        // Named after the framework, not "Custom", and listed.
+        QVERIFY(PrecisionRecipe::displayName(r->preset) != "Custom");
+        QVERIFY(QString::fromStdString(r->describe()).startsWith(QString::fromStdString(PrecisionRecipe::displayName(r->preset)) + ":"));
+        const auto& names = PrecisionRecipe::frameworkPresetNames();
+        QVERIFY(std::find(names.begin(), names.end(), name.toStdString()) != names.end());
+        if (!sameAs.isEmpty()) {
+            PrecisionRecipe ours = preset(sameAs.toLatin1().constData());
+            ours.preset = r->preset;
+            QVERIFY(ours == *r);
+        }
+    }
+
+    void frameworkPresetsDiffer()
+    {
+        // apex-O3 is not our pure-fp16: Apex casts the model's outputs to float32, so its
+        // loss is fp32; everything else is the same.
+        PrecisionRecipe o3 = preset("apex-O3");
+        PrecisionRecipe pure = preset("pure-fp16");
+        QVERIFY(o3.fp32SensitiveOps && !pure.fp32SensitiveOps);
+        o3.fp32SensitiveOps = false;
+        o3.preset = pure.preset;
+        QVERIFY(o3 == pure);
+        // Our six stay our six (the batch planner and the lessons list them); no name is in
+        // both lists.
+        for (const auto& n : PrecisionRecipe::frameworkPresetNames()) {
+            const auto& ours = PrecisionRecipe::presetNames();
+            QVERIFY(std::find(ours.begin(), ours.end(), n) == ours.end());
+        }
+    }
+
+    // docs/FRAMEWORK_PRESETS.md's table says what each name sets; it must be what the code sets.
+    void frameworkPresetsDocTable()
+    {
+        QFile doc(QStringLiteral(PLAB_SOURCE_DIR "/docs/FRAMEWORK_PRESETS.md"));
+        QVERIFY(doc.open(QIODevice::ReadOnly | QIODevice::Text));
+        std::map<std::string, QStringList> rows;
+        for (const QString& line : QString::fromUtf8(doc.readAll()).split(QLatin1Char('\n'))) {
+            if (!line.startsWith(QStringLiteral("| `")) || line.startsWith(QStringLiteral("| `--recipe`"))) continue;
+            QStringList cells = line.split(QLatin1Char('|'));
+            for (QString& c : cells) c = c.trimmed();
+            // "", `name`, setting, compute, master, accumulate, softmax, scaling, ""
+            QCOMPARE(cells.size(), 9);
+            rows[cells[1].remove(QLatin1Char('`')).toStdString()] = cells;
+        }
+        QCOMPARE(rows.size(), PrecisionRecipe::frameworkPresetNames().size());
+        auto onOff = [](bool b) { return b ? QStringLiteral("on") : QStringLiteral("off"); };
+        for (const auto& name : PrecisionRecipe::frameworkPresetNames()) {
+            QVERIFY2(rows.count(name), name.c_str());
+            const QStringList& c = rows[name];
+            const auto r = *PrecisionRecipe::fromPreset(name);
+            QCOMPARE(c[3], QString::fromStdString(std::string(formatName(r.compute))));
+            QCOMPARE(c[4], onOff(r.masterWeights));
+            QCOMPARE(c[5], onOff(r.fp32Accumulate));
+            QCOMPARE(c[6], onOff(r.fp32SensitiveOps));
+            QCOMPARE(c[7], QString::fromStdString(r.lossScaling.describe()));
+        }
     }
 
     void presetNamesAndUnknowns()

@@ -127,6 +127,14 @@ private slots:
         QCOMPARE(c.runs[2].label, std::string("Pure FP16"));
         const auto a = comparisonOf({fp32_, fp32_});
         QVERIFY(a.runs[0].label != a.runs[1].label);
+        // Two runs that differ only in where they wrote their weights (the app saves every
+        // run's under its own name) are numbered, not labelled with file names.
+        json first = fp32_, second = fp32_;
+        first["settings"]["save_weights"] = "/runs/run-1.safetensors";
+        second["settings"]["save_weights"] = "/runs/run-2.safetensors";
+        const auto w = comparisonOf({first, second});
+        QCOMPARE(w.runs[0].label, std::string("FP32"));
+        QCOMPARE(w.runs[1].label, std::string("FP32 (2)"));
         bool lossScaleDiffers = false, seedDiffers = true;
         for (const auto& row : c.settings) {
             if (row.key == "loss_scale") lossScaleDiffers = row.differs;

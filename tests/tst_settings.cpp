@@ -55,8 +55,9 @@ private slots:
     void jsonRoundTrip_data()
     {
         QTest::addColumn<QString>("preset");
-        for (const auto& name : PrecisionRecipe::presetNames())
-            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+        // Ours and the frameworks' named recipes (apex-O2, mixed_float16, ...).
+        for (const auto* names : {&PrecisionRecipe::presetNames(), &PrecisionRecipe::frameworkPresetNames()})
+            for (const auto& name : *names) QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
     }
     void jsonRoundTrip()
     {

@@ -13,10 +13,15 @@
 #include "training_controller.h"
 #include "checking_backend.h"
 #include "report/run_record.h"
+#include "weights/safetensors.h"
 
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
+#include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
+#include <QTableView>
 #include <QSignalSpy>
 #include <QXYSeries>
 #include <QtTest>
@@ -145,6 +150,79 @@ private slots:
         QCOMPARE(applied, 0);
         QCOMPARE(record["settings"]["compute"].get<std::string>(), std::string("fp32"));
         for (const json& step : record["steps"]) QCOMPARE(step["loss_scale"].get<double>(), 1.0);
+    }
+
+    // Issue 13: every run saves its final weights beside its record; File > Export Weights
+    // copies them (checked whole); the panel's "Initial weights" starts a run from them;
+    // weights of another model are refused naming the tensor; a deleted run's weights go to
+    // the trash with it and come back with Undo.
+    void weightsTravelThroughTheApp()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-weights").string());
+        MainWindow window(o);
+        auto* exportWeights = window.findChild<QAction*>(QStringLiteral("exportWeightsAction"));
+        QVERIFY(exportWeights);
+        QVERIFY(!exportWeights->isEnabled());   // nothing selected
+        const json base{{"recipe", "pure-bf16"}, {"widths", {4, 8}}, {"batch", 16}, {"epochs", 1}, {"max_steps", 6},
+                        {"threads", 1}, {"histogram_every", 0}};
+        window.settingsPanel()->setSettings(settingsFromJson(base, "test"));
+        QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QString first = window.runListModel()->runAt(0)->id();
+        const QString saved = QDir(o.runsDir).filePath(first + QStringLiteral(".safetensors"));
+        QVERIFY2(QFileInfo::exists(saved), qPrintable(saved));
+        window.runListView()->selectRow(0);
+        QTRY_VERIFY(exportWeights->isEnabled());
+
+        const QString exported = QString::fromStdString((dir_.path() / "exported.safetensors").string());
+        QCOMPARE(window.exportSelectedWeights(exported), QString());
+        const WeightsFile a = readSafetensors(saved.toStdString()), b = readSafetensors(exported.toStdString());
+        QCOMPARE(b.tensors.size(), a.tensors.size());
+        QCOMPARE(b.tensors.front().name, std::string("conv1.weight"));
+        QVERIFY(b.tensors.front().dtype == WeightDtype::bf16);   // a pure recipe's weights, as held
+        for (std::size_t i = 0; i < a.tensors.size(); ++i) QVERIFY(a.tensors[i].values == b.tensors[i].values);
+        // A damaged weights file is not exported (and the target is left alone).
+        QFile::resize(saved, QFileInfo(saved).size() - 3);
+        QVERIFY(window.exportSelectedWeights(exported).contains(QStringLiteral("not exported")));
+        QVERIFY(readSafetensors(exported.toStdString()).tensors.size() == a.tensors.size());
+
+        // A second run from the exported weights (typed in the panel's field).
+        auto* field = window.settingsPanel()->findChild<QLineEdit*>(QStringLiteral("initWeightsEdit"));
+        QVERIFY(field);
+        field->setText(exported);
+        QCOMPARE(QString::fromStdString(window.settingsPanel()->settings().initWeights), exported);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QCOMPARE(finished.at(1).at(1).value<RunResult>().status, RunStatus::completed);
+        const RunPtr second = window.runStore()->run(finished.at(1).at(0).toString());
+        QVERIFY(second);
+        QCOMPARE(QString::fromStdString(second->settings().initWeights), exported);
+        QVERIFY(QFileInfo::exists(QString::fromStdString(second->settings().saveWeights)));
+        QVERIFY(second->settings().saveWeights != saved.toStdString());   // its own file, not the first run's
+
+        // Weights of another model: refused naming the file and a tensor.
+        field->setText(exported);
+        TrainSettings mlp = window.settingsPanel()->settings();
+        mlp.model.kind = "mlp";
+        mlp.model.widths.clear();
+        window.settingsPanel()->setSettings(mlp);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 60000);
+        QVERIFY2(window.bannerText().contains(QStringLiteral("exported.safetensors")) &&
+                     window.bannerText().contains(QStringLiteral("fc1.weight")),
+                 qPrintable(window.bannerText()));
+
+        // Delete the first run: its weights go to the trash with its record; Undo brings both back.
+        QFile::resize(saved, 0);   // (damaged above; any content will do here)
+        for (int row = 0; row < window.runListModel()->rowCount(); ++row)
+            if (window.runListModel()->runAt(row)->id() == first) window.runListView()->selectRow(row);
+        window.findChild<QAction*>(QStringLiteral("deleteAction"))->trigger();
+        QVERIFY(!QFileInfo::exists(saved));
+        QVERIFY(QFileInfo::exists(QDir(o.runsDir).filePath(QStringLiteral("trash/") + first + QStringLiteral(".safetensors"))));
+        window.findChild<QAction*>(QStringLiteral("undoDeleteAction"))->trigger();
+        QVERIFY(QFileInfo::exists(saved));
     }
 
     void badDataFolderShowsOneSentence()

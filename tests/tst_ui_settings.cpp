@@ -51,8 +51,9 @@ private slots:
     void presetSetsTheSwitches_data()
     {
         QTest::addColumn<QString>("preset");
-        for (const auto& name : PrecisionRecipe::presetNames())
-            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+        // Ours and the frameworks' named recipes (apex-O2, mixed_float16, ...).
+        for (const auto* names : {&PrecisionRecipe::presetNames(), &PrecisionRecipe::frameworkPresetNames()})
+            for (const auto& name : *names) QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
     }
     void presetSetsTheSwitches()
     {
@@ -118,6 +119,8 @@ private slots:
         QTest::addRow("scale subnormal in fp32") << "initScaleEdit" << "1e-45" << "normal fp32 number";
         QTest::addRow("interval 0") << "growthIntervalEdit" << "0" << "Growth interval";
         QTest::addRow("min above max") << "minScaleEdit" << "1e9" << "minimum loss scale";
+        QTest::addRow("initial weights not there") << "initWeightsEdit" << "/no/such/weights.safetensors"
+                                                   << "Initial weights: there is no file";
     }
     void impossibleValuesDisableStart()
     {
@@ -166,7 +169,8 @@ private slots:
         QSignalSpy changes(&panel, &SettingsPanel::liveChangeRequested);
         panel.setLive(true, run);
 
-        for (const char* locked : {"modelCombo", "datasetCombo", "seedEdit", "epochsEdit", "optimizerCombo", "backendCombo"})
+        for (const char* locked : {"modelCombo", "datasetCombo", "seedEdit", "epochsEdit", "optimizerCombo", "backendCombo",
+                                   "initWeightsEdit", "browseWeightsButton"})
             QVERIFY2(!panel.findChild<QWidget*>(QString::fromLatin1(locked))->isEnabled(), locked);
         for (const char* live : {"presetCombo", "computeCombo", "masterWeightsCheck", "lossScaleMode", "batchEdit", "lrEdit"})
             QVERIFY2(panel.findChild<QWidget*>(QString::fromLatin1(live))->isEnabled(), live);

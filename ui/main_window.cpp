@@ -12,6 +12,7 @@
 #include "charts/charts_view.h"
 #include "error.h"
 #include "explorer/format_explorer.h"
+#include "export/run_export.h"
 #include "lessons/lesson_panel.h"
 #include "report/run_record.h"
 #include "run_list_model.h"
@@ -192,6 +193,9 @@ void MainWindow::buildMenus()
     buildLessonsMenu(file->addMenu(tr("Lesso&ns")));
     action(file, tr("Save Lesso&n…"), "saveLessonAction", {QKeySequence(tr("Ctrl+Shift+L"))}, [this] { showSaveLessonDialog(); });
     action(file, tr("&Export…"), "exportAction", {QKeySequence(tr("Ctrl+E"))}, [this] { showExportDialog(); });
+    exportWeightsAction_ = action(file, tr("Export &Weights…"), "exportWeightsAction", {QKeySequence(tr("Ctrl+Shift+E"))},
+                                  [this] { showExportWeightsDialog(); });
+    file->setToolTipsVisible(true);   // a disabled Export Weights says why
     file->addSeparator();
     action(file, tr("&Quit"), "quitAction", {QKeySequence::Quit}, [this] { close(); });
 
@@ -367,6 +371,11 @@ void MainWindow::refreshActions()
     const RunPtr selected = model_->runAt(runList_->currentIndex().row());
     renameAction_->setEnabled(selected != nullptr);
     deleteAction_->setEnabled(selected && !selected->isLive());
+    QString noWeights = tr("Select a run first.");
+    if (selected) runWeightsFile(selected->settings(), selected->isLive(), &noWeights);
+    exportWeightsAction_->setEnabled(noWeights.isEmpty());
+    exportWeightsAction_->setToolTip(noWeights.isEmpty() ? tr("Save the selected run's final weights (safetensors)")
+                                                         : noWeights);
 }
 
 void MainWindow::renameSelected()

@@ -73,6 +73,9 @@ public:
     QStringList exportableRecords() const;
     // Writes the export with a progress dialog; returns an error sentence or empty.
     QString exportRuns(const ExportRequest& request);
+    // File > Export Weights: the selected run's final weights to `target` (safetensors,
+    // PyTorch's tensor names). Returns an error sentence, also shown, or empty.
+    QString exportSelectedWeights(const QString& target);
 
     // The Start action: starts a run with the panel's settings (asks first when one trains).
     void startRun();
@@ -113,6 +116,7 @@ private:
     void applyLessonView();
     void showSaveLessonDialog();
     void showExportDialog();
+    void showExportWeightsDialog();
     void restoreState();
     void saveState();
 
@@ -137,6 +141,7 @@ private:
     QAction* pauseAction_;
     QAction* stopAction_;
     QAction* undoAction_;
+    QAction* exportWeightsAction_ = nullptr;
     QAction* renameAction_;
     QAction* deleteAction_;
     QAction* darkThemeAction_;

@@ -34,6 +34,7 @@
 #include <QPlainTextEdit>
 #include <QProgressDialog>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStatusBar>
@@ -370,6 +371,40 @@ void MainWindow::showExportDialog()
     request.csv = boxes[2]->isChecked();
     request.json = boxes[3]->isChecked();
     exportRuns(request);
+}
+
+QString MainWindow::exportSelectedWeights(const QString& target)
+{
+    const RunPtr run = model_->runAt(runList_->currentIndex().row());
+    QString why = tr("Select a run whose weights to export.");
+    const QString source = run ? runWeightsFile(run->settings(), run->isLive(), &why) : QString();
+    if (source.isEmpty() || target.isEmpty()) {
+        if (!target.isEmpty()) showError(why);
+        return target.isEmpty() ? tr("No file was chosen.") : why;
+    }
+    if (const QString error = exportWeights(source, target); !error.isEmpty()) {
+        showError(error);
+        return error;
+    }
+    statusBar()->showMessage(tr("Wrote the weights of “%1” to %2").arg(run->name(), target), 10000);
+    return {};
+}
+
+void MainWindow::showExportWeightsDialog()
+{
+    const RunPtr run = model_->runAt(runList_->currentIndex().row());
+    if (!run) return;
+    QString why;
+    if (runWeightsFile(run->settings(), run->isLive(), &why).isEmpty()) {
+        showError(why);
+        return;
+    }
+    QString name = run->name();
+    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
+    const QString target = QFileDialog::getSaveFileName(
+        this, tr("Export Weights"), QDir::home().filePath(name + QStringLiteral(".safetensors")),
+        tr("safetensors weights (*.safetensors)"));
+    if (!target.isEmpty()) exportSelectedWeights(target);
 }
 
 }  // namespace plab::ui

@@ -187,17 +187,27 @@ QString RunStore::remove(const QString& id)
     if (row < 0) return tr("There is no run %1.").arg(id);
     RunPtr run = runs_[row];
     if (run->isLive()) return tr("Stop the run “%1” before deleting it.").arg(run->name());
-    QString trashPath;
+    QString trashPath, weightsTrashPath;
     if (!run->recordPath().isEmpty() && QFileInfo::exists(run->recordPath())) {
         if (!QDir().mkpath(trashDir())) return tr("Could not create the trash folder %1.").arg(trashDir());
         trashPath = freeRecordPath(trashDir(), run->id());
         if (!QFile::rename(run->recordPath(), trashPath))
             return tr("Could not move %1 to the trash folder.").arg(run->recordPath());
+        // The final weights the app saved beside the record go with it (a file the run's
+        // settings put elsewhere is the user's, left where it is).
+        const QString weights = QString::fromStdString(run->settings().saveWeights);
+        if (!weights.isEmpty() && QFileInfo(weights).absoluteDir() == QDir(runsDir_) && QFileInfo::exists(weights)) {
+            weightsTrashPath = QDir(trashDir()).filePath(QFileInfo(trashPath).completeBaseName() + QStringLiteral(".safetensors"));
+            if (!QFile::rename(weights, weightsTrashPath)) {
+                QFile::rename(trashPath, run->recordPath());
+                return tr("Could not move %1 to the trash folder.").arg(weights);
+            }
+        }
     }
     emit runAboutToBeRemoved(row);
     runs_.removeAt(row);
     emit runRemoved(row);
-    trash_.push_back({run, row, trashPath});
+    trash_.push_back({run, row, trashPath, weightsTrashPath});
     emit undoAvailableChanged(true);
     return {};
 }
@@ -217,6 +227,11 @@ QString RunStore::undoRemove()
         if (!QFile::rename(t.trashPath, target))
             return tr("Could not restore %1 from the trash folder.").arg(t.trashPath);
         t.run->setRecordPath(target);
+    }
+    if (!t.weightsTrashPath.isEmpty()) {
+        // Back where the record says; if that name is taken meanwhile, it stays in the trash.
+        const QString weights = QString::fromStdString(t.run->settings().saveWeights);
+        if (!QFileInfo::exists(weights)) QFile::rename(t.weightsTrashPath, weights);
     }
     trash_.pop_back();
     insertRun(t.run, t.row);

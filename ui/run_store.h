@@ -71,6 +71,7 @@ private:
         RunPtr run;
         int row;
         QString trashPath;
+        QString weightsTrashPath;   // its final weights, moved with it (empty: none moved)
     };
     RunPtr loadRecordFile(const QString& file, const QString& id, QString* error) const;
     void insertRun(const RunPtr& run, int row);

@@ -5,8 +5,11 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -70,6 +73,11 @@ void SettingsPanel::buildUi()
     for (const auto& name : PrecisionRecipe::presetNames())
         presets.append({QString::fromStdString(PrecisionRecipe::displayName(name)), QString::fromStdString(name)});
     preset_ = combo("presetCombo", presets);
+    // The frameworks' recipes by their own names, after a separator (each sets the same
+    // switches; docs/FRAMEWORK_PRESETS.md).
+    preset_->insertSeparator(preset_->count());
+    for (const auto& name : PrecisionRecipe::frameworkPresetNames())
+        preset_->addItem(QString::fromStdString(PrecisionRecipe::displayName(name)), QString::fromStdString(name));
     customMark_ = named(new QLabel(tr("custom"), this), "customMark");
     customMark_->setToolTip(tr("The switches below differ from the preset"));
     QFont italic = customMark_->font();
@@ -89,6 +97,13 @@ void SettingsPanel::buildUi()
     epochs_ = edit("epochsEdit", tr("Passes over the training set"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
     seed_ = edit("seedEdit", tr("Seed of the weights and of the shuffling"));
+    initWeights_ = edit("initWeightsEdit", tr("Start from these weights: a safetensors file with PyTorch's tensor names "
+                                              "(File > Export Weights writes one; docs/WEIGHTS.md). Empty: random "
+                                              "weights from the seed."));
+    initWeights_->setPlaceholderText(tr("random, from the seed"));
+    initWeights_->setClearButtonEnabled(true);
+    browseWeights_ = named(new QPushButton(tr("Browse…"), this), "browseWeightsButton");
+    browseWeights_->setToolTip(tr("Choose a safetensors weights file"));
     backend_ = combo("backendCombo", {{tr("CPU"), QStringLiteral("cpu")}, {tr("CUDA"), QStringLiteral("cuda")}});
     backendNote_ = named(new QLabel(this), "backendNote");
     backendNote_->setWordWrap(true);
@@ -107,6 +122,10 @@ void SettingsPanel::buildUi()
     run->addRow(tr("Epochs"), epochs_);
     run->addRow(tr("Max steps"), maxSteps_);
     run->addRow(tr("Seed"), seed_);
+    auto* weightsRow = new QHBoxLayout;
+    weightsRow->addWidget(initWeights_, 1);
+    weightsRow->addWidget(browseWeights_);
+    run->addRow(tr("Initial weights"), weightsRow);
     run->addRow(tr("Backend"), backend_);
     run->addRow(backendNote_);
 
@@ -154,7 +173,7 @@ void SettingsPanel::buildUi()
     layout->addWidget(start_);
     layout->addStretch(1);
 
-    lockedDuringRun_ = {model_, dataset_, epochs_, maxSteps_, seed_, backend_, optimizer_};
+    lockedDuringRun_ = {model_, dataset_, epochs_, maxSteps_, seed_, initWeights_, browseWeights_, backend_, optimizer_};
 
     // Choices commit at once; typed numbers on Enter or when focus leaves.
     auto onChoice = [this] {
@@ -180,7 +199,12 @@ void SettingsPanel::buildUi()
     connect(lossScaling_, &LossScalingEditor::committed, this, [this] {
         if (!filling_) commitLiveEdit();
     });
-    for (QLineEdit* e : {lr_, batch_, epochs_, maxSteps_, seed_}) {
+    connect(browseWeights_, &QPushButton::clicked, this, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Initial Weights"), initWeights_->text(),
+                                                       tr("safetensors weights (*.safetensors);;All files (*)"));
+        if (!f.isEmpty()) initWeights_->setText(f);
+    });
+    for (QLineEdit* e : {lr_, batch_, epochs_, maxSteps_, seed_, initWeights_}) {
         connect(e, &QLineEdit::textChanged, this, [this] {
             if (!filling_) readControls();
         });
@@ -229,6 +253,7 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     epochs_->setText(QString::number(s.epochs));
     maxSteps_->setText(QString::number(s.maxSteps));
     seed_->setText(QString::number(s.seed));
+    initWeights_->setText(QString::fromStdString(s.initWeights));
     selectData(backend_, QString::fromStdString(s.backend));
     filling_ = false;
     readControls();
@@ -295,6 +320,11 @@ void SettingsPanel::readControls()
     s.epochs = static_cast<int>(epochs);
     s.maxSteps = maxSteps;
     s.seed = static_cast<std::uint64_t>(seed);
+    // Only that the file is there: what it holds is checked against the model when the
+    // run starts (a refusal names the tensor, as plab train's does).
+    s.initWeights = initWeights_->text().trimmed().toStdString();
+    if (problem.isEmpty() && !s.initWeights.empty() && !QFileInfo(initWeights_->text().trimmed()).isFile())
+        problem = tr("Initial weights: there is no file “%1”.").arg(initWeights_->text().trimmed());
     if (problem.isEmpty()) problem = QString::fromStdString(validateSettings(s)).isEmpty() ? QString() : sentence(validateSettings(s));
     if (problem.isEmpty() && s.backend == "cuda" && !cudaAvailable_)
         problem = tr("The CUDA backend is not available here; choose the CPU.");

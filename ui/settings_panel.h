@@ -83,6 +83,8 @@ private:
     QLineEdit* epochs_;
     QLineEdit* maxSteps_;
     QLineEdit* seed_;
+    QLineEdit* initWeights_;        // a safetensors file; empty: random weights from the seed
+    QPushButton* browseWeights_;
     QComboBox* backend_;
     QLabel* backendNote_;
     QLabel* liveHint_;

@@ -69,7 +69,14 @@ QString TrainingController::start(const TrainSettings& settings, const QString& 
     QString id = newRunId(runsDir_);
     for (int n = 2; jobs_.contains(id); ++n) id = newRunId(runsDir_) + QStringLiteral("-s%1").arg(n);
     const QString recordPath = QDir(runsDir_).filePath(id + QStringLiteral(".json"));
-    auto job = std::make_shared<TrainingJob>(id, runName.isEmpty() ? id : runName, settings, recordPath);
+    // Every run saves its final weights beside its record (File > Export Weights copies
+    // them), unless its settings name a file outside the runs folder. A path inside the
+    // runs folder is another run's (a pasted or reopened configuration): never reused.
+    TrainSettings runSettings = settings;
+    const QString named = QString::fromStdString(settings.saveWeights);
+    if (named.isEmpty() || QFileInfo(named).absoluteDir() == QDir(runsDir_))
+        runSettings.saveWeights = QDir(runsDir_).filePath(id + QStringLiteral(".safetensors")).toStdString();
+    auto job = std::make_shared<TrainingJob>(id, runName.isEmpty() ? id : runName, runSettings, recordPath);
     job->makeBackend = makeBackend_;
     jobs_.insert(id, job);
     current_ = job;

@@ -13,6 +13,8 @@
 // - Events are coalesced: the worker drops them into the job's mailbox and nudges the
 //   GUI thread once (a notice, see TrainingWorker); the controller drains the mailbox at most every batchInterval()
 //   (40 ms, ~25 batches a second) and emits them as one eventsReceived batch.
+// - Every run saves its final weights as <runs folder>/<id>.safetensors (its settings'
+//   save_weights), unless its settings name a file outside the runs folder.
 #pragma once
 
 #include "trainer_metatypes.h"

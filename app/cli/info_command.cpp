@@ -26,6 +26,8 @@ void addInfoCommand(CLI::App& app, std::function<int()>& run)
             std::cout << "backend cuda: " << (cuda.available ? "available" : cuda.reason) << '\n';
             std::cout << "recipes:";
             for (const auto& n : PrecisionRecipe::presetNames()) std::cout << ' ' << n;
+            std::cout << "\nframework recipes:";
+            for (const auto& n : PrecisionRecipe::frameworkPresetNames()) std::cout << ' ' << n;
             std::cout << "\ndata folder: " << defaultDataDir().string() << '\n';
             return kExitOk;
         };

@@ -1,5 +1,5 @@
 // Precision recipes and loss-scaling settings: the six named presets of DESIGN.md
-// section 4, the loss-scaling presets of PyTorch, TensorFlow and Apex, the checks that
+// section 4 and the frameworks' named recipes (Apex, Keras, PyTorch), the loss-scaling presets of PyTorch, TensorFlow and Apex, the checks that
 // tell an impossible setting (an error) from an unusual one (a notice), and the text
 // forms the CLI and the reports use.
 #include "amp/recipe.h"
@@ -68,6 +68,42 @@ constexpr std::array<NamedRecipe, 6> kNamedRecipes{{
     {"pure-fp16", "Pure FP16", Format::fp16, false, true, false, nullptr},
     {"pure-bf16", "Pure BF16", Format::bf16, false, true, false, nullptr},
 }};
+
+// The recipes by the frameworks' own names (issue 13 part 5), each set by the switches
+// above; docs/FRAMEWORK_PRESETS.md says what each framework does and what the switches
+// cannot express. Read from the frameworks' sources:
+// - Apex amp (apex/amp/frontend.py, _initialize.py): O0 fp32; O1 patches torch functions
+//   (matmul/conv in fp16, softmax/losses in fp32) on fp32 weights; O2 casts the model to
+//   fp16 with fp32 master weights in the optimizer; O3 casts it to fp16 with no master
+//   weights and loss scale 1. O2 and O3 cast the model's outputs to float32, so the loss
+//   (softmax and cross-entropy outside the model) is fp32 in all four. O1 and O2 use the
+//   dynamic scaler (2^16, x2 after 2000 clean steps, /2, at most 2^24).
+// - Keras: policy mixed_float16 computes in fp16 on fp32 variables and Model.fit wraps the
+//   optimizer in LossScaleOptimizer (2^15, x2 every 2000, never below 1); mixed_bfloat16
+//   has no loss scaling. The guide's models end in a float32 softmax.
+// - PyTorch: autocast + GradScaler and autocast(bfloat16) are our AMP presets;
+//   torch.backends.cuda.matmul.allow_tf32 is TF32.
+constexpr std::array<NamedRecipe, 9> kFrameworkRecipes{{
+    {"apex-O0", "Apex O0", Format::fp32, true, true, true, nullptr},
+    {"apex-O1", "Apex O1", Format::fp16, true, true, true, "apex"},
+    {"apex-O2", "Apex O2", Format::fp16, true, true, true, "apex"},
+    {"apex-O3", "Apex O3", Format::fp16, false, true, true, nullptr},
+    {"mixed_float16", "Keras mixed_float16", Format::fp16, true, true, true, "tensorflow"},
+    {"mixed_bfloat16", "Keras mixed_bfloat16", Format::bf16, true, true, true, nullptr},
+    {"autocast-fp16", "PyTorch autocast FP16 + GradScaler", Format::fp16, true, true, true, "pytorch"},
+    {"autocast-bf16", "PyTorch autocast BF16", Format::bf16, true, true, true, nullptr},
+    {"allow-tf32", "PyTorch allow_tf32", Format::tf32, true, true, true, nullptr},
+}};
+
+// Ours first, then the frameworks'.
+const NamedRecipe* findNamedRecipe(std::string_view name)
+{
+    for (const NamedRecipe& n : kNamedRecipes)
+        if (name == n.name) return &n;
+    for (const NamedRecipe& n : kFrameworkRecipes)
+        if (name == n.name) return &n;
+    return nullptr;
+}
 
 }  // namespace
 
@@ -203,18 +239,16 @@ Format PrecisionRecipe::optimizerStateFormat() const { return masterWeights ? Fo
 
 std::optional<PrecisionRecipe> PrecisionRecipe::fromPreset(std::string_view name)
 {
-    for (const NamedRecipe& n : kNamedRecipes) {
-        if (name != n.name) continue;
-        PrecisionRecipe r;
-        r.preset = n.name;
-        r.compute = n.compute;
-        r.masterWeights = n.masterWeights;
-        r.fp32Accumulate = n.fp32Accumulate;
-        r.fp32SensitiveOps = n.fp32SensitiveOps;
-        r.lossScaling = n.lossScalingPreset ? *LossScaling::preset(n.lossScalingPreset) : LossScaling::off();
-        return r;
-    }
-    return std::nullopt;
+    const NamedRecipe* n = findNamedRecipe(name);
+    if (!n) return std::nullopt;
+    PrecisionRecipe r;
+    r.preset = n->name;
+    r.compute = n->compute;
+    r.masterWeights = n->masterWeights;
+    r.fp32Accumulate = n->fp32Accumulate;
+    r.fp32SensitiveOps = n->fp32SensitiveOps;
+    r.lossScaling = n->lossScalingPreset ? *LossScaling::preset(n->lossScalingPreset) : LossScaling::off();
+    return r;
 }
 
 const std::vector<std::string>& PrecisionRecipe::presetNames()
@@ -227,11 +261,20 @@ const std::vector<std::string>& PrecisionRecipe::presetNames()
     return names;
 }
 
+const std::vector<std::string>& PrecisionRecipe::frameworkPresetNames()
+{
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v;
+        for (const NamedRecipe& n : kFrameworkRecipes) v.emplace_back(n.name);
+        return v;
+    }();
+    return names;
+}
+
 std::string PrecisionRecipe::displayName(std::string_view presetName)
 {
-    for (const NamedRecipe& n : kNamedRecipes)
-        if (presetName == n.name) return n.displayName;
-    return "Custom";
+    const NamedRecipe* n = findNamedRecipe(presetName);
+    return n ? n->displayName : "Custom";
 }
 
 std::vector<std::string> PrecisionRecipe::notices() const

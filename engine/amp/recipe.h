@@ -1,5 +1,6 @@
-// A precision recipe: the five independent switches of DESIGN.md section 4 and the six
-// named presets. The one source of truth for the UI, the CLI, run records and reports.
+// A precision recipe: the five independent switches of DESIGN.md section 4, the six
+// named presets and the frameworks' named recipes. The one source of truth for the UI,
+// the CLI, run records and reports.
 #pragma once
 
 #include "numerics/format.h"
@@ -66,6 +67,10 @@ struct PrecisionRecipe {
 
     static std::optional<PrecisionRecipe> fromPreset(std::string_view name);
     static const std::vector<std::string>& presetNames();   // fp32 tf32 amp-fp16 ...
+    // The frameworks' recipes by their own names, each set by the switches above:
+    // apex-O0..apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, autocast-bf16,
+    // allow-tf32 (docs/FRAMEWORK_PRESETS.md). fromPreset and displayName take both lists.
+    static const std::vector<std::string>& frameworkPresetNames();
     static std::string displayName(std::string_view presetName);  // "AMP FP16"
 
     // Notices about unusual but allowed combinations, e.g. loss scaling with fp16

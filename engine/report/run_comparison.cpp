@@ -343,10 +343,12 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
     // Labels: the record's name, else the recipe phrase; runs that share a label get the
     // settings (outside the recipe) in which they differ from each other.
     for (auto& r : runs) r.label = r.name.empty() ? r.recipePhrase : r.name;
-    // Recipe keys are in the phrase already; a data folder tells nothing about the run.
+    // Recipe keys are in the phrase already; a data folder and the files a run wrote (the
+    // app saves every run's weights under its own name) tell nothing about the run.
     static const std::set<std::string> notInLabels = {
         "recipe", "compute", "master_weights", "fp32_accumulate", "fp32_sensitive_ops", "loss_scale",
-        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "min_scale", "max_scale", "data_dir"};
+        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "min_scale", "max_scale", "data_dir",
+        "save_weights", "write_batches"};
     std::map<std::string, std::vector<std::size_t>> byLabel;
     for (std::size_t i = 0; i < runs.size(); ++i) byLabel[runs[i].label].push_back(i);
     for (const auto& [label, members] : byLabel) {

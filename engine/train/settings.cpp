@@ -189,13 +189,17 @@ const std::vector<KeyRule>& keyRules()
         {{"widths", T::intList, "Channel/width overrides, comma-separated (e.g. 16,32)"},
          [](const Reader& r, TrainSettings& s) { s.model.widths = r.widths("widths"); },
          [](const TrainSettings& s) { return json(s.model.widths); }},
-        {{"recipe", T::text, "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16"},
+        {{"recipe", T::text,
+          "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16, or by a framework's name: "
+          "apex-O0, apex-O1, apex-O2, apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, "
+          "autocast-bf16, allow-tf32"},
          [](const Reader& r, TrainSettings& s) {
              const auto name = r.text("recipe");
              const auto preset = PrecisionRecipe::fromPreset(name);
              if (!preset) {
                  std::string names;
-                 for (const auto& n : PrecisionRecipe::presetNames()) names += (names.empty() ? "" : ", ") + n;
+                 for (const auto* list : {&PrecisionRecipe::presetNames(), &PrecisionRecipe::frameworkPresetNames()})
+                     for (const auto& n : *list) names += (names.empty() ? "" : ", ") + n;
                  r.fail("recipe", "must be one of " + names + ", got '" + name + "'");
              }
              s.recipe = *preset;

@@ -18,6 +18,9 @@ Checks (tolerances and why: docs/PYTORCH.md):
               rule where this PyTorch lacks it on the CPU) fed the same found-inf sequence.
   weights     F32, F16 and BF16 files round-trip bit for bit through plab (the 16-bit
               weights of pure recipes), and malformed files are refused with exit 2.
+  interop     scripts/plab_torch.py evaluates weights plab trained to plab's test accuracy
+              (within 0.05 point); plab fine-tunes weights plab_torch.py trained, starting
+              from PyTorch's loss of them (1e-5 relative).
 
 Exit 0 when every check passes, 1 when one fails, 77 (CTest: skipped) without PyTorch or
 without the data, saying why.
@@ -311,6 +314,64 @@ def weights_case(plab, data_dir, work):
               f"weights: a {what} file is refused, exit 2, naming the file and '{needle}': {message!r}")
 
 
+def interop_case(plab, data_dir, work, images, labels):
+    """Weights both ways, through the user-facing script (scripts/plab_torch.py): PyTorch
+    evaluates weights plab trained to plab's own test accuracy (within 0.05 point), and plab
+    fine-tunes weights PyTorch trained (its first loss is PyTorch's loss of those weights on
+    the same batch, within 1e-5 relative)."""
+    script = os.path.join(HERE, "..", "..", "scripts", "plab_torch.py")
+    widths = "8,16"
+
+    def script_json(args):
+        p = subprocess.run([sys.executable, script] + args + ["--model", "small-cnn", "--widths", widths,
+                                                              "--data-dir", data_dir, "--json", "--threads", "2"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            print(p.stdout + p.stderr)
+            return None
+        return json.loads(p.stdout)
+
+    trained = os.path.join(work, "interop-plab.safetensors")
+    record = os.path.join(work, "interop-plab.json")
+    p = run_plab(plab, ["--model", "small-cnn", "--widths", widths, "--recipe", "fp32", "--data-dir", data_dir,
+                        "--max-steps", "150", "--save-weights", trained, "--out", record])
+    check(p.returncode == 0, "interop: plab trains small-cnn 150 steps and saves its weights")
+    if p.returncode == 0:
+        ours = json.load(open(record))["summary"]["test_accuracy"]
+        result = script_json(["evaluate", "--weights", trained])
+        theirs = result["test_accuracy"] if result else float("nan")
+        print(f"      interop: plab's test accuracy {100 * ours:.2f} %, PyTorch's of the same weights "
+              f"{100 * theirs:.2f} % ({result['test_images'] if result else '?'} test images)")
+        check(abs(ours - theirs) <= 0.0005,
+              "interop: PyTorch evaluates plab's weights to plab's test accuracy (within 0.05 point)")
+
+    started = os.path.join(work, "interop-torch.safetensors")
+    result = script_json(["train", "--steps", "150", "--seed", "4", "--out", started])
+    check(result is not None, "interop: plab_torch.py train trains 150 steps and saves its weights")
+    if result is None:
+        return
+    before = result["test_accuracy"]
+    record = os.path.join(work, "interop-finetune.json")
+    batches = os.path.join(work, "interop-finetune.txt")
+    p = run_plab(plab, ["--model", "small-cnn", "--widths", widths, "--recipe", "fp32", "--data-dir", data_dir,
+                        "--max-steps", "100", "--lr", "3e-4", "--init-weights", started,
+                        "--write-batches", batches, "--out", record])
+    check(p.returncode == 0, "interop: plab fine-tunes PyTorch's weights (--init-weights)")
+    if p.returncode != 0:
+        return
+    model = pt.load_weights(pt.make_model("small-cnn", (8, 16)), started)
+    x, y = pt.batch_tensors(images, labels, pt.read_batches(batches)[0])
+    with torch.no_grad():
+        torch_loss = F.cross_entropy(model(x), y).item()
+    steps = record_steps(record)
+    after = json.load(open(record))["summary"]["test_accuracy"]
+    print(f"      interop: PyTorch's weights {100 * before:.2f} % (PyTorch), after 100 plab steps {100 * after:.2f} %; "
+          f"first loss plab {steps[0]['loss']:.6f}, PyTorch {torch_loss:.6f}")
+    check(abs(steps[0]["loss"] - torch_loss) <= 1e-5 * abs(torch_loss),
+          "interop: plab's first loss is PyTorch's loss of the same weights on the same batch (1e-5 relative)")
+    check(after >= before - 0.005, "interop: fine-tuning in plab keeps the test accuracy (within 0.5 point) or improves it")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plab", required=True)
@@ -333,6 +394,7 @@ def main():
     bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance)
     scaling_case(args.plab, args.data_dir, work)
     weights_case(args.plab, args.data_dir, work)
+    interop_case(args.plab, args.data_dir, work, images, labels)
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
 

@@ -2,10 +2,16 @@
 // `plab report` (report_render/report_outputs.h), into one folder.
 #include "export/run_export.h"
 
+#include "files/atomic_file.h"
 #include "report_outputs.h"
+#include "weights/safetensors.h"
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFileInfo>
+
+#include <fstream>
+#include <sstream>
 
 namespace plab::ui {
 
@@ -58,6 +64,40 @@ ExportResult exportRuns(const ExportRequest& request, const std::function<bool(i
         result.error = tr("The export failed: %1.").arg(why);
     }
     return result;
+}
+
+QString runWeightsFile(const TrainSettings& settings, bool live, QString* why)
+{
+    auto none = [&](const QString& reason) {
+        if (why) *why = reason;
+        return QString();
+    };
+    if (live) return none(tr("The run is still training: its weights are written when it ends."));
+    const QString file = QString::fromStdString(settings.saveWeights);
+    if (file.isEmpty()) return none(tr("The run was trained without saving its weights."));
+    if (!QFileInfo(file).isFile())
+        return none(tr("The run's weights file %1 is not there (a failed run writes none).").arg(file));
+    if (why) why->clear();
+    return file;
+}
+
+QString exportWeights(const QString& weightsFile, const QString& target)
+{
+    try {
+        std::ifstream in(std::filesystem::path(weightsFile.toStdString()), std::ios::binary);
+        if (!in) throw std::runtime_error(weightsFile.toStdString() + ": cannot be read");
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        if (in.bad()) throw std::runtime_error(weightsFile.toStdString() + ": cannot be read");
+        const std::string data = std::move(bytes).str();
+        (void)decodeSafetensors(data, "weights " + weightsFile.toStdString());   // whole and well-formed
+        writeFileAtomically(target.toStdString(), data);
+    } catch (const std::exception& e) {
+        QString why = QString::fromUtf8(e.what());
+        if (why.endsWith(QLatin1Char('.'))) why.chop(1);
+        return tr("The weights were not exported: %1.").arg(why);
+    }
+    return {};
 }
 
 }  // namespace plab::ui

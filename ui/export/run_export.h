@@ -1,8 +1,11 @@
 // Exporting runs from the app: a comparison report of the chosen runs' records as PDF
 // and HTML (plab_report_render, the same documents as `plab report`), the per-step and
 // per-evaluation CSV tables of each run, and the run records as JSON, into one folder.
-// Progress is reported step by step; a failure is one sentence.
+// Progress is reported step by step; a failure is one sentence. And a run's final
+// weights (safetensors, PyTorch's tensor names) copied to a file of the user's choice.
 #pragma once
+
+#include "train/settings.h"
 
 #include <QString>
 #include <QStringList>
@@ -30,5 +33,15 @@ struct ExportResult {
 // Needs a QGuiApplication (fonts) for PDF and HTML.
 ExportResult exportRuns(const ExportRequest& request,
                         const std::function<bool(int done, int total, const QString& what)>& progress = {});
+
+// The final weights file a run wrote: its settings' save_weights (the app gives every run
+// one beside its record: TrainingController::start). Empty, with `why` set to one
+// sentence, when there is none to export (the run is still training, failed, or was
+// trained without saving weights).
+QString runWeightsFile(const TrainSettings& settings, bool live, QString* why = nullptr);
+
+// Reads the weights file whole (every check of engine/weights: a damaged file is refused)
+// and writes it to `target` atomically. One sentence on failure; empty on success.
+QString exportWeights(const QString& weightsFile, const QString& target);
 
 }  // namespace plab::ui
