@@ -37,7 +37,8 @@ def seed_cnn():
         nn.Flatten(), nn.Linear(1000 * 7 * 7, 10))
 
 
-def torch_rate(make, batch, steps, warmup, repeats, threads):
+def torch_rate(make, batch, steps, warmup, repeats, threads, autocast=None):
+    """autocast: None (fp32) or a dtype for torch.autocast("cpu", dtype), loss in fp32."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     rates = []
@@ -50,7 +51,12 @@ def torch_rate(make, batch, steps, warmup, repeats, threads):
         for i in range(warmup + steps):
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            if autocast is None:
+                loss = F.cross_entropy(model(x), y)
+            else:
+                with torch.autocast("cpu", dtype=autocast):
+                    logits = model(x)
+                loss = F.cross_entropy(logits.float(), y)
             loss.backward()
             opt.step()
             if i >= warmup:
@@ -69,15 +75,52 @@ def ours(build, *args):
     return rows
 
 
+def cpu_model_and_flags():
+    model, flags = "?", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model == "?":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    wanted = ("avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile", "amx_fp16")
+    return model, " ".join(f for f in wanted if f in flags) or "none of " + ", ".join(wanted)
+
+
+def native_bf16(a, reps, t):
+    """Issue 16: amp-bf16 on the CPU's native units (oneDNN) vs our fp32, our exact amp-bf16
+    and PyTorch's fp32 and bf16 autocast, side by side."""
+    model, flags = cpu_model_and_flags()
+    print(f"CPU: {model}; flags: {flags}")
+    for name, make, batch, steps, warmup, r in (("seed-cnn", seed_cnn, 32, 6, 1, reps),
+                                                ("small-cnn", small_cnn, 64, 30, 5, reps)):
+        tf = torch_rate(make, batch, steps, warmup, r, t)
+        tb = torch_rate(make, batch, steps, warmup, r, t, autocast=torch.bfloat16)
+        args = ["train", "--models", name, "--batch", batch, "--steps", steps, "--warmup", warmup,
+                "--repeats", r, "--threads", t]
+        fp32 = float(ours(a.build, *args, "--recipes", "fp32")[0]["images_per_second"])
+        exact = float(ours(a.build, *args, "--recipes", "amp-bf16", "--arithmetic", "exact")[0]["images_per_second"])
+        hw = float(ours(a.build, *args, "--recipes", "amp-bf16", "--arithmetic", "hardware")[0]["images_per_second"])
+        print(f"{name} b{batch}: pytorch fp32 {tf:.1f}, pytorch bf16 autocast {tb:.1f}, ours fp32 {fp32:.1f}, "
+              f"ours amp-bf16 exact {exact:.1f}, ours amp-bf16 hardware {hw:.1f} img/s")
+        print(f"RATIO {name} amp-bf16 hardware / our fp32 = {hw / fp32:.3f}")
+        print(f"RATIO {name} amp-bf16 hardware / pytorch bf16 autocast = {hw / tb:.3f}")
+        print(f"RATIO {name} our fp32 / pytorch fp32 = {fp32 / tf:.3f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    ap.add_argument("--native-bf16", action="store_true", help="only the native bf16 comparison (issue 16)")
     a = ap.parse_args()
     reps = 3 if a.quick else 5
     t = a.threads
     print(f"torch {torch.__version__}, threads {t}, median of {reps} runs", flush=True)
+    if a.native_bf16:
+        native_bf16(a, reps, t)
+        return
 
     # 1. small-cnn, batch 64: ours (every recipe) vs PyTorch fp32.
     torch_small = torch_rate(small_cnn, 64, 30, 5, reps, t)

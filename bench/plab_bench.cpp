@@ -3,7 +3,9 @@
 // MNIST-shaped data; and the sgemm rate OpenBLAS reaches on this machine.
 //
 //   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64 [--backend cuda]
+//                    [--arithmetic hardware|exact]
 //   plab_bench sgemm --m 1000 --n 6272 --k 3780
+//   plab_bench gemm --m 1000 --n 6272 --k 3780   (bf16 operands: exact vs hardware arithmetic)
 // Output: one line per measurement, "key=value" pairs, easy to parse from the
 // PyTorch comparison script.
 #include "data/dataset.h"
@@ -70,6 +72,7 @@ struct Args {
     int histogramEvery = 50;
     std::string widths;
     std::string backend = "cpu";   // or cuda
+    std::string arithmetic = "hardware";   // or exact (the CPU's 16-bit products)
     int m = 1000, n = 6272, k = 3780;
 };
 
@@ -89,6 +92,7 @@ Args parse(int argc, char** argv)
         else if (key == "--histogram-every") a.histogramEvery = std::stoi(value);
         else if (key == "--widths") a.widths = value;
         else if (key == "--backend") a.backend = value;
+        else if (key == "--arithmetic") a.arithmetic = value;
         else if (key == "--m") a.m = std::stoi(value);
         else if (key == "--n") a.n = std::stoi(value);
         else if (key == "--k") a.k = std::stoi(value);
@@ -109,7 +113,7 @@ int benchTrain(const Args& a)
             nlohmann::json cfg = {{"model", model}, {"recipe", recipe}, {"batch", a.batch},
                                   {"epochs", 1}, {"max_steps", a.steps + a.warmup},
                                   {"threads", a.threads}, {"histogram_every", a.histogramEvery},
-                                  {"backend", a.backend}};
+                                  {"backend", a.backend}, {"arithmetic", a.arithmetic}};
             if (!a.widths.empty()) {
                 cfg["widths"] = nlohmann::json::array();
                 for (const auto& w : split(a.widths)) cfg["widths"].push_back(std::stoi(w));
@@ -142,9 +146,9 @@ int benchTrain(const Args& a)
             }
             const double rate = median(rates);
             if (recipe == "fp32") fp32Rate = rate;
-            std::printf("train model=%s recipe=%s backend=%s batch=%d threads=%d images_per_second=%.1f "
+            std::printf("train model=%s recipe=%s backend=%s arithmetic=%s batch=%d threads=%d images_per_second=%.1f "
                         "step_ms=%.2f vs_fp32_step_time=%.3f training_peak_mib=%.1f device_used_mib=%.1f\n",
-                        model.c_str(), recipe.c_str(), a.backend.c_str(), a.batch, a.threads, rate,
+                        model.c_str(), recipe.c_str(), a.backend.c_str(), a.arithmetic.c_str(), a.batch, a.threads, rate,
                         1000.0 * a.batch / rate, fp32Rate > 0 ? fp32Rate / rate : 0.0,
                         static_cast<double>(trainingPeak) / (1 << 20), static_cast<double>(deviceUsed) / (1 << 20));
             std::fflush(stdout);
@@ -174,6 +178,34 @@ int benchSgemm(const Args& a)
     return 0;
 }
 
+// The CPU backend's GEMM on bf16 operands (the seed CNN's conv2 shape by default) under
+// each arithmetic, side by side: exact (OpenBLAS sgemm on the rounded operands) and
+// hardware (oneDNN on the native units, or exact where there are none).
+int benchGemm(const Args& a)
+{
+    std::vector<float> A(static_cast<std::size_t>(a.m) * a.k), B(static_cast<std::size_t>(a.k) * a.n),
+        C(static_cast<std::size_t>(a.m) * a.n);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto* v : {&A, &B})
+        for (auto& x : *v) x = roundTo(Format::bf16, u(rng));
+    for (const Arithmetic arithmetic : {Arithmetic::exact, Arithmetic::hardware}) {
+        auto backend = createCpuBackend(a.threads, arithmetic);
+        std::vector<double> gflops;
+        for (int r = 0; r < a.repeats + 1; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            backend->gemm(Transpose::no, Transpose::no, a.m, a.n, a.k, A.data(), a.k, B.data(), a.n, 0.0f, C.data(), a.n,
+                          GemmPrecision{Format::bf16, true});
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r > 0) gflops.push_back(2.0 * a.m * a.n * a.k / s / 1e9);
+        }
+        std::printf("gemm format=bf16 arithmetic=%s m=%d n=%d k=%d threads=%d gflops=%.1f path=\"%s\"\n",
+                    std::string(arithmeticName(arithmetic)).c_str(), a.m, a.n, a.k, a.threads, median(gflops),
+                    backend->arithmeticFor({Format::bf16, true}).c_str());
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -181,6 +213,7 @@ int main(int argc, char** argv)
     const Args a = parse(argc, argv);
     if (a.command == "train") return benchTrain(a);
     if (a.command == "sgemm") return benchSgemm(a);
-    std::fprintf(stderr, "usage: plab_bench train|sgemm [options] (see the comment at the top of plab_bench.cpp)\n");
+    if (a.command == "gemm") return benchGemm(a);
+    std::fprintf(stderr, "usage: plab_bench train|sgemm|gemm [options] (see the comment at the top of plab_bench.cpp)\n");
     return 2;
 }

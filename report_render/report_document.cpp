@@ -169,6 +169,7 @@ QString machineSection(const RunComparison& c)
         row("threads", [&](const RunDigest& r) { return field(r.machine, "threads"); }),
         row("operating system", [&](const RunDigest& r) { return field(r.machine, "os"); }),
         row("backend", [&](const RunDigest& r) { return field(r.backend, "name"); }),
+        row("arithmetic", [&](const RunDigest& r) { return field(r.backend, "arithmetic"); }),
         row("backend libraries", [&](const RunDigest& r) {
             std::string out;
             for (const auto& v : r.versions.value("backend", nlohmann::json::array())) out += (out.empty() ? "" : "; ") + settingValueText(v);

@@ -12,7 +12,7 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 packages=(
   cmake g++ make pkg-config
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev
-  libopenblas-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
+  libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
   xvfb xauth
   poppler-utils desktop-file-utils appstream dpkg-dev

@@ -170,6 +170,9 @@ TrainSettings placementRun(const std::string& model, const std::string& optimize
     // Adam's eps 1e-8 is 0 in fp16: under pure fp16 every zero gradient would make a 0/0
     // NaN weight (tst_trainer's pureFp16AdamDivergesThroughEps), and all that follows NaN.
     s.optimizer.eps = 1e-3;
+    // The checking backend wraps the exact CPU arithmetic: the plain CPU run must use the
+    // same (the hardware's bf16 sums run in another order, and its scratch is workspace).
+    s.arithmetic = Arithmetic::exact;
     return s;
 }
 

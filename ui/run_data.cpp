@@ -44,6 +44,7 @@ void RunData::apply(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<RunStartEvent>(&event)) {
         backend_ = QString::fromStdString(e->backend);
         versions_ = e->versions;
+        arithmetic_ = QString::fromStdString(e->arithmetic);
         plannedSteps_ = e->plannedSteps;
     }
 }

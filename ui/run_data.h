@@ -62,6 +62,8 @@ public:
     std::int64_t plannedSteps() const { return plannedSteps_; }
     QString backend() const { return backend_; }
     const std::vector<std::string>& backendVersions() const { return versions_; }
+    // How its products ran and why, as the run started ("hardware: AVX-512 BF16 via ...").
+    QString arithmetic() const { return arithmetic_; }
 
     const std::vector<StepPoint>& steps() const { return steps_; }
     const std::vector<EvalEvent>& evals() const { return evals_; }
@@ -94,6 +96,7 @@ private:
     std::int64_t plannedSteps_ = 0;
     QString backend_;
     std::vector<std::string> versions_;
+    QString arithmetic_;
     std::vector<StepPoint> steps_;
     std::vector<EvalEvent> evals_;
     std::vector<TelemetryEvent> telemetry_;

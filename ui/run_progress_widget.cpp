@@ -53,7 +53,14 @@ void RunProgressWidget::showRun(const RunData* run)
         time += tr(" · remaining %1").arg(formatDuration(progress.remainingSeconds));
     time_->setText(time);
     const double ips = run->imagesPerSecond();
-    throughput_->setText(ips > 0 ? tr("%1 images/s").arg(QLocale().toString(ips, 'f', 0)) : QString());
+    QString throughput = ips > 0 ? tr("%1 images/s").arg(QLocale().toString(ips, 'f', 0)) : QString();
+    // Which arithmetic the products ran in ("hardware", "exact"), the reason as the tooltip.
+    const QString arithmetic = run->arithmetic();
+    const QString kind = arithmetic.section(QLatin1Char(':'), 0, 0);
+    if (!throughput.isEmpty() && (kind == QLatin1String("hardware") || kind == QLatin1String("exact")))
+        throughput += tr(" · %1 arithmetic").arg(kind);
+    throughput_->setText(throughput);
+    throughput_->setToolTip(arithmetic);
 }
 
 QString RunProgressWidget::timeText() const { return time_->text(); }

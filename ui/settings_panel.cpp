@@ -107,6 +107,17 @@ void SettingsPanel::buildUi()
     backend_ = combo("backendCombo", {{tr("CPU"), QStringLiteral("cpu")}, {tr("CUDA"), QStringLiteral("cuda")}});
     backendNote_ = named(new QLabel(this), "backendNote");
     backendNote_->setWordWrap(true);
+    arithmetic_ = combo("arithmeticCombo", {{tr("Hardware (native 16-bit units)"), QStringLiteral("hardware")},
+                                            {tr("Exact (emulated, same bits on every CPU)"), QStringLiteral("exact")}});
+    {
+        const auto cpu = createCpuBackend(1, Arithmetic::hardware);   // what this CPU does, for the tooltip
+        arithmetic_->setToolTip(
+            tr("How the CPU multiplies bf16/fp16 operands: on its native units through oneDNN where it has them "
+               "(faster; the sums run in the hardware's order), or emulated on fp32 arithmetic (the reference). "
+               "Here, bf16 — %1; fp16 — %2.")
+                .arg(QString::fromStdString(cpu->arithmeticFor({Format::bf16, true})),
+                     QString::fromStdString(cpu->arithmeticFor({Format::fp16, true}))));
+    }
 
     auto* layout = new QVBoxLayout(this);
     auto group = [&](const QString& title) {
@@ -127,6 +138,7 @@ void SettingsPanel::buildUi()
     weightsRow->addWidget(browseWeights_);
     run->addRow(tr("Initial weights"), weightsRow);
     run->addRow(tr("Backend"), backend_);
+    run->addRow(tr("Arithmetic"), arithmetic_);
     run->addRow(backendNote_);
 
     QFormLayout* precision = group(tr("Precision"));
@@ -173,7 +185,8 @@ void SettingsPanel::buildUi()
     layout->addWidget(start_);
     layout->addStretch(1);
 
-    lockedDuringRun_ = {model_, dataset_, epochs_, maxSteps_, seed_, initWeights_, browseWeights_, backend_, optimizer_};
+    lockedDuringRun_ = {model_,         dataset_,       epochs_,  maxSteps_,  seed_,
+                        initWeights_,   browseWeights_, backend_, arithmetic_, optimizer_};
 
     // Choices commit at once; typed numbers on Enter or when focus leaves.
     auto onChoice = [this] {
@@ -181,7 +194,8 @@ void SettingsPanel::buildUi()
         readControls();
         commitLiveEdit();
     };
-    for (QComboBox* c : {dataset_, compute_, optimizer_, backend_}) connect(c, &QComboBox::currentIndexChanged, this, onChoice);
+    for (QComboBox* c : {dataset_, compute_, optimizer_, backend_, arithmetic_})
+        connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) current_.model.widths.clear();   // widths belong to the model they were set for
         onChoice();
@@ -255,6 +269,7 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     seed_->setText(QString::number(s.seed));
     initWeights_->setText(QString::fromStdString(s.initWeights));
     selectData(backend_, QString::fromStdString(s.backend));
+    selectData(arithmetic_, QString::fromLatin1(arithmeticName(s.arithmetic).data()));
     filling_ = false;
     readControls();
 }
@@ -304,6 +319,7 @@ void SettingsPanel::readControls()
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();
     s.backend = dataOf(backend_).toStdString();
+    s.arithmetic = parseArithmetic(dataOf(arithmetic_).toStdString()).value_or(Arithmetic::hardware);
     if (problem.isEmpty()) {
         const auto lr = parseNumberText(lr_->text());
         if (!lr)

@@ -142,6 +142,15 @@ std::string backendDisplayName(const std::string& name)
     return upper;
 }
 
+std::string_view arithmeticName(Arithmetic a) { return a == Arithmetic::hardware ? "hardware" : "exact"; }
+
+std::optional<Arithmetic> parseArithmetic(std::string_view name)
+{
+    if (name == "exact") return Arithmetic::exact;
+    if (name == "hardware") return Arithmetic::hardware;
+    return std::nullopt;
+}
+
 BackendInfo probeCudaBackend() { return probePlugin(loadPlugin()); }
 
 BackendInfo probeCudaPluginFile(const std::string& path)

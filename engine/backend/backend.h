@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace plab {
@@ -94,12 +95,27 @@ struct BackendInfo {
 // "CPU", "CUDA": a backend's name as sentences write it.
 std::string backendDisplayName(const std::string& name);
 
+// How the CPU multiplies 16-bit operands (issue 16): `exact` emulates the recipe on fp32
+// arithmetic (the reference, the same bits on every CPU); `hardware` uses the CPU's native
+// bf16/fp16 units through oneDNN where it has them (fp32 accumulation in the hardware's
+// order), and exact where it has none.
+enum class Arithmetic : std::uint8_t { exact, hardware };
+std::string_view arithmeticName(Arithmetic a);                      // "exact", "hardware"
+std::optional<Arithmetic> parseArithmetic(std::string_view name);
+
 class ComputeBackend {
 public:
     virtual ~ComputeBackend() = default;
 
     virtual const BackendInfo& info() const = 0;
     virtual int threads() const = 0;
+    // The arithmetic products of this precision run in, and why, in one phrase for the
+    // record, the status bar and the report: "hardware: AVX-512 BF16 via oneDNN 2.6.3
+    // (brg:avx512_core_bf16)", "exact: this CPU has no native fp16 ...".
+    virtual std::string arithmeticFor(const GemmPrecision& precision) const = 0;
+    // Bytes the backend holds between calls for its own work (the native products' packed
+    // operands and oneDNN's scratchpads): the trainer counts them as workspace.
+    virtual std::int64_t scratchBytes() const { return 0; }
 
     // Row-major C (M, N) = op(A) (M, K) * op(B) (K, N) + beta * C, where op(A) is A or A^T
     // as stored with leading dimension lda (likewise B, C). beta == 0 never reads C.
@@ -216,8 +232,9 @@ public:
 
 // The reference backend: OpenBLAS for fp32-accumulated GEMM, exact emulation of
 // compute-format accumulation, `threads` threads for BLAS and elementwise work
-// (threads <= 0: the number of cores). Defined in engine/backend/cpu.
-std::unique_ptr<ComputeBackend> createCpuBackend(int threads);
+// (threads <= 0: the number of cores); with Arithmetic::hardware, oneDNN on the CPU's
+// native units for the bf16/fp16 products it has them for. Defined in engine/backend/cpu.
+std::unique_ptr<ComputeBackend> createCpuBackend(int threads, Arithmetic arithmetic = Arithmetic::exact);
 // The threads the CPU backend runs for a request: at most one per logical core (0 or less:
 // one per core). plab and the app say so when a request is cut down.
 int usableCpuThreads(int requested);
@@ -242,7 +259,7 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // The plugin reports the number it was built with (plab_cuda_abi_version) and the loader
 // refuses any other, so a plugin left over from another build is never called into.
 // Bump it whenever any of those declarations change.
-inline constexpr int kCudaPluginAbiVersion = 2;   // 2: BackendInfo::capabilities; no parallelFor
+inline constexpr int kCudaPluginAbiVersion = 3;   // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes
 
 }  // namespace plab
 

@@ -242,6 +242,9 @@ Lesson lessonFromJson(const json& doc, const std::string& origin)
         r.name = run.at("name").get<std::string>();
         // settingsFromJson names the key and the problem; its message starts with `where`.
         r.settings = settingsFromJson(run.at("settings"), where);
+        // A lesson's numbers (and the expectations checked against them) are the same on
+        // every CPU: its runs use the exact arithmetic unless the lesson asks otherwise.
+        if (!run.at("settings").contains("arithmetic")) r.settings.arithmetic = Arithmetic::exact;
         if (const std::string problem = validateSettings(r.settings); !problem.empty()) fail(where + ": " + problem);
         lesson.runs.push_back(std::move(r));
     }

@@ -85,6 +85,8 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
         const std::string status = summary.value("status", "running");
         RunStartEvent start;
         start.backend = record.at("backend").value("name", "cpu");
+        if (const json& b = record["backend"]; b.contains("arithmetic") && b["arithmetic"].is_string())
+            start.arithmetic = b["arithmetic"].get<std::string>();
         if (record.contains("versions") && record["versions"].contains("backend"))
             start.versions = record["versions"]["backend"].get<std::vector<std::string>>();
         // The plan is not recorded: a completed run did what it planned (whatever batch-size

@@ -285,16 +285,26 @@ void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence
                                          " times as much; the largest category of the largest was " +
                                          largestCategory(**hi) + "."});
     }
+    // Which arithmetic a run's products ran in, as its record says (issue 16): ", hardware
+    // arithmetic" / ", exact arithmetic"; nothing for fp32 or an older record.
+    auto arithmetic = [](const RunDigest& r) {
+        const auto it = r.backend.find("arithmetic");
+        if (it == r.backend.end() || !it->is_string()) return std::string();
+        const std::string kind = it->get<std::string>().substr(0, it->get<std::string>().find(':'));
+        return kind == "hardware" || kind == "exact" ? ", " + kind + " arithmetic" : std::string();
+    };
     if (withSpeed.size() == 1) {
         const auto& r = *withSpeed.front();
         out.push_back({"throughput", r.label + " trained at " + numberText(r.imagesPerSecond, "%.0f") +
-                                         " images/s on the " + r.backend.value("name", std::string("cpu")) + " backend."});
+                                         " images/s on the " + r.backend.value("name", std::string("cpu")) + " backend" +
+                                         arithmetic(r) + "."});
     } else if (withSpeed.size() > 1) {
         const auto [lo, hi] = std::minmax_element(withSpeed.begin(), withSpeed.end(),
                                                   [](auto* a, auto* b) { return a->imagesPerSecond < b->imagesPerSecond; });
         out.push_back({"throughput", "Throughput ranged from " + numberText((*lo)->imagesPerSecond, "%.0f") +
-                                         " images/s (" + (*lo)->label + ") to " +
-                                         numberText((*hi)->imagesPerSecond, "%.0f") + " images/s (" + (*hi)->label + ")."});
+                                         " images/s (" + (*lo)->label + arithmetic(**lo) + ") to " +
+                                         numberText((*hi)->imagesPerSecond, "%.0f") + " images/s (" + (*hi)->label +
+                                         arithmetic(**hi) + ")."});
     }
 }
 

@@ -186,6 +186,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
 {
     if (const auto* e = std::get_if<RunStartEvent>(&event)) {
         record_["backend"]["name"] = e->backend;
+        if (!e->arithmetic.empty()) record_["backend"]["arithmetic"] = e->arithmetic;
         record_["versions"]["backend"] = e->versions;
     } else if (const auto* e = std::get_if<StepEvent>(&event)) {
         record_["steps"].push_back({{"step", e->step}, {"epoch", e->epoch},

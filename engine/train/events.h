@@ -26,6 +26,9 @@ struct RunStartEvent {
     std::string backend;                 // "cpu"
     std::vector<std::string> versions;   // the backend's libraries, e.g. "OpenBLAS 0.3.21 ..."
     std::int64_t plannedSteps = 0;
+    // The arithmetic of the recipe's products and why (ComputeBackend::arithmeticFor):
+    // "hardware: AVX-512 BF16 via oneDNN 2.6.3 (...)", "exact: this CPU has no native fp16 ...".
+    std::string arithmetic;
 };
 
 struct StepEvent {

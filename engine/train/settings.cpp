@@ -300,6 +300,13 @@ const std::vector<KeyRule>& keyRules()
         {{"backend", T::text, "cpu or cuda"},
          [](const Reader& r, TrainSettings& s) { s.backend = oneOf(r, "backend", {"cpu", "cuda"}); },
          [](const TrainSettings& s) { return json(s.backend); }},
+        {{"arithmetic", T::text,
+          "CPU products of bf16/fp16 operands: hardware (native units via oneDNN where the CPU has them) or exact "
+          "(emulated, the same bits on every CPU)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.arithmetic = *parseArithmetic(oneOf(r, "arithmetic", {"exact", "hardware"}));
+         },
+         [](const TrainSettings& s) { return json(std::string(arithmeticName(s.arithmetic))); }},
         {{"init_weights", T::text, "Initial weights: a safetensors file with PyTorch's tensor names"},
          [](const Reader& r, TrainSettings& s) { s.initWeights = r.text("init_weights"); },
          [](const TrainSettings& s) { return json(s.initWeights); }},

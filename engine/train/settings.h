@@ -3,6 +3,7 @@
 #pragma once
 
 #include "amp/recipe.h"
+#include "backend/backend.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
 
@@ -31,6 +32,10 @@ struct TrainSettings {
     int divergenceSteps = 10;         // K consecutive non-finite losses end the run as diverged
     double clipGradNorm = 0.0;        // 0: no clipping
     std::string backend = "cpu";
+    // The CPU's products of 16-bit operands: native units where it has them (hardware),
+    // or the exact emulation everywhere (exact: the same bits on every CPU; lessons and the
+    // tests that compare numbers pin it). docs/ARITHMETIC.md says why hardware is the default.
+    Arithmetic arithmetic = Arithmetic::hardware;
     // Files (empty: none). Weights in safetensors with PyTorch's names (weights/): the
     // initial ones instead of the seeded initialisation, and the final ones written at the
     // end. Batches (data/batch_file.h): every step's sample indices written at the end, or

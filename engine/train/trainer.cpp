@@ -1,3 +1,4 @@
+// Over 500 lines: the loop, its commands, its evaluation and its output files share the Trainer's private state.
 // The training loop of DESIGN.md section 2: forward, backward, unscale and check,
 // update or skip; evaluation per epoch; commands and setting changes between steps.
 #include "train/trainer.h"
@@ -100,6 +101,7 @@ struct Trainer::State {
     std::map<std::string, std::pair<UpdateCounts, UpdateCounts>> updates;
     std::chrono::steady_clock::time_point started;
     std::int64_t plannedSteps = 0;
+    std::int64_t backendScratch = 0;   // the backend's own scratch, counted as workspace
     // The step's inputs (after the backend: released before it) and what the ops see.
     std::vector<Parameter*> params;
     StepContext ctx;
@@ -171,6 +173,7 @@ void Trainer::evaluate(State& st)
         lossSum += static_cast<double>(out.loss) * static_cast<double>(n);
         correct += out.correct;
     }
+    countBackendScratch(st);
     st.memory.samplePhase(MemoryPhase::evaluation);
     EvalEvent e;
     e.step = st.step;
@@ -288,6 +291,14 @@ void Trainer::applyChange(State& st, const SettingsChange& change)
     emitEvent(SettingChangeEvent{st.step, text, settings_});
 }
 
+void Trainer::countBackendScratch(State& st)
+{
+    const std::int64_t now = st.backend->scratchBytes();
+    if (now > st.backendScratch) st.memory.add(MemoryCategory::workspace, now - st.backendScratch);
+    if (now < st.backendScratch) st.memory.remove(MemoryCategory::workspace, st.backendScratch - now);
+    st.backendScratch = now;
+}
+
 void Trainer::emitMemory(State& st)
 {
     using Clock = std::chrono::steady_clock;
@@ -335,6 +346,7 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
                         .lr = st.optimizer->learningRate(), .batch = static_cast<int>(n), .timeMs = ms,
                         .totalSteps = st.plannedSteps, .skippedSoFar = st.skipped});
     if (histogramStep) emitTelemetry(st, scale, true);
+    countBackendScratch(st);
     st.memory.samplePhase(MemoryPhase::training);
     emitMemory(st);
     return out.loss;
@@ -369,7 +381,8 @@ void Trainer::setUp(State& st)
     if (makeBackend_)
         st.backend = makeBackend_(settings_);
     else
-        st.backend = settings_.backend == "cuda" ? createCudaBackend(0) : createCpuBackend(settings_.threads);
+        st.backend = settings_.backend == "cuda" ? createCudaBackend(0)
+                                                 : createCpuBackend(settings_.threads, settings_.arithmetic);
     if (!st.backend) throw std::runtime_error("no backend to train on");
     useBackendRules(st.backend->info());
     st.model = Model::create(settings_.model, settings_.seed);
@@ -380,7 +393,8 @@ void Trainer::setUp(State& st)
     st.scaler = LossScaler(st.recipe.lossScaling);
 
     st.plannedSteps = plannedSteps();
-    emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, st.plannedSteps});
+    emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, st.plannedSteps,
+                            st.backend->arithmeticFor({st.recipe.compute, st.recipe.fp32Accumulate})});
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     st.params = st.model->parameters();

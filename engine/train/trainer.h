@@ -142,6 +142,7 @@ private:
     void useBackendRules(const BackendInfo& info);
     void reportRefusedChanges(const State& st);
     void emitTelemetry(State& st, double lossScale, bool withHistograms);
+    void countBackendScratch(State& st);   // the backend's scratch into the workspace count
     void emitMemory(State& st);   // the accountant's snapshot and the device's own view
     std::string writeOutputFiles(State& st, RunStatus status);   // weights and batches; the problem or ""
     void emitEvent(const TrainerEvent& e) { if (sink_) sink_(e); }

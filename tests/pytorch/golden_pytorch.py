@@ -73,6 +73,9 @@ def load_mnist(data_dir):
 
 
 def run_plab(plab, args, expect=0):
+    # The exact arithmetic (the same bits on every CPU) unless a case asks for the hardware's.
+    if "--arithmetic" not in args:
+        args = ["--arithmetic", "exact"] + args
     p = subprocess.run([plab, "train", "--quiet", "--threads", "2", "--histogram-every", "0"] + args,
                        capture_output=True, text=True)
     if p.returncode != expect:
@@ -156,25 +159,29 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
           f"fp32 {kind}: final weights within 1e-4 (of each tensor's largest value) on at least 99.9% of elements")
 
 
-def bf16_case(plab, data_dir, work, images, labels, tolerance):
+def bf16_case(plab, data_dir, work, images, labels, tolerance, arithmetic):
+    """arithmetic "exact" (emulated) or "hardware" (the CPU's bf16 units through oneDNN,
+    where it has them; exact where it has none: the record says which ran)."""
     torch.manual_seed(13)
     model = pt.make_model("small-cnn")
     init = os.path.join(work, "bf16-init.safetensors")
-    record = os.path.join(work, "small-cnn-amp-bf16.json")
-    batches_file = os.path.join(work, "bf16-batches.txt")
+    record = os.path.join(work, f"small-cnn-amp-bf16-{arithmetic}.json")
+    batches_file = os.path.join(work, f"bf16-batches-{arithmetic}.txt")
     pt.save_safetensors(init, model.state_dict())
     p = run_plab(plab, ["--model", "small-cnn", "--recipe", "amp-bf16", "--init-weights", init, "--data-dir", data_dir,
-                        "--out", record, "--batch", "32", "--max-steps", "20", "--write-batches", batches_file])
-    check(p.returncode == 0, "amp-bf16: plab train exits 0")
+                        "--out", record, "--batch", "32", "--max-steps", "20", "--write-batches", batches_file,
+                        "--arithmetic", arithmetic])
+    check(p.returncode == 0, f"amp-bf16 ({arithmetic}): plab train exits 0")
     if p.returncode != 0:
         return
+    ran = json.load(open(record))["backend"].get("arithmetic", "?")
     torch_losses = train_torch(model, images, labels, pt.read_batches(batches_file), autocast=torch.bfloat16)
     ours = [s["loss"] for s in record_steps(record)]
     diffs = [abs(a - b) / abs(b) for a, b in zip(ours, torch_losses)]
-    print(f"      amp-bf16 small-cnn vs torch.autocast(cpu, bfloat16): largest relative loss difference "
+    print(f"      amp-bf16 ({ran}) small-cnn vs torch.autocast(cpu, bfloat16): largest relative loss difference "
           f"{max(diffs):.2e} (step {diffs.index(max(diffs)) + 1}), first step {diffs[0]:.2e}")
     check(len(ours) == 20 and max(diffs) <= tolerance,
-          f"amp-bf16: every step's loss within {tolerance:g} relative of autocast's (docs/PYTORCH.md)")
+          f"amp-bf16 ({arithmetic}): every step's loss within {tolerance:g} relative of autocast's (docs/PYTORCH.md)")
 
 
 def gradscaler_scales(init_scale, growth, backoff, interval, found_inf):
@@ -391,7 +398,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     fp32_case(args.plab, args.data_dir, work, images, labels, "small-cnn", own_batches=False)
     fp32_case(args.plab, args.data_dir, work, images, labels, "mlp", own_batches=True)
-    bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance)
+    bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact")
+    bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "hardware")
     scaling_case(args.plab, args.data_dir, work)
     weights_case(args.plab, args.data_dir, work)
     interop_case(args.plab, args.data_dir, work, images, labels)

@@ -116,6 +116,7 @@ public:
 
     const BackendInfo& info() const override { return info_; }
     int threads() const override { return cpu_->threads(); }
+    std::string arithmeticFor(const GemmPrecision& precision) const override { return cpu_->arithmeticFor(precision); }
     DeviceAllocator* allocator() override { return &device_; }
     void flush() override;
     // The tracked blocks' bytes as used, of a nominal 1 GiB device.

@@ -41,6 +41,7 @@ inline const nlohmann::json& settingExamples()
         {"divergence_steps", 3},
         {"clip_grad_norm", 1.5},
         {"backend", "cuda"},
+        {"arithmetic", "exact"},
         {"init_weights", "/tmp/initial.safetensors"},
         {"save_weights", "/tmp/final.safetensors"},
         {"write_batches", "/tmp/batches.txt"},

@@ -1,10 +1,12 @@
 // The CPU backend: OpenBLAS sgemm for fp32-accumulated products (exact emulation of
 // fp16/bf16/tf32 tensor-core products, whose products are exact in fp32), the exact
-// reduced-format accumulation of gemm_emulated.cpp, and parallel elementwise helpers.
+// reduced-format accumulation of gemm_emulated.cpp, oneDNN on native bf16/fp16 units for
+// the hardware arithmetic (native_gemm.h), and parallel elementwise helpers.
 #include "backend/backend.h"
 #include "backend/cpu/gemm_emulated.h"
 #include "backend/cpu/im2col.h"
 #include "backend/cpu/layer_ops.h"
+#include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
 #include "numerics/bulk_round.h"
 
@@ -22,9 +24,11 @@ namespace {
 
 class CpuBackend final : public ComputeBackend {
 public:
-    explicit CpuBackend(int threads) : pool_(threads)
+    CpuBackend(int threads, Arithmetic arithmetic) : pool_(threads), arithmetic_(arithmetic)
     {
         threads_ = threads;
+        if (arithmetic_ == Arithmetic::hardware && (cpu::nativelySupported(Format::bf16) || cpu::nativelySupported(Format::fp16)))
+            native_ = std::make_unique<cpu::NativeGemm>(pool_);
         openblas_set_num_threads(1);   // see sgemm(): the pool parallelises the GEMMs
         info_.name = "cpu";
         info_.available = true;
@@ -34,6 +38,8 @@ public:
         info_.versions.push_back(std::string("bulk rounding: ") + bulkRoundPath());
         info_.versions.push_back(std::string("fp16 accumulation: ") +
                                  (cpu::cpuHasAvx512Fp16() ? "avx512fp16" : "scalar (exact emulation)"));
+        info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
+        info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.
         info_.capabilities.compute = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
         info_.capabilities.sumsInCompute = {Format::tf32, Format::fp16, Format::bf16};
@@ -42,12 +48,35 @@ public:
     const BackendInfo& info() const override { return info_; }
     int threads() const override { return threads_; }
 
+    std::string arithmeticFor(const GemmPrecision& precision) const override
+    {
+        const Format f = precision.compute;
+        const std::string name(formatName(f));
+        if (f == Format::fp32) return "fp32: OpenBLAS sgemm";
+        if (!precision.fp32Accumulate)
+            return "exact: sums in " + name + " emulated one rounding at a time (no hardware sums in " + name + ")";
+        if (arithmetic_ == Arithmetic::exact)
+            return "exact: " + name + " operands on fp32 arithmetic (the reference, the same bits on every CPU)";
+        if (native_ && cpu::nativelySupported(f)) return "hardware: " + cpu::nativeSupportText(f);
+        if (f == Format::tf32) return "exact: no CPU has tf32 units; tf32 operands on fp32 arithmetic";
+        return "exact: " + cpu::nativeSupportText(f);
+    }
+
+    std::int64_t scratchBytes() const override
+    {
+        return native_ ? static_cast<std::int64_t>(native_->workspaceBytes()) : 0;
+    }
+
     void gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
               float* C, std::int64_t ldc, GemmPrecision precision) override
     {
         if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
         if (M == 0 || N == 0) return;
+        if (native_ && precision.fp32Accumulate && cpu::nativelySupported(precision.compute)) {
+            native_->run(precision.compute, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
         if (precision.fp32Accumulate || precision.compute == Format::fp32) {
             sgemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
         } else {
@@ -232,6 +261,8 @@ private:
     }
 
     cpu::ThreadPool pool_;
+    Arithmetic arithmetic_ = Arithmetic::exact;
+    std::unique_ptr<cpu::NativeGemm> native_;   // hardware arithmetic on a CPU with native units
     int threads_ = 1;
     BackendInfo info_;
     std::vector<float> scratchA_, scratchB_;
@@ -248,9 +279,9 @@ int usableCpuThreads(int requested)
     return requested <= 0 ? cores : std::min(requested, cores);
 }
 
-std::unique_ptr<ComputeBackend> createCpuBackend(int threads)
+std::unique_ptr<ComputeBackend> createCpuBackend(int threads, Arithmetic arithmetic)
 {
-    return std::make_unique<CpuBackend>(usableCpuThreads(threads));
+    return std::make_unique<CpuBackend>(usableCpuThreads(threads), arithmetic);
 }
 
 }  // namespace plab

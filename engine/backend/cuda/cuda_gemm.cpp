@@ -73,6 +73,24 @@ std::uint16_t halfBits(float x) { return cudakernels::fp32ToFp16Bits(std::bit_ca
 
 }  // namespace
 
+std::string CudaBackend::arithmeticFor(const GemmPrecision& precision) const
+{
+    try {
+        switch (choosePath(precision, capability_, "products")) {
+        case GemmPath::fp32Strict: return "hardware: fp32 FMAs (no TF32)";
+        case GemmPath::tf32: return "hardware: tensor cores on tf32 operands, fp32 accumulation";
+        case GemmPath::bits16Fp32Accumulate:
+            // (the plugin links no engine library: formatName is not here)
+            return std::string("hardware: tensor cores on ") + (precision.compute == Format::bf16 ? "bf16" : "fp16") +
+                   " operands, fp32 accumulation";
+        case GemmPath::fp16Accumulate: return "hardware: fp16 sums without tensor cores, in the library's order";
+        }
+    } catch (const std::exception& e) {
+        return std::string("not runnable: ") + e.what();
+    }
+    return {};
+}
+
 void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                        const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                        std::int64_t ldc, GemmPrecision precision)
