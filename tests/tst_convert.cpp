@@ -100,7 +100,29 @@ private slots:
     void shortestDecimalRoundTripsAllFp16AndBf16_data();
     void shortestDecimalRoundTripsAllFp16AndBf16();
     void shortestDecimalRoundTripsRandomTf32();
+    void convertsBelowSixteenBits();
 };
+
+// Issue 15: the formats below 16 bits, value, pattern and class; OFP8's non-saturating
+// overflow (E4M3 NaN, E5M2 inf) and the saturating one; FP6/FP4 cannot hold a NaN.
+void TestConvert::convertsBelowSixteenBits()
+{
+    using plab::cli::convertMiniLine;
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e4m3, Overflow::nonFinite, 464.0f)),
+             QStringLiteral("448\t0x7e\tnormal"));
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e4m3, Overflow::nonFinite, 500.0f)),
+             QStringLiteral("nan\t0x7f\tnan"));
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e4m3, Overflow::saturate, -500.0f)),
+             QStringLiteral("-448\t0xfe\tnormal"));
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e5m2, Overflow::nonFinite, 61440.0f)),
+             QStringLiteral("inf\t0x7c\tinf"));
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e4m3, Overflow::nonFinite, 0.001953125f)),
+             QStringLiteral("0.001953125\t0x01\tsubnormal"));
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e2m1, Overflow::nonFinite, 2.9f)),
+             QStringLiteral("3\t0x05\tnormal"));
+    QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e3m2, Overflow::nonFinite, NAN)),
+             QStringLiteral("nan\tnone\tnot representable"));
+}
 
 void TestConvert::convertsOneLine_data()
 {

@@ -1,5 +1,6 @@
-// `plab convert --format fp16|bf16|tf32`: reads numbers line by line, rounds them to a
-// format and prints value, bits and class, tab-separated.
+// `plab convert --format fp16|bf16|tf32|e4m3|e5m2|fp6-e2m3|fp6-e3m2|fp4-e2m1`: reads
+// numbers line by line, rounds them to a format and prints value, bits and class,
+// tab-separated.
 #include "convert_command.h"
 
 #include "commands.h"
@@ -7,6 +8,7 @@
 #include "numerics/number_text.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -50,7 +52,34 @@ std::string convertLine(Format f, float input)
     return line;
 }
 
+std::string convertMiniLine(MiniFormat f, Overflow overflow, float input)
+{
+    const auto bits = encodeMini(f, input, overflow);
+    if (!bits) return "nan\tnone\tnot representable";
+    const float value = decodeMini(f, *bits);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", unsigned{*bits});
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    const char* kind = std::isnan(value)                                     ? "nan"
+                       : std::isinf(value)                                   ? "inf"
+                       : value == 0.0f                                       ? "zero"
+                       : std::fabs(value) < std::ldexp(1.0f, info.minNormalLog2) ? "subnormal"
+                                                                              : "normal";
+    std::string line = shortestDecimal(Format::fp32, value);
+    line += '\t';
+    line += hex;
+    line += '\t';
+    line += kind;
+    return line;
+}
+
 int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostream& err)
+{
+    return runConvertCommand([f](float x) { return convertLine(f, x); }, in, out, err);
+}
+
+int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istream& in, std::ostream& out,
+                      std::ostream& err)
 {
     std::string line;
     for (long long lineNumber = 1; std::getline(in, line); ++lineNumber) {
@@ -62,7 +91,7 @@ int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostrea
                 << "': expected a decimal number or 0x followed by 8 hex digits\n";
             return 2;
         }
-        out << convertLine(f, *value) << '\n';
+        out << lineOf(*value) << '\n';
     }
     // getline stops at the end of the input or on a read error (stdin is a folder: EISDIR).
     if (in.bad()) {
@@ -78,12 +107,23 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
         "Round numbers read from stdin (one per line: a decimal, or 0x + 8 hex digits of an "
         "fp32 pattern) to a format; prints value, bits and class, tab-separated");
     auto format = std::make_shared<std::string>();
+    auto saturate = std::make_shared<bool>(false);
     cmd->add_option("--format", *format, "Target format")
         ->required()
-        ->check(CLI::IsMember({"fp16", "bf16", "tf32"}));
-    cmd->callback([&run, format] {
-        run = [format]() -> int {
-            const int status = runConvertCommand(*parseFormat(*format), std::cin, std::cout, std::cerr);
+        ->check(CLI::IsMember({"fp16", "bf16", "tf32", "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1"}));
+    cmd->add_flag("--saturate", *saturate,
+                  "Below 16 bits: a value too large saturates to the largest finite value (default: E5M2 gives "
+                  "inf and E4M3 NaN, as OFP8's non-saturating mode; FP6 and FP4 always saturate)");
+    cmd->callback([&run, format, saturate] {
+        run = [format, saturate]() -> int {
+            std::function<std::string(float)> lineOf;
+            if (const auto mini = parseMiniFormat(*format)) {
+                const Overflow overflow = *saturate ? Overflow::saturate : Overflow::nonFinite;
+                lineOf = [f = *mini, overflow](float x) { return convertMiniLine(f, overflow, x); };
+            } else {
+                lineOf = [f = *parseFormat(*format)](float x) { return convertLine(f, x); };
+            }
+            const int status = runConvertCommand(lineOf, std::cin, std::cout, std::cerr);
             // std::cin reports a failed read of stdin (a folder: EISDIR) as its end; stdio keeps the error.
             if (status == 0 && std::ferror(stdin)) {
                 std::cerr << "plab: convert: cannot read standard input (" << std::strerror(errno) << ")\n";

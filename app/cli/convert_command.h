@@ -1,9 +1,14 @@
-// `plab convert --format fp16|bf16|tf32`: one number per input line, printed rounded to
-// the format as "<shortest decimal>\t<hex bits>\t<class>". CLI code over the engine's
-// formats and number text (numerics/number_text.h, which the format explorer uses too).
+// `plab convert --format fp16|bf16|tf32|e4m3|e5m2|fp6-e2m3|fp6-e3m2|fp4-e2m1
+// [--saturate]`: one number per input line, printed rounded to the format as
+// "<shortest decimal>\t<hex bits>\t<class>". CLI code over the engine's formats
+// (numerics/format.h, numerics/minifloat.h) and number text (numerics/number_text.h,
+// which the format explorer uses too).
 #pragma once
 
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
+
+#include <functional>
 
 #include <iosfwd>
 #include <string>
@@ -20,5 +25,14 @@ std::string convertLine(Format f, float input);
 // "line N: cannot parse '<text>': expected a decimal number or 0x followed by 8 hex digits"
 // and nothing more is read.
 int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostream& err);
+
+// The line for one fp32 input rounded to a format below 16 bits (issue 15): the value,
+// "0x" + 2 hex digits of its pattern, and the class; a NaN in FP6/FP4, which have none:
+// "nan\tnone\tnot representable".
+std::string convertMiniLine(MiniFormat f, Overflow overflow, float input);
+
+// runConvertCommand with any line maker.
+int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istream& in, std::ostream& out,
+                      std::ostream& err);
 
 }  // namespace plab::cli

@@ -1,0 +1,54 @@
+// Formats below 16 bits (issue 15): the OCP 8-bit floating point formats E4M3 and E5M2
+// (OFP8 revision 1.0) and the element formats of OCP Microscaling (MX v1.0): FP6 E2M3,
+// FP6 E3M2 and FP4 E2M1. Exact scalar conversions from fp32: round to nearest, ties to
+// even, subnormals kept; a value too large for the format either saturates to the largest
+// finite value of its sign or becomes the format's non-finite value (E5M2: +-inf, E4M3:
+// NaN; FP6 and FP4 have none and always saturate). Every value is held in fp32 exactly.
+//
+//   format    bias  largest finite  smallest subnormal  inf  NaN
+//   E4M3       7    448             2^-9                no   S.1111.111
+//   E5M2      15    57344           2^-16               yes  S.11111.{01,10,11}
+//   FP6 E2M3   1    7.5             2^-3                no   no
+//   FP6 E3M2   3    28              2^-4                no   no
+//   FP4 E2M1   1    6               2^-1                no   no
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace plab {
+
+enum class MiniFormat : std::uint8_t { e4m3, e5m2, e2m3, e3m2, e2m1 };
+
+struct MiniFormatInfo {
+    MiniFormat format;
+    std::string_view name;    // "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1"
+    int exponentBits;
+    int mantissaBits;
+    int bias;
+    bool hasInf;              // E5M2 only
+    bool hasNaN;              // E4M3 (S.1111.111) and E5M2
+    double maxFinite;
+    int minNormalLog2;        // 1 - bias
+    int minSubnormalLog2;     // 1 - bias - mantissaBits
+    int bits() const { return 1 + exponentBits + mantissaBits; }
+};
+
+const MiniFormatInfo& miniFormatInfo(MiniFormat f);
+std::optional<MiniFormat> parseMiniFormat(std::string_view name);   // the names above
+
+enum class Overflow : std::uint8_t {
+    saturate,    // to the largest finite value of the sign (infinities too)
+    nonFinite,   // to +-inf (E5M2) or NaN (E4M3); FP6 and FP4 saturate (they have neither)
+};
+
+// The bit pattern (in the low bits()) of x rounded to f. A NaN gives the format's NaN
+// (E4M3 S.1111.111, E5M2 S.11111.11) and nullopt for FP6/FP4, which cannot hold one.
+std::optional<std::uint8_t> encodeMini(MiniFormat f, float x, Overflow overflow);
+// The value of a bit pattern (its low bits()); NaN for the NaN patterns.
+float decodeMini(MiniFormat f, std::uint8_t bits);
+// x rounded to f as the fp32 value that represents it exactly (NaN where f has none).
+float roundToMini(MiniFormat f, float x, Overflow overflow);
+
+}  // namespace plab
