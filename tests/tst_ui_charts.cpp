@@ -482,7 +482,7 @@ void TestUiCharts::throughputAndProgress()
     ChartsView view;
     const RunPtr run = std::make_shared<RunData>("id-half", ampSettings());
     run->setName("half");
-    run->apply(RunStartEvent{"cpu", {}, 400});
+    run->apply(RunStartEvent{"cpu", {}, 400, "hardware: AVX-512 BF16 via oneDNN 2.6.3 (brg:avx512_core_bf16)"});
     for (int i = 1; i <= 100; ++i) {
         StepEvent e;
         e.step = i;
@@ -497,6 +497,11 @@ void TestUiCharts::throughputAndProgress()
     QVERIFY(line);
     QCOMPARE(line->count(), 100);
     QCOMPARE(line->at(50).y(), 4000.0);
+    // The legend says which arithmetic the products ran in (issue 16).
+    QString label;
+    for (QLegendMarker* m : line->chart()->legend()->markers(line)) label = m->label();
+    QCOMPARE(label, QString("images/s (4000 overall, hardware)"));
+    QCOMPARE(run->arithmeticKind(), QString("hardware"));
     auto* group = qobject_cast<ThroughputChart*>(view.group("throughput"));
     QCOMPARE(group->progressBar()->value(), 100);
     QCOMPARE(group->progressBar()->maximum(), 400);

@@ -97,4 +97,10 @@ MemorySnapshot RunData::peakMemory() const
     return memory_.empty() ? MemorySnapshot{} : memory_.back().memory;
 }
 
+QString RunData::arithmeticKind() const
+{
+    const QString kind = arithmetic_.section(QLatin1Char(':'), 0, 0);
+    return kind == QLatin1String("hardware") || kind == QLatin1String("exact") ? kind : QString();
+}
+
 }  // namespace plab::ui

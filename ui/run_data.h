@@ -64,6 +64,8 @@ public:
     const std::vector<std::string>& backendVersions() const { return versions_; }
     // How its products ran and why, as the run started ("hardware: AVX-512 BF16 via ...").
     QString arithmetic() const { return arithmetic_; }
+    // Its first word when it is "hardware" or "exact" (16-bit products); empty otherwise.
+    QString arithmeticKind() const;
 
     const std::vector<StepPoint>& steps() const { return steps_; }
     const std::vector<EvalEvent>& evals() const { return evals_; }

@@ -55,12 +55,10 @@ void RunProgressWidget::showRun(const RunData* run)
     const double ips = run->imagesPerSecond();
     QString throughput = ips > 0 ? tr("%1 images/s").arg(QLocale().toString(ips, 'f', 0)) : QString();
     // Which arithmetic the products ran in ("hardware", "exact"), the reason as the tooltip.
-    const QString arithmetic = run->arithmetic();
-    const QString kind = arithmetic.section(QLatin1Char(':'), 0, 0);
-    if (!throughput.isEmpty() && (kind == QLatin1String("hardware") || kind == QLatin1String("exact")))
-        throughput += tr(" · %1 arithmetic").arg(kind);
+    if (!throughput.isEmpty() && !run->arithmeticKind().isEmpty())
+        throughput += tr(" · %1 arithmetic").arg(run->arithmeticKind());
     throughput_->setText(throughput);
-    throughput_->setToolTip(arithmetic);
+    throughput_->setToolTip(run->arithmetic());
 }
 
 QString RunProgressWidget::timeText() const { return time_->text(); }

@@ -89,8 +89,12 @@ void ThroughputChart::redraw(const RunPtr& current, const QList<RunPtr>& compare
         auto* line = pool_.take<QLineSeries>(key, {steps_, rate_});
         setSeriesName(line, tr("%1 images/s (%2 overall)").arg(run->name()).arg(run->imagesPerSecond(), 0, 'f', 0));
         setSeriesPen(line, runPen(run->color(), 2.0));
-        setLegendLabel(chart_, line, run == runs.front() ? tr("images/s (%1 overall)").arg(run->imagesPerSecond(), 0, 'f', 0)
-                                                         : tr("%1 (%2/s)").arg(runLabel(run, runs)).arg(run->imagesPerSecond(), 0, 'f', 0));
+        // Which arithmetic its products ran in, where it is one of the CPU's two (issue 16).
+        const QString arithmetic = run->arithmeticKind().isEmpty() ? QString() : QStringLiteral(", ") + run->arithmeticKind();
+        setLegendLabel(chart_, line,
+                       run == runs.front()
+                           ? tr("images/s (%1 overall%2)").arg(run->imagesPerSecond(), 0, 'f', 0).arg(arithmetic)
+                           : tr("%1 (%2/s%3)").arg(runLabel(run, runs)).arg(run->imagesPerSecond(), 0, 'f', 0).arg(arithmetic));
         const QList<QPointF> smooth = reduced_.update(line, key, *run, columns, [&] {
             std::vector<double> rate(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) rate[i] = rateAt(i);

@@ -74,8 +74,9 @@ public:
         if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
         if (M == 0 || N == 0) return;
         if (native_ && precision.fp32Accumulate && cpu::nativelySupported(precision.compute)) {
-            native_->run(precision.compute, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
-            return;
+            // False when oneDNN has no primitive for this shape: the exact arithmetic then,
+            // within the same bound (docs/ARITHMETIC.md).
+            if (native_->run(precision.compute, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc)) return;
         }
         if (precision.fp32Accumulate || precision.compute == Format::fp32) {
             sgemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);

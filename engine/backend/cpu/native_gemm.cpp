@@ -153,7 +153,7 @@ const std::string& nativeSupportText(Format f)
 struct NativeGemm::Impl {
     explicit Impl(ThreadPool& p) : pool(p), engine(dnnl::engine::kind::cpu, 0) {}
 
-    // One block's primitive: (format, transA, transB, m, n, K, lda, ldb, ldc, beta != 0).
+    // One block's primitive: (format, transA, transB, m, n, K, lda, ldb, ldc, beta).
     using Key = std::tuple<int, int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                            std::int64_t, float>;
     struct Plan {
@@ -193,7 +193,7 @@ NativeGemm::NativeGemm(ThreadPool& pool) : impl_(std::make_unique<Impl>(pool)) {
 
 NativeGemm::~NativeGemm() = default;
 
-void NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+bool NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                      std::int64_t ldc)
 {
@@ -202,7 +202,7 @@ void NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t 
     if (K == 0) {   // an empty sum: C = beta * C
         for (std::int64_t i = 0; i < M; ++i)
             for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-        return;
+        return true;
     }
     // Dense packed operands in their stored orientation: op(A) (M, K), op(B) (K, N).
     pack(f, transA, M, K, A, lda, s.packedA, s.pool);
@@ -225,7 +225,11 @@ void NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t 
                             : s.plan(f, transA, transB, len, N, K, aLd, bLd, ldc, beta);
     };
     std::vector<const Impl::Plan*> plans(static_cast<std::size_t>(blocks));
-    for (std::int64_t b = 0; b < blocks; ++b) plans[static_cast<std::size_t>(b)] = &planFor(std::min(block, extent - b * block));
+    try {
+        for (std::int64_t b = 0; b < blocks; ++b) plans[static_cast<std::size_t>(b)] = &planFor(std::min(block, extent - b * block));
+    } catch (const dnnl::error&) {
+        return false;   // no primitive for this shape: nothing was written
+    }
     if (s.scratchpads.size() < static_cast<std::size_t>(blocks)) s.scratchpads.resize(static_cast<std::size_t>(blocks));
     for (std::int64_t b = 0; b < blocks; ++b)
         if (s.scratchpads[static_cast<std::size_t>(b)].size() < plans[static_cast<std::size_t>(b)]->scratchpadBytes)
@@ -257,6 +261,7 @@ void NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t 
             stream.wait();
         }
     });
+    return true;
 }
 
 std::size_t NativeGemm::workspaceBytes() const
