@@ -122,6 +122,22 @@ void TestConvert::convertsBelowSixteenBits()
              QStringLiteral("3\t0x05\tnormal"));
     QCOMPARE(QString::fromStdString(convertMiniLine(MiniFormat::e3m2, Overflow::nonFinite, NAN)),
              QStringLiteral("nan\tnone\tnot representable"));
+
+    // An MX block per line: 500 and 1 in MXFP8 share the scale 2^0 (floor(log2 500) = 8 =
+    // E4M3's emax); 500 saturates to 448. MXFP4 of 6, 0.3: scale 2^0 (emax 2), 0.3 -> 0.5.
+    // The second block, 6 and 0.3 in MXFP8: scale 2^(2 - 8); 6 / 2^-6 = 384 exactly,
+    // 0.3 / 2^-6 = 19.2 -> 20 (quantum 2 in [16, 32)), back to 0.3125.
+    std::istringstream in("500, 1\n\n6 0.3\n"), in4("6 0.3\n"), bad("1 2 x\n");
+    std::ostringstream out, out4, err;
+    QCOMPARE(plab::cli::runMxConvertCommand(MiniFormat::e4m3, in, out, err), 0);
+    QCOMPARE(QString::fromStdString(out.str()),
+             QStringLiteral("scale\t2^0\t0x7f\n448\t448\t0x7e\n1\t1\t0x38\n"
+                            "scale\t2^-6\t0x79\n6\t384\t0x7c\n0.3125\t20\t0x5a\n"));
+    QCOMPARE(plab::cli::runMxConvertCommand(MiniFormat::e2m1, in4, out4, err), 0);
+    QCOMPARE(QString::fromStdString(out4.str()), QStringLiteral("scale\t2^0\t0x7f\n6\t6\t0x07\n0.5\t0.5\t0x01\n"));
+    std::ostringstream sink, why;
+    QCOMPARE(plab::cli::runMxConvertCommand(MiniFormat::e4m3, bad, sink, why), 2);
+    QVERIFY(QString::fromStdString(why.str()).startsWith(QStringLiteral("line 1: cannot parse 'x'")));
 }
 
 void TestConvert::convertsOneLine_data()

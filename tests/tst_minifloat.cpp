@@ -11,8 +11,11 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <stdexcept>
 #include <vector>
 
 using namespace plab;
@@ -213,6 +216,62 @@ private slots:
         QCOMPARE(roundToMini(MiniFormat::e2m1, 0.25f, Overflow::nonFinite), 0.0f);   // half the smallest subnormal
         QVERIFY(!encodeMini(MiniFormat::e2m3, NAN, Overflow::saturate));             // FP6 holds no NaN
         QCOMPARE(encodeMini(MiniFormat::e4m3, -NAN, Overflow::saturate), std::optional<std::uint8_t>(0xff));
+    }
+
+    // MX v1.0 (section 6.3): random blocks of 32 (magnitudes over 2^-30..2^30, some zeros,
+    // some blocks of zeros) against a reference: the shared exponent found by halving and
+    // doubling in double, emax from the specification's table, each element the nearest
+    // value by search (ties to even), saturating.
+    void mxBlocksMatchTheReference()
+    {
+        const std::map<MiniFormat, int> emax{{MiniFormat::e4m3, 8}, {MiniFormat::e5m2, 15}, {MiniFormat::e2m3, 2},
+                                             {MiniFormat::e3m2, 4}, {MiniFormat::e2m1, 2}};
+        testing::SplitMix64 rng(32);
+        for (MiniFormat f : kAll) {
+            QCOMPARE(mxElementEmax(f), emax.at(f));
+            const auto cands = candidates(f);
+            for (int trial = 0; trial < 300; ++trial) {
+                std::vector<float> v(kMxBlockSize);
+                const int centre = -30 + static_cast<int>(rng.uniform() * 60);
+                for (auto& x : v) {
+                    const double r = rng.uniform();
+                    x = r < 0.1 || trial % 50 == 0 ? 0.0f
+                                                    : static_cast<float>((rng.uniform() < 0.5 ? -1 : 1) *
+                                                                         std::ldexp(1.0 + rng.uniform(), centre - int(r * 12)));
+                }
+                const MxBlock b = mxQuantize(f, v.data(), v.size());
+                double largest = 0;
+                for (float x : v) largest = std::max(largest, std::fabs(double(x)));
+                int floorLog2 = 0;
+                if (largest > 0) {
+                    double p = 1.0;
+                    while (p > largest) p /= 2, --floorLog2;
+                    while (p * 2 <= largest) p *= 2, ++floorLog2;
+                }
+                const int want = largest > 0 ? std::clamp(floorLog2 - emax.at(f), -127, 127) : -127;
+                QCOMPARE(b.scaleExponent, want);
+                QVERIFY(!b.nanScale);
+                QCOMPARE(int(b.scaleBits()), want + 127);
+                for (std::size_t i = 0; i < v.size(); ++i) {
+                    const double scaled = std::ldexp(std::fabs(double(v[i])), -want);
+                    const auto r = referenceRound(cands, scaled);
+                    const double element = (std::signbit(v[i]) ? -1 : 1) * (r ? *r : miniFormatInfo(f).maxFinite);
+                    QCOMPARE(double(b.elements[i]), element);
+                    QCOMPARE(double(b.value(i)), std::ldexp(element, want));
+                }
+            }
+        }
+        // A NaN or an infinity makes the scale NaN (E8M0 0xff) and every element NaN.
+        std::vector<float> v(8, 1.0f);
+        v[3] = INFINITY;
+        const MxBlock b = mxQuantize(MiniFormat::e4m3, v.data(), v.size());
+        QVERIFY(b.nanScale && b.scaleBits() == 0xff && std::isnan(b.value(0)));
+        // The largest element of a block lands in [2^emax, 2^(emax+1)): above E4M3's 448 it saturates.
+        const float big[2] = {500.0f, 1.0f};   // floor(log2 500) = 8: X = 1, 500 -> 448
+        const MxBlock s = mxQuantize(MiniFormat::e4m3, big, 2);
+        QCOMPARE(s.scaleExponent, 0);
+        QCOMPARE(s.elements[0], 448.0f);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, mxQuantize(MiniFormat::e4m3, std::vector<float>(33).data(), 33));
     }
 
     void names()

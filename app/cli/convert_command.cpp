@@ -1,6 +1,7 @@
 // `plab convert --format fp16|bf16|tf32|e4m3|e5m2|fp6-e2m3|fp6-e3m2|fp4-e2m1`: reads
 // numbers line by line, rounds them to a format and prints value, bits and class,
-// tab-separated.
+// tab-separated. `--format mxfp8|mxfp8-e5m2|mxfp6-e2m3|mxfp6-e3m2|mxfp4`: each line is
+// one MX block; prints its shared scale, then each number's value, element and bits.
 #include "convert_command.h"
 
 #include "commands.h"
@@ -11,9 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace plab::cli {
 
@@ -101,6 +105,52 @@ int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istr
     return 0;   // plab checks that standard output took everything
 }
 
+int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out, std::ostream& err)
+{
+    std::string line;
+    for (long long lineNumber = 1; std::getline(in, line); ++lineNumber) {
+        std::vector<float> block;
+        std::string_view rest = line;
+        while (true) {
+            const auto start = rest.find_first_not_of(" \t\r\n\f\v,");
+            if (start == std::string_view::npos) break;
+            rest.remove_prefix(start);
+            const auto end = std::min(rest.find_first_of(" \t\r\n\f\v,"), rest.size());
+            const std::string_view word = rest.substr(0, end);
+            const std::optional<float> value = parseFp32Text(word);
+            if (!value) {
+                err << "line " << lineNumber << ": cannot parse '" << word
+                    << "': expected decimal numbers or 0x followed by 8 hex digits, separated by spaces or commas\n";
+                return 2;
+            }
+            block.push_back(*value);
+            rest.remove_prefix(end);
+        }
+        if (block.empty()) continue;
+        if (block.size() > static_cast<std::size_t>(kMxBlockSize)) {
+            err << "line " << lineNumber << ": an MX block holds at most " << kMxBlockSize << " numbers, got "
+                << block.size() << '\n';
+            return 2;
+        }
+        const MxBlock b = mxQuantize(element, block.data(), block.size());
+        char bits[8];
+        std::snprintf(bits, sizeof bits, "0x%02x", unsigned{b.scaleBits()});
+        out << "scale\t" << (b.nanScale ? std::string("nan") : "2^" + std::to_string(b.scaleExponent)) << '\t' << bits
+            << '\n';
+        for (std::size_t i = 0; i < block.size(); ++i) {
+            const auto pattern = encodeMini(element, b.elements[i], Overflow::saturate);
+            if (pattern) std::snprintf(bits, sizeof bits, "0x%02x", unsigned{*pattern});
+            out << shortestDecimal(Format::fp32, b.value(i)) << '\t' << shortestDecimal(Format::fp32, b.elements[i])
+                << '\t' << (pattern ? bits : "none") << '\n';
+        }
+    }
+    if (in.bad()) {
+        err << "cannot read the input (standard input is not a readable file or stream)\n";
+        return 2;
+    }
+    return 0;
+}
+
 void addConvertCommand(CLI::App& app, std::function<int()>& run)
 {
     auto* cmd = app.add_subcommand("convert",
@@ -110,12 +160,27 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
     auto saturate = std::make_shared<bool>(false);
     cmd->add_option("--format", *format, "Target format")
         ->required()
-        ->check(CLI::IsMember({"fp16", "bf16", "tf32", "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1"}));
+        ->check(CLI::IsMember({"fp16", "bf16", "tf32", "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1", "mxfp8",
+                               "mxfp8-e5m2", "mxfp6-e2m3", "mxfp6-e3m2", "mxfp4"}));
     cmd->add_flag("--saturate", *saturate,
                   "Below 16 bits: a value too large saturates to the largest finite value (default: E5M2 gives "
                   "inf and E4M3 NaN, as OFP8's non-saturating mode; FP6 and FP4 always saturate)");
     cmd->callback([&run, format, saturate] {
         run = [format, saturate]() -> int {
+            // MX block formats: each input line is one block (OCP MX v1.0).
+            static const std::map<std::string, MiniFormat> mx{{"mxfp8", MiniFormat::e4m3},
+                                                              {"mxfp8-e5m2", MiniFormat::e5m2},
+                                                              {"mxfp6-e2m3", MiniFormat::e2m3},
+                                                              {"mxfp6-e3m2", MiniFormat::e3m2},
+                                                              {"mxfp4", MiniFormat::e2m1}};
+            if (const auto it = mx.find(*format); it != mx.end()) {
+                const int status = runMxConvertCommand(it->second, std::cin, std::cout, std::cerr);
+                if (status == 0 && std::ferror(stdin)) {
+                    std::cerr << "plab: convert: cannot read standard input (" << std::strerror(errno) << ")\n";
+                    return kExitBadInput;
+                }
+                return status;
+            }
             std::function<std::string(float)> lineOf;
             if (const auto mini = parseMiniFormat(*format)) {
                 const Overflow overflow = *saturate ? Overflow::saturate : Overflow::nonFinite;

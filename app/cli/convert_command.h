@@ -31,6 +31,13 @@ int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostrea
 // "nan\tnone\tnot representable".
 std::string convertMiniLine(MiniFormat f, Overflow overflow, float input);
 
+// An MX block (issue 15): the numbers of one input line (at most 32, separated by spaces
+// or commas) as one block of `element`. Output: "scale\t2^K\t0xSS" (E8M0 bits; "nan" and
+// 0xff when the block holds a NaN or an infinity), then one line per number:
+// "<X * P_i>\t<P_i>\t0xPP". Returns 2 with `err` naming the line for a bad number or more
+// than 32 of them.
+int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out, std::ostream& err);
+
 // runConvertCommand with any line maker.
 int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istream& in, std::ostream& out,
                       std::ostream& err);

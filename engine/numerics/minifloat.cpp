@@ -4,9 +4,12 @@
 // multiplied back; a result above the largest finite value overflows.
 #include "numerics/minifloat.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace plab {
 
@@ -113,6 +116,48 @@ float roundToMini(MiniFormat f, float x, Overflow overflow)
 {
     const auto bits = encodeMini(f, x, overflow);
     return bits ? decodeMini(f, *bits) : std::numeric_limits<float>::quiet_NaN();
+}
+
+int mxElementEmax(MiniFormat f)
+{
+    const MiniFormatInfo& i = miniFormatInfo(f);
+    int e = 0;
+    std::frexp(i.maxFinite, &e);   // maxFinite in [2^(e-1), 2^e)
+    return e - 1;
+}
+
+float MxBlock::value(std::size_t i) const
+{
+    if (nanScale) return std::numeric_limits<float>::quiet_NaN();
+    return static_cast<float>(std::ldexp(static_cast<double>(elements[i]), scaleExponent));
+}
+
+MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count)
+{
+    if (count > static_cast<std::size_t>(kMxBlockSize))
+        throw std::invalid_argument("an MX block holds at most 32 values, got " + std::to_string(count));
+    MxBlock block;
+    double largest = 0.0;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (!std::isfinite(values[i])) block.nanScale = true;
+        largest = std::max(largest, std::fabs(static_cast<double>(values[i])));
+    }
+    if (block.nanScale) {
+        block.elements.assign(count, std::numeric_limits<float>::quiet_NaN());
+        return block;
+    }
+    if (largest > 0.0) {
+        int e = 0;
+        std::frexp(largest, &e);   // floor(log2(largest)) = e - 1
+        block.scaleExponent = std::clamp(e - 1 - mxElementEmax(element), -127, 127);
+    }
+    block.elements.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        // V_i / X is exact in double (a power-of-two scaling of an fp32 value); one rounding.
+        const double scaled = std::ldexp(static_cast<double>(values[i]), -block.scaleExponent);
+        block.elements.push_back(roundToMini(element, static_cast<float>(scaled), Overflow::saturate));
+    }
+    return block;
 }
 
 }  // namespace plab

@@ -13,9 +13,11 @@
 //   FP4 E2M1   1    6               2^-1                no   no
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace plab {
 
@@ -50,5 +52,27 @@ std::optional<std::uint8_t> encodeMini(MiniFormat f, float x, Overflow overflow)
 float decodeMini(MiniFormat f, std::uint8_t bits);
 // x rounded to f as the fp32 value that represents it exactly (NaN where f has none).
 float roundToMini(MiniFormat f, float x, Overflow overflow);
+
+// ---- OCP Microscaling (MX v1.0): blocks of 32 elements sharing one E8M0 scale --------
+
+inline constexpr int kMxBlockSize = 32;
+
+// The largest power of two of the element format's normals (emax): E4M3 8, E5M2 15,
+// FP6 E2M3 2, FP6 E3M2 4, FP4 E2M1 2.
+int mxElementEmax(MiniFormat f);
+
+struct MxBlock {
+    bool nanScale = false;       // a NaN or infinity in the block: the scale is E8M0's NaN (0xff)
+    int scaleExponent = -127;    // X = 2^scaleExponent, in [-127, 127] (E8M0 bits: + 127)
+    std::vector<float> elements; // P_i in the element format (NaN for all when nanScale)
+    std::uint8_t scaleBits() const { return nanScale ? 0xff : static_cast<std::uint8_t>(scaleExponent + 127); }
+    float value(std::size_t i) const;   // X * P_i, exactly (NaN when nanScale)
+};
+
+// The MX v1.0 conversion of one block (at most kMxBlockSize values): the shared exponent
+// floor(log2(max |V_i|)) - emax of the element format, clamped to E8M0's [-127, 127]
+// (-127 for a block of zeros), then each V_i / X rounded to the element format, to
+// nearest even, saturating to its largest finite value.
+MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count);
 
 }  // namespace plab
