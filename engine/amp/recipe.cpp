@@ -95,6 +95,14 @@ constexpr std::array<NamedRecipe, 9> kFrameworkRecipes{{
     {"allow-tf32", "PyTorch allow_tf32", Format::tf32, true, true, true, nullptr},
 }};
 
+template <std::size_t N>
+std::vector<std::string> namesOf(const std::array<NamedRecipe, N>& recipes)
+{
+    std::vector<std::string> names;
+    for (const NamedRecipe& n : recipes) names.emplace_back(n.name);
+    return names;
+}
+
 // Ours first, then the frameworks'.
 const NamedRecipe* findNamedRecipe(std::string_view name)
 {
@@ -253,21 +261,13 @@ std::optional<PrecisionRecipe> PrecisionRecipe::fromPreset(std::string_view name
 
 const std::vector<std::string>& PrecisionRecipe::presetNames()
 {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> v;
-        for (const NamedRecipe& n : kNamedRecipes) v.emplace_back(n.name);
-        return v;
-    }();
+    static const std::vector<std::string> names = namesOf(kNamedRecipes);
     return names;
 }
 
 const std::vector<std::string>& PrecisionRecipe::frameworkPresetNames()
 {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> v;
-        for (const NamedRecipe& n : kFrameworkRecipes) v.emplace_back(n.name);
-        return v;
-    }();
+    static const std::vector<std::string> names = namesOf(kFrameworkRecipes);
     return names;
 }
 
