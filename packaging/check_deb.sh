@@ -57,7 +57,7 @@ name="$(dpkg-deb -f "$main" Package)"
 [ "$name" = precision-lab ] && pass "Package: $name" || fail "Package is '$name'"
 depends="$(dpkg-deb -f "$main" Depends)"
 echo "Depends: $depends"
-for dep in libqt6core6 libqt6gui6 libqt6svg6 libopenblas0 zlib1g qt6-qpa-plugins; do
+for dep in libqt6core6 libqt6gui6 libqt6svg6 libopenblas0 libdnnl2 zlib1g qt6-qpa-plugins; do
   grep -qE "(^|, )$dep([ ,(]|$)" <<<"$depends" && pass "Depends names $dep" || fail "Depends lacks $dep"
 done
 if [ "$gui" = with-gui ]; then
