@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -157,24 +158,44 @@ int benchTrain(const Args& a)
     return 0;
 }
 
-int benchSgemm(const Args& a)
+// Operands of an (m, k) x (k, n) product, uniform in [-1, 1) and rounded to f, and the
+// product's output (fp32, row-major).
+struct Operands {
+    std::vector<float> A, B, C;
+};
+Operands operands(const Args& a, Format f)
 {
-    openblas_set_num_threads(a.threads);
-    std::vector<float> A(static_cast<std::size_t>(a.m) * a.k), B(static_cast<std::size_t>(a.k) * a.n),
-        C(static_cast<std::size_t>(a.m) * a.n);
+    Operands o{std::vector<float>(static_cast<std::size_t>(a.m) * a.k), std::vector<float>(static_cast<std::size_t>(a.k) * a.n),
+               std::vector<float>(static_cast<std::size_t>(a.m) * a.n)};
     std::mt19937 rng(2);
     std::uniform_real_distribution<float> u(-1, 1);
-    for (auto* v : {&A, &B})
-        for (auto& x : *v) x = u(rng);
+    for (auto* v : {&o.A, &o.B})
+        for (auto& x : *v) x = roundTo(f, u(rng));
+    return o;
+}
+
+// The median rate of `product` over a.repeats timed calls after one untimed.
+double medianGflops(const Args& a, const std::function<void()>& product)
+{
     std::vector<double> gflops;
     for (int r = 0; r < a.repeats + 1; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.m, a.n, a.k, 1.0f, A.data(), a.k, B.data(), a.n,
-                    0.0f, C.data(), a.n);
+        product();
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (r > 0) gflops.push_back(2.0 * a.m * a.n * a.k / s / 1e9);
     }
-    std::printf("sgemm m=%d n=%d k=%d threads=%d gflops=%.1f\n", a.m, a.n, a.k, a.threads, median(gflops));
+    return median(gflops);
+}
+
+int benchSgemm(const Args& a)
+{
+    openblas_set_num_threads(a.threads);
+    Operands o = operands(a, Format::fp32);
+    const double gflops = medianGflops(a, [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a.m, a.n, a.k, 1.0f, o.A.data(), a.k, o.B.data(), a.n,
+                    0.0f, o.C.data(), a.n);
+    });
+    std::printf("sgemm m=%d n=%d k=%d threads=%d gflops=%.1f\n", a.m, a.n, a.k, a.threads, gflops);
     return 0;
 }
 
@@ -183,24 +204,15 @@ int benchSgemm(const Args& a)
 // hardware (oneDNN on the native units, or exact where there are none).
 int benchGemm(const Args& a)
 {
-    std::vector<float> A(static_cast<std::size_t>(a.m) * a.k), B(static_cast<std::size_t>(a.k) * a.n),
-        C(static_cast<std::size_t>(a.m) * a.n);
-    std::mt19937 rng(2);
-    std::uniform_real_distribution<float> u(-1, 1);
-    for (auto* v : {&A, &B})
-        for (auto& x : *v) x = roundTo(Format::bf16, u(rng));
+    Operands o = operands(a, Format::bf16);
     for (const Arithmetic arithmetic : {Arithmetic::exact, Arithmetic::hardware}) {
         auto backend = createCpuBackend(a.threads, arithmetic);
-        std::vector<double> gflops;
-        for (int r = 0; r < a.repeats + 1; ++r) {
-            const auto t0 = std::chrono::steady_clock::now();
-            backend->gemm(Transpose::no, Transpose::no, a.m, a.n, a.k, A.data(), a.k, B.data(), a.n, 0.0f, C.data(), a.n,
-                          GemmPrecision{Format::bf16, true});
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r > 0) gflops.push_back(2.0 * a.m * a.n * a.k / s / 1e9);
-        }
+        const double gflops = medianGflops(a, [&] {
+            backend->gemm(Transpose::no, Transpose::no, a.m, a.n, a.k, o.A.data(), a.k, o.B.data(), a.n, 0.0f,
+                          o.C.data(), a.n, GemmPrecision{Format::bf16, true});
+        });
         std::printf("gemm format=bf16 arithmetic=%s m=%d n=%d k=%d threads=%d gflops=%.1f path=\"%s\"\n",
-                    std::string(arithmeticName(arithmetic)).c_str(), a.m, a.n, a.k, a.threads, median(gflops),
+                    std::string(arithmeticName(arithmetic)).c_str(), a.m, a.n, a.k, a.threads, gflops,
                     backend->arithmeticFor({Format::bf16, true}).c_str());
     }
     return 0;

@@ -375,12 +375,13 @@ void MainWindow::showExportDialog()
 
 QString MainWindow::exportSelectedWeights(const QString& target)
 {
+    if (target.isEmpty()) return tr("No file was chosen.");
     const RunPtr run = model_->runAt(runList_->currentIndex().row());
     QString why = tr("Select a run whose weights to export.");
     const QString source = run ? runWeightsFile(run->settings(), run->isLive(), &why) : QString();
-    if (source.isEmpty() || target.isEmpty()) {
-        if (!target.isEmpty()) showError(why);
-        return target.isEmpty() ? tr("No file was chosen.") : why;
+    if (source.isEmpty()) {
+        showError(why);
+        return why;
     }
     if (const QString error = exportWeights(source, target); !error.isEmpty()) {
         showError(error);

@@ -99,8 +99,9 @@ MemorySnapshot RunData::peakMemory() const
 
 QString RunData::arithmeticKind() const
 {
-    const QString kind = arithmetic_.section(QLatin1Char(':'), 0, 0);
-    return kind == QLatin1String("hardware") || kind == QLatin1String("exact") ? kind : QString();
+    const std::string phrase = arithmetic_.toStdString();
+    const std::string_view kind = plab::arithmeticKind(phrase);
+    return QString::fromUtf8(kind.data(), qsizetype(kind.size()));
 }
 
 }  // namespace plab::ui

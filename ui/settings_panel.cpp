@@ -109,15 +109,12 @@ void SettingsPanel::buildUi()
     backendNote_->setWordWrap(true);
     arithmetic_ = combo("arithmeticCombo", {{tr("Hardware (native 16-bit units)"), QStringLiteral("hardware")},
                                             {tr("Exact (emulated, same bits on every CPU)"), QStringLiteral("exact")}});
-    {
-        const auto cpu = createCpuBackend(1, Arithmetic::hardware);   // what this CPU does, for the tooltip
-        arithmetic_->setToolTip(
-            tr("How the CPU multiplies bf16/fp16 operands: on its native units through oneDNN where it has them "
-               "(faster; the sums run in the hardware's order), or emulated on fp32 arithmetic (the reference). "
-               "Here, bf16 — %1; fp16 — %2.")
-                .arg(QString::fromStdString(cpu->arithmeticFor({Format::bf16, true})),
-                     QString::fromStdString(cpu->arithmeticFor({Format::fp16, true}))));
-    }
+    arithmetic_->setToolTip(
+        tr("How the CPU multiplies bf16/fp16 operands: on its native units through oneDNN where it has them "
+           "(faster; the sums run in the hardware's order), or emulated on fp32 arithmetic (the reference). "
+           "Here, bf16 — %1; fp16 — %2.")
+            .arg(QString::fromStdString(cpuArithmeticFor(Arithmetic::hardware, {Format::bf16, true})),
+                 QString::fromStdString(cpuArithmeticFor(Arithmetic::hardware, {Format::fp16, true}))));
 
     auto* layout = new QVBoxLayout(this);
     auto group = [&](const QString& title) {

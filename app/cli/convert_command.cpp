@@ -43,6 +43,24 @@ std::string hexBits(Format f, float rounded)
     return text;
 }
 
+// Calls convert(line without surrounding space, its number) for every line that is not
+// blank; stops at the first non-zero status. 2 when the input cannot be read.
+int forEachLine(std::istream& in, std::ostream& err, const std::function<int(std::string_view, long long)>& convert)
+{
+    std::string line;
+    for (long long lineNumber = 1; std::getline(in, line); ++lineNumber) {
+        const std::string_view text = withoutSurroundingSpace(line);
+        if (text.empty()) continue;
+        if (const int status = convert(text, lineNumber); status != 0) return status;
+    }
+    // getline stops at the end of the input or on a read error (stdin is a folder: EISDIR).
+    if (in.bad()) {
+        err << "cannot read the input (standard input is not a readable file or stream)\n";
+        return 2;
+    }
+    return 0;   // plab checks that standard output took everything
+}
+
 }  // namespace
 
 std::string convertLine(Format f, float input)
@@ -85,10 +103,7 @@ int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostrea
 int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istream& in, std::ostream& out,
                       std::ostream& err)
 {
-    std::string line;
-    for (long long lineNumber = 1; std::getline(in, line); ++lineNumber) {
-        const std::string_view text = withoutSurroundingSpace(line);
-        if (text.empty()) continue;
+    return forEachLine(in, err, [&](std::string_view text, long long lineNumber) {
         const std::optional<float> value = parseFp32Text(text);
         if (!value) {
             err << "line " << lineNumber << ": cannot parse '" << text
@@ -96,21 +111,15 @@ int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istr
             return 2;
         }
         out << lineOf(*value) << '\n';
-    }
-    // getline stops at the end of the input or on a read error (stdin is a folder: EISDIR).
-    if (in.bad()) {
-        err << "cannot read the input (standard input is not a readable file or stream)\n";
-        return 2;
-    }
-    return 0;   // plab checks that standard output took everything
+        return 0;
+    });
 }
 
 int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out, std::ostream& err)
 {
-    std::string line;
-    for (long long lineNumber = 1; std::getline(in, line); ++lineNumber) {
+    return forEachLine(in, err, [&](std::string_view text, long long lineNumber) {
         std::vector<float> block;
-        std::string_view rest = line;
+        std::string_view rest = text;
         while (true) {
             const auto start = rest.find_first_not_of(" \t\r\n\f\v,");
             if (start == std::string_view::npos) break;
@@ -126,7 +135,7 @@ int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out,
             block.push_back(*value);
             rest.remove_prefix(end);
         }
-        if (block.empty()) continue;
+        if (block.empty()) return 0;   // only separators
         if (block.size() > static_cast<std::size_t>(kMxBlockSize)) {
             err << "line " << lineNumber << ": an MX block holds at most " << kMxBlockSize << " numbers, got "
                 << block.size() << '\n';
@@ -143,12 +152,8 @@ int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out,
             out << shortestDecimal(Format::fp32, b.value(i)) << '\t' << shortestDecimal(Format::fp32, b.elements[i])
                 << '\t' << (pattern ? bits : "none") << '\n';
         }
-    }
-    if (in.bad()) {
-        err << "cannot read the input (standard input is not a readable file or stream)\n";
-        return 2;
-    }
-    return 0;
+        return 0;
+    });
 }
 
 void addConvertCommand(CLI::App& app, std::function<int()>& run)
@@ -173,22 +178,16 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
                                                               {"mxfp6-e2m3", MiniFormat::e2m3},
                                                               {"mxfp6-e3m2", MiniFormat::e3m2},
                                                               {"mxfp4", MiniFormat::e2m1}};
+            int status = 0;
             if (const auto it = mx.find(*format); it != mx.end()) {
-                const int status = runMxConvertCommand(it->second, std::cin, std::cout, std::cerr);
-                if (status == 0 && std::ferror(stdin)) {
-                    std::cerr << "plab: convert: cannot read standard input (" << std::strerror(errno) << ")\n";
-                    return kExitBadInput;
-                }
-                return status;
-            }
-            std::function<std::string(float)> lineOf;
-            if (const auto mini = parseMiniFormat(*format)) {
+                status = runMxConvertCommand(it->second, std::cin, std::cout, std::cerr);
+            } else if (const auto mini = parseMiniFormat(*format)) {
                 const Overflow overflow = *saturate ? Overflow::saturate : Overflow::nonFinite;
-                lineOf = [f = *mini, overflow](float x) { return convertMiniLine(f, overflow, x); };
+                status = runConvertCommand([f = *mini, overflow](float x) { return convertMiniLine(f, overflow, x); },
+                                           std::cin, std::cout, std::cerr);
             } else {
-                lineOf = [f = *parseFormat(*format)](float x) { return convertLine(f, x); };
+                status = runConvertCommand(*parseFormat(*format), std::cin, std::cout, std::cerr);
             }
-            const int status = runConvertCommand(lineOf, std::cin, std::cout, std::cerr);
             // std::cin reports a failed read of stdin (a folder: EISDIR) as its end; stdio keeps the error.
             if (status == 0 && std::ferror(stdin)) {
                 std::cerr << "plab: convert: cannot read standard input (" << std::strerror(errno) << ")\n";

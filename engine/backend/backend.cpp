@@ -151,6 +151,12 @@ std::optional<Arithmetic> parseArithmetic(std::string_view name)
     return std::nullopt;
 }
 
+std::string_view arithmeticKind(std::string_view phrase)
+{
+    const std::string_view kind = phrase.substr(0, phrase.find(':'));
+    return kind == "hardware" || kind == "exact" ? kind : std::string_view{};
+}
+
 BackendInfo probeCudaBackend() { return probePlugin(loadPlugin()); }
 
 BackendInfo probeCudaPluginFile(const std::string& path)

@@ -102,6 +102,9 @@ std::string backendDisplayName(const std::string& name);
 enum class Arithmetic : std::uint8_t { exact, hardware };
 std::string_view arithmeticName(Arithmetic a);                      // "exact", "hardware"
 std::optional<Arithmetic> parseArithmetic(std::string_view name);
+// The first word of an arithmeticFor() phrase when it is "hardware" or "exact" (the CPU's
+// two for 16-bit products); empty otherwise (fp32, the GPU's, none recorded).
+std::string_view arithmeticKind(std::string_view phrase);
 
 class ComputeBackend {
 public:
@@ -235,6 +238,8 @@ public:
 // (threads <= 0: the number of cores); with Arithmetic::hardware, oneDNN on the CPU's
 // native units for the bf16/fp16 products it has them for. Defined in engine/backend/cpu.
 std::unique_ptr<ComputeBackend> createCpuBackend(int threads, Arithmetic arithmetic = Arithmetic::exact);
+// What that backend's arithmeticFor() says, without making one (the settings panel's tooltip).
+std::string cpuArithmeticFor(Arithmetic arithmetic, const GemmPrecision& precision);
 // The threads the CPU backend runs for a request: at most one per logical core (0 or less:
 // one per core). plab and the app say so when a request is cut down.
 int usableCpuThreads(int requested);

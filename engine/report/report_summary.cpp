@@ -3,6 +3,7 @@
 // from a format's definition); a sentence whose evidence is absent is not written.
 #include "report/report_summary.h"
 
+#include "backend/backend.h"
 #include "numerics/format.h"
 #include "optim/optimizer.h"
 
@@ -290,8 +291,8 @@ void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence
     auto arithmetic = [](const RunDigest& r) {
         const auto it = r.backend.find("arithmetic");
         if (it == r.backend.end() || !it->is_string()) return std::string();
-        const std::string kind = it->get<std::string>().substr(0, it->get<std::string>().find(':'));
-        return kind == "hardware" || kind == "exact" ? ", " + kind + " arithmetic" : std::string();
+        const std::string_view kind = arithmeticKind(it->get_ref<const std::string&>());
+        return kind.empty() ? std::string() : ", " + std::string(kind) + " arithmetic";
     };
     if (withSpeed.size() == 1) {
         const auto& r = *withSpeed.front();

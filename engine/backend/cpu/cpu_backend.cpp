@@ -50,16 +50,7 @@ public:
 
     std::string arithmeticFor(const GemmPrecision& precision) const override
     {
-        const Format f = precision.compute;
-        const std::string name(formatName(f));
-        if (f == Format::fp32) return "fp32: OpenBLAS sgemm";
-        if (!precision.fp32Accumulate)
-            return "exact: sums in " + name + " emulated one rounding at a time (no hardware sums in " + name + ")";
-        if (arithmetic_ == Arithmetic::exact)
-            return "exact: " + name + " operands on fp32 arithmetic (the reference, the same bits on every CPU)";
-        if (native_ && cpu::nativelySupported(f)) return "hardware: " + cpu::nativeSupportText(f);
-        if (f == Format::tf32) return "exact: no CPU has tf32 units; tf32 operands on fp32 arithmetic";
-        return "exact: " + cpu::nativeSupportText(f);
+        return cpuArithmeticFor(arithmetic_, precision);
     }
 
     std::int64_t scratchBytes() const override
@@ -271,6 +262,21 @@ private:
 };
 
 }  // namespace
+
+std::string cpuArithmeticFor(Arithmetic arithmetic, const GemmPrecision& precision)
+{
+    const Format f = precision.compute;
+    const std::string name(formatName(f));
+    if (f == Format::fp32) return "fp32: OpenBLAS sgemm";
+    if (!precision.fp32Accumulate)
+        return "exact: sums in " + name + " emulated one rounding at a time (no hardware sums in " + name + ")";
+    if (arithmetic == Arithmetic::exact)
+        return "exact: " + name + " operands on fp32 arithmetic (the reference, the same bits on every CPU)";
+    // The backend runs natively exactly where this holds (CpuBackend::gemm).
+    if (cpu::nativelySupported(f)) return "hardware: " + cpu::nativeSupportText(f);
+    if (f == Format::tf32) return "exact: no CPU has tf32 units; tf32 operands on fp32 arithmetic";
+    return "exact: " + cpu::nativeSupportText(f);
+}
 
 int usableCpuThreads(int requested)
 {

@@ -199,11 +199,7 @@ bool NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t 
 {
     if (!nativelySupported(f)) throw std::logic_error("NativeGemm::run: " + nativeSupportText(f));
     Impl& s = *impl_;
-    if (K == 0) {   // an empty sum: C = beta * C
-        for (std::int64_t i = 0; i < M; ++i)
-            for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-        return true;
-    }
+    if (K == 0) return false;   // an empty sum: the exact arithmetic's C = beta * C, nothing to multiply
     // Dense packed operands in their stored orientation: op(A) (M, K), op(B) (K, N).
     pack(f, transA, M, K, A, lda, s.packedA, s.pool);
     pack(f, transB, K, N, B, ldb, s.packedB, s.pool);

@@ -41,7 +41,7 @@ public:
     // nearest even first). Only when nativelySupported(f). Blocks of C's rows or columns run
     // on the pool's threads, one single-threaded oneDNN call each (never K: each element
     // is one call's sum, whichever thread computes it). False, with C untouched, when
-    // oneDNN has no primitive for the shape (the caller runs the exact arithmetic).
+    // oneDNN has no primitive for the shape or K is 0 (the caller runs the exact arithmetic).
     [[nodiscard]] bool run(Format f, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
              std::int64_t ldc);
