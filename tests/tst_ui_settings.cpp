@@ -163,11 +163,14 @@ private slots:
     void liveEditableFieldsSendChangesAndTheRestIsLocked()
     {
         SettingsPanel panel;
+        // Before any run, the panel does not say that one is training.
+        QVERIFY(!child<QLabel>(panel, "liveHint")->isVisibleTo(&panel));
         TrainSettings run;
         run.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
         panel.setSettings(run);
         QSignalSpy changes(&panel, &SettingsPanel::liveChangeRequested);
         panel.setLive(true, run);
+        QVERIFY(child<QLabel>(panel, "liveHint")->isVisibleTo(&panel));
 
         for (const char* locked : {"modelCombo", "datasetCombo", "seedEdit", "epochsEdit", "optimizerCombo", "backendCombo",
                                    "initWeightsEdit", "browseWeightsButton"})
@@ -203,6 +206,7 @@ private slots:
         QCOMPARE(child<QLabel>(panel, "problemLabel")->text(), QStringLiteral("No run is training."));
 
         panel.setLive(false);
+        QVERIFY(!child<QLabel>(panel, "liveHint")->isVisibleTo(&panel));
         QVERIFY(panel.findChild<QWidget*>(QStringLiteral("modelCombo"))->isEnabled());
         QVERIFY(panel.findChild<QWidget*>(QStringLiteral("seedEdit"))->isEnabled());
     }

@@ -157,6 +157,7 @@ void SettingsPanel::buildUi()
     liveHint_ = named(new QLabel(tr("A run is training: changes to precision, loss scaling, batch size and "
                                     "learning rate apply at its next step."), this), "liveHint");
     liveHint_->setWordWrap(true);
+    liveHint_->setVisible(false);   // shown by setLive(true) only: no run trains yet
     notices_label_ = named(new QLabel(this), "noticesLabel");
     notices_label_->setWordWrap(true);
     notices_label_->setTextFormat(Qt::PlainText);
