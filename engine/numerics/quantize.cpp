@@ -1,0 +1,247 @@
+// The bulk quantisers of quantize.h. One element rule for every format: a magnitude a in
+// binade e (clamped to the format's normal range) is rounded to a multiple of the quantum
+// 2^q, q = e - mantissa bits, by (a + 2^(q+23)) - 2^(q+23): the sum lies in [2^(q+23),
+// 2^(q+24)), where fp32's step is 2^q, so the addition rounds a to nearest even at the
+// quantum and the subtraction is exact. A result above the largest finite saturates.
+#include "numerics/quantize.h"
+
+#include "numerics/format.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace plab {
+
+namespace {
+
+constexpr std::uint32_t kAbsMask = 0x7FFFFFFFu;
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+
+struct ElementRule {
+    int minNormalLog2;
+    int maxExponent;      // the binade of the largest finite value
+    int mantissaBits;
+    float maxFinite;
+    float minNormal;
+
+    explicit ElementRule(MiniFormat f)
+    {
+        const MiniFormatInfo& i = miniFormatInfo(f);
+        minNormalLog2 = i.minNormalLog2;
+        mantissaBits = i.mantissaBits;
+        maxFinite = static_cast<float>(i.maxFinite);
+        maxExponent = std::ilogb(i.maxFinite);
+        minNormal = std::ldexp(1.0f, minNormalLog2);
+    }
+
+    // |a| (finite, >= 0) rounded to the format's precision, before saturation (may
+    // exceed maxFinite).
+    float roundUnsaturated(float a) const
+    {
+        const int e = static_cast<int>(bitsOf(a) >> 23) - 127;   // fp32 subnormals: -127
+        const int q = std::clamp(e, minNormalLog2, maxExponent) - mantissaBits;
+        const float magic = floatFromBits(static_cast<std::uint32_t>(q + 23 + 127) << 23);
+        return (a + magic) - magic;
+    }
+};
+
+// Counts of one thread's share, folded into the caller's at the end.
+struct Counts {
+    RoundingStats stats;
+    std::uint64_t byteCounts[256] = {};   // histogram by fp32 exponent byte
+    std::uint64_t subnormalInputs = 0;
+    GradientHistogram* hist = nullptr;
+
+    // x: the value given to the format (scaled); r: its rounded magnitude; saturated: x was
+    // finite and rounded above the largest finite value.
+    void add(float x, float r, bool saturated, const ElementRule& rule)
+    {
+        const std::uint32_t a = bitsOf(x) & kAbsMask;
+        stats.zerosIn += (a == 0);
+        stats.nan += (a > kInfBits);
+        stats.infIn += (a == kInfBits);
+        stats.underflow += (a != 0 && a < kInfBits && r == 0.0f);
+        stats.subnormal += (r != 0.0f && r < rule.minNormal);
+        stats.overflow += saturated;
+        if (hist) {
+            ++byteCounts[a >> 23];
+            if ((a >> 23) == 0 && a != 0) {
+                ++subnormalInputs;
+                ++hist->bins[static_cast<std::size_t>(GradientHistogram::binOf(GradientHistogram::kMinExponent +
+                                                                                std::bit_width(a) - 1))];
+            }
+        }
+    }
+
+    void finish(std::uint64_t count, RoundingStats* out)
+    {
+        stats.count += count;
+        if (out) *out += stats;
+        if (!hist) return;
+        constexpr int kBiasedToBin = -127 - GradientHistogram::kMinExponent;
+        for (int b = 1; b <= 254; ++b) hist->bins[static_cast<std::size_t>(b + kBiasedToBin)] += byteCounts[b];
+        hist->nonFinite += byteCounts[255];
+        hist->zeros += byteCounts[0] - subnormalInputs;
+    }
+};
+
+// x rounded as a signed value, saturating: NaN stays NaN, an infinity becomes the largest
+// finite value like any value above it. *magnitude: |result|; *saturated: a finite x that
+// rounded above the largest finite value.
+float roundSigned(const ElementRule& rule, float x, float* magnitude, bool* saturated)
+{
+    *saturated = false;
+    if (std::isnan(x)) {
+        *magnitude = x;
+        return x;
+    }
+    const float a = std::fabs(x);
+    float r = rule.maxFinite;
+    if (!std::isinf(a)) {
+        r = rule.roundUnsaturated(a);
+        if (r > rule.maxFinite) {
+            r = rule.maxFinite;
+            *saturated = true;
+        }
+    }
+    *magnitude = r;
+    return std::signbit(x) ? -r : r;
+}
+
+}  // namespace
+
+float amaxOf(const float* src, std::size_t n)
+{
+    float amax = 0.0f;
+    bool nan = false;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = std::fabs(src[i]);
+        nan |= std::isnan(a);
+        amax = a > amax ? a : amax;
+    }
+    return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, float scale, float scaleInv,
+                     RoundingStats* stats, GradientHistogram* hist)
+{
+    const ElementRule rule(f);
+    Counts counts;
+    counts.hist = hist;
+    float amax = 0.0f;
+    bool nan = false;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float in = src[i];   // read before the write: src and dst may alias
+        const float a = std::fabs(in);
+        nan |= std::isnan(a);
+        amax = a > amax ? a : amax;
+        const float x = in * scale;
+        float r = 0.0f;
+        bool saturated = false;
+        const float q = roundSigned(rule, x, &r, &saturated);
+        dst[i] = q * scaleInv;
+        if (stats || hist) counts.add(x, r, saturated, rule);
+    }
+    counts.finish(n, stats);
+    return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+float fp8ScaleFor(MiniFormat f, float amax, float previous, int margin)
+{
+    // transformer_engine/pytorch/fp8.py, _default_sf_compute: sf = (fp8_max / amax) / 2^margin,
+    // kept where amax is not > 0 or not finite, fp32 max where it overflows.
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return previous;
+    const float fp8Max = static_cast<float>(miniFormatInfo(f).maxFinite);
+    const float sf = (fp8Max / amax) / std::ldexp(1.0f, margin);
+    if (std::isinf(sf)) return std::numeric_limits<float>::max();
+    return sf;
+}
+
+void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                      std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
+                      GradientHistogram* blockScales)
+{
+    const ElementRule rule(f);
+    const int emax = mxElementEmax(f);
+    Counts counts;
+    counts.hist = hist;
+
+    // The block's shared exponent from its amax (MX v1.0 section 6.3); nullopt: NaN scale.
+    auto exponentOf = [&](float amax) -> std::optional<int> {
+        if (!std::isfinite(amax)) return std::nullopt;
+        if (amax == 0.0f) return -127;
+        return std::clamp(std::ilogb(amax) - emax, -127, 127);
+    };
+    auto countScale = [&](std::optional<int> e) {
+        if (!blockScales) return;
+        if (e)
+            ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(*e))];
+        else
+            ++blockScales->nonFinite;
+    };
+    // One element: x / 2^e rounded, written as P * 2^e. Both products are exact in fp32:
+    // e lies in [-127, 126] (emax >= 2), so 2^-e is a normal fp32 number and 2^e at least
+    // the subnormal 2^-127, and P's lowest bit (>= 2^-9) times 2^e stays above 2^-149.
+    auto powerOfTwo = [](int e) {
+        return e >= -126 ? floatFromBits(static_cast<std::uint32_t>(e + 127) << 23)
+                         : floatFromBits(1u << (e + 149));
+    };
+    auto quantizeOne = [&](float in, std::optional<int> e, float* out) {
+        if (!e) {
+            *out = std::numeric_limits<float>::quiet_NaN();
+            if (stats || hist) counts.add(std::numeric_limits<float>::quiet_NaN(), 0.0f, false, rule);
+            return;
+        }
+        const float x = in * powerOfTwo(-*e);
+        float r = 0.0f;
+        bool saturated = false;
+        const float p = roundSigned(rule, x, &r, &saturated);
+        *out = p * powerOfTwo(*e);
+        if (stats || hist) counts.add(x, r, saturated, rule);
+    };
+
+    if (alongRows) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const float* s = src + r * ld;
+            float* d = dst + r * ld;
+            for (std::int64_t c0 = 0; c0 < cols; c0 += kMxBlockSize) {
+                const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + kMxBlockSize);
+                const auto e = exponentOf(amaxOf(s + c0, static_cast<std::size_t>(c1 - c0)));
+                countScale(e);
+                for (std::int64_t c = c0; c < c1; ++c) quantizeOne(s[c], e, d + c);
+            }
+        }
+    } else {
+        // Blocks down the columns, taken a band of kMxBlockSize rows at a time: the band's
+        // amax per column is gathered row by row (contiguous reads), then applied.
+        std::vector<float> amax(static_cast<std::size_t>(cols));
+        std::vector<std::optional<int>> exponent(static_cast<std::size_t>(cols));
+        for (std::int64_t r0 = 0; r0 < rows; r0 += kMxBlockSize) {
+            const std::int64_t r1 = std::min<std::int64_t>(rows, r0 + kMxBlockSize);
+            std::fill(amax.begin(), amax.end(), 0.0f);
+            for (std::int64_t r = r0; r < r1; ++r) {
+                const float* s = src + r * ld;
+                for (std::int64_t c = 0; c < cols; ++c) {
+                    // A NaN wins and stays: once there, nothing replaces it.
+                    float& m = amax[static_cast<std::size_t>(c)];
+                    const float a = std::fabs(s[c]);
+                    if (!std::isnan(m) && !(a <= m)) m = a;
+                }
+            }
+            for (std::int64_t c = 0; c < cols; ++c) {
+                exponent[static_cast<std::size_t>(c)] = exponentOf(amax[static_cast<std::size_t>(c)]);
+                countScale(exponent[static_cast<std::size_t>(c)]);
+            }
+            for (std::int64_t r = r0; r < r1; ++r)
+                for (std::int64_t c = 0; c < cols; ++c)
+                    quantizeOne(src[r * ld + c], exponent[static_cast<std::size_t>(c)], dst + r * ld + c);
+        }
+    }
+    counts.finish(static_cast<std::uint64_t>(rows * cols), stats);
+}
+
+}  // namespace plab

@@ -1,0 +1,50 @@
+// Bulk quantisation of fp32 arrays to the formats below 16 bits (minifloat.h) with a
+// scale, as the FP8 and MX recipes quantise matmul/conv inputs (issue 15):
+// - per tensor: q = round_f(x * scale), saturating, and the value written is q * scaleInv
+//   (Transformer Engine keeps scaleInv = 1 / scale beside the FP8 data; cuBLASLt multiplies
+//   the fp32 sum by the two operands' scaleInv instead, so the emulation's operands differ
+//   from the hardware's by at most one fp32 rounding each, 2^-24 relative, far below the
+//   FP8 step of 2^-3 or 2^-4);
+// - per block (OCP MX v1.0): blocks of kMxBlockSize consecutive elements along a row or
+//   along a column of a matrix share 2^e, e = floor(log2(amax of the block)) - emax of the
+//   element format (clamped to E8M0's [-127, 127]); P = round_f(x / 2^e), saturating, and
+//   the value written is P * 2^e, exact.
+// The statistics describe the values given to the element format (x * scale, x / 2^e):
+// count, zerosIn, nan, infIn as for roundArray; underflow: nonzero finite values that
+// became 0; subnormal: results subnormal in f; overflow: finite values beyond f's largest
+// finite value, saturated to it. The histogram is of |x * scale| (|x / 2^e|) before
+// rounding, so f's range can be drawn over it. Every value the kernels write equals
+// roundToMini / mxQuantize of minifloat.h (the tests compare them over every pattern).
+#pragma once
+
+#include "numerics/minifloat.h"
+#include "numerics/rounding_stats.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace plab {
+
+// The largest |x| of src[0..n): NaN when one is NaN, +inf when one is infinite; 0 for n = 0.
+float amaxOf(const float* src, std::size_t n);
+
+// Per-tensor quantisation of src into dst (may alias), counts added to stats / hist (may
+// be null). Returns amaxOf(src, n), measured in the same pass.
+float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, float scale, float scaleInv,
+                     RoundingStats* stats, GradientHistogram* hist);
+
+// The per-tensor scale of Transformer Engine's delayed and current scaling for an amax:
+// largest finite of f / amax / 2^margin, in fp32; `previous` when amax is 0, NaN or
+// infinite (the tensor gives no information); fp32's largest finite when the ratio
+// overflows.
+float fp8ScaleFor(MiniFormat f, float amax, float previous, int margin);
+
+// OCP MX blocks over a row-major matrix (rows, cols) with row stride ld: along each row
+// (alongRows: blocks of cols) or along each column (blocks of rows). A partial block at the
+// end is a smaller block (as if padded with zeros). blockScales (may be null) gets one
+// count per block in the bin of its exponent e (nonFinite for a NaN scale).
+void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                      std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
+                      GradientHistogram* blockScales);
+
+}  // namespace plab

@@ -1,0 +1,253 @@
+// Tests the bulk quantisers of the FP8 and MX recipes (numerics/quantize) against the
+// scalar conversions of numerics/minifloat, which tst_minifloat checks pattern by pattern
+// against the specifications: every representable value, midpoint and neighbour of all
+// five formats, fp32 subnormals, infinities and NaN, 20,000 random values per format and
+// scale; the statistics and histogram against counts taken here from those scalar results;
+// Transformer Engine's scale rule against its formula evaluated here; MX blocks along rows
+// and columns (partial blocks, zero, NaN and infinite blocks, saturation) against
+// mxQuantize block by block.
+// links: plab_numerics plab_test_support
+#include "numerics/quantize.h"
+
+#include "numerics/bulk_round.h"
+#include "numerics/format.h"
+#include "numerics/minifloat.h"
+#include "test_support.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace plab;
+
+namespace {
+
+constexpr MiniFormat kFormats[] = {MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e2m3, MiniFormat::e3m2,
+                                   MiniFormat::e2m1};
+
+bool sameValue(float a, float b)
+{
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return bitsOf(a) == bitsOf(b);
+}
+
+// Every value of f, the midpoints between neighbours and the fp32 neighbours of those,
+// both signs, values past saturation, fp32 subnormals, zeros, infinities, NaN, and random
+// values over 2^-40..2^40.
+std::vector<float> probeValues(MiniFormat f, unsigned seed)
+{
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    std::vector<float> exact;
+    for (unsigned b = 0; b < (1u << (info.bits() - 1)); ++b) {
+        const float v = decodeMini(f, static_cast<std::uint8_t>(b));
+        if (std::isfinite(v)) exact.push_back(v);
+    }
+    std::sort(exact.begin(), exact.end());
+    std::vector<float> out;
+    auto addAround = [&out](float v) {
+        out.push_back(v);
+        out.push_back(std::nextafter(v, 0.0f));
+        out.push_back(std::nextafter(v, INFINITY));
+    };
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+        addAround(exact[i]);
+        if (i + 1 < exact.size()) addAround(0.5f * (exact[i] + exact[i + 1]));
+    }
+    const float top = static_cast<float>(info.maxFinite);
+    for (float v : {top * 1.0625f, top * 1.125f, top * 1.5f, top * 4.0f, 1e30f, std::numeric_limits<float>::max(),
+                    std::numeric_limits<float>::denorm_min(), 1e-40f, std::numeric_limits<float>::min()})
+        addAround(v);
+    out.push_back(0.5f * std::ldexp(1.0f, info.minSubnormalLog2));   // half the smallest: a tie to 0
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> log2(-40.0f, 40.0f);
+    for (int i = 0; i < 20000; ++i) out.push_back(std::exp2(log2(rng)));
+    const std::size_t positives = out.size();
+    for (std::size_t i = 0; i < positives; ++i) out.push_back(-out[i]);
+    out.push_back(INFINITY);
+    out.push_back(-INFINITY);
+    out.push_back(std::numeric_limits<float>::quiet_NaN());
+    return out;
+}
+
+// A finite x that rounds past f's largest finite value (and so saturates). OFP8 says so
+// by its non-saturating result; FP6 and FP4 have none, but their largest value's mantissa
+// is all ones (odd), so the tie above it would round up.
+bool saturates(MiniFormat f, float x)
+{
+    if (!std::isfinite(x)) return false;
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    if (info.hasNaN) {
+        const float r = roundToMini(f, x, Overflow::nonFinite);
+        return std::isnan(r) || std::isinf(r);
+    }
+    const double half = 0.5 * std::ldexp(1.0, std::ilogb(info.maxFinite) - info.mantissaBits);
+    return std::fabs(double(x)) >= info.maxFinite + half;
+}
+
+// Counts of one quantisation as quantize.h defines them, from the scalar results.
+RoundingStats referenceStats(MiniFormat f, const std::vector<float>& src, float scale)
+{
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    RoundingStats s;
+    for (float v : src) {
+        const float x = v * scale;
+        ++s.count;
+        if (std::isnan(x)) { ++s.nan; continue; }
+        if (std::isinf(x)) { ++s.infIn; continue; }
+        if (x == 0.0f) { ++s.zerosIn; continue; }
+        const float r = std::fabs(roundToMini(f, x, Overflow::saturate));
+        s.underflow += r == 0.0f;
+        s.subnormal += r != 0.0f && r < std::ldexp(1.0f, info.minNormalLog2);
+        s.overflow += saturates(f, x);
+    }
+    return s;
+}
+
+}  // namespace
+
+class TestQuantize : public QObject {
+    Q_OBJECT
+
+private slots:
+    void perTensorEqualsScalarConversion()
+    {
+        for (MiniFormat f : kFormats) {
+            for (float scale : {1.0f, 0.3125f, 3.7f, 1024.0f, 1.0f / 65536.0f}) {
+                const auto src = probeValues(f, 7u + static_cast<unsigned>(f));
+                const float scaleInv = 1.0f / scale;
+                std::vector<float> dst(src.size());
+                RoundingStats stats;
+                GradientHistogram hist;
+                quantizeScaled(f, src.data(), dst.data(), src.size(), scale, scaleInv, &stats, &hist);
+                for (std::size_t i = 0; i < src.size(); ++i) {
+                    const float expected = roundToMini(f, src[i] * scale, Overflow::saturate) * scaleInv;
+                    // FP6 and FP4 hold no NaN: a NaN input stays NaN in the emulation.
+                    if (!sameValue(dst[i], expected) && !(std::isnan(src[i]) && std::isnan(dst[i])))
+                        QFAIL(qPrintable(QString("%1 scale %2: %3 gave %4, expected %5")
+                                             .arg(QString::fromLatin1(miniFormatInfo(f).name.data(),
+                                                                      int(miniFormatInfo(f).name.size())))
+                                             .arg(double(scale)).arg(double(src[i]), 0, 'g', 9)
+                                             .arg(double(dst[i]), 0, 'g', 9).arg(double(expected), 0, 'g', 9)));
+                }
+                QCOMPARE(stats, referenceStats(f, src, scale));
+                // The histogram is of |x * scale| before rounding: the same as fp32's.
+                GradientHistogram expectedHist;
+                std::vector<float> scaled(src.size());
+                for (std::size_t i = 0; i < src.size(); ++i) scaled[i] = src[i] * scale;
+                std::vector<float> unused(src.size());
+                roundArray(Format::fp32, scaled.data(), unused.data(), scaled.size(), nullptr, &expectedHist);
+                QVERIFY(hist == expectedHist);
+            }
+        }
+    }
+
+    void inPlaceAndAmax()
+    {
+        std::vector<float> x = {0.5f, -3.0f, 1e-3f, 700.0f, -0.0f};
+        const float amax = quantizeScaled(MiniFormat::e4m3, x.data(), x.data(), x.size(), 1.0f, 1.0f, nullptr,
+                                          nullptr);
+        QCOMPARE(amax, 700.0f);
+        QCOMPARE(x[3], 448.0f);   // saturated
+        QCOMPARE(x[1], -3.0f);
+        QCOMPARE(x[2], 0.001953125f);   // above 2^-10, half the smallest subnormal: up to 2^-9
+        std::vector<float> withNaN = {1.0f, std::numeric_limits<float>::quiet_NaN(), 5.0f};
+        QVERIFY(std::isnan(amaxOf(withNaN.data(), withNaN.size())));
+        std::vector<float> withInf = {1.0f, -INFINITY};
+        QCOMPARE(amaxOf(withInf.data(), withInf.size()), INFINITY);
+        QCOMPARE(amaxOf(nullptr, 0), 0.0f);
+    }
+
+    void transformerEngineScaleRule()
+    {
+        // sf = (fp8_max / amax) / 2^margin in fp32 (transformer_engine/pytorch/fp8.py).
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, 448.0f, 1.0f, 0), 1.0f);
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, 1.0f, 1.0f, 0), 448.0f);
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, 1.0f, 1.0f, 2), 112.0f);
+        QCOMPARE(fp8ScaleFor(MiniFormat::e5m2, 0.001f, 1.0f, 0), 57344.0f / 0.001f);
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, 3.0f, 1.0f, -1), (448.0f / 3.0f) * 2.0f);
+        // No information: the previous scale stays.
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, 0.0f, 5.0f, 0), 5.0f);
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, INFINITY, 5.0f, 0), 5.0f);
+        QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, std::numeric_limits<float>::quiet_NaN(), 5.0f, 0), 5.0f);
+        // The ratio overflows fp32: the largest finite fp32.
+        QCOMPARE(fp8ScaleFor(MiniFormat::e5m2, 1e-40f, 1.0f, 0), std::numeric_limits<float>::max());
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> log2(-30.0f, 30.0f);
+        for (int i = 0; i < 1000; ++i) {
+            const float amax = std::exp2(log2(rng));
+            const float expected = (448.0f / amax) / 8.0f;
+            QCOMPARE(fp8ScaleFor(MiniFormat::e4m3, amax, 1.0f, 3), expected);
+        }
+    }
+
+    void mxBlocksAlongRowsAndColumns()
+    {
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<float> log2(-20.0f, 20.0f);
+        std::uniform_int_distribution<int> sign(0, 1);
+        const std::int64_t rows = 70, cols = 45, ld = 50;   // partial blocks both ways; a stride
+        for (MiniFormat f : kFormats) {
+            for (bool alongRows : {true, false}) {
+                std::vector<float> src(static_cast<std::size_t>(rows * ld), -99.0f);
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < cols; ++c)
+                        src[static_cast<std::size_t>(r * ld + c)] = (sign(rng) ? -1.0f : 1.0f) * std::exp2(log2(rng));
+                // A block of zeros, a NaN, an infinity, an outlier.
+                for (std::int64_t k = 0; k < 32; ++k)
+                    src[static_cast<std::size_t>(alongRows ? 2 * ld + k : k * ld + 2)] = 0.0f;
+                src[static_cast<std::size_t>(5 * ld + 7)] = std::numeric_limits<float>::quiet_NaN();
+                src[static_cast<std::size_t>(40 * ld + 40)] = -INFINITY;
+                src[static_cast<std::size_t>(60 * ld + 3)] = 1e30f;
+                std::vector<float> dst(src.size(), -99.0f);
+                RoundingStats stats;
+                GradientHistogram scales;
+                quantizeMxBlocks(f, src.data(), dst.data(), rows, cols, ld, alongRows, &stats, nullptr, &scales);
+
+                GradientHistogram expectedScales;
+                std::uint64_t saturated = 0, lost = 0;
+                const std::int64_t lines = alongRows ? rows : cols, length = alongRows ? cols : rows;
+                for (std::int64_t line = 0; line < lines; ++line) {
+                    for (std::int64_t k0 = 0; k0 < length; k0 += kMxBlockSize) {
+                        const std::int64_t k1 = std::min<std::int64_t>(length, k0 + kMxBlockSize);
+                        auto at = [&](std::int64_t k) {
+                            return static_cast<std::size_t>(alongRows ? line * ld + k : k * ld + line);
+                        };
+                        std::vector<float> block;
+                        for (std::int64_t k = k0; k < k1; ++k) block.push_back(src[at(k)]);
+                        const MxBlock ref = mxQuantize(f, block.data(), block.size());
+                        if (ref.nanScale)
+                            ++expectedScales.nonFinite;
+                        else
+                            ++expectedScales.bins[static_cast<std::size_t>(GradientHistogram::binOf(ref.scaleExponent))];
+                        for (std::int64_t k = k0; k < k1; ++k) {
+                            const std::size_t i = static_cast<std::size_t>(k - k0);
+                            QVERIFY2(sameValue(dst[at(k)], ref.value(i)),
+                                     qPrintable(QString("format %1 %2 line %3 element %4: %5 vs %6")
+                                                    .arg(int(f)).arg(alongRows ? "rows" : "columns").arg(line).arg(k)
+                                                    .arg(double(dst[at(k)])).arg(double(ref.value(i)))));
+                            if (ref.nanScale) continue;
+                            const double given = std::ldexp(double(block[i]), -ref.scaleExponent);
+                            saturated += saturates(f, static_cast<float>(given));
+                            lost += block[i] != 0.0f && ref.elements[i] == 0.0f;
+                        }
+                    }
+                }
+                QVERIFY(scales == expectedScales);
+                QCOMPARE(stats.count, std::uint64_t(rows * cols));
+                QCOMPARE(stats.underflow, lost);
+                QCOMPARE(stats.overflow, saturated);
+                QVERIFY(stats.overflow > 0);   // the 1e30 outlier's block... and MX's own clipping
+                // Outside the matrix (the stride's gap) nothing is written.
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = cols; c < ld; ++c) QCOMPARE(dst[static_cast<std::size_t>(r * ld + c)], -99.0f);
+            }
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestQuantize)
+#include "tst_quantize.moc"
