@@ -54,6 +54,8 @@ struct NamedRecipe {
     bool fp32Accumulate;
     bool fp32SensitiveOps;
     const char* lossScalingPreset;   // nullptr: scaling off
+    QuantMode quantization = QuantMode::off;
+    bool hybrid = true;              // FP8: E5M2 gradients (Quantization::hybrid)
 };
 
 // DESIGN.md section 4. FP32 has no separate master copy ("-" in the table): its
@@ -95,6 +97,20 @@ constexpr std::array<NamedRecipe, 9> kFrameworkRecipes{{
     {"allow-tf32", "PyTorch allow_tf32", Format::tf32, true, true, true, nullptr},
 }};
 
+// Below 16 bits (issue 15): matmul/conv inputs quantised, outputs in bf16, fp32 master
+// weights, fp32 accumulation, softmax/loss in fp32, no loss scaling. fp8-delayed is NVIDIA
+// Transformer Engine's DelayedScaling with its defaults (HYBRID: E4M3 forward, E5M2
+// gradients; amax history 1024, "max", margin 0); fp8-current scales by each tensor's own
+// amax (TE's Float8CurrentScaling); mxfp8 is TE's MXFP8BlockScaling (E4M3 throughout);
+// fp8-unscaled is the delayed recipe's formats with the scale left at 1.
+constexpr std::array<NamedRecipe, 5> kLowPrecisionRecipes{{
+    {"fp8-unscaled", "FP8 without scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Unscaled, true},
+    {"fp8-delayed", "FP8 delayed scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Delayed, true},
+    {"fp8-current", "FP8 current scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Current, true},
+    {"mxfp8", "MXFP8", Format::bf16, true, true, true, nullptr, QuantMode::mxfp8, false},
+    {"mxfp4", "MXFP4", Format::bf16, true, true, true, nullptr, QuantMode::mxfp4, false},
+}};
+
 template <std::size_t N>
 std::vector<std::string> namesOf(const std::array<NamedRecipe, N>& recipes)
 {
@@ -109,6 +125,8 @@ const NamedRecipe* findNamedRecipe(std::string_view name)
     for (const NamedRecipe& n : kNamedRecipes)
         if (name == n.name) return &n;
     for (const NamedRecipe& n : kFrameworkRecipes)
+        if (name == n.name) return &n;
+    for (const NamedRecipe& n : kLowPrecisionRecipes)
         if (name == n.name) return &n;
     return nullptr;
 }
@@ -229,6 +247,88 @@ std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::stri
                 "': expected off, static:S, dynamic, pytorch, tensorflow or apex");
 }
 
+// ---- Quantization ---------------------------------------------------------------
+
+namespace {
+
+constexpr std::array<std::pair<QuantMode, std::string_view>, 6> kQuantModeNames{{
+    {QuantMode::off, "off"},
+    {QuantMode::fp8Unscaled, "fp8-unscaled"},
+    {QuantMode::fp8Delayed, "fp8-delayed"},
+    {QuantMode::fp8Current, "fp8-current"},
+    {QuantMode::mxfp8, "mxfp8"},
+    {QuantMode::mxfp4, "mxfp4"},
+}};
+
+}  // namespace
+
+std::string_view quantModeName(QuantMode m)
+{
+    for (const auto& [mode, name] : kQuantModeNames)
+        if (mode == m) return name;
+    return "off";
+}
+
+std::optional<QuantMode> parseQuantMode(std::string_view name)
+{
+    for (const auto& [mode, text] : kQuantModeNames)
+        if (text == name) return mode;
+    return std::nullopt;
+}
+
+std::string_view amaxAlgorithmName(AmaxAlgorithm a) { return a == AmaxAlgorithm::max ? "max" : "most_recent"; }
+
+std::optional<AmaxAlgorithm> parseAmaxAlgorithm(std::string_view name)
+{
+    if (name == "max") return AmaxAlgorithm::max;
+    if (name == "most_recent") return AmaxAlgorithm::mostRecent;
+    return std::nullopt;
+}
+
+MiniFormat Quantization::forwardFormat() const
+{
+    return mode == QuantMode::mxfp4 ? MiniFormat::e2m1 : MiniFormat::e4m3;
+}
+
+MiniFormat Quantization::gradientFormat() const
+{
+    if (mode == QuantMode::mxfp4) return MiniFormat::e2m1;
+    return hybrid ? MiniFormat::e5m2 : MiniFormat::e4m3;
+}
+
+std::string Quantization::describe() const
+{
+    if (mode == QuantMode::off) return "operands in the compute format";
+    const std::string fwd(miniFormatInfo(forwardFormat()).name);
+    const std::string bwd(miniFormatInfo(gradientFormat()).name);
+    const std::string formats = mode == QuantMode::mxfp4 ? "fp4-e2m1 elements"
+                                : fwd == bwd              ? fwd + " throughout"
+                                                          : fwd + " forward, " + bwd + " gradients";
+    switch (mode) {
+    case QuantMode::off: break;
+    case QuantMode::fp8Unscaled: return "FP8 without scaling (" + formats + ", scale 1)";
+    case QuantMode::fp8Delayed:
+        return "FP8 delayed scaling (" + formats + ", amax history " + std::to_string(amaxHistory) + " " +
+               std::string(amaxAlgorithmName(algorithm)) + ", margin " + std::to_string(margin) + ")";
+    case QuantMode::fp8Current:
+        return "FP8 current scaling (" + formats + ", margin " + std::to_string(margin) + ")";
+    case QuantMode::mxfp8: return "MXFP8 (" + formats + ", blocks of 32 with an E8M0 scale)";
+    case QuantMode::mxfp4: return "MXFP4 (" + formats + ", blocks of 32 with an E8M0 scale)";
+    }
+    return {};
+}
+
+std::string Quantization::validate() const
+{
+    if (amaxHistory < 1 || amaxHistory > kMaxAmaxHistory)
+        return "amax history must be 1 to " + std::to_string(kMaxAmaxHistory) + " steps, got " +
+               std::to_string(amaxHistory);
+    if (margin < -kMaxMargin || margin > kMaxMargin)
+        return "FP8 margin must be an integer from " + std::to_string(-kMaxMargin) + " to " +
+               std::to_string(kMaxMargin) + ", got " + std::to_string(margin);
+    return {};
+}
+
 // ---- PrecisionRecipe --------------------------------------------------------------
 
 Format PrecisionRecipe::storage() const
@@ -256,6 +356,8 @@ std::optional<PrecisionRecipe> PrecisionRecipe::fromPreset(std::string_view name
     r.fp32Accumulate = n->fp32Accumulate;
     r.fp32SensitiveOps = n->fp32SensitiveOps;
     r.lossScaling = n->lossScalingPreset ? *LossScaling::preset(n->lossScalingPreset) : LossScaling::off();
+    r.quantization.mode = n->quantization;
+    r.quantization.hybrid = n->hybrid;
     return r;
 }
 
@@ -268,6 +370,20 @@ const std::vector<std::string>& PrecisionRecipe::presetNames()
 const std::vector<std::string>& PrecisionRecipe::frameworkPresetNames()
 {
     static const std::vector<std::string> names = namesOf(kFrameworkRecipes);
+    return names;
+}
+
+const std::vector<std::string>& PrecisionRecipe::lowPrecisionPresetNames()
+{
+    static const std::vector<std::string> names = namesOf(kLowPrecisionRecipes);
+    return names;
+}
+
+std::vector<std::string> PrecisionRecipe::allPresetNames()
+{
+    std::vector<std::string> names;
+    for (const auto* list : {&presetNames(), &frameworkPresetNames(), &lowPrecisionPresetNames()})
+        names.insert(names.end(), list->begin(), list->end());
     return names;
 }
 
@@ -304,6 +420,13 @@ std::vector<std::string> PrecisionRecipe::notices() const
         out.push_back("Softmax and cross-entropy in " + computeName +
                       ": autocast keeps them in fp32 because exp() overflows and sums lose precision "
                       "in reduced precision.");
+    if (quantization.on() && compute == Format::tf32)
+        out.push_back("TF32 with quantised operands: matmul/conv inputs are in " +
+                      std::string(miniFormatInfo(quantization.forwardFormat()).name) +
+                      ", so tf32 changes nothing; outputs stay fp32.");
+    if (quantization.on() && !fp32Accumulate)
+        out.push_back("Quantised operands summed in " + computeName +
+                      ": FP8 and MX matrix units accumulate in fp32; this is emulated on the CPU only.");
     if (!masterWeights && storage() == Format::fp32 && compute != Format::fp32)
         out.push_back("Master weights off changes nothing with " + computeName +
                       " compute: the weights are stored in fp32 either way.");
@@ -312,7 +435,8 @@ std::vector<std::string> PrecisionRecipe::notices() const
 
 std::string PrecisionRecipe::validate() const
 {
-    return lossScaling.validate();
+    if (auto problem = lossScaling.validate(); !problem.empty()) return problem;
+    return quantization.validate();
 }
 
 std::string PrecisionRecipe::describe() const
@@ -323,7 +447,7 @@ std::string PrecisionRecipe::describe() const
     const std::string storageName(formatName(storage()));
 
     std::ostringstream out;
-    out << label << ": " << computeName << " compute, ";
+    out << label << ": " << computeName << (quantization.on() ? " outputs, " : " compute, ");
     if (compute == Format::fp32)
         out << "fp32 weights";
     else if (masterWeights)
@@ -334,6 +458,7 @@ std::string PrecisionRecipe::describe() const
         << " accumulation";
     out << ", " << (fp32SensitiveOps ? std::string("fp32") : storageName) << " softmax/loss";
     out << ", " << lossScaling.describe();
+    if (quantization.on()) out << ", " << quantization.describe();
     return out.str();
 }
 

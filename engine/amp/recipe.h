@@ -4,6 +4,7 @@
 #pragma once
 
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
 
 #include <optional>
 #include <string>
@@ -38,6 +39,49 @@ struct LossScaling {
     bool operator==(const LossScaling&) const = default;
 };
 
+// Matmul and convolution inputs below 16 bits (issue 15): quantised to FP8 or to an OCP
+// Microscaling format with a scale, multiplied with fp32 accumulation; everything else
+// (outputs, the other ops, the weights' copies) follows the recipe's other switches.
+enum class QuantMode : std::uint8_t {
+    off,          // operands in the compute format (every recipe before issue 15)
+    fp8Unscaled,  // FP8, scale 1: what FP8 does without scaling
+    fp8Delayed,   // FP8, per-tensor scale from an amax history (Transformer Engine's DelayedScaling)
+    fp8Current,   // FP8, per-tensor scale from the tensor's own amax
+    mxfp8,        // OCP MX: blocks of 32 along the reduction dimension, E8M0 scale, FP8 elements
+    mxfp4,        // OCP MX: the same with FP4 E2M1 elements
+};
+std::string_view quantModeName(QuantMode m);   // "off", "fp8-unscaled", "fp8-delayed", ...
+std::optional<QuantMode> parseQuantMode(std::string_view name);
+
+enum class AmaxAlgorithm : std::uint8_t { max, mostRecent };
+std::string_view amaxAlgorithmName(AmaxAlgorithm a);   // "max", "most_recent"
+std::optional<AmaxAlgorithm> parseAmaxAlgorithm(std::string_view name);
+
+struct Quantization {
+    QuantMode mode = QuantMode::off;
+    // FP8 formats: E4M3 for activations and weights, E5M2 for gradients ("hybrid", on), or
+    // E4M3 throughout (off). MXFP4 quantises everything to FP4 E2M1 and ignores it.
+    bool hybrid = true;
+    // Delayed scaling (Transformer Engine's defaults): the amax of the last `amaxHistory`
+    // steps, reduced by `algorithm`; scale = largest finite / amax / 2^margin.
+    int amaxHistory = 1024;
+    AmaxAlgorithm algorithm = AmaxAlgorithm::max;
+    int margin = 0;
+    static constexpr int kMaxAmaxHistory = 100000;
+    static constexpr int kMaxMargin = 32;
+
+    bool on() const { return mode != QuantMode::off; }
+    bool blockScaled() const { return mode == QuantMode::mxfp8 || mode == QuantMode::mxfp4; }
+    MiniFormat forwardFormat() const;    // activations and weights
+    MiniFormat gradientFormat() const;   // activation gradients
+    // "FP8 delayed scaling (E4M3 forward, E5M2 gradients, amax history 1024 max, margin 0)".
+    std::string describe() const;
+    // The first impossible value as one sentence (history length < 1, margin outside
+    // [-64, 64]); empty when every value is possible.
+    [[nodiscard]] std::string validate() const;
+    bool operator==(const Quantization&) const = default;
+};
+
 struct PrecisionRecipe {
     std::string preset = "fp32";    // the preset it started from, "custom" once edited
     Format compute = Format::fp32;
@@ -45,6 +89,10 @@ struct PrecisionRecipe {
     bool fp32Accumulate = true;     // products summed in fp32 (on) or in the compute format
     bool fp32SensitiveOps = true;   // softmax, log-softmax, cross-entropy in fp32
     LossScaling lossScaling;
+    // Below 16 bits: how matmul/conv inputs are quantised (off: rounded to `compute`).
+    // With it on, `compute` is the format of everything else: matmul outputs, activations
+    // and their gradients are stored in bf16 (compute bf16) or fp32 (compute fp32).
+    Quantization quantization;
 
     // Storage format of activations, activation gradients, and (without master
     // weights) of weights, gradients and optimizer state: fp16/bf16 for those compute
@@ -71,6 +119,11 @@ struct PrecisionRecipe {
     // apex-O0..apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, autocast-bf16,
     // allow-tf32 (docs/FRAMEWORK_PRESETS.md). fromPreset and displayName take both lists.
     static const std::vector<std::string>& frameworkPresetNames();
+    // The recipes below 16 bits (issue 15): fp8-unscaled, fp8-delayed, fp8-current, mxfp8,
+    // mxfp4. fromPreset and displayName take them too.
+    static const std::vector<std::string>& lowPrecisionPresetNames();
+    // Every preset name: ours, the frameworks', the ones below 16 bits.
+    static std::vector<std::string> allPresetNames();
     static std::string displayName(std::string_view presetName);  // "AMP FP16"
 
     // Notices about unusual but allowed combinations, e.g. loss scaling with fp16

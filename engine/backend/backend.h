@@ -19,6 +19,7 @@
 #pragma once
 
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
 #include "numerics/rounding_stats.h"
 #include "numerics/update_math.h"
 #include "tensor/device_allocator.h"
@@ -28,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,22 @@ struct GemmPrecision {
 };
 
 enum class Transpose : std::uint8_t { no, yes };
+
+// How a matmul/conv input is quantised below 16 bits (issue 15, numerics/quantize.h): with
+// one scale for the tensor, or in OCP MX blocks of kMxBlockSize along the rows or the
+// columns of a row-major (rows, cols) matrix. The values written are the dequantised ones,
+// held in fp32 for an fp32-accumulated GEMM.
+struct QuantizeOp {
+    MiniFormat element = MiniFormat::e4m3;
+    bool blocks = false;          // MX blocks; else one scale
+    float scale = 1.0f;           // per tensor: q = round(x * scale), written as q * scaleInv
+    float scaleInv = 1.0f;
+    std::int64_t rows = 0;        // blocks: the matrix (rows * cols values, row stride ld)
+    std::int64_t cols = 0;
+    std::int64_t ld = 0;          // 0: cols
+    bool alongRows = true;        // blocks along each row (the reduction runs along rows)
+    std::int64_t stride() const { return ld ? ld : cols; }
+};
 
 // Geometry of a stride-1 convolution with a square kernel and symmetric zero padding
 // whose output has the spatial size of its input (kernel = 2 * pad + 1).
@@ -80,6 +98,7 @@ struct DeviceMemoryInfo {
 struct BackendCapabilities {
     std::vector<Format> compute;         // the formats its products and convolutions compute in
     std::vector<Format> sumsInCompute;   // those it can also accumulate in (fp32 accumulation off)
+    bool quantizes = false;              // runs ComputeBackend::quantize (the FP8 and MX recipes)
     std::string limitation;              // why a format is missing, for people ("" when none is)
     std::uint64_t memoryBytes = 0;       // the device's memory; 0: host memory
 };
@@ -141,6 +160,28 @@ public:
     // counts added, exactly as one serial call would.
     virtual void roundArray(Format f, const float* src, float* dst, std::size_t n,
                             RoundingStats* stats, GradientHistogram* hist) = 0;
+
+    // Quantises n values of src into dst (may alias) as op says (blocks: n = rows * cols,
+    // src and dst both with row stride op.stride()); counts of the values given
+    // to the element format added to stats / hist, one count per block to blockScales (each
+    // may be null). Returns the amax of src (NaN if one is NaN; 0 for blocks). Waits for it.
+    // Only backends whose capabilities say `quantizes` run it (the trainer refuses the FP8
+    // and MX recipes elsewhere); the others throw std::logic_error.
+    // (Defined here, like every default of this class: the CUDA plugin links none of the
+    // engine's libraries.)
+    virtual float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n,
+                           RoundingStats* stats, GradientHistogram* hist, GradientHistogram* blockScales)
+    {
+        (void)op, (void)src, (void)dst, (void)n, (void)stats, (void)hist, (void)blockScales;
+        throw std::logic_error("The " + info().name + " backend cannot quantise below 16 bits.");
+    }
+    // The amax of src: the largest |x|, NaN if one is NaN. Waits for it. Backends that
+    // quantize run it; the others throw std::logic_error.
+    virtual float amax(const float* src, std::int64_t n)
+    {
+        (void)src, (void)n;
+        throw std::logic_error("The " + info().name + " backend cannot quantise below 16 bits.");
+    }
 
     // ---- Where tensors live, and the step's synchronisation --------------------------
 
@@ -264,7 +305,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // The plugin reports the number it was built with (plab_cuda_abi_version) and the loader
 // refuses any other, so a plugin left over from another build is never called into.
 // Bump it whenever any of those declarations change.
-inline constexpr int kCudaPluginAbiVersion = 3;   // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes
+// 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes;
+// 4: quantize, amax, BackendCapabilities::quantizes.
+inline constexpr int kCudaPluginAbiVersion = 4;
 
 }  // namespace plab
 

@@ -61,15 +61,23 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
-    inputOperand_ = &operandIn(ctx, p, input, roundedInput_, name(), TensorKind::activation,
-                               p.compute == Format::tf32);
-    weightOperand_ = &operandIn(ctx, p, weight_.value, roundedWeight_, name(), TensorKind::activation, false);
+    const bool mx = p.quant.blockScaled();
+    if (mx) {
+        // MX: the reduction runs over the patch (C*k*k): W in blocks along its rows, the
+        // lowered columns in blocks down theirs, once lowered (lowerAndMultiply).
+        inputOperand_ = &input;
+        weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, g.patchSize(), true, roundedWeight_,
+                                       name(), OperandRole::weight);
+    } else {
+        inputOperand_ = &layerOperand(ctx, p, input, roundedInput_, name(), OperandRole::input, scalers_);
+        weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
+    }
 
     prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations);
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
-    usesLibrary_ = ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(), weightOperand_->data(),
-                                                   output_.data(), p.gemm());
+    usesLibrary_ = !mx && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
+                                                          weightOperand_->data(), output_.data(), p.gemm());
     if (!usesLibrary_) lowerAndMultiply(ctx, p);
 
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
@@ -89,10 +97,16 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     prepareColumns(ctx, p);
-    colsHoldWholeBatch_ = colsBlock_ >= N;   // then backward reuses the columns as they are
+    // Then backward reuses the columns as they are; not under MX, whose filter gradient
+    // needs them in blocks along the other dimension.
+    const bool mx = p.quant.blockScaled();
+    colsHoldWholeBatch_ = colsBlock_ >= N && !mx;
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+        if (mx)
+            quantizeBlocks(ctx, p, cols_.data(), cols_.data(), K, count * hw, count * hw, false, name(),
+                           OperandRole::input);
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
@@ -119,8 +133,11 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
                                     shapeString(gradOutput.shape()) + " for an output of shape " +
                                     shapeString(output_.shape()) + ".");
-    const Tensor& dY = operandIn(ctx, p, gradOutput, roundedGrad_, name(), TensorKind::activationGrad,
-                                 p.compute == Format::tf32);   // (Cout, N, H, W)
+    // MX quantises the gradient once for each GEMM, in its blocks (filterGradientLowered,
+    // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
+    const Tensor& dY = p.quant.blockScaled()
+                           ? gradOutput
+                           : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);   // (Cout, N, H, W)
 
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
@@ -132,7 +149,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         lowerAfterRefusal(ctx, p);
     if (!usesLibrary_) filterGradientLowered(ctx, p, dY);
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
-    ctx.backend->sumRows(dY.data(), outChannels_, N * hw, bias_.grad.data());
+    ctx.backend->sumRows((p.quantizes() ? gradOutput : dY).data(), outChannels_, N * hw, bias_.grad.data());
     if (p.roundsStorage()) {
         // Weight and bias gradients share one tap: the layer's weight gradients.
         roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(),
@@ -159,11 +176,23 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     // dW (Cout, K) = dY (Cout, N*hw) * cols^T (N*hw, K), block by block when lowered in blocks.
     const std::int64_t block = colsHoldWholeBatch_ ? std::max<std::int64_t>(N, 1) : colsBlock_;
+    // MX: this GEMM sums over pixels, so dY and the columns go in blocks along their rows,
+    // block by block of the lowering.
+    const bool mx = p.quant.blockScaled();
+    if (mx) prepareTensor(roundedGrad_, dY.shape(), Format::fp32, ctx, MemoryCategory::workspace);
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
         const std::int64_t count = std::min(block, N - n0);
         if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+        const float* dYBlock = dY.data() + n0 * hw;
+        if (mx) {
+            quantizeBlocks(ctx, p, dYBlock, roundedGrad_.data() + n0 * hw, outChannels_, count * hw, N * hw, true,
+                           name(), OperandRole::gradOutput);
+            dYBlock = roundedGrad_.data() + n0 * hw;
+            quantizeBlocks(ctx, p, cols_.data(), cols_.data(), K, count * hw, count * hw, true, name(),
+                           OperandRole::input);
+        }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
-                          dY.data() + n0 * hw, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
+                          dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
                           weight_.grad.data(), K, p.gemm());
     }
 }
@@ -173,11 +202,18 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     // dcols (K, count*hw) = W^T (K, Cout) * dY block; col2im folds them into dX. The cols
-    // buffer is free now (dW is done), so it holds dcols.
+    // buffer is free now (dW is done), so it holds dcols. MX: this GEMM sums over Cout, so W
+    // and dY go in blocks down their columns.
+    const Tensor* dYOperand = &dY;
+    if (p.quant.blockScaled()) {
+        dYOperand = &blockOperand(ctx, p, dY, outChannels_, N * hw, false, roundedGrad_, name(), OperandRole::gradOutput);
+        weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, K, false, roundedWeight_, name(),
+                                       OperandRole::weight);
+    }
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
-                          weightOperand_->data(), K, dY.data() + n0 * hw, N * hw, 0.0f, cols_.data(),
+                          weightOperand_->data(), K, dYOperand->data() + n0 * hw, N * hw, 0.0f, cols_.data(),
                           count * hw, p.gemm());
         ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data());
     }

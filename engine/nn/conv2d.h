@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "nn/layer.h"
+#include "nn/layer_ops.h"
 
 namespace plab {
 
@@ -63,7 +64,8 @@ private:
     Tensor cols_;           // (Cin*k*k, block*H*W) lowered input; reused for dcols in backward
     Tensor output_;         // (Cout, N, H, W)
     Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput
-    Tensor gradInput_;      // (Cin, N, H, W)
+    Tensor gradInput_;       // (Cin, N, H, W)
+    OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
 };
 
 }  // namespace plab

@@ -1,6 +1,10 @@
 // Shared rounding sites of the layers: parallel bulk rounding with telemetry taps.
 #include "nn/layer_ops.h"
 
+#include "numerics/quantize.h"
+
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace plab {
@@ -13,6 +17,7 @@ StepPrecision StepPrecision::of(const PrecisionRecipe& recipe)
     p.fp32Accumulate = recipe.fp32Accumulate;
     p.grad = recipe.gradientFormat();
     p.fp32SensitiveOps = recipe.fp32SensitiveOps;
+    p.quant = recipe.quantization;
     return p;
 }
 
@@ -63,6 +68,121 @@ const Tensor& operandIn(StepContext& ctx, const StepPrecision& p, const Tensor& 
         ctx.backend->roundArray(p.compute, t.data(), workspace.data(), static_cast<std::size_t>(t.size()),
                                 nullptr, nullptr);
     }
+    return workspace;
+}
+
+TensorKind quantizedKind(OperandRole role)
+{
+    switch (role) {
+    case OperandRole::input: return TensorKind::quantizedActivation;
+    case OperandRole::weight: return TensorKind::quantizedWeight;
+    case OperandRole::gradOutput: return TensorKind::quantizedActivationGrad;
+    }
+    return TensorKind::quantizedActivation;
+}
+
+MiniFormat quantizedFormat(const Quantization& q, OperandRole role)
+{
+    return role == OperandRole::gradOutput ? q.gradientFormat() : q.forwardFormat();
+}
+
+void OperandScaler::adopt(const Quantization& q)
+{
+    if (q == settings_ && history_.size() == static_cast<std::size_t>(q.amaxHistory)) return;
+    settings_ = q;
+    history_.assign(static_cast<std::size_t>(q.amaxHistory), 0.0f);
+    next_ = filled_ = 0;
+    scale_ = 1.0f;
+}
+
+float OperandScaler::scale(const Quantization& q, MiniFormat f, float currentAmax)
+{
+    adopt(q);
+    switch (q.mode) {
+    case QuantMode::fp8Delayed: return scale_;
+    // Transformer Engine's current scaling: a tensor of zeros keeps scale 1.
+    case QuantMode::fp8Current: return fp8ScaleFor(f, currentAmax, 1.0f, q.margin);
+    default: return 1.0f;
+    }
+}
+
+void OperandScaler::record(const Quantization& q, MiniFormat f, float amax)
+{
+    adopt(q);
+    if (q.mode != QuantMode::fp8Delayed) return;
+    history_[next_] = amax;
+    next_ = (next_ + 1) % history_.size();
+    filled_ = std::min(filled_ + 1, history_.size());
+    float reduced = amax;   // most_recent
+    if (q.algorithm == AmaxAlgorithm::max) {
+        // NaN wins, as torch.max over the history does; fp8ScaleFor then keeps the scale.
+        for (std::size_t i = 0; i < filled_; ++i)
+            if (std::isnan(history_[i]) || history_[i] > reduced) reduced = history_[i];
+    }
+    scale_ = fp8ScaleFor(f, reduced, scale_, q.margin);
+}
+
+const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
+                               std::string_view layer, OperandRole role, OperandScaler& scaler)
+{
+    const MiniFormat f = quantizedFormat(p.quant, role);
+    const float currentAmax = p.quant.mode == QuantMode::fp8Current ? ctx.backend->amax(t.data(), t.size()) : 0.0f;
+    QuantizeOp op;
+    op.element = f;
+    op.scale = scaler.scale(p.quant, f, currentAmax);
+    op.scaleInv = 1.0f / op.scale;
+    // The emulation holds the dequantised values in fp32 and the memory chart counts them
+    // so (4 bytes each; the GPU's FP8 copy would take 1).
+    prepareTensor(workspace, t.shape(), Format::fp32, ctx, MemoryCategory::workspace);
+    const auto sink = tapSink(ctx, layer, quantizedKind(role));
+    const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
+    if (ctx.training) scaler.record(p.quant, f, amax);
+    if (sink.scaling) {
+        sink.scaling->present = true;
+        sink.scaling->scale = op.scale;
+        sink.scaling->amax = amax;
+    }
+    return workspace;
+}
+
+const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
+                           std::string_view layer, OperandRole role, OperandScalers& scalers)
+{
+    if (p.quant.blockScaled())
+        throw std::logic_error("Layer " + std::string(layer) + ": MX operands are quantised by blockOperand.");
+    if (p.quantizes()) return quantizedOperand(ctx, p, t, workspace, layer, role, scalers.of(role));
+    const bool tap = role != OperandRole::weight && p.compute == Format::tf32;
+    const TensorKind kind = role == OperandRole::gradOutput ? TensorKind::activationGrad : TensorKind::activation;
+    return operandIn(ctx, p, t, workspace, layer, kind, tap);
+}
+
+void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
+                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role)
+{
+    QuantizeOp op;
+    op.element = quantizedFormat(p.quant, role);
+    op.blocks = true;
+    op.rows = rows;
+    op.cols = cols;
+    op.ld = ld;
+    op.alongRows = alongRows;
+    const auto sink = tapSink(ctx, layer, quantizedKind(role));
+    // Block scales on histogram steps only, like the histograms.
+    GradientHistogram* scales = sink.hist && sink.scaling ? &sink.scaling->blockScales : nullptr;
+    ctx.backend->quantize(op, src, dst, rows * cols, sink.stats, sink.hist, scales);
+    if (sink.scaling) sink.scaling->present = sink.scaling->blocks = true;
+}
+
+const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
+                           std::int64_t cols, bool alongRows, Tensor& workspace, std::string_view layer,
+                           OperandRole role)
+{
+    if (rows * cols != t.size())
+        throw std::invalid_argument("Layer " + std::string(layer) + " quantises a tensor of " +
+                                    std::to_string(t.size()) + " values as " + std::to_string(rows) + " x " +
+                                    std::to_string(cols) + ".");
+    prepareTensor(workspace, t.shape(), Format::fp32, ctx, MemoryCategory::workspace);
+    quantizeBlocks(ctx, p, t.data(), workspace.data(), rows, cols, cols, alongRows, layer, role);
     return workspace;
 }
 

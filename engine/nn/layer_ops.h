@@ -12,23 +12,93 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace plab {
 
 struct StepPrecision {
-    Format compute = Format::fp32;   // operands of matmul/conv
+    Format compute = Format::fp32;   // operands of matmul/conv (unless quantised)
     Format storage = Format::fp32;   // activations and their gradients
     bool fp32Accumulate = true;
     Format grad = Format::fp32;      // weight and bias gradients: recipe.gradientFormat()
     bool fp32SensitiveOps = true;
+    Quantization quant;              // FP8 / MX operands (issue 15); off: rounded to compute
 
     static StepPrecision of(const PrecisionRecipe& recipe);
     static StepPrecision of(const StepContext& ctx);   // throws without recipe / backend
-    GemmPrecision gemm() const { return {compute, fp32Accumulate}; }
+    // Quantised operands hold dequantised values that no 16-bit format holds exactly, so
+    // with fp32 accumulation the GEMM runs on them in fp32 (sums as FP8 matrix units do).
+    GemmPrecision gemm() const
+    {
+        if (quant.on() && fp32Accumulate) return {Format::fp32, true};
+        return {compute, fp32Accumulate};
+    }
+    bool quantizes() const { return quant.on(); }
     bool roundsOperands() const { return compute != Format::fp32; }
     bool roundsStorage() const { return storage != Format::fp32; }
     Format gradFormat() const { return grad; }
 };
+
+// Which input of a layer's matmul/conv an operand is; each has its own scale.
+enum class OperandRole : std::uint8_t { input, weight, gradOutput };
+TensorKind quantizedKind(OperandRole role);
+MiniFormat quantizedFormat(const Quantization& q, OperandRole role);
+
+// The per-tensor scale of one operand of one layer across steps (FP8 recipes): the scale
+// this step uses and, for delayed scaling, the amax history that sets the next one.
+// Transformer Engine's order: step t quantises with the scale computed from the amaxes of
+// steps before t (1 at the first step), then its own amax joins the history. Evaluation
+// uses the scale and leaves the history alone. A change of the quantisation settings
+// (mid-run) starts afresh.
+class OperandScaler {
+public:
+    // The scale for this step. Current scaling needs the tensor's amax (`currentAmax`).
+    float scale(const Quantization& q, MiniFormat f, float currentAmax);
+    // After a training step's quantisation: the amax joins the history, the next scale is set.
+    void record(const Quantization& q, MiniFormat f, float amax);
+
+private:
+    void adopt(const Quantization& q);
+    Quantization settings_;
+    std::vector<float> history_;   // ring of the last amaxHistory amaxes
+    std::size_t next_ = 0;
+    std::size_t filled_ = 0;
+    float scale_ = 1.0f;
+};
+
+// The operand a matmul/conv reads for `t` under a per-tensor FP8 recipe: t quantised into
+// `workspace` with its scaler's scale, tapped as (layer, quantizedKind(role)) with the
+// scale and amax reported. Only for QuantMode fp8Unscaled / fp8Delayed / fp8Current.
+const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
+                               std::string_view layer, OperandRole role, OperandScaler& scaler);
+
+// Under an MX recipe (issue 15): the (rows, cols) matrix at src, row stride ld, quantised
+// in OCP MX blocks along its rows or down its columns (the GEMM's reduction dimension)
+// into dst (may alias; same stride), tapped as (layer, quantizedKind(role)) with its
+// block scales. A tensor used by two GEMMs along different dimensions is quantised once
+// for each, as MX training keeps a row-wise and a column-wise copy.
+void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
+                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role);
+// The same for a whole tensor viewed as (rows, cols), into `workspace`, which it returns.
+const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
+                           std::int64_t cols, bool alongRows, Tensor& workspace, std::string_view layer,
+                           OperandRole role);
+
+// The scalers of a matmul/conv layer's three operands.
+struct OperandScalers {
+    OperandScaler input, weight, gradOutput;
+    OperandScaler& of(OperandRole role)
+    {
+        return role == OperandRole::input ? input : role == OperandRole::weight ? weight : gradOutput;
+    }
+};
+
+// The operand a layer's matmul/conv reads for `t` in `role`, under any recipe: quantised
+// (quantizedOperand) under a per-tensor FP8 recipe; else t rounded to the compute format
+// (operandIn), the input and the output gradient tapped as activation / activation_grad
+// when the compute format is tf32 (its only rounding site), the weight never.
+const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
+                           std::string_view layer, OperandRole role, OperandScalers& scalers);
 
 // Where a rounding site adds its counts; both null without telemetry.
 TelemetryCollector::Sink tapSink(const StepContext& ctx, std::string_view layer, TensorKind kind);

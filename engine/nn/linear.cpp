@@ -35,9 +35,16 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx);
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
-    inputOperand_ = &operandIn(ctx, p, input, roundedInput_, name(), TensorKind::activation,
-                               p.compute == Format::tf32);
-    weightOperand_ = &operandIn(ctx, p, weight_.value, roundedWeight_, name(), TensorKind::activation, false);
+    input_ = &input;
+    if (p.quant.blockScaled()) {
+        // MX: blocks along the reduction dimension, `in` (the rows of both).
+        inputOperand_ = &blockOperand(ctx, p, input, N, inFeatures_, true, roundedInput_, name(), OperandRole::input);
+        weightOperand_ = &blockOperand(ctx, p, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
+                                       OperandRole::weight);
+    } else {
+        inputOperand_ = &layerOperand(ctx, p, input, roundedInput_, name(), OperandRole::input, scalers_);
+        weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
+    }
 
     prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
     // output (N, out) = input (N, in) * W^T (in, out)
@@ -56,15 +63,22 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
                                     shapeString(gradOutput.shape()) + " for an output of shape " +
                                     shapeString(output_.shape()) + ".");
     const std::int64_t N = output_.dim(0), O = outFeatures_, I = inFeatures_;
-    const Tensor& dY = operandIn(ctx, p, gradOutput, roundedGrad_, name(), TensorKind::activationGrad,
-                                 p.compute == Format::tf32);   // (N, out)
+    const bool mx = p.quant.blockScaled();
+    // MX: dW sums over the batch, so dY and X are quantised in blocks down their columns;
+    // dX sums over `out`, so dY again along its rows and W down its columns.
+    const Tensor& dY = mx ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
+                          : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
+    if (mx) inputOperand_ = &blockOperand(ctx, p, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
+    // The bias gradient from the gradient as it arrived (Transformer Engine sums it before
+    // the cast); without quantisation that is the operand itself, unless tf32 rounded it.
+    const Tensor& dYForBias = p.quantizes() ? gradOutput : dY;   // (N, out)
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     // dW (out, in) = dY^T (out, N) * X (N, in)
     ctx.backend->gemm(Transpose::yes, Transpose::no, O, I, N, dY.data(), O, inputOperand_->data(), I, 0.0f,
                       weight_.grad.data(), I, p.gemm());
     // db (out) = column sums of dY, in double.
-    ctx.backend->sumColumns(dY.data(), N, O, bias_.grad.data());
+    ctx.backend->sumColumns(dYForBias.data(), N, O, bias_.grad.data());
     if (p.roundsStorage()) {
         roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(), name(),
                     TensorKind::weightGrad);
@@ -75,7 +89,10 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
 
     // dX (N, in) = dY (N, out) * W (out, in)
     prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace);
-    ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dY.data(), O, weightOperand_->data(), I, 0.0f,
+    const Tensor& dYRows =
+        mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
+    if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
+    ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dYRows.data(), O, weightOperand_->data(), I, 0.0f,
                       gradInput_.data(), I, p.gemm());
     if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "nn/layer.h"
+#include "nn/layer_ops.h"
 
 namespace plab {
 
@@ -25,6 +26,7 @@ private:
     std::int64_t inFeatures_, outFeatures_;
     Parameter weight_, bias_;
 
+    const Tensor* input_ = nullptr;          // (N, in) the input as it arrived (unchanged until backward)
     const Tensor* inputOperand_ = nullptr;   // (N, in) the input in the compute format
     const Tensor* weightOperand_ = nullptr;  // (out, in) the weights in the compute format
     Tensor roundedInput_;    // (N, in) tf32 rounding of the input
@@ -32,6 +34,7 @@ private:
     Tensor output_;          // (N, out)
     Tensor roundedGrad_;     // (N, out) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (N, in)
+    OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
 };
 
 }  // namespace plab

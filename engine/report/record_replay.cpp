@@ -156,6 +156,16 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                     lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
                     lt.stats = roundingStatsFromJson(l.at("stats"));
                     if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
+                    if (l.contains("scale")) {
+                        lt.scaling.present = true;
+                        lt.scaling.scale = static_cast<float>(jsonReal(l.at("scale"), "\"scale\""));
+                        lt.scaling.amax = l.at("amax").is_null() ? std::numeric_limits<float>::quiet_NaN()
+                                                                 : static_cast<float>(jsonReal(l.at("amax"), "\"amax\""));
+                    }
+                    if (l.contains("block_scales")) {
+                        lt.scaling.present = lt.scaling.blocks = true;
+                        lt.scaling.blockScales = histogramFromJson(l.at("block_scales"));
+                    }
                     lt.update.lost = jsonWholeOr(l, "lost_updates", 0, kMaxCount);
                     lt.update.nonzero = jsonWholeOr(l, "nonzero_updates", 0, kMaxCount);
                     lt.update.nonFinite = jsonWholeOr(l, "non_finite_updates", 0, kMaxCount);

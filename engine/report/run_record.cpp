@@ -19,6 +19,9 @@ using nlohmann::json;
 
 namespace {
 
+// JSON holds no NaN or infinity: those are written as null (read back as NaN).
+json finiteOrNull(float x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
 std::string isoNow()
 {
     const auto now = std::chrono::system_clock::now();
@@ -208,6 +211,12 @@ void RunRecorder::onEvent(const TrainerEvent& event)
             json entry = {{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
                           {"stats", roundingStatsToJson(l.stats)}};
             if (e->hasHistograms) entry["histogram"] = histogramToJson(l.histogram);
+            if (l.scaling.present && !l.scaling.blocks) {
+                entry["scale"] = l.scaling.scale;
+                entry["amax"] = finiteOrNull(l.scaling.amax);
+            }
+            if (l.scaling.present && l.scaling.blocks && e->hasHistograms)
+                entry["block_scales"] = histogramToJson(l.scaling.blockScales);
             if (l.kind == TensorKind::weightGrad) {
                 entry["lost_updates"] = l.update.lost;
                 entry["nonzero_updates"] = l.update.nonzero;

@@ -9,15 +9,25 @@ std::string_view tensorKindName(TensorKind k)
     case TensorKind::activation: return "activation";
     case TensorKind::activationGrad: return "activation_grad";
     case TensorKind::weightGrad: return "weight_grad";
+    case TensorKind::quantizedActivation: return "quantized_activation";
+    case TensorKind::quantizedWeight: return "quantized_weight";
+    case TensorKind::quantizedActivationGrad: return "quantized_activation_grad";
     }
     return "unknown";
 }
 
 std::optional<TensorKind> parseTensorKind(std::string_view s)
 {
-    for (auto k : {TensorKind::activation, TensorKind::activationGrad, TensorKind::weightGrad})
+    for (auto k : {TensorKind::activation, TensorKind::activationGrad, TensorKind::weightGrad,
+                   TensorKind::quantizedActivation, TensorKind::quantizedWeight, TensorKind::quantizedActivationGrad})
         if (tensorKindName(k) == s) return k;
     return std::nullopt;
+}
+
+bool isQuantizedKind(TensorKind k)
+{
+    return k == TensorKind::quantizedActivation || k == TensorKind::quantizedWeight ||
+           k == TensorKind::quantizedActivationGrad;
 }
 
 void TelemetryCollector::beginStep(bool histogramStep)
@@ -26,13 +36,14 @@ void TelemetryCollector::beginStep(bool histogramStep)
     for (auto& [key, tap] : taps_) {
         tap.step = {};
         tap.histogram = {};
+        tap.scaling = {};
     }
 }
 
 TelemetryCollector::Sink TelemetryCollector::sink(std::string_view layer, TensorKind kind)
 {
     TapData& tap = taps_[TapKey{std::string(layer), kind}];
-    return {&tap.step, histogramStep_ ? &tap.histogram : nullptr};
+    return {&tap.step, histogramStep_ ? &tap.histogram : nullptr, &tap.scaling};
 }
 
 void TelemetryCollector::endStep()

@@ -14,8 +14,15 @@
 
 namespace plab {
 
-enum class TensorKind : std::uint8_t { activation, activationGrad, weightGrad };
-std::string_view tensorKindName(TensorKind k);   // "activation", "activation_grad", "weight_grad"
+// The last three are the matmul/conv inputs the FP8 and MX recipes quantise (issue 15):
+// a layer's input activation, its weight, and the gradient of its output.
+enum class TensorKind : std::uint8_t {
+    activation, activationGrad, weightGrad, quantizedActivation, quantizedWeight, quantizedActivationGrad
+};
+// "activation", "activation_grad", "weight_grad", "quantized_activation",
+// "quantized_weight", "quantized_activation_grad"
+std::string_view tensorKindName(TensorKind k);
+bool isQuantizedKind(TensorKind k);
 std::optional<TensorKind> parseTensorKind(std::string_view s);
 
 struct TapKey {
@@ -24,10 +31,21 @@ struct TapKey {
     auto operator<=>(const TapKey&) const = default;
 };
 
+// The scale of a quantised tensor in one step (FP8 and MX recipes).
+struct TensorScaling {
+    bool present = false;
+    bool blocks = false;             // MX: one scale per block, counted in blockScales
+    float scale = 1.0f;              // per tensor: the scale the values were multiplied by
+    float amax = 0.0f;               // the tensor's largest |x| this step (per tensor)
+    GradientHistogram blockScales;   // MX: the blocks' exponents (histogram steps only)
+    bool operator==(const TensorScaling&) const = default;
+};
+
 struct TapData {
     RoundingStats step;            // this step only
     RoundingStats run;             // accumulated over the run
     GradientHistogram histogram;   // this step, filled only on histogram steps
+    TensorScaling scaling;         // this step, quantised kinds only
 };
 
 class TelemetryCollector {
@@ -38,7 +56,12 @@ public:
 
     // Where a rounding site adds its counts. The returned pointers stay valid until the
     // next beginStep(); hist is null when this is not a histogram step.
-    struct Sink { RoundingStats* stats; GradientHistogram* hist; };
+    // scaling: where a quantised tensor's scale goes (always set by sink()).
+    struct Sink {
+        RoundingStats* stats;
+        GradientHistogram* hist;
+        TensorScaling* scaling = nullptr;
+    };
     Sink sink(std::string_view layer, TensorKind kind);
 
     // Folds this step's counts into the run totals (called once per step by the trainer).

@@ -58,6 +58,7 @@ struct LayerTelemetry {
     GradientHistogram histogram;  // of this step, |x| before rounding
     UpdateCounts update;               // weight_grad only: this step's optimizer update
     RoundingStats runStats;            // accumulated over the run so far
+    TensorScaling scaling;             // quantised kinds: this step's scale (block scales on histogram steps)
     UpdateCounts runUpdate;            // weight_grad only: over the run so far
 };
 

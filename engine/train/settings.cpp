@@ -128,6 +128,18 @@ json lossScalingToJson(const LossScaling& l)
     return j;
 }
 
+json quantizationToJson(const Quantization& q)
+{
+    return {{"mode", std::string(quantModeName(q.mode))},
+            {"forward_format", std::string(miniFormatInfo(q.forwardFormat()).name)},
+            {"gradient_format", std::string(miniFormatInfo(q.gradientFormat()).name)},
+            {"hybrid", q.hybrid},
+            {"amax_history", q.amaxHistory},
+            {"amax_algorithm", std::string(amaxAlgorithmName(q.algorithm))},
+            {"margin", q.margin},
+            {"description", q.describe()}};
+}
+
 json recipeToJson(const PrecisionRecipe& r)
 {
     const auto base = PrecisionRecipe::fromPreset(r.preset);
@@ -139,7 +151,8 @@ json recipeToJson(const PrecisionRecipe& r)
             {"master_weights", r.masterWeights},
             {"fp32_accumulate", r.fp32Accumulate},
             {"fp32_sensitive_ops", r.fp32SensitiveOps},
-            {"loss_scaling", lossScalingToJson(r.lossScaling)}};
+            {"loss_scaling", lossScalingToJson(r.lossScaling)},
+            {"quantization", quantizationToJson(r.quantization)}};
 }
 
 namespace {
@@ -192,14 +205,13 @@ const std::vector<KeyRule>& keyRules()
         {{"recipe", T::text,
           "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16, or by a framework's name: "
           "apex-O0, apex-O1, apex-O2, apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, "
-          "autocast-bf16, allow-tf32"},
+          "autocast-bf16, allow-tf32, or below 16 bits: fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4"},
          [](const Reader& r, TrainSettings& s) {
              const auto name = r.text("recipe");
              const auto preset = PrecisionRecipe::fromPreset(name);
              if (!preset) {
                  std::string names;
-                 for (const auto* list : {&PrecisionRecipe::presetNames(), &PrecisionRecipe::frameworkPresetNames()})
-                     for (const auto& n : *list) names += (names.empty() ? "" : ", ") + n;
+                 for (const auto& n : PrecisionRecipe::allPresetNames()) names += (names.empty() ? "" : ", ") + n;
                  r.fail("recipe", "must be one of " + names + ", got '" + name + "'");
              }
              s.recipe = *preset;
@@ -249,6 +261,35 @@ const std::vector<KeyRule>& keyRules()
         {{"max_scale", T::number, "Dynamic scaling: cap"},
          [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.maxScale = r.positive("max_scale"); },
          [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.maxScale); }},
+        {{"quantize", T::text,
+          "Matmul/conv inputs below 16 bits: off, fp8-unscaled, fp8-delayed, fp8-current, mxfp8 or mxfp4"},
+         [](const Reader& r, TrainSettings& s) {
+             const auto mode = parseQuantMode(
+                 oneOf(r, "quantize", {"off", "fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4"}));
+             s.recipe.quantization.mode = *mode;
+         },
+         [](const TrainSettings& s) { return json(std::string(quantModeName(s.recipe.quantization.mode))); }},
+        {{"fp8_format", T::text, "FP8 formats: hybrid (E4M3 forward, E5M2 gradients) or e4m3 (throughout)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.quantization.hybrid = oneOf(r, "fp8_format", {"hybrid", "e4m3"}) == "hybrid";
+         },
+         [](const TrainSettings& s) { return json(s.recipe.quantization.hybrid ? "hybrid" : "e4m3"); }},
+        {{"amax_history", T::integer, "FP8 delayed scaling: steps of amax history"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.quantization.amaxHistory = whole<int>(r, "amax_history", 1, Quantization::kMaxAmaxHistory);
+         },
+         [](const TrainSettings& s) { return json(s.recipe.quantization.amaxHistory); }},
+        {{"amax_algorithm", T::text, "FP8 delayed scaling: max or most_recent amax of the history"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.quantization.algorithm = *parseAmaxAlgorithm(oneOf(r, "amax_algorithm", {"max", "most_recent"}));
+         },
+         [](const TrainSettings& s) { return json(std::string(amaxAlgorithmName(s.recipe.quantization.algorithm))); }},
+        {{"fp8_margin", T::integer, "FP8 scaling: margin, the scale divided by 2^margin"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.quantization.margin =
+                 whole<int>(r, "fp8_margin", -Quantization::kMaxMargin, Quantization::kMaxMargin);
+         },
+         [](const TrainSettings& s) { return json(s.recipe.quantization.margin); }},
         {{"batch", T::integer, "Batch size"},
          [](const Reader& r, TrainSettings& s) { s.batch = whole<int>(r, "batch", 1, 65536); },
          [](const TrainSettings& s) { return json(s.batch); }},

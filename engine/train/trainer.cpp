@@ -59,6 +59,9 @@ std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info
         !listed(info.capabilities.sumsInCompute, recipe.compute))
         return backend + " cannot accumulate in " + format + "; turn fp32 accumulation on" +
                (info.name == "cpu" ? "" : ", or use the CPU backend, which emulates it");
+    if (recipe.quantization.on() && !info.capabilities.quantizes)
+        return backend + " cannot quantise matmul/conv inputs below 16 bits (" +
+               std::string(quantModeName(recipe.quantization.mode)) + "); use the CPU backend, which emulates it";
     return {};
 }
 
@@ -214,6 +217,8 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
         parts.push_back("fp32 softmax/loss " + onOff(a.fp32SensitiveOps) + " -> " + onOff(b.fp32SensitiveOps));
     if (!(a.lossScaling == b.lossScaling))
         parts.push_back("loss scaling " + scalingText(a.lossScaling) + " -> " + scalingText(b.lossScaling));
+    if (!(a.quantization == b.quantization))
+        parts.push_back("quantisation " + a.quantization.describe() + " -> " + b.quantization.describe());
     std::string out;
     for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
     return out;
@@ -234,6 +239,8 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
         lt.stats = tap.step;
         if (withHistograms) lt.histogram = tap.histogram;
         lt.runStats = tap.run;
+        lt.scaling = tap.scaling;
+        if (!withHistograms) lt.scaling.blockScales = {};
         if (key.kind == TensorKind::weightGrad) {
             std::tie(lt.update, lt.runUpdate) = st.updates[key.layer];
         }

@@ -9,10 +9,13 @@
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
 #include "numerics/bulk_round.h"
+#include "numerics/quantize.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -43,6 +46,7 @@ public:
         // Every format, and sums in each of them: the CPU emulates what it lacks.
         info_.capabilities.compute = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
         info_.capabilities.sumsInCompute = {Format::tf32, Format::fp16, Format::bf16};
+        info_.capabilities.quantizes = true;
     }
 
     const BackendInfo& info() const override { return info_; }
@@ -108,6 +112,69 @@ public:
             if (stats) *stats += localStats;
             if (hist) *hist += localHist;
         });
+    }
+
+    float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
+                   GradientHistogram* hist, GradientHistogram* blockScales) override
+    {
+        if (op.blocks && op.rows * op.cols != n)
+            throw std::invalid_argument("quantize got " + std::to_string(n) + " values for a " +
+                                        std::to_string(op.rows) + " x " + std::to_string(op.cols) + " matrix.");
+        // Chunk-local counts merged under a lock: sums, so exactly the serial result.
+        std::mutex merge;
+        float amax = 0.0f;
+        bool nan = false;
+        auto mergeCounts = [&](const RoundingStats& s, const GradientHistogram& h, const GradientHistogram& b) {
+            std::lock_guard lock(merge);
+            if (stats) *stats += s;
+            if (hist) *hist += h;
+            if (blockScales) *blockScales += b;
+        };
+        if (!op.blocks) {
+            pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+                RoundingStats s;
+                GradientHistogram h;
+                const float a = quantizeScaled(op.element, src + b, dst + b, static_cast<std::size_t>(e - b), op.scale,
+                                               op.scaleInv, stats ? &s : nullptr, hist ? &h : nullptr);
+                std::lock_guard lock(merge);
+                if (stats) *stats += s;
+                if (hist) *hist += h;
+                nan |= std::isnan(a);
+                amax = a > amax ? a : amax;
+            });
+            return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+        }
+        // Blocks along rows: split the rows; along columns: split the columns (each task
+        // takes whole bands of blocks down its columns).
+        const std::int64_t lines = op.alongRows ? op.rows : op.cols;
+        const std::int64_t grain = std::max<std::int64_t>(1, kRoundGrain / std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, lines)));
+        pool_.parallelFor(lines, grain, [&](std::int64_t b, std::int64_t e) {
+            RoundingStats s;
+            GradientHistogram h, scales;
+            const std::int64_t ld = op.stride();
+            if (op.alongRows)
+                quantizeMxBlocks(op.element, src + b * ld, dst + b * ld, e - b, op.cols, ld, true, &s,
+                                 hist ? &h : nullptr, blockScales ? &scales : nullptr);
+            else
+                quantizeMxBlocks(op.element, src + b, dst + b, op.rows, e - b, ld, false, &s,
+                                 hist ? &h : nullptr, blockScales ? &scales : nullptr);
+            mergeCounts(s, h, scales);
+        });
+        return 0.0f;
+    }
+
+    float amax(const float* src, std::int64_t n) override
+    {
+        std::mutex merge;
+        float amax = 0.0f;
+        bool nan = false;
+        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+            const float a = amaxOf(src + b, static_cast<std::size_t>(e - b));
+            std::lock_guard lock(merge);
+            nan |= std::isnan(a);
+            amax = a > amax ? a : amax;
+        });
+        return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
     }
 
     void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,

@@ -1,0 +1,459 @@
+// Tests the FP8 and MX recipes in the layers (issue 15): Linear and Conv2d outputs and
+// gradients against references computed here in double from operands quantised by the
+// scalar conversions of numerics/minifloat (checked against the specifications by
+// tst_minifloat), with the scales of Transformer Engine's rules worked out here; the delayed
+// scaling's amax history step by step (window, max and most_recent, margin, evaluation
+// leaving it alone); the presets, settings keys and their refusals; a backend that cannot
+// quantise refusing the recipes.
+// links: plab_train plab_test_support
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "nn/conv2d.h"
+#include "nn/linear.h"
+#include "numerics/format.h"
+#include "numerics/minifloat.h"
+#include "train/settings.h"
+#include "train/trainer.h"
+
+#include "test_support.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace plab;
+
+namespace {
+
+using Rng = plab::testing::SplitMix64;
+
+struct Harness {
+    std::unique_ptr<ComputeBackend> backend = createCpuBackend(2);
+    PrecisionRecipe recipe;
+    TelemetryCollector telemetry;
+    StepContext ctx;
+    explicit Harness(const std::string& preset)
+    {
+        recipe = *PrecisionRecipe::fromPreset(preset);
+        ctx = StepContext{&recipe, backend.get(), &telemetry, nullptr, true};
+        telemetry.beginStep(true);
+    }
+    const TapData& tap(const std::string& layer, TensorKind kind) const
+    {
+        return telemetry.taps().at(TapKey{layer, kind});
+    }
+};
+
+// Values that bf16 holds (as the recipe's bf16 weight copies and activations do).
+void fillBf16(Tensor& t, Rng& rng, float lo, float hi)
+{
+    for (std::int64_t i = 0; i < t.size(); ++i) t[i] = roundTo(Format::bf16, rng.uniform(lo, hi));
+}
+
+// Per tensor, as quantize.h says: round_f(x * scale) * (1 / scale), in fp32.
+std::vector<double> perTensor(MiniFormat f, const Tensor& t, float scale)
+{
+    std::vector<double> q(static_cast<std::size_t>(t.size()));
+    const float inv = 1.0f / scale;
+    for (std::int64_t i = 0; i < t.size(); ++i)
+        q[static_cast<std::size_t>(i)] = roundToMini(f, t[i] * scale, Overflow::saturate) * inv;
+    return q;
+}
+
+float amaxOfTensor(const Tensor& t)
+{
+    float a = 0;
+    for (std::int64_t i = 0; i < t.size(); ++i) a = std::max(a, std::fabs(t[i]));
+    return a;
+}
+
+// A (rows, cols) matrix given by at(r, c), quantised in MX blocks along its rows or down its
+// columns with mxQuantize.
+std::vector<double> mxMatrix(MiniFormat f, std::int64_t rows, std::int64_t cols, bool alongRows,
+                             const std::function<float(std::int64_t, std::int64_t)>& at)
+{
+    std::vector<double> q(static_cast<std::size_t>(rows * cols));
+    const std::int64_t lines = alongRows ? rows : cols, length = alongRows ? cols : rows;
+    for (std::int64_t line = 0; line < lines; ++line)
+        for (std::int64_t k0 = 0; k0 < length; k0 += kMxBlockSize) {
+            const std::int64_t k1 = std::min<std::int64_t>(length, k0 + kMxBlockSize);
+            std::vector<float> block;
+            for (std::int64_t k = k0; k < k1; ++k) block.push_back(alongRows ? at(line, k) : at(k, line));
+            const MxBlock b = mxQuantize(f, block.data(), block.size());
+            for (std::int64_t k = k0; k < k1; ++k) {
+                const std::int64_t r = alongRows ? line : k, c = alongRows ? k : line;
+                q[static_cast<std::size_t>(r * cols + c)] = b.value(static_cast<std::size_t>(k - k0));
+            }
+        }
+    return q;
+}
+
+// |got - expected| within what the engine's arithmetic allows after the operands: an fp32
+// sum of `terms` (bound n * 2^-24 * sum |terms|), then, for a bf16 result, one rounding
+// (2^-8 relative covers it with the bias's fp32 addition). Also requires the quantisation to
+// matter: somewhere the unquantised result lies well outside that allowance.
+void compareResults(const std::vector<double>& expected, const std::vector<double>& absSums,
+                    const std::vector<double>& unquantised, const Tensor& got, std::int64_t n, bool bf16,
+                    const char* what)
+{
+    bool quantisationShows = false;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        const double allowed = (bf16 ? std::ldexp(std::fabs(expected[i]), -8) : 0.0) +
+                               double(n + 2) * std::ldexp(absSums[i], -24) + 1e-30;
+        const double diff = std::fabs(double(got[static_cast<std::int64_t>(i)]) - expected[i]);
+        if (!(diff <= allowed))
+            QFAIL(qPrintable(QString("%1[%2]: %3, expected %4 within %5").arg(what).arg(i)
+                                 .arg(double(got[static_cast<std::int64_t>(i)]), 0, 'g', 9).arg(expected[i], 0, 'g', 9)
+                                 .arg(allowed)));
+        quantisationShows |= std::fabs(unquantised[i] - expected[i]) > 4 * allowed;
+    }
+    QVERIFY2(quantisationShows, what);
+}
+
+// out (M, N) = sum_k a(m, k) * b(k, n), with sum |terms| beside it.
+void matmul(std::int64_t M, std::int64_t N, std::int64_t K, const std::function<double(std::int64_t, std::int64_t)>& a,
+            const std::function<double(std::int64_t, std::int64_t)>& b, std::vector<double>& out,
+            std::vector<double>& absSum)
+{
+    out.assign(static_cast<std::size_t>(M * N), 0.0);
+    absSum.assign(out.size(), 0.0);
+    for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t k = 0; k < K; ++k) {
+                const double t = a(m, k) * b(k, n);
+                out[static_cast<std::size_t>(m * N + n)] += t;
+                absSum[static_cast<std::size_t>(m * N + n)] += std::fabs(t);
+            }
+}
+
+}  // namespace
+
+class TestFp8Layers : public QObject {
+    Q_OBJECT
+
+private slots:
+    void linearPerTensor_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::newRow("fp8-unscaled") << "fp8-unscaled";
+        QTest::newRow("fp8-delayed") << "fp8-delayed";
+        QTest::newRow("fp8-current") << "fp8-current";
+    }
+    void linearPerTensor()
+    {
+        QFETCH(QString, preset);
+        Harness h(preset.toStdString());
+        const std::int64_t N = 6, I = 40, O = 5;
+        Linear layer("fc1", I, O);
+        Rng rng{42};
+        Parameter* w = layer.parameters()[0];
+        Parameter* b = layer.parameters()[1];
+        fillBf16(w->value, rng, -0.3f, 0.3f);
+        fillBf16(b->value, rng, -0.1f, 0.1f);
+        Tensor x({N, I});
+        fillBf16(x, rng, -2.0f, 2.0f);
+        x[3] = 300.0f;   // an outlier: saturates E4M3 without a scale
+
+        // Scales: delayed starts at 1 (no history yet), current from the tensor's amax.
+        const QuantMode mode = h.recipe.quantization.mode;
+        auto scaleOf = [&](const Tensor& t, MiniFormat f) {
+            return mode == QuantMode::fp8Current ? float(miniFormatInfo(f).maxFinite) / amaxOfTensor(t) : 1.0f;
+        };
+        const float sx = scaleOf(x, MiniFormat::e4m3), sw = scaleOf(w->value, MiniFormat::e4m3);
+        const auto xq = perTensor(MiniFormat::e4m3, x, sx), wq = perTensor(MiniFormat::e4m3, w->value, sw);
+
+        Tensor& y = layer.forward(x, h.ctx);
+        std::vector<double> ref, abs, plain, plainAbs;
+        matmul(N, O, I, [&](auto n, auto k) { return xq[size_t(n * I + k)]; },
+               [&](auto k, auto o) { return wq[size_t(o * I + k)]; }, ref, abs);
+        matmul(N, O, I, [&](auto n, auto k) { return double(x[n * I + k]); },
+               [&](auto k, auto o) { return double(w->value[o * I + k]); }, plain, plainAbs);
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t o = 0; o < O; ++o) {
+                ref[size_t(n * O + o)] += b->value[o];
+                plain[size_t(n * O + o)] += b->value[o];
+            }
+        compareResults(ref, abs, plain, y, I, true, "output");
+
+        // What the telemetry says of the input's quantisation.
+        const TapData& in = h.tap("fc1", TensorKind::quantizedActivation);
+        QVERIFY(in.scaling.present);
+        QCOMPARE(in.scaling.scale, sx);
+        QCOMPARE(in.scaling.amax, 300.0f);
+        QCOMPARE(in.step.count, std::uint64_t(N * I));
+        QCOMPARE(in.step.overflow, std::uint64_t(mode == QuantMode::fp8Current ? 0 : 0));   // 300 < 448
+
+        // Backward: dY in E5M2 (hybrid), scale 1 at the first step for delayed.
+        Tensor dY({N, O});
+        fillBf16(dY, rng, -1e-3f, 1e-3f);
+        const float sg = scaleOf(dY, MiniFormat::e5m2);
+        const auto gq = perTensor(MiniFormat::e5m2, dY, sg);
+        Tensor dYCopy = dY;
+        Tensor* dX = layer.backward(dYCopy, h.ctx, true);
+        QVERIFY(dX);
+        // dW (O, I) = dYq^T Xq, rounded to bf16 (the storage format; held in fp32 beside the
+        // master weights, as an AMP parameter's .grad).
+        matmul(O, I, N, [&](auto o, auto n) { return gq[size_t(n * O + o)]; },
+               [&](auto n, auto i) { return xq[size_t(n * I + i)]; }, ref, abs);
+        matmul(O, I, N, [&](auto o, auto n) { return double(dY[n * O + o]); },
+               [&](auto n, auto i) { return double(x[n * I + i]); }, plain, plainAbs);
+        compareResults(ref, abs, plain, w->grad, N, true, "weight gradient");
+        // dX (N, I) = dYq Wq, stored in bf16.
+        matmul(N, I, O, [&](auto n, auto o) { return gq[size_t(n * O + o)]; },
+               [&](auto o, auto i) { return wq[size_t(o * I + i)]; }, ref, abs);
+        matmul(N, I, O, [&](auto n, auto o) { return double(dY[n * O + o]); },
+               [&](auto o, auto i) { return double(w->value[o * I + i]); }, plain, plainAbs);
+        compareResults(ref, abs, plain, *dX, O, true, "input gradient");
+        // The bias gradient sums dY as it arrived, not its E5M2 copy (then bf16).
+        for (std::int64_t o = 0; o < O; ++o) {
+            double sum = 0;
+            for (std::int64_t n = 0; n < N; ++n) sum += dY[n * O + o];
+            QCOMPARE(b->grad[o], roundDoubleTo(Format::bf16, sum));
+        }
+        const TapData& g = h.tap("fc1", TensorKind::quantizedActivationGrad);
+        // Unscaled and delayed (scale 1 at the first step): E5M2's smallest subnormal is
+        // 2^-16, so gradients of 1e-3 and below lose most of their bits but not all.
+        if (mode != QuantMode::fp8Current) QVERIFY(g.step.subnormal > 0);
+        if (mode == QuantMode::fp8Current) QCOMPARE(g.step.subnormal, std::uint64_t(0));
+    }
+
+    void delayedScalingHistory()
+    {
+        // Steps with inputs of amax a_t; Transformer Engine: step t uses
+        // 448 / reduce(a_{t-H} .. a_{t-1}) / 2^margin, 1 at the first step.
+        struct Case { int history; AmaxAlgorithm algorithm; int margin; };
+        for (const Case c : {Case{2, AmaxAlgorithm::max, 0}, Case{1024, AmaxAlgorithm::max, 1},
+                             Case{3, AmaxAlgorithm::mostRecent, 0}}) {
+            Harness h("fp8-delayed");
+            h.recipe.quantization.amaxHistory = c.history;
+            h.recipe.quantization.algorithm = c.algorithm;
+            h.recipe.quantization.margin = c.margin;
+            Linear layer("fc", 4, 2);
+            const std::vector<float> amaxes = {1.0f, 4.0f, 0.5f, 2.0f, 0.25f};
+            std::vector<float> seen;
+            for (std::size_t t = 0; t < amaxes.size(); ++t) {
+                h.telemetry.beginStep(false);
+                Tensor x({1, 4});
+                x[0] = amaxes[t];
+                x[1] = -amaxes[t] / 2;
+                layer.forward(x, h.ctx);
+                seen.push_back(h.tap("fc", TensorKind::quantizedActivation).scaling.scale);
+                if (t == 2) {   // an evaluation in between changes nothing
+                    h.ctx.training = false;
+                    Tensor big({1, 4});
+                    big[0] = 1000.0f;
+                    layer.forward(big, h.ctx);
+                    h.ctx.training = true;
+                }
+            }
+            for (std::size_t t = 0; t < amaxes.size(); ++t) {
+                float expected = 1.0f;
+                if (t > 0) {
+                    float reduced = amaxes[t - 1];
+                    if (c.algorithm == AmaxAlgorithm::max)
+                        for (std::size_t k = t > std::size_t(c.history) ? t - c.history : 0; k < t; ++k)
+                            reduced = std::max(reduced, amaxes[k]);
+                    expected = (448.0f / reduced) / std::ldexp(1.0f, c.margin);
+                }
+                QCOMPARE(seen[t], expected);
+            }
+        }
+    }
+
+    void linearMx_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::newRow("mxfp8") << "mxfp8";
+        QTest::newRow("mxfp4") << "mxfp4";
+    }
+    void linearMx()
+    {
+        QFETCH(QString, preset);
+        Harness h(preset.toStdString());
+        const MiniFormat f = h.recipe.quantization.forwardFormat();
+        const MiniFormat fg = h.recipe.quantization.gradientFormat();
+        const std::int64_t N = 40, I = 70, O = 6;   // partial blocks along I and along N
+        Linear layer("fc", I, O);
+        Rng rng{7};
+        Parameter* w = layer.parameters()[0];
+        fillBf16(w->value, rng, -0.3f, 0.3f);
+        layer.parameters()[1]->value.fill(0.0f);
+        Tensor x({N, I});
+        for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(Format::bf16, std::ldexp(rng.uniform(0.5f, 1.0f), int(i % 9) - 4));
+        const Tensor x0 = x;
+        Tensor& y = layer.forward(x, h.ctx);
+        // Forward sums over I: X and W both in blocks along their rows.
+        const auto xr = mxMatrix(f, N, I, true, [&](auto r, auto c) { return x0[r * I + c]; });
+        const auto wr = mxMatrix(f, O, I, true, [&](auto r, auto c) { return w->value[r * I + c]; });
+        std::vector<double> ref, abs, plain, plainAbs;
+        matmul(N, O, I, [&](auto n, auto k) { return xr[size_t(n * I + k)]; },
+               [&](auto k, auto o) { return wr[size_t(o * I + k)]; }, ref, abs);
+        matmul(N, O, I, [&](auto n, auto k) { return double(x0[n * I + k]); },
+               [&](auto k, auto o) { return double(w->value[o * I + k]); }, plain, plainAbs);
+        compareResults(ref, abs, plain, y, I, true, "MX output");
+        QVERIFY(h.tap("fc", TensorKind::quantizedWeight).scaling.blocks);
+        QVERIFY(h.tap("fc", TensorKind::quantizedWeight).scaling.blockScales.total() == std::uint64_t(O * 3));
+
+        Tensor dY({N, O});
+        fillBf16(dY, rng, -1e-2f, 1e-2f);
+        const Tensor dY0 = dY;
+        Tensor* dX = layer.backward(dY, h.ctx, true);
+        // dW sums over N: dY and X in blocks down their columns.
+        const auto gc = mxMatrix(fg, N, O, false, [&](auto r, auto c) { return dY0[r * O + c]; });
+        const auto xc = mxMatrix(f, N, I, false, [&](auto r, auto c) { return x0[r * I + c]; });
+        matmul(O, I, N, [&](auto o, auto n) { return gc[size_t(n * O + o)]; },
+               [&](auto n, auto i) { return xc[size_t(n * I + i)]; }, ref, abs);
+        matmul(O, I, N, [&](auto o, auto n) { return double(dY0[n * O + o]); },
+               [&](auto n, auto i) { return double(x0[n * I + i]); }, plain, plainAbs);
+        compareResults(ref, abs, plain, w->grad, N, true, "MX weight gradient");
+        // dX sums over O: dY along its rows, W down its columns.
+        const auto gr = mxMatrix(fg, N, O, true, [&](auto r, auto c) { return dY0[r * O + c]; });
+        const auto wc = mxMatrix(f, O, I, false, [&](auto r, auto c) { return w->value[r * I + c]; });
+        matmul(N, I, O, [&](auto n, auto o) { return gr[size_t(n * O + o)]; },
+               [&](auto o, auto i) { return wc[size_t(o * I + i)]; }, ref, abs);
+        matmul(N, I, O, [&](auto n, auto o) { return double(dY0[n * O + o]); },
+               [&](auto o, auto i) { return double(w->value[o * I + i]); }, plain, plainAbs);
+        compareResults(ref, abs, plain, *dX, O, true, "MX input gradient");
+    }
+
+    void convForward_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::newRow("fp8-current") << "fp8-current";
+        QTest::newRow("mxfp8") << "mxfp8";
+    }
+    void convForward()
+    {
+        // Direct convolution in double from the quantised operands: per tensor, the input and
+        // the weights; MX, each output pixel's patch (in im2col's order c, ky, kx) and each
+        // filter in blocks of 32 along the patch.
+        QFETCH(QString, preset);
+        Harness h(preset.toStdString());
+        const bool mx = h.recipe.quantization.blockScaled();
+        const std::int64_t C = 5, Co = 3, N = 2, H = 6, W = 5;
+        const int k = 3;
+        const std::int64_t K = C * k * k;   // 45: a block of 32 and one of 13
+        Conv2d conv("conv", C, Co, k);
+        Rng rng{9};
+        Parameter* w = conv.parameters()[0];
+        fillBf16(w->value, rng, -0.5f, 0.5f);
+        conv.parameters()[1]->value.fill(0.0f);
+        Tensor x({C, N, H, W});
+        for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(Format::bf16, std::ldexp(rng.uniform(0.5f, 1.0f), int(i % 7) - 3));
+        Tensor& y = conv.forward(x, h.ctx);
+
+        auto xAt = [&](std::int64_t c, std::int64_t n, std::int64_t yy, std::int64_t xx) -> float {
+            if (yy < 0 || yy >= H || xx < 0 || xx >= W) return 0.0f;
+            return x[((c * N + n) * H + yy) * W + xx];
+        };
+        std::vector<double> xq, wq;
+        if (!mx) {
+            const float sx = 448.0f / amaxOfTensor(x), sw = 448.0f / amaxOfTensor(w->value);
+            xq = perTensor(MiniFormat::e4m3, x, sx);
+            wq = perTensor(MiniFormat::e4m3, w->value, sw);
+        } else {
+            wq = mxMatrix(MiniFormat::e4m3, Co, K, true, [&](auto r, auto c) { return w->value[r * K + c]; });
+        }
+        std::vector<double> ref, abs, plain;
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t yy = 0; yy < H; ++yy)
+                for (std::int64_t xx = 0; xx < W; ++xx) {
+                    std::vector<float> patch;
+                    for (std::int64_t c = 0; c < C; ++c)
+                        for (int ky = 0; ky < k; ++ky)
+                            for (int kx = 0; kx < k; ++kx) patch.push_back(xAt(c, n, yy + ky - 1, xx + kx - 1));
+                    std::vector<double> pq(patch.size());
+                    if (mx) {
+                        const auto q = mxMatrix(MiniFormat::e4m3, 1, K, true, [&](auto, auto c) { return patch[size_t(c)]; });
+                        pq = q;
+                    } else {
+                        for (std::int64_t c = 0, i = 0; c < C; ++c)
+                            for (int ky = 0; ky < k; ++ky)
+                                for (int kx = 0; kx < k; ++kx, ++i) {
+                                    const std::int64_t sy = yy + ky - 1, sx = xx + kx - 1;
+                                    pq[size_t(i)] = (sy < 0 || sy >= H || sx < 0 || sx >= W)
+                                                        ? 0.0 : xq[size_t(((c * N + n) * H + sy) * W + sx)];
+                                }
+                    }
+                    for (std::int64_t o = 0; o < Co; ++o) {
+                        double s = 0, a = 0, p = 0;
+                        for (std::int64_t i = 0; i < K; ++i) {
+                            s += pq[size_t(i)] * wq[size_t(o * K + i)];
+                            a += std::fabs(pq[size_t(i)] * wq[size_t(o * K + i)]);
+                            p += double(patch[size_t(i)]) * w->value[o * K + i];
+                        }
+                        ref.resize(size_t(Co * N * H * W));
+                        abs.resize(ref.size());
+                        plain.resize(ref.size());
+                        const std::size_t at = size_t(((o * N + n) * H + yy) * W + xx);
+                        ref[at] = s;
+                        abs[at] = a;
+                        plain[at] = p;
+                    }
+                }
+        compareResults(ref, abs, plain, y, K, true, "conv output");
+    }
+
+    void presetsAndSettings()
+    {
+        const auto names = PrecisionRecipe::lowPrecisionPresetNames();
+        QCOMPARE(names, (std::vector<std::string>{"fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4"}));
+        const auto delayed = *PrecisionRecipe::fromPreset("fp8-delayed");
+        QCOMPARE(delayed.quantization.mode, QuantMode::fp8Delayed);
+        QVERIFY(delayed.quantization.hybrid);
+        QCOMPARE(delayed.quantization.amaxHistory, 1024);   // Transformer Engine's DelayedScaling defaults
+        QCOMPARE(delayed.quantization.algorithm, AmaxAlgorithm::max);
+        QCOMPARE(delayed.quantization.margin, 0);
+        QCOMPARE(delayed.compute, Format::bf16);
+        QVERIFY(delayed.masterWeights && delayed.fp32Accumulate && delayed.fp32SensitiveOps);
+        QCOMPARE(PrecisionRecipe::fromPreset("mxfp8")->quantization.gradientFormat(), MiniFormat::e4m3);
+        QCOMPARE(PrecisionRecipe::fromPreset("mxfp4")->quantization.gradientFormat(), MiniFormat::e2m1);
+        QCOMPARE(PrecisionRecipe::fromPreset("fp8-delayed")->quantization.gradientFormat(), MiniFormat::e5m2);
+        QVERIFY(QString::fromStdString(delayed.describe()).contains("amax history 1024 max"));
+        QVERIFY(QString::fromStdString(delayed.describe()).startsWith("FP8 delayed scaling: bf16 outputs"));
+
+        const auto s = settingsFromJson({{"recipe", "fp8-delayed"}, {"fp8_format", "e4m3"}, {"amax_history", 16},
+                                         {"amax_algorithm", "most_recent"}, {"fp8_margin", -2}},
+                                        "test");
+        QVERIFY(!s.recipe.quantization.hybrid);
+        QCOMPARE(s.recipe.quantization.amaxHistory, 16);
+        QCOMPARE(s.recipe.quantization.algorithm, AmaxAlgorithm::mostRecent);
+        QCOMPARE(s.recipe.quantization.margin, -2);
+        const auto back = settingsFromJson(settingsToJson(s), "round trip");
+        QVERIFY(back.recipe == s.recipe);
+        QCOMPARE(recipeToJson(s.recipe)["quantization"]["gradient_format"].get<std::string>(), std::string("e4m3"));
+
+        // Impossible values: one sentence naming the key.
+        for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+                 {"quantize", "fp7"}, {"fp8_format", "e5m2"}, {"amax_history", 0}, {"amax_algorithm", "mean"},
+                 {"fp8_margin", 40}}) {
+            try {
+                settingsFromJson({{key, value}}, "test");
+                QFAIL(qPrintable(QString::fromStdString(key + " accepted")));
+            } catch (const std::exception& e) {
+                QVERIFY2(QString(e.what()).contains(QString::fromStdString(key)), e.what());
+            }
+        }
+    }
+
+    void backendWithoutQuantisationRefuses()
+    {
+        BackendInfo info;
+        info.name = "cuda";
+        info.capabilities.compute = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
+        const auto fp8 = *PrecisionRecipe::fromPreset("fp8-delayed");
+        QVERIFY(QString::fromStdString(recipeProblem(fp8, info)).contains("cannot quantise"));
+        QVERIFY(recipeProblem(*PrecisionRecipe::fromPreset("amp-bf16"), info).empty());
+        info.capabilities.quantizes = true;
+        QVERIFY(recipeProblem(fp8, info).empty());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestFp8Layers)
+#include "tst_fp8_layers.moc"
