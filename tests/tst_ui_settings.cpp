@@ -51,9 +51,10 @@ private slots:
     void presetSetsTheSwitches_data()
     {
         QTest::addColumn<QString>("preset");
-        // Ours and the frameworks' named recipes (apex-O2, mixed_float16, ...).
-        for (const auto* names : {&PrecisionRecipe::presetNames(), &PrecisionRecipe::frameworkPresetNames()})
-            for (const auto& name : *names) QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+        // Ours, the frameworks' named recipes (apex-O2, mixed_float16, ...) and those below
+        // 16 bits (fp8-delayed, mxfp8, ...).
+        for (const auto& name : PrecisionRecipe::allPresetNames())
+            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
     }
     void presetSetsTheSwitches()
     {
@@ -67,6 +68,8 @@ private slots:
         QCOMPARE(child<QCheckBox>(panel, "masterWeightsCheck")->isChecked(), expected.masterWeights);
         QCOMPARE(child<QCheckBox>(panel, "fp32SensitiveOpsCheck")->isChecked(), expected.fp32SensitiveOps);
         QCOMPARE(child<QComboBox>(panel, "lossScaleMode")->currentIndex(), int(expected.lossScaling.mode));
+        QCOMPARE(child<QComboBox>(panel, "quantizeCombo")->currentData().toString(),
+                 QString::fromLatin1(quantModeName(expected.quantization.mode).data()));
         QVERIFY(!panel.isCustomRecipe());
         QVERIFY(!child<QLabel>(panel, "customMark")->isVisibleTo(&panel));
         QVERIFY(panel.isValid());
@@ -89,6 +92,37 @@ private slots:
         // Back to the preset: no longer custom.
         choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("fp32"));
         choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("amp-fp16"));
+        QVERIFY(!panel.isCustomRecipe());
+    }
+
+    void operandQuantisationIsASwitch()
+    {
+        SettingsPanel panel;
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("amp-bf16"));
+        auto* quantize = child<QComboBox>(panel, "quantizeCombo");
+        auto* formats = child<QComboBox>(panel, "fp8FormatsCombo");
+        QVERIFY(!formats->isEnabled());   // no FP8 to choose formats for
+        choose(quantize, QStringLiteral("fp8-delayed"));
+        QCOMPARE(panel.settings().recipe.quantization.mode, QuantMode::fp8Delayed);
+        QVERIFY(panel.isCustomRecipe());
+        QVERIFY(formats->isEnabled());
+        choose(formats, QStringLiteral("e4m3"));
+        QVERIFY(!panel.settings().recipe.quantization.hybrid);
+        choose(quantize, QStringLiteral("mxfp4"));
+        QVERIFY(!formats->isEnabled());   // MXFP4 is FP4 throughout
+        // The knobs without a control (history, algorithm, margin) come from the file and
+        // are kept; a preset brings back its own.
+        TrainSettings s = panel.settings();
+        s.recipe = *PrecisionRecipe::fromPreset("fp8-delayed");
+        s.recipe.quantization.amaxHistory = 16;
+        s.recipe.quantization.margin = 2;
+        panel.setSettings(s);
+        choose(child<QComboBox>(panel, "fp8FormatsCombo"), QStringLiteral("e4m3"));
+        QCOMPARE(panel.settings().recipe.quantization.amaxHistory, 16);
+        QCOMPARE(panel.settings().recipe.quantization.margin, 2);
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("fp8-current"));
+        choose(child<QComboBox>(panel, "presetCombo"), QStringLiteral("fp8-delayed"));
+        QCOMPARE(panel.settings().recipe, *PrecisionRecipe::fromPreset("fp8-delayed"));
         QVERIFY(!panel.isCustomRecipe());
     }
 

@@ -78,6 +78,10 @@ void SettingsPanel::buildUi()
     preset_->insertSeparator(preset_->count());
     for (const auto& name : PrecisionRecipe::frameworkPresetNames())
         preset_->addItem(QString::fromStdString(PrecisionRecipe::displayName(name)), QString::fromStdString(name));
+    // Below 16 bits (FP8 and MX), after another separator.
+    preset_->insertSeparator(preset_->count());
+    for (const auto& name : PrecisionRecipe::lowPrecisionPresetNames())
+        preset_->addItem(QString::fromStdString(PrecisionRecipe::displayName(name)), QString::fromStdString(name));
     customMark_ = named(new QLabel(tr("custom"), this), "customMark");
     customMark_->setToolTip(tr("The switches below differ from the preset"));
     QFont italic = customMark_->font();
@@ -87,6 +91,18 @@ void SettingsPanel::buildUi()
                                       {QStringLiteral("tf32"), QStringLiteral("tf32")},
                                       {QStringLiteral("fp16"), QStringLiteral("fp16")},
                                       {QStringLiteral("bf16"), QStringLiteral("bf16")}});
+    quantize_ = combo("quantizeCombo", {{tr("in the compute format"), QStringLiteral("off")},
+                                        {tr("FP8, no scaling"), QStringLiteral("fp8-unscaled")},
+                                        {tr("FP8, delayed scaling"), QStringLiteral("fp8-delayed")},
+                                        {tr("FP8, current scaling"), QStringLiteral("fp8-current")},
+                                        {tr("MXFP8 (blocks of 32)"), QStringLiteral("mxfp8")},
+                                        {tr("MXFP4 (blocks of 32)"), QStringLiteral("mxfp4")}});
+    quantize_->setToolTip(tr("Matmul and convolution inputs: rounded to the compute format, or quantised below 16 "
+                             "bits with a scale per tensor (FP8) or per block of 32 (OCP MX). The compute format "
+                             "is then that of the outputs."));
+    fp8Formats_ = combo("fp8FormatsCombo", {{tr("E4M3 forward, E5M2 gradients"), QStringLiteral("hybrid")},
+                                            {tr("E4M3 throughout"), QStringLiteral("e4m3")}});
+    fp8Formats_->setToolTip(tr("FP8 formats: E5M2 has the range gradients need, E4M3 the precision"));
     masterWeights_ = named(new QCheckBox(tr("fp32 master weights"), this), "masterWeightsCheck");
     fp32Accumulate_ = named(new QCheckBox(tr("fp32 accumulation"), this), "fp32AccumulateCheck");
     fp32SensitiveOps_ = named(new QCheckBox(tr("fp32 softmax / loss"), this), "fp32SensitiveOpsCheck");
@@ -144,6 +160,8 @@ void SettingsPanel::buildUi()
     presetRow->addWidget(customMark_);
     precision->addRow(tr("Preset"), presetRow);
     precision->addRow(tr("Compute"), compute_);
+    precision->addRow(tr("Operands"), quantize_);
+    precision->addRow(tr("FP8 formats"), fp8Formats_);
     precision->addRow(masterWeights_);
     precision->addRow(fp32Accumulate_);
     precision->addRow(fp32SensitiveOps_);
@@ -192,7 +210,7 @@ void SettingsPanel::buildUi()
         readControls();
         commitLiveEdit();
     };
-    for (QComboBox* c : {dataset_, compute_, optimizer_, backend_, arithmetic_})
+    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizer_, backend_, arithmetic_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) current_.model.widths.clear();   // widths belong to the model they were set for
@@ -258,6 +276,8 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     masterWeights_->setChecked(s.recipe.masterWeights);
     fp32Accumulate_->setChecked(s.recipe.fp32Accumulate);
     fp32SensitiveOps_->setChecked(s.recipe.fp32SensitiveOps);
+    selectData(quantize_, QString::fromLatin1(quantModeName(s.recipe.quantization.mode).data()));
+    selectData(fp8Formats_, s.recipe.quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
     lossScaling_->setLossScaling(s.recipe.lossScaling);
     selectData(optimizer_, QString::fromStdString(s.optimizer.kind));
     lr_->setText(numberText(s.optimizer.lr));
@@ -281,7 +301,12 @@ void SettingsPanel::applyPreset()
     masterWeights_->setChecked(preset->masterWeights);
     fp32Accumulate_->setChecked(preset->fp32Accumulate);
     fp32SensitiveOps_->setChecked(preset->fp32SensitiveOps);
+    selectData(quantize_, QString::fromLatin1(quantModeName(preset->quantization.mode).data()));
+    selectData(fp8Formats_, preset->quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
     lossScaling_->setLossScaling(preset->lossScaling);
+    // The history, algorithm and margin have no control here (plab and config files set
+    // them): a preset brings back its own.
+    current_.recipe.quantization = preset->quantization;
     filling_ = false;
 }
 
@@ -314,6 +339,9 @@ void SettingsPanel::readControls()
     s.recipe.masterWeights = masterWeights_->isChecked();
     s.recipe.fp32Accumulate = fp32Accumulate_->isChecked();
     s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
+    s.recipe.quantization.mode = parseQuantMode(dataOf(quantize_).toStdString()).value_or(QuantMode::off);
+    s.recipe.quantization.hybrid = dataOf(fp8Formats_) == QLatin1String("hybrid");
+    fp8Formats_->setEnabled(s.recipe.quantization.on() && s.recipe.quantization.mode != QuantMode::mxfp4);
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();
     s.backend = dataOf(backend_).toStdString();

@@ -73,6 +73,8 @@ private:
     QComboBox* preset_;
     QLabel* customMark_;
     QComboBox* compute_;
+    QComboBox* quantize_;      // matmul/conv inputs: compute format, FP8 or MX
+    QComboBox* fp8Formats_;    // hybrid or E4M3 throughout
     QCheckBox* masterWeights_;
     QCheckBox* fp32Accumulate_;
     QCheckBox* fp32SensitiveOps_;
