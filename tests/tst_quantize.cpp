@@ -134,6 +134,23 @@ private slots:
                                              .arg(double(dst[i]), 0, 'g', 9).arg(double(expected), 0, 'g', 9)));
                 }
                 QCOMPARE(stats, referenceStats(f, src, scale));
+                // Without a histogram: the vector kernels where the CPU has them, and the
+                // portable path forced; the same values and counts either way.
+                for (bool scalar : {false, true}) {
+                    setQuantizeForceScalar(scalar);
+                    std::vector<float> fast(src.size());
+                    RoundingStats fastStats;
+                    const float amax = quantizeScaled(f, src.data(), fast.data(), src.size(), scale, scaleInv,
+                                                      &fastStats, nullptr);
+                    setQuantizeForceScalar(false);
+                    QVERIFY(std::isnan(amax));   // the probe values end with a NaN
+                    for (std::size_t i = 0; i < src.size(); ++i)
+                        if (!sameValue(fast[i], dst[i]))
+                            QFAIL(qPrintable(QString("path %1: %2 gave %3, not %4").arg(scalar ? "scalar" : quantizePath())
+                                                 .arg(double(src[i]), 0, 'g', 9).arg(double(fast[i]), 0, 'g', 9)
+                                                 .arg(double(dst[i]), 0, 'g', 9)));
+                    QCOMPARE(fastStats, stats);
+                }
                 // The histogram is of |x * scale| before rounding: the same as fp32's.
                 GradientHistogram expectedHist;
                 std::vector<float> scaled(src.size());
@@ -190,6 +207,10 @@ private slots:
         std::uniform_real_distribution<float> log2(-20.0f, 20.0f);
         std::uniform_int_distribution<int> sign(0, 1);
         const std::int64_t rows = 70, cols = 45, ld = 50;   // partial blocks both ways; a stride
+        // The vector kernels where the CPU has them, the portable path forced, and with a
+        // histogram (which takes the portable path).
+        qInfo("quantize path on this CPU: %s", quantizePath());
+        for (int path = 0; path < 3; ++path)
         for (MiniFormat f : kFormats) {
             for (bool alongRows : {true, false}) {
                 std::vector<float> src(static_cast<std::size_t>(rows * ld), -99.0f);
@@ -205,7 +226,11 @@ private slots:
                 std::vector<float> dst(src.size(), -99.0f);
                 RoundingStats stats;
                 GradientHistogram scales;
-                quantizeMxBlocks(f, src.data(), dst.data(), rows, cols, ld, alongRows, &stats, nullptr, &scales);
+                GradientHistogram hist;
+                setQuantizeForceScalar(path == 1);
+                quantizeMxBlocks(f, src.data(), dst.data(), rows, cols, ld, alongRows, &stats, path == 2 ? &hist : nullptr,
+                                 &scales);
+                setQuantizeForceScalar(false);
 
                 GradientHistogram expectedScales;
                 std::uint64_t saturated = 0, lost = 0;

@@ -6,8 +6,10 @@
 #include "numerics/quantize.h"
 
 #include "numerics/format.h"
+#include "numerics/quantize_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -21,33 +23,25 @@ namespace {
 constexpr std::uint32_t kAbsMask = 0x7FFFFFFFu;
 constexpr std::uint32_t kInfBits = 0x7F800000u;
 
-struct ElementRule {
-    int minNormalLog2;
-    int maxExponent;      // the binade of the largest finite value
-    int mantissaBits;
-    float maxFinite;
-    float minNormal;
+using detail::ElementRule;
 
-    explicit ElementRule(MiniFormat f)
-    {
-        const MiniFormatInfo& i = miniFormatInfo(f);
-        minNormalLog2 = i.minNormalLog2;
-        mantissaBits = i.mantissaBits;
-        maxFinite = static_cast<float>(i.maxFinite);
-        maxExponent = std::ilogb(i.maxFinite);
-        minNormal = std::ldexp(1.0f, minNormalLog2);
-    }
+// |a| (finite, >= 0) rounded to the format's precision, before saturation (may exceed
+// maxFinite).
+float roundUnsaturated(const ElementRule& rule, float a)
+{
+    const int e = static_cast<int>(bitsOf(a) >> 23) - 127;   // fp32 subnormals: -127
+    const int q = std::clamp(e, rule.minNormalLog2, rule.maxExponent) - rule.mantissaBits;
+    const float magic = floatFromBits(static_cast<std::uint32_t>(q + 23 + 127) << 23);
+    return (a + magic) - magic;
+}
 
-    // |a| (finite, >= 0) rounded to the format's precision, before saturation (may
-    // exceed maxFinite).
-    float roundUnsaturated(float a) const
-    {
-        const int e = static_cast<int>(bitsOf(a) >> 23) - 127;   // fp32 subnormals: -127
-        const int q = std::clamp(e, minNormalLog2, maxExponent) - mantissaBits;
-        const float magic = floatFromBits(static_cast<std::uint32_t>(q + 23 + 127) << 23);
-        return (a + magic) - magic;
-    }
-};
+std::atomic<bool> forceScalar{false};
+
+bool useAvx512()
+{
+    static const bool available = detail::quantizeAvx512Available();
+    return available && !forceScalar.load(std::memory_order_relaxed);
+}
 
 // Counts of one thread's share, folded into the caller's at the end.
 struct Counts {
@@ -102,7 +96,7 @@ float roundSigned(const ElementRule& rule, float x, float* magnitude, bool* satu
     const float a = std::fabs(x);
     float r = rule.maxFinite;
     if (!std::isinf(a)) {
-        r = rule.roundUnsaturated(a);
+        r = roundUnsaturated(rule, a);
         if (r > rule.maxFinite) {
             r = rule.maxFinite;
             *saturated = true;
@@ -113,6 +107,42 @@ float roundSigned(const ElementRule& rule, float x, float* magnitude, bool* satu
 }
 
 }  // namespace
+
+namespace detail {
+
+ElementRule ElementRule::of(MiniFormat f)
+{
+    const MiniFormatInfo& i = miniFormatInfo(f);
+    return {i.minNormalLog2, std::ilogb(i.maxFinite), i.mantissaBits, mxElementEmax(f),
+            static_cast<float>(i.maxFinite), std::ldexp(1.0f, i.minNormalLog2)};
+}
+
+int mxBlockExponent(const ElementRule& rule, float amax)
+{
+    if (!std::isfinite(amax)) return kNanExponent;
+    if (amax == 0.0f) return -127;
+    // floor(log2 amax): the exponent field of a normal fp32 value (ilogb for subnormals).
+    const int biased = static_cast<int>(bitsOf(amax) >> 23);
+    const int log2 = biased > 0 ? biased - 127 : std::ilogb(amax);
+    return std::clamp(log2 - rule.emax, -127, 127);
+}
+
+void LaneCounts::addTo(RoundingStats& s, std::uint64_t count) const
+{
+    s.count += count;
+    s.zerosIn += zerosIn;
+    s.nan += nan;
+    s.infIn += infIn;
+    s.underflow += underflow;
+    s.subnormal += subnormal;
+    s.overflow += overflow;
+}
+
+}  // namespace detail
+
+void setQuantizeForceScalar(bool on) { forceScalar.store(on, std::memory_order_relaxed); }
+
+const char* quantizePath() { return useAvx512() ? "avx512" : "scalar"; }
 
 float amaxOf(const float* src, std::size_t n)
 {
@@ -129,7 +159,13 @@ float amaxOf(const float* src, std::size_t n)
 float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, float scale, float scaleInv,
                      RoundingStats* stats, GradientHistogram* hist)
 {
-    const ElementRule rule(f);
+    const ElementRule rule = ElementRule::of(f);
+    if (!hist && useAvx512()) {
+        detail::LaneCounts lanes;
+        const float amax = detail::quantizeScaledAvx512(rule, src, dst, n, scale, scaleInv, lanes);
+        if (stats) lanes.addTo(*stats, n);
+        return amax;
+    }
     Counts counts;
     counts.hist = hist;
     float amax = 0.0f;
@@ -165,24 +201,55 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
                       std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
                       GradientHistogram* blockScales)
 {
-    const ElementRule rule(f);
-    const int emax = mxElementEmax(f);
+    const ElementRule rule = ElementRule::of(f);
+    auto countExponent = [&](int e) {
+        if (!blockScales) return;
+        if (e == detail::kNanExponent)
+            ++blockScales->nonFinite;
+        else
+            ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(e))];
+    };
+    if (!hist && useAvx512()) {
+        detail::LaneCounts lanes;
+        if (alongRows) {
+            std::vector<int> exponents(static_cast<std::size_t>((cols + kMxBlockSize - 1) / kMxBlockSize));
+            for (std::int64_t r = 0; r < rows; ++r) {
+                detail::mxRowAvx512(rule, src + r * ld, dst + r * ld, cols, lanes, exponents.data());
+                for (int e : exponents) countExponent(e);
+            }
+        } else {
+            // A band of 32 rows in tiles of kTile columns (32 x 256 values: 32 KiB), so that
+            // the amax pass and the quantising pass read the tile from the cache.
+            constexpr std::int64_t kTile = 256;
+            float amax[kTile];
+            int exponents[kTile];
+            for (std::int64_t r0 = 0; r0 < rows; r0 += kMxBlockSize) {
+                const std::int64_t band = std::min<std::int64_t>(rows - r0, kMxBlockSize);
+                for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+                    const std::int64_t width = std::min(kTile, cols - c0);
+                    const std::int64_t at = r0 * ld + c0;
+                    detail::columnAmaxAvx512(src + at, band, width, ld, amax);
+                    for (std::int64_t c = 0; c < width; ++c) {
+                        exponents[c] = detail::mxBlockExponent(rule, amax[c]);
+                        countExponent(exponents[c]);
+                    }
+                    detail::mxBandAvx512(rule, src + at, dst + at, band, width, ld, exponents, lanes);
+                }
+            }
+        }
+        if (stats) lanes.addTo(*stats, static_cast<std::uint64_t>(rows * cols));
+        return;
+    }
     Counts counts;
     counts.hist = hist;
 
-    // The block's shared exponent from its amax (MX v1.0 section 6.3); nullopt: NaN scale.
+    // The block's shared exponent; nullopt: NaN scale.
     auto exponentOf = [&](float amax) -> std::optional<int> {
-        if (!std::isfinite(amax)) return std::nullopt;
-        if (amax == 0.0f) return -127;
-        return std::clamp(std::ilogb(amax) - emax, -127, 127);
+        const int e = detail::mxBlockExponent(rule, amax);
+        if (e == detail::kNanExponent) return std::nullopt;
+        return e;
     };
-    auto countScale = [&](std::optional<int> e) {
-        if (!blockScales) return;
-        if (e)
-            ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(*e))];
-        else
-            ++blockScales->nonFinite;
-    };
+    auto countScale = [&](std::optional<int> e) { countExponent(e ? *e : detail::kNanExponent); };
     // One element: x / 2^e rounded, written as P * 2^e. Both products are exact in fp32:
     // e lies in [-127, 126] (emax >= 2), so 2^-e is a normal fp32 number and 2^e at least
     // the subnormal 2^-127, and P's lowest bit (>= 2^-9) times 2^e stays above 2^-149.

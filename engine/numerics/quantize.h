@@ -47,4 +47,10 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
                       std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
                       GradientHistogram* blockScales);
 
+// Name of the code path the quantisers take on this CPU without a histogram ("avx512",
+// "scalar"); with one (histogram steps) they take the scalar path.
+const char* quantizePath();
+// Forces the scalar path (tests compare the paths bit for bit).
+void setQuantizeForceScalar(bool on);
+
 }  // namespace plab

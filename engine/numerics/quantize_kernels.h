@@ -1,0 +1,56 @@
+// Internal to numerics/quantize: the element rule both the portable code (quantize.cpp)
+// and the AVX-512 kernels (quantize_avx512.cpp) apply, and the kernels' entry points.
+#pragma once
+
+#include "numerics/minifloat.h"
+#include "numerics/rounding_stats.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace plab::detail {
+
+// A format's rounding, from minifloat's table: magnitudes in binade e (clamped to
+// [minNormalLog2, maxExponent]) round at the quantum 2^(e - mantissaBits); above maxFinite
+// they saturate.
+struct ElementRule {
+    int minNormalLog2;
+    int maxExponent;      // the binade of the largest finite value
+    int mantissaBits;
+    int emax;             // OCP MX's emax of the element format
+    float maxFinite;
+    float minNormal;
+    static ElementRule of(MiniFormat f);
+};
+
+// Counts of the statistics of quantize.h, without the histogram.
+struct LaneCounts {
+    std::uint64_t zerosIn = 0, nan = 0, infIn = 0, underflow = 0, subnormal = 0, overflow = 0;
+    void addTo(RoundingStats& s, std::uint64_t count) const;
+};
+
+// Whether the AVX-512 kernels can run here (AVX-512F and BW, saved by the OS).
+bool quantizeAvx512Available();
+
+// Per tensor: as quantizeScaled without a histogram; returns the amax of src.
+float quantizeScaledAvx512(const ElementRule& rule, const float* src, float* dst, std::size_t n, float scale,
+                           float scaleInv, LaneCounts& counts);
+
+// An MX block's shared exponent from its amax (MX v1.0 section 6.3): floor(log2 amax) -
+// emax, clamped to [-127, 127], -127 for zeros, kNanExponent for a NaN or infinite amax.
+inline constexpr int kNanExponent = 1000;
+int mxBlockExponent(const ElementRule& rule, float amax);
+
+// MX blocks of one row of `cols` values: each block's exponent from its amax, as
+// quantizeMxBlocks; blockExponents receives each block's exponent (kNanExponent: NaN scale).
+void mxRowAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t cols, LaneCounts& counts,
+                 int* blockExponents);
+
+// MX blocks down the columns of a band of `rows` (<= kMxBlockSize) rows, row stride ld:
+// `exponent[c]` is column c's block exponent (kNanExponent: NaN scale), already chosen.
+void mxBandAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                  std::int64_t ld, const int* exponent, LaneCounts& counts);
+// The amax of each column of the band (NaN where one is NaN), into amax[0..cols).
+void columnAmaxAvx512(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* amax);
+
+}  // namespace plab::detail
