@@ -211,6 +211,7 @@ private slots:
     void underflowFractionsPerLayer();
     void updatesTellLostFromZeroAndNonFinite();
     void histogramJudgesEachRunInItsOwnFormat();
+    void quantisedKindsAreJudgedInTheirElementFormat();
     void emptyAndCoincidingPanelsSayWhy();
     void memoryStackPeakAndPlanner();
     void throughputAndProgress();
@@ -392,6 +393,44 @@ void TestUiCharts::histogramJudgesEachRunInItsOwnFormat()
     bool bounds = false;
     for (QAbstractSeries* s : view.seriesOf("histogram")) bounds |= s->name().startsWith("bf16 region boundaries");
     QVERIFY(bounds);
+}
+
+// Issue 15: the quantised matmul inputs of an FP8 recipe are judged in the format their
+// values were given to (E5M2 for gradients), not in the run's bf16, and saturate.
+void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
+{
+    ChartsView view;
+    TrainSettings settings = ampSettings();
+    settings.recipe = *PrecisionRecipe::fromPreset("fp8-delayed");
+    auto run = std::make_shared<RunData>(QStringLiteral("id-fp8"), settings);
+    run->setName("fp8");
+    run->apply(RunStartEvent{"cpu", {}, 10});
+    TelemetryEvent t;
+    t.step = 1;
+    LayerTelemetry l;
+    l.layer = "conv2";
+    l.kind = TensorKind::quantizedActivationGrad;
+    l.histogram = handHistogram();
+    l.stats.count = 120;
+    l.stats.overflow = 3;
+    t.layers.push_back(l);
+    run->apply(t);
+    view.setRuns(run, {});
+    auto* histogram = qobject_cast<HistogramChart*>(view.group("histogram"));
+    histogram->setSelection("conv2", TensorKind::quantizedActivationGrad);
+    view.redrawNow();
+    // 1..5 at -30, -20, -10, 0, 20: E5M2 flushes below 2^-17 (1 + 2 of 15), its normals run
+    // from 2^-14 to 2^15 (3 + 4), and 2^20 is past 57344 (5).
+    const QString text = histogram->sharesText();
+    QVERIFY2(text.contains("fp8 (e5m2 regions): flushed 20.00% · subnormal 0.00% · normal 46.67% · overflow 33.33%"),
+             qPrintable(text));
+    auto* underflow = qobject_cast<UnderflowChart*>(view.group("underflow"));
+    underflow->setKind(TensorKind::quantizedActivationGrad);
+    view.redrawNow();
+    bool saturationTitled = false;
+    for (QAbstractSeries* s : view.seriesOf("underflow"))
+        if (auto* chart = s->chart()) saturationTitled |= chart->title().contains("Saturation");
+    QVERIFY(saturationTitled);
 }
 
 // Issue 10: panels left blank with no word why, and identical curves hiding each other.

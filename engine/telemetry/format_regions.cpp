@@ -1,6 +1,8 @@
 // Format regions over histogram bins (see format_regions.h).
 #include "telemetry/format_regions.h"
 
+#include <cmath>
+
 namespace plab {
 
 FormatRegions formatRegions(Format f)
@@ -9,9 +11,31 @@ FormatRegions formatRegions(Format f)
     return {info.minSubnormalLog2 - 1, info.minNormalLog2, info.maxExponent + 1};
 }
 
+FormatRegions formatRegions(MiniFormat f)
+{
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    return {info.minSubnormalLog2 - 1, info.minNormalLog2, std::ilogb(info.maxFinite) + 1};
+}
+
+RegionFormat RegionFormat::of(Format f)
+{
+    const FormatInfo& info = formatInfo(f);
+    return {std::string(info.name), formatRegions(f), info.minSubnormalLog2, info.minNormalLog2, info.maxFinite};
+}
+
+RegionFormat RegionFormat::of(MiniFormat f)
+{
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    return {std::string(info.name), formatRegions(f), info.minSubnormalLog2, info.minNormalLog2, info.maxFinite};
+}
+
 RegionShares regionShares(const GradientHistogram& h, Format f, int shiftBins)
 {
-    const FormatRegions r = formatRegions(f);
+    return regionShares(h, formatRegions(f), shiftBins);
+}
+
+RegionShares regionShares(const GradientHistogram& h, const FormatRegions& r, int shiftBins)
+{
     std::uint64_t flushed = 0, subnormal = 0, normal = 0, overflow = 0;
     for (int bin = 0; bin < GradientHistogram::kBins; ++bin) {
         const std::uint64_t n = h.bins[static_cast<std::size_t>(bin)];

@@ -6,9 +6,11 @@
 #pragma once
 
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
 #include "numerics/rounding_stats.h"
 
 #include <cstdint>
+#include <string>
 
 namespace plab {
 
@@ -26,6 +28,21 @@ struct FormatRegions {
     int overflowFrom;
 };
 FormatRegions formatRegions(Format f);
+// The same for a format below 16 bits (FP8, FP6, FP4): "overflow" is what saturates.
+FormatRegions formatRegions(MiniFormat f);
+
+// A format whose regions a histogram is judged in: the compute format of a run, or for a
+// quantised kind (issue 15) the element format its values were given to.
+struct RegionFormat {
+    std::string name;          // "fp16", "e5m2", "fp4-e2m1"
+    FormatRegions regions;
+    int minSubnormalLog2 = 0;
+    int minNormalLog2 = 0;
+    double maxFinite = 0;
+    static RegionFormat of(Format f);
+    static RegionFormat of(MiniFormat f);
+    bool operator==(const RegionFormat& o) const { return name == o.name; }
+};
 
 struct RegionShares {
     std::uint64_t values = 0;   // nonzero finite values in the histogram (the denominator)
@@ -36,6 +53,7 @@ struct RegionShares {
 // shiftBins moves every bin first: what the histogram would look like under a loss scale
 // 2^shiftBins times the one it was recorded at (the format explorer's "scale S" table).
 RegionShares regionShares(const GradientHistogram& h, Format f, int shiftBins = 0);
+RegionShares regionShares(const GradientHistogram& h, const FormatRegions& regions, int shiftBins = 0);
 
 // The four regions in order (flushed, subnormal, normal, overflow): a key for names of
 // drawn items, the label a legend shows, and the translucent shading (RGBA) drawn over a

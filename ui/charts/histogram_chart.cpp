@@ -126,10 +126,12 @@ HistogramChart::HistogramChart(QWidget* parent)
     layerBox_ = new QComboBox(this);
     layerBox_->setToolTip(tr("Layer whose tensor is shown"));
     kindBox_ = new QComboBox(this);
-    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation})
+    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation,
+                         TensorKind::quantizedActivationGrad, TensorKind::quantizedActivation, TensorKind::quantizedWeight})
         kindBox_->addItem(QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' ')),
                           static_cast<int>(k));
-    kindBox_->setToolTip(tr("Tensor kind: weight gradients, activation gradients or activations"));
+    kindBox_->setToolTip(tr("Tensor kind: weight gradients, activation gradients, activations, or under an FP8 or MX "
+                            "recipe the quantised matmul inputs (judged in their element format)"));
     stepSlider_ = new QSlider(Qt::Horizontal, this);
     stepSlider_->setToolTip(tr("Move through the histogram steps of the run being watched"));
     stepLabel_ = new QLabel(this);
@@ -261,7 +263,16 @@ HistogramWindow histogramWindow(const std::vector<const GradientHistogram*>& dra
 
 namespace {
 
-Format computeFormatOf(const RunData& run) { return run.currentSettings().recipe.compute; }
+// The format a run's histogram of `kind` is judged in: its compute format, or for a quantised
+// kind the element format the recipe gave those values to.
+RegionFormat regionFormatOf(const RunData& run, TensorKind kind)
+{
+    const PrecisionRecipe& recipe = run.currentSettings().recipe;
+    if (isQuantizedKind(kind) && recipe.quantization.on())
+        return RegionFormat::of(kind == TensorKind::quantizedActivationGrad ? recipe.quantization.gradientFormat()
+                                                                            : recipe.quantization.forwardFormat());
+    return RegionFormat::of(recipe.compute);
+}
 
 }  // namespace
 
@@ -283,11 +294,11 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                                                 : telemetryAt(*run, step);
         if (const LayerTelemetry* tap = t ? findLayer(*t, layerName, kind()) : nullptr) drawn.push_back({run, tap, t->step});
     }
-    const Format format = chosen ? computeFormatOf(*chosen) : Format::fp16;
+    const RegionFormat format = chosen ? regionFormatOf(*chosen, kind()) : RegionFormat::of(Format::fp16);
     // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
-    std::vector<std::pair<RunPtr, Format>> otherFormats;
+    std::vector<std::pair<RunPtr, RegionFormat>> otherFormats;
     for (const Drawn& d : drawn) {
-        const Format f = computeFormatOf(*d.run);
+        const RegionFormat f = regionFormatOf(*d.run, kind());
         const bool seen = std::any_of(otherFormats.begin(), otherFormats.end(), [&](const auto& o) { return o.second == f; });
         if (f != format && !seen) otherFormats.emplace_back(d.run, f);
     }
@@ -295,8 +306,8 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     // Where: the window over the data and the boundaries near it.
     std::vector<const GradientHistogram*> histograms;
     for (const Drawn& d : drawn) histograms.push_back(&d.tap->histogram);
-    std::vector<FormatRegions> regions{formatRegions(format)};
-    for (const auto& [run, f] : otherFormats) regions.push_back(formatRegions(f));
+    std::vector<FormatRegions> regions{format.regions};
+    for (const auto& [run, f] : otherFormats) regions.push_back(f.regions);
     const HistogramWindow window = histogramWindow(histograms, regions);
     setAxisRange(exponents_, window.low, window.high);
     setAxisRange(share_, 0, window.top);
@@ -326,12 +337,12 @@ std::int64_t HistogramChart::followControls(const RunPtr& chosen)
     return step;
 }
 
-void HistogramChart::drawRegions(Format format, const HistogramWindow& w)
+void HistogramChart::drawRegions(const RegionFormat& format, const HistogramWindow& w)
 {
-    // Shaded regions of the chosen run's compute format.
-    const FormatRegions regions = formatRegions(format);
-    const FormatInfo& info = formatInfo(format);
-    const QString formatText = QString::fromUtf8(formatName(format));
+    // Shaded regions of the chosen run's format (compute, or a quantised kind's element format).
+    const FormatRegions& regions = format.regions;
+    const RegionFormat& info = format;
+    const QString formatText = QString::fromStdString(format.name);
     const double bounds[] = {static_cast<double>(w.low), static_cast<double>(regions.flushedBelow),
                              static_cast<double>(regions.normalFrom), static_cast<double>(regions.overflowFrom),
                              static_cast<double>(w.high)};
@@ -361,12 +372,13 @@ void HistogramChart::drawRegions(Format format, const HistogramWindow& w)
     }
 }
 
-void HistogramChart::drawOtherBoundaries(const std::vector<std::pair<RunPtr, Format>>& otherFormats, const HistogramWindow& w)
+void HistogramChart::drawOtherBoundaries(const std::vector<std::pair<RunPtr, RegionFormat>>& otherFormats,
+                                         const HistogramWindow& w)
 {
     // Another format's boundaries: one polyline of vertical segments in its first run's
     // color, dashed (a handful of points: dashing costs nothing here).
     for (const auto& [run, f] : otherFormats) {
-        const FormatRegions r = formatRegions(f);
+        const FormatRegions& r = f.regions;
         QList<QPointF> marks;
         for (int boundary : {r.flushedBelow, r.normalFrom, r.overflowFrom}) {
             if (boundary < w.low || boundary > w.high) continue;
@@ -374,7 +386,7 @@ void HistogramChart::drawOtherBoundaries(const std::vector<std::pair<RunPtr, For
             marks.append(QPointF(boundary, w.top));
             marks.append(QPointF(boundary, 0.0));
         }
-        const QString name = QString::fromUtf8(formatName(f));
+        const QString name = QString::fromStdString(f.name);
         auto* line = pool_.take<QLineSeries>(QStringLiteral("bounds/") + name, {exponents_, share_});
         setSeriesName(line, tr("%1 region boundaries (flushed below 2^%2, normal from 2^%3, overflow from 2^%4)")
                                 .arg(name).arg(r.flushedBelow).arg(r.normalFrom).arg(r.overflowFrom));
@@ -411,8 +423,8 @@ std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::v
         setLegendLabel(chart_, line, d.run == chosen ? watchedLabel : runLabel(d.run, runs));
         if (line->points() != outline) line->replace(outline);
 
-        const Format own = computeFormatOf(*d.run);
-        shares.push_back({runLabel(d.run, runs), QString::fromUtf8(formatName(own)), regionShares(h, own)});
+        const RegionFormat own = regionFormatOf(*d.run, kind());
+        shares.push_back({runLabel(d.run, runs), QString::fromStdString(own.name), regionShares(h, own.regions)});
     }
     return shares;
 }

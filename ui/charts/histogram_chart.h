@@ -74,8 +74,8 @@ private:
     // redraw's parts: the controls (returns the chosen run's step), the shading, other
     // formats' boundary lines, the outlines (and the shares), the texts under the chart.
     std::int64_t followControls(const RunPtr& chosen);
-    void drawRegions(Format format, const HistogramWindow& w);
-    void drawOtherBoundaries(const std::vector<std::pair<RunPtr, Format>>& otherFormats, const HistogramWindow& w);
+    void drawRegions(const RegionFormat& format, const HistogramWindow& w);
+    void drawOtherBoundaries(const std::vector<std::pair<RunPtr, RegionFormat>>& otherFormats, const HistogramWindow& w);
     std::vector<RunShares> drawOutlines(const std::vector<Drawn>& drawn, const RunPtr& chosen, const QList<RunPtr>& runs,
                                         const HistogramWindow& w);
     void showNotes(const RunPtr& chosen, const QList<RunPtr>& runs, bool nothingDrawn,

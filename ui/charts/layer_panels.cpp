@@ -41,7 +41,8 @@ bool linesCoincide(const QList<QPointF>& a, const QList<QPointF>& b, double tole
 QString kindsWithData(const QList<RunPtr>& runs)
 {
     QStringList kinds;
-    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation})
+    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation,
+                         TensorKind::quantizedActivationGrad, TensorKind::quantizedActivation, TensorKind::quantizedWeight})
         for (const RunPtr& run : runs)
             if (!layersOfKind(*run, k).empty()) {
                 kinds << QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' '));

@@ -44,10 +44,12 @@ UnderflowChart::UnderflowChart(QWidget* parent)
     panels_[1].reduced = &reducedOverflow_;
 
     kindBox_ = new QComboBox(this);
-    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation})
+    for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation,
+                         TensorKind::quantizedActivationGrad, TensorKind::quantizedActivation, TensorKind::quantizedWeight})
         kindBox_->addItem(QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' ')),
                           static_cast<int>(k));
-    kindBox_->setToolTip(tr("Which rounding sites: weight gradients, activation gradients or activations"));
+    kindBox_->setToolTip(tr("Which rounding sites: weight gradients, activation gradients, activations, or the "
+                            "quantised matmul inputs of an FP8 or MX recipe (overflow: saturated)"));
     connect(kindBox_, &QComboBox::currentIndexChanged, this, [this] { redraw(current_, compare_); });
 
     auto* controls = new QHBoxLayout;
@@ -82,10 +84,16 @@ void UnderflowChart::drawRounding(Panel& panel, const QList<RunPtr>& runs, bool 
 {
     const TensorKind k = kind();
     // Half-width panels: a short title (the run's name must fit); the axis says what is counted.
-    setChartTitle(panel.chart, overflow ? tr("Overflow") : tr("Underflow"), runs);
-    const QString axisTitle = overflow ? tr("% of finite → inf") : tr("% of nonzero → 0");
+    // The quantised kinds of the FP8 and MX recipes saturate: their overflow is a clip to the
+    // largest finite value, not an infinity.
+    const bool saturates = isQuantizedKind(k);
+    setChartTitle(panel.chart, overflow ? (saturates ? tr("Saturation") : tr("Overflow")) : tr("Underflow"), runs);
+    const QString axisTitle = overflow ? (saturates ? tr("% of finite → max") : tr("% of finite → inf"))
+                                       : tr("% of nonzero → 0");
     if (panel.values->titleText() != axisTitle) panel.values->setTitleText(axisTitle);
-    panel.chart->setToolTip(overflow ? tr("Share of finite values rounded to infinity, per layer")
+    panel.chart->setToolTip(overflow ? (saturates ? tr("Share of finite values beyond the format's largest, "
+                                                       "clipped to it, per layer")
+                                                  : tr("Share of finite values rounded to infinity, per layer"))
                                      : tr("Share of nonzero values rounded to zero, per layer"));
     const QString kindText = QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' '));
     Quantity q{k, overflow ? tr("overflow") : tr("underflow"),
