@@ -3,6 +3,7 @@
 
 #include "nn/model.h"
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
 #include "telemetry/telemetry.h"
 #include "tensor/memory.h"
 
@@ -38,14 +39,15 @@ const std::vector<MetricInfo> kMetrics = {
     {"lost_updates", "LAYER", "nonzero updates that left the stored weight unchanged, over the run (fraction)", MetricUnit::fraction, true},
     {"weights_made_non_finite", "LAYER|all", "finite weights an update made inf or NaN, over the run", MetricUnit::count, true},
     {"snapshot_underflow", "LAYER,KIND,STEP", "nonzero values rounded to 0 at one telemetry step (fraction)", MetricUnit::fraction, true},
-    {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf at one telemetry step (fraction)", MetricUnit::fraction, true},
+    {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf (quantised kinds: saturated) at one telemetry step (fraction)", MetricUnit::fraction, true},
+    {"snapshot_scale", "LAYER,KIND,STEP", "the per-tensor scale of a quantised kind at one telemetry step (FP8 recipes)", MetricUnit::scale, true},
     {"snapshot_lost_updates", "LAYER,STEP", "lost updates at one telemetry step (fraction of nonzero updates)", MetricUnit::fraction, true},
     {"snapshot_non_finite_updates", "LAYER|all,STEP", "weights an update made inf or NaN at one telemetry step", MetricUnit::count, true},
     {"snapshot_zero_grads", "LAYER|all,STEP", "weight gradients that were 0 after rounding at one telemetry step", MetricUnit::count, true},
     {"memory_peak", "CATEGORY", "peak bytes of a memory category (or total) over the whole run", MetricUnit::bytes, true},
     {"memory_training_peak", "CATEGORY", "peak bytes during training steps (evaluation excluded)", MetricUnit::bytes, true},
     {"memory_evaluation_peak", "CATEGORY", "peak bytes during evaluations", MetricUnit::bytes, true},
-    {"format_min_subnormal", "FORMAT", "smallest positive subnormal of a format", MetricUnit::scale, false},
+    {"format_min_subnormal", "FORMAT", "smallest positive subnormal of a format (fp32 ... bf16, or e4m3, e5m2, fp6-e2m3, fp6-e3m2, fp4-e2m1)", MetricUnit::scale, false},
     {"format_min_normal", "FORMAT", "smallest positive normal of a format", MetricUnit::scale, false},
     {"format_max", "FORMAT", "largest finite value of a format", MetricUnit::plain, false},
     {"format_epsilon", "FORMAT", "spacing of a format's values just above 1 (2^-mantissa bits)", MetricUnit::scale, false},
@@ -205,14 +207,27 @@ std::optional<double> memoryPeak(const json& record, const char* key, const std:
     return std::nullopt;
 }
 
-double formatFact(std::string_view name, Format f)
+// A format fact of one of the 16/32-bit formats or of a format below 16 bits, by name.
+std::optional<double> formatFact(std::string_view name, std::string_view format)
 {
-    const FormatInfo& info = formatInfo(f);
-    if (name == "format_min_subnormal") return std::ldexp(1.0, info.minSubnormalLog2);
-    if (name == "format_min_normal") return std::ldexp(1.0, info.minNormalLog2);
-    if (name == "format_max") return info.maxFinite;
-    if (name == "format_epsilon") return std::ldexp(1.0, -info.mantissaBits);
-    return info.mantissaBits;
+    int minSubnormalLog2 = 0, minNormalLog2 = 0, mantissaBits = 0;
+    double maxFinite = 0;
+    if (const auto f = parseFormat(format)) {
+        const FormatInfo& info = formatInfo(*f);
+        minSubnormalLog2 = info.minSubnormalLog2, minNormalLog2 = info.minNormalLog2;
+        mantissaBits = info.mantissaBits, maxFinite = info.maxFinite;
+    } else if (const auto m = parseMiniFormat(format)) {
+        const MiniFormatInfo& info = miniFormatInfo(*m);
+        minSubnormalLog2 = info.minSubnormalLog2, minNormalLog2 = info.minNormalLog2;
+        mantissaBits = info.mantissaBits, maxFinite = info.maxFinite;
+    } else {
+        return std::nullopt;
+    }
+    if (name == "format_min_subnormal") return std::ldexp(1.0, minSubnormalLog2);
+    if (name == "format_min_normal") return std::ldexp(1.0, minNormalLog2);
+    if (name == "format_max") return maxFinite;
+    if (name == "format_epsilon") return std::ldexp(1.0, -mantissaBits);
+    return mantissaBits;
 }
 
 std::string withThousands(long long v)
@@ -256,7 +271,7 @@ std::string checkMetric(std::string_view metric, const TrainSettings* settings)
     if (p.args.size() != want)
         return "metric " + quoted + " takes " + (want ? std::string(p.info->args) : std::string("no arguments"));
     if (!p.info->perRun) {
-        if (!parseFormat(p.args[0])) return "metric " + quoted + ": unknown format \"" + p.args[0] + "\"";
+        if (!formatFact(p.info->name, p.args[0])) return "metric " + quoted + ": unknown format \"" + p.args[0] + "\"";
         return {};
     }
     if (!settings) return "metric " + quoted + " needs a run";
@@ -309,12 +324,9 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     }
     const std::string_view name = p.info->name;
     if (!p.info->perRun) {
-        const auto f = parseFormat(p.args[0]);
-        if (!f) {
-            if (why) *why = "unknown format " + p.args[0];
-            return std::nullopt;
-        }
-        return formatFact(name, *f);
+        const auto fact = formatFact(name, p.args[0]);
+        if (!fact && why) *why = "unknown format " + p.args[0];
+        return fact;
     }
     if (!record || !record->is_object()) {
         if (why) *why = "no run record";
@@ -363,6 +375,16 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
         const std::uint64_t count = u64(st, "count"), zeros = u64(st, "zeros_in"), nan = u64(st, "nan"), inf = u64(st, "inf_in");
         const std::uint64_t nonzero = count >= zeros + nan + inf ? count - zeros - nan - inf : 0;
         return fraction(u64(st, name == "snapshot_underflow" ? "underflow" : "overflow"), nonzero);
+    }
+    if (name == "snapshot_scale") {
+        const json* snap = snapshotAt(r, a[2], why);
+        if (!snap) return std::nullopt;
+        const json* entry = layerEntry(*snap, a[0], a[1]);
+        if (!entry || !entry->contains("scale") || !(*entry)["scale"].is_number()) {
+            if (why) *why = "no per-tensor scale of " + a[1] + " for " + a[0] + " at step " + a[2];
+            return std::nullopt;
+        }
+        return (*entry)["scale"].get<double>();
     }
     if (name == "snapshot_lost_updates" || name == "snapshot_non_finite_updates" || name == "snapshot_zero_grads") {
         const json* snap = snapshotAt(r, a[1], why);
