@@ -119,6 +119,20 @@ private slots:
         QCOMPARE(diverged_["summary"]["status"], "diverged");
     }
 
+    void quantisedRecipesSayHowTheyDiffer()
+    {
+        // Issue 15: an FP8 recipe changed from its preset names the change.
+        json custom = fp32_, preset = fp32_;
+        PrecisionRecipe e4m3 = *PrecisionRecipe::fromPreset("fp8-delayed");
+        e4m3.quantization.hybrid = false;
+        custom["recipe"] = recipeToJson(e4m3);
+        preset["recipe"] = recipeToJson(*PrecisionRecipe::fromPreset("fp8-delayed"));
+        const auto c = comparisonOf({custom, preset});
+        QCOMPARE(c.runs[1].label, std::string("FP8 delayed scaling"));
+        QVERIFY2(c.runs[0].label.find("FP8 delayed scaling with FP8 delayed scaling (e4m3 throughout") == 0,
+                 c.runs[0].label.c_str());
+    }
+
     void labelsAreUniqueAndSayWhatDiffers()
     {
         const auto c = comparisonOf({unscaled_, scaled_, diverged_});

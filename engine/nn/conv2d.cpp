@@ -226,7 +226,9 @@ std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecip
     const std::int64_t hw = g.planeSize();
     std::int64_t bytes = outChannels_ * hw * formatInfo(storage).storageBytes;   // output
     bytes += g.patchSize() * hw * formatInfo(recipe.compute).storageBytes;        // cols
-    if (recipe.compute == Format::tf32) bytes += g.channels * hw * 4;             // rounded input
+    // The rounded (tf32) or per-tensor quantised input (MX quantises the columns instead).
+    if (recipe.compute == Format::tf32 || (recipe.quantization.on() && !recipe.quantization.blockScaled()))
+        bytes += g.channels * hw * 4;
     return bytes;
 }
 

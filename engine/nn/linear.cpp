@@ -105,7 +105,8 @@ std::int64_t Linear::keptBytesPerSample(const Shape& input, const PrecisionRecip
     outputShape(input);
     const Format storage = recipe.storage();
     std::int64_t bytes = outFeatures_ * formatInfo(storage).storageBytes;
-    if (recipe.compute == Format::tf32) bytes += inFeatures_ * 4;   // rounded input operand
+    // The rounded (tf32) or quantised (FP8, MX: dequantised values in fp32) input operand.
+    if (recipe.compute == Format::tf32 || recipe.quantization.on()) bytes += inFeatures_ * 4;
     return bytes;
 }
 

@@ -84,6 +84,9 @@ std::string recipePhraseOf(const json& recipe)
         else
             parts.push_back("with custom loss scaling");
     }
+    // Records before issue 15 have no quantization: off, as every preset of theirs.
+    const json q = recipe.value("quantization", ref["quantization"]);
+    if (q != ref["quantization"]) parts.push_back("with " + textOr(q, "description", "quantised operands"));
     for (std::size_t i = 0; i < parts.size(); ++i) phrase += (i == 0 ? " " : ", ") + parts[i];
     return phrase;
 }
