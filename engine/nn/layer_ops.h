@@ -1,7 +1,7 @@
 // What the layers share: the precision rules of one step (read from the recipe), a tensor
 // sized and placed for the step on the backend's memory, the bias addition, and the
 // rounding sites (round a buffer to a format on the backend, its statistics tapped into
-// telemetry).
+// telemetry), and the quantisation sites of the FP8 and MX recipes with their scales.
 #pragma once
 
 #include "amp/recipe.h"
