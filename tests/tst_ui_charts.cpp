@@ -413,6 +413,9 @@ void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
     l.histogram = handHistogram();
     l.stats.count = 120;
     l.stats.overflow = 3;
+    l.scaling.present = true;
+    l.scaling.scale = 1048576.0f;   // 2^20
+    l.scaling.amax = 0.05f;
     t.layers.push_back(l);
     run->apply(t);
     view.setRuns(run, {});
@@ -431,6 +434,10 @@ void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
     for (QAbstractSeries* s : view.seriesOf("underflow"))
         if (auto* chart = s->chart()) saturationTitled |= chart->title().contains("Saturation");
     QVERIFY(saturationTitled);
+    // The scale chart draws the layer's gradient scale beside the loss scale, as log2.
+    auto* fp8Scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 FP8 gradient scale");
+    QVERIFY(fp8Scale);
+    QCOMPARE(fp8Scale->points(), QList<QPointF>{QPointF(1, 20)});
 }
 
 // Issue 10: panels left blank with no word why, and identical curves hiding each other.

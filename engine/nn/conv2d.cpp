@@ -135,9 +135,9 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
                                     shapeString(output_.shape()) + ".");
     // MX quantises the gradient once for each GEMM, in its blocks (filterGradientLowered,
     // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
-    const Tensor& dY = p.quant.blockScaled()
-                           ? gradOutput
-                           : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);   // (Cout, N, H, W)
+    const Tensor& dY =   // (Cout, N, H, W)
+        p.quant.blockScaled() ? gradOutput
+                              : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
 
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);

@@ -62,6 +62,13 @@ qint64 ChartGroup::lastPaintNs() const
     return ns;
 }
 
+QColor ChartGroup::layerColor(const QColor& runColor, std::size_t li)
+{
+    if (li == 0) return runColor;
+    const int i = static_cast<int>(li);
+    return li % 2 ? runColor.lighter(100 + 25 * i) : runColor.darker(100 + 20 * i);
+}
+
 QPen ChartGroup::runPen(const QColor& color, qreal width, Qt::PenStyle style) const
 {
     if (!presentation_) return cosmeticPen(color, width, style);

@@ -51,13 +51,6 @@ QString kindsWithData(const QList<RunPtr>& runs)
     return kinds.join(QStringLiteral(", "));
 }
 
-QColor LayerPanelsGroup::layerColor(const QColor& runColor, std::size_t li)
-{
-    if (li == 0) return runColor;
-    const int i = static_cast<int>(li);
-    return li % 2 ? runColor.lighter(100 + 25 * i) : runColor.darker(100 + 20 * i);
-}
-
 QString LayerPanelsGroup::layerKey(const QList<RunPtr>& runs, TensorKind kind) const
 {
     QStringList lines;

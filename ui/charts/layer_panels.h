@@ -57,8 +57,6 @@ protected:
     // The note under the panel's title: "<a> and <b> coincide" lines, or the empty reason.
     static QString noteText(const Panel& panel) { return panel.note ? panel.note->toolTip() : QString(); }
 
-    // The shade of a run's color for its li-th layer (the lines' colors).
-    static QColor layerColor(const QColor& runColor, std::size_t li);
     // A key for panels too narrow for their own legends: one line per run, a swatch and the
     // name of each of its layers, then the run's name (rich text).
     QString layerKey(const QList<RunPtr>& runs, TensorKind kind) const;

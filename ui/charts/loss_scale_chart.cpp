@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 namespace plab::ui {
 
@@ -83,6 +85,29 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                 [&](std::size_t k) { return scaleAt(skippedAt[k]); }, columns);
         });
         counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
+
+        // FP8 recipes (issue 15): each layer's per-tensor gradient scale at the histogram
+        // steps, dashed, on the same log2 axis (both multiply the gradients before a cast).
+        std::map<std::string, QList<QPointF>> fp8;
+        for (const TelemetryEvent& t : run->telemetry())
+            for (const LayerTelemetry& l : t.layers)
+                if (l.kind == TensorKind::quantizedActivationGrad && l.scaling.present && !l.scaling.blocks &&
+                    l.scaling.scale > 0)
+                    fp8[l.layer].append(QPointF(static_cast<double>(t.step), std::log2(static_cast<double>(l.scaling.scale))));
+        std::size_t li = 0;
+        for (const auto& [layer, points] : fp8) {
+            const QString name = QString::fromStdString(layer);
+            auto* scaleLine = pool_.take<QLineSeries>(run->id() + QStringLiteral("/fp8/") + name, {steps_, scale_});
+            setSeriesName(scaleLine, tr("%1 %2 FP8 gradient scale").arg(run->name(), name));
+            setSeriesPen(scaleLine, runPen(layerColor(run->color(), li++), 1.5, Qt::DashLine));
+            setLegendLabel(chart_, scaleLine, watched ? tr("%1 gradient scale").arg(name) : runLabel(run, runs));
+            setLegendVisible(chart_, scaleLine, watched);
+            if (scaleLine->points() != points) scaleLine->replace(points);
+            for (const QPointF& p : points) {
+                lowest = std::min(lowest, p.y());
+                highest = std::max(highest, p.y());
+            }
+        }
     }
 
     // Whole multiples of 3 in log2 at both ends (at least 2^0 .. 2^18), so ticks land on

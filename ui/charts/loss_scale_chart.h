@@ -1,7 +1,9 @@
 // Chart group "scale": the loss scale S per step, plotted as log2 S on a value axis whose
 // labels read 2^k (2^16, not 65536 or 134217728), each skipped step
 // (non-finite gradients, update skipped) marked, and the skipped count written on the
-// chart per run, in the corner of the plot that hides the least data.
+// chart per run, in the corner of the plot that hides the least data. Under a per-tensor FP8
+// recipe, each layer's gradient scale (quantized_activation_grad) at the histogram steps,
+// dashed, on the same axis.
 #pragma once
 
 #include "charts/chart_support.h"
