@@ -87,6 +87,35 @@ private slots:
         QVERIFY(!o.record["telemetry"].empty());
     }
 
+    void fp8RunsRecordTheirScalesAndArithmetic()
+    {
+        // Issue 15: each FP8 and MX recipe trains, is recorded as emulated on fp32
+        // arithmetic (whatever the CPU's 16-bit units), and records every quantised tensor.
+        for (const char* preset : {"fp8-delayed", "mxfp8"}) {
+            TrainSettings s = smallRun(preset);
+            s.maxSteps = 4;
+            s.histogramEvery = 2;
+            const Outcome o = train(s, data_);
+            QCOMPARE(o.result.status, RunStatus::completed);
+            const std::string arithmetic = o.record["backend"]["arithmetic"];
+            QVERIFY2(arithmetic.rfind(std::string("exact: ") + preset + " operands", 0) == 0, arithmetic.c_str());
+            int quantised = 0;
+            for (const auto& l : o.record["telemetry"].back()["layers"]) {
+                const std::string kind = l["kind"];
+                if (kind.rfind("quantized_", 0) != 0) continue;
+                ++quantised;
+                QVERIFY(l["stats"]["count"].get<std::uint64_t>() > 0);
+                if (std::string(preset) == "fp8-delayed") {
+                    QVERIFY(l["scale"].get<double>() > 0);   // the scale from step 1's amax
+                    QVERIFY(l.contains("amax"));
+                } else {
+                    QVERIFY(l.contains("block_scales"));
+                }
+            }
+            QCOMPARE(quantised, 9);   // conv1, conv2, fc1: input, weight and output gradient
+        }
+    }
+
     void sameSeedSameRecord()
     {
         TrainSettings s = smallRun("amp-fp16");

@@ -6,6 +6,7 @@
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
 #include "error.h"
+#include "nn/layer_ops.h"
 #include "numerics/number_text.h"
 #include "optim/grad_unscale.h"
 #include "weights/model_weights.h"
@@ -224,6 +225,16 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
     return out;
 }
 
+// The record's arithmetic phrase: the backend's for the recipe's GEMMs; quantised operands
+// (FP8, MX) are always emulated, their dequantised values multiplied on fp32 arithmetic.
+std::string arithmeticOf(const PrecisionRecipe& recipe, const ComputeBackend& backend)
+{
+    const GemmPrecision gemm = StepPrecision::of(recipe).gemm();
+    if (!recipe.quantization.on() || !gemm.fp32Accumulate) return backend.arithmeticFor(gemm);
+    return "exact: " + std::string(quantModeName(recipe.quantization.mode)) +
+           " operands held dequantised in fp32, multiplied and summed in fp32 (" + backend.arithmeticFor(gemm) + ")";
+}
+
 }  // namespace
 
 void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
@@ -401,7 +412,7 @@ void Trainer::setUp(State& st)
 
     st.plannedSteps = plannedSteps();
     emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, st.plannedSteps,
-                            st.backend->arithmeticFor({st.recipe.compute, st.recipe.fp32Accumulate})});
+                            arithmeticOf(st.recipe, *st.backend)});
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     st.params = st.model->parameters();

@@ -39,10 +39,10 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
-    setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs, tr("Loss scale and skipped steps"));
     pool_.begin();
     markers_->beginLabels();
 
+    bool anyFp8 = false;
     double lastStep = 1, lowest = 0, highest = 16;   // log2 S: the usual span 1 .. 65536, so the axis rarely moves
     QStringList counts;
     for (const RunPtr& run : runs) {
@@ -95,6 +95,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                     l.scaling.scale > 0)
                     fp8[l.layer].append(QPointF(static_cast<double>(t.step), std::log2(static_cast<double>(l.scaling.scale))));
         std::size_t li = 0;
+        anyFp8 |= !fp8.empty();
         for (const auto& [layer, points] : fp8) {
             const QString name = QString::fromStdString(layer);
             auto* scaleLine = pool_.take<QLineSeries>(run->id() + QStringLiteral("/fp8/") + name, {steps_, scale_});
@@ -110,6 +111,11 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         }
     }
 
+    if (anyFp8)
+        setChartTitle(chart_, tr("Loss scale, FP8 gradient scales (log2) and skipped steps"), runs,
+                      tr("Loss and FP8 scales"));
+    else
+        setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs, tr("Loss scale and skipped steps"));
     // Whole multiples of 3 in log2 at both ends (at least 2^0 .. 2^18), so ticks land on
     // whole powers of two; the range only changes when the scale leaves it, so labels are
     // not re-laid out every frame.
