@@ -3,6 +3,8 @@
 // Every path gives the bits of roundTo() and the same statistics.
 #include "numerics/bulk_round.h"
 
+#include "numerics/simd_support.h"
+
 #include <atomic>
 #include <bit>
 
@@ -12,14 +14,9 @@ namespace detail {
 
 // Defined in bulk_round_avx512.cpp (compiled with function-level target attributes, so
 // this file and its callers stay baseline x86-64).
-bool avx512KernelsAvailable();
 void roundArrayAvx512(Format f, const float* src, float* dst, std::size_t n,
                       RoundingStats* stats, GradientHistogram* hist);
 
-// Histogram of |x| by fp32 biased exponent byte: byte b in 1..254 is the binade
-// [2^(b-127), 2^(b-126)), 255 is inf/NaN, 0 holds zeros and fp32 subnormals. The kernels
-// count bytes (cheap) and put subnormal inputs, which are rare, in their bins themselves;
-// this folds the byte counts into the histogram.
 void addExponentByteCounts(const std::uint64_t (&byteCounts)[256], std::uint64_t subnormalInputs,
                            GradientHistogram& hist)
 {
@@ -29,7 +26,6 @@ void addExponentByteCounts(const std::uint64_t (&byteCounts)[256], std::uint64_t
     hist.zeros += byteCounts[0] - subnormalInputs;
 }
 
-// floor(log2 |x|) of an fp32 subnormal pattern: -149 + index of the leading mantissa bit.
 int subnormalExponent(std::uint32_t absBits)
 {
     return GradientHistogram::kMinExponent + std::bit_width(absBits) - 1;

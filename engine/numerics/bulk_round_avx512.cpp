@@ -11,30 +11,16 @@
 // values span few binades (the usual case), or in lookup tables when they do not.
 #include "numerics/bulk_round.h"
 
+#define PLAB_SIMD_KERNELS
+#include "numerics/simd_support.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PLAB_HAVE_X86 1
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn about it once
-// inlined (GCC bug 105593, fixed in GCC 13): silence that false positive in this file.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
-
 namespace plab::detail {
 
-void addExponentByteCounts(const std::uint64_t (&byteCounts)[256], std::uint64_t subnormalInputs,
-                           GradientHistogram& hist);
-int subnormalExponent(std::uint32_t absBits);
-
 #ifdef PLAB_HAVE_X86
-
-#define PLAB_AVX512 __attribute__((target("avx512f,avx512bw")))
 
 bool avx512KernelsAvailable()
 {

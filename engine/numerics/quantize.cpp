@@ -7,13 +7,12 @@
 
 #include "numerics/format.h"
 #include "numerics/quantize_kernels.h"
+#include "numerics/simd_support.h"
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <vector>
 
 namespace plab {
@@ -39,7 +38,7 @@ std::atomic<bool> forceScalar{false};
 
 bool useAvx512()
 {
-    static const bool available = detail::quantizeAvx512Available();
+    static const bool available = detail::avx512KernelsAvailable();
     return available && !forceScalar.load(std::memory_order_relaxed);
 }
 
@@ -65,8 +64,7 @@ struct Counts {
             ++byteCounts[a >> 23];
             if ((a >> 23) == 0 && a != 0) {
                 ++subnormalInputs;
-                ++hist->bins[static_cast<std::size_t>(GradientHistogram::binOf(GradientHistogram::kMinExponent +
-                                                                                std::bit_width(a) - 1))];
+                ++hist->bins[static_cast<std::size_t>(GradientHistogram::binOf(detail::subnormalExponent(a)))];
             }
         }
     }
@@ -75,11 +73,7 @@ struct Counts {
     {
         stats.count += count;
         if (out) *out += stats;
-        if (!hist) return;
-        constexpr int kBiasedToBin = -127 - GradientHistogram::kMinExponent;
-        for (int b = 1; b <= 254; ++b) hist->bins[static_cast<std::size_t>(b + kBiasedToBin)] += byteCounts[b];
-        hist->nonFinite += byteCounts[255];
-        hist->zeros += byteCounts[0] - subnormalInputs;
+        if (hist) detail::addExponentByteCounts(byteCounts, subnormalInputs, *hist);
     }
 };
 
@@ -243,31 +237,19 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
     Counts counts;
     counts.hist = hist;
 
-    // The block's shared exponent; nullopt: NaN scale.
-    auto exponentOf = [&](float amax) -> std::optional<int> {
-        const int e = detail::mxBlockExponent(rule, amax);
-        if (e == detail::kNanExponent) return std::nullopt;
-        return e;
-    };
-    auto countScale = [&](std::optional<int> e) { countExponent(e ? *e : detail::kNanExponent); };
-    // One element: x / 2^e rounded, written as P * 2^e. Both products are exact in fp32:
-    // e lies in [-127, 126] (emax >= 2), so 2^-e is a normal fp32 number and 2^e at least
-    // the subnormal 2^-127, and P's lowest bit (>= 2^-9) times 2^e stays above 2^-149.
-    auto powerOfTwo = [](int e) {
-        return e >= -126 ? floatFromBits(static_cast<std::uint32_t>(e + 127) << 23)
-                         : floatFromBits(1u << (e + 149));
-    };
-    auto quantizeOne = [&](float in, std::optional<int> e, float* out) {
-        if (!e) {
+    // One element: x / 2^e rounded, written as P * 2^e (both exact, see powerOfTwo); a
+    // block with a NaN scale (kNanExponent) is NaN throughout.
+    auto quantizeOne = [&](float in, int e, float* out) {
+        if (e == detail::kNanExponent) {
             *out = std::numeric_limits<float>::quiet_NaN();
             if (stats || hist) counts.add(std::numeric_limits<float>::quiet_NaN(), 0.0f, false, rule);
             return;
         }
-        const float x = in * powerOfTwo(-*e);
+        const float x = in * detail::powerOfTwo(-e);
         float r = 0.0f;
         bool saturated = false;
         const float p = roundSigned(rule, x, &r, &saturated);
-        *out = p * powerOfTwo(*e);
+        *out = p * detail::powerOfTwo(e);
         if (stats || hist) counts.add(x, r, saturated, rule);
     };
 
@@ -277,8 +259,8 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
             float* d = dst + r * ld;
             for (std::int64_t c0 = 0; c0 < cols; c0 += kMxBlockSize) {
                 const std::int64_t c1 = std::min<std::int64_t>(cols, c0 + kMxBlockSize);
-                const auto e = exponentOf(amaxOf(s + c0, static_cast<std::size_t>(c1 - c0)));
-                countScale(e);
+                const int e = detail::mxBlockExponent(rule, amaxOf(s + c0, static_cast<std::size_t>(c1 - c0)));
+                countExponent(e);
                 for (std::int64_t c = c0; c < c1; ++c) quantizeOne(s[c], e, d + c);
             }
         }
@@ -286,7 +268,7 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
         // Blocks down the columns, taken a band of kMxBlockSize rows at a time: the band's
         // amax per column is gathered row by row (contiguous reads), then applied.
         std::vector<float> amax(static_cast<std::size_t>(cols));
-        std::vector<std::optional<int>> exponent(static_cast<std::size_t>(cols));
+        std::vector<int> exponent(static_cast<std::size_t>(cols));
         for (std::int64_t r0 = 0; r0 < rows; r0 += kMxBlockSize) {
             const std::int64_t r1 = std::min<std::int64_t>(rows, r0 + kMxBlockSize);
             std::fill(amax.begin(), amax.end(), 0.0f);
@@ -299,9 +281,9 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
                     if (!std::isnan(m) && !(a <= m)) m = a;
                 }
             }
-            for (std::int64_t c = 0; c < cols; ++c) {
-                exponent[static_cast<std::size_t>(c)] = exponentOf(amax[static_cast<std::size_t>(c)]);
-                countScale(exponent[static_cast<std::size_t>(c)]);
+            for (std::size_t c = 0; c < amax.size(); ++c) {
+                exponent[c] = detail::mxBlockExponent(rule, amax[c]);
+                countExponent(exponent[c]);
             }
             for (std::int64_t r = r0; r < r1; ++r)
                 for (std::int64_t c = 0; c < cols; ++c)

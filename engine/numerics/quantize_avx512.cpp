@@ -7,34 +7,17 @@
 #include "numerics/quantize_kernels.h"
 
 #include "numerics/format.h"
+#define PLAB_SIMD_KERNELS
+#include "numerics/simd_support.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PLAB_HAVE_X86 1
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn once inlined (GCC
-// bug 105593, fixed in GCC 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
-
 namespace plab::detail {
 
 #ifdef PLAB_HAVE_X86
-
-#define PLAB_AVX512 __attribute__((target("avx512f,avx512bw")))
-
-bool quantizeAvx512Available()
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-}
 
 namespace {
 
@@ -88,12 +71,6 @@ PLAB_AVX512 inline __mmask16 tailMask(std::int64_t left)
 {
     if (left <= 0) return 0;
     return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-}
-
-// 2^e as fp32 for e in [-127, 127] (the subnormal 2^-127 included).
-float powerOfTwo(int e)
-{
-    return e >= -126 ? floatFromBits(static_cast<std::uint32_t>(e + 127) << 23) : floatFromBits(1u << (e + 149));
 }
 
 }  // namespace
@@ -201,7 +178,6 @@ PLAB_AVX512 void mxBandAvx512(const ElementRule& rule, const float* src, float* 
 
 #else
 
-bool quantizeAvx512Available() { return false; }
 float quantizeScaledAvx512(const ElementRule&, const float*, float*, std::size_t, float, float, LaneCounts&) { return 0; }
 void mxRowAvx512(const ElementRule&, const float*, float*, std::int64_t, LaneCounts&, int*) {}
 void mxBandAvx512(const ElementRule&, const float*, float*, std::int64_t, std::int64_t, std::int64_t, const int*,

@@ -1,7 +1,9 @@
 // Internal to numerics/quantize: the element rule both the portable code (quantize.cpp)
-// and the AVX-512 kernels (quantize_avx512.cpp) apply, and the kernels' entry points.
+// and the AVX-512 kernels (quantize_avx512.cpp) apply, and the kernels' entry points (run
+// where numerics/simd_support.h's avx512KernelsAvailable() says so).
 #pragma once
 
+#include "numerics/format.h"
 #include "numerics/minifloat.h"
 #include "numerics/rounding_stats.h"
 
@@ -29,8 +31,12 @@ struct LaneCounts {
     void addTo(RoundingStats& s, std::uint64_t count) const;
 };
 
-// Whether the AVX-512 kernels can run here (AVX-512F and BW, saved by the OS).
-bool quantizeAvx512Available();
+// 2^e as fp32 for e in [-127, 127] (the subnormal 2^-127 included): MX scales. With the
+// elements' lowest bit at least 2^-9, P * 2^e and x * 2^-e of a block are exact in fp32.
+inline float powerOfTwo(int e)
+{
+    return e >= -126 ? floatFromBits(static_cast<std::uint32_t>(e + 127) << 23) : floatFromBits(1u << (e + 149));
+}
 
 // Per tensor: as quantizeScaled without a histogram; returns the amax of src.
 float quantizeScaledAvx512(const ElementRule& rule, const float* src, float* dst, std::size_t n, float scale,
