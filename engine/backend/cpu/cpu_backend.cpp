@@ -25,6 +25,29 @@ namespace plab {
 
 namespace {
 
+// The chunks of one parallel quantisation merged under one lock: counts are sums and the
+// amax a maximum (NaN when a chunk saw one), so the result is exactly the serial one.
+struct ChunkMerge {
+    RoundingStats* stats;
+    GradientHistogram* hist;
+    GradientHistogram* blockScales;
+    std::mutex mutex{};
+    float largest = 0.0f;
+    bool nan = false;
+
+    // A chunk's counts (each may be null) and amax.
+    void add(const RoundingStats* s, const GradientHistogram* h, const GradientHistogram* b, float chunkAmax)
+    {
+        std::lock_guard lock(mutex);
+        if (stats && s) *stats += *s;
+        if (hist && h) *hist += *h;
+        if (blockScales && b) *blockScales += *b;
+        nan |= std::isnan(chunkAmax);
+        largest = chunkAmax > largest ? chunkAmax : largest;
+    }
+    float amax() const { return nan ? std::numeric_limits<float>::quiet_NaN() : largest; }
+};
+
 class CpuBackend final : public ComputeBackend {
 public:
     CpuBackend(int threads, Arithmetic arithmetic) : pool_(threads), arithmetic_(arithmetic)
@@ -120,29 +143,16 @@ public:
         if (op.blocks && op.rows * op.cols != n)
             throw std::invalid_argument("quantize got " + std::to_string(n) + " values for a " +
                                         std::to_string(op.rows) + " x " + std::to_string(op.cols) + " matrix.");
-        // Chunk-local counts merged under a lock: sums, so exactly the serial result.
-        std::mutex merge;
-        float amax = 0.0f;
-        bool nan = false;
-        auto mergeCounts = [&](const RoundingStats& s, const GradientHistogram& h, const GradientHistogram& b) {
-            std::lock_guard lock(merge);
-            if (stats) *stats += s;
-            if (hist) *hist += h;
-            if (blockScales) *blockScales += b;
-        };
+        ChunkMerge merge{stats, hist, blockScales};
         if (!op.blocks) {
             pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
                 RoundingStats s;
                 GradientHistogram h;
                 const float a = quantizeScaled(op.element, src + b, dst + b, static_cast<std::size_t>(e - b), op.scale,
                                                op.scaleInv, stats ? &s : nullptr, hist ? &h : nullptr);
-                std::lock_guard lock(merge);
-                if (stats) *stats += s;
-                if (hist) *hist += h;
-                nan |= std::isnan(a);
-                amax = a > amax ? a : amax;
+                merge.add(&s, &h, nullptr, a);
             });
-            return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+            return merge.amax();
         }
         // Blocks along rows: split the rows; along columns: split the columns (each task
         // takes whole bands of blocks down its columns).
@@ -158,23 +168,18 @@ public:
             else
                 quantizeMxBlocks(op.element, src + b, dst + b, op.rows, e - b, ld, false, &s,
                                  hist ? &h : nullptr, blockScales ? &scales : nullptr);
-            mergeCounts(s, h, scales);
+            merge.add(&s, &h, &scales, 0.0f);
         });
         return 0.0f;
     }
 
     float amax(const float* src, std::int64_t n) override
     {
-        std::mutex merge;
-        float amax = 0.0f;
-        bool nan = false;
+        ChunkMerge merge{nullptr, nullptr, nullptr};
         pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
-            const float a = amaxOf(src + b, static_cast<std::size_t>(e - b));
-            std::lock_guard lock(merge);
-            nan |= std::isnan(a);
-            amax = a > amax ? a : amax;
+            merge.add(nullptr, nullptr, nullptr, amaxOf(src + b, static_cast<std::size_t>(e - b)));
         });
-        return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+        return merge.amax();
     }
 
     void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
