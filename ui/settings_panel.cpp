@@ -272,13 +272,7 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     selectData(model_, QString::fromStdString(s.model.kind));
     selectData(dataset_, QString::fromStdString(s.dataset));
     selectData(preset_, QString::fromStdString(s.recipe.preset));
-    selectData(compute_, QString::fromLatin1(formatName(s.recipe.compute).data()));
-    masterWeights_->setChecked(s.recipe.masterWeights);
-    fp32Accumulate_->setChecked(s.recipe.fp32Accumulate);
-    fp32SensitiveOps_->setChecked(s.recipe.fp32SensitiveOps);
-    selectData(quantize_, QString::fromLatin1(quantModeName(s.recipe.quantization.mode).data()));
-    selectData(fp8Formats_, s.recipe.quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
-    lossScaling_->setLossScaling(s.recipe.lossScaling);
+    showRecipeSwitches(s.recipe);
     selectData(optimizer_, QString::fromStdString(s.optimizer.kind));
     lr_->setText(numberText(s.optimizer.lr));
     batch_->setText(QString::number(s.batch));
@@ -292,18 +286,23 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     readControls();
 }
 
+void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
+{
+    selectData(compute_, QString::fromLatin1(formatName(r.compute).data()));
+    masterWeights_->setChecked(r.masterWeights);
+    fp32Accumulate_->setChecked(r.fp32Accumulate);
+    fp32SensitiveOps_->setChecked(r.fp32SensitiveOps);
+    selectData(quantize_, QString::fromLatin1(quantModeName(r.quantization.mode).data()));
+    selectData(fp8Formats_, r.quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
+    lossScaling_->setLossScaling(r.lossScaling);
+}
+
 void SettingsPanel::applyPreset()
 {
     const auto preset = PrecisionRecipe::fromPreset(dataOf(preset_).toStdString());
     if (!preset) return;
     filling_ = true;
-    selectData(compute_, QString::fromLatin1(formatName(preset->compute).data()));
-    masterWeights_->setChecked(preset->masterWeights);
-    fp32Accumulate_->setChecked(preset->fp32Accumulate);
-    fp32SensitiveOps_->setChecked(preset->fp32SensitiveOps);
-    selectData(quantize_, QString::fromLatin1(quantModeName(preset->quantization.mode).data()));
-    selectData(fp8Formats_, preset->quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
-    lossScaling_->setLossScaling(preset->lossScaling);
+    showRecipeSwitches(*preset);
     // The history, algorithm and margin have no control here (plab and config files set
     // them): a preset brings back its own.
     current_.recipe.quantization = preset->quantization;

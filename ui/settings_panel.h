@@ -55,6 +55,8 @@ signals:
 private:
     void buildUi();
     void applyPreset();
+    // The recipe's switches into their controls (callers hold filling_).
+    void showRecipeSwitches(const PrecisionRecipe& r);
     void readControls();     // controls -> current_, problem_, notices_; refreshes the labels
     void commitLiveEdit();   // in live mode: send what differs from the run's settings
     void refreshLocks();
