@@ -15,17 +15,25 @@ if [ "${1:-}" = "--ui" ]; then
   shift
 fi
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# -O1 with line tables only (-g1): the findings keep their file:line stacks and the build,
+# the longest part of the pass, takes less time than -O2 -g.
+optimise="-O1 -g1 -DNDEBUG"
 configure() {   # configure BUILD_DIR [cmake options]
   local build="$1"
   shift
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimise" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimise" \
     -DPLAB_BUILD_BENCH=OFF -DPLAB_WITH_CUDA=OFF \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" \
     "$@" >/dev/null
 }
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
+# intercept_tls_get_addr=0: GCC 12's runtime (fixed upstream in GCC 14 / LLVM 17, D147459)
+# misreads a dynamic TLS block that happens to start 16 bytes into a page as glibc 2.19's
+# header, and LeakSanitizer's tracer then crashes at exit ("Tracer caught signal 11") after
+# a suite has passed: seen in CI on tst_ui_presentation. Leak checking stays on.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:intercept_tls_get_addr=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 build="$root/build-asan"
