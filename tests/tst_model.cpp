@@ -99,6 +99,10 @@ private slots:
         QCOMPARE(params[5]->name, std::string("bias"));
         auto mlp = Model::create(ModelSpec{"mlp", {}}, 1);
         QCOMPARE(mlp->layerNames(), (std::vector<std::string>{"fc1", "fc2", "fc3"}));
+        // What per-layer precision may name, known without building a model: a built one's names.
+        for (const char* kind : {"mlp", "small-cnn", "seed-cnn"})
+            QCOMPARE(parameterLayerNames(kind), Model::create(ModelSpec{kind, {4, 8}}, 1)->layerNames());
+        QVERIFY(parameterLayerNames("resnet").empty());
         // PyTorch's default init bound 1/sqrt(fan_in).
         const double bound = 1.0 / std::sqrt(9.0);
         for (std::int64_t i = 0; i < params[0]->value.size(); ++i) QVERIFY(std::fabs(params[0]->value[i]) <= bound);

@@ -446,6 +446,46 @@ private slots:
         QVERIFY(parsed->validate().empty());
     }
 
+    // Per-layer precision (issue 15): the text form, and the recipe each layer runs under.
+    void layerPrecisions()
+    {
+        std::string error;
+        const auto parsed = parseLayerPrecisions(" conv1 = fp32 ,fc1=fp8-delayed", &error);
+        QVERIFY2(parsed, error.c_str());
+        QCOMPARE(*parsed, (std::vector<LayerPrecision>{{"conv1", "fp32"}, {"fc1", "fp8-delayed"}}));
+        QCOMPARE(layerPrecisionsText(*parsed), std::string("conv1=fp32,fc1=fp8-delayed"));
+        QVERIFY(parseLayerPrecisions("", &error)->empty());
+        QVERIFY(!parseLayerPrecisions("conv1=fp32,", &error));   // an empty item
+        QVERIFY(!parseLayerPrecisions("=fp32", &error));
+        QVERIFY(error.find("names no layer") != std::string::npos);
+
+        PrecisionRecipe r = preset("fp8-delayed");
+        r.layers = *parsed;
+        r.layers.push_back({"conv2", "mxfp4"});
+        // A format: that compute, no quantisation; every other switch the recipe's.
+        const PrecisionRecipe conv1 = r.forLayer("conv1");
+        QCOMPARE(conv1.compute, Format::fp32);
+        QCOMPARE(conv1.quantization.mode, QuantMode::off);
+        QCOMPARE(conv1.masterWeights, r.masterWeights);
+        QVERIFY(conv1.layers.empty());
+        // A quantisation: that mode, the recipe's compute (its outputs) and FP8 settings.
+        const PrecisionRecipe conv2 = r.forLayer("conv2");
+        QCOMPARE(conv2.quantization.mode, QuantMode::mxfp4);
+        QCOMPARE(conv2.compute, Format::bf16);
+        QCOMPARE(conv2.quantization.amaxHistory, r.quantization.amaxHistory);
+        // A layer without an entry, and the loss: the recipe less its list.
+        PrecisionRecipe plain = r;
+        plain.layers.clear();
+        QVERIFY(r.forLayer("fc2") == plain);
+        QVERIFY(r.forLayer("loss") == plain);
+        QVERIFY(r.layerPrecision("fc1") && r.layerPrecision("fc1")->precision == "fp8-delayed");
+        QVERIFY(!r.layerPrecision("fc2"));
+        // The description keeps the preset's name (its switches are the preset's) and lists the layers.
+        QCOMPARE(QString::fromStdString(r.describe()).section(':', 0, 0), QString("FP8 delayed scaling"));
+        QVERIFY2(QString::fromStdString(r.describe()).endsWith("; per layer: conv1 fp32, fc1 fp8-delayed, conv2 mxfp4"),
+                 r.describe().c_str());
+    }
+
     void describe()
     {
         // The line issue 2's CLI prints for the AMP FP16 preset.

@@ -133,6 +133,18 @@ private slots:
                  c.runs[0].label.c_str());
     }
 
+    void perLayerRecipesNameTheirLayers()
+    {
+        json layered = fp32_, preset = fp32_;
+        PrecisionRecipe r = *PrecisionRecipe::fromPreset("fp8-delayed");
+        r.layers = {{"fc1", "bf16"}, {"conv1", "bf16"}};
+        layered["recipe"] = recipeToJson(r);
+        preset["recipe"] = recipeToJson(*PrecisionRecipe::fromPreset("fp8-delayed"));
+        const auto c = comparisonOf({layered, preset});
+        QCOMPARE(c.runs[0].label, std::string("FP8 delayed scaling with conv1 in bf16, fc1 in bf16"));
+        QCOMPARE(c.runs[1].label, std::string("FP8 delayed scaling"));
+    }
+
     void labelsAreUniqueAndSayWhatDiffers()
     {
         const auto c = comparisonOf({unscaled_, scaled_, diverged_});

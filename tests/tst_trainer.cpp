@@ -10,6 +10,7 @@
 
 #include <QtTest>
 
+#include <set>
 #include <thread>
 
 using namespace plab;
@@ -114,6 +115,87 @@ private slots:
             }
             QCOMPARE(quantised, 9);   // conv1, conv2, fc1: input, weight and output gradient
         }
+    }
+
+    // Per-layer precision (issue 15), checked against runs that need no per-layer rule:
+    // a recipe whose every layer is given the switches of another recipe trains exactly as
+    // that other recipe does, step for step, bit for bit.
+    void perLayerPrecisionEqualsTheRecipeItGivesEveryLayer()
+    {
+        const auto lossesOf = [&](const std::string& recipe, const std::string& layers) {
+            TrainSettings s = smallRun(recipe);
+            s.maxSteps = 12;
+            if (!layers.empty()) s.recipe.layers = *parseLayerPrecisions(layers);
+            const Outcome o = train(s, data_);
+            std::vector<double> losses;
+            for (const auto& st : o.record["steps"]) losses.push_back(st["loss"].get<double>());
+            losses.push_back(o.result.testAccuracy);
+            return losses;
+        };
+        // pure-bf16 with every layer in fp32: fp32 weights, gradients, state, activations and
+        // logits (the loss follows the logits), so exactly the fp32 recipe.
+        const auto fp32 = lossesOf("fp32", "");
+        QCOMPARE(lossesOf("pure-bf16", "conv1=fp32,conv2=fp32,fc1=fp32"), fp32);
+        // fp32 with every layer in bf16 (master weights, fp32 accumulation and loss kept): amp-bf16.
+        const auto ampBf16 = lossesOf("amp-bf16", "");
+        QCOMPARE(lossesOf("fp32", "conv1=bf16,conv2=bf16,fc1=bf16"), ampBf16);
+        // The references differ from what the recipes give without the list, so the
+        // comparisons can fail.
+        QVERIFY(lossesOf("pure-bf16", "") != fp32);
+        QVERIFY(fp32 != ampBf16);
+        // One layer given a precision gives a third run, unlike both.
+        const auto mixed = lossesOf("amp-bf16", "fc1=fp32");
+        QVERIFY(mixed != fp32 && mixed != ampBf16);
+    }
+
+    void perLayerPrecisionIsRecordedAndTapsFollowEachLayer()
+    {
+        TrainSettings s = smallRun("amp-bf16");
+        s.maxSteps = 4;
+        s.histogramEvery = 2;
+        s.recipe.layers = *parseLayerPrecisions("fc1=fp32,conv2=fp8-current");
+        const Outcome o = train(s, data_);
+        QCOMPARE(o.result.status, RunStatus::completed);
+        QCOMPARE(o.record["recipe"]["layers"], (json{{"fc1", "fp32"}, {"conv2", "fp8-current"}}));
+        QCOMPARE(o.record["settings"]["layer"], "fc1=fp32,conv2=fp8-current");
+        // Each layer's rounding sites are its own: conv1's bf16 output is tapped, fc1's fp32
+        // output has no rounding site, only conv2's matmul inputs are quantised, and the loss
+        // gradient keeps the fp32 logits' format (no tap).
+        std::set<std::string> taps;
+        for (const auto& l : o.record["telemetry"].back()["layers"])
+            taps.insert(l["layer"].get<std::string>() + "/" + l["kind"].get<std::string>());
+        QVERIFY(taps.count("conv1/activation"));
+        QVERIFY(!taps.count("fc1/activation"));
+        QVERIFY(!taps.count("loss/activation_grad"));
+        QVERIFY(taps.count("conv2/quantized_activation"));
+        QVERIFY(taps.count("conv2/quantized_weight"));
+        QVERIFY(!taps.count("conv1/quantized_activation"));
+        QVERIFY(!taps.count("fc1/quantized_weight"));
+        const std::string arithmetic = o.record["backend"]["arithmetic"];
+        QVERIFY2(arithmetic.find("; layer conv2: exact: fp8-current operands") != std::string::npos, arithmetic.c_str());
+    }
+
+    void perLayerPrecisionChangesMidRun()
+    {
+        TrainSettings s = smallRun("amp-bf16");
+        s.maxSteps = 8;
+        const Outcome o = train(s, data_, [](const TrainerEvent& e, Trainer& t) {
+            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 4) {
+                SettingsChange change;
+                PrecisionRecipe r = *PrecisionRecipe::fromPreset("amp-bf16");
+                r.layers = {{"conv1", "fp32"}};
+                change.recipe = r;
+                QVERIFY(t.control().requestChange(change).empty());
+            }
+        });
+        QCOMPARE(o.result.status, RunStatus::completed);
+        bool found = false;
+        for (const auto& ev : o.record["events"])
+            if (ev["type"] == "setting_change") {
+                found = true;
+                QCOMPARE(ev["description"].get<std::string>(), std::string("per-layer precision none -> conv1=fp32"));
+            }
+        QVERIFY(found);
     }
 
     void sameSeedSameRecord()

@@ -4,6 +4,7 @@
 // forms the CLI and the reports use.
 #include "amp/recipe.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -329,7 +330,105 @@ std::string Quantization::validate() const
     return {};
 }
 
+// ---- Per-layer precision ----------------------------------------------------------
+
+const std::vector<std::string>& layerPrecisionNames()
+{
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out{"fp32", "tf32", "fp16", "bf16"};
+        for (const auto& [mode, name] : kQuantModeNames)
+            if (mode != QuantMode::off) out.emplace_back(name);
+        return out;
+    }();
+    return names;
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view s)
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+// At most 40 characters of a user's text, for a message.
+std::string excerpt(std::string_view s)
+{
+    std::string out;
+    for (char c : s.substr(0, 40)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+    return s.size() > 40 ? out + "..." : out;
+}
+
+}  // namespace
+
+std::optional<std::vector<LayerPrecision>> parseLayerPrecisions(std::string_view text, std::string* error)
+{
+    const auto fail = [&](const std::string& what) -> std::optional<std::vector<LayerPrecision>> {
+        if (error) *error = what;
+        return std::nullopt;
+    };
+    std::vector<LayerPrecision> out;
+    if (trimmed(text).empty()) return out;
+    while (true) {
+        const std::size_t comma = text.find(',');
+        const std::string_view item = trimmed(text.substr(0, comma));
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos)
+            return fail("'" + excerpt(item) + "' is not layer=precision (e.g. conv1=fp32)");
+        const std::string layer(trimmed(item.substr(0, eq)));
+        const std::string precision(trimmed(item.substr(eq + 1)));
+        if (layer.empty()) return fail("'" + excerpt(item) + "' names no layer (e.g. conv1=fp32)");
+        if (!std::all_of(layer.begin(), layer.end(), [](char c) {
+                return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+            }))
+            return fail("layer name '" + excerpt(layer) + "' may hold only letters, digits and _");
+        const auto& names = layerPrecisionNames();
+        if (std::find(names.begin(), names.end(), precision) == names.end()) {
+            std::string list;
+            for (std::size_t i = 0; i < names.size(); ++i)
+                list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+            return fail("layer " + excerpt(layer) + ": precision must be " + list + ", got '" + excerpt(precision) + "'");
+        }
+        if (std::any_of(out.begin(), out.end(), [&](const LayerPrecision& l) { return l.layer == layer; }))
+            return fail("layer " + excerpt(layer) + " is given twice");
+        out.push_back({layer, precision});
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+std::string layerPrecisionsText(const std::vector<LayerPrecision>& layers)
+{
+    std::string out;
+    for (const auto& l : layers) out += (out.empty() ? "" : ",") + l.layer + "=" + l.precision;
+    return out;
+}
+
 // ---- PrecisionRecipe --------------------------------------------------------------
+
+const LayerPrecision* PrecisionRecipe::layerPrecision(std::string_view layer) const
+{
+    for (const auto& l : layers)
+        if (l.layer == layer) return &l;
+    return nullptr;
+}
+
+PrecisionRecipe PrecisionRecipe::forLayer(std::string_view layer) const
+{
+    PrecisionRecipe r = *this;
+    r.layers.clear();
+    if (const LayerPrecision* l = layerPrecision(layer)) {
+        if (const auto f = parseFormat(l->precision)) {
+            r.compute = *f;
+            r.quantization.mode = QuantMode::off;
+        } else if (const auto mode = parseQuantMode(l->precision)) {
+            r.quantization.mode = *mode;
+        }
+    }
+    return r;
+}
 
 Format PrecisionRecipe::storage() const
 {
@@ -442,7 +541,9 @@ std::string PrecisionRecipe::validate() const
 std::string PrecisionRecipe::describe() const
 {
     const auto named = fromPreset(preset);
-    const std::string label = named && *named == *this ? displayName(preset) : "Custom";
+    PrecisionRecipe switches = *this;
+    switches.layers.clear();
+    const std::string label = named && *named == switches ? displayName(preset) : "Custom";
     const std::string computeName(formatName(compute));
     const std::string storageName(formatName(storage()));
 
@@ -459,6 +560,8 @@ std::string PrecisionRecipe::describe() const
     out << ", " << (fp32SensitiveOps ? std::string("fp32") : storageName) << " softmax/loss";
     out << ", " << lossScaling.describe();
     if (quantization.on()) out << ", " << quantization.describe();
+    for (std::size_t i = 0; i < layers.size(); ++i)
+        out << (i == 0 ? "; per layer: " : ", ") << layers[i].layer << " " << layers[i].precision;
     return out.str();
 }
 

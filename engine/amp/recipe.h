@@ -82,6 +82,25 @@ struct Quantization {
     bool operator==(const Quantization&) const = default;
 };
 
+// Per-layer precision (selective autocast, issue 15): one layer of the model whose matmul or
+// convolution, outputs and weights follow another compute format, or another quantisation,
+// than the rest of the recipe (FP8 practice keeps the first and last layers in bf16).
+struct LayerPrecision {
+    std::string layer;       // a layer with parameters: "conv1", "fc2", ...
+    // A compute format (fp32, tf32, fp16, bf16; the layer's operands are not quantised) or a
+    // quantisation (fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4; the recipe's compute
+    // format then names the layer's outputs).
+    std::string precision;
+    bool operator==(const LayerPrecision&) const = default;
+};
+// What a layer's precision may be: fp32 tf32 fp16 bf16 fp8-unscaled ... mxfp4.
+const std::vector<std::string>& layerPrecisionNames();
+// "conv1=fp32,fc1=bf16" (spaces allowed, "" for none). On a bad text returns nullopt and, when
+// `error` is given, one sentence naming the problem (no '=', an unknown precision, a layer
+// named twice). Layer names are checked against the model elsewhere (validateSettings).
+std::optional<std::vector<LayerPrecision>> parseLayerPrecisions(std::string_view text, std::string* error = nullptr);
+std::string layerPrecisionsText(const std::vector<LayerPrecision>& layers);   // "conv1=fp32,fc1=bf16"
+
 struct PrecisionRecipe {
     std::string preset = "fp32";    // the preset it started from, "custom" once edited
     Format compute = Format::fp32;
@@ -93,6 +112,15 @@ struct PrecisionRecipe {
     // With it on, `compute` is the format of everything else: matmul outputs, activations
     // and their gradients are stored in bf16 (compute bf16) or fp32 (compute fp32).
     Quantization quantization;
+    // Layers that depart from the switches above (empty: every layer follows them).
+    std::vector<LayerPrecision> layers;
+
+    // The recipe one layer runs under: this one with the layer's precision applied (and no
+    // per-layer list); this one, less the list, for a layer without an entry (and for the
+    // loss, the input and layers without parameters).
+    PrecisionRecipe forLayer(std::string_view layer) const;
+    // The precision given to `layer`, or nullptr.
+    const LayerPrecision* layerPrecision(std::string_view layer) const;
 
     // Storage format of activations, activation gradients, and (without master
     // weights) of weights, gradients and optimizer state: fp16/bf16 for those compute
@@ -134,7 +162,8 @@ struct PrecisionRecipe {
     [[nodiscard]] std::string validate() const;
     // One line, e.g. "AMP FP16: fp16 compute, fp32 master weights, fp32 accumulation,
     // fp32 softmax/loss, dynamic loss scaling 65536 x2 /2 every 2000". Named after the
-    // preset while the switches still equal it, "Custom" otherwise.
+    // preset while the switches still equal it, "Custom" otherwise; per-layer precision is
+    // appended ("; per layer: conv1 fp32, fc1 bf16").
     std::string describe() const;
     bool operator==(const PrecisionRecipe&) const = default;
 };

@@ -54,7 +54,7 @@ std::int64_t Conv2d::samplesPerBlock(const ConvGeometry& g) const
 
 Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
 {
-    const auto p = StepPrecision::of(ctx);
+    const auto p = StepPrecision::of(ctx, name());
     geometry_ = geometryOf(input.shape());
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();
@@ -126,7 +126,7 @@ void Conv2d::lowerAfterRefusal(StepContext& ctx, const StepPrecision& p)
 
 Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
-    const auto p = StepPrecision::of(ctx);
+    const auto p = StepPrecision::of(ctx, name());
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();
     if (gradOutput.shape() != output_.shape())

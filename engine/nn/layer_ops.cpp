@@ -22,11 +22,11 @@ StepPrecision StepPrecision::of(const PrecisionRecipe& recipe)
     return p;
 }
 
-StepPrecision StepPrecision::of(const StepContext& ctx)
+StepPrecision StepPrecision::of(const StepContext& ctx, std::string_view layer)
 {
     if (!ctx.recipe || !ctx.backend)
         throw std::invalid_argument("A model step needs a precision recipe and a compute backend in its context.");
-    return of(*ctx.recipe);
+    return ctx.recipe->layers.empty() ? of(*ctx.recipe) : of(ctx.recipe->forLayer(layer));
 }
 
 TelemetryCollector::Sink tapSink(const StepContext& ctx, std::string_view layer, TensorKind kind)

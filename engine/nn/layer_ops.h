@@ -25,7 +25,9 @@ struct StepPrecision {
     Quantization quant;              // FP8 / MX operands (issue 15); off: rounded to compute
 
     static StepPrecision of(const PrecisionRecipe& recipe);
-    static StepPrecision of(const StepContext& ctx);   // throws without recipe / backend
+    // The rules of one layer: the recipe's, with the layer's own precision where the
+    // recipe gives it one (per-layer precision). Throws without recipe / backend.
+    static StepPrecision of(const StepContext& ctx, std::string_view layer);
     // Quantised operands hold dequantised values that no 16-bit format holds exactly, so
     // with fp32 accumulation the GEMM runs on them in fp32 (sums as FP8 matrix units do).
     GemmPrecision gemm() const

@@ -32,7 +32,7 @@ Shape Linear::outputShape(const Shape& input) const
 
 Tensor& Linear::forward(Tensor& input, StepContext& ctx)
 {
-    const auto p = StepPrecision::of(ctx);
+    const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
     input_ = &input;
@@ -57,7 +57,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
 
 Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
-    const auto p = StepPrecision::of(ctx);
+    const auto p = StepPrecision::of(ctx, name());
     if (gradOutput.shape() != output_.shape())
         throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
                                     shapeString(gradOutput.shape()) + " for an output of shape " +

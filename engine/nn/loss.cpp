@@ -11,7 +11,7 @@ namespace plab {
 StepOutput SoftmaxCrossEntropy::forward(const Tensor& logits, const std::vector<std::uint8_t>& labels,
                                         StepContext& ctx)
 {
-    const auto p = StepPrecision::of(ctx);
+    const auto p = StepPrecision::of(ctx, kTapName);
     if (logits.rank() != 2) throw std::invalid_argument("The loss expects logits (N, classes), got " + shapeString(logits.shape()) + ".");
     const std::int64_t N = logits.dim(0), classes = logits.dim(1);
     if (static_cast<std::int64_t>(labels.size()) != N)
@@ -22,10 +22,13 @@ StepOutput SoftmaxCrossEntropy::forward(const Tensor& logits, const std::vector<
             throw std::invalid_argument("Label " + std::to_string(label) + " is outside 0.." +
                                         std::to_string(classes - 1) + ".");
     labels_ = labels;
+    // The logits' format: the recipe's storage format, or the last layer's own (per-layer
+    // precision: a last layer in fp32 gives fp32 logits and an fp32 gradient, as in PyTorch).
+    storage_ = logits.storage();
     prepareTensor(probabilities_, {N, classes}, Format::fp32, ctx, MemoryCategory::workspace);
     // Autocast keeps the loss in fp32; without it (and with a reduced storage format)
     // every intermediate is rounded to the storage format.
-    const Format emulate = (p.fp32SensitiveOps || !p.roundsStorage()) ? Format::fp32 : p.storage;
+    const Format emulate = (p.fp32SensitiveOps || storage_ == Format::fp32) ? Format::fp32 : storage_;
     const LossResult r = ctx.backend->softmaxCrossEntropy(logits.data(), labels.data(), N, classes, emulate,
                                                           probabilities_.data());
     return {r.loss, r.correct};
@@ -33,13 +36,12 @@ StepOutput SoftmaxCrossEntropy::forward(const Tensor& logits, const std::vector<
 
 Tensor& SoftmaxCrossEntropy::backward(float lossScale, StepContext& ctx)
 {
-    const auto p = StepPrecision::of(ctx);
     const std::int64_t N = probabilities_.dim(0), classes = probabilities_.dim(1);
-    prepareTensor(gradLogits_, {N, classes}, p.storage, ctx, MemoryCategory::workspace);
+    prepareTensor(gradLogits_, {N, classes}, storage_, ctx, MemoryCategory::workspace);
     ctx.backend->softmaxCrossEntropyBackward(probabilities_.data(), labels_.data(), N, classes, lossScale,
                                              gradLogits_.data());
-    if (p.roundsStorage())
-        roundTapped(ctx, p.storage, gradLogits_.data(), gradLogits_.data(), gradLogits_.size(), kTapName,
+    if (storage_ != Format::fp32)
+        roundTapped(ctx, storage_, gradLogits_.data(), gradLogits_.data(), gradLogits_.size(), kTapName,
                     TensorKind::activationGrad);
     return gradLogits_;
 }

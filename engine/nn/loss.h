@@ -27,6 +27,7 @@ private:
     Tensor probabilities_;              // (N, classes) fp32 (storage-rounded when emulated)
     std::vector<std::uint8_t> labels_;  // (N)
     Tensor gradLogits_;                 // (N, classes)
+    Format storage_ = Format::fp32;     // the logits' format, of the gradient too
 };
 
 }  // namespace plab

@@ -25,6 +25,10 @@ struct ModelSpec {
     bool operator==(const ModelSpec&) const = default;
 };
 
+// The layers with parameters of a model kind, in model order ("conv1", "conv2", "fc1"),
+// without building it: what per-layer precision may name. Empty for an unknown kind.
+std::vector<std::string> parameterLayerNames(const std::string& kind);
+
 // What a layer needs to know during one step.
 struct StepContext {
     const PrecisionRecipe* recipe = nullptr;

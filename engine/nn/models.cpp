@@ -112,7 +112,7 @@ public:
     StepOutput trainStep(const Tensor& images, const std::vector<std::uint8_t>& labels, float lossScale,
                          StepContext& ctx) override
     {
-        const auto p = StepPrecision::of(ctx);
+        const auto p = StepPrecision::of(ctx, firstLayerName());
         Tensor* x = &prepareInput(images, images.size() > 0 ? images.dim(0) : 0, 0, ctx, p);
         for (auto& layer : layers_) x = &layer->forward(*x, ctx);
         const StepOutput out = loss_.forward(*x, labels, ctx);
@@ -127,7 +127,7 @@ public:
         StepContext evalCtx = ctx;
         evalCtx.telemetry = nullptr;
         evalCtx.training = false;
-        const auto p = StepPrecision::of(evalCtx);
+        const auto p = StepPrecision::of(evalCtx, firstLayerName());
         const std::int64_t N = images.rank() > 0 ? images.dim(0) : 0;
         if (static_cast<std::int64_t>(labels.size()) != N)
             throw std::invalid_argument("The batch has " + std::to_string(N) + " images but " +
@@ -151,15 +151,21 @@ public:
     std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const override
     {
         Shape shape{1, 1, kImageSide, kImageSide};   // (C, N, H, W) with N = 1
-        std::int64_t bytes = kImageSide * kImageSide * formatInfo(recipe.storage()).storageBytes;
+        // Layers without parameters keep their input's format: that of the layer before.
+        PrecisionRecipe current = recipe.forLayer(firstLayerName());
+        std::int64_t bytes = kImageSide * kImageSide * formatInfo(current.storage()).storageBytes;
         for (const auto& layer : layers_) {
-            bytes += layer->keptBytesPerSample(shape, recipe);
+            if (!layer->parameters().empty()) current = recipe.forLayer(layer->name());
+            bytes += layer->keptBytesPerSample(shape, current);
             shape = layer->outputShape(shape);
         }
         return bytes;
     }
 
 private:
+    // The first layer with parameters: the images are rounded to its storage format.
+    const std::string& firstLayerName() const { return layers_[static_cast<std::size_t>(firstParameterLayer_)]->name(); }
+
     // Images [n0, n0 + count) as the (1, N, 28, 28) input of the stack, rounded to the
     // storage format (the tap "input", activation) when that is not fp32.
     Tensor& prepareInput(const Tensor& images, std::int64_t count, std::int64_t n0, StepContext& ctx,
@@ -185,12 +191,13 @@ private:
 
 void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory, ComputeBackend& backend)
 {
-    const Format stateFormat = recipe.optimizerStateFormat();
     for (Parameter* param : parameters()) {
-        alignParameterWithRecipe(*param, recipe, memory, backend);
+        const PrecisionRecipe layerRecipe = recipe.forLayer(param->layer);
+        const Format stateFormat = layerRecipe.optimizerStateFormat();
+        alignParameterWithRecipe(*param, layerRecipe, memory, backend);
         param->grad.resize(param->value.shape());
         param->grad.zero();
-        param->grad.setStorage(recipe.gradientFormat());
+        param->grad.setStorage(layerRecipe.gradientFormat());
         param->grad.track(memory, MemoryCategory::gradients);
         for (Tensor* state : {&param->state1, &param->state2}) {
             if (state->size() == 0) continue;
@@ -204,6 +211,15 @@ void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountan
 }
 
 }  // namespace
+
+std::vector<std::string> parameterLayerNames(const std::string& kind)
+{
+    // The constructor's stacks above, their layers with parameters (tst_models checks that
+    // these equal a built model's layerNames()).
+    if (kind == "mlp") return {"fc1", "fc2", "fc3"};
+    if (kind == "small-cnn" || kind == "seed-cnn") return {"conv1", "conv2", "fc1"};
+    return {};
+}
 
 std::unique_ptr<Model> Model::create(const ModelSpec& spec, std::uint64_t seed)
 {

@@ -15,13 +15,15 @@ namespace plab {
 
 namespace {
 
-// The non-empty gradients, rounded to `format` when written, or without one to the format
-// each tensor stores.
-std::vector<GradientView> gradientViews(const std::vector<Parameter*>& params, std::optional<Format> format = {})
+// The non-empty gradients, rounded when written to the gradient format of each one's layer
+// under `recipe` (per-layer precision), or without a recipe to the format each tensor stores.
+std::vector<GradientView> gradientViews(const std::vector<Parameter*>& params, const PrecisionRecipe* recipe = nullptr)
 {
     std::vector<GradientView> views;
     for (Parameter* p : params)
-        if (p->grad.size()) views.push_back({p->grad.data(), p->grad.size(), format.value_or(p->grad.storage())});
+        if (p->grad.size())
+            views.push_back({p->grad.data(), p->grad.size(),
+                             recipe ? recipe->forLayer(p->layer).gradientFormat() : p->grad.storage()});
     return views;
 }
 
@@ -32,7 +34,7 @@ UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invS
 {
     // Beside fp32 masters the gradients are fp32; without masters they are tensors of
     // the storage format, so the product is stored rounded.
-    const SweepResult sweep = backend.gradientSweep(gradientViews(params, recipe.gradientFormat()), invScale);
+    const SweepResult sweep = backend.gradientSweep(gradientViews(params, &recipe), invScale);
     UnscaleResult result;
     result.foundNonFinite = sweep.nonFinite;
     result.gradNorm = sweep.nonFinite ? std::numeric_limits<double>::infinity() : std::sqrt(sweep.sumOfSquares);

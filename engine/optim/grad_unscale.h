@@ -21,7 +21,8 @@ struct UnscaleResult {
 
 // Checks every scaled gradient element for inf/NaN. When all are finite, multiplies
 // each by invScale (the scaler's float(1/double(S))) in fp32; with master weights off
-// the product is rounded to recipe.storage(), as PyTorch's unscale writes fp16 grads.
+// the product is rounded to the storage format of its layer under the recipe, as
+// PyTorch's unscale writes fp16 grads.
 // Parameters with an empty grad are skipped.
 // Runs on the backend that holds the gradients.
 UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invScale,

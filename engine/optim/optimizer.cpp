@@ -34,14 +34,16 @@ void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecip
 {
     for (Parameter* p : params) {
         p->lastUpdate = {};
-        alignParameterWithRecipe(*p, recipe, memory, backend);
+        // Per-layer precision: each parameter follows its layer's recipe.
+        const PrecisionRecipe layerRecipe = recipe.forLayer(p->layer);
+        alignParameterWithRecipe(*p, layerRecipe, memory, backend);
         if (p->grad.size() == 0) continue;   // not part of this step's graph
         if (p->grad.size() != p->stored().size())
             throw std::logic_error(std::string(name()) + ": gradient of " + p->layer + "." + p->name + " has " +
                                    std::to_string(p->grad.size()) + " elements, the weights " +
                                    std::to_string(p->stored().size()));
-        stepParameter(*p, recipe, memory, backend);
-        refreshComputeCopy(*p, recipe, backend);
+        stepParameter(*p, layerRecipe, memory, backend);
+        refreshComputeCopy(*p, layerRecipe, backend);
     }
 }
 

@@ -87,6 +87,14 @@ std::string recipePhraseOf(const json& recipe)
     // Records before issue 15 have no quantization: off, as every preset of theirs.
     const json q = recipe.value("quantization", ref["quantization"]);
     if (q != ref["quantization"]) parts.push_back("with " + textOr(q, "description", "quantised operands"));
+    // Per-layer precision (records before it have none).
+    const json layers = recipe.value("layers", json::object());
+    if (layers.is_object() && !layers.empty()) {
+        std::string each;
+        for (const auto& [layer, precision] : layers.items())
+            each += (each.empty() ? "" : ", ") + layer + " in " + (precision.is_string() ? precision.get<std::string>() : "?");
+        parts.push_back("with " + each);
+    }
     for (std::size_t i = 0; i < parts.size(); ++i) phrase += (i == 0 ? " " : ", ") + parts[i];
     return phrase;
 }

@@ -140,6 +140,18 @@ json quantizationToJson(const Quantization& q)
             {"description", q.describe()}};
 }
 
+namespace {
+
+// Per-layer precision as {"conv1": "fp32", ...} (empty: every layer follows the recipe).
+json layersToJson(const std::vector<LayerPrecision>& layers)
+{
+    json j = json::object();
+    for (const auto& l : layers) j[l.layer] = l.precision;
+    return j;
+}
+
+}  // namespace
+
 json recipeToJson(const PrecisionRecipe& r)
 {
     const auto base = PrecisionRecipe::fromPreset(r.preset);
@@ -152,7 +164,8 @@ json recipeToJson(const PrecisionRecipe& r)
             {"fp32_accumulate", r.fp32Accumulate},
             {"fp32_sensitive_ops", r.fp32SensitiveOps},
             {"loss_scaling", lossScalingToJson(r.lossScaling)},
-            {"quantization", quantizationToJson(r.quantization)}};
+            {"quantization", quantizationToJson(r.quantization)},
+            {"layers", layersToJson(r.layers)}};
 }
 
 namespace {
@@ -290,6 +303,17 @@ const std::vector<KeyRule>& keyRules()
                  whole<int>(r, "fp8_margin", -Quantization::kMaxMargin, Quantization::kMaxMargin);
          },
          [](const TrainSettings& s) { return json(s.recipe.quantization.margin); }},
+        {{"layer", T::text,
+          "Per-layer precision: layer=precision pairs, comma-separated (e.g. conv1=fp32,fc1=bf16); a precision is "
+          "a compute format (fp32, tf32, fp16, bf16) or a quantisation (fp8-unscaled, fp8-delayed, fp8-current, "
+          "mxfp8, mxfp4)"},
+         [](const Reader& r, TrainSettings& s) {
+             std::string error;
+             auto layers = parseLayerPrecisions(r.text("layer"), &error);
+             if (!layers) r.fail("layer", error);
+             s.recipe.layers = std::move(*layers);
+         },
+         [](const TrainSettings& s) { return json(layerPrecisionsText(s.recipe.layers)); }},
         {{"batch", T::integer, "Batch size"},
          [](const Reader& r, TrainSettings& s) { s.batch = whole<int>(r, "batch", 1, 65536); },
          [](const TrainSettings& s) { return json(s.batch); }},
@@ -453,6 +477,14 @@ std::string validateSettings(const TrainSettings& s)
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 1) return "epochs must be at least 1";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
+    const auto layers = parameterLayerNames(s.model.kind);
+    for (const LayerPrecision& l : s.recipe.layers)
+        if (std::find(layers.begin(), layers.end(), l.layer) == layers.end()) {
+            std::string names;
+            for (std::size_t i = 0; i < layers.size(); ++i)
+                names += (i == 0 ? "" : i + 1 == layers.size() ? " or " : ", ") + layers[i];
+            return "layer: model " + s.model.kind + " has no layer '" + l.layer + "' with weights (it has " + names + ")";
+        }
     return s.recipe.validate();
 }
 

@@ -46,9 +46,8 @@ bool listed(const std::vector<Format>& formats, Format f)
     return std::find(formats.begin(), formats.end(), f) != formats.end();
 }
 
-}  // namespace
-
-std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info)
+// What the backend cannot do of one layer's switches (the whole recipe's without a list).
+std::string switchesProblem(const PrecisionRecipe& recipe, const BackendInfo& info)
 {
     const std::string backend = "the " + backendDisplayName(info.name) + " backend";
     const std::string format(formatName(recipe.compute));
@@ -63,6 +62,17 @@ std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info
     if (recipe.quantization.on() && !info.capabilities.quantizes)
         return backend + " cannot quantise matmul/conv inputs below 16 bits (" +
                std::string(quantModeName(recipe.quantization.mode)) + "); use the CPU backend, which emulates it";
+    return {};
+}
+
+}  // namespace
+
+std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info)
+{
+    if (auto problem = switchesProblem(recipe.forLayer({}), info); !problem.empty()) return problem;
+    for (const LayerPrecision& l : recipe.layers)
+        if (auto problem = switchesProblem(recipe.forLayer(l.layer), info); !problem.empty())
+            return "layer " + l.layer + " (" + l.precision + "): " + problem;
     return {};
 }
 
@@ -220,6 +230,12 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
         parts.push_back("loss scaling " + scalingText(a.lossScaling) + " -> " + scalingText(b.lossScaling));
     if (!(a.quantization == b.quantization))
         parts.push_back("quantisation " + a.quantization.describe() + " -> " + b.quantization.describe());
+    if (a.layers != b.layers) {
+        const auto text = [](const PrecisionRecipe& r) {
+            return r.layers.empty() ? std::string("none") : layerPrecisionsText(r.layers);
+        };
+        parts.push_back("per-layer precision " + text(a) + " -> " + text(b));
+    }
     std::string out;
     for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
     return out;
@@ -227,12 +243,23 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
 
 // The record's arithmetic phrase: the backend's for the recipe's GEMMs; quantised operands
 // (FP8, MX) are always emulated, their dequantised values multiplied on fp32 arithmetic.
-std::string arithmeticOf(const PrecisionRecipe& recipe, const ComputeBackend& backend)
+std::string switchesArithmetic(const PrecisionRecipe& recipe, const ComputeBackend& backend)
 {
     const GemmPrecision gemm = StepPrecision::of(recipe).gemm();
     if (!recipe.quantization.on() || !gemm.fp32Accumulate) return backend.arithmeticFor(gemm);
     return "exact: " + std::string(quantModeName(recipe.quantization.mode)) +
            " operands held dequantised in fp32, multiplied and summed in fp32 (" + backend.arithmeticFor(gemm) + ")";
+}
+
+// With per-layer precision, each layer whose arithmetic differs is named after the recipe's.
+std::string arithmeticOf(const PrecisionRecipe& recipe, const ComputeBackend& backend)
+{
+    const std::string common = switchesArithmetic(recipe.forLayer({}), backend);
+    std::string out = common;
+    for (const LayerPrecision& l : recipe.layers)
+        if (auto own = switchesArithmetic(recipe.forLayer(l.layer), backend); own != common)
+            out += "; layer " + l.layer + ": " + own;
+    return out;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ inline const nlohmann::json& settingExamples()
         {"amax_history", 16},
         {"amax_algorithm", "most_recent"},
         {"fp8_margin", 1},
+        {"layer", "conv1=fp32,fc1=bf16"},
         {"batch", 64},
         {"epochs", 5},
         {"max_steps", 100},

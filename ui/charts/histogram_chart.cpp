@@ -2,6 +2,7 @@
 #include "charts/histogram_chart.h"
 
 #include "charts/layer_panels.h"
+#include "nn/loss.h"
 
 #include <QAreaSeries>
 #include <QComboBox>
@@ -263,11 +264,19 @@ HistogramWindow histogramWindow(const std::vector<const GradientHistogram*>& dra
 
 namespace {
 
-// The format a run's histogram of `kind` is judged in: its compute format, or for a quantised
-// kind the element format the recipe gave those values to.
-RegionFormat regionFormatOf(const RunData& run, TensorKind kind)
+// The format a run's histogram of `kind` at `layer` is judged in: the layer's compute format,
+// or for a quantised kind the element format the layer's recipe gave those values to. Per-layer
+// precision: the input is rounded as the first layer with weights, the loss gradient as the
+// logits, the last layer's output.
+RegionFormat regionFormatOf(const RunData& run, const std::string& layer, TensorKind kind)
 {
-    const PrecisionRecipe& recipe = run.currentSettings().recipe;
+    const TrainSettings& settings = run.currentSettings();
+    std::string owner = layer;
+    if (!settings.recipe.layers.empty() && (layer == "input" || layer == SoftmaxCrossEntropy::kTapName)) {
+        const auto names = parameterLayerNames(settings.model.kind);
+        if (!names.empty()) owner = layer == "input" ? names.front() : names.back();
+    }
+    const PrecisionRecipe recipe = settings.recipe.forLayer(owner);
     if (isQuantizedKind(kind) && recipe.quantization.on())
         return RegionFormat::of(kind == TensorKind::quantizedActivationGrad ? recipe.quantization.gradientFormat()
                                                                             : recipe.quantization.forwardFormat());
@@ -294,11 +303,11 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                                                 : telemetryAt(*run, step);
         if (const LayerTelemetry* tap = t ? findLayer(*t, layerName, kind()) : nullptr) drawn.push_back({run, tap, t->step});
     }
-    const RegionFormat format = chosen ? regionFormatOf(*chosen, kind()) : RegionFormat::of(Format::fp16);
+    const RegionFormat format = chosen ? regionFormatOf(*chosen, layerName, kind()) : RegionFormat::of(Format::fp16);
     // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
     std::vector<std::pair<RunPtr, RegionFormat>> otherFormats;
     for (const Drawn& d : drawn) {
-        const RegionFormat f = regionFormatOf(*d.run, kind());
+        const RegionFormat f = regionFormatOf(*d.run, layerName, kind());
         const bool seen = std::any_of(otherFormats.begin(), otherFormats.end(), [&](const auto& o) { return o.second == f; });
         if (f != format && !seen) otherFormats.emplace_back(d.run, f);
     }
@@ -423,7 +432,7 @@ std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::v
         setLegendLabel(chart_, line, d.run == chosen ? watchedLabel : runLabel(d.run, runs));
         if (line->points() != outline) line->replace(outline);
 
-        const RegionFormat own = regionFormatOf(*d.run, kind());
+        const RegionFormat own = regionFormatOf(*d.run, layer().toStdString(), kind());
         shares.push_back({runLabel(d.run, runs), QString::fromStdString(own.name), regionShares(h, own.regions)});
     }
     return shares;
