@@ -86,8 +86,8 @@ private slots:
         QTest::addRow("not an object") << R"([1, 2])" << "expected a JSON object";
         QTest::addRow("layer without =") << R"({"layer": "conv1"})" << "'layer' 'conv1' is not layer=precision";
         QTest::addRow("layer precision") << R"({"layer": "conv1=fp64"})"
-                                         << "'layer' layer conv1: precision must be fp32, tf32, fp16, bf16, fp8-unscaled";
-        QTest::addRow("layer twice") << R"({"layer": "conv1=fp32, conv1=bf16"})" << "layer conv1 is given twice";
+                                         << "'layer' conv1: precision must be fp32, tf32, fp16, bf16, fp8-unscaled";
+        QTest::addRow("layer twice") << R"({"layer": "conv1=fp32, conv1=bf16"})" << "'layer' conv1 is given twice";
         QTest::addRow("layer name") << R"({"layer": "conv 1=fp32"})" << "may hold only letters, digits and _";
         QTest::addRow("layer not in the model") << R"({"layer": "fc3=fp32"})"
                                                 << "model small-cnn has no layer 'fc3' with weights (it has conv1, conv2 or fc1)";

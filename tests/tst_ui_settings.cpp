@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QtTest>
 
 using namespace plab;
@@ -243,6 +244,48 @@ private slots:
         QVERIFY(!child<QLabel>(panel, "liveHint")->isVisibleTo(&panel));
         QVERIFY(panel.findChild<QWidget*>(QStringLiteral("modelCombo"))->isEnabled());
         QVERIFY(panel.findChild<QWidget*>(QStringLiteral("seedEdit"))->isEnabled());
+    }
+
+    // Per-layer precision (issue 15): one row per layer with weights of the chosen model; a
+    // choice is part of the recipe, goes to a running trainer, and a new model starts afresh.
+    void perLayerTableFollowsTheModelAndGoesLive()
+    {
+        SettingsPanel panel;
+        TrainSettings run;
+        run.recipe = *PrecisionRecipe::fromPreset("fp8-delayed");
+        panel.setSettings(run);
+        auto* table = child<QTableWidget>(panel, "layerTable");
+        QCOMPARE(table->rowCount(), 3);
+        QCOMPARE(table->item(0, 0)->text(), QStringLiteral("conv1"));
+        QCOMPARE(table->item(2, 0)->text(), QStringLiteral("fc1"));
+        QVERIFY(panel.settings().recipe.layers.empty());
+
+        QSignalSpy changes(&panel, &SettingsPanel::liveChangeRequested);
+        panel.setLive(true, run);
+        auto* conv1 = child<QComboBox>(panel, "layerCombo_conv1");
+        QVERIFY(conv1->isEnabled());
+        conv1->setCurrentIndex(conv1->findData(QStringLiteral("bf16")));
+        QCOMPARE(changes.count(), 1);
+        const SettingsChange change = changes.at(0).at(0).value<SettingsChange>();
+        QVERIFY(change.recipe);
+        QCOMPARE(change.recipe->layers, (std::vector<LayerPrecision>{{"conv1", "bf16"}}));
+        // The recipe's switches are still the preset's: not marked custom.
+        QVERIFY(!panel.isCustomRecipe());
+        panel.showChangeResult({});
+        panel.setLive(false);
+
+        // Shown back from settings, and cleared with another model (its layers differ).
+        TrainSettings layered = run;
+        layered.recipe.layers = {{"fc1", "fp32"}, {"conv2", "mxfp4"}};
+        panel.setSettings(layered);
+        QCOMPARE(child<QComboBox>(panel, "layerCombo_fc1")->currentData().toString(), QStringLiteral("fp32"));
+        QCOMPARE(child<QComboBox>(panel, "layerCombo_conv2")->currentData().toString(), QStringLiteral("mxfp4"));
+        QCOMPARE(child<QComboBox>(panel, "layerCombo_conv1")->currentData().toString(), QString());
+        child<QComboBox>(panel, "modelCombo")->setCurrentIndex(child<QComboBox>(panel, "modelCombo")->findData("mlp"));
+        QCOMPARE(table->rowCount(), 3);
+        QCOMPARE(table->item(2, 0)->text(), QStringLiteral("fc3"));
+        QVERIFY(panel.settings().recipe.layers.empty());
+        QVERIFY(panel.isValid());
     }
 
     void keysWithoutControlsAreKept()

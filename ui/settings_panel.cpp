@@ -13,7 +13,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QHeaderView>
 #include <QStandardItemModel>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 #include <limits>
@@ -37,6 +39,17 @@ void selectData(QComboBox* combo, const QString& value)
 }
 
 QString dataOf(const QComboBox* combo) { return combo->currentData().toString(); }
+
+// The operand choices: the recipe's Operands combo and each layer's quantisation.
+QList<QPair<QString, QString>> quantizeChoices()
+{
+    return {{SettingsPanel::tr("in the compute format"), QStringLiteral("off")},
+            {SettingsPanel::tr("FP8, no scaling"), QStringLiteral("fp8-unscaled")},
+            {SettingsPanel::tr("FP8, delayed scaling"), QStringLiteral("fp8-delayed")},
+            {SettingsPanel::tr("FP8, current scaling"), QStringLiteral("fp8-current")},
+            {SettingsPanel::tr("MXFP8 (blocks of 32)"), QStringLiteral("mxfp8")},
+            {SettingsPanel::tr("MXFP4 (blocks of 32)"), QStringLiteral("mxfp4")}};
+}
 
 }  // namespace
 
@@ -91,18 +104,24 @@ void SettingsPanel::buildUi()
                                       {QStringLiteral("tf32"), QStringLiteral("tf32")},
                                       {QStringLiteral("fp16"), QStringLiteral("fp16")},
                                       {QStringLiteral("bf16"), QStringLiteral("bf16")}});
-    quantize_ = combo("quantizeCombo", {{tr("in the compute format"), QStringLiteral("off")},
-                                        {tr("FP8, no scaling"), QStringLiteral("fp8-unscaled")},
-                                        {tr("FP8, delayed scaling"), QStringLiteral("fp8-delayed")},
-                                        {tr("FP8, current scaling"), QStringLiteral("fp8-current")},
-                                        {tr("MXFP8 (blocks of 32)"), QStringLiteral("mxfp8")},
-                                        {tr("MXFP4 (blocks of 32)"), QStringLiteral("mxfp4")}});
+    quantize_ = combo("quantizeCombo", quantizeChoices());
     quantize_->setToolTip(tr("Matmul and convolution inputs: rounded to the compute format, or quantised below 16 "
                              "bits with a scale per tensor (FP8) or per block of 32 (OCP MX). The compute format "
                              "is then that of the outputs."));
     fp8Formats_ = combo("fp8FormatsCombo", {{tr("E4M3 forward, E5M2 gradients"), QStringLiteral("hybrid")},
                                             {tr("E4M3 throughout"), QStringLiteral("e4m3")}});
     fp8Formats_->setToolTip(tr("FP8 formats: E5M2 has the range gradients need, E4M3 the precision"));
+    layers_ = named(new QTableWidget(0, 2, this), "layerTable");
+    layers_->setHorizontalHeaderLabels({tr("Layer"), tr("Precision")});
+    layers_->verticalHeader()->hide();
+    layers_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    layers_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    layers_->setSelectionMode(QAbstractItemView::NoSelection);
+    layers_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    layers_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    layers_->setToolTip(tr("Per-layer precision (selective autocast): a layer can keep a higher precision than the "
+                           "recipe (FP8 practice keeps the first and last layers in bf16) or take another one. Its "
+                           "operands, outputs and weights follow its own choice; the recipe's other switches apply."));
     masterWeights_ = named(new QCheckBox(tr("fp32 master weights"), this), "masterWeightsCheck");
     fp32Accumulate_ = named(new QCheckBox(tr("fp32 accumulation"), this), "fp32AccumulateCheck");
     fp32SensitiveOps_ = named(new QCheckBox(tr("fp32 softmax / loss"), this), "fp32SensitiveOpsCheck");
@@ -166,6 +185,8 @@ void SettingsPanel::buildUi()
     precision->addRow(fp32Accumulate_);
     precision->addRow(fp32SensitiveOps_);
     precision->addRow(lossScaling_);
+    precision->addRow(new QLabel(tr("Per layer"), this));
+    precision->addRow(layers_);
 
     QFormLayout* optim = group(tr("Optimizer"));
     optim->addRow(tr("Optimizer"), optimizer_);
@@ -213,7 +234,14 @@ void SettingsPanel::buildUi()
     for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizer_, backend_, arithmetic_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
-        if (!filling_) current_.model.widths.clear();   // widths belong to the model they were set for
+        if (!filling_) {
+            // Widths and per-layer precision belong to the model they were set for.
+            current_.model.widths.clear();
+            current_.recipe.layers.clear();
+            filling_ = true;
+            showLayerRows(dataOf(model_).toStdString(), current_.recipe);
+            filling_ = false;
+        }
         onChoice();
     });
     for (QCheckBox* c : {masterWeights_, fp32Accumulate_, fp32SensitiveOps_}) connect(c, &QCheckBox::toggled, this, onChoice);
@@ -273,6 +301,7 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     selectData(dataset_, QString::fromStdString(s.dataset));
     selectData(preset_, QString::fromStdString(s.recipe.preset));
     showRecipeSwitches(s.recipe);
+    showLayerRows(s.model.kind, s.recipe);
     selectData(optimizer_, QString::fromStdString(s.optimizer.kind));
     lr_->setText(numberText(s.optimizer.lr));
     batch_->setText(QString::number(s.batch));
@@ -297,6 +326,49 @@ void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
     lossScaling_->setLossScaling(r.lossScaling);
 }
 
+void SettingsPanel::showLayerRows(const std::string& model, const PrecisionRecipe& recipe)
+{
+    const auto names = parameterLayerNames(model);
+    layers_->setRowCount(static_cast<int>(names.size()));
+    for (int row = 0; row < static_cast<int>(names.size()); ++row) {
+        const std::string& name = names[static_cast<std::size_t>(row)];
+        auto* item = new QTableWidgetItem(QString::fromStdString(name));
+        layers_->setItem(row, 0, item);
+        auto* choice = qobject_cast<QComboBox*>(layers_->cellWidget(row, 1));
+        if (!choice) {
+            choice = new QComboBox(layers_);
+            choice->addItem(tr("as the recipe"), QString());
+            for (const char* f : {"fp32", "tf32", "fp16", "bf16"}) choice->addItem(QString::fromLatin1(f), QString::fromLatin1(f));
+            for (const auto& [text, value] : quantizeChoices())
+                if (value != QLatin1String("off")) choice->addItem(text, value);
+            connect(choice, &QComboBox::currentIndexChanged, this, [this] {
+                if (filling_) return;
+                readControls();
+                commitLiveEdit();
+            });
+            layers_->setCellWidget(row, 1, choice);
+        }
+        choice->setObjectName(QStringLiteral("layerCombo_%1").arg(QString::fromStdString(name)));
+        const LayerPrecision* own = recipe.layerPrecision(name);
+        selectData(choice, own ? QString::fromStdString(own->precision) : QString());
+    }
+    layers_->resizeRowsToContents();
+    int height = layers_->horizontalHeader()->height() + 2 * layers_->frameWidth();
+    for (int row = 0; row < layers_->rowCount(); ++row) height += layers_->rowHeight(row);
+    layers_->setFixedHeight(height);
+}
+
+std::vector<LayerPrecision> SettingsPanel::layerChoices() const
+{
+    std::vector<LayerPrecision> out;
+    for (int row = 0; row < layers_->rowCount(); ++row) {
+        const auto* choice = qobject_cast<const QComboBox*>(layers_->cellWidget(row, 1));
+        if (!choice || dataOf(choice).isEmpty()) continue;
+        out.push_back({layers_->item(row, 0)->text().toStdString(), dataOf(choice).toStdString()});
+    }
+    return out;
+}
+
 void SettingsPanel::applyPreset()
 {
     const auto preset = PrecisionRecipe::fromPreset(dataOf(preset_).toStdString());
@@ -311,8 +383,11 @@ void SettingsPanel::applyPreset()
 
 bool SettingsPanel::isCustomRecipe() const
 {
-    const auto base = PrecisionRecipe::fromPreset(current_.recipe.preset);
-    return !base || !(*base == current_.recipe);
+    // The switches against the preset's; per-layer precision has its own table.
+    PrecisionRecipe switches = current_.recipe;
+    switches.layers.clear();
+    const auto base = PrecisionRecipe::fromPreset(switches.preset);
+    return !base || !(*base == switches);
 }
 
 void SettingsPanel::readControls()
@@ -340,7 +415,14 @@ void SettingsPanel::readControls()
     s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
     s.recipe.quantization.mode = parseQuantMode(dataOf(quantize_).toStdString()).value_or(QuantMode::off);
     s.recipe.quantization.hybrid = dataOf(fp8Formats_) == QLatin1String("hybrid");
-    fp8Formats_->setEnabled(s.recipe.quantization.on() && s.recipe.quantization.mode != QuantMode::mxfp4);
+    s.recipe.layers = layerChoices();
+    // The FP8 formats apply wherever FP8 or MXFP8 quantises: the recipe or a layer of its own.
+    const auto usesFp8 = [](const PrecisionRecipe& r) {
+        return r.quantization.on() && r.quantization.mode != QuantMode::mxfp4;
+    };
+    bool fp8 = usesFp8(s.recipe);
+    for (const auto& l : s.recipe.layers) fp8 = fp8 || usesFp8(s.recipe.forLayer(l.layer));
+    fp8Formats_->setEnabled(fp8);
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();
     s.backend = dataOf(backend_).toStdString();

@@ -3,7 +3,8 @@
 // about unusual combinations sit next to the controls; an impossible value is explained
 // there and disables Start. During a run the precision switches, loss scaling, batch size
 // and learning rate stay editable, and each finished edit is offered to the running
-// trainer as a SettingsChange; model, dataset, seed and the rest are locked.
+// trainer as a SettingsChange; model, dataset, seed and the rest are locked. A table gives
+// any layer with weights its own precision (per-layer precision, live-editable too).
 #pragma once
 
 #include "backend/backend.h"
@@ -17,6 +18,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QTableWidget;
 QT_END_NAMESPACE
 
 namespace plab::ui {
@@ -57,6 +59,10 @@ private:
     void applyPreset();
     // The recipe's switches into their controls (callers hold filling_).
     void showRecipeSwitches(const PrecisionRecipe& r);
+    // One row per layer with weights of `model`, each showing its precision in `recipe`
+    // (callers hold filling_).
+    void showLayerRows(const std::string& model, const PrecisionRecipe& recipe);
+    std::vector<LayerPrecision> layerChoices() const;
     void readControls();     // controls -> current_, problem_, notices_; refreshes the labels
     void commitLiveEdit();   // in live mode: send what differs from the run's settings
     void refreshLocks();
@@ -77,6 +83,7 @@ private:
     QComboBox* compute_;
     QComboBox* quantize_;      // matmul/conv inputs: compute format, FP8 or MX
     QComboBox* fp8Formats_;    // hybrid or E4M3 throughout
+    QTableWidget* layers_;     // per-layer precision: a layer and its own precision per row
     QCheckBox* masterWeights_;
     QCheckBox* fp32Accumulate_;
     QCheckBox* fp32SensitiveOps_;

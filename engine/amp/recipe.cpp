@@ -388,10 +388,10 @@ std::optional<std::vector<LayerPrecision>> parseLayerPrecisions(std::string_view
             std::string list;
             for (std::size_t i = 0; i < names.size(); ++i)
                 list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-            return fail("layer " + excerpt(layer) + ": precision must be " + list + ", got '" + excerpt(precision) + "'");
+            return fail(excerpt(layer) + ": precision must be " + list + ", got '" + excerpt(precision) + "'");
         }
         if (std::any_of(out.begin(), out.end(), [&](const LayerPrecision& l) { return l.layer == layer; }))
-            return fail("layer " + excerpt(layer) + " is given twice");
+            return fail(excerpt(layer) + " is given twice");
         out.push_back({layer, precision});
         if (comma == std::string_view::npos) break;
         text.remove_prefix(comma + 1);
