@@ -415,6 +415,8 @@ private slots:
         Rng rng{9};
         Tensor logits({4, 10});
         for (std::int64_t i = 0; i < logits.size(); ++i) logits[i] = roundTo(s, rng.uniform(-3.0f, 3.0f));
+        // The loss follows the logits' format, which the last layer sets (per-layer precision).
+        logits.setStorage(h.recipe.storage());
         const std::vector<std::uint8_t> labels{0, 3, 9, 3};
         SoftmaxCrossEntropy loss;
         const StepOutput out = loss.forward(logits, labels, h.ctx);
