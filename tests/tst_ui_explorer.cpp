@@ -334,6 +334,32 @@ private slots:
                      qPrintable(QStringLiteral("ink from x %1 to %2: labels %3 px wide run together").arg(left).arg(right).arg(widest)));
     }
 
+    // Issue 15: the range strip has the formats below 16 bits too, with their ranges from
+    // the format table (OCP FP8: E4M3 2^-9 .. 448, E5M2 2^-16 .. 57344; OCP MX: FP6 E2M3
+    // 2^-3 .. 7.5, E3M2 2^-4 .. 28, FP4 E2M1 2^-1 .. 6), drawn below the 16-bit ones.
+    void rangeAxisShowsTheFormatsBelow16Bits()
+    {
+        QStringList names;
+        for (const auto& r : FormatRangeAxis::ranges()) names << r.name;
+        QCOMPARE(names, (QStringList{"fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1"}));
+        const auto& r = FormatRangeAxis::ranges();
+        QCOMPARE(r[4].minSubnormalLog2, -9);
+        QCOMPARE(r[4].maxFinite, 448.0);
+        QCOMPARE(r[5].minSubnormalLog2, -16);
+        QCOMPARE(r[5].maxFinite, 57344.0);
+        QCOMPARE(r[6].minSubnormalLog2, -3);
+        QCOMPARE(r[6].maxFinite, 7.5);
+        QCOMPARE(r[7].minSubnormalLog2, -4);
+        QCOMPARE(r[7].maxFinite, 28.0);
+        QCOMPARE(r[8].minSubnormalLog2, -1);
+        QCOMPARE(r[8].minNormalLog2, 0);
+        QCOMPARE(r[8].maxFinite, 6.0);
+        // Nine bars above the axis: the strip is tall enough for them and its labels.
+        FormatRangeAxis axis;
+        const QFontMetrics fm = axis.fontMetrics();
+        QVERIFY(axis.sizeHint().height() >= 9 * (fm.height() + 6) + fm.height());
+    }
+
     void lossScaleFieldOnARun()
     {
         TrainSettings settings;

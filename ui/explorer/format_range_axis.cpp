@@ -2,6 +2,7 @@
 #include "explorer/format_range_axis.h"
 
 #include "explorer/format_anatomy.h"
+#include "numerics/minifloat.h"
 #include "telemetry/format_regions.h"
 
 #include <QPainter>
@@ -37,6 +38,24 @@ FormatRangeAxis::FormatRangeAxis(QWidget* parent) : QWidget(parent)
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
 }
 
+const QList<FormatRangeAxis::Range>& FormatRangeAxis::ranges()
+{
+    static const QList<Range> all = [] {
+        QList<Range> out;
+        for (Format f : kExplorerFormats) {
+            const FormatInfo& info = formatInfo(f);
+            out.append({QString::fromLatin1(info.name.data()), info.minSubnormalLog2, info.minNormalLog2, info.maxFinite});
+        }
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e2m3, MiniFormat::e3m2, MiniFormat::e2m1}) {
+            const MiniFormatInfo& info = miniFormatInfo(f);
+            out.append({QString::fromLatin1(info.name.data(), static_cast<int>(info.name.size())), info.minSubnormalLog2,
+                        info.minNormalLog2, info.maxFinite});
+        }
+        return out;
+    }();
+    return all;
+}
+
 double FormatRangeAxis::Geometry::xOf(double log2Value) const
 {
     return plotLeft + plotWidth * (log2Value - kAxisMin) / double(kAxisMax - kAxisMin);
@@ -46,15 +65,14 @@ FormatRangeAxis::Geometry FormatRangeAxis::geometry() const
 {
     const QFontMetrics fm = fontMetrics();
     Geometry g{};
-    for (Format f : kExplorerFormats)
-        g.labelColumn = std::max(g.labelColumn, fm.horizontalAdvance(QString::fromLatin1(formatInfo(f).name.data())));
+    for (const Range& r : ranges()) g.labelColumn = std::max(g.labelColumn, fm.horizontalAdvance(r.name));
     g.labelColumn += fm.averageCharWidth();
     g.rowHeight = fm.height() + 6;   // a bar that holds a line of text, 2 px apart
     g.plotLeft = g.labelColumn + 2;
     // Room on the right for half of a label at the end.
     g.plotWidth = std::max(50, width() - g.plotLeft - fm.horizontalAdvance(tickText(kLastTick)) / 2);
     g.top = 2;
-    g.axisY = g.top + 4 * g.rowHeight + 2;
+    g.axisY = g.top + static_cast<int>(ranges().size()) * g.rowHeight + 2;
     return g;
 }
 
@@ -135,14 +153,14 @@ void FormatRangeAxis::paintEvent(QPaintEvent*)
         QRectF subnormal, normal;
     };
     auto barsOf = [&](int row) {
-        const FormatInfo& info = formatInfo(kExplorerFormats[row]);
+        const Range& info = ranges()[row];
         const int y = g.top + row * g.rowHeight;
         const double top = y + 2, height = g.rowHeight - 4;
         const double subnormal = g.xOf(info.minSubnormalLog2), normal = g.xOf(info.minNormalLog2);
         return Bars{y, QRectF(subnormal, top, normal - subnormal, height),
                     QRectF(normal, top, g.xOf(std::log2(info.maxFinite)) - normal, height)};
     };
-    const int rows = static_cast<int>(std::size(kExplorerFormats));
+    const int rows = static_cast<int>(ranges().size());
 
     // The picked bin, the bars, the marker, then the texts: they stay readable over the line.
     if (interval_) {
@@ -161,11 +179,10 @@ void FormatRangeAxis::paintEvent(QPaintEvent*)
         p.drawLine(QPointF(x, g.top), QPointF(x, g.axisY));
     }
     for (int row = 0; row < rows; ++row) {
-        const FormatInfo& info = formatInfo(kExplorerFormats[row]);
+        const Range& info = ranges()[row];
         const Bars bars = barsOf(row);
         p.setPen(pal.color(QPalette::WindowText));
-        p.drawText(QRect(0, bars.y, g.labelColumn, g.rowHeight), Qt::AlignRight | Qt::AlignVCenter,
-                   QString::fromLatin1(info.name.data()));
+        p.drawText(QRect(0, bars.y, g.labelColumn, g.rowHeight), Qt::AlignRight | Qt::AlignVCenter, info.name);
         // The three numbers where they fit: right of the bar, inside its normal part (white
         // on green), or left of it; failing all, the largest value alone.
         const QString max = QString::number(info.maxFinite, 'g', 5);

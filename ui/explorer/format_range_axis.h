@@ -1,5 +1,6 @@
-// The ranges of fp32, tf32, fp16 and bf16 on one log2 axis, drawn with QPainter: per
-// format a bar from the smallest subnormal through the smallest normal to the largest
+// The ranges of fp32, tf32, fp16 and bf16, and below them of the formats below 16 bits
+// (E4M3, E5M2, FP6 E2M3 and E3M2, FP4 E2M1: the FP8 and MX recipes' elements), on one log2
+// axis, drawn with QPainter: per format a bar from the smallest subnormal through the smallest normal to the largest
 // finite value with those three numbers written beside or inside it where they fit, a
 // marker where the explorer's number lies, and optionally a shaded interval (a picked
 // histogram bin [2^e, 2^(e+1))). Everything is sized to the font; the axis labels every
@@ -33,6 +34,16 @@ public:
     QList<TickLabel> tickLabels() const;
     // The caption that explains the colours (rich text), for the label above the axis.
     static QString legendText();
+
+    // One bar: a format's name and range.
+    struct Range {
+        QString name;
+        int minSubnormalLog2;
+        int minNormalLog2;
+        double maxFinite;
+    };
+    // The bars, top to bottom: the explorer's formats, then those below 16 bits.
+    static const QList<Range>& ranges();
 
 protected:
     void paintEvent(QPaintEvent* event) override;
