@@ -438,6 +438,13 @@ void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
     auto* fp8Scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 FP8 gradient scale");
     QVERIFY(fp8Scale);
     QCOMPARE(fp8Scale->points(), QList<QPointF>{QPointF(1, 20)});
+    // and the gradient's amax over the steps (log2 0.05 = -4.32), dotted.
+    auto* fp8Amax = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 FP8 gradient amax");
+    QVERIFY(fp8Amax);
+    QCOMPARE(fp8Amax->points().size(), 1);
+    QCOMPARE(fp8Amax->points().front().x(), 1.0);
+    QVERIFY(std::fabs(fp8Amax->points().front().y() - std::log2(0.05)) < 1e-6);
+    QCOMPARE(fp8Amax->pen().style(), Qt::DotLine);
 }
 
 // Issue 10: panels left blank with no word why, and identical curves hiding each other.

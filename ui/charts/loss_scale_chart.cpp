@@ -87,32 +87,48 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
 
         // FP8 recipes (issue 15): each layer's per-tensor gradient scale at the histogram
-        // steps, dashed, on the same log2 axis (both multiply the gradients before a cast).
-        std::map<std::string, QList<QPointF>> fp8;
+        // steps, dashed, on the same log2 axis (both multiply the gradients before a cast),
+        // and the amax of that step's gradient, dotted: delayed scaling sets the scale from
+        // the amaxes of the steps before (largest finite / amax), current scaling from its own.
+        struct Fp8Lines {
+            QList<QPointF> scale, amax;
+        };
+        std::map<std::string, Fp8Lines> fp8;
         for (const TelemetryEvent& t : run->telemetry())
             for (const LayerTelemetry& l : t.layers)
                 if (l.kind == TensorKind::quantizedActivationGrad && l.scaling.present && !l.scaling.blocks &&
-                    l.scaling.scale > 0)
-                    fp8[l.layer].append(QPointF(static_cast<double>(t.step), std::log2(static_cast<double>(l.scaling.scale))));
+                    l.scaling.scale > 0) {
+                    Fp8Lines& lines = fp8[l.layer];
+                    const auto step = static_cast<double>(t.step);
+                    lines.scale.append(QPointF(step, std::log2(static_cast<double>(l.scaling.scale))));
+                    if (l.scaling.amax > 0 && std::isfinite(l.scaling.amax))
+                        lines.amax.append(QPointF(step, std::log2(static_cast<double>(l.scaling.amax))));
+                }
         std::size_t li = 0;
         anyFp8 |= !fp8.empty();
-        for (const auto& [layer, points] : fp8) {
+        for (const auto& [layer, lines] : fp8) {
             const QString name = QString::fromStdString(layer);
-            auto* scaleLine = pool_.take<QLineSeries>(run->id() + QStringLiteral("/fp8/") + name, {steps_, scale_});
-            setSeriesName(scaleLine, tr("%1 %2 FP8 gradient scale").arg(run->name(), name));
-            setSeriesPen(scaleLine, runPen(layerColor(run->color(), li++), 1.5, Qt::DashLine));
-            setLegendLabel(chart_, scaleLine, watched ? tr("%1 gradient scale").arg(name) : runLabel(run, runs));
-            setLegendVisible(chart_, scaleLine, watched);
-            if (scaleLine->points() != points) scaleLine->replace(points);
-            for (const QPointF& p : points) {
-                lowest = std::min(lowest, p.y());
-                highest = std::max(highest, p.y());
-            }
+            const QColor color = layerColor(run->color(), li++);
+            const auto draw = [&](const QString& what, const QList<QPointF>& points, Qt::PenStyle style) {
+                auto* line = pool_.take<QLineSeries>(run->id() + QStringLiteral("/fp8/") + name + QLatin1Char('/') + what,
+                                                    {steps_, scale_});
+                setSeriesName(line, tr("%1 %2 FP8 gradient %3").arg(run->name(), name, what));
+                setSeriesPen(line, runPen(color, 1.5, style));
+                setLegendLabel(chart_, line, watched ? tr("%1 %2").arg(name, what) : runLabel(run, runs));   // the title says "gradient"
+                setLegendVisible(chart_, line, watched);
+                if (line->points() != points) line->replace(points);
+                for (const QPointF& p : points) {
+                    lowest = std::min(lowest, p.y());
+                    highest = std::max(highest, p.y());
+                }
+            };
+            draw(tr("scale"), lines.scale, Qt::DashLine);
+            draw(tr("amax"), lines.amax, Qt::DotLine);
         }
     }
 
     if (anyFp8)
-        setChartTitle(chart_, tr("Loss scale, FP8 gradient scales (log2) and skipped steps"), runs,
+        setChartTitle(chart_, tr("Loss scale, FP8 gradient scales and amaxes (log2), skipped steps"), runs,
                       tr("Loss and FP8 scales"));
     else
         setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs, tr("Loss scale and skipped steps"));
