@@ -4,6 +4,8 @@
 // forms the CLI and the reports use.
 #include "amp/recipe.h"
 
+#include "error.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -384,12 +386,9 @@ std::optional<std::vector<LayerPrecision>> parseLayerPrecisions(std::string_view
             }))
             return fail("layer name '" + excerpt(layer) + "' may hold only letters, digits and _");
         const auto& names = layerPrecisionNames();
-        if (std::find(names.begin(), names.end(), precision) == names.end()) {
-            std::string list;
-            for (std::size_t i = 0; i < names.size(); ++i)
-                list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-            return fail(excerpt(layer) + ": precision must be " + list + ", got '" + excerpt(precision) + "'");
-        }
+        if (std::find(names.begin(), names.end(), precision) == names.end())
+            return fail(excerpt(layer) + ": precision must be " + alternatives(names) + ", got '" + excerpt(precision) +
+                        "'");
         if (std::any_of(out.begin(), out.end(), [&](const LayerPrecision& l) { return l.layer == layer; }))
             return fail(excerpt(layer) + " is given twice");
         out.push_back({layer, precision});

@@ -199,10 +199,7 @@ std::string oneOf(const Reader& r, const char* key, const std::vector<std::strin
 {
     std::string value = r.text(key);
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
-    std::string names;
-    for (std::size_t i = 0; i < allowed.size(); ++i)
-        names += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
-    r.fail(key, "must be " + names + ", got '" + value + "'");
+    r.fail(key, "must be " + alternatives(allowed) + ", got '" + value + "'");
 }
 
 const std::vector<KeyRule>& keyRules()
@@ -479,12 +476,9 @@ std::string validateSettings(const TrainSettings& s)
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
     const auto layers = parameterLayerNames(s.model.kind);
     for (const LayerPrecision& l : s.recipe.layers)
-        if (std::find(layers.begin(), layers.end(), l.layer) == layers.end()) {
-            std::string names;
-            for (std::size_t i = 0; i < layers.size(); ++i)
-                names += (i == 0 ? "" : i + 1 == layers.size() ? " or " : ", ") + layers[i];
-            return "layer: model " + s.model.kind + " has no layer '" + l.layer + "' with weights (it has " + names + ")";
-        }
+        if (std::find(layers.begin(), layers.end(), l.layer) == layers.end())
+            return "layer: model " + s.model.kind + " has no layer '" + l.layer + "' with weights (it has " +
+                   alternatives(layers) + ")";
     return s.recipe.validate();
 }
 
