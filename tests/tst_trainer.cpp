@@ -59,6 +59,16 @@ Outcome train(const TrainSettings& s, const DataSplit& data,
     return o;
 }
 
+// A hook that asks the trainer for `change` when step `at` has been reported; the trainer
+// must take it.
+std::function<void(const TrainerEvent&, Trainer&)> changeAtStep(int at, SettingsChange change)
+{
+    return [at, change](const TrainerEvent& e, Trainer& t) {
+        if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == at)
+            QVERIFY(t.control().requestChange(change).empty());
+    };
+}
+
 }  // namespace
 
 class TestTrainer : public QObject {
@@ -179,15 +189,10 @@ private slots:
     {
         TrainSettings s = smallRun("amp-bf16");
         s.maxSteps = 8;
-        const Outcome o = train(s, data_, [](const TrainerEvent& e, Trainer& t) {
-            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 4) {
-                SettingsChange change;
-                PrecisionRecipe r = *PrecisionRecipe::fromPreset("amp-bf16");
-                r.layers = {{"conv1", "fp32"}};
-                change.recipe = r;
-                QVERIFY(t.control().requestChange(change).empty());
-            }
-        });
+        SettingsChange change;
+        change.recipe = *PrecisionRecipe::fromPreset("amp-bf16");
+        change.recipe->layers = {{"conv1", "fp32"}};
+        const Outcome o = train(s, data_, changeAtStep(4, change));
         QCOMPARE(o.result.status, RunStatus::completed);
         bool found = false;
         for (const auto& ev : o.record["events"])
@@ -260,16 +265,11 @@ private slots:
     {
         TrainSettings s = smallRun("amp-fp16");
         s.maxSteps = 10;
-        const Outcome o = train(s, data_, [](const TrainerEvent& e, Trainer& t) {
-            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 4) {
-                SettingsChange change;
-                PrecisionRecipe r = *PrecisionRecipe::fromPreset("amp-fp16");
-                r.lossScaling = LossScaling::off();
-                change.recipe = r;
-                change.batch = 8;
-                QVERIFY(t.control().requestChange(change).empty());
-            }
-        });
+        SettingsChange change;
+        change.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+        change.recipe->lossScaling = LossScaling::off();
+        change.batch = 8;
+        const Outcome o = train(s, data_, changeAtStep(4, change));
         QCOMPARE(o.result.status, RunStatus::completed);
         bool found = false;
         for (const auto& ev : o.record["events"])
