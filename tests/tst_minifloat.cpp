@@ -3,7 +3,8 @@
 // rounding of fp32 values against a slow reference that picks the nearest representable
 // value from the list of all of them (ties to the even pattern), written apart from the
 // code under test; every tie and boundary named by the issue (448 and 464 in E4M3,
-// 61440 in E5M2, saturation, the smallest subnormal and half of it).
+// 61440 in E5M2, saturation, the smallest subnormal and half of it); OCP MX blocks and
+// NVFP4 blocks against references that round by search.
 // links: plab_numerics plab_test_support
 #include "numerics/minifloat.h"
 
@@ -272,6 +273,88 @@ private slots:
         QCOMPARE(s.scaleExponent, 0);
         QCOMPARE(s.elements[0], 448.0f);
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, mxQuantize(MiniFormat::e4m3, std::vector<float>(33).data(), 33));
+    }
+
+    // NVFP4: random blocks of 16 of tensors whose amax is up to 2^24 times the block's,
+    // against a reference that follows Transformer Engine's fp32 steps with the roundings
+    // done by search over every E4M3 and E2M1 value (ties to even, saturating); cases worked
+    // by hand; the tensor scale's special cases; NaN and infinite blocks.
+    void nvfp4BlocksMatchTheReference()
+    {
+        const auto e4m3 = candidates(MiniFormat::e4m3);
+        const auto e2m1 = candidates(MiniFormat::e2m1);
+        auto nearest = [](const std::vector<Candidate>& cands, double a, double largest) {
+            const auto r = referenceRound(cands, a);
+            return r ? *r : largest;
+        };
+        testing::SplitMix64 rng(16);
+        int zeroScales = 0, saturations = 0;
+        for (int trial = 0; trial < 3000; ++trial) {
+            std::vector<float> v(kNvfp4BlockSize);
+            const int centre = -20 + static_cast<int>(rng.uniform() * 40);
+            float largest = 0.0f;
+            for (auto& x : v) {
+                const double r = rng.uniform();
+                x = r < 0.1 ? 0.0f
+                            : static_cast<float>((rng.uniform() < 0.5 ? -1 : 1) *
+                                                 std::ldexp(1.0 + rng.uniform(), centre - int(r * 6)));
+                largest = std::max(largest, std::fabs(x));
+            }
+            const float tensorAmax = trial % 7 == 0 ? largest : largest * static_cast<float>(std::exp2(rng.uniform() * 24));
+            const float sEnc = nvfp4TensorScale(tensorAmax);
+            if (largest > 0.0f) QVERIFY(std::fabs(double(sEnc) - 2688.0 / tensorAmax) <= std::ldexp(2688.0 / tensorAmax, -24));
+            const Nvfp4Block b = nvfp4Quantize(v.data(), v.size(), sEnc);
+            QVERIFY(!b.nanScale);
+            const float wanted = largest * (sEnc * (1.0f / 6.0f));   // TE's order of the fp32 steps
+            const double sB = nearest(e4m3, wanted, 448.0);
+            QCOMPARE(double(b.blockScale), sB);
+            QCOMPARE(double(decodeMini(MiniFormat::e4m3, b.scaleBits)), sB);
+            zeroScales += sB == 0.0;
+            const float elementScale = std::min(1.0f / (static_cast<float>(sB) * (1.0f / sEnc)),
+                                                std::numeric_limits<float>::max());
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                const double a = std::fabs(double(v[i] * elementScale));
+                const double p = sB == 0.0 ? 0.0 : (std::signbit(v[i]) ? -1 : 1) * nearest(e2m1, a, 6.0);
+                saturations += sB != 0.0 && a > 6.0;
+                QCOMPARE(double(b.elements[i]), p);
+                QCOMPARE(b.value(i), static_cast<float>(p * sB / sEnc));   // p * sB is exact in double
+            }
+        }
+        QVERIFY(zeroScales > 0 && saturations > 0);   // both edges were reached
+
+        // By hand. A block that holds the tensor's amax gets S_b = 448 (0x7e): 6 0.3 1 -2.5 of a
+        // tensor of amax 6 (S_enc = 448) are 6, 0.5, 1 and -2 (2.5 ties to the even 2).
+        const float own[4] = {6.0f, 0.3f, 1.0f, -2.5f};
+        const Nvfp4Block a = nvfp4Quantize(own, 4, nvfp4TensorScale(6.0f));
+        QCOMPARE(a.tensorScale, 448.0f);
+        QCOMPARE(int(a.scaleBits), 0x7e);
+        QCOMPARE(a.elements, (std::vector<float>{6.0f, 0.5f, 1.0f, -2.0f}));
+        QCOMPARE(a.value(0), 6.0f);
+        // 0.001 and 0.0002 of a tensor of amax 100: S_enc = 26.88; 0.001 * 26.88 / 6 = 0.00448
+        // is E4M3 subnormal 2 x 2^-9 = 0.00390625 (0x02), rounded down, so 0.001 * 26.88 /
+        // 0.00390625 = 6.88 saturates to 6; 0.0002 gives 1.376 -> 1.5.
+        const float small[2] = {0.001f, 0.0002f};
+        const Nvfp4Block c = nvfp4Quantize(small, 2, nvfp4TensorScale(100.0f));
+        QCOMPARE(int(c.scaleBits), 0x02);
+        QCOMPARE(c.elements, (std::vector<float>{6.0f, 1.5f}));
+        // Of a tensor of amax 2688 (S_enc = 1), a block of amax 0.001: 0.001 / 6 is below half
+        // of E4M3's smallest subnormal 2^-9, so S_b = 0 and the block is lost.
+        const float lost[2] = {0.001f, -0.0005f};
+        const Nvfp4Block d = nvfp4Quantize(lost, 2, nvfp4TensorScale(2688.0f));
+        QCOMPARE(d.tensorScale, 1.0f);
+        QCOMPARE(d.blockScale, 0.0f);
+        QCOMPARE(d.value(0), 0.0f);
+        QCOMPARE(d.value(1), 0.0f);
+        // The tensor scale: 1 for a tensor that tells nothing, fp32's largest where 2688 / amax overflows.
+        QCOMPARE(nvfp4TensorScale(0.0f), 1.0f);
+        QCOMPARE(nvfp4TensorScale(INFINITY), 1.0f);
+        QCOMPARE(nvfp4TensorScale(std::numeric_limits<float>::quiet_NaN()), 1.0f);
+        QCOMPARE(nvfp4TensorScale(1e-38f), std::numeric_limits<float>::max());
+        // A NaN or an infinity: E4M3's NaN as the block scale, every value NaN.
+        const float bad[3] = {1.0f, -INFINITY, 2.0f};
+        const Nvfp4Block e = nvfp4Quantize(bad, 3, 1.0f);
+        QVERIFY(e.nanScale && e.scaleBits == 0x7f && std::isnan(e.value(0)) && std::isnan(e.decodeScale()));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, nvfp4Quantize(std::vector<float>(17).data(), 17, 1.0f));
     }
 
     void names()

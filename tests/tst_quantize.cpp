@@ -5,7 +5,8 @@
 // scale; the statistics and histogram against counts taken here from those scalar results;
 // Transformer Engine's scale rule against its formula evaluated here; MX blocks along rows
 // and columns (partial blocks, zero, NaN and infinite blocks, saturation) against
-// mxQuantize block by block.
+// mxQuantize block by block; NVFP4 blocks the same way against nvfp4Quantize, with the
+// tensor's amax given, block scales that round to 0 and the in-place case.
 // links: plab_numerics plab_test_support
 #include "numerics/quantize.h"
 
@@ -270,6 +271,99 @@ private slots:
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t c = cols; c < ld; ++c) QCOMPARE(dst[static_cast<std::size_t>(r * ld + c)], -99.0f);
             }
+        }
+    }
+    void nvfp4BlocksAlongRowsAndColumns()
+    {
+        std::mt19937 rng(12);
+        // A range wider than E4M3's block scales reach (448 / 2^-9 = 2^17.8), so some blocks'
+        // scales round to 0 and lose their values, as small blocks of a large tensor do.
+        std::uniform_real_distribution<float> log2(-24.0f, 6.0f);
+        std::uniform_int_distribution<int> sign(0, 1);
+        const std::int64_t rows = 37, cols = 45, ld = 50;   // partial blocks both ways; a stride
+        // The vector kernels where the CPU has them, the portable path forced, and with a
+        // histogram (the portable path).
+        for (bool inPlace : {false, true})
+        for (int path = 0; path < 3; ++path)
+        for (bool alongRows : {true, false}) {
+            const bool withHist = path == 2;
+            std::vector<float> src(static_cast<std::size_t>(rows * ld), -99.0f);
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c) {
+                    // Each line's scale differs, so blocks differ in their amax by up to 2^30.
+                    const float lineScale = std::exp2(static_cast<float>((alongRows ? r : c) % 7) * -3.0f);
+                    src[static_cast<std::size_t>(r * ld + c)] =
+                        (sign(rng) ? -1.0f : 1.0f) * std::exp2(log2(rng)) * lineScale;
+                }
+            for (std::int64_t k = 0; k < kNvfp4BlockSize; ++k)   // a block of zeros
+                src[static_cast<std::size_t>(alongRows ? 2 * ld + k : k * ld + 2)] = 0.0f;
+            src[static_cast<std::size_t>(5 * ld + 7)] = std::numeric_limits<float>::quiet_NaN();
+            src[static_cast<std::size_t>(30 * ld + 40)] = -INFINITY;
+            // The whole tensor's amax is larger than this part's: the caller's, as a layer
+            // quantising its lowered input chunk by chunk passes the input's.
+            const float tensorAmax = 300.0f;
+            const std::vector<float> original = src;
+            std::vector<float> dst(src.size(), -99.0f);
+            float* out = inPlace ? src.data() : dst.data();
+            RoundingStats stats;
+            GradientHistogram scales, hist;
+            setQuantizeForceScalar(path == 1);
+            quantizeNvfp4Blocks(src.data(), out, rows, cols, ld, alongRows, tensorAmax, &stats,
+                                withHist ? &hist : nullptr, &scales);
+            setQuantizeForceScalar(false);
+
+            const float tensorScale = nvfp4TensorScale(tensorAmax);
+            QCOMPARE(tensorScale, 448.0f * 6.0f / 300.0f);
+            GradientHistogram expectedScales;
+            std::uint64_t saturated = 0, lost = 0, zeroScaleBlocks = 0;
+            const std::int64_t lines = alongRows ? rows : cols, length = alongRows ? cols : rows;
+            for (std::int64_t line = 0; line < lines; ++line) {
+                for (std::int64_t k0 = 0; k0 < length; k0 += kNvfp4BlockSize) {
+                    const std::int64_t k1 = std::min<std::int64_t>(length, k0 + kNvfp4BlockSize);
+                    auto at = [&](std::int64_t k) {
+                        return static_cast<std::size_t>(alongRows ? line * ld + k : k * ld + line);
+                    };
+                    std::vector<float> block;
+                    for (std::int64_t k = k0; k < k1; ++k) block.push_back(original[at(k)]);
+                    const Nvfp4Block ref = nvfp4Quantize(block.data(), block.size(), tensorScale);
+                    if (ref.nanScale) {
+                        ++expectedScales.nonFinite;
+                    } else if (ref.decodeScale() == 0.0f) {
+                        ++expectedScales.zeros;
+                    } else {
+                        int e = 0;
+                        std::frexp(ref.decodeScale(), &e);
+                        ++expectedScales.bins[static_cast<std::size_t>(GradientHistogram::binOf(e - 1))];
+                    }
+                    zeroScaleBlocks += !ref.nanScale && ref.blockScale == 0.0f;
+                    const float elementScale =
+                        std::min(1.0f / ref.decodeScale(), std::numeric_limits<float>::max());
+                    for (std::int64_t k = k0; k < k1; ++k) {
+                        const std::size_t i = static_cast<std::size_t>(k - k0);
+                        QVERIFY2(sameValue(out[at(k)], ref.value(i)),
+                                 qPrintable(QString("%1 line %2 element %3: %4 vs %5")
+                                                .arg(alongRows ? "rows" : "columns").arg(line).arg(k)
+                                                .arg(double(out[at(k)])).arg(double(ref.value(i)))));
+                        if (ref.nanScale) continue;
+                        lost += block[i] != 0.0f && ref.elements[i] == 0.0f;
+                        if (ref.blockScale != 0.0f) saturated += saturates(MiniFormat::e2m1, block[i] * elementScale);
+                    }
+                }
+            }
+            QVERIFY(scales == expectedScales);
+            QVERIFY(zeroScaleBlocks > 0);   // the test reaches the blocks that lose everything
+            QCOMPARE(stats.count, std::uint64_t(rows * cols));
+            QCOMPARE(stats.underflow, lost);
+            QCOMPARE(stats.overflow, saturated);
+            // The NaN and infinity blocks: along rows 16 + 13 (cols 32..44), down columns 16 + 16.
+            QCOMPARE(stats.nan, std::uint64_t(alongRows ? 29 : 32));
+            std::uint64_t zerosIn = 0;
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c) zerosIn += original[static_cast<std::size_t>(r * ld + c)] == 0.0f;
+            QCOMPARE(stats.zerosIn, zerosIn);
+            if (withHist) QCOMPARE(hist.total(), std::uint64_t(rows * cols));
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = cols; c < ld; ++c) QCOMPARE(out[static_cast<std::size_t>(r * ld + c)], -99.0f);
         }
     }
 };

@@ -160,4 +160,55 @@ MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count)
     return block;
 }
 
+float nvfp4TensorScale(float tensorAmax)
+{
+    if (!(tensorAmax > 0.0f) || !std::isfinite(tensorAmax)) return 1.0f;
+    const float scale = 448.0f * 6.0f / tensorAmax;
+    return std::isinf(scale) ? std::numeric_limits<float>::max() : scale;
+}
+
+float Nvfp4Block::decodeScale() const
+{
+    if (nanScale) return std::numeric_limits<float>::quiet_NaN();
+    return blockScale * (1.0f / tensorScale);
+}
+
+float Nvfp4Block::value(std::size_t i) const
+{
+    if (nanScale) return std::numeric_limits<float>::quiet_NaN();
+    return (elements[i] * blockScale) / tensorScale;
+}
+
+Nvfp4Block nvfp4Quantize(const float* values, std::size_t count, float tensorScale)
+{
+    if (count > static_cast<std::size_t>(kNvfp4BlockSize))
+        throw std::invalid_argument("an NVFP4 block holds at most 16 values, got " + std::to_string(count));
+    Nvfp4Block block;
+    block.tensorScale = tensorScale;
+    float largest = 0.0f;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (!std::isfinite(values[i])) block.nanScale = true;
+        largest = std::max(largest, std::fabs(values[i]));
+    }
+    if (block.nanScale) {
+        block.scaleBits = 0x7f;
+        block.blockScale = std::numeric_limits<float>::quiet_NaN();
+        block.elements.assign(count, std::numeric_limits<float>::quiet_NaN());
+        return block;
+    }
+    const float wanted = largest * (tensorScale * (1.0f / 6.0f));
+    block.scaleBits = *encodeMini(MiniFormat::e4m3, wanted, Overflow::saturate);
+    block.blockScale = decodeMini(MiniFormat::e4m3, block.scaleBits);
+    if (block.blockScale == 0.0f) {   // the block's values all underflowed with their scale
+        for (std::size_t i = 0; i < count; ++i) block.elements.push_back(std::copysign(0.0f, values[i]));
+        return block;
+    }
+    const float elementScale =
+        std::min(1.0f / (block.blockScale * (1.0f / tensorScale)), std::numeric_limits<float>::max());
+    block.elements.reserve(count);
+    for (std::size_t i = 0; i < count; ++i)
+        block.elements.push_back(roundToMini(MiniFormat::e2m1, values[i] * elementScale, Overflow::saturate));
+    return block;
+}
+
 }  // namespace plab

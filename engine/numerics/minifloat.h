@@ -75,4 +75,36 @@ struct MxBlock {
 // nearest even, saturating to its largest finite value.
 MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count);
 
+// ---- NVFP4 (NVIDIA Blackwell): blocks of 16 FP4 E2M1 elements, an E4M3 block scale and
+// one fp32 scale for the whole tensor. Written from Transformer Engine's definition
+// (transformer_engine/common/cast/nvfp4/core_nvfp4.cuh), every step in fp32:
+//   S_enc  = 448 * 6 / amax(tensor), fp32's largest finite where that overflows, 1 for a
+//            tensor of zeros or one whose amax is infinite or NaN (the tensor tells nothing);
+//   S_b    = e4m3(amax(block) * (S_enc * (1/6))), round to nearest even, saturating;
+//   P_i    = e2m1(V_i * min(1 / (S_b * (1 / S_enc)), fp32 max)), saturating;
+//   value  = (P_i * S_b) / S_enc   (P_i * S_b is exact, so the value is the dequantised
+//            one rounded once to fp32; cuBLASLt applies 1 / S_enc with its alpha instead).
+// A block whose S_b rounds to 0 holds zeros (Transformer Engine's elements there are
+// multiplied by 0 all the same). A block holding a NaN or an infinity is NaN throughout, as an MX block with a NaN scale
+// (Transformer Engine's kernel would saturate an infinity; the emulation keeps it visible,
+// so that loss scaling sees the overflow).
+
+inline constexpr int kNvfp4BlockSize = 16;
+
+float nvfp4TensorScale(float tensorAmax);
+
+struct Nvfp4Block {
+    bool nanScale = false;        // a NaN or an infinity in the block
+    std::uint8_t scaleBits = 0;   // S_b's E4M3 pattern (0x7f, E4M3's NaN, when nanScale)
+    float blockScale = 0.0f;      // S_b's value (0: the block's values all underflowed)
+    float tensorScale = 1.0f;     // S_enc
+    std::vector<float> elements;  // P_i in FP4 E2M1 (NaN for all when nanScale)
+    float value(std::size_t i) const;
+    // The factor each element is multiplied by, S_b * (1 / S_enc) in fp32 (NaN when nanScale).
+    float decodeScale() const;
+};
+
+// One block (at most kNvfp4BlockSize values) of a tensor whose encode scale is tensorScale.
+Nvfp4Block nvfp4Quantize(const float* values, std::size_t count, float tensorScale);
+
 }  // namespace plab

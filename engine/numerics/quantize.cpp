@@ -293,4 +293,125 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
     counts.finish(static_cast<std::uint64_t>(rows * cols), stats);
 }
 
+namespace detail {
+
+Nvfp4Scales Nvfp4Scales::of(float tensorAmax)
+{
+    const float scale = nvfp4TensorScale(tensorAmax);
+    return {scale, 1.0f / scale, scale * (1.0f / 6.0f)};
+}
+
+Nvfp4BlockScale nvfp4BlockScale(const Nvfp4Scales& t, float largest)
+{
+    static const ElementRule e4m3 = ElementRule::of(MiniFormat::e4m3);
+    float ignored = 0.0f;
+    bool saturated = false;
+    const float block = roundSigned(e4m3, largest * t.perAmax, &ignored, &saturated);
+    return {block, std::min(1.0f / (block * t.decodeTensor), std::numeric_limits<float>::max())};
+}
+
+void countNvfp4Scale(GradientHistogram* blockScales, float decode)
+{
+    if (!blockScales) return;
+    const std::uint32_t bits = bitsOf(decode) & kAbsMask;
+    if (bits > kInfBits)
+        ++blockScales->nonFinite;
+    else if (bits == 0)
+        ++blockScales->zeros;
+    else if ((bits >> 23) == 0)
+        ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(subnormalExponent(bits)))];
+    else
+        ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(static_cast<int>(bits >> 23) - 127))];
+}
+
+}  // namespace detail
+
+void quantizeNvfp4Blocks(const float* src, float* dst, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                         bool alongRows, float tensorAmax, RoundingStats* stats, GradientHistogram* hist,
+                         GradientHistogram* blockScales)
+{
+    const ElementRule element = ElementRule::of(MiniFormat::e2m1);
+    const detail::Nvfp4Scales t = detail::Nvfp4Scales::of(tensorAmax);
+    if (!hist && useAvx512()) {
+        detail::LaneCounts lanes;
+        if (alongRows) {
+            for (std::int64_t r = 0; r < rows; ++r)
+                detail::nvfp4RowAvx512(element, t, src + r * ld, dst + r * ld, cols, lanes, blockScales);
+        } else {
+            constexpr std::int64_t kTile = 256;   // a band of 16 rows x 256 columns: 16 KiB
+            float amax[kTile], blockScale[kTile], elementScale[kTile];
+            bool nanColumn[kTile];
+            for (std::int64_t r0 = 0; r0 < rows; r0 += kNvfp4BlockSize) {
+                const std::int64_t band = std::min<std::int64_t>(rows - r0, kNvfp4BlockSize);
+                for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+                    const std::int64_t width = std::min(kTile, cols - c0);
+                    const std::int64_t at = r0 * ld + c0;
+                    detail::columnAmaxAvx512(src + at, band, width, ld, amax);
+                    for (std::int64_t c = 0; c < width; ++c) {
+                        nanColumn[c] = !std::isfinite(amax[c]);
+                        const auto s = nanColumn[c] ? detail::Nvfp4BlockScale{0.0f, 0.0f}
+                                                    : detail::nvfp4BlockScale(t, amax[c]);
+                        blockScale[c] = s.block;
+                        elementScale[c] = s.element;
+                        detail::countNvfp4Scale(blockScales, nanColumn[c] ? std::numeric_limits<float>::quiet_NaN()
+                                                                          : s.block * t.decodeTensor);
+                    }
+                    detail::nvfp4BandAvx512(element, t, src + at, dst + at, band, width, ld, blockScale, elementScale,
+                                            nanColumn, lanes);
+                }
+            }
+        }
+        if (stats) lanes.addTo(*stats, static_cast<std::uint64_t>(rows * cols));
+        return;
+    }
+    Counts counts;
+    counts.hist = hist;
+    const bool counting = stats || hist;
+
+    // One block of `count` values at src[i * step], i < count.
+    auto quantizeBlock = [&](const float* s, float* d, std::int64_t count, std::int64_t step) {
+        float largest = 0.0f;
+        bool nonFinite = false;
+        for (std::int64_t i = 0; i < count; ++i) {
+            const float a = std::fabs(s[i * step]);
+            nonFinite |= !std::isfinite(a);
+            largest = a > largest ? a : largest;
+        }
+        if (nonFinite) {
+            detail::countNvfp4Scale(blockScales, std::numeric_limits<float>::quiet_NaN());
+            for (std::int64_t i = 0; i < count; ++i) {
+                d[i * step] = std::numeric_limits<float>::quiet_NaN();
+                if (counting) counts.add(std::numeric_limits<float>::quiet_NaN(), 0.0f, false, element);
+            }
+            return;
+        }
+        const detail::Nvfp4BlockScale scale = detail::nvfp4BlockScale(t, largest);
+        detail::countNvfp4Scale(blockScales, scale.block * t.decodeTensor);
+        if (scale.block == 0.0f) {
+            for (std::int64_t i = 0; i < count; ++i) {
+                const float in = s[i * step];
+                d[i * step] = std::signbit(in) ? -0.0f : 0.0f;
+                if (counting) counts.add(in * t.tensorScale, 0.0f, false, element);
+            }
+            return;
+        }
+        for (std::int64_t i = 0; i < count; ++i) {
+            const float x = s[i * step] * scale.element;
+            float r = 0.0f;
+            bool sat = false;
+            const float p = roundSigned(element, x, &r, &sat);
+            d[i * step] = (p * scale.block) / t.tensorScale;
+            if (counting) counts.add(x, r, sat, element);
+        }
+    };
+
+    for (std::int64_t r = 0; alongRows && r < rows; ++r)
+        for (std::int64_t c0 = 0; c0 < cols; c0 += kNvfp4BlockSize)
+            quantizeBlock(src + r * ld + c0, dst + r * ld + c0, std::min<std::int64_t>(kNvfp4BlockSize, cols - c0), 1);
+    for (std::int64_t r0 = 0; !alongRows && r0 < rows; r0 += kNvfp4BlockSize)
+        for (std::int64_t c = 0; c < cols; ++c)
+            quantizeBlock(src + r0 * ld + c, dst + r0 * ld + c, std::min<std::int64_t>(kNvfp4BlockSize, rows - r0), ld);
+    counts.finish(static_cast<std::uint64_t>(rows * cols), stats);
+}
+
 }  // namespace plab

@@ -47,8 +47,19 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
                       std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
                       GradientHistogram* blockScales);
 
-// Name of the code path the quantisers take on this CPU without a histogram ("avx512",
-// "scalar"); with one (histogram steps) they take the scalar path.
+// NVFP4 blocks (minifloat.h) over a row-major matrix, as quantizeMxBlocks, with blocks of
+// kNvfp4BlockSize and the encode scale nvfp4TensorScale(tensorAmax) (the amax of the
+// whole tensor, which a caller quantising it in parts gives each part). The statistics
+// and the histogram describe V_i * min(1 / (S_b / S_enc), fp32 max), the values given to
+// E2M1; in a block whose scale rounded to 0, V_i * S_enc, each nonzero one counted as
+// underflowed. blockScales (may be null) gets each block's S_b / S_enc in the bin of its
+// exponent (zeros: the scale rounded to 0; nonFinite: a NaN block).
+void quantizeNvfp4Blocks(const float* src, float* dst, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                         bool alongRows, float tensorAmax, RoundingStats* stats, GradientHistogram* hist,
+                         GradientHistogram* blockScales);
+
+// Name of the code path the per-tensor and MX quantisers take on this CPU without a
+// histogram ("avx512", "scalar"); with one (histogram steps) they take the scalar path.
 const char* quantizePath();
 // Forces the scalar path (tests compare the paths bit for bit).
 void setQuantizeForceScalar(bool on);

@@ -176,6 +176,75 @@ PLAB_AVX512 void mxBandAvx512(const ElementRule& rule, const float* src, float* 
     }
 }
 
+PLAB_AVX512 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst,
+                                std::int64_t cols, LaneCounts& counts, GradientHistogram* blockScales)
+{
+    const Lanes L = lanesOf(rule);
+    const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
+    const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+    const __m512 vTensor = _mm512_set1_ps(t.tensorScale);
+    const __m512 fpMax = _mm512_set1_ps(std::numeric_limits<float>::max());
+    for (std::int64_t c0 = 0; c0 < cols; c0 += 16) {
+        const __mmask16 m = tailMask(cols - c0);
+        const __m512 v = _mm512_maskz_loadu_ps(m, src + c0);
+        const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), absMask));
+        const auto live = static_cast<unsigned>(m);
+        if (_mm512_cmp_ps_mask(a, fpMax, _CMP_NLE_UQ) != 0) {   // a NaN or an infinity
+            countNvfp4Scale(blockScales, std::numeric_limits<float>::quiet_NaN());
+            _mm512_mask_storeu_ps(dst + c0, m, nanLanes);
+            counts.nan += static_cast<unsigned>(std::popcount(live));
+            continue;
+        }
+        const Nvfp4BlockScale s = nvfp4BlockScale(t, _mm512_reduce_max_ps(a));
+        countNvfp4Scale(blockScales, s.block * t.decodeTensor);
+        if (s.block == 0.0f) {   // lost: signed zeros; counted as the portable code counts in * S_enc
+            const __mmask16 zero = _mm512_mask_cmp_ps_mask(m, _mm512_mul_ps(v, vTensor), _mm512_setzero_ps(), _CMP_EQ_OQ);
+            counts.zerosIn += static_cast<unsigned>(std::popcount(static_cast<unsigned>(zero)));
+            counts.underflow += static_cast<unsigned>(std::popcount(live & ~static_cast<unsigned>(zero)));
+            _mm512_mask_storeu_ps(dst + c0, m, _mm512_castsi512_ps(_mm512_andnot_si512(absMask, _mm512_castps_si512(v))));
+            continue;
+        }
+        const __m512 q = roundLanes(L, _mm512_mul_ps(v, _mm512_set1_ps(s.element)), m, counts);
+        _mm512_mask_storeu_ps(dst + c0, m, _mm512_div_ps(_mm512_mul_ps(q, _mm512_set1_ps(s.block)), vTensor));
+    }
+}
+
+PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst,
+                                 std::int64_t rows, std::int64_t cols, std::int64_t ld, const float* blockScale,
+                                 const float* elementScale, const bool* nanColumn, LaneCounts& counts)
+{
+    const Lanes L = lanesOf(rule);
+    const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
+    const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+    const __m512 vTensor = _mm512_set1_ps(t.tensorScale);
+    for (std::int64_t c = 0; c < cols; c += 16) {
+        const __mmask16 live = tailMask(cols - c);
+        __mmask16 nanColumns = 0, zeroColumns = 0;
+        for (int j = 0; j < 16 && c + j < cols; ++j) {
+            if (nanColumn[c + j]) nanColumns |= static_cast<__mmask16>(1u << j);
+            else if (blockScale[c + j] == 0.0f) zeroColumns |= static_cast<__mmask16>(1u << j);
+        }
+        const __m512 vElement = _mm512_maskz_loadu_ps(live, elementScale + c);
+        const __m512 vBlock = _mm512_maskz_loadu_ps(live, blockScale + c);
+        const __mmask16 quantised = live & static_cast<__mmask16>(~(nanColumns | zeroColumns));
+        const __mmask16 lost = live & zeroColumns;
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const __m512 in = _mm512_maskz_loadu_ps(live, src + r * ld + c);
+            const __m512 q = roundLanes(L, _mm512_mul_ps(in, vElement), quantised, counts);
+            __m512 out = _mm512_div_ps(_mm512_mul_ps(q, vBlock), vTensor);
+            if (lost) {
+                const __mmask16 zero = _mm512_mask_cmp_ps_mask(lost, _mm512_mul_ps(in, vTensor), _mm512_setzero_ps(), _CMP_EQ_OQ);
+                counts.zerosIn += static_cast<unsigned>(std::popcount(static_cast<unsigned>(zero)));
+                counts.underflow += static_cast<unsigned>(std::popcount(static_cast<unsigned>(lost & ~zero)));
+                out = _mm512_mask_mov_ps(out, lost, _mm512_castsi512_ps(_mm512_andnot_si512(absMask, _mm512_castps_si512(in))));
+            }
+            out = _mm512_mask_mov_ps(out, nanColumns, nanLanes);
+            _mm512_mask_storeu_ps(dst + r * ld + c, live, out);
+            counts.nan += static_cast<unsigned>(std::popcount(static_cast<unsigned>(live & nanColumns)));
+        }
+    }
+}
+
 #else
 
 float quantizeScaledAvx512(const ElementRule&, const float*, float*, std::size_t, float, float, LaneCounts&) { return 0; }
@@ -183,6 +252,10 @@ void mxRowAvx512(const ElementRule&, const float*, float*, std::int64_t, LaneCou
 void mxBandAvx512(const ElementRule&, const float*, float*, std::int64_t, std::int64_t, std::int64_t, const int*,
                   LaneCounts&) {}
 void columnAmaxAvx512(const float*, std::int64_t, std::int64_t, std::int64_t, float*) {}
+void nvfp4RowAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, LaneCounts&,
+                    GradientHistogram*) {}
+void nvfp4BandAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, std::int64_t,
+                     std::int64_t, const float*, const float*, const bool*, LaneCounts&) {}
 
 #endif
 

@@ -59,4 +59,31 @@ void mxBandAvx512(const ElementRule& rule, const float* src, float* dst, std::in
 // The amax of each column of the band (NaN where one is NaN), into amax[0..cols).
 void columnAmaxAvx512(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* amax);
 
+// NVFP4 (minifloat.h): one block's scales from its amax (finite), shared by the portable
+// code and the kernels: S_b = e4m3(largest * (S_enc * (1/6))) and the element multiplier
+// min(1 / (S_b * (1 / S_enc)), fp32 max).
+struct Nvfp4Scales {
+    float tensorScale;    // S_enc
+    float decodeTensor;   // 1 / S_enc
+    float perAmax;        // S_enc * (1/6)
+    static Nvfp4Scales of(float tensorAmax);
+};
+struct Nvfp4BlockScale {
+    float block;     // S_b (0: the block's values are lost)
+    float element;   // the multiplier of the block's values
+};
+Nvfp4BlockScale nvfp4BlockScale(const Nvfp4Scales& t, float largest);
+// Counts a block's scale factor S_b / S_enc in blockScales (may be null): the bin of its
+// exponent, zeros for 0, nonFinite for NaN.
+void countNvfp4Scale(GradientHistogram* blockScales, float decode);
+
+// NVFP4 blocks of 16 along one row of `cols` values (rule: E2M1's), as quantizeNvfp4Blocks.
+void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t cols,
+                    LaneCounts& counts, GradientHistogram* blockScales);
+// NVFP4 blocks down the columns of a band of `rows` (<= 16) rows, row stride ld: each column's
+// S_b and element multiplier already chosen (nanColumn[c]: a NaN block).
+void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t rows,
+                     std::int64_t cols, std::int64_t ld, const float* blockScale, const float* elementScale,
+                     const bool* nanColumn, LaneCounts& counts);
+
 }  // namespace plab::detail
