@@ -138,6 +138,24 @@ void TestConvert::convertsBelowSixteenBits()
     std::ostringstream sink, why;
     QCOMPARE(plab::cli::runMxConvertCommand(MiniFormat::e4m3, bad, sink, why), 2);
     QVERIFY(QString::fromStdString(why.str()).startsWith(QStringLiteral("line 1: cannot parse 'x'")));
+
+    // NVFP4, a line per block. 6 0.3 1 -2.5 as their own tensor: S_enc = 448 * 6 / 6 = 448,
+    // S_b = e4m3(6 * 448 / 6) = 448 (0x7e); elements 6, 0.5, 1, -2 (2.5 ties to even).
+    // With --tensor-amax 100: S_enc = 26.88; 0.001 0.0002 get S_b = e4m3(0.00448) =
+    // 2^-8 (subnormal 0x02), so 0.001 * 26.88 / 2^-8 = 6.88 saturates to 6 (0.000872 back)
+    // and 0.0002 -> 1.376 -> 1.5.
+    std::istringstream nv("6 0.3 1 -2.5\n"), nvAmax("0.001, 0.0002\n"), tooMany("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n");
+    std::ostringstream nvOut, nvAmaxOut, nvErr;
+    QCOMPARE(plab::cli::runNvfp4ConvertCommand(std::nullopt, nv, nvOut, err), 0);
+    QCOMPARE(QString::fromStdString(nvOut.str()),
+             QStringLiteral("tensor scale\t448\nblock scale\t448\t0x7e\n6\t6\t0x07\n0.5\t0.5\t0x01\n1\t1\t0x02\n"
+                            "-2\t-2\t0x0c\n"));
+    QCOMPARE(plab::cli::runNvfp4ConvertCommand(100.0f, nvAmax, nvAmaxOut, err), 0);
+    QCOMPARE(QString::fromStdString(nvAmaxOut.str()),
+             QStringLiteral("tensor scale\t26.88\nblock scale\t0.00390625\t0x02\n0.00087193085\t6\t0x07\n"
+                            "0.00021798271\t1.5\t0x03\n"));
+    QCOMPARE(plab::cli::runNvfp4ConvertCommand(std::nullopt, tooMany, sink, nvErr), 2);
+    QCOMPARE(QString::fromStdString(nvErr.str()), QStringLiteral("line 1: an NVFP4 block holds at most 16 numbers, got 17\n"));
 }
 
 void TestConvert::convertsOneLine_data()

@@ -1,4 +1,4 @@
-// Tests the FP8 and MX recipes in the layers (issue 15): Linear and Conv2d outputs and
+// Tests the FP8, MX and NVFP4 recipes in the layers (issue 15): Linear and Conv2d outputs and
 // gradients against references computed here in double from operands quantised by the
 // scalar conversions of numerics/minifloat (checked against the specifications by
 // tst_minifloat), with the scales of Transformer Engine's rules worked out here; the delayed
@@ -73,22 +73,28 @@ float amaxOfTensor(const Tensor& t)
     return a;
 }
 
-// A (rows, cols) matrix given by at(r, c), quantised in MX blocks along its rows or down its
-// columns with mxQuantize.
+// A (rows, cols) matrix given by at(r, c), quantised in blocks along its rows or down its
+// columns: MX blocks of 32 with mxQuantize, or (nvfp4Amax >= 0) NVFP4 blocks of 16 with
+// nvfp4Quantize, the tensor scale from nvfp4Amax (the amax of the whole tensor).
 std::vector<double> mxMatrix(MiniFormat f, std::int64_t rows, std::int64_t cols, bool alongRows,
-                             const std::function<float(std::int64_t, std::int64_t)>& at)
+                             const std::function<float(std::int64_t, std::int64_t)>& at, float nvfp4Amax = -1.0f)
 {
+    const bool nvfp4 = nvfp4Amax >= 0.0f;
+    const std::int64_t size = nvfp4 ? kNvfp4BlockSize : kMxBlockSize;
     std::vector<double> q(static_cast<std::size_t>(rows * cols));
     const std::int64_t lines = alongRows ? rows : cols, length = alongRows ? cols : rows;
     for (std::int64_t line = 0; line < lines; ++line)
-        for (std::int64_t k0 = 0; k0 < length; k0 += kMxBlockSize) {
-            const std::int64_t k1 = std::min<std::int64_t>(length, k0 + kMxBlockSize);
+        for (std::int64_t k0 = 0; k0 < length; k0 += size) {
+            const std::int64_t k1 = std::min<std::int64_t>(length, k0 + size);
             std::vector<float> block;
             for (std::int64_t k = k0; k < k1; ++k) block.push_back(alongRows ? at(line, k) : at(k, line));
-            const MxBlock b = mxQuantize(f, block.data(), block.size());
+            const MxBlock b = nvfp4 ? MxBlock{} : mxQuantize(f, block.data(), block.size());
+            const Nvfp4Block b4 = nvfp4 ? nvfp4Quantize(block.data(), block.size(), nvfp4TensorScale(nvfp4Amax))
+                                        : Nvfp4Block{};
             for (std::int64_t k = k0; k < k1; ++k) {
                 const std::int64_t r = alongRows ? line : k, c = alongRows ? k : line;
-                q[static_cast<std::size_t>(r * cols + c)] = b.value(static_cast<std::size_t>(k - k0));
+                const auto i = static_cast<std::size_t>(k - k0);
+                q[static_cast<std::size_t>(r * cols + c)] = nvfp4 ? b4.value(i) : b.value(i);
             }
         }
     return q;
@@ -271,11 +277,15 @@ private slots:
         QTest::addColumn<QString>("preset");
         QTest::newRow("mxfp8") << "mxfp8";
         QTest::newRow("mxfp4") << "mxfp4";
+        QTest::newRow("nvfp4") << "nvfp4";
     }
     void linearMx()
     {
         QFETCH(QString, preset);
         Harness h(preset.toStdString());
+        const bool nvfp4 = h.recipe.quantization.mode == QuantMode::nvfp4;
+        // NVFP4's tensor scale from each whole tensor's amax (-1: MX, which has none).
+        const auto amax = [nvfp4](const Tensor& t) { return nvfp4 ? amaxOfTensor(t) : -1.0f; };
         const MiniFormat f = h.recipe.quantization.forwardFormat();
         const MiniFormat fg = h.recipe.quantization.gradientFormat();
         const std::int64_t N = 40, I = 70, O = 6;   // partial blocks along I and along N
@@ -289,8 +299,8 @@ private slots:
         const Tensor x0 = x;
         Tensor& y = layer.forward(x, h.ctx);
         // Forward sums over I: X and W both in blocks along their rows.
-        const auto xr = mxMatrix(f, N, I, true, [&](auto r, auto c) { return x0[r * I + c]; });
-        const auto wr = mxMatrix(f, O, I, true, [&](auto r, auto c) { return w->value[r * I + c]; });
+        const auto xr = mxMatrix(f, N, I, true, [&](auto r, auto c) { return x0[r * I + c]; }, amax(x0));
+        const auto wr = mxMatrix(f, O, I, true, [&](auto r, auto c) { return w->value[r * I + c]; }, amax(w->value));
         std::vector<double> ref, abs, plain, plainAbs;
         matmul(N, O, I, [&](auto n, auto k) { return xr[size_t(n * I + k)]; },
                [&](auto k, auto o) { return wr[size_t(o * I + k)]; }, ref, abs);
@@ -298,23 +308,29 @@ private slots:
                [&](auto k, auto o) { return double(w->value[o * I + k]); }, plain, plainAbs);
         compareResults(ref, abs, plain, y, I, true, "MX output");
         QVERIFY(h.tap("fc", TensorKind::quantizedWeight).scaling.blocks);
-        QVERIFY(h.tap("fc", TensorKind::quantizedWeight).scaling.blockScales.total() == std::uint64_t(O * 3));
+        const TensorScaling& ws = h.tap("fc", TensorKind::quantizedWeight).scaling;
+        QCOMPARE(ws.blockScales.total(), std::uint64_t(O * (nvfp4 ? 5 : 3)));   // 70 in blocks of 16 / of 32
+        QCOMPARE(ws.tensorScale, nvfp4);   // NVFP4's tensor scale and amax beside the blocks'
+        if (nvfp4) {
+            QCOMPARE(ws.amax, amaxOfTensor(w->value));
+            QCOMPARE(ws.scale, 448.0f * 6.0f / ws.amax);
+        }
 
         Tensor dY({N, O});
         fillBf16(dY, rng, -1e-2f, 1e-2f);
         const Tensor dY0 = dY;
         Tensor* dX = layer.backward(dY, h.ctx, true);
         // dW sums over N: dY and X in blocks down their columns.
-        const auto gc = mxMatrix(fg, N, O, false, [&](auto r, auto c) { return dY0[r * O + c]; });
-        const auto xc = mxMatrix(f, N, I, false, [&](auto r, auto c) { return x0[r * I + c]; });
+        const auto gc = mxMatrix(fg, N, O, false, [&](auto r, auto c) { return dY0[r * O + c]; }, amax(dY0));
+        const auto xc = mxMatrix(f, N, I, false, [&](auto r, auto c) { return x0[r * I + c]; }, amax(x0));
         matmul(O, I, N, [&](auto o, auto n) { return gc[size_t(n * O + o)]; },
                [&](auto n, auto i) { return xc[size_t(n * I + i)]; }, ref, abs);
         matmul(O, I, N, [&](auto o, auto n) { return double(dY0[n * O + o]); },
                [&](auto n, auto i) { return double(x0[n * I + i]); }, plain, plainAbs);
         compareResults(ref, abs, plain, w->grad, N, true, "MX weight gradient");
         // dX sums over O: dY along its rows, W down its columns.
-        const auto gr = mxMatrix(fg, N, O, true, [&](auto r, auto c) { return dY0[r * O + c]; });
-        const auto wc = mxMatrix(f, O, I, false, [&](auto r, auto c) { return w->value[r * I + c]; });
+        const auto gr = mxMatrix(fg, N, O, true, [&](auto r, auto c) { return dY0[r * O + c]; }, amax(dY0));
+        const auto wc = mxMatrix(f, O, I, false, [&](auto r, auto c) { return w->value[r * I + c]; }, amax(w->value));
         matmul(N, I, O, [&](auto n, auto o) { return gr[size_t(n * O + o)]; },
                [&](auto o, auto i) { return wc[size_t(o * I + i)]; }, ref, abs);
         matmul(N, I, O, [&](auto n, auto o) { return double(dY0[n * O + o]); },
@@ -327,6 +343,7 @@ private slots:
         QTest::addColumn<QString>("preset");
         QTest::newRow("fp8-current") << "fp8-current";
         QTest::newRow("mxfp8") << "mxfp8";
+        QTest::newRow("nvfp4") << "nvfp4";
     }
     void convForward()
     {
@@ -336,6 +353,8 @@ private slots:
         QFETCH(QString, preset);
         Harness h(preset.toStdString());
         const bool mx = h.recipe.quantization.blockScaled();
+        const bool nvfp4 = h.recipe.quantization.mode == QuantMode::nvfp4;
+        const MiniFormat f = h.recipe.quantization.forwardFormat();
         const std::int64_t C = 5, Co = 3, N = 2, H = 6, W = 5;
         const int k = 3;
         const std::int64_t K = C * k * k;   // 45: a block of 32 and one of 13
@@ -358,7 +377,8 @@ private slots:
             xq = perTensor(MiniFormat::e4m3, x, sx);
             wq = perTensor(MiniFormat::e4m3, w->value, sw);
         } else {
-            wq = mxMatrix(MiniFormat::e4m3, Co, K, true, [&](auto r, auto c) { return w->value[r * K + c]; });
+            wq = mxMatrix(f, Co, K, true, [&](auto r, auto c) { return w->value[r * K + c]; },
+                          nvfp4 ? amaxOfTensor(w->value) : -1.0f);
         }
         std::vector<double> ref, abs, plain;
         for (std::int64_t n = 0; n < N; ++n)
@@ -370,7 +390,9 @@ private slots:
                             for (int kx = 0; kx < k; ++kx) patch.push_back(xAt(c, n, yy + ky - 1, xx + kx - 1));
                     std::vector<double> pq(patch.size());
                     if (mx) {
-                        const auto q = mxMatrix(MiniFormat::e4m3, 1, K, true, [&](auto, auto c) { return patch[size_t(c)]; });
+                        // NVFP4: the lowered input's tensor scale is the input's (padding adds zeros).
+                        const auto q = mxMatrix(f, 1, K, true, [&](auto, auto c) { return patch[size_t(c)]; },
+                                                nvfp4 ? amaxOfTensor(x) : -1.0f);
                         pq = q;
                     } else {
                         for (std::int64_t c = 0, i = 0; c < C; ++c)
@@ -403,7 +425,8 @@ private slots:
     void presetsAndSettings()
     {
         const auto names = PrecisionRecipe::lowPrecisionPresetNames();
-        QCOMPARE(names, (std::vector<std::string>{"fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4"}));
+        QCOMPARE(names, (std::vector<std::string>{"fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4",
+                                                  "nvfp4"}));
         const auto delayed = *PrecisionRecipe::fromPreset("fp8-delayed");
         QCOMPARE(delayed.quantization.mode, QuantMode::fp8Delayed);
         QVERIFY(delayed.quantization.hybrid);
@@ -414,6 +437,13 @@ private slots:
         QVERIFY(delayed.masterWeights && delayed.fp32Accumulate && delayed.fp32SensitiveOps);
         QCOMPARE(PrecisionRecipe::fromPreset("mxfp8")->quantization.gradientFormat(), MiniFormat::e4m3);
         QCOMPARE(PrecisionRecipe::fromPreset("mxfp4")->quantization.gradientFormat(), MiniFormat::e2m1);
+        const auto nv = *PrecisionRecipe::fromPreset("nvfp4");
+        QCOMPARE(nv.quantization.mode, QuantMode::nvfp4);
+        QVERIFY(nv.quantization.blockScaled() && !nv.quantization.fp8Elements());
+        QCOMPARE(nv.quantization.forwardFormat(), MiniFormat::e2m1);
+        QCOMPARE(nv.quantization.gradientFormat(), MiniFormat::e2m1);
+        QCOMPARE(nv.quantization.describe(),
+                 std::string("NVFP4 (fp4-e2m1 elements, blocks of 16 with an E4M3 scale, an fp32 scale per tensor)"));
         QCOMPARE(PrecisionRecipe::fromPreset("fp8-delayed")->quantization.gradientFormat(), MiniFormat::e5m2);
         QVERIFY(QString::fromStdString(delayed.describe()).contains("amax history 1024 max"));
         QVERIFY(QString::fromStdString(delayed.describe()).startsWith("FP8 delayed scaling: bf16 outputs"));

@@ -31,6 +31,7 @@
 #include <QScrollBar>
 #include <QTableWidget>
 #include <QtTest>
+#include <QCheckBox>
 
 #include <cmath>
 #include <memory>
@@ -212,6 +213,7 @@ private slots:
     void updatesTellLostFromZeroAndNonFinite();
     void histogramJudgesEachRunInItsOwnFormat();
     void quantisedKindsAreJudgedInTheirElementFormat();
+    void blockScalesHistogramUnderNvfp4();
     void emptyAndCoincidingPanelsSayWhy();
     void memoryStackPeakAndPlanner();
     void throughputAndProgress();
@@ -413,7 +415,7 @@ void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
     l.histogram = handHistogram();
     l.stats.count = 120;
     l.stats.overflow = 3;
-    l.scaling.present = true;
+    l.scaling.present = l.scaling.tensorScale = true;
     l.scaling.scale = 1048576.0f;   // 2^20
     l.scaling.amax = 0.05f;
     t.layers.push_back(l);
@@ -435,16 +437,69 @@ void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
         if (auto* chart = s->chart()) saturationTitled |= chart->title().contains("Saturation");
     QVERIFY(saturationTitled);
     // The scale chart draws the layer's gradient scale beside the loss scale, as log2.
-    auto* fp8Scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 FP8 gradient scale");
+    auto* fp8Scale = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 gradient tensor scale");
     QVERIFY(fp8Scale);
     QCOMPARE(fp8Scale->points(), QList<QPointF>{QPointF(1, 20)});
     // and the gradient's amax over the steps (log2 0.05 = -4.32), dotted.
-    auto* fp8Amax = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 FP8 gradient amax");
+    auto* fp8Amax = seriesNamed<QLineSeries>(view.seriesOf("scale"), "fp8 conv2 gradient tensor amax");
     QVERIFY(fp8Amax);
     QCOMPARE(fp8Amax->points().size(), 1);
     QCOMPARE(fp8Amax->points().front().x(), 1.0);
     QVERIFY(std::fabs(fp8Amax->points().front().y() - std::log2(0.05)) < 1e-6);
     QCOMPARE(fp8Amax->pen().style(), Qt::DotLine);
+}
+
+// Issue 15: under a block-scaled recipe the histogram's "block scales" box shows the
+// quantised tensor's block scales (as % of blocks) and the share whose scale rounded to 0.
+void TestUiCharts::blockScalesHistogramUnderNvfp4()
+{
+    ChartsView view;
+    TrainSettings settings = ampSettings();
+    settings.recipe = *PrecisionRecipe::fromPreset("nvfp4");
+    auto run = std::make_shared<RunData>(QStringLiteral("id-nvfp4"), settings);
+    run->setName("nvfp4");
+    run->apply(RunStartEvent{"cpu", {}, 10});
+    TelemetryEvent t;
+    t.step = 50;
+    LayerTelemetry l;
+    l.layer = "fc1";
+    l.kind = TensorKind::quantizedActivationGrad;
+    l.histogram = handHistogram();
+    l.stats.count = 120;
+    l.scaling.present = l.scaling.blocks = l.scaling.tensorScale = true;
+    // 8 blocks: 2 at 2^-12, 5 at 2^-9, 1 whose scale rounded to 0.
+    l.scaling.blockScales.bins[static_cast<std::size_t>(GradientHistogram::binOf(-12))] = 2;
+    l.scaling.blockScales.bins[static_cast<std::size_t>(GradientHistogram::binOf(-9))] = 5;
+    l.scaling.blockScales.zeros = 1;
+    t.layers.push_back(l);
+    LayerTelemetry plain = l;   // an unquantised tap has no blocks: the box stays off
+    plain.kind = TensorKind::activationGrad;
+    plain.scaling = {};
+    t.layers.push_back(plain);
+    run->apply(t);
+    view.setRuns(run, {});
+    auto* histogram = qobject_cast<HistogramChart*>(view.group("histogram"));
+    auto* box = histogram->findChild<QCheckBox*>("blockScalesBox");
+    QVERIFY(box);
+    histogram->setSelection("fc1", TensorKind::activationGrad);
+    histogram->setBlockScalesShown(true);
+    view.redrawNow();
+    QVERIFY(!box->isEnabled());
+    QVERIFY(!histogram->blockScalesShown());   // asked for, but this tap has no blocks
+
+    histogram->setSelection("fc1", TensorKind::quantizedActivationGrad);
+    view.redrawNow();
+    QVERIFY(box->isEnabled());
+    QVERIFY(histogram->blockScalesShown());
+    QVERIFY2(histogram->sharesText().contains("8 blocks, scales 2^-12 .. 2^-8, 12.50% with a scale of 0"),
+             qPrintable(histogram->sharesText()));
+    auto* line = seriesNamed<QLineSeries>(view.seriesOf("histogram"), "nvfp4 fc1 quantized_activation_grad block scales at step 50");
+    QVERIFY(line);
+    // The outline's height over [-9, -8) is 5 of 8 blocks, over [-12, -11) 2 of 8.
+    QVERIFY(line->points().contains(QPointF(-9, 62.5)) && line->points().contains(QPointF(-12, 25.0)));
+    histogram->setBlockScalesShown(false);
+    view.redrawNow();
+    QVERIFY(histogram->sharesText().contains("fp4-e2m1 regions"));
 }
 
 // Issue 10: panels left blank with no word why, and identical curves hiding each other.

@@ -48,7 +48,8 @@ QList<QPair<QString, QString>> quantizeChoices()
             {SettingsPanel::tr("FP8, delayed scaling"), QStringLiteral("fp8-delayed")},
             {SettingsPanel::tr("FP8, current scaling"), QStringLiteral("fp8-current")},
             {SettingsPanel::tr("MXFP8 (blocks of 32)"), QStringLiteral("mxfp8")},
-            {SettingsPanel::tr("MXFP4 (blocks of 32)"), QStringLiteral("mxfp4")}};
+            {SettingsPanel::tr("MXFP4 (blocks of 32)"), QStringLiteral("mxfp4")},
+            {SettingsPanel::tr("NVFP4 (blocks of 16)"), QStringLiteral("nvfp4")}};
 }
 
 }  // namespace
@@ -106,8 +107,8 @@ void SettingsPanel::buildUi()
                                       {QStringLiteral("bf16"), QStringLiteral("bf16")}});
     quantize_ = combo("quantizeCombo", quantizeChoices());
     quantize_->setToolTip(tr("Matmul and convolution inputs: rounded to the compute format, or quantised below 16 "
-                             "bits with a scale per tensor (FP8) or per block of 32 (OCP MX). The compute format "
-                             "is then that of the outputs."));
+                             "bits with a scale per tensor (FP8), per block of 32 (OCP MX) or per block of 16 with a "
+                             "tensor scale too (NVFP4). The compute format is then that of the outputs."));
     fp8Formats_ = combo("fp8FormatsCombo", {{tr("E4M3 forward, E5M2 gradients"), QStringLiteral("hybrid")},
                                             {tr("E4M3 throughout"), QStringLiteral("e4m3")}});
     fp8Formats_->setToolTip(tr("FP8 formats: E5M2 has the range gradients need, E4M3 the precision"));
@@ -417,9 +418,7 @@ void SettingsPanel::readControls()
     s.recipe.quantization.hybrid = dataOf(fp8Formats_) == QLatin1String("hybrid");
     s.recipe.layers = layerChoices();
     // The FP8 formats apply wherever FP8 or MXFP8 quantises: the recipe or a layer of its own.
-    const auto usesFp8 = [](const PrecisionRecipe& r) {
-        return r.quantization.on() && r.quantization.mode != QuantMode::mxfp4;
-    };
+    const auto usesFp8 = [](const PrecisionRecipe& r) { return r.quantization.fp8Elements(); };
     bool fp8 = usesFp8(s.recipe);
     for (const auto& l : s.recipe.layers) fp8 = fp8 || usesFp8(s.recipe.forLayer(l.layer));
     fp8Formats_->setEnabled(fp8);

@@ -2,17 +2,21 @@
 // numbers line by line, rounds them to a format and prints value, bits and class,
 // tab-separated. `--format mxfp8|mxfp8-e5m2|mxfp6-e2m3|mxfp6-e3m2|mxfp4`: each line is
 // one MX block; prints its shared scale, then each number's value, element and bits.
+// `--format nvfp4`: each line is one NVFP4 block of a tensor whose amax is the line's own
+// or --tensor-amax; prints the tensor scale, the block scale, then the numbers as MX.
 #include "convert_command.h"
 
 #include "commands.h"
 #include "numerics/format.h"
 #include "numerics/number_text.h"
+#include "numerics/quantize.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -115,7 +119,12 @@ int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istr
     });
 }
 
-int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out, std::ostream& err)
+namespace {
+
+// Runs `onBlock` on the numbers of each line that has some (at most `most`, separated by
+// spaces or commas); 2 with `err` naming the line for a bad number or too many of them.
+int forEachBlockLine(std::istream& in, std::ostream& err, std::size_t most, std::string_view what,
+                     const std::function<void(const std::vector<float>&)>& onBlock)
 {
     return forEachLine(in, err, [&](std::string_view text, long long lineNumber) {
         std::vector<float> block;
@@ -136,23 +145,49 @@ int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out,
             rest.remove_prefix(end);
         }
         if (block.empty()) return 0;   // only separators
-        if (block.size() > static_cast<std::size_t>(kMxBlockSize)) {
-            err << "line " << lineNumber << ": an MX block holds at most " << kMxBlockSize << " numbers, got "
+        if (block.size() > most) {
+            err << "line " << lineNumber << ": " << what << " holds at most " << most << " numbers, got "
                 << block.size() << '\n';
             return 2;
         }
-        const MxBlock b = mxQuantize(element, block.data(), block.size());
-        char bits[8];
-        std::snprintf(bits, sizeof bits, "0x%02x", unsigned{b.scaleBits()});
-        out << "scale\t" << (b.nanScale ? std::string("nan") : "2^" + std::to_string(b.scaleExponent)) << '\t' << bits
-            << '\n';
-        for (std::size_t i = 0; i < block.size(); ++i) {
-            const auto pattern = encodeMini(element, b.elements[i], Overflow::saturate);
-            if (pattern) std::snprintf(bits, sizeof bits, "0x%02x", unsigned{*pattern});
-            out << shortestDecimal(Format::fp32, b.value(i)) << '\t' << shortestDecimal(Format::fp32, b.elements[i])
-                << '\t' << (pattern ? bits : "none") << '\n';
-        }
+        onBlock(block);
         return 0;
+    });
+}
+
+std::string bitsText(std::optional<std::uint8_t> pattern)
+{
+    if (!pattern) return "none";
+    char bits[8];
+    std::snprintf(bits, sizeof bits, "0x%02x", unsigned{*pattern});
+    return bits;
+}
+
+}  // namespace
+
+int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out, std::ostream& err)
+{
+    return forEachBlockLine(in, err, kMxBlockSize, "an MX block", [&](const std::vector<float>& block) {
+        const MxBlock b = mxQuantize(element, block.data(), block.size());
+        out << "scale\t" << (b.nanScale ? std::string("nan") : "2^" + std::to_string(b.scaleExponent)) << '\t'
+            << bitsText(b.scaleBits()) << '\n';
+        for (std::size_t i = 0; i < block.size(); ++i)
+            out << shortestDecimal(Format::fp32, b.value(i)) << '\t' << shortestDecimal(Format::fp32, b.elements[i])
+                << '\t' << bitsText(encodeMini(element, b.elements[i], Overflow::saturate)) << '\n';
+    });
+}
+
+int runNvfp4ConvertCommand(std::optional<float> tensorAmax, std::istream& in, std::ostream& out, std::ostream& err)
+{
+    return forEachBlockLine(in, err, kNvfp4BlockSize, "an NVFP4 block", [&](const std::vector<float>& block) {
+        const float amax = tensorAmax ? *tensorAmax : amaxOf(block.data(), block.size());
+        const Nvfp4Block b = nvfp4Quantize(block.data(), block.size(), nvfp4TensorScale(amax));
+        out << "tensor scale\t" << shortestDecimal(Format::fp32, b.tensorScale) << '\n';
+        out << "block scale\t" << shortestDecimal(Format::fp32, b.blockScale) << '\t' << bitsText(b.scaleBits)
+            << '\n';
+        for (std::size_t i = 0; i < block.size(); ++i)
+            out << shortestDecimal(Format::fp32, b.value(i)) << '\t' << shortestDecimal(Format::fp32, b.elements[i])
+                << '\t' << bitsText(encodeMini(MiniFormat::e2m1, b.elements[i], Overflow::saturate)) << '\n';
     });
 }
 
@@ -166,12 +201,18 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
     cmd->add_option("--format", *format, "Target format")
         ->required()
         ->check(CLI::IsMember({"fp16", "bf16", "tf32", "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1", "mxfp8",
-                               "mxfp8-e5m2", "mxfp6-e2m3", "mxfp6-e3m2", "mxfp4"}));
+                               "mxfp8-e5m2", "mxfp6-e2m3", "mxfp6-e3m2", "mxfp4", "nvfp4"}));
     cmd->add_flag("--saturate", *saturate,
                   "Below 16 bits: a value too large saturates to the largest finite value (default: E5M2 gives "
                   "inf and E4M3 NaN, as OFP8's non-saturating mode; FP6 and FP4 always saturate)");
-    cmd->callback([&run, format, saturate] {
-        run = [format, saturate]() -> int {
+    auto tensorAmax = std::make_shared<std::optional<float>>();
+    cmd->add_option_function<float>(
+           "--tensor-amax", [tensorAmax](float v) { *tensorAmax = v; },
+           "NVFP4: the amax of the whole tensor the blocks belong to, which sets the tensor scale 448 * 6 / amax "
+           "(default: each line's own)")
+        ->check(CLI::PositiveNumber);
+    cmd->callback([&run, format, saturate, tensorAmax] {
+        run = [format, saturate, tensorAmax]() -> int {
             // MX block formats: each input line is one block (OCP MX v1.0).
             static const std::map<std::string, MiniFormat> mx{{"mxfp8", MiniFormat::e4m3},
                                                               {"mxfp8-e5m2", MiniFormat::e5m2},
@@ -179,7 +220,13 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
                                                               {"mxfp6-e3m2", MiniFormat::e3m2},
                                                               {"mxfp4", MiniFormat::e2m1}};
             int status = 0;
-            if (const auto it = mx.find(*format); it != mx.end()) {
+            if (tensorAmax->has_value() && *format != "nvfp4") {
+                std::cerr << "plab: convert: --tensor-amax applies to --format nvfp4 only\n";
+                return kExitBadInput;
+            }
+            if (*format == "nvfp4") {
+                status = runNvfp4ConvertCommand(*tensorAmax, std::cin, std::cout, std::cerr);
+            } else if (const auto it = mx.find(*format); it != mx.end()) {
                 status = runMxConvertCommand(it->second, std::cin, std::cout, std::cerr);
             } else if (const auto mini = parseMiniFormat(*format)) {
                 const Overflow overflow = *saturate ? Overflow::saturate : Overflow::nonFinite;

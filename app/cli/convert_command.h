@@ -9,6 +9,7 @@
 #include "numerics/minifloat.h"
 
 #include <functional>
+#include <optional>
 
 #include <iosfwd>
 #include <string>
@@ -37,6 +38,12 @@ std::string convertMiniLine(MiniFormat f, Overflow overflow, float input);
 // "<X * P_i>\t<P_i>\t0xPP". Returns 2 with `err` naming the line for a bad number or more
 // than 32 of them.
 int runMxConvertCommand(MiniFormat element, std::istream& in, std::ostream& out, std::ostream& err);
+
+// An NVFP4 block: the numbers of one input line (at most 16) as one block of a tensor whose
+// amax is tensorAmax (none: the line's own amax). Output: "tensor scale\t<S_enc>", "block
+// scale\t<S_b>\t0xSS" (E4M3 bits; nan and 0x7f when the block holds a NaN or an infinity),
+// then one line per number: "<value>\t<P_i>\t0xP". Errors as runMxConvertCommand.
+int runNvfp4ConvertCommand(std::optional<float> tensorAmax, std::istream& in, std::ostream& out, std::ostream& err);
 
 // runConvertCommand with any line maker.
 int runConvertCommand(const std::function<std::string(float)>& lineOf, std::istream& in, std::ostream& out,

@@ -105,13 +105,17 @@ constexpr std::array<NamedRecipe, 9> kFrameworkRecipes{{
 // Transformer Engine's DelayedScaling with its defaults (HYBRID: E4M3 forward, E5M2
 // gradients; amax history 1024, "max", margin 0); fp8-current scales by each tensor's own
 // amax (TE's Float8CurrentScaling); mxfp8 is TE's MXFP8BlockScaling (E4M3 throughout);
-// fp8-unscaled is the delayed recipe's formats with the scale left at 1.
-constexpr std::array<NamedRecipe, 5> kLowPrecisionRecipes{{
+// fp8-unscaled is the delayed recipe's formats with the scale left at 1; nvfp4 is the
+// NVFP4 format of TE's NVFP4BlockScaling in blocks of 16 along the reduction dimension for
+// every operand (TE's recipe adds 16 x 16 weight blocks, random Hadamard transforms and
+// stochastic rounding of gradients, which the emulation does not: docs/FP8.md).
+constexpr std::array<NamedRecipe, 6> kLowPrecisionRecipes{{
     {"fp8-unscaled", "FP8 without scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Unscaled, true},
     {"fp8-delayed", "FP8 delayed scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Delayed, true},
     {"fp8-current", "FP8 current scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Current, true},
     {"mxfp8", "MXFP8", Format::bf16, true, true, true, nullptr, QuantMode::mxfp8, false},
     {"mxfp4", "MXFP4", Format::bf16, true, true, true, nullptr, QuantMode::mxfp4, false},
+    {"nvfp4", "NVFP4", Format::bf16, true, true, true, nullptr, QuantMode::nvfp4, false},
 }};
 
 template <std::size_t N>
@@ -254,13 +258,14 @@ std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::stri
 
 namespace {
 
-constexpr std::array<std::pair<QuantMode, std::string_view>, 6> kQuantModeNames{{
+constexpr std::array<std::pair<QuantMode, std::string_view>, 7> kQuantModeNames{{
     {QuantMode::off, "off"},
     {QuantMode::fp8Unscaled, "fp8-unscaled"},
     {QuantMode::fp8Delayed, "fp8-delayed"},
     {QuantMode::fp8Current, "fp8-current"},
     {QuantMode::mxfp8, "mxfp8"},
     {QuantMode::mxfp4, "mxfp4"},
+    {QuantMode::nvfp4, "nvfp4"},
 }};
 
 }  // namespace
@@ -290,12 +295,12 @@ std::optional<AmaxAlgorithm> parseAmaxAlgorithm(std::string_view name)
 
 MiniFormat Quantization::forwardFormat() const
 {
-    return mode == QuantMode::mxfp4 ? MiniFormat::e2m1 : MiniFormat::e4m3;
+    return on() && !fp8Elements() ? MiniFormat::e2m1 : MiniFormat::e4m3;
 }
 
 MiniFormat Quantization::gradientFormat() const
 {
-    if (mode == QuantMode::mxfp4) return MiniFormat::e2m1;
+    if (on() && !fp8Elements()) return MiniFormat::e2m1;
     return hybrid ? MiniFormat::e5m2 : MiniFormat::e4m3;
 }
 
@@ -304,7 +309,7 @@ std::string Quantization::describe() const
     if (mode == QuantMode::off) return "operands in the compute format";
     const std::string fwd(miniFormatInfo(forwardFormat()).name);
     const std::string bwd(miniFormatInfo(gradientFormat()).name);
-    const std::string formats = mode == QuantMode::mxfp4 ? "fp4-e2m1 elements"
+    const std::string formats = !fp8Elements() ? "fp4-e2m1 elements"
                                 : fwd == bwd              ? fwd + " throughout"
                                                           : fwd + " forward, " + bwd + " gradients";
     switch (mode) {
@@ -317,6 +322,8 @@ std::string Quantization::describe() const
         return "FP8 current scaling (" + formats + ", margin " + std::to_string(margin) + ")";
     case QuantMode::mxfp8: return "MXFP8 (" + formats + ", blocks of 32 with an E8M0 scale)";
     case QuantMode::mxfp4: return "MXFP4 (" + formats + ", blocks of 32 with an E8M0 scale)";
+    case QuantMode::nvfp4:
+        return "NVFP4 (" + formats + ", blocks of 16 with an E4M3 scale, an fp32 scale per tensor)";
     }
     return {};
 }

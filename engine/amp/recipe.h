@@ -49,6 +49,7 @@ enum class QuantMode : std::uint8_t {
     fp8Current,   // FP8, per-tensor scale from the tensor's own amax
     mxfp8,        // OCP MX: blocks of 32 along the reduction dimension, E8M0 scale, FP8 elements
     mxfp4,        // OCP MX: the same with FP4 E2M1 elements
+    nvfp4,        // NVFP4: blocks of 16 FP4 E2M1 elements, E4M3 block scales, an fp32 tensor scale
 };
 std::string_view quantModeName(QuantMode m);   // "off", "fp8-unscaled", "fp8-delayed", ...
 std::optional<QuantMode> parseQuantMode(std::string_view name);
@@ -60,7 +61,7 @@ std::optional<AmaxAlgorithm> parseAmaxAlgorithm(std::string_view name);
 struct Quantization {
     QuantMode mode = QuantMode::off;
     // FP8 formats: E4M3 for activations and weights, E5M2 for gradients ("hybrid", on), or
-    // E4M3 throughout (off). MXFP4 quantises everything to FP4 E2M1 and ignores it.
+    // E4M3 throughout (off). MXFP4 and NVFP4 quantise everything to FP4 E2M1 and ignore it.
     bool hybrid = true;
     // Delayed scaling (Transformer Engine's defaults): the amax of the last `amaxHistory`
     // steps, reduced by `algorithm`; scale = largest finite / amax / 2^margin.
@@ -71,7 +72,9 @@ struct Quantization {
     static constexpr int kMaxMargin = 32;
 
     bool on() const { return mode != QuantMode::off; }
-    bool blockScaled() const { return mode == QuantMode::mxfp8 || mode == QuantMode::mxfp4; }
+    bool blockScaled() const { return mode == QuantMode::mxfp8 || mode == QuantMode::mxfp4 || mode == QuantMode::nvfp4; }
+    // FP8 elements, where `hybrid` chooses the gradients' format (not MXFP4, NVFP4).
+    bool fp8Elements() const { return on() && mode != QuantMode::mxfp4 && mode != QuantMode::nvfp4; }
     MiniFormat forwardFormat() const;    // activations and weights
     MiniFormat gradientFormat() const;   // activation gradients
     // "FP8 delayed scaling (E4M3 forward, E5M2 gradients, amax history 1024 max, margin 0)".
@@ -88,12 +91,12 @@ struct Quantization {
 struct LayerPrecision {
     std::string layer;       // a layer with parameters: "conv1", "fc2", ...
     // A compute format (fp32, tf32, fp16, bf16; the layer's operands are not quantised) or a
-    // quantisation (fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4; the recipe's compute
+    // quantisation (fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4, nvfp4; the recipe's compute
     // format then names the layer's outputs).
     std::string precision;
     bool operator==(const LayerPrecision&) const = default;
 };
-// What a layer's precision may be: fp32 tf32 fp16 bf16 fp8-unscaled ... mxfp4.
+// What a layer's precision may be: fp32 tf32 fp16 bf16 fp8-unscaled ... mxfp4, nvfp4.
 const std::vector<std::string>& layerPrecisionNames();
 // "conv1=fp32,fc1=bf16" (spaces allowed, "" for none). On a bad text returns nullopt and, when
 // `error` is given, one sentence naming the problem (no '=', an unknown precision, a layer

@@ -50,12 +50,16 @@ struct GemmPrecision {
 enum class Transpose : std::uint8_t { no, yes };
 
 // How a matmul/conv input is quantised below 16 bits (issue 15, numerics/quantize.h): with
-// one scale for the tensor, or in OCP MX blocks of kMxBlockSize along the rows or the
-// columns of a row-major (rows, cols) matrix. The values written are the dequantised ones,
-// held in fp32 for an fp32-accumulated GEMM.
+// one scale for the tensor, or in blocks along the rows or the columns of a row-major
+// (rows, cols) matrix: OCP MX (kMxBlockSize, an E8M0 scale each) or NVFP4
+// (kNvfp4BlockSize, an E4M3 scale each and one fp32 scale from the tensor's amax). The
+// values written are the dequantised ones, held in fp32 for an fp32-accumulated GEMM.
+enum class BlockScaling : std::uint8_t { mx, nvfp4 };
 struct QuantizeOp {
     MiniFormat element = MiniFormat::e4m3;
-    bool blocks = false;          // MX blocks; else one scale
+    bool blocks = false;          // blocks; else one scale
+    BlockScaling blockScaling = BlockScaling::mx;   // NVFP4: element must be e2m1
+    float tensorAmax = 0.0f;      // NVFP4: the amax of the whole tensor (its encode scale)
     float scale = 1.0f;           // per tensor: q = round(x * scale), written as q * scaleInv
     float scaleInv = 1.0f;
     std::int64_t rows = 0;        // blocks: the matrix (rows * cols values, row stride ld)
@@ -306,8 +310,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // refuses any other, so a plugin left over from another build is never called into.
 // Bump it whenever any of those declarations change.
 // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes;
-// 4: quantize, amax, BackendCapabilities::quantizes.
-inline constexpr int kCudaPluginAbiVersion = 4;
+// 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields.
+inline constexpr int kCudaPluginAbiVersion = 5;
 
 }  // namespace plab
 

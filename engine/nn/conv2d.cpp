@@ -101,12 +101,14 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
     // needs them in blocks along the other dimension.
     const bool mx = p.quant.blockScaled();
     colsHoldWholeBatch_ = colsBlock_ >= N && !mx;
+    // The lowered columns hold every input value (and padding zeros): the input's amax.
+    const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         if (mx)
             quantizeBlocks(ctx, p, cols_.data(), cols_.data(), K, count * hw, count * hw, false, name(),
-                           OperandRole::input);
+                           OperandRole::input, inputAmax);
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
@@ -180,16 +182,18 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     // block by block of the lowering.
     const bool mx = p.quant.blockScaled();
     if (mx) prepareTensor(roundedGrad_, dY.shape(), Format::fp32, ctx, MemoryCategory::workspace);
+    const float gradAmax = mx ? nvfp4TensorAmax(ctx, p, dY) : 0.0f;
+    const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
         const std::int64_t count = std::min(block, N - n0);
         if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         const float* dYBlock = dY.data() + n0 * hw;
         if (mx) {
             quantizeBlocks(ctx, p, dYBlock, roundedGrad_.data() + n0 * hw, outChannels_, count * hw, N * hw, true,
-                           name(), OperandRole::gradOutput);
+                           name(), OperandRole::gradOutput, gradAmax);
             dYBlock = roundedGrad_.data() + n0 * hw;
             quantizeBlocks(ctx, p, cols_.data(), cols_.data(), K, count * hw, count * hw, true, name(),
-                           OperandRole::input);
+                           OperandRole::input, inputAmax);
         }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
                           dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,

@@ -139,7 +139,7 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
     const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
     if (ctx.training) scaler.record(p.quant, f, amax);
     if (sink.scaling) {
-        sink.scaling->present = true;
+        sink.scaling->present = sink.scaling->tensorScale = true;
         sink.scaling->scale = op.scale;
         sink.scaling->amax = amax;
     }
@@ -157,12 +157,21 @@ const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tenso
     return operandIn(ctx, p, t, workspace, layer, kind, tap);
 }
 
+float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t)
+{
+    return p.quant.mode == QuantMode::nvfp4 ? ctx.backend->amax(t.data(), t.size()) : 0.0f;
+}
+
 void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
-                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role)
+                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role,
+                    float tensorAmax)
 {
     QuantizeOp op;
     op.element = quantizedFormat(p.quant, role);
     op.blocks = true;
+    const bool nvfp4 = p.quant.mode == QuantMode::nvfp4;
+    op.blockScaling = nvfp4 ? BlockScaling::nvfp4 : BlockScaling::mx;
+    op.tensorAmax = tensorAmax;
     op.rows = rows;
     op.cols = cols;
     op.ld = ld;
@@ -171,7 +180,14 @@ void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, 
     // Block scales on histogram steps only, like the histograms.
     GradientHistogram* scales = sink.hist && sink.scaling ? &sink.scaling->blockScales : nullptr;
     ctx.backend->quantize(op, src, dst, rows * cols, sink.stats, sink.hist, scales);
-    if (sink.scaling) sink.scaling->present = sink.scaling->blocks = true;
+    if (sink.scaling) {
+        sink.scaling->present = sink.scaling->blocks = true;
+        if (nvfp4) {   // the tensor's scale beside the blocks'
+            sink.scaling->tensorScale = true;
+            sink.scaling->scale = nvfp4TensorScale(tensorAmax);
+            sink.scaling->amax = tensorAmax;
+        }
+    }
 }
 
 const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
@@ -183,7 +199,8 @@ const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tenso
                                     std::to_string(t.size()) + " values as " + std::to_string(rows) + " x " +
                                     std::to_string(cols) + ".");
     prepareTensor(workspace, t.shape(), Format::fp32, ctx, MemoryCategory::workspace);
-    quantizeBlocks(ctx, p, t.data(), workspace.data(), rows, cols, cols, alongRows, layer, role);
+    quantizeBlocks(ctx, p, t.data(), workspace.data(), rows, cols, cols, alongRows, layer, role,
+                   nvfp4TensorAmax(ctx, p, t));
     return workspace;
 }
 

@@ -78,9 +78,14 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
 // in OCP MX blocks along its rows or down its columns (the GEMM's reduction dimension)
 // into dst (may alias; same stride), tapped as (layer, quantizedKind(role)) with its
 // block scales. A tensor used by two GEMMs along different dimensions is quantised once
-// for each, as MX training keeps a row-wise and a column-wise copy.
+// for each, as MX training keeps a row-wise and a column-wise copy. NVFP4 (the same in
+// blocks of 16) needs the amax of the whole tensor src is part of: tensorAmax, from
+// nvfp4TensorAmax (the tap reports the tensor scale and that amax).
 void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
-                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role);
+                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role,
+                    float tensorAmax);
+// The amax of t under NVFP4 (on the backend), 0 under the other recipes (they need none).
+float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t);
 // The same for a whole tensor viewed as (rows, cols), into `workspace`, which it returns.
 const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
                            std::int64_t cols, bool alongRows, Tensor& workspace, std::string_view layer,

@@ -157,7 +157,7 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                     lt.stats = roundingStatsFromJson(l.at("stats"));
                     if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
                     if (l.contains("scale")) {
-                        lt.scaling.present = true;
+                        lt.scaling.present = lt.scaling.tensorScale = true;
                         lt.scaling.scale = static_cast<float>(jsonReal(l.at("scale"), "\"scale\""));
                         lt.scaling.amax = l.at("amax").is_null() ? std::numeric_limits<float>::quiet_NaN()
                                                                  : static_cast<float>(jsonReal(l.at("amax"), "\"amax\""));

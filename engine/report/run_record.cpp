@@ -211,7 +211,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
             json entry = {{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
                           {"stats", roundingStatsToJson(l.stats)}};
             if (e->hasHistograms) entry["histogram"] = histogramToJson(l.histogram);
-            if (l.scaling.present && !l.scaling.blocks) {
+            if (l.scaling.present && l.scaling.tensorScale) {
                 entry["scale"] = l.scaling.scale;
                 entry["amax"] = finiteOrNull(l.scaling.amax);
             }

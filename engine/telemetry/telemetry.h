@@ -34,10 +34,11 @@ struct TapKey {
 // The scale of a quantised tensor in one step (FP8 and MX recipes).
 struct TensorScaling {
     bool present = false;
-    bool blocks = false;             // MX: one scale per block, counted in blockScales
+    bool blocks = false;             // MX, NVFP4: one scale per block, counted in blockScales
+    bool tensorScale = false;        // FP8, and NVFP4 beside its blocks: scale and amax are set
     float scale = 1.0f;              // per tensor: the scale the values were multiplied by
     float amax = 0.0f;               // the tensor's largest |x| this step (per tensor)
-    GradientHistogram blockScales;   // MX: the blocks' exponents (histogram steps only)
+    GradientHistogram blockScales;   // blocks: each block's scale factor (histogram steps only)
     bool operator==(const TensorScaling&) const = default;
 };
 

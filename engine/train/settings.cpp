@@ -215,7 +215,7 @@ const std::vector<KeyRule>& keyRules()
         {{"recipe", T::text,
           "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16, or by a framework's name: "
           "apex-O0, apex-O1, apex-O2, apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, "
-          "autocast-bf16, allow-tf32, or below 16 bits: fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4"},
+          "autocast-bf16, allow-tf32, or below 16 bits: fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4, nvfp4"},
          [](const Reader& r, TrainSettings& s) {
              const auto name = r.text("recipe");
              const auto preset = PrecisionRecipe::fromPreset(name);
@@ -272,10 +272,10 @@ const std::vector<KeyRule>& keyRules()
          [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.maxScale = r.positive("max_scale"); },
          [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.maxScale); }},
         {{"quantize", T::text,
-          "Matmul/conv inputs below 16 bits: off, fp8-unscaled, fp8-delayed, fp8-current, mxfp8 or mxfp4"},
+          "Matmul/conv inputs below 16 bits: off, fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4 or nvfp4"},
          [](const Reader& r, TrainSettings& s) {
              const auto mode = parseQuantMode(
-                 oneOf(r, "quantize", {"off", "fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4"}));
+                 oneOf(r, "quantize", {"off", "fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4", "nvfp4"}));
              s.recipe.quantization.mode = *mode;
          },
          [](const TrainSettings& s) { return json(std::string(quantModeName(s.recipe.quantization.mode))); }},
@@ -303,7 +303,7 @@ const std::vector<KeyRule>& keyRules()
         {{"layer", T::text,
           "Per-layer precision: layer=precision pairs, comma-separated (e.g. conv1=fp32,fc1=bf16); a precision is "
           "a compute format (fp32, tf32, fp16, bf16) or a quantisation (fp8-unscaled, fp8-delayed, fp8-current, "
-          "mxfp8, mxfp4)"},
+          "mxfp8, mxfp4, nvfp4)"},
          [](const Reader& r, TrainSettings& s) {
              std::string error;
              auto layers = parseLayerPrecisions(r.text("layer"), &error);

@@ -5,6 +5,7 @@
 #include "nn/loss.h"
 
 #include <QAreaSeries>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 namespace plab::ui {
 
@@ -133,6 +135,11 @@ HistogramChart::HistogramChart(QWidget* parent)
                           static_cast<int>(k));
     kindBox_->setToolTip(tr("Tensor kind: weight gradients, activation gradients, activations, or under an FP8 or MX "
                             "recipe the quantised matmul inputs (judged in their element format)"));
+    blockScalesBox_ = new QCheckBox(tr("block scales"), this);
+    blockScalesBox_->setObjectName(QStringLiteral("blockScalesBox"));
+    blockScalesBox_->setToolTip(tr("Under MX or NVFP4: the histogram of the quantised tensor's block scales (log2 of "
+                                   "each block's scale factor) instead of its values"));
+    blockScalesBox_->setEnabled(false);
     stepSlider_ = new QSlider(Qt::Horizontal, this);
     stepSlider_->setToolTip(tr("Move through the histogram steps of the run being watched"));
     stepLabel_ = new QLabel(this);
@@ -147,6 +154,7 @@ HistogramChart::HistogramChart(QWidget* parent)
     };
     connect(layerBox_, &QComboBox::currentIndexChanged, this, onSelection);
     connect(kindBox_, &QComboBox::currentIndexChanged, this, onSelection);
+    connect(blockScalesBox_, &QCheckBox::toggled, this, onSelection);
     connect(stepSlider_, &QSlider::valueChanged, this, [this](int) {
         if (updatingControls_) return;
         followLatest_ = stepSlider_->value() == stepSlider_->maximum();
@@ -156,6 +164,7 @@ HistogramChart::HistogramChart(QWidget* parent)
     auto* controls = new QHBoxLayout;
     controls->addWidget(layerBox_);
     controls->addWidget(kindBox_);
+    controls->addWidget(blockScalesBox_);
     controls->addWidget(stepSlider_, 1);
     controls->addWidget(stepLabel_);
     auto* layout = new QVBoxLayout(this);
@@ -166,11 +175,22 @@ HistogramChart::HistogramChart(QWidget* parent)
     layout->addWidget(changesLabel_);
 }
 
-void HistogramChart::presentationModeChanged()
+void HistogramChart::presentationModeChanged() { setAxisTitles(showingBlockScales_); }
+
+void HistogramChart::setAxisTitles(bool blockScales)
 {
     // Presentation mode's short title leaves what the values are to the axis.
-    exponents_->setTitleText(presentationMode() ? tr("log2 |x| (scaled, before rounding)") : tr("log2 |x|"));
+    const QString x = blockScales          ? tr("log2 block scale")
+                      : presentationMode() ? tr("log2 |x| (scaled, before rounding)")
+                                           : tr("log2 |x|");
+    if (exponents_->titleText() != x) exponents_->setTitleText(x);
+    const QString y = blockScales ? tr("% of blocks") : tr("% of nonzero");
+    if (share_->titleText() != y) share_->setTitleText(y);
 }
+
+void HistogramChart::setBlockScalesShown(bool on) { blockScalesBox_->setChecked(on); }
+
+bool HistogramChart::blockScalesShown() const { return showingBlockScales_; }
 
 void HistogramChart::setSelection(const QString& layer, TensorKind kind)
 {
@@ -243,8 +263,11 @@ HistogramWindow histogramWindow(const std::vector<const GradientHistogram*>& dra
             topShare = std::max(topShare, 100.0 * static_cast<double>(n) / values);
         }
     }
-    const FormatRegions& chosen = formats.front();
-    HistogramWindow w{chosen.flushedBelow - 4, chosen.overflowFrom + 4, topShare > 0 ? topShare * 1.15 : 100.0};
+    HistogramWindow w{-10, 10, topShare > 0 ? topShare * 1.15 : 100.0};
+    if (!formats.empty()) {
+        w.low = formats.front().flushedBelow - 4;
+        w.high = formats.front().overflowFrom + 4;
+    }
     if (highBin >= 0) {
         const int dataLow = GradientHistogram::exponentOf(lowBin), dataHigh = GradientHistogram::exponentOf(highBin) + 1;
         constexpr int kNear = 40;
@@ -303,6 +326,26 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                                                 : telemetryAt(*run, step);
         if (const LayerTelemetry* tap = t ? findLayer(*t, layerName, kind()) : nullptr) drawn.push_back({run, tap, t->step});
     }
+    // The block scales view, where the box asks for it and the chosen run's tap has blocks.
+    const bool blocksHere = !drawn.empty() && drawn.front().run == chosen && drawn.front().tap->scaling.blocks;
+    blockScalesBox_->setEnabled(blocksHere);
+    showingBlockScales_ = blocksHere && blockScalesBox_->isChecked();
+    setAxisTitles(showingBlockScales_);
+    if (showingBlockScales_) {
+        std::erase_if(drawn, [](const Drawn& d) { return !d.tap->scaling.blocks; });
+        std::vector<const GradientHistogram*> scales;
+        for (const Drawn& d : drawn) scales.push_back(&d.tap->scaling.blockScales);
+        const HistogramWindow window = histogramWindow(scales, {});
+        setAxisRange(exponents_, window.low, window.high);
+        setAxisRange(share_, 0, window.top);
+        pool_.begin();
+        const QString text = drawBlockScales(drawn, chosen, runs, window);
+        pool_.end();
+        showNotes(chosen, runs, false, {}, step);
+        if (shares_->text() != text) shares_->setText(text);
+        return;
+    }
+
     const RegionFormat format = chosen ? regionFormatOf(*chosen, layerName, kind()) : RegionFormat::of(Format::fp16);
     // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
     std::vector<std::pair<RunPtr, RegionFormat>> otherFormats;
@@ -436,6 +479,47 @@ std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::v
         shares.push_back({runLabel(d.run, runs), QString::fromStdString(own.name), regionShares(h, own.regions)});
     }
     return shares;
+}
+
+QString HistogramChart::drawBlockScales(const std::vector<Drawn>& drawn, const RunPtr& chosen, const QList<RunPtr>& runs,
+                                       const HistogramWindow& w)
+{
+    // One outline per run over the blocks' scale exponents (as % of the blocks), and a line
+    // per run: how many blocks, the range of their scales, the shares that rounded to 0 or
+    // were NaN.
+    QStringList lines;
+    const QString kindText = QString::fromUtf8(tensorKindName(kind()));
+    for (const Drawn& d : drawn) {
+        const GradientHistogram& h = d.tap->scaling.blockScales;
+        const double blocks = static_cast<double>(h.total());
+        QList<QPointF> outline;
+        std::optional<int> low, high;
+        for (int e = w.low; e < w.high; ++e) {
+            const int bin = GradientHistogram::binOf(e);
+            const bool inside = bin >= 0 && bin < GradientHistogram::kBins;
+            const auto n = inside ? h.bins[static_cast<std::size_t>(bin)] : 0;
+            if (n > 0) {
+                if (!low) low = e;
+                high = e;
+            }
+            const double share = blocks > 0 ? 100.0 * static_cast<double>(n) / blocks : 0.0;
+            outline.append(QPointF(e, share));
+            outline.append(QPointF(e + 1, share));
+        }
+        auto* line = pool_.take<QLineSeries>(d.run->id() + QStringLiteral("/blockScales"), {exponents_, share_});
+        setSeriesName(line, tr("%1 %2 %3 block scales at step %4").arg(d.run->name(), layer(), kindText).arg(d.step));
+        setSeriesPen(line, runPen(d.run->color(), d.run == chosen ? 2.5 : 1.8, d.run == chosen ? Qt::SolidLine : Qt::DashLine));
+        setLegendLabel(chart_, line, d.run == chosen ? tr("%1 block scales").arg(layer()) : runLabel(d.run, runs));
+        if (line->points() != outline) line->replace(outline);
+
+        QString text = tr("%1: %2 blocks").arg(runLabel(d.run, runs)).arg(h.total());
+        if (low) text += tr(", scales 2^%1 .. 2^%2").arg(*low).arg(*high + 1);
+        if (h.zeros > 0) text += tr(", %1 with a scale of 0 (their values lost)").arg(formatPercent(static_cast<double>(h.zeros) / blocks));
+        if (h.nonFinite > 0) text += tr(", %1 NaN (a NaN or an infinity in the block)").arg(formatPercent(static_cast<double>(h.nonFinite) / blocks));
+        lines << text;
+    }
+    if (lines.isEmpty()) return tr("No block scales at this step (they are recorded on histogram steps).");
+    return lines.join(QLatin1Char('\n'));
 }
 
 void HistogramChart::showNotes(const RunPtr& chosen, const QList<RunPtr>& runs, bool nothingDrawn,

@@ -5,7 +5,10 @@
 // is judged in its own format: a comparison run in another format gets its boundaries
 // drawn as lines in its color, and its shares computed against its own ranges. Combos pick
 // the layer and kind, a slider moves through the histogram steps, comparison runs are
-// overlaid at their nearest earlier histogram step, and clicking a bin reports it.
+// overlaid at their nearest earlier histogram step, and clicking a bin reports it. Under a
+// block-scaled recipe (MX, NVFP4) the "block scales" box shows the histogram of the
+// quantised tensor's block scales instead (log2 of each block's scale factor, no regions),
+// with the share of blocks whose scale rounded to 0 (NVFP4: their values are lost).
 #pragma once
 
 #include "charts/chart_support.h"
@@ -15,6 +18,7 @@
 #include <vector>
 
 QT_BEGIN_NAMESPACE
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSlider;
@@ -25,7 +29,7 @@ namespace plab::ui {
 // The part of the log2 axis a histogram chart shows, [low, high], and the top of its share
 // axis: the bins that hold values, 3 exponents of margin, widened to the formats' region
 // boundaries that lie within 40 exponents of them (formats.front() is the chosen run's);
-// without values, the chosen format's regions. Pure, for tests.
+// without values, the chosen format's regions (no formats: [-10, 10]). Pure, for tests.
 struct HistogramWindow {
     int low = 0;
     int high = 0;
@@ -47,6 +51,9 @@ public:
     QString layer() const;
     TensorKind kind() const;
     QString sharesText() const;
+    // The block scales view: asked for (the box) and possible (the tap has blocks).
+    void setBlockScalesShown(bool on);
+    bool blockScalesShown() const;
     // The step of the histogram picked on the slider (the watched run's); 0 while the
     // chart follows the latest one (and before any).
     std::int64_t shownStep() const { return shownStep_; }
@@ -78,6 +85,10 @@ private:
     void drawOtherBoundaries(const std::vector<std::pair<RunPtr, RegionFormat>>& otherFormats, const HistogramWindow& w);
     std::vector<RunShares> drawOutlines(const std::vector<Drawn>& drawn, const RunPtr& chosen, const QList<RunPtr>& runs,
                                         const HistogramWindow& w);
+    // The block scales view's outlines and its lines under the chart.
+    QString drawBlockScales(const std::vector<Drawn>& drawn, const RunPtr& chosen, const QList<RunPtr>& runs,
+                            const HistogramWindow& w);
+    void setAxisTitles(bool blockScales);
     void showNotes(const RunPtr& chosen, const QList<RunPtr>& runs, bool nothingDrawn,
                    const std::vector<RunShares>& shares, std::int64_t step);
     // The shares under the chart: one line per run; in presentation mode a table.
@@ -93,6 +104,8 @@ private:
     QLabel* shares_;   // under the chart, wrapped (one line per run is too long); a table in presentation mode
     QComboBox* layerBox_;
     QComboBox* kindBox_;
+    QCheckBox* blockScalesBox_;
+    bool showingBlockScales_ = false;
     QSlider* stepSlider_;
     QLabel* stepLabel_;
     QLabel* changesLabel_;

@@ -86,17 +86,18 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         });
         counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
 
-        // FP8 recipes (issue 15): each layer's per-tensor gradient scale at the histogram
-        // steps, dashed, on the same log2 axis (both multiply the gradients before a cast),
-        // and the amax of that step's gradient, dotted: delayed scaling sets the scale from
-        // the amaxes of the steps before (largest finite / amax), current scaling from its own.
+        // FP8 and NVFP4 recipes (issue 15): each layer's per-tensor gradient scale at the
+        // histogram steps, dashed, on the same log2 axis (both multiply the gradients before a
+        // cast), and the amax of that step's gradient, dotted: delayed scaling sets the scale
+        // from the amaxes of the steps before (largest finite / amax), current scaling and
+        // NVFP4's tensor scale (448 * 6 / amax) from its own.
         struct Fp8Lines {
             QList<QPointF> scale, amax;
         };
         std::map<std::string, Fp8Lines> fp8;
         for (const TelemetryEvent& t : run->telemetry())
             for (const LayerTelemetry& l : t.layers)
-                if (l.kind == TensorKind::quantizedActivationGrad && l.scaling.present && !l.scaling.blocks &&
+                if (l.kind == TensorKind::quantizedActivationGrad && l.scaling.present && l.scaling.tensorScale &&
                     l.scaling.scale > 0) {
                     Fp8Lines& lines = fp8[l.layer];
                     const auto step = static_cast<double>(t.step);
@@ -112,7 +113,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             const auto draw = [&](const QString& what, const QList<QPointF>& points, Qt::PenStyle style) {
                 auto* line = pool_.take<QLineSeries>(run->id() + QStringLiteral("/fp8/") + name + QLatin1Char('/') + what,
                                                     {steps_, scale_});
-                setSeriesName(line, tr("%1 %2 FP8 gradient %3").arg(run->name(), name, what));
+                setSeriesName(line, tr("%1 %2 gradient tensor %3").arg(run->name(), name, what));
                 setSeriesPen(line, runPen(color, 1.5, style));
                 setLegendLabel(chart_, line, watched ? tr("%1 %2").arg(name, what) : runLabel(run, runs));   // the title says "gradient"
                 setLegendVisible(chart_, line, watched);
@@ -128,8 +129,8 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     }
 
     if (anyFp8)
-        setChartTitle(chart_, tr("Loss scale, FP8 gradient scales and amaxes (log2), skipped steps"), runs,
-                      tr("Loss and FP8 scales"));
+        setChartTitle(chart_, tr("Loss scale, gradient tensor scales and amaxes (log2), skipped steps"), runs,
+                      tr("Loss and tensor scales"));
     else
         setChartTitle(chart_, tr("Loss scale (log2) and skipped steps"), runs, tr("Loss scale and skipped steps"));
     // Whole multiples of 3 in log2 at both ends (at least 2^0 .. 2^18), so ticks land on

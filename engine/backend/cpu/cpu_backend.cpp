@@ -154,6 +154,9 @@ public:
             });
             return merge.amax();
         }
+        const bool nvfp4 = op.blockScaling == BlockScaling::nvfp4;
+        if (nvfp4 && op.element != MiniFormat::e2m1)
+            throw std::invalid_argument("NVFP4 blocks hold FP4 E2M1 elements only.");
         // Blocks along rows: split the rows; along columns: split the columns (each task
         // takes whole bands of blocks down its columns).
         const std::int64_t lines = op.alongRows ? op.rows : op.cols;
@@ -162,11 +165,14 @@ public:
             RoundingStats s;
             GradientHistogram h, scales;
             const std::int64_t ld = op.stride();
-            if (op.alongRows)
-                quantizeMxBlocks(op.element, src + b * ld, dst + b * ld, e - b, op.cols, ld, true, &s,
-                                 hist ? &h : nullptr, blockScales ? &scales : nullptr);
+            const std::int64_t at = op.alongRows ? b * ld : b;
+            const std::int64_t rows = op.alongRows ? e - b : op.rows;
+            const std::int64_t cols = op.alongRows ? op.cols : e - b;
+            if (nvfp4)
+                quantizeNvfp4Blocks(src + at, dst + at, rows, cols, ld, op.alongRows, op.tensorAmax, &s,
+                                    hist ? &h : nullptr, blockScales ? &scales : nullptr);
             else
-                quantizeMxBlocks(op.element, src + b, dst + b, op.rows, e - b, ld, false, &s,
+                quantizeMxBlocks(op.element, src + at, dst + at, rows, cols, ld, op.alongRows, &s,
                                  hist ? &h : nullptr, blockScales ? &scales : nullptr);
             merge.add(&s, &h, &scales, 0.0f);
         });
