@@ -2,7 +2,8 @@
 // the IEEE 754 definitions computed independently here (65504 = (2 - 2^-10) * 2^15, the
 // smallest fp16 subnormal 2^-24, ...), exact decimal expansions, spacing to the
 // neighbours, flipping a bit through the panel's toggles, and the loss-scale shift of a
-// gradient histogram against a hand count.
+// gradient histogram against a hand count; the table of the formats below 16 bits against
+// the OFP8 and OCP MX definitions.
 
 #include "explorer/format_anatomy.h"
 #include "telemetry/format_regions.h"
@@ -14,6 +15,7 @@
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QTableWidget>
 #include <QToolButton>
 #include <QtTest>
 
@@ -337,6 +339,46 @@ private slots:
     // Issue 15: the range strip has the formats below 16 bits too, with their ranges from
     // the format table (OCP FP8: E4M3 2^-9 .. 448, E5M2 2^-16 .. 57344; OCP MX: FP6 E2M3
     // 2^-3 .. 7.5, E3M2 2^-4 .. 28, FP4 E2M1 2^-1 .. 6), drawn below the 16-bit ones.
+    // The table below 16 bits, against the OFP8 / OCP MX definitions worked out here:
+    // E4M3 0.1111.110 = 1.75 x 2^(15 - 7) = 448 its largest; 500 saturates to it (OFP8's
+    // non-saturating conversion gives NaN); E5M2 holds 512 = 2^(24 - 15) exactly; FP4 E2M1
+    // clips 500 to 6 = 1.5 x 2^(3 - 1); 2^-9 is E4M3's smallest subnormal 0.0000.001 and
+    // E2M1 flushes it (its smallest is 0.5).
+    void tableBelow16Bits()
+    {
+        FormatExplorer explorer;
+        QTableWidget* t = explorer.miniTable();
+        QCOMPARE(t->rowCount(), 5);
+        QCOMPARE(t->verticalHeaderItem(0)->text(), QString("e4m3"));
+        QCOMPARE(t->verticalHeaderItem(4)->text(), QString("fp4-e2m1"));
+        explorer.setValue(500.0);
+        QCOMPARE(t->item(0, 0)->text(), QString("0.1111.110"));
+        QCOMPARE(t->item(0, 1)->text(), QString("448"));
+        QCOMPARE(t->item(0, 2)->text(), QString("-52"));
+        QCOMPARE(t->item(0, 3)->text(), QString("saturated (not saturating: NaN)"));
+        QCOMPARE(t->item(1, 0)->text(), QString("0.11000.00"));
+        QCOMPARE(t->item(1, 1)->text(), QString("512"));
+        QCOMPARE(t->item(1, 3)->text(), QString("normal"));
+        QCOMPARE(t->item(4, 0)->text(), QString("0.11.1"));
+        QCOMPARE(t->item(4, 1)->text(), QString("6"));
+        QCOMPARE(t->item(4, 3)->text(), QString("saturated"));
+        explorer.setValue(pow2(-9));
+        QCOMPARE(t->item(0, 0)->text(), QString("0.0000.001"));
+        QCOMPARE(t->item(0, 3)->text(), QString("subnormal"));
+        QCOMPARE(t->item(4, 1)->text(), QString("0"));
+        QCOMPARE(t->item(4, 3)->text(), QString("zero"));
+        // 464, the tie between 448 and the first pattern past it, rounds to the even 448
+        // without saturating; 6.5 in E2M1 rounds down to 6 (the step above is 8): neither clipped.
+        explorer.setValue(464.0);
+        QCOMPARE(t->item(0, 3)->text(), QString("normal"));
+        explorer.setValue(6.5);
+        QCOMPARE(t->item(4, 3)->text(), QString("normal"));
+        explorer.setValue(7.0);   // the midpoint to 8, ties up to the even 8: clipped
+        QCOMPARE(t->item(4, 3)->text(), QString("saturated"));
+        explorer.setValue(std::nan(""));
+        QCOMPARE(t->item(4, 3)->text(), QString("not representable"));
+    }
+
     void rangeAxisShowsTheFormatsBelow16Bits()
     {
         QStringList names;

@@ -514,7 +514,7 @@ QString HistogramChart::drawBlockScales(const std::vector<Drawn>& drawn, const R
 
         QString text = tr("%1: %2 blocks").arg(runLabel(d.run, runs)).arg(h.total());
         if (low) text += tr(", scales 2^%1 .. 2^%2").arg(*low).arg(*high + 1);
-        if (h.zeros > 0) text += tr(", %1 with a scale of 0 (their values lost)").arg(formatPercent(static_cast<double>(h.zeros) / blocks));
+        if (h.zeros > 0) text += tr(", %1 with a scale of 0 (blocks of zeros, or of values too small for the block scale's format: lost)").arg(formatPercent(static_cast<double>(h.zeros) / blocks));
         if (h.nonFinite > 0) text += tr(", %1 NaN (a NaN or an infinity in the block)").arg(formatPercent(static_cast<double>(h.nonFinite) / blocks));
         lines << text;
     }

@@ -8,7 +8,8 @@
 // overlaid at their nearest earlier histogram step, and clicking a bin reports it. Under a
 // block-scaled recipe (MX, NVFP4) the "block scales" box shows the histogram of the
 // quantised tensor's block scales instead (log2 of each block's scale factor, no regions),
-// with the share of blocks whose scale rounded to 0 (NVFP4: their values are lost).
+// with the share of blocks whose scale is 0 (blocks of zeros, and under NVFP4 blocks whose
+// values lie below E4M3's range once the tensor is scaled: lost).
 #pragma once
 
 #include "charts/chart_support.h"

@@ -196,6 +196,45 @@ QString powerOfTwoForm(double value)
     return QStringLiteral("%1 × 2^%2").arg(exactDecimal(m)).arg(e - 1);
 }
 
+MiniAnatomy describeMini(MiniFormat f, float value)
+{
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    MiniAnatomy a;
+    a.format = f;
+    const auto bits = encodeMini(f, value, Overflow::saturate);
+    if (!bits) {
+        a.value = std::numeric_limits<float>::quiet_NaN();
+        a.pattern = QStringLiteral("—");
+        a.kind = QObject::tr("not representable");
+        a.error = std::numeric_limits<double>::quiet_NaN();
+        return a;
+    }
+    a.value = decodeMini(f, *bits);
+    QString text;
+    for (int bit = info.bits() - 1; bit >= 0; --bit) {
+        text += ((*bits >> bit) & 1u) ? QLatin1Char('1') : QLatin1Char('0');
+        if (bit == info.bits() - 1 || bit == info.mantissaBits) text += QLatin1Char('.');
+    }
+    a.pattern = text;
+    const double magnitude = std::fabs(static_cast<double>(a.value));
+    // Saturated: rounded at the top binade's quantum without an upper bound, the value
+    // would lie past the largest finite one (as the quantisers count overflow).
+    const double quantum = std::ldexp(1.0, std::ilogb(info.maxFinite) - info.mantissaBits);
+    const bool clipped = std::isfinite(value) &&
+                         std::nearbyint(std::fabs(static_cast<double>(value)) / quantum) * quantum > info.maxFinite;
+    a.kind = std::isnan(a.value)                          ? QObject::tr("nan")
+             : clipped                                    ? QObject::tr("saturated")
+             : a.value == 0.0f                            ? QObject::tr("zero")
+             : magnitude < std::ldexp(1.0, info.minNormalLog2) ? QObject::tr("subnormal")
+                                                               : QObject::tr("normal");
+    const bool bothFinite = std::isfinite(value) && std::isfinite(a.value);
+    a.error = bothFinite ? static_cast<double>(a.value) - static_cast<double>(value) : std::numeric_limits<double>::quiet_NaN();
+    const float other = roundToMini(f, value, Overflow::nonFinite);
+    if (std::isnan(other) && !std::isnan(a.value)) a.nonSaturating = QStringLiteral("NaN");
+    else if (std::isinf(other) && !std::isinf(a.value)) a.nonSaturating = other > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return a;
+}
+
 QString fieldFormula(Format f, float value)
 {
     const FormatInfo& info = formatInfo(f);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
 #include "numerics/rounding_stats.h"
 
 #include <QString>
@@ -69,6 +70,24 @@ QString powerOfTwoForm(double value);
 //    (-1)^0 × 1.1000000000₂ × 2^(15 - 15) = 1.5 × 2^0"
 // a subnormal: "(-1)^s × 0.m₂ × 2^(1 - bias)"; zero, inf and NaN say what their fields mean.
 QString fieldFormula(Format f, float value);
+
+// A number in a format below 16 bits (issue 15), as the FP8/MX/NVFP4 recipes quantise it:
+// the fp32 value rounded to f, saturating. pattern is "S.EEEE.MMM" (the fields apart); kind
+// "normal", "subnormal", "zero", "saturated" (a finite value past the largest, clipped) or
+// "not representable" (a NaN in FP6/FP4); nonSaturating what OFP8's non-saturating
+// conversion gives instead where it differs ("NaN" for E4M3, "inf" for E5M2).
+struct MiniAnatomy {
+    MiniFormat format = MiniFormat::e4m3;
+    float value = 0.0f;   // NaN where f has none
+    QString pattern;
+    QString kind;
+    double error = 0.0;   // value - the fp32 value (NaN when either is not finite)
+    QString nonSaturating;
+};
+MiniAnatomy describeMini(MiniFormat f, float value);
+// The formats below 16 bits the explorer lists, top to bottom.
+inline constexpr MiniFormat kExplorerMiniFormats[] = {MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e2m3,
+                                                      MiniFormat::e3m2, MiniFormat::e2m1};
 
 // A finite double as its exact decimal expansion ("0.000000059604644775390625").
 QString exactDecimal(double x);

@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 namespace plab::ui {
 
@@ -66,6 +67,22 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
             setValue(v);
         });
     }
+    // Below 16 bits: the fp32 value quantised as the FP8, MX and NVFP4 recipes do (saturating),
+    // a row per format, read-only.
+    miniTable_ = new QTableWidget(static_cast<int>(std::size(kExplorerMiniFormats)), 4, this);
+    miniTable_->setObjectName(QStringLiteral("miniFormatTable"));
+    miniTable_->setHorizontalHeaderLabels({tr("bits"), tr("value"), tr("error"), tr("class")});
+    QStringList miniNames;
+    for (MiniFormat f : kExplorerMiniFormats) miniNames << QString::fromLatin1(miniFormatInfo(f).name.data());
+    miniTable_->setVerticalHeaderLabels(miniNames);
+    miniTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    miniTable_->horizontalHeader()->setStretchLastSection(true);
+    miniTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    miniTable_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    miniTable_->setToolTip(tr("Below 16 bits: the fp32 value rounded to each format as the FP8, MX and NVFP4 recipes "
+                              "quantise it (to nearest even, saturating; before any scale). Bits: sign.exponent.mantissa"));
+    layout->addWidget(miniTable_);
+
     auto* axisCaption = new QLabel(FormatRangeAxis::legendText(), this);
     axisCaption->setObjectName(QStringLiteral("rangeAxisCaption"));
     axisCaption->setWordWrap(true);
@@ -128,6 +145,9 @@ void FormatExplorer::fitListsToRows()
 {
     // The examples and the shares table as tall as their rows, so that none is cut off or
     // scrolled, at any font (presentation mode's is larger).
+    int miniHeight = miniTable_->horizontalHeader()->sizeHint().height() + 2 * miniTable_->frameWidth();
+    for (int i = 0; i < miniTable_->rowCount(); ++i) miniHeight += miniTable_->rowHeight(i);
+    miniTable_->setFixedHeight(miniHeight);
     int rows = 0;
     for (int i = 0; i < examples_->count(); ++i) rows += examples_->sizeHintForRow(i);
     examples_->setFixedHeight(rows + 2 * examples_->frameWidth());
@@ -190,6 +210,20 @@ QString FormatExplorer::explanation() const { return explanation_->text(); }
 void FormatExplorer::showAnatomy()
 {
     for (FormatRow* r : rows_) r->setAnatomy(describe(r->format(), value_));
+    const float asFp32 = static_cast<float>(value_);   // what the engine holds and quantises
+    for (int i = 0; i < miniTable_->rowCount(); ++i) {
+        const MiniAnatomy m = describeMini(kExplorerMiniFormats[static_cast<std::size_t>(i)], asFp32);
+        const QString value = std::isnan(m.value) ? QStringLiteral("—")
+                                                  : QString::fromStdString(shortestDecimal(Format::fp32, m.value));
+        const QString error = std::isnan(m.error) ? QStringLiteral("—") : QString::number(m.error, 'g', 4);
+        const QString kind = m.nonSaturating.isEmpty() ? m.kind : tr("%1 (not saturating: %2)").arg(m.kind, m.nonSaturating);
+        const QString cells[] = {m.pattern, value, error, kind};
+        for (int c = 0; c < 4; ++c) {
+            auto* item = miniTable_->item(i, c);
+            if (!item) miniTable_->setItem(i, c, item = new QTableWidgetItem);
+            item->setText(cells[c]);
+        }
+    }
     axis_->setMarker(value_);
 }
 

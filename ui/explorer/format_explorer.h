@@ -55,6 +55,9 @@ public:
     int shiftBins() const { return shift_; }
 
     FormatRow* row(Format f) const;
+    // The table of the formats below 16 bits (a row per kExplorerMiniFormats entry: format,
+    // bits, value, error, class), for tests.
+    QTableWidget* miniTable() const { return miniTable_; }
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -74,6 +77,7 @@ private:
     QLabel* explanation_;
     std::array<FormatRow*, 4> rows_{};
     FormatRangeAxis* axis_;
+    QTableWidget* miniTable_;
     QLabel* bin_;
     QLineEdit* scaleInput_;
     QComboBox* layerBox_;
