@@ -445,6 +445,18 @@ private slots:
         const Result bad = runPlab({"convert", "--format", "bf16"}, "1\nabc\n");
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains("line 2"), qPrintable(bad.err));
+        // NVFP4 through the command line: a tensor amax of 6 gives S_enc = 448, as for the line's own.
+        const Result nv = runPlab({"convert", "--format", "nvfp4", "--tensor-amax", "6"}, "6 0.3\n");
+        QCOMPARE(nv.exitCode, 0);
+        QCOMPARE(nv.out, QString("tensor scale\t448\nblock scale\t448\t0x7e\n6\t6\t0x07\n0.5\t0.5\t0x01\n"));
+        for (const char* amax : {"0", "-1", "abc", "1e39"}) {
+            const Result wrong = runPlab({"convert", "--format", "nvfp4", "--tensor-amax", amax}, "1\n");
+            QCOMPARE(wrong.exitCode, 2);
+            QVERIFY2(wrong.err.contains("--tensor-amax: must be a positive finite number"), qPrintable(wrong.err));
+        }
+        const Result elsewhere = runPlab({"convert", "--format", "e4m3", "--tensor-amax", "6"}, "1\n");
+        QCOMPARE(elsewhere.exitCode, 2);
+        QVERIFY2(elsewhere.err.contains("--tensor-amax applies to --format nvfp4 only"), qPrintable(elsewhere.err));
     }
 };
 

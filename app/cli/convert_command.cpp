@@ -210,7 +210,13 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
            "--tensor-amax", [tensorAmax](float v) { *tensorAmax = v; },
            "NVFP4: the amax of the whole tensor the blocks belong to, which sets the tensor scale 448 * 6 / amax "
            "(default: each line's own)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                const std::optional<float> v = parseFp32Text(text);
+                if (v && std::isfinite(*v) && *v > 0.0f) return {};
+                return "must be a positive finite number (an fp32 value), got '" + text + "'";
+            },
+            "AMAX"));
     cmd->callback([&run, format, saturate, tensorAmax] {
         run = [format, saturate, tensorAmax]() -> int {
             // MX block formats: each input line is one block (OCP MX v1.0).
