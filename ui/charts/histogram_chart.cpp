@@ -133,8 +133,8 @@ HistogramChart::HistogramChart(QWidget* parent)
                          TensorKind::quantizedActivationGrad, TensorKind::quantizedActivation, TensorKind::quantizedWeight})
         kindBox_->addItem(QString::fromUtf8(tensorKindName(k)).replace(QLatin1Char('_'), QLatin1Char(' ')),
                           static_cast<int>(k));
-    kindBox_->setToolTip(tr("Tensor kind: weight gradients, activation gradients, activations, or under an FP8 or MX "
-                            "recipe the quantised matmul inputs (judged in their element format)"));
+    kindBox_->setToolTip(tr("Tensor kind: weight gradients, activation gradients, activations, or under an FP8, MX or "
+                            "NVFP4 recipe the quantised matmul inputs (judged in their element format)"));
     blockScalesBox_ = new QCheckBox(tr("block scales"), this);
     blockScalesBox_->setObjectName(QStringLiteral("blockScalesBox"));
     blockScalesBox_->setToolTip(tr("Under MX or NVFP4: the histogram of the quantised tensor's block scales (log2 of "
@@ -213,7 +213,8 @@ TensorKind HistogramChart::kind() const { return static_cast<TensorKind>(kindBox
 
 void HistogramChart::pickAt(const QPointF& chartPosition)
 {
-    if (!chart_->plotArea().contains(chartPosition) || chart_->series().isEmpty()) return;
+    // A bin of block scales is no value range for the explorer.
+    if (showingBlockScales_ || !chart_->plotArea().contains(chartPosition) || chart_->series().isEmpty()) return;
     const QPointF value = chart_->mapToValue(chartPosition, chart_->series().constFirst());
     const int exponent = static_cast<int>(std::floor(value.x()));
     emit binPicked(layer(), QString::fromUtf8(tensorKindName(kind())), exponent);
