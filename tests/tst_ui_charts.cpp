@@ -397,16 +397,23 @@ void TestUiCharts::histogramJudgesEachRunInItsOwnFormat()
     QVERIFY(bounds);
 }
 
+// A started run of preset `preset` named `name` (id "id-<name>"), for telemetry by hand.
+static std::shared_ptr<RunData> startedRun(const std::string& preset, const QString& name)
+{
+    TrainSettings settings = ampSettings();
+    settings.recipe = *PrecisionRecipe::fromPreset(preset);
+    auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, settings);
+    run->setName(name);
+    run->apply(RunStartEvent{"cpu", {}, 10});
+    return run;
+}
+
 // Issue 15: the quantised matmul inputs of an FP8 recipe are judged in the format their
 // values were given to (E5M2 for gradients), not in the run's bf16, and saturate.
 void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
 {
     ChartsView view;
-    TrainSettings settings = ampSettings();
-    settings.recipe = *PrecisionRecipe::fromPreset("fp8-delayed");
-    auto run = std::make_shared<RunData>(QStringLiteral("id-fp8"), settings);
-    run->setName("fp8");
-    run->apply(RunStartEvent{"cpu", {}, 10});
+    const auto run = startedRun("fp8-delayed", "fp8");
     TelemetryEvent t;
     t.step = 1;
     LayerTelemetry l;
@@ -454,11 +461,7 @@ void TestUiCharts::quantisedKindsAreJudgedInTheirElementFormat()
 void TestUiCharts::blockScalesHistogramUnderNvfp4()
 {
     ChartsView view;
-    TrainSettings settings = ampSettings();
-    settings.recipe = *PrecisionRecipe::fromPreset("nvfp4");
-    auto run = std::make_shared<RunData>(QStringLiteral("id-nvfp4"), settings);
-    run->setName("nvfp4");
-    run->apply(RunStartEvent{"cpu", {}, 10});
+    const auto run = startedRun("nvfp4", "nvfp4");
     TelemetryEvent t;
     t.step = 50;
     LayerTelemetry l;
