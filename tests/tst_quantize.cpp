@@ -202,28 +202,48 @@ private slots:
         }
     }
 
+    void mxBlocksAlongRowsAndColumns_data()
+    {
+        QTest::addColumn<qint64>("rows");
+        QTest::addColumn<qint64>("cols");
+        QTest::addColumn<qint64>("ld");
+        QTest::newRow("70 x 45") << qint64(70) << qint64(45) << qint64(50);   // partial blocks both ways; a stride
+        // Rows of 35 blocks: the row kernel's two whole groups of 16 blocks and a third with a tail.
+        QTest::newRow("40 x 1100") << qint64(40) << qint64(1100) << qint64(1104);
+    }
     void mxBlocksAlongRowsAndColumns()
     {
+        QFETCH(qint64, rows);
+        QFETCH(qint64, cols);
+        QFETCH(qint64, ld);
         std::mt19937 rng(11);
         std::uniform_real_distribution<float> log2(-20.0f, 20.0f);
         std::uniform_int_distribution<int> sign(0, 1);
-        const std::int64_t rows = 70, cols = 45, ld = 50;   // partial blocks both ways; a stride
         // The vector kernels where the CPU has them, the portable path forced, and with a
         // histogram (which takes the portable path).
         qInfo("quantize path on this CPU: %s", quantizePath());
         for (int path = 0; path < 3; ++path)
         for (MiniFormat f : kFormats) {
+            const MiniFormatInfo& info = miniFormatInfo(f);
             for (bool alongRows : {true, false}) {
                 std::vector<float> src(static_cast<std::size_t>(rows * ld), -99.0f);
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t c = 0; c < cols; ++c)
                         src[static_cast<std::size_t>(r * ld + c)] = (sign(rng) ? -1.0f : 1.0f) * std::exp2(log2(rng));
-                // A block of zeros, a NaN, an infinity, an outlier.
-                for (std::int64_t k = 0; k < 32; ++k)
-                    src[static_cast<std::size_t>(alongRows ? 2 * ld + k : k * ld + 2)] = 0.0f;
+                // A block of zeros, one of fp32 subnormals (its scale clamps to 2^-127), NaNs,
+                // an infinity, an outlier, scattered zeros.
+                const auto atLine = [&](std::int64_t line, std::int64_t k) {
+                    return static_cast<std::size_t>(alongRows ? line * ld + k : k * ld + line);
+                };
+                for (std::int64_t k = 0; k < 32; ++k) {
+                    src[atLine(2, k)] = 0.0f;
+                    src[atLine(3, k)] = (k % 2 ? -1.0f : 1.0f) * std::ldexp(float(k + 1), -140);
+                }
                 src[static_cast<std::size_t>(5 * ld + 7)] = std::numeric_limits<float>::quiet_NaN();
-                src[static_cast<std::size_t>(40 * ld + 40)] = -INFINITY;
-                src[static_cast<std::size_t>(60 * ld + 3)] = 1e30f;
+                src[static_cast<std::size_t>(33 * ld + cols - 2)] = std::numeric_limits<float>::quiet_NaN();
+                src[static_cast<std::size_t>(30 * ld + 40)] = -INFINITY;
+                src[static_cast<std::size_t>(20 * ld + 3)] = 1e30f;
+                for (std::int64_t i = 0; i < rows * cols; i += 97) src[static_cast<std::size_t>((i / cols) * ld + i % cols)] = 0.0f;
                 std::vector<float> dst(src.size(), -99.0f);
                 RoundingStats stats;
                 GradientHistogram scales;
@@ -234,16 +254,13 @@ private slots:
                 setQuantizeForceScalar(false);
 
                 GradientHistogram expectedScales;
-                std::uint64_t saturated = 0, lost = 0;
+                RoundingStats expected;   // as quantize.h defines them, from the scalar results
                 const std::int64_t lines = alongRows ? rows : cols, length = alongRows ? cols : rows;
                 for (std::int64_t line = 0; line < lines; ++line) {
                     for (std::int64_t k0 = 0; k0 < length; k0 += kMxBlockSize) {
                         const std::int64_t k1 = std::min<std::int64_t>(length, k0 + kMxBlockSize);
-                        auto at = [&](std::int64_t k) {
-                            return static_cast<std::size_t>(alongRows ? line * ld + k : k * ld + line);
-                        };
                         std::vector<float> block;
-                        for (std::int64_t k = k0; k < k1; ++k) block.push_back(src[at(k)]);
+                        for (std::int64_t k = k0; k < k1; ++k) block.push_back(src[atLine(line, k)]);
                         const MxBlock ref = mxQuantize(f, block.data(), block.size());
                         if (ref.nanScale)
                             ++expectedScales.nonFinite;
@@ -251,22 +268,36 @@ private slots:
                             ++expectedScales.bins[static_cast<std::size_t>(GradientHistogram::binOf(ref.scaleExponent))];
                         for (std::int64_t k = k0; k < k1; ++k) {
                             const std::size_t i = static_cast<std::size_t>(k - k0);
-                            QVERIFY2(sameValue(dst[at(k)], ref.value(i)),
+                            QVERIFY2(sameValue(dst[atLine(line, k)], ref.value(i)),
                                      qPrintable(QString("format %1 %2 line %3 element %4: %5 vs %6")
                                                     .arg(int(f)).arg(alongRows ? "rows" : "columns").arg(line).arg(k)
-                                                    .arg(double(dst[at(k)])).arg(double(ref.value(i)))));
-                            if (ref.nanScale) continue;
-                            const double given = std::ldexp(double(block[i]), -ref.scaleExponent);
-                            saturated += saturates(f, static_cast<float>(given));
-                            lost += block[i] != 0.0f && ref.elements[i] == 0.0f;
+                                                    .arg(double(dst[atLine(line, k)])).arg(double(ref.value(i)))));
+                            ++expected.count;
+                            if (ref.nanScale) {
+                                ++expected.nan;
+                                continue;
+                            }
+                            // V_i / X in fp32 (the 1e30 outlier's block flushes its tiny values to 0 there).
+                            const auto given = static_cast<float>(std::ldexp(double(block[i]), -ref.scaleExponent));
+                            const float element = std::fabs(ref.elements[i]);
+                            expected.zerosIn += given == 0.0f;
+                            expected.underflow += given != 0.0f && element == 0.0f;
+                            expected.subnormal += element != 0.0f && element < std::ldexp(1.0f, info.minNormalLog2);
+                            expected.overflow += saturates(f, given);
                         }
                     }
                 }
                 QVERIFY(scales == expectedScales);
-                QCOMPARE(stats.count, std::uint64_t(rows * cols));
-                QCOMPARE(stats.underflow, lost);
-                QCOMPARE(stats.overflow, saturated);
-                QVERIFY(stats.overflow > 0);   // the 1e30 outlier's block... and MX's own clipping
+                QVERIFY(expectedScales.nonFinite > 0);   // NaN blocks, and scales of 2^-127
+                QVERIFY(expectedScales.bins[static_cast<std::size_t>(GradientHistogram::binOf(-127))] > 0);
+                QCOMPARE(stats.count, expected.count);
+                QCOMPARE(stats.nan, expected.nan);
+                QCOMPARE(stats.infIn, std::uint64_t(0));   // an infinity makes its block NaN
+                QCOMPARE(stats.zerosIn, expected.zerosIn);
+                QCOMPARE(stats.underflow, expected.underflow);
+                QCOMPARE(stats.subnormal, expected.subnormal);
+                QCOMPARE(stats.overflow, expected.overflow);
+                QVERIFY(stats.overflow > 0 && stats.underflow > 0);   // MX's own clipping; the outlier's block
                 // Outside the matrix (the stride's gap) nothing is written.
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t c = cols; c < ld; ++c) QCOMPARE(dst[static_cast<std::size_t>(r * ld + c)], -99.0f);
@@ -315,7 +346,7 @@ private slots:
             const float tensorScale = nvfp4TensorScale(tensorAmax);
             QCOMPARE(tensorScale, 448.0f * 6.0f / 300.0f);
             GradientHistogram expectedScales;
-            std::uint64_t saturated = 0, lost = 0, zeroScaleBlocks = 0;
+            std::uint64_t saturated = 0, lost = 0, zeroScaleBlocks = 0, subnormal = 0;
             const std::int64_t lines = alongRows ? rows : cols, length = alongRows ? cols : rows;
             for (std::int64_t line = 0; line < lines; ++line) {
                 for (std::int64_t k0 = 0; k0 < length; k0 += kNvfp4BlockSize) {
@@ -346,6 +377,7 @@ private slots:
                                                 .arg(double(out[at(k)])).arg(double(ref.value(i)))));
                         if (ref.nanScale) continue;
                         lost += block[i] != 0.0f && ref.elements[i] == 0.0f;
+                        subnormal += std::fabs(ref.elements[i]) == 0.5f;   // E2M1's one subnormal
                         if (ref.blockScale != 0.0f) saturated += saturates(MiniFormat::e2m1, block[i] * elementScale);
                     }
                 }
@@ -355,6 +387,8 @@ private slots:
             QCOMPARE(stats.count, std::uint64_t(rows * cols));
             QCOMPARE(stats.underflow, lost);
             QCOMPARE(stats.overflow, saturated);
+            QCOMPARE(stats.subnormal, subnormal);
+            QCOMPARE(stats.infIn, std::uint64_t(0));   // an infinity makes its block NaN
             // The NaN and infinity blocks: along rows 16 + 13 (cols 32..44), down columns 16 + 16.
             QCOMPARE(stats.nan, std::uint64_t(alongRows ? 29 : 32));
             std::uint64_t zerosIn = 0;

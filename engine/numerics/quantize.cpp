@@ -205,31 +205,20 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
     };
     if (!hist && useAvx512()) {
         detail::LaneCounts lanes;
-        if (alongRows) {
-            std::vector<int> exponents(static_cast<std::size_t>((cols + kMxBlockSize - 1) / kMxBlockSize));
-            for (std::int64_t r = 0; r < rows; ++r) {
-                detail::mxRowAvx512(rule, src + r * ld, dst + r * ld, cols, lanes, exponents.data());
+        // The kernels choose the exponents (the row kernel writes them out, the band kernel
+        // when asked); they are kept only to be counted.
+        const auto rowBlocks = static_cast<std::size_t>((cols + kMxBlockSize - 1) / kMxBlockSize);
+        std::vector<int> exponents(alongRows ? rowBlocks : blockScales ? static_cast<std::size_t>(cols) : 0);
+        for (std::int64_t r = 0; alongRows && r < rows; ++r) {
+            detail::mxRowAvx512(rule, src + r * ld, dst + r * ld, cols, lanes, exponents.data());
+            if (blockScales)
                 for (int e : exponents) countExponent(e);
-            }
-        } else {
-            // A band of 32 rows in tiles of kTile columns (32 x 256 values: 32 KiB), so that
-            // the amax pass and the quantising pass read the tile from the cache.
-            constexpr std::int64_t kTile = 256;
-            float amax[kTile];
-            int exponents[kTile];
-            for (std::int64_t r0 = 0; r0 < rows; r0 += kMxBlockSize) {
-                const std::int64_t band = std::min<std::int64_t>(rows - r0, kMxBlockSize);
-                for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
-                    const std::int64_t width = std::min(kTile, cols - c0);
-                    const std::int64_t at = r0 * ld + c0;
-                    detail::columnAmaxAvx512(src + at, band, width, ld, amax);
-                    for (std::int64_t c = 0; c < width; ++c) {
-                        exponents[c] = detail::mxBlockExponent(rule, amax[c]);
-                        countExponent(exponents[c]);
-                    }
-                    detail::mxBandAvx512(rule, src + at, dst + at, band, width, ld, exponents, lanes);
-                }
-            }
+        }
+        for (std::int64_t r0 = 0; !alongRows && r0 < rows; r0 += kMxBlockSize) {
+            const std::int64_t at = r0 * ld;
+            detail::mxBandAvx512(rule, src + at, dst + at, std::min<std::int64_t>(rows - r0, kMxBlockSize), cols, ld,
+                                 blockScales ? exponents.data() : nullptr, lanes);
+            for (int e : exponents) countExponent(e);
         }
         if (stats) lanes.addTo(*stats, static_cast<std::uint64_t>(rows * cols));
         return;

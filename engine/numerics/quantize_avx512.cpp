@@ -21,6 +21,8 @@ namespace plab::detail {
 
 namespace {
 
+#define PLAB_INLINE inline __attribute__((always_inline))
+
 // The rule's constants in lanes.
 struct Lanes {
     __m512i minNormalLog2, maxExponent, mantissaPlus150;
@@ -33,8 +35,47 @@ PLAB_AVX512 Lanes lanesOf(const ElementRule& r)
             _mm512_set1_epi32(150 - r.mantissaBits), _mm512_set1_ps(r.maxFinite), _mm512_set1_ps(r.minNormal)};
 }
 
+// Per-lane counts of roundLanes, folded into LaneCounts by flush() at the end of each
+// kernel call (a lane counts at most one value per 16, so 32 bits hold any tensor below
+// 2^36 values). The statistics follow from them: underflow = zero results - zero inputs,
+// subnormal = results below the smallest normal - zero results.
+struct Tally {
+    __m512i zerosIn, zeroOut, belowNormal, saturated, nan, inf;
+};
+
+PLAB_AVX512 inline Tally emptyTally()
+{
+    const __m512i z = _mm512_setzero_si512();
+    return {z, z, z, z, z, z};
+}
+
+// c += 1 in the lanes of m.
+PLAB_AVX512 PLAB_INLINE void countLanes(__m512i& c, __mmask16 m) { c = _mm512_mask_sub_epi32(c, m, c, _mm512_set1_epi32(-1)); }
+
+PLAB_AVX512 inline std::uint64_t laneSum(__m512i c)
+{
+    const __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(c));
+    const __m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(c, 1));
+    return static_cast<std::uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(lo, hi)));
+}
+
+// (By value: a Tally whose address escapes is kept in memory through the whole loop.)
+PLAB_AVX512 inline void flush(const Tally t, LaneCounts& c)
+{
+    const std::uint64_t zerosIn = laneSum(t.zerosIn), zeroOut = laneSum(t.zeroOut), below = laneSum(t.belowNormal);
+    c.zerosIn += zerosIn;
+    c.underflow += zeroOut - zerosIn;
+    c.subnormal += below - zeroOut;
+    c.overflow += laneSum(t.saturated);
+    c.nan += laneSum(t.nan);
+    c.infIn += laneSum(t.inf);
+}
+
 // x (scaled) rounded, saturating, NaN kept, with its statistics counted over `live` lanes.
-PLAB_AVX512 inline __m512 roundLanes(const Lanes& L, __m512 x, __mmask16 live, LaneCounts& c)
+// kFinite: the caller knows every live x is finite (an MX block whose amax is), so NaN
+// and infinity need no test.
+template <bool kFinite>
+PLAB_AVX512 PLAB_INLINE __m512 roundLanes(const Lanes& L, __m512 x, __mmask16 live, Tally& t)
 {
     const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512i bits = _mm512_castps_si512(x);
@@ -45,25 +86,64 @@ PLAB_AVX512 inline __m512 roundLanes(const Lanes& L, __m512 x, __mmask16 live, L
     // magic = 2^(e - mantissa + 23), as the exponent field e - mantissa + 150.
     const __m512 magic = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, L.mantissaPlus150), 23));
     const __m512 unsaturated = _mm512_sub_ps(_mm512_add_ps(a, magic), magic);
-    const __m512i infBits = _mm512_set1_epi32(0x7F800000);
-    const __mmask16 nan = _mm512_mask_cmpgt_epu32_mask(live, absBits, infBits);
-    const __mmask16 inf = _mm512_mask_cmpeq_epi32_mask(live, absBits, infBits);
-    const __mmask16 zero = _mm512_mask_cmpeq_epi32_mask(live, absBits, _mm512_setzero_si512());
-    const __mmask16 finite = live & static_cast<__mmask16>(~(nan | inf));
-    const __mmask16 saturated = _mm512_mask_cmp_ps_mask(finite, unsaturated, L.maxFinite, _CMP_GT_OQ);
     // min_ps returns its second operand when one is NaN: NaN lanes are put back below.
     __m512 r = _mm512_min_ps(unsaturated, L.maxFinite);
-    r = _mm512_mask_mov_ps(r, nan, a);
-    const __mmask16 rZero = _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_EQ_OQ);
-    c.zerosIn += static_cast<unsigned>(std::popcount(static_cast<unsigned>(zero)));
-    c.nan += static_cast<unsigned>(std::popcount(static_cast<unsigned>(nan)));
-    c.infIn += static_cast<unsigned>(std::popcount(static_cast<unsigned>(inf)));
-    c.overflow += static_cast<unsigned>(std::popcount(static_cast<unsigned>(saturated)));
-    c.underflow += static_cast<unsigned>(std::popcount(static_cast<unsigned>(finite & ~zero & rZero)));
-    const __mmask16 sub = _mm512_mask_cmp_ps_mask(live & static_cast<__mmask16>(~rZero), r, L.minNormal, _CMP_LT_OQ);
-    c.subnormal += static_cast<unsigned>(std::popcount(static_cast<unsigned>(sub)));
-    const __m512i sign = _mm512_andnot_si512(absMask, bits);
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+    __mmask16 finite = live;
+    if constexpr (!kFinite) {
+        const __m512i infBits = _mm512_set1_epi32(0x7F800000);
+        const __mmask16 nan = _mm512_mask_cmpgt_epu32_mask(live, absBits, infBits);
+        const __mmask16 inf = _mm512_mask_cmpeq_epi32_mask(live, absBits, infBits);
+        finite = live & static_cast<__mmask16>(~(nan | inf));
+        r = _mm512_mask_mov_ps(r, nan, a);
+        countLanes(t.nan, nan);
+        countLanes(t.inf, inf);
+    }
+    countLanes(t.saturated, _mm512_mask_cmp_ps_mask(finite, unsaturated, L.maxFinite, _CMP_GT_OQ));
+    countLanes(t.zerosIn, _mm512_mask_testn_epi32_mask(live, absBits, absBits));
+    countLanes(t.zeroOut, _mm512_mask_cmp_ps_mask(live, r, _mm512_setzero_ps(), _CMP_EQ_OQ));
+    countLanes(t.belowNormal, _mm512_mask_cmp_ps_mask(live, r, L.minNormal, _CMP_LT_OQ));
+    // r with x's sign: (r & absMask) | (x & ~absMask).
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r), bits, absMask, 0xE4));
+}
+
+// 2^e for e in [-127, 127] in each lane (2^-127 subnormal), as powerOfTwo.
+PLAB_AVX512 inline __m512 powerOfTwoLanes(__m512i e)
+{
+    const __m512i normal = _mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23);
+    const __mmask16 subnormal = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(-126));
+    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(normal, subnormal, _mm512_set1_epi32(1 << 22)));
+}
+
+// MX block exponents from amax bits (|x| as integers: their order is the floats' order,
+// NaN above infinity above every finite value): floor(log2 amax) - emax clamped to [-127,
+// 127] (zeros and fp32 subnormals fall below -127 and clamp to it); *nonFinite gets the
+// lanes whose amax is NaN or infinite.
+PLAB_AVX512 inline __m512i blockExponentLanes(const ElementRule& rule, __m512i amaxBits, __mmask16* nonFinite)
+{
+    *nonFinite = _mm512_cmpge_epu32_mask(amaxBits, _mm512_set1_epi32(0x7F800000));
+    const __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(amaxBits, 23), _mm512_set1_epi32(127 + rule.emax));
+    return _mm512_min_epi32(_mm512_max_epi32(e, _mm512_set1_epi32(-127)), _mm512_set1_epi32(127));
+}
+
+// Lane j: the largest lane of m[j] (unsigned), for 16 vectors at once: four rounds that
+// each halve the lanes per vector and pair the vectors up (45 instructions where 16
+// separate reductions take about 130).
+PLAB_AVX512 inline __m512i lanesMaxima(const __m512i (&m)[16])
+{
+    __m512i y[8], z[4], w[2];
+    // y[b]: 128-bit chunks 0-1 hold m[b]'s lanes folded in two, chunks 2-3 m[b + 8]'s.
+    for (int b = 0; b < 8; ++b)
+        y[b] = _mm512_max_epu32(_mm512_shuffle_i32x4(m[b], m[b + 8], 0x44), _mm512_shuffle_i32x4(m[b], m[b + 8], 0xEE));
+    // z[b]: chunks hold m[b], m[b + 8], m[b + 4], m[b + 12], four lanes each.
+    for (int b = 0; b < 4; ++b)
+        z[b] = _mm512_max_epu32(_mm512_shuffle_i32x4(y[b], y[b + 4], 0x88), _mm512_shuffle_i32x4(y[b], y[b + 4], 0xDD));
+    // w[b]: in chunk c, lanes 0 and 2 hold z[b]'s vector, lanes 1 and 3 z[b + 2]'s.
+    for (int b = 0; b < 2; ++b)
+        w[b] = _mm512_max_epu32(_mm512_unpacklo_epi32(z[b], z[b + 2]), _mm512_unpackhi_epi32(z[b], z[b + 2]));
+    // Chunk c, lanes 0..3: the maxima of m[o], m[o + 2], m[o + 1], m[o + 3], o = {0, 8, 4, 12}[c].
+    const __m512i r = _mm512_max_epu32(_mm512_unpacklo_epi64(w[0], w[1]), _mm512_unpackhi_epi64(w[0], w[1]));
+    const __m512i order = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
+    return _mm512_permutexvar_epi32(order, r);
 }
 
 // The lanes of the next 16 values when `left` remain (none when left <= 0).
@@ -81,6 +161,7 @@ PLAB_AVX512 float quantizeScaledAvx512(const ElementRule& rule, const float* src
     const Lanes L = lanesOf(rule);
     const __m512 vScale = _mm512_set1_ps(scale), vInv = _mm512_set1_ps(scaleInv);
     const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
+    Tally t = emptyTally();
     __m512 amax = _mm512_setzero_ps();
     __mmask16 sawNaN = 0;
     for (std::size_t i = 0; i < n; i += 16) {
@@ -89,9 +170,10 @@ PLAB_AVX512 float quantizeScaledAvx512(const ElementRule& rule, const float* src
         const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(in), absMask));
         sawNaN |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
         amax = _mm512_max_ps(a, amax);   // a NaN lane keeps amax (the second operand)
-        const __m512 q = roundLanes(L, _mm512_mul_ps(in, vScale), live, counts);
+        const __m512 q = roundLanes<false>(L, _mm512_mul_ps(in, vScale), live, t);
         _mm512_mask_storeu_ps(dst + i, live, _mm512_mul_ps(q, vInv));
     }
+    flush(t, counts);
     if (sawNaN) return std::numeric_limits<float>::quiet_NaN();
     return _mm512_reduce_max_ps(amax);
 }
@@ -102,29 +184,47 @@ PLAB_AVX512 void mxRowAvx512(const ElementRule& rule, const float* src, float* d
     const Lanes L = lanesOf(rule);
     const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
-    for (std::int64_t c0 = 0, b = 0; c0 < cols; c0 += 32, ++b) {
-        const __mmask16 m0 = tailMask(cols - c0), m1 = tailMask(cols - c0 - 16);
-        const __m512 v0 = _mm512_maskz_loadu_ps(m0, src + c0);
-        const __m512 v1 = _mm512_maskz_loadu_ps(m1, src + c0 + 16);
-        const __m512 a0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v0), absMask));
-        const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v1), absMask));
-        const bool nan = (_mm512_cmp_ps_mask(a0, a0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(a1, a1, _CMP_UNORD_Q)) != 0;
-        const float amax = nan ? std::numeric_limits<float>::quiet_NaN() : _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
-        const int e = mxBlockExponent(rule, amax);
-        blockExponents[b] = e;
-        if (e == kNanExponent) {
-            _mm512_mask_storeu_ps(dst + c0, m0, nanLanes);
-            _mm512_mask_storeu_ps(dst + c0 + 16, m1, nanLanes);
-            counts.nan += static_cast<unsigned>(std::popcount(static_cast<unsigned>(m0)) +
-                                                std::popcount(static_cast<unsigned>(m1)));
-            continue;
+    Tally t = emptyTally();
+    const std::int64_t blocks = (cols + kMxBlockSize - 1) / kMxBlockSize;
+    // Sixteen blocks at a time: their amax together (one vector), then their values.
+    for (std::int64_t b0 = 0; b0 < blocks; b0 += 16) {
+        const int group = static_cast<int>(std::min<std::int64_t>(16, blocks - b0));
+        const bool whole = cols - b0 * kMxBlockSize >= 16 * kMxBlockSize;   // no tail in these blocks
+        auto lanes = [&](std::int64_t left) { return whole ? static_cast<__mmask16>(0xFFFF) : tailMask(left); };
+        __m512i largest[16];
+        for (int j = 0; j < 16; ++j) {
+            const std::int64_t c = (b0 + j) * kMxBlockSize;
+            const __m512i v0 = _mm512_maskz_loadu_epi32(lanes(cols - c), src + c);
+            const __m512i v1 = _mm512_maskz_loadu_epi32(lanes(cols - c - 16), src + c + 16);
+            largest[j] = _mm512_max_epu32(_mm512_and_si512(v0, absMask), _mm512_and_si512(v1, absMask));
         }
-        const __m512 down = _mm512_set1_ps(powerOfTwo(-e)), up = _mm512_set1_ps(powerOfTwo(e));
-        _mm512_mask_storeu_ps(dst + c0, m0, _mm512_mul_ps(roundLanes(L, _mm512_mul_ps(v0, down), m0, counts), up));
-        if (m1)
-            _mm512_mask_storeu_ps(dst + c0 + 16, m1,
-                                  _mm512_mul_ps(roundLanes(L, _mm512_mul_ps(v1, down), m1, counts), up));
+        __mmask16 nanBlocks = 0;
+        const __m512i e = blockExponentLanes(rule, lanesMaxima(largest), &nanBlocks);
+        _mm512_mask_storeu_epi32(blockExponents + b0, tailMask(group),
+                                 _mm512_mask_mov_epi32(e, nanBlocks, _mm512_set1_epi32(kNanExponent)));
+        alignas(64) float down[16], up[16];
+        _mm512_store_ps(down, powerOfTwoLanes(_mm512_sub_epi32(_mm512_setzero_si512(), e)));
+        _mm512_store_ps(up, powerOfTwoLanes(e));
+        for (int j = 0; j < group; ++j) {
+            const std::int64_t c0 = (b0 + j) * kMxBlockSize;
+            const __mmask16 m0 = lanes(cols - c0), m1 = lanes(cols - c0 - 16);
+            if ((nanBlocks >> j) & 1u) {
+                _mm512_mask_storeu_ps(dst + c0, m0, nanLanes);
+                _mm512_mask_storeu_ps(dst + c0 + 16, m1, nanLanes);
+                countLanes(t.nan, m0);
+                countLanes(t.nan, m1);
+                continue;
+            }
+            const __m512 vDown = _mm512_set1_ps(down[j]), vUp = _mm512_set1_ps(up[j]);
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, src + c0);
+            const __m512 v1 = _mm512_maskz_loadu_ps(m1, src + c0 + 16);
+            _mm512_mask_storeu_ps(dst + c0, m0, _mm512_mul_ps(roundLanes<true>(L, _mm512_mul_ps(v0, vDown), m0, t), vUp));
+            if (m1)
+                _mm512_mask_storeu_ps(dst + c0 + 16, m1,
+                                      _mm512_mul_ps(roundLanes<true>(L, _mm512_mul_ps(v1, vDown), m1, t), vUp));
+        }
     }
+    flush(t, counts);
 }
 
 PLAB_AVX512 void columnAmaxAvx512(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld,
@@ -147,33 +247,36 @@ PLAB_AVX512 void columnAmaxAvx512(const float* src, std::int64_t rows, std::int6
 }
 
 PLAB_AVX512 void mxBandAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t rows,
-                              std::int64_t cols, std::int64_t ld, const int* exponent, LaneCounts& counts)
+                              std::int64_t cols, std::int64_t ld, int* blockExponents, LaneCounts& counts)
 {
     const Lanes L = lanesOf(rule);
+    const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+    Tally t = emptyTally();
+    // Sixteen columns at a time: the band's amax down each (rows x 64 bytes, in the cache
+    // for the second pass), their exponents together, then the values.
     for (std::int64_t c = 0; c < cols; c += 16) {
         const __mmask16 live = tailMask(cols - c);
-        alignas(64) float down[16] = {}, up[16] = {};
+        __m512i largest = _mm512_setzero_si512();
+        for (std::int64_t r = 0; r < rows; ++r)
+            largest = _mm512_max_epu32(largest, _mm512_and_si512(_mm512_maskz_loadu_epi32(live, src + r * ld + c), absMask));
         __mmask16 nanColumns = 0;
-        for (int j = 0; j < 16 && c + j < cols; ++j) {
-            const int e = exponent[c + j];
-            if (e == kNanExponent) {
-                nanColumns |= static_cast<__mmask16>(1u << j);
-                continue;
-            }
-            down[j] = powerOfTwo(-e);
-            up[j] = powerOfTwo(e);
-        }
-        const __m512 vDown = _mm512_load_ps(down), vUp = _mm512_load_ps(up);
+        const __m512i e = blockExponentLanes(rule, largest, &nanColumns);
+        nanColumns &= live;
+        if (blockExponents)
+            _mm512_mask_storeu_epi32(blockExponents + c, live,
+                                     _mm512_mask_mov_epi32(e, nanColumns, _mm512_set1_epi32(kNanExponent)));
+        const __m512 vDown = powerOfTwoLanes(_mm512_sub_epi32(_mm512_setzero_si512(), e)), vUp = powerOfTwoLanes(e);
         const __mmask16 quantised = live & static_cast<__mmask16>(~nanColumns);
         for (std::int64_t r = 0; r < rows; ++r) {
             const __m512 in = _mm512_maskz_loadu_ps(live, src + r * ld + c);
-            __m512 out = _mm512_mul_ps(roundLanes(L, _mm512_mul_ps(in, vDown), quantised, counts), vUp);
+            __m512 out = _mm512_mul_ps(roundLanes<true>(L, _mm512_mul_ps(in, vDown), quantised, t), vUp);
             out = _mm512_mask_mov_ps(out, nanColumns, nanLanes);
             _mm512_mask_storeu_ps(dst + r * ld + c, live, out);
-            counts.nan += static_cast<unsigned>(std::popcount(static_cast<unsigned>(live & nanColumns)));
+            countLanes(t.nan, nanColumns);
         }
     }
+    flush(t, counts);
 }
 
 PLAB_AVX512 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst,
@@ -184,6 +287,7 @@ PLAB_AVX512 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, c
     const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
     const __m512 vTensor = _mm512_set1_ps(t.tensorScale);
     const __m512 fpMax = _mm512_set1_ps(std::numeric_limits<float>::max());
+    Tally tally = emptyTally();
     for (std::int64_t c0 = 0; c0 < cols; c0 += 16) {
         const __mmask16 m = tailMask(cols - c0);
         const __m512 v = _mm512_maskz_loadu_ps(m, src + c0);
@@ -204,9 +308,10 @@ PLAB_AVX512 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, c
             _mm512_mask_storeu_ps(dst + c0, m, _mm512_castsi512_ps(_mm512_andnot_si512(absMask, _mm512_castps_si512(v))));
             continue;
         }
-        const __m512 q = roundLanes(L, _mm512_mul_ps(v, _mm512_set1_ps(s.element)), m, counts);
+        const __m512 q = roundLanes<false>(L, _mm512_mul_ps(v, _mm512_set1_ps(s.element)), m, tally);
         _mm512_mask_storeu_ps(dst + c0, m, _mm512_div_ps(_mm512_mul_ps(q, _mm512_set1_ps(s.block)), vTensor));
     }
+    flush(tally, counts);
 }
 
 PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst,
@@ -217,6 +322,7 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
     const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
     const __m512 vTensor = _mm512_set1_ps(t.tensorScale);
+    Tally tally = emptyTally();
     for (std::int64_t c = 0; c < cols; c += 16) {
         const __mmask16 live = tailMask(cols - c);
         __mmask16 nanColumns = 0, zeroColumns = 0;
@@ -230,7 +336,7 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
         const __mmask16 lost = live & zeroColumns;
         for (std::int64_t r = 0; r < rows; ++r) {
             const __m512 in = _mm512_maskz_loadu_ps(live, src + r * ld + c);
-            const __m512 q = roundLanes(L, _mm512_mul_ps(in, vElement), quantised, counts);
+            const __m512 q = roundLanes<false>(L, _mm512_mul_ps(in, vElement), quantised, tally);
             __m512 out = _mm512_div_ps(_mm512_mul_ps(q, vBlock), vTensor);
             if (lost) {
                 const __mmask16 zero = _mm512_mask_cmp_ps_mask(lost, _mm512_mul_ps(in, vTensor), _mm512_setzero_ps(), _CMP_EQ_OQ);
@@ -240,16 +346,17 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
             }
             out = _mm512_mask_mov_ps(out, nanColumns, nanLanes);
             _mm512_mask_storeu_ps(dst + r * ld + c, live, out);
-            counts.nan += static_cast<unsigned>(std::popcount(static_cast<unsigned>(live & nanColumns)));
+            countLanes(tally.nan, live & nanColumns);
         }
     }
+    flush(tally, counts);
 }
 
 #else
 
 float quantizeScaledAvx512(const ElementRule&, const float*, float*, std::size_t, float, float, LaneCounts&) { return 0; }
 void mxRowAvx512(const ElementRule&, const float*, float*, std::int64_t, LaneCounts&, int*) {}
-void mxBandAvx512(const ElementRule&, const float*, float*, std::int64_t, std::int64_t, std::int64_t, const int*,
+void mxBandAvx512(const ElementRule&, const float*, float*, std::int64_t, std::int64_t, std::int64_t, int*,
                   LaneCounts&) {}
 void columnAmaxAvx512(const float*, std::int64_t, std::int64_t, std::int64_t, float*) {}
 void nvfp4RowAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, LaneCounts&,

@@ -52,10 +52,11 @@ int mxBlockExponent(const ElementRule& rule, float amax);
 void mxRowAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t cols, LaneCounts& counts,
                  int* blockExponents);
 
-// MX blocks down the columns of a band of `rows` (<= kMxBlockSize) rows, row stride ld:
-// `exponent[c]` is column c's block exponent (kNanExponent: NaN scale), already chosen.
+// MX blocks down the columns of a band of `rows` (<= kMxBlockSize) rows, row stride ld,
+// each column's exponent chosen from its amax as quantizeMxBlocks does; blockExponents
+// (may be null) receives them (kNanExponent: NaN scale).
 void mxBandAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
-                  std::int64_t ld, const int* exponent, LaneCounts& counts);
+                  std::int64_t ld, int* blockExponents, LaneCounts& counts);
 // The amax of each column of the band (NaN where one is NaN), into amax[0..cols).
 void columnAmaxAvx512(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* amax);
 
