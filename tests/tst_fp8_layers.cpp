@@ -3,8 +3,9 @@
 // scalar conversions of numerics/minifloat (checked against the specifications by
 // tst_minifloat), with the scales of Transformer Engine's rules worked out here; the delayed
 // scaling's amax history step by step (window, max and most_recent, margin, evaluation
-// leaving it alone); the presets, settings keys and their refusals; a backend that cannot
-// quantise refusing the recipes.
+// leaving it alone); the MX/NVFP4 convolution's gradients, and its lowering quantised in
+// one pass against lowering then quantising; the presets, settings keys and their
+// refusals; a backend that cannot quantise refusing the recipes.
 // links: plab_train plab_test_support
 #include "amp/recipe.h"
 #include "backend/backend.h"
@@ -22,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <functional>
 #include <memory>
 #include <string>
@@ -420,6 +423,139 @@ private slots:
                     }
                 }
         compareResults(ref, abs, plain, y, K, true, "conv output");
+    }
+
+    void convBackward_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::newRow("mxfp8") << "mxfp8";
+        QTest::newRow("nvfp4") << "nvfp4";
+    }
+    void convBackward()
+    {
+        // The gradients of a block-scaled convolution in double from operands quantised here:
+        // the filter gradient sums over pixels (the output gradient and the lowered input in
+        // blocks along the pixels, which the layer lowers and quantises in one pass), the
+        // input gradient over output channels (the weights and the output gradient in blocks
+        // down their columns), folded back to the input as col2im does.
+        QFETCH(QString, preset);
+        Harness h(preset.toStdString());
+        const bool nvfp4 = h.recipe.quantization.mode == QuantMode::nvfp4;
+        const auto amax = [nvfp4](const Tensor& t) { return nvfp4 ? amaxOfTensor(t) : -1.0f; };
+        const MiniFormat f = h.recipe.quantization.forwardFormat();
+        const MiniFormat fg = h.recipe.quantization.gradientFormat();
+        const std::int64_t C = 5, Co = 3, N = 2, H = 6, W = 5, hw = H * W, P = N * hw;
+        const int k = 3;
+        const std::int64_t K = C * k * k;
+        Conv2d conv("conv", C, Co, k);
+        Rng rng{13};
+        Parameter* w = conv.parameters()[0];
+        fillBf16(w->value, rng, -0.5f, 0.5f);
+        conv.parameters()[1]->value.fill(0.0f);
+        Tensor x({C, N, H, W});
+        for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(Format::bf16, std::ldexp(rng.uniform(0.5f, 1.0f), int(i % 7) - 3));
+        conv.forward(x, h.ctx);
+        Tensor dY({Co, N, H, W});
+        for (std::int64_t i = 0; i < dY.size(); ++i)
+            dY[i] = roundTo(Format::bf16, (i % 2 ? -1.0f : 1.0f) * std::ldexp(rng.uniform(0.5f, 1.0f), int(i % 5) - 8));
+        const Tensor dY0 = dY;
+        const Tensor* dX = conv.backward(dY, h.ctx, true);
+        QVERIFY(dX);
+
+        // cols (K, P): row c*9 + ky*3 + kx, column n*hw + y*W + x, zero outside the input.
+        auto col = [&](std::int64_t row, std::int64_t pixel) -> float {
+            const std::int64_t c = row / 9, ky = row % 9 / 3, kx = row % 3;
+            const std::int64_t n = pixel / hw, yy = pixel % hw / W + ky - 1, xx = pixel % W + kx - 1;
+            if (yy < 0 || yy >= H || xx < 0 || xx >= W) return 0.0f;
+            return x[((c * N + n) * H + yy) * W + xx];
+        };
+        const auto gr = mxMatrix(fg, Co, P, true, [&](auto o, auto p) { return dY0[o * P + p]; }, amax(dY0));
+        const auto cr = mxMatrix(f, K, P, true, col, amax(x));
+        std::vector<double> ref, abs, plain, plainAbs;
+        matmul(Co, K, P, [&](auto o, auto p) { return gr[size_t(o * P + p)]; },
+               [&](auto p, auto r) { return cr[size_t(r * P + p)]; }, ref, abs);
+        matmul(Co, K, P, [&](auto o, auto p) { return double(dY0[o * P + p]); },
+               [&](auto p, auto r) { return double(col(r, p)); }, plain, plainAbs);
+        compareResults(ref, abs, plain, w->grad, P, true, "filter gradient");
+        QVERIFY(h.tap("conv", TensorKind::quantizedActivation).scaling.blocks);
+
+        // dcols (K, P) = Wq^T dYq over Co, then each input value sums the entries it was copied to.
+        const auto wc = mxMatrix(f, Co, K, false, [&](auto o, auto r) { return w->value[o * K + r]; }, amax(w->value));
+        const auto gc = mxMatrix(fg, Co, P, false, [&](auto o, auto p) { return dY0[o * P + p]; }, amax(dY0));
+        std::vector<double> dcols, dcolsAbs, dcolsPlain, dcolsPlainAbs;
+        matmul(K, P, Co, [&](auto r, auto o) { return wc[size_t(o * K + r)]; },
+               [&](auto o, auto p) { return gc[size_t(o * P + p)]; }, dcols, dcolsAbs);
+        matmul(K, P, Co, [&](auto r, auto o) { return double(w->value[o * K + r]); },
+               [&](auto o, auto p) { return double(dY0[o * P + p]); }, dcolsPlain, dcolsPlainAbs);
+        std::vector<double> dx(size_t(x.size())), dxAbs(dx.size()), dxPlain(dx.size());
+        for (std::int64_t r = 0; r < K; ++r)
+            for (std::int64_t p = 0; p < P; ++p) {
+                const std::int64_t c = r / 9, ky = r % 9 / 3, kx = r % 3;
+                const std::int64_t n = p / hw, yy = p % hw / W + ky - 1, xx = p % W + kx - 1;
+                if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+                const std::size_t at = size_t(((c * N + n) * H + yy) * W + xx);
+                dx[at] += dcols[size_t(r * P + p)];
+                dxAbs[at] += dcolsAbs[size_t(r * P + p)];
+                dxPlain[at] += dcolsPlain[size_t(r * P + p)];
+            }
+        // The fp32 sums of Co terms, then up to 9 more in col2im's fold: n = Co + 9 covers both.
+        compareResults(dx, dxAbs, dxPlain, *dX, Co + 9, true, "input gradient");
+    }
+
+    void loweringInBlocksEqualsTwoPasses()
+    {
+        // The backend's im2col + quantisation in one pass against im2col then quantize: the
+        // same values and the same counts, block scales and histograms (whose steps take the
+        // portable path; the others the vector kernels where the CPU has them).
+        auto backend = createCpuBackend(2);
+        ConvGeometry g;
+        g.channels = 5;   // patch of 45: MX bands of 32 and 13, NVFP4 16, 16 and 13
+        g.batch = 4;
+        g.height = 6;
+        g.width = 5;      // 30 pixels a sample: blocks along rows cross the samples
+        Rng rng{21};
+        std::vector<float> x(static_cast<std::size_t>(g.channels * g.batch * g.planeSize()));
+        for (auto& v : x) v = (rng.uniform(0.0f, 1.0f) < 0.5f ? -1.0f : 1.0f) * std::ldexp(rng.uniform(0.5f, 1.0f), int(rng.uniform(-30.0f, 10.0f)));
+        x[40] = std::numeric_limits<float>::quiet_NaN();   // channel 0 of sample 1, inside the range lowered
+        const std::int64_t n0 = 1, count = 3, K = g.patchSize(), columns = count * g.planeSize();
+        struct Case {
+            MiniFormat element;
+            BlockScaling scaling;
+        };
+        for (const Case& c : {Case{MiniFormat::e4m3, BlockScaling::mx}, Case{MiniFormat::e2m1, BlockScaling::mx},
+                              Case{MiniFormat::e2m1, BlockScaling::nvfp4}})
+            for (bool alongRows : {true, false})
+                for (bool withHist : {false, true}) {
+                    QuantizeOp op;
+                    op.element = c.element;
+                    op.blocks = true;
+                    op.blockScaling = c.scaling;
+                    op.tensorAmax = 3.0f;
+                    op.rows = K;
+                    op.cols = op.ld = columns;
+                    op.alongRows = alongRows;
+                    std::vector<float> fused(static_cast<std::size_t>(K * columns), -7.0f), twoPass(fused);
+                    RoundingStats s1, s2;
+                    GradientHistogram h1, h2, b1, b2;
+                    QVERIFY(backend->im2colQuantize(g, x.data(), n0, count, fused.data(), op, &s1,
+                                                    withHist ? &h1 : nullptr, &b1));
+                    backend->im2col(g, x.data(), n0, count, twoPass.data());
+                    backend->quantize(op, twoPass.data(), twoPass.data(), K * columns, &s2, withHist ? &h2 : nullptr, &b2);
+                    const QString what = QString("element %1, %2, %3, %4").arg(int(c.element))
+                                             .arg(c.scaling == BlockScaling::nvfp4 ? "nvfp4" : "mx")
+                                             .arg(alongRows ? "rows" : "columns").arg(withHist ? "histogram" : "no histogram");
+                    QVERIFY2(std::memcmp(fused.data(), twoPass.data(), fused.size() * sizeof(float)) == 0, qPrintable(what));
+                    QVERIFY2(s1 == s2 && h1 == h2 && b1 == b2, qPrintable(what));
+                    QVERIFY2(s1.count == std::uint64_t(K * columns) && s1.nan > 0 && b1.total() > 0, qPrintable(what));
+                }
+        // A matrix that is not the lowering's is refused.
+        QuantizeOp wrong;
+        wrong.blocks = true;
+        wrong.rows = 45;
+        wrong.cols = 10;
+        std::vector<float> cols(450);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 backend->im2colQuantize(g, x.data(), 0, 1, cols.data(), wrong, nullptr, nullptr, nullptr));
     }
 
     void presetsAndSettings()

@@ -179,6 +179,18 @@ public:
         (void)op, (void)src, (void)dst, (void)n, (void)stats, (void)hist, (void)blockScales;
         throw std::logic_error("The " + info().name + " backend cannot quantise below 16 bits.");
     }
+    // im2col of samples [n0, n0 + count) into cols, quantised in blocks as `op` says (op.blocks;
+    // op.rows = patchSize, op.cols = op.stride() = count * H * W), in one pass that quantises
+    // each part while it is in the cache: the same values and counts as im2col then
+    // quantize. A backend without it returns false and writes nothing (the layer then
+    // lowers and quantises in two passes).
+    virtual bool im2colQuantize(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
+                                float* cols, const QuantizeOp& op, RoundingStats* stats, GradientHistogram* hist,
+                                GradientHistogram* blockScales)
+    {
+        (void)g, (void)src, (void)n0, (void)count, (void)cols, (void)op, (void)stats, (void)hist, (void)blockScales;
+        return false;
+    }
     // The amax of src: the largest |x|, NaN if one is NaN. Waits for it. Backends that
     // quantize run it; the others throw std::logic_error.
     virtual float amax(const float* src, std::int64_t n)
@@ -310,8 +322,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // refuses any other, so a plugin left over from another build is never called into.
 // Bump it whenever any of those declarations change.
 // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes;
-// 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields.
-inline constexpr int kCudaPluginAbiVersion = 5;
+// 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
+// 6: im2colQuantize.
+inline constexpr int kCudaPluginAbiVersion = 6;
 
 }  // namespace plab
 

@@ -105,10 +105,10 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
     const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0);
-        ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
-        if (mx)
-            quantizeBlocks(ctx, p, cols_.data(), cols_.data(), K, count * hw, count * hw, false, name(),
-                           OperandRole::input, inputAmax);
+        if (mx)   // lowered and quantised in one pass
+            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), false, name(), inputAmax);
+        else
+            ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
@@ -186,14 +186,14 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
         const std::int64_t count = std::min(block, N - n0);
-        if (!colsHoldWholeBatch_) ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         const float* dYBlock = dY.data() + n0 * hw;
         if (mx) {
             quantizeBlocks(ctx, p, dYBlock, roundedGrad_.data() + n0 * hw, outChannels_, count * hw, N * hw, true,
                            name(), OperandRole::gradOutput, gradAmax);
             dYBlock = roundedGrad_.data() + n0 * hw;
-            quantizeBlocks(ctx, p, cols_.data(), cols_.data(), K, count * hw, count * hw, true, name(),
-                           OperandRole::input, inputAmax);
+            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), true, name(), inputAmax);
+        } else if (!colsHoldWholeBatch_) {
+            ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
                           dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,

@@ -162,32 +162,64 @@ float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t)
     return p.quant.mode == QuantMode::nvfp4 ? ctx.backend->amax(t.data(), t.size()) : 0.0f;
 }
 
-void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
-                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role,
-                    float tensorAmax)
+namespace {
+
+QuantizeOp blockOp(const StepPrecision& p, OperandRole role, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                   bool alongRows, float tensorAmax)
 {
     QuantizeOp op;
     op.element = quantizedFormat(p.quant, role);
     op.blocks = true;
-    const bool nvfp4 = p.quant.mode == QuantMode::nvfp4;
-    op.blockScaling = nvfp4 ? BlockScaling::nvfp4 : BlockScaling::mx;
+    op.blockScaling = p.quant.mode == QuantMode::nvfp4 ? BlockScaling::nvfp4 : BlockScaling::mx;
     op.tensorAmax = tensorAmax;
     op.rows = rows;
     op.cols = cols;
     op.ld = ld;
     op.alongRows = alongRows;
+    return op;
+}
+
+// Runs `quantize(stats, hist, blockScales)` into the tap of (layer, role) and marks its
+// scaling: block scales on histogram steps only, like the histograms.
+template <typename Quantize>
+void tappedBlocks(StepContext& ctx, const QuantizeOp& op, std::string_view layer, OperandRole role,
+                  const Quantize& quantize)
+{
     const auto sink = tapSink(ctx, layer, quantizedKind(role));
-    // Block scales on histogram steps only, like the histograms.
-    GradientHistogram* scales = sink.hist && sink.scaling ? &sink.scaling->blockScales : nullptr;
-    ctx.backend->quantize(op, src, dst, rows * cols, sink.stats, sink.hist, scales);
-    if (sink.scaling) {
-        sink.scaling->present = sink.scaling->blocks = true;
-        if (nvfp4) {   // the tensor's scale beside the blocks'
-            sink.scaling->tensorScale = true;
-            sink.scaling->scale = nvfp4TensorScale(tensorAmax);
-            sink.scaling->amax = tensorAmax;
-        }
+    quantize(sink.stats, sink.hist, sink.hist && sink.scaling ? &sink.scaling->blockScales : nullptr);
+    if (!sink.scaling) return;
+    sink.scaling->present = sink.scaling->blocks = true;
+    if (op.blockScaling == BlockScaling::nvfp4) {   // the tensor's scale beside the blocks'
+        sink.scaling->tensorScale = true;
+        sink.scaling->scale = nvfp4TensorScale(op.tensorAmax);
+        sink.scaling->amax = op.tensorAmax;
     }
+}
+
+}  // namespace
+
+void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
+                    std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role,
+                    float tensorAmax)
+{
+    const QuantizeOp op = blockOp(p, role, rows, cols, ld, alongRows, tensorAmax);
+    tappedBlocks(ctx, op, layer, role, [&](RoundingStats* stats, GradientHistogram* hist, GradientHistogram* scales) {
+        ctx.backend->quantize(op, src, dst, rows * cols, stats, hist, scales);
+    });
+}
+
+void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry& g, const float* src,
+                   std::int64_t n0, std::int64_t count, float* cols, bool alongRows, std::string_view layer,
+                   float tensorAmax)
+{
+    const std::int64_t K = g.patchSize(), columns = count * g.planeSize();
+    const QuantizeOp op = blockOp(p, OperandRole::input, K, columns, columns, alongRows, tensorAmax);
+    tappedBlocks(ctx, op, layer, OperandRole::input,
+                 [&](RoundingStats* stats, GradientHistogram* hist, GradientHistogram* scales) {
+        if (ctx.backend->im2colQuantize(g, src, n0, count, cols, op, stats, hist, scales)) return;
+        ctx.backend->im2col(g, src, n0, count, cols);
+        ctx.backend->quantize(op, cols, cols, K * columns, stats, hist, scales);
+    });
 }
 
 const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,

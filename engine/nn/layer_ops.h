@@ -84,6 +84,13 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
 void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, float* dst, std::int64_t rows,
                     std::int64_t cols, std::int64_t ld, bool alongRows, std::string_view layer, OperandRole role,
                     float tensorAmax);
+// The columns of a convolution (ConvGeometry g) lowered from samples [n0, n0 + count) of
+// src into cols (patchSize, count * H * W) and quantised in blocks as quantizeBlocks does
+// with the input's role, in one pass where the backend has im2colQuantize (the same values
+// and counts as im2col then quantizeBlocks, which it falls back to).
+void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry& g, const float* src,
+                   std::int64_t n0, std::int64_t count, float* cols, bool alongRows, std::string_view layer,
+                   float tensorAmax);
 // The amax of t under NVFP4 (on the backend), 0 under the other recipes (they need none).
 float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t);
 // The same for a whole tensor viewed as (rows, cols), into `workspace`, which it returns.

@@ -48,6 +48,28 @@ struct ChunkMerge {
     float amax() const { return nan ? std::numeric_limits<float>::quiet_NaN() : largest; }
 };
 
+void checkBlocks(const QuantizeOp& op)
+{
+    if (op.blockScaling == BlockScaling::nvfp4 && op.element != MiniFormat::e2m1)
+        throw std::invalid_argument("NVFP4 blocks hold FP4 E2M1 elements only.");
+}
+
+// The blocks of op over the (rows, cols) part at src (row stride op.stride()), into dst,
+// with its counts merged.
+void quantizeBlockPart(const QuantizeOp& op, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                       ChunkMerge& merge)
+{
+    RoundingStats s;
+    GradientHistogram h, scales;
+    GradientHistogram* hist = merge.hist ? &h : nullptr;
+    GradientHistogram* blockScales = merge.blockScales ? &scales : nullptr;
+    if (op.blockScaling == BlockScaling::nvfp4)
+        quantizeNvfp4Blocks(src, dst, rows, cols, op.stride(), op.alongRows, op.tensorAmax, &s, hist, blockScales);
+    else
+        quantizeMxBlocks(op.element, src, dst, rows, cols, op.stride(), op.alongRows, &s, hist, blockScales);
+    merge.add(&s, hist, blockScales, 0.0f);
+}
+
 class CpuBackend final : public ComputeBackend {
 public:
     CpuBackend(int threads, Arithmetic arithmetic) : pool_(threads), arithmetic_(arithmetic)
@@ -154,29 +176,40 @@ public:
             });
             return merge.amax();
         }
-        const bool nvfp4 = op.blockScaling == BlockScaling::nvfp4;
-        if (nvfp4 && op.element != MiniFormat::e2m1)
-            throw std::invalid_argument("NVFP4 blocks hold FP4 E2M1 elements only.");
+        checkBlocks(op);
         // Blocks along rows: split the rows; along columns: split the columns (each task
         // takes whole bands of blocks down its columns).
         const std::int64_t lines = op.alongRows ? op.rows : op.cols;
         const std::int64_t grain = std::max<std::int64_t>(1, kRoundGrain / std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, lines)));
         pool_.parallelFor(lines, grain, [&](std::int64_t b, std::int64_t e) {
-            RoundingStats s;
-            GradientHistogram h, scales;
             const std::int64_t ld = op.stride();
             const std::int64_t at = op.alongRows ? b * ld : b;
-            const std::int64_t rows = op.alongRows ? e - b : op.rows;
-            const std::int64_t cols = op.alongRows ? op.cols : e - b;
-            if (nvfp4)
-                quantizeNvfp4Blocks(src + at, dst + at, rows, cols, ld, op.alongRows, op.tensorAmax, &s,
-                                    hist ? &h : nullptr, blockScales ? &scales : nullptr);
-            else
-                quantizeMxBlocks(op.element, src + at, dst + at, rows, cols, ld, op.alongRows, &s,
-                                 hist ? &h : nullptr, blockScales ? &scales : nullptr);
-            merge.add(&s, &h, &scales, 0.0f);
+            quantizeBlockPart(op, src + at, dst + at, op.alongRows ? e - b : op.rows, op.alongRows ? op.cols : e - b,
+                              merge);
         });
         return 0.0f;
+    }
+
+    bool im2colQuantize(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols,
+                        const QuantizeOp& op, RoundingStats* stats, GradientHistogram* hist,
+                        GradientHistogram* blockScales) override
+    {
+        const std::int64_t columns = count * g.planeSize();
+        if (!op.blocks || op.rows != g.patchSize() || op.cols != columns || op.stride() != columns)
+            throw std::invalid_argument("im2colQuantize needs blocks over the (" + std::to_string(g.patchSize()) +
+                                        ", " + std::to_string(columns) + ") lowered matrix.");
+        checkBlocks(op);
+        ChunkMerge merge{stats, hist, blockScales};
+        // Along rows: a whole row at a time; down the columns: a band of blocks for one
+        // sample at a time. Either way a block lies inside one part.
+        const std::int64_t band =
+            op.alongRows ? 0 : op.blockScaling == BlockScaling::nvfp4 ? kNvfp4BlockSize : kMxBlockSize;
+        cpu::im2colInParts(pool_, g, src, n0, count, cols, band,
+                           [&](std::int64_t row0, std::int64_t rows, std::int64_t column0, std::int64_t width) {
+            float* at = cols + row0 * columns + column0;
+            quantizeBlockPart(op, at, at, rows, width, merge);
+        });
+        return true;
     }
 
     float amax(const float* src, std::int64_t n) override

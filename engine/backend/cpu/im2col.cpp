@@ -69,6 +69,41 @@ void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std:
     });
 }
 
+void im2colInParts(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
+                   float* cols, std::int64_t band,
+                   const std::function<void(std::int64_t, std::int64_t, std::int64_t, std::int64_t)>& part)
+{
+    checkGeometry(g, n0, count);
+    const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel, K = g.patchSize();
+    const std::int64_t rowLength = count * hw;
+    auto lower = [&](std::int64_t row, std::int64_t n) {
+        const std::int64_t c = row / k2, kk = row % k2;
+        const int ky = static_cast<int>(kk / g.kernel), kx = static_cast<int>(kk % g.kernel);
+        shiftedCopy(src + (c * g.batch + n0 + n) * hw, cols + row * rowLength + n * hw, g.height, g.width,
+                    ky - g.pad, kx - g.pad);
+    };
+    if (band <= 0) {
+        pool.parallelFor(K, 1, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t row = begin; row < end; ++row) {
+                for (std::int64_t n = 0; n < count; ++n) lower(row, n);
+                part(row, 1, 0, rowLength);
+            }
+        });
+        return;
+    }
+    const std::int64_t bands = (K + band - 1) / band;
+    // One item = one band of one sample: band * H * W values (32 x 196 floats for
+    // small-cnn's conv2, 25 KiB).
+    pool.parallelFor(bands * count, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t row0 = (item / count) * band, n = item % count;
+            const std::int64_t rows = std::min(band, K - row0);
+            for (std::int64_t row = row0; row < row0 + rows; ++row) lower(row, n);
+            part(row0, rows, n * hw, hw);
+        }
+    });
+}
+
 void col2imBatch(ThreadPool& pool, const ConvGeometry& g, const float* cols, std::int64_t n0,
                  std::int64_t count, float* dst)
 {

@@ -5,10 +5,21 @@
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
 
+#include <functional>
+
 namespace plab::cpu {
 
 void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0,
                  std::int64_t count, float* cols);
+// im2colBatch, handing each part of cols to `part` as soon as it is lowered (while it is in
+// the cache), for the MX and NVFP4 blocks: band == 0, one whole row at a time (part(row, 1,
+// 0, count * H * W)); band > 0, `band` consecutive rows (the last band may be shorter) of
+// one sample's H * W columns at a time (part(row0, rows, column0, H * W)). Parts run on the
+// pool's threads, each exactly once, and cover cols.
+void im2colInParts(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
+                   float* cols, std::int64_t band,
+                   const std::function<void(std::int64_t row0, std::int64_t rows, std::int64_t column0,
+                                            std::int64_t columns)>& part);
 void col2imBatch(ThreadPool& pool, const ConvGeometry& g, const float* cols, std::int64_t n0,
                  std::int64_t count, float* dst);
 
