@@ -140,6 +140,7 @@ const char* quantizePath() { return useAvx512() ? "avx512" : "scalar"; }
 
 float amaxOf(const float* src, std::size_t n)
 {
+    if (useAvx512()) return detail::amaxAvx512(src, n);
     float amax = 0.0f;
     bool nan = false;
     for (std::size_t i = 0; i < n; ++i) {
@@ -327,28 +328,9 @@ void quantizeNvfp4Blocks(const float* src, float* dst, std::int64_t rows, std::i
             for (std::int64_t r = 0; r < rows; ++r)
                 detail::nvfp4RowAvx512(element, t, src + r * ld, dst + r * ld, cols, lanes, blockScales);
         } else {
-            constexpr std::int64_t kTile = 256;   // a band of 16 rows x 256 columns: 16 KiB
-            float amax[kTile], blockScale[kTile], elementScale[kTile];
-            bool nanColumn[kTile];
-            for (std::int64_t r0 = 0; r0 < rows; r0 += kNvfp4BlockSize) {
-                const std::int64_t band = std::min<std::int64_t>(rows - r0, kNvfp4BlockSize);
-                for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
-                    const std::int64_t width = std::min(kTile, cols - c0);
-                    const std::int64_t at = r0 * ld + c0;
-                    detail::columnAmaxAvx512(src + at, band, width, ld, amax);
-                    for (std::int64_t c = 0; c < width; ++c) {
-                        nanColumn[c] = !std::isfinite(amax[c]);
-                        const auto s = nanColumn[c] ? detail::Nvfp4BlockScale{0.0f, 0.0f}
-                                                    : detail::nvfp4BlockScale(t, amax[c]);
-                        blockScale[c] = s.block;
-                        elementScale[c] = s.element;
-                        detail::countNvfp4Scale(blockScales, nanColumn[c] ? std::numeric_limits<float>::quiet_NaN()
-                                                                          : s.block * t.decodeTensor);
-                    }
-                    detail::nvfp4BandAvx512(element, t, src + at, dst + at, band, width, ld, blockScale, elementScale,
-                                            nanColumn, lanes);
-                }
-            }
+            for (std::int64_t r0 = 0; r0 < rows; r0 += kNvfp4BlockSize)
+                detail::nvfp4BandAvx512(element, t, src + r0 * ld, dst + r0 * ld,
+                                        std::min<std::int64_t>(rows - r0, kNvfp4BlockSize), cols, ld, lanes, blockScales);
         }
         if (stats) lanes.addTo(*stats, static_cast<std::uint64_t>(rows * cols));
         return;

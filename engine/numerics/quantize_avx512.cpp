@@ -178,6 +178,20 @@ PLAB_AVX512 float quantizeScaledAvx512(const ElementRule& rule, const float* src
     return _mm512_reduce_max_ps(amax);
 }
 
+PLAB_AVX512 float amaxAvx512(const float* src, std::size_t n)
+{
+    // |x| as integers: NaN above infinity above every finite value, so the largest is NaN
+    // when one is.
+    const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i largest = _mm512_setzero_si512();
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 live = tailMask(static_cast<std::int64_t>(n - i));
+        largest = _mm512_max_epu32(largest, _mm512_and_si512(_mm512_maskz_loadu_epi32(live, src + i), absMask));
+    }
+    const auto bits = static_cast<std::uint32_t>(_mm512_reduce_max_epu32(largest));
+    return bits > 0x7F800000u ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(bits);
+}
+
 PLAB_AVX512 void mxRowAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t cols,
                              LaneCounts& counts, int* blockExponents)
 {
@@ -227,25 +241,6 @@ PLAB_AVX512 void mxRowAvx512(const ElementRule& rule, const float* src, float* d
     flush(t, counts);
 }
 
-PLAB_AVX512 void columnAmaxAvx512(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                                  float* amax)
-{
-    const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
-    const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
-    for (std::int64_t c = 0; c < cols; c += 16) {
-        const __mmask16 live = tailMask(cols - c);
-        __m512 m = _mm512_setzero_ps();
-        __mmask16 nan = 0;
-        for (std::int64_t r = 0; r < rows; ++r) {
-            const __m512 a = _mm512_castsi512_ps(
-                _mm512_and_si512(_mm512_castps_si512(_mm512_maskz_loadu_ps(live, src + r * ld + c)), absMask));
-            nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-            m = _mm512_max_ps(a, m);
-        }
-        _mm512_mask_storeu_ps(amax + c, live, _mm512_mask_mov_ps(m, nan, nanLanes));
-    }
-}
-
 PLAB_AVX512 void mxBandAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t rows,
                               std::int64_t cols, std::int64_t ld, int* blockExponents, LaneCounts& counts)
 {
@@ -279,6 +274,30 @@ PLAB_AVX512 void mxBandAvx512(const ElementRule& rule, const float* src, float* 
     flush(t, counts);
 }
 
+// NVFP4 block scales from each lane's block amax (finite), as nvfp4BlockScale: S_b =
+// E4M3(amax * (S_enc * 1/6)), saturating, and the element multiplier
+// min(1 / (S_b * (1 / S_enc)), fp32 max).
+PLAB_AVX512 PLAB_INLINE void nvfp4ScaleLanes(const Nvfp4Scales& t, __m512 amax, __m512* block, __m512* element)
+{
+    static const Lanes e4m3 = lanesOf(ElementRule::of(MiniFormat::e4m3));
+    Tally uncounted = emptyTally();
+    *block = roundLanes<false>(e4m3, _mm512_mul_ps(amax, _mm512_set1_ps(t.perAmax)), 0xFFFF, uncounted);
+    const __m512 decode = _mm512_mul_ps(*block, _mm512_set1_ps(t.decodeTensor));
+    // 1 / 0 = inf becomes fp32's largest, as std::min does.
+    *element = _mm512_min_ps(_mm512_div_ps(_mm512_set1_ps(1.0f), decode), _mm512_set1_ps(std::numeric_limits<float>::max()));
+}
+
+// Counts the block scale factors S_b / S_enc of `lanes` lanes (NaN where nonFinite).
+PLAB_AVX512 void countNvfp4Lanes(GradientHistogram* blockScales, const Nvfp4Scales& t, __m512 block, __mmask16 nonFinite,
+                                 int lanes)
+{
+    if (!blockScales) return;
+    alignas(64) float decode[16];
+    _mm512_store_ps(decode, _mm512_mul_ps(block, _mm512_set1_ps(t.decodeTensor)));
+    for (int j = 0; j < lanes; ++j)
+        countNvfp4Scale(blockScales, ((nonFinite >> j) & 1u) ? std::numeric_limits<float>::quiet_NaN() : decode[j]);
+}
+
 PLAB_AVX512 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst,
                                 std::int64_t cols, LaneCounts& counts, GradientHistogram* blockScales)
 {
@@ -286,37 +305,52 @@ PLAB_AVX512 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, c
     const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512 nanLanes = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
     const __m512 vTensor = _mm512_set1_ps(t.tensorScale);
-    const __m512 fpMax = _mm512_set1_ps(std::numeric_limits<float>::max());
     Tally tally = emptyTally();
-    for (std::int64_t c0 = 0; c0 < cols; c0 += 16) {
-        const __mmask16 m = tailMask(cols - c0);
-        const __m512 v = _mm512_maskz_loadu_ps(m, src + c0);
-        const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), absMask));
-        const auto live = static_cast<unsigned>(m);
-        if (_mm512_cmp_ps_mask(a, fpMax, _CMP_NLE_UQ) != 0) {   // a NaN or an infinity
-            countNvfp4Scale(blockScales, std::numeric_limits<float>::quiet_NaN());
-            _mm512_mask_storeu_ps(dst + c0, m, nanLanes);
-            counts.nan += static_cast<unsigned>(std::popcount(live));
-            continue;
+    const std::int64_t blocks = (cols + kNvfp4BlockSize - 1) / kNvfp4BlockSize;
+    // Sixteen blocks (one vector each) at a time: their amax and scales in lanes, then their values.
+    for (std::int64_t b0 = 0; b0 < blocks; b0 += 16) {
+        const int group = static_cast<int>(std::min<std::int64_t>(16, blocks - b0));
+        const bool whole = cols - b0 * kNvfp4BlockSize >= 16 * kNvfp4BlockSize;
+        auto lanes = [&](std::int64_t left) { return whole ? static_cast<__mmask16>(0xFFFF) : tailMask(left); };
+        __m512i largest[16];
+        for (int j = 0; j < 16; ++j) {
+            const std::int64_t c = (b0 + j) * kNvfp4BlockSize;
+            largest[j] = _mm512_and_si512(_mm512_maskz_loadu_epi32(lanes(cols - c), src + c), absMask);
         }
-        const Nvfp4BlockScale s = nvfp4BlockScale(t, _mm512_reduce_max_ps(a));
-        countNvfp4Scale(blockScales, s.block * t.decodeTensor);
-        if (s.block == 0.0f) {   // lost: signed zeros; counted as the portable code counts in * S_enc
-            const __mmask16 zero = _mm512_mask_cmp_ps_mask(m, _mm512_mul_ps(v, vTensor), _mm512_setzero_ps(), _CMP_EQ_OQ);
-            counts.zerosIn += static_cast<unsigned>(std::popcount(static_cast<unsigned>(zero)));
-            counts.underflow += static_cast<unsigned>(std::popcount(live & ~static_cast<unsigned>(zero)));
-            _mm512_mask_storeu_ps(dst + c0, m, _mm512_castsi512_ps(_mm512_andnot_si512(absMask, _mm512_castps_si512(v))));
-            continue;
+        const __m512i amax = lanesMaxima(largest);
+        const __mmask16 nonFinite = _mm512_cmpge_epu32_mask(amax, _mm512_set1_epi32(0x7F800000));
+        __m512 vBlock, vElement;
+        nvfp4ScaleLanes(t, _mm512_castsi512_ps(amax), &vBlock, &vElement);
+        countNvfp4Lanes(blockScales, t, vBlock, nonFinite, group);
+        alignas(64) float block[16], element[16];
+        _mm512_store_ps(block, vBlock);
+        _mm512_store_ps(element, vElement);
+        for (int j = 0; j < group; ++j) {
+            const std::int64_t c0 = (b0 + j) * kNvfp4BlockSize;
+            const __mmask16 m = lanes(cols - c0);
+            if ((nonFinite >> j) & 1u) {   // a NaN or an infinity
+                _mm512_mask_storeu_ps(dst + c0, m, nanLanes);
+                countLanes(tally.nan, m);
+                continue;
+            }
+            const __m512 v = _mm512_maskz_loadu_ps(m, src + c0);
+            if (block[j] == 0.0f) {   // lost: signed zeros; counted as the portable code counts in * S_enc
+                const __mmask16 zero = _mm512_mask_cmp_ps_mask(m, _mm512_mul_ps(v, vTensor), _mm512_setzero_ps(), _CMP_EQ_OQ);
+                counts.zerosIn += static_cast<unsigned>(std::popcount(static_cast<unsigned>(zero)));
+                counts.underflow += static_cast<unsigned>(std::popcount(static_cast<unsigned>(m & ~zero)));
+                _mm512_mask_storeu_ps(dst + c0, m, _mm512_castsi512_ps(_mm512_andnot_si512(absMask, _mm512_castps_si512(v))));
+                continue;
+            }
+            const __m512 q = roundLanes<false>(L, _mm512_mul_ps(v, _mm512_set1_ps(element[j])), m, tally);
+            _mm512_mask_storeu_ps(dst + c0, m, _mm512_div_ps(_mm512_mul_ps(q, _mm512_set1_ps(block[j])), vTensor));
         }
-        const __m512 q = roundLanes<false>(L, _mm512_mul_ps(v, _mm512_set1_ps(s.element)), m, tally);
-        _mm512_mask_storeu_ps(dst + c0, m, _mm512_div_ps(_mm512_mul_ps(q, _mm512_set1_ps(s.block)), vTensor));
     }
     flush(tally, counts);
 }
 
 PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst,
-                                 std::int64_t rows, std::int64_t cols, std::int64_t ld, const float* blockScale,
-                                 const float* elementScale, const bool* nanColumn, LaneCounts& counts)
+                                 std::int64_t rows, std::int64_t cols, std::int64_t ld, LaneCounts& counts,
+                                 GradientHistogram* blockScales)
 {
     const Lanes L = lanesOf(rule);
     const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF);
@@ -325,15 +359,16 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
     Tally tally = emptyTally();
     for (std::int64_t c = 0; c < cols; c += 16) {
         const __mmask16 live = tailMask(cols - c);
-        __mmask16 nanColumns = 0, zeroColumns = 0;
-        for (int j = 0; j < 16 && c + j < cols; ++j) {
-            if (nanColumn[c + j]) nanColumns |= static_cast<__mmask16>(1u << j);
-            else if (blockScale[c + j] == 0.0f) zeroColumns |= static_cast<__mmask16>(1u << j);
-        }
-        const __m512 vElement = _mm512_maskz_loadu_ps(live, elementScale + c);
-        const __m512 vBlock = _mm512_maskz_loadu_ps(live, blockScale + c);
-        const __mmask16 quantised = live & static_cast<__mmask16>(~(nanColumns | zeroColumns));
-        const __mmask16 lost = live & zeroColumns;
+        __m512i largest = _mm512_setzero_si512();
+        for (std::int64_t r = 0; r < rows; ++r)
+            largest = _mm512_max_epu32(largest, _mm512_and_si512(_mm512_maskz_loadu_epi32(live, src + r * ld + c), absMask));
+        const __mmask16 nanColumns = live & _mm512_cmpge_epu32_mask(largest, _mm512_set1_epi32(0x7F800000));
+        __m512 vBlock, vElement;
+        nvfp4ScaleLanes(t, _mm512_castsi512_ps(largest), &vBlock, &vElement);
+        countNvfp4Lanes(blockScales, t, vBlock, nanColumns, static_cast<int>(std::min<std::int64_t>(16, cols - c)));
+        const __mmask16 lost =
+            live & static_cast<__mmask16>(~nanColumns) & _mm512_cmp_ps_mask(vBlock, _mm512_setzero_ps(), _CMP_EQ_OQ);
+        const __mmask16 quantised = live & static_cast<__mmask16>(~(nanColumns | lost));
         for (std::int64_t r = 0; r < rows; ++r) {
             const __m512 in = _mm512_maskz_loadu_ps(live, src + r * ld + c);
             const __m512 q = roundLanes<false>(L, _mm512_mul_ps(in, vElement), quantised, tally);
@@ -346,7 +381,7 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
             }
             out = _mm512_mask_mov_ps(out, nanColumns, nanLanes);
             _mm512_mask_storeu_ps(dst + r * ld + c, live, out);
-            countLanes(tally.nan, live & nanColumns);
+            countLanes(tally.nan, nanColumns);
         }
     }
     flush(tally, counts);
@@ -355,14 +390,14 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
 #else
 
 float quantizeScaledAvx512(const ElementRule&, const float*, float*, std::size_t, float, float, LaneCounts&) { return 0; }
+float amaxAvx512(const float*, std::size_t) { return 0; }
 void mxRowAvx512(const ElementRule&, const float*, float*, std::int64_t, LaneCounts&, int*) {}
 void mxBandAvx512(const ElementRule&, const float*, float*, std::int64_t, std::int64_t, std::int64_t, int*,
                   LaneCounts&) {}
-void columnAmaxAvx512(const float*, std::int64_t, std::int64_t, std::int64_t, float*) {}
 void nvfp4RowAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, LaneCounts&,
                     GradientHistogram*) {}
 void nvfp4BandAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, std::int64_t,
-                     std::int64_t, const float*, const float*, const bool*, LaneCounts&) {}
+                     std::int64_t, LaneCounts&, GradientHistogram*) {}
 
 #endif
 

@@ -42,6 +42,9 @@ inline float powerOfTwo(int e)
 float quantizeScaledAvx512(const ElementRule& rule, const float* src, float* dst, std::size_t n, float scale,
                            float scaleInv, LaneCounts& counts);
 
+// As amaxOf.
+float amaxAvx512(const float* src, std::size_t n);
+
 // An MX block's shared exponent from its amax (MX v1.0 section 6.3): floor(log2 amax) -
 // emax, clamped to [-127, 127], -127 for zeros, kNanExponent for a NaN or infinite amax.
 inline constexpr int kNanExponent = 1000;
@@ -57,8 +60,6 @@ void mxRowAvx512(const ElementRule& rule, const float* src, float* dst, std::int
 // (may be null) receives them (kNanExponent: NaN scale).
 void mxBandAvx512(const ElementRule& rule, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
                   std::int64_t ld, int* blockExponents, LaneCounts& counts);
-// The amax of each column of the band (NaN where one is NaN), into amax[0..cols).
-void columnAmaxAvx512(const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* amax);
 
 // NVFP4 (minifloat.h): one block's scales from its amax (finite), shared by the portable
 // code and the kernels: S_b = e4m3(largest * (S_enc * (1/6))) and the element multiplier
@@ -81,10 +82,9 @@ void countNvfp4Scale(GradientHistogram* blockScales, float decode);
 // NVFP4 blocks of 16 along one row of `cols` values (rule: E2M1's), as quantizeNvfp4Blocks.
 void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t cols,
                     LaneCounts& counts, GradientHistogram* blockScales);
-// NVFP4 blocks down the columns of a band of `rows` (<= 16) rows, row stride ld: each column's
-// S_b and element multiplier already chosen (nanColumn[c]: a NaN block).
+// NVFP4 blocks down the columns of a band of `rows` (<= 16) rows, row stride ld, each
+// column's scales chosen from its amax, as quantizeNvfp4Blocks (blockScales may be null).
 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t rows,
-                     std::int64_t cols, std::int64_t ld, const float* blockScale, const float* elementScale,
-                     const bool* nanColumn, LaneCounts& counts);
+                     std::int64_t cols, std::int64_t ld, LaneCounts& counts, GradientHistogram* blockScales);
 
 }  // namespace plab::detail
