@@ -4,8 +4,9 @@
 // tst_minifloat), with the scales of Transformer Engine's rules worked out here; the delayed
 // scaling's amax history step by step (window, max and most_recent, margin, evaluation
 // leaving it alone); the MX/NVFP4 convolution's gradients, and its lowering quantised in
-// one pass against lowering then quantising; the presets, settings keys and their
-// refusals; a backend that cannot quantise refusing the recipes.
+// one pass against lowering then quantising; the memory a quantised copy is counted at;
+// the presets, settings keys and their refusals; a backend that cannot quantise refusing
+// the recipes.
 // links: plab_train plab_test_support
 #include "amp/recipe.h"
 #include "backend/backend.h"
@@ -556,6 +557,43 @@ private slots:
         std::vector<float> cols(450);
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                                  backend->im2colQuantize(g, x.data(), 0, 1, cols.data(), wrong, nullptr, nullptr, nullptr));
+    }
+
+    void memoryCountsQuantisedCopies_data()
+    {
+        QTest::addColumn<QString>("preset");
+        // bytes of a 40 x 70 input and a 6 x 70 weight, stored as the hardware stores them
+        QTest::addColumn<qint64>("expected");
+        // FP8 per tensor: a byte a value and an fp32 scale each.
+        QTest::newRow("fp8-current") << "fp8-current" << qint64(2800 + 4 + 420 + 4);
+        // MXFP8: a byte a value and an E8M0 byte per 32 values (2800 / 32 -> 88, 420 / 32 -> 14).
+        QTest::newRow("mxfp8") << "mxfp8" << qint64(2800 + 88 + 420 + 14);
+        // MXFP4: half a byte a value.
+        QTest::newRow("mxfp4") << "mxfp4" << qint64(1400 + 88 + 210 + 14);
+        // NVFP4: half a byte a value, an E4M3 byte per 16 (175, 27), an fp32 tensor scale each.
+        QTest::newRow("nvfp4") << "nvfp4" << qint64(1400 + 175 + 4 + 210 + 27 + 4);
+    }
+    void memoryCountsQuantisedCopies()
+    {
+        // The memory chart counts a quantised operand as the hardware would store it, as it
+        // counts a bf16 tensor at 2 bytes, though the emulation holds both in fp32.
+        QFETCH(QString, preset);
+        QFETCH(qint64, expected);
+        Harness h(preset.toStdString());
+        MemoryAccountant memory;
+        h.ctx.memory = &memory;
+        Linear layer("fc", 70, 6);
+        Tensor x({40, 70});
+        x.fill(0.5f);
+        layer.forward(x, h.ctx);
+        const auto workspace = memory.snapshot().live[static_cast<std::size_t>(MemoryCategory::workspace)];
+        QCOMPARE(workspace, std::int64_t(expected));
+        // setStorage ends the model: the same tensor in bf16 counts 2 bytes a value.
+        Tensor t({10, 10});
+        t.setQuantizedStorage({4, 16, 4});
+        QCOMPARE(t.bytes(), std::int64_t(50 + 7 + 4));
+        t.setStorage(Format::bf16);
+        QCOMPARE(t.bytes(), std::int64_t(200));
     }
 
     void presetsAndSettings()

@@ -89,7 +89,11 @@ void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
 {
     const auto& g = geometry_;
     colsBlock_ = std::min(samplesPerBlock(g), std::max<std::int64_t>(g.batch, 1));   // >= 1
-    prepareTensor(cols_, {g.patchSize(), colsBlock_ * g.planeSize()}, p.compute, ctx, MemoryCategory::workspace);
+    const Shape shape{g.patchSize(), colsBlock_ * g.planeSize()};
+    if (p.quantizes())   // the lowered quantised input
+        prepareQuantized(cols_, shape, quantizedStorageOf(p, OperandRole::input), ctx, MemoryCategory::workspace);
+    else
+        prepareTensor(cols_, shape, p.compute, ctx, MemoryCategory::workspace);
 }
 
 void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
@@ -181,7 +185,9 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     // MX: this GEMM sums over pixels, so dY and the columns go in blocks along their rows,
     // block by block of the lowering.
     const bool mx = p.quant.blockScaled();
-    if (mx) prepareTensor(roundedGrad_, dY.shape(), Format::fp32, ctx, MemoryCategory::workspace);
+    if (mx)
+        prepareQuantized(roundedGrad_, dY.shape(), quantizedStorageOf(p, OperandRole::gradOutput), ctx,
+                         MemoryCategory::workspace);
     const float gradAmax = mx ? nvfp4TensorAmax(ctx, p, dY) : 0.0f;
     const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
@@ -229,10 +235,16 @@ std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecip
     const Format storage = recipe.storage();
     const std::int64_t hw = g.planeSize();
     std::int64_t bytes = outChannels_ * hw * formatInfo(storage).storageBytes;   // output
-    bytes += g.patchSize() * hw * formatInfo(recipe.compute).storageBytes;        // cols
-    // The rounded (tf32) or per-tensor quantised input (MX quantises the columns instead).
-    if (recipe.compute == Format::tf32 || (recipe.quantization.on() && !recipe.quantization.blockScaled()))
-        bytes += g.channels * hw * 4;
+    if (!recipe.quantization.on()) {
+        bytes += g.patchSize() * hw * formatInfo(recipe.compute).storageBytes;   // cols
+        if (recipe.compute == Format::tf32) bytes += g.channels * hw * 4;        // the rounded input
+        return bytes;
+    }
+    // The lowered input quantised (as quantizedStorageOf stores it), and under per-tensor
+    // FP8 the quantised input it is lowered from (MX quantises the columns only).
+    const QuantizedStorage q = quantizedStorageOf(StepPrecision::of(recipe), OperandRole::input);
+    bytes += quantizedBytes({q.elementBits, q.blockSize, 0}, g.patchSize() * hw);
+    if (!recipe.quantization.blockScaled()) bytes += quantizedBytes({q.elementBits, 0, 0}, g.channels * hw);
     return bytes;
 }
 

@@ -50,6 +50,29 @@ void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& c
     t.track(ctx.memory, category);
 }
 
+QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role)
+{
+    QuantizedStorage q;
+    q.elementBits = miniFormatInfo(quantizedFormat(p.quant, role)).bits();
+    if (p.quant.mode == QuantMode::nvfp4) {
+        q.blockSize = kNvfp4BlockSize;
+    } else if (p.quant.blockScaled()) {
+        q.blockSize = kMxBlockSize;
+        q.tensorBytes = 0;
+    }
+    return q;
+}
+
+void prepareQuantized(Tensor& t, const Shape& shape, const QuantizedStorage& q, StepContext& ctx,
+                      MemoryCategory category)
+{
+    // The model first, then the size: the accountant never sees the fp32 size in between.
+    t.place(ctx.backend->allocator());
+    t.setQuantizedStorage(q);
+    t.resize(shape);
+    t.track(ctx.memory, category);
+}
+
 void addBiasAndRound(StepContext& ctx, Format f, Tensor& x, const Tensor& bias, std::int64_t period,
                      std::int64_t repeat, std::string_view layer, TensorKind kind)
 {
@@ -132,9 +155,9 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
     op.element = f;
     op.scale = scaler.scale(p.quant, f, currentAmax);
     op.scaleInv = 1.0f / op.scale;
-    // The emulation holds the dequantised values in fp32 and the memory chart counts them
-    // so (4 bytes each; the GPU's FP8 copy would take 1).
-    prepareTensor(workspace, t.shape(), Format::fp32, ctx, MemoryCategory::workspace);
+    // The emulation holds the dequantised values in fp32; the accountant counts the FP8
+    // copy a GPU would hold (quantizedStorageOf).
+    prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
     const auto sink = tapSink(ctx, layer, quantizedKind(role));
     const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
     if (ctx.training) scaler.record(p.quant, f, amax);
@@ -230,7 +253,7 @@ const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tenso
         throw std::invalid_argument("Layer " + std::string(layer) + " quantises a tensor of " +
                                     std::to_string(t.size()) + " values as " + std::to_string(rows) + " x " +
                                     std::to_string(cols) + ".");
-    prepareTensor(workspace, t.shape(), Format::fp32, ctx, MemoryCategory::workspace);
+    prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
     quantizeBlocks(ctx, p, t.data(), workspace.data(), rows, cols, cols, alongRows, layer, role,
                    nvfp4TensorAmax(ctx, p, t));
     return workspace;

@@ -74,6 +74,14 @@ private:
 const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
 
+// How the recipe stores a quantised operand of this role, for the memory accountant: FP8
+// per tensor (1 byte a value, an fp32 scale), MX (the element's bits, an E8M0 byte per 32
+// values), NVFP4 (4 bits, an E4M3 byte per 16, an fp32 tensor scale).
+QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role);
+// prepareTensor for a workspace that holds quantised values (modelled as quantizedStorageOf).
+void prepareQuantized(Tensor& t, const Shape& shape, const QuantizedStorage& q, StepContext& ctx,
+                      MemoryCategory category);
+
 // Under an MX recipe (issue 15): the (rows, cols) matrix at src, row stride ld, quantised
 // in OCP MX blocks along its rows or down its columns (the GEMM's reduction dimension)
 // into dst (may alias; same stride), tapped as (layer, quantizedKind(role)) with its

@@ -105,8 +105,12 @@ std::int64_t Linear::keptBytesPerSample(const Shape& input, const PrecisionRecip
     outputShape(input);
     const Format storage = recipe.storage();
     std::int64_t bytes = outFeatures_ * formatInfo(storage).storageBytes;
-    // The rounded (tf32) or quantised (FP8, MX: dequantised values in fp32) input operand.
-    if (recipe.compute == Format::tf32 || recipe.quantization.on()) bytes += inFeatures_ * 4;
+    // The rounded (tf32) or quantised (as quantizedStorageOf stores it) input operand.
+    if (recipe.compute == Format::tf32) bytes += inFeatures_ * 4;
+    if (recipe.quantization.on()) {
+        const QuantizedStorage q = quantizedStorageOf(StepPrecision::of(recipe), OperandRole::input);
+        bytes += quantizedBytes({q.elementBits, q.blockSize, 0}, inFeatures_);
+    }
     return bytes;
 }
 

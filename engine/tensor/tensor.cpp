@@ -32,7 +32,7 @@ Tensor::Tensor(Shape shape, Format storage)
 {
 }
 
-Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.storage_)
+Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.storage_), quantized_(o.quantized_)
 {
     if (!o.device_) {
         host_ = o.host_;
@@ -66,6 +66,7 @@ Tensor& Tensor::operator=(const Tensor& o)
     shape_ = std::move(shape);
     size_ = o.size_;
     storage_ = o.storage_;
+    quantized_ = o.quantized_;
     account(bytes() - before);
     return *this;
 }
@@ -90,6 +91,7 @@ void Tensor::takeFrom(Tensor& o) noexcept
     deviceData_ = o.deviceData_;
     deviceCapacity_ = o.deviceCapacity_;
     storage_ = o.storage_;
+    quantized_ = o.quantized_;
     accountant_ = o.accountant_;
     category_ = o.category_;
     o.accountant_ = nullptr;
@@ -192,9 +194,16 @@ void Tensor::assignFromHost(const float* values, std::int64_t count)
     if (count) device_->upload(deviceData_, values, static_cast<std::size_t>(count) * sizeof(float));
 }
 
+std::int64_t quantizedBytes(const QuantizedStorage& q, std::int64_t count)
+{
+    if (count <= 0) return 0;
+    const std::int64_t scales = q.blockSize > 0 ? (count + q.blockSize - 1) / q.blockSize : 0;
+    return (count * q.elementBits + 7) / 8 + scales + q.tensorBytes;
+}
+
 std::int64_t Tensor::bytes() const
 {
-    return size() * formatInfo(storage_).storageBytes;
+    return quantized_ ? quantizedBytes(*quantized_, size()) : size() * formatInfo(storage_).storageBytes;
 }
 
 void Tensor::account(std::int64_t deltaBytes)
@@ -223,6 +232,17 @@ void Tensor::setStorage(Format f)
 {
     const auto before = bytes();
     storage_ = f;
+    quantized_.reset();
+    account(bytes() - before);
+}
+
+void Tensor::setQuantizedStorage(const QuantizedStorage& q)
+{
+    if (q.elementBits <= 0 || q.blockSize < 0 || q.tensorBytes < 0)
+        throw std::invalid_argument("A quantised copy needs a positive element size and no negative scale sizes.");
+    const auto before = bytes();
+    storage_ = Format::fp32;
+    quantized_ = q;
     account(bytes() - before);
 }
 

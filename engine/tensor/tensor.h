@@ -1,7 +1,7 @@
 // A dense tensor of fp32 values that are exactly representable in its storage format.
 // Shapes are row-major; conv activations are (C, N, H, W). A tensor registered with a
-// MemoryAccountant reports its bytes (in its storage format) under its category for as
-// long as it lives. A tensor lives in host memory unless placed on a backend's device
+// MemoryAccountant reports its bytes (in its storage format, or as a quantised copy would
+// be stored) under its category for as long as it lives. A tensor lives in host memory unless placed on a backend's device
 // allocator (place()); then data() is a device pointer, for the backend's ops only, and
 // operator[] must not be used (toHost() copies the values out).
 #pragma once
@@ -13,12 +13,27 @@
 #include <cassert>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace plab {
 
 using Shape = std::vector<std::int64_t>;
+
+// The size of a quantised copy as FP8/MX/NVFP4 hardware stores it (issue 15): elementBits
+// per value, one byte of scale per blockSize values (0: none; counted over the whole
+// tensor, so a partial block at the end of each row is not counted apart) and tensorBytes
+// for the whole tensor (its fp32 scale). The emulation keeps the values in fp32, as it keeps a bf16
+// tensor's; the accountant counts the modelled bytes in both cases.
+struct QuantizedStorage {
+    int elementBits = 8;
+    int blockSize = 0;
+    int tensorBytes = 4;
+    bool operator==(const QuantizedStorage&) const = default;
+};
+// The bytes of `count` values stored so (0 for none).
+std::int64_t quantizedBytes(const QuantizedStorage& q, std::int64_t count);
 std::int64_t elementCount(const Shape& s);
 std::string shapeString(const Shape& s);
 
@@ -36,6 +51,8 @@ public:
     void resize(const Shape& shape);
     void reshape(const Shape& shape);   // same element count, new view of the shape
     void setStorage(Format f);          // changes the modelled format (values untouched)
+    // Models the tensor as a quantised copy (values untouched) until setStorage().
+    void setQuantizedStorage(const QuantizedStorage& q);
     void fill(float v);
     void zero() { fill(0.0f); }
 
@@ -57,7 +74,7 @@ public:
     int rank() const { return static_cast<int>(shape_.size()); }
     std::int64_t size() const { return size_; }
     Format storage() const { return storage_; }
-    std::int64_t bytes() const;   // size() * storage bytes of the format
+    std::int64_t bytes() const;   // size() * storage bytes of the format, or the quantised copy's
 
     float* data() { return device_ ? deviceData_ : host_.data(); }
     const float* data() const { return device_ ? deviceData_ : host_.data(); }
@@ -89,6 +106,7 @@ private:
     float* deviceData_ = nullptr;
     std::int64_t deviceCapacity_ = 0;     // elements
     Format storage_ = Format::fp32;
+    std::optional<QuantizedStorage> quantized_;
     MemoryAccountant* accountant_ = nullptr;
     MemoryCategory category_ = MemoryCategory::workspace;
 };
