@@ -105,12 +105,13 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
     // needs them in blocks along the other dimension.
     const bool mx = p.quant.blockScaled();
     colsHoldWholeBatch_ = colsBlock_ >= N && !mx;
-    // The lowered columns hold every input value (and padding zeros): the input's amax.
-    const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
+    // The lowered columns hold every input value (and padding zeros): the input's amax,
+    // kept for the filter gradient's lowering.
+    inputAmax_ = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0);
         if (mx)   // lowered and quantised in one pass
-            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), false, name(), inputAmax);
+            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), false, name(), inputAmax_);
         else
             ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
@@ -189,7 +190,6 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
         prepareQuantized(roundedGrad_, dY.shape(), quantizedStorageOf(p, OperandRole::gradOutput), ctx,
                          MemoryCategory::workspace);
     const float gradAmax = mx ? nvfp4TensorAmax(ctx, p, dY) : 0.0f;
-    const float inputAmax = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
         const std::int64_t count = std::min(block, N - n0);
         const float* dYBlock = dY.data() + n0 * hw;
@@ -197,7 +197,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
             quantizeBlocks(ctx, p, dYBlock, roundedGrad_.data() + n0 * hw, outChannels_, count * hw, N * hw, true,
                            name(), OperandRole::gradOutput, gradAmax);
             dYBlock = roundedGrad_.data() + n0 * hw;
-            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), true, name(), inputAmax);
+            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), true, name(), inputAmax_);
         } else if (!colsHoldWholeBatch_) {
             ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
         }

@@ -54,6 +54,7 @@ private:
     // Forward state kept for backward.
     ConvGeometry geometry_;
     const Tensor* inputOperand_ = nullptr;   // the input in the compute format
+    float inputAmax_ = 0.0f;                 // NVFP4: its amax (the lowered input's tensor scale)
     const Tensor* weightOperand_ = nullptr;  // the weights in the compute format
     bool usesLibrary_ = false;               // the library ran forward, and has not refused backward since
     bool colsHoldWholeBatch_ = false;        // cols_ holds the whole batch's lowering of this step's input
