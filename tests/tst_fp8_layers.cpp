@@ -37,6 +37,13 @@ namespace {
 
 using Rng = plab::testing::SplitMix64;
 
+float amaxOfTensor(const Tensor& t)
+{
+    float a = 0;
+    for (std::int64_t i = 0; i < t.size(); ++i) a = std::max(a, std::fabs(t[i]));
+    return a;
+}
+
 struct Harness {
     std::unique_ptr<ComputeBackend> backend = createCpuBackend(2);
     PrecisionRecipe recipe;
@@ -48,6 +55,10 @@ struct Harness {
         ctx = StepContext{&recipe, backend.get(), &telemetry, nullptr, true};
         telemetry.beginStep(true);
     }
+    bool nvfp4() const { return recipe.quantization.mode == QuantMode::nvfp4; }
+    // The tensor amax mxMatrix takes: NVFP4's tensor scale comes from the whole tensor's
+    // amax; -1 under MX, which has none.
+    float blockAmax(const Tensor& t) const { return nvfp4() ? amaxOfTensor(t) : -1.0f; }
     const TapData& tap(const std::string& layer, TensorKind kind) const
     {
         return telemetry.taps().at(TapKey{layer, kind});
@@ -68,13 +79,6 @@ std::vector<double> perTensor(MiniFormat f, const Tensor& t, float scale)
     for (std::int64_t i = 0; i < t.size(); ++i)
         q[static_cast<std::size_t>(i)] = roundToMini(f, t[i] * scale, Overflow::saturate) * inv;
     return q;
-}
-
-float amaxOfTensor(const Tensor& t)
-{
-    float a = 0;
-    for (std::int64_t i = 0; i < t.size(); ++i) a = std::max(a, std::fabs(t[i]));
-    return a;
 }
 
 // A (rows, cols) matrix given by at(r, c), quantised in blocks along its rows or down its
@@ -287,9 +291,8 @@ private slots:
     {
         QFETCH(QString, preset);
         Harness h(preset.toStdString());
-        const bool nvfp4 = h.recipe.quantization.mode == QuantMode::nvfp4;
-        // NVFP4's tensor scale from each whole tensor's amax (-1: MX, which has none).
-        const auto amax = [nvfp4](const Tensor& t) { return nvfp4 ? amaxOfTensor(t) : -1.0f; };
+        const bool nvfp4 = h.nvfp4();
+        const auto amax = [&h](const Tensor& t) { return h.blockAmax(t); };
         const MiniFormat f = h.recipe.quantization.forwardFormat();
         const MiniFormat fg = h.recipe.quantization.gradientFormat();
         const std::int64_t N = 40, I = 70, O = 6;   // partial blocks along I and along N
@@ -357,7 +360,6 @@ private slots:
         QFETCH(QString, preset);
         Harness h(preset.toStdString());
         const bool mx = h.recipe.quantization.blockScaled();
-        const bool nvfp4 = h.recipe.quantization.mode == QuantMode::nvfp4;
         const MiniFormat f = h.recipe.quantization.forwardFormat();
         const std::int64_t C = 5, Co = 3, N = 2, H = 6, W = 5;
         const int k = 3;
@@ -382,7 +384,7 @@ private slots:
             wq = perTensor(MiniFormat::e4m3, w->value, sw);
         } else {
             wq = mxMatrix(f, Co, K, true, [&](auto r, auto c) { return w->value[r * K + c]; },
-                          nvfp4 ? amaxOfTensor(w->value) : -1.0f);
+                          h.blockAmax(w->value));
         }
         std::vector<double> ref, abs, plain;
         for (std::int64_t n = 0; n < N; ++n)
@@ -396,7 +398,7 @@ private slots:
                     if (mx) {
                         // NVFP4: the lowered input's tensor scale is the input's (padding adds zeros).
                         const auto q = mxMatrix(f, 1, K, true, [&](auto, auto c) { return patch[size_t(c)]; },
-                                                nvfp4 ? amaxOfTensor(x) : -1.0f);
+                                                h.blockAmax(x));
                         pq = q;
                     } else {
                         for (std::int64_t c = 0, i = 0; c < C; ++c)
@@ -441,8 +443,7 @@ private slots:
         // down their columns), folded back to the input as col2im does.
         QFETCH(QString, preset);
         Harness h(preset.toStdString());
-        const bool nvfp4 = h.recipe.quantization.mode == QuantMode::nvfp4;
-        const auto amax = [nvfp4](const Tensor& t) { return nvfp4 ? amaxOfTensor(t) : -1.0f; };
+        const auto amax = [&h](const Tensor& t) { return h.blockAmax(t); };
         const MiniFormat f = h.recipe.quantization.forwardFormat();
         const MiniFormat fg = h.recipe.quantization.gradientFormat();
         const std::int64_t C = 5, Co = 3, N = 2, H = 6, W = 5, hw = H * W, P = N * hw;
