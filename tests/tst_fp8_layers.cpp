@@ -657,6 +657,16 @@ private slots:
         QVERIFY(recipeProblem(*PrecisionRecipe::fromPreset("amp-bf16"), info).empty());
         info.capabilities.quantizes = true;
         QVERIFY(recipeProblem(fp8, info).empty());
+        // Per tensor but not in blocks (the CUDA backend below compute capability 10.0).
+        info.capabilities.blocksLimitation = "block-scaled GEMMs need compute capability 10.0";
+        for (const char* preset : {"mxfp8", "mxfp4", "nvfp4"}) {
+            const QString problem = QString::fromStdString(recipeProblem(*PrecisionRecipe::fromPreset(preset), info));
+            QVERIFY2(problem.contains("cannot quantise in blocks") && problem.contains("compute capability 10.0") &&
+                         problem.contains(preset),
+                     qPrintable(problem));
+        }
+        info.capabilities.quantizesBlocks = true;
+        QVERIFY(recipeProblem(*PrecisionRecipe::fromPreset("mxfp8"), info).empty());
     }
 };
 

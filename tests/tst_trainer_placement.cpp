@@ -184,12 +184,13 @@ struct Checked {
     int flushes = 0;
     int libraryCalls = 0;
     int libraryRefusals = 0;
+    int fp8Products = 0;
 };
 
 // Runs the real Trainer with the changes of changeAfterStep: on the CPU backend, or
 // (device set) on a checking backend over `device`.
 Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* device, ConvolutionLibrary library,
-            bool withoutWorkspace, Checked* checked = nullptr)
+            bool withoutWorkspace, Checked* checked = nullptr, bool withChanges = true)
 {
     Trace trace;
     trace.withoutWorkspace = withoutWorkspace;
@@ -206,7 +207,7 @@ Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* de
         s, data,
         [&](const TrainerEvent& e) {
             record(trace, e);
-            if (const auto* step = std::get_if<StepEvent>(&e))
+            if (const auto* step = std::get_if<StepEvent>(&e); step && withChanges)
                 if (auto change = changeAfterStep(step->step); !change.empty()) {
                     const std::string problem = self->control().requestChange(change);
                     QVERIFY2(problem.empty(), problem.c_str());
@@ -218,6 +219,7 @@ Trace train(const TrainSettings& s, const DataSplit& data, TrackingAllocator* de
                 checked->flushes = backend->flushes();
                 checked->libraryCalls = backend->libraryCalls();
                 checked->libraryRefusals = backend->libraryRefusals();
+                checked->fp8Products = backend->fp8Products();
             }
         },
         std::move(factory));
@@ -305,6 +307,50 @@ private slots:
         for (const auto& m : placed.deviceMemory) QVERIFY(m && m->used > 0 && m->used <= m->total);
 
         const Trace reference = train(s, data_, nullptr, ConvolutionLibrary::none, withoutWorkspace);
+        compareWithCpu(placed, reference);
+    }
+
+    // Under the per-tensor FP8 recipes every GEMM and library convolution is told its
+    // operands are FP8 (GemmPrecision::a / b, so that a GPU can multiply the codes), and
+    // each operand it is handed holds exactly codes of the format it is told times the
+    // scaleInv it is told (checked element by element by the backend: a wrong role's
+    // format or scale is caught); under MX none is (block scales are not per tensor).
+    void fp8GemmsAreToldTheirCodes_data()
+    {
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<ConvolutionLibrary>("library");
+        QTest::addRow("fp8-delayed, lowered") << "fp8-delayed" << ConvolutionLibrary::none;
+        QTest::addRow("fp8-delayed, library convolutions") << "fp8-delayed" << ConvolutionLibrary::all;
+        QTest::addRow("fp8-current, lowered") << "fp8-current" << ConvolutionLibrary::none;
+        QTest::addRow("fp8-unscaled, library convolutions") << "fp8-unscaled" << ConvolutionLibrary::all;
+        QTest::addRow("mxfp8, lowered") << "mxfp8" << ConvolutionLibrary::none;
+    }
+    void fp8GemmsAreToldTheirCodes()
+    {
+        QFETCH(QString, recipe);
+        QFETCH(ConvolutionLibrary, library);
+        TrainSettings s = placementRun("small-cnn", "adam");
+        s.recipe = *PrecisionRecipe::fromPreset(recipe.toStdString());
+        s.maxSteps = 4;
+        const bool withoutWorkspace = library != ConvolutionLibrary::none;
+        TrackingAllocator device;
+        Checked checked;
+        const Trace placed = train(s, data_, &device, library, withoutWorkspace, &checked, false);
+        for (const auto& v : device.violations()) qWarning("%s", v.c_str());
+        QVERIFY(device.violations().empty());
+        QVERIFY2(placed.result.status == RunStatus::completed, placed.result.message.c_str());
+        QVERIFY(checked.seen);
+        if (recipe == "mxfp8")
+            QCOMPARE(checked.fp8Products, 0);
+        else   // forward and backward of every step, and the evaluations
+            QVERIFY2(checked.fp8Products >= 4 * 3 * 3, qPrintable(QString::number(checked.fp8Products)));
+        compareWithCpu(placed, train(s, data_, nullptr, ConvolutionLibrary::none, withoutWorkspace, nullptr, false));
+    }
+
+private:
+    // The events of a run on the checking backend are the CPU backend's, bit for bit.
+    static void compareWithCpu(const Trace& placed, const Trace& reference)
+    {
         QCOMPARE(reference.backend, std::string("cpu"));
         QCOMPARE(reference.result.status, placed.result.status);
         QCOMPARE(bits(reference.result.testAccuracy), bits(placed.result.testAccuracy));

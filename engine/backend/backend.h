@@ -41,9 +41,23 @@ namespace plab {
 // in fp32, so an fp32 sgemm is exact emulation up to the order of the additions).
 // Otherwise: summed in `compute`, one rounding after every fused multiply-add, sequentially
 // in k (the teaching option: what fp16 accumulation on a GPU does).
+// An operand of a GEMM that holds FP8 values with one per-tensor scale (what quantize wrote
+// under the FP8 recipes): each value is q * scaleInv, q in `element` (E4M3 or E5M2) and
+// q = round(x * scale). A backend with FP8 matrix units may multiply the codes q and the
+// sum by both operands' scaleInv (cuBLASLt's scale pointers); the others read the values.
+struct Fp8Operand {
+    bool on = false;
+    MiniFormat element = MiniFormat::e4m3;
+    float scale = 1.0f;
+    float scaleInv = 1.0f;
+    bool operator==(const Fp8Operand&) const = default;
+};
+
 struct GemmPrecision {
     Format compute = Format::fp32;
     bool fp32Accumulate = true;
+    Fp8Operand a, b;   // op(A) and op(B) as FP8 (both or neither; then compute is fp32)
+    bool fp8() const { return a.on && b.on; }
     bool operator==(const GemmPrecision&) const = default;
 };
 
@@ -102,7 +116,9 @@ struct DeviceMemoryInfo {
 struct BackendCapabilities {
     std::vector<Format> compute;         // the formats its products and convolutions compute in
     std::vector<Format> sumsInCompute;   // those it can also accumulate in (fp32 accumulation off)
-    bool quantizes = false;              // runs ComputeBackend::quantize (the FP8 and MX recipes)
+    bool quantizes = false;              // runs ComputeBackend::quantize per tensor (the FP8 recipes)
+    bool quantizesBlocks = false;        // and in blocks (the MX and NVFP4 recipes)
+    std::string blocksLimitation;        // why not in blocks, for people ("" when it does)
     std::string limitation;              // why a format is missing, for people ("" when none is)
     std::uint64_t memoryBytes = 0;       // the device's memory; 0: host memory
 };
@@ -323,8 +339,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // Bump it whenever any of those declarations change.
 // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes;
 // 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
-// 6: im2colQuantize.
-inline constexpr int kCudaPluginAbiVersion = 6;
+// 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks.
+inline constexpr int kCudaPluginAbiVersion = 7;
 
 }  // namespace plab
 

@@ -77,7 +77,8 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
     usesLibrary_ = !mx && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
-                                                          weightOperand_->data(), output_.data(), p.gemm());
+                                                          weightOperand_->data(), output_.data(),
+                                                          layerGemm(p, scalers_, OperandRole::weight, OperandRole::input));
     if (!usesLibrary_) lowerAndMultiply(ctx, p);
 
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
@@ -117,7 +118,7 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
-                          output_.data() + n0 * hw, N * hw, p.gemm());
+                          output_.data() + n0 * hw, N * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::input));
     }
 }
 
@@ -152,7 +153,8 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // A library that refuses (false: nothing written) leaves the pass, and the rest of the
     // step's backward, to the lowering.
     if (usesLibrary_ && !ctx.backend->convolutionBackwardFilter(g, outChannels_, inputOperand_->data(), dY.data(),
-                                                                weight_.grad.data(), p.gemm()))
+                                                                weight_.grad.data(),
+                                                                layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input)))
         lowerAfterRefusal(ctx, p);
     if (!usesLibrary_) filterGradientLowered(ctx, p, dY);
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
@@ -168,7 +170,8 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
 
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
-                                                              gradInput_.data(), p.gemm()))
+                                                              gradInput_.data(),
+                                                              layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput)))
         lowerAfterRefusal(ctx, p);
     if (!usesLibrary_) inputGradientLowered(ctx, p, dY);
     if (p.roundsStorage())
@@ -203,7 +206,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
         }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
                           dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
-                          weight_.grad.data(), K, p.gemm());
+                          weight_.grad.data(), K, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input));
     }
 }
 
@@ -224,7 +227,7 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
         const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
                           weightOperand_->data(), K, dYOperand->data() + n0 * hw, N * hw, 0.0f, cols_.data(),
-                          count * hw, p.gemm());
+                          count * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput));
         ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data());
     }
 }

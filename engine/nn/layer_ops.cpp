@@ -160,6 +160,7 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
     prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
     const auto sink = tapSink(ctx, layer, quantizedKind(role));
     const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
+    scaler.setOperand({true, f, op.scale, op.scaleInv});
     if (ctx.training) scaler.record(p.quant, f, amax);
     if (sink.scaling) {
         sink.scaling->present = sink.scaling->tensorScale = true;
@@ -167,6 +168,16 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
         sink.scaling->amax = amax;
     }
     return workspace;
+}
+
+GemmPrecision layerGemm(const StepPrecision& p, const OperandScalers& scalers, OperandRole a, OperandRole b)
+{
+    GemmPrecision g = p.gemm();
+    if (p.quantizes() && !p.quant.blockScaled() && g.fp32Accumulate) {
+        g.a = scalers.of(a).operand();
+        g.b = scalers.of(b).operand();
+    }
+    return g;
 }
 
 const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,

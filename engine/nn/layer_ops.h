@@ -32,8 +32,10 @@ struct StepPrecision {
     // with fp32 accumulation the GEMM runs on them in fp32 (sums as FP8 matrix units do).
     GemmPrecision gemm() const
     {
-        if (quant.on() && fp32Accumulate) return {Format::fp32, true};
-        return {compute, fp32Accumulate};
+        GemmPrecision g;
+        g.compute = quant.on() && fp32Accumulate ? Format::fp32 : compute;
+        g.fp32Accumulate = fp32Accumulate;
+        return g;
     }
     bool quantizes() const { return quant.on(); }
     bool roundsOperands() const { return compute != Format::fp32; }
@@ -58,6 +60,10 @@ public:
     float scale(const Quantization& q, MiniFormat f, float currentAmax);
     // After a training step's quantisation: the amax joins the history, the next scale is set.
     void record(const Quantization& q, MiniFormat f, float amax);
+    // The FP8 operand the last quantisation wrote (its format and scale), for the GEMMs
+    // that read it (layerGemm); off before the first.
+    const Fp8Operand& operand() const { return operand_; }
+    void setOperand(const Fp8Operand& o) { operand_ = o; }
 
 private:
     void adopt(const Quantization& q);
@@ -66,6 +72,7 @@ private:
     std::size_t next_ = 0;
     std::size_t filled_ = 0;
     float scale_ = 1.0f;
+    Fp8Operand operand_;
 };
 
 // The operand a matmul/conv reads for `t` under a per-tensor FP8 recipe: t quantised into
@@ -113,7 +120,17 @@ struct OperandScalers {
     {
         return role == OperandRole::input ? input : role == OperandRole::weight ? weight : gradOutput;
     }
+    const OperandScaler& of(OperandRole role) const
+    {
+        return role == OperandRole::input ? input : role == OperandRole::weight ? weight : gradOutput;
+    }
 };
+
+// The GemmPrecision of a layer's GEMM (or convolution) of op(A) in role `a` by op(B) in
+// role `b`: p.gemm(), with both operands' FP8 format and scale under a per-tensor FP8 recipe
+// with fp32 accumulation (as the last quantisation of each wrote them), so that a backend
+// with FP8 matrix units can multiply the codes.
+GemmPrecision layerGemm(const StepPrecision& p, const OperandScalers& scalers, OperandRole a, OperandRole b);
 
 // The operand a layer's matmul/conv reads for `t` in `role`, under any recipe: quantised
 // (quantizedOperand) under a per-tensor FP8 recipe; else t rounded to the compute format

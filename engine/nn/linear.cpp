@@ -50,7 +50,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     // output (N, out) = input (N, in) * W^T (in, out)
     ctx.backend->gemm(Transpose::no, Transpose::yes, N, outFeatures_, inFeatures_, inputOperand_->data(),
                       inFeatures_, weightOperand_->data(), inFeatures_, 0.0f, output_.data(), outFeatures_,
-                      p.gemm());
+                      layerGemm(p, scalers_, OperandRole::input, OperandRole::weight));
     addBiasAndRound(ctx, p.storage, output_, bias_.value, outFeatures_, 1, name(), TensorKind::activation);
     return output_;
 }
@@ -76,7 +76,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     // dW (out, in) = dY^T (out, N) * X (N, in)
     ctx.backend->gemm(Transpose::yes, Transpose::no, O, I, N, dY.data(), O, inputOperand_->data(), I, 0.0f,
-                      weight_.grad.data(), I, p.gemm());
+                      weight_.grad.data(), I, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input));
     // db (out) = column sums of dY, in double.
     ctx.backend->sumColumns(dYForBias.data(), N, O, bias_.grad.data());
     if (p.roundsStorage()) {
@@ -93,7 +93,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
     ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dYRows.data(), O, weightOperand_->data(), I, 0.0f,
-                      gradInput_.data(), I, p.gemm());
+                      gradInput_.data(), I, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight));
     if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);

@@ -59,9 +59,15 @@ std::string switchesProblem(const PrecisionRecipe& recipe, const BackendInfo& in
         !listed(info.capabilities.sumsInCompute, recipe.compute))
         return backend + " cannot accumulate in " + format + "; turn fp32 accumulation on" +
                (info.name == "cpu" ? "" : ", or use the CPU backend, which emulates it");
+    const std::string mode(quantModeName(recipe.quantization.mode));
     if (recipe.quantization.on() && !info.capabilities.quantizes)
-        return backend + " cannot quantise matmul/conv inputs below 16 bits (" +
-               std::string(quantModeName(recipe.quantization.mode)) + "); use the CPU backend, which emulates it";
+        return backend + " cannot quantise matmul/conv inputs below 16 bits (" + mode +
+               "); use the CPU backend, which emulates it";
+    if (recipe.quantization.blockScaled() && !info.capabilities.quantizesBlocks) {
+        const std::string& why = info.capabilities.blocksLimitation;
+        return backend + " cannot quantise in blocks (" + mode + (why.empty() ? "" : ": " + why) +
+               "); use the CPU backend, which emulates it";
+    }
     return {};
 }
 
@@ -241,14 +247,24 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
     return out;
 }
 
-// The record's arithmetic phrase: the backend's for the recipe's GEMMs; quantised operands
-// (FP8, MX) are always emulated, their dequantised values multiplied on fp32 arithmetic.
+// The record's arithmetic phrase: the backend's for the recipe's GEMMs. Quantised operands
+// are emulated (their dequantised values multiplied on fp32 arithmetic) unless the backend
+// multiplies FP8 codes itself (the CUDA backend's cuBLASLt FP8 GEMMs), which its phrase for
+// FP8 operands then says.
 std::string switchesArithmetic(const PrecisionRecipe& recipe, const ComputeBackend& backend)
 {
-    const GemmPrecision gemm = StepPrecision::of(recipe).gemm();
+    const StepPrecision p = StepPrecision::of(recipe);
+    const GemmPrecision gemm = p.gemm();
     if (!recipe.quantization.on() || !gemm.fp32Accumulate) return backend.arithmeticFor(gemm);
+    const std::string emulated = backend.arithmeticFor(gemm);
+    if (!recipe.quantization.blockScaled()) {
+        GemmPrecision fp8 = gemm;   // the forward pass's operands
+        fp8.a = {true, quantizedFormat(p.quant, OperandRole::input)};
+        fp8.b = {true, quantizedFormat(p.quant, OperandRole::weight)};
+        if (std::string native = backend.arithmeticFor(fp8); native != emulated) return native;
+    }
     return "exact: " + std::string(quantModeName(recipe.quantization.mode)) +
-           " operands held dequantised in fp32, multiplied and summed in fp32 (" + backend.arithmeticFor(gemm) + ")";
+           " operands held dequantised in fp32, multiplied and summed in fp32 (" + emulated + ")";
 }
 
 // With per-layer precision, each layer whose arithmetic differs is named after the recipe's.

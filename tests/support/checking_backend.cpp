@@ -2,10 +2,13 @@
 // access between ops, pointer checks before every op, counts held until flush().
 #include "checking_backend.h"
 
+#include "numerics/minifloat.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -167,7 +170,48 @@ void CheckingBackend::gemm(Transpose ta, Transpose tb, std::int64_t M, std::int6
     need(B, 1, "gemm B");
     need(C, ((M - 1) * ldc + N), "gemm C");
     const HostAccess access(device_);
+    checkFp8(p, {A, ta == Transpose::yes ? K : M, ta == Transpose::yes ? M : K, lda},
+             {B, tb == Transpose::yes ? N : K, tb == Transpose::yes ? K : N, ldb}, "gemm");
     cpu_->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
+}
+
+void CheckingBackend::checkFp8(const GemmPrecision& p, Stored a, Stored b, const char* op)
+{
+    if (p.a.on != p.b.on) device_.report(std::string(op) + ": one FP8 operand without the other");
+    if (!p.fp8()) return;
+    ++fp8Products_;
+    const auto check = [&](const Fp8Operand& o, const Stored& m, const char* which) {
+        for (std::int64_t r = 0; r < m.rows; ++r)
+            for (std::int64_t c = 0; c < m.cols; ++c) {
+                const float x = m.data[r * m.ld + c];
+                if (std::isnan(x)) continue;
+                const float q = roundToMini(o.element, x * o.scale, Overflow::saturate);
+                if (q * o.scaleInv != x) {
+                    device_.report(std::string(op) + " " + which + ": " + std::to_string(x) +
+                                   " is no code of its FP8 format times its scaleInv " + std::to_string(o.scaleInv));
+                    return;
+                }
+            }
+    };
+    check(p.a, a, "A");
+    check(p.b, b, "B");
+}
+
+float CheckingBackend::quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n,
+                                RoundingStats* stats, GradientHistogram* hist, GradientHistogram* blockScales)
+{
+    const std::int64_t span = op.blocks ? (op.rows - 1) * op.stride() + op.cols : n;
+    need(src, span, "quantize src");
+    need(dst, span, "quantize dst");
+    const HostAccess access(device_);
+    return cpu_->quantize(op, src, dst, n, held(stats_, stats), held(hists_, hist), held(hists_, blockScales));
+}
+
+float CheckingBackend::amax(const float* src, std::int64_t n)
+{
+    need(src, n, "amax src");
+    const HostAccess access(device_);
+    return cpu_->amax(src, n);
 }
 
 void CheckingBackend::im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols)
@@ -213,6 +257,7 @@ bool CheckingBackend::convolutionForward(const ConvGeometry& g, std::int64_t out
     need(y, outChannels * cols, "convForward y");
     if (!acceptLibraryCall(false)) return false;
     const HostAccess access(device_);
+    checkFp8(p, {w, outChannels, g.patchSize(), g.patchSize()}, {x, g.channels, cols, cols}, "convForward");
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->im2col(g, x, 0, g.batch, lowered_.data());
     cpu_->gemm(Transpose::no, Transpose::no, outChannels, cols, g.patchSize(), w, g.patchSize(), lowered_.data(), cols,
@@ -232,6 +277,7 @@ bool CheckingBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_
                            library_ == ConvolutionLibrary::refuseBackward))
         return false;
     const HostAccess access(device_);
+    checkFp8(p, {w, outChannels, g.patchSize(), g.patchSize()}, {dy, outChannels, cols, cols}, "convBackwardData");
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->gemm(Transpose::yes, Transpose::no, g.patchSize(), cols, outChannels, w, g.patchSize(), dy, cols, 0.0f,
                lowered_.data(), cols, p);
@@ -251,6 +297,7 @@ bool CheckingBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int6
                            library_ == ConvolutionLibrary::refuseBackward))
         return false;
     const HostAccess access(device_);
+    checkFp8(p, {dy, outChannels, cols, cols}, {x, g.channels, cols, cols}, "convBackwardFilter");
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->im2col(g, x, 0, g.batch, lowered_.data());
     cpu_->gemm(Transpose::no, Transpose::yes, outChannels, g.patchSize(), cols, dy, cols, lowered_.data(), cols, 0.0f,

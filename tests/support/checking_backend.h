@@ -108,6 +108,10 @@ public:
     int flushes() const { return flushes_; }
     int libraryCalls() const { return libraryCalls_; }         // library convolutions that ran
     int libraryRefusals() const { return libraryRefusals_; }   // and those that returned false
+    // GEMMs and library convolutions given FP8 operands (GemmPrecision::a / b); each such
+    // operand is checked to hold exactly codes of its format times its scaleInv (what a
+    // GPU multiplies as codes), a mismatch reported to the device.
+    int fp8Products() const { return fp8Products_; }
     bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
 
     // What the trainer may run on it (the CPU's capabilities unless restricted, to stand
@@ -129,6 +133,9 @@ public:
     void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst) override;
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override;
+    float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
+                   GradientHistogram* hist, GradientHistogram* blockScales) override;
+    float amax(const float* src, std::int64_t n) override;
     bool convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
                             float* y, GemmPrecision p) override;
     bool convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w, const float* dy,
@@ -181,11 +188,19 @@ private:
 
     // Counts a library convolution as run or as refused; true when it runs.
     bool acceptLibraryCall(bool refuse);
+    // For FP8 operands (p.fp8()): counts the product and checks both operands, each a
+    // (rows, cols) matrix with leading dimension ld as stored. Call with host access.
+    struct Stored {
+        const float* data;
+        std::int64_t rows, cols, ld;
+    };
+    void checkFp8(const GemmPrecision& p, Stored a, Stored b, const char* op);
 
     std::unique_ptr<ComputeBackend> cpu_;
     ConvolutionLibrary library_ = ConvolutionLibrary::none;
     int libraryCalls_ = 0;
     int libraryRefusals_ = 0;
+    int fp8Products_ = 0;
     std::vector<float> lowered_;   // the "library's" own workspace (host memory, as cuDNN's is its own)
     std::unique_ptr<TrackingAllocator> ownDevice_;
     TrackingAllocator& device_;

@@ -91,7 +91,7 @@ public:
         // Every format, and sums in each of them: the CPU emulates what it lacks.
         info_.capabilities.compute = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
         info_.capabilities.sumsInCompute = {Format::tf32, Format::fp16, Format::bf16};
-        info_.capabilities.quantizes = true;
+        info_.capabilities.quantizes = info_.capabilities.quantizesBlocks = true;
     }
 
     const BackendInfo& info() const override { return info_; }
