@@ -9,7 +9,7 @@
 #   sanitize  compute-sanitizer memcheck, racecheck (all kernels, then ours without cuBLAS's)
 #             on a 50-step amp-fp16 run, initcheck on 5 steps
 #   train     plab train --backend cuda: small-cnn, 3 epochs, seed 1, every preset, plus
-#             amp-fp16 without scaling, and the seed CNN (fp32 batch
+#             amp-fp16 without scaling, the FP8 presets (mxfp8 refused), and the seed CNN (fp32 batch
 #             590, amp-fp16 batch 1000); the run records come back as runs.tar.xz
 #   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16), by bisection,
 #             and the error at the first batch that does not
@@ -87,7 +87,7 @@ phase_tests() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   "$bin/plab" info
-  for t in tst_cuda_kernel_math tst_cuda_op_math tst_placement tst_cuda_backend tst_cuda_training; do
+  for t in tst_cuda_kernel_math tst_cuda_op_math tst_placement tst_cuda_backend tst_cuda_fp8 tst_cuda_training; do
     echo "===== $t"
     start=$(date +%s)
     timeout 150 "$bin/$t" > /tmp/plab-gpu/suite.txt 2>&1
@@ -147,6 +147,11 @@ phase_train() {
     one "small-cnn-$r" --model small-cnn --recipe "$r" --epochs 3
   done
   one small-cnn-amp-fp16-noscale --model small-cnn --recipe amp-fp16 --loss-scale off --epochs 3
+  # FP8 per tensor (cuBLASLt on compute 8.9+); the bar: fp8-delayed within 1 point
+  # of fp32, fp8 without scaling measurably worse. mxfp8 must be refused with the reason.
+  for r in fp8-delayed fp8-current fp8-unscaled mxfp8; do
+    one "small-cnn-$r" --model small-cnn --recipe "$r" --epochs 3
+  done
 
   one seed-cnn-fp32-b590 --model seed-cnn --recipe fp32 --batch 590 --epochs 3
   one seed-cnn-amp-fp16-b1000 --model seed-cnn --recipe amp-fp16 --batch 1000 --epochs 3

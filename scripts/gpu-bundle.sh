@@ -12,12 +12,12 @@
 set -eu
 cd "$(dirname "$0")/.."
 build=build-gpu
-targets="plab_cuda tst_cuda_backend tst_cuda_op_math tst_cuda_kernel_math tst_cuda_training tst_placement plab_bench plab precision-lab"
+targets="plab_cuda tst_cuda_backend tst_cuda_fp8 tst_cuda_op_math tst_cuda_kernel_math tst_cuda_training tst_placement plab_bench plab precision-lab"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLAB_WITH_CUDA=ON -DPLAB_CUDA_ARCHITECTURES=90-real >/dev/null
 cmake --build "$build" -j"$(nproc)" --target $targets
 
 rm -rf .gpu && mkdir -p .gpu/stage/bin .gpu/stage/lib .gpu/stage/plugins/platforms .gpu/stage/fonts .gpu/stage/data
-for t in tst_cuda_backend tst_cuda_op_math tst_cuda_kernel_math tst_cuda_training tst_placement; do
+for t in tst_cuda_backend tst_cuda_fp8 tst_cuda_op_math tst_cuda_kernel_math tst_cuda_training tst_placement; do
   cp "$build/tests/$t" .gpu/stage/bin/
 done
 cp "$build/bench/plab_bench" "$build/app/libplab_cuda.so" "$build/app/plab" "$build/app/precision-lab" .gpu/stage/bin/

@@ -133,6 +133,126 @@ private slots:
         QVERIFY(cpuStats.nan > 0 && cpuStats.infIn > 0 && cpuStats.zerosIn > 0);
     }
 
+    // ---- FP8 per-tensor quantisation (kernel_fp8.h) against numerics/quantize.h ----------
+
+    void fp8RuleMatchesTheFormatTable()
+    {
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
+            const MiniFormatInfo& info = miniFormatInfo(f);
+            const ck::Fp8Rule rule = ck::fp8Rule(static_cast<int>(f));
+            QCOMPARE(rule.minNormalLog2, info.minNormalLog2);
+            QCOMPARE(rule.maxExponent, std::ilogb(info.maxFinite));
+            QCOMPARE(rule.mantissaBits, info.mantissaBits);
+            QCOMPARE(rule.bias, info.bias);
+            QCOMPARE(static_cast<double>(rule.maxFinite), info.maxFinite);
+            QCOMPARE(rule.minNormal, std::ldexp(1.0f, info.minNormalLog2));
+        }
+    }
+
+    // The kernel's values, statistics, histogram and amax equal quantizeScaled's (both of
+    // its paths) over every rounding boundary of the format and spread fp32 data with every
+    // special class, for scales of 1, TE-like ratios and the extremes.
+    void fp8QuantizeMatchesCpu_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<float>("scale");
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
+            const std::string name(miniFormatInfo(f).name);
+            for (float scale : {1.0f, 448.0f / 3.7f, 0x1.0p-20f, 3.0e30f})
+                QTest::addRow("%s scale %g", name.c_str(), static_cast<double>(scale)) << static_cast<int>(f) << scale;
+        }
+    }
+    void fp8QuantizeMatchesCpu()
+    {
+        QFETCH(int, format);
+        QFETCH(float, scale);
+        const auto f = static_cast<MiniFormat>(format);
+        std::vector<float> in = fp8Boundaries(f, scale);
+        const std::vector<float> spread = telemetryData(100000, 71 + static_cast<std::uint64_t>(format));
+        in.insert(in.end(), spread.begin(), spread.end());
+        const float scaleInv = 1.0f / scale;
+        std::vector<float> kernelOut;
+        RoundingStats kernelStats;
+        GradientHistogram kernelHist;
+        const float kernelAmax = emulateQuantizeFp8Kernel(f, in, scale, scaleInv, kernelOut, kernelStats, kernelHist);
+        // The CPU's vector path (no histogram) and its scalar path (with one).
+        std::vector<float> vectorOut(in.size()), scalarOut(in.size());
+        RoundingStats vectorStats, scalarStats;
+        GradientHistogram cpuHist;
+        const float vectorAmax =
+            quantizeScaled(f, in.data(), vectorOut.data(), in.size(), scale, scaleInv, &vectorStats, nullptr);
+        const float scalarAmax =
+            quantizeScaled(f, in.data(), scalarOut.data(), in.size(), scale, scaleInv, &scalarStats, &cpuHist);
+        QVERIFY(sameValues(kernelOut, scalarOut));
+        QVERIFY(sameValues(kernelOut, vectorOut));
+        QCOMPARE(kernelStats, scalarStats);
+        QCOMPARE(kernelStats, vectorStats);
+        QVERIFY(kernelHist == cpuHist);
+        QVERIFY(sameFloat(kernelAmax, scalarAmax) && sameFloat(kernelAmax, vectorAmax));
+        QVERIFY(std::isnan(kernelAmax));   // the data hold a NaN
+        // The data reach every counter the test pins.
+        QVERIFY(kernelStats.underflow > 0 && kernelStats.overflow > 0 && kernelStats.subnormal > 0);
+        QVERIFY(kernelStats.nan > 0 && kernelStats.infIn > 0 && kernelStats.zerosIn > 0);
+        // Without the NaN the amax is the largest magnitude, an infinity included.
+        std::vector<float> finite;
+        for (float x : spread)
+            if (!std::isnan(x)) finite.push_back(x);
+        std::vector<float> ignored;
+        RoundingStats s;
+        GradientHistogram h;
+        QVERIFY(sameFloat(emulateQuantizeFp8Kernel(f, finite, scale, scaleInv, ignored, s, h),
+                          amaxOf(finite.data(), finite.size())));
+    }
+
+    // fp8Code gives every pattern of both formats back from its value (encodeMini's patterns;
+    // NaN as the format's NaN of that sign).
+    void fp8CodeOfEveryPattern()
+    {
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2})
+            for (unsigned c = 0; c < 256; ++c) {
+                const auto bits = static_cast<std::uint8_t>(c);
+                const float v = decodeMini(f, bits);
+                const std::uint8_t code = ck::fp8Code(static_cast<int>(f), v);
+                if (std::isnan(v)) {
+                    QCOMPARE(code, static_cast<std::uint8_t>((c & 0x80u) | 0x7Fu));
+                    QVERIFY(std::isnan(decodeMini(f, code)));
+                } else {
+                    QCOMPARE(code, bits);   // E5M2's infinities too
+                    if (std::isfinite(v)) QCOMPARE(code, *encodeMini(f, v, Overflow::saturate));
+                }
+            }
+    }
+
+    // The operand the quantiser wrote (q * scaleInv in fp32) gives q's code back for every
+    // finite q of both formats and scales over 2^-60 .. 2^60, except where q * scaleInv is an
+    // fp32 subnormal (bits of q already lost in the emulation's operand): counted, and only there.
+    void fp8CodeOfOperandRecoversTheCode()
+    {
+        Rng rng{5};
+        std::vector<float> scales = {1.0f, 448.0f / 3.7f, 57344.0f / 0.0123f, 0x1.0p-20f, 1e30f, 3.0e38f};
+        for (int i = 0; i < 500; ++i) scales.push_back(static_cast<float>(std::exp2(-60.0 + 120.0 * rng.uniform())));
+        std::uint64_t checked = 0, subnormalOperands = 0;
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2})
+            for (float scale : scales)
+                for (unsigned c = 0; c < 256; ++c) {
+                    const float q = decodeMini(f, static_cast<std::uint8_t>(c));
+                    if (!std::isfinite(q)) continue;
+                    const float x = q * (1.0f / scale);
+                    if (x != 0.0f && std::fabs(x) < std::numeric_limits<float>::min()) {
+                        ++subnormalOperands;
+                        continue;
+                    }
+                    ++checked;
+                    const std::uint8_t code = ck::fp8CodeOfOperand(static_cast<int>(f), x, scale);
+                    if (code != c) QFAIL(qPrintable(QString("%1 code %2 scale %3: got %4").arg(int(f)).arg(c)
+                                                        .arg(static_cast<double>(scale)).arg(code)));
+                }
+        QVERIFY(checked > 200000);
+        QVERIFY(subnormalOperands > 0);   // the scale 3e38 reaches them
+        qInfo("checked %llu operands; %llu fp32-subnormal operands left out", static_cast<unsigned long long>(checked),
+              static_cast<unsigned long long>(subnormalOperands));
+    }
+
     // im2col / col2im index maps of the kernels reproduce the CPU backend bit for bit,
     // over a sample range inside the batch (the device copies only those samples).
     void convIndexMapsMatchCpu_data()

@@ -24,6 +24,7 @@ struct Curve {
     std::vector<StepEvent> steps;
     std::vector<MemoryEvent> memory;
     std::vector<SettingChangeEvent> changes;
+    std::string arithmetic;   // RunStartEvent's
 };
 
 // Changes asked for through TrainerControl after the step named, as the app asks (each
@@ -70,6 +71,7 @@ Curve run(const std::string& recipe, const std::string& backend, const DataSplit
                 QVERIFY2(problem.empty(), problem.c_str());
             }
         }
+        if (const auto* start = std::get_if<RunStartEvent>(&e)) c.arithmetic = start->arithmetic;
         if (const auto* memory = std::get_if<MemoryEvent>(&e)) c.memory.push_back(*memory);
         if (const auto* change = std::get_if<SettingChangeEvent>(&e)) c.changes.push_back(*change);
     });
@@ -106,6 +108,11 @@ private slots:
         QTest::addRow("amp-fp16") << "amp-fp16" << 2e-2;
         QTest::addRow("amp-bf16") << "amp-bf16" << 8e-2;
         QTest::addRow("pure-fp16") << "pure-fp16" << 5e-2;
+        // FP8 (issue 15): on compute 8.9+ the GEMMs run on the codes (tensor-core sums of
+        // about 14 bits per chunk, tst_cuda_fp8), and a value that lands on the other side
+        // of an FP8 rounding boundary moves by 2^-4 (E4M3) to 2^-3 (E5M2): bf16's width.
+        QTest::addRow("fp8-delayed") << "fp8-delayed" << 8e-2;
+        QTest::addRow("fp8-current") << "fp8-current" << 8e-2;
     }
 
     void lossCurveAgreesWithCpu()
@@ -130,6 +137,28 @@ private slots:
         // A loss-scale overflow right at the edge may fall either way once; more is a bug.
         QVERIFY2(skippedDifferently <= 1, qPrintable(QString::number(skippedDifferently)));
         QVERIFY(std::abs(gpu.result.testAccuracy - cpu.result.testAccuracy) <= 0.05);
+        qInfo("cuda arithmetic: %s", gpu.arithmetic.c_str());
+    }
+
+    // The FP8 recipes say what the device multiplied: FP8 codes on tensor cores (compute 8.9
+    // and newer) or the dequantised values in fp32; the block-scaled ones are refused with
+    // the reason before the run starts.
+    void fp8ArithmeticIsNamedAndBlocksAreRefused()
+    {
+        const Curve gpu = run("fp8-delayed", "cuda", data_, noChange, {{"max_steps", 2}});
+        QCOMPARE(gpu.result.status, RunStatus::completed);
+        QVERIFY2(gpu.arithmetic.rfind("hardware: FP8 tensor cores", 0) == 0 ||
+                     gpu.arithmetic.rfind("exact: fp8-delayed operands held dequantised", 0) == 0,
+                 gpu.arithmetic.c_str());
+        qInfo("fp8-delayed on CUDA: %s", gpu.arithmetic.c_str());
+        for (const char* preset : {"mxfp8", "nvfp4"}) {
+            try {
+                run(preset, "cuda", data_, noChange, {{"max_steps", 2}});
+                QFAIL(qPrintable(QStringLiteral("%1 was accepted on CUDA").arg(preset)));
+            } catch (const std::exception& e) {
+                QVERIFY2(std::string(e.what()).find("cannot quantise in blocks") != std::string::npos, e.what());
+            }
+        }
     }
 
     // The app's mid-run switches reach the device: the same changes at the same steps on

@@ -6,9 +6,12 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cuda/kernel_fp8.h"
 #include "backend/cuda/kernel_math.h"
 #include "numerics/bulk_round.h"
 #include "numerics/format.h"
+#include "numerics/minifloat.h"
+#include "numerics/quantize.h"
 #include "numerics/update_math.h"
 
 #include "test_support.h"
@@ -90,6 +93,60 @@ void emulateRoundKernel(Format f, const std::vector<float>& in, std::vector<floa
         ++counters[static_cast<std::size_t>(ck::histogramSlot(u))];
     }
     addCounters(counters, in.size(), stats, hist);
+}
+
+// What the FP8 quantisation kernel computes (fp8_kernels.cu), element after element on the
+// host; returns the amax it folds.
+float emulateQuantizeFp8Kernel(MiniFormat f, const std::vector<float>& in, float scale, float scaleInv,
+                               std::vector<float>& out, RoundingStats& stats, GradientHistogram& hist)
+{
+    const ck::Fp8Rule rule = ck::fp8Rule(static_cast<int>(f));
+    std::vector<std::uint64_t> counters(ck::kCounterSlots, 0);
+    std::uint32_t key = 0;
+    out.resize(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        key = std::max(key, ck::amaxKey(in[i]));
+        const float x = ck::mulRn(in[i], scale);
+        float r = 0.0f;
+        bool saturated = false;
+        out[i] = ck::mulRn(ck::fp8Quantize(rule, x, &r, &saturated), scaleInv);
+        const std::uint32_t bits = ck::floatBits(x);
+        for (unsigned mask = ck::fp8StatMask(rule, bits, r, saturated); mask != 0; mask &= mask - 1)
+            ++counters[static_cast<std::size_t>(std::countr_zero(mask))];
+        ++counters[static_cast<std::size_t>(ck::histogramSlot(bits))];
+    }
+    addCounters(counters, in.size(), stats, hist);
+    return ck::amaxFromKey(key);
+}
+
+// Every value of FP8 format f divided by `scale` (as quantisation sees them), with what sits
+// at and next to its rounding boundaries: each value, its fp32 neighbours, the midpoint to
+// the next value (a tie) and the midpoint's neighbours, both signs; then values beyond the
+// largest (saturation), half the smallest subnormal (a tie to zero), infinities and NaN.
+std::vector<float> fp8Boundaries(MiniFormat f, float scale)
+{
+    std::vector<float> values;
+    std::vector<float> finite;
+    for (unsigned c = 0; c < 128; ++c) {
+        const float v = decodeMini(f, static_cast<std::uint8_t>(c));
+        if (std::isfinite(v)) finite.push_back(v);
+    }
+    std::sort(finite.begin(), finite.end());
+    const float maxFinite = finite.back();
+    for (std::size_t i = 0; i < finite.size(); ++i) {
+        const float v = finite[i];
+        // Past the largest: the next value the format would have (E4M3 480: the tie 464).
+        const float next = i + 1 < finite.size() ? finite[i + 1] : 2 * v - finite[i - 1];
+        const float mid = (v + next) / 2;   // exact: both are short
+        for (float x : {v, std::nextafter(v, 0.0f), std::nextafter(v, std::numeric_limits<float>::infinity()), mid, std::nextafter(mid, 0.0f),
+                        std::nextafter(mid, std::numeric_limits<float>::infinity())})
+            for (float sign : {1.0f, -1.0f}) values.push_back(sign * x / scale);
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float x : {maxFinite * 4.0f, 1e30f, finite[1] / 2, finite[1] / 4, inf, -inf,
+                    std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f})
+        values.push_back(x / scale);
+    return values;
 }
 
 // ---- The step kernels on the host (kernels.cu / step_kernels.cu, thread by thread) --------

@@ -1,6 +1,7 @@
 // CudaBackend: lifetime (device, memory pool, stream, cuBLAS handle, allocator, counter
 // arena), the step's synchronisation (flush), rounding with telemetry, im2col / col2im, the
-// convolutions' entry points (their cuDNN code is in cuda_conv.cpp), host parallel loops.
+// convolutions' entry points (their cuDNN code is in cuda_conv.cpp; refused for FP8 codes,
+// which the layer lowers to cuBLASLt's FP8 GEMMs), host parallel loops.
 // The GEMM is in cuda_gemm.cpp, the layers' ops in cuda_layer_ops.cpp, the sweep and the
 // optimizers in cuda_update_ops.cpp, the probe and the C entry points in cuda_plugin.cpp.
 #include "backend/cuda/cuda_backend.h"
@@ -61,7 +62,9 @@ CudaBackend::CudaBackend(int device)
     : device_(usableDevice(device)), capability_(capabilityOf(device_)), memory_(device_), stream_(device_),
       cublas_(stream_.get()), allocator_(device_, stream_.get(), memory_.get()),
       counters_(stream_.get(), memory_.get()), a16_(stream_.get(), memory_.get()), b16_(stream_.get(), memory_.get()),
-      c16_(stream_.get(), memory_.get()), labels_(stream_.get(), memory_.get()),
+      c16_(stream_.get(), memory_.get()), fp8Scales_(stream_.get(), memory_.get()),
+      ltWorkspace_(stream_.get(), memory_.get()), quantizeScratch_(stream_.get(), memory_.get()),
+      labels_(stream_.get(), memory_.get()),
       lossScratch_(stream_.get(), memory_.get()), sweepScratch_(stream_.get(), memory_.get()),
       convolutions_(stream_.get(), memory_.get(), capability_)
 {
@@ -122,7 +125,7 @@ void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t 
 bool CudaBackend::convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
                                      float* y, GemmPrecision precision)
 {
-    if (!CudnnConvolutions::builtIn()) return false;
+    if (!CudnnConvolutions::builtIn() || runsFp8(precision, capability_)) return false;
     activate();
     return convolutions_.forward(g, outChannels, x, w, y, precision);
 }
@@ -130,7 +133,7 @@ bool CudaBackend::convolutionForward(const ConvGeometry& g, std::int64_t outChan
 bool CudaBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_t outChannels, const float* w,
                                           const float* dy, float* dx, GemmPrecision precision)
 {
-    if (!CudnnConvolutions::builtIn()) return false;
+    if (!CudnnConvolutions::builtIn() || runsFp8(precision, capability_)) return false;
     activate();
     return convolutions_.backwardData(g, outChannels, w, dy, dx, precision);
 }
@@ -138,7 +141,7 @@ bool CudaBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_t ou
 bool CudaBackend::convolutionBackwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x,
                                             const float* dy, float* dw, GemmPrecision precision)
 {
-    if (!CudnnConvolutions::builtIn()) return false;
+    if (!CudnnConvolutions::builtIn() || runsFp8(precision, capability_)) return false;
     activate();
     return convolutions_.backwardFilter(g, outChannels, x, dy, dw, precision);
 }

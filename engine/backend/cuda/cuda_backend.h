@@ -1,8 +1,8 @@
 // The CUDA implementation of ComputeBackend (C++20, compiled by the host compiler): tensors
 // live in device memory (allocator()), every op enqueues its kernels or cuBLAS call on the
 // backend's one stream and returns without waiting, counts meant for host structs are
-// deferred to flush(), and only the ops that return a value (the loss, the gradient sweep)
-// and downloads wait for the device. Convolutions go through cuDNN when it is built in
+// deferred to flush(), and only the ops that return a value (the loss, the gradient sweep,
+// the FP8 quantisation's amax) and downloads wait for the device. Convolutions go through cuDNN when it is built in
 // (cuda_conv.h), else the layer lowers them through im2col + gemm. Also the device probe
 // behind plab_cuda_probe.
 #pragma once
@@ -51,6 +51,12 @@ public:
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override;
 
+    // The FP8 recipes (cuda_fp8.cpp): per-tensor quantisation to E4M3 / E5M2 and the amax;
+    // block-scaled quantisation throws std::logic_error (the trainer refuses those recipes).
+    float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
+                   GradientHistogram* hist, GradientHistogram* blockScales) override;
+    float amax(const float* src, std::int64_t n) override;
+
     // Whole-batch convolutions through cuDNN (cuda_conv.cpp); false without cuDNN, or when
     // cuDNN has no suitable algorithm for the shape (the layer then lowers them).
     bool convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,
@@ -95,6 +101,12 @@ private:
     void activate() const;
     cudaStream_t stream() const { return stream_.get(); }
     void synchronize();
+    // gemm on FP8 codes through cuBLASLt, for a precision that runsFp8 (cuda_fp8.cpp).
+    void fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
+                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                 const GemmPrecision& precision);
+    // Waits for the amax key at deviceKey and returns it as a float (amaxFromKey).
+    float readAmax(const unsigned* deviceKey);
     // The labels of the loss on the device: uploaded when they differ from the last ones,
     // so the backward pass reuses the forward pass's copy. Throws when one is >= classes.
     const std::uint8_t* deviceLabels(const std::uint8_t* labels, std::int64_t N, std::int64_t classes);
@@ -107,10 +119,15 @@ private:
     MemoryPool memory_;          // every stream-ordered block below comes from here
     Stream stream_;
     CublasHandle cublas_;
+    CublasLtHandle cublasLt_;
     BackendInfo info_;
     StreamAllocator allocator_;
     CounterArena counters_;
-    DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N)
+    DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N); FP8 codes
+                                     // of op(A), op(B) and the fp32 result of an FP8 GEMM
+    DeviceBuffer fp8Scales_;         // the two scaleInv of an FP8 GEMM (cuBLASLt's scale pointers)
+    DeviceBuffer ltWorkspace_;       // cuBLASLt's workspace
+    DeviceBuffer quantizeScratch_;   // the amax key of quantize / amax
     DeviceBuffer labels_;            // (N) labels of the loss
     DeviceBuffer lossScratch_;       // LossTotals, then per-row results (N doubles) and hits (N bytes)
     DeviceBuffer sweepScratch_;      // flag, per-view sums, per-block partial sums

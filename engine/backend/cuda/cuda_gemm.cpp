@@ -1,5 +1,6 @@
 // CudaBackend::gemm: one cublasGemmEx per call, with the cuBLAS compute type that each
-// GemmPrecision implies (the GPU's real arithmetic for the recipe):
+// GemmPrecision implies (the GPU's real arithmetic for the recipe), or, for FP8 operands
+// on a device with FP8 tensor cores (runsFp8), cuBLASLt's FP8 GEMM (cuda_fp8.cpp):
 //   fp32                       -> CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no reduced reductions)
 //   tf32                       -> CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores; operands are
 //                                 already tf32 values, so the cores' conversion changes none)
@@ -75,6 +76,8 @@ std::uint16_t halfBits(float x) { return cudakernels::fp32ToFp16Bits(std::bit_ca
 
 std::string CudaBackend::arithmeticFor(const GemmPrecision& precision) const
 {
+    if (runsFp8(precision, capability_))
+        return "hardware: FP8 tensor cores on the quantised codes via cuBLASLt (per-tensor scales), fp32 accumulation";
     try {
         switch (choosePath(precision, capability_, "products")) {
         case GemmPath::fp32Strict: return "hardware: fp32 FMAs (no TF32)";
@@ -109,6 +112,10 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
         // reference does); cuBLAS is not asked (implementations treat k == 0 unevenly).
         PLAB_CUDA_CHECK(cudakernels::launchScaleMatrix(
             C, M, N, ldc, beta, path == GemmPath::fp16Accumulate ? cudakernels::kFp16 : cudakernels::kFp32, stream()));
+        return;
+    }
+    if (runsFp8(precision, capability_)) {
+        fp8Gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision);
         return;
     }
     const int m = asInt(N, "N"), n = asInt(M, "M"), k = asInt(K, "K");   // cuBLAS's view: C^T (N, M)

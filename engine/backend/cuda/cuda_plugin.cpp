@@ -108,10 +108,18 @@ void probeDevices(BackendInfo& info)
             if (cap.bf16()) info.capabilities.compute.push_back(Format::bf16);
             info.capabilities.sumsInCompute = {Format::fp16};   // CUBLAS_COMPUTE_16F; nothing sums in bf16/tf32
             info.capabilities.limitation = missing;
+            // FP8 per tensor everywhere (cuBLASLt's FP8 GEMMs from compute 8.9, the
+            // dequantised values in fp32 before); MX / NVFP4 blocks not at all.
+            info.capabilities.quantizes = true;
+            info.capabilities.quantizesBlocks = false;
+            info.capabilities.blocksLimitation =
+                "the CUDA backend has no block-scaled GEMM; MX and NVFP4 GEMMs need a GPU of compute capability 10.0";
             info.capabilities.memoryBytes = prop.totalGlobalMem;
         }
     }
     info.versions.push_back("fp32 accumulation off: fp16 only (no bf16/tf32 accumulation on the GPU)");
+    info.versions.push_back("FP8 recipes: GEMMs on FP8 codes via cuBLASLt from compute 8.9 (dequantised values in fp32 "
+                            "before); MX and NVFP4 refused (compute 10.0, not written)");
     info.available = true;
 }
 

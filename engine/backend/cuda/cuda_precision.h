@@ -16,7 +16,15 @@ struct DeviceCapability {
     int minor = 0;
     bool bf16() const { return major >= 8; }   // bf16 tensor-core GEMM: Ampere and newer
     bool tf32() const { return major >= 8; }   // tf32 tensor cores: Ampere and newer
+    bool fp8() const { return major > 8 || (major == 8 && minor >= 9); }   // FP8 tensor cores: Ada, Hopper, newer
 };
+
+// Whether a GEMM of p runs on FP8 codes through cuBLASLt (cuda_fp8_gemm.cpp): both operands
+// FP8 with per-tensor scales, fp32 accumulation, a device of compute capability 8.9 or
+// newer, and not E5M2 by E5M2 (which cuBLASLt has no kernel for). Otherwise FP8 operands
+// are read as the dequantised fp32 values they also are (fp32Strict, the CPU's emulation).
+// The convolutions of such a p are refused, so that the layer lowers them to these GEMMs.
+bool runsFp8(const GemmPrecision& p, DeviceCapability cap);
 
 // The arithmetic a GemmPrecision asks of the GPU:
 //   fp32 (either accumulation)  -> fp32Strict: fp32 FMAs, no TF32

@@ -79,6 +79,10 @@ CublasHandle::CublasHandle(cudaStream_t stream)
 
 CublasHandle::~CublasHandle() { (void)cublasDestroy(handle_); }
 
+CublasLtHandle::CublasLtHandle() { PLAB_CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+
+CublasLtHandle::~CublasLtHandle() { (void)cublasLtDestroy(handle_); }
+
 DeviceBuffer::~DeviceBuffer()
 {
     if (ptr_ && cudaFreeAsync(ptr_, stream_) != cudaSuccess) (void)cudaGetLastError();

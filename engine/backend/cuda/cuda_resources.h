@@ -1,11 +1,12 @@
 // The CUDA objects one backend owns, each released by its destructor without throwing:
-// its memory pool, its stream, its cuBLAS handle, growable device buffers (stream-ordered
+// its memory pool, its stream, its cuBLAS and cuBLASLt handles, growable device buffers (stream-ordered
 // from the pool, so growing one never waits for the device) and growable pinned host
 // buffers (the targets of the device -> host copies the host waits for). Members of
 // CudaBackend are declared so that the buffers are freed on the stream before it drains
 // and is destroyed, and the pool is destroyed after that.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -59,6 +60,19 @@ public:
 
 private:
     cublasHandle_t handle_ = nullptr;
+};
+
+// A cuBLASLt handle (the FP8 GEMMs, cuda_fp8_gemm.cpp); the stream is given per call.
+class CublasLtHandle {
+public:
+    CublasLtHandle();
+    ~CublasLtHandle();
+    CublasLtHandle(const CublasLtHandle&) = delete;
+    CublasLtHandle& operator=(const CublasLtHandle&) = delete;
+    cublasLtHandle_t get() const { return handle_; }
+
+private:
+    cublasLtHandle_t handle_ = nullptr;
 };
 
 // Device memory that only grows, allocated from `pool` and freed in the order of `stream`:

@@ -3,13 +3,13 @@
 // im2col / col2im. The per-element arithmetic lives in kernel_math.h (shared with the host
 // tests); this file only maps it onto threads. The layers' and optimizers' kernels are in
 // step_kernels.cu. Every kernel is compiled for five architectures, so keep them few.
+#include "backend/cuda/device_common.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace plab::cudakernels {
 
 // Grid-stride loops over at most kMaxBlocks blocks: enough to fill any current GPU, and it
-// bounds the elements one block counts (n / kMaxBlocks), so the 32-bit shared counters of
-// the rounding kernel cannot overflow below n = 2^44.
+// bounds the elements one block counts (device_common.cuh).
 unsigned gridOf(std::size_t blocks)
 {
     return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks == 0 ? 1 : blocks) : kMaxBlocks);
@@ -19,52 +19,23 @@ unsigned blocksFor(std::size_t n) { return gridOf((n + kThreads - 1) / kThreads)
 
 namespace {
 
-__device__ long long firstIndex() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ long long gridStride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
-
-// One pass: add the bias, round, store, and count. Counts go to shared memory first, then
-// one global atomic per nonzero counter per block. Gradients cluster in a few binades (and
-// zeros), so most lanes of a warp add to the same few counters: the lanes that add to the
-// same ones are grouped and only the lowest of each group adds, the group's size. Counts
-// are integers, so the result equals the CPU's exactly whatever the grouping.
+// One pass: add the bias, round, store, and count (device_common.cuh).
 __global__ void roundKernel(int format, const float* src, float* dst, long long n, BiasTerm bias,
                             unsigned long long* counters, bool wantStats, bool wantHist)
 {
-    static_assert(kThreads % 32 == 0, "warps are whole: lane = threadIdx.x % 32");
-    static_assert(kCounterSlots <= (1 << 9) && kStatSlots <= 32 - 9, "a lane's key packs its stats and its bin");
     __shared__ unsigned int local[kCounterSlots];
-    const unsigned lowerLanes = (1u << (threadIdx.x % 32)) - 1u;
     const bool counting = counters != nullptr && (wantStats || wantHist);
-    if (counting) {
-        for (int i = threadIdx.x; i < kCounterSlots; i += blockDim.x) local[i] = 0;
-        __syncthreads();
-    }
+    if (counting) zeroCounters(local);
     for (long long i = firstIndex(); i < n; i += gridStride()) {
         float x = src[i];   // read before the write: may alias
         if (bias.values) x = addRn(x, bias.values[biasIndex(i, bias.period, bias.repeat)]);
         const std::uint32_t in = __float_as_uint(x);
         const std::uint32_t out = roundBits(format, in);
         dst[i] = __uint_as_float(out);
-        if (!counting) continue;
-        const unsigned stats = wantStats ? statMask(format, in, out) : 0u;
-        const int bin = wantHist ? histogramSlot(in) : 0;
-        // The lanes that run this __activemask together get the same mask, and all of them
-        // go straight on (nothing between can diverge) to the __match_any_sync over it,
-        // which waits for exactly them. Lanes that left the loop, or arrive here apart
-        // (independent scheduling), are in other masks and form their own groups: the
-        // groups may be smaller than the warp, never wrong.
-        const unsigned lanes = __activemask();
-        const unsigned group = __match_any_sync(lanes, stats << 9 | static_cast<unsigned>(bin));
-        if ((group & lowerLanes) != 0) continue;   // not the group's lowest lane
-        const unsigned members = static_cast<unsigned>(__popc(group));
-        for (unsigned mask = stats; mask != 0; mask &= mask - 1)
-            atomicAdd(&local[__ffs(static_cast<int>(mask)) - 1], members);
-        if (wantHist) atomicAdd(&local[bin], members);
+        if (counting) countElement(local, wantStats ? statMask(format, in, out) : 0u, wantHist ? histogramSlot(in) : 0,
+                                   wantHist);
     }
-    if (!counting) return;
-    __syncthreads();
-    for (int i = threadIdx.x; i < kCounterSlots; i += blockDim.x)
-        if (local[i] != 0) atomicAdd(&counters[i], static_cast<unsigned long long>(local[i]));
+    if (counting) addCounters(local, counters);
 }
 
 __global__ void fillKernel(float* dst, long long n, float value)

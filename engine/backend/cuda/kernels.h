@@ -1,12 +1,14 @@
-// Launch wrappers of the plugin's own CUDA kernels (kernels.cu, step_kernels.cu): fused
-// bias + rounding with statistics, fill, 16-bit operand conversion and scaling for cuBLAS,
-// im2col / col2im, and the layers' and optimizers' ops. Plain C++17 over device pointers,
+// Launch wrappers of the plugin's own CUDA kernels (kernels.cu, step_kernels.cu,
+// fp8_kernels.cu): fused bias + rounding with statistics, fill, 16-bit operand conversion
+// and scaling for cuBLAS, im2col / col2im, the layers' and optimizers' ops, and the FP8
+// recipes' quantisation and cuBLASLt operands. Plain C++17 over device pointers,
 // so that nvcc (C++17) and g++ (C++20, the backend's .cpp files) share it. Each wrapper only
 // enqueues work on `stream` and returns the launch status; the caller checks it and turns
 // failures into exceptions. Counter pointers are device slots of the backend's counter
 // arena (cuda_counters.h); null means "not counted".
 #pragma once
 
+#include "backend/cuda/kernel_fp8.h"
 #include "backend/cuda/kernel_math.h"
 
 #include <cuda_runtime_api.h>
@@ -63,6 +65,35 @@ cudaError_t launchIm2col(const ConvShape& g, long long n0, long long count, cons
 // dst (C, g.batch, H, W) samples [n0, n0 + count) overwritten with the col2im sums of cols.
 cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, float* dst,
                          cudaStream_t stream);
+
+// ---- FP8 recipes (fp8_kernels.cu) --------------------------------------------------------
+
+// dst[i] = fp8Quantize(src[i] * scale) * scaleInv for i < n (src may alias dst), counts of
+// the scaled values added to counters as launchRound adds them, and the largest amaxKey of
+// src folded into *amax by atomicMax (the caller zeroes it first).
+cudaError_t launchQuantizeFp8(int format, const float* src, float* dst, long long n, float scale, float scaleInv,
+                              unsigned long long* counters, bool wantStats, bool wantHist, unsigned* amax,
+                              cudaStream_t stream);
+// The largest amaxKey of src[0..n) folded into *amax (atomicMax; the caller zeroes it first).
+cudaError_t launchAmax(const float* src, long long n, unsigned* amax, cudaStream_t stream);
+
+// An operand for cuBLASLt's FP8 GEMM: dst (outerPadded, kPadded) bytes, dense, K running
+// fastest, = fp8CodeOfOperand of element (o, k) of the row-major matrix at src (leading
+// dimension ld) for o < outer, k < K, and 0 in the padding. kContiguous: element (o, k) is
+// src[o * ld + k]; else src[k * ld + o].
+struct Fp8OperandShape {
+    long long outer, K, ld;
+    bool kContiguous;
+    long long outerPadded, kPadded;
+};
+cudaError_t launchEncodeFp8(int format, const float* src, const Fp8OperandShape& s, float scale, std::uint8_t* dst,
+                            cudaStream_t stream);
+// scales[0] = first, scales[1] = second (device memory for cuBLASLt's scale pointers).
+cudaError_t launchSetPair(float* scales, float first, float second, cudaStream_t stream);
+// C (rows, cols, leading dimension ldc) = D (rows, cols, leading dimension ldd) + beta * C,
+// one fp32 rounding each (beta == 0 never reads C).
+cudaError_t launchAddScaled(const float* d, long long ldd, long long rows, long long cols, float beta, float* c,
+                            long long ldc, cudaStream_t stream);
 
 // ---- Layer ops (step_kernels.cu) ----------------------------------------------------------
 

@@ -3,6 +3,7 @@
 // loss scaling, SGD and Adam. The arithmetic is kernel_math.h's (checked on the host against
 // the CPU reference); this file maps it onto threads. Reductions use a fixed tree, so a
 // result never depends on scheduling: the same inputs give the same bits on every run.
+#include "backend/cuda/device_common.cuh"
 #include "backend/cuda/kernels.h"
 
 #include <algorithm>
@@ -10,9 +11,6 @@
 namespace plab::cudakernels {
 
 namespace {
-
-__device__ long long firstIndex() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ long long gridStride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
 
 // The halving tree of blockSum pairs slot t with t + half for half = kThreads / 2 .. 1.
 static_assert(kThreads >= 32 && (kThreads & (kThreads - 1)) == 0, "kThreads must be a power of two");

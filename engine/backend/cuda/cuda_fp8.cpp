@@ -1,0 +1,190 @@
+// The FP8 recipes on the CUDA backend (issue 15): per-tensor quantisation and the amax on
+// the device (fp8_kernels.cu, element arithmetic in kernel_fp8.h), and GEMMs on the FP8
+// codes through cuBLASLt on devices of compute capability 8.9 or newer.
+//
+// The layers hand every GEMM fp32 operands: under an FP8 recipe those hold q * scaleInv,
+// the dequantised values the quantiser wrote, and GemmPrecision says which format and
+// scale each came from (Fp8Operand). fp8Gemm turns them back into codes (x * scale rounds
+// to q again, see kernel_fp8.h), in the one layout cuBLASLt's FP8 kernels take: both
+// operands K-major ("TN": the column-major A transposed, B not), every dimension padded
+// with zeros to a multiple of 16 (pointers and leading dimensions 16-byte aligned). In
+// cuBLASLt's column-major view the row-major C (M, N) is C^T (N, M) = op(B)^T op(A)^T, so
+// its A is our B (N rows of K codes) and its B our A (M rows of K codes). It multiplies
+// the codes with fp32 accumulation (fast accumulation off: the partial sums are promoted
+// to fp32 as they go), applies both scaleInv as its A and B scale pointers, and writes an
+// fp32 result (M padded, N padded), which is then added into C (with beta * C).
+//
+// Against the CPU's emulation (fp32 sgemm on the dequantised values) the products are
+// the same up to one fp32 rounding of each operand (the emulation's q * scaleInv) and the
+// order and width of the additions (tensor cores, as cuda_gemm.cpp says): tests compare
+// within a bound from the sum of |products|. Block-scaled formats (MX, NVFP4) are not run
+// here: their GEMMs need compute capability 10.0, and the backend refuses those recipes.
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/kernels.h"
+
+#include <climits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace plab::cuda {
+
+namespace ck = cudakernels;
+
+static_assert(static_cast<int>(MiniFormat::e4m3) == ck::kE4m3);
+static_assert(static_cast<int>(MiniFormat::e5m2) == ck::kE5m2);
+
+namespace {
+
+bool isFp8(MiniFormat f) { return f == MiniFormat::e4m3 || f == MiniFormat::e5m2; }
+
+std::int64_t padded16(std::int64_t v) { return (v + 15) / 16 * 16; }
+
+int asLtInt(std::int64_t v, const char* what)
+{
+    if (v > INT_MAX) throw std::invalid_argument(std::string("FP8 gemm: ") + what + " exceeds 32 bits");
+    return static_cast<int>(v);
+}
+
+cudaDataType fp8Type(MiniFormat f) { return f == MiniFormat::e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3; }
+
+// cuBLASLt descriptors, destroyed with the call that made them.
+struct MatmulDescDeleter {
+    void operator()(cublasLtMatmulDescOpaque_t* d) const { (void)cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDeleter {
+    void operator()(cublasLtMatrixLayoutOpaque_t* l) const { (void)cublasLtMatrixLayoutDestroy(l); }
+};
+struct PreferenceDeleter {
+    void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { (void)cublasLtMatmulPreferenceDestroy(p); }
+};
+using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
+using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
+using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
+
+// A column-major (rows, cols) layout with leading dimension ld.
+Layout layout(cudaDataType type, std::int64_t rows, std::int64_t cols, std::int64_t ld)
+{
+    cublasLtMatrixLayout_t l = nullptr;
+    PLAB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, static_cast<std::uint64_t>(rows),
+                                                 static_cast<std::uint64_t>(cols), ld));
+    return Layout(l);
+}
+
+template <typename T>
+void setAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value)
+{
+    PLAB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value));
+}
+
+// The workspace cuBLASLt may use (its documentation suggests 32 MiB on Hopper).
+constexpr std::size_t kLtWorkspaceBytes = std::size_t{32} << 20;
+
+}  // namespace
+
+bool runsFp8(const GemmPrecision& p, DeviceCapability cap)
+{
+    return p.fp8() && p.fp32Accumulate && p.compute == Format::fp32 && cap.fp8() && isFp8(p.a.element) &&
+           isFp8(p.b.element) && !(p.a.element == MiniFormat::e5m2 && p.b.element == MiniFormat::e5m2);
+}
+
+float CudaBackend::quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
+                            GradientHistogram* hist, GradientHistogram* blockScales)
+{
+    (void)blockScales;   // no blocks here
+    if (op.blocks)
+        throw std::logic_error("The CUDA backend quantises per tensor only; block-scaled formats (MX, NVFP4) need "
+                               "compute capability 10.0 and are emulated on the CPU backend.");
+    if (!isFp8(op.element))
+        throw std::logic_error("The CUDA backend quantises per tensor to FP8 E4M3 or E5M2 only.");
+    if (n < 0) throw std::invalid_argument("quantize got a negative size.");
+    if (n == 0) return 0.0f;
+    activate();
+    auto* amax = quantizeScratch_.reserveFor<unsigned>(1);
+    PLAB_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(unsigned), stream()));
+    const bool counted = stats || hist;
+    unsigned long long* slots = counted ? counters_.roundingSlots(stats, hist) : nullptr;
+    PLAB_CUDA_CHECK(ck::launchQuantizeFp8(static_cast<int>(op.element), src, dst, n, op.scale, op.scaleInv, slots,
+                                          stats != nullptr, hist != nullptr, amax, stream()));
+    if (counted) counters_.addElements(stats, hist, static_cast<std::size_t>(n));
+    return readAmax(amax);
+}
+
+float CudaBackend::amax(const float* src, std::int64_t n)
+{
+    if (n < 0) throw std::invalid_argument("amax got a negative size.");
+    if (n == 0) return 0.0f;
+    activate();
+    auto* amax = quantizeScratch_.reserveFor<unsigned>(1);
+    PLAB_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(unsigned), stream()));
+    PLAB_CUDA_CHECK(ck::launchAmax(src, n, amax, stream()));
+    return readAmax(amax);
+}
+
+float CudaBackend::readAmax(const unsigned* deviceKey)
+{
+    auto* host = results_.reserveFor<unsigned>(1);
+    PLAB_CUDA_CHECK(cudaMemcpyAsync(host, deviceKey, sizeof(unsigned), cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+    return ck::amaxFromKey(*host);
+}
+
+void CudaBackend::fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                          const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                          std::int64_t ldc, const GemmPrecision& precision)
+{
+    const std::int64_t Mp = padded16(M), Np = padded16(N), Kp = padded16(K);
+    asLtInt(Mp, "M");
+    asLtInt(Np, "N");
+    asLtInt(Kp, "K");
+    // op(A) (M, K): element (i, k) is A[i * lda + k] untransposed, A[k * lda + i] transposed;
+    // op(B) (K, N): element (k, j) is B[k * ldb + j] untransposed, B[j * ldb + k] transposed.
+    const ck::Fp8OperandShape shapeA{M, K, lda, transA == Transpose::no, Mp, Kp};
+    const ck::Fp8OperandShape shapeB{N, K, ldb, transB == Transpose::yes, Np, Kp};
+    auto* a8 = a16_.reserveFor<std::uint8_t>(static_cast<std::size_t>(Mp * Kp));
+    auto* b8 = b16_.reserveFor<std::uint8_t>(static_cast<std::size_t>(Np * Kp));
+    auto* d = c16_.reserveFor<float>(static_cast<std::size_t>(Mp * Np));
+    auto* scales = fp8Scales_.reserveFor<float>(2);   // [0] cuBLASLt's A (our B), [1] its B (our A)
+    void* workspace = ltWorkspace_.reserve(kLtWorkspaceBytes);
+    PLAB_CUDA_CHECK(ck::launchEncodeFp8(static_cast<int>(precision.a.element), A, shapeA, precision.a.scale, a8,
+                                        stream()));
+    PLAB_CUDA_CHECK(ck::launchEncodeFp8(static_cast<int>(precision.b.element), B, shapeB, precision.b.scale, b8,
+                                        stream()));
+    PLAB_CUDA_CHECK(ck::launchSetPair(scales, precision.b.scaleInv, precision.a.scaleInv, stream()));
+
+    cublasLtMatmulDesc_t rawDesc = nullptr;
+    PLAB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&rawDesc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const MatmulDesc desc(rawDesc);
+    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(scales));
+    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales + 1));
+    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{0});
+    // cuBLASLt's A: our op(B)^T, Np columns of Kp codes; its B: our op(A)^T, Mp columns of
+    // Kp codes; C and D: (Np, Mp) column-major, our (Mp, Np) row-major scratch.
+    const Layout layoutA = layout(fp8Type(precision.b.element), Kp, Np, Kp);
+    const Layout layoutB = layout(fp8Type(precision.a.element), Kp, Mp, Kp);
+    const Layout layoutD = layout(CUDA_R_32F, Np, Mp, Np);
+
+    cublasLtMatmulPreference_t rawPreference = nullptr;
+    PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&rawPreference));
+    const Preference preference(rawPreference);
+    const std::uint64_t workspaceBytes = kLtWorkspaceBytes;
+    PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspaceBytes, sizeof workspaceBytes));
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    PLAB_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublasLt_.get(), desc.get(), layoutA.get(), layoutB.get(),
+                                                     layoutD.get(), layoutD.get(), preference.get(), 1, &heuristic,
+                                                     &found));
+    if (found == 0)
+        throw std::runtime_error("cuBLASLt has no FP8 GEMM for " + std::to_string(M) + " x " + std::to_string(N) +
+                                 " x " + std::to_string(K) + " on this device");
+    const float one = 1.0f, zero = 0.0f;
+    PLAB_CUBLAS_CHECK(cublasLtMatmul(cublasLt_.get(), desc.get(), &one, b8, layoutA.get(), a8, layoutB.get(), &zero, d,
+                                     layoutD.get(), d, layoutD.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,
+                                     stream()));
+    PLAB_CUDA_CHECK(ck::launchAddScaled(d, Np, M, N, beta, C, ldc, stream()));
+}
+
+}  // namespace plab::cuda
