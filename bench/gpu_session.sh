@@ -14,6 +14,8 @@
 #   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16), by bisection,
 #             and the error at the first batch that does not
 #   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
+#   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
+#             against torch.autocast("cuda", float16) + GradScaler (issue 13)
 #   app       the app training on CUDA, offscreen, one screenshot (app.png)
 #   profile   where the seed CNN's amp-fp16 step spends its time: Nsight Systems' kernel
 #             and API summaries of 5 steps at batch 1000 (when nsys is on the machine)
@@ -37,7 +39,7 @@ for a in "$@"; do
     *) phases="$phases $a" ;;
   esac
 done
-[ -n "$phases" ] || phases="tests sanitize train memory bench app"
+[ -n "$phases" ] || phases="tests sanitize train golden memory bench app"
 
 # CUDA's libraries as the image has them: the toolkit's cuBLAS/runtime, PyTorch's cuDNN.
 cudalibs=""
@@ -192,6 +194,19 @@ LD_LIBRARY_PATH="$LD_LIBRARY_PATH" exec "$bin/plab_bench" "\$@"
 WRAP
   chmod +x /tmp/plab-gpu/plab_bench
   env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_gpu.py --bench /tmp/plab-gpu/plab_bench $quick
+}
+
+# Issue 13's GPU comparison: amp-fp16 of plab (CPU and CUDA backends) against
+# torch.autocast("cuda", float16) + GradScaler, 20 steps from the same weights and batches.
+phase_golden() {
+  cat > /tmp/plab-gpu/plab <<WRAP
+#!/bin/sh
+LD_LIBRARY_PATH="$LD_LIBRARY_PATH" exec "$bin/plab" "\$@"
+WRAP
+  chmod +x /tmp/plab-gpu/plab
+  env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 300 python3 tests/pytorch/golden_pytorch.py \
+    --plab /tmp/plab-gpu/plab --data-dir "$data" --work /tmp/plab-gpu/golden --cuda-amp-fp16
+  echo "===== golden: exit $?"
 }
 
 # The app, offscreen, training amp-fp16 on CUDA from a config; a screenshot after 25 s.

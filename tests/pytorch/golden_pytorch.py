@@ -22,8 +22,16 @@ Checks (tolerances and why: docs/PYTORCH.md):
               (within 0.05 point); plab fine-tunes weights plab_torch.py trained, starting
               from PyTorch's loss of them (1e-5 relative).
 
+With --cuda-amp-fp16 (a GPU session only, not CI: bench/gpu_session.sh's `golden` phase)
+it runs one other case instead:
+  amp-fp16    small-cnn against torch.autocast("cuda", torch.float16) + GradScaler on the
+              GPU, 20 steps, for `plab train --backend cpu` and `--backend cuda`: the same
+              skipped steps and loss scales, and every step's loss within --fp16-tolerance
+              (one fp16 step of the loss, 2^-10, as the bf16 case's 2^-7 is one bf16 step);
+              the measured largest difference is printed for bench/RESULTS.md.
+
 Exit 0 when every check passes, 1 when one fails, 77 (CTest: skipped) without PyTorch or
-without the data, saying why.
+without the data (or, with --cuda-amp-fp16, without a GPU), saying why.
 """
 
 import argparse
@@ -182,6 +190,66 @@ def bf16_case(plab, data_dir, work, images, labels, tolerance, arithmetic):
           f"{max(diffs):.2e} (step {diffs.index(max(diffs)) + 1}), first step {diffs[0]:.2e}")
     check(len(ours) == 20 and max(diffs) <= tolerance,
           f"amp-bf16 ({arithmetic}): every step's loss within {tolerance:g} relative of autocast's (docs/PYTORCH.md)")
+
+
+def train_torch_cuda_fp16(model, images, labels, batches, init_scale, interval, lr=1e-3):
+    """torch.autocast("cuda", float16) with a GradScaler, the recipe's fp32 loss: the
+    losses, the scale each step used and whether GradScaler skipped it."""
+    device = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False   # fp32 ops stay fp32, as our recipe's do
+    torch.backends.cudnn.allow_tf32 = False
+    model = model.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    if hasattr(torch.amp, "GradScaler"):   # PyTorch 2.3 and newer
+        scaler = torch.amp.GradScaler("cuda", init_scale=init_scale, growth_interval=interval)
+    else:
+        scaler = torch.cuda.amp.GradScaler(init_scale=init_scale, growth_interval=interval)
+    losses, scales, skipped = [], [], []
+    for idx in batches:
+        x, y = pt.batch_tensors(images, labels, idx)
+        x, y = x.to(device), y.to(device)
+        opt.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float(), y)
+        scale = scaler.get_scale()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        losses.append(loss.item())
+        scales.append(scale)
+        skipped.append(scaler.get_scale() < scale)
+    return losses, scales, skipped
+
+
+def cuda_fp16_case(plab, data_dir, work, images, labels, backend, tolerance):
+    torch.manual_seed(17)
+    model = pt.make_model("small-cnn")
+    init = os.path.join(work, "fp16-init.safetensors")
+    record = os.path.join(work, f"small-cnn-amp-fp16-{backend}.json")
+    batches_file = os.path.join(work, f"fp16-batches-{backend}.txt")
+    pt.save_safetensors(init, model.state_dict())
+    init_scale, interval = 65536.0, 2000   # GradScaler's defaults, given to both
+    p = run_plab(plab, ["--model", "small-cnn", "--recipe", "amp-fp16", "--backend", backend, "--loss-scale", "dynamic",
+                        "--init-scale", str(init_scale), "--growth-interval", str(interval), "--init-weights", init,
+                        "--data-dir", data_dir, "--out", record, "--batch", "32", "--max-steps", "20",
+                        "--write-batches", batches_file])
+    check(p.returncode == 0, f"amp-fp16 ({backend}): plab train exits 0")
+    if p.returncode != 0:
+        return
+    ran = json.load(open(record))["backend"].get("arithmetic", "?")
+    torch_losses, torch_scales, torch_skipped = train_torch_cuda_fp16(
+        model, images, labels, pt.read_batches(batches_file), init_scale, interval)
+    steps = record_steps(record)
+    ours = [s["loss"] for s in steps]
+    diffs = [abs(a - b) / abs(b) for a, b in zip(ours, torch_losses)]
+    print(f"      amp-fp16 on {backend} ({ran}) small-cnn vs torch.autocast(cuda, float16) + GradScaler: largest "
+          f"relative loss difference {max(diffs):.2e} (step {diffs.index(max(diffs)) + 1}), first step {diffs[0]:.2e}; "
+          f"skipped ours {sum(s['skipped'] for s in steps)}, PyTorch {sum(torch_skipped)}")
+    check([s["skipped"] for s in steps] == torch_skipped and [s["loss_scale"] for s in steps] == torch_scales,
+          f"amp-fp16 ({backend}): the same skipped steps and loss scales as GradScaler's")
+    check(len(ours) == 20 and max(diffs) <= tolerance,
+          f"amp-fp16 ({backend}): every step's loss within {tolerance:g} relative of autocast's on the GPU")
 
 
 def gradscaler_scales(init_scale, growth, backoff, interval, found_inf):
@@ -386,7 +454,13 @@ def main():
     ap.add_argument("--work", default=None)
     # One bf16 step of the loss (2^-7 relative): see docs/PYTORCH.md for the derivation.
     ap.add_argument("--bf16-tolerance", type=float, default=2.0 ** -7)
+    ap.add_argument("--cuda-amp-fp16", action="store_true",
+                    help="only the amp-fp16 case against autocast on the GPU (a GPU session, not CI)")
+    ap.add_argument("--fp16-tolerance", type=float, default=2.0 ** -10)
     args = ap.parse_args()
+    if args.cuda_amp_fp16 and not torch.cuda.is_available():
+        print("SKIP: --cuda-amp-fp16 needs a GPU PyTorch can use")
+        return 77
     try:
         images, labels = load_mnist(args.data_dir)
     except OSError as e:
@@ -396,6 +470,12 @@ def main():
     print(f"torch {torch.__version__}, numpy {np.__version__}, data {args.data_dir} ({len(images)} training images)")
     work = args.work or tempfile.mkdtemp(prefix="plab-golden-")
     os.makedirs(work, exist_ok=True)
+    if args.cuda_amp_fp16:
+        print(f"GPU: {torch.cuda.get_device_name(0)}, CUDA {torch.version.cuda}")
+        for backend in ("cpu", "cuda"):
+            cuda_fp16_case(args.plab, args.data_dir, work, images, labels, backend, args.fp16_tolerance)
+        print(f"{len(failures)} failed" if failures else "all passed")
+        return 1 if failures else 0
     fp32_case(args.plab, args.data_dir, work, images, labels, "small-cnn", own_batches=False)
     fp32_case(args.plab, args.data_dir, work, images, labels, "mlp", own_batches=True)
     bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact")
