@@ -36,11 +36,6 @@
 
 namespace plab {
 
-// How a GEMM sums its products. Operands are already rounded to `compute` by the caller.
-// fp32Accumulate: products summed in fp32 (the products of fp16/bf16/tf32 values are exact
-// in fp32, so an fp32 sgemm is exact emulation up to the order of the additions).
-// Otherwise: summed in `compute`, one rounding after every fused multiply-add, sequentially
-// in k (the teaching option: what fp16 accumulation on a GPU does).
 // An operand of a GEMM that holds FP8 values with one per-tensor scale (what quantize wrote
 // under the FP8 recipes): each value is q * scaleInv, q in `element` (E4M3 or E5M2) and
 // q = round(x * scale). A backend with FP8 matrix units may multiply the codes q and the
@@ -53,7 +48,14 @@ struct Fp8Operand {
     bool operator==(const Fp8Operand&) const = default;
 };
 
+// How a GEMM sums its products. Operands are already rounded to `compute` by the caller.
+// fp32Accumulate: products summed in fp32 (the products of fp16/bf16/tf32 values are exact
+// in fp32, so an fp32 sgemm is exact emulation up to the order of the additions).
+// Otherwise: summed in `compute`, one rounding after every fused multiply-add, sequentially
+// in k (the teaching option: what fp16 accumulation on a GPU does).
 struct GemmPrecision {
+    GemmPrecision() = default;
+    GemmPrecision(Format c, bool sumInFp32) : compute(c), fp32Accumulate(sumInFp32) {}   // no FP8 operands
     Format compute = Format::fp32;
     bool fp32Accumulate = true;
     Fp8Operand a, b;   // op(A) and op(B) as FP8 (both or neither; then compute is fp32)

@@ -76,9 +76,9 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations);
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
+    const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
     usesLibrary_ = !mx && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
-                                                          weightOperand_->data(), output_.data(),
-                                                          layerGemm(p, scalers_, OperandRole::weight, OperandRole::input));
+                                                          weightOperand_->data(), output_.data(), precision);
     if (!usesLibrary_) lowerAndMultiply(ctx, p);
 
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
@@ -105,6 +105,7 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
     // Then backward reuses the columns as they are; not under MX, whose filter gradient
     // needs them in blocks along the other dimension.
     const bool mx = p.quant.blockScaled();
+    const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
     colsHoldWholeBatch_ = colsBlock_ >= N && !mx;
     // The lowered columns hold every input value (and padding zeros): the input's amax,
     // kept for the filter gradient's lowering.
@@ -118,7 +119,7 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
-                          output_.data() + n0 * hw, N * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::input));
+                          output_.data() + n0 * hw, N * hw, precision);
     }
 }
 
@@ -152,9 +153,9 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
 
     // A library that refuses (false: nothing written) leaves the pass, and the rest of the
     // step's backward, to the lowering.
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardFilter(g, outChannels_, inputOperand_->data(), dY.data(),
-                                                                weight_.grad.data(),
-                                                                layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input)))
+                                                                weight_.grad.data(), filterGemm))
         lowerAfterRefusal(ctx, p);
     if (!usesLibrary_) filterGradientLowered(ctx, p, dY);
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
@@ -169,9 +170,9 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (!needInputGrad) return nullptr;
 
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
-                                                              gradInput_.data(),
-                                                              layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput)))
+                                                              gradInput_.data(), dataGemm))
         lowerAfterRefusal(ctx, p);
     if (!usesLibrary_) inputGradientLowered(ctx, p, dY);
     if (p.roundsStorage())
