@@ -154,11 +154,17 @@ private slots:
     // E4M3 x E4M3, E5M2 x E4M3, E4M3 x E5M2 (cuBLASLt's FP8 kernels) and E5M2 x E5M2 (which it
     // has none for: the dequantised values in fp32). Against the double sum of the same
     // dequantised products, S = sum_k |a_ik b_kj|: in fp32, |gpu - ref| <= 2 (K + 1) 2^-24 S
-    // + 2^-23 |ref| (fp32 accumulation of K terms); on FP8 codes 2^-12 S + 2^-23 |ref|, as
+    // + 2^-23 |ref| (fp32 accumulation of K terms); on FP8 codes 2^-8 S + 2^-23 |ref|.
     // Hopper's FP8 tensor cores keep only about 14 bits while they sum a chunk of K before
     // cuBLASLt promotes the partial sum to fp32 (measured by DeepSeek-AI, DeepSeek-V3
-    // Technical Report, 2024, section 3.3.2), and the emulation's operands are one fp32
-    // rounding away from the codes'. A wrong code, scale or layout is off by far more.
+    // Technical Report, 2024, section 3.3.2): modelled as each product aligned to the
+    // largest of its chunk of 32 and cut to 13 fraction bits, a chunk's error is below
+    // 32 * 2^-13 = 2^-8 of its largest |product|, so below 2^-8 of its share of S. (A
+    // review's simulation of that model on this test's data reached 3 * 2^-12 S, above the
+    // 2^-12 first written here.) The test prints the largest error it saw, for the record.
+    // The emulation's operands are one fp32 rounding away from the codes'. A wrong scale or
+    // layout is off by far more; the codes themselves are checked bit for bit on the host
+    // (tst_cuda_kernel_math).
     void gemmOnCodesAgreesWithDoubleSum_data()
     {
         QTest::addColumn<int>("formatA");
@@ -198,9 +204,12 @@ private slots:
         Rng rng{static_cast<std::uint64_t>(formatA * 1000 + formatB * 100 + transA * 10 + transB + M + K)};
         const Fp8Matrix A = fp8Matrix(static_cast<MiniFormat>(formatA), rowsA, colsA, lda, rng, 12.0);
         const Fp8Matrix B = fp8Matrix(static_cast<MiniFormat>(formatB), rowsB, colsB, ldb, rng, 12.0);
+        // beta == 0 never reads C: NaN everywhere then, so a read shows; the gaps beyond N
+        // are NaN always (never written).
         std::vector<float> C0(static_cast<std::size_t>(M * ldc), kNaN);
-        for (std::int64_t i = 0; i < M; ++i)
-            for (std::int64_t j = 0; j < N; ++j) C0[static_cast<std::size_t>(i * ldc + j)] = rng.uniform(-4.0f, 4.0f);
+        if (beta != 0.0f)
+            for (std::int64_t i = 0; i < M; ++i)
+                for (std::int64_t j = 0; j < N; ++j) C0[static_cast<std::size_t>(i * ldc + j)] = rng.uniform(-4.0f, 4.0f);
         GemmPrecision precision;
         precision.a = A.operand;
         precision.b = B.operand;
@@ -221,12 +230,13 @@ private slots:
         double worst = 0.0;
         for (std::int64_t i = 0; i < M; ++i) {
             for (std::int64_t j = 0; j < N; ++j) {
-                double sum = beta * static_cast<double>(C0[static_cast<std::size_t>(i * ldc + j)]), magnitude = std::abs(sum);
+                double sum = beta == 0.0f ? 0.0 : beta * static_cast<double>(C0[static_cast<std::size_t>(i * ldc + j)]);
+                double magnitude = std::abs(sum);
                 for (std::int64_t k = 0; k < K; ++k) {
                     sum += a(i, k) * b(k, j);
                     magnitude += std::abs(a(i, k) * b(k, j));
                 }
-                const double sums = codes ? 0x1.0p-12 : 2.0 * static_cast<double>(K + 1) * 0x1.0p-24;
+                const double sums = codes ? 0x1.0p-8 : 2.0 * static_cast<double>(K + 1) * 0x1.0p-24;
                 const double bound = sums * magnitude + 0x1.0p-23 * std::abs(sum);
                 const double error = std::abs(static_cast<double>(got[static_cast<std::size_t>(i * ldc + j)]) - sum);
                 worst = std::max(worst, magnitude > 0 ? error / magnitude : error);
@@ -248,9 +258,13 @@ private slots:
         precision.a = {true, MiniFormat::e4m3, 2.0f, 0.5f};
         precision.b = precision.a;
         if (!fp8TensorCores(precision)) QSKIP("not supported: this device has no FP8 tensor cores (compute < 8.9)");
+        // x (C 1, N 2, 6, 6), w (Cout 4, 1, 3, 3), y (4, 2, 6, 6).
         const ConvGeometry g{1, 2, 6, 6, 3, 1};
-        std::vector<float> x(72, 0.5f), w(36, 0.5f), y(144);
+        std::vector<float> x(72, 0.5f), w(36, 0.5f), y(288);
         Tensor dx = onDevice(x), dw = onDevice(w), dy = onDevice(y);
+        // The refusal means something only where cuDNN would otherwise run this shape.
+        if (!cuda_->convolutionForward(g, 4, dx.data(), dw.data(), dy.data(), GemmPrecision{}))
+            QSKIP("not supported: cuDNN is not built in, or runs no algorithm we accept for this shape");
         QVERIFY(!cuda_->convolutionForward(g, 4, dx.data(), dw.data(), dy.data(), precision));
         QVERIFY(!cuda_->convolutionBackwardData(g, 4, dw.data(), dy.data(), dx.data(), precision));
         QVERIFY(!cuda_->convolutionBackwardFilter(g, 4, dx.data(), dy.data(), dw.data(), precision));

@@ -87,6 +87,14 @@ void CudaBackend::activate() const { PLAB_CUDA_CHECK(cudaSetDevice(device_)); }
 
 void CudaBackend::synchronize() { PLAB_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
+std::int64_t CudaBackend::scratchBytes() const
+{
+    const std::size_t own = a16_.capacity() + b16_.capacity() + c16_.capacity() + fp8Scales_.capacity() +
+                            ltWorkspace_.capacity() + quantizeScratch_.capacity() + labels_.capacity() +
+                            lossScratch_.capacity() + sweepScratch_.capacity() + rowScratch_.capacity();
+    return static_cast<std::int64_t>(own + convolutions_.scratchBytes());
+}
+
 void CudaBackend::flush()
 {
     if (!counters_.pending()) return;

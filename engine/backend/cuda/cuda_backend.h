@@ -40,6 +40,10 @@ public:
     const BackendInfo& info() const override { return info_; }
     int threads() const override { return 1; }   // host work runs on the caller
     std::string arithmeticFor(const GemmPrecision& precision) const override;
+    // The device memory the backend's own buffers hold between calls (GEMM operand copies,
+    // cuBLASLt's workspace, the loss, sweep and row scratch, cuDNN's workspace and copies):
+    // the trainer counts it as workspace.
+    std::int64_t scratchBytes() const override;
 
     void gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,

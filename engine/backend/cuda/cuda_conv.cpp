@@ -586,9 +586,19 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
     return true;
 }
 
+std::size_t CudnnConvolutions::scratchBytes() const
+{
+    if (!state_) return 0;
+    const State& s = *state_;
+    return s.workspace.capacity() + s.operandA.capacity() + s.operandB.capacity() + s.result.capacity() +
+           s.denseA.capacity() + s.denseB.capacity() + s.denseOut.capacity();
+}
+
 #else  // no cuDNN: the layer lowers every convolution through im2col + gemm
 
 struct CudnnConvolutions::State {};
+
+std::size_t CudnnConvolutions::scratchBytes() const { return 0; }
 
 bool CudnnConvolutions::builtIn() { return false; }
 

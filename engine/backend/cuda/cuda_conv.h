@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -48,6 +49,10 @@ public:
                       GemmPrecision precision);
     bool backwardFilter(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* dy, float* dw,
                         GemmPrecision precision);
+
+    // Bytes of device memory held between calls: the workspace and the copies (0 before
+    // the first convolution, and without cuDNN).
+    std::size_t scratchBytes() const;
 
 private:
     struct State;   // the handle, the plans per shape, the buffers (cuda_conv.cpp)

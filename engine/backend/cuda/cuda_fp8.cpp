@@ -22,7 +22,9 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -47,6 +49,8 @@ int asLtInt(std::int64_t v, const char* what)
 }
 
 cudaDataType fp8Type(MiniFormat f) { return f == MiniFormat::e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3; }
+
+std::string fp8Name(MiniFormat f) { return f == MiniFormat::e5m2 ? "E5M2" : "E4M3"; }
 
 // cuBLASLt descriptors, destroyed with the call that made them.
 struct MatmulDescDeleter {
@@ -75,6 +79,20 @@ template <typename T>
 void setAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value)
 {
     PLAB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value));
+}
+
+// A pointer's alignment in bytes, up to the 256 cuBLASLt assumes by default: told to the
+// heuristic so that it offers no kernel that needs more than the buffers have.
+std::uint32_t alignmentOf(const void* p)
+{
+    const auto v = reinterpret_cast<std::uintptr_t>(p);
+    return static_cast<std::uint32_t>(std::min<std::uintptr_t>(256, v & (~v + 1)));
+}
+
+void setPreference(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attribute,
+                   std::uint32_t value)
+{
+    PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value));
 }
 
 // The workspace cuBLASLt may use (its documentation suggests 32 MiB on Hopper).
@@ -172,14 +190,24 @@ void CudaBackend::fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, st
     const std::uint64_t workspaceBytes = kLtWorkspaceBytes;
     PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &workspaceBytes, sizeof workspaceBytes));
+    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignmentOf(b8));
+    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignmentOf(a8));
+    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignmentOf(d));
+    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignmentOf(d));
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
-    PLAB_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublasLt_.get(), desc.get(), layoutA.get(), layoutB.get(),
-                                                     layoutD.get(), layoutD.get(), preference.get(), 1, &heuristic,
-                                                     &found));
-    if (found == 0)
+    // NOT_SUPPORTED: no heuristic for this configuration; on success the result's own
+    // state says whether its algorithm can run. Either way the run stops with the shape
+    // rather than multiplying in another arithmetic than arithmeticFor named.
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(cublasLt_.get(), desc.get(), layoutA.get(), layoutB.get(), layoutD.get(),
+                                       layoutD.get(), preference.get(), 1, &heuristic, &found);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (status == CUBLAS_STATUS_SUCCESS && (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS)))
         throw std::runtime_error("cuBLASLt has no FP8 GEMM for " + std::to_string(M) + " x " + std::to_string(N) +
-                                 " x " + std::to_string(K) + " on this device");
+                                 " x " + std::to_string(K) + " (" + fp8Name(precision.a.element) + " x " +
+                                 fp8Name(precision.b.element) + ") on this device");
+    PLAB_CUBLAS_CHECK(status);
     const float one = 1.0f, zero = 0.0f;
     PLAB_CUBLAS_CHECK(cublasLtMatmul(cublasLt_.get(), desc.get(), &one, b8, layoutA.get(), a8, layoutB.get(), &zero, d,
                                      layoutD.get(), d, layoutD.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,

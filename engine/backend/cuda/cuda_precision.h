@@ -19,7 +19,7 @@ struct DeviceCapability {
     bool fp8() const { return major > 8 || (major == 8 && minor >= 9); }   // FP8 tensor cores: Ada, Hopper, newer
 };
 
-// Whether a GEMM of p runs on FP8 codes through cuBLASLt (cuda_fp8_gemm.cpp): both operands
+// Whether a GEMM of p runs on FP8 codes through cuBLASLt (cuda_fp8.cpp): both operands
 // FP8 with per-tensor scales, fp32 accumulation, a device of compute capability 8.9 or
 // newer, and not E5M2 by E5M2 (which cuBLASLt has no kernel for). Otherwise FP8 operands
 // are read as the dequantised fp32 values they also are (fp32Strict, the CPU's emulation).

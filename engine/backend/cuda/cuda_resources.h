@@ -62,7 +62,7 @@ private:
     cublasHandle_t handle_ = nullptr;
 };
 
-// A cuBLASLt handle (the FP8 GEMMs, cuda_fp8_gemm.cpp); the stream is given per call.
+// A cuBLASLt handle (the FP8 GEMMs, cuda_fp8.cpp); the stream is given per call.
 class CublasLtHandle {
 public:
     CublasLtHandle();

@@ -11,7 +11,7 @@
 
 namespace plab::cudakernels {
 
-// Mirrors the first two plab::MiniFormat values (static_assert'ed in cuda_quantize.cpp): the
+// Mirrors the first two plab::MiniFormat values (static_assert'ed in cuda_fp8.cpp): the
 // element formats per-tensor scaling quantises to.
 enum Fp8Format : int { kE4m3 = 0, kE5m2 = 1 };
 
