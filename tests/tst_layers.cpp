@@ -3,6 +3,8 @@
 // links: plab_nn plab_backend_cpu plab_test_support
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/cpu/layer_ops.h"
+#include "backend/cpu/thread_pool.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
 #include "nn/linear.h"
@@ -16,6 +18,7 @@
 
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -379,6 +382,47 @@ private slots:
         const Tensor g0 = g;
         relu.backward(g, h.ctx, true);
         for (std::int64_t i = 0; i < g.size(); ++i) QCOMPARE(g[i], a0[i] > 0 ? g0[i] : 0.0f);
+    }
+
+    // The CPU's pooling against the rule written out here: in each 2x2 window the first
+    // maximum wins, the first NaN wins over any number, and the winner's bits (a zero's
+    // sign, the NaN's payload) are what is stored. Few distinct values, so ties are
+    // everywhere; an odd height and width.
+    void maxPoolFollowsTheRule()
+    {
+        const std::int64_t planes = 5, H = 7, W = 29, Ho = H / 2, Wo = W / 2;
+        const float nanA = std::bit_cast<float>(0x7FC00001u), nanB = std::bit_cast<float>(0xFFC00002u);
+        const float choices[] = {-1.0f, 0.0f, -0.0f, 0.5f, 2.0f, 2.0f, 2.0f, nanA, nanB, -INFINITY, INFINITY};
+        Rng rng{17};
+        std::vector<float> in(static_cast<std::size_t>(planes * H * W));
+        for (float& x : in) x = choices[rng.next() % std::size(choices)];
+        std::vector<float> want(static_cast<std::size_t>(planes * Ho * Wo));
+        std::vector<std::uint8_t> wantAt(want.size());
+        for (std::int64_t p = 0; p < planes; ++p)
+            for (std::int64_t y = 0; y < Ho; ++y)
+                for (std::int64_t x = 0; x < Wo; ++x) {
+                    int best = -1;
+                    for (int k = 0; k < 4 && best < 0; ++k)   // the first NaN, if any
+                        if (std::isnan(in[static_cast<std::size_t>((p * H + 2 * y + k / 2) * W + 2 * x + k % 2)])) best = k;
+                    if (best < 0) {
+                        best = 0;
+                        for (int k = 1; k < 4; ++k)   // else the first of the largest
+                            if (in[static_cast<std::size_t>((p * H + 2 * y + k / 2) * W + 2 * x + k % 2)] >
+                                in[static_cast<std::size_t>((p * H + 2 * y + best / 2) * W + 2 * x + best % 2)])
+                                best = k;
+                    }
+                    const auto o = static_cast<std::size_t>((p * Ho + y) * Wo + x);
+                    want[o] = in[static_cast<std::size_t>((p * H + 2 * y + best / 2) * W + 2 * x + best % 2)];
+                    wantAt[o] = static_cast<std::uint8_t>(best);
+                }
+        cpu::ThreadPool pool(2);
+        std::vector<float> out(want.size(), 9.0f);
+        std::vector<std::uint8_t> at(want.size(), 9);
+        cpu::maxPool2x2(pool, in.data(), planes, H, W, out.data(), at.data());
+        for (std::size_t o = 0; o < want.size(); ++o)
+            if (std::bit_cast<std::uint32_t>(out[o]) != std::bit_cast<std::uint32_t>(want[o]) || at[o] != wantAt[o])
+                QFAIL(qPrintable(QString("output %1: %2 at %3, want %4 at %5")
+                                     .arg(o).arg(out[o]).arg(at[o]).arg(want[o]).arg(wantAt[o])));
     }
 
     void flattenUsesPyTorchOrder()

@@ -42,9 +42,6 @@ std::optional<Format> parseFormat(std::string_view name)
     return std::nullopt;
 }
 
-std::uint32_t bitsOf(float x) { return std::bit_cast<std::uint32_t>(x); }
-float floatFromBits(std::uint32_t u) { return std::bit_cast<float>(u); }
-
 // --- fp16 -------------------------------------------------------------------------
 
 std::uint16_t fp32ToFp16Bits(float x)

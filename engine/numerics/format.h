@@ -5,6 +5,7 @@
 // bits zero. Every value of a reduced format is held in fp32 exactly.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -50,7 +51,7 @@ std::string_view valueClassName(ValueClass c);
 // Class of an (already rounded) value as seen in format f.
 ValueClass classify(Format f, float representable);
 
-std::uint32_t bitsOf(float x);
-float floatFromBits(std::uint32_t u);
+inline std::uint32_t bitsOf(float x) { return std::bit_cast<std::uint32_t>(x); }
+inline float floatFromBits(std::uint32_t u) { return std::bit_cast<float>(u); }
 
 }  // namespace plab

@@ -6,6 +6,7 @@
 #include "numerics/bulk_round.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -58,6 +59,30 @@ void reluBackward(ThreadPool& pool, const float* y, float* g, std::int64_t n)
     });
 }
 
+namespace {
+
+// One window: the first maximum wins; the first NaN propagates (as PyTorch's max_pool2d).
+// Without branches (the choice is a bit mask over the values' bits; GCC turns a float ?:
+// into a jump here): ReLU's zeros and a quantised recipe's repeated values make the
+// comparisons unpredictable. (A tree of the two rows' pairs gives the same winners but
+// measured slower than this chain.)
+inline void poolWindow(const float (&v)[4], float* value, std::uint8_t* position)
+{
+    float best = v[0];
+    std::uint32_t bits = std::bit_cast<std::uint32_t>(v[0]), at = 0;
+    for (std::uint32_t k = 1; k < 4; ++k) {
+        const std::uint32_t take = static_cast<std::uint32_t>((v[k] > best) | ((v[k] != v[k]) & (best == best)));
+        const std::uint32_t mask = 0u - take;
+        bits = (std::bit_cast<std::uint32_t>(v[k]) & mask) | (bits & ~mask);
+        best = std::bit_cast<float>(bits);
+        at = (k & mask) | (at & ~mask);
+    }
+    *value = best;
+    *position = static_cast<std::uint8_t>(at);
+}
+
+}  // namespace
+
 void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
                 std::uint8_t* argmax)
 {
@@ -71,13 +96,8 @@ void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int
                 float* dst = out + (plane * Ho + y) * Wo;
                 std::uint8_t* pos = argmax + (plane * Ho + y) * Wo;
                 for (std::int64_t x = 0; x < Wo; ++x) {
-                    // First maximum wins; a NaN propagates (as PyTorch's max_pool2d).
                     const float v[4] = {r0[2 * x], r0[2 * x + 1], r1[2 * x], r1[2 * x + 1]};
-                    int best = 0;
-                    for (int k = 1; k < 4; ++k)
-                        if (v[k] > v[best] || (v[k] != v[k] && v[best] == v[best])) best = k;
-                    dst[x] = v[best];
-                    pos[x] = static_cast<std::uint8_t>(best);
+                    poolWindow(v, dst + x, pos + x);
                 }
             }
         }

@@ -16,6 +16,8 @@ void addBiasRound(ThreadPool& pool, Format f, float* x, std::int64_t n, const fl
                   std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist);
 void relu(ThreadPool& pool, float* x, std::int64_t n);
 void reluBackward(ThreadPool& pool, const float* y, float* g, std::int64_t n);
+// 2x2 max pooling of (planes, H, W) into (planes, H/2, W/2) with each winner's position
+// 0..3 in its window: the first maximum wins, the first NaN propagates.
 void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
                 std::uint8_t* argmax);
 void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* argmax, std::int64_t planes,
