@@ -4,9 +4,9 @@
 #include "backend/cpu/layer_ops.h"
 
 #include "numerics/bulk_round.h"
+#include "numerics/format.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -68,16 +68,15 @@ namespace {
 // measured slower than this chain.)
 inline void poolWindow(const float (&v)[4], float* value, std::uint8_t* position)
 {
-    float best = v[0];
-    std::uint32_t bits = std::bit_cast<std::uint32_t>(v[0]), at = 0;
+    std::uint32_t bits = bitsOf(v[0]), at = 0;
     for (std::uint32_t k = 1; k < 4; ++k) {
+        const float best = floatFromBits(bits);
         const std::uint32_t take = static_cast<std::uint32_t>((v[k] > best) | ((v[k] != v[k]) & (best == best)));
         const std::uint32_t mask = 0u - take;
-        bits = (std::bit_cast<std::uint32_t>(v[k]) & mask) | (bits & ~mask);
-        best = std::bit_cast<float>(bits);
+        bits = (bitsOf(v[k]) & mask) | (bits & ~mask);
         at = (k & mask) | (at & ~mask);
     }
-    *value = best;
+    *value = floatFromBits(bits);
     *position = static_cast<std::uint8_t>(at);
 }
 

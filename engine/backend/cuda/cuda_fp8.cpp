@@ -89,8 +89,9 @@ std::uint32_t alignmentOf(const void* p)
     return static_cast<std::uint32_t>(std::min<std::uintptr_t>(256, v & (~v + 1)));
 }
 
+template <typename T>
 void setPreference(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attribute,
-                   std::uint32_t value)
+                   const T& value)
 {
     PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value));
 }
@@ -187,9 +188,7 @@ void CudaBackend::fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, st
     cublasLtMatmulPreference_t rawPreference = nullptr;
     PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&rawPreference));
     const Preference preference(rawPreference);
-    const std::uint64_t workspaceBytes = kLtWorkspaceBytes;
-    PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                           &workspaceBytes, sizeof workspaceBytes));
+    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t{kLtWorkspaceBytes});
     setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignmentOf(b8));
     setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignmentOf(a8));
     setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignmentOf(d));
