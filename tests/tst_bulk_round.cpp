@@ -2,6 +2,7 @@
 // and the RoundingStats and GradientHistogram match a straightforward reference count.
 // links: plab_numerics
 #include "numerics/bulk_round.h"
+#include "numerics/simd_level.h"
 
 #include <QTest>
 
@@ -125,13 +126,24 @@ QString describe(const RoundingStats& s)
         .arg(s.count).arg(s.zerosIn).arg(s.underflow).arg(s.subnormal).arg(s.overflow).arg(s.nan).arg(s.infIn);
 }
 
-// Restores the default path whatever a test does.
-struct ForceScalarGuard {
-    explicit ForceScalarGuard(bool on) { setBulkRoundForceScalar(on); }
-    ~ForceScalarGuard() { setBulkRoundForceScalar(false); }
-};
+SimdLevel levelFromName(const QString& name)
+{
+    for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
+        if (name == QLatin1String(simdLevelName(l))) return l;
+    return SimdLevel::scalar;
+}
 
 }  // namespace
+
+// Caps dispatch at the row's level (restored after the test); skips, saying so, a level
+// this CPU does not have. Every level the CPU has is run, whatever PLAB_SIMD_MAX says.
+#define PLAB_CAP_AT_ROW_LEVEL(levelName)                                                              \
+    const SimdLevel rowLevel = levelFromName(levelName);                                            \
+    if (rowLevel > cpuSimdLevel())                                                                  \
+        QSKIP(qPrintable(QStringLiteral("not supported: this CPU has no %1 (it has %2)")             \
+                             .arg(levelName, QLatin1String(simdLevelName(cpuSimdLevel())))));       \
+    ScopedSimdCap cap(rowLevel);                                                                    \
+    QCOMPARE(QByteArray(bulkRoundPath()), QByteArray(simdLevelName(rowLevel)))
 
 class TestBulkRound : public QObject {
     Q_OBJECT
@@ -149,11 +161,10 @@ private slots:
 static void addPathRows()
 {
     QTest::addColumn<QString>("format");
-    QTest::addColumn<bool>("forceScalar");
-    for (const char* f : {"fp16", "bf16", "tf32", "fp32"}) {
-        QTest::addRow("%s vector path", f) << QString::fromLatin1(f) << false;
-        QTest::addRow("%s scalar path", f) << QString::fromLatin1(f) << true;
-    }
+    QTest::addColumn<QString>("level");
+    for (const char* f : {"fp16", "bf16", "tf32", "fp32"})
+        for (const char* level : {"avx512", "avx2", "scalar"})
+            QTest::addRow("%s %s path", f, level) << QString::fromLatin1(f) << QString::fromLatin1(level);
 }
 
 void TestBulkRound::matchesScalarBitForBit_data() { addPathRows(); }
@@ -163,12 +174,9 @@ void TestBulkRound::matchesScalarBitForBit_data() { addPathRows(); }
 void TestBulkRound::matchesScalarBitForBit()
 {
     QFETCH(QString, format);
-    QFETCH(bool, forceScalar);
+    QFETCH(QString, level);
     const Format f = formatFromName(format);
-    ForceScalarGuard guard(forceScalar);
-    if (!forceScalar && QByteArray(bulkRoundPath()) == "scalar")
-        QSKIP("not supported: this CPU has no vector path, only the scalar one");
-    if (forceScalar) QCOMPARE(QByteArray(bulkRoundPath()), QByteArray("scalar"));
+    PLAB_CAP_AT_ROW_LEVEL(level);
 
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{17},
                           std::size_t{4095}, std::size_t{4097}, std::size_t{100003}, std::size_t{20000}}) {
@@ -196,11 +204,9 @@ void TestBulkRound::statsAndHistogramMatchReference_data() { addPathRows(); }
 void TestBulkRound::statsAndHistogramMatchReference()
 {
     QFETCH(QString, format);
-    QFETCH(bool, forceScalar);
+    QFETCH(QString, level);
     const Format f = formatFromName(format);
-    ForceScalarGuard guard(forceScalar);
-    if (!forceScalar && QByteArray(bulkRoundPath()) == "scalar")
-        QSKIP("not supported: this CPU has no vector path, only the scalar one");
+    PLAB_CAP_AT_ROW_LEVEL(level);
 
     for (std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{70001}, std::size_t{70002}}) {
         // Odd lengths: mixed data (wide spans per block); even: clustered data (narrow spans).

@@ -148,6 +148,7 @@ private slots:
             QTest::addRow("%s 9x67x40 TN", name.c_str()) << fi << 9 << 67 << 40 << true << false << 0.0f << -3 << 3;
             QTest::addRow("%s 13x33x100 NT beta 1", name.c_str()) << fi << 13 << 33 << 100 << false << true << 1.0f << -3 << 3;
             QTest::addRow("%s 6x130x257 TT", name.c_str()) << fi << 6 << 130 << 257 << true << true << 0.0f << -3 << 3;
+            QTest::addRow("%s 3x44x20 NN beta 0.5", name.c_str()) << fi << 3 << 44 << 20 << false << false << 0.5f << -3 << 3;
         }
         // fp16 at the edges of its range: sums that overflow to inf, products and sums
         // in the subnormal range.
@@ -162,7 +163,7 @@ private slots:
     // Accumulation in the format: C[i][j] = round(a * b + C[i][j]) sequentially in k, against
     // a reference that computes a * b + c exactly in long double (the spans of these
     // operands fit its 64 bits) and rounds once from the format's definition. Bit for bit,
-    // for the backend (AVX-512 FP16 on fp16 where the CPU has it) and the scalar path.
+    // for the scalar loop, and for the backend and the kernel in lanes at every SIMD level.
     void formatAccumulation()
     {
         QFETCH(int, format);
@@ -193,28 +194,73 @@ private slots:
                 expected[static_cast<std::size_t>(i * N + j)] = c;
             }
 
-        auto backend = createCpuBackend(2);
-        auto C = C0;
-        backend->gemm(transA ? Transpose::yes : Transpose::no, transB ? Transpose::yes : Transpose::no, M, N, K,
-                      A.data(), lda, B.data(), ldb, beta, C.data(), N, GemmPrecision{f, false});
-        // The scalar path on dense operands.
+        // The dense operands the kernels take.
         std::vector<float> denseA(static_cast<std::size_t>(M) * K), denseB(static_cast<std::size_t>(K) * N);
         for (int i = 0; i < M; ++i)
             for (int k = 0; k < K; ++k) denseA[static_cast<std::size_t>(i * K + k)] = static_cast<float>(at(A, transA, i, k, lda));
         for (int k = 0; k < K; ++k)
             for (int j = 0; j < N; ++j) denseB[static_cast<std::size_t>(k * N + j)] = static_cast<float>(at(B, transB, k, j, ldb));
+        auto compare = [&](const std::vector<float>& got, const QString& path) {
+            for (std::size_t i = 0; i < expected.size(); ++i)
+                if (!sameValue(got[i], expected[i]))
+                    QFAIL(qPrintable(QString("%1: C[%2] = %3, reference %4").arg(path).arg(i).arg(got[i]).arg(expected[i])));
+        };
+        // The scalar loop itself, then the backend (AVX-512 FP16 on fp16 where the CPU has it)
+        // and the lanes' kernel at every SIMD level this CPU has.
         auto scalarC = C0;
         cpu::gemmAccumulateScalar(f, 0, M, N, K, denseA.data(), K, denseB.data(), N, beta, scalarC.data(), N);
-
-        int nonFinite = 0;
-        for (std::size_t i = 0; i < expected.size(); ++i) {
-            if (!std::isfinite(expected[i])) ++nonFinite;
-            QVERIFY2(sameValue(C[i], expected[i]),
-                     qPrintable(QString("backend C[%1] = %2, reference %3").arg(i).arg(C[i]).arg(expected[i])));
-            QVERIFY2(sameValue(scalarC[i], expected[i]),
-                     qPrintable(QString("scalar C[%1] = %2, reference %3").arg(i).arg(scalarC[i]).arg(expected[i])));
+        compare(scalarC, "scalar loop");
+        for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+            ScopedSimdCap cap(level);
+            auto backend = createCpuBackend(2);
+            auto C = C0;
+            backend->gemm(transA ? Transpose::yes : Transpose::no,
+                          transB ? Transpose::yes : Transpose::no, M, N, K, A.data(), lda, B.data(), ldb, beta,
+                          C.data(), N, GemmPrecision{f, false});
+            compare(C, QString("backend at %1").arg(simdLevelName(level)));
+            auto lanesC = C0;
+            cpu::gemmAccumulateVector(f, 0, M, N, K, denseA.data(), K, denseB.data(), N, beta, lanesC.data(), N);
+            compare(lanesC, QString("gemmAccumulateVector at %1").arg(simdLevelName(level)));
         }
+        int nonFinite = 0;
+        for (float v : expected) nonFinite += !std::isfinite(v);
         if (QTest::currentDataTag() == QByteArray("fp16 overflowing sums")) QVERIFY(nonFinite > 0);
+    }
+
+    // The kernel in lanes against the scalar loop, bit for bit (any NaN for a NaN: which NaN an
+    // x86 operation returns depends on its operand order, which the compiler may swap for a
+    // commutative product or sum, so not even the scalar loop fixes it), on operands
+    // the format tests above never hold: any fp32 pattern (not representable in f), zeros of
+    // both signs, fp32 subnormals, infinities and NaN, so that inf - inf, overflow past fp32 in
+    // double, and sums far below fp32's range meet the lanes' special cases.
+    void accumulationLanesMatchScalarOnAnyInput()
+    {
+        Rng rng{2024};
+        const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -3e-42f, 3.4e38f, -3.4e38f,
+                                  65504.0f, 65520.0f, 1.0f, -1.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -25)};
+        auto anything = [&](std::size_t n) {
+            std::vector<float> v(n);
+            for (auto& x : v) {
+                const std::uint64_t r = rng.next();
+                x = (r & 7) == 0 ? specials[(r >> 8) % std::size(specials)] : floatFromBits(static_cast<std::uint32_t>(r >> 32));
+            }
+            return v;
+        };
+        const int M = 5, N = 45, K = 23;
+        const auto A = anything(M * K), B = anything(K * N), C0 = anything(M * N);
+        for (SimdLevel level : testing::simdLevelsOfThisCpu())
+            for (Format f : {Format::fp16, Format::bf16, Format::tf32})
+                for (float beta : {0.0f, 1.0f}) {
+                    ScopedSimdCap cap(level);
+                    auto scalarC = C0, lanesC = C0;
+                    cpu::gemmAccumulateScalar(f, 0, M, N, K, A.data(), K, B.data(), N, beta, scalarC.data(), N);
+                    cpu::gemmAccumulateVector(f, 0, M, N, K, A.data(), K, B.data(), N, beta, lanesC.data(), N);
+                    for (std::size_t i = 0; i < scalarC.size(); ++i)
+                        if (!sameValue(scalarC[i], lanesC[i]))
+                            QFAIL(qPrintable(QString("%1 %2 beta %3: C[%4] lanes %5, scalar %6")
+                                                 .arg(simdLevelName(level)).arg(QString::fromStdString(std::string(formatName(f))))
+                                                 .arg(beta).arg(i).arg(bitsOf(lanesC[i]), 8, 16).arg(bitsOf(scalarC[i]), 8, 16)));
+                }
     }
 
     // A product exactly halfway between two bf16 values plus an addend far below double's
@@ -228,6 +274,17 @@ private slots:
         QCOMPARE(cpu::fmaRoundedTo(Format::bf16, a, b, tiny), 1.0f + 0.125f + 0.0078125f);
         QCOMPARE(cpu::fmaRoundedTo(Format::bf16, a, b, 0.0f), 1.0f + 0.125f);   // a true tie: to even
         QCOMPARE(cpu::fmaRoundedTo(Format::bf16, a, b, -tiny), 1.0f + 0.125f);
+        // The same three sums in lanes (one row, eight columns, C = 1 * C + a * b).
+        for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+            ScopedSimdCap cap(level);
+            const std::vector<float> B(8, b);
+            std::vector<float> C = {tiny, 0.0f, -tiny, tiny, tiny, 0.0f, -tiny, tiny};
+            cpu::gemmAccumulateVector(Format::bf16, 0, 1, 8, 1, &a, 1, B.data(), 8, 1.0f, C.data(), 8);
+            QCOMPARE(C[0], 1.0f + 0.125f + 0.0078125f);
+            QCOMPARE(C[1], 1.0f + 0.125f);
+            QCOMPARE(C[2], 1.0f + 0.125f);
+            QCOMPARE(C[7], 1.0f + 0.125f + 0.0078125f);
+        }
     }
 
     void roundToOdd_data()

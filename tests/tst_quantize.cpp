@@ -30,6 +30,21 @@ namespace {
 constexpr MiniFormat kFormats[] = {MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e2m3, MiniFormat::e3m2,
                                    MiniFormat::e2m1};
 
+// The block quantisers' paths: each SIMD level this CPU has without a histogram, and the
+// portable path a histogram takes.
+struct Path {
+    SimdLevel level;
+    bool withHistogram;
+};
+
+std::vector<Path> paths()
+{
+    std::vector<Path> p;
+    for (SimdLevel level : testing::simdLevelsOfThisCpu()) p.push_back({level, false});
+    p.push_back({cpuSimdLevel(), true});
+    return p;
+}
+
 bool sameValue(float a, float b)
 {
     if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -137,17 +152,16 @@ private slots:
                 QCOMPARE(stats, referenceStats(f, src, scale));
                 // Without a histogram: the vector kernels where the CPU has them, and the
                 // portable path forced; the same values and counts either way.
-                for (bool scalar : {false, true}) {
-                    setQuantizeForceScalar(scalar);
+                for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+                    ScopedSimdCap cap(level);
                     std::vector<float> fast(src.size());
                     RoundingStats fastStats;
                     const float amax = quantizeScaled(f, src.data(), fast.data(), src.size(), scale, scaleInv,
                                                       &fastStats, nullptr);
-                    setQuantizeForceScalar(false);
                     QVERIFY(std::isnan(amax));   // the probe values end with a NaN
                     for (std::size_t i = 0; i < src.size(); ++i)
                         if (!sameValue(fast[i], dst[i]))
-                            QFAIL(qPrintable(QString("path %1: %2 gave %3, not %4").arg(scalar ? "scalar" : quantizePath())
+                            QFAIL(qPrintable(QString("path %1: %2 gave %3, not %4").arg(quantizePath())
                                                  .arg(double(src[i]), 0, 'g', 9).arg(double(fast[i]), 0, 'g', 9)
                                                  .arg(double(dst[i]), 0, 'g', 9)));
                     QCOMPARE(fastStats, stats);
@@ -175,8 +189,8 @@ private slots:
         // amaxOf on the vector and the portable path, every length up to 70 (tails of 16).
         std::mt19937 rng(5);
         std::uniform_real_distribution<float> log2(-140.0f, 100.0f);
-        for (bool scalar : {false, true}) {
-            setQuantizeForceScalar(scalar);
+        for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+            ScopedSimdCap cap(level);
             std::vector<float> withNaN = {1.0f, std::numeric_limits<float>::quiet_NaN(), 5.0f};
             QVERIFY(std::isnan(amaxOf(withNaN.data(), withNaN.size())));
             std::vector<float> withInf = {1.0f, -INFINITY};
@@ -194,7 +208,6 @@ private slots:
                 QVERIFY(std::isnan(amaxOf(v.data(), n)));
             }
         }
-        setQuantizeForceScalar(false);
     }
 
     void transformerEngineScaleRule()
@@ -240,7 +253,7 @@ private slots:
         // The vector kernels where the CPU has them, the portable path forced, and with a
         // histogram (which takes the portable path).
         qInfo("quantize path on this CPU: %s", quantizePath());
-        for (int path = 0; path < 3; ++path)
+        for (const Path& path : paths())
         for (MiniFormat f : kFormats) {
             const MiniFormatInfo& info = miniFormatInfo(f);
             for (bool alongRows : {true, false}) {
@@ -266,10 +279,11 @@ private slots:
                 RoundingStats stats;
                 GradientHistogram scales;
                 GradientHistogram hist;
-                setQuantizeForceScalar(path == 1);
-                quantizeMxBlocks(f, src.data(), dst.data(), rows, cols, ld, alongRows, &stats, path == 2 ? &hist : nullptr,
-                                 &scales);
-                setQuantizeForceScalar(false);
+                {
+                    ScopedSimdCap cap(path.level);
+                    quantizeMxBlocks(f, src.data(), dst.data(), rows, cols, ld, alongRows, &stats,
+                                     path.withHistogram ? &hist : nullptr, &scales);
+                }
 
                 GradientHistogram expectedScales;
                 RoundingStats expected;   // as quantize.h defines them, from the scalar results
@@ -344,9 +358,9 @@ private slots:
         // The vector kernels where the CPU has them, the portable path forced, and with a
         // histogram (the portable path).
         for (bool inPlace : {false, true})
-        for (int path = 0; path < 3; ++path)
+        for (const Path& path : paths())
         for (bool alongRows : {true, false}) {
-            const bool withHist = path == 2;
+            const bool withHist = path.withHistogram;
             std::vector<float> src(static_cast<std::size_t>(rows * ld), -99.0f);
             for (std::int64_t r = 0; r < rows; ++r)
                 for (std::int64_t c = 0; c < cols; ++c) {
@@ -367,10 +381,11 @@ private slots:
             float* out = inPlace ? src.data() : dst.data();
             RoundingStats stats;
             GradientHistogram scales, hist;
-            setQuantizeForceScalar(path == 1);
-            quantizeNvfp4Blocks(src.data(), out, rows, cols, ld, alongRows, tensorAmax, &stats,
-                                withHist ? &hist : nullptr, &scales);
-            setQuantizeForceScalar(false);
+            {
+                ScopedSimdCap cap(path.level);
+                quantizeNvfp4Blocks(src.data(), out, rows, cols, ld, alongRows, tensorAmax, &stats,
+                                    withHist ? &hist : nullptr, &scales);
+            }
 
             const float tensorScale = nvfp4TensorScale(tensorAmax);
             QCOMPARE(tensorScale, 448.0f * 6.0f / 300.0f);

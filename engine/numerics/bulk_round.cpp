@@ -1,21 +1,23 @@
 // Bulk rounding of fp32 arrays: the portable scalar path, the shared histogram folding,
-// and the dispatch to the AVX-512 kernels (bulk_round_avx512.cpp) when the CPU has them.
+// and the dispatch to the AVX-512 or AVX2 kernels (bulk_round_avx512.cpp,
+// bulk_round_avx2.cpp) by simdLevel().
 // Every path gives the bits of roundTo() and the same statistics.
 #include "numerics/bulk_round.h"
 
 #include "numerics/simd_support.h"
 
-#include <atomic>
 #include <bit>
 
 namespace plab {
 
 namespace detail {
 
-// Defined in bulk_round_avx512.cpp (compiled with function-level target attributes, so
-// this file and its callers stay baseline x86-64).
+// Defined in bulk_round_avx512.cpp and bulk_round_avx2.cpp (compiled with function-level
+// target attributes, so this file and its callers stay baseline x86-64).
 void roundArrayAvx512(Format f, const float* src, float* dst, std::size_t n,
                       RoundingStats* stats, GradientHistogram* hist);
+void roundArrayAvx2(Format f, const float* src, float* dst, std::size_t n,
+                    RoundingStats* stats, GradientHistogram* hist);
 
 void addExponentByteCounts(const std::uint64_t (&byteCounts)[256], std::uint64_t subnormalInputs,
                            GradientHistogram& hist)
@@ -35,19 +37,11 @@ int subnormalExponent(std::uint32_t absBits)
 
 namespace {
 
-std::atomic<bool> forceScalar{false};
-
-bool useAvx512()
-{
-    static const bool available = detail::avx512KernelsAvailable();
-    return available && !forceScalar.load(std::memory_order_relaxed);
-}
-
 constexpr std::uint32_t kAbsMask = 0x7FFFFFFFu;
 constexpr std::uint32_t kInfBits = 0x7F800000u;
 
 // The reference path: one element at a time with roundTo(). Also what the tests compare
-// the vector kernels with, through setBulkRoundForceScalar().
+// the vector kernels with (simdLevel() capped at scalar).
 void roundArrayScalar(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                       GradientHistogram* hist)
 {
@@ -100,10 +94,11 @@ void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingS
                 GradientHistogram* hist)
 {
     if (n == 0) return;
-    if (useAvx512())
-        detail::roundArrayAvx512(f, src, dst, n, stats, hist);
-    else
-        roundArrayScalar(f, src, dst, n, stats, hist);
+    switch (simdLevel()) {
+    case SimdLevel::avx512: detail::roundArrayAvx512(f, src, dst, n, stats, hist); return;
+    case SimdLevel::avx2: detail::roundArrayAvx2(f, src, dst, n, stats, hist); return;
+    case SimdLevel::scalar: roundArrayScalar(f, src, dst, n, stats, hist); return;
+    }
 }
 
 void roundArray(Format f, float* x, std::size_t n, RoundingStats* stats, GradientHistogram* hist)
@@ -111,8 +106,6 @@ void roundArray(Format f, float* x, std::size_t n, RoundingStats* stats, Gradien
     roundArray(f, x, x, n, stats, hist);
 }
 
-const char* bulkRoundPath() { return useAvx512() ? "avx512" : "scalar"; }
-
-void setBulkRoundForceScalar(bool on) { forceScalar.store(on, std::memory_order_relaxed); }
+const char* bulkRoundPath() { return simdLevelName(simdLevel()); }
 
 }  // namespace plab

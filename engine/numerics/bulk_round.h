@@ -1,5 +1,5 @@
 // Bulk rounding of fp32 arrays to a format, in place, with optional statistics.
-// The vectorised paths (F16C, AVX-512 FP16/BF16) give the same bits as roundTo().
+// The vectorised paths (AVX2 with F16C, AVX-512) give the same bits as roundTo().
 #pragma once
 
 #include "numerics/format.h"
@@ -18,10 +18,8 @@ void roundArray(Format f, float* x, std::size_t n, RoundingStats* stats = nullpt
 void roundArray(Format f, const float* src, float* dst, std::size_t n,
                 RoundingStats* stats = nullptr, GradientHistogram* hist = nullptr);
 
-// Name of the code path roundArray uses on this CPU ("avx512", "f16c", "scalar").
+// Name of the code path roundArray uses now ("avx512", "avx2", "scalar"): simdLevel()'s
+// (numerics/simd_level.h; tests cap it to compare the paths bit for bit).
 const char* bulkRoundPath();
-
-// Forces the scalar path (tests compare the paths bit for bit).
-void setBulkRoundForceScalar(bool on);
 
 }  // namespace plab

@@ -1,6 +1,6 @@
 // AVX-512 kernels of roundArray(): 16 lanes at a time, bit-identical to roundTo().
 // Only these functions use AVX-512, through function-level target attributes (no
-// directory-wide flags), and bulk_round.cpp calls them only when the CPU has AVX-512F.
+// directory-wide flags), and bulk_round.cpp calls them only when simdLevel() is avx512.
 //   fp16: vcvtps2ph with round-to-nearest-even, then vcvtph2ps (both exact IEEE; fp32
 //         subnormal inputs round to +-0 either way, so DAZ cannot change a result).
 //   bf16: integer round-to-nearest-even on the bit pattern (vcvtneps2bf16 would flush
@@ -21,13 +21,6 @@
 namespace plab::detail {
 
 #ifdef PLAB_HAVE_X86
-
-bool avx512KernelsAvailable()
-{
-    __builtin_cpu_init();
-    // __builtin_cpu_supports also checks that the OS saves the zmm and mask state.
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-}
 
 namespace {
 
@@ -311,7 +304,6 @@ void roundArrayAvx512(Format f, const float* src, float* dst, std::size_t n, Rou
 
 #else  // not x86: no AVX-512 kernels; bulk_round.cpp keeps to the scalar path.
 
-bool avx512KernelsAvailable() { return false; }
 void roundArrayAvx512(Format, const float*, float*, std::size_t, RoundingStats*, GradientHistogram*) {}
 
 #endif

@@ -10,7 +10,6 @@
 #include "numerics/simd_support.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -34,13 +33,8 @@ float roundUnsaturated(const ElementRule& rule, float a)
     return (a + magic) - magic;
 }
 
-std::atomic<bool> forceScalar{false};
-
-bool useAvx512()
-{
-    static const bool available = detail::avx512KernelsAvailable();
-    return available && !forceScalar.load(std::memory_order_relaxed);
-}
+bool useAvx512() { return simdLevel() == SimdLevel::avx512; }
+bool useAvx2() { return simdLevel() == SimdLevel::avx2; }
 
 // Counts of one thread's share, folded into the caller's at the end.
 struct Counts {
@@ -134,13 +128,12 @@ void LaneCounts::addTo(RoundingStats& s, std::uint64_t count) const
 
 }  // namespace detail
 
-void setQuantizeForceScalar(bool on) { forceScalar.store(on, std::memory_order_relaxed); }
-
-const char* quantizePath() { return useAvx512() ? "avx512" : "scalar"; }
+const char* quantizePath() { return simdLevelName(simdLevel()); }
 
 float amaxOf(const float* src, std::size_t n)
 {
     if (useAvx512()) return detail::amaxAvx512(src, n);
+    if (useAvx2()) return detail::amaxAvx2(src, n);
     float amax = 0.0f;
     bool nan = false;
     for (std::size_t i = 0; i < n; ++i) {
@@ -155,9 +148,10 @@ float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, 
                      RoundingStats* stats, GradientHistogram* hist)
 {
     const ElementRule rule = ElementRule::of(f);
-    if (!hist && useAvx512()) {
+    if (!hist && (useAvx512() || useAvx2())) {
         detail::LaneCounts lanes;
-        const float amax = detail::quantizeScaledAvx512(rule, src, dst, n, scale, scaleInv, lanes);
+        const float amax = useAvx512() ? detail::quantizeScaledAvx512(rule, src, dst, n, scale, scaleInv, lanes)
+                                       : detail::quantizeScaledAvx2(rule, src, dst, n, scale, scaleInv, lanes);
         if (stats) lanes.addTo(*stats, n);
         return amax;
     }
@@ -204,21 +198,26 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
         else
             ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(e))];
     };
-    if (!hist && useAvx512()) {
+    if (!hist && (useAvx512() || useAvx2())) {
+        const bool wide = useAvx512();
         detail::LaneCounts lanes;
         // The kernels choose the exponents (the row kernel writes them out, the band kernel
         // when asked); they are kept only to be counted.
         const auto rowBlocks = static_cast<std::size_t>((cols + kMxBlockSize - 1) / kMxBlockSize);
         std::vector<int> exponents(alongRows ? rowBlocks : blockScales ? static_cast<std::size_t>(cols) : 0);
         for (std::int64_t r = 0; alongRows && r < rows; ++r) {
-            detail::mxRowAvx512(rule, src + r * ld, dst + r * ld, cols, lanes, exponents.data());
+            if (wide) detail::mxRowAvx512(rule, src + r * ld, dst + r * ld, cols, lanes, exponents.data());
+            else detail::mxRowAvx2(rule, src + r * ld, dst + r * ld, cols, lanes, exponents.data());
             if (blockScales)
                 for (int e : exponents) countExponent(e);
         }
         for (std::int64_t r0 = 0; !alongRows && r0 < rows; r0 += kMxBlockSize) {
             const std::int64_t at = r0 * ld;
-            detail::mxBandAvx512(rule, src + at, dst + at, std::min<std::int64_t>(rows - r0, kMxBlockSize), cols, ld,
-                                 blockScales ? exponents.data() : nullptr, lanes);
+            const std::int64_t band = std::min<std::int64_t>(rows - r0, kMxBlockSize);
+            if (wide)
+                detail::mxBandAvx512(rule, src + at, dst + at, band, cols, ld, blockScales ? exponents.data() : nullptr, lanes);
+            else
+                detail::mxBandAvx2(rule, src + at, dst + at, band, cols, ld, blockScales ? exponents.data() : nullptr, lanes);
             for (int e : exponents) countExponent(e);
         }
         if (stats) lanes.addTo(*stats, static_cast<std::uint64_t>(rows * cols));
@@ -322,15 +321,21 @@ void quantizeNvfp4Blocks(const float* src, float* dst, std::int64_t rows, std::i
 {
     const ElementRule element = ElementRule::of(MiniFormat::e2m1);
     const detail::Nvfp4Scales t = detail::Nvfp4Scales::of(tensorAmax);
-    if (!hist && useAvx512()) {
+    if (!hist && (useAvx512() || useAvx2())) {
+        const bool wide = useAvx512();
         detail::LaneCounts lanes;
         if (alongRows) {
             for (std::int64_t r = 0; r < rows; ++r)
-                detail::nvfp4RowAvx512(element, t, src + r * ld, dst + r * ld, cols, lanes, blockScales);
+                if (wide) detail::nvfp4RowAvx512(element, t, src + r * ld, dst + r * ld, cols, lanes, blockScales);
+                else detail::nvfp4RowAvx2(element, t, src + r * ld, dst + r * ld, cols, lanes, blockScales);
         } else {
-            for (std::int64_t r0 = 0; r0 < rows; r0 += kNvfp4BlockSize)
-                detail::nvfp4BandAvx512(element, t, src + r0 * ld, dst + r0 * ld,
-                                        std::min<std::int64_t>(rows - r0, kNvfp4BlockSize), cols, ld, lanes, blockScales);
+            for (std::int64_t r0 = 0; r0 < rows; r0 += kNvfp4BlockSize) {
+                const std::int64_t band = std::min<std::int64_t>(rows - r0, kNvfp4BlockSize);
+                if (wide)
+                    detail::nvfp4BandAvx512(element, t, src + r0 * ld, dst + r0 * ld, band, cols, ld, lanes, blockScales);
+                else
+                    detail::nvfp4BandAvx2(element, t, src + r0 * ld, dst + r0 * ld, band, cols, ld, lanes, blockScales);
+            }
         }
         if (stats) lanes.addTo(*stats, static_cast<std::uint64_t>(rows * cols));
         return;

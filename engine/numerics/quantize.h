@@ -58,10 +58,9 @@ void quantizeNvfp4Blocks(const float* src, float* dst, std::int64_t rows, std::i
                          bool alongRows, float tensorAmax, RoundingStats* stats, GradientHistogram* hist,
                          GradientHistogram* blockScales);
 
-// Name of the code path the per-tensor and MX quantisers take on this CPU without a
-// histogram ("avx512", "scalar"); with one (histogram steps) they take the scalar path.
+// Name of the code path the per-tensor and MX quantisers take now without a histogram
+// ("avx512", "avx2", "scalar"), from simdLevel() (numerics/simd_level.h; tests cap it to
+// compare the paths bit for bit); with a histogram (histogram steps) they take the scalar path.
 const char* quantizePath();
-// Forces the scalar path (tests compare the paths bit for bit).
-void setQuantizeForceScalar(bool on);
 
 }  // namespace plab

@@ -1,6 +1,6 @@
 // Internal to numerics/quantize: the element rule both the portable code (quantize.cpp)
-// and the AVX-512 kernels (quantize_avx512.cpp) apply, and the kernels' entry points (run
-// where numerics/simd_support.h's avx512KernelsAvailable() says so).
+// and the AVX-512 and AVX2 kernels (quantize_avx512.cpp, quantize_avx2.cpp) apply, and the kernels' entry points (run
+// where numerics/simd_level.h's simdLevel() says so).
 #pragma once
 
 #include "numerics/format.h"
@@ -86,5 +86,18 @@ void nvfp4RowAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* 
 // column's scales chosen from its amax, as quantizeNvfp4Blocks (blockScales may be null).
 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t rows,
                      std::int64_t cols, std::int64_t ld, LaneCounts& counts, GradientHistogram* blockScales);
+
+// The AVX2 kernels (quantize_avx2.cpp): as the AVX-512 ones above, 8 lanes at a time.
+float quantizeScaledAvx2(const ElementRule& rule, const float* src, float* dst, std::size_t n, float scale,
+                         float scaleInv, LaneCounts& counts);
+float amaxAvx2(const float* src, std::size_t n);
+void mxRowAvx2(const ElementRule& rule, const float* src, float* dst, std::int64_t cols, LaneCounts& counts,
+               int* blockExponents);
+void mxBandAvx2(const ElementRule& rule, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                std::int64_t ld, int* blockExponents, LaneCounts& counts);
+void nvfp4RowAvx2(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t cols,
+                  LaneCounts& counts, GradientHistogram* blockScales);
+void nvfp4BandAvx2(const ElementRule& rule, const Nvfp4Scales& t, const float* src, float* dst, std::int64_t rows,
+                   std::int64_t cols, std::int64_t ld, LaneCounts& counts, GradientHistogram* blockScales);
 
 }  // namespace plab::detail

@@ -3,10 +3,27 @@
 
 #include "data/idx.h"
 
+#include <QtGlobal>
+
 #include <random>
 #include <stdexcept>
 
 namespace plab::testing {
+
+std::vector<SimdLevel> simdLevelsOfThisCpu()
+{
+    std::vector<SimdLevel> levels;
+    for (SimdLevel l : {SimdLevel::avx512, SimdLevel::avx2, SimdLevel::scalar})
+        if (l <= cpuSimdLevel()) levels.push_back(l);
+    static const bool said = [] {
+        for (SimdLevel l : {SimdLevel::avx512, SimdLevel::avx2})
+            if (l > cpuSimdLevel())
+                qInfo("not run here: the %s path (this CPU has %s)", simdLevelName(l), simdLevelName(cpuSimdLevel()));
+        return true;
+    }();
+    (void)said;
+    return levels;
+}
 
 TempDir::TempDir()
 {

@@ -2,6 +2,8 @@
 // on the fly (tests never depend on the installed data).
 #pragma once
 
+#include "numerics/simd_level.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -23,6 +25,11 @@ struct SplitMix64 {
     double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }   // [0, 1)
     float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1.0p-24f; }
 };
+
+// The SIMD levels this CPU can run, highest first, whatever PLAB_SIMD_MAX says (tests cap
+// dispatch at each in turn with ScopedSimdCap); the first call says, with qInfo, which
+// levels the build has that this CPU cannot run.
+std::vector<SimdLevel> simdLevelsOfThisCpu();
 
 // A fresh folder under the system temp dir, removed when the object dies.
 class TempDir {

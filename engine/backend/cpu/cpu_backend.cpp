@@ -10,6 +10,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "numerics/bulk_round.h"
 #include "numerics/quantize.h"
+#include "numerics/simd_level.h"
 
 #include <cblas.h>
 
@@ -83,9 +84,16 @@ public:
         info_.reason = "CPU reference backend, " + std::to_string(threads_) + " thread(s)";
         const char* config = openblas_get_config();
         info_.versions.push_back(config ? std::string(config) : std::string(OPENBLAS_VERSION));
+        info_.versions.push_back("SIMD level: " + simdLevelDescription());
         info_.versions.push_back(std::string("bulk rounding: ") + bulkRoundPath());
+        info_.versions.push_back(std::string("FP8/MX quantisers: ") + quantizePath());
         info_.versions.push_back(std::string("fp16 accumulation: ") +
-                                 (cpu::cpuHasAvx512Fp16() ? "avx512fp16" : "scalar (exact emulation)"));
+                                 (cpu::cpuHasAvx512Fp16() ? "avx512fp16"
+                                  : simdLevel() >= SimdLevel::avx2 ? "avx2 (exact emulation in lanes)"
+                                                                   : "scalar (exact emulation)"));
+        info_.versions.push_back(std::string("bf16/tf32 accumulation: ") +
+                                 (simdLevel() >= SimdLevel::avx2 ? "avx2 (exact emulation in lanes)"
+                                                                 : "scalar (exact emulation)"));
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
         info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.
@@ -359,7 +367,7 @@ private:
             return;
         }
         pool_.parallelFor(M, 1, [&](std::int64_t r0, std::int64_t r1) {
-            cpu::gemmAccumulateScalar(f, r0, r1, N, K, a, aLd, b, bLd, beta, C, ldc);
+            cpu::gemmAccumulateVector(f, r0, r1, N, K, a, aLd, b, bLd, beta, C, ldc);
         });
     }
 

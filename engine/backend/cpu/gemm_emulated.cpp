@@ -1,6 +1,12 @@
 // Reduced-format accumulation for GEMM: an exact scalar emulation of "round after every
-// FMA" for any format, and the AVX-512 FP16 kernel that does the same in hardware for fp16.
+// FMA" for any format, the same emulation across AVX2 lanes (the output elements are
+// independent: each keeps its own order of k), and the AVX-512 FP16 kernel that does the
+// same in hardware for fp16.
 #include "backend/cpu/gemm_emulated.h"
+
+#define PLAB_SIMD_KERNELS
+#include "numerics/round_lanes.h"
+#include "numerics/simd_support.h"
 
 // GCC 12's AVX-512 intrinsic headers trip -Wmaybe-uninitialized on their own
 // _mm512_undefined_* placeholders (a false positive fixed in later GCC releases).
@@ -50,6 +56,7 @@ bool cpuHasAvx512Fp16()
 #if !PLAB_HAVE_AVX512FP16
     return false;   // this build has no kernel for it
 #endif
+    if (simdLevel() < SimdLevel::avx512) return false;   // capped (PLAB_SIMD_MAX or a test)
     static const bool has = [] {
         unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
         if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
@@ -77,6 +84,120 @@ void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd, 
             for (std::int64_t j = 0; j < N; ++j) c[j] = fmaRoundedTo(f, a, b[j], c[j]);
         }
     }
+}
+
+// The AVX2 path: fmaRoundedTo() in lanes, eight output elements a vector, four vectors (32
+// columns) kept in registers through the whole sum over k, so that the four chains of
+// dependent steps overlap. Each lane does what fmaRoundedTo() does, in the same order:
+//   product = a * b in double (exact), sum = product + c, TwoSum's error of that addition;
+//   an inexact sum with an even last bit moves one ulp towards the error (round to odd);
+//   double -> float to nearest, then back one ulp towards zero if that went outward and
+//   the last bit set if inexact (round to odd); then roundTo(f) of that float.
+#ifdef PLAB_HAVE_X86
+namespace {
+
+// Four lanes: round-to-odd float of a * b + c in double.
+PLAB_AVX2 inline __m128 fmaToOddLanes(__m256d a, __m128 b, __m128 c)
+{
+    const __m256d product = _mm256_mul_pd(a, _mm256_cvtps_pd(b));   // exact
+    const __m256d addend = _mm256_cvtps_pd(c);
+    const __m256d sum = _mm256_add_pd(product, addend);
+    const __m256d bVirtual = _mm256_sub_pd(sum, product);
+    const __m256d error = _mm256_add_pd(_mm256_sub_pd(product, _mm256_sub_pd(sum, bVirtual)),
+                                        _mm256_sub_pd(addend, bVirtual));
+    // error != 0 (ordered: an infinite or NaN sum has a NaN error and is left alone) and
+    // the sum's last bit even: one ulp towards the error's sign.
+    const __m256i sumBits = _mm256_castpd_si256(sum);
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i evenLast = _mm256_cmpeq_epi64(_mm256_and_si256(sumBits, one), _mm256_setzero_si256());
+    const __m256i fix = _mm256_and_si256(evenLast, _mm256_castpd_si256(_mm256_cmp_pd(error, _mm256_setzero_pd(), _CMP_NEQ_OQ)));
+    // +1 when error and sum have one sign (away from zero), -1 when not.
+    const __m256i signsDiffer = _mm256_srli_epi64(_mm256_xor_si256(sumBits, _mm256_castpd_si256(error)), 63);
+    const __m256i step = _mm256_sub_epi64(one, _mm256_add_epi64(signsDiffer, signsDiffer));
+    const __m256d odd = _mm256_castsi256_pd(_mm256_add_epi64(sumBits, _mm256_and_si256(step, fix)));
+
+    // Double -> float, round to odd.
+    const __m128 nearest = _mm256_cvtpd_ps(odd);
+    const __m256d back = _mm256_cvtps_pd(nearest);
+    const __m256d absMask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+    const __m256d inexact = _mm256_cmp_pd(back, odd, _CMP_NEQ_OQ);
+    const __m256d outward = _mm256_cmp_pd(_mm256_and_pd(back, absMask), _mm256_and_pd(odd, absMask), _CMP_GT_OQ);
+    // 64-bit masks to 32-bit lanes: the low half of each (all ones or all zeros).
+    const __m256i pickLow = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m128i inexact32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(inexact), pickLow));
+    const __m128i outward32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(outward), pickLow));
+    __m128i bits = _mm_add_epi32(_mm_castps_si128(nearest), outward32);   // all ones = -1: one ulp inward
+    bits = _mm_or_si128(bits, _mm_and_si128(inexact32, _mm_set1_epi32(1)));
+    return _mm_castsi128_ps(bits);
+}
+
+// Eight lanes: roundTo(F, a * b + c) with one rounding.
+template <Format F>
+PLAB_AVX2 inline __m256 fmaRoundedLanes(__m256d a, __m256 b, __m256 c)
+{
+    const __m128 lo = fmaToOddLanes(a, _mm256_castps256_ps128(b), _mm256_castps256_ps128(c));
+    const __m128 hi = fmaToOddLanes(a, _mm256_extractf128_ps(b, 1), _mm256_extractf128_ps(c, 1));
+    const __m256i u = _mm256_castps_si256(_mm256_set_m128(hi, lo));
+    return _mm256_castsi256_ps(
+        detail::roundLanesAvx2<F>(u, _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF))));
+}
+
+// Columns [j0, j0 + 8 * V) of rows [rowBegin, rowEnd), C already holding beta * C rounded.
+template <Format F, int V>
+PLAB_AVX2 void accumulateColumns(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t j0, std::int64_t K,
+                                 const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
+                                 std::int64_t ldc)
+{
+    for (std::int64_t i = rowBegin; i < rowEnd; ++i) {
+        float* c = C + i * ldc + j0;
+        __m256 acc[V];
+        for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(c + 8 * v);
+        for (std::int64_t k = 0; k < K; ++k) {
+            const __m256d a = _mm256_set1_pd(static_cast<double>(A[i * lda + k]));
+            const float* b = B + k * ldb + j0;
+            for (int v = 0; v < V; ++v) acc[v] = fmaRoundedLanes<F>(a, _mm256_loadu_ps(b + 8 * v), acc[v]);
+        }
+        for (int v = 0; v < V; ++v) _mm256_storeu_ps(c + 8 * v, acc[v]);
+    }
+}
+
+template <Format F>
+void gemmAccumulateAvx2For(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K,
+                           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
+                           std::int64_t ldc)
+{
+    std::int64_t j0 = 0;
+    for (; j0 + 32 <= N; j0 += 32) accumulateColumns<F, 4>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
+    for (; j0 + 8 <= N; j0 += 8) accumulateColumns<F, 1>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
+    // The last columns (fewer than 8), one at a time as the scalar path does.
+    for (std::int64_t i = rowBegin; i < rowEnd && j0 < N; ++i)
+        for (std::int64_t k = 0; k < K; ++k)
+            for (std::int64_t j = j0; j < N; ++j)
+                C[i * ldc + j] = fmaRoundedTo(F, A[i * lda + k], B[k * ldb + j], C[i * ldc + j]);
+}
+
+}  // namespace
+#endif
+
+void gemmAccumulateVector(Format f, std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K,
+                          const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                          std::int64_t ldc)
+{
+#ifdef PLAB_HAVE_X86
+    if (simdLevel() >= SimdLevel::avx2 && f != Format::fp32) {
+        for (std::int64_t i = rowBegin; i < rowEnd; ++i) {
+            float* c = C + i * ldc;   // (N)
+            for (std::int64_t j = 0; j < N; ++j) c[j] = beta == 0.0f ? 0.0f : roundTo(f, beta * c[j]);
+        }
+        switch (f) {
+        case Format::fp16: gemmAccumulateAvx2For<Format::fp16>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
+        case Format::bf16: gemmAccumulateAvx2For<Format::bf16>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
+        case Format::tf32: gemmAccumulateAvx2For<Format::tf32>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
+        case Format::fp32: break;
+        }
+    }
+#endif
+    gemmAccumulateScalar(f, rowBegin, rowEnd, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 void packFp16(const float* src, std::uint16_t* dst, std::int64_t n)

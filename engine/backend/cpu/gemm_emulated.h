@@ -1,8 +1,8 @@
 // GEMM with the sum kept in a reduced format: a rounding after every fused multiply-add,
 // sequentially in k (C[i][j] = round(A[i][k] * B[k][j] + C[i][j]) for k = 0, 1, ...).
 // fp16 uses AVX-512 FP16's vfmadd*ph where the CPU has it (one rounding per FMA in fp16,
-// as a GPU's fp16 accumulation); everything else uses fmaRoundedTo(), an exact scalar
-// emulation. Both give the same bits.
+// as a GPU's fp16 accumulation); everything else uses fmaRoundedTo(), an exact emulation,
+// run across AVX2 lanes where the CPU has them. All give the same bits.
 #pragma once
 
 #include "backend/backend.h"
@@ -34,6 +34,13 @@ bool cpuHasAvx512Fp16();
 // Row-major dense operands already transposed as needed: A (M, K) with row stride lda,
 // B (K, N) with row stride ldb. Computes rows [rowBegin, rowEnd) of C (for parallel use).
 void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd,
+                          std::int64_t N, std::int64_t K, const float* A, std::int64_t lda,
+                          const float* B, std::int64_t ldb, float beta, float* C,
+                          std::int64_t ldc);
+
+// As gemmAccumulateScalar, the same bits, with the output elements' sums run across AVX2
+// lanes where simdLevel() allows (any format; the scalar loop otherwise).
+void gemmAccumulateVector(Format f, std::int64_t rowBegin, std::int64_t rowEnd,
                           std::int64_t N, std::int64_t K, const float* A, std::int64_t lda,
                           const float* B, std::int64_t ldb, float beta, float* C,
                           std::int64_t ldc);
