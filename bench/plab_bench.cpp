@@ -3,6 +3,7 @@
 // MNIST-shaped data; and the sgemm rate OpenBLAS reaches on this machine.
 //
 //   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64 [--backend cuda]
+//                    (a recipe may change switches: amp-fp16/fp32_accumulate=off)
 //                    [--arithmetic hardware|exact]
 //   plab_bench sgemm --m 1000 --n 6272 --k 3780
 //   plab_bench gemm --m 1000 --n 6272 --k 3780   (bf16 operands: exact vs hardware arithmetic)
@@ -27,11 +28,11 @@ using namespace plab;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s)
+std::vector<std::string> split(const std::string& s, char separator = ',')
 {
     std::vector<std::string> out;
     std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
+    for (std::string item; std::getline(in, item, separator);)
         if (!item.empty()) out.push_back(item);
     return out;
 }
@@ -111,10 +112,20 @@ int benchTrain(const Args& a)
     for (const auto& model : a.models) {
         double fp32Rate = 0.0;
         for (const auto& recipe : a.recipes) {
-            nlohmann::json cfg = {{"model", model}, {"recipe", recipe}, {"batch", a.batch},
+            // "amp-fp16/fp32_accumulate=off": a preset with switches changed (settings keys).
+            const std::vector<std::string> parts = split(recipe, '/');
+            nlohmann::json cfg = {{"model", model}, {"recipe", parts.front()}, {"batch", a.batch},
                                   {"epochs", 1}, {"max_steps", a.steps + a.warmup},
                                   {"threads", a.threads}, {"histogram_every", a.histogramEvery},
                                   {"backend", a.backend}, {"arithmetic", a.arithmetic}};
+            for (std::size_t p = 1; p < parts.size(); ++p) {
+                const auto eq = parts[p].find('=');
+                if (eq == std::string::npos) {
+                    std::fprintf(stderr, "plab_bench: '%s' in --recipes is not key=value\n", parts[p].c_str());
+                    return 2;
+                }
+                cfg[parts[p].substr(0, eq)] = parts[p].substr(eq + 1);
+            }
             if (!a.widths.empty()) {
                 cfg["widths"] = nlohmann::json::array();
                 for (const auto& w : split(a.widths)) cfg["widths"].push_back(std::stoi(w));

@@ -6,10 +6,13 @@ by `plab train` and by PyTorch, compared step for step.
     python3 tests/pytorch/golden_pytorch.py --plab build/app/plab [--data-dir DIR] [--work DIR]
 
 Checks (tolerances and why: docs/PYTORCH.md):
-  fp32        small-cnn (batches from this script) and mlp (plab's own shuffle): every
-              step's loss within 1e-5 relative of PyTorch's, final weights within 1e-4
-              (|ours - torch| / max |torch| of the tensor) on at least 99.9% of each
-              tensor's elements (why not all: docs/PYTORCH.md), Adam 1e-3, 50 steps.
+  fp32        small-cnn (batches from this script) and mlp (plab's own shuffle) against
+              PyTorch in float64, with bounds that hold whatever this CPU's summation order
+              (docs/PYTORCH.md): the first step's loss (1e-6) and weight gradients (1e-5);
+              plain SGD over 50 steps (every loss within 1e-5); Adam 1e-3 over 50 steps
+              (losses and 99.9% of the final weights within twice what PyTorch's own fp32
+              runs, in their order and with each batch's samples permuted, differ from
+              float64, and never less than 1e-5 and 1e-4).
   amp-bf16    small-cnn against torch.autocast("cpu", torch.bfloat16), 20 steps: losses
               within the tolerance derived in docs/PYTORCH.md.
   scaling     the dynamic loss scale and skipped steps of 200 amp-fp16 steps (overflow
@@ -21,6 +24,8 @@ Checks (tolerances and why: docs/PYTORCH.md):
   interop     scripts/plab_torch.py evaluates weights plab trained to plab's test accuracy
               (within 0.05 point); plab fine-tunes weights plab_torch.py trained, starting
               from PyTorch's loss of them (1e-5 relative).
+
+With --fp32-only only the two fp32 cases run.
 
 With --cuda-amp-fp16 (a GPU session only, not CI: bench/gpu_session.sh's `golden` phase)
 it runs one other case instead:
@@ -96,11 +101,21 @@ def record_steps(path):
         return json.load(f)["steps"]
 
 
-def train_torch(model, images, labels, batches, lr=1e-3, autocast=None):
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+def train_torch(model, images, labels, batches, lr=1e-3, autocast=None, dtype=None, permute=None, sgd=False):
+    """Trains model on the batches; returns the losses. dtype: torch.float64 for the reference
+    (model and inputs in double); permute: a seed that shuffles each batch's samples, which
+    changes only the order of fp32's reductions over the batch; sgd: plain SGD, no momentum."""
+    if dtype is not None:
+        model = model.to(dtype)
+    opt = torch.optim.SGD(model.parameters(), lr=lr) if sgd else torch.optim.Adam(model.parameters(), lr=lr)
+    order = np.random.default_rng(permute) if permute is not None else None
     losses = []
     for idx in batches:
+        if order is not None:
+            idx = [idx[i] for i in order.permutation(len(idx))]
         x, y = pt.batch_tensors(images, labels, idx)
+        if dtype is not None:
+            x = x.to(dtype)
         opt.zero_grad()
         if autocast is None:
             loss = F.cross_entropy(model(x), y)
@@ -123,25 +138,50 @@ def weight_errors(ours, model):
     return errors
 
 
+def relative(a, b):
+    return [abs(x - y) / abs(y) for x, y in zip(a, b)]
+
+
+# Orders of fp32's reductions tried besides PyTorch's own: each shuffles every batch's samples.
+PERMUTATIONS = (1, 2, 3)
+
+
 def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
+    """fp32 against PyTorch, judged so that the bound does not depend on this CPU's summation
+    order (docs/PYTORCH.md):
+      - the first step, whose arithmetic is order-independent up to fp32 rounding: loss and
+        every weight gradient against PyTorch in float64 (1e-6 and 1e-5 relative);
+      - plain SGD (no momentum) over 50 steps, where no tiny gradient is amplified: every
+        loss within 1e-5 relative of float64 PyTorch's;
+      - Adam over 50 steps, which turns a sign flip of a near-zero gradient into a full
+        step: plab's distance from float64 PyTorch (losses, final weights) within what fp32
+        itself gives, measured here as PyTorch fp32's distance from float64 in its own order
+        and in three permuted ones (twice that, and never below 1e-5 for the losses and
+        1e-4 for 99.9% of the weights)."""
     torch.manual_seed(11 if kind == "mlp" else 7)
     model = pt.make_model(kind)
     init = os.path.join(work, f"{kind}-init.safetensors")
-    final = os.path.join(work, f"{kind}-final.safetensors")
-    record = os.path.join(work, f"{kind}-fp32.json")
     pt.save_safetensors(init, model.state_dict(), {"format": "pt"})
-    args = ["--model", kind, "--recipe", "fp32", "--init-weights", init, "--save-weights", final,
-            "--data-dir", data_dir, "--out", record, "--batch", "32", "--max-steps", "50"]
+    common = ["--model", kind, "--recipe", "fp32", "--init-weights", init, "--data-dir", data_dir, "--batch", "32"]
     written = os.path.join(work, f"{kind}-batches.txt")
     if own_batches:   # plab shuffles; PyTorch reads the batches plab wrote
-        args += ["--write-batches", written, "--seed", "3"]
+        source = ["--write-batches", written, "--seed", "3"]
     else:             # this script chooses the batches; plab replays them and writes them back
         rng = np.random.default_rng(5)
         batches = [rng.choice(len(images), 32, replace=False).tolist() for _ in range(50)]
         given = os.path.join(work, f"{kind}-given.txt")
         pt.write_batches(given, batches)
-        args += ["--read-batches", given, "--write-batches", written]
-    p = run_plab(plab, args)
+        source = ["--read-batches", given, "--write-batches", written]
+
+    def fresh():
+        m = pt.make_model(kind)
+        m.load_state_dict(pt.load_safetensors(init))
+        return m
+
+    # Adam, 50 steps.
+    final = os.path.join(work, f"{kind}-final.safetensors")
+    record = os.path.join(work, f"{kind}-fp32.json")
+    p = run_plab(plab, common + source + ["--save-weights", final, "--out", record, "--max-steps", "50"])
     check(p.returncode == 0, f"fp32 {kind}: plab train exits 0")
     if p.returncode != 0:
         return
@@ -149,22 +189,70 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
     if not own_batches:
         check(batches_used == batches, f"fp32 {kind}: --write-batches gives back the batches --read-batches replayed")
     check(len(batches_used) == 50, f"fp32 {kind}: 50 steps")
-
-    model.load_state_dict(pt.load_safetensors(init))
-    torch_losses = train_torch(model, images, labels, batches_used)
     ours = [s["loss"] for s in record_steps(record)]
-    worst = max(abs(a - b) / abs(b) for a, b in zip(ours, torch_losses))
-    print(f"      fp32 {kind}: largest relative loss difference over 50 steps {worst:.2e}")
-    check(len(ours) == 50 and worst <= 1e-5, f"fp32 {kind}: every step's loss within 1e-5 relative of PyTorch's")
-    errors = weight_errors(pt.load_safetensors(final), model)
+    reference = fresh()
+    exact = train_torch(reference, images, labels, batches_used, dtype=torch.float64)
+    orders = {"PyTorch fp32": fresh()}
+    orders.update({f"PyTorch fp32, samples permuted ({k})": fresh() for k in PERMUTATIONS})
+    spread_loss, spread_weights = 0.0, 0.0
+    for i, (name, m) in enumerate(orders.items()):
+        losses = train_torch(m, images, labels, batches_used, permute=None if i == 0 else PERMUTATIONS[i - 1])
+        d = max(relative(losses, exact))
+        q = max(np.quantile(e, 0.999) for e in weight_errors({k: v for k, v in m.state_dict().items()},
+                                                               reference).values())
+        print(f"      fp32 {kind} Adam, {name}: losses within {d:.2e} of float64, weights (99.9%) {q:.2e}")
+        spread_loss, spread_weights = max(spread_loss, d), max(spread_weights, q)
+    check(len(ours) == 50, f"fp32 {kind}: plab recorded 50 steps")
+    rel = relative(ours, exact)
+    check(rel[0] <= 1e-6, f"fp32 {kind}: the first step's loss within 1e-6 relative of float64 PyTorch's ({rel[0]:.1e})")
+    loss_bound = max(1e-5, 2 * spread_loss)
+    print(f"      fp32 {kind} Adam, plab: losses within {max(rel):.2e} of float64 (step {rel.index(max(rel)) + 1}); "
+          f"bound {loss_bound:.2e}")
+    check(max(rel) <= loss_bound,
+          f"fp32 {kind}: Adam, every step's loss within max(1e-5, twice fp32's own spread) of float64 PyTorch's")
+    errors = weight_errors(pt.load_safetensors(final), reference)
+    weight_bound = max(1e-4, 2 * spread_weights)
     for name, e in errors.items():
-        print(f"      fp32 {kind} {name}: final weights differ by at most {e.max():.2e} of the tensor's largest "
-              f"value, {int((e > 1e-4).sum())} of {e.size} elements by more than 1e-4")
+        print(f"      fp32 {kind} {name}: final weights differ from float64 by at most {e.max():.2e} of the tensor's "
+              f"largest value, 99.9% by {np.quantile(e, 0.999):.2e}")
     # Adam divides by sqrt(v): an element whose first moment crosses zero turns a 1e-7 gradient
-    # difference into one of 1e-4 or more; PyTorch's own fp32 run does the same under 3e-7
-    # relative gradient noise (docs/PYTORCH.md). So the bound is on all but 0.1% of elements.
-    check(all(np.quantile(e, 0.999) <= 1e-4 for e in errors.values()),
-          f"fp32 {kind}: final weights within 1e-4 (of each tensor's largest value) on at least 99.9% of elements")
+    # difference into one of 1e-4 or more, in any fp32 implementation (docs/PYTORCH.md). So the
+    # bound is on all but 0.1% of elements, and at least what PyTorch's own orders give.
+    check(all(np.quantile(e, 0.999) <= weight_bound for e in errors.values()),
+          f"fp32 {kind}: Adam, final weights within max(1e-4, twice fp32's own spread) of float64 PyTorch's "
+          f"(of each tensor's largest value) on at least 99.9% of elements")
+
+    # The first step's weight gradients: one SGD step with lr 2^10 moves each weight by
+    # 2^10 g exactly (a power of two), so (w0 - w1) / 2^10 recovers g to fp32 rounding of w1.
+    lr = 1024.0
+    stepped = os.path.join(work, f"{kind}-sgd1.safetensors")
+    p = run_plab(plab, common + source + ["--save-weights", stepped, "--out", os.path.join(work, f"{kind}-sgd1.json"),
+                                          "--max-steps", "1", "--optimizer", "sgd", "--momentum", "0",
+                                          "--lr", str(lr)])
+    check(p.returncode == 0, f"fp32 {kind}: plab train (one SGD step) exits 0")
+    if p.returncode == 0:
+        w0, w1 = pt.load_safetensors(init), pt.load_safetensors(stepped)
+        m = fresh().to(torch.float64)
+        x, y = pt.batch_tensors(images, labels, pt.read_batches(written)[0])
+        F.cross_entropy(m(x.to(torch.float64)), y).backward()
+        worst = 0.0
+        for name, param in m.named_parameters():
+            ours_g = (w0[name].double() - w1[name].double()) / lr
+            worst = max(worst, ((ours_g - param.grad).norm() / param.grad.norm()).item())
+        print(f"      fp32 {kind}: first-step gradients within {worst:.2e} (norm-relative) of float64's")
+        check(worst <= 1e-5, f"fp32 {kind}: every first-step weight gradient within 1e-5 (norm-relative) of float64 PyTorch's")
+
+    # Plain SGD, 50 steps: no amplification, so the strict bound holds in any order.
+    sgd_record = os.path.join(work, f"{kind}-sgd.json")
+    p = run_plab(plab, common + source + ["--out", sgd_record, "--max-steps", "50", "--optimizer", "sgd",
+                                          "--momentum", "0", "--lr", "0.05"])
+    check(p.returncode == 0, f"fp32 {kind}: plab train (SGD) exits 0")
+    if p.returncode == 0:
+        exact_sgd = train_torch(fresh(), images, labels, batches_used, lr=0.05, dtype=torch.float64, sgd=True)
+        rel = relative([s["loss"] for s in record_steps(sgd_record)], exact_sgd)
+        print(f"      fp32 {kind} SGD: losses within {max(rel):.2e} of float64 over 50 steps")
+        check(len(rel) == 50 and max(rel) <= 1e-5,
+              f"fp32 {kind}: SGD without momentum, every step's loss within 1e-5 relative of float64 PyTorch's")
 
 
 def bf16_case(plab, data_dir, work, images, labels, tolerance, arithmetic):
@@ -457,6 +545,9 @@ def main():
     ap.add_argument("--cuda-amp-fp16", action="store_true",
                     help="only the amp-fp16 case against autocast on the GPU (a GPU session, not CI)")
     ap.add_argument("--fp16-tolerance", type=float, default=2.0 ** -10)
+    ap.add_argument("--fp32-only", action="store_true",
+                    help="only the fp32 cases (CTest golden_pytorch_avx2: PyTorch 1.13's bf16 autocast cannot "
+                         "run with oneDNN capped at AVX2 on a CPU that has AVX-512 BF16)")
     args = ap.parse_args()
     if args.cuda_amp_fp16 and not torch.cuda.is_available():
         print("SKIP: --cuda-amp-fp16 needs a GPU PyTorch can use")
@@ -478,6 +569,9 @@ def main():
         return 1 if failures else 0
     fp32_case(args.plab, args.data_dir, work, images, labels, "small-cnn", own_batches=False)
     fp32_case(args.plab, args.data_dir, work, images, labels, "mlp", own_batches=True)
+    if args.fp32_only:
+        print(f"{len(failures)} failed" if failures else "all passed")
+        return 1 if failures else 0
     bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact")
     bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "hardware")
     scaling_case(args.plab, args.data_dir, work)

@@ -3,6 +3,8 @@
 // a thread of our pool with a scratchpad of its own.
 #include "backend/cpu/native_gemm.h"
 
+#include "numerics/simd_level.h"
+
 #include "backend/cpu/gemm_emulated.h"
 #include "numerics/format.h"
 
@@ -127,6 +129,16 @@ const NativeSupport& nativeSupport()
 {
     static const NativeSupport support = [] {
         NativeSupport s;
+        // PLAB_SIMD_MAX (numerics/simd_level.h) caps oneDNN too, so that a capped run is the
+        // run of a CPU without the higher units. oneDNN takes the cap once, before its first
+        // primitive; this is the first use.
+        if (simdLevel() < SimdLevel::avx512) {
+            try {
+                dnnl::set_max_cpu_isa(simdLevel() == SimdLevel::avx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::sse41);
+            } catch (const dnnl::error&) {
+                // Already fixed by an earlier use (ONEDNN_MAX_CPU_ISA, or a primitive made first).
+            }
+        }
         s.isa = isaName(dnnl::get_effective_cpu_isa());
         describe(Format::bf16, s.isa, s.bf16, s.bf16Text);
         describe(Format::fp16, s.isa, s.fp16, s.fp16Text);
