@@ -131,13 +131,40 @@ PLAB_AVX2 inline __m128 fmaToOddLanes(__m256d a, __m128 b, __m128 c)
     return _mm_castsi128_ps(bits);
 }
 
-// Eight lanes: roundTo(F, a * b + c) with one rounding.
+// Eight lanes: roundTo(F, a * b + c) with one rounding. Where every lane's product is exact
+// in fp32 (always for fp16 operands, whose products have 22 bits and lie above 2^-48; for
+// bf16 and tf32 unless it leaves fp32's range), the sum is made round-to-odd in fp32 itself
+// (TwoSum in fp32 is exact, subnormals included; 24 bits >= the format's 11 + 2, so the
+// second rounding is correct): half the work of the double lanes, which the other vectors take.
 template <Format F>
-PLAB_AVX2 inline __m256 fmaRoundedLanes(__m256d a, __m256 b, __m256 c)
+PLAB_AVX2 inline __m256 fmaRoundedLanes(__m256d aWide, __m256 a, __m256 b, __m256 c)
 {
-    const __m128 lo = fmaToOddLanes(a, _mm256_castps256_ps128(b), _mm256_castps256_ps128(c));
-    const __m128 hi = fmaToOddLanes(a, _mm256_extractf128_ps(b, 1), _mm256_extractf128_ps(c, 1));
-    const __m256i u = _mm256_castps_si256(_mm256_set_m128(hi, lo));
+    const __m256 product = _mm256_mul_ps(a, b);
+    // Exact when the FMA's error is 0 and, for a tiny product, one operand is 0 (below
+    // 2^-100 an error could round away; above it any error is at least 2^-147).
+    const __m256 error = _mm256_fmsub_ps(a, b, product);
+    const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 tiny = _mm256_cmp_ps(_mm256_and_ps(product, absMask), _mm256_set1_ps(0x1p-100f), _CMP_LT_OQ);
+    const __m256 zeroOperand = _mm256_or_ps(_mm256_cmp_ps(a, zero, _CMP_EQ_OQ), _mm256_cmp_ps(b, zero, _CMP_EQ_OQ));
+    const __m256 exact = _mm256_and_ps(_mm256_cmp_ps(error, zero, _CMP_EQ_OQ), _mm256_or_ps(_mm256_andnot_ps(tiny, _mm256_castsi256_ps(_mm256_set1_epi32(-1))), zeroOperand));
+    __m256i u;
+    if (_mm256_movemask_ps(exact) == 0xFF) {
+        const __m256 sum = _mm256_add_ps(product, c);
+        const __m256 bVirtual = _mm256_sub_ps(sum, product);
+        const __m256 sumError = _mm256_add_ps(_mm256_sub_ps(product, _mm256_sub_ps(sum, bVirtual)), _mm256_sub_ps(c, bVirtual));
+        const __m256i sumBits = _mm256_castps_si256(sum);
+        const __m256i one = _mm256_set1_epi32(1);
+        const __m256i evenLast = _mm256_cmpeq_epi32(_mm256_and_si256(sumBits, one), _mm256_setzero_si256());
+        const __m256i fix = _mm256_and_si256(evenLast, _mm256_castps_si256(_mm256_cmp_ps(sumError, zero, _CMP_NEQ_OQ)));
+        const __m256i signsDiffer = _mm256_srli_epi32(_mm256_xor_si256(sumBits, _mm256_castps_si256(sumError)), 31);
+        const __m256i step = _mm256_sub_epi32(one, _mm256_add_epi32(signsDiffer, signsDiffer));
+        u = _mm256_add_epi32(sumBits, _mm256_and_si256(step, fix));
+    } else {
+        const __m128 lo = fmaToOddLanes(aWide, _mm256_castps256_ps128(b), _mm256_castps256_ps128(c));
+        const __m128 hi = fmaToOddLanes(aWide, _mm256_extractf128_ps(b, 1), _mm256_extractf128_ps(c, 1));
+        u = _mm256_castps_si256(_mm256_set_m128(hi, lo));
+    }
     return _mm256_castsi256_ps(
         detail::roundLanesAvx2<F>(u, _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF))));
 }
@@ -153,9 +180,10 @@ PLAB_AVX2 void accumulateColumns(std::int64_t rowBegin, std::int64_t rowEnd, std
         __m256 acc[V];
         for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(c + 8 * v);
         for (std::int64_t k = 0; k < K; ++k) {
-            const __m256d a = _mm256_set1_pd(static_cast<double>(A[i * lda + k]));
+            const __m256d aWide = _mm256_set1_pd(static_cast<double>(A[i * lda + k]));
+            const __m256 a = _mm256_set1_ps(A[i * lda + k]);
             const float* b = B + k * ldb + j0;
-            for (int v = 0; v < V; ++v) acc[v] = fmaRoundedLanes<F>(a, _mm256_loadu_ps(b + 8 * v), acc[v]);
+            for (int v = 0; v < V; ++v) acc[v] = fmaRoundedLanes<F>(aWide, a, _mm256_loadu_ps(b + 8 * v), acc[v]);
         }
         for (int v = 0; v < V; ++v) _mm256_storeu_ps(c + 8 * v, acc[v]);
     }
