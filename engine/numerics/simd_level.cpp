@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <string_view>
 
@@ -44,6 +47,16 @@ std::atomic<int>& capStore()
     return cap;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports has no "f16c".
+// Its registers are the AVX ones, whose saving by the OS "avx2" already checks.
+bool cpuHasF16c()
+{
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+#endif
+
 }  // namespace
 
 const char* simdLevelName(SimdLevel level)
@@ -62,12 +75,11 @@ SimdLevel cpuSimdLevel()
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_cpu_init();
         // __builtin_cpu_supports also checks that the OS saves the ymm/zmm and mask state.
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-            __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuHasF16c();
+        if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl"))
             return SimdLevel::avx512;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-            return SimdLevel::avx2;
+        if (avx2) return SimdLevel::avx2;
 #endif
         return SimdLevel::scalar;
     }();
