@@ -88,7 +88,8 @@ void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd, 
 
 // The AVX2 path: fmaRoundedTo() in lanes, eight output elements a vector, four vectors (32
 // columns) kept in registers through the whole sum over k, so that the four chains of
-// dependent steps overlap. Each lane does what fmaRoundedTo() does, in the same order:
+// dependent steps overlap. Vectors whose products are exact in fp32 take fp32 steps
+// (fmaRoundedLanes); the others do, lane by lane, what fmaRoundedTo() does:
 //   product = a * b in double (exact), sum = product + c, TwoSum's error of that addition;
 //   an inexact sum with an even last bit moves one ulp towards the error (round to odd);
 //   double -> float to nearest, then back one ulp towards zero if that went outward and
