@@ -36,15 +36,6 @@ PLAB_AVX2 inline void clearCounters(LaneCounters& c)
     c.zerosIn = c.nan = c.infIn = c.underflow = c.overflow = c.subnormal = _mm256_setzero_si256();
 }
 
-PLAB_AVX2 inline std::uint64_t laneSum(__m256i v)
-{
-    alignas(32) std::uint32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
-    std::uint64_t s = 0;
-    for (std::uint32_t x : lanes) s += x;
-    return s;
-}
-
 PLAB_AVX2 inline void flushCounters(LaneCounters& c, RoundingStats& s)
 {
     s.zerosIn += laneSum(c.zerosIn);

@@ -33,8 +33,6 @@ float roundUnsaturated(const ElementRule& rule, float a)
     return (a + magic) - magic;
 }
 
-bool useAvx512() { return simdLevel() == SimdLevel::avx512; }
-bool useAvx2() { return simdLevel() == SimdLevel::avx2; }
 
 // Counts of one thread's share, folded into the caller's at the end.
 struct Counts {
@@ -132,8 +130,11 @@ const char* quantizePath() { return simdLevelName(simdLevel()); }
 
 float amaxOf(const float* src, std::size_t n)
 {
-    if (useAvx512()) return detail::amaxAvx512(src, n);
-    if (useAvx2()) return detail::amaxAvx2(src, n);
+    switch (simdLevel()) {
+    case SimdLevel::avx512: return detail::amaxAvx512(src, n);
+    case SimdLevel::avx2: return detail::amaxAvx2(src, n);
+    case SimdLevel::scalar: break;
+    }
     float amax = 0.0f;
     bool nan = false;
     for (std::size_t i = 0; i < n; ++i) {
@@ -148,9 +149,10 @@ float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, 
                      RoundingStats* stats, GradientHistogram* hist)
 {
     const ElementRule rule = ElementRule::of(f);
-    if (!hist && (useAvx512() || useAvx2())) {
+    const SimdLevel level = simdLevel();
+    if (!hist && level != SimdLevel::scalar) {
         detail::LaneCounts lanes;
-        const float amax = useAvx512() ? detail::quantizeScaledAvx512(rule, src, dst, n, scale, scaleInv, lanes)
+        const float amax = level == SimdLevel::avx512 ? detail::quantizeScaledAvx512(rule, src, dst, n, scale, scaleInv, lanes)
                                        : detail::quantizeScaledAvx2(rule, src, dst, n, scale, scaleInv, lanes);
         if (stats) lanes.addTo(*stats, n);
         return amax;
@@ -198,8 +200,9 @@ void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t r
         else
             ++blockScales->bins[static_cast<std::size_t>(GradientHistogram::binOf(e))];
     };
-    if (!hist && (useAvx512() || useAvx2())) {
-        const bool wide = useAvx512();
+    const SimdLevel level = simdLevel();
+    if (!hist && level != SimdLevel::scalar) {
+        const bool wide = level == SimdLevel::avx512;
         detail::LaneCounts lanes;
         // The kernels choose the exponents (the row kernel writes them out, the band kernel
         // when asked); they are kept only to be counted.
@@ -321,8 +324,9 @@ void quantizeNvfp4Blocks(const float* src, float* dst, std::int64_t rows, std::i
 {
     const ElementRule element = ElementRule::of(MiniFormat::e2m1);
     const detail::Nvfp4Scales t = detail::Nvfp4Scales::of(tensorAmax);
-    if (!hist && (useAvx512() || useAvx2())) {
-        const bool wide = useAvx512();
+    const SimdLevel level = simdLevel();
+    if (!hist && level != SimdLevel::scalar) {
+        const bool wide = level == SimdLevel::avx512;
         detail::LaneCounts lanes;
         if (alongRows) {
             for (std::int64_t r = 0; r < rows; ++r)

@@ -10,6 +10,7 @@
 #include "numerics/format.h"
 #define PLAB_SIMD_KERNELS
 #include "numerics/simd_support.h"
+#include "numerics/round_lanes.h"
 
 #include <algorithm>
 #include <bit>
@@ -23,8 +24,6 @@ namespace plab::detail {
 namespace {
 
 #define PLAB_INLINE inline __attribute__((always_inline))
-
-PLAB_AVX2 PLAB_INLINE __m256i set1(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
 
 // The rule's constants in lanes.
 struct Lanes {
@@ -54,24 +53,10 @@ PLAB_AVX2 inline Tally emptyTally()
 // c += 1 in the lanes of m (all ones there: -1).
 PLAB_AVX2 PLAB_INLINE void countLanes(__m256i& c, __m256i m) { c = _mm256_sub_epi32(c, m); }
 
-PLAB_AVX2 inline std::uint64_t laneSum(__m256i c)
-{
-    alignas(32) std::uint32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), c);
-    std::uint64_t s = 0;
-    for (std::uint32_t x : lanes) s += x;
-    return s;
-}
-
 PLAB_AVX2 inline void flush(const Tally t, LaneCounts& c)
 {
-    const std::uint64_t zerosIn = laneSum(t.zerosIn), zeroOut = laneSum(t.zeroOut), below = laneSum(t.belowNormal);
-    c.zerosIn += zerosIn;
-    c.underflow += zeroOut - zerosIn;
-    c.subnormal += below - zeroOut;
-    c.overflow += laneSum(t.saturated);
-    c.nan += laneSum(t.nan);
-    c.infIn += laneSum(t.inf);
+    c.addTally(laneSum(t.zerosIn), laneSum(t.zeroOut), laneSum(t.belowNormal), laneSum(t.saturated), laneSum(t.nan),
+               laneSum(t.inf));
 }
 
 PLAB_AVX2 PLAB_INLINE __m256i maskOf(__m256 m) { return _mm256_castps_si256(m); }

@@ -62,13 +62,8 @@ PLAB_AVX512 inline std::uint64_t laneSum(__m512i c)
 // (By value: a Tally whose address escapes is kept in memory through the whole loop.)
 PLAB_AVX512 inline void flush(const Tally t, LaneCounts& c)
 {
-    const std::uint64_t zerosIn = laneSum(t.zerosIn), zeroOut = laneSum(t.zeroOut), below = laneSum(t.belowNormal);
-    c.zerosIn += zerosIn;
-    c.underflow += zeroOut - zerosIn;
-    c.subnormal += below - zeroOut;
-    c.overflow += laneSum(t.saturated);
-    c.nan += laneSum(t.nan);
-    c.infIn += laneSum(t.inf);
+    c.addTally(laneSum(t.zerosIn), laneSum(t.zeroOut), laneSum(t.belowNormal), laneSum(t.saturated), laneSum(t.nan),
+               laneSum(t.inf));
 }
 
 // x (scaled) rounded, saturating, NaN kept, with its statistics counted over `live` lanes.

@@ -29,6 +29,19 @@ struct ElementRule {
 struct LaneCounts {
     std::uint64_t zerosIn = 0, nan = 0, infIn = 0, underflow = 0, subnormal = 0, overflow = 0;
     void addTo(RoundingStats& s, std::uint64_t count) const;
+    // Adds the vector kernels' totals, which count zero results and results below the
+    // smallest normal: underflow = zero results - zero inputs, subnormal = results below
+    // the smallest normal - zero results.
+    void addTally(std::uint64_t zeroInputs, std::uint64_t zeroResults, std::uint64_t belowNormal,
+                  std::uint64_t saturated, std::uint64_t nanInputs, std::uint64_t infInputs)
+    {
+        zerosIn += zeroInputs;
+        underflow += zeroResults - zeroInputs;
+        subnormal += belowNormal - zeroResults;
+        overflow += saturated;
+        nan += nanInputs;
+        infIn += infInputs;
+    }
 };
 
 // 2^e as fp32 for e in [-127, 127] (the subnormal 2^-127 included): MX scales. With the

@@ -1,6 +1,6 @@
-// Internal to the CPU kernels: rounding fp32 lanes to a format, bit for bit as roundTo()
-// (numerics/format.h), for the AVX2 kernels of bulk rounding and of reduced-format
-// accumulation (backend/cpu/gemm_emulated.cpp). Include after defining PLAB_SIMD_KERNELS and
+// Internal to the CPU kernels: the AVX2 kernels' lane helpers (bulk rounding, the quantisers,
+// reduced-format accumulation in backend/cpu/gemm_emulated.cpp), among them rounding fp32
+// lanes to a format bit for bit as roundTo() (numerics/format.h). Include after defining PLAB_SIMD_KERNELS and
 // including numerics/simd_support.h.
 #pragma once
 
@@ -14,6 +14,16 @@
 namespace plab::detail {
 
 PLAB_AVX2 inline __m256i set1(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+
+// The sum of the 8 unsigned 32-bit lanes of a counter.
+PLAB_AVX2 inline std::uint64_t laneSum(__m256i v)
+{
+    alignas(32) std::uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+    std::uint64_t s = 0;
+    for (std::uint32_t x : lanes) s += x;
+    return s;
+}
 
 // u: 8 fp32 patterns; absBits: u & 0x7FFFFFFF. Returns roundTo(F, u) lane by lane.
 //   fp16: vcvtps2ph with round-to-nearest-even, then vcvtph2ps (F16C, exact IEEE; fp32

@@ -87,13 +87,10 @@ public:
         info_.versions.push_back("SIMD level: " + simdLevelDescription());
         info_.versions.push_back(std::string("bulk rounding: ") + bulkRoundPath());
         info_.versions.push_back(std::string("FP8/MX quantisers: ") + quantizePath());
-        info_.versions.push_back(std::string("fp16 accumulation: ") +
-                                 (cpu::cpuHasAvx512Fp16() ? "avx512fp16"
-                                  : simdLevel() >= SimdLevel::avx2 ? "avx2 (exact emulation in lanes)"
-                                                                   : "scalar (exact emulation)"));
-        info_.versions.push_back(std::string("bf16/tf32 accumulation: ") +
-                                 (simdLevel() >= SimdLevel::avx2 ? "avx2 (exact emulation in lanes)"
-                                                                 : "scalar (exact emulation)"));
+        const std::string emulatedSums =
+            simdLevel() >= SimdLevel::avx2 ? "avx2 (exact emulation in lanes)" : "scalar (exact emulation)";
+        info_.versions.push_back("fp16 accumulation: " + (cpu::cpuHasAvx512Fp16() ? std::string("avx512fp16") : emulatedSums));
+        info_.versions.push_back("bf16/tf32 accumulation: " + emulatedSums);
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
         info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.

@@ -71,13 +71,27 @@ bool cpuHasAvx512Fp16()
     return has;
 }
 
-void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N,
-                          std::int64_t K, const float* A, std::int64_t lda, const float* B,
-                          std::int64_t ldb, float beta, float* C, std::int64_t ldc)
+namespace {
+
+// The starting sums: C = beta * C rounded to f once (0 where beta is 0, whatever C holds).
+void scaleRows(Format f, std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, float beta, float* C,
+               std::int64_t ldc)
 {
     for (std::int64_t i = rowBegin; i < rowEnd; ++i) {
         float* c = C + i * ldc;   // (N)
         for (std::int64_t j = 0; j < N; ++j) c[j] = beta == 0.0f ? 0.0f : roundTo(f, beta * c[j]);
+    }
+}
+
+}  // namespace
+
+void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N,
+                          std::int64_t K, const float* A, std::int64_t lda, const float* B,
+                          std::int64_t ldb, float beta, float* C, std::int64_t ldc)
+{
+    scaleRows(f, rowBegin, rowEnd, N, beta, C, ldc);
+    for (std::int64_t i = rowBegin; i < rowEnd; ++i) {
+        float* c = C + i * ldc;   // (N)
         for (std::int64_t k = 0; k < K; ++k) {
             const float a = A[i * lda + k];
             const float* b = B + k * ldb;   // row k of B, (N)
@@ -190,6 +204,7 @@ PLAB_AVX2 void accumulateColumns(std::int64_t rowBegin, std::int64_t rowEnd, std
     }
 }
 
+// Columns [0, N) of rows [rowBegin, rowEnd), N a multiple of 8.
 template <Format F>
 void gemmAccumulateAvx2For(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K,
                            const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
@@ -197,12 +212,7 @@ void gemmAccumulateAvx2For(std::int64_t rowBegin, std::int64_t rowEnd, std::int6
 {
     std::int64_t j0 = 0;
     for (; j0 + 32 <= N; j0 += 32) accumulateColumns<F, 4>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
-    for (; j0 + 8 <= N; j0 += 8) accumulateColumns<F, 1>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
-    // The last columns (fewer than 8), one at a time as the scalar path does.
-    for (std::int64_t i = rowBegin; i < rowEnd && j0 < N; ++i)
-        for (std::int64_t k = 0; k < K; ++k)
-            for (std::int64_t j = j0; j < N; ++j)
-                C[i * ldc + j] = fmaRoundedTo(F, A[i * lda + k], B[k * ldb + j], C[i * ldc + j]);
+    for (; j0 < N; j0 += 8) accumulateColumns<F, 1>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
 }
 
 }  // namespace
@@ -212,21 +222,21 @@ void gemmAccumulateVector(Format f, std::int64_t rowBegin, std::int64_t rowEnd, 
                           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                           std::int64_t ldc)
 {
+    std::int64_t lanes = 0;   // columns [0, lanes) in vectors, the rest (fewer than 8) by the scalar loop
 #ifdef PLAB_HAVE_X86
     if (simdLevel() >= SimdLevel::avx2 && f != Format::fp32) {
-        for (std::int64_t i = rowBegin; i < rowEnd; ++i) {
-            float* c = C + i * ldc;   // (N)
-            for (std::int64_t j = 0; j < N; ++j) c[j] = beta == 0.0f ? 0.0f : roundTo(f, beta * c[j]);
-        }
+        lanes = N - N % 8;
+        scaleRows(f, rowBegin, rowEnd, lanes, beta, C, ldc);
         switch (f) {
-        case Format::fp16: gemmAccumulateAvx2For<Format::fp16>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
-        case Format::bf16: gemmAccumulateAvx2For<Format::bf16>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
-        case Format::tf32: gemmAccumulateAvx2For<Format::tf32>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
+        case Format::fp16: gemmAccumulateAvx2For<Format::fp16>(rowBegin, rowEnd, lanes, K, A, lda, B, ldb, C, ldc); break;
+        case Format::bf16: gemmAccumulateAvx2For<Format::bf16>(rowBegin, rowEnd, lanes, K, A, lda, B, ldb, C, ldc); break;
+        case Format::tf32: gemmAccumulateAvx2For<Format::tf32>(rowBegin, rowEnd, lanes, K, A, lda, B, ldb, C, ldc); break;
         case Format::fp32: break;
         }
     }
 #endif
-    gemmAccumulateScalar(f, rowBegin, rowEnd, N, K, A, lda, B, ldb, beta, C, ldc);
+    if (lanes < N)
+        gemmAccumulateScalar(f, rowBegin, rowEnd, N - lanes, K, A, lda, B + lanes, ldb, beta, C + lanes, ldc);
 }
 
 void packFp16(const float* src, std::uint16_t* dst, std::int64_t n)
