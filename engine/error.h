@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace plab {
@@ -22,6 +23,42 @@ inline std::string alternatives(const std::vector<std::string>& names)
     for (std::size_t i = 0; i < names.size(); ++i)
         out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
     return out;
+}
+
+// A value from a file or a command line as a message quotes it: in double quotes, with
+// control characters, backslashes and quotes escaped (\n, \x1b, \"), and cut after
+// `maxChars` bytes of the value (at a UTF-8 boundary, then "…"). A 5,000-character value or
+// a terminal escape in a lesson never reaches the terminal or a dialog raw.
+inline std::string quotedExcerpt(std::string_view value, std::size_t maxChars = 60)
+{
+    std::string out = "\"";
+    std::size_t i = 0;
+    for (; i < value.size() && i < maxChars; ++i) {
+        const auto c = static_cast<unsigned char>(value[i]);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '"' || c == '\\') (out += '\\') += static_cast<char>(c);
+        else if (c < 0x20 || c == 0x7f) {
+            static constexpr char hex[] = "0123456789abcdef";
+            ((out += "\\x") += hex[c >> 4]) += hex[c & 15];
+        } else out += static_cast<char>(c);
+    }
+    if (i < value.size()) {
+        while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();   // a cut character
+        if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0xC0) out.pop_back();
+        out += "…";
+    }
+    return out + "\"";
+}
+
+// Whether `value` holds a control character (a newline, an escape, DEL).
+inline bool hasControlCharacter(std::string_view value)
+{
+    for (const char ch : value) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f) return true;
+    }
+    return false;
 }
 
 }  // namespace plab

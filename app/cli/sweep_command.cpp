@@ -17,7 +17,9 @@
 #include "report_outputs.h"
 #endif
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -50,7 +52,7 @@ std::vector<std::string> splitList(const std::string& text, const char* flag)
     std::string item;
     while (std::getline(in, item, ','))
         if (!item.empty()) items.push_back(item);
-    if (items.empty()) throw InputError(std::string(flag) + ": expected a comma-separated list, got '" + text + "'");
+    if (items.empty()) throw InputError(std::string(flag) + ": expected a comma-separated list, got " + quotedExcerpt(text));
     return items;
 }
 
@@ -195,9 +197,45 @@ std::string sbatch(const std::vector<std::string>& args)
     return output.substr(0, output.find(';'));   // "id;cluster" on federated clusters
 }
 
+// Every value the scripts hold, checked before anything is written: no control character
+// anywhere (a newline in an #SBATCH line or a shell word would start a command of its
+// own), and the #SBATCH values from a strict set, since sbatch reads those lines with its
+// own rules (a space ends the value, % is a pattern): a partition list, a time limit, and
+// the job folder the logs go to. Shell words are quoted besides (shellWord).
+void checkSlurmValues(const SweepOptions& opts, const std::string& plab)
+{
+    const auto refuse = [](const std::string& flag, const std::string& value, const std::string& why) {
+        throw InputError("sweep " + flag + ": " + quotedExcerpt(value) + " " + why);
+    };
+    const auto only = [](const std::string& value, std::string_view allowed) {
+        return !value.empty() && std::all_of(value.begin(), value.end(), [&](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || allowed.find(c) != std::string_view::npos;
+        });
+    };
+    const std::pair<const char*, std::string> words[] = {{"--slurm", opts.slurmDir},     {"--out-dir", opts.outDir},
+                                                         {"--report-html", opts.reportHtml}, {"--report-pdf", opts.reportPdf},
+                                                         {"(plab's own path)", plab}};
+    for (const auto& [flag, value] : words)
+        if (hasControlCharacter(value)) refuse(flag, value, "holds a control character (a newline, a tab or an escape)");
+    if (!opts.partition.empty() && !only(opts.partition, "_.,-"))
+        refuse("--partition", opts.partition, "is not a partition name (letters, digits, _ . - and commas between names)");
+    if (!opts.timeLimit.empty()) {
+        std::string upper = opts.timeLimit;
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (upper != "UNLIMITED" && upper != "INFINITE" && !(only(opts.timeLimit, ":-") && std::isdigit(static_cast<unsigned char>(opts.timeLimit[0]))))
+            refuse("--time", opts.timeLimit, "is not a Slurm time limit (minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED)");
+    }
+    const std::string job = absolute(opts.slurmDir);
+    if (!only(job, "_./+,=@~-"))
+        refuse("--slurm", job, "cannot go into an #SBATCH --output line: the job folder's path may hold letters, digits "
+                               "and _ . / + , = @ ~ - only (sbatch ends the value at a space and reads % as a pattern)");
+}
+
 int writeSlurmSweep(const std::vector<GridPoint>& grid, const SweepOptions& opts)
 {
     namespace fs = std::filesystem;
+    std::error_code exeError;
+    checkSlurmValues(opts, fs::read_symlink("/proc/self/exe", exeError).string());
     const fs::path job(opts.slurmDir);
     std::error_code ec;
     for (const fs::path& folder : {job / "settings", job / "logs", job / "status", fs::path(opts.outDir)}) {
