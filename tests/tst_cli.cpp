@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -26,22 +27,24 @@ namespace {
 struct Result {
     int exitCode = -1;
     bool crashed = false;
+    bool timedOut = false;
     QString out, err;
 };
 
 Result runProgram(const QString& program, const QStringList& args, const QByteArray& input = {},
-                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
+                  const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(), int timeoutMs = 300000)
 {
     QProcess p;
     p.setProcessEnvironment(env);
     p.start(program, args);
     if (!input.isEmpty()) p.write(input);
     p.closeWriteChannel();
-    if (!p.waitForFinished(300000)) {
+    Result r;
+    if (!p.waitForFinished(timeoutMs)) {
+        r.timedOut = true;
         p.kill();
         p.waitForFinished();
     }
-    Result r;
     r.exitCode = p.exitCode();
     r.crashed = p.exitStatus() != QProcess::NormalExit;
     r.out = QString::fromUtf8(p.readAllStandardOutput());
@@ -256,7 +259,13 @@ private slots:
         QTest::addRow("one width for two layers") << QStringList{"train", "--widths", "4"} << "widths: model small-cnn takes 2 widths, got 1";
         QTest::addRow("a model too large") << QStringList{"train", "--widths", "65536,65536"} << "parameters, more than this lab trains";
         QTest::addRow("record into a missing folder") << QStringList{"train", "--out", "/nonexistent/dir/r.json"}
-                                                      << "the folder /nonexistent/dir does not exist";
+                                                      << "the folder \"/nonexistent/dir\" does not exist";
+        // Issue 37: every output is checked before training, not after it.
+        QTest::addRow("weights into a missing folder") << QStringList{"train", "--save-weights", "/nonexistent/w.safetensors"}
+                                                       << "--save-weights \"/nonexistent/w.safetensors\": the folder \"/nonexistent\" does not exist";
+        QTest::addRow("batches into a folder") << QStringList{"train", "--write-batches", "/tmp"} << "--write-batches \"/tmp\": it is a folder";
+        QTest::addRow("weights over the record") << QStringList{"train", "--out", "/tmp/plab-same.json", "--save-weights", "/tmp/../tmp/plab-same.json"}
+                                                 << "--save-weights \"/tmp/../tmp/plab-same.json\" is the same file as --out";
     }
     void malformedOptionsAndConfigs()
     {
@@ -287,6 +296,72 @@ private slots:
         const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("numbers.json") && r.err.contains(mentions), qPrintable(r.err));
+    }
+
+    // Issue 37: an output that is an input (the config, the initial weights) is refused
+    // before anything trains; the input is left as it was.
+    void outputsNeverOverwriteInputs()
+    {
+        const auto config = dir_.path() / "cfg-in.json";
+        std::ofstream(config) << R"({"max_steps": 2, "widths": [4, 8]})";
+        const QString c = QString::fromStdString(config.string());
+        const Result r = runPlab({"train", "--config", c, "--save-weights", c, "--data-dir", dataDir_, "--quiet"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("is the same file as --config, which the run reads"), qPrintable(r.err));
+        std::ifstream in(config);
+        QCOMPARE(std::string(std::istreambuf_iterator<char>(in), {}), std::string(R"({"max_steps": 2, "widths": [4, 8]})"));
+    }
+
+    // Issue 37: anything that is not a regular file is refused at once by name (a FIFO
+    // blocked every reader forever; /dev/zero grew until the kernel killed the process).
+    void nonRegularInputsAreRefusedAtOnce_data()
+    {
+        QTest::addColumn<QStringList>("args");   // FIFO is replaced by a named pipe
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("config") << QStringList{"train", "--config", "FIFO"} << "it is a FIFO";
+        QTest::addRow("initial weights") << QStringList{"train", "--init-weights", "FIFO"} << "it is a FIFO";
+        QTest::addRow("batches") << QStringList{"train", "--read-batches", "FIFO"} << "it is a FIFO";
+        QTest::addRow("batches /dev/zero") << QStringList{"train", "--read-batches", "/dev/zero"} << "it is a device";
+        QTest::addRow("batches /dev/stdin") << QStringList{"train", "--read-batches", "/dev/stdin"} << "not a regular file";
+        QTest::addRow("lesson --check") << QStringList{"lesson", "--check", "FIFO"} << "it is a FIFO";
+        QTest::addRow("report") << QStringList{"report", "FIFO", "--html", "/tmp/plab-fifo-report.html"} << "it is a FIFO";
+    }
+    void nonRegularInputsAreRefusedAtOnce()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, expected);
+        const auto fifo = dir_.path() / "a-fifo";
+        if (!fs::exists(fifo)) QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        args.replaceInStrings(QStringLiteral("FIFO"), QString::fromStdString(fifo.string()));
+        if (args.first() == QLatin1String("train")) args << "--data-dir" << dataDir_ << "--widths" << "4,8";
+        const Result r = runProgram(QStringLiteral(PLAB_CLI_PATH), args, {}, QProcessEnvironment::systemEnvironment(), 20000);
+        QVERIFY2(!r.timedOut, "plab waited on a FIFO or a device");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(lastLine(r.err).contains(expected), qPrintable(r.err));   // after the data set's notice, if any
+    }
+
+    // Issue 37: equal sweep points are one run (its record listed once), and each point
+    // writes weights of its own instead of every point overwriting one file.
+    void sweepPointsAreDistinct()
+    {
+        const fs::path out = dir_.path() / "sweep-dups", weights = dir_.path() / "sweep-w.safetensors";
+        const Result r = runPlab({"sweep", "--recipes", "amp-fp16,amp-fp16", "--loss-scale", "static:1024,static:1024.,dynamic",
+                                  "--max-steps", "2", "--widths", "4,8", "--threads", "1", "--data-dir", dataDir_, "--quiet",
+                                  "--out-dir", QString::fromStdString(out.string()),
+                                  "--save-weights", QString::fromStdString(weights.string())});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(r.err.count("is the same run as"), 4);   // of 6 points, 2 distinct
+        std::vector<std::string> records, weightFiles;
+        for (const auto& e : fs::directory_iterator(out))
+            if (e.path().extension() == ".json") records.push_back(e.path().filename().string());
+        for (const auto& e : fs::directory_iterator(dir_.path()))
+            if (e.path().filename().string().rfind("sweep-w_", 0) == 0) weightFiles.push_back(e.path().filename().string());
+        std::sort(records.begin(), records.end());
+        std::sort(weightFiles.begin(), weightFiles.end());
+        QCOMPARE(records, (std::vector<std::string>{"amp-fp16_ls-dynamic.json", "amp-fp16_ls-static-1024.json"}));
+        QCOMPARE(weightFiles, (std::vector<std::string>{"sweep-w_amp-fp16_ls-dynamic.safetensors",
+                                                         "sweep-w_amp-fp16_ls-static-1024.safetensors"}));
+        QVERIFY(!fs::exists(weights));
     }
 
     void malformedConfigJson()

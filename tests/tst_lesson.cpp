@@ -17,12 +17,20 @@
 #include <QtTest>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sys/stat.h>
 
 using namespace plab;
 using nlohmann::json;
 
 namespace {
+
+void writeText(const std::filesystem::path& file, const std::string& text)
+{
+    std::ofstream(file, std::ios::binary) << text;
+}
 
 // A small valid lesson: two small-cnn runs, telemetry every 25 steps, 100 steps each.
 json baseLesson()
@@ -155,6 +163,23 @@ private slots:
         QTest::addRow("one choice") << "/predict/choices" << R"(["a"])" << "at least two";
         QTest::addRow("format 3") << "/format" << "3" << "\"format\" must be 1 or 2";
         QTest::addRow("missing backs") << "/expect/1/backs" << "DELETE" << "\"backs\" is missing";
+        // Issue 37: a lesson from someone else names no output and no input outside its folder.
+        QTest::addRow("save_weights") << "/runs/0/settings/save_weights" << R"("/home/u/.bashrc")"
+                                      << "run 1: \"save_weights\" names an output file";
+        QTest::addRow("write_batches") << "/runs/1/settings/write_batches" << R"("b.txt")"
+                                       << "run 2: \"write_batches\" names an output file";
+        QTest::addRow("out") << "/runs/0/settings/out" << R"("r.json")" << "\"out\" names an output file";
+        QTest::addRow("data_dir") << "/runs/0/settings/data_dir" << R"("/dev")" << "\"data_dir\" names a folder";
+        QTest::addRow("absolute input") << "/runs/0/settings/init_weights" << R"("/etc/passwd")"
+                                        << "\"init_weights\" \"/etc/passwd\": must be a file beside the lesson";
+        QTest::addRow("input above the folder") << "/runs/1/settings/read_batches" << R"("sub/../../b.txt")"
+                                                << "\"read_batches\" \"sub/../../b.txt\": must stay beside the lesson";
+        QTest::addRow("input in home") << "/runs/0/settings/read_batches" << R"("~/b.txt")" << "not a path of one machine";
+        QTest::addRow("input not text") << "/runs/0/settings/init_weights" << "7" << "\"init_weights\" 7: must be the name";
+        QTest::addRow("hours of training") << "/runs/0/settings" << R"({"epochs": 100000})"
+                                           << "more than 2000000 images in all";
+        QTest::addRow("a long control-laden metric") << "/expect/0/metric" << ("\"" + QString(5000, QLatin1Char('m')) + "\\u001b[2J\"")
+                                                     << "unknown metric \"mmmm";
     }
     void badLessonsAreRefused()
     {
@@ -169,6 +194,66 @@ private slots:
         QVERIFY2(why.startsWith(QStringLiteral("lesson bad.json: ")), qPrintable(why));
         QVERIFY2(why.contains(mentions), qPrintable(why));
         QVERIFY2(why.endsWith(QLatin1Char('.')) && !why.contains(QLatin1Char('\n')), qPrintable(why));
+        // A value is quoted as a short excerpt, never whole or with its control characters.
+        QVERIFY2(why.size() < 400, qPrintable(why.left(400)));
+        QVERIFY2(!why.contains(QChar(0x1b)), qPrintable(why));
+    }
+
+    // Issue 37: the inputs a lesson names are files beside it, regular files only; the
+    // lesson file itself too (a FIFO is refused at once, never waited on).
+    void lessonInputsStayBesideTheLesson()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::filesystem::path folder = dir.path().toStdString();
+        std::filesystem::create_directory(folder / "w");
+        writeText(folder / "w" / "init.safetensors", "x");
+        json lesson = baseLesson();
+        lesson["runs"][0]["settings"]["init_weights"] = "w/init.safetensors";
+        writeText(folder / "l.json", lesson.dump());
+        const Lesson l = loadLessonFile(folder / "l.json");
+        QCOMPARE(l.runs[0].settings.initWeights, (folder / "w" / "init.safetensors").string());
+        QVERIFY(std::filesystem::path(l.runs[0].settings.initWeights).is_absolute());
+        // Parsed from text alone (no folder), the name is kept as written, for the caller to resolve.
+        QCOMPARE(parseLesson(lesson.dump(), "lesson t.json").runs[0].settings.initWeights, std::string("w/init.safetensors"));
+
+        const auto refusalOf = [&](const std::filesystem::path& file) {
+            try {
+                loadLessonFile(file);
+            } catch (const InputError& e) {
+                return QString::fromUtf8(e.what());
+            }
+            return QString();
+        };
+        lesson["runs"][0]["settings"]["init_weights"] = "missing.safetensors";
+        writeText(folder / "l.json", lesson.dump());
+        QVERIFY2(refusalOf(folder / "l.json").contains("run 1: \"init_weights\" \"missing.safetensors\": no such file"),
+                 qPrintable(refusalOf(folder / "l.json")));
+        QVERIFY(::mkfifo((folder / "fifo").c_str(), 0600) == 0);
+        lesson["runs"][0]["settings"]["init_weights"] = "fifo";
+        writeText(folder / "l.json", lesson.dump());
+        QVERIFY2(refusalOf(folder / "l.json").contains("FIFO"), qPrintable(refusalOf(folder / "l.json")));
+        lesson["runs"][0]["settings"]["init_weights"] = "w";
+        writeText(folder / "l.json", lesson.dump());
+        QVERIFY2(refusalOf(folder / "l.json").contains("a folder"), qPrintable(refusalOf(folder / "l.json")));
+        // The lesson file itself: a FIFO, a device, a folder.
+        QVERIFY2(refusalOf(folder / "fifo").contains("lesson fifo: it is a FIFO"), qPrintable(refusalOf(folder / "fifo")));
+        QVERIFY2(refusalOf("/dev/zero").contains("it is a device"), qPrintable(refusalOf("/dev/zero")));
+        QVERIFY2(refusalOf(folder / "w").contains("it is a folder"), qPrintable(refusalOf(folder / "w")));
+    }
+
+    // What a lesson is saved as names no file of this machine, and reads back.
+    void savedLessonsNameNoFileOfThisMachine()
+    {
+        Lesson l = parseLesson(baseLesson().dump(), "lesson t.json");
+        l.runs[0].settings.saveWeights = "/home/u/runs/run-1.safetensors";
+        l.runs[0].settings.writeBatches = "/tmp/b.txt";
+        l.runs[1].settings.dataDir = "/home/u/data";
+        const json saved = lessonToJson(l);
+        for (const auto& run : saved.at("runs"))
+            for (const char* key : {"save_weights", "write_batches", "data_dir", "init_weights", "read_batches"})
+                QVERIFY2(!run.at("settings").contains(key), key);
+        QCOMPARE(parseLesson(saved.dump(), "lesson t.json").runs.size(), std::size_t{2});
     }
 
     void deepOrHugeJsonIsRefusedNotCrashed()
@@ -280,6 +365,10 @@ private slots:
         QCOMPARE(formatMetricValue(0.00041, "pct", MetricUnit::fraction), std::string("0.041%"));
         QCOMPARE(formatMetricValue(std::ldexp(1.0, 27), "", MetricUnit::scale), std::string("2^27"));
         QCOMPARE(formatMetricValue(43755, "", MetricUnit::count), std::string("43,755"));
+        // Issue 37: beyond a long long, powers of ten, never a wrapped-around integer.
+        QCOMPARE(fillPlaceholders("{format_max:fp32|int}", lesson, {&off, &dyn}), std::string("3.4e+38"));
+        QCOMPARE(formatMetricValue(-std::ldexp(1.0, 63), "int", MetricUnit::count), std::string("-9.22e+18"));
+        QCOMPARE(formatMetricValue(-std::ldexp(1.0, 62), "int", MetricUnit::count), std::string("-4,611,686,018,427,387,904"));
     }
 
     void everySentenceMustBeBacked()

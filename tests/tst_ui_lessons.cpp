@@ -14,6 +14,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest>
@@ -110,7 +111,7 @@ private slots:
         QVERIFY2(load.error.contains(mentions), qPrintable(load.error));
         QVERIFY2(load.error.endsWith(QLatin1Char('.')) && !load.error.contains(QLatin1Char('\n')), qPrintable(load.error));
         QCOMPARE(loadLesson(QStringLiteral("/no/such/lesson.json")).error,
-                 QStringLiteral("lesson lesson.json: cannot open the file."));
+                 QStringLiteral("lesson lesson.json: no such file."));
     }
 
     void lessonRunsInTheWindow()
@@ -195,6 +196,13 @@ private slots:
         QCOMPARE(again.lesson->view.histogram->step, std::int64_t{4});
         QCOMPARE(again.lesson->charts, (std::vector<std::string>{"loss", "histogram"}));
         QCOMPARE(window.openLesson(saved), QString());
+        // Issue 37: no path of this machine in it (the runs' weights went to the runs folder).
+        {
+            QFile s(saved);
+            QVERIFY(s.open(QIODevice::ReadOnly));
+            const QByteArray text = s.readAll();
+            QVERIFY2(!text.contains("save_weights") && !text.contains(QFile::encodeName(o.runsDir)), text.constData());
+        }
         // Nothing is written where the lesson cannot go, and the reason is given.
         QVERIFY(window.saveLesson(QStringLiteral("/no/such/folder/x.json"), QStringLiteral("t"), QStringLiteral("q"),
                                   QStringLiteral("e.")).startsWith(QStringLiteral("Could not save the lesson to /no/such/folder/x.json")));
@@ -208,6 +216,48 @@ private slots:
         window.close();
     }
 
+    // Issue 37: a lesson's texts are plain text: markup in a title, question or prompt is
+    // shown as written, never rendered (an <img> once displayed a local file).
+    void lessonTextIsPlain()
+    {
+        const QString lessonFile = QString::fromStdString((dir_.path() / "markup.json").string());
+        QFile f(lessonFile);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"format": 2, "title": "<img src=/etc/x.png><b>T</b>", "question": "<i>Q</i>?",
+                   "predict": {"prompt": "<img src=/etc/y.png>", "choices": ["<b>a</b>", "b"], "answer": "{a.steps|int}"},
+                   "runs": [{"id": "a", "name": "<b>run</b>", "settings": {"widths": [4, 8], "max_steps": 2}}],
+                   "charts": ["loss"], "explanation": "E <img src=/etc/z.png>.",
+                   "background": [{"sentence": "E <img src=/etc/z.png>.", "source": "s"}]})");
+        f.close();
+        MainWindowOptions o;
+        o.dataDir = QString::fromStdString(dir_.path().string());
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-markup").string());
+        o.settingsFile = QString::fromStdString((dir_.path() / "settings-markup.ini").string());
+        MainWindow window(o);
+        QCOMPARE(window.openLesson(lessonFile), QString());
+        auto* title = window.lessonPanel()->findChild<QLabel*>(QStringLiteral("lessonTitle"));
+        QVERIFY(title);
+        QCOMPARE(title->textFormat(), Qt::PlainText);
+        QCOMPARE(title->text(), QStringLiteral("<img src=/etc/x.png><b>T</b>"));
+        auto* question = window.lessonPanel()->findChild<QLabel*>(QStringLiteral("lessonQuestion"));
+        QVERIFY(question->text().contains(QStringLiteral("&lt;i&gt;Q&lt;/i&gt;")));
+        for (QLabel* label : window.lessonPanel()->findChildren<QLabel*>())
+            QVERIFY2(label->textFormat() == Qt::PlainText || !label->text().contains(QStringLiteral("<img")),
+                     qPrintable(label->text()));
+        // A lesson whose metric name carries a terminal escape and 5,000 characters: the
+        // error names it as a short escaped excerpt.
+        nlohmann::json hostile = {{"format", 2}, {"title", "T"}, {"question", "Q"}, {"charts", {"loss"}}, {"explanation", "E."},
+                                  {"runs", {{{"id", "a"}, {"name", "r"}, {"settings", nlohmann::json::object()}}}}};
+        hostile["expect"] = {{{"run", "a"}, {"metric", std::string(5000, 'm') + "\x1b[2J"}, {"op", ">"}, {"value", 1}, {"backs", "E."}}};
+        QFile g(lessonFile);
+        QVERIFY(g.open(QIODevice::WriteOnly));
+        g.write(QByteArray::fromStdString(hostile.dump()));
+        g.close();
+        const QString why = window.openLesson(lessonFile);
+        QVERIFY2(why.contains(QStringLiteral("unknown metric \"mmm")) && why.size() < 300 && !why.contains(QChar(0x1b)),
+                 qPrintable(why));
+    }
+
     // Part 8 for runs that are not a lesson's: a new lesson of the runs shown, each with the
     // settings it started with; a view the lesson could not open is refused, naming the key.
     void lessonFromRunsOnScreen()
@@ -216,10 +266,14 @@ private slots:
         a.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
         a.maxSteps = 40;
         a.dataDir = "/this/machine/data";   // not saved: elsewhere the lesson uses the app's data folder
+        a.saveWeights = "/home/u/runs/run-1.safetensors";   // issue 37: an output of that run, never saved
+        a.initWeights = "/home/u/start.safetensors";        // an input: saved as a file beside the lesson
         auto first = std::make_shared<RunData>(QStringLiteral("id-1"), a);
         first->setName(QStringLiteral("AMP FP16"));
         TrainSettings b = a;
         b.dataDir.clear();
+        b.saveWeights.clear();
+        b.initWeights.clear();
         b.recipe = *PrecisionRecipe::fromPreset("fp32");
         auto second = std::make_shared<RunData>(QStringLiteral("id-2"), b);
         second->setName(QStringLiteral("FP32"));
@@ -236,7 +290,14 @@ private slots:
         QCOMPARE(saved.lesson->runs[0].settings, b);   // b has no data folder, like the one saved
         TrainSettings aSaved = a;
         aSaved.dataDir.clear();
+        aSaved.saveWeights.clear();
+        aSaved.initWeights = "lesson-run2.init.safetensors";
         QCOMPARE(saved.lesson->runs[1].settings, aSaved);
+        QCOMPARE(saved.copies.size(), qsizetype{1});
+        QCOMPARE(saved.copies[0].source, QStringLiteral("/home/u/start.safetensors"));
+        QCOMPARE(saved.copies[0].name, QStringLiteral("lesson-run2.init.safetensors"));
+        const std::string text = lessonToJson(*saved.lesson).dump();
+        QVERIFY2(text.find("/home/u") == std::string::npos && text.find("/this/machine") == std::string::npos, text.c_str());
         QCOMPARE(saved.lesson->view.watch, saved.lesson->runs[0].id);
         QCOMPARE(saved.changed, QStringList{QStringLiteral("FP32")});
         QVERIFY(saved.lesson->expectations.empty());

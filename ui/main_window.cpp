@@ -80,6 +80,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     auto* bannerLayout = new QHBoxLayout(banner_);
     bannerLabel_ = new QLabel(banner_);
     bannerLabel_->setWordWrap(true);
+    bannerLabel_->setTextFormat(Qt::PlainText);   // errors quote values from files: never rendered as markup
     bannerLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     QPalette warn = bannerLabel_->palette();
     warn.setColor(QPalette::WindowText, QColor(0xe0, 0x4b, 0x4b));   // reads on light and dark

@@ -3,6 +3,7 @@
 // File > Export (see main_window.h).
 #include "main_window.h"
 
+#include "files/input_file.h"
 #include "json/json_input.h"
 #include "report/run_record.h"
 
@@ -187,12 +188,21 @@ QString MainWindow::saveLesson(const QString& file, const QString& title, const 
     }
     if (auto* u = qobject_cast<UnderflowChart*>(charts_->group(QStringLiteral("underflow"))))
         view.underflowKind = QString::fromUtf8(tensorKindName(u->kind()));
+    const QFileInfo target(file);
     const SavedLesson saved = lessonFromView(lessonPanel_->lesson(), lessonPanel_->runner()->runIds(), view, title, question,
-                                             explanation);
+                                             explanation, target.completeBaseName());
     QString error = saved.error;
     if (saved.lesson) {
         // Whole or not at all: a temporary file, checked, on the disk, renamed over the target.
         try {
+            // The inputs the runs read go beside the lesson, so that it opens anywhere.
+            for (const InputCopy& copy : saved.copies) {
+                const QString to = target.absoluteDir().filePath(copy.name);
+                if (QFileInfo(copy.source).canonicalFilePath() == QFileInfo(to).canonicalFilePath()) continue;
+                writeFileAtomically(to.toStdString(), readRegularFile(copy.source.toStdString(),
+                                                                      "the file " + copy.source.toStdString() + " a run read",
+                                                                      std::uint64_t{4} << 30));
+            }
             writeFileAtomically(file.toStdString(), lessonToJson(*saved.lesson).dump(2) + "\n");
         } catch (const std::exception& e) {
             error = tr("Could not save the lesson to %1: %2.").arg(file, QString::fromStdString(e.what()));

@@ -10,6 +10,7 @@
 #include "train_options.h"
 
 #include "error.h"
+#include "files/output_paths.h"
 #include "report/csv_export.h"
 #include "report/run_comparison.h"
 #include "report/run_record.h"
@@ -91,7 +92,31 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
                 const std::string where = origin + " (sweep run " + file + ")";
                 grid.push_back({file + ".json", settingsFromJson(patch, where)});
             }
-    return grid;
+    // Points that are the same run (fp32,fp32; static:1024,static:1024.) are trained once;
+    // points that differ but got one file name are told apart, so no record overwrites another.
+    std::vector<GridPoint> distinct;
+    for (GridPoint& point : grid) {
+        const auto same = std::find_if(distinct.begin(), distinct.end(), [&](const GridPoint& p) { return p.settings == point.settings; });
+        if (same != distinct.end()) {
+            std::cerr << "plab: notice: sweep point " << point.file << " is the same run as " << same->file << "; trained once\n";
+            continue;
+        }
+        const std::string stem = point.file.substr(0, point.file.size() - 5);
+        for (int n = 2; std::any_of(distinct.begin(), distinct.end(), [&](const GridPoint& p) { return p.file == point.file; }); ++n)
+            point.file = stem + "-" + std::to_string(n) + ".json";
+        distinct.push_back(std::move(point));
+    }
+    // Files a point writes besides its record are its own: --save-weights w.safetensors
+    // gives w_<point>.safetensors, and --write-batches likewise.
+    for (GridPoint& point : distinct) {
+        const std::string stem = point.file.substr(0, point.file.size() - 5);
+        for (std::string* file : {&point.settings.saveWeights, &point.settings.writeBatches}) {
+            if (file->empty()) continue;
+            const std::filesystem::path p(*file);
+            *file = (p.parent_path() / (p.stem().string() + "_" + stem + p.extension().string())).string();
+        }
+    }
+    return distinct;
 }
 
 // ---- Slurm ---------------------------------------------------------------------------
@@ -277,6 +302,19 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
     std::error_code ec;
     std::filesystem::create_directories(opts.outDir, ec);
     if (ec) throw InputError(opts.outDir + ": cannot create the folder (" + ec.message() + ")");
+    // Every file the sweep will write, checked before its first run.
+    std::vector<NamedPath> written, inputs{{"--config", opts.flags.config}};
+    for (const auto& point : grid) {
+        written.push_back({"the record of sweep point " + point.file, std::filesystem::path(opts.outDir) / point.file});
+        written.push_back({"--save-weights of sweep point " + point.file, point.settings.saveWeights});
+        written.push_back({"--write-batches of sweep point " + point.file, point.settings.writeBatches});
+        inputs.push_back({"--init-weights", point.settings.initWeights});
+        inputs.push_back({"--read-batches", point.settings.readBatches});
+    }
+    written.push_back({"--report-html", opts.reportHtml.empty() && opts.reportPdf.empty()
+                                            ? (std::filesystem::path(opts.outDir) / "report.html").string() : opts.reportHtml});
+    written.push_back({"--report-pdf", opts.reportPdf});
+    checkOutputPaths(written, inputs);
 
     const DataSplit data = loadTrainingData(grid.front().settings);
     std::vector<std::string> files;

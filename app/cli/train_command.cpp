@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "error.h"
+#include "files/output_paths.h"
 #include "report/run_record.h"
 #include "train/trainer.h"
 
@@ -32,15 +33,10 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
     const nlohmann::json patch = settingsPatch(cmd, opts.flags, origin);
     const TrainSettings settings = settingsFromJson(patch, origin);
 
-    // Where the record goes is checked before training, not found out at the first write.
-    if (!opts.out.empty()) {
-        const std::filesystem::path out(opts.out);
-        const std::filesystem::path folder = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
-        std::error_code ec;
-        if (!std::filesystem::is_directory(folder, ec))
-            throw InputError("--out " + opts.out + ": the folder " + folder.string() + " does not exist");
-        if (std::filesystem::is_directory(out, ec)) throw InputError("--out " + opts.out + ": it is a folder, not a file");
-    }
+    // Every output is checked before training, not found out at the first write or at the
+    // end: writable, not a folder, not the same file as another output or an input.
+    checkOutputPaths({{"--out", opts.out}, {"--save-weights", settings.saveWeights}, {"--write-batches", settings.writeBatches}},
+                     {{"--config", opts.flags.config}, {"--init-weights", settings.initWeights}, {"--read-batches", settings.readBatches}});
     const DataSplit data = loadTrainingData(settings);
     readRunFiles(settings, data);   // a bad weights or batch file: exit 2 before a record exists
     for (const auto& n : settings.recipe.notices()) std::cerr << "plab: notice: " << n << '\n';

@@ -3,6 +3,7 @@
 
 #include "error.h"
 #include "files/atomic_file.h"
+#include "files/input_file.h"
 
 #include <algorithm>
 #include <charconv>
@@ -76,14 +77,7 @@ StepBatches parseBatchFile(const std::string& text, std::int64_t trainCount, con
 StepBatches readBatchFile(const std::filesystem::path& file, std::int64_t trainCount)
 {
     const std::string origin = "batches " + file.string();
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec)) throw InputError(origin + ": it is a folder, not a file");
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(origin + ": cannot open it");
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw InputError(origin + ": cannot read it");
-    return parseBatchFile(text.str(), trainCount, origin);
+    return parseBatchFile(readRegularFile(file, origin, kMaxBatchFileBytes), trainCount, origin);
 }
 
 }  // namespace plab

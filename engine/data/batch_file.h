@@ -21,6 +21,10 @@ void writeBatchFile(const std::filesystem::path& file, const StepBatches& steps,
 // Throws InputError "batches <file>: line N: ..." for text that is not indices, an index
 // at or past trainCount, a step of more than 65536 samples, or a file without steps.
 StepBatches parseBatchFile(const std::string& text, std::int64_t trainCount, const std::string& origin);
+// A regular file of at most kMaxBatchFileBytes (a FIFO or a device is refused, not read).
 StepBatches readBatchFile(const std::filesystem::path& file, std::int64_t trainCount);
+
+// 1 GiB: a million steps of 128 six-digit indices is under that.
+inline constexpr std::uint64_t kMaxBatchFileBytes = std::uint64_t{1} << 30;
 
 }  // namespace plab

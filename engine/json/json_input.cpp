@@ -1,6 +1,8 @@
 // Size- and depth-limited JSON reading (see json_input.h).
 #include "json/json_input.h"
 
+#include "files/input_file.h"
+
 #include "error.h"
 
 #include <cmath>
@@ -93,26 +95,7 @@ json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits
 
 json readJsonFile(const std::filesystem::path& file, const std::string& origin, JsonLimits limits)
 {
-    std::error_code ec;
-    const auto status = std::filesystem::status(file, ec);
-    if (ec || !std::filesystem::exists(status)) throw InputError(origin + ": no such file");
-    if (std::filesystem::is_directory(status)) throw InputError(origin + ": it is a folder, not a file");
-    const auto size = std::filesystem::is_regular_file(status) ? std::filesystem::file_size(file, ec) : 0;
-    if (!ec && size > limits.maxBytes)
-        throw InputError(origin + ": the file is too large (" + std::to_string(size >> 20) + " MiB; at most " +
-                         std::to_string(limits.maxBytes >> 20) + " MiB are read)");
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(origin + ": cannot open the file");
-    std::string text;
-    char buf[1 << 16];
-    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-        text.append(buf, static_cast<std::size_t>(in.gcount()));
-        if (text.size() > limits.maxBytes)
-            throw InputError(origin + ": the file is too large (at most " + std::to_string(limits.maxBytes >> 20) +
-                             " MiB are read)");
-    }
-    if (in.bad()) throw InputError(origin + ": cannot read the file");
-    return parseJsonInput(text, origin, limits);
+    return parseJsonInput(readRegularFile(file, origin, limits.maxBytes), origin, limits);
 }
 
 std::string jsonExcerpt(const json& value, std::size_t maxChars)

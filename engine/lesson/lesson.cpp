@@ -2,6 +2,7 @@
 #include "lesson/lesson.h"
 
 #include "error.h"
+#include "files/input_file.h"
 #include "json/json_input.h"
 #include "lesson/lesson_metrics.h"
 #include "lesson/lesson_text.h"
@@ -14,6 +15,38 @@
 namespace plab {
 
 using nlohmann::json;
+
+std::string lessonInputProblem(const std::string& path)
+{
+    if (path.empty()) return "must be the name of a file beside the lesson";
+    if (hasControlCharacter(path)) return "holds a control character";
+    const std::filesystem::path p(path);
+    if (p.is_absolute() || path.front() == '~')
+        return "must be a file beside the lesson (a relative path), not a path of one machine";
+    for (const auto& part : p)
+        if (part == "..") return "must stay beside the lesson (no \"..\")";
+    return {};
+}
+
+void resolveLessonInputs(Lesson& lesson, const std::filesystem::path& folder)
+{
+    int index = 0;
+    for (LessonRun& run : lesson.runs) {
+        ++index;
+        for (auto [key, value] : {std::pair{"init_weights", &run.settings.initWeights}, std::pair{"read_batches", &run.settings.readBatches}}) {
+            if (value->empty()) continue;
+            const std::string where = lesson.origin + ": run " + std::to_string(index) + ": \"" + key + "\" " + quotedExcerpt(*value);
+            if (const std::string why = lessonInputProblem(*value); !why.empty()) throw InputError(where + ": " + why + ".");
+            const std::filesystem::path file = (folder.empty() ? std::filesystem::path(".") : folder) / *value;
+            try {
+                openRegularFile(file, where);   // a regular file that exists: a FIFO or a device is refused here
+            } catch (const InputError& e) {
+                throw InputError(std::string(e.what()) + ".");
+            }
+            *value = std::filesystem::absolute(file).lexically_normal().string();
+        }
+    }
+}
 
 namespace {
 
@@ -52,6 +85,27 @@ std::vector<std::string> stringList(const json& obj, const char* key, const std:
     return out;
 }
 
+// Files: a lesson may come from anyone, so it names no output (its runs write only into the
+// lesson session's folder), and the inputs it names are files beside it: a relative path
+// without "..", resolved against the lesson's folder when it is loaded from a file.
+void checkLessonFileKeys(const json& settings, const std::string& where)
+{
+    for (const char* key : {"save_weights", "write_batches", "out"})
+        if (settings.contains(key))
+            fail(where + "\"" + key + "\" names an output file, which a lesson may not: its runs write only into the "
+                                      "lesson's own runs folder");
+    if (settings.contains("data_dir"))
+        fail(where + "\"data_dir\" names a folder of this machine, which a lesson may not: its runs use the data "
+                     "folder of whoever opens it");
+    for (const char* key : {"init_weights", "read_batches"}) {
+        if (!settings.contains(key)) continue;
+        const json& v = settings.at(key);
+        const std::string path = v.is_string() ? v.get<std::string>() : std::string();
+        if (const std::string why = lessonInputProblem(path); !why.empty())
+            fail(where + "\"" + key + "\" " + (v.is_string() ? quotedExcerpt(path) : jsonExcerpt(v, 40)) + ": " + why);
+    }
+}
+
 bool validId(const std::string& id)
 {
     return !id.empty() && id.size() <= 40 &&
@@ -62,9 +116,9 @@ void checkMetricOf(const Lesson& lesson, const MetricRef& ref, const std::string
 {
     const MetricInfo* info = findMetric(ref.metric);
     const LessonRun* run = ref.run.empty() ? nullptr : lesson.run(ref.run);
-    if (!ref.run.empty() && !run) fail(where + "no run has the id \"" + ref.run + "\"");
-    if (info && info->perRun && !run) fail(where + "metric \"" + ref.metric + "\" needs a run");
-    if (info && !info->perRun && run) fail(where + "metric \"" + ref.metric + "\" is a format fact and takes no run");
+    if (!ref.run.empty() && !run) fail(where + "no run has the id " + quotedExcerpt(ref.run));
+    if (info && info->perRun && !run) fail(where + "metric " + quotedExcerpt(ref.metric) + " needs a run");
+    if (info && !info->perRun && run) fail(where + "metric " + quotedExcerpt(ref.metric) + " is a format fact and takes no run");
     if (const std::string problem = checkMetric(ref.metric, run ? &run->settings : nullptr); !problem.empty())
         fail(where + problem);
 }
@@ -117,7 +171,7 @@ Expectation expectationFromJson(const Lesson& lesson, const json& e, const std::
     x.backs = text(e, "backs", where);
     if (x.op == ExpectOp::diverged || x.op == ExpectOp::completed) {
         x.left.run = text(e, "run", where);
-        if (!lesson.run(x.left.run)) fail(where + "no run has the id \"" + x.left.run + "\"");
+        if (!lesson.run(x.left.run)) fail(where + "no run has the id " + quotedExcerpt(x.left.run));
         for (const char* k : {"metric", "value", "than", "factor", "offset"})
             if (e.contains(k)) fail(where + "\"" + op + "\" takes only a run, not \"" + k + "\"");
         return x;
@@ -158,13 +212,13 @@ void viewFromJson(Lesson& lesson, const json& v)
     onlyKeys(v, where, {"watch", "overlay", "histogram", "underflow"});
     if (v.contains("watch")) {
         lesson.view.watch = text(v, "watch", where);
-        if (!lesson.run(lesson.view.watch)) fail(where + "\"watch\": no run has the id \"" + lesson.view.watch + "\"");
+        if (!lesson.run(lesson.view.watch)) fail(where + "\"watch\": no run has the id " + quotedExcerpt(lesson.view.watch));
     }
     if (v.contains("overlay")) {
         lesson.view.overlay = stringList(v, "overlay", where);
         lesson.view.overlayAll = false;
         for (const auto& id : lesson.view.overlay)
-            if (!lesson.run(id)) fail(where + "\"overlay\": no run has the id \"" + id + "\"");
+            if (!lesson.run(id)) fail(where + "\"overlay\": no run has the id " + quotedExcerpt(id));
     }
     const LessonRun& watched = lesson.runs[static_cast<std::size_t>(lesson.watchedRun())];
     const auto layers = telemetryLayers(watched.settings.model);
@@ -172,7 +226,7 @@ void viewFromJson(Lesson& lesson, const json& v)
         if (std::find(layers.begin(), layers.end(), layer) == layers.end()) {
             std::string list;
             for (const auto& l : layers) list += (list.empty() ? "" : ", ") + l;
-            fail(where + key + ": the model " + watched.settings.model.kind + " has no layer \"" + layer + "\" (it has " + list + ")");
+            fail(where + key + ": the model " + watched.settings.model.kind + " has no layer " + quotedExcerpt(layer) + " (it has " + list + ")");
         }
     };
     const auto checkKind = [&](const std::string& kind, const std::string& key) {
@@ -240,6 +294,7 @@ Lesson lessonFromJson(const json& doc, const std::string& origin)
         if (!validId(r.id)) fail(where + ": \"id\" must be letters, digits, _ or - (at most 40)");
         if (lesson.run(r.id)) fail(where + ": the id \"" + r.id + "\" is used twice");
         r.name = run.at("name").get<std::string>();
+        checkLessonFileKeys(run.at("settings"), where + ": ");
         // settingsFromJson names the key and the problem; its message starts with `where`.
         r.settings = settingsFromJson(run.at("settings"), where);
         // A lesson's numbers (and the expectations checked against them) are the same on
@@ -247,6 +302,18 @@ Lesson lessonFromJson(const json& doc, const std::string& origin)
         if (!run.at("settings").contains("arithmetic")) r.settings.arithmetic = Arithmetic::exact;
         if (const std::string problem = validateSettings(r.settings); !problem.empty()) fail(where + ": " + problem);
         lesson.runs.push_back(std::move(r));
+    }
+
+    // A lesson is a demonstration of minutes: one that would train for hours (epochs:
+    // 100000 and no max_steps) is refused before anything runs.
+    std::int64_t images = 0;
+    for (const LessonRun& r : lesson.runs) {
+        const std::int64_t runImages = plannedSteps(r.settings, kLessonBudgetTrainingSet) * r.settings.batch;
+        images = runImages > kLessonImageBudget ? kLessonImageBudget + 1 : images + runImages;
+        if (images > kLessonImageBudget)
+            fail("its runs would train on more than " + std::to_string(kLessonImageBudget) +
+                 " images in all (steps x batch, counting 60000 training images an epoch): give \"max_steps\" or fewer "
+                 "\"epochs\" (run " + quotedExcerpt(r.id) + " alone trains on " + std::to_string(runImages) + ")");
     }
 
     if (!doc.contains("charts") || !doc.at("charts").is_array() || doc.at("charts").empty())
@@ -405,7 +472,9 @@ Lesson parseLesson(std::string_view jsonText, const std::string& origin)
 Lesson loadLessonFile(const std::filesystem::path& file)
 {
     const std::string origin = "lesson " + file.filename().string();
-    return lessonFromDocument(readLessonJson([&] { return readJsonFile(file, origin, kLessonLimits); }), origin);
+    Lesson lesson = lessonFromDocument(readLessonJson([&] { return readJsonFile(file, origin, kLessonLimits); }), origin);
+    resolveLessonInputs(lesson, file.parent_path());
+    return lesson;
 }
 
 json lessonToJson(const Lesson& lesson)
@@ -420,7 +489,12 @@ json lessonToJson(const Lesson& lesson)
     json runs = json::array();
     for (const auto& r : lesson.runs) {
         json s = settingsToJson(r.settings);
-        s.erase("data_dir");   // the app's own data folder wherever the lesson is opened
+        // No file of this machine: the app's own data folder wherever the lesson is opened,
+        // outputs only in the lesson's runs folder, and inputs as the caller put them (a
+        // name beside the lesson, or absent: lessonInputProblem).
+        for (const char* key : {"data_dir", "save_weights", "write_batches"}) s.erase(key);
+        for (const char* key : {"init_weights", "read_batches"})
+            if (s.value(key, std::string()).empty()) s.erase(key);
         runs.push_back({{"id", r.id}, {"name", r.name}, {"settings", s}});
     }
     doc["runs"] = runs;

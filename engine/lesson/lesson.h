@@ -103,10 +103,26 @@ struct Lesson {
 // The chart groups a lesson may show, in the app's order.
 const std::vector<std::string>& lessonChartNames();
 
-// Parses lesson JSON text; throws InputError "<origin>: <problem>." naming the key.
+// A lesson's runs together may train on at most this many images (steps x batch, an
+// epoch counted as 60000 images, MNIST's training set): ten times the largest shipped
+// lesson. More is refused when the lesson is loaded (`plab lesson --check`, the app).
+inline constexpr std::int64_t kLessonImageBudget = 2'000'000;
+inline constexpr std::int64_t kLessonBudgetTrainingSet = 60'000;
+
+// Parses lesson JSON text; throws InputError "<origin>: <problem>." naming the key. A
+// lesson names no output file (save_weights, write_batches, out) and no data_dir; the
+// inputs it names (init_weights, read_batches) are relative paths without "..", left
+// as written until resolveLessonInputs.
 Lesson parseLesson(std::string_view json, const std::string& origin);
-// Reads a file; the origin is "lesson <file name>".
+// Reads a regular file (a FIFO or a device is refused); the origin is "lesson <file
+// name>"; its inputs are resolved against the file's folder.
 Lesson loadLessonFile(const std::filesystem::path& file);
+// Why `path` cannot be a lesson's input file, or empty: absolute, "~", "..", a control
+// character.
+std::string lessonInputProblem(const std::string& path);
+// Makes every run's init_weights and read_batches an absolute path inside `folder`
+// after checking each is a regular file there; throws InputError naming the run and key.
+void resolveLessonInputs(Lesson& lesson, const std::filesystem::path& folder);
 // The lesson's JSON form (format 2), the inverse of parseLesson: runs' settings are
 // written in full, so the file opens the same elsewhere.
 nlohmann::json lessonToJson(const Lesson& lesson);

@@ -1,6 +1,8 @@
 // The lesson metric table and its evaluation on run records (see lesson_metrics.h).
 #include "lesson/lesson_metrics.h"
 
+#include "error.h"
+
 #include "nn/model.h"
 #include "numerics/format.h"
 #include "numerics/minifloat.h"
@@ -232,7 +234,9 @@ std::optional<double> formatFact(std::string_view name, std::string_view format)
 
 std::string withThousands(long long v)
 {
-    std::string digits = std::to_string(v < 0 ? -v : v);
+    // The magnitude as unsigned: -v overflows for the most negative value.
+    const unsigned long long magnitude = v < 0 ? 0ULL - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
+    std::string digits = std::to_string(magnitude);
     std::string out;
     for (std::size_t i = 0; i < digits.size(); ++i) {
         if (i && (digits.size() - i) % 3 == 0) out += ',';
@@ -265,13 +269,13 @@ std::vector<std::string> telemetryLayers(const ModelSpec& model)
 std::string checkMetric(std::string_view metric, const TrainSettings* settings)
 {
     const Parsed p = parseMetric(metric);
-    const std::string quoted = "\"" + std::string(metric) + "\"";
+    const std::string quoted = quotedExcerpt(metric);
     if (!p.info) return "unknown metric " + quoted + " (`plab lesson --metrics` lists them)";
     const std::size_t want = expectedArgs(*p.info);
     if (p.args.size() != want)
         return "metric " + quoted + " takes " + (want ? std::string(p.info->args) : std::string("no arguments"));
     if (!p.info->perRun) {
-        if (!formatFact(p.info->name, p.args[0])) return "metric " + quoted + ": unknown format \"" + p.args[0] + "\"";
+        if (!formatFact(p.info->name, p.args[0])) return "metric " + quoted + ": unknown format " + quotedExcerpt(p.args[0]);
         return {};
     }
     if (!settings) return "metric " + quoted + " needs a run";
@@ -285,7 +289,7 @@ std::string checkMetric(std::string_view metric, const TrainSettings* settings)
     const auto badLayer = [&](const std::string& layer) {
         std::string list;
         for (const auto& l : layers) list += (list.empty() ? "" : ", ") + l;
-        return "metric " + quoted + ": the model " + settings->model.kind + " has no layer \"" + layer + "\" (it has " + list + ")";
+        return "metric " + quoted + ": the model " + settings->model.kind + " has no layer " + quotedExcerpt(layer) + " (it has " + list + ")";
     };
     const auto checkStep = [&](const std::string& step) -> std::string {
         if (step == "last") return {};
@@ -293,7 +297,7 @@ std::string checkMetric(std::string_view metric, const TrainSettings* settings)
         if (!s || *s < 1) return "metric " + quoted + ": the step must be a positive number or \"last\"";
         const bool histogramStep = settings->histogramEvery > 0 && (*s == 1 || *s % settings->histogramEvery == 0);
         if (!histogramStep || (settings->maxSteps > 0 && *s > settings->maxSteps))
-            return "metric " + quoted + ": step " + step + " is not a telemetry step of the run (step 1 and every " +
+            return "metric " + quoted + ": step " + quotedExcerpt(step) + " is not a telemetry step of the run (step 1 and every " +
                    std::to_string(settings->histogramEvery) + " steps)";
         return {};
     };
@@ -303,10 +307,10 @@ std::string checkMetric(std::string_view metric, const TrainSettings* settings)
     } else if (spec == "LAYER" || spec == "LAYER|all") {
         if (!knowsLayer(p.args[0], spec == "LAYER|all")) return badLayer(p.args[0]);
     } else if (spec == "CATEGORY") {
-        if (!isCategory(p.args[0])) return "metric " + quoted + ": unknown memory category \"" + p.args[0] + "\"";
+        if (!isCategory(p.args[0])) return "metric " + quoted + ": unknown memory category " + quotedExcerpt(p.args[0]);
     } else if (spec == "LAYER,KIND,STEP") {
         if (!knowsLayer(p.args[0], false)) return badLayer(p.args[0]);
-        if (!parseTensorKind(p.args[1])) return "metric " + quoted + ": unknown tensor kind \"" + p.args[1] + "\"";
+        if (!parseTensorKind(p.args[1])) return "metric " + quoted + ": unknown tensor kind " + quotedExcerpt(p.args[1]);
         if (auto problem = checkStep(p.args[2]); !problem.empty()) return problem;
     } else if (spec == "LAYER,STEP" || spec == "LAYER|all,STEP") {
         if (!knowsLayer(p.args[0], spec == "LAYER|all,STEP")) return badLayer(p.args[0]);
@@ -319,7 +323,7 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
 {
     const Parsed p = parseMetric(metric);
     if (!p.info || p.args.size() != expectedArgs(*p.info)) {
-        if (why) *why = "unknown metric \"" + std::string(metric) + "\"";
+        if (why) *why = "unknown metric " + quotedExcerpt(metric);
         return std::nullopt;
     }
     const std::string_view name = p.info->name;
@@ -409,7 +413,7 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     if (name == "memory_peak") return memoryPeak(r, "peak", a[0], why);
     if (name == "memory_training_peak") return memoryPeak(r, "training_peak", a[0], why);
     if (name == "memory_evaluation_peak") return memoryPeak(r, "evaluation_peak", a[0], why);
-    if (why) *why = "metric \"" + std::string(metric) + "\" has no evaluation";
+    if (why) *why = "metric " + quotedExcerpt(metric) + " has no evaluation";
     return std::nullopt;
 }
 
@@ -443,7 +447,12 @@ std::string formatMetricValue(double v, std::string_view style, MetricUnit unit)
         else std::snprintf(buf, sizeof buf, "%.1f%s", p, suffix);
         return buf;
     }
-    if (style == "int") return withThousands(std::llround(v));
+    if (style == "int") {
+        // A whole number as long as one is exact in a long long; beyond (fp32's largest
+        // value is 3.4e38) the value in powers of ten, never a wrapped-around integer.
+        if (std::fabs(v) < 0x1p63) return withThousands(std::llround(v));
+        return significant(v, 3);
+    }
     if (style == "mib") {
         std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024.0));
         return buf;

@@ -3,6 +3,8 @@
 
 #include "lesson/lesson_metrics.h"
 
+#include "error.h"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -40,8 +42,8 @@ Placeholder parsePlaceholder(std::string_view inside)
         p.style = trim(inside.substr(bar + 1));
         body = inside.substr(0, bar);
         if (!isKnownValueStyle(p.style))
-            throw std::invalid_argument("placeholder {" + std::string(inside) + "}: unknown style \"" + p.style +
-                                        "\" (pct, pct0, pct2, pts, int, num, pow2, mib, x)");
+            throw std::invalid_argument("placeholder " + quotedExcerpt("{" + std::string(inside) + "}") + ": unknown style " + quotedExcerpt(p.style) +
+                                        " (pct, pct0, pct2, pts, int, num, pow2, mib, x)");
     }
     for (const char op : {'-', '/'}) {
         const std::string sep = std::string(" ") + op + " ";
@@ -71,7 +73,8 @@ std::vector<Placeholder> placeholdersOf(std::string_view text)
         } catch (const std::invalid_argument& e) {
             const std::string what = e.what();
             if (what.rfind("placeholder", 0) == 0) throw;
-            throw std::invalid_argument("placeholder {" + std::string(text.substr(i + 1, close - i - 1)) + "}: " + what);
+            throw std::invalid_argument("placeholder " + quotedExcerpt("{" + std::string(text.substr(i + 1, close - i - 1)) + "}") +
+                                        ": " + what);
         }
         i = close;
     }

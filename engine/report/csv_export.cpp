@@ -4,6 +4,7 @@
 #include "report/run_record.h"
 
 #include "error.h"
+#include "files/input_file.h"
 
 #include <cctype>
 #include <cstdio>
@@ -136,8 +137,7 @@ std::vector<CsvRow> readCsv(std::istream& in, const std::string& origin)
 
 std::vector<CsvRow> readCsvFile(const std::filesystem::path& file)
 {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(file.string() + ": cannot open the file");
+    std::istringstream in(readRegularFile(file, file.string(), std::uint64_t{1} << 30));
     return readCsv(in, file.string());
 }
 

@@ -4,6 +4,7 @@
 
 #include "error.h"
 #include "files/atomic_file.h"
+#include "files/input_file.h"
 #include "json/json_input.h"
 #include "numerics/format.h"
 
@@ -247,19 +248,8 @@ WeightsFile decodeSafetensors(std::string_view bytes, const std::string& origin)
 WeightsFile readSafetensors(const std::filesystem::path& file)
 {
     const std::string origin = "weights " + file.string();
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec)) throw InputError(origin + ": it is a folder, not a file");
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(origin + ": cannot open it");
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    constexpr std::streamoff kMaxFile = std::streamoff{4} << 30;   // 4 GiB: far above the largest model's weights
-    if (size < 0) throw InputError(origin + ": cannot read it");
-    if (size > kMaxFile) throw InputError(origin + ": " + std::to_string(size) + " bytes, more than the 4 GiB limit");
-    std::string bytes(static_cast<std::size_t>(size), '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), size)) throw InputError(origin + ": cannot read it");
-    return decodeSafetensors(bytes, origin);
+    constexpr std::uint64_t kMaxFile = std::uint64_t{4} << 30;   // 4 GiB: far above the largest model's weights
+    return decodeSafetensors(readRegularFile(file, origin, kMaxFile), origin);
 }
 
 void writeSafetensors(const std::filesystem::path& file, const WeightsFile& w)

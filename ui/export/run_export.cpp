@@ -3,6 +3,7 @@
 #include "export/run_export.h"
 
 #include "files/atomic_file.h"
+#include "files/input_file.h"
 #include "report_outputs.h"
 #include "weights/safetensors.h"
 
@@ -84,12 +85,8 @@ QString runWeightsFile(const TrainSettings& settings, bool live, QString* why)
 QString exportWeights(const QString& weightsFile, const QString& target)
 {
     try {
-        std::ifstream in(std::filesystem::path(weightsFile.toStdString()), std::ios::binary);
-        if (!in) throw std::runtime_error(weightsFile.toStdString() + ": cannot be read");
-        std::ostringstream bytes;
-        bytes << in.rdbuf();
-        if (in.bad()) throw std::runtime_error(weightsFile.toStdString() + ": cannot be read");
-        const std::string data = std::move(bytes).str();
+        const std::string data = readRegularFile(weightsFile.toStdString(), "weights " + weightsFile.toStdString(),
+                                                 std::uint64_t{4} << 30);
         (void)decodeSafetensors(data, "weights " + weightsFile.toStdString());   // whole and well-formed
         writeFileAtomically(target.toStdString(), data);
     } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 #include "lessons/lesson.h"
 
 #include "error.h"
+#include "files/input_file.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -26,14 +27,28 @@ LessonLoad parseLesson(const QByteArray& json, const QString& origin)
 LessonLoad loadLesson(const QString& file)
 {
     const QString origin = QCoreApplication::translate("Lesson", "lesson %1").arg(QFileInfo(file).fileName());
-    QFile f(file);
-    if (QFileInfo(file).isDir())
-        return {std::nullopt, QCoreApplication::translate("Lesson", "%1: it is a folder, not a lesson file.").arg(origin)};
-    if (!f.open(QIODevice::ReadOnly))
-        return {std::nullopt, QCoreApplication::translate("Lesson", "%1: cannot open the file.").arg(origin)};
-    if (f.size() > (qint64{1} << 20))
-        return {std::nullopt, QCoreApplication::translate("Lesson", "%1: the file is too large for a lesson (over 1 MiB).").arg(origin)};
-    return parseLesson(f.readAll(), origin);
+    if (file.startsWith(QLatin1String(":/"))) {   // a bundled lesson, compiled in
+        QFile f(file);
+        if (!f.open(QIODevice::ReadOnly))
+            return {std::nullopt, QCoreApplication::translate("Lesson", "%1: cannot open the file.").arg(origin)};
+        return parseLesson(f.readAll(), origin);
+    }
+    // A file from anywhere: a regular file of at most 1 MiB (a FIFO or a device is refused, never read).
+    std::string text;
+    try {
+        text = readRegularFile(file.toStdString(), origin.toStdString(), std::uint64_t{1} << 20);
+    } catch (const std::exception& e) {
+        return {std::nullopt, QString::fromUtf8(e.what()) + QLatin1Char('.')};
+    }
+    LessonLoad load = parseLesson(QByteArray::fromStdString(text), origin);
+    if (load.lesson) {
+        try {
+            plab::resolveLessonInputs(*load.lesson, std::filesystem::path(file.toStdString()).parent_path());
+        } catch (const std::exception& e) {
+            return {std::nullopt, QString::fromUtf8(e.what())};
+        }
+    }
+    return load;
 }
 
 QStringList bundledLessonFiles()
@@ -61,7 +76,7 @@ QStringList lessonCharts(const Lesson& lesson)
 }
 
 SavedLesson lessonFromView(const std::optional<Lesson>& open, const QStringList& lessonRunIds, const ViewOnScreen& view,
-                           const QString& title, const QString& question, const QString& explanation)
+                           const QString& title, const QString& question, const QString& explanation, const QString& lessonStem)
 {
     SavedLesson out;
     if (view.runs.isEmpty()) {
@@ -88,6 +103,17 @@ SavedLesson lessonFromView(const std::optional<Lesson>& open, const QStringList&
             if (!r->changes().empty()) out.changed << r->name();
             lesson.runs.push_back(run);
             ids << QString::fromStdString(run.id);
+        }
+    }
+    for (LessonRun& run : lesson.runs) {
+        run.settings.saveWeights.clear();   // outputs go to the runs folder of whoever runs the lesson
+        run.settings.writeBatches.clear();
+        for (auto [value, suffix] : {std::pair{&run.settings.initWeights, ".init.safetensors"},
+                                     std::pair{&run.settings.readBatches, ".batches.txt"}}) {
+            if (value->empty()) continue;
+            const QString name = lessonStem + QLatin1Char('-') + QString::fromStdString(run.id) + QLatin1String(suffix);
+            out.copies.push_back({QString::fromStdString(*value), name});
+            *value = name.toStdString();
         }
     }
     lesson.format = kLessonFormat;

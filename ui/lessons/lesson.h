@@ -49,13 +49,23 @@ struct ViewOnScreen {
 // whole (runs, expectations, prediction) with the view replaced. Otherwise a new lesson
 // of the runs shown, each with the settings it started with (a run changed mid-way is
 // saved as it started; `changed` lists those runs). Title, question and explanation are
-// the given texts. The result is checked by parsing it back; `error` names the problem.
+// the given texts. No path of this machine is saved: outputs (save_weights,
+// write_batches) are left out, and an input a run read (init_weights, read_batches) is
+// named as a file beside the lesson, "<lessonStem>-<run id>.init.safetensors" or
+// ".batches.txt", listed in `copies` for the caller to copy there. The result is checked
+// by parsing it back; `error` names the problem.
+struct InputCopy {
+    QString source;   // the file the run read
+    QString name;     // its name beside the saved lesson
+};
 struct SavedLesson {
     std::optional<Lesson> lesson;
     QStringList changed;
+    QList<InputCopy> copies;
     QString error;
 };
 SavedLesson lessonFromView(const std::optional<Lesson>& open, const QStringList& lessonRunIds, const ViewOnScreen& view,
-                           const QString& title, const QString& question, const QString& explanation);
+                           const QString& title, const QString& question, const QString& explanation,
+                           const QString& lessonStem = QStringLiteral("lesson"));
 
 }  // namespace plab::ui

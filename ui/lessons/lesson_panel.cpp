@@ -40,6 +40,9 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     big.setPointSizeF(big.pointSizeF() * 1.3);
     big.setBold(true);
     title_->setFont(big);
+    // A lesson may come from anyone: its texts are shown as plain text (escaped where they
+    // go into rich text), so markup in them is never rendered and never loads a file.
+    title_->setTextFormat(Qt::PlainText);
     question_ = new QLabel(this);
     question_->setObjectName(QStringLiteral("lessonQuestion"));
     question_->setWordWrap(true);
@@ -48,6 +51,7 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     predictBox_->setObjectName(QStringLiteral("lessonPredict"));
     predictPrompt_ = new QLabel(predictBox_);
     predictPrompt_->setWordWrap(true);
+    predictPrompt_->setTextFormat(Qt::PlainText);
     predictChoices_ = new QComboBox(predictBox_);
     predictChoices_->setObjectName(QStringLiteral("lessonPredictChoices"));
     predictNumber_ = new QLineEdit(predictBox_);
