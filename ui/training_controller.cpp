@@ -48,13 +48,24 @@ void TrainingController::shutdown()
     }
 }
 
-QString TrainingController::newRunId(const QString& folder)
+QString TrainingController::newRunId(const QString& folder, std::shared_ptr<RecordLock>* lock)
 {
     const QString base = QStringLiteral("run-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-    QString id = base;
-    for (int n = 2; QFileInfo::exists(QDir(folder).filePath(id + QStringLiteral(".json"))); ++n)
-        id = base + QStringLiteral("-%1").arg(n);
-    return id;
+    QDir().mkpath(folder);
+    for (int n = 1;; ++n) {
+        const QString id = n == 1 ? base : base + QStringLiteral("-%1").arg(n);
+        const QString record = QDir(folder).filePath(id + QStringLiteral(".json"));
+        if (QFileInfo::exists(record)) continue;
+        if (!lock) return id;
+        RecordLock::Outcome outcome{};
+        std::unique_ptr<RecordLock> taken = RecordLock::acquire(record.toStdString(), &outcome);
+        if (outcome == RecordLock::Outcome::held) continue;   // another process is starting this id
+        // Created: the record may have appeared between the check and the lock (its writer
+        // then released the lock): the id is taken after all.
+        if (taken && QFileInfo::exists(record)) continue;
+        *lock = std::move(taken);
+        return id;
+    }
 }
 
 QString TrainingController::currentRunId() const
@@ -66,8 +77,9 @@ QString TrainingController::start(const TrainSettings& settings, const QString& 
 {
     if (current_) current_->control->stop();   // superseded: its record is kept, its events dropped from now on
 
-    QString id = newRunId(runsDir_);
-    for (int n = 2; jobs_.contains(id); ++n) id = newRunId(runsDir_) + QStringLiteral("-s%1").arg(n);
+    std::shared_ptr<RecordLock> lock;
+    QString id = newRunId(runsDir_, &lock);
+    for (int n = 2; jobs_.contains(id); ++n) id = newRunId(runsDir_, &lock) + QStringLiteral("-s%1").arg(n);
     const QString recordPath = QDir(runsDir_).filePath(id + QStringLiteral(".json"));
     // Every run saves its final weights beside its record (File > Export Weights copies
     // them), unless its settings name a file outside the runs folder. A path inside the
@@ -78,6 +90,7 @@ QString TrainingController::start(const TrainSettings& settings, const QString& 
         runSettings.saveWeights = QDir(runsDir_).filePath(id + QStringLiteral(".safetensors")).toStdString();
     auto job = std::make_shared<TrainingJob>(id, runName.isEmpty() ? id : runName, runSettings, recordPath);
     job->makeBackend = makeBackend_;
+    job->recordLock = std::move(lock);
     jobs_.insert(id, job);
     current_ = job;
     drainTimer_.stop();

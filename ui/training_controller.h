@@ -63,8 +63,11 @@ public:
     int batchInterval() const { return batchIntervalMs_; }
     void setBatchInterval(int ms) { batchIntervalMs_ = ms; }
 
-    // A fresh run id, "run-20240131-142501" (with "-2", "-3"... when taken in `folder`).
-    static QString newRunId(const QString& folder);
+    // A fresh run id, "run-20240131-142501" (with "-2", "-3"... when taken in `folder`),
+    // reserved across processes: its record's lock is created exclusively (record_lock.h)
+    // and given to `lock` (null when the folder takes no lock; the id is then only checked
+    // against the records there). Two app instances starting runs at once get two ids.
+    static QString newRunId(const QString& folder, std::shared_ptr<RecordLock>* lock = nullptr);
 
     // Tests: the runs started from now on train on backends this makes (called on the
     // training thread), e.g. one that refuses a recipe.

@@ -4,6 +4,7 @@
 // trainer's events out in batches.
 #pragma once
 
+#include "files/record_lock.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -31,6 +32,9 @@ public:
     // Makes the run's backend instead of the one settings.backend names (tests); called
     // on the worker thread.
     Trainer::BackendFactory makeBackend;
+    // The record's lock (record_lock.h), held from the id's reservation until the job is
+    // gone (after its record is complete); null when the folder could not take one.
+    std::shared_ptr<RecordLock> recordLock;
 
     // Appends an event; returns true when the mailbox was empty (the GUI needs a nudge).
     bool post(const TrainerEvent& event);

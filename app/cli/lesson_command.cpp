@@ -70,6 +70,7 @@ int runLesson(const LessonOptions& opts)
         if (!opts.dataDir.empty()) run.settings.dataDir = opts.dataDir;
         const DataSplit data = loadTrainingData(run.settings);
         std::cerr << "plab: lesson run " << (i + 1) << "/" << lesson.runs.size() << ": " << run.name << '\n';
+        const auto lock = lockRecord(outDir / (run.id + ".json"), "the record of lesson run");
         RunRecorder recorder(outDir / (run.id + ".json"), run.settings, data, run.name);
         ProgressPrinter progress(std::cerr, opts.quiet);
         const RunResult result = runRecordedTraining(run.settings, data, &recorder, progress);

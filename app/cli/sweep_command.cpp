@@ -324,6 +324,7 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
         const auto file = std::filesystem::path(opts.outDir) / point.file;
         std::cerr << "plab: sweep run " << i + 1 << "/" << grid.size() << ": " << point.settings.recipe.describe()
                   << ", batch " << point.settings.batch << '\n';
+        const auto lock = lockRecord(file, "the record of sweep point");
         RunRecorder recorder(file, point.settings, data);
         ProgressPrinter progress(std::cerr, opts.quiet);
         const RunResult result = runRecordedTraining(point.settings, data, &recorder, progress);

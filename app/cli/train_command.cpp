@@ -46,7 +46,11 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
                   << usableCpuThreads(0) << " logical cores; using " << usableCpuThreads(settings.threads) << '\n';
 
     std::unique_ptr<RunRecorder> recorder;
-    if (!opts.out.empty()) recorder = std::make_unique<RunRecorder>(opts.out, settings, data, opts.name);
+    std::unique_ptr<RecordLock> lock;   // released after the record's last write
+    if (!opts.out.empty()) {
+        lock = lockRecord(opts.out, "--out");
+        recorder = std::make_unique<RunRecorder>(opts.out, settings, data, opts.name);
+    }
     ProgressPrinter progress(std::cerr, opts.quiet);
     const RunResult result = runRecordedTraining(settings, data, recorder.get(), progress);
     if (recorder && recorder->writeError().empty())

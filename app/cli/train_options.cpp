@@ -166,6 +166,17 @@ private:
 
 }  // namespace
 
+std::unique_ptr<RecordLock> lockRecord(const std::filesystem::path& record, const std::string& what)
+{
+    RecordLock::Outcome outcome{};
+    std::string holder;
+    auto lock = RecordLock::acquire(record, &outcome, &holder);
+    if (outcome == RecordLock::Outcome::held)
+        throw InputError(what + " " + quotedExcerpt(record.string(), 200) + " is being written by another run (" + holder +
+                         "): choose another file, or wait for it to end");
+    return lock;
+}
+
 DataSplit loadTrainingData(const TrainSettings& settings)
 {
     const std::filesystem::path dataDir =

@@ -6,6 +6,7 @@
 #include "progress_printer.h"
 
 #include "data/dataset.h"
+#include "files/record_lock.h"
 #include "report/run_record.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -52,6 +53,11 @@ nlohmann::json settingsPatch(const CLI::App& cmd, const TrainFlagValues& values,
 // summary is written before returning.
 RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data, RunRecorder* recorder,
                               ProgressPrinter& progress);
+
+// The lock of a record this command writes (files/record_lock.h), so that the app shows
+// the record as live while it grows and no two writers share it: InputError naming the
+// other writer when a live one holds it; null (and no lock) when the folder takes none.
+std::unique_ptr<RecordLock> lockRecord(const std::filesystem::path& record, const std::string& what);
 
 // Loads the settings' data set, printing the fallback notice (if any) on stderr.
 DataSplit loadTrainingData(const TrainSettings& settings);
