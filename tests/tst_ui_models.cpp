@@ -5,6 +5,7 @@
 // copied in, and a damaged record is reported without being touched.
 
 #include "data/dataset.h"
+#include "files/record_lock.h"
 #include "report/run_record.h"
 #include "run_list_model.h"
 #include "run_store.h"
@@ -12,10 +13,12 @@
 #include "train/trainer.h"
 
 #include <QAbstractItemModelTester>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QtTest>
 
 #include <fstream>
+#include <unistd.h>
 
 using namespace plab;
 using namespace plab::ui;
@@ -191,6 +194,59 @@ private slots:
         QCOMPARE(store.runs()[0]->steps().size(), std::size_t(8));
         QVERIFY(!store.runs()[0]->isLive());
         QCOMPARE(store.remove(QStringLiteral("run-a")), QString());   // it can be deleted like any other
+    }
+
+    // Issue 37: a record another process is still writing (its lock names a live writer)
+    // shows as live and follows the record as it grows; it is interrupted only once its
+    // writer is gone. It showed as "interrupted" and never refreshed.
+    void recordStillBeingWrittenIsLive()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-cli.json", "amp-fp16", "from the CLI");
+        const json done = loadRunRecord(runs.path() / "run-cli.json");
+        json partial = done;
+        partial["summary"]["status"] = "running";
+        partial["summary"].erase("finished_at");
+        partial["steps"].erase(partial["steps"].begin() + 5, partial["steps"].end());
+        json events = json::array();   // not yet the final status event
+        for (const auto& e : partial["events"])
+            if (e.value("status", std::string()) != "completed") events.push_back(e);
+        partial["events"] = events;
+        writeJsonAtomically(runs.path() / "run-cli.json", partial);
+        {   // the writer: this process, alive
+            std::ofstream(recordLockPath(runs.path() / "run-cli.json")) << ::getpid() << ' ' << QSysInfo::machineHostName().toStdString() << '\n';
+        }
+        RunStore store(q(runs.path()));
+        QCOMPARE(store.loadAll(), QStringList());
+        RunListModel model(&store);
+        const RunPtr run = store.runs()[0];
+        QVERIFY(run->isLive());
+        QVERIFY(!run->interrupted());
+        QCOMPARE(run->steps().size(), std::size_t(5));
+        QVERIFY(model.index(0, RunListModel::StatusColumn).data().toString() != QStringLiteral("interrupted"));
+        // It grows, then ends: the store follows it.
+        partial["steps"] = done["steps"];
+        writeJsonAtomically(runs.path() / "run-cli.json", partial);
+        QTRY_COMPARE_WITH_TIMEOUT(run->steps().size(), done["steps"].size(), 5000);
+        QVERIFY(run->isLive());
+        writeJsonAtomically(runs.path() / "run-cli.json", done);
+        fs::remove(recordLockPath(runs.path() / "run-cli.json"));
+        QTRY_VERIFY_WITH_TIMEOUT(!run->isLive(), 5000);
+        QCOMPARE(run->status(), RunStatus::completed);
+        QVERIFY(!run->interrupted());
+
+        // A writer that is gone (a pid of this host that no longer runs) leaves it interrupted.
+        QProcess gone;
+        gone.start(QStringLiteral("true"));
+        QVERIFY(gone.waitForStarted());
+        const qint64 gonePid = gone.processId();
+        QVERIFY(gone.waitForFinished());
+        writeJsonAtomically(runs.path() / "run-dead.json", partial);
+        std::ofstream(recordLockPath(runs.path() / "run-dead.json")) << gone.processId() << ' '
+                                                                     << QSysInfo::machineHostName().toStdString() << '\n';
+        RunStore again(q(runs.path()));
+        QCOMPARE(again.loadAll(), QStringList());
+        QVERIFY(again.run(QStringLiteral("run-dead"))->interrupted());
     }
 
     void externalRecordIsCopiedIn()

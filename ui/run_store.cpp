@@ -1,6 +1,7 @@
 // Loading, tracking, renaming, deleting (to a trash folder, with undo) and opening runs.
 #include "run_store.h"
 
+#include "files/record_lock.h"
 #include "report/record_replay.h"
 #include "report/run_record.h"
 #include "training_controller.h"
@@ -29,7 +30,11 @@ QString freeRecordPath(const QString& dir, const QString& stem)
 
 }  // namespace
 
-RunStore::RunStore(QString runsDir, QObject* parent) : QObject(parent), runsDir_(std::move(runsDir)) {}
+RunStore::RunStore(QString runsDir, QObject* parent) : QObject(parent), runsDir_(std::move(runsDir))
+{
+    followTimer_.setInterval(1000);
+    connect(&followTimer_, &QTimer::timeout, this, &RunStore::refreshFollowed);
+}
 
 QString RunStore::defaultRunsDir()
 {
@@ -69,8 +74,12 @@ RunPtr RunStore::loadRecordFile(const QString& file, const QString& id, QString*
         const ReplayedRun replay = replayRecord(record, file.toStdString());
         auto run = std::make_shared<RunData>(id, replay.settings);
         for (const auto& e : replay.events) run->apply(e);
-        run->finish(replay.result);
-        run->setInterrupted(replay.interrupted);
+        // A record without its final summary is interrupted only when its writer is gone:
+        // one that another process (plab train --out, another app) still writes is live.
+        if (!replay.interrupted || !recordWriterAlive(toPath(file))) {
+            run->finish(replay.result);
+            run->setInterrupted(replay.interrupted);
+        }
         const std::string name = record.value("name", std::string());
         run->setName(name.empty() ? id : QString::fromStdString(name));
         run->setRecordPath(file);
@@ -79,6 +88,37 @@ RunPtr RunStore::loadRecordFile(const QString& file, const QString& id, QString*
         if (error) *error = QString::fromStdString(e.what());
         return nullptr;
     }
+}
+
+void RunStore::follow(const RunPtr& run)
+{
+    if (!run->isLive()) return;
+    followed_.insert(run->id(), QFileInfo(run->recordPath()).lastModified());
+    if (!followTimer_.isActive()) followTimer_.start();
+}
+
+void RunStore::refreshFollowed()
+{
+    for (auto it = followed_.begin(); it != followed_.end();) {
+        const RunPtr r = run(it.key());
+        if (!r) {
+            it = followed_.erase(it);
+            continue;
+        }
+        // Re-read when the record changed, and once a second regardless, since a writer
+        // that is killed leaves the record as it was: only its lock tells.
+        const QDateTime modified = QFileInfo(r->recordPath()).lastModified();
+        const bool writerGone = !recordWriterAlive(toPath(r->recordPath()));
+        if (modified != it.value() || writerGone) {
+            it.value() = modified;
+            if (RunPtr fresh = loadRecordFile(r->recordPath(), r->id(), nullptr)) {
+                r->replaceContents(*fresh);
+                emit runChanged(indexOf(r->id()));
+            }
+        }
+        it = r->isLive() ? std::next(it) : followed_.erase(it);
+    }
+    if (followed_.isEmpty()) followTimer_.stop();
 }
 
 QStringList RunStore::loadAll()
@@ -91,9 +131,10 @@ QStringList RunStore::loadAll()
         const QString id = info.completeBaseName();
         if (indexOf(id) >= 0) continue;
         QString error;
-        if (RunPtr run = loadRecordFile(info.absoluteFilePath(), id, &error))
+        if (RunPtr run = loadRecordFile(info.absoluteFilePath(), id, &error)) {
             insertRun(run, count());
-        else
+            follow(run);
+        } else
             problems << tr("Could not open the run record %1: %2").arg(info.fileName(), error);
     }
     return problems;
@@ -249,6 +290,17 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
     if (info.absoluteDir() == QDir(runsDir_) || QFileInfo(info.absolutePath()).canonicalFilePath() ==
                                                     QFileInfo(runsDir_).canonicalFilePath()) {
         if (RunPtr existing = run(info.completeBaseName())) return existing;
+        // A record that appeared there since start-up (a plab train --out into the runs
+        // folder, maybe still running): shown in place, followed while it is written.
+        QString problem;
+        RunPtr here = loadRecordFile(info.absoluteFilePath(), info.completeBaseName(), &problem);
+        if (!here) {
+            if (error) *error = problem;
+            return nullptr;
+        }
+        insertRun(here, count());
+        follow(here);
+        return here;
     }
     // Check it first, so that nothing unreadable lands in the runs folder.
     QString problem;

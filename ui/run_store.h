@@ -12,6 +12,8 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <QDateTime>
+#include <QTimer>
 
 namespace plab::ui {
 
@@ -77,12 +79,18 @@ private:
     void insertRun(const RunPtr& run, int row);
     void reloadFromRecord(const RunPtr& run);
     QColor nextColor();
+    // Records another process is still writing (a live plab train --out, another app):
+    // re-read once a second until they end, or until their writer is gone (interrupted).
+    void follow(const RunPtr& run);
+    void refreshFollowed();
 
     QString runsDir_;
     QList<RunPtr> runs_;
     QList<Trashed> trash_;
     QHash<QString, QString> pendingNames_;   // renames of live runs, written when they end
     int colorsHanded_ = 0;
+    QHash<QString, QDateTime> followed_;   // run id -> its record's last modification seen
+    QTimer followTimer_;
 };
 
 }  // namespace plab::ui
