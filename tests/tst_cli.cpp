@@ -263,6 +263,12 @@ private slots:
         // Issue 37: every output is checked before training, not after it.
         QTest::addRow("weights into a missing folder") << QStringList{"train", "--save-weights", "/nonexistent/w.safetensors"}
                                                        << "--save-weights \"/nonexistent/w.safetensors\": the folder \"/nonexistent\" does not exist";
+        // Issue 37: memory checked before the first step (65536 grew to 24 GB and was killed).
+        QTest::addRow("a batch beyond this machine") << QStringList{"train", "--model", "seed-cnn", "--batch", "65536"}
+                                                     << "needs at least 363.2 GiB";
+        QTest::addRow("a batch beyond --memory-limit") << QStringList{"train", "--model", "seed-cnn", "--batch", "256", "--memory-limit", "512M"}
+                                                       << "more than --memory-limit 512.0 MiB: the largest batch that fits is";
+        QTest::addRow("a memory limit that is no size") << QStringList{"train", "--memory-limit", "4X"} << "--memory-limit: expected a size";
         QTest::addRow("batches into a folder") << QStringList{"train", "--write-batches", "/tmp"} << "--write-batches \"/tmp\": it is a folder";
         QTest::addRow("weights over the record") << QStringList{"train", "--out", "/tmp/plab-same.json", "--save-weights", "/tmp/../tmp/plab-same.json"}
                                                  << "--save-weights \"/tmp/../tmp/plab-same.json\" is the same file as --out";

@@ -209,7 +209,7 @@ void TestMnistImport::importRejectsBadFiles_data()
                                       << QStringList{"2.json holds 5489 values", "784 values each"};
     QTest::addRow("invalid JSON") << 4 << qint64(1) << "]" << QStringList{"4.json is not valid JSON"};
     QTest::addRow("missing file") << 6 << qint64(-1) << "delete"
-                                  << QStringList{"6.json cannot be opened", "mnist 1.1.0"};
+                                  << QStringList{"6.json: no such file", "mnist 1.1.0"};
 }
 
 void TestMnistImport::importRejectsBadFiles()

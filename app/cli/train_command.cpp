@@ -9,6 +9,7 @@
 #include "error.h"
 #include "files/output_paths.h"
 #include "report/run_record.h"
+#include "train/memory_check.h"
 #include "train/trainer.h"
 
 #include <cstdio>
@@ -22,6 +23,7 @@ namespace {
 
 struct TrainOptions {
     TrainFlagValues flags;
+    std::string memoryLimit;
     std::string out;
     std::string name;
     bool quiet = false;
@@ -32,6 +34,10 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
     std::string origin;
     const nlohmann::json patch = settingsPatch(cmd, opts.flags, origin);
     const TrainSettings settings = settingsFromJson(patch, origin);
+    // Memory before anything is loaded: a batch this machine cannot hold is refused with
+    // the largest that fits, not found out by the kernel's OOM killer.
+    if (const std::string problem = checkRunMemory(settings, parseMemoryLimit(opts.memoryLimit)); !problem.empty())
+        throw InputError(problem);
 
     // Every output is checked before training, not found out at the first write or at the
     // end: writable, not a folder, not the same file as another output or an input.
@@ -92,6 +98,8 @@ void addTrainCommand(CLI::App& app, std::function<int()>& run)
     addTrainFlags(*cmd, opts->flags);
     cmd->add_option("--out", opts->out, "Write the run record (JSON) here as the run goes");
     cmd->add_option("--name", opts->name, "Name of the run in its record");
+    cmd->add_option("--memory-limit", opts->memoryLimit,
+                    "Refuse a run whose memory estimate exceeds this (e.g. 4G, 512M; default: the memory available)");
     cmd->add_flag("--quiet", opts->quiet, "No progress line");
     cmd->callback([&run, cmd, opts] { run = [cmd, opts] { return runTrain(*cmd, *opts); }; });
 }

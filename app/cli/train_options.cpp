@@ -166,6 +166,27 @@ private:
 
 }  // namespace
 
+std::int64_t parseMemoryLimit(const std::string& text)
+{
+    if (text.empty()) return 0;
+    std::size_t used = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::string unit = text.substr(used);
+    for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (!unit.empty() && unit.back() == 'B' && unit.size() > 1) unit.pop_back();   // "4GB", "4GiB" as "4G"
+    if (unit.size() == 2 && unit[1] == 'I') unit.pop_back();
+    const double scale = unit.empty() || unit == "B" ? 1.0 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0
+                       : unit == "G" ? 1073741824.0 : unit == "T" ? 1099511627776.0 : 0.0;
+    if (used == 0 || scale == 0.0 || !(value > 0) || value * scale > 9e18)
+        throw InputError("--memory-limit: expected a size such as 4G, 512M or 1073741824, got " + quotedExcerpt(text));
+    return static_cast<std::int64_t>(value * scale);
+}
+
 std::unique_ptr<RecordLock> lockRecord(const std::filesystem::path& record, const std::string& what)
 {
     RecordLock::Outcome outcome{};

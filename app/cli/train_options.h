@@ -59,6 +59,9 @@ RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& da
 // other writer when a live one holds it; null (and no lock) when the folder takes none.
 std::unique_ptr<RecordLock> lockRecord(const std::filesystem::path& record, const std::string& what);
 
+// "4G", "512M", "1024K" or a number of bytes; 0 for empty; InputError naming --memory-limit.
+std::int64_t parseMemoryLimit(const std::string& text);
+
 // Loads the settings' data set, printing the fallback notice (if any) on stderr.
 DataSplit loadTrainingData(const TrainSettings& settings);
 

@@ -3,6 +3,8 @@
 // update or skip; evaluation per epoch; commands and setting changes between steps.
 #include "train/trainer.h"
 
+#include "train/memory_check.h"
+
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
 #include "error.h"
@@ -136,6 +138,7 @@ Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, 
       control_(control ? std::move(control) : std::make_shared<TrainerControl>())
 {
     if (auto problem = validateSettings(settings_); !problem.empty()) throw InputError(problem);
+    if (auto problem = checkRunMemory(settings_); !problem.empty()) throw InputError(problem);
     if (settings_.backend == "cuda" && !makeBackend_) {
         // Refused before anything is loaded onto the device; the backend's own info
         // replaces these rules once it exists (runOrThrow).
