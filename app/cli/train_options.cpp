@@ -189,6 +189,9 @@ std::int64_t parseMemoryLimit(const std::string& text)
 
 std::unique_ptr<RecordLock> lockRecord(const std::filesystem::path& record, const std::string& what)
 {
+    std::error_code ec;
+    const auto status = std::filesystem::status(record, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return nullptr;   // /dev/stdout: no lock beside it
     RecordLock::Outcome outcome{};
     std::string holder;
     auto lock = RecordLock::acquire(record, &outcome, &holder);
