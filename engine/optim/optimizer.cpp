@@ -11,6 +11,12 @@
 
 namespace plab {
 
+int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum)
+{
+    if (optimizerKind == "adam") return 2;
+    return momentum != 0.0 ? 1 : 0;
+}
+
 std::unique_ptr<Optimizer> Optimizer::create(const OptimizerConfig& cfg)
 {
     if (cfg.kind == "adam") return std::make_unique<AdamOptimizer>(cfg.lr, cfg.beta1, cfg.beta2, cfg.eps);

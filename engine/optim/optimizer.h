@@ -23,6 +23,11 @@ struct OptimizerConfig {
     bool operator==(const OptimizerConfig&) const = default;
 };
 
+// The state tensors the optimizer keeps per parameter: Adam 2 (its moments), SGD with
+// momentum 1, plain SGD 0. The memory planners (the memory check, the app's batch
+// planner) count them.
+int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum);
+
 class Optimizer {
 public:
     virtual ~Optimizer() = default;

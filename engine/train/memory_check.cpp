@@ -3,10 +3,10 @@
 
 #include "files/input_file.h"
 #include "nn/model.h"
+#include "optim/optimizer.h"
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 namespace plab {
 
@@ -15,7 +15,7 @@ MemoryEstimate estimateRunMemory(const TrainSettings& settings)
     const auto model = Model::create(settings.model, 1);
     std::int64_t parameters = 0;
     for (Parameter* p : model->parameters()) parameters += p->value.size();
-    const int stateTensors = settings.optimizer.kind == "adam" ? 2 : settings.optimizer.momentum != 0.0 ? 1 : 0;
+    const int stateTensors = optimizerStateTensorsFor(settings.optimizer.kind, settings.optimizer.momentum);
     const int copies = 2 + stateTensors + (settings.recipe.masterWeights ? 1 : 0);   // weights, gradients, state, master
     MemoryEstimate e;
     e.fixedBytes = parameters * 4 * copies;

@@ -26,12 +26,6 @@ ParameterBytes parameterBytesFor(const PrecisionRecipe& recipe, int optimizerSta
     return b;
 }
 
-int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum)
-{
-    if (optimizerKind == "adam") return 2;
-    return momentum != 0.0 ? 1 : 0;
-}
-
 BatchPlan planBatch(const BatchPlanInput& input, std::int64_t budgetBytes)
 {
     BatchPlan plan;

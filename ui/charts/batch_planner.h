@@ -8,6 +8,7 @@
 
 #include "amp/recipe.h"
 #include "nn/model.h"
+#include "optim/optimizer.h"
 
 #include <cstdint>
 #include <string>
@@ -26,9 +27,10 @@ struct ParameterBytes {
     int total() const { return weights + masterWeights + gradients + optimizerState; }
 };
 
-// optimizerStateTensors: Adam keeps 2 (moments), SGD with momentum 1, plain SGD 0.
+// optimizerStateTensors: Adam keeps 2 (moments), SGD with momentum 1, plain SGD 0
+// (the engine's optimizerStateTensorsFor).
 ParameterBytes parameterBytesFor(const PrecisionRecipe& recipe, int optimizerStateTensors);
-int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum);
+using plab::optimizerStateTensorsFor;
 
 struct BatchPlanInput {
     std::int64_t parameters = 0;                 // elements in all weights and biases
