@@ -2,7 +2,6 @@
 #include "lessons/lesson.h"
 
 #include "error.h"
-#include "files/input_file.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -33,22 +32,13 @@ LessonLoad loadLesson(const QString& file)
             return {std::nullopt, QCoreApplication::translate("Lesson", "%1: cannot open the file.").arg(origin)};
         return parseLesson(f.readAll(), origin);
     }
-    // A file from anywhere: a regular file of at most 1 MiB (a FIFO or a device is refused, never read).
-    std::string text;
+    // A file from anywhere, read as `plab lesson` reads it: a regular file of at most 1 MiB
+    // (a FIFO or a device is refused, never read), its inputs resolved beside it.
     try {
-        text = readRegularFile(file.toStdString(), origin.toStdString(), std::uint64_t{1} << 20);
-    } catch (const std::exception& e) {
-        return {std::nullopt, QString::fromUtf8(e.what()) + QLatin1Char('.')};
+        return {plab::loadLessonFile(file.toStdString()), {}};
+    } catch (const std::exception& e) {   // InputError: one sentence naming the file and key
+        return {std::nullopt, QString::fromUtf8(e.what())};
     }
-    LessonLoad load = parseLesson(QByteArray::fromStdString(text), origin);
-    if (load.lesson) {
-        try {
-            plab::resolveLessonInputs(*load.lesson, std::filesystem::path(file.toStdString()).parent_path());
-        } catch (const std::exception& e) {
-            return {std::nullopt, QString::fromUtf8(e.what())};
-        }
-    }
-    return load;
 }
 
 QStringList bundledLessonFiles()
