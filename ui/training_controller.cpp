@@ -48,14 +48,15 @@ void TrainingController::shutdown()
     }
 }
 
-QString TrainingController::newRunId(const QString& folder, std::shared_ptr<RecordLock>* lock)
+QString TrainingController::newRunId(const QString& folder, std::shared_ptr<RecordLock>* lock,
+                                     const std::function<bool(const QString&)>& taken)
 {
     const QString base = QStringLiteral("run-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
     QDir().mkpath(folder);
     for (int n = 1;; ++n) {
         const QString id = n == 1 ? base : base + QStringLiteral("-%1").arg(n);
         const QString record = QDir(folder).filePath(id + QStringLiteral(".json"));
-        if (QFileInfo::exists(record)) continue;
+        if (QFileInfo::exists(record) || (taken && taken(id))) continue;
         if (!lock) return id;
         RecordLock::Outcome outcome{};
         std::unique_ptr<RecordLock> taken = RecordLock::acquire(record.toStdString(), &outcome);
@@ -78,8 +79,7 @@ QString TrainingController::start(const TrainSettings& settings, const QString& 
     if (current_) current_->control->stop();   // superseded: its record is kept, its events dropped from now on
 
     std::shared_ptr<RecordLock> lock;
-    QString id = newRunId(runsDir_, &lock);
-    for (int n = 2; jobs_.contains(id); ++n) id = newRunId(runsDir_, &lock) + QStringLiteral("-s%1").arg(n);
+    const QString id = newRunId(runsDir_, &lock, [this](const QString& candidate) { return jobs_.contains(candidate); });
     const QString recordPath = QDir(runsDir_).filePath(id + QStringLiteral(".json"));
     // Every run saves its final weights beside its record (File > Export Weights copies
     // them), unless its settings name a file outside the runs folder. A path inside the

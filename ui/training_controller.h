@@ -26,6 +26,7 @@
 #include <QThread>
 #include <QTimer>
 
+#include <functional>
 #include <memory>
 
 namespace plab::ui {
@@ -66,8 +67,10 @@ public:
     // A fresh run id, "run-20240131-142501" (with "-2", "-3"... when taken in `folder`),
     // reserved across processes: its record's lock is created exclusively (record_lock.h)
     // and given to `lock` (null when the folder takes no lock; the id is then only checked
-    // against the records there). Two app instances starting runs at once get two ids.
-    static QString newRunId(const QString& folder, std::shared_ptr<RecordLock>* lock = nullptr);
+    // against the records there and `taken`, this controller's own jobs). Two app
+    // instances starting runs at once get two ids.
+    static QString newRunId(const QString& folder, std::shared_ptr<RecordLock>* lock = nullptr,
+                            const std::function<bool(const QString&)>& taken = {});
 
     // Tests: the runs started from now on train on backends this makes (called on the
     // training thread), e.g. one that refuses a recipe.
