@@ -111,6 +111,15 @@ PLAB_AVX2 PLAB_INLINE __m256i absBitsOf(const float* p, __m256i live)
     return _mm256_and_si256(_mm256_castps_si256(load(p, live)), set1(0x7FFFFFFF));
 }
 
+// The bits of the largest |value| down each of eight columns of a band (rows x 8 at
+// `src`, row stride ld), stored per column: a band kernel's block amax.
+PLAB_AVX2 inline void columnAmaxBits(const float* src, std::int64_t rows, std::int64_t ld, __m256i live, std::uint32_t* amax)
+{
+    __m256i largest = _mm256_setzero_si256();
+    for (std::int64_t r = 0; r < rows; ++r) largest = _mm256_max_epu32(largest, absBitsOf(src + r * ld, live));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(amax), largest);
+}
+
 // The largest lane (unsigned).
 PLAB_AVX2 inline std::uint32_t maxLane(__m256i v)
 {
@@ -203,12 +212,10 @@ PLAB_AVX2 void mxBandAvx2(const ElementRule& rule, const float* src, float* dst,
     // Eight columns at a time: the band's amax down each, their exponents, then the values.
     for (std::int64_t c = 0; c < cols; c += 8) {
         const __m256i live = tailMask(cols - c);
-        __m256i largest = _mm256_setzero_si256();
-        for (std::int64_t r = 0; r < rows; ++r) largest = _mm256_max_epu32(largest, absBitsOf(src + r * ld + c, live));
         alignas(32) std::uint32_t amax[8];
+        columnAmaxBits(src + c, rows, ld, live, amax);
         alignas(32) float down[8], up[8];
         alignas(32) std::int32_t nan[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(amax), largest);
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, cols - c));
         for (int j = 0; j < 8; ++j) {
             const int e = j < lanes ? blockExponentOf(rule, amax[j]) : 0;
@@ -282,12 +289,10 @@ PLAB_AVX2 void nvfp4BandAvx2(const ElementRule& rule, const Nvfp4Scales& t, cons
     Tally tally = emptyTally();
     for (std::int64_t c = 0; c < cols; c += 8) {
         const __m256i live = tailMask(cols - c);
-        __m256i largest = _mm256_setzero_si256();
-        for (std::int64_t r = 0; r < rows; ++r) largest = _mm256_max_epu32(largest, absBitsOf(src + r * ld + c, live));
         alignas(32) std::uint32_t amax[8];
+        columnAmaxBits(src + c, rows, ld, live, amax);
         alignas(32) float block[8], element[8];
         alignas(32) std::int32_t nan[8], lost[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(amax), largest);
         const int lanes = static_cast<int>(std::min<std::int64_t>(8, cols - c));
         for (int j = 0; j < 8; ++j) {
             nan[j] = lost[j] = 0;
