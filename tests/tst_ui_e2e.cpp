@@ -54,6 +54,7 @@ private slots:
         QString runName;
         {
             MainWindow window(options());
+            QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
             window.show();
             QCOMPARE(window.windowTitle(), QStringLiteral("Precision Lab"));
             window.settingsPanel()->setSettings(settingsFromJson(
@@ -83,6 +84,7 @@ private slots:
         }
         // Restart: the saved run is back, with its points.
         MainWindow restarted(options());
+        QTRY_VERIFY(restarted.runsLoaded());   // the runs folder is listed off the GUI thread
         QCOMPARE(restarted.runListModel()->rowCount(), 1);
         QCOMPARE(restarted.runListModel()->index(0, 0).data().toString(), runName);
         restarted.chartsView()->redrawNow();
@@ -99,6 +101,7 @@ private slots:
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-refused").string());
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.controller()->setBackendFactory([](const TrainSettings&) -> std::unique_ptr<ComputeBackend> {
             auto backend = std::make_unique<testing::CheckingBackend>(testing::ConvolutionLibrary::none);
             BackendCapabilities noBf16;
@@ -161,6 +164,7 @@ private slots:
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-weights").string());
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         auto* exportWeights = window.findChild<QAction*>(QStringLiteral("exportWeightsAction"));
         QVERIFY(exportWeights);
         QVERIFY(!exportWeights->isEnabled());   // nothing selected
@@ -231,6 +235,7 @@ private slots:
         o.runsDir = QString::fromStdString((dir_.path() / "runs-bad").string());
         o.dataDir = QString::fromStdString((dir_.path() / "nowhere").string());
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         TrainSettings s = window.settingsPanel()->settings();
         s.dataDir.clear();
         window.settingsPanel()->setSettings(s);
@@ -246,6 +251,7 @@ private slots:
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-file").string());
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         QVERIFY(!window.openFile(QStringLiteral("/no/such/file.json")).isEmpty());
         QVERIFY(!window.bannerText().isEmpty());
     }

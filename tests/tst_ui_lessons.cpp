@@ -135,6 +135,7 @@ private slots:
         o.runsDir = QString::fromStdString((dir_.path() / "runs").string());
         o.settingsFile = QString::fromStdString((dir_.path() / "settings.ini").string());
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.show();
         QCOMPARE(window.openLesson(lessonFile), QString());
         LessonPanel* panel = window.lessonPanel();
@@ -234,6 +235,7 @@ private slots:
         o.runsDir = QString::fromStdString((dir_.path() / "runs-markup").string());
         o.settingsFile = QString::fromStdString((dir_.path() / "settings-markup.ini").string());
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         QCOMPARE(window.openLesson(lessonFile), QString());
         auto* title = window.lessonPanel()->findChild<QLabel*>(QStringLiteral("lessonTitle"));
         QVERIFY(title);

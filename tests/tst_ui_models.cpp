@@ -6,7 +6,9 @@
 
 #include "data/dataset.h"
 #include "files/record_lock.h"
+#include "report/record_replay.h"
 #include "report/run_record.h"
+#include "report/runs_index.h"
 #include "run_list_model.h"
 #include "run_store.h"
 #include "test_support.h"
@@ -17,7 +19,9 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <cmath>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace plab;
@@ -333,6 +337,226 @@ private slots:
         QVERIFY2(problems[0].contains(QStringLiteral("run-deep.json")) && problems[0].contains(QStringLiteral("nested")),
                  qPrintable(problems[0]));
         QCOMPARE(store.count(), 1);
+    }
+
+    // Issue 37, a runs folder of thousands: a saved run is listed from its listing (the
+    // folder's index, or the record read once) and shows the same row, status, plan,
+    // changes and figures as the whole record replayed the way the app always did; its
+    // series are read from the record when first asked for.
+    static RunPtr replayedWhole(const fs::path& file)
+    {
+        const json record = loadRunRecord(file);
+        const ReplayedRun replay = replayRecord(record, file.string());
+        auto run = std::make_shared<RunData>(QString::fromStdString(file.stem().string()), replay.settings);
+        for (const auto& e : replay.events) run->apply(e);
+        run->finish(replay.result);
+        run->setInterrupted(replay.interrupted);
+        const std::string name = record.value("name", std::string());
+        run->setName(name.empty() ? run->id() : QString::fromStdString(name));
+        return run;
+    }
+    static void compareListed(const RunData& listed, const RunData& whole)
+    {
+        QCOMPARE(listed.name(), whole.name());
+        QCOMPARE(listed.status(), whole.status());
+        QCOMPARE(listed.statusMessage(), whole.statusMessage());
+        QCOMPARE(listed.interrupted(), whole.interrupted());
+        QCOMPARE(listed.isLive(), whole.isLive());
+        QCOMPARE(listed.plannedSteps(), whole.plannedSteps());
+        QCOMPARE(listed.backend(), whole.backend());
+        QCOMPARE(listed.arithmetic(), whole.arithmetic());
+        QVERIFY(listed.backendVersions() == whole.backendVersions());
+        QVERIFY(listed.settings() == whole.settings());
+        QVERIFY(listed.currentSettings() == whole.currentSettings());
+        QCOMPARE(listed.skippedSteps(), whole.skippedSteps());
+        QCOMPARE(listed.imagesPerSecond(), whole.imagesPerSecond());
+        QCOMPARE(listed.elapsedSeconds(), whole.elapsedSeconds());
+        QCOMPARE(std::isnan(listed.lastAccuracy()), std::isnan(whole.lastAccuracy()));
+        if (!std::isnan(whole.lastAccuracy())) {
+            QCOMPARE(listed.lastAccuracy(), whole.lastAccuracy());
+            QCOMPARE(listed.bestAccuracy(), whole.bestAccuracy());
+        }
+        QCOMPARE(listed.changes().size(), whole.changes().size());
+        for (std::size_t i = 0; i < whole.changes().size(); ++i) {
+            QCOMPARE(listed.changes()[i].step, whole.changes()[i].step);
+            QCOMPARE(listed.changes()[i].description, whole.changes()[i].description);
+            QVERIFY(listed.changes()[i].settings == whole.changes()[i].settings);
+        }
+        QCOMPARE(listed.refusals().size(), whole.refusals().size());
+        for (std::size_t i = 0; i < whole.refusals().size(); ++i)
+            QCOMPARE(listed.refusals()[i].reason, whole.refusals()[i].reason);
+    }
+
+    void listedRunsShowWhatTheirRecordsSay()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "baseline");
+        writeRecord(runs.path() / "run-b.json", "amp-fp16", "");
+        // A run that changed a setting and had one refused.
+        json changed = loadRunRecord(runs.path() / "run-b.json");
+        TrainSettings after = replayRecord(changed, "b").settings;
+        after.batch = 8;
+        changed["events"].push_back({{"step", 3}, {"type", "setting_change"}, {"description", "batch: 16 -> 8"},
+                                     {"settings", settingsToJson(after)}});
+        changed["events"].push_back({{"step", 4}, {"type", "change_refused"}, {"description", "compute fp16 -> fp8"},
+                                     {"reason", "not on this backend"}});
+        changed["name"] = "changed";
+        writeJsonAtomically(runs.path() / "run-c.json", changed);
+        // What a crash leaves: the summary still "running", steps cut short, no writer.
+        json crashed = loadRunRecord(runs.path() / "run-a.json");
+        crashed["summary"]["status"] = "running";
+        crashed["summary"].erase("finished_at");
+        crashed["summary"].erase("images_per_second");
+        crashed["steps"].erase(crashed["steps"].begin() + 7, crashed["steps"].end());
+        writeJsonAtomically(runs.path() / "run-d.json", crashed);
+
+        for (const bool fromIndex : {false, true}) {   // the first store builds the index, the second reads it
+            RunStore store(q(runs.path()));
+            RunListModel model(&store);
+            QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QCOMPARE(store.loadAll(), QStringList());
+            QCOMPARE(store.count(), 4);
+            QCOMPARE(fs::exists(runs.path() / kRunsIndexFileName), true);
+            for (const RunPtr& run : store.runs()) {
+                QVERIFY2(!run->hasSeries(), qPrintable(run->id()));
+                const RunPtr whole = replayedWhole(run->recordPath().toStdString());
+                compareListed(*run, *whole);
+                if (QTest::currentTestFailed()) return;
+                for (int column = 0; column < RunListModel::ColumnCount; ++column)   // the whole row
+                    for (int role : {int(Qt::DisplayRole), int(Qt::ToolTipRole), int(RunListModel::SortValueRole)})
+                        model.index(store.indexOf(run->id()), column).data(role);
+                QVERIFY(!run->hasSeries());
+                // Its series, read when asked for, are the record's.
+                QCOMPARE(run->steps().size(), whole->steps().size());
+                QVERIFY(run->hasSeries());
+                QCOMPARE(run->evals().size(), whole->evals().size());
+                QCOMPARE(run->telemetry().size(), whole->telemetry().size());
+                QCOMPARE(run->memory().size(), whole->memory().size());
+                compareListed(*run, *whole);
+                if (QTest::currentTestFailed()) return;
+            }
+            QVERIFY(store.run(QStringLiteral("run-d"))->interrupted());
+            QCOMPARE(store.run(QStringLiteral("run-c"))->changes().size(), std::size_t(1));
+            Q_UNUSED(fromIndex);
+        }
+    }
+
+    // The index is a cache: used while a record is unchanged, read again when it changed,
+    // rebuilt when it is damaged or lies about its own fields, and never a reason to hang.
+    void runsIndexIsACacheOfTheRecords()
+    {
+        testing::TempDir runs;
+        for (const char* name : {"run-a", "run-b", "run-c"})
+            writeRecord(runs.path() / (std::string(name) + ".json"), "fp32", name);
+        const std::atomic<bool> never{false};
+        std::vector<ScannedRecord> seen;
+        auto scan = [&] {
+            seen.clear();
+            return scanRunsFolder(runs.path(), [&](std::vector<ScannedRecord>&& b) { for (auto& r : b) seen.push_back(std::move(r)); },
+                                  never, RunsScanOptions{2, 2});
+        };
+        QCOMPARE(scan(), std::size_t(3));   // no index yet: every record read
+        QCOMPARE(seen.size(), std::size_t(3));
+        QCOMPARE(seen[0].id, std::string("run-a"));
+        QCOMPARE(seen[2].listing->name, std::string("run-c"));
+        QCOMPARE(scan(), std::size_t(0));   // all from the index
+        QCOMPARE(seen[1].listing->name, std::string("run-b"));
+
+        writeRecord(runs.path() / "run-b.json", "amp-bf16", "renamed");   // rewritten
+        QCOMPARE(scan(), std::size_t(1));
+        QCOMPARE(seen[1].listing->name, std::string("renamed"));
+        QCOMPARE(seen[1].listing->settings.recipe.preset, std::string("amp-bf16"));
+
+        fs::remove(runs.path() / "run-c.json");
+        QCOMPARE(scan(), std::size_t(0));
+        QCOMPARE(seen.size(), std::size_t(2));
+        QCOMPARE(RunsIndex::load(runs.path()).size(), std::size_t(2));   // its entry is dropped
+
+        // An entry whose stamp matches but whose listing is not one: the record is read.
+        json index = json::parse(std::ifstream(runs.path() / kRunsIndexFileName));
+        index["records"]["run-a.json"]["listing"]["steps"] = -5;
+        index["records"]["run-b.json"]["size"] = "large";
+        std::ofstream(runs.path() / kRunsIndexFileName) << index.dump();
+        QCOMPARE(scan(), std::size_t(2));
+        QCOMPARE(seen[0].listing->name, std::string("run-a"));
+        QCOMPARE(scan(), std::size_t(0));   // and the index is whole again
+
+        for (const char* damaged : {"{not json", "[]", "{\"format\": \"precision-lab runs index\", \"version\": 99}"}) {
+            std::ofstream(runs.path() / kRunsIndexFileName) << damaged;
+            QCOMPARE(scan(), std::size_t(2));
+            QCOMPARE(seen.size(), std::size_t(2));
+            QVERIFY(seen[0].error.empty() && seen[1].error.empty());
+        }
+
+        // A FIFO named like a record is no record; a link to one is refused with a reason.
+        QCOMPARE(::mkfifo((runs.path() / "pipe.json").c_str(), 0600), 0);
+        fs::create_symlink(runs.path() / "pipe.json", runs.path() / "link.json");
+        fs::create_directory(runs.path() / "folder.json");
+        scan();
+        QCOMPARE(seen.size(), std::size_t(3));
+        QCOMPARE(seen[0].id, std::string("link"));
+        QVERIFY(!seen[0].listing);
+        QVERIFY2(seen[0].error.find("not a regular file") != std::string::npos, seen[0].error.c_str());
+    }
+
+    // Memory for what is shown: the series of the runs shown and of the last few shown
+    // are kept, the others dropped and read again when shown; a record gone meanwhile is
+    // reported, not a crash.
+    void seriesAreKeptForWhatIsShown()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-00.json", "fp32", "");
+        for (int i = 1; i < 12; ++i)
+            fs::copy_file(runs.path() / "run-00.json", runs.path() / QStringLiteral("run-%1.json").arg(i, 2, 10, QLatin1Char('0')).toStdString());
+        RunStore store(q(runs.path()));
+        QCOMPARE(store.loadAll(), QStringList());
+        QCOMPARE(store.count(), 12);
+        const std::size_t steps = store.runs()[0]->steps().size();
+        QVERIFY(steps > 0);
+        for (const RunPtr& run : store.runs()) {   // each shown in turn
+            QCOMPARE(run->steps().size(), steps);
+            store.keepSeriesOf({run});
+        }
+        int kept = 0;
+        for (const RunPtr& run : store.runs()) kept += run->hasSeries() ? 1 : 0;
+        QCOMPARE(kept, 9);   // the one shown and the eight shown before it
+        QVERIFY(!store.runs()[0]->hasSeries());
+        QVERIFY(store.runs()[11]->hasSeries());
+        QCOMPARE(store.runs()[0]->steps().size(), steps);   // read again
+
+        QSignalSpy problems(&store, &RunStore::problem);
+        fs::remove(runs.path() / "run-01.json");
+        QVERIFY(!store.runs()[1]->hasSeries());
+        QVERIFY(store.runs()[1]->steps().empty());
+        QVERIFY(store.runs()[1]->statusMessage().contains(QStringLiteral("run-01.json")));
+        QTRY_COMPARE(problems.count(), 1);
+    }
+
+    // The app lists the folder on a thread of its own, in batches; closing it meanwhile
+    // stops the thread.
+    void backgroundListingFillsTheModel()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-000.json", "fp32", "");
+        for (int i = 1; i < 60; ++i)
+            fs::copy_file(runs.path() / "run-000.json", runs.path() / QStringLiteral("run-%1.json").arg(i, 3, 10, QLatin1Char('0')).toStdString());
+        {
+            RunStore store(q(runs.path()));
+            store.loadAllInBackground();   // closed at once: cancelled and joined
+        }
+        fs::remove(runs.path() / kRunsIndexFileName);
+        RunStore store(q(runs.path()));
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy finished(&store, &RunStore::loadingFinished);
+        store.loadAllInBackground();
+        QVERIFY(store.isLoading());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+        QVERIFY(!store.isLoading());
+        QCOMPARE(finished.at(0).at(0).toStringList(), QStringList());
+        QCOMPARE(model.rowCount(), 60);
+        QCOMPARE(store.runs().front()->id(), QStringLiteral("run-000"));
+        QCOMPARE(store.runs().back()->id(), QStringLiteral("run-059"));
     }
 };
 

@@ -128,6 +128,7 @@ private slots:
     void presentationTogglesAndRestores()
     {
         MainWindow window(options());
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
         const qreal normalSize = window.font().pointSizeF();
@@ -164,6 +165,7 @@ private slots:
     void explorerOpensBesideTheLessonInPresentationMode()
     {
         MainWindow window(options());
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.resize(1600, 1000);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
@@ -189,6 +191,7 @@ private slots:
         QStringList docksBefore;
         {
             MainWindow window(options());
+            QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
             window.show();
             QVERIFY(QTest::qWaitForWindowExposed(&window));
             for (QDockWidget* d : visibleDocks(window)) docksBefore << d->objectName();
@@ -198,6 +201,7 @@ private slots:
             window.close();
         }
         MainWindow reopened(options());
+        QTRY_VERIFY(reopened.runsLoaded());   // the runs folder is listed off the GUI thread
         reopened.show();
         QVERIFY(QTest::qWaitForWindowExposed(&reopened));
         QVERIFY(!reopened.presentationMode());
@@ -209,6 +213,7 @@ private slots:
     void presentationShowsOnlyTheLessonsCharts()
     {
         MainWindow window(options());
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.show();
         QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
                  QString());
@@ -232,6 +237,7 @@ private slots:
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-legible").string());   // no runs of other tests
         MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.resize(1500, 950);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
@@ -302,12 +308,14 @@ private slots:
     void configurationAsOneLine()
     {
         MainWindow window(options());
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.settingsPanel()->setSettings(settingsFromJson(json{{"recipe", "amp-bf16"}, {"batch", 48}, {"seed", 7}}, "test"));
         const QString line = window.copyConfiguration();
         QVERIFY(!line.contains(QLatin1Char('\n')));
         QCOMPARE(QApplication::clipboard()->text(), line);
 
         MainWindow other(options());
+        QTRY_VERIFY(other.runsLoaded());   // the runs folder is listed off the GUI thread
         QApplication::clipboard()->setText(line);
         QCOMPARE(other.pasteConfiguration(), QString());
         QCOMPARE(other.settingsPanel()->settings(), window.settingsPanel()->settings());
@@ -324,6 +332,7 @@ private slots:
     void exportAFinishedRun()
     {
         MainWindow window(options());
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
         window.show();
         window.settingsPanel()->setSettings(settingsFromJson(
             json{{"recipe", "amp-fp16"}, {"widths", {4, 8}}, {"batch", 16}, {"max_steps", 8}, {"threads", 1},

@@ -105,11 +105,22 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     connectController();
     restoreState();
 
-    const QStringList problems = store_->loadAll();
-    if (!problems.isEmpty()) showError(problems.join(QLatin1Char(' ')));
-    if (store_->count() > 0) watchRun(store_->runs().back()->id());
+    // The runs folder is listed off the GUI thread (its index, or each record once): the
+    // window is usable at once and the list fills in batches.
+    connect(store_, &RunStore::loadingProgress, this, [this](int runs) {
+        statusBar()->showMessage(tr("Reading the runs folder: %Ln run(s)…", nullptr, runs));
+    });
+    connect(store_, &RunStore::loadingFinished, this, [this](const QStringList& problems) {
+        statusBar()->clearMessage();
+        if (!problems.isEmpty()) showError(problems.join(QLatin1Char(' ')));
+        if (watchedId_.isEmpty() && store_->count() > 0) watchRun(store_->runs().back()->id());
+        refreshActions();
+    });
+    store_->loadAllInBackground();
     refreshActions();
 }
+
+bool MainWindow::runsLoaded() const { return !store_->isLoading(); }
 
 MainWindow::~MainWindow() { controller_->shutdown(); }
 
@@ -357,6 +368,7 @@ void MainWindow::refreshCharts()
     for (const RunPtr& run : model_->comparedRuns())
         if (run != current) compare << run;
     charts_->setRuns(current, compare);
+    store_->keepSeriesOf(QList<RunPtr>{current} + compare);
 }
 
 void MainWindow::refreshActions()

@@ -86,6 +86,8 @@ public:
     TrainingController* controller() const { return controller_; }
     RunStore* runStore() const { return store_; }
     RunListModel* runListModel() const { return model_; }
+    // The runs folder is listed off the GUI thread at start-up: false until it is.
+    bool runsLoaded() const;
     SettingsPanel* settingsPanel() const { return panel_; }
     ChartsView* chartsView() const { return charts_; }
     QTableView* runListView() const { return runList_; }

@@ -12,6 +12,74 @@ RunData::RunData(QString id, TrainSettings settings)
 {
 }
 
+std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, SeriesLoader loader)
+{
+    auto run = std::make_shared<RunData>(std::move(id), l.settings);
+    run->current_ = l.current;
+    run->name_ = l.name.empty() ? run->id_ : QString::fromStdString(l.name);
+    // As replaying the record and finishing it would leave them (RunStore's loader).
+    run->status_ = l.status;
+    run->statusMessage_ = QString::fromStdString(l.message);
+    run->interrupted_ = l.unfinished;
+    run->plannedSteps_ = l.plannedSteps;
+    run->backend_ = QString::fromStdString(l.backend);
+    run->versions_ = l.versions;
+    run->arithmetic_ = QString::fromStdString(l.arithmetic);
+    run->changes_ = l.changes;
+    run->refusals_ = l.refusals;
+    run->skipped_ = l.skippedSteps;
+    run->images_ = l.images;
+    run->stepMs_ = l.stepMs;
+    run->finalImagesPerSecond_ = l.imagesPerSecond;
+    run->listedLastAccuracy_ = l.lastAccuracy;
+    run->listedBestAccuracy_ = l.bestAccuracy;
+    run->loader_ = std::move(loader);
+    return run;
+}
+
+const RunData& RunData::ensureSeries() const
+{
+    if (loader_) {
+        // Called from const accessors of an object that is never itself const: reading the
+        // series is a cache fill, invisible to the caller but for the time it takes.
+        auto& self = const_cast<RunData&>(*this);
+        const SeriesLoader loader = std::move(self.loader_);
+        self.loader_ = nullptr;
+        loader(self);
+    }
+    return *this;
+}
+
+void RunData::adoptSeries(RunData&& full)
+{
+    steps_ = std::move(full.steps_);
+    evals_ = std::move(full.evals_);
+    telemetry_ = std::move(full.telemetry_);
+    memory_ = std::move(full.memory_);
+    loader_ = nullptr;
+    ++revision_;
+}
+
+void RunData::setSeriesError(const QString& error)
+{
+    statusMessage_ = error;
+    loader_ = nullptr;
+    ++revision_;
+}
+
+void RunData::releaseSeries(SeriesLoader loader)
+{
+    if (loader_ || isLive() || recordPath_.isEmpty()) return;
+    listedLastAccuracy_ = lastAccuracy();
+    listedBestAccuracy_ = bestAccuracy();
+    std::vector<StepPoint>().swap(steps_);
+    std::vector<EvalEvent>().swap(evals_);
+    std::vector<TelemetryEvent>().swap(telemetry_);
+    std::vector<MemoryEvent>().swap(memory_);
+    loader_ = std::move(loader);
+    ++revision_;
+}
+
 void RunData::apply(const TrainerEvent& event)
 {
     ++revision_;
@@ -73,11 +141,13 @@ void RunData::replaceContents(const RunData& other)
 
 double RunData::lastAccuracy() const
 {
+    if (loader_) return listedLastAccuracy_;
     return evals_.empty() ? std::numeric_limits<double>::quiet_NaN() : evals_.back().testAccuracy;
 }
 
 double RunData::bestAccuracy() const
 {
+    if (loader_) return listedBestAccuracy_;
     if (evals_.empty()) return std::numeric_limits<double>::quiet_NaN();
     double best = 0.0;
     for (const auto& e : evals_) best = std::max(best, e.testAccuracy);
@@ -94,7 +164,8 @@ double RunData::elapsedSeconds() const { return stepMs_ / 1000.0; }
 
 MemorySnapshot RunData::peakMemory() const
 {
-    return memory_.empty() ? MemorySnapshot{} : memory_.back().memory;
+    const auto& memory = this->memory();
+    return memory.empty() ? MemorySnapshot{} : memory.back().memory;
 }
 
 QString RunData::arithmeticKind() const

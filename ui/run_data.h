@@ -1,8 +1,14 @@
 // Everything the UI knows about one run, built by applying the trainer's events in order
 // (live from the controller, or replayed from a saved record: the same path). Owned and
 // touched by the GUI thread only; charts read it when they redraw.
+//
+// A saved run may be known from its listing only (the runs folder index, issue 37): the
+// runs list's facts are there, and its series (steps, evaluations, telemetry, memory)
+// are read from its record the first time anything asks for them, so a folder of
+// thousands costs memory for what is shown.
 #pragma once
 
+#include "report/runs_index.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -11,6 +17,8 @@
 #include <QString>
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -29,6 +37,20 @@ struct StepPoint {
 class RunData {
 public:
     explicit RunData(QString id, TrainSettings settings);
+
+    // Fills the run's series (the loader calls adoptSeries, or setSeriesError).
+    using SeriesLoader = std::function<void(RunData&)>;
+    // A saved run from its listing; `loader` reads its series when they are first asked for.
+    static std::shared_ptr<RunData> fromListing(QString id, const RunListing& listing, SeriesLoader loader);
+    // Whether the series are here (false: a listing whose series were not read yet).
+    bool hasSeries() const { return !loader_; }
+    // Takes the series of `full`, a replay of this run's record (the listed facts stay).
+    void adoptSeries(RunData&& full);
+    // The record could not be read again: no series, and the reason as its status message.
+    void setSeriesError(const QString& error);
+    // Drops the series of a saved run that is no longer shown; `loader` reads them again.
+    // Ignored for a live run and one without a record.
+    void releaseSeries(SeriesLoader loader);
 
     void apply(const TrainerEvent& e);   // appends; bumps revision()
     void finish(const RunResult& r);
@@ -67,25 +89,29 @@ public:
     // Its first word when it is "hardware" or "exact" (16-bit products); empty otherwise.
     QString arithmeticKind() const;
 
-    const std::vector<StepPoint>& steps() const { return steps_; }
-    const std::vector<EvalEvent>& evals() const { return evals_; }
-    const std::vector<TelemetryEvent>& telemetry() const { return telemetry_; }
-    const std::vector<MemoryEvent>& memory() const { return memory_; }
+    // The series: read from the record first when this is a listing (see hasSeries).
+    const std::vector<StepPoint>& steps() const { return ensureSeries().steps_; }
+    const std::vector<EvalEvent>& evals() const { return ensureSeries().evals_; }
+    const std::vector<TelemetryEvent>& telemetry() const { return ensureSeries().telemetry_; }
+    const std::vector<MemoryEvent>& memory() const { return ensureSeries().memory_; }
     const std::vector<SettingChangeEvent>& changes() const { return changes_; }
     // Changes asked for while the run went on and refused (nothing changed).
     const std::vector<ChangeRefusedEvent>& refusals() const { return refusals_; }
 
     std::int64_t skippedSteps() const { return skipped_; }
-    double lastAccuracy() const;          // NaN before the first evaluation
-    double bestAccuracy() const;          // NaN before the first evaluation
+    // NaN before the first evaluation. Neither reads the series of a listing.
+    double lastAccuracy() const;
+    double bestAccuracy() const;
     double imagesPerSecond() const;       // over the run so far (or the final figure)
     double elapsedSeconds() const;        // sum of step times
-    MemorySnapshot peakMemory() const;
+    MemorySnapshot peakMemory() const;    // reads the series of a listing
 
     // Increases with every change; charts redraw only when it moved.
     std::uint64_t revision() const { return revision_; }
 
 private:
+    const RunData& ensureSeries() const;
+
     QString id_;
     QString name_;
     TrainSettings settings_;
@@ -110,6 +136,9 @@ private:
     double stepMs_ = 0.0;
     double finalImagesPerSecond_ = 0.0;
     std::uint64_t revision_ = 0;
+    SeriesLoader loader_;   // set while the series are not here
+    double listedLastAccuracy_ = std::numeric_limits<double>::quiet_NaN();
+    double listedBestAccuracy_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 using RunPtr = std::shared_ptr<RunData>;

@@ -11,8 +11,8 @@ namespace plab::ui {
 
 RunListModel::RunListModel(RunStore* store, QObject* parent) : QAbstractTableModel(parent), store_(store)
 {
-    connect(store_, &RunStore::runAboutToBeAdded, this, [this](int row) { beginInsertRows({}, row, row); });
-    connect(store_, &RunStore::runAdded, this, [this](int) { endInsertRows(); });
+    connect(store_, &RunStore::runsAboutToBeAdded, this, [this](int first, int last) { beginInsertRows({}, first, last); });
+    connect(store_, &RunStore::runsAdded, this, [this](int, int) { endInsertRows(); });
     connect(store_, &RunStore::runAboutToBeRemoved, this, [this](int row) {
         const bool wasCompared = compared_.remove(store_->runs()[row]->id());
         beginRemoveRows({}, row, row);

@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QPointer>
 #include <QStandardPaths>
 
 #include <algorithm>
@@ -28,12 +29,61 @@ QString freeRecordPath(const QString& dir, const QString& stem)
     return path;
 }
 
+// A record read whole and replayed into a run, as a live run would have built it.
+RunPtr readRun(const QString& file, const QString& id, QString* error)
+{
+    try {
+        const nlohmann::json record = loadRunRecord(toPath(file));
+        const ReplayedRun replay = replayRecord(record, file.toStdString());
+        auto run = std::make_shared<RunData>(id, replay.settings);
+        for (const auto& e : replay.events) run->apply(e);
+        // A record without its final summary is interrupted only when its writer is gone:
+        // one that another process (plab train --out, another app) still writes is live.
+        if (!replay.interrupted || !recordWriterAlive(toPath(file))) {
+            run->finish(replay.result);
+            run->setInterrupted(replay.interrupted);
+        }
+        const std::string name = record.value("name", std::string());
+        run->setName(name.empty() ? id : QString::fromStdString(name));
+        run->setRecordPath(file);
+        return run;
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return nullptr;
+    }
+}
+
 }  // namespace
 
 RunStore::RunStore(QString runsDir, QObject* parent) : QObject(parent), runsDir_(std::move(runsDir))
 {
     followTimer_.setInterval(1000);
     connect(&followTimer_, &QTimer::timeout, this, &RunStore::refreshFollowed);
+}
+
+RunStore::~RunStore()
+{
+    cancelScan_ = true;
+    if (scanThread_.joinable()) scanThread_.join();
+}
+
+RunData::SeriesLoader RunStore::seriesLoader()
+{
+    // Runs outlive the store at shutdown (charts hold them): the loader needs nothing of it
+    // but a guarded way to report a record that cannot be read again.
+    QPointer<RunStore> store(this);
+    return [store](RunData& run) {
+        QString error;
+        if (RunPtr full = readRun(run.recordPath(), run.id(), &error)) {
+            run.adoptSeries(std::move(*full));
+            return;
+        }
+        const QString sentence = RunStore::tr("Could not read the run record %1 again: %2").arg(run.recordPath(), error);
+        run.setSeriesError(sentence);
+        if (store)
+            QMetaObject::invokeMethod(
+                store, [store, sentence] { if (store) emit store->problem(sentence); }, Qt::QueuedConnection);
+    };
 }
 
 QString RunStore::defaultRunsDir()
@@ -67,29 +117,6 @@ QColor RunStore::nextColor()
     return palette[colorsHanded_++ % std::size(palette)];
 }
 
-RunPtr RunStore::loadRecordFile(const QString& file, const QString& id, QString* error) const
-{
-    try {
-        const nlohmann::json record = loadRunRecord(toPath(file));
-        const ReplayedRun replay = replayRecord(record, file.toStdString());
-        auto run = std::make_shared<RunData>(id, replay.settings);
-        for (const auto& e : replay.events) run->apply(e);
-        // A record without its final summary is interrupted only when its writer is gone:
-        // one that another process (plab train --out, another app) still writes is live.
-        if (!replay.interrupted || !recordWriterAlive(toPath(file))) {
-            run->finish(replay.result);
-            run->setInterrupted(replay.interrupted);
-        }
-        const std::string name = record.value("name", std::string());
-        run->setName(name.empty() ? id : QString::fromStdString(name));
-        run->setRecordPath(file);
-        return run;
-    } catch (const std::exception& e) {
-        if (error) *error = QString::fromStdString(e.what());
-        return nullptr;
-    }
-}
-
 void RunStore::follow(const RunPtr& run)
 {
     if (!run->isLive()) return;
@@ -111,7 +138,7 @@ void RunStore::refreshFollowed()
         const bool writerGone = !recordWriterAlive(toPath(r->recordPath()));
         if (modified != it.value() || writerGone) {
             it.value() = modified;
-            if (RunPtr fresh = loadRecordFile(r->recordPath(), r->id(), nullptr)) {
+            if (RunPtr fresh = readRun(r->recordPath(), r->id(), nullptr)) {
                 r->replaceContents(*fresh);
                 emit runChanged(indexOf(r->id()));
             }
@@ -124,29 +151,86 @@ void RunStore::refreshFollowed()
 QStringList RunStore::loadAll()
 {
     QStringList problems;
-    QDir dir(runsDir_);
-    const auto files = dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
-    for (const QFileInfo& info : files) {
-        if (info.fileName().startsWith(QLatin1Char('.'))) continue;   // a half-written temp file
-        const QString id = info.completeBaseName();
-        if (indexOf(id) >= 0) continue;
-        QString error;
-        if (RunPtr run = loadRecordFile(info.absoluteFilePath(), id, &error)) {
-            insertRun(run, count());
-            follow(run);
-        } else
-            problems << tr("Could not open the run record %1: %2").arg(info.fileName(), error);
-    }
+    const std::atomic<bool> never{false};
+    scanRunsFolder(toPath(runsDir_), [&](std::vector<ScannedRecord>&& records) { addScanned(std::move(records), &problems); },
+                   never);
     return problems;
 }
 
-void RunStore::insertRun(const RunPtr& run, int row)
+void RunStore::loadAllInBackground()
 {
+    if (scanThread_.joinable()) return;
+    loadingDone_ = false;
+    loadingProblems_.clear();
+    // The thread only reads files and posts its batches to this object; the destructor
+    // cancels and joins it before anything it posts to could be gone.
+    scanThread_ = std::thread([this, folder = toPath(runsDir_)] {
+        scanRunsFolder(folder, [this](std::vector<ScannedRecord>&& records) {
+            auto batch = std::make_shared<std::vector<ScannedRecord>>(std::move(records));
+            QMetaObject::invokeMethod(this, [this, batch] {
+                addScanned(std::move(*batch), &loadingProblems_);
+                emit loadingProgress(count());
+            }, Qt::QueuedConnection);
+        }, cancelScan_);
+        QMetaObject::invokeMethod(this, [this] {
+            loadingDone_ = true;
+            emit loadingFinished(loadingProblems_);
+        }, Qt::QueuedConnection);
+    });
+}
+
+void RunStore::addScanned(std::vector<ScannedRecord>&& records, QStringList* problems)
+{
+    QList<RunPtr> fresh;
+    for (ScannedRecord& r : records) {
+        const QString id = QString::fromStdString(r.id);
+        if (ids_.contains(id)) continue;   // opened meanwhile
+        const QString file = QString::fromStdString(r.file.string());
+        const QString fileName = QString::fromStdString(r.file.filename().string());
+        RunPtr run;
+        QString error = QString::fromStdString(r.error);
+        if (r.listing && r.writerAlive)
+            run = readRun(file, id, &error);   // still being written: read whole, and followed
+        else if (r.listing)
+            run = RunData::fromListing(id, *r.listing, seriesLoader());
+        if (!run) {
+            *problems << tr("Could not open the run record %1: %2").arg(fileName, error);
+            continue;
+        }
+        run->setRecordPath(file);
+        fresh << run;
+    }
+    insertRuns(fresh, count());
+    for (const RunPtr& run : fresh) follow(run);
+}
+
+void RunStore::insertRuns(const QList<RunPtr>& runs, int row)
+{
+    if (runs.isEmpty()) return;
     row = std::clamp(row, 0, count());
-    if (!run->color().isValid()) run->setColor(nextColor());
-    emit runAboutToBeAdded(row);
-    runs_.insert(row, run);
-    emit runAdded(row);
+    for (const RunPtr& run : runs) {
+        if (!run->color().isValid()) run->setColor(nextColor());
+        ids_.insert(run->id());
+    }
+    const int last = row + static_cast<int>(runs.size()) - 1;
+    emit runsAboutToBeAdded(row, last);
+    for (int i = 0; i < runs.size(); ++i) runs_.insert(row + i, runs[i]);
+    emit runsAdded(row, last);
+}
+
+void RunStore::keepSeriesOf(const QList<RunPtr>& shown)
+{
+    constexpr qsizetype kKeptUnshown = 8;   // switching back and forth between a few runs is instant
+    for (auto it = shown.rbegin(); it != shown.rend(); ++it) {
+        if (!*it) continue;
+        recentlyShown_.removeAll((*it)->id());
+        recentlyShown_.prepend((*it)->id());
+    }
+    while (recentlyShown_.size() > shown.size() + kKeptUnshown) recentlyShown_.removeLast();
+    const QSet<QString> keep(recentlyShown_.begin(), recentlyShown_.end());
+    for (const RunPtr& run : runs_)
+        if (run->hasSeries() && !keep.contains(run->id()) && QFileInfo::exists(run->recordPath()))
+            run->releaseSeries(seriesLoader());
 }
 
 void RunStore::trackController(TrainingController* controller)
@@ -180,7 +264,7 @@ void RunStore::applyEvents(const QString& id, const QVector<TrainerEvent>& event
 
 void RunStore::reloadFromRecord(const RunPtr& run)
 {
-    if (RunPtr fresh = loadRecordFile(run->recordPath(), run->id(), nullptr)) run->replaceContents(*fresh);
+    if (RunPtr fresh = readRun(run->recordPath(), run->id(), nullptr)) run->replaceContents(*fresh);
 }
 
 void RunStore::finishRun(const QString& id, const RunResult& result)
@@ -247,6 +331,7 @@ QString RunStore::remove(const QString& id)
     }
     emit runAboutToBeRemoved(row);
     runs_.removeAt(row);
+    ids_.remove(run->id());
     emit runRemoved(row);
     trash_.push_back({run, row, trashPath, weightsTrashPath});
     emit undoAvailableChanged(true);
@@ -293,7 +378,7 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
         // A record that appeared there since start-up (a plab train --out into the runs
         // folder, maybe still running): shown in place, followed while it is written.
         QString problem;
-        RunPtr here = loadRecordFile(info.absoluteFilePath(), info.completeBaseName(), &problem);
+        RunPtr here = readRun(info.absoluteFilePath(), info.completeBaseName(), &problem);
         if (!here) {
             if (error) *error = problem;
             return nullptr;
@@ -304,7 +389,7 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
     }
     // Check it first, so that nothing unreadable lands in the runs folder.
     QString problem;
-    RunPtr probe = loadRecordFile(info.absoluteFilePath(), info.completeBaseName(), &problem);
+    RunPtr probe = readRun(info.absoluteFilePath(), info.completeBaseName(), &problem);
     if (!probe) {
         if (error) *error = problem;
         return nullptr;
@@ -318,7 +403,7 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
         if (error) *error = tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_);
         return nullptr;
     }
-    RunPtr run = loadRecordFile(target, QFileInfo(target).completeBaseName(), &problem);
+    RunPtr run = readRun(target, QFileInfo(target).completeBaseName(), &problem);
     if (!run) {
         if (error) *error = problem;
         return nullptr;

@@ -1,19 +1,27 @@
-// The runs folder and the runs in it: every saved run record loaded at start-up (replayed
-// into RunData exactly like a live run), live runs fed by the training controller, and
-// rename, delete with undo (records move to a trash subfolder, never deleted), and
-// opening a record from elsewhere (copied into the runs folder).
+// The runs folder and the runs in it: every saved run listed at start-up from the
+// folder's index (read off the GUI thread; a record's series are read when it is shown),
+// live runs fed by the training controller, and rename, delete with undo (records move to
+// a trash subfolder, never deleted), and opening a record from elsewhere (copied into the
+// runs folder).
 #pragma once
 
 #include "run_data.h"
 #include "trainer_metatypes.h"
 
+#include "report/runs_index.h"
+
 #include <QHash>
+#include <QSet>
 #include <QList>
 #include <QObject>
 #include <QString>
 #include <QStringList>
 #include <QDateTime>
 #include <QTimer>
+
+#include <atomic>
+#include <thread>
+#include <vector>
 
 namespace plab::ui {
 
@@ -23,15 +31,24 @@ class RunStore : public QObject {
     Q_OBJECT
 public:
     explicit RunStore(QString runsDir, QObject* parent = nullptr);
+    ~RunStore() override;   // stops a background load first
 
     // $XDG_DATA_HOME/precision-lab/runs (~/.local/share/precision-lab/runs).
     static QString defaultRunsDir();
     QString runsDir() const { return runsDir_; }
     QString trashDir() const;
 
-    // Loads every record of the runs folder, oldest first. Returns one sentence per file
-    // that could not be read (such files are left where they are).
+    // Lists every record of the runs folder, oldest first, on this thread. Returns one
+    // sentence per file that could not be read (such files are left where they are).
     QStringList loadAll();
+    // The same on a thread of its own (the app's start-up): runs are added in batches as
+    // they are read (loadingProgress), then loadingFinished gives the problems.
+    void loadAllInBackground();
+    bool isLoading() const { return scanThread_.joinable() && !loadingDone_; }
+
+    // Memory for what is shown: the series of these runs and of the few shown just before
+    // are kept; any other saved run keeps only its listing (read again when shown).
+    void keepSeriesOf(const QList<RunPtr>& shown);
 
     const QList<RunPtr>& runs() const { return runs_; }
     int count() const { return static_cast<int>(runs_.size()); }
@@ -58,8 +75,8 @@ public:
     RunPtr openRecord(const QString& file, QString* error);
 
 signals:
-    void runAboutToBeAdded(int row);
-    void runAdded(int row);
+    void runsAboutToBeAdded(int first, int last);
+    void runsAdded(int first, int last);
     void runAboutToBeRemoved(int row);
     void runRemoved(int row);
     void runChanged(int row);
@@ -67,6 +84,8 @@ signals:
     // Something the store did on its own failed (a rename kept for a run that trained):
     // one sentence for people.
     void problem(const QString& sentence);
+    void loadingProgress(int runs);
+    void loadingFinished(const QStringList& problems);
 
 private:
     struct Trashed {
@@ -75,8 +94,10 @@ private:
         QString trashPath;
         QString weightsTrashPath;   // its final weights, moved with it (empty: none moved)
     };
-    RunPtr loadRecordFile(const QString& file, const QString& id, QString* error) const;
-    void insertRun(const RunPtr& run, int row);
+    void addScanned(std::vector<ScannedRecord>&& records, QStringList* problems);
+    RunData::SeriesLoader seriesLoader();
+    void insertRun(const RunPtr& run, int row) { insertRuns({run}, row); }
+    void insertRuns(const QList<RunPtr>& runs, int row);
     void reloadFromRecord(const RunPtr& run);
     QColor nextColor();
     // Records another process is still writing (a live plab train --out, another app):
@@ -91,6 +112,12 @@ private:
     int colorsHanded_ = 0;
     QHash<QString, QDateTime> followed_;   // run id -> its record's last modification seen
     QTimer followTimer_;
+    QSet<QString> ids_;              // of runs_, for the scan's "already listed" test
+    QStringList recentlyShown_;      // run ids, the most recent first
+    std::thread scanThread_;
+    std::atomic<bool> cancelScan_{false};
+    bool loadingDone_ = false;
+    QStringList loadingProblems_;
 };
 
 }  // namespace plab::ui
