@@ -16,10 +16,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 using namespace plab;
 using namespace plab::ui;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -355,6 +357,42 @@ private slots:
         closing.reset();
         const json pausedRecord = loadRunRecord(dir_.path() / "runs" / (pausedId.toStdString() + ".json"));
         QCOMPARE(pausedRecord["summary"]["status"].get<std::string>(), std::string("stopped"));
+    }
+
+    // Issue 37: weights a configuration names outside the runs folder that cannot be
+    // written (a missing folder) or that would overwrite an input fail the run before its
+    // first step, naming the key; they were found only after the last step.
+    void unwritableOutputsFailBeforeTraining_data()
+    {
+        QTest::addColumn<QString>("key");
+        QTest::addRow("save_weights in a missing folder") << "save_weights";
+        QTest::addRow("write_batches over read_batches") << "write_batches";
+    }
+    void unwritableOutputsFailBeforeTraining()
+    {
+        QFETCH(QString, key);
+        TrainingController c(runsDir());
+        EventLog log;
+        log.attach(c);
+        QSignalSpy started(&c, &TrainingController::runStarted);
+        QSignalSpy failed(&c, &TrainingController::failed);
+        QSignalSpy finished(&c, &TrainingController::runFinished);
+        TrainSettings s = settings(5);
+        if (key == QLatin1String("save_weights")) {
+            s.saveWeights = (dir_.path() / "no-such-folder" / "w.safetensors").string();
+        } else {
+            const fs::path batches = dir_.path() / "batches.txt";
+            { std::ofstream(batches) << "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15\n"; }
+            s.readBatches = batches.string();
+            s.writeBatches = batches.string();
+        }
+        const QString id = c.start(s, QStringLiteral("bad output"));
+        QTRY_COMPARE(finished.count(), 1);
+        QCOMPARE(failed.count(), 1);
+        QVERIFY2(failed.at(0).at(1).toString().contains(key), qPrintable(failed.at(0).at(1).toString()));
+        QCOMPARE(started.count(), 0);
+        QCOMPARE(log.count<StepEvent>(id), 0);
+        QCOMPARE(resultOf(finished, id).status, RunStatus::failed);
     }
 
     void badDataFolderFailsWithOneSentence()

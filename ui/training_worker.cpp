@@ -1,6 +1,8 @@
 // One run on the training thread: data, trainer, run record, events out.
 #include "training_worker.h"
 
+#include "files/output_paths.h"
+
 #include "data/dataset.h"
 #include "report/run_record.h"
 #include "train/trainer.h"
@@ -69,8 +71,21 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
         return;
     }
 
-    // Data first: a bad data folder is the user's to fix and is reported before any record exists.
+    // Outputs first (issue 37): weights or batches the settings name outside the runs
+    // folder (a pasted or loaded configuration) must be writable, not a folder and not an
+    // input, found now and not after the last step.
     const TrainSettings& settings = job->settings;
+    try {
+        checkOutputPaths({{"the run record", job->recordPath.toStdString()},
+                          {"save_weights", settings.saveWeights},
+                          {"write_batches", settings.writeBatches}},
+                         {{"init_weights", settings.initWeights}, {"read_batches", settings.readBatches}});
+    } catch (const std::exception& e) {
+        notify({WorkerNotice::Kind::finished, id, endedBeforeTraining(RunStatus::failed, e.what()), false});
+        return;
+    }
+
+    // Data next: a bad data folder is the user's to fix and is reported before any record exists.
     const std::filesystem::path dataDir = settings.dataDir.empty() ? defaultDataDir() : std::filesystem::path(settings.dataDir);
     DataSplit data;
     std::string notice;
