@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The ThreadSanitizer pass (issue 11): the engine, the UI library and tst_ui_controller
-# built with -fsanitize=thread into build-tsan/, apart from the normal build, then the
-# controller suite run offscreen: runs that start, pause, resume, take setting changes,
+# The ThreadSanitizer pass (issue 11): the engine, the UI library, tst_ui_controller and
+# tst_ui_models built with -fsanitize=thread into build-tsan/, apart from the normal build,
+# then both suites run offscreen: runs that start, pause, resume, take setting changes,
 # stop, are superseded, and are closed (the controller destroyed) while they train, with
-# the trainer on its own thread and the CPU backend's pool beside it.
+# the trainer on its own thread and the CPU backend's pool beside it; and the runs folder
+# listed on a thread of its own (with two reader threads) while the model fills, and
+# closed while it is listed (issue 37).
 # Qt is not instrumented: reports that only Qt's own synchronisation would explain are
 # suppressed in scripts/tsan.supp, each with its reason; nothing of ours is. Exits
 # non-zero when the suite fails or ThreadSanitizer reports anything not suppressed.
-#   scripts/tsan.sh [extra arguments for the test executable, e.g. a test function]
+#   scripts/tsan.sh [extra arguments for tst_ui_controller, e.g. a test function]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-tsan"
@@ -17,7 +19,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-cmake --build "$build" --target tst_ui_controller -j"$(nproc)"
+cmake --build "$build" --target tst_ui_controller tst_ui_models -j"$(nproc)"
 
 log="$build/tsan-report.log"
 rm -f "$log".*
@@ -28,6 +30,7 @@ rm -f "$log".*
 export TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp halt_on_error=0 exitcode=66 second_deadlock_stack=1 history_size=4 die_after_fork=0 log_path=$log"
 status=0
 ( cd "$build/tests" && QT_QPA_PLATFORM=offscreen ./tst_ui_controller "$@" ) || status=$?
+( cd "$build/tests" && QT_QPA_PLATFORM=offscreen ./tst_ui_models ) || status=$?
 reports=$(cat "$log".* 2>/dev/null | grep -c "^WARNING: ThreadSanitizer" || true)
 if [ "$reports" -gt 0 ]; then
   cat "$log".*
