@@ -29,6 +29,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScrollArea>
@@ -108,7 +109,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     // The runs folder is listed off the GUI thread (its index, or each record once): the
     // window is usable at once and the list fills in batches.
     connect(store_, &RunStore::loadingProgress, this, [this](int runs) {
-        statusBar()->showMessage(tr("Reading the runs folder: %Ln run(s)…", nullptr, runs));
+        statusBar()->showMessage(tr("Reading the runs folder: %1 runs listed so far…").arg(QLocale().toString(runs)));
     });
     connect(store_, &RunStore::loadingFinished, this, [this](const QStringList& problems) {
         statusBar()->clearMessage();
