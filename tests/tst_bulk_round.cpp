@@ -3,6 +3,7 @@
 // links: plab_numerics
 #include "numerics/bulk_round.h"
 #include "numerics/simd_level.h"
+#include "numerics/storage_convert.h"
 
 #include <QTest>
 
@@ -156,6 +157,13 @@ private slots:
     void countsAccumulateAcrossCalls();
     void fp32OnlyCounts();
     void disjointRangesConcurrently();
+    // Issue 31: 16-bit storage.
+    void widenIsExactForEveryPattern_data();
+    void widenIsExactForEveryPattern();
+    void narrowMatchesTheFormatsRounding_data();
+    void narrowMatchesTheFormatsRounding();
+    void roundingTapInto16BitsMatchesRoundArray_data();
+    void roundingTapInto16BitsMatchesRoundArray();
 };
 
 static void addPathRows()
@@ -301,6 +309,110 @@ void TestBulkRound::disjointRangesConcurrently()
     QVERIFY(parts[0] == whole);
     QVERIFY(partHists[0] == wholeHist);
     QVERIFY(std::memcmp(out.data(), outThreads.data(), out.size() * sizeof(float)) == 0);
+}
+
+static void addStorageRows()
+{
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<QString>("level");
+    for (const char* f : {"fp16", "bf16"})
+        for (const char* level : {"avx512", "avx2", "scalar"})
+            QTest::addRow("%s %s path", f, level) << QString::fromLatin1(f) << QString::fromLatin1(level);
+}
+
+static std::uint16_t referenceBits(Format f, float x) { return f == Format::fp16 ? fp32ToFp16Bits(x) : fp32ToBf16Bits(x); }
+static float referenceValue(Format f, std::uint16_t b) { return f == Format::fp16 ? fp16BitsToFp32(b) : bf16BitsToFp32(b); }
+// Widening as the hardware does it: exact, a signaling fp16 NaN made quiet.
+static std::uint32_t widenedBits(Format f, std::uint16_t b)
+{
+    const std::uint32_t x = bitsOf(referenceValue(f, b));
+    return f == Format::fp16 && (x & 0x7FFFFFFFu) > 0x7F800000u ? x | 0x00400000u : x;
+}
+
+void TestBulkRound::widenIsExactForEveryPattern_data() { addStorageRows(); }
+
+// All 65,536 patterns (NaN payloads included), from a misaligned start, against the
+// scalar conversion (itself checked against the format's definition in tst_format).
+void TestBulkRound::widenIsExactForEveryPattern()
+{
+    QFETCH(QString, format);
+    QFETCH(QString, level);
+    const Format f = formatFromName(format);
+    PLAB_CAP_AT_ROW_LEVEL(level);
+    std::vector<std::uint16_t> bits(65536 + 1);
+    for (std::uint32_t b = 0; b < 65536; ++b) bits[b + 1] = static_cast<std::uint16_t>(b);
+    std::vector<float> wide(65536 + 2, -7.0f);
+    widenArray(f, bits.data() + 1, wide.data() + 1, 65536);
+    for (std::uint32_t b = 0; b < 65536; ++b)
+        if (bitsOf(wide[b + 1]) != widenedBits(f, static_cast<std::uint16_t>(b)))
+            QFAIL(qPrintable(QStringLiteral("pattern %1: got %2").arg(b, 4, 16, QLatin1Char('0')).arg(hex(bitsOf(wide[b + 1])))));
+    QCOMPARE(wide[0], -7.0f);
+    QCOMPARE(wide[65537], -7.0f);
+    // Narrowing what was widened gives the pattern back (NaNs are quiet already).
+    std::vector<std::uint16_t> back(65536);
+    narrowArray(f, wide.data() + 1, back.data(), 65536);
+    for (std::uint32_t b = 0; b < 65536; ++b) {
+        const bool signalingNan = referenceBits(f, referenceValue(f, static_cast<std::uint16_t>(b))) != b;
+        if (!signalingNan && back[b] != b) QFAIL(qPrintable(QStringLiteral("pattern %1 came back as %2").arg(b).arg(back[b])));
+    }
+}
+
+void TestBulkRound::narrowMatchesTheFormatsRounding_data() { addStorageRows(); }
+
+// Every tie between neighbouring 16-bit values and the fp32 values either side of it,
+// then random and special patterns, in lengths with tails, against the scalar rounding.
+void TestBulkRound::narrowMatchesTheFormatsRounding()
+{
+    QFETCH(QString, format);
+    QFETCH(QString, level);
+    const Format f = formatFromName(format);
+    PLAB_CAP_AT_ROW_LEVEL(level);
+    std::vector<float> inputs;
+    for (std::uint32_t b = 0; b < 65535; ++b) {
+        const float lo = referenceValue(f, static_cast<std::uint16_t>(b));
+        const float hi = referenceValue(f, static_cast<std::uint16_t>(b + 1));
+        if (!std::isfinite(lo) || !std::isfinite(hi) || std::signbit(lo) != std::signbit(hi)) continue;
+        const float tie = static_cast<float>((static_cast<double>(lo) + static_cast<double>(hi)) / 2.0);
+        for (float x : {lo, tie, std::nextafter(tie, 0.0f), std::nextafter(tie, std::copysign(INFINITY, tie))})
+            inputs.push_back(x);
+    }
+    const std::vector<float> random = testArray(100003, 17u);
+    inputs.insert(inputs.end(), random.begin(), random.end());
+    for (std::size_t n : {inputs.size(), std::size_t{15}, std::size_t{17}, std::size_t{1}}) {
+        std::vector<std::uint16_t> out(n + 1, 0xABCD);
+        narrowArray(f, inputs.data(), out.data(), n);
+        for (std::size_t i = 0; i < n; ++i)
+            if (out[i] != referenceBits(f, inputs[i]))
+                QFAIL(qPrintable(QStringLiteral("input %1: got %2, expected %3").arg(hex(bitsOf(inputs[i])))
+                                     .arg(out[i], 4, 16, QLatin1Char('0')).arg(referenceBits(f, inputs[i]), 4, 16, QLatin1Char('0'))));
+        QCOMPARE(out[n], std::uint16_t{0xABCD});   // nothing written past the end
+    }
+}
+
+void TestBulkRound::roundingTapInto16BitsMatchesRoundArray_data() { addStorageRows(); }
+
+// The tap into 16-bit storage counts what roundArray counts and stores its values.
+void TestBulkRound::roundingTapInto16BitsMatchesRoundArray()
+{
+    QFETCH(QString, format);
+    QFETCH(QString, level);
+    const Format f = formatFromName(format);
+    PLAB_CAP_AT_ROW_LEVEL(level);
+    const std::vector<float> x = clusteredArray(10007, 3u);
+    RoundingStats stats, expectedStats;
+    GradientHistogram hist, expectedHist;
+    std::vector<std::uint16_t> bits(x.size());
+    roundArrayTo16(f, x.data(), bits.data(), x.size(), &stats, &hist);
+    std::vector<float> rounded(x.size());
+    roundArray(f, x.data(), rounded.data(), x.size(), &expectedStats, &expectedHist);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (bitsOf(referenceValue(f, bits[i])) != bitsOf(roundTo(f, x[i])))
+            QFAIL(qPrintable(QStringLiteral("index %1 input %2").arg(i).arg(hex(bitsOf(x[i])))));
+    QCOMPARE(describe(stats), describe(expectedStats));
+    QVERIFY(hist.bins == expectedHist.bins);
+    QCOMPARE(hist.zeros, expectedHist.zeros);
+    QCOMPARE(hist.nonFinite, expectedHist.nonFinite);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, narrowArray(Format::tf32, x.data(), bits.data(), 1));
 }
 
 QTEST_APPLESS_MAIN(TestBulkRound)
