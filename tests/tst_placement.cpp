@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "checking_backend.h"
 #include "nn/model.h"
+#include "numerics/format.h"
 #include "optim/grad_unscale.h"
 #include "optim/optimizer.h"
 #include "tensor/byte_buffer.h"
@@ -18,6 +19,7 @@
 
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -169,6 +171,68 @@ private slots:
         }
         QVERIFY(device.violations().empty());
         QCOMPARE(device.live(), std::size_t{0});   // everything released
+    }
+
+    // Issue 31: a tensor packed into its 16-bit storage format holds that format's bits,
+    // exactly, keeps its accounted bytes, refuses fp32 access, and unpacks before it goes
+    // to a device or changes format.
+    void packedTensorHoldsItsFormatsBits()
+    {
+        for (const Format f : {Format::fp16, Format::bf16}) {
+            // Values the format holds, from its own bit patterns (the largest finite one, a
+            // subnormal, signed zero), so packing is exact.
+            const std::vector<std::uint16_t> patterns = f == Format::fp16
+                ? std::vector<std::uint16_t>{0x3C00, 0xBC00, 0x7BFF, 0x0001, 0x8000, 0x3555}
+                : std::vector<std::uint16_t>{0x3F80, 0xBF80, 0x7F7F, 0x0001, 0x8000, 0x3EAB};
+            std::vector<float> values;
+            for (auto b : patterns) values.push_back(f == Format::fp16 ? fp16BitsToFp32(b) : bf16BitsToFp32(b));
+            MemoryAccountant memory;
+            Tensor t({2, 3}, f);
+            t.track(&memory, MemoryCategory::activations);
+            t.assignFromHost(values.data(), 6);
+            QCOMPARE(memory.snapshot().totalLive, std::int64_t{12});
+            t.pack();
+            QVERIFY(t.packed());
+            QCOMPARE(memory.snapshot().totalLive, std::int64_t{12});   // the bytes it always claimed
+            for (int i = 0; i < 6; ++i) QCOMPARE(t.bits16()[i], patterns[static_cast<std::size_t>(i)]);
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, t.data());
+            const std::vector<float> back = t.toHost();
+            for (int i = 0; i < 6; ++i) QCOMPARE(std::bit_cast<std::uint32_t>(back[static_cast<std::size_t>(i)]),
+                                                 std::bit_cast<std::uint32_t>(values[static_cast<std::size_t>(i)]));
+
+            Tensor copy = t;   // copies and moves keep the bits
+            QVERIFY(copy.packed());
+            QCOMPARE(copy.bits16()[2], patterns[2]);
+            Tensor moved = std::move(copy);
+            QCOMPARE(moved.bits16()[5], patterns[5]);
+            Tensor assigned({1});
+            assigned = moved;
+            QCOMPARE(assigned.bits16()[0], patterns[0]);
+
+            t.resize({3, 3});   // grows with zeros, as an fp32 tensor does
+            QCOMPARE(t.bits16()[8], std::uint16_t{0});
+            QCOMPARE(t.bits16()[2], patterns[2]);
+            QCOMPARE(memory.snapshot().totalLive, std::int64_t{18});
+            const float one = 1.0f;
+            t.assignFromHost(&one, 1);
+            QCOMPARE(t.toHost()[0], 1.0f);
+            t.fill(0.1f);   // rounded to the format
+            QCOMPARE(t.toHost()[4], roundTo(f, 0.1f));
+
+            TrackingAllocator device;
+            t.place(&device);   // devices hold fp32: unpacked on the way
+            QVERIFY(!t.packed());
+            QVERIFY(device.owns(t.data(), 9 * sizeof(float)));
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, t.pack());
+            t.place(nullptr);
+            t.pack();
+            t.setStorage(Format::fp32);   // another format: unpacked, values kept
+            QVERIFY(!t.packed());
+            QCOMPARE(t[4], roundTo(f, 0.1f));
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, t.pack());   // fp32 has no 16-bit form
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, t.bits16());
+            QVERIFY(device.violations().empty());
+        }
     }
 
     void trainingStaysOnTheDevice_data()

@@ -1,5 +1,8 @@
-// Dense fp32-held tensors whose accounted size is that of their storage format.
+// Dense tensors whose accounted size is that of their storage format: held as fp32 values,
+// or on the host packed into their 16-bit format's bits.
 #include "tensor/tensor.h"
+
+#include "numerics/storage_convert.h"
 
 #include <algorithm>
 #include <sstream>
@@ -36,6 +39,8 @@ Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.s
 {
     if (!o.device_) {
         host_ = o.host_;
+        packedHost_ = o.packedHost_;
+        packed_ = o.packed_;
         return;
     }
     device_ = o.device_;
@@ -59,7 +64,11 @@ Tensor& Tensor::operator=(const Tensor& o)
     if (!o.device_ && device_) place(nullptr);
     if (!o.device_) {
         host_ = o.host_;
+        packedHost_ = o.packedHost_;
+        packed_ = o.packed_;
     } else {
+        packedHost_ = {};
+        packed_ = false;
         allocate(o.size_, 0, false);
         if (o.size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(o.size_) * sizeof(float));
     }
@@ -87,6 +96,8 @@ void Tensor::takeFrom(Tensor& o) noexcept
     shape_ = std::move(o.shape_);
     size_ = o.size_;
     host_ = std::move(o.host_);
+    packedHost_ = std::move(o.packedHost_);
+    packed_ = o.packed_;
     device_ = o.device_;
     deviceData_ = o.deviceData_;
     deviceCapacity_ = o.deviceCapacity_;
@@ -96,6 +107,8 @@ void Tensor::takeFrom(Tensor& o) noexcept
     category_ = o.category_;
     o.accountant_ = nullptr;
     o.host_.clear();
+    o.packedHost_.clear();
+    o.packed_ = false;
     o.shape_.clear();
     o.size_ = 0;
     o.device_ = nullptr;
@@ -118,8 +131,11 @@ void Tensor::releaseDevice() noexcept
 
 void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
 {
-    if (!device_) {
-        host_.resize(static_cast<std::size_t>(count));
+    if (!device_) {   // zeros are +0 in the 16-bit formats too
+        if (packed_)
+            packedHost_.resize(static_cast<std::size_t>(count));
+        else
+            host_.resize(static_cast<std::size_t>(count));
         return;
     }
     if (count <= deviceCapacity_) {   // new elements start at zero, as std::vector's do
@@ -146,6 +162,7 @@ void Tensor::place(DeviceAllocator* device)
     // tensor switches over only once nothing can throw any more. A failed allocation or
     // copy (out of device memory) leaves it where it was, with its values.
     if (device == device_) return;
+    if (packed_) unpack();   // devices hold fp32 values
     const auto bytesOfValues = static_cast<std::size_t>(size_) * sizeof(float);
     if (!device) {   // device -> host
         std::vector<float> values = toHost();
@@ -176,6 +193,11 @@ void Tensor::place(DeviceAllocator* device)
 
 std::vector<float> Tensor::toHost() const
 {
+    if (packed_) {
+        std::vector<float> values(static_cast<std::size_t>(size_));
+        widenArray(storage_, packedHost_.data(), values.data(), values.size());
+        return values;
+    }
     if (!device_) return host_;
     std::vector<float> values(static_cast<std::size_t>(size_));
     if (size_) device_->download(values.data(), deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
@@ -187,6 +209,10 @@ void Tensor::assignFromHost(const float* values, std::int64_t count)
     if (count < 0 || count > size_)
         throw std::invalid_argument("cannot assign " + std::to_string(count) + " values to a tensor of " +
                                     std::to_string(size_));
+    if (packed_) {
+        narrowArray(storage_, values, packedHost_.data(), static_cast<std::size_t>(count));
+        return;
+    }
     if (!device_) {
         std::copy(values, values + count, host_.begin());
         return;
@@ -230,6 +256,7 @@ void Tensor::reshape(const Shape& shape)
 
 void Tensor::setStorage(Format f)
 {
+    if (packed_ && f != storage_) unpack();
     const auto before = bytes();
     storage_ = f;
     quantized_.reset();
@@ -240,6 +267,7 @@ void Tensor::setQuantizedStorage(const QuantizedStorage& q)
 {
     if (q.elementBits <= 0 || q.blockSize < 0 || q.tensorBytes < 0)
         throw std::invalid_argument("A quantised copy needs a positive element size and no negative scale sizes.");
+    if (packed_) unpack();
     const auto before = bytes();
     storage_ = Format::fp32;
     quantized_ = q;
@@ -248,11 +276,45 @@ void Tensor::setQuantizedStorage(const QuantizedStorage& q)
 
 void Tensor::fill(float v)
 {
+    if (packed_) {
+        std::uint16_t bits = 0;
+        narrowArray(storage_, &v, &bits, 1);
+        std::fill(packedHost_.begin(), packedHost_.end(), bits);
+        return;
+    }
     if (!device_) {
         std::fill(host_.begin(), host_.end(), v);
         return;
     }
     if (size_) device_->fill(deviceData_, static_cast<std::size_t>(size_), v);
+}
+
+void Tensor::pack()
+{
+    if (packed_) return;
+    if (device_) throw std::logic_error("Tensor::pack(): only a tensor in host memory is packed");
+    if (quantized_ || (storage_ != Format::fp16 && storage_ != Format::bf16))
+        throw std::logic_error("Tensor::pack(): a packed tensor's storage format is fp16 or bf16, not " +
+                               std::string(formatName(storage_)));
+    packedHost_.resize(static_cast<std::size_t>(size_));
+    narrowArray(storage_, host_.data(), packedHost_.data(), packedHost_.size());
+    std::vector<float>().swap(host_);   // the memory goes back, not only the size
+    packed_ = true;
+}
+
+void Tensor::unpack()
+{
+    if (!packed_) return;
+    host_.resize(static_cast<std::size_t>(size_));
+    widenArray(storage_, packedHost_.data(), host_.data(), host_.size());
+    std::vector<std::uint16_t>().swap(packedHost_);
+    packed_ = false;
+}
+
+void Tensor::refusePacked(const char* what) const
+{
+    throw std::logic_error(std::string("Tensor::") + what + " of a tensor " + shapeString(shape_) +
+                           (packed_ ? " packed into 16 bits" : " that is not packed"));
 }
 
 void Tensor::track(MemoryAccountant* accountant, MemoryCategory category)

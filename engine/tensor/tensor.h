@@ -1,5 +1,7 @@
 // A dense tensor of fp32 values that are exactly representable in its storage format.
-// Shapes are row-major; conv activations are (C, N, H, W). A tensor registered with a
+// Shapes are row-major; conv activations are (C, N, H, W). On the host, a tensor whose
+// storage format is fp16 or bf16 may be packed (issue 31): it then holds its values as that
+// format's 2-byte bit patterns (bits16()), exactly, and data() is refused. A tensor registered with a
 // MemoryAccountant reports its bytes (in its storage format, or as a quantised copy would
 // be stored) under its category for as long as it lives. A tensor lives in host memory unless placed on a backend's device
 // allocator (place()); then data() is a device pointer, for the backend's ops only, and
@@ -53,8 +55,16 @@ public:
     void setStorage(Format f);          // changes the modelled format (values untouched)
     // Models the tensor as a quantised copy (values untouched) until setStorage().
     void setQuantizedStorage(const QuantizedStorage& q);
-    void fill(float v);
+    void fill(float v);   // v rounded to the storage format when packed
     void zero() { fill(0.0f); }
+
+    // Packs the values into the tensor's 16-bit storage format (fp16 or bf16; each value
+    // rounded to nearest even, exact for the values this tensor holds), on the host; the
+    // fp32 buffer is freed. unpack() widens them back (exact). A packed tensor unpacks
+    // itself before it is placed on a device or given another storage format.
+    void pack();
+    void unpack();
+    bool packed() const { return packed_; }
 
     // Moves the values to `device` (nullptr: host memory); a no-op when already there.
     // On a throw (out of device memory, say) the tensor stays where it was, values intact.
@@ -76,22 +86,45 @@ public:
     Format storage() const { return storage_; }
     std::int64_t bytes() const;   // size() * storage bytes of the format, or the quantised copy's
 
-    float* data() { return device_ ? deviceData_ : host_.data(); }
-    const float* data() const { return device_ ? deviceData_ : host_.data(); }
+    // The fp32 values (throws std::logic_error for a packed tensor: use bits16()).
+    float* data()
+    {
+        if (packed_) refusePacked("data()");
+        return device_ ? deviceData_ : host_.data();
+    }
+    const float* data() const
+    {
+        if (packed_) refusePacked("data()");
+        return device_ ? deviceData_ : host_.data();
+    }
+    // A packed tensor's bit patterns (throws std::logic_error for one that is not packed).
+    std::uint16_t* bits16()
+    {
+        if (!packed_) refusePacked("bits16()");
+        return packedHost_.data();
+    }
+    const std::uint16_t* bits16() const
+    {
+        if (!packed_) refusePacked("bits16()");
+        return packedHost_.data();
+    }
     // Host tensors only: a placed tensor's host vector is empty. Checked in debug builds
     // only, as these are the CPU backend's inner loops.
     float& operator[](std::int64_t i)
     {
         assert(!device_ && "Tensor::operator[] on a tensor placed on a device (use toHost())");
+        assert(!packed_ && "Tensor::operator[] on a packed tensor");
         return host_[static_cast<std::size_t>(i)];
     }
     float operator[](std::int64_t i) const
     {
         assert(!device_ && "Tensor::operator[] on a tensor placed on a device (use toHost())");
+        assert(!packed_ && "Tensor::operator[] on a packed tensor");
         return host_[static_cast<std::size_t>(i)];
     }
 
 private:
+    [[noreturn]] void refusePacked(const char* what) const;
     void account(std::int64_t deltaBytes);
     void releaseDevice() noexcept;
     void takeFrom(Tensor& o) noexcept;   // o's contents, leaving o empty (the moves)
@@ -101,7 +134,9 @@ private:
 
     Shape shape_;
     std::int64_t size_ = 0;
-    std::vector<float> host_;             // the values when on the host
+    std::vector<float> host_;             // the values when on the host, not packed
+    std::vector<std::uint16_t> packedHost_;   // their bits when packed
+    bool packed_ = false;
     DeviceAllocator* device_ = nullptr;   // where they are otherwise
     float* deviceData_ = nullptr;
     std::int64_t deviceCapacity_ = 0;     // elements

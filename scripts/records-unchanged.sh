@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Issue 31's guard: the engine's storage refactor must not change a single bit of what a
+# run computes. Builds `plab` at BASE (a commit before the change) in its own folder, then
+# trains every recipe, both CPU arithmetics, with SGD and Adam, master weights on and off,
+# and a per-layer recipe, deterministically (one thread, a fixed seed, a small CNN and an
+# MLP, 40 steps, telemetry every 10) with BASE's plab and with this tree's, and compares
+# the two records of each run with everything but the timing fields and the build's
+# versions (docs/RUN_RECORD.md lists them). Exits 1 on the first run that differs, naming
+# the first differing field.
+#   scripts/records-unchanged.sh BASE [this tree's plab, default build/app/plab]
+# Needs the data the set-up fetches (~/.local/share/precision-lab/data).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+base="${1:?usage: scripts/records-unchanged.sh BASE [PLAB]}"
+new="${2:-$root/build/app/plab}"
+commit="$(git -C "$root" rev-parse --verify "$base^{commit}")"
+short="${commit:0:10}"
+tree="$root/build-records/$short-src"
+build="$root/build-records/$short"
+if [ ! -x "$build/app/plab" ]; then
+  rm -rf "$tree"
+  mkdir -p "$root/build-records"
+  git -C "$root" archive "$commit" | (mkdir -p "$tree" && tar -x -C "$tree")
+  cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLAB_WITH_CUDA=OFF -DPLAB_BUILD_GUI=OFF \
+    -DPLAB_BUILD_TESTS=OFF -DPLAB_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" --target plab -j"$(nproc)" >/dev/null
+fi
+old="$build/app/plab"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+cnn="--model small-cnn --widths 8,16"
+runs=()
+for recipe in fp32 tf32 amp-fp16 amp-bf16 pure-fp16 pure-bf16 fp8-unscaled fp8-delayed fp8-current mxfp8 mxfp4 nvfp4; do
+  for arithmetic in exact hardware; do
+    runs+=("$recipe-$arithmetic|$cnn --recipe $recipe --arithmetic $arithmetic")
+  done
+done
+runs+=("amp-bf16-sgd|$cnn --recipe amp-bf16 --optimizer sgd --lr 0.05")
+runs+=("bf16-no-master|$cnn --recipe amp-bf16 --master-weights off --optimizer sgd --lr 0.05")
+runs+=("fp16-no-master-static|$cnn --recipe amp-fp16 --master-weights off --loss-scale static:1024")
+runs+=("fp16-fp16-accumulate|$cnn --recipe amp-fp16 --fp32-accumulate off --fp32-sensitive-ops off --loss-scale dynamic")
+runs+=("per-layer|$cnn --recipe amp-bf16 --layer conv1=fp32,fc1=fp8-current")
+runs+=("mlp-pure-fp16|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale dynamic")
+
+failed=0
+for entry in "${runs[@]}"; do
+  name="${entry%%|*}"
+  flags="${entry#*|}"
+  common="--batch 32 --epochs 1 --max-steps 40 --threads 1 --seed 3 --histogram-every 10 --eval-every 20 --quiet"
+  # shellcheck disable=SC2086  # the flags are words
+  "$old" train $common $flags --out "$out/$name.old.json" >/dev/null 2>"$out/$name.old.err" || true
+  # shellcheck disable=SC2086
+  "$new" train $common $flags --out "$out/$name.new.json" >/dev/null 2>"$out/$name.new.err" || true
+  if ! /usr/bin/python3 - "$out/$name.old.json" "$out/$name.new.json" "$name" <<'EOF'
+import json, sys
+def load(path):
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        with open(path[:-5] + ".err") as err:
+            sys.exit(f"{sys.argv[3]}: no record from {path}: {err.read().strip()[-300:]}")
+    r.pop("created_at", None)
+    r.pop("versions", None)
+    r.pop("machine", None)
+    s = r.get("summary", {})
+    s.pop("finished_at", None)
+    s.pop("images_per_second", None)
+    for step in r.get("steps", []):
+        step.pop("time_ms", None)
+    for sample in r.get("memory", {}).get("samples", []):
+        sample.pop("elapsed_ms", None)
+    return r
+def first_difference(a, b, path="record"):
+    if type(a) != type(b):
+        return path
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}"
+            d = first_difference(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path} (length {len(a)} vs {len(b)})"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    return None if a == b else f"{path}: {a!r} vs {b!r}"
+old, new, name = sys.argv[1], sys.argv[2], sys.argv[3]
+d = first_difference(load(old), load(new))
+print(f"{name}: " + ("identical" if d is None else "DIFFERS at " + d))
+sys.exit(0 if d is None else 1)
+EOF
+  then
+    failed=1
+  fi
+done
+if [ "$failed" -ne 0 ]; then
+  echo "records-unchanged.sh: some records differ from $short's" >&2
+  exit 1
+fi
+echo "records-unchanged.sh: every record is identical to $short's"
