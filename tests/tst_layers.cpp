@@ -4,6 +4,7 @@
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "backend/cpu/layer_ops.h"
+#include "backend/cpu/packed_ops.h"
 #include "backend/cpu/thread_pool.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
@@ -423,6 +424,107 @@ private slots:
             if (std::bit_cast<std::uint32_t>(out[o]) != std::bit_cast<std::uint32_t>(want[o]) || at[o] != wantAt[o])
                 QFAIL(qPrintable(QString("output %1: %2 at %3, want %4 at %5")
                                      .arg(o).arg(out[o]).arg(at[o]).arg(want[o]).arg(wantAt[o])));
+    }
+
+    // Issue 31: the element-wise ops on packed 16-bit tensors give, bit for bit, what the
+    // fp32 ops give on the widened values (every result is one of the format's values, so
+    // it narrows exactly), with the same positions and rounding counts.
+    void packedOpsMatchTheFp32Ops_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addRow("fp16") << int(Format::fp16);
+        QTest::addRow("bf16") << int(Format::bf16);
+    }
+    void packedOpsMatchTheFp32Ops()
+    {
+        QFETCH(int, format);
+        const Format f = static_cast<Format>(format);
+        auto widen = [&](std::uint16_t b) { return f == Format::fp16 ? fp16BitsToFp32(b) : bf16BitsToFp32(b); };
+        auto narrow = [&](float x) { return f == Format::fp16 ? fp32ToFp16Bits(x) : fp32ToBf16Bits(x); };
+        // Every pattern but signaling NaNs (packing never makes one), with repeats so that
+        // pooling windows hold ties, zeros of both signs, NaNs and infinities together.
+        std::vector<std::uint16_t> patterns;
+        std::uint32_t state = 12345u;
+        for (int i = 0; i < 3 * 65536; ++i) {
+            state = state * 1664525u + 1013904223u;
+            std::uint16_t b = static_cast<std::uint16_t>(i % 7 == 0 ? (state >> 31) << 15 : state >> 16);
+            if (narrow(widen(b)) != b) b = narrow(widen(b));   // a signaling NaN, made quiet
+            patterns.push_back(b);
+        }
+        const std::int64_t planes = 6, H = 64, W = 512;   // 196,608 values
+        QCOMPARE(static_cast<std::int64_t>(patterns.size()), planes * H * W);
+        std::vector<float> wide(patterns.size());
+        for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = widen(patterns[i]);
+        const auto n = static_cast<std::int64_t>(patterns.size());
+        cpu::ThreadPool pool(2);
+        auto sameBits = [&](const std::vector<std::uint16_t>& got, const std::vector<float>& want, const char* op) {
+            for (std::size_t i = 0; i < want.size(); ++i)
+                if (got[i] != narrow(want[i]))
+                    QFAIL(qPrintable(QString("%1, element %2: %3, want %4").arg(op).arg(i).arg(got[i]).arg(narrow(want[i]))));
+        };
+
+        std::vector<std::uint16_t> relu = patterns;
+        cpu::relu16(pool, f, relu.data(), n);
+        std::vector<float> reluWide = wide;
+        cpu::relu(pool, reluWide.data(), n);
+        sameBits(relu, reluWide, "relu");
+
+        std::vector<std::uint16_t> g(patterns.rbegin(), patterns.rend());
+        std::vector<float> gWide(wide.rbegin(), wide.rend());
+        cpu::reluBackward16(pool, f, patterns.data(), g.data(), n);
+        cpu::reluBackward(pool, wide.data(), gWide.data(), n);
+        sameBits(g, gWide, "relu backward");
+
+        const std::int64_t pooledSize = planes * (H / 2) * (W / 2);
+        std::vector<std::uint16_t> pooled(static_cast<std::size_t>(pooledSize));
+        std::vector<float> pooledWide(pooled.size());
+        std::vector<std::uint8_t> at(pooled.size()), atWide(pooled.size());
+        cpu::maxPool2x2Packed(pool, f, patterns.data(), planes, H, W, pooled.data(), at.data());
+        cpu::maxPool2x2(pool, wide.data(), planes, H, W, pooledWide.data(), atWide.data());
+        sameBits(pooled, pooledWide, "max pool");
+        QVERIFY(at == atWide);
+        std::vector<std::uint16_t> dx(patterns.size(), 7);
+        std::vector<float> dxWide(patterns.size(), 7.0f);
+        cpu::maxPool2x2BackwardPacked(pool, pooled.data(), at.data(), planes, H, W, dx.data());
+        cpu::maxPool2x2Backward(pool, pooledWide.data(), atWide.data(), planes, H, W, dxWide.data());
+        sameBits(dx, dxWide, "max pool backward");
+
+        std::vector<std::uint16_t> t(patterns.size());
+        std::vector<float> tWide(patterns.size());
+        cpu::transposeBlocksPacked(pool, patterns.data(), planes, H, W, t.data());
+        cpu::transposeBlocks(pool, wide.data(), planes, H, W, tWide.data());
+        sameBits(t, tWide, "transpose");
+
+        std::vector<float> sums(static_cast<std::size_t>(planes)), sumsWide(sums.size());
+        std::vector<std::uint16_t> finite = patterns;   // sums of finite values only
+        for (auto& b : finite)
+            if (!std::isfinite(widen(b))) b = 0;
+        std::vector<float> finiteWide(finite.size());
+        for (std::size_t i = 0; i < finite.size(); ++i) finiteWide[i] = widen(finite[i]);
+        cpu::sumRowsPacked(pool, f, finite.data(), planes, H * W, sums.data());
+        cpu::sumRows(pool, finiteWide.data(), planes, H * W, sumsWide.data());
+        for (std::size_t r = 0; r < sums.size(); ++r) QCOMPARE(std::bit_cast<std::uint32_t>(sums[r]), std::bit_cast<std::uint32_t>(sumsWide[r]));
+
+        // The GEMM's fp32 result plus bias, rounded into 16 bits, with addBiasRound's counts.
+        std::vector<float> x(static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            state = state * 1664525u + 1013904223u;
+            x[i] = std::ldexp(static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f,
+                              static_cast<int>((state >> 8) % 40) - 30);
+        }
+        const std::vector<float> bias = {0.5f, -0.25f, 1e-3f, 3.0f, -7.0f, 0.0f};
+        RoundingStats stats, wantStats;
+        GradientHistogram hist, wantHist;
+        std::vector<std::uint16_t> out(x.size());
+        cpu::addBiasRoundTo16(pool, f, x.data(), out.data(), n, bias.data(), 6, H * W, &stats, &hist);
+        std::vector<float> xWide = x;
+        cpu::addBiasRound(pool, f, xWide.data(), n, bias.data(), 6, H * W, &wantStats, &wantHist);
+        sameBits(out, xWide, "bias and rounding");
+        QCOMPARE(stats.underflow, wantStats.underflow);
+        QCOMPARE(stats.subnormal, wantStats.subnormal);
+        QCOMPARE(stats.overflow, wantStats.overflow);
+        QCOMPARE(stats.count, wantStats.count);
+        QVERIFY(hist.bins == wantHist.bins);
     }
 
     void flattenUsesPyTorchOrder()

@@ -1,0 +1,140 @@
+// The CPU's element-wise layer ops on packed 16-bit tensors (see packed_ops.h).
+#include "backend/cpu/packed_ops.h"
+
+#include "backend/cpu/layer_ops.h"
+#include "numerics/storage_convert.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace plab::cpu {
+
+namespace {
+
+constexpr std::int64_t kChunk = 4096;   // values widened at a time (on the stack)
+
+std::uint16_t nanAbove(Format f) { return f == Format::fp16 ? 0x7C00u : 0x7F80u; }
+
+// x <= 0 for a 16-bit pattern: a zero of either sign, or a negative number (not a NaN).
+inline bool atMostZero(std::uint16_t b, std::uint16_t infBits)
+{
+    const std::uint16_t magnitude = b & 0x7FFFu;
+    return magnitude == 0 || ((b & 0x8000u) && magnitude <= infBits);
+}
+
+}  // namespace
+
+void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t* out, std::int64_t n,
+                      const float* bias, std::int64_t period, std::int64_t repeat, RoundingStats* stats,
+                      GradientHistogram* hist)
+{
+    std::mutex merge;
+    pool.parallelFor(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+        RoundingStats localStats;
+        GradientHistogram localHist;
+        float sum[kChunk];
+        for (std::int64_t first = begin; first < end; first += kChunk) {
+            const std::int64_t last = std::min(end, first + kChunk);
+            for (std::int64_t i = first; i < last;) {   // runs of one bias value
+                const std::int64_t run = i / repeat, runEnd = std::min(last, (run + 1) * repeat);
+                const float b = bias[run % period];
+                for (; i < runEnd; ++i) sum[i - first] = x[i] + b;
+            }
+            roundArrayTo16(f, sum, out + first, static_cast<std::size_t>(last - first), stats ? &localStats : nullptr,
+                           hist ? &localHist : nullptr);
+        }
+        if (!stats && !hist) return;
+        std::lock_guard lock(merge);
+        if (stats) *stats += localStats;
+        if (hist) *hist += localHist;
+    });
+}
+
+void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n)
+{
+    const std::uint16_t inf = nanAbove(f);
+    pool.parallelFor(n, 1 << 15, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) x[i] = atMostZero(x[i], inf) ? std::uint16_t{0} : x[i];
+    });
+}
+
+void reluBackward16(ThreadPool& pool, Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n)
+{
+    const std::uint16_t inf = nanAbove(f);
+    pool.parallelFor(n, 1 << 15, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) g[i] = atMostZero(y[i], inf) ? std::uint16_t{0} : g[i];
+    });
+}
+
+void maxPool2x2Packed(ThreadPool& pool, Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H,
+                      std::int64_t W, std::uint16_t* out, std::uint8_t* argmax)
+{
+    // Two input rows widened at a time, pooled by the fp32 kernel (its winners and
+    // positions), then the winners' own bits copied: no rounding anywhere.
+    const std::int64_t Ho = H / 2, Wo = W / 2;
+    pool.parallelFor(planes, 8, [&](std::int64_t p0, std::int64_t p1) {
+        ThreadPool serial(1);
+        std::vector<float> rows(static_cast<std::size_t>(2 * W));
+        std::vector<float> pooled(static_cast<std::size_t>(Wo));
+        for (std::int64_t plane = p0; plane < p1; ++plane)
+            for (std::int64_t y = 0; y < Ho; ++y) {
+                const std::uint16_t* r0 = in + (plane * H + 2 * y) * W;
+                widenArray(f, r0, rows.data(), static_cast<std::size_t>(2 * W));
+                const std::int64_t o = (plane * Ho + y) * Wo;
+                maxPool2x2(serial, rows.data(), 1, 2, W, pooled.data(), argmax + o);
+                for (std::int64_t x = 0; x < Wo; ++x) {
+                    const int k = argmax[o + x];
+                    out[o + x] = r0[(k / 2) * W + 2 * x + k % 2];
+                }
+            }
+    });
+}
+
+void maxPool2x2BackwardPacked(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax,
+                              std::int64_t planes, std::int64_t H, std::int64_t W, std::uint16_t* dx)
+{
+    const std::int64_t Ho = H / 2, Wo = W / 2;
+    pool.parallelFor(planes, 8, [&](std::int64_t p0, std::int64_t p1) {
+        for (std::int64_t plane = p0; plane < p1; ++plane) {
+            std::uint16_t* dst = dx + plane * H * W;
+            std::memset(dst, 0, sizeof(std::uint16_t) * static_cast<std::size_t>(H * W));
+            for (std::int64_t y = 0; y < Ho; ++y)
+                for (std::int64_t x = 0; x < Wo; ++x) {
+                    const std::int64_t o = (plane * Ho + y) * Wo + x;
+                    const int k = argmax[o];
+                    dst[(2 * y + k / 2) * W + 2 * x + k % 2] = g[o];
+                }
+        }
+    });
+}
+
+void transposeBlocksPacked(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B,
+                           std::int64_t inner, std::uint16_t* out)
+{
+    pool.parallelFor(A * B, 64, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t a = item / B, b = item % B;
+            std::copy(in + item * inner, in + (item + 1) * inner, out + (b * A + a) * inner);
+        }
+    });
+}
+
+void sumRowsPacked(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
+                   float* out)
+{
+    pool.parallelFor(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
+        float wide[kChunk];
+        for (std::int64_t r = r0; r < r1; ++r) {
+            double sum = 0.0;
+            for (std::int64_t first = 0; first < cols; first += kChunk) {
+                const std::int64_t m = std::min(kChunk, cols - first);
+                widenArray(f, x + r * cols + first, wide, static_cast<std::size_t>(m));
+                for (std::int64_t i = 0; i < m; ++i) sum += wide[i];
+            }
+            out[r] = static_cast<float>(sum);
+        }
+    });
+}
+
+}  // namespace plab::cpu

@@ -1,0 +1,37 @@
+// The layers' element-wise ops on tensors packed into their 16-bit storage format (issue
+// 31: a tensor's bytes are its format's bytes), on the CPU. Each gives, bit for bit, what
+// the fp32 op of layer_ops.h gives on the widened values, narrowed again: every one moves
+// values, picks one, zeroes, or rounds to the format, so the narrowing is exact.
+// (Not yet called by the layers, which still hold fp32 values: issue 31 wires them in.)
+#pragma once
+
+#include "backend/cpu/thread_pool.h"
+#include "numerics/format.h"
+#include "numerics/rounding_stats.h"
+
+#include <cstdint>
+
+namespace plab::cpu {
+
+// out (packed in f, fp16 or bf16) = round_f(x + bias), x the fp32 result of a GEMM (n
+// values, bias[(i / repeat) % period]); counts as addBiasRound's.
+void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t* out, std::int64_t n,
+                      const float* bias, std::int64_t period, std::int64_t repeat, RoundingStats* stats,
+                      GradientHistogram* hist);
+// max(0, x) in place; NaN kept.
+void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n);
+// g = 0 where y <= 0.
+void reluBackward16(ThreadPool& pool, Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n);
+// maxPool2x2 of layer_ops.h: the same winners and positions, the winner's bits copied.
+void maxPool2x2Packed(ThreadPool& pool, Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H,
+                      std::int64_t W, std::uint16_t* out, std::uint8_t* argmax);
+void maxPool2x2BackwardPacked(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax,
+                              std::int64_t planes, std::int64_t H, std::int64_t W, std::uint16_t* dx);
+// out[b][a] = in[a][b], blocks of `inner` values.
+void transposeBlocksPacked(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B,
+                           std::int64_t inner, std::uint16_t* out);
+// Row sums in double, as sumRows.
+void sumRowsPacked(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
+                   float* out);
+
+}  // namespace plab::cpu
