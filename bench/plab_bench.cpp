@@ -4,12 +4,13 @@
 //
 //   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64 [--backend cuda]
 //                    (a recipe may change switches: amp-fp16/fp32_accumulate=off)
-//                    [--arithmetic hardware|exact]
+//                    [--arithmetic hardware|exact] [--packing on,off]
 //   plab_bench sgemm --m 1000 --n 6272 --k 3780
 //   plab_bench gemm --m 1000 --n 6272 --k 3780   (bf16 operands: exact vs hardware arithmetic)
 // Output: one line per measurement, "key=value" pairs, easy to parse from the
 // PyTorch comparison script.
 #include "data/dataset.h"
+#include "nn/layer_ops.h"
 #include "train/trainer.h"
 
 #include <cblas.h>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -76,6 +78,7 @@ struct Args {
     std::string backend = "cpu";   // or cuda
     std::string arithmetic = "hardware";   // or exact (the CPU's 16-bit products)
     int m = 1000, n = 6272, k = 3780;
+    std::vector<std::string> packing{"off"};   // issue 31: 16-bit tensors packed (on) or fp32-held (off), interleaved
 };
 
 Args parse(int argc, char** argv)
@@ -95,6 +98,7 @@ Args parse(int argc, char** argv)
         else if (key == "--widths") a.widths = value;
         else if (key == "--backend") a.backend = value;
         else if (key == "--arithmetic") a.arithmetic = value;
+        else if (key == "--packing") a.packing = split(value);
         else if (key == "--m") a.m = std::stoi(value);
         else if (key == "--n") a.n = std::stoi(value);
         else if (key == "--k") a.k = std::stoi(value);
@@ -131,39 +135,48 @@ int benchTrain(const Args& a)
                 for (const auto& w : split(a.widths)) cfg["widths"].push_back(std::stoi(w));
             }
             const TrainSettings s = settingsFromJson(cfg, "bench");
-            std::vector<double> rates;
-            // Memory over all repeats: the accountant's training-step peak and, on a device
-            // backend, the most the device reported in use (cudaMemGetInfo, every process's).
-            std::int64_t trainingPeak = 0;
-            std::uint64_t deviceUsed = 0;
-            for (int r = 0; r < a.repeats; ++r) {
-                double ms = 0.0;
-                std::int64_t images = 0;
-                Trainer trainer(s, data, [&](const TrainerEvent& e) {
-                    if (const auto* st = std::get_if<StepEvent>(&e); st && st->step > a.warmup) {
-                        ms += st->timeMs;
-                        images += st->batch;
-                    } else if (const auto* m = std::get_if<MemoryEvent>(&e)) {
-                        const auto& peak = m->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
-                        trainingPeak = std::max(trainingPeak, peak.total);
-                        if (m->device) deviceUsed = std::max(deviceUsed, m->device->used);
+            // Packing on and off (issue 31) interleaved repeat by repeat, so that both see
+            // the same machine state; each its own median and peaks.
+            std::map<std::string, std::vector<double>> rates;
+            std::map<std::string, std::int64_t> trainingPeak;
+            std::map<std::string, std::uint64_t> deviceUsed;
+            for (int r = 0; r < a.repeats; ++r)
+                for (const auto& packing : a.packing) {
+                    setPackedStorageEnabled(packing != "off");
+                    double ms = 0.0;
+                    std::int64_t images = 0;
+                    Trainer trainer(s, data, [&](const TrainerEvent& e) {
+                        if (const auto* st = std::get_if<StepEvent>(&e); st && st->step > a.warmup) {
+                            ms += st->timeMs;
+                            images += st->batch;
+                        } else if (const auto* m = std::get_if<MemoryEvent>(&e)) {
+                            // The accountant's training-step peak and, on a device backend,
+                            // the most the device reported in use (cudaMemGetInfo).
+                            const auto& peak = m->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+                            trainingPeak[packing] = std::max(trainingPeak[packing], peak.total);
+                            if (m->device) deviceUsed[packing] = std::max(deviceUsed[packing], m->device->used);
+                        }
+                    });
+                    const RunResult result = trainer.run();
+                    if (result.status == RunStatus::failed) {
+                        std::fprintf(stderr, "plab_bench: %s\n", result.message.c_str());
+                        return 1;
                     }
-                });
-                const RunResult result = trainer.run();
-                if (result.status == RunStatus::failed) {
-                    std::fprintf(stderr, "plab_bench: %s\n", result.message.c_str());
-                    return 1;
+                    rates[packing].push_back(1000.0 * static_cast<double>(images) / ms);
                 }
-                rates.push_back(1000.0 * static_cast<double>(images) / ms);
+            setPackedStorageEnabled(false);
+            for (const auto& packing : a.packing) {
+                const double rate = median(rates[packing]);
+                if (recipe == "fp32") fp32Rate = rate;
+                std::printf("train model=%s recipe=%s backend=%s arithmetic=%s packing=%s batch=%d threads=%d "
+                            "images_per_second=%.1f step_ms=%.2f vs_fp32_step_time=%.3f training_peak_mib=%.1f "
+                            "device_used_mib=%.1f\n",
+                            model.c_str(), recipe.c_str(), a.backend.c_str(), a.arithmetic.c_str(), packing.c_str(),
+                            a.batch, a.threads, rate, 1000.0 * a.batch / rate, fp32Rate > 0 ? fp32Rate / rate : 0.0,
+                            static_cast<double>(trainingPeak[packing]) / (1 << 20),
+                            static_cast<double>(deviceUsed[packing]) / (1 << 20));
+                std::fflush(stdout);
             }
-            const double rate = median(rates);
-            if (recipe == "fp32") fp32Rate = rate;
-            std::printf("train model=%s recipe=%s backend=%s arithmetic=%s batch=%d threads=%d images_per_second=%.1f "
-                        "step_ms=%.2f vs_fp32_step_time=%.3f training_peak_mib=%.1f device_used_mib=%.1f\n",
-                        model.c_str(), recipe.c_str(), a.backend.c_str(), a.arithmetic.c_str(), a.batch, a.threads, rate,
-                        1000.0 * a.batch / rate, fp32Rate > 0 ? fp32Rate / rate : 0.0,
-                        static_cast<double>(trainingPeak) / (1 << 20), static_cast<double>(deviceUsed) / (1 << 20));
-            std::fflush(stdout);
         }
     }
     return 0;

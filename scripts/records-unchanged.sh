@@ -8,6 +8,7 @@
 # versions (docs/RUN_RECORD.md lists them). Exits 1 on the first run that differs, naming
 # the first differing field.
 #   scripts/records-unchanged.sh BASE [this tree's plab, default build/app/plab]
+# The environment goes to both (PLAB_PACKED_STORAGE=on checks the packed 16-bit path).
 # Needs the data the set-up fetches (~/.local/share/precision-lab/data).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,6 +8,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
+#include "nn/layer_ops.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/parameter_copies.h"
@@ -525,6 +526,81 @@ private slots:
         QCOMPARE(stats.overflow, wantStats.overflow);
         QCOMPARE(stats.count, wantStats.count);
         QVERIFY(hist.bins == wantHist.bins);
+    }
+
+    // Issue 31: with a 16-bit storage recipe on the CPU, activations and their gradients
+    // are held packed (2 bytes each) between the layers; every output and gradient is the
+    // same, bit for bit, as with them held as fp32 values.
+    void packedActivationsComputeTheSameBits_data()
+    {
+        QTest::addColumn<QString>("preset");
+        for (const char* p : {"pure-bf16", "amp-fp16", "amp-bf16", "pure-fp16"}) QTest::addRow("%s", p) << QString::fromLatin1(p);
+    }
+    void packedActivationsComputeTheSameBits()
+    {
+        QFETCH(QString, preset);
+        struct Result {
+            std::vector<float> logits, inputGrad;
+            std::vector<std::vector<float>> grads;
+            bool convOutputPacked = false, poolOutputPacked = false, gradPacked = false;
+        };
+        auto runOnce = [&](bool packing) {
+            setPackedStorageEnabled(packing);
+            Harness h(preset.toStdString());
+            const Format storage = h.recipe.storage();
+            Conv2d conv1("conv1", 1, 4), conv2("conv2", 4, 6);
+            ReLU relu1("relu1"), relu2("relu2");
+            MaxPool2d pool1("pool1"), pool2("pool2");
+            Flatten flatten("flatten");
+            Linear fc("fc1", 6 * 7 * 7, 10);
+            std::uint32_t state = 99;
+            auto next = [&] {
+                state = state * 1664525u + 1013904223u;
+                return static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f;
+            };
+            for (Parameter* p : {&conv1.weight(), &conv1.bias(), &conv2.weight(), &conv2.bias(), &fc.weight(), &fc.bias()})
+                for (std::int64_t i = 0; i < p->value.size(); ++i) p->value[i] = roundTo(h.recipe.compute, 0.4f * next());
+            const std::int64_t N = 5;
+            Tensor x({1, N, 28, 28}, storage);
+            for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(storage, std::fabs(next()));
+            Tensor* y = &conv1.forward(x, h.ctx);
+            Result r;
+            r.convOutputPacked = y->packed();
+            y = &relu1.forward(*y, h.ctx);
+            y = &pool1.forward(*y, h.ctx);
+            r.poolOutputPacked = y->packed();
+            y = &conv2.forward(*y, h.ctx);
+            y = &relu2.forward(*y, h.ctx);
+            y = &pool2.forward(*y, h.ctx);
+            y = &flatten.forward(*y, h.ctx);
+            y = &fc.forward(*y, h.ctx);
+            r.logits = y->toHost();
+            Tensor g({N, 10}, storage);
+            for (std::int64_t i = 0; i < g.size(); ++i) g[i] = roundTo(storage, 0.01f * next());
+            Tensor* d = fc.backward(g, h.ctx, true);
+            d = flatten.backward(*d, h.ctx, true);
+            d = pool2.backward(*d, h.ctx, true);
+            d = relu2.backward(*d, h.ctx, true);
+            d = conv2.backward(*d, h.ctx, true);
+            d = pool1.backward(*d, h.ctx, true);
+            r.gradPacked = d->packed();   // conv2's input gradient, scattered by pool1
+            d = relu1.backward(*d, h.ctx, true);
+            r.inputGrad = d->toHost();
+            conv1.backward(*d, h.ctx, false);
+            for (Parameter* p : {&conv1.weight(), &conv1.bias(), &conv2.weight(), &conv2.bias(), &fc.weight(), &fc.bias()})
+                r.grads.push_back(p->grad.toHost());
+            setPackedStorageEnabled(false);
+            return r;
+        };
+        const Result held = runOnce(false), packed = runOnce(true);
+        QVERIFY(!held.convOutputPacked && !held.poolOutputPacked && !held.gradPacked);
+        QVERIFY(packed.convOutputPacked && packed.poolOutputPacked && packed.gradPacked);   // it did pack
+        auto sameBits = [](const std::vector<float>& a, const std::vector<float>& b) {
+            return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+        };
+        QVERIFY(sameBits(packed.logits, held.logits));
+        QVERIFY(sameBits(packed.inputGrad, held.inputGrad));
+        for (std::size_t i = 0; i < held.grads.size(); ++i) QVERIFY2(sameBits(packed.grads[i], held.grads[i]), qPrintable(QString::number(i)));
     }
 
     void flattenUsesPyTorchOrder()

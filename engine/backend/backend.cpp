@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 #ifndef PLAB_CUDA_PLUGIN_NAME

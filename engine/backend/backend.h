@@ -147,6 +147,13 @@ std::optional<Arithmetic> parseArithmetic(std::string_view name);
 // two for 16-bit products); empty otherwise (fp32, the GPU's, none recorded).
 std::string_view arithmeticKind(std::string_view phrase);
 
+// ComputeBackend's packed-tensor ops on a backend without them (a caller's mistake).
+[[noreturn]] inline void refusePackedOp(const char* op)
+{
+    throw std::logic_error(std::string("ComputeBackend::") + op +
+                           ": this backend holds no packed 16-bit tensors (handlesPackedTensors() is false)");
+}
+
 class ComputeBackend {
 public:
     virtual ~ComputeBackend() = default;
@@ -296,6 +303,41 @@ public:
     virtual void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels,
                                              std::int64_t N, std::int64_t classes, float lossScale,
                                              float* grad) = 0;
+
+    // ---- Tensors packed into their 16-bit storage format (issue 31) ---------------------
+    // Whether the layers may hold activations and their gradients packed (Tensor::pack) on
+    // this backend: the CPU backend, in host memory. On a backend that says no the layers
+    // pack nothing, and none of the ops below is called (each throws std::logic_error).
+    // Each gives, bit for bit, the fp32 op above on the widened values, narrowed again.
+    // (Defined here, not in backend.cpp: the CUDA plugin links none of the engine's code.)
+    virtual bool handlesPackedTensors() const { return false; }
+    virtual void relu16(Format, std::uint16_t*, std::int64_t) { refusePackedOp("relu16"); }
+    virtual void reluBackward16(Format, const std::uint16_t* /*y*/, std::uint16_t* /*g*/, std::int64_t)
+    {
+        refusePackedOp("reluBackward16");
+    }
+    virtual void maxPool2x2Packed(Format, const std::uint16_t* /*in*/, std::int64_t /*planes*/, std::int64_t /*H*/,
+                                  std::int64_t /*W*/, std::uint16_t* /*out*/, std::uint8_t* /*argmax*/)
+    {
+        refusePackedOp("maxPool2x2Packed");
+    }
+    virtual void maxPool2x2BackwardPacked(const std::uint16_t* /*g*/, const std::uint8_t* /*argmax*/,
+                                          std::int64_t /*planes*/, std::int64_t /*H*/, std::int64_t /*W*/,
+                                          std::uint16_t* /*dx*/)
+    {
+        refusePackedOp("maxPool2x2BackwardPacked");
+    }
+    virtual void transposeBlocksPacked(const std::uint16_t* /*in*/, std::int64_t /*A*/, std::int64_t /*B*/,
+                                       std::int64_t /*inner*/, std::uint16_t* /*out*/)
+    {
+        refusePackedOp("transposeBlocksPacked");
+    }
+    // im2col from a packed source (values widened on the way; cols are fp32).
+    virtual void im2colPacked(const ConvGeometry&, Format, const std::uint16_t* /*src*/, std::int64_t /*n0*/,
+                              std::int64_t /*count*/, float* /*cols*/)
+    {
+        refusePackedOp("im2colPacked");
+    }
 
     // ---- Loss scaling and the optimizers (engine/numerics/update_math.h) ---------------
 

@@ -9,7 +9,10 @@ namespace plab {
 
 Tensor& ReLU::forward(Tensor& input, StepContext& ctx)
 {
-    ctx.backend->relu(input.data(), input.size());
+    if (input.packed())
+        ctx.backend->relu16(input.storage(), input.bits16(), input.size());
+    else
+        ctx.backend->relu(input.data(), input.size());
     output_ = &input;
     return input;
 }
@@ -19,6 +22,12 @@ Tensor* ReLU::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
     if (!needInputGrad) return nullptr;
     if (!output_ || gradOutput.size() != output_->size())
         throw std::invalid_argument("Layer " + name() + " got a gradient that does not match its output.");
+    if (output_->packed() && gradOutput.packed()) {
+        ctx.backend->reluBackward16(output_->storage(), output_->bits16(), gradOutput.bits16(), gradOutput.size());
+        return &gradOutput;
+    }
+    output_->unpack();   // one packed, one not (per-layer precision): both as fp32
+    gradOutput.unpack();
     ctx.backend->reluBackward(output_->data(), gradOutput.data(), gradOutput.size());
     return &gradOutput;
 }
@@ -40,9 +49,13 @@ Tensor& Flatten::forward(Tensor& input, StepContext& ctx)
         output_ = input;
         return output_;
     }
+    holdPacked(output_, input.packed());
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
     // out[n][c*hw + p] = in[c][n][p]
-    ctx.backend->transposeBlocks(input.data(), C, N, hw, output_.data());
+    if (input.packed())
+        ctx.backend->transposeBlocksPacked(input.bits16(), C, N, hw, output_.bits16());
+    else
+        ctx.backend->transposeBlocks(input.data(), C, N, hw, output_.data());
     return output_;
 }
 
@@ -54,9 +67,13 @@ Tensor* Flatten::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGr
         gradInput_ = gradOutput;
         return &gradInput_;
     }
+    holdPacked(gradInput_, gradOutput.packed());
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
     // dx[c][n][p] = g[n][c*hw + p]
-    ctx.backend->transposeBlocks(gradOutput.data(), N, C, hw, gradInput_.data());
+    if (gradOutput.packed())
+        ctx.backend->transposeBlocksPacked(gradOutput.bits16(), N, C, hw, gradInput_.bits16());
+    else
+        ctx.backend->transposeBlocks(gradOutput.data(), N, C, hw, gradInput_.data());
     return &gradInput_;
 }
 

@@ -16,7 +16,7 @@ public:
     std::int64_t keptBytesPerSample(const Shape&, const PrecisionRecipe&) const override { return 0; }
 
 private:
-    const Tensor* output_ = nullptr;   // the rectified tensor (owned by the previous layer)
+    Tensor* output_ = nullptr;   // the rectified tensor (owned by the previous layer)
 };
 
 class Flatten final : public Layer {

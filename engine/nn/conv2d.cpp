@@ -58,6 +58,10 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     geometry_ = geometryOf(input.shape());
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();
+    // Issue 31: a packed input is lowered from its bits when it is the operand as it is (in
+    // the compute format, not quantised); else it is read as fp32.
+    packs_ = packsStorage(ctx, p);
+    if (input.packed() && !(packs_ && input.storage() == p.compute)) input.unpack();
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
@@ -74,15 +78,18 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     }
 
     prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations);
+    output_.unpack();   // the GEMM writes fp32; packed once rounded
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
-    usesLibrary_ = !mx && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
-                                                          weightOperand_->data(), output_.data(), precision);
+    usesLibrary_ = !mx && !inputOperand_->packed() &&
+                   ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(), weightOperand_->data(),
+                                                   output_.data(), precision);
     if (!usesLibrary_) lowerAndMultiply(ctx, p);
 
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
     addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
+    if (packs_) output_.pack();   // exact: every value is in the format now
     return output_;
 }
 
@@ -115,7 +122,7 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
         if (mx)   // lowered and quantised in one pass
             lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), false, name(), inputAmax_);
         else
-            ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+            lowerInput(ctx, n0, count);
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
@@ -144,6 +151,10 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
                                     shapeString(output_.shape()) + ".");
     // MX quantises the gradient once for each GEMM, in its blocks (filterGradientLowered,
     // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
+    // The GEMMs read fp32 (issue 31): a packed gradient is widened here, and packed again
+    // (exactly) once this pass is done with it, so no fp32 copy outlives the pass.
+    const bool gradWasPacked = gradOutput.packed();
+    gradOutput.unpack();
     const Tensor& dY =   // (Cout, N, H, W)
         p.quant.blockScaled() ? gradOutput
                               : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
@@ -167,9 +178,13 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         roundTapped(ctx, p.storage, bias_.grad.data(), bias_.grad.data(), bias_.grad.size(), name(),
                     TensorKind::weightGrad);
     }
-    if (!needInputGrad) return nullptr;
+    if (!needInputGrad) {
+        if (gradWasPacked) gradOutput.pack();
+        return nullptr;
+    }
 
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
+    gradInput_.unpack();   // col2im sums in fp32; packed once rounded
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
                                                               gradInput_.data(), dataGemm))
@@ -178,6 +193,8 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
+    if (packs_ && p.roundsStorage()) gradInput_.pack();
+    if (gradWasPacked) gradOutput.pack();
     return &gradInput_;
 }
 
@@ -203,7 +220,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
             dYBlock = roundedGrad_.data() + n0 * hw;
             lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), true, name(), inputAmax_);
         } else if (!colsHoldWholeBatch_) {
-            ctx.backend->im2col(g, inputOperand_->data(), n0, count, cols_.data());
+            lowerInput(ctx, n0, count);
         }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
                           dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
@@ -231,6 +248,15 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
                           count * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput));
         ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data());
     }
+}
+
+void Conv2d::lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count)
+{
+    if (inputOperand_->packed())
+        ctx.backend->im2colPacked(geometry_, inputOperand_->storage(), inputOperand_->bits16(), n0, count,
+                                  cols_.data());
+    else
+        ctx.backend->im2col(geometry_, inputOperand_->data(), n0, count, cols_.data());
 }
 
 std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const

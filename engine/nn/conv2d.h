@@ -44,6 +44,8 @@ private:
     void lowerAndMultiply(StepContext& ctx, const StepPrecision& p);
     void filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    // im2col of samples [n0, n0 + count) of the input operand into cols_ (from its bits when packed).
+    void lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
 
@@ -57,6 +59,7 @@ private:
     float inputAmax_ = 0.0f;                 // NVFP4: its amax (the lowered input's tensor scale)
     const Tensor* weightOperand_ = nullptr;  // the weights in the compute format
     bool usesLibrary_ = false;               // the library ran forward, and has not refused backward since
+    bool packs_ = false;                     // output and input gradient packed (packsStorage)
     bool colsHoldWholeBatch_ = false;        // cols_ holds the whole batch's lowering of this step's input
     std::int64_t colsBlock_ = 1;             // samples per block of cols_ (>= 1)
 

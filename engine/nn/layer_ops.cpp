@@ -5,8 +5,11 @@
 #include "numerics/quantize.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 namespace plab {
 
@@ -48,6 +51,35 @@ void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& c
     t.resize(shape);
     t.setStorage(storage);
     t.track(ctx.memory, category);
+}
+
+namespace {
+std::atomic<bool>& packedStorageSwitch()
+{
+    static std::atomic<bool> enabled{[] {
+        // Off by default until it is faster than fp32-held storage (bench/RESULTS.md).
+        const char* v = std::getenv("PLAB_PACKED_STORAGE");
+        return v && std::string_view(v) == "on";
+    }()};
+    return enabled;
+}
+}  // namespace
+
+void setPackedStorageEnabled(bool enabled) { packedStorageSwitch() = enabled; }
+bool packedStorageEnabled() { return packedStorageSwitch(); }
+
+bool packsStorage(const StepContext& ctx, const StepPrecision& p)
+{
+    return packedStorageEnabled() && (p.storage == Format::fp16 || p.storage == Format::bf16) && !p.quantizes() &&
+           ctx.backend->handlesPackedTensors() && !ctx.backend->allocator();
+}
+
+void holdPacked(Tensor& t, bool packed)
+{
+    if (packed)
+        t.pack();
+    else
+        t.unpack();
 }
 
 QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role)

@@ -150,6 +150,18 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
 // format, memory accounting under `category`.
 void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category);
 
+// Issue 31: whether a layer holds its output and its input gradient packed into its 16-bit
+// storage format (Tensor::pack): fp16 or bf16 storage, operands not quantised, on a backend
+// that holds packed tensors (the CPU's). Values are the same either way; bytes are halved.
+bool packsStorage(const StepContext& ctx, const StepPrecision& p);
+// The switch for benchmarks and tests (packing on and off side by side in one process):
+// off unless PLAB_PACKED_STORAGE=on when the process starts (or a caller turns it on): the
+// packed path computes the same bits but is not yet faster (bench/RESULTS.md, issue 31).
+void setPackedStorageEnabled(bool enabled);
+bool packedStorageEnabled();
+// Packs or unpacks t, about to be written, as `packed` says.
+void holdPacked(Tensor& t, bool packed);
+
 // x[i] += bias[(i / repeat) % period] in fp32, then, when f is not fp32, x rounded to f
 // with the counts added to the tap (layer, kind). See ComputeBackend::addBiasRound.
 void addBiasAndRound(StepContext& ctx, Format f, Tensor& x, const Tensor& bias, std::int64_t period,

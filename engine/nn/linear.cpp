@@ -35,6 +35,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
+    input.unpack();   // a packed activation (issue 31) is read as fp32: Linear packs nothing yet
     input_ = &input;
     if (p.quant.blockScaled()) {
         // MX: blocks along the reduction dimension, `in` (the rows of both).

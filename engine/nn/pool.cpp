@@ -22,8 +22,13 @@ Tensor& MaxPool2d::forward(Tensor& input, StepContext& ctx)
     // A max of values of a format is in that format: the storage stays.
     prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations);
     argmax_.resize(static_cast<std::size_t>(output_.size()), ctx.backend->allocator());
-    ctx.backend->maxPool2x2(input.data(), outShape[0] * outShape[1], inputShape_[2], inputShape_[3],
-                            output_.data(), argmax_.data());
+    holdPacked(output_, input.packed());
+    if (input.packed())
+        ctx.backend->maxPool2x2Packed(input.storage(), input.bits16(), outShape[0] * outShape[1], inputShape_[2],
+                                      inputShape_[3], output_.bits16(), argmax_.data());
+    else
+        ctx.backend->maxPool2x2(input.data(), outShape[0] * outShape[1], inputShape_[2], inputShape_[3],
+                                output_.data(), argmax_.data());
     return output_;
 }
 
@@ -35,8 +40,13 @@ Tensor* MaxPool2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
                                     shapeString(gradOutput.shape()) + " for an output of shape " +
                                     shapeString(output_.shape()) + ".");
     prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace);
-    ctx.backend->maxPool2x2Backward(gradOutput.data(), argmax_.data(), output_.dim(0) * output_.dim(1),
-                                    inputShape_[2], inputShape_[3], gradInput_.data());
+    holdPacked(gradInput_, gradOutput.packed());
+    if (gradOutput.packed())
+        ctx.backend->maxPool2x2BackwardPacked(gradOutput.bits16(), argmax_.data(), output_.dim(0) * output_.dim(1),
+                                              inputShape_[2], inputShape_[3], gradInput_.bits16());
+    else
+        ctx.backend->maxPool2x2Backward(gradOutput.data(), argmax_.data(), output_.dim(0) * output_.dim(1),
+                                        inputShape_[2], inputShape_[3], gradInput_.data());
     return &gradInput_;
 }
 

@@ -5,6 +5,8 @@
 #include "backend/backend.h"
 #include "backend/cpu/gemm_emulated.h"
 #include "backend/cpu/im2col.h"
+#include "backend/cpu/packed_ops.h"
+#include "numerics/storage_convert.h"
 #include "backend/cpu/layer_ops.h"
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
@@ -247,6 +249,44 @@ public:
     {
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
+    bool handlesPackedTensors() const override { return true; }
+    void relu16(Format f, std::uint16_t* x, std::int64_t n) override { cpu::relu16(pool_, f, x, n); }
+    void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override
+    {
+        cpu::reluBackward16(pool_, f, y, g, n);
+    }
+    void maxPool2x2Packed(Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H, std::int64_t W,
+                          std::uint16_t* out, std::uint8_t* argmax) override
+    {
+        cpu::maxPool2x2Packed(pool_, f, in, planes, H, W, out, argmax);
+    }
+    void maxPool2x2BackwardPacked(const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
+                                  std::int64_t H, std::int64_t W, std::uint16_t* dx) override
+    {
+        cpu::maxPool2x2BackwardPacked(pool_, g, argmax, planes, H, W, dx);
+    }
+    void transposeBlocksPacked(const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                               std::uint16_t* out) override
+    {
+        cpu::transposeBlocksPacked(pool_, in, A, B, inner, out);
+    }
+    void im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                      float* cols) override
+    {
+        // The block's samples of every channel widened (exact), then lowered as a batch of
+        // `count`: the same columns as im2col of the fp32 values.
+        const std::int64_t hw = g.planeSize();
+        std::vector<float> block(static_cast<std::size_t>(g.channels * count * hw));
+        pool_.parallelFor(g.channels, 1, [&](std::int64_t c0, std::int64_t c1) {
+            for (std::int64_t c = c0; c < c1; ++c)
+                widenArray(f, src + (c * g.batch + n0) * hw, block.data() + c * count * hw,
+                           static_cast<std::size_t>(count * hw));
+        });
+        ConvGeometry part = g;
+        part.batch = count;
+        cpu::im2colBatch(pool_, part, block.data(), 0, count, cols);
+    }
+
     void sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out) override
     {
         cpu::sumRows(pool_, x, rows, cols, out);
