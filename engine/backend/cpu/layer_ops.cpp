@@ -82,24 +82,28 @@ inline void poolWindow(const float (&v)[4], float* value, std::uint8_t* position
 
 }  // namespace
 
+void maxPool2x2Plane(const float* src, std::int64_t H, std::int64_t W, float* out, std::uint8_t* argmax)
+{
+    const std::int64_t Ho = H / 2, Wo = W / 2;
+    for (std::int64_t y = 0; y < Ho; ++y) {
+        const float* r0 = src + 2 * y * W;
+        const float* r1 = r0 + W;
+        float* dst = out + y * Wo;
+        std::uint8_t* pos = argmax + y * Wo;
+        for (std::int64_t x = 0; x < Wo; ++x) {
+            const float v[4] = {r0[2 * x], r0[2 * x + 1], r1[2 * x], r1[2 * x + 1]};
+            poolWindow(v, dst + x, pos + x);
+        }
+    }
+}
+
 void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
                 std::uint8_t* argmax)
 {
-    const std::int64_t Ho = H / 2, Wo = W / 2;
+    const std::int64_t planeOut = (H / 2) * (W / 2);
     pool.parallelFor(planes, 8, [&](std::int64_t p0, std::int64_t p1) {
-        for (std::int64_t plane = p0; plane < p1; ++plane) {
-            const float* src = in + plane * H * W;
-            for (std::int64_t y = 0; y < Ho; ++y) {
-                const float* r0 = src + 2 * y * W;
-                const float* r1 = r0 + W;
-                float* dst = out + (plane * Ho + y) * Wo;
-                std::uint8_t* pos = argmax + (plane * Ho + y) * Wo;
-                for (std::int64_t x = 0; x < Wo; ++x) {
-                    const float v[4] = {r0[2 * x], r0[2 * x + 1], r1[2 * x], r1[2 * x + 1]};
-                    poolWindow(v, dst + x, pos + x);
-                }
-            }
-        }
+        for (std::int64_t plane = p0; plane < p1; ++plane)
+            maxPool2x2Plane(in + plane * H * W, H, W, out + plane * planeOut, argmax + plane * planeOut);
     });
 }
 

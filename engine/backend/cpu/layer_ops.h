@@ -20,6 +20,8 @@ void reluBackward(ThreadPool& pool, const float* y, float* g, std::int64_t n);
 // 0..3 in its window: the first maximum wins, the first NaN propagates.
 void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
                 std::uint8_t* argmax);
+// One plane of it, on the calling thread (the packed pooling's kernel).
+void maxPool2x2Plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::uint8_t* argmax);
 void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* argmax, std::int64_t planes,
                         std::int64_t H, std::int64_t W, float* dx);
 void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,

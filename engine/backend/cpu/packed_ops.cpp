@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 namespace plab::cpu {
 
@@ -70,24 +71,24 @@ void reluBackward16(ThreadPool& pool, Format f, const std::uint16_t* y, std::uin
 void maxPool2x2Packed(ThreadPool& pool, Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H,
                       std::int64_t W, std::uint16_t* out, std::uint8_t* argmax)
 {
-    // Two input rows widened at a time, pooled by the fp32 kernel (its winners and
-    // positions), then the winners' own bits copied: no rounding anywhere.
+    // A plane widened at a time, pooled by the fp32 kernel (its winners and positions),
+    // then the winners' own bits copied: no rounding anywhere.
     const std::int64_t Ho = H / 2, Wo = W / 2;
     pool.parallelFor(planes, 8, [&](std::int64_t p0, std::int64_t p1) {
-        ThreadPool serial(1);
-        std::vector<float> rows(static_cast<std::size_t>(2 * W));
-        std::vector<float> pooled(static_cast<std::size_t>(Wo));
-        for (std::int64_t plane = p0; plane < p1; ++plane)
-            for (std::int64_t y = 0; y < Ho; ++y) {
-                const std::uint16_t* r0 = in + (plane * H + 2 * y) * W;
-                widenArray(f, r0, rows.data(), static_cast<std::size_t>(2 * W));
-                const std::int64_t o = (plane * Ho + y) * Wo;
-                maxPool2x2(serial, rows.data(), 1, 2, W, pooled.data(), argmax + o);
+        std::vector<float> plane(static_cast<std::size_t>(H * W));
+        std::vector<float> pooled(static_cast<std::size_t>(Ho * Wo));
+        for (std::int64_t p = p0; p < p1; ++p) {
+            const std::uint16_t* src = in + p * H * W;
+            widenArray(f, src, plane.data(), plane.size());
+            std::uint8_t* at = argmax + p * Ho * Wo;
+            maxPool2x2Plane(plane.data(), H, W, pooled.data(), at);
+            std::uint16_t* dst = out + p * Ho * Wo;
+            for (std::int64_t y = 0; y < Ho; ++y)
                 for (std::int64_t x = 0; x < Wo; ++x) {
-                    const int k = argmax[o + x];
-                    out[o + x] = r0[(k / 2) * W + 2 * x + k % 2];
+                    const int k = at[y * Wo + x];
+                    dst[y * Wo + x] = src[(2 * y + k / 2) * W + 2 * x + k % 2];
                 }
-            }
+        }
     });
 }
 
