@@ -332,6 +332,24 @@ public:
     {
         refusePackedOp("transposeBlocksPacked");
     }
+    // dst = the values of src (n, packed in f), widened; on the backend's threads.
+    virtual void widen16(Format, const std::uint16_t* /*src*/, float* /*dst*/, std::int64_t /*n*/)
+    {
+        refusePackedOp("widen16");
+    }
+    // dst (packed in f) = round_f(src), counted into stats / hist (may be null) as roundArray.
+    virtual void roundTo16(Format, const float* /*src*/, std::uint16_t* /*dst*/, std::int64_t /*n*/,
+                           RoundingStats* /*stats*/, GradientHistogram* /*hist*/)
+    {
+        refusePackedOp("roundTo16");
+    }
+    // addBiasRound whose results are stored packed in f (x is left as it was).
+    virtual void addBiasRoundTo16(Format, const float* /*x*/, std::uint16_t* /*out*/, std::int64_t /*n*/,
+                                  const float* /*bias*/, std::int64_t /*period*/, std::int64_t /*repeat*/,
+                                  RoundingStats* /*stats*/, GradientHistogram* /*hist*/)
+    {
+        refusePackedOp("addBiasRoundTo16");
+    }
     // im2col from a packed source (values widened on the way; cols are fp32).
     virtual void im2colPacked(const ConvGeometry&, Format, const std::uint16_t* /*src*/, std::int64_t /*n0*/,
                               std::int64_t /*count*/, float* /*cols*/)

@@ -78,18 +78,24 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     }
 
     prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations);
-    output_.unpack();   // the GEMM writes fp32; packed once rounded
+    holdPacked(output_, packs_);
+    // Packed, the GEMM's fp32 result goes to the step's work buffer, then bias, rounding and
+    // packing in one pass.
+    Tensor& result = packs_ ? workBuffer(ctx, 0, output_.shape(), ownWork_[0]) : output_;
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
-    usesLibrary_ = !mx && !inputOperand_->packed() &&
+    usesLibrary_ = !mx && !packs_ && !inputOperand_->packed() &&
                    ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(), weightOperand_->data(),
                                                    output_.data(), precision);
-    if (!usesLibrary_) lowerAndMultiply(ctx, p);
+    if (!usesLibrary_) lowerAndMultiply(ctx, p, result.data());
 
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
-    addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
-    if (packs_) output_.pack();   // exact: every value is in the format now
+    if (packs_)
+        addBiasAndRoundTo16(ctx, p.storage, result, output_, bias_.value, outChannels_, N * hw, name(),
+                            TensorKind::activation);
+    else
+        addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
     return output_;
 }
 
@@ -104,7 +110,7 @@ void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
         prepareTensor(cols_, shape, p.compute, ctx, MemoryCategory::workspace);
 }
 
-void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
+void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target)
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
@@ -126,7 +132,7 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p)
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
-                          output_.data() + n0 * hw, N * hw, precision);
+                          target + n0 * hw, N * hw, precision);
     }
 }
 
@@ -151,13 +157,19 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
                                     shapeString(output_.shape()) + ".");
     // MX quantises the gradient once for each GEMM, in its blocks (filterGradientLowered,
     // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
-    // The GEMMs read fp32 (issue 31): a packed gradient is widened here, and packed again
-    // (exactly) once this pass is done with it, so no fp32 copy outlives the pass.
-    const bool gradWasPacked = gradOutput.packed();
-    gradOutput.unpack();
+    // The GEMMs read fp32 (issue 31): a packed gradient is widened into the step's work
+    // buffer, which is the operand itself when it is in the compute format.
+    const Tensor* arrived = &gradOutput;
+    if (gradOutput.packed()) {
+        Tensor& wide = workBuffer(ctx, 0, gradOutput.shape(), ownWork_[0]);
+        ctx.backend->widen16(gradOutput.storage(), gradOutput.bits16(), wide.data(), gradOutput.size());
+        arrived = &wide;
+    }
+    const bool asItIs = gradOutput.packed() && gradOutput.storage() == p.compute && !p.quantizes();
     const Tensor& dY =   // (Cout, N, H, W)
-        p.quant.blockScaled() ? gradOutput
-                              : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
+        p.quant.blockScaled() || asItIs
+            ? *arrived
+            : layerOperand(ctx, p, *arrived, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
 
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
@@ -170,7 +182,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         lowerAfterRefusal(ctx, p);
     if (!usesLibrary_) filterGradientLowered(ctx, p, dY);
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
-    ctx.backend->sumRows((p.quantizes() ? gradOutput : dY).data(), outChannels_, N * hw, bias_.grad.data());
+    ctx.backend->sumRows((p.quantizes() ? *arrived : dY).data(), outChannels_, N * hw, bias_.grad.data());
     if (p.roundsStorage()) {
         // Weight and bias gradients share one tap: the layer's weight gradients.
         roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(),
@@ -178,23 +190,23 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         roundTapped(ctx, p.storage, bias_.grad.data(), bias_.grad.data(), bias_.grad.size(), name(),
                     TensorKind::weightGrad);
     }
-    if (!needInputGrad) {
-        if (gradWasPacked) gradOutput.pack();
-        return nullptr;
-    }
+    if (!needInputGrad) return nullptr;
 
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
-    gradInput_.unpack();   // col2im sums in fp32; packed once rounded
+    // Packed, col2im sums into the step's second work buffer; rounding packs the result.
+    const bool packsGrad = packs_ && p.roundsStorage();
+    holdPacked(gradInput_, packsGrad);
+    Tensor& sums = packsGrad ? workBuffer(ctx, 1, gradInput_.shape(), ownWork_[1]) : gradInput_;
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
                                                               gradInput_.data(), dataGemm))
         lowerAfterRefusal(ctx, p);
-    if (!usesLibrary_) inputGradientLowered(ctx, p, dY);
-    if (p.roundsStorage())
+    if (!usesLibrary_) inputGradientLowered(ctx, p, dY, sums.data());
+    if (packsGrad)
+        roundTappedTo16(ctx, p.storage, sums.data(), gradInput_, name(), TensorKind::activationGrad);
+    else if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
-    if (packs_ && p.roundsStorage()) gradInput_.pack();
-    if (gradWasPacked) gradOutput.pack();
     return &gradInput_;
 }
 
@@ -228,7 +240,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     }
 }
 
-void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
+void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target)
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
@@ -246,7 +258,7 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
         ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
                           weightOperand_->data(), K, dYOperand->data() + n0 * hw, N * hw, 0.0f, cols_.data(),
                           count * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput));
-        ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data());
+        ctx.backend->col2im(g, cols_.data(), n0, count, target);
     }
 }
 

@@ -41,9 +41,9 @@ private:
     void prepareColumns(StepContext& ctx, const StepPrecision& p);
     // The im2col + GEMM lowering: output_ from the operands, dW into weight_.grad, and dX
     // into gradInput_.
-    void lowerAndMultiply(StepContext& ctx, const StepPrecision& p);
+    void lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target);
     void filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
-    void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target);
     // im2col of samples [n0, n0 + count) of the input operand into cols_ (from its bits when packed).
     void lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count);
     // The library refused a backward pass: the rest of the step's backward is lowered.
@@ -70,6 +70,7 @@ private:
     Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (Cin, N, H, W)
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
+    Tensor ownWork_[2];        // fp32 work buffers when the step has none (StepContext::work)
 };
 
 }  // namespace plab

@@ -74,6 +74,28 @@ bool packsStorage(const StepContext& ctx, const StepPrecision& p)
            ctx.backend->handlesPackedTensors() && !ctx.backend->allocator();
 }
 
+Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)
+{
+    Tensor& t = ctx.work ? (*ctx.work)[static_cast<std::size_t>(slot)] : own;
+    prepareTensor(t, shape, Format::fp32, ctx, MemoryCategory::workspace);
+    return t;
+}
+
+void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, std::string_view layer,
+                     TensorKind kind)
+{
+    const auto sink = tapSink(ctx, layer, kind);
+    ctx.backend->roundTo16(f, src, out.bits16(), out.size(), sink.stats, sink.hist);
+}
+
+void addBiasAndRoundTo16(StepContext& ctx, Format f, const Tensor& x, Tensor& out, const Tensor& bias,
+                         std::int64_t period, std::int64_t repeat, std::string_view layer, TensorKind kind)
+{
+    const auto sink = tapSink(ctx, layer, kind);
+    ctx.backend->addBiasRoundTo16(f, x.data(), out.bits16(), x.size(), bias.data(), period, repeat, sink.stats,
+                                  sink.hist);
+}
+
 void holdPacked(Tensor& t, bool packed)
 {
     if (packed)

@@ -161,6 +161,15 @@ void setPackedStorageEnabled(bool enabled);
 bool packedStorageEnabled();
 // Packs or unpacks t, about to be written, as `packed` says.
 void holdPacked(Tensor& t, bool packed);
+// An fp32 work buffer of `shape`: the step's shared one of this slot (StepContext::work),
+// or `own` when the step has none. Its contents are undefined.
+Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own);
+// The packed forms of roundTapped and addBiasAndRound: the same values and counts, the
+// results stored into the packed tensor `out` (storage f).
+void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, std::string_view layer,
+                     TensorKind kind);
+void addBiasAndRoundTo16(StepContext& ctx, Format f, const Tensor& x, Tensor& out, const Tensor& bias,
+                         std::int64_t period, std::int64_t repeat, std::string_view layer, TensorKind kind);
 
 // x[i] += bias[(i / repeat) % period] in fp32, then, when f is not fp32, x rounded to f
 // with the counts added to the tap (layer, kind). See ComputeBackend::addBiasRound.

@@ -35,15 +35,25 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
-    input.unpack();   // a packed activation (issue 31) is read as fp32: Linear packs nothing yet
-    input_ = &input;
+    // A packed input (issue 31) is widened into the step's second work buffer, which keeps
+    // it for this layer's backward pass (no layer between uses that buffer); it is the
+    // operand itself when it is in the compute format.
+    inputArrivedPacked_ = input.packed();
+    const Tensor* in = &input;
+    if (input.packed()) {
+        Tensor& wide = workBuffer(ctx, 1, input.shape(), ownWork_);
+        ctx.backend->widen16(input.storage(), input.bits16(), wide.data(), input.size());
+        in = &wide;
+    }
+    input_ = in;
     if (p.quant.blockScaled()) {
         // MX: blocks along the reduction dimension, `in` (the rows of both).
-        inputOperand_ = &blockOperand(ctx, p, input, N, inFeatures_, true, roundedInput_, name(), OperandRole::input);
+        inputOperand_ = &blockOperand(ctx, p, *in, N, inFeatures_, true, roundedInput_, name(), OperandRole::input);
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
                                        OperandRole::weight);
     } else {
-        inputOperand_ = &layerOperand(ctx, p, input, roundedInput_, name(), OperandRole::input, scalers_);
+        const bool asItIs = input.packed() && input.storage() == p.compute && !p.quantizes();
+        inputOperand_ = asItIs ? in : &layerOperand(ctx, p, *in, roundedInput_, name(), OperandRole::input, scalers_);
         weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     }
 
@@ -88,14 +98,20 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     }
     if (!needInputGrad) return nullptr;
 
-    // dX (N, in) = dY (N, out) * W (out, in)
+    // dX (N, in) = dY (N, out) * W (out, in); packed (through the first work buffer) when
+    // the input arrived packed and the layer packs.
     prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace);
+    const bool packsGrad = inputArrivedPacked_ && packsStorage(ctx, p) && p.roundsStorage();
+    holdPacked(gradInput_, packsGrad);
+    Tensor& sums = packsGrad ? workBuffer(ctx, 0, gradInput_.shape(), ownGradWork_) : gradInput_;
     const Tensor& dYRows =
         mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
     ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dYRows.data(), O, weightOperand_->data(), I, 0.0f,
-                      gradInput_.data(), I, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight));
-    if (p.roundsStorage())
+                      sums.data(), I, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight));
+    if (packsGrad)
+        roundTappedTo16(ctx, p.storage, sums.data(), gradInput_, name(), TensorKind::activationGrad);
+    else if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
     return &gradInput_;

@@ -26,7 +26,7 @@ private:
     std::int64_t inFeatures_, outFeatures_;
     Parameter weight_, bias_;
 
-    const Tensor* input_ = nullptr;          // (N, in) the input as it arrived (unchanged until backward)
+    const Tensor* input_ = nullptr;          // (N, in) the input as it arrived, widened when packed
     const Tensor* inputOperand_ = nullptr;   // (N, in) the input in the compute format
     const Tensor* weightOperand_ = nullptr;  // (out, in) the weights in the compute format
     Tensor roundedInput_;    // (N, in) tf32 rounding of the input
@@ -35,6 +35,9 @@ private:
     Tensor roundedGrad_;     // (N, out) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (N, in)
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
+    bool inputArrivedPacked_ = false;   // issue 31: then its input gradient is packed too
+    Tensor ownWork_;       // the widened input when the step has no work buffers
+    Tensor ownGradWork_;   // dX before rounding, likewise
 };
 
 }  // namespace plab

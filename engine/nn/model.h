@@ -8,6 +8,7 @@
 #include "tensor/memory.h"
 #include "tensor/tensor.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,9 @@ struct StepContext {
     TelemetryCollector* telemetry = nullptr;   // may be null (evaluation)
     MemoryAccountant* memory = nullptr;        // may be null
     bool training = true;
+    // fp32 work buffers the layers of a step share (issue 31: a packed activation is
+    // computed or widened here), reused from step to step; null: each layer keeps its own.
+    std::array<Tensor, 2>* work = nullptr;
 };
 
 struct StepOutput {

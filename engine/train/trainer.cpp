@@ -126,6 +126,7 @@ struct Trainer::State {
     std::int64_t backendScratch = 0;   // the backend's own scratch, counted as workspace
     // The step's inputs (after the backend: released before it) and what the ops see.
     std::vector<Parameter*> params;
+    std::array<Tensor, 2> work;   // the layers' shared fp32 work buffers (StepContext::work)
     StepContext ctx;
     Tensor images;
     std::vector<std::uint8_t> labels;
@@ -181,7 +182,7 @@ RunResult Trainer::run()
 void Trainer::evaluate(State& st)
 {
     constexpr std::int64_t kEvalBatch = 500;
-    StepContext ctx{&st.recipe, st.backend.get(), nullptr, &st.memory, false};
+    StepContext ctx{&st.recipe, st.backend.get(), nullptr, &st.memory, false, &st.work};
     const Dataset& test = data_.test;
     std::vector<std::uint32_t> idx(static_cast<std::size_t>(test.count));
     for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
@@ -462,7 +463,7 @@ void Trainer::setUp(State& st)
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     st.params = st.model->parameters();
-    st.ctx = StepContext{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true};
+    st.ctx = StepContext{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true, &st.work};
 }
 
 RunResult Trainer::runOrThrow(State& st)

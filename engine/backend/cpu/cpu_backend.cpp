@@ -250,6 +250,21 @@ public:
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
     bool handlesPackedTensors() const override { return true; }
+    void widen16(Format f, const std::uint16_t* src, float* dst, std::int64_t n) override
+    {
+        cpu::widen16(pool_, f, src, dst, n);
+    }
+    void roundTo16(Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
+                   GradientHistogram* hist) override
+    {
+        cpu::roundTo16(pool_, f, src, dst, n, stats, hist);
+    }
+    void addBiasRoundTo16(Format f, const float* x, std::uint16_t* out, std::int64_t n, const float* bias,
+                          std::int64_t period, std::int64_t repeat, RoundingStats* stats,
+                          GradientHistogram* hist) override
+    {
+        cpu::addBiasRoundTo16(pool_, f, x, out, n, bias, period, repeat, stats, hist);
+    }
     void relu16(Format f, std::uint16_t* x, std::int64_t n) override { cpu::relu16(pool_, f, x, n); }
     void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override
     {

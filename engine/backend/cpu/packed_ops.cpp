@@ -52,6 +52,29 @@ void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t*
     });
 }
 
+void widen16(ThreadPool& pool, Format f, const std::uint16_t* src, float* dst, std::int64_t n)
+{
+    pool.parallelFor(n, 1 << 16, [&](std::int64_t b, std::int64_t e) {
+        widenArray(f, src + b, dst + b, static_cast<std::size_t>(e - b));
+    });
+}
+
+void roundTo16(ThreadPool& pool, Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
+               GradientHistogram* hist)
+{
+    std::mutex merge;
+    pool.parallelFor(n, 1 << 16, [&](std::int64_t b, std::int64_t e) {
+        RoundingStats localStats;
+        GradientHistogram localHist;
+        roundArrayTo16(f, src + b, dst + b, static_cast<std::size_t>(e - b), stats ? &localStats : nullptr,
+                       hist ? &localHist : nullptr);
+        if (!stats && !hist) return;
+        std::lock_guard lock(merge);
+        if (stats) *stats += localStats;
+        if (hist) *hist += localHist;
+    });
+}
+
 void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n)
 {
     const std::uint16_t inf = nanAbove(f);

@@ -18,6 +18,10 @@ namespace plab::cpu {
 void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t* out, std::int64_t n,
                       const float* bias, std::int64_t period, std::int64_t repeat, RoundingStats* stats,
                       GradientHistogram* hist);
+// widenArray and roundArrayTo16 over the pool's threads (the counts merged: sums).
+void widen16(ThreadPool& pool, Format f, const std::uint16_t* src, float* dst, std::int64_t n);
+void roundTo16(ThreadPool& pool, Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
+               GradientHistogram* hist);
 // max(0, x) in place; NaN kept.
 void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n);
 // g = 0 where y <= 0.
