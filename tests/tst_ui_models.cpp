@@ -488,6 +488,12 @@ private slots:
             QVERIFY(seen[0].error.empty() && seen[1].error.empty());
         }
 
+        // A scan cancelled after its first record (the app closed) keeps what it read.
+        fs::remove(runs.path() / kRunsIndexFileName);
+        std::atomic<bool> stop{false};
+        scanRunsFolder(runs.path(), [&](std::vector<ScannedRecord>&&) { stop = true; }, stop, RunsScanOptions{1, 1});
+        QCOMPARE(RunsIndex::load(runs.path()).size(), std::size_t(1));
+
         // A FIFO named like a record is no record; a link to one is refused with a reason.
         QCOMPARE(::mkfifo((runs.path() / "pipe.json").c_str(), 0600), 0);
         fs::create_symlink(runs.path() / "pipe.json", runs.path() / "link.json");

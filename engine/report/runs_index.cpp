@@ -285,7 +285,9 @@ std::size_t scanRunsFolder(const std::filesystem::path& folder,
             if (r.listing && r.listing->unfinished) r.writerAlive = recordWriterAlive(r.file);
         deliver(std::move(records));
     }
-    if (!cancelled && index.changed()) {
+    // Also when cancelled (the app closed during a long first scan): what was read so far
+    // is kept for the next start.
+    if (index.changed()) {
         try {
             index.save(folder);
         } catch (const std::exception&) {

@@ -115,9 +115,9 @@ struct RunsScanOptions {
 // file-name order: from the index where it is current, from the record otherwise (parsed
 // and replayed whole, so a damaged record is found now, as before the index existed).
 // `deliver` gets them in order, in batches, on the calling thread. Writes the index back
-// when it changed (a folder it cannot write keeps working without one). Stops early,
-// delivering nothing more, once `cancelled` is true. Returns the number of records
-// read from the records themselves (not from the index).
+// when it changed (a folder it cannot write keeps working without one), also after a
+// cancellation. Stops early, delivering nothing more, once `cancelled` is true. Returns
+// the number of records read from the records themselves (not from the index).
 std::size_t scanRunsFolder(const std::filesystem::path& folder,
                            const std::function<void(std::vector<ScannedRecord>&&)>& deliver,
                            const std::atomic<bool>& cancelled, RunsScanOptions options = {});
