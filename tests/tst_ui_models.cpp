@@ -47,6 +47,15 @@ class TestUiModels : public QObject {
 
     static QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
 
+    // `count` records run-0…0.json to run-<count-1>.json (`digits` wide): one trained, the
+    // others its copies.
+    void writeRecordCopies(const fs::path& dir, int count, int digits)
+    {
+        auto file = [&](int i) { return dir / QStringLiteral("run-%1.json").arg(i, digits, 10, QLatin1Char('0')).toStdString(); };
+        writeRecord(file(0), "fp32", "");
+        for (int i = 1; i < count; ++i) fs::copy_file(file(0), file(i));
+    }
+
 private slots:
     void initTestCase()
     {
@@ -511,9 +520,7 @@ private slots:
     void seriesAreKeptForWhatIsShown()
     {
         testing::TempDir runs;
-        writeRecord(runs.path() / "run-00.json", "fp32", "");
-        for (int i = 1; i < 12; ++i)
-            fs::copy_file(runs.path() / "run-00.json", runs.path() / QStringLiteral("run-%1.json").arg(i, 2, 10, QLatin1Char('0')).toStdString());
+        writeRecordCopies(runs.path(), 12, 2);
         RunStore store(q(runs.path()));
         QCOMPARE(store.loadAll(), QStringList());
         QCOMPARE(store.count(), 12);
@@ -543,9 +550,7 @@ private slots:
     void backgroundListingFillsTheModel()
     {
         testing::TempDir runs;
-        writeRecord(runs.path() / "run-000.json", "fp32", "");
-        for (int i = 1; i < 60; ++i)
-            fs::copy_file(runs.path() / "run-000.json", runs.path() / QStringLiteral("run-%1.json").arg(i, 3, 10, QLatin1Char('0')).toStdString());
+        writeRecordCopies(runs.path(), 60, 3);
         {
             RunStore store(q(runs.path()));
             store.loadAllInBackground();   // closed at once: cancelled and joined

@@ -159,15 +159,9 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
     // The GEMMs read fp32 (issue 31): a packed gradient is widened into the step's work
     // buffer, which is the operand itself when it is in the compute format.
-    const Tensor* arrived = &gradOutput;
-    if (gradOutput.packed()) {
-        Tensor& wide = workBuffer(ctx, 0, gradOutput.shape(), ownWork_[0]);
-        ctx.backend->widen16(gradOutput.storage(), gradOutput.bits16(), wide.data(), gradOutput.size());
-        arrived = &wide;
-    }
-    const bool asItIs = gradOutput.packed() && gradOutput.storage() == p.compute && !p.quantizes();
+    const Tensor* arrived = gradOutput.packed() ? &widenedInto(ctx, 0, gradOutput, ownWork_[0]) : &gradOutput;
     const Tensor& dY =   // (Cout, N, H, W)
-        p.quant.blockScaled() || asItIs
+        p.quant.blockScaled() || operandAsItIs(gradOutput, p)
             ? *arrived
             : layerOperand(ctx, p, *arrived, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
 

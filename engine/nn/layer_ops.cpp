@@ -81,6 +81,18 @@ Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)
     return t;
 }
 
+const Tensor& widenedInto(StepContext& ctx, int slot, const Tensor& packed, Tensor& own)
+{
+    Tensor& wide = workBuffer(ctx, slot, packed.shape(), own);
+    ctx.backend->widen16(packed.storage(), packed.bits16(), wide.data(), packed.size());
+    return wide;
+}
+
+bool operandAsItIs(const Tensor& packed, const StepPrecision& p)
+{
+    return packed.packed() && packed.storage() == p.compute && !p.quantizes();
+}
+
 void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, std::string_view layer,
                      TensorKind kind)
 {

@@ -164,6 +164,12 @@ void holdPacked(Tensor& t, bool packed);
 // An fp32 work buffer of `shape`: the step's shared one of this slot (StepContext::work),
 // or `own` when the step has none. Its contents are undefined.
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own);
+// A packed tensor's values widened (on the backend's threads) into the step's work buffer
+// `slot` (or `own`), for the GEMMs, which read fp32. operandAsItIs: whether that widened
+// copy is the layer's operand itself (the compute format, not quantised), with no rounding
+// site of its own to pass through.
+const Tensor& widenedInto(StepContext& ctx, int slot, const Tensor& packed, Tensor& own);
+bool operandAsItIs(const Tensor& packed, const StepPrecision& p);
 // The packed forms of roundTapped and addBiasAndRound: the same values and counts, the
 // results stored into the packed tensor `out` (storage f).
 void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, std::string_view layer,

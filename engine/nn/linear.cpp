@@ -39,12 +39,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     // it for this layer's backward pass (no layer between uses that buffer); it is the
     // operand itself when it is in the compute format.
     inputArrivedPacked_ = input.packed();
-    const Tensor* in = &input;
-    if (input.packed()) {
-        Tensor& wide = workBuffer(ctx, 1, input.shape(), ownWork_);
-        ctx.backend->widen16(input.storage(), input.bits16(), wide.data(), input.size());
-        in = &wide;
-    }
+    const Tensor* in = input.packed() ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
     if (p.quant.blockScaled()) {
         // MX: blocks along the reduction dimension, `in` (the rows of both).
@@ -52,8 +47,9 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
                                        OperandRole::weight);
     } else {
-        const bool asItIs = input.packed() && input.storage() == p.compute && !p.quantizes();
-        inputOperand_ = asItIs ? in : &layerOperand(ctx, p, *in, roundedInput_, name(), OperandRole::input, scalers_);
+        inputOperand_ = operandAsItIs(input, p)
+                            ? in
+                            : &layerOperand(ctx, p, *in, roundedInput_, name(), OperandRole::input, scalers_);
         weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     }
 

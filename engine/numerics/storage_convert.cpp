@@ -30,6 +30,8 @@ void requireSixteenBits(Format f, const char* what)
 
 }  // namespace
 
+std::uint16_t narrowBits(Format f, float x) { return f == Format::fp16 ? fp32ToFp16Bits(x) : fp32ToBf16Bits(x); }
+
 float widenBits(Format f, std::uint16_t bits)
 {
     if (f == Format::bf16) return bf16BitsToFp32(bits);
@@ -46,10 +48,7 @@ void narrowArray(Format f, const float* src, std::uint16_t* dst, std::size_t n)
     case SimdLevel::avx2: detail::narrowArrayAvx2(f, src, dst, n); return;
     case SimdLevel::scalar: break;
     }
-    if (f == Format::fp16)
-        for (std::size_t i = 0; i < n; ++i) dst[i] = fp32ToFp16Bits(src[i]);
-    else
-        for (std::size_t i = 0; i < n; ++i) dst[i] = fp32ToBf16Bits(src[i]);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = narrowBits(f, src[i]);
 }
 
 void widenArray(Format f, const std::uint16_t* src, float* dst, std::size_t n)

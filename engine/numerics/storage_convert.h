@@ -16,7 +16,8 @@
 namespace plab {
 
 // f is Format::fp16 or Format::bf16 (std::invalid_argument otherwise).
-// One element as widenArray widens it (the portable code and the kernels' tails).
+// One element as narrowArray / widenArray convert it (the portable code and the kernels' tails).
+std::uint16_t narrowBits(Format f, float x);
 float widenBits(Format f, std::uint16_t bits);
 void narrowArray(Format f, const float* src, std::uint16_t* dst, std::size_t n);
 void widenArray(Format f, const std::uint16_t* src, float* dst, std::size_t n);

@@ -16,7 +16,7 @@ namespace {
 
 void narrowTail(Format f, const float* src, std::uint16_t* dst, std::size_t i, std::size_t n)
 {
-    for (; i < n; ++i) dst[i] = f == Format::fp16 ? fp32ToFp16Bits(src[i]) : fp32ToBf16Bits(src[i]);
+    for (; i < n; ++i) dst[i] = narrowBits(f, src[i]);
 }
 
 void widenTail(Format f, const std::uint16_t* src, float* dst, std::size_t i, std::size_t n)

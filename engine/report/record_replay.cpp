@@ -16,13 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-RunStatus statusFromName(const std::string& name)
-{
-    for (auto s : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
-                   RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
-        if (runStatusName(s) == name) return s;
-    return RunStatus::failed;
-}
+// An unknown status reads as failed.
+RunStatus statusFromName(const std::string& name) { return parseRunStatus(name).value_or(RunStatus::failed); }
 
 // Every event with the step it belongs to, so that the merge keeps the trainer's order:
 // within one step, changes come before the step, evaluations and telemetry after it.

@@ -34,9 +34,7 @@ double accuracyFrom(const json& j, const char* key)
 
 RunStatus statusNamed(const std::string& name, const std::string& origin)
 {
-    for (auto s : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
-                   RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
-        if (runStatusName(s) == name) return s;
+    if (const auto s = parseRunStatus(name)) return *s;
     throw InputError(origin + ": unknown status " + quotedExcerpt(name));
 }
 

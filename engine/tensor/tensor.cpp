@@ -277,9 +277,7 @@ void Tensor::setQuantizedStorage(const QuantizedStorage& q)
 void Tensor::fill(float v)
 {
     if (packed_) {
-        std::uint16_t bits = 0;
-        narrowArray(storage_, &v, &bits, 1);
-        std::fill(packedHost_.begin(), packedHost_.end(), bits);
+        std::fill(packedHost_.begin(), packedHost_.end(), narrowBits(storage_, v));
         return;
     }
     if (!device_) {

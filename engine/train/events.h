@@ -20,6 +20,8 @@ namespace plab {
 
 enum class RunStatus : std::uint8_t { starting, running, paused, completed, stopped, diverged, failed };
 std::string_view runStatusName(RunStatus s);
+// The status runStatusName calls `name`; nullopt for any other text.
+std::optional<RunStatus> parseRunStatus(std::string_view name);
 
 // First event of a run: what runs it.
 struct RunStartEvent {

@@ -41,6 +41,14 @@ std::string_view runStatusName(RunStatus s)
     return "unknown";
 }
 
+std::optional<RunStatus> parseRunStatus(std::string_view name)
+{
+    for (auto s : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
+                   RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
+        if (runStatusName(s) == name) return s;
+    return std::nullopt;
+}
+
 namespace {
 
 bool listed(const std::vector<Format>& formats, Format f)

@@ -147,23 +147,10 @@ public:
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override
     {
-        if (!stats && !hist) {
-            pool_.parallelFor(static_cast<std::int64_t>(n), kRoundGrain, [&](std::int64_t b, std::int64_t e) {
-                plab::roundArray(f, src + b, dst + b, static_cast<std::size_t>(e - b));
-            });
-            return;
-        }
-        // Counts are sums, so merging chunk-local counts gives exactly the serial result.
-        std::mutex merge;
-        pool_.parallelFor(static_cast<std::int64_t>(n), kRoundGrain, [&](std::int64_t b, std::int64_t e) {
-            RoundingStats localStats;
-            GradientHistogram localHist;
-            plab::roundArray(f, src + b, dst + b, static_cast<std::size_t>(e - b), &localStats,
-                             hist ? &localHist : nullptr);
-            std::lock_guard lock(merge);
-            if (stats) *stats += localStats;
-            if (hist) *hist += localHist;
-        });
+        cpu::parallelForCounted(pool_, static_cast<std::int64_t>(n), kRoundGrain, stats, hist,
+                                [&](std::int64_t b, std::int64_t e, RoundingStats* s, GradientHistogram* h) {
+                                    plab::roundArray(f, src + b, dst + b, static_cast<std::size_t>(e - b), s, h);
+                                });
     }
 
     float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
@@ -278,12 +265,12 @@ public:
     void maxPool2x2BackwardPacked(const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
                                   std::int64_t H, std::int64_t W, std::uint16_t* dx) override
     {
-        cpu::maxPool2x2BackwardPacked(pool_, g, argmax, planes, H, W, dx);
+        cpu::maxPool2x2Backward(pool_, g, argmax, planes, H, W, dx);
     }
     void transposeBlocksPacked(const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,
                                std::uint16_t* out) override
     {
-        cpu::transposeBlocksPacked(pool_, in, A, B, inner, out);
+        cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
     void im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
                       float* cols) override

@@ -14,6 +14,25 @@
 
 namespace plab::cpu {
 
+void parallelForCounted(ThreadPool& pool, std::int64_t n, std::int64_t grain, RoundingStats* stats,
+                        GradientHistogram* hist,
+                        const std::function<void(std::int64_t, std::int64_t, RoundingStats*, GradientHistogram*)>& body)
+{
+    if (!stats && !hist) {
+        pool.parallelFor(n, grain, [&](std::int64_t b, std::int64_t e) { body(b, e, nullptr, nullptr); });
+        return;
+    }
+    std::mutex merge;
+    pool.parallelFor(n, grain, [&](std::int64_t b, std::int64_t e) {
+        RoundingStats localStats;
+        GradientHistogram localHist;
+        body(b, e, stats ? &localStats : nullptr, hist ? &localHist : nullptr);
+        std::lock_guard lock(merge);
+        if (stats) *stats += localStats;
+        if (hist) *hist += localHist;
+    });
+}
+
 void addBiasRound(ThreadPool& pool, Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
                   std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist)
 {
@@ -29,19 +48,11 @@ void addBiasRound(ThreadPool& pool, Format f, float* x, std::int64_t n, const fl
         pool.parallelFor(n, 1 << 14, addBias);
         return;
     }
-    std::mutex merge;
-    // Counts are sums: merging chunk-local counts gives exactly what one serial pass gives.
-    pool.parallelFor(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-        addBias(begin, end);
-        RoundingStats localStats;
-        GradientHistogram localHist;
-        plab::roundArray(f, x + begin, static_cast<std::size_t>(end - begin), stats ? &localStats : nullptr,
-                         hist ? &localHist : nullptr);
-        if (!stats && !hist) return;
-        std::lock_guard lock(merge);
-        if (stats) *stats += localStats;
-        if (hist) *hist += localHist;
-    });
+    parallelForCounted(pool, n, 1 << 14, stats, hist,
+                       [&](std::int64_t begin, std::int64_t end, RoundingStats* s, GradientHistogram* h) {
+                           addBias(begin, end);
+                           plab::roundArray(f, x + begin, static_cast<std::size_t>(end - begin), s, h);
+                       });
 }
 
 void relu(ThreadPool& pool, float* x, std::int64_t n)
@@ -107,14 +118,17 @@ void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int
     });
 }
 
-void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* argmax, std::int64_t planes,
-                        std::int64_t H, std::int64_t W, float* dx)
+namespace {
+
+template <class T>
+void scatterToWinners(ThreadPool& pool, const T* g, const std::uint8_t* argmax, std::int64_t planes, std::int64_t H,
+                      std::int64_t W, T* dx)
 {
     const std::int64_t Ho = H / 2, Wo = W / 2;
     pool.parallelFor(planes, 8, [&](std::int64_t p0, std::int64_t p1) {
         for (std::int64_t plane = p0; plane < p1; ++plane) {
-            float* dst = dx + plane * H * W;
-            std::memset(dst, 0, sizeof(float) * static_cast<std::size_t>(H * W));
+            T* dst = dx + plane * H * W;
+            std::memset(dst, 0, sizeof(T) * static_cast<std::size_t>(H * W));   // +0 in every format
             for (std::int64_t y = 0; y < Ho; ++y)
                 for (std::int64_t x = 0; x < Wo; ++x) {
                     const std::int64_t o = (plane * Ho + y) * Wo + x;
@@ -125,8 +139,8 @@ void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* ar
     });
 }
 
-void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
-                     float* out)
+template <class T>
+void transposeBlocksOf(ThreadPool& pool, const T* in, std::int64_t A, std::int64_t B, std::int64_t inner, T* out)
 {
     // out[b][a] = in[a][b], each a block of `inner` values.
     pool.parallelFor(A * B, 64, [&](std::int64_t begin, std::int64_t end) {
@@ -135,6 +149,32 @@ void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int
             std::copy(in + item * inner, in + (item + 1) * inner, out + (b * A + a) * inner);
         }
     });
+}
+
+}  // namespace
+
+void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* argmax, std::int64_t planes,
+                        std::int64_t H, std::int64_t W, float* dx)
+{
+    scatterToWinners(pool, g, argmax, planes, H, W, dx);
+}
+
+void maxPool2x2Backward(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
+                        std::int64_t H, std::int64_t W, std::uint16_t* dx)
+{
+    scatterToWinners(pool, g, argmax, planes, H, W, dx);
+}
+
+void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                     float* out)
+{
+    transposeBlocksOf(pool, in, A, B, inner, out);
+}
+
+void transposeBlocks(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                     std::uint16_t* out)
+{
+    transposeBlocksOf(pool, in, A, B, inner, out);
 }
 
 void sumRows(ThreadPool& pool, const float* x, std::int64_t rows, std::int64_t cols, float* out)

@@ -8,9 +8,17 @@
 #include "backend/cpu/thread_pool.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace plab::cpu {
+
+// body(begin, end, stats, hist) over chunks of [0, n) on the pool, each chunk counting into
+// its own RoundingStats / GradientHistogram (null where the caller's is null), merged into
+// the caller's under one lock: counts are sums, so the result is the serial one.
+void parallelForCounted(ThreadPool& pool, std::int64_t n, std::int64_t grain, RoundingStats* stats,
+                        GradientHistogram* hist,
+                        const std::function<void(std::int64_t, std::int64_t, RoundingStats*, GradientHistogram*)>& body);
 
 void addBiasRound(ThreadPool& pool, Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
                   std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist);
@@ -26,6 +34,11 @@ void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* ar
                         std::int64_t H, std::int64_t W, float* dx);
 void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
                      float* out);
+// The same for packed 16-bit tensors (issue 31): they only move values.
+void maxPool2x2Backward(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
+                        std::int64_t H, std::int64_t W, std::uint16_t* dx);
+void transposeBlocks(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                     std::uint16_t* out);
 void sumRows(ThreadPool& pool, const float* x, std::int64_t rows, std::int64_t cols, float* out);
 void sumColumns(const float* x, std::int64_t rows, std::int64_t cols, float* out);
 LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, std::int64_t N,

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 namespace plab::cpu {
@@ -30,26 +29,19 @@ void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t*
                       const float* bias, std::int64_t period, std::int64_t repeat, RoundingStats* stats,
                       GradientHistogram* hist)
 {
-    std::mutex merge;
-    pool.parallelFor(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-        RoundingStats localStats;
-        GradientHistogram localHist;
-        float sum[kChunk];
-        for (std::int64_t first = begin; first < end; first += kChunk) {
-            const std::int64_t last = std::min(end, first + kChunk);
-            for (std::int64_t i = first; i < last;) {   // runs of one bias value
-                const std::int64_t run = i / repeat, runEnd = std::min(last, (run + 1) * repeat);
-                const float b = bias[run % period];
-                for (; i < runEnd; ++i) sum[i - first] = x[i] + b;
-            }
-            roundArrayTo16(f, sum, out + first, static_cast<std::size_t>(last - first), stats ? &localStats : nullptr,
-                           hist ? &localHist : nullptr);
-        }
-        if (!stats && !hist) return;
-        std::lock_guard lock(merge);
-        if (stats) *stats += localStats;
-        if (hist) *hist += localHist;
-    });
+    parallelForCounted(pool, n, 1 << 14, stats, hist,
+                       [&](std::int64_t begin, std::int64_t end, RoundingStats* s, GradientHistogram* h) {
+                           float sum[kChunk];
+                           for (std::int64_t first = begin; first < end; first += kChunk) {
+                               const std::int64_t last = std::min(end, first + kChunk);
+                               for (std::int64_t i = first; i < last;) {   // runs of one bias value
+                                   const std::int64_t run = i / repeat, runEnd = std::min(last, (run + 1) * repeat);
+                                   const float b = bias[run % period];
+                                   for (; i < runEnd; ++i) sum[i - first] = x[i] + b;
+                               }
+                               roundArrayTo16(f, sum, out + first, static_cast<std::size_t>(last - first), s, h);
+                           }
+                       });
 }
 
 void widen16(ThreadPool& pool, Format f, const std::uint16_t* src, float* dst, std::int64_t n)
@@ -62,17 +54,10 @@ void widen16(ThreadPool& pool, Format f, const std::uint16_t* src, float* dst, s
 void roundTo16(ThreadPool& pool, Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
                GradientHistogram* hist)
 {
-    std::mutex merge;
-    pool.parallelFor(n, 1 << 16, [&](std::int64_t b, std::int64_t e) {
-        RoundingStats localStats;
-        GradientHistogram localHist;
-        roundArrayTo16(f, src + b, dst + b, static_cast<std::size_t>(e - b), stats ? &localStats : nullptr,
-                       hist ? &localHist : nullptr);
-        if (!stats && !hist) return;
-        std::lock_guard lock(merge);
-        if (stats) *stats += localStats;
-        if (hist) *hist += localHist;
-    });
+    parallelForCounted(pool, n, 1 << 16, stats, hist,
+                       [&](std::int64_t b, std::int64_t e, RoundingStats* s, GradientHistogram* h) {
+                           roundArrayTo16(f, src + b, dst + b, static_cast<std::size_t>(e - b), s, h);
+                       });
 }
 
 void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n)
@@ -111,52 +96,6 @@ void maxPool2x2Packed(ThreadPool& pool, Format f, const std::uint16_t* in, std::
                     const int k = at[y * Wo + x];
                     dst[y * Wo + x] = src[(2 * y + k / 2) * W + 2 * x + k % 2];
                 }
-        }
-    });
-}
-
-void maxPool2x2BackwardPacked(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax,
-                              std::int64_t planes, std::int64_t H, std::int64_t W, std::uint16_t* dx)
-{
-    const std::int64_t Ho = H / 2, Wo = W / 2;
-    pool.parallelFor(planes, 8, [&](std::int64_t p0, std::int64_t p1) {
-        for (std::int64_t plane = p0; plane < p1; ++plane) {
-            std::uint16_t* dst = dx + plane * H * W;
-            std::memset(dst, 0, sizeof(std::uint16_t) * static_cast<std::size_t>(H * W));
-            for (std::int64_t y = 0; y < Ho; ++y)
-                for (std::int64_t x = 0; x < Wo; ++x) {
-                    const std::int64_t o = (plane * Ho + y) * Wo + x;
-                    const int k = argmax[o];
-                    dst[(2 * y + k / 2) * W + 2 * x + k % 2] = g[o];
-                }
-        }
-    });
-}
-
-void transposeBlocksPacked(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B,
-                           std::int64_t inner, std::uint16_t* out)
-{
-    pool.parallelFor(A * B, 64, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t item = begin; item < end; ++item) {
-            const std::int64_t a = item / B, b = item % B;
-            std::copy(in + item * inner, in + (item + 1) * inner, out + (b * A + a) * inner);
-        }
-    });
-}
-
-void sumRowsPacked(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
-                   float* out)
-{
-    pool.parallelFor(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
-        float wide[kChunk];
-        for (std::int64_t r = r0; r < r1; ++r) {
-            double sum = 0.0;
-            for (std::int64_t first = 0; first < cols; first += kChunk) {
-                const std::int64_t m = std::min(kChunk, cols - first);
-                widenArray(f, x + r * cols + first, wide, static_cast<std::size_t>(m));
-                for (std::int64_t i = 0; i < m; ++i) sum += wide[i];
-            }
-            out[r] = static_cast<float>(sum);
         }
     });
 }

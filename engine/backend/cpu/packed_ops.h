@@ -2,7 +2,7 @@
 // 31: a tensor's bytes are its format's bytes), on the CPU. Each gives, bit for bit, what
 // the fp32 op of layer_ops.h gives on the widened values, narrowed again: every one moves
 // values, picks one, zeroes, or rounds to the format, so the narrowing is exact.
-// (Not yet called by the layers, which still hold fp32 values: issue 31 wires them in.)
+// The layers use them when PLAB_PACKED_STORAGE=on (nn/layer_ops.h, packsStorage).
 #pragma once
 
 #include "backend/cpu/thread_pool.h"
@@ -29,13 +29,7 @@ void reluBackward16(ThreadPool& pool, Format f, const std::uint16_t* y, std::uin
 // maxPool2x2 of layer_ops.h: the same winners and positions, the winner's bits copied.
 void maxPool2x2Packed(ThreadPool& pool, Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H,
                       std::int64_t W, std::uint16_t* out, std::uint8_t* argmax);
-void maxPool2x2BackwardPacked(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax,
-                              std::int64_t planes, std::int64_t H, std::int64_t W, std::uint16_t* dx);
-// out[b][a] = in[a][b], blocks of `inner` values.
-void transposeBlocksPacked(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B,
-                           std::int64_t inner, std::uint16_t* out);
-// Row sums in double, as sumRows.
-void sumRowsPacked(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols,
-                   float* out);
+// maxPool2x2Backward and transposeBlocks move values without looking at them: their
+// uint16_t overloads in layer_ops.h serve packed tensors.
 
 }  // namespace plab::cpu
