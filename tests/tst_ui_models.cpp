@@ -503,6 +503,12 @@ private slots:
         scanRunsFolder(runs.path(), [&](std::vector<ScannedRecord>&&) { stop = true; }, stop, RunsScanOptions{1, 1});
         QCOMPARE(RunsIndex::load(runs.path()).size(), std::size_t(1));
 
+        // An index that is a FIFO is no index: the records are read, nothing waits for a writer.
+        fs::remove(runs.path() / kRunsIndexFileName);
+        QCOMPARE(::mkfifo((runs.path() / kRunsIndexFileName).c_str(), 0600), 0);
+        QCOMPARE(scan(), std::size_t(2));
+        QCOMPARE(seen.size(), std::size_t(2));
+
         // A FIFO named like a record is no record; a link to one is refused with a reason.
         QCOMPARE(::mkfifo((runs.path() / "pipe.json").c_str(), 0600), 0);
         fs::create_symlink(runs.path() / "pipe.json", runs.path() / "link.json");

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 
 namespace plab {
@@ -210,7 +211,14 @@ void RunsIndex::save(const std::filesystem::path& folder) const
         records[name] = {{"size", e.stamp.size}, {"modified_ns", e.stamp.modifiedNs}, {"inode", e.stamp.inode},
                          {"listing", e.listing}};
     const json doc = {{"format", kIndexFormat}, {"version", kIndexVersion}, {"records", std::move(records)}};
-    writeFileAtomically(folder / kRunsIndexFileName, doc.dump() + "\n");
+    // The index is a file of ours: never written through a FIFO or device of that name
+    // (writeFileAtomically writes those in place, and a FIFO without a reader blocks).
+    const std::filesystem::path file = folder / kRunsIndexFileName;
+    std::error_code ec;
+    const auto status = std::filesystem::status(file, ec);
+    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        throw std::runtime_error("cannot write " + file.string() + ": it is not a regular file");
+    writeFileAtomically(file, doc.dump() + "\n");
 }
 
 namespace {

@@ -85,7 +85,8 @@ public:
     std::size_t size() const { return entries_.size(); }
     bool changed() const { return changed_; }
 
-    // Writes the index into `folder` atomically. Throws std::runtime_error on failure.
+    // Writes the index into `folder` atomically. Throws std::runtime_error on failure, and
+    // when something that is not a regular file (a FIFO) has the index's name.
     void save(const std::filesystem::path& folder) const;
 
 private:
