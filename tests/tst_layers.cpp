@@ -14,6 +14,7 @@
 #include "nn/parameter_copies.h"
 #include "nn/pool.h"
 #include "numerics/format.h"
+#include "numerics/storage_convert.h"
 
 #include "checking_backend.h"
 #include "test_support.h"
@@ -507,7 +508,8 @@ private slots:
         RoundingStats stats, wantStats;
         GradientHistogram hist, wantHist;
         std::vector<std::uint16_t> out(x.size());
-        cpu::addBiasRoundTo16(pool, f, x.data(), out.data(), n, bias.data(), 6, H * W, &stats, &hist);
+        cpu::addBiasRoundTo16(pool, f, {x.data(), H * W}, bias.data(), {out.data(), H * W}, planes, H * W, &stats,
+                              &hist);
         std::vector<float> xWide = x;
         cpu::addBiasRound(pool, f, xWide.data(), n, bias.data(), 6, H * W, &wantStats, &wantHist);
         sameBits(out, xWide, "bias and rounding");
@@ -516,19 +518,66 @@ private slots:
         QCOMPARE(stats.overflow, wantStats.overflow);
         QCOMPARE(stats.count, wantStats.count);
         QVERIFY(hist.bins == wantHist.bins);
+
+        // Blocks of a (planes, H * W) matrix: rows 1-4, columns 100-5099, read from and
+        // written into a dense block and back, the rest left alone.
+        const std::int64_t rows = 4, cols = 5000, row0 = 1, col0 = 100, ld = H * W;
+        std::vector<float> block(static_cast<std::size_t>(rows * cols));
+        cpu::widen16(pool, f, {patterns.data() + row0 * ld + col0, ld}, {block.data(), cols}, rows, cols);
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c)
+                QCOMPARE(narrow(block[static_cast<std::size_t>(r * cols + c)]),
+                         patterns[static_cast<std::size_t>((row0 + r) * ld + col0 + c)]);
+        std::vector<std::uint16_t> into(patterns.size(), 0x1234);
+        RoundingStats blockStats, wantBlockStats;
+        cpu::roundTo16(pool, f, {x.data(), cols}, {into.data() + row0 * ld + col0, ld}, rows, cols, &blockStats,
+                       nullptr);
+        std::vector<std::uint16_t> dense(static_cast<std::size_t>(rows * cols));
+        roundArrayTo16(f, x.data(), dense.data(), dense.size(), &wantBlockStats, nullptr);
+        for (std::size_t i = 0; i < into.size(); ++i) {
+            const auto r = static_cast<std::int64_t>(i) / ld - row0, c = static_cast<std::int64_t>(i) % ld - col0;
+            const bool inside = r >= 0 && r < rows && c >= 0 && c < cols;
+            const std::uint16_t want = inside ? narrow(x[static_cast<std::size_t>(r * cols + c)]) : 0x1234;
+            if (into[i] != want) QFAIL(qPrintable(QString("block rounding, element %1").arg(i)));
+        }
+        QVERIFY(blockStats == wantBlockStats);
+        QCOMPARE(blockStats.count, static_cast<std::uint64_t>(rows * cols));
+
+        // Row sums of packed values: sumRows of the widened values, bit for bit (values of
+        // at most fp16's largest, so that the sums are finite: larger ones, NaNs and
+        // infinities are zeroed).
+        std::vector<std::uint16_t> finite = patterns;
+        for (auto& b : finite)
+            if (!(std::fabs(widen(b)) <= 65504.0f)) b = 0;
+        std::vector<float> finiteWide(finite.size());
+        for (std::size_t i = 0; i < finite.size(); ++i) finiteWide[i] = widen(finite[i]);
+        std::vector<float> sums(static_cast<std::size_t>(planes)), wantSums(sums.size());
+        cpu::sumRows16(pool, f, finite.data(), planes, H * W, sums.data());
+        cpu::sumRows(pool, finiteWide.data(), planes, H * W, wantSums.data());
+        QVERIFY(std::isfinite(wantSums[0]) && wantSums[0] != 0.0f);
+        for (std::size_t r = 0; r < sums.size(); ++r) QCOMPARE(std::bit_cast<std::uint32_t>(sums[r]), std::bit_cast<std::uint32_t>(wantSums[r]));
     }
 
     // Issue 31: with a 16-bit storage recipe on the CPU, activations and their gradients
     // are held packed (2 bytes each) between the layers; every output and gradient is the
-    // same, bit for bit, as with them held as fp32 values.
+    // same, bit for bit, as with them held as fp32 values. Tiny blocks (500 values) make
+    // the layers work one sample, two input channels, or the fewest rows and columns of a
+    // GEMM (kLeastGemmBlock) at a time.
     void packedActivationsComputeTheSameBits_data()
     {
         QTest::addColumn<QString>("preset");
-        for (const char* p : {"pure-bf16", "amp-fp16", "amp-bf16", "pure-fp16"}) QTest::addRow("%s", p) << QString::fromLatin1(p);
+        QTest::addColumn<qint64>("blockValues");
+        for (const char* p : {"pure-bf16", "amp-fp16", "amp-bf16", "pure-fp16"}) {
+            QTest::addRow("%s", p) << QString::fromLatin1(p) << qint64{packedBlockValues()};
+            QTest::addRow("%s, tiny blocks", p) << QString::fromLatin1(p) << qint64{500};
+        }
     }
     void packedActivationsComputeTheSameBits()
     {
         QFETCH(QString, preset);
+        QFETCH(qint64, blockValues);
+        const std::int64_t defaultBlock = packedBlockValues();
+        setPackedBlockValues(blockValues);
         struct Result {
             std::vector<float> logits, inputGrad;
             std::vector<std::vector<float>> grads;
@@ -538,11 +587,11 @@ private slots:
             setPackedStorageEnabled(packing);
             Harness h(preset.toStdString());
             const Format storage = h.recipe.storage();
-            Conv2d conv1("conv1", 1, 4), conv2("conv2", 4, 6);
+            Conv2d conv1("conv1", 1, 16), conv2("conv2", 16, 40);
             ReLU relu1("relu1"), relu2("relu2");
             MaxPool2d pool1("pool1"), pool2("pool2");
             Flatten flatten("flatten");
-            Linear fc("fc1", 6 * 7 * 7, 10);
+            Linear fc("fc1", 40 * 7 * 7, 10);
             std::uint32_t state = 99;
             auto next = [&] {
                 state = state * 1664525u + 1013904223u;
@@ -550,7 +599,7 @@ private slots:
             };
             for (Parameter* p : {&conv1.weight(), &conv1.bias(), &conv2.weight(), &conv2.bias(), &fc.weight(), &fc.bias()})
                 for (std::int64_t i = 0; i < p->value.size(); ++i) p->value[i] = roundTo(h.recipe.compute, 0.4f * next());
-            const std::int64_t N = 5;
+            const std::int64_t N = 40;
             Tensor x({1, N, 28, 28}, storage);
             for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(storage, std::fabs(next()));
             Tensor* y = &conv1.forward(x, h.ctx);
@@ -583,6 +632,7 @@ private slots:
             return r;
         };
         const Result held = runOnce(false), packed = runOnce(true);
+        setPackedBlockValues(defaultBlock);
         QVERIFY(!held.convOutputPacked && !held.poolOutputPacked && !held.gradPacked);
         QVERIFY(packed.convOutputPacked && packed.poolOutputPacked && packed.gradPacked);   // it did pack
         auto sameBits = [](const std::vector<float>& a, const std::vector<float>& b) {
@@ -591,6 +641,54 @@ private slots:
         QVERIFY(sameBits(packed.logits, held.logits));
         QVERIFY(sameBits(packed.inputGrad, held.inputGrad));
         for (std::size_t i = 0; i < held.grads.size(); ++i) QVERIFY2(sameBits(packed.grads[i], held.grads[i]), qPrintable(QString::number(i)));
+    }
+
+    // Issue 31: a linear layer reading a packed input in blocks of rows (forward, dX) and of
+    // columns (dW), with tiny blocks (4, 8 and 4 blocks here), computes what it computes on
+    // the fp32-held input in one product each, bit for bit.
+    void packedLinearInBlocksComputesTheSameBits_data()
+    {
+        QTest::addColumn<QString>("preset");
+        for (const char* p : {"pure-bf16", "amp-fp16"}) QTest::addRow("%s", p) << QString::fromLatin1(p);
+    }
+    void packedLinearInBlocksComputesTheSameBits()
+    {
+        QFETCH(QString, preset);
+        const std::int64_t N = 64, I = 4096, O = 64, defaultBlock = packedBlockValues();
+        auto runOnce = [&](bool packing) {
+            setPackedStorageEnabled(packing);
+            setPackedBlockValues(packing ? 500 : defaultBlock);
+            Harness h(preset.toStdString());
+            const Format storage = h.recipe.storage();
+            Linear fc("fc1", I, O);
+            std::uint32_t state = 7;
+            auto next = [&] {
+                state = state * 1664525u + 1013904223u;
+                return static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f;
+            };
+            for (Parameter* p : {&fc.weight(), &fc.bias()})
+                for (std::int64_t i = 0; i < p->value.size(); ++i) p->value[i] = roundTo(h.recipe.compute, 0.05f * next());
+            Tensor x({N, I}, storage);
+            for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(storage, next());
+            if (packing) x.pack();
+            std::vector<std::vector<float>> out;
+            out.push_back(fc.forward(x, h.ctx).toHost());
+            Tensor g({N, O}, storage);
+            for (std::int64_t i = 0; i < g.size(); ++i) g[i] = roundTo(storage, 0.01f * next());
+            const Tensor* d = fc.backward(g, h.ctx, true);
+            if (packing && !d->packed()) QTest::qFail("the input gradient is not packed", __FILE__, __LINE__);
+            out.push_back(d->toHost());
+            out.push_back(fc.weight().grad.toHost());
+            out.push_back(fc.bias().grad.toHost());
+            setPackedStorageEnabled(false);
+            setPackedBlockValues(defaultBlock);
+            return out;
+        };
+        const auto held = runOnce(false), packed = runOnce(true);
+        for (std::size_t i = 0; i < held.size(); ++i)
+            QVERIFY2(held[i].size() == packed[i].size() &&
+                         std::memcmp(held[i].data(), packed[i].data(), held[i].size() * sizeof(float)) == 0,
+                     qPrintable(QString("output %1").arg(i)));
     }
 
     void flattenUsesPyTorchOrder()

@@ -332,23 +332,34 @@ public:
     {
         refusePackedOp("transposeBlocksPacked");
     }
-    // dst = the values of src (n, packed in f), widened; on the backend's threads.
-    virtual void widen16(Format, const std::uint16_t* /*src*/, float* /*dst*/, std::int64_t /*n*/)
+    // The next three work on a block of `rows` rows of `cols` values, row r of each operand
+    // at its pointer + r * its ld (a block of samples of a (C, N, H, W) tensor, say).
+    // dst = the values of src (packed in f), widened; on the backend's threads.
+    virtual void widen16(Format, const std::uint16_t* /*src*/, std::int64_t /*srcLd*/, float* /*dst*/,
+                         std::int64_t /*dstLd*/, std::int64_t /*rows*/, std::int64_t /*cols*/)
     {
         refusePackedOp("widen16");
     }
     // dst (packed in f) = round_f(src), counted into stats / hist (may be null) as roundArray.
-    virtual void roundTo16(Format, const float* /*src*/, std::uint16_t* /*dst*/, std::int64_t /*n*/,
+    virtual void roundTo16(Format, const float* /*src*/, std::int64_t /*srcLd*/, std::uint16_t* /*dst*/,
+                           std::int64_t /*dstLd*/, std::int64_t /*rows*/, std::int64_t /*cols*/,
                            RoundingStats* /*stats*/, GradientHistogram* /*hist*/)
     {
         refusePackedOp("roundTo16");
     }
-    // addBiasRound whose results are stored packed in f (x is left as it was).
-    virtual void addBiasRoundTo16(Format, const float* /*x*/, std::uint16_t* /*out*/, std::int64_t /*n*/,
-                                  const float* /*bias*/, std::int64_t /*period*/, std::int64_t /*repeat*/,
-                                  RoundingStats* /*stats*/, GradientHistogram* /*hist*/)
+    // out (packed in f) = round_f(x + bias[r]) in row r (the sum in fp32; x is left as it
+    // was), counted as addBiasRound counts.
+    virtual void addBiasRoundTo16(Format, const float* /*x*/, std::int64_t /*xLd*/, const float* /*bias*/,
+                                  std::uint16_t* /*out*/, std::int64_t /*outLd*/, std::int64_t /*rows*/,
+                                  std::int64_t /*cols*/, RoundingStats* /*stats*/, GradientHistogram* /*hist*/)
     {
         refusePackedOp("addBiasRoundTo16");
+    }
+    // sumRows of the widened values of x (rows x cols, packed in f): the same sums, bit for bit.
+    virtual void sumRows16(Format, const std::uint16_t* /*x*/, std::int64_t /*rows*/, std::int64_t /*cols*/,
+                           float* /*out*/)
+    {
+        refusePackedOp("sumRows16");
     }
     // im2col from a packed source (values widened on the way; cols are fp32).
     virtual void im2colPacked(const ConvGeometry&, Format, const std::uint16_t* /*src*/, std::int64_t /*n0*/,

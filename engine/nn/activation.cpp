@@ -44,12 +44,12 @@ Tensor& Flatten::forward(Tensor& input, StepContext& ctx)
 {
     const Shape outShape = outputShape(input.shape());
     inputShape_ = input.shape();
-    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations);
     if (input.rank() == 2) {
+        prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations);
         output_ = input;
         return output_;
     }
-    holdPacked(output_, input.packed());
+    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed());
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
     // out[n][c*hw + p] = in[c][n][p]
     if (input.packed())
@@ -62,12 +62,12 @@ Tensor& Flatten::forward(Tensor& input, StepContext& ctx)
 Tensor* Flatten::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     if (!needInputGrad) return nullptr;
-    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace);
     if (inputShape_.size() == 2) {
+        prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace);
         gradInput_ = gradOutput;
         return &gradInput_;
     }
-    holdPacked(gradInput_, gradOutput.packed());
+    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed());
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
     // dx[c][n][p] = g[n][c*hw + p]
     if (gradOutput.packed())

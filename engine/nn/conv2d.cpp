@@ -11,6 +11,15 @@
 
 namespace plab {
 
+namespace {
+// The fewest samples whose columns make a block of a GEMM whose other two dimensions
+// multiply to `others` (leastGemmBlock).
+std::int64_t leastSamples(std::int64_t planeSize, std::int64_t others)
+{
+    return (leastGemmBlock(others) + planeSize - 1) / std::max<std::int64_t>(planeSize, 1);
+}
+}  // namespace
+
 Conv2d::Conv2d(std::string name, std::int64_t inChannels, std::int64_t outChannels, int kernel)
     : Layer(std::move(name)), inChannels_(inChannels), outChannels_(outChannels), kernel_(kernel)
 {
@@ -77,26 +86,132 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
         weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     }
 
-    prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations);
-    holdPacked(output_, packs_);
-    // Packed, the GEMM's fp32 result goes to the step's work buffer, then bias, rounding and
-    // packing in one pass.
-    Tensor& result = packs_ ? workBuffer(ctx, 0, output_.shape(), ownWork_[0]) : output_;
+    prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations, packs_);
+    if (packs_) {
+        forwardPacked(ctx, p);
+        return output_;
+    }
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
-    usesLibrary_ = !mx && !packs_ && !inputOperand_->packed() &&
-                   ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(), weightOperand_->data(),
-                                                   output_.data(), precision);
-    if (!usesLibrary_) lowerAndMultiply(ctx, p, result.data());
+    usesLibrary_ = !mx && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
+                                                          weightOperand_->data(), output_.data(), precision);
+    if (!usesLibrary_) lowerAndMultiply(ctx, p, output_.data());
 
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
-    if (packs_)
-        addBiasAndRoundTo16(ctx, p.storage, result, output_, bias_.value, outChannels_, N * hw, name(),
-                            TensorKind::activation);
-    else
-        addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
+    addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
     return output_;
+}
+
+void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    usesLibrary_ = colsHoldWholeBatch_ = false;
+    // Blocks of samples whose columns (K, n * hw) and result (Cout, n * hw) fit the budget.
+    const Pieces samples =
+        piecesOf(N, packedBlockValues() / (std::max(K, outChannels_) * hw), leastSamples(hw, outChannels_ * K));
+    const std::int64_t widest = samples.largest() * hw;
+    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
+    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
+    const auto sink = tapSink(ctx, name(), TensorKind::activation);
+    for (std::int64_t i = 0; i < samples.count; ++i) {
+        const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
+        lowerChannels(ctx, 0, g.channels, n0, count, cols_.data());
+        // result (Cout, count*hw) = W (Cout, K) * cols: columns n0*hw.. of the whole product
+        ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
+                          cols_.data(), columns, 0.0f, result.data(), columns, precision);
+        // Bias in fp32, one rounding to the storage format, packed into the output's block.
+        ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
+                                      output_.bits16() + n0 * hw, N * hw, outChannels_, columns, sink.stats,
+                                      sink.hist);
+    }
+}
+
+void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
+    const std::int64_t k2 = std::int64_t{kernel_} * kernel_, budget = packedBlockValues();
+    const Format f = dY.storage();
+    const std::uint16_t* dYBits = dY.bits16();
+
+    // db (Cout) = row sums of dY, in double, in the order sumRows adds them.
+    ctx.backend->sumRows16(f, dYBits, outChannels_, N * hw, bias_.grad.data());
+
+    // dW (Cout, K) = dY (Cout, N*hw) * cols^T, summed over the same blocks of samples as the
+    // unpacked layer lowers (samplesPerBlock), each block's GEMM cut into blocks of dW's rows
+    // (output channels, dY widened) and columns (input channels, lowered).
+    const std::int64_t lowering = std::min(samplesPerBlock(g), std::max<std::int64_t>(N, 1));
+    const std::int64_t span = lowering * hw;
+    // Channels first (their blocks' columns against all rows), then rows against the
+    // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
+    const Pieces channels = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2);
+    const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span));
+    prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace);
+    Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+        const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
+        auto widenRows = [&](std::int64_t r0, std::int64_t r1) {
+            ctx.backend->widen16(f, dYBits + r0 * N * hw + n0 * hw, N * hw, wide.data(), columns, r1 - r0, columns);
+        };
+        if (rows.count == 1) widenRows(0, outChannels_);
+        for (std::int64_t j = 0; j < channels.count; ++j) {
+            const std::int64_t c0 = channels.begin(j), c1 = channels.begin(j + 1);
+            lowerChannels(ctx, c0, c1, n0, count, cols_.data());
+            for (std::int64_t i = 0; i < rows.count; ++i) {
+                const std::int64_t r0 = rows.begin(i), r1 = rows.begin(i + 1);
+                if (rows.count > 1) widenRows(r0, r1);
+                ctx.backend->gemm(Transpose::no, Transpose::yes, r1 - r0, (c1 - c0) * k2, columns, wide.data(),
+                                  columns, cols_.data(), columns, n0 == 0 ? 0.0f : 1.0f,
+                                  weight_.grad.data() + r0 * K + c0 * k2, K, filterGemm);
+            }
+        }
+    }
+}
+
+void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
+    const Format f = dY.storage();
+    const std::uint16_t* dYBits = dY.bits16();
+    // dX in blocks of samples: dcols (K, n*hw) = W^T (K, Cout) * dY block (widened), folded
+    // by col2im into a block of dX's sums, which is rounded and packed into gradInput_.
+    const Pieces samples =
+        piecesOf(N, packedBlockValues() / (std::max({K, outChannels_, C}) * hw), leastSamples(hw, K * outChannels_));
+    const std::int64_t widest = samples.largest() * hw;
+    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
+    Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
+    const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
+    for (std::int64_t i = 0; i < samples.count; ++i) {
+        const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
+        ctx.backend->widen16(f, dYBits + n0 * hw, N * hw, dYBlock.data(), columns, outChannels_, columns);
+        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, weightOperand_->data(), K,
+                          dYBlock.data(), columns, 0.0f, cols_.data(), columns, dataGemm);
+        ConvGeometry part = g;
+        part.batch = count;
+        ctx.backend->col2im(part, cols_.data(), 0, count, sums.data());
+        ctx.backend->roundTo16(p.storage, sums.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C, columns,
+                               sink.stats, sink.hist);
+    }
+}
+
+void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count,
+                           float* cols)
+{
+    // The input is (C, N, H, W): channels [c0, c1) are a smaller tensor of the same batch.
+    ConvGeometry part = geometry_;
+    part.channels = c1 - c0;
+    const std::int64_t offset = c0 * geometry_.batch * geometry_.planeSize();
+    if (inputOperand_->packed())
+        ctx.backend->im2colPacked(part, inputOperand_->storage(), inputOperand_->bits16() + offset, n0, count, cols);
+    else
+        ctx.backend->im2col(part, inputOperand_->data() + offset, n0, count, cols);
 }
 
 void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
@@ -155,6 +270,21 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
                                     shapeString(gradOutput.shape()) + " for an output of shape " +
                                     shapeString(output_.shape()) + ".");
+    for (Parameter* param : {&weight_, &bias_})
+        prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
+    if (packs_ && operandAsItIs(gradOutput, p)) {   // issue 31: the passes in blocks
+        filterGradientPacked(ctx, p, gradOutput);
+        roundWeightGradients(ctx, p);
+        if (!needInputGrad) return nullptr;
+        prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
+                      true);
+        inputGradientPacked(ctx, p, gradOutput);
+        return &gradInput_;
+    }
+    if (packs_) {   // the forward pass left no columns: lowered again, block by block
+        prepareColumns(ctx, p);
+        colsHoldWholeBatch_ = false;
+    }
     // MX quantises the gradient once for each GEMM, in its blocks (filterGradientLowered,
     // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
     // The GEMMs read fp32 (issue 31): a packed gradient is widened into the step's work
@@ -165,9 +295,6 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
             ? *arrived
             : layerOperand(ctx, p, *arrived, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
 
-    for (Parameter* param : {&weight_, &bias_})
-        prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
-
     // A library that refuses (false: nothing written) leaves the pass, and the rest of the
     // step's backward, to the lowering.
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
@@ -177,19 +304,13 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (!usesLibrary_) filterGradientLowered(ctx, p, dY);
     // db (Cout) = row sums of dY, summed in double (order-independent to within one rounding).
     ctx.backend->sumRows((p.quantizes() ? *arrived : dY).data(), outChannels_, N * hw, bias_.grad.data());
-    if (p.roundsStorage()) {
-        // Weight and bias gradients share one tap: the layer's weight gradients.
-        roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(),
-                    name(), TensorKind::weightGrad);
-        roundTapped(ctx, p.storage, bias_.grad.data(), bias_.grad.data(), bias_.grad.size(), name(),
-                    TensorKind::weightGrad);
-    }
+    roundWeightGradients(ctx, p);
     if (!needInputGrad) return nullptr;
 
-    prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace);
     // Packed, col2im sums into the step's second work buffer; rounding packs the result.
     const bool packsGrad = packs_ && p.roundsStorage();
-    holdPacked(gradInput_, packsGrad);
+    prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
+                  packsGrad);
     Tensor& sums = packsGrad ? workBuffer(ctx, 1, gradInput_.shape(), ownWork_[1]) : gradInput_;
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),
@@ -202,6 +323,16 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
     return &gradInput_;
+}
+
+void Conv2d::roundWeightGradients(StepContext& ctx, const StepPrecision& p)
+{
+    if (!p.roundsStorage()) return;
+    // Weight and bias gradients share one tap: the layer's weight gradients.
+    roundTapped(ctx, p.storage, weight_.grad.data(), weight_.grad.data(), weight_.grad.size(), name(),
+                TensorKind::weightGrad);
+    roundTapped(ctx, p.storage, bias_.grad.data(), bias_.grad.data(), bias_.grad.size(), name(),
+                TensorKind::weightGrad);
 }
 
 void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY)

@@ -48,6 +48,19 @@ private:
     void lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
+    // Issue 31, the output and gradients packed: the three passes in blocks of samples (and
+    // of channels), each block's fp32 columns and GEMM results in buffers of at most
+    // packedBlockValues() values, so that no fp32 copy of a whole activation exists. Every
+    // GEMM is a block of rows or columns of the unblocked one, with the same sums over the
+    // same blocks of samples: the same bits.
+    void forwardPacked(StepContext& ctx, const StepPrecision& p);
+    // The weight and bias gradients rounded to the storage format (when it is not fp32).
+    void roundWeightGradients(StepContext& ctx, const StepPrecision& p);
+    void filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    void inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    // im2col of input channels [c0, c1) of samples [n0, n0 + count) of the input operand into cols.
+    void lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count,
+                       float* cols);
 
     std::int64_t inChannels_, outChannels_;
     int kernel_;

@@ -45,11 +45,19 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
     ctx.backend->roundArray(f, src, dst, static_cast<std::size_t>(n), sink.stats, sink.hist);
 }
 
-void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category)
+void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category,
+                   bool packed)
 {
     t.place(ctx.backend->allocator());
-    t.resize(shape);
-    t.setStorage(storage);
+    if (t.packed() != packed || (packed && t.storage() != storage)) t.discard();
+    if (packed) {
+        t.setStorage(storage);
+        t.pack();   // empty: nothing converted
+        t.resize(shape);
+    } else {
+        t.resize(shape);
+        t.setStorage(storage);
+    }
     t.track(ctx.memory, category);
 }
 
@@ -84,7 +92,8 @@ Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)
 const Tensor& widenedInto(StepContext& ctx, int slot, const Tensor& packed, Tensor& own)
 {
     Tensor& wide = workBuffer(ctx, slot, packed.shape(), own);
-    ctx.backend->widen16(packed.storage(), packed.bits16(), wide.data(), packed.size());
+    ctx.backend->widen16(packed.storage(), packed.bits16(), packed.size(), wide.data(), packed.size(), 1,
+                         packed.size());
     return wide;
 }
 
@@ -97,23 +106,38 @@ void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, 
                      TensorKind kind)
 {
     const auto sink = tapSink(ctx, layer, kind);
-    ctx.backend->roundTo16(f, src, out.bits16(), out.size(), sink.stats, sink.hist);
+    ctx.backend->roundTo16(f, src, out.size(), out.bits16(), out.size(), 1, out.size(), sink.stats, sink.hist);
 }
 
-void addBiasAndRoundTo16(StepContext& ctx, Format f, const Tensor& x, Tensor& out, const Tensor& bias,
-                         std::int64_t period, std::int64_t repeat, std::string_view layer, TensorKind kind)
+namespace {
+std::atomic<std::int64_t>& packedBlockSetting()
 {
-    const auto sink = tapSink(ctx, layer, kind);
-    ctx.backend->addBiasRoundTo16(f, x.data(), out.bits16(), x.size(), bias.data(), period, repeat, sink.stats,
-                                  sink.hist);
+    static std::atomic<std::int64_t> values{[] {
+        const char* v = std::getenv("PLAB_PACKED_BLOCK_VALUES");
+        const long long n = v ? std::atoll(v) : 0;
+        return n > 0 ? static_cast<std::int64_t>(n) : std::int64_t{8} << 20;
+    }()};
+    return values;
+}
+}  // namespace
+
+std::int64_t packedBlockValues() { return packedBlockSetting(); }
+void setPackedBlockValues(std::int64_t values) { packedBlockSetting() = std::max<std::int64_t>(1, values); }
+
+std::int64_t leastGemmBlock(std::int64_t others)
+{
+    constexpr std::int64_t kLeastProduct = std::int64_t{1} << 21;
+    return std::max<std::int64_t>(16, (kLeastProduct + std::max<std::int64_t>(others, 1) - 1) /
+                                          std::max<std::int64_t>(others, 1));
 }
 
-void holdPacked(Tensor& t, bool packed)
+Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least)
 {
-    if (packed)
-        t.pack();
-    else
-        t.unpack();
+    Pieces p;
+    p.total = std::max<std::int64_t>(total, 0);
+    const std::int64_t wanted = (p.total + std::max<std::int64_t>(most, 1) - 1) / std::max<std::int64_t>(most, 1);
+    p.count = std::max<std::int64_t>(1, std::min(wanted, p.total / std::max<std::int64_t>(least, 1)));
+    return p;
 }
 
 QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role)

@@ -147,8 +147,11 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
                  std::string_view layer, TensorKind kind);
 
 // Sizes `t` for this step where the backend keeps its tensors: shape, modelled storage
-// format, memory accounting under `category`.
-void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category);
+// format, memory accounting under `category`. packed (issue 31): held packed into its
+// 16-bit storage format. A tensor that changes form is emptied first, never converted:
+// its values are about to be written, and it never holds both forms at once.
+void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category,
+                   bool packed = false);
 
 // Issue 31: whether a layer holds its output and its input gradient packed into its 16-bit
 // storage format (Tensor::pack): fp16 or bf16 storage, operands not quantised, on a backend
@@ -159,8 +162,6 @@ bool packsStorage(const StepContext& ctx, const StepPrecision& p);
 // packed path computes the same bits but is not yet faster (bench/RESULTS.md, issue 31).
 void setPackedStorageEnabled(bool enabled);
 bool packedStorageEnabled();
-// Packs or unpacks t, about to be written, as `packed` says.
-void holdPacked(Tensor& t, bool packed);
 // An fp32 work buffer of `shape`: the step's shared one of this slot (StepContext::work),
 // or `own` when the step has none. Its contents are undefined.
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own);
@@ -170,12 +171,29 @@ Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own);
 // site of its own to pass through.
 const Tensor& widenedInto(StepContext& ctx, int slot, const Tensor& packed, Tensor& own);
 bool operandAsItIs(const Tensor& packed, const StepPrecision& p);
-// The packed forms of roundTapped and addBiasAndRound: the same values and counts, the
-// results stored into the packed tensor `out` (storage f).
+// The packed form of roundTapped: the same values and counts, the results stored into the
+// packed tensor `out` (storage f).
 void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, std::string_view layer,
                      TensorKind kind);
-void addBiasAndRoundTo16(StepContext& ctx, Format f, const Tensor& x, Tensor& out, const Tensor& bias,
-                         std::int64_t period, std::int64_t repeat, std::string_view layer, TensorKind kind);
+// The most values a layer's fp32 buffer for one block of a packed tensor holds (columns,
+// GEMM results, widened operands): 8 Mi (32 MiB) unless PLAB_PACKED_BLOCK_VALUES sets it
+// when the process starts, or a test does (small blocks exercise the blocked paths).
+std::int64_t packedBlockValues();
+void setPackedBlockValues(std::int64_t values);
+// [0, total) cut into `count` pieces of nearly equal size (piece i is [begin(i), begin(i + 1))),
+// each of at most `most` where that leaves each at least `least` (or one piece, the whole).
+struct Pieces {
+    std::int64_t total = 0, count = 1;
+    std::int64_t begin(std::int64_t i) const { return i * total / count; }
+    std::int64_t largest() const { return (total + count - 1) / count; }
+};
+Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least);
+// The fewest rows (or columns) a block of a GEMM whose other two dimensions multiply to
+// `others` may have. A block of rows or columns sums each element as the whole product does
+// when it takes the same kernels; OpenBLAS (0.3.21, measured) gave other sums for blocks 1
+// to 7 wide and for 16-row blocks of 125,000 multiply-adds. So a block is at least 16 wide
+// and 2^21 multiply-adds (docs/ARITHMETIC.md).
+std::int64_t leastGemmBlock(std::int64_t others);
 
 // x[i] += bias[(i / repeat) % period] in fp32, then, when f is not fp32, x rounded to f
 // with the counts added to the tap (layer, kind). See ComputeBackend::addBiasRound.

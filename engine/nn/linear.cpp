@@ -4,6 +4,7 @@
 
 #include "nn/layer_ops.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace plab {
@@ -35,11 +36,12 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
-    // A packed input (issue 31) is widened into the step's second work buffer, which keeps
-    // it for this layer's backward pass (no layer between uses that buffer); it is the
-    // operand itself when it is in the compute format.
+    // A packed input (issue 31) in the compute format is read in blocks of rows; another
+    // packed input is widened whole into the step's second work buffer, which keeps it for
+    // this layer's backward pass (no layer between uses that buffer).
     inputArrivedPacked_ = input.packed();
-    const Tensor* in = input.packed() ? &widenedInto(ctx, 1, input, ownWork_) : &input;
+    readsInBlocks_ = operandAsItIs(input, p);
+    const Tensor* in = input.packed() && !readsInBlocks_ ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
     if (p.quant.blockScaled()) {
         // MX: blocks along the reduction dimension, `in` (the rows of both).
@@ -54,10 +56,22 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     }
 
     prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
-    // output (N, out) = input (N, in) * W^T (in, out)
-    ctx.backend->gemm(Transpose::no, Transpose::yes, N, outFeatures_, inFeatures_, inputOperand_->data(),
-                      inFeatures_, weightOperand_->data(), inFeatures_, 0.0f, output_.data(), outFeatures_,
-                      layerGemm(p, scalers_, OperandRole::input, OperandRole::weight));
+    // output (N, out) = input (N, in) * W^T (in, out), in blocks of rows when read so.
+    const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::input, OperandRole::weight);
+    const std::int64_t I = inFeatures_, O = outFeatures_;
+    if (readsInBlocks_) {
+        const Pieces rows = piecesOf(N, packedBlockValues() / I, leastGemmBlock(O * I));
+        Tensor& wide = workBuffer(ctx, 1, {rows.largest(), I}, ownWork_);
+        for (std::int64_t i = 0; i < rows.count; ++i) {
+            const std::int64_t r0 = rows.begin(i), count = rows.begin(i + 1) - r0;
+            ctx.backend->widen16(input.storage(), input.bits16() + r0 * I, I, wide.data(), I, count, I);
+            ctx.backend->gemm(Transpose::no, Transpose::yes, count, O, I, wide.data(), I, weightOperand_->data(), I,
+                              0.0f, output_.data() + r0 * O, O, precision);
+        }
+    } else {
+        ctx.backend->gemm(Transpose::no, Transpose::yes, N, O, I, inputOperand_->data(), I, weightOperand_->data(), I,
+                          0.0f, output_.data(), O, precision);
+    }
     addBiasAndRound(ctx, p.storage, output_, bias_.value, outFeatures_, 1, name(), TensorKind::activation);
     return output_;
 }
@@ -81,9 +95,21 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const Tensor& dYForBias = p.quantizes() ? gradOutput : dY;   // (N, out)
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
-    // dW (out, in) = dY^T (out, N) * X (N, in)
-    ctx.backend->gemm(Transpose::yes, Transpose::no, O, I, N, dY.data(), O, inputOperand_->data(), I, 0.0f,
-                      weight_.grad.data(), I, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input));
+    // dW (out, in) = dY^T (out, N) * X (N, in), in blocks of dW's columns when X is read so.
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    if (readsInBlocks_) {
+        const Pieces cols = piecesOf(I, packedBlockValues() / std::max<std::int64_t>(N, 1), leastGemmBlock(O * N));
+        Tensor& wide = workBuffer(ctx, 1, {N, cols.largest()}, ownWork_);
+        for (std::int64_t i = 0; i < cols.count; ++i) {
+            const std::int64_t c0 = cols.begin(i), count = cols.begin(i + 1) - c0;
+            ctx.backend->widen16(input_->storage(), input_->bits16() + c0, I, wide.data(), count, N, count);
+            ctx.backend->gemm(Transpose::yes, Transpose::no, O, count, N, dY.data(), O, wide.data(), count, 0.0f,
+                              weight_.grad.data() + c0, I, filterGemm);
+        }
+    } else {
+        ctx.backend->gemm(Transpose::yes, Transpose::no, O, I, N, dY.data(), O, inputOperand_->data(), I, 0.0f,
+                          weight_.grad.data(), I, filterGemm);
+    }
     // db (out) = column sums of dY, in double.
     ctx.backend->sumColumns(dYForBias.data(), N, O, bias_.grad.data());
     if (p.roundsStorage()) {
@@ -94,20 +120,30 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     }
     if (!needInputGrad) return nullptr;
 
-    // dX (N, in) = dY (N, out) * W (out, in); packed (through the first work buffer) when
-    // the input arrived packed and the layer packs.
-    prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace);
+    // dX (N, in) = dY (N, out) * W (out, in); packed when the input arrived packed and the
+    // layer packs, block of rows by block (through the first work buffer).
     const bool packsGrad = inputArrivedPacked_ && packsStorage(ctx, p) && p.roundsStorage();
-    holdPacked(gradInput_, packsGrad);
-    Tensor& sums = packsGrad ? workBuffer(ctx, 0, gradInput_.shape(), ownGradWork_) : gradInput_;
+    prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace, packsGrad);
     const Tensor& dYRows =
         mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight);
+    if (packsGrad) {
+        const Pieces rows = piecesOf(N, packedBlockValues() / I, leastGemmBlock(I * O));
+        Tensor& sums = workBuffer(ctx, 0, {rows.largest(), I}, ownGradWork_);
+        const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
+        for (std::int64_t i = 0; i < rows.count; ++i) {
+            const std::int64_t r0 = rows.begin(i), count = rows.begin(i + 1) - r0;
+            ctx.backend->gemm(Transpose::no, Transpose::no, count, I, O, dYRows.data() + r0 * O, O,
+                              weightOperand_->data(), I, 0.0f, sums.data(), I, dataGemm);
+            ctx.backend->roundTo16(p.storage, sums.data(), I, gradInput_.bits16() + r0 * I, I, count, I, sink.stats,
+                                   sink.hist);
+        }
+        return &gradInput_;
+    }
     ctx.backend->gemm(Transpose::no, Transpose::no, N, I, O, dYRows.data(), O, weightOperand_->data(), I, 0.0f,
-                      sums.data(), I, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight));
-    if (packsGrad)
-        roundTappedTo16(ctx, p.storage, sums.data(), gradInput_, name(), TensorKind::activationGrad);
-    else if (p.roundsStorage())
+                      gradInput_.data(), I, dataGemm);
+    if (p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
     return &gradInput_;

@@ -26,7 +26,7 @@ private:
     std::int64_t inFeatures_, outFeatures_;
     Parameter weight_, bias_;
 
-    const Tensor* input_ = nullptr;          // (N, in) the input as it arrived, widened when packed
+    const Tensor* input_ = nullptr;          // (N, in) the input as it arrived, widened when packed but not read in blocks
     const Tensor* inputOperand_ = nullptr;   // (N, in) the input in the compute format
     const Tensor* weightOperand_ = nullptr;  // (out, in) the weights in the compute format
     Tensor roundedInput_;    // (N, in) tf32 rounding of the input
@@ -36,8 +36,11 @@ private:
     Tensor gradInput_;       // (N, in)
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     bool inputArrivedPacked_ = false;   // issue 31: then its input gradient is packed too
-    Tensor ownWork_;       // the widened input when the step has no work buffers
-    Tensor ownGradWork_;   // dX before rounding, likewise
+    // Issue 31: the packed input is the operand as it is, read in blocks of rows (forward,
+    // dX) or columns (dW) widened into a work buffer of at most packedBlockValues() values.
+    bool readsInBlocks_ = false;
+    Tensor ownWork_;       // the widened input (or a block of it) when the step has no work buffers
+    Tensor ownGradWork_;   // a block of dX before rounding, likewise
 };
 
 }  // namespace plab

@@ -20,9 +20,8 @@ Tensor& MaxPool2d::forward(Tensor& input, StepContext& ctx)
     const Shape outShape = outputShape(input.shape());
     inputShape_ = input.shape();
     // A max of values of a format is in that format: the storage stays.
-    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations);
+    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed());
     argmax_.resize(static_cast<std::size_t>(output_.size()), ctx.backend->allocator());
-    holdPacked(output_, input.packed());
     if (input.packed())
         ctx.backend->maxPool2x2Packed(input.storage(), input.bits16(), outShape[0] * outShape[1], inputShape_[2],
                                       inputShape_[3], output_.bits16(), argmax_.data());
@@ -39,8 +38,7 @@ Tensor* MaxPool2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
         throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
                                     shapeString(gradOutput.shape()) + " for an output of shape " +
                                     shapeString(output_.shape()) + ".");
-    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace);
-    holdPacked(gradInput_, gradOutput.packed());
+    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed());
     if (gradOutput.packed())
         ctx.backend->maxPool2x2BackwardPacked(gradOutput.bits16(), argmax_.data(), output_.dim(0) * output_.dim(1),
                                               inputShape_[2], inputShape_[3], gradInput_.bits16());

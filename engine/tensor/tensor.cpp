@@ -300,6 +300,18 @@ void Tensor::pack()
     packed_ = true;
 }
 
+void Tensor::discard()
+{
+    const auto before = bytes();
+    std::vector<float>().swap(host_);
+    std::vector<std::uint16_t>().swap(packedHost_);
+    releaseDevice();
+    packed_ = false;
+    shape_.clear();
+    size_ = 0;
+    account(bytes() - before);
+}
+
 void Tensor::unpack()
 {
     if (!packed_) return;

@@ -65,6 +65,9 @@ public:
     void pack();
     void unpack();
     bool packed() const { return packed_; }
+    // Frees the values (host or device): an empty, unpacked tensor of the same storage
+    // format, still placed and tracked where it was.
+    void discard();
 
     // Moves the values to `device` (nullptr: host memory); a no-op when already there.
     // On a throw (out of device memory, say) the tensor stays where it was, values intact.

@@ -237,20 +237,25 @@ public:
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
     bool handlesPackedTensors() const override { return true; }
-    void widen16(Format f, const std::uint16_t* src, float* dst, std::int64_t n) override
+    void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
+                 std::int64_t rows, std::int64_t cols) override
     {
-        cpu::widen16(pool_, f, src, dst, n);
+        cpu::widen16(pool_, f, {src, srcLd}, {dst, dstLd}, rows, cols);
     }
-    void roundTo16(Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
-                   GradientHistogram* hist) override
+    void roundTo16(Format f, const float* src, std::int64_t srcLd, std::uint16_t* dst, std::int64_t dstLd,
+                   std::int64_t rows, std::int64_t cols, RoundingStats* stats, GradientHistogram* hist) override
     {
-        cpu::roundTo16(pool_, f, src, dst, n, stats, hist);
+        cpu::roundTo16(pool_, f, {src, srcLd}, {dst, dstLd}, rows, cols, stats, hist);
     }
-    void addBiasRoundTo16(Format f, const float* x, std::uint16_t* out, std::int64_t n, const float* bias,
-                          std::int64_t period, std::int64_t repeat, RoundingStats* stats,
+    void addBiasRoundTo16(Format f, const float* x, std::int64_t xLd, const float* bias, std::uint16_t* out,
+                          std::int64_t outLd, std::int64_t rows, std::int64_t cols, RoundingStats* stats,
                           GradientHistogram* hist) override
     {
-        cpu::addBiasRoundTo16(pool_, f, x, out, n, bias, period, repeat, stats, hist);
+        cpu::addBiasRoundTo16(pool_, f, {x, xLd}, bias, {out, outLd}, rows, cols, stats, hist);
+    }
+    void sumRows16(Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out) override
+    {
+        cpu::sumRows16(pool_, f, x, rows, cols, out);
     }
     void relu16(Format f, std::uint16_t* x, std::int64_t n) override { cpu::relu16(pool_, f, x, n); }
     void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override

@@ -23,41 +23,75 @@ inline bool atMostZero(std::uint16_t b, std::uint16_t infBits)
     return magnitude == 0 || ((b & 0x8000u) && magnitude <= infBits);
 }
 
+// body(row, c0, c1) for the pieces of rows that the values [begin, end) of a rows x cols
+// matrix, numbered row by row, cover.
+template <typename Body>
+void forRowPieces(std::int64_t begin, std::int64_t end, std::int64_t cols, Body&& body)
+{
+    while (begin < end) {
+        const std::int64_t r = begin / cols, c0 = begin % cols, c1 = std::min(cols, c0 + (end - begin));
+        body(r, c0, c1);
+        begin += c1 - c0;
+    }
+}
+
 }  // namespace
 
-void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t* out, std::int64_t n,
-                      const float* bias, std::int64_t period, std::int64_t repeat, RoundingStats* stats,
-                      GradientHistogram* hist)
+void addBiasRoundTo16(ThreadPool& pool, Format f, Strided<const float> x, const float* bias, Strided<std::uint16_t> out,
+                      std::int64_t rows, std::int64_t cols, RoundingStats* stats, GradientHistogram* hist)
 {
-    parallelForCounted(pool, n, 1 << 14, stats, hist,
+    parallelForCounted(pool, rows * cols, 1 << 14, stats, hist,
                        [&](std::int64_t begin, std::int64_t end, RoundingStats* s, GradientHistogram* h) {
-                           float sum[kChunk];
-                           for (std::int64_t first = begin; first < end; first += kChunk) {
-                               const std::int64_t last = std::min(end, first + kChunk);
-                               for (std::int64_t i = first; i < last;) {   // runs of one bias value
-                                   const std::int64_t run = i / repeat, runEnd = std::min(last, (run + 1) * repeat);
-                                   const float b = bias[run % period];
-                                   for (; i < runEnd; ++i) sum[i - first] = x[i] + b;
+                           forRowPieces(begin, end, cols, [&](std::int64_t r, std::int64_t c0, std::int64_t c1) {
+                               float sum[kChunk];
+                               const float b = bias[r];
+                               const float* in = x.data + r * x.ld;
+                               for (std::int64_t first = c0; first < c1; first += kChunk) {
+                                   const std::int64_t last = std::min(c1, first + kChunk);
+                                   for (std::int64_t i = first; i < last; ++i) sum[i - first] = in[i] + b;
+                                   roundArrayTo16(f, sum, out.data + r * out.ld + first,
+                                                  static_cast<std::size_t>(last - first), s, h);
                                }
-                               roundArrayTo16(f, sum, out + first, static_cast<std::size_t>(last - first), s, h);
-                           }
+                           });
                        });
 }
 
-void widen16(ThreadPool& pool, Format f, const std::uint16_t* src, float* dst, std::int64_t n)
+void widen16(ThreadPool& pool, Format f, Strided<const std::uint16_t> src, Strided<float> dst, std::int64_t rows,
+             std::int64_t cols)
 {
-    pool.parallelFor(n, 1 << 16, [&](std::int64_t b, std::int64_t e) {
-        widenArray(f, src + b, dst + b, static_cast<std::size_t>(e - b));
+    pool.parallelFor(rows * cols, 1 << 16, [&](std::int64_t b, std::int64_t e) {
+        forRowPieces(b, e, cols, [&](std::int64_t r, std::int64_t c0, std::int64_t c1) {
+            widenArray(f, src.data + r * src.ld + c0, dst.data + r * dst.ld + c0, static_cast<std::size_t>(c1 - c0));
+        });
     });
 }
 
-void roundTo16(ThreadPool& pool, Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
-               GradientHistogram* hist)
+void roundTo16(ThreadPool& pool, Format f, Strided<const float> src, Strided<std::uint16_t> dst, std::int64_t rows,
+               std::int64_t cols, RoundingStats* stats, GradientHistogram* hist)
 {
-    parallelForCounted(pool, n, 1 << 16, stats, hist,
+    parallelForCounted(pool, rows * cols, 1 << 16, stats, hist,
                        [&](std::int64_t b, std::int64_t e, RoundingStats* s, GradientHistogram* h) {
-                           roundArrayTo16(f, src + b, dst + b, static_cast<std::size_t>(e - b), s, h);
+                           forRowPieces(b, e, cols, [&](std::int64_t r, std::int64_t c0, std::int64_t c1) {
+                               roundArrayTo16(f, src.data + r * src.ld + c0, dst.data + r * dst.ld + c0,
+                                              static_cast<std::size_t>(c1 - c0), s, h);
+                           });
                        });
+}
+
+void sumRows16(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out)
+{
+    pool.parallelFor(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
+        float wide[kChunk];
+        for (std::int64_t r = r0; r < r1; ++r) {
+            double sum = 0.0;   // in order, as sumRows adds
+            for (std::int64_t first = 0; first < cols; first += kChunk) {
+                const std::int64_t n = std::min(kChunk, cols - first);
+                widenArray(f, x + r * cols + first, wide, static_cast<std::size_t>(n));
+                for (std::int64_t i = 0; i < n; ++i) sum += wide[i];
+            }
+            out[r] = static_cast<float>(sum);
+        }
+    });
 }
 
 void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n)

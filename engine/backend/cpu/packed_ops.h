@@ -13,15 +13,24 @@
 
 namespace plab::cpu {
 
-// out (packed in f, fp16 or bf16) = round_f(x + bias), x the fp32 result of a GEMM (n
-// values, bias[(i / repeat) % period]); counts as addBiasRound's.
-void addBiasRoundTo16(ThreadPool& pool, Format f, const float* x, std::uint16_t* out, std::int64_t n,
-                      const float* bias, std::int64_t period, std::int64_t repeat, RoundingStats* stats,
-                      GradientHistogram* hist);
+// A block of a matrix: row r at data + r * ld.
+template <typename T>
+struct Strided {
+    T* data;
+    std::int64_t ld;
+};
+
+// out (packed in f, fp16 or bf16) = round_f(x + bias[r]) in row r, x the fp32 result of a
+// GEMM (rows x cols); counts as addBiasRound's.
+void addBiasRoundTo16(ThreadPool& pool, Format f, Strided<const float> x, const float* bias, Strided<std::uint16_t> out,
+                      std::int64_t rows, std::int64_t cols, RoundingStats* stats, GradientHistogram* hist);
 // widenArray and roundArrayTo16 over the pool's threads (the counts merged: sums).
-void widen16(ThreadPool& pool, Format f, const std::uint16_t* src, float* dst, std::int64_t n);
-void roundTo16(ThreadPool& pool, Format f, const float* src, std::uint16_t* dst, std::int64_t n, RoundingStats* stats,
-               GradientHistogram* hist);
+void widen16(ThreadPool& pool, Format f, Strided<const std::uint16_t> src, Strided<float> dst, std::int64_t rows,
+             std::int64_t cols);
+void roundTo16(ThreadPool& pool, Format f, Strided<const float> src, Strided<std::uint16_t> dst, std::int64_t rows,
+               std::int64_t cols, RoundingStats* stats, GradientHistogram* hist);
+// sumRows (layer_ops.h) of the widened values: each row summed in double, in order.
+void sumRows16(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out);
 // max(0, x) in place; NaN kept.
 void relu16(ThreadPool& pool, Format f, std::uint16_t* x, std::int64_t n);
 // g = 0 where y <= 0.
