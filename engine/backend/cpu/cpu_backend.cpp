@@ -6,7 +6,6 @@
 #include "backend/cpu/gemm_emulated.h"
 #include "backend/cpu/im2col.h"
 #include "backend/cpu/packed_ops.h"
-#include "numerics/storage_convert.h"
 #include "backend/cpu/layer_ops.h"
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
@@ -282,13 +281,9 @@ public:
     {
         // The block's samples of every channel widened (exact), then lowered as a batch of
         // `count`: the same columns as im2col of the fp32 values.
-        const std::int64_t hw = g.planeSize();
-        std::vector<float> block(static_cast<std::size_t>(g.channels * count * hw));
-        pool_.parallelFor(g.channels, 1, [&](std::int64_t c0, std::int64_t c1) {
-            for (std::int64_t c = c0; c < c1; ++c)
-                widenArray(f, src + (c * g.batch + n0) * hw, block.data() + c * count * hw,
-                           static_cast<std::size_t>(count * hw));
-        });
+        const std::int64_t hw = g.planeSize(), columns = count * hw;
+        std::vector<float> block(static_cast<std::size_t>(g.channels * columns));
+        cpu::widen16(pool_, f, {src + n0 * hw, g.batch * hw}, {block.data(), columns}, g.channels, columns);
         ConvGeometry part = g;
         part.batch = count;
         cpu::im2colBatch(pool_, part, block.data(), 0, count, cols);
