@@ -237,7 +237,8 @@ private slots:
     {
         Rng rng{2024};
         const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -3e-42f, 3.4e38f, -3.4e38f,
-                                  65504.0f, 65520.0f, 1.0f, -1.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -25)};
+                                  65504.0f, 65520.0f, 1.0f, -1.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -25),
+                                  floatFromBits(0xFFFFFFFFu)};   // a NaN whose pattern wraps if rounded as a number
         auto anything = [&](std::size_t n) {
             std::vector<float> v(n);
             for (auto& x : v) {
@@ -284,6 +285,28 @@ private slots:
             QCOMPARE(C[1], 1.0f + 0.125f);
             QCOMPARE(C[2], 1.0f + 0.125f);
             QCOMPARE(C[7], 1.0f + 0.125f + 0.0078125f);
+        }
+    }
+
+    // fp16's subnormal range, where its ties are not at fixed bits of an fp32 pattern: a
+    // product of two fp16 values that lies 6 * 2^-46 past 2^-25, added to 1000 * 2^-24, sums
+    // to just above the tie 1000.5 * 2^-24 and rounds up to 1001 * 2^-24. One fp32 FMA lands
+    // on the tie itself (the 6 * 2^-46 is below half its ulp, 2^-39) and would round to even.
+    void fp16SubnormalSumHasNoDoubleRounding()
+    {
+        const float a = std::ldexp(1141.0f, -23), b = std::ldexp(1838.0f, -23);   // fp16 normals
+        QCOMPARE(roundTo(Format::fp16, a), a);
+        QCOMPARE(roundTo(Format::fp16, b), b);
+        QCOMPARE(static_cast<double>(a) * b, std::ldexp(1.0, -25) + std::ldexp(6.0, -46));
+        const float c = std::ldexp(1000.0f, -24), up = std::ldexp(1001.0f, -24);
+        QCOMPARE(std::fma(a, b, c), std::ldexp(2001.0f, -25));   // fp32 lands on the tie
+        QCOMPARE(cpu::fmaRoundedTo(Format::fp16, a, b, c), up);
+        for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+            ScopedSimdCap cap(level);
+            const std::vector<float> B = {b, b, b, b, -b, -b, -b, -b};
+            std::vector<float> C = {c, c, c, c, -c, -c, -c, -c};
+            cpu::gemmAccumulateVector(Format::fp16, 0, 1, 8, 1, &a, 1, B.data(), 8, 1.0f, C.data(), 8);
+            for (int j = 0; j < 8; ++j) QCOMPARE(C[j], j < 4 ? up : -up);
         }
     }
 

@@ -13,6 +13,7 @@
 
 #define PLAB_SIMD_KERNELS
 #include "numerics/simd_support.h"
+#include "numerics/round_lanes.h"
 
 #include <algorithm>
 #include <bit>
@@ -26,39 +27,11 @@ namespace {
 
 constexpr std::uint32_t kAbsMask = 0x7FFFFFFFu;
 constexpr std::uint32_t kInfBits = 0x7F800000u;
-constexpr std::uint32_t kQuietBit = 0x00400000u;
 
 // Elements per histogram block: the exponent bytes of one block fit in L1.
 constexpr std::size_t kBlock = 4096;
 // Elements between flushes of the 32-bit vector counters (each lane sees 1/16 of them).
 constexpr std::size_t kFlushEvery = std::size_t{1} << 28;
-
-template <Format F>
-PLAB_AVX512 inline __m512i roundLanes(__m512i u, __m512i absBits)
-{
-    if constexpr (F == Format::fp16) {
-        const __m256i half = _mm512_cvtps_ph(_mm512_castsi512_ps(u),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        return _mm512_castps_si512(_mm512_cvtph_ps(half));
-    } else if constexpr (F == Format::bf16 || F == Format::tf32) {
-        constexpr bool bf16 = (F == Format::bf16);
-        const __m512i keepMask = _mm512_set1_epi32(bf16 ? 0xFFFF0000u : 0xFFFFE000u);
-        __m512i bias;
-        if constexpr (bf16)  // 0x7FFF + lowest kept bit: ties go to even
-            bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF),
-                                    _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
-        else  // half an ulp on the magnitude: ties go away from zero
-            bias = _mm512_set1_epi32(0x1000);
-        const __m512i rounded = _mm512_and_si512(_mm512_add_epi32(u, bias), keepMask);
-        const __mmask16 isNan = _mm512_cmpgt_epi32_mask(absBits, _mm512_set1_epi32(kInfBits));
-        const __m512i nanOut =
-            _mm512_or_si512(_mm512_and_si512(u, keepMask), _mm512_set1_epi32(kQuietBit));
-        return _mm512_mask_mov_epi32(rounded, isNan, nanOut);
-    } else {
-        (void)absBits;
-        return u;  // fp32: values unchanged, only counted
-    }
-}
 
 // Per-lane counters of one call, flushed into RoundingStats before they could overflow.
 struct LaneCounters {
@@ -214,7 +187,7 @@ PLAB_AVX512 void roundKernel(const float* src, float* dst, std::size_t n, Roundi
                 : static_cast<__mmask16>((1u << (blockLen - j)) - 1u);
             const __m512i u = _mm512_maskz_loadu_epi32(valid, src + i);
             const __m512i a = _mm512_and_si512(u, absMask);
-            const __m512i out = roundLanes<F>(u, a);
+            const __m512i out = detail::roundLanesAvx512<F>(u, a);
             if (writeValues) _mm512_mask_storeu_epi32(dst + i, valid, out);
 
             if constexpr (kHist) {

@@ -100,10 +100,13 @@ void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd, 
     }
 }
 
-// The AVX2 path: fmaRoundedTo() in lanes, eight output elements a vector, four vectors (32
-// columns) kept in registers through the whole sum over k, so that the four chains of
-// dependent steps overlap. Vectors whose products are exact in fp32 take fp32 steps
-// (fmaRoundedLanes); the others do, lane by lane, what fmaRoundedTo() does:
+// The vector paths: fmaRoundedTo() in lanes, 8 output elements a vector at the avx2 level
+// (2 rows times 32 columns of sums kept in registers through the whole sum over k), 16 at
+// avx512 (4 rows times 32 columns), so that many chains of dependent steps overlap. A step is
+// one fp32 FMA rounded to the format wherever that is provably the same rounding
+// (lanesOffTheFastStep); the rare others are taken exactly by exactStepLanes. There,
+// vectors whose products are exact in fp32 take fp32 steps; the others do, lane by lane,
+// what fmaRoundedTo() does:
 //   product = a * b in double (exact), sum = product + c, TwoSum's error of that addition;
 //   an inexact sum with an even last bit moves one ulp towards the error (round to odd);
 //   double -> float to nearest, then back one ulp towards zero if that went outward and
@@ -146,13 +149,26 @@ PLAB_AVX2 inline __m128 fmaToOddLanes(__m256d a, __m128 b, __m128 c)
     return _mm_castsi128_ps(bits);
 }
 
-// Eight lanes: roundTo(F, a * b + c) with one rounding. Where every lane's product is exact
-// in fp32 (always for fp16 operands, whose products have 22 bits and lie above 2^-48; for
-// bf16 and tf32 unless it leaves fp32's range), the sum is made round-to-odd in fp32 itself
-// (TwoSum in fp32 is exact, subnormals included; 24 bits >= the format's 11 + 2, so the
-// second rounding is correct): half the work of the double lanes, which the other vectors take.
+// Eight lanes: roundTo(F, a * b + c) with one rounding, the double lanes above taking four
+// at a time. Out of line: the callers keep their sums in registers around it.
 template <Format F>
-PLAB_AVX2 inline __m256 fmaRoundedLanes(__m256d aWide, __m256 a, __m256 b, __m256 c)
+[[gnu::noinline, gnu::cold]] PLAB_AVX2 __m256 exactStepDouble(__m256 a, __m256 b, __m256 c)
+{
+    const __m256d aWide = _mm256_cvtps_pd(_mm256_castps256_ps128(a));   // a is one value in every lane
+    const __m128 lo = fmaToOddLanes(aWide, _mm256_castps256_ps128(b), _mm256_castps256_ps128(c));
+    const __m128 hi = fmaToOddLanes(aWide, _mm256_extractf128_ps(b, 1), _mm256_extractf128_ps(c, 1));
+    const __m256i u = _mm256_castps_si256(_mm256_set_m128(hi, lo));
+    return _mm256_castsi256_ps(detail::roundLanesAvx2<F>(u, _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF))));
+}
+
+// Eight lanes: roundTo(F, a * b + c) with one rounding, a the same value in every lane.
+// Where every lane's product is exact in fp32 (always for fp16 operands, whose products have
+// 22 bits and lie above 2^-48; for bf16 and tf32 unless it leaves fp32's range), the sum is
+// made round-to-odd in fp32 itself (TwoSum in fp32 is exact, subnormals included; 24 bits
+// >= the format's 11 + 2, so the second rounding is correct): half the work of the double
+// lanes, which the other vectors take.
+template <Format F>
+PLAB_AVX2 inline __m256 exactStepLanes(__m256 a, __m256 b, __m256 c)
 {
     const __m256 product = _mm256_mul_ps(a, b);
     // Exact when the FMA's error is 0 and, for a tiny product, one operand is 0 (below
@@ -163,56 +179,293 @@ PLAB_AVX2 inline __m256 fmaRoundedLanes(__m256d aWide, __m256 a, __m256 b, __m25
     const __m256 tiny = _mm256_cmp_ps(_mm256_and_ps(product, absMask), _mm256_set1_ps(0x1p-100f), _CMP_LT_OQ);
     const __m256 zeroOperand = _mm256_or_ps(_mm256_cmp_ps(a, zero, _CMP_EQ_OQ), _mm256_cmp_ps(b, zero, _CMP_EQ_OQ));
     const __m256 exact = _mm256_and_ps(_mm256_cmp_ps(error, zero, _CMP_EQ_OQ), _mm256_or_ps(_mm256_andnot_ps(tiny, _mm256_castsi256_ps(_mm256_set1_epi32(-1))), zeroOperand));
-    __m256i u;
-    if (_mm256_movemask_ps(exact) == 0xFF) {
-        const __m256 sum = _mm256_add_ps(product, c);
-        const __m256 bVirtual = _mm256_sub_ps(sum, product);
-        const __m256 sumError = _mm256_add_ps(_mm256_sub_ps(product, _mm256_sub_ps(sum, bVirtual)), _mm256_sub_ps(c, bVirtual));
-        const __m256i sumBits = _mm256_castps_si256(sum);
-        const __m256i one = _mm256_set1_epi32(1);
-        const __m256i evenLast = _mm256_cmpeq_epi32(_mm256_and_si256(sumBits, one), _mm256_setzero_si256());
-        const __m256i fix = _mm256_and_si256(evenLast, _mm256_castps_si256(_mm256_cmp_ps(sumError, zero, _CMP_NEQ_OQ)));
-        const __m256i signsDiffer = _mm256_srli_epi32(_mm256_xor_si256(sumBits, _mm256_castps_si256(sumError)), 31);
-        const __m256i step = _mm256_sub_epi32(one, _mm256_add_epi32(signsDiffer, signsDiffer));
-        u = _mm256_add_epi32(sumBits, _mm256_and_si256(step, fix));
-    } else {
-        const __m128 lo = fmaToOddLanes(aWide, _mm256_castps256_ps128(b), _mm256_castps256_ps128(c));
-        const __m128 hi = fmaToOddLanes(aWide, _mm256_extractf128_ps(b, 1), _mm256_extractf128_ps(c, 1));
-        u = _mm256_castps_si256(_mm256_set_m128(hi, lo));
-    }
-    return _mm256_castsi256_ps(
-        detail::roundLanesAvx2<F>(u, _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF))));
+    if (_mm256_movemask_ps(exact) != 0xFF) [[unlikely]] return exactStepDouble<F>(a, b, c);
+    const __m256 sum = _mm256_add_ps(product, c);
+    const __m256 bVirtual = _mm256_sub_ps(sum, product);
+    const __m256 sumError = _mm256_add_ps(_mm256_sub_ps(product, _mm256_sub_ps(sum, bVirtual)), _mm256_sub_ps(c, bVirtual));
+    const __m256i sumBits = _mm256_castps_si256(sum);
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i evenLast = _mm256_cmpeq_epi32(_mm256_and_si256(sumBits, one), _mm256_setzero_si256());
+    const __m256i fix = _mm256_and_si256(evenLast, _mm256_castps_si256(_mm256_cmp_ps(sumError, zero, _CMP_NEQ_OQ)));
+    const __m256i signsDiffer = _mm256_srli_epi32(_mm256_xor_si256(sumBits, _mm256_castps_si256(sumError)), 31);
+    const __m256i step = _mm256_sub_epi32(one, _mm256_add_epi32(signsDiffer, signsDiffer));
+    const __m256i u = _mm256_add_epi32(sumBits, _mm256_and_si256(step, fix));
+    return _mm256_castsi256_ps(detail::roundLanesAvx2<F>(u, _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF))));
 }
 
-// Columns [j0, j0 + 8 * V) of rows [rowBegin, rowEnd), C already holding beta * C rounded.
-template <Format F, int V>
-PLAB_AVX2 void accumulateColumns(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t j0, std::int64_t K,
-                                 const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
-                                 std::int64_t ldc)
-{
-    for (std::int64_t i = rowBegin; i < rowEnd; ++i) {
-        float* c = C + i * ldc + j0;
-        __m256 acc[V];
-        for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(c + 8 * v);
-        for (std::int64_t k = 0; k < K; ++k) {
-            const __m256d aWide = _mm256_set1_pd(static_cast<double>(A[i * lda + k]));
-            const __m256 a = _mm256_set1_ps(A[i * lda + k]);
-            const float* b = B + k * ldb + j0;
-            for (int v = 0; v < V; ++v) acc[v] = fmaRoundedLanes<F>(aWide, a, _mm256_loadu_ps(b + 8 * v), acc[v]);
-        }
-        for (int v = 0; v < V; ++v) _mm256_storeu_ps(c + 8 * v, acc[v]);
-    }
-}
-
-// Columns [0, N) of rows [rowBegin, rowEnd), N a multiple of 8.
+// The same in sixteen lanes (AVX-512F); vectors whose products are not all exact in fp32
+// take the double lanes in halves of eight.
 template <Format F>
-void gemmAccumulateAvx2For(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K,
-                           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
-                           std::int64_t ldc)
+[[gnu::noinline, gnu::cold]] PLAB_AVX512 __m512 exactStepDouble16(__m512 a, __m512 b, __m512 c)
+{
+    const __m256 a8 = _mm512_castps512_ps256(a);
+    const __m256 lo = exactStepLanes<F>(a8, _mm512_castps512_ps256(b), _mm512_castps512_ps256(c));
+    const __m256 hi = exactStepLanes<F>(a8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1)),
+                                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+
+template <Format F>
+PLAB_AVX512 inline __m512 exactStepLanes16(__m512 a, __m512 b, __m512 c)
+{
+    const __m512 product = _mm512_mul_ps(a, b);
+    const __m512 error = _mm512_fmsub_ps(a, b, product);
+    const __m512 zero = _mm512_setzero_ps();
+    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(product), _mm512_set1_ps(0x1p-100f), _CMP_LT_OQ);
+    const __mmask16 zeroOperand = _mm512_cmp_ps_mask(a, zero, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(b, zero, _CMP_EQ_OQ);
+    const __mmask16 exact = _mm512_cmp_ps_mask(error, zero, _CMP_EQ_OQ) & static_cast<__mmask16>(~tiny | zeroOperand);
+    if (exact != 0xFFFF) [[unlikely]] return exactStepDouble16<F>(a, b, c);
+    const __m512 sum = _mm512_add_ps(product, c);
+    const __m512 bVirtual = _mm512_sub_ps(sum, product);
+    const __m512 sumError = _mm512_add_ps(_mm512_sub_ps(product, _mm512_sub_ps(sum, bVirtual)), _mm512_sub_ps(c, bVirtual));
+    const __m512i sumBits = _mm512_castps_si512(sum);
+    const __m512i one = _mm512_set1_epi32(1);
+    // An inexact sum with an even last bit: one ulp towards the error (+1 on the pattern
+    // when both have one sign, -1 when not).
+    const __mmask16 fix = _mm512_testn_epi32_mask(sumBits, one) & _mm512_cmp_ps_mask(sumError, zero, _CMP_NEQ_OQ);
+    const __m512i signsDiffer = _mm512_srli_epi32(_mm512_xor_si512(sumBits, _mm512_castps_si512(sumError)), 31);
+    const __m512i step = _mm512_sub_epi32(one, _mm512_add_epi32(signsDiffer, signsDiffer));
+    const __m512i u = _mm512_mask_add_epi32(sumBits, fix, sumBits, step);
+    return _mm512_castsi512_ps(detail::roundLanesAvx512<F>(u, _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF))));
+}
+
+// The bits of the fast step's tests (below) for format F: the fp32 bits rounding drops, a
+// tie among them, half an ulp of F. For fp16 (which keeps tf32's 10 fraction bits in its
+// normal range): magnitude + fp16Shift, compared as signed, puts [2^-14, 65520) at the
+// bottom, [INT_MIN, fp16Top]; overflow, inf, NaN, zero and the subnormal range lie above.
+template <Format F>
+struct FastStepBits {
+    static constexpr std::uint32_t dropped = F == Format::bf16 ? 0xFFFFu : 0x1FFFu;
+    static constexpr std::uint32_t tie = (dropped + 1) / 2;
+    static constexpr std::uint32_t half = tie;
+    static constexpr std::uint32_t kept = ~dropped;
+    static constexpr std::uint32_t fp16Shift = 0x47800000u;   // 0x80000000 - 2^-14's pattern
+    static constexpr std::uint32_t fp16Top = 0x8EFFEFFFu;     // 65520's pattern, shifted, less one
+};
+
+// The lanes where rounding s = fl32(a * b + c) to F may differ from rounding the exact
+// a * b + c: s exactly halfway between two neighbours in F (the exact sum may lie on either
+// side of that tie), and NaN. Anywhere else both round alike: every tie of F is an fp32
+// value, and s is the fp32 value nearest the exact sum, so no tie lies between them unless
+// s is that tie. For fp16 also every s outside its normal range (a nonzero s below 2^-14,
+// whose ties lie at other bits, and from 65520 up, where it overflows), so that
+// roundOffTies can round the others as tf32.
+template <Format F>
+PLAB_AVX2 inline __m256i lanesOffTheFastStep(__m256 s)
+{
+    using Bits = FastStepBits<F>;
+    const __m256i u = _mm256_castps_si256(s);
+    const __m256i tie = _mm256_cmpeq_epi32(_mm256_and_si256(u, detail::set1(Bits::dropped)), detail::set1(Bits::tie));
+    if constexpr (F == Format::fp16) {
+        const __m256i magnitude = _mm256_and_si256(u, detail::set1(0x7FFFFFFFu));
+        const __m256i w = _mm256_add_epi32(magnitude, detail::set1(Bits::fp16Shift));
+        const __m256i outside = _mm256_andnot_si256(_mm256_cmpeq_epi32(magnitude, _mm256_setzero_si256()),
+                                                    _mm256_cmpgt_epi32(w, detail::set1(Bits::fp16Top)));
+        return _mm256_or_si256(tie, outside);
+    } else {
+        return _mm256_or_si256(tie, _mm256_castps_si256(_mm256_cmp_ps(s, s, _CMP_UNORD_Q)));
+    }
+}
+
+// roundTo(F, s) for the lanes lanesOffTheFastStep leaves: neither ties nor NaN (and for
+// fp16 in its normal range), so ties-to-even and ties-away are both the nearest value:
+// half an ulp added to the pattern, the dropped bits cleared.
+template <Format F>
+PLAB_AVX2 inline __m256 roundOffTies(__m256 s)
+{
+    using Bits = FastStepBits<F>;
+    const __m256i u = _mm256_castps_si256(s);
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(u, detail::set1(Bits::half)), detail::set1(Bits::kept)));
+}
+
+// Out of line, so that the 16 registers stay with the sums in the loop around it.
+template <Format F>
+[[gnu::noinline, gnu::cold]] PLAB_AVX2 __m256 exactStepOutOfLine(__m256 a, __m256 b, __m256 c)
+{
+    return exactStepLanes<F>(a, b, c);
+}
+
+// One step of k in eight lanes: the fast step, or where a lane may be off the exact one.
+template <Format F>
+PLAB_AVX2 inline __m256 stepLanes(__m256 a, __m256 b, __m256 c)
+{
+    const __m256 s = _mm256_fmadd_ps(a, b, c);
+    const __m256i off = lanesOffTheFastStep<F>(s);
+    if (!_mm256_testz_si256(off, off)) [[unlikely]] return exactStepOutOfLine<F>(a, b, c);
+    return roundOffTies<F>(s);
+}
+
+// Rows [i0, i0 + R) times columns [j0, j0 + 8 * V) of C, which already holds beta * C
+// rounded: R * V vectors of sums kept in registers through K steps of k (a block of the
+// whole sum, see accumulatePanel), each k's vectors of B loaded once for the R rows. Masked: V is 1 and only the lanes in `lanes` are
+// read and written (the last columns, fewer than 8; the others sum zeros and are dropped).
+template <Format F, int R, int V, bool Masked = false>
+PLAB_AVX2 void accumulateBlock(std::int64_t i0, std::int64_t j0, std::int64_t K, const float* A, std::int64_t lda,
+                               const float* B, std::int64_t ldb, float* C, std::int64_t ldc,
+                               __m256i lanes)
+{
+    static_assert(!Masked || V == 1);
+    const auto load = [lanes](const float* p) PLAB_AVX2 {
+        if constexpr (Masked) return _mm256_maskload_ps(p, lanes);
+        else return _mm256_loadu_ps(p);
+    };
+    __m256 acc[R][V];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) acc[r][v] = load(C + (i0 + r) * ldc + j0 + 8 * v);
+    for (std::int64_t k = 0; k < K; ++k) {
+        const float* b = B + k * ldb + j0;   // row k of B
+        __m256 bk[V];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) bk[v] = load(b + 8 * v);
+#pragma GCC unroll 2
+        for (int r = 0; r < R; ++r) {
+            const __m256 a = _mm256_set1_ps(A[(i0 + r) * lda + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < V; ++v) acc[r][v] = stepLanes<F>(a, bk[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) {
+            float* c = C + (i0 + r) * ldc + j0 + 8 * v;
+            if constexpr (Masked) _mm256_maskstore_ps(c, lanes, acc[r][v]);
+            else _mm256_storeu_ps(c, acc[r][v]);
+        }
+}
+
+// The sums are taken in tiles: a panel of at most 32 columns of C, and within it blocks of
+// kSumBlock steps of k, each for every row of the caller's range before the next block
+// (C holds the sums, values of the format, between blocks; each keeps its order of k). A
+// tile of B (kSumBlock rows times 32 columns, 16 KiB) then stays in L1 for all the rows;
+// without the blocks, every block of rows streamed the panel's K rows from memory again
+// (14 MiB apart for a filter gradient with K = 12544).
+constexpr std::int64_t kSumBlock = 128;
+
+// Columns [j0, j0 + 8 * V) of rows [rowBegin, rowEnd), two rows at a time.
+template <Format F, int V, bool Masked = false>
+PLAB_AVX2 void accumulatePanel(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t j0, std::int64_t K,
+                               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
+                               std::int64_t ldc, __m256i lanes)
+{
+    for (std::int64_t k0 = 0; k0 < K; k0 += kSumBlock) {
+        const std::int64_t kn = std::min(kSumBlock, K - k0);
+        std::int64_t i = rowBegin;
+        for (; i + 2 <= rowEnd; i += 2)
+            accumulateBlock<F, 2, V, Masked>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lanes);
+        if (i < rowEnd) accumulateBlock<F, 1, V, Masked>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lanes);
+    }
+}
+
+// Rows [rowBegin, rowEnd) of C, all N columns.
+template <Format F>
+PLAB_AVX2 void gemmAccumulateAvx2For(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K,
+                                     const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
+                                     std::int64_t ldc)
 {
     std::int64_t j0 = 0;
-    for (; j0 + 32 <= N; j0 += 32) accumulateColumns<F, 4>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
-    for (; j0 < N; j0 += 8) accumulateColumns<F, 1>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc);
+    const __m256i all = _mm256_set1_epi32(-1);
+    for (; j0 + 32 <= N; j0 += 32) accumulatePanel<F, 4>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc, all);
+    for (; j0 + 8 <= N; j0 += 8) accumulatePanel<F, 1>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc, all);
+    if (j0 < N) {
+        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(N - j0)),
+                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        accumulatePanel<F, 1, true>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc, lanes);
+    }
+}
+
+// The AVX-512 level: the same fast step in sixteen lanes, its tests writing mask registers,
+// four rows times 32 columns of sums in registers; a vector with a lane off takes the exact
+// step as two halves of eight.
+// t: s's pattern plus half an ulp of F. s is a tie exactly when t's dropped bits are 0.
+template <Format F>
+PLAB_AVX512 inline __mmask16 lanesOffTheFastStep16(__m512 s, __m512i t)
+{
+    using Bits = FastStepBits<F>;
+    const __mmask16 tie = _mm512_testn_epi32_mask(t, _mm512_set1_epi32(static_cast<int>(Bits::dropped)));
+    if constexpr (F == Format::fp16) {
+        const __m512i magnitude = _mm512_and_si512(_mm512_castps_si512(s), _mm512_set1_epi32(0x7FFFFFFF));
+        const __m512i w = _mm512_add_epi32(magnitude, _mm512_set1_epi32(static_cast<int>(Bits::fp16Shift)));
+        return tie | _mm512_mask_cmpgt_epi32_mask(_mm512_test_epi32_mask(magnitude, magnitude), w,
+                                                  _mm512_set1_epi32(static_cast<int>(Bits::fp16Top)));
+    } else {
+        return tie | _mm512_cmp_ps_mask(s, s, _CMP_UNORD_Q);
+    }
+}
+
+template <Format F>
+PLAB_AVX512 inline __m512 stepLanes16(__m512 a, __m512 b, __m512 c)
+{
+    using Bits = FastStepBits<F>;
+    const __m512 s = _mm512_fmadd_ps(a, b, c);
+    const __m512i t = _mm512_add_epi32(_mm512_castps_si512(s), _mm512_set1_epi32(static_cast<int>(Bits::half)));
+    if (lanesOffTheFastStep16<F>(s, t) != 0) [[unlikely]] return exactStepLanes16<F>(a, b, c);
+    return _mm512_castsi512_ps(_mm512_and_si512(t, _mm512_set1_epi32(static_cast<int>(Bits::kept))));
+}
+
+// Rows [i0, i0 + R) times columns [j0, j0 + 16 * V) of C, as accumulateBlock; the last
+// vector reads and writes only the lanes in lastLanes (the others sum zeros, dropped).
+template <Format F, int R, int V>
+PLAB_AVX512 void accumulateBlock16(std::int64_t i0, std::int64_t j0, std::int64_t K, const float* A,
+                                   std::int64_t lda, const float* B, std::int64_t ldb, float* C, std::int64_t ldc,
+                                   __mmask16 lastLanes)
+{
+    const auto lanes = [lastLanes](int v) { return v == V - 1 ? lastLanes : static_cast<__mmask16>(0xFFFF); };
+    __m512 acc[R][V];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_maskz_loadu_ps(lanes(v), C + (i0 + r) * ldc + j0 + 16 * v);
+    for (std::int64_t k = 0; k < K; ++k) {
+        const float* b = B + k * ldb + j0;   // row k of B
+        __m512 bk[V];
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) bk[v] = _mm512_maskz_loadu_ps(lanes(v), b + 16 * v);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m512 a = _mm512_set1_ps(A[(i0 + r) * lda + k]);
+#pragma GCC unroll 2
+            for (int v = 0; v < V; ++v) acc[r][v] = stepLanes16<F>(a, bk[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(C + (i0 + r) * ldc + j0 + 16 * v, lanes(v), acc[r][v]);
+}
+
+// As accumulatePanel: columns [j0, j0 + 16 * V) of rows [rowBegin, rowEnd), four rows at a time.
+template <Format F, int V>
+PLAB_AVX512 void accumulatePanel16(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t j0, std::int64_t K,
+                                   const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
+                                   std::int64_t ldc, __mmask16 lastLanes)
+{
+    for (std::int64_t k0 = 0; k0 < K; k0 += kSumBlock) {
+        const std::int64_t kn = std::min(kSumBlock, K - k0);
+        std::int64_t i = rowBegin;
+        for (; i + 4 <= rowEnd; i += 4)
+            accumulateBlock16<F, 4, V>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lastLanes);
+        for (; i < rowEnd; ++i) accumulateBlock16<F, 1, V>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lastLanes);
+    }
+}
+
+template <Format F>
+PLAB_AVX512 void gemmAccumulateAvx512For(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K,
+                                         const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
+                                         std::int64_t ldc)
+{
+    std::int64_t j0 = 0;
+    for (; j0 + 32 <= N; j0 += 32) accumulatePanel16<F, 2>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc, 0xFFFF);
+    for (; j0 < N; j0 += 16) {
+        const std::int64_t left = std::min<std::int64_t>(16, N - j0);
+        accumulatePanel16<F, 1>(rowBegin, rowEnd, j0, K, A, lda, B, ldb, C, ldc, static_cast<__mmask16>((1u << left) - 1u));
+    }
+}
+
+template <Format F>
+void gemmAccumulateLanes(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t N, std::int64_t K, const float* A,
+                         std::int64_t lda, const float* B, std::int64_t ldb, float* C, std::int64_t ldc)
+{
+    if (simdLevel() >= SimdLevel::avx512) gemmAccumulateAvx512For<F>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc);
+    else gemmAccumulateAvx2For<F>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc);
 }
 
 }  // namespace
@@ -222,21 +475,18 @@ void gemmAccumulateVector(Format f, std::int64_t rowBegin, std::int64_t rowEnd, 
                           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                           std::int64_t ldc)
 {
-    std::int64_t lanes = 0;   // columns [0, lanes) in vectors, the rest (fewer than 8) by the scalar loop
 #ifdef PLAB_HAVE_X86
     if (simdLevel() >= SimdLevel::avx2 && f != Format::fp32) {
-        lanes = N - N % 8;
-        scaleRows(f, rowBegin, rowEnd, lanes, beta, C, ldc);
+        scaleRows(f, rowBegin, rowEnd, N, beta, C, ldc);
         switch (f) {
-        case Format::fp16: gemmAccumulateAvx2For<Format::fp16>(rowBegin, rowEnd, lanes, K, A, lda, B, ldb, C, ldc); break;
-        case Format::bf16: gemmAccumulateAvx2For<Format::bf16>(rowBegin, rowEnd, lanes, K, A, lda, B, ldb, C, ldc); break;
-        case Format::tf32: gemmAccumulateAvx2For<Format::tf32>(rowBegin, rowEnd, lanes, K, A, lda, B, ldb, C, ldc); break;
+        case Format::fp16: gemmAccumulateLanes<Format::fp16>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
+        case Format::bf16: gemmAccumulateLanes<Format::bf16>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
+        case Format::tf32: gemmAccumulateLanes<Format::tf32>(rowBegin, rowEnd, N, K, A, lda, B, ldb, C, ldc); return;
         case Format::fp32: break;
         }
     }
 #endif
-    if (lanes < N)
-        gemmAccumulateScalar(f, rowBegin, rowEnd, N - lanes, K, A, lda, B + lanes, ldb, beta, C + lanes, ldc);
+    gemmAccumulateScalar(f, rowBegin, rowEnd, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 void packFp16(const float* src, std::uint16_t* dst, std::int64_t n)

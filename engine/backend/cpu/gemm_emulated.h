@@ -2,7 +2,7 @@
 // sequentially in k (C[i][j] = round(A[i][k] * B[k][j] + C[i][j]) for k = 0, 1, ...).
 // fp16 uses AVX-512 FP16's vfmadd*ph where the CPU has it (one rounding per FMA in fp16,
 // as a GPU's fp16 accumulation); everything else uses fmaRoundedTo(), an exact emulation,
-// run across AVX2 lanes where the CPU has them. All give the same bits.
+// run across AVX2 or AVX-512 lanes where the CPU has them. All give the same bits.
 #pragma once
 
 #include "backend/backend.h"
@@ -38,8 +38,8 @@ void gemmAccumulateScalar(Format f, std::int64_t rowBegin, std::int64_t rowEnd,
                           const float* B, std::int64_t ldb, float beta, float* C,
                           std::int64_t ldc);
 
-// As gemmAccumulateScalar, the same bits, with the output elements' sums run across AVX2
-// lanes where simdLevel() allows (any format; the scalar loop otherwise).
+// As gemmAccumulateScalar, the same bits, with the output elements' sums run across 8 AVX2
+// or 16 AVX-512 lanes as simdLevel() allows (any format; the scalar loop otherwise).
 void gemmAccumulateVector(Format f, std::int64_t rowBegin, std::int64_t rowEnd,
                           std::int64_t N, std::int64_t K, const float* A, std::int64_t lda,
                           const float* B, std::int64_t ldb, float beta, float* C,
