@@ -21,6 +21,8 @@ Tensor& MaxPool2d::forward(Tensor& input, StepContext& ctx)
     inputShape_ = input.shape();
     // A max of values of a format is in that format: the storage stays.
     prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed());
+    // The window positions are kept for backward as the output is: counted with the activations.
+    argmax_.track(ctx.memory, MemoryCategory::activations);
     argmax_.resize(static_cast<std::size_t>(output_.size()), ctx.backend->allocator());
     if (input.packed())
         ctx.backend->maxPool2x2Packed(input.storage(), input.bits16(), outShape[0] * outShape[1], inputShape_[2],

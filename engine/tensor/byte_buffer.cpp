@@ -3,7 +3,19 @@
 
 namespace plab {
 
-ByteBuffer::~ByteBuffer() { release(); }
+ByteBuffer::~ByteBuffer()
+{
+    track(nullptr, category_);
+    release();
+}
+
+void ByteBuffer::track(MemoryAccountant* accountant, MemoryCategory category)
+{
+    if (accountant_) accountant_->remove(category_, static_cast<std::int64_t>(size_));
+    accountant_ = accountant;
+    category_ = category;
+    if (accountant_) accountant_->add(category_, static_cast<std::int64_t>(size_));
+}
 
 void ByteBuffer::release() noexcept
 {
@@ -19,6 +31,7 @@ void ByteBuffer::resize(std::size_t n, DeviceAllocator* device)
         host_.clear();
         device_ = device;
     }
+    if (accountant_) accountant_->add(category_, static_cast<std::int64_t>(n) - static_cast<std::int64_t>(size_));
     size_ = n;
     if (!device_) {
         host_.resize(n);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tensor/device_allocator.h"
+#include "tensor/memory.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,9 @@ public:
     std::uint8_t* data() { return device_ ? deviceData_ : host_.data(); }
     const std::uint8_t* data() const { return device_ ? deviceData_ : host_.data(); }
     std::size_t size() const { return size_; }
+    // Registers with an accountant under a category (nullptr unregisters); size() bytes
+    // are counted there from then on.
+    void track(MemoryAccountant* accountant, MemoryCategory category);
 
 private:
     void release() noexcept;
@@ -31,6 +35,8 @@ private:
     std::uint8_t* deviceData_ = nullptr;
     std::size_t capacity_ = 0;
     std::size_t size_ = 0;
+    MemoryAccountant* accountant_ = nullptr;
+    MemoryCategory category_ = MemoryCategory::workspace;
 };
 
 }  // namespace plab
