@@ -399,9 +399,15 @@ void Conv2d::lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count)
 std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
 {
     const auto g = geometryOf(input);
-    const Format storage = recipe.storage();
+    const std::int64_t output = outChannels_ * g.planeSize() * formatInfo(recipe.storage()).storageBytes;
+    return output + loweredBytesPerSample(input, recipe);
+}
+
+std::int64_t Conv2d::loweredBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    const auto g = geometryOf(input);
     const std::int64_t hw = g.planeSize();
-    std::int64_t bytes = outChannels_ * hw * formatInfo(storage).storageBytes;   // output
+    std::int64_t bytes = 0;
     if (!recipe.quantization.on()) {
         bytes += g.patchSize() * hw * formatInfo(recipe.compute).storageBytes;   // cols
         if (recipe.compute == Format::tf32) bytes += g.channels * hw * 4;        // the rounded input

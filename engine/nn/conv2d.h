@@ -30,6 +30,7 @@ public:
     Tensor* backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad) override;
     std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
     std::int64_t keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const override;
+    std::int64_t loweredBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const override;
 
     // Upper bound of the cols buffer in elements (im2col of one block of samples).
     static constexpr std::int64_t kColsBudget = std::int64_t{32} << 20;

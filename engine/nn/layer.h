@@ -41,6 +41,10 @@ public:
     // Bytes per sample this layer keeps for backward (its output and any lowered input),
     // for the given input shape (its batch dimension is ignored).
     virtual std::int64_t keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const = 0;
+    // The part of keptBytesPerSample that is the layer's lowered input (a convolution's
+    // columns), which a layer holding packed 16-bit tensors lowers in bounded blocks instead
+    // of for every sample (issue 31).
+    virtual std::int64_t loweredBytesPerSample(const Shape&, const PrecisionRecipe&) const { return 0; }
 
 private:
     std::string name_;

@@ -79,6 +79,11 @@ public:
     // Bytes per sample of activations kept for backward, in the recipe's storage format,
     // for the batch-size planner.
     virtual std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const = 0;
+    // What the CPU backend holds per sample with 16-bit packing on (issue 31): a layer whose
+    // storage is fp16 or bf16 and not quantised keeps its output packed (2 bytes an
+    // element) and lowers its input in bounded blocks; any other keeps 4-byte values, or
+    // its recipe's bytes where those are more (quantised codes).
+    virtual std::int64_t packedHeldBytesPerSample(const PrecisionRecipe& recipe) const = 0;
 };
 
 }  // namespace plab

@@ -162,6 +162,24 @@ public:
         return bytes;
     }
 
+    std::int64_t packedHeldBytesPerSample(const PrecisionRecipe& recipe) const override
+    {
+        Shape shape{1, 1, kImageSide, kImageSide};
+        const PrecisionRecipe fp32;
+        PrecisionRecipe current = recipe.forLayer(firstLayerName());
+        std::int64_t bytes = kImageSide * kImageSide * 4;   // the batch's images, fp32
+        for (const auto& layer : layers_) {
+            if (!layer->parameters().empty()) current = recipe.forLayer(layer->name());
+            const Format storage = current.storage();
+            if ((storage == Format::fp16 || storage == Format::bf16) && !current.quantization.on())
+                bytes += layer->keptBytesPerSample(shape, current) - layer->loweredBytesPerSample(shape, current);
+            else
+                bytes += std::max(layer->keptBytesPerSample(shape, current), layer->keptBytesPerSample(shape, fp32));
+            shape = layer->outputShape(shape);
+        }
+        return bytes;
+    }
+
 private:
     // The first layer with parameters: the images are rounded to its storage format.
     const std::string& firstLayerName() const { return layers_[static_cast<std::size_t>(firstParameterLayer_)]->name(); }

@@ -2,6 +2,7 @@
 #include "train/memory_check.h"
 
 #include "files/input_file.h"
+#include "nn/layer_ops.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
 
@@ -19,9 +20,12 @@ MemoryEstimate estimateRunMemory(const TrainSettings& settings)
     const int copies = 2 + stateTensors + (settings.recipe.masterWeights ? 1 : 0);   // weights, gradients, state, master
     MemoryEstimate e;
     e.fixedBytes = parameters * 4 * copies;
-    // 4 bytes an element whatever the format: what the CPU backend holds (issue 31).
-    e.perSampleBytes = std::max(model->activationBytesPerSample(settings.recipe),
-                                model->activationBytesPerSample(PrecisionRecipe{}));
+    // 4 bytes an element whatever the format: what the CPU backend holds without packing;
+    // with it, 16-bit activations take 2 bytes and the columns come in bounded blocks.
+    e.perSampleBytes = packedStorageEnabled()
+                           ? model->packedHeldBytesPerSample(settings.recipe)
+                           : std::max(model->activationBytesPerSample(settings.recipe),
+                                      model->activationBytesPerSample(PrecisionRecipe{}));
     return e;
 }
 

@@ -17,8 +17,8 @@ struct MemoryEstimate {
 };
 
 // From the engine's own accounting (Model::parameters, activationBytesPerSample): every
-// tensor at 4 bytes an element, as the CPU backend holds them today (issue 31), and Adam's
-// two moments. A lower bound of what the process takes: the check refuses only runs that
+// tensor at 4 bytes an element, as the CPU backend holds them without 16-bit packing (with
+// PLAB_PACKED_STORAGE=on: Model::packedHeldBytesPerSample), and Adam's two moments. A lower bound of what the process takes: the check refuses only runs that
 // cannot fit, never one that would.
 MemoryEstimate estimateRunMemory(const TrainSettings& settings);
 
