@@ -290,6 +290,10 @@ private slots:
         QCOMPARE(v("loss_nonfinite_steps"), 1.0);
         QCOMPARE(v("loss_scale_final"), std::ldexp(1.0, 13));
         QCOMPARE(v("loss_scale_max"), std::ldexp(1.0, 16));
+        QCOMPARE(v("loss_scale_growths"), 0.0);   // it only fell
+        json grew = r;
+        for (const double scale : {8.0, 16.0, 16.0, 8.0, 16.0}) grew["steps"].push_back({{"loss", 0.1}, {"loss_scale", scale}});
+        QCOMPARE(evaluateMetric("loss_scale_growths", &grew).value_or(-1.0), 2.0);   // 2^13 -> 8 falls; 8 -> 16 twice
         QCOMPARE(v("activation_grad_underflow:loss"), 0.25);
         QCOMPARE(v("weights_made_non_finite:all"), 3.0);
         QCOMPARE(v("snapshot_underflow:loss,activation_grad,1"), 8.0 / 80.0);   // underflow / nonzero finite

@@ -35,6 +35,7 @@ const std::vector<MetricInfo> kMetrics = {
     {"loss_scale_final", "", "loss scale of the last step", MetricUnit::scale, true},
     {"loss_scale_min", "", "smallest loss scale used", MetricUnit::scale, true},
     {"loss_scale_max", "", "largest loss scale used", MetricUnit::scale, true},
+    {"loss_scale_growths", "", "times the loss scale grew from one step to the next (dynamic scaling, after its growth interval)", MetricUnit::count, true},
     {"weight_grad_underflow", "LAYER", "nonzero weight gradients rounded to 0, over the run (fraction)", MetricUnit::fraction, true},
     {"weight_grad_overflow", "LAYER", "nonzero weight gradients rounded to inf, over the run (fraction)", MetricUnit::fraction, true},
     {"activation_grad_underflow", "LAYER", "nonzero activation gradients rounded to 0, over the run (fraction)", MetricUnit::fraction, true},
@@ -190,12 +191,15 @@ std::optional<double> scaleStat(const json& record, std::string_view which, std:
         return std::nullopt;
     }
     double lo = std::numeric_limits<double>::infinity(), hi = 0, last = 0;
-    for (const auto& s : *it) {
-        const double v = s.value("loss_scale", 1.0);
+    int growths = 0;
+    for (std::size_t i = 0; i < it->size(); ++i) {
+        const double v = (*it)[i].value("loss_scale", 1.0);
+        if (i > 0 && v > last) ++growths;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
         last = v;
     }
+    if (which == "growths") return growths;
     return which == "min" ? lo : which == "max" ? hi : last;
 }
 
@@ -362,6 +366,7 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     if (name == "loss_scale_final") return scaleStat(r, "final", why);
     if (name == "loss_scale_min") return scaleStat(r, "min", why);
     if (name == "loss_scale_max") return scaleStat(r, "max", why);
+    if (name == "loss_scale_growths") return scaleStat(r, "growths", why);
     if (name == "weight_grad_underflow") return perLayerSummary(r, "underflow_fraction", a[0], why);
     if (name == "weight_grad_overflow") return perLayerSummary(r, "overflow_fraction", a[0], why);
     if (name == "activation_grad_underflow") return perLayerSummary(r, "activation_grad_underflow_fraction", a[0], why);
