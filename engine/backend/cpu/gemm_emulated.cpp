@@ -297,8 +297,9 @@ PLAB_AVX2 inline __m256 stepLanes(__m256 a, __m256 b, __m256 c)
 
 // Rows [i0, i0 + R) times columns [j0, j0 + 8 * V) of C, which already holds beta * C
 // rounded: R * V vectors of sums kept in registers through K steps of k (a block of the
-// whole sum, see accumulatePanel), each k's vectors of B loaded once for the R rows. Masked: V is 1 and only the lanes in `lanes` are
-// read and written (the last columns, fewer than 8; the others sum zeros and are dropped).
+// whole sum, see accumulatePanel), each k's vectors of B loaded once for the R rows.
+// Masked: V is 1 and only the lanes in `lanes` are read and written (the last columns,
+// fewer than 8; the others sum zeros and are dropped).
 template <Format F, int R, int V, bool Masked = false>
 PLAB_AVX2 void accumulateBlock(std::int64_t i0, std::int64_t j0, std::int64_t K, const float* A, std::int64_t lda,
                                const float* B, std::int64_t ldb, float* C, std::int64_t ldc,
