@@ -165,6 +165,9 @@ private slots:
         QVERIFY2(text.contains(QStringLiteral("You predicted: many. Measured: 6.")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("1 of 2 measured claims did not hold")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("did not hold: a.test_accuracy > 2")), qPrintable(text));
+        // Issue 38: the outcome belongs to the runs and their seed, not to the machine.
+        QVERIFY2(text.contains(QStringLiteral("did not hold in these runs (seed ")), qPrintable(text));
+        QVERIFY2(!text.contains(QStringLiteral("this machine")), qPrintable(text));
         QVERIFY(window.bannerText().isEmpty());
 
         // Issue 10 part 6: the prediction is kept with the lesson's runs, beside the measured

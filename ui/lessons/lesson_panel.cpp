@@ -265,9 +265,15 @@ void LessonPanel::showExplanation()
     const int total = static_cast<int>(results_.size());
     const int ok = claimsHeld();
     if (total > 0) {
-        html += ok == total ? tr("<p><span style='color:%1'>✓ All %2 measured claims held on this machine.</span></p>").arg(held).arg(total)
-                            : tr("<p><span style='color:%1'><b>✗ %2 of %3 measured claims did not hold on this machine</b> "
-                                 "(marked below).</span></p>").arg(failed).arg(total - ok).arg(total);
+        // A claim's outcome belongs to the runs (their seed), not to the machine.
+        QStringList seeds;
+        for (const LessonRun& run : lesson_->runs)
+            if (const QString s = QString::number(run.settings.seed); !seeds.contains(s)) seeds << s;
+        const QString runs = seeds.size() == 1 ? tr("these runs (seed %1)").arg(seeds.front())
+                                               : tr("these runs (seeds %1)").arg(seeds.join(QStringLiteral(", ")));
+        html += ok == total ? tr("<p><span style='color:%1'>✓ All %2 measured claims held in %3.</span></p>").arg(held).arg(total).arg(runs)
+                            : tr("<p><span style='color:%1'><b>✗ %2 of %3 measured claims did not hold in %4</b> "
+                                 "(marked below).</span></p>").arg(failed).arg(total - ok).arg(total).arg(runs);
     }
     html += tr("<b>Why:</b> ");
     for (const std::string& sentence : explanationSentences(lesson_->explanation)) {

@@ -2,7 +2,7 @@
 // before the runs ("predict first"), its runs with their state, a "Run lesson" button that
 // runs them one after another (LessonRunner), and the explanation, hidden until the runs
 // have finished and the teacher presses "Reveal". The explanation's numbers are filled
-// from the runs just made, and each sentence says whether its claim held on this machine
+// from the runs just made, and each sentence says whether its claim held in those runs
 // (judged by the engine's checkExpectations against the run records) or where its
 // background comes from; a claim that did not hold is shown plainly.
 #pragma once
