@@ -328,6 +328,7 @@ public:
 
 private:
     static constexpr std::int64_t kRoundGrain = 1 << 15;
+    static constexpr std::int64_t kMostPieces = 8;   // a GEMM's blocks: up to 8 threads share one
 
     void sgemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
@@ -353,10 +354,16 @@ private:
                         static_cast<blasint>(K), 1.0f, a, static_cast<blasint>(lda), b,
                         static_cast<blasint>(ldb), beta, C + i0 * ldc + j0, static_cast<blasint>(ldc));
         };
+        // The cut depends on the product's shape alone, never on the thread count: every
+        // thread count makes the same calls, and the threads only share them out. OpenBLAS's
+        // Haswell and Zen kernels (what AVX2-only CPUs get) sum an element in another order
+        // when a product is cut otherwise, so a cut by thread count made results depend on
+        // it (docs/ARITHMETIC.md). At most kMostPieces pieces, each at least 32 wide and 2^21
+        // multiply-adds (the cuts the SkylakeX kernels sum as one call: leastGemmBlock).
         const bool splitColumns = N >= M;
         const std::int64_t extent = splitColumns ? N : M;
-        const std::int64_t pieces = std::min<std::int64_t>(2 * threads_, extent / 32);
-        if (threads_ == 1 || pieces < 2 || M * N * K < (std::int64_t{1} << 18)) {
+        const std::int64_t pieces = std::min({kMostPieces, extent / 32, M * N * K >> 21});
+        if (pieces < 2) {
             call(0, M, 0, N);
             return;
         }
