@@ -341,19 +341,29 @@ PLAB_AVX2 void accumulateBlock(std::int64_t i0, std::int64_t j0, std::int64_t K,
 // (14 MiB apart for a filter gradient with K = 12544).
 constexpr std::int64_t kSumBlock = 128;
 
+// The tiles of one panel in that order: tile(i, rows, k0, kn) for rows [i, i + rows) and
+// steps [k0, k0 + kn) of k, rows being R or, for the last rows of the range, 1.
+template <int R, class Tile>
+void forEachSumTile(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t K, const Tile& tile)
+{
+    for (std::int64_t k0 = 0; k0 < K; k0 += kSumBlock) {
+        const std::int64_t kn = std::min(kSumBlock, K - k0);
+        std::int64_t i = rowBegin;
+        for (; i + R <= rowEnd; i += R) tile(i, R, k0, kn);
+        for (; i < rowEnd; ++i) tile(i, 1, k0, kn);
+    }
+}
+
 // Columns [j0, j0 + 8 * V) of rows [rowBegin, rowEnd), two rows at a time.
 template <Format F, int V, bool Masked = false>
 PLAB_AVX2 void accumulatePanel(std::int64_t rowBegin, std::int64_t rowEnd, std::int64_t j0, std::int64_t K,
                                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
                                std::int64_t ldc, __m256i lanes)
 {
-    for (std::int64_t k0 = 0; k0 < K; k0 += kSumBlock) {
-        const std::int64_t kn = std::min(kSumBlock, K - k0);
-        std::int64_t i = rowBegin;
-        for (; i + 2 <= rowEnd; i += 2)
-            accumulateBlock<F, 2, V, Masked>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lanes);
-        if (i < rowEnd) accumulateBlock<F, 1, V, Masked>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lanes);
-    }
+    forEachSumTile<2>(rowBegin, rowEnd, K, [=](std::int64_t i, int rows, std::int64_t k0, std::int64_t kn) PLAB_AVX2 {
+        if (rows == 2) accumulateBlock<F, 2, V, Masked>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lanes);
+        else accumulateBlock<F, 1, V, Masked>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lanes);
+    });
 }
 
 // Rows [rowBegin, rowEnd) of C, all N columns.
@@ -439,13 +449,10 @@ PLAB_AVX512 void accumulatePanel16(std::int64_t rowBegin, std::int64_t rowEnd, s
                                    const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
                                    std::int64_t ldc, __mmask16 lastLanes)
 {
-    for (std::int64_t k0 = 0; k0 < K; k0 += kSumBlock) {
-        const std::int64_t kn = std::min(kSumBlock, K - k0);
-        std::int64_t i = rowBegin;
-        for (; i + 4 <= rowEnd; i += 4)
-            accumulateBlock16<F, 4, V>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lastLanes);
-        for (; i < rowEnd; ++i) accumulateBlock16<F, 1, V>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lastLanes);
-    }
+    forEachSumTile<4>(rowBegin, rowEnd, K, [=](std::int64_t i, int rows, std::int64_t k0, std::int64_t kn) PLAB_AVX512 {
+        if (rows == 4) accumulateBlock16<F, 4, V>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lastLanes);
+        else accumulateBlock16<F, 1, V>(i, j0, kn, A + k0, lda, B + k0 * ldb, ldb, C, ldc, lastLanes);
+    });
 }
 
 template <Format F>
