@@ -219,11 +219,7 @@ private slots:
     void memoryEstimateStaysALowerBoundWithPacking()
     {
         QFETCH(QString, recipe);
-        struct Packed {
-            bool was = packedStorageEnabled();
-            Packed() { setPackedStorageEnabled(true); }
-            ~Packed() { setPackedStorageEnabled(was); }
-        } packed;
+        const ScopedPackedStorage packed(true);
         const TrainSettings s = settingsFromJson(json{{"recipe", recipe.toStdString()}, {"batch", 480}, {"max_steps", 1},
                                                       {"histogram_every", 0}, {"threads", 2}},
                                                  "test");

@@ -355,11 +355,7 @@ private:
     // lines count, never a value), whatever PLAB_PACKED_STORAGE says.
     Trace cpuReference(const TrainSettings& s, bool withoutWorkspace, bool withChanges = true)
     {
-        struct Unpacked {
-            bool was = packedStorageEnabled();
-            Unpacked() { setPackedStorageEnabled(false); }
-            ~Unpacked() { setPackedStorageEnabled(was); }
-        } unpacked;
+        const ScopedPackedStorage unpacked(false);
         return train(s, data_, nullptr, ConvolutionLibrary::none, withoutWorkspace, nullptr, withChanges);
     }
 

@@ -162,6 +162,17 @@ bool packsStorage(const StepContext& ctx, const StepPrecision& p);
 // packed path computes the same bits but is not yet faster (bench/RESULTS.md, issue 31).
 void setPackedStorageEnabled(bool enabled);
 bool packedStorageEnabled();
+// The switch set for a scope (tests), and put back as it was when the scope ends.
+class ScopedPackedStorage {
+public:
+    explicit ScopedPackedStorage(bool enabled) { setPackedStorageEnabled(enabled); }
+    ~ScopedPackedStorage() { setPackedStorageEnabled(was_); }
+    ScopedPackedStorage(const ScopedPackedStorage&) = delete;
+    ScopedPackedStorage& operator=(const ScopedPackedStorage&) = delete;
+
+private:
+    bool was_ = packedStorageEnabled();
+};
 // An fp32 work buffer of `shape`: the step's shared one of this slot (StepContext::work),
 // or `own` when the step has none. Its contents are undefined.
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own);
