@@ -76,10 +76,15 @@ std::atomic<bool>& packedStorageSwitch()
 void setPackedStorageEnabled(bool enabled) { packedStorageSwitch() = enabled; }
 bool packedStorageEnabled() { return packedStorageSwitch(); }
 
+bool packableStorage(Format storage, bool quantizes)
+{
+    return (storage == Format::fp16 || storage == Format::bf16) && !quantizes;
+}
+
 bool packsStorage(const StepContext& ctx, const StepPrecision& p)
 {
-    return packedStorageEnabled() && (p.storage == Format::fp16 || p.storage == Format::bf16) && !p.quantizes() &&
-           ctx.backend->handlesPackedTensors() && !ctx.backend->allocator();
+    return packedStorageEnabled() && packableStorage(p.storage, p.quantizes()) && ctx.backend->handlesPackedTensors() &&
+           !ctx.backend->allocator();
 }
 
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)

@@ -157,6 +157,8 @@ void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& c
 // storage format (Tensor::pack): fp16 or bf16 storage, operands not quantised, on a backend
 // that holds packed tensors (the CPU's). Values are the same either way; bytes are halved.
 bool packsStorage(const StepContext& ctx, const StepPrecision& p);
+// The part of that which is the format's: fp16 or bf16 storage, operands not quantised.
+bool packableStorage(Format storage, bool quantizes);
 // The switch for benchmarks and tests (packing on and off side by side in one process):
 // off unless PLAB_PACKED_STORAGE=on when the process starts (or a caller turns it on): the
 // packed path computes the same bits but is not yet faster (bench/RESULTS.md, issue 31).

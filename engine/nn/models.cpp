@@ -150,37 +150,41 @@ public:
 
     std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const override
     {
-        Shape shape{1, 1, kImageSide, kImageSide};   // (C, N, H, W) with N = 1
-        // Layers without parameters keep their input's format: that of the layer before.
-        PrecisionRecipe current = recipe.forLayer(firstLayerName());
-        std::int64_t bytes = kImageSide * kImageSide * formatInfo(current.storage()).storageBytes;
-        for (const auto& layer : layers_) {
-            if (!layer->parameters().empty()) current = recipe.forLayer(layer->name());
-            bytes += layer->keptBytesPerSample(shape, current);
-            shape = layer->outputShape(shape);
-        }
+        std::int64_t bytes = kImageSide * kImageSide * formatInfo(recipe.forLayer(firstLayerName()).storage()).storageBytes;
+        forEachLayerInput(recipe, [&](const Layer& layer, const Shape& shape, const PrecisionRecipe& current) {
+            bytes += layer.keptBytesPerSample(shape, current);
+        });
         return bytes;
     }
 
     std::int64_t packedHeldBytesPerSample(const PrecisionRecipe& recipe) const override
     {
-        Shape shape{1, 1, kImageSide, kImageSide};
         const PrecisionRecipe fp32;
-        PrecisionRecipe current = recipe.forLayer(firstLayerName());
         std::int64_t bytes = kImageSide * kImageSide * 4;   // the batch's images, fp32
-        for (const auto& layer : layers_) {
-            if (!layer->parameters().empty()) current = recipe.forLayer(layer->name());
-            const Format storage = current.storage();
-            if ((storage == Format::fp16 || storage == Format::bf16) && !current.quantization.on())
-                bytes += layer->keptBytesPerSample(shape, current) - layer->loweredBytesPerSample(shape, current);
+        forEachLayerInput(recipe, [&](const Layer& layer, const Shape& shape, const PrecisionRecipe& current) {
+            if (packableStorage(current.storage(), current.quantization.on()))
+                bytes += layer.keptBytesPerSample(shape, current) - layer.loweredBytesPerSample(shape, current);
             else
-                bytes += std::max(layer->keptBytesPerSample(shape, current), layer->keptBytesPerSample(shape, fp32));
-            shape = layer->outputShape(shape);
-        }
+                bytes += std::max(layer.keptBytesPerSample(shape, current), layer.keptBytesPerSample(shape, fp32));
+        });
         return bytes;
     }
 
 private:
+    // fn(layer, its input's shape for one sample, its recipe) for every layer in order.
+    // Layers without parameters keep their input's format: that of the layer before.
+    template <class Fn>
+    void forEachLayerInput(const PrecisionRecipe& recipe, const Fn& fn) const
+    {
+        Shape shape{1, 1, kImageSide, kImageSide};   // (C, N, H, W) with N = 1
+        PrecisionRecipe current = recipe.forLayer(firstLayerName());
+        for (const auto& layer : layers_) {
+            if (!layer->parameters().empty()) current = recipe.forLayer(layer->name());
+            fn(*layer, shape, current);
+            shape = layer->outputShape(shape);
+        }
+    }
+
     // The first layer with parameters: the images are rounded to its storage format.
     const std::string& firstLayerName() const { return layers_[static_cast<std::size_t>(firstParameterLayer_)]->name(); }
 
