@@ -141,6 +141,59 @@ private slots:
         if (!cpu::nativelySupported(f)) QCOMPARE(hw, ex);   // the fallback is the exact arithmetic, bit for bit
     }
 
+    // Issue 31: gemm16 reads the operands as 16-bit patterns where they lie (strided, inside
+    // a larger tensor, as a block of samples of a packed activation is) and gives, bit for
+    // bit, what gemm gives on their fp32 values. K = 0 takes the fallback (C = beta * C).
+    // Only the hardware arithmetic on native units multiplies patterns; elsewhere gemm16
+    // is refused.
+    void patternsGiveWhatValuesGive_data() { agreesWithDoublePrecision_data(); }
+    void patternsGiveWhatValuesGive()
+    {
+        QFETCH(int, format);
+        QFETCH(int, ta);
+        QFETCH(int, tb);
+        QFETCH(int, M);
+        QFETCH(int, N);
+        QFETCH(int, K);
+        QFETCH(float, beta);
+        const Format f = static_cast<Format>(format);
+        auto hardware = createCpuBackend(2, Arithmetic::hardware);
+        auto exact = createCpuBackend(2, Arithmetic::exact);
+        QVERIFY(!exact->multiplies16({f, true}));
+        QVERIFY(!hardware->multiplies16({f, false}));   // sums in the format: emulated
+        QCOMPARE(hardware->multiplies16({f, true}), cpu::nativelySupported(f));
+        if (!hardware->multiplies16({f, true})) {
+            std::vector<std::uint16_t> a(16), b(16);
+            std::vector<float> c(16);
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, hardware->gemm16(Transpose::no, Transpose::no, 4, 4, 4, a.data(),
+                                                                       4, b.data(), 4, 0.0f, c.data(), 4, {f, true}));
+            QSKIP(qPrintable(QString::fromStdString("no native units: " + cpu::nativeSupportText(f))));
+        }
+        for (const std::int64_t k : {std::int64_t{K}, std::int64_t{0}}) {
+            const Problem p = makeProblem(f, ta ? Transpose::yes : Transpose::no, tb ? Transpose::yes : Transpose::no,
+                                          M, N, k, beta == 0.0f && k == 0 ? 1.0f : beta, 0x1d + M + N + k);
+            // Each operand's rows 5 patterns longer than the data, the extra filled with NaN.
+            auto patterns = [&](const std::vector<float>& x, std::int64_t ld, std::int64_t rows) {
+                std::vector<std::uint16_t> bits(static_cast<std::size_t>(rows * (ld + 5)), 0x7FC1u);
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < ld; ++c) {
+                        const float v = x[static_cast<std::size_t>(r * ld + c)];
+                        bits[static_cast<std::size_t>(r * (ld + 5) + c)] =
+                            f == Format::bf16 ? fp32ToBf16Bits(v) : fp32ToFp16Bits(v);
+                    }
+                return bits;
+            };
+            const std::int64_t aRows = p.ta == Transpose::no ? M : k, bRows = p.tb == Transpose::no ? k : N;
+            const auto a = patterns(p.A, p.lda(), aRows), b = patterns(p.B, p.ldb(), bRows);
+            std::vector<float> C = p.C;
+            hardware->gemm16(p.ta, p.tb, M, N, k, a.data(), p.lda() + 5, b.data(), p.ldb() + 5, p.beta, C.data(), N,
+                             {f, true});
+            const std::vector<float> want = run(*hardware, p, f);
+            QVERIFY2(std::memcmp(C.data(), want.data(), C.size() * sizeof(float)) == 0,
+                     qPrintable(QString("K = %1: other bits").arg(k)));
+        }
+    }
+
     // A NaN or an infinity in an operand gives the same non-finite elements either way.
     void nonFiniteValuesAsExact()
     {

@@ -367,6 +367,27 @@ public:
     {
         refusePackedOp("im2colPacked");
     }
+    // im2col of a packed source into packed columns: the 16-bit patterns moved (zeros for
+    // the padding), for gemm16.
+    virtual void im2col16(const ConvGeometry&, const std::uint16_t* /*src*/, std::int64_t /*n0*/,
+                          std::int64_t /*count*/, std::uint16_t* /*cols*/)
+    {
+        refusePackedOp("im2col16");
+    }
+    // Whether gemm16 multiplies operands of this precision as their 16-bit patterns, as
+    // gemm would multiply their values (the CPU's hardware arithmetic on native units:
+    // fp32 sums, compute bf16 or fp16, no FP8). Where false the layers widen packed
+    // operands into fp32 for gemm.
+    virtual bool multiplies16(const GemmPrecision&) const { return false; }
+    // gemm with both operands as 16-bit patterns of precision.compute (strided as gemm's
+    // are): the same products and sums as gemm on their widened values. Only where
+    // multiplies16(precision).
+    virtual void gemm16(Transpose, Transpose, std::int64_t /*M*/, std::int64_t /*N*/, std::int64_t /*K*/,
+                        const std::uint16_t* /*A*/, std::int64_t /*lda*/, const std::uint16_t* /*B*/,
+                        std::int64_t /*ldb*/, float /*beta*/, float* /*C*/, std::int64_t /*ldc*/, GemmPrecision)
+    {
+        refusePackedOp("gemm16");
+    }
 
     // ---- Loss scaling and the optimizers (engine/numerics/update_math.h) ---------------
 

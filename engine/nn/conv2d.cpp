@@ -70,6 +70,7 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     // Issue 31: a packed input is lowered from its bits when it is the operand as it is (in
     // the compute format, not quantised); else it is read as fp32.
     packs_ = packsStorage(ctx, p);
+    multiplies16_ = false;   // forwardPacked says
     if (input.packed() && !(packs_ && input.storage() == p.compute)) input.unpack();
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
@@ -112,16 +113,30 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     const Pieces samples =
         piecesOf(N, packedBlockValues() / (std::max(K, outChannels_) * hw), leastSamples(hw, outChannels_ * K));
     const std::int64_t widest = samples.largest() * hw;
-    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
-    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
+    // Native 16-bit products read the patterns: the input lowered as they are, the weights
+    // taken once for the step's three passes.
+    multiplies16_ = inputOperand_->packed() && ctx.backend->multiplies16(precision);
+    if (multiplies16_)
+        patternsOf(ctx, p.compute, *weightOperand_, weightPatterns_);
+    else
+        weightPatterns_.discard();
+    prepareTensor(cols_, {K, widest}, multiplies16_ ? p.compute : Format::fp32, ctx, MemoryCategory::workspace,
+                  multiplies16_);
+    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
     for (std::int64_t i = 0; i < samples.count; ++i) {
         const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
-        lowerChannels(ctx, 0, g.channels, n0, count, cols_.data());
         // result (Cout, count*hw) = W (Cout, K) * cols: columns n0*hw.. of the whole product
-        ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
-                          cols_.data(), columns, 0.0f, result.data(), columns, precision);
+        if (multiplies16_) {
+            ctx.backend->im2col16(g, inputOperand_->bits16(), n0, count, cols_.bits16());
+            ctx.backend->gemm16(Transpose::no, Transpose::no, outChannels_, columns, K, weightPatterns_.bits16(), K,
+                                cols_.bits16(), columns, 0.0f, result.data(), columns, precision);
+        } else {
+            lowerChannels(ctx, 0, g.channels, n0, count, cols_.data());
+            ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
+                              cols_.data(), columns, 0.0f, result.data(), columns, precision);
+        }
         // Bias in fp32, one rounding to the storage format, packed into the output's block.
         ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
                                       output_.bits16() + n0 * hw, N * hw, outChannels_, columns, sink.stats,
@@ -148,10 +163,27 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     // Channels first (their blocks' columns against all rows), then rows against the
     // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
     const Pieces channels = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2);
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    if (readsPatterns(ctx, filterGemm, p, f)) {
+        // Native 16-bit products: dY's patterns read where they are, all rows at once.
+        prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true);
+        for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+            const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
+            for (std::int64_t j = 0; j < channels.count; ++j) {
+                const std::int64_t c0 = channels.begin(j), c1 = channels.begin(j + 1);
+                ConvGeometry part = g;
+                part.channels = c1 - c0;
+                ctx.backend->im2col16(part, inputOperand_->bits16() + c0 * N * hw, n0, count, cols_.bits16());
+                ctx.backend->gemm16(Transpose::no, Transpose::yes, outChannels_, (c1 - c0) * k2, columns,
+                                    dYBits + n0 * hw, N * hw, cols_.bits16(), columns, n0 == 0 ? 0.0f : 1.0f,
+                                    weight_.grad.data() + c0 * k2, K, filterGemm);
+            }
+        }
+        return;
+    }
     const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span));
     prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace);
     Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
-    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
         const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
         auto widenRows = [&](std::int64_t r0, std::int64_t r1) {
@@ -184,21 +216,33 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
         piecesOf(N, packedBlockValues() / (std::max({K, outChannels_, C}) * hw), leastSamples(hw, K * outChannels_));
     const std::int64_t widest = samples.largest() * hw;
     prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
-    Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
-    Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
+    // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
+    const bool patterns = readsPatterns(ctx, dataGemm, p, f);
+    Tensor* dYBlock = patterns ? nullptr : &workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
     for (std::int64_t i = 0; i < samples.count; ++i) {
         const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
-        ctx.backend->widen16(f, dYBits + n0 * hw, N * hw, dYBlock.data(), columns, outChannels_, columns);
-        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, weightOperand_->data(), K,
-                          dYBlock.data(), columns, 0.0f, cols_.data(), columns, dataGemm);
+        if (patterns) {
+            ctx.backend->gemm16(Transpose::yes, Transpose::no, K, columns, outChannels_, weightPatterns_.bits16(), K,
+                                dYBits + n0 * hw, N * hw, 0.0f, cols_.data(), columns, dataGemm);
+        } else {
+            ctx.backend->widen16(f, dYBits + n0 * hw, N * hw, dYBlock->data(), columns, outChannels_, columns);
+            ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, weightOperand_->data(), K,
+                              dYBlock->data(), columns, 0.0f, cols_.data(), columns, dataGemm);
+        }
         ConvGeometry part = g;
         part.batch = count;
         ctx.backend->col2im(part, cols_.data(), 0, count, sums.data());
         ctx.backend->roundTo16(p.storage, sums.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C, columns,
                                sink.stats, sink.hist);
     }
+}
+
+bool Conv2d::readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, const StepPrecision& p, Format f) const
+{
+    return multiplies16_ && f == p.compute && ctx.backend->multiplies16(gemm);
 }
 
 void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count,

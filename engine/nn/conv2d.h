@@ -59,6 +59,9 @@ private:
     void roundWeightGradients(StepContext& ctx, const StepPrecision& p);
     void filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     void inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    // Whether a backward GEMM of the packed passes reads 16-bit patterns (gemm16): the
+    // forward pass did, and dY (stored in f) is in the compute format.
+    bool readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, const StepPrecision& p, Format f) const;
     // im2col of input channels [c0, c1) of samples [n0, n0 + count) of the input operand into cols.
     void lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count,
                        float* cols);
@@ -74,11 +77,13 @@ private:
     const Tensor* weightOperand_ = nullptr;  // the weights in the compute format
     bool usesLibrary_ = false;               // the library ran forward, and has not refused backward since
     bool packs_ = false;                     // output and input gradient packed (packsStorage)
+    bool multiplies16_ = false;              // the packed forward pass ran gemm16 on weightPatterns_
     bool colsHoldWholeBatch_ = false;        // cols_ holds the whole batch's lowering of this step's input
     std::int64_t colsBlock_ = 1;             // samples per block of cols_ (>= 1)
 
     Tensor roundedInput_;   // (Cin, N, H, W) tf32 rounding of the input
     Tensor roundedWeight_;  // (Cout, Cin, k, k) weights rounded to the compute format
+    Tensor weightPatterns_; // the weight operand as 16-bit patterns (multiplies16_)
     Tensor cols_;           // (Cin*k*k, block*H*W) lowered input; reused for dcols in backward
     Tensor output_;         // (Cout, N, H, W)
     Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput

@@ -114,6 +114,14 @@ void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, 
     ctx.backend->roundTo16(f, src, out.size(), out.bits16(), out.size(), 1, out.size(), sink.stats, sink.hist);
 }
 
+const std::uint16_t* patternsOf(StepContext& ctx, Format f, const Tensor& t, Tensor& bits)
+{
+    prepareTensor(bits, t.shape(), f, ctx, MemoryCategory::workspace, true);
+    // Representable values: the rounding moves none of them, and counts nothing.
+    ctx.backend->roundTo16(f, t.data(), t.size(), bits.bits16(), t.size(), 1, t.size(), nullptr, nullptr);
+    return bits.bits16();
+}
+
 namespace {
 std::atomic<std::int64_t>& packedBlockSetting()
 {

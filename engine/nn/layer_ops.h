@@ -188,6 +188,10 @@ bool operandAsItIs(const Tensor& packed, const StepPrecision& p);
 // packed tensor `out` (storage f).
 void roundTappedTo16(StepContext& ctx, Format f, const float* src, Tensor& out, std::string_view layer,
                      TensorKind kind);
+// t's values, each representable in f (fp16 or bf16: an operand already in the compute
+// format), as f's 16-bit patterns in `bits` (packed, counted as workspace), for gemm16: the
+// weights once a step, not once a GEMM.
+const std::uint16_t* patternsOf(StepContext& ctx, Format f, const Tensor& t, Tensor& bits);
 // The most values a layer's fp32 buffer for one block of a packed tensor holds (columns,
 // GEMM results, widened operands): 8 Mi (32 MiB) unless PLAB_PACKED_BLOCK_VALUES sets it
 // when the process starts, or a test does (small blocks exercise the blocked paths).

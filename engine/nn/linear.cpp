@@ -59,7 +59,13 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     // output (N, out) = input (N, in) * W^T (in, out), in blocks of rows when read so.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::input, OperandRole::weight);
     const std::int64_t I = inFeatures_, O = outFeatures_;
-    if (readsInBlocks_) {
+    multiplies16_ = readsInBlocks_ && ctx.backend->multiplies16(precision);
+    if (multiplies16_) {
+        ctx.backend->gemm16(Transpose::no, Transpose::yes, N, O, I, input.bits16(), I,
+                            patternsOf(ctx, p.compute, *weightOperand_, patterns_), I, 0.0f, output_.data(), O,
+                            precision);
+    } else if (readsInBlocks_) {
+        patterns_.discard();
         const Pieces rows = piecesOf(N, packedBlockValues() / I, leastGemmBlock(O * I));
         Tensor& wide = workBuffer(ctx, 1, {rows.largest(), I}, ownWork_);
         for (std::int64_t i = 0; i < rows.count; ++i) {
@@ -69,6 +75,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
                               0.0f, output_.data() + r0 * O, O, precision);
         }
     } else {
+        patterns_.discard();
         ctx.backend->gemm(Transpose::no, Transpose::yes, N, O, I, inputOperand_->data(), I, weightOperand_->data(), I,
                           0.0f, output_.data(), O, precision);
     }
@@ -97,7 +104,10 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     // dW (out, in) = dY^T (out, N) * X (N, in), in blocks of dW's columns when X is read so.
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
-    if (readsInBlocks_) {
+    if (multiplies16_ && ctx.backend->multiplies16(filterGemm)) {
+        ctx.backend->gemm16(Transpose::yes, Transpose::no, O, I, N, patternsOf(ctx, p.compute, dY, patterns_), O,
+                            input_->bits16(), I, 0.0f, weight_.grad.data(), I, filterGemm);
+    } else if (readsInBlocks_) {
         const Pieces cols = piecesOf(I, packedBlockValues() / std::max<std::int64_t>(N, 1), leastGemmBlock(O * N));
         Tensor& wide = workBuffer(ctx, 1, {N, cols.largest()}, ownWork_);
         for (std::int64_t i = 0; i < cols.count; ++i) {

@@ -39,6 +39,10 @@ private:
     // Issue 31: the packed input is the operand as it is, read in blocks of rows (forward,
     // dX) or columns (dW) widened into a work buffer of at most packedBlockValues() values.
     bool readsInBlocks_ = false;
+    // ... or, where the backend multiplies 16-bit patterns (gemm16), read whole as they are,
+    // with the weights' patterns (forward) and dY's (dW).
+    bool multiplies16_ = false;
+    Tensor patterns_;      // the weights' patterns in forward, dY's in backward
     Tensor ownWork_;       // the widened input (or a block of it) when the step has no work buffers
     Tensor ownGradWork_;   // a block of dX before rounding, likewise
 };

@@ -279,14 +279,37 @@ public:
     void im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
                       float* cols) override
     {
-        // The block's samples of every channel widened (exact), then lowered as a batch of
-        // `count`: the same columns as im2col of the fp32 values.
-        const std::int64_t hw = g.planeSize(), columns = count * hw;
-        std::vector<float> block(static_cast<std::size_t>(g.channels * columns));
-        cpu::widen16(pool_, f, {src + n0 * hw, g.batch * hw}, {block.data(), columns}, g.channels, columns);
-        ConvGeometry part = g;
-        part.batch = count;
-        cpu::im2colBatch(pool_, part, block.data(), 0, count, cols);
+        cpu::im2colBatchWidened(pool_, f, g, src, n0, count, cols);
+    }
+    void im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                  std::uint16_t* cols) override
+    {
+        cpu::im2colBatch16(pool_, g, src, n0, count, cols);
+    }
+    bool multiplies16(const GemmPrecision& precision) const override
+    {
+        return native_ && precision.fp32Accumulate && !precision.fp8() && cpu::nativelySupported(precision.compute);
+    }
+    void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
+                float* C, std::int64_t ldc, GemmPrecision precision) override
+    {
+        if (!multiplies16(precision)) refusePackedOp("gemm16 (this precision is not multiplied natively)");
+        if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
+        if (M == 0 || N == 0) return;
+        if (native_->run16(precision.compute, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc)) return;
+        // oneDNN has no primitive for this shape (or K is 0): the operands widened, and
+        // gemm's own fallback, the exact arithmetic. Rare; these buffers are not counted.
+        const auto widened = [&](Transpose t, std::int64_t rows, std::int64_t cols, const std::uint16_t* X,
+                                 std::int64_t ld) {
+            const std::int64_t outer = t == Transpose::no ? rows : cols, inner = t == Transpose::no ? cols : rows;
+            std::vector<float> wide(static_cast<std::size_t>(outer * inner));
+            cpu::widen16(pool_, precision.compute, {X, ld}, {wide.data(), inner}, outer, inner);
+            return wide;
+        };
+        const std::vector<float> a = widened(transA, M, K, A, lda), b = widened(transB, K, N, B, ldb);
+        sgemm(transA, transB, M, N, K, a.data(), transA == Transpose::no ? K : M, b.data(),
+              transB == Transpose::no ? N : K, beta, C, ldc);
     }
 
     void sumRows(const float* x, std::int64_t rows, std::int64_t cols, float* out) override

@@ -2,9 +2,12 @@
 // planes so that even conv1 (9 rows) splits evenly over the threads.
 #include "backend/cpu/im2col.h"
 
+#include "numerics/storage_convert.h"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace plab::cpu {
 
@@ -17,21 +20,23 @@ void checkGeometry(const ConvGeometry& g, std::int64_t n0, std::int64_t count)
         throw std::invalid_argument("im2col needs a same-size stride-1 convolution and a sample range inside the batch.");
 }
 
-// One shifted copy of an (H, W) plane: dst[y][x] = src[y + dy][x + dx], zero outside.
-void shiftedCopy(const float* src, float* dst, std::int64_t H, std::int64_t W, int dy, int dx)
+// One shifted copy of an (H, W) plane: dst[y][x] = src[y + dy][x + dx], zero outside
+// (all bits zero: +0 in fp32, and in fp16 and bf16 patterns).
+template <typename T>
+void shiftedCopy(const T* src, T* dst, std::int64_t H, std::int64_t W, int dy, int dx)
 {
     const std::int64_t xs = std::max<std::int64_t>(0, -dx), xe = std::min<std::int64_t>(W, W - dx);
     for (std::int64_t y = 0; y < H; ++y) {
-        float* d = dst + y * W;
+        T* d = dst + y * W;
         const std::int64_t sy = y + dy;
         if (sy < 0 || sy >= H || xs >= xe) {
-            std::memset(d, 0, sizeof(float) * static_cast<std::size_t>(W));
+            std::memset(d, 0, sizeof(T) * static_cast<std::size_t>(W));
             continue;
         }
-        const float* s = src + sy * W + dx;
-        for (std::int64_t x = 0; x < xs; ++x) d[x] = 0.0f;
-        std::memcpy(d + xs, s + xs, sizeof(float) * static_cast<std::size_t>(xe - xs));
-        for (std::int64_t x = xe; x < W; ++x) d[x] = 0.0f;
+        const T* s = src + sy * W + dx;
+        for (std::int64_t x = 0; x < xs; ++x) d[x] = T{0};
+        std::memcpy(d + xs, s + xs, sizeof(T) * static_cast<std::size_t>(xe - xs));
+        for (std::int64_t x = xe; x < W; ++x) d[x] = T{0};
     }
 }
 
@@ -48,10 +53,8 @@ void shiftedAdd(const float* src, float* dst, std::int64_t H, std::int64_t W, in
     }
 }
 
-}  // namespace
-
-void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0,
-                 std::int64_t count, float* cols)
+template <typename T>
+void lowerRows(ThreadPool& pool, const ConvGeometry& g, const T* src, std::int64_t n0, std::int64_t count, T* cols)
 {
     checkGeometry(g, n0, count);
     const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel;
@@ -63,8 +66,44 @@ void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std:
             const std::int64_t row = item / count, n = item % count;
             const std::int64_t c = row / k2, kk = row % k2;
             const int ky = static_cast<int>(kk / g.kernel), kx = static_cast<int>(kk % g.kernel);
-            const float* plane = src + (c * g.batch + n0 + n) * hw;   // (H, W) of sample n0 + n
+            const T* plane = src + (c * g.batch + n0 + n) * hw;   // (H, W) of sample n0 + n
             shiftedCopy(plane, cols + row * rowLength + n * hw, g.height, g.width, ky - g.pad, kx - g.pad);
+        }
+    });
+}
+
+}  // namespace
+
+void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0,
+                 std::int64_t count, float* cols)
+{
+    lowerRows(pool, g, src, n0, count, cols);
+}
+
+void im2colBatch16(ThreadPool& pool, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
+                   std::int64_t count, std::uint16_t* cols)
+{
+    lowerRows(pool, g, src, n0, count, cols);
+}
+
+void im2colBatchWidened(ThreadPool& pool, Format f, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
+                        std::int64_t count, float* cols)
+{
+    checkGeometry(g, n0, count);
+    const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel;
+    const std::int64_t rowLength = count * hw;
+    // One item = one (channel, sample) plane: widened once (exact), then its k * k shifted
+    // copies, so that no widened copy of the block exists.
+    pool.parallelFor(g.channels * count, std::max<std::int64_t>(1, 2048 / hw), [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> plane(static_cast<std::size_t>(hw));
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t c = item / count, n = item % count;
+            widenArray(f, src + (c * g.batch + n0 + n) * hw, plane.data(), plane.size());
+            for (std::int64_t kk = 0; kk < k2; ++kk) {
+                const int ky = static_cast<int>(kk / g.kernel), kx = static_cast<int>(kk % g.kernel);
+                shiftedCopy(plane.data(), cols + (c * k2 + kk) * rowLength + n * hw, g.height, g.width, ky - g.pad,
+                            kx - g.pad);
+            }
         }
     });
 }

@@ -11,6 +11,13 @@ namespace plab::cpu {
 
 void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0,
                  std::int64_t count, float* cols);
+// im2colBatch of 16-bit patterns (issue 31): the bits moved, zeros for the padding.
+void im2colBatch16(ThreadPool& pool, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
+                   std::int64_t count, std::uint16_t* cols);
+// im2colBatch of a source packed in f (fp16 or bf16), widened on the way (exact): the columns
+// im2colBatch makes from the widened values.
+void im2colBatchWidened(ThreadPool& pool, Format f, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
+                        std::int64_t count, float* cols);
 // im2colBatch, handing each part of cols to `part` as soon as it is lowered (while it is in
 // the cache), for the MX and NVFP4 blocks: band == 0, one whole row at a time (part(row, 1,
 // 0, count * H * W)); band > 0, `band` consecutive rows (the last band may be shorter) of

@@ -216,6 +216,16 @@ bool NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t 
     pack(f, transA, M, K, A, lda, s.packedA, s.pool);
     pack(f, transB, K, N, B, ldb, s.packedB, s.pool);
     const std::int64_t aLd = transA == Transpose::no ? K : M, bLd = transB == Transpose::no ? N : K;
+    return run16(f, transA, transB, M, N, K, s.packedA.data(), aLd, s.packedB.data(), bLd, beta, C, ldc);
+}
+
+bool NativeGemm::run16(Format f, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                       const std::uint16_t* A, std::int64_t aLd, const std::uint16_t* B, std::int64_t bLd, float beta,
+                       float* C, std::int64_t ldc)
+{
+    if (!nativelySupported(f)) throw std::logic_error("NativeGemm::run16: " + nativeSupportText(f));
+    Impl& s = *impl_;
+    if (K == 0) return false;
 
     // Blocks of C's columns (or rows, when taller than wide), a multiple of 16 wide.
     const int threads = s.pool.threads();
@@ -250,8 +260,8 @@ bool NativeGemm::run(Format f, Transpose transA, Transpose transB, std::int64_t 
             const std::int64_t start = b * block;
             const Impl::Plan& p = *plans[static_cast<std::size_t>(b)];
             // The block's corner in each operand (offsets in elements, along the split dimension).
-            const std::uint16_t* a = s.packedA.data();
-            const std::uint16_t* w = s.packedB.data();
+            const std::uint16_t* a = A;
+            const std::uint16_t* w = B;
             float* c = C;
             if (splitColumns) {
                 w += transB == Transpose::no ? start : start * bLd;

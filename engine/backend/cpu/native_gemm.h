@@ -46,6 +46,13 @@ public:
              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
              std::int64_t ldc);
 
+    // run on operands already held as f's 16-bit patterns, strided as run's (aLd, bLd),
+    // with no packing copy (issue 31): the same blocks and calls as run makes on their
+    // dense copies.
+    [[nodiscard]] bool run16(Format f, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N,
+                             std::int64_t K, const std::uint16_t* A, std::int64_t aLd, const std::uint16_t* B,
+                             std::int64_t bLd, float beta, float* C, std::int64_t ldc);
+
     // Bytes held for packed operands and oneDNN's scratchpads (workspace).
     std::size_t workspaceBytes() const;
 
