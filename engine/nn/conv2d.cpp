@@ -109,9 +109,11 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     usesLibrary_ = colsHoldWholeBatch_ = false;
-    // Blocks of samples whose columns (K, n * hw) and result (Cout, n * hw) fit the budget.
+    // Blocks of samples whose columns (K, n * hw) fit packedColumnValues() and whose result
+    // (Cout, n * hw) fits a block.
     const Pieces samples =
-        piecesOf(N, packedBlockValues() / (std::max(K, outChannels_) * hw), leastSamples(hw, outChannels_ * K));
+        piecesOf(N, std::min(packedColumnValues() / K, packedBlockValues() / outChannels_) / hw,
+                 leastSamples(hw, outChannels_ * K));
     const std::int64_t widest = samples.largest() * hw;
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
     // Native 16-bit products read the patterns: the input lowered as they are, the weights
@@ -213,7 +215,8 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
     // dX in blocks of samples: dcols (K, n*hw) = W^T (K, Cout) * dY block (widened), folded
     // by col2im into a block of dX's sums, which is rounded and packed into gradInput_.
     const Pieces samples =
-        piecesOf(N, packedBlockValues() / (std::max({K, outChannels_, C}) * hw), leastSamples(hw, K * outChannels_));
+        piecesOf(N, std::min(packedColumnValues() / K, packedBlockValues() / std::max(outChannels_, C)) / hw,
+                 leastSamples(hw, K * outChannels_));
     const std::int64_t widest = samples.largest() * hw;
     prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);

@@ -197,6 +197,10 @@ const std::uint16_t* patternsOf(StepContext& ctx, Format f, const Tensor& t, Ten
 // when the process starts, or a test does (small blocks exercise the blocked paths).
 std::int64_t packedBlockValues();
 void setPackedBlockValues(std::int64_t values);
+// The most values of a convolution's fp32 columns (or their gradient) for a block of
+// samples: two blocks. The columns are the largest operand, and a product cut into
+// narrower blocks runs slower (OpenBLAS packs its operands again for every call).
+inline std::int64_t packedColumnValues() { return 2 * packedBlockValues(); }
 // [0, total) cut into `count` pieces of nearly equal size (piece i is [begin(i), begin(i + 1))),
 // each of at most `most` where that leaves each at least `least` (or one piece, the whole).
 struct Pieces {

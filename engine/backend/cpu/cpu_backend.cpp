@@ -20,6 +20,7 @@
 #include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -353,6 +354,16 @@ private:
     static constexpr std::int64_t kRoundGrain = 1 << 15;
     static constexpr std::int64_t kMostPieces = 8;   // a GEMM's blocks: up to 8 threads share one
 
+    // Whether this CPU's OpenBLAS kernels sum a cut product as the whole (see sgemm).
+    static bool cutsSumAlike()
+    {
+        static const bool alike = [] {
+            const std::string_view core = openblas_get_corename();
+            return core == "SkylakeX" || core == "skylakex" || core == "Cooperlake" || core == "cooperlake";
+        }();
+        return alike;
+    }
+
     void sgemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
                float* C, std::int64_t ldc)
@@ -377,15 +388,18 @@ private:
                         static_cast<blasint>(K), 1.0f, a, static_cast<blasint>(lda), b,
                         static_cast<blasint>(ldb), beta, C + i0 * ldc + j0, static_cast<blasint>(ldc));
         };
-        // The cut depends on the product's shape alone, never on the thread count: every
-        // thread count makes the same calls, and the threads only share them out. OpenBLAS's
-        // Haswell and Zen kernels (what AVX2-only CPUs get) sum an element in another order
-        // when a product is cut otherwise, so a cut by thread count made results depend on
-        // it (docs/ARITHMETIC.md). At most kMostPieces pieces, each at least 32 wide and 2^21
-        // multiply-adds (the cuts the SkylakeX kernels sum as one call: leastGemmBlock).
+        // Results never depend on the thread count. OpenBLAS's Haswell and Zen kernels (what
+        // AVX2-only CPUs get) sum an element in another order when a product is cut
+        // otherwise, so there the cut depends on the product's shape alone: every thread
+        // count makes the same calls, at most kMostPieces pieces. Its SkylakeX kernels (and
+        // Cooperlake's, which are SkylakeX's for sgemm) sum a cut at least 32 wide and 2^21
+        // multiply-adds as one call (leastGemmBlock, docs/ARITHMETIC.md), so there the cut
+        // is twice as many pieces as threads, as wide as that allows: each call packs its
+        // operands again, and pieces 270 columns wide took 12% longer a column than 1,100.
         const bool splitColumns = N >= M;
         const std::int64_t extent = splitColumns ? N : M;
-        const std::int64_t pieces = std::min({kMostPieces, extent / 32, M * N * K >> 21});
+        const std::int64_t most = cutsSumAlike() ? 2 * std::int64_t{threads_} : kMostPieces;
+        const std::int64_t pieces = std::min({most, extent / 32, M * N * K >> 21});
         if (pieces < 2) {
             call(0, M, 0, N);
             return;
