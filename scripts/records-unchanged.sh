@@ -108,7 +108,23 @@ def first_difference(a, b, path="record"):
         return None
     return None if a == b else f"{path}: {a!r} vs {b!r}"
 old, new, name = sys.argv[1], sys.argv[2], sys.argv[3]
-d = first_difference(load(old), load(new))
+a, b = load(old), load(new)
+# Keys records gained after BASE: each must hold what BASE's rule implied (issue 38: the
+# optimizer state's format, fp32 beside master weights, else the storage format).
+ra, rb = a.get("recipe", {}), b.get("recipe", {})
+if "optimizer_state" in rb and "optimizer_state" not in ra:
+    implied = "fp32" if ra.get("master_weights", True) else ra.get("storage")
+    if rb["optimizer_state"] != implied:
+        print(f"{name}: DIFFERS at record.recipe.optimizer_state: {rb['optimizer_state']!r}, BASE implied {implied!r}")
+        sys.exit(1)
+    rb.pop("optimizer_state")
+sa, sb = a.get("settings", {}), b.get("settings", {})
+if "optimizer_state" in sb and "optimizer_state" not in sa:
+    if sb["optimizer_state"] != "auto":   # the setting's default: BASE's rule
+        print(f"{name}: DIFFERS at record.settings.optimizer_state: {sb['optimizer_state']!r}")
+        sys.exit(1)
+    sb.pop("optimizer_state")
+d = first_difference(a, b)
 print(f"{name}: " + ("identical" if d is None else "DIFFERS at " + d))
 sys.exit(0 if d is None else 1)
 EOF

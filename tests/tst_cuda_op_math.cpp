@@ -103,6 +103,50 @@ private slots:
         }
     }
 
+    // Issue 38: the optimizer state in its own format. The kernels' element math and
+    // update_math agree, bit for bit, with the weights and the state apart.
+    void updatesMatchWithTheStateApart_data()
+    {
+        QTest::addColumn<int>("weightFormat");
+        QTest::addColumn<int>("stateFormat");
+        QTest::addRow("fp16 weights, fp32 state") << int(Format::fp16) << int(Format::fp32);
+        QTest::addRow("bf16 weights, fp32 state") << int(Format::bf16) << int(Format::fp32);
+        QTest::addRow("bf16 weights, fp16 state") << int(Format::bf16) << int(Format::fp16);
+        QTest::addRow("fp32 weights, bf16 state") << int(Format::fp32) << int(Format::bf16);
+    }
+    void updatesMatchWithTheStateApart()
+    {
+        QFETCH(int, weightFormat);
+        QFETCH(int, stateFormat);
+        const UpdateFormats f{static_cast<Format>(weightFormat), static_cast<Format>(stateFormat)};
+        const std::size_t n = 5003;
+        std::vector<float> cpuW = weights(f.weights, n, 41), kernelW = cpuW;
+        std::vector<float> cpuM(n, 0.0f), cpuV(n, 0.0f), kernelM(n, 0.0f), kernelV(n, 0.0f);
+        for (int step = 1; step <= 3; ++step) {
+            const std::vector<float> grad = gradients(f.weights, n, 42 + static_cast<std::uint64_t>(step));
+            const AdamScalars s = adamScalars(step);
+            UpdateCounts cpuCounts;
+            plab::adamUpdate(s, f, cpuW.data(), grad.data(), cpuM.data(), cpuV.data(), n, cpuCounts);
+            const UpdateCounts kernelCounts = emulateAdam(s, f, kernelW, grad, kernelM, kernelV);
+            QVERIFY2(sameValues(kernelW, cpuW), qPrintable(QString("adam step %1").arg(step)));
+            QVERIFY(sameValues(kernelM, cpuM) && sameValues(kernelV, cpuV));
+            QCOMPARE(kernelCounts, cpuCounts);
+        }
+        std::vector<float> sgdW = weights(f.weights, n, 51), sgdKernelW = sgdW;
+        std::vector<float> buf(n, 0.0f), kernelBuf(n, 0.0f);
+        for (int step = 1; step <= 2; ++step) {
+            const std::vector<float> grad = gradients(f.weights, n, 52 + static_cast<std::uint64_t>(step));
+            const SgdScalars s{0.9f, -0.01f, true, step == 1};
+            UpdateCounts cpuCounts;
+            plab::sgdUpdate(s, f, sgdW.data(), grad.data(), buf.data(), n, cpuCounts);
+            const UpdateCounts kernelCounts = emulateSgd(s, f, sgdKernelW, grad, kernelBuf);
+            QVERIFY2(sameValues(sgdKernelW, sgdW), qPrintable(QString("sgd step %1").arg(step)));
+            QVERIFY(sameValues(kernelBuf, buf));
+            QCOMPARE(kernelCounts, cpuCounts);
+        }
+        for (float b : buf) QCOMPARE(roundTo(f.state, b), b);   // the buffer holds state-format values
+    }
+
     // Real fp16 Adam loses eps: (sqrt(0) / c2).add_(1e-8) stores 0 in fp16, and a zero
     // gradient then gives 0/0 = NaN weights. fp32 and bf16 (eps representable) do not.
     void adamZeroGradientLosesEpsInFp16_data() { addFormatRows(); }

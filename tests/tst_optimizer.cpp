@@ -213,45 +213,113 @@ private slots:
         if (!lost) QVERIFY(std::abs(double(p.stored()[0]) - (weight - 1e-3)) < 1e-3);
     }
 
-    // Without master weights each in-place op of _single_tensor_adam rounds to fp16; a
-    // scalar re-statement of that op sequence (double arithmetic, roundTo after each op)
-    // gives the same bits.
-    void pureFp16AdamRoundsEveryOp()
+    // Each in-place op of _single_tensor_adam rounds to the format of the tensor it writes:
+    // the moments and `denom` to the optimizer state's, the weights (and the gradient as
+    // read) to theirs. A scalar re-statement of that op sequence (double arithmetic,
+    // roundTo after each op) gives the same bits, with the state in the weights' format
+    // (model.half()) and apart from it (issue 38).
+    void adamRoundsEveryOpInItsFormat_data()
     {
-        const PrecisionRecipe recipe = preset("pure-fp16");
+        QTest::addColumn<QString>("recipe");
+        QTest::addColumn<QString>("state");    // "" for the recipe's rule
+        QTest::addColumn<int>("weights");      // the formats each op must round to
+        QTest::addColumn<int>("moments");
+        QTest::addRow("pure-fp16, fp16 state") << "pure-fp16" << "" << int(Format::fp16) << int(Format::fp16);
+        QTest::addRow("pure-fp16, fp32 state") << "pure-fp16" << "fp32" << int(Format::fp16) << int(Format::fp32);
+        QTest::addRow("pure-bf16, fp32 state") << "pure-bf16" << "fp32" << int(Format::bf16) << int(Format::fp32);
+        QTest::addRow("pure-bf16, fp16 state") << "pure-bf16" << "fp16" << int(Format::bf16) << int(Format::fp16);
+        QTest::addRow("amp-fp16 (fp32 master), bf16 state") << "amp-fp16" << "bf16" << int(Format::fp32)
+                                                            << int(Format::bf16);
+    }
+    void adamRoundsEveryOpInItsFormat()
+    {
+        QFETCH(QString, recipe);
+        QFETCH(QString, state);
+        QFETCH(int, weights);
+        QFETCH(int, moments);
+        PrecisionRecipe r = preset(recipe);
+        if (!state.isEmpty()) r.optimizerState = parseFormat(state.toStdString());
+        const Format wf = static_cast<Format>(weights), sf = static_cast<Format>(moments);
         const OptimizerConfig cfg;
         auto adam = Optimizer::create(cfg);
         const std::vector<float> w0{0.75f, -3.0f, 100.0f, 1e-3f, -0.2f};
-        Parameter p = makeParameter(w0, recipe);
-        auto R = [](double x) { return roundTo(Format::fp16, static_cast<float>(x)); };
+        Parameter p = makeParameter(w0, r);
+        auto RW = [wf](double x) { return roundTo(wf, static_cast<float>(x)); };
+        auto RS = [sf](double x) { return roundTo(sf, static_cast<float>(x)); };
         std::vector<float> w(w0.size()), m(w0.size(), 0.0f), v(w0.size(), 0.0f);
-        for (std::size_t i = 0; i < w0.size(); ++i) w[i] = R(w0[i]);
+        for (std::size_t i = 0; i < w0.size(); ++i) w[i] = RW(w0[i]);
 
         const std::vector<std::vector<float>> grads{
             {0.5f, -2e-3f, 3.0f, 1e-4f, -0.25f}, {0.25f, 1e-3f, -1.0f, 2e-4f, 0.125f}, {-0.5f, 5e-3f, 2.0f, 0.0f, 0.0f}};
         for (int t = 1; t <= 3; ++t) {
             setGrad(p, grads[t - 1]);
-            adam->step({&p}, recipe, nullptr, *cpu_);
+            adam->step({&p}, r, nullptr, *cpu_);
             const double c1 = 1 - std::pow(cfg.beta1, t), c2 = 1 - std::pow(cfg.beta2, t);
             const float invC2Sqrt = 1.0f / float(std::sqrt(c2));
             for (std::size_t i = 0; i < w.size(); ++i) {
-                const float g = R(grads[t - 1][i]);
-                m[i] = R(double(m[i]) * float(cfg.beta1));
-                m[i] = R(double(m[i]) + double(float(1 - cfg.beta1)) * g);
-                v[i] = R(double(v[i]) * float(cfg.beta2));
-                v[i] = R(double(v[i]) + double(float(1 - cfg.beta2) * g) * g);
-                float d = R(std::sqrt(double(v[i])));
-                d = R(double(d) * invC2Sqrt);
-                d = R(double(d) + float(cfg.eps));
+                const float g = RW(grads[t - 1][i]);
+                m[i] = RS(double(m[i]) * float(cfg.beta1));
+                m[i] = RS(double(m[i]) + double(float(1 - cfg.beta1)) * g);
+                v[i] = RS(double(v[i]) * float(cfg.beta2));
+                v[i] = RS(double(v[i]) + double(float(1 - cfg.beta2) * g) * g);
+                float d = RS(std::sqrt(double(v[i])));
+                d = RS(double(d) * invC2Sqrt);
+                d = RS(double(d) + float(cfg.eps));
                 const float ratio = m[i] / d;
-                w[i] = R(double(w[i]) + double(float(-cfg.lr / c1)) * ratio);
+                w[i] = RW(double(w[i]) + double(float(-cfg.lr / c1)) * ratio);
             }
         }
+        QCOMPARE(p.state1.storage(), sf);
+        QCOMPARE(p.state2.storage(), sf);
         for (std::size_t i = 0; i < w.size(); ++i) {
-            QCOMPARE(p.value[std::int64_t(i)], w[i]);
+            QCOMPARE(p.stored()[std::int64_t(i)], w[i]);
             QCOMPARE(p.state1[std::int64_t(i)], m[i]);
             QCOMPARE(p.state2[std::int64_t(i)], v[i]);
         }
+    }
+
+    // Lesson 03's cause, apart (issue 38): fp16 weights with an fp32 optimizer state keep
+    // eps, so a zero gradient leaves the weight alone; with the state in fp16 the same
+    // weights get 0/0 = NaN.
+    void fp32StateKeepsEpsBesideFp16Weights()
+    {
+        PrecisionRecipe r = preset("pure-fp16");
+        r.optimizerState = Format::fp32;
+        auto adam = Optimizer::create(OptimizerConfig{});
+        Parameter p = makeParameter({1.0f, 1.0f}, r);
+        setGrad(p, {0.0f, 0.5f});
+        adam->step({&p}, r, nullptr, *cpu_);
+        QCOMPARE(p.value[0], 1.0f);
+        QCOMPARE(p.lastUpdate.nonFinite, std::int64_t(0));
+        QCOMPARE(p.value.storage(), Format::fp16);
+        QCOMPARE(p.state2.storage(), Format::fp32);
+        QVERIFY(std::isfinite(p.value[1]) && p.value[1] < 1.0f);
+    }
+
+    // SGD's buffer in its own format: the first step's clone(grad) and every later
+    // mul_/add_ round to the state's format; the weights' update to theirs.
+    void sgdBufferInTheStateFormat()
+    {
+        PrecisionRecipe r = preset("pure-bf16");
+        r.optimizerState = Format::fp16;
+        OptimizerConfig cfg;
+        cfg.kind = "sgd";
+        cfg.lr = 0.1;
+        auto sgd = Optimizer::create(cfg);
+        Parameter p = makeParameter({1.0f}, r);
+        const float g1 = 0.1f, g2 = 1e-5f;   // 1e-5 is 0x1.4f8b58p-17: subnormal in fp16, normal in bf16
+        setGrad(p, {g1});
+        sgd->step({&p}, r, nullptr, *cpu_);
+        float buf = roundTo(Format::fp16, roundTo(Format::bf16, g1));
+        float w = roundTo(Format::bf16, std::fma(-0.1f, buf, 1.0f));
+        QCOMPARE(p.state1[0], buf);
+        QCOMPARE(p.value[0], w);
+        setGrad(p, {g2});
+        sgd->step({&p}, r, nullptr, *cpu_);
+        buf = roundTo(Format::fp16, roundTo(Format::fp16, buf * 0.9f) + roundTo(Format::bf16, g2));
+        w = roundTo(Format::bf16, std::fma(-0.1f, buf, w));
+        QCOMPARE(p.state1[0], buf);
+        QCOMPARE(p.value[0], w);
     }
 
     void stateIsCreatedLazilyAndAccounted_data()

@@ -81,6 +81,8 @@ private slots:
         QTest::addRow("unknown compute") << R"({"compute": "fp64"})" << "'compute' must be fp32";
         QTest::addRow("bad loss scale") << R"({"loss_scale": "static:0"})" << "'loss_scale'";
         QTest::addRow("bad switch") << R"({"master_weights": "maybe"})" << "'master_weights' must be on or off";
+        QTest::addRow("optimizer state tf32") << R"({"optimizer_state": "tf32"})"
+                                              << "'optimizer_state' must be auto, fp32, bf16 or fp16, got 'tf32'";
         QTest::addRow("unknown model") << R"({"model": "resnet"})" << "model must be mlp";
         QTest::addRow("backoff above one") << R"({"loss_scale": "dynamic", "backoff_factor": 2})" << "backoff";
         QTest::addRow("not an object") << R"([1, 2])" << "expected a JSON object";
@@ -94,6 +96,42 @@ private slots:
         QTest::addRow("layer of another model") << R"({"model": "mlp", "layer": "conv1=bf16"})"
                                                 << "model mlp has no layer 'conv1'";
     }
+    // Issue 38: the optimizer state apart from the master weights. Unset, it follows
+    // PyTorch's rule (the parameter's dtype); set, the master-weights switch leaves it be.
+    // What it cannot hold is said before the run: Adam's eps in fp16, and the second
+    // moments fp16 flushes.
+    void optimizerStateApartFromMasterWeights()
+    {
+        const TrainSettings byRule = settingsFromJson(json{{"recipe", "pure-fp16"}}, "test");
+        QCOMPARE(byRule.recipe.optimizerStateFormat(), Format::fp16);
+        QCOMPARE(settingsToJson(byRule).at("optimizer_state"), json("auto"));
+        QCOMPARE(recipeToJson(byRule.recipe).at("optimizer_state"), json("fp16"));
+        const TrainSettings apart =
+            settingsFromJson(json{{"recipe", "pure-fp16"}, {"optimizer_state", "fp32"}}, "test");
+        QCOMPARE(apart.recipe.optimizerStateFormat(), Format::fp32);
+        QCOMPARE(apart.recipe.weightFormat(), Format::fp16);
+        QCOMPARE(recipeToJson(apart.recipe).at("optimizer_state"), json("fp32"));
+        QVERIFY(QString::fromStdString(apart.recipe.describe()).contains("fp16 weights (no master copy), fp32 optimizer state"));
+        QVERIFY(!QString::fromStdString(byRule.recipe.describe()).contains("optimizer state"));
+
+        auto says = [](const TrainSettings& s, const char* what) {
+            for (const auto& n : settingsNotices(s))
+                if (QString::fromStdString(n).contains(QLatin1String(what))) return true;
+            return false;
+        };
+        QVERIFY(says(byRule, "Adam's eps (1e-08) is 0 in fp16"));
+        QVERIFY(says(byRule, "for gradients smaller than about 0.0055"));
+        QVERIFY(!says(apart, "Adam's eps"));
+        QVERIFY(!says(apart, "second moment"));
+        TrainSettings sgd = byRule;
+        sgd.optimizer.kind = "sgd";
+        QVERIFY(!says(sgd, "Adam"));
+        const TrainSettings bf16State =
+            settingsFromJson(json{{"recipe", "amp-fp16"}, {"optimizer_state", "bf16"}}, "test");
+        QVERIFY(!says(bf16State, "Adam's eps"));   // 1e-8 is a bf16 number
+        QVERIFY(says(bf16State, "Optimizer state in bf16 beside fp32 master weights"));
+    }
+
     void badValuesNameTheKey()
     {
         QFETCH(QString, config);

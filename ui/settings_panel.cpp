@@ -124,6 +124,14 @@ void SettingsPanel::buildUi()
                            "recipe (FP8 practice keeps the first and last layers in bf16) or take another one. Its "
                            "operands, outputs and weights follow its own choice; the recipe's other switches apply."));
     masterWeights_ = named(new QCheckBox(tr("fp32 master weights"), this), "masterWeightsCheck");
+    optimizerState_ = combo("optimizerStateCombo", {{tr("as the weights (PyTorch)"), QStringLiteral("auto")},
+                                                    {QStringLiteral("fp32"), QStringLiteral("fp32")},
+                                                    {QStringLiteral("bf16"), QStringLiteral("bf16")},
+                                                    {QStringLiteral("fp16"), QStringLiteral("fp16")}});
+    optimizerState_->setToolTip(tr("The format of SGD's momentum and Adam's moments. As the weights: fp32 beside "
+                                   "fp32 master weights, else the weights' 16-bit format, as PyTorch keeps them. "
+                                   "Set it apart to see what the weights' format does and what the optimizer "
+                                   "arithmetic does."));
     fp32Accumulate_ = named(new QCheckBox(tr("fp32 accumulation"), this), "fp32AccumulateCheck");
     fp32SensitiveOps_ = named(new QCheckBox(tr("fp32 softmax / loss"), this), "fp32SensitiveOpsCheck");
     lossScaling_ = new LossScalingEditor(this);
@@ -183,6 +191,7 @@ void SettingsPanel::buildUi()
     precision->addRow(tr("Operands"), quantize_);
     precision->addRow(tr("FP8 formats"), fp8Formats_);
     precision->addRow(masterWeights_);
+    precision->addRow(tr("Optimizer state"), optimizerState_);
     precision->addRow(fp32Accumulate_);
     precision->addRow(fp32SensitiveOps_);
     precision->addRow(lossScaling_);
@@ -232,7 +241,7 @@ void SettingsPanel::buildUi()
         readControls();
         commitLiveEdit();
     };
-    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizer_, backend_, arithmetic_})
+    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizerState_, optimizer_, backend_, arithmetic_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
@@ -320,6 +329,8 @@ void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
 {
     selectData(compute_, QString::fromLatin1(formatName(r.compute).data()));
     masterWeights_->setChecked(r.masterWeights);
+    selectData(optimizerState_, r.optimizerState ? QString::fromLatin1(formatName(*r.optimizerState).data())
+                                                 : QStringLiteral("auto"));
     fp32Accumulate_->setChecked(r.fp32Accumulate);
     fp32SensitiveOps_->setChecked(r.fp32SensitiveOps);
     selectData(quantize_, QString::fromLatin1(quantModeName(r.quantization.mode).data()));
@@ -412,6 +423,7 @@ void SettingsPanel::readControls()
     s.recipe.preset = dataOf(preset_).toStdString();
     s.recipe.compute = parseFormat(dataOf(compute_).toStdString()).value_or(Format::fp32);
     s.recipe.masterWeights = masterWeights_->isChecked();
+    s.recipe.optimizerState = parseFormat(dataOf(optimizerState_).toStdString());   // "auto": unset
     s.recipe.fp32Accumulate = fp32Accumulate_->isChecked();
     s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
     s.recipe.quantization.mode = parseQuantMode(dataOf(quantize_).toStdString()).value_or(QuantMode::off);
@@ -455,7 +467,7 @@ void SettingsPanel::readControls()
     const bool wasValid = problem_.isEmpty();
     problem_ = problem;
     notices_.clear();
-    for (const auto& n : s.recipe.notices()) notices_ << QString::fromStdString(n);
+    for (const auto& n : settingsNotices(s)) notices_ << QString::fromStdString(n);
 
     customMark_->setVisible(isCustomRecipe());
     notices_label_->setText(notices_.isEmpty() ? QString() : QStringLiteral("ⓘ ") + notices_.join(QStringLiteral("\n\nⓘ ")));

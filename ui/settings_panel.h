@@ -85,6 +85,7 @@ private:
     QComboBox* fp8Formats_;    // hybrid or E4M3 throughout
     QTableWidget* layers_;     // per-layer precision: a layer and its own precision per row
     QCheckBox* masterWeights_;
+    QComboBox* optimizerState_;   // "auto" (the weights' rule), fp32, bf16, fp16
     QCheckBox* fp32Accumulate_;
     QCheckBox* fp32SensitiveOps_;
     LossScalingEditor* lossScaling_;

@@ -45,7 +45,7 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
                      {{"--config", opts.flags.config}, {"--init-weights", settings.initWeights}, {"--read-batches", settings.readBatches}});
     const DataSplit data = loadTrainingData(settings);
     readRunFiles(settings, data);   // a bad weights or batch file: exit 2 before a record exists
-    for (const auto& n : settings.recipe.notices()) std::cerr << "plab: notice: " << n << '\n';
+    for (const auto& n : settingsNotices(settings)) std::cerr << "plab: notice: " << n << '\n';
     std::cerr << "plab: " << settings.recipe.describe() << '\n';
     if (settings.backend != "cuda" && usableCpuThreads(settings.threads) < settings.threads)
         std::cerr << "plab: notice: --threads " << settings.threads << ": this machine has "

@@ -448,7 +448,11 @@ Format PrecisionRecipe::weightFormat() const { return keepsMasterCopy() ? comput
 
 Format PrecisionRecipe::gradientFormat() const { return masterWeights ? Format::fp32 : storage(); }
 
-Format PrecisionRecipe::optimizerStateFormat() const { return masterWeights ? Format::fp32 : storage(); }
+Format PrecisionRecipe::optimizerStateFormat() const
+{
+    if (optimizerState) return *optimizerState;
+    return masterWeights ? Format::fp32 : storage();
+}
 
 std::optional<PrecisionRecipe> PrecisionRecipe::fromPreset(std::string_view name)
 {
@@ -532,6 +536,11 @@ std::vector<std::string> PrecisionRecipe::notices() const
     if (quantization.on() && !fp32Accumulate)
         out.push_back("Quantised operands summed in " + computeName +
                       ": FP8 and MX matrix units accumulate in fp32; this is emulated on the CPU only.");
+    if (masterWeights && optimizerStateFormat() != Format::fp32)
+        out.push_back("Optimizer state in " + std::string(formatName(optimizerStateFormat())) +
+                      " beside fp32 master weights: the master copy keeps small updates, but the momentum "
+                      "and Adam's moments are rounded to " + std::string(formatName(optimizerStateFormat())) +
+                      " at every step (as 16-bit optimizers do to save memory).");
     if (!masterWeights && storage() == Format::fp32 && compute != Format::fp32)
         out.push_back("Master weights off changes nothing with " + computeName +
                       " compute: the weights are stored in fp32 either way.");
@@ -540,6 +549,9 @@ std::vector<std::string> PrecisionRecipe::notices() const
 
 std::string PrecisionRecipe::validate() const
 {
+    if (optimizerState && *optimizerState != Format::fp32 && *optimizerState != Format::bf16 &&
+        *optimizerState != Format::fp16)
+        return "The optimizer state must be fp32, bf16 or fp16, got " + std::string(formatName(*optimizerState)) + ".";
     if (auto problem = lossScaling.validate(); !problem.empty()) return problem;
     return quantization.validate();
 }
@@ -561,6 +573,11 @@ std::string PrecisionRecipe::describe() const
         out << "fp32 master weights";
     else
         out << storageName << " weights (no master copy)";
+    // The state's format is named where it departs from PyTorch's rule (the parameter's dtype).
+    PrecisionRecipe byRule = *this;
+    byRule.optimizerState.reset();
+    if (optimizerStateFormat() != byRule.optimizerStateFormat())
+        out << ", " << formatName(optimizerStateFormat()) << " optimizer state";
     out << ", " << (fp32Accumulate || compute == Format::fp32 ? std::string("fp32") : computeName)
         << " accumulation";
     out << ", " << (fp32SensitiveOps ? std::string("fp32") : storageName) << " softmax/loss";

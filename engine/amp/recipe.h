@@ -115,6 +115,11 @@ struct PrecisionRecipe {
     // With it on, `compute` is the format of everything else: matmul outputs, activations
     // and their gradients are stored in bf16 (compute bf16) or fp32 (compute fp32).
     Quantization quantization;
+    // The optimizer state's format (SGD's momentum, Adam's two moments and its `denom`),
+    // apart from the weights' (issue 38). Unset: PyTorch's rule, the state takes its
+    // parameter's dtype: fp32 beside master weights, else the storage format (pure-fp16 is
+    // model.half() with its fp16 Adam state). Set: fp32, bf16 or fp16, whatever the weights.
+    std::optional<Format> optimizerState;
     // Layers that depart from the switches above (empty: every layer follows them).
     std::vector<LayerPrecision> layers;
 
@@ -141,7 +146,8 @@ struct PrecisionRecipe {
     // weight gradients: fp32 beside master weights (holding storage-rounded values, like
     // the fp32 .grad of an AMP parameter), else the storage format;
     Format gradientFormat() const;
-    // momentum and Adam moments: fp32 with master weights, else the storage format.
+    // momentum and Adam moments: optimizerState when set, else fp32 with master weights
+    // and the storage format without.
     Format optimizerStateFormat() const;
 
     static std::optional<PrecisionRecipe> fromPreset(std::string_view name);

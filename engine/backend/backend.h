@@ -394,9 +394,9 @@ public:
     // gradientSweep of update_math.h over tensors of this backend. Waits for the result.
     virtual SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) = 0;
     // One optimizer update of n elements (update_math.h); counts added (after flush()).
-    virtual void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer,
+    virtual void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer,
                            std::int64_t n, UpdateCounts* counts) = 0;
-    virtual void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m,
+    virtual void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m,
                             float* v, std::int64_t n, UpdateCounts* counts) = 0;
 };
 

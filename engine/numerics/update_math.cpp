@@ -63,68 +63,70 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
     }
 }
 
-void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* gradIn, float* buffer, std::size_t n,
+void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* gradIn, float* buffer, std::size_t n,
                UpdateCounts& counts)
 {
     std::array<float, kChunk> grad{};
     for (std::size_t start = 0; start < n; start += kChunk) {
         const std::size_t len = std::min(kChunk, n - start);
-        // (len) the gradient as a tensor of format f holds it
+        // (len) the gradient as a tensor of the weights' format holds it
         std::copy_n(gradIn + start, len, grad.data());
-        roundWritten(f, grad.data(), len);
+        roundWritten(f.weights, grad.data(), len);
 
         const float* direction = grad.data();
         if (s.useMomentum) {
             float* buf = buffer + start;   // (len)
             if (s.firstStep) {
-                std::copy_n(grad.data(), len, buf);   // buf = clone(grad)
+                std::copy_n(grad.data(), len, buf);   // buf = clone(grad), stored as the state
+                roundWritten(f.state, buf, len);
             } else {
                 for (std::size_t i = 0; i < len; ++i) buf[i] *= s.momentum;   // buf.mul_(momentum)
-                roundWritten(f, buf, len);
+                roundWritten(f.state, buf, len);
                 for (std::size_t i = 0; i < len; ++i) buf[i] += grad[i];      // .add_(grad, alpha=1)
-                roundWritten(f, buf, len);
+                roundWritten(f.state, buf, len);
             }
             direction = buf;
         }
-        applyUpdate(f, weights + start, direction, s.negLr, len, counts);   // param.add_(buf, alpha=-lr)
+        applyUpdate(f.weights, weights + start, direction, s.negLr, len, counts);   // param.add_(buf, alpha=-lr)
     }
 }
 
 namespace {
 
 // One chunk of elements through Adam's whole op sequence.
-PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, Format f, const float* gradIn, float* m, float* v,
+PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const float* gradIn, float* m, float* v,
                                float* weights, std::size_t len, UpdateCounts& counts)
 {
-    std::array<float, kChunk> grad{};    // (len) the gradient as format f holds it
-    std::array<float, kChunk> denom{};   // (len) the temporary tensor `denom`, format f
+    std::array<float, kChunk> grad{};    // (len) the gradient as the weights' format holds it
+    std::array<float, kChunk> denom{};   // (len) the temporary tensor `denom`, the state's format
     std::array<float, kChunk> ratio{};   // (len) exp_avg / denom inside addcdiv_, fp32 opmath
     std::copy_n(gradIn, len, grad.data());
-    roundWritten(f, grad.data(), len);
+    roundWritten(f.weights, grad.data(), len);
 
+    const Format st = f.state;
     for (std::size_t i = 0; i < len; ++i) m[i] *= s.beta1;                                       // exp_avg.mul_
-    roundWritten(f, m, len);
+    roundWritten(st, m, len);
     for (std::size_t i = 0; i < len; ++i) m[i] = std::fma(s.oneMinusBeta1, grad[i], m[i]);      // .add_
-    roundWritten(f, m, len);
+    roundWritten(st, m, len);
     for (std::size_t i = 0; i < len; ++i) v[i] *= s.beta2;                                       // exp_avg_sq.mul_
-    roundWritten(f, v, len);
+    roundWritten(st, v, len);
     for (std::size_t i = 0; i < len; ++i) v[i] = std::fma(s.oneMinusBeta2 * grad[i], grad[i], v[i]);   // .addcmul_
-    roundWritten(f, v, len);
+    roundWritten(st, v, len);
 
     for (std::size_t i = 0; i < len; ++i) denom[i] = std::sqrt(v[i]);                            // exp_avg_sq.sqrt()
-    roundWritten(f, denom.data(), len);
+    roundWritten(st, denom.data(), len);
     for (std::size_t i = 0; i < len; ++i) denom[i] *= s.invBiasCorrection2Sqrt;                  // / bias_correction2_sqrt
-    roundWritten(f, denom.data(), len);
+    roundWritten(st, denom.data(), len);
     for (std::size_t i = 0; i < len; ++i) denom[i] += s.eps;                                     // .add_(eps)
-    roundWritten(f, denom.data(), len);
+    roundWritten(st, denom.data(), len);
 
     for (std::size_t i = 0; i < len; ++i) ratio[i] = m[i] / denom[i];
-    applyUpdate(f, weights, ratio.data(), s.negStepSize, len, counts);                          // param.addcdiv_
+    applyUpdate(f.weights, weights, ratio.data(), s.negStepSize, len, counts);                  // param.addcdiv_
 }
 
 }  // namespace
 
-void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                 std::size_t n, UpdateCounts& counts)
 {
     for (std::size_t start = 0; start < n; start += kChunk) {

@@ -50,6 +50,18 @@ void roundWritten(Format f, float* x, std::size_t n);
 // double (exact for two floats) to tell a zero update from a lost one.
 void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts);
 
+// The formats one optimizer step writes (issue 38): the weights and their gradient (fp32
+// beside masters, else the storage format), and the optimizer state (momentum, Adam's
+// moments and its `denom`), which a recipe may set apart from the weights.
+struct UpdateFormats {
+    UpdateFormats() = default;
+    UpdateFormats(Format both) : weights(both), state(both) {}   // NOLINT: one format for all, PyTorch's rule
+    UpdateFormats(Format w, Format s) : weights(w), state(s) {}
+    Format weights = Format::fp32;
+    Format state = Format::fp32;
+    bool operator==(const UpdateFormats&) const = default;
+};
+
 // The Python scalars of one SGD step as the fp32 opmath values the kernels receive.
 struct SgdScalars {
     float momentum = 0.0f;
@@ -58,9 +70,10 @@ struct SgdScalars {
     bool firstStep = false;     // buf = clone(grad) instead of buf.mul_(momentum).add_(grad)
 };
 
-// torch.optim.SGD (momentum, no dampening, no weight decay) on n elements of format f:
-// weights and buffer updated in place, counts added.
-void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer, std::size_t n,
+// torch.optim.SGD (momentum, no dampening, no weight decay) on n elements: the weights
+// (format f.weights) and the buffer (f.state) updated in place, counts added. The first
+// step's clone(grad) is stored in the buffer's format.
+void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer, std::size_t n,
                UpdateCounts& counts);
 
 // The Python scalars of one Adam step as fp32 opmath values.
@@ -71,9 +84,10 @@ struct AdamScalars {
     float negStepSize = 0.0f;
 };
 
-// torch.optim.Adam (not amsgrad, no weight decay) on n elements of format f: weights and
-// both moments updated in place, counts added.
-void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+// torch.optim.Adam (not amsgrad, no weight decay) on n elements: the weights (format
+// f.weights) and both moments (f.state; `denom` too, computed from them) updated in place,
+// counts added.
+void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                 std::size_t n, UpdateCounts& counts);
 
 // One gradient tensor for a sweep: its values and the format its tensor stores.

@@ -42,10 +42,11 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
                                   ComputeBackend& backend) const
 {
     Tensor& weights = p.stored();
-    // Weights, gradient and moments share one format: fp32 beside masters, else storage.
-    const Format f = recipe.optimizerStateFormat();
-    prepareStateTensor(p.state1, weights.shape(), f, memory, backend);   // exp_avg, zeros at first
-    prepareStateTensor(p.state2, weights.shape(), f, memory, backend);   // exp_avg_sq
+    // Weights and gradient: fp32 beside masters, else storage; the moments: the recipe's
+    // optimizer-state format (by default the weights').
+    const UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
+    prepareStateTensor(p.state1, weights.shape(), f.state, memory, backend);   // exp_avg, zeros at first
+    prepareStateTensor(p.state2, weights.shape(), f.state, memory, backend);   // exp_avg_sq
 
     p.optimizerSteps += 1;
     const auto t = static_cast<double>(p.optimizerSteps);

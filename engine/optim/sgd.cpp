@@ -30,11 +30,12 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
                                  ComputeBackend& backend) const
 {
     Tensor& weights = p.stored();
-    // Weights, gradient and buffer share one format: fp32 beside masters, else storage.
-    const Format f = recipe.optimizerStateFormat();
+    // Weights and gradient: fp32 beside masters, else storage; the buffer: the recipe's
+    // optimizer-state format (by default the weights').
+    const UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
     SgdScalars s;
     s.useMomentum = momentum_ != 0.0;   // PyTorch keeps no buffer without momentum
-    s.firstStep = s.useMomentum && prepareStateTensor(p.state1, weights.shape(), f, memory, backend);
+    s.firstStep = s.useMomentum && prepareStateTensor(p.state1, weights.shape(), f.state, memory, backend);
     // PyTorch turns Python scalars into the op's fp32 "opmath" type.
     s.momentum = static_cast<float>(momentum_);
     s.negLr = static_cast<float>(-learningRate());

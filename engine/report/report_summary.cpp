@@ -153,7 +153,7 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
     out.push_back({"divergence", "Optimizer updates turned finite parameters into inf or NaN: " + joinWords(perLayer) + first + "."});
 
     // A fact of the format: Adam's eps may not exist in the format of the optimizer state.
-    const Format state = r.masterWeights ? Format::fp32 : formatOr(r.storage, Format::fp32);
+    const Format state = formatOr(r.optimizerState, Format::fp32);
     // Settings carry no eps: runs use OptimizerConfig's.
     const double eps = OptimizerConfig{}.eps;
     if (r.optimizer == "adam" && roundDoubleTo(state, eps) == 0.0f)

@@ -71,6 +71,10 @@ std::string recipePhraseOf(const json& recipe)
         parts.push_back(textOr(recipe, "compute") + " compute");
     if (recipe.value("master_weights", json()) != ref["master_weights"])
         parts.push_back(recipe.value("master_weights", true) ? "with fp32 master weights" : "without master weights");
+    // The state named where it departs from its parameter's dtype (PyTorch's rule).
+    const std::string byRule = recipe.value("master_weights", true) ? std::string("fp32") : textOr(recipe, "storage");
+    if (const std::string state = textOr(recipe, "optimizer_state", byRule); state != byRule)
+        parts.push_back(state + " optimizer state");
     if (recipe.value("fp32_accumulate", json()) != ref["fp32_accumulate"])
         parts.push_back(recipe.value("fp32_accumulate", true) ? "with fp32 accumulation"
                                                               : "accumulating in " + textOr(recipe, "compute"));
@@ -219,6 +223,7 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
         d.compute = textOr(d.recipe, "compute", "fp32");
         d.storage = textOr(d.recipe, "storage", d.compute);
         d.masterWeights = d.recipe.value("master_weights", true);
+        d.optimizerState = textOr(d.recipe, "optimizer_state", d.masterWeights ? std::string("fp32") : d.storage);
         d.lossScaleMode = textOr(d.recipe.value("loss_scaling", json::object()), "mode", "off");
         d.optimizer = textOr(d.settings, "optimizer", "adam");
 
@@ -357,7 +362,7 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
     // Recipe keys are in the phrase already; a data folder and the files a run wrote (the
     // app saves every run's weights under its own name) tell nothing about the run.
     static const std::set<std::string> notInLabels = {
-        "recipe", "compute", "master_weights", "fp32_accumulate", "fp32_sensitive_ops", "loss_scale",
+        "recipe", "compute", "master_weights", "optimizer_state", "fp32_accumulate", "fp32_sensitive_ops", "loss_scale",
         "init_scale", "growth_factor", "backoff_factor", "growth_interval", "min_scale", "max_scale", "data_dir",
         "save_weights", "write_batches"};
     std::map<std::string, std::vector<std::size_t>> byLabel;

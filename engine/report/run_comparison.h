@@ -81,6 +81,7 @@ struct RunDigest {
     std::string compute;           // "fp16"
     std::string storage;           // "fp16"
     bool masterWeights = true;
+    std::string optimizerState;    // "fp32": the record's, or by the rule for records before it was set apart
     std::string lossScaleMode;     // "off", "static", "dynamic"
     std::string optimizer;         // "adam", "sgd"
 

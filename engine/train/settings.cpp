@@ -161,6 +161,7 @@ json recipeToJson(const PrecisionRecipe& r)
             {"compute", std::string(formatName(r.compute))},
             {"storage", std::string(formatName(r.storage()))},
             {"master_weights", r.masterWeights},
+            {"optimizer_state", std::string(formatName(r.optimizerStateFormat()))},
             {"fp32_accumulate", r.fp32Accumulate},
             {"fp32_sensitive_ops", r.fp32SensitiveOps},
             {"loss_scaling", lossScalingToJson(r.lossScaling)},
@@ -237,6 +238,19 @@ const std::vector<KeyRule>& keyRules()
         {{"master_weights", T::onOff, "fp32 master weights: on|off"},
          [](const Reader& r, TrainSettings& s) { s.recipe.masterWeights = r.boolean("master_weights"); },
          [](const TrainSettings& s) { return json(s.recipe.masterWeights); }},
+        {{"optimizer_state", T::text,
+          "Optimizer state (momentum, Adam's moments): fp32, bf16, fp16, or auto (fp32 with master weights, "
+          "else the weights' format)"},
+         [](const Reader& r, TrainSettings& s) {
+             const std::string text = oneOf(r, "optimizer_state", {"auto", "fp32", "bf16", "fp16"});
+             if (text == "auto")
+                 s.recipe.optimizerState.reset();
+             else
+                 s.recipe.optimizerState = parseFormat(text);
+         },
+         [](const TrainSettings& s) {
+             return json(s.recipe.optimizerState ? std::string(formatName(*s.recipe.optimizerState)) : "auto");
+         }},
         {{"fp32_accumulate", T::onOff, "Accumulate matmul/conv in fp32: on|off"},
          [](const Reader& r, TrainSettings& s) { s.recipe.fp32Accumulate = r.boolean("fp32_accumulate"); },
          [](const TrainSettings& s) { return json(s.recipe.fp32Accumulate); }},
@@ -443,6 +457,30 @@ TrainSettings settingsFromFile(const std::filesystem::path& file, const nlohmann
     json patch = settingsPatchFromFile(file);
     for (const auto& [key, value] : overrides.items()) patch[key] = value;
     return settingsFromJson(patch, "config " + file.string());
+}
+
+std::vector<std::string> settingsNotices(const TrainSettings& s)
+{
+    std::vector<std::string> out = s.recipe.notices();
+    if (s.optimizer.kind != "adam") return out;
+    const Format state = s.recipe.optimizerStateFormat();
+    const std::string name(formatName(state));
+    if (roundDoubleTo(state, s.optimizer.eps) == 0.0f) {
+        std::ostringstream eps;
+        eps << s.optimizer.eps;
+        out.push_back("Adam's eps (" + eps.str() + ") is 0 in " + name + ", the optimizer state's format: where a " +
+                      "second moment is 0 the update is 0/0, NaN (PyTorch's Adam on " + name + " tensors does the same).");
+    }
+    if (state == Format::fp16 && s.optimizer.beta2 < 1.0) {
+        // A step adds (1 - beta2) g^2 to the second moment; below half of fp16's smallest
+        // subnormal (2^-24) that rounds to 0.
+        std::ostringstream g;
+        g.precision(2);
+        g << std::sqrt(std::ldexp(1.0, -25) / (1.0 - s.optimizer.beta2));
+        out.push_back("Adam's second moment in fp16: a step adds (1 - beta2) g^2 to it, which rounds to 0 in fp16 "
+                      "(below half of 2^-24) for gradients smaller than about " + g.str() + ".");
+    }
+    return out;
 }
 
 std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages)

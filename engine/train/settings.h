@@ -86,6 +86,11 @@ TrainSettings settingsFromFile(const std::filesystem::path& file,
 // The first impossible setting as one sentence, or empty.
 [[nodiscard]] std::string validateSettings(const TrainSettings& s);
 
+// Notices about unusual but allowed settings, said before a run (the CLI, the settings
+// panel): the recipe's (PrecisionRecipe::notices), and what the optimizer state's format
+// cannot hold: Adam's eps where it rounds to 0, second moments fp16 flushes.
+std::vector<std::string> settingsNotices(const TrainSettings& s);
+
 // The optimizer steps a run of these settings plans on `trainImages` training images:
 // epochs of ceil(images / batch) steps, capped by maxSteps.
 std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages);

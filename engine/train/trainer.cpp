@@ -240,6 +240,9 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
         parts.push_back("compute " + std::string(formatName(a.compute)) + " -> " + std::string(formatName(b.compute)));
     if (a.masterWeights != b.masterWeights)
         parts.push_back("master weights " + onOff(a.masterWeights) + " -> " + onOff(b.masterWeights));
+    if (a.optimizerStateFormat() != b.optimizerStateFormat())
+        parts.push_back("optimizer state " + std::string(formatName(a.optimizerStateFormat())) + " -> " +
+                        std::string(formatName(b.optimizerStateFormat())));
     if (a.fp32Accumulate != b.fp32Accumulate)
         parts.push_back("fp32 accumulation " + onOff(a.fp32Accumulate) + " -> " + onOff(b.fp32Accumulate));
     if (a.fp32SensitiveOps != b.fp32SensitiveOps)

@@ -402,7 +402,7 @@ SweepResult CheckingBackend::gradientSweep(const std::vector<GradientView>& view
     return cpu_->gradientSweep(views, multiplier);
 }
 
-void CheckingBackend::sgdUpdate(const SgdScalars& s, Format f, float* w, const float* g, float* buffer, std::int64_t n,
+void CheckingBackend::sgdUpdate(const SgdScalars& s, UpdateFormats f, float* w, const float* g, float* buffer, std::int64_t n,
                                 UpdateCounts* counts)
 {
     need(w, n, "sgd weights");
@@ -413,7 +413,7 @@ void CheckingBackend::sgdUpdate(const SgdScalars& s, Format f, float* w, const f
     cpu_->sgdUpdate(s, f, w, g, buffer, n, held(updates_, counts));
 }
 
-void CheckingBackend::adamUpdate(const AdamScalars& s, Format f, float* w, const float* g, float* m, float* v,
+void CheckingBackend::adamUpdate(const AdamScalars& s, UpdateFormats f, float* w, const float* g, float* m, float* v,
                                  std::int64_t n, UpdateCounts* counts)
 {
     need(w, n, "adam weights");

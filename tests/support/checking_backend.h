@@ -158,9 +158,9 @@ public:
     void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
                                      std::int64_t classes, float lossScale, float* grad) override;
     SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
-    void sgdUpdate(const SgdScalars& s, Format f, float* w, const float* g, float* buffer, std::int64_t n,
+    void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* w, const float* g, float* buffer, std::int64_t n,
                    UpdateCounts* counts) override;
-    void adamUpdate(const AdamScalars& s, Format f, float* w, const float* g, float* m, float* v, std::int64_t n,
+    void adamUpdate(const AdamScalars& s, UpdateFormats f, float* w, const float* g, float* m, float* v, std::int64_t n,
                     UpdateCounts* counts) override;
 
 private:

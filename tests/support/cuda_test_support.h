@@ -236,27 +236,27 @@ void addUpdateMask(UpdateCounts& counts, unsigned mask)
 }
 
 // One optimizer update, element after element (buffer may be empty without momentum).
-UpdateCounts emulateSgd(const SgdScalars& s, Format f, std::vector<float>& w, const std::vector<float>& g,
+UpdateCounts emulateSgd(const SgdScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
                         std::vector<float>& buffer)
 {
     const ck::SgdStep step{s.momentum, s.negLr, s.useMomentum, s.firstStep};
     UpdateCounts counts;
     for (std::size_t i = 0; i < w.size(); ++i) {
         float buf = buffer.empty() ? 0.0f : buffer[i];
-        addUpdateMask(counts, ck::sgdElement(step, static_cast<int>(f), w[i], g[i], buf));
+        addUpdateMask(counts, ck::sgdElement(step, static_cast<int>(f.weights), static_cast<int>(f.state), w[i], g[i], buf));
         if (!buffer.empty()) buffer[i] = buf;
     }
     return counts;
 }
 
-UpdateCounts emulateAdam(const AdamScalars& s, Format f, std::vector<float>& w, const std::vector<float>& g,
+UpdateCounts emulateAdam(const AdamScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
                          std::vector<float>& m, std::vector<float>& v)
 {
     const ck::AdamStep step{s.beta1, s.oneMinusBeta1, s.beta2, s.oneMinusBeta2, s.invBiasCorrection2Sqrt, s.eps,
                             s.negStepSize};
     UpdateCounts counts;
     for (std::size_t i = 0; i < w.size(); ++i)
-        addUpdateMask(counts, ck::adamElement(step, static_cast<int>(f), w[i], g[i], m[i], v[i]));
+        addUpdateMask(counts, ck::adamElement(step, static_cast<int>(f.weights), static_cast<int>(f.state), w[i], g[i], m[i], v[i]));
     return counts;
 }
 

@@ -17,6 +17,7 @@ inline const nlohmann::json& settingExamples()
         {"recipe", "amp-bf16"},
         {"compute", "bf16"},
         {"master_weights", false},
+        {"optimizer_state", "bf16"},
         {"fp32_accumulate", false},
         {"fp32_sensitive_ops", false},
         {"loss_scale", "static:8"},

@@ -8,21 +8,21 @@ namespace plab::ui {
 ParameterBytes parameterBytesFor(const PrecisionRecipe& recipe, int optimizerStateTensors)
 {
     // Mirrors Model::applyRecipe: with master weights, the layers' copy is in the compute
-    // format next to an fp32 master, fp32 gradients and fp32 state; without, everything is
-    // in the storage format (fp32 for fp32 and tf32 computes).
+    // format next to an fp32 master and fp32 gradients; without, they are in the storage
+    // format (fp32 for fp32 and tf32 computes). The state takes optimizerStateFormat().
     ParameterBytes b;
     const int storage = formatInfo(recipe.storage()).storageBytes;
     if (recipe.masterWeights) {
         b.weights = formatInfo(recipe.compute).storageBytes;
         b.masterWeights = 4;
         b.gradients = 4;
-        b.optimizerState = 4 * optimizerStateTensors;
     } else {
         b.weights = storage;
         b.masterWeights = 0;
         b.gradients = storage;
-        b.optimizerState = storage * optimizerStateTensors;
     }
+    // The state in its own format (fp32 beside masters, storage without, unless set apart).
+    b.optimizerState = formatInfo(recipe.optimizerStateFormat()).storageBytes * optimizerStateTensors;
     return b;
 }
 

@@ -335,14 +335,14 @@ public:
     {
         return plab::gradientSweep(views.data(), views.size(), multiplier);
     }
-    void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer, std::int64_t n,
+    void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer, std::int64_t n,
                    UpdateCounts* counts) override
     {
         UpdateCounts local;
         plab::sgdUpdate(s, f, weights, grad, buffer, static_cast<std::size_t>(n), local);
         if (counts) *counts += local;
     }
-    void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+    void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                     std::int64_t n, UpdateCounts* counts) override
     {
         UpdateCounts local;

@@ -94,9 +94,9 @@ public:
 
     // Loss scaling and the optimizers (cuda_update_ops.cpp).
     SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
-    void sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer,
+    void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer,
                    std::int64_t n, UpdateCounts* counts) override;
-    void adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+    void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                     std::int64_t n, UpdateCounts* counts) override;
 
 private:

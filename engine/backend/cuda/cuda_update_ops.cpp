@@ -51,7 +51,7 @@ SweepResult CudaBackend::gradientSweep(const std::vector<GradientView>& views, f
     return result;
 }
 
-void CudaBackend::sgdUpdate(const SgdScalars& s, Format f, float* weights, const float* grad, float* buffer,
+void CudaBackend::sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer,
                             std::int64_t n, UpdateCounts* counts)
 {
     if (n < 0) throw std::invalid_argument("sgdUpdate got a negative size.");
@@ -60,10 +60,10 @@ void CudaBackend::sgdUpdate(const SgdScalars& s, Format f, float* weights, const
     activate();
     unsigned long long* slots = counts ? counters_.updateSlots(counts) : nullptr;
     const ck::SgdStep step{s.momentum, s.negLr, s.useMomentum, s.firstStep};
-    PLAB_CUDA_CHECK(ck::launchSgdUpdate(step, static_cast<int>(f), weights, grad, buffer, n, slots, stream()));
+    PLAB_CUDA_CHECK(ck::launchSgdUpdate(step, static_cast<int>(f.weights), static_cast<int>(f.state), weights, grad, buffer, n, slots, stream()));
 }
 
-void CudaBackend::adamUpdate(const AdamScalars& s, Format f, float* weights, const float* grad, float* m, float* v,
+void CudaBackend::adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                              std::int64_t n, UpdateCounts* counts)
 {
     if (n < 0) throw std::invalid_argument("adamUpdate got a negative size.");
@@ -72,7 +72,7 @@ void CudaBackend::adamUpdate(const AdamScalars& s, Format f, float* weights, con
     unsigned long long* slots = counts ? counters_.updateSlots(counts) : nullptr;
     const ck::AdamStep step{s.beta1, s.oneMinusBeta1, s.beta2, s.oneMinusBeta2, s.invBiasCorrection2Sqrt,
                             s.eps, s.negStepSize};
-    PLAB_CUDA_CHECK(ck::launchAdamUpdate(step, static_cast<int>(f), weights, grad, m, v, n, slots, stream()));
+    PLAB_CUDA_CHECK(ck::launchAdamUpdate(step, static_cast<int>(f.weights), static_cast<int>(f.state), weights, grad, m, v, n, slots, stream()));
 }
 
 }  // namespace plab::cuda

@@ -495,33 +495,35 @@ PLAB_HOST_DEVICE unsigned applyUpdateElement(int f, float& w, float d, float alp
 }
 
 // torch.optim.SGD on one element: the gradient as a tensor of format f holds it, then
-// buf = clone(grad) or buf.mul_(momentum).add_(grad), then param.add_(buf, alpha=-lr).
-PLAB_HOST_DEVICE unsigned sgdElement(const SgdStep& s, int f, float& w, float gradIn, float& buf)
+// buf = clone(grad) or buf.mul_(momentum).add_(grad) stored in the state's format sf, then
+// param.add_(buf, alpha=-lr).
+PLAB_HOST_DEVICE unsigned sgdElement(const SgdStep& s, int f, int sf, float& w, float gradIn, float& buf)
 {
     const float grad = roundFloat(f, gradIn);
     if (!s.useMomentum) return applyUpdateElement(f, w, grad, s.negLr);
     if (s.firstStep) {
-        buf = grad;
+        buf = roundFloat(sf, grad);
     } else {
-        buf = roundFloat(f, mulRn(buf, s.momentum));
-        buf = roundFloat(f, addRn(buf, grad));
+        buf = roundFloat(sf, mulRn(buf, s.momentum));
+        buf = roundFloat(sf, addRn(buf, grad));
     }
     return applyUpdateElement(f, w, buf, s.negLr);
 }
 
-// torch.optim.Adam on one element, each op rounded when it writes a tensor of format f:
+// torch.optim.Adam on one element, each op rounded when it writes a tensor: the gradient
+// and the weights in format f, the moments and denom in the state's format sf:
 // exp_avg.mul_(b1).add_(g, 1-b1); exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2);
 // denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps); param.addcdiv_(exp_avg, denom, -step).
-PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, float& w, float gradIn, float& m, float& v)
+PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, int sf, float& w, float gradIn, float& m, float& v)
 {
     const float grad = roundFloat(f, gradIn);
-    m = roundFloat(f, mulRn(m, s.beta1));
-    m = roundFloat(f, fmaRn(s.oneMinusBeta1, grad, m));
-    v = roundFloat(f, mulRn(v, s.beta2));
-    v = roundFloat(f, fmaRn(mulRn(s.oneMinusBeta2, grad), grad, v));
-    float denom = roundFloat(f, sqrtRn(v));
-    denom = roundFloat(f, mulRn(denom, s.invBiasCorrection2Sqrt));
-    denom = roundFloat(f, addRn(denom, s.eps));
+    m = roundFloat(sf, mulRn(m, s.beta1));
+    m = roundFloat(sf, fmaRn(s.oneMinusBeta1, grad, m));
+    v = roundFloat(sf, mulRn(v, s.beta2));
+    v = roundFloat(sf, fmaRn(mulRn(s.oneMinusBeta2, grad), grad, v));
+    float denom = roundFloat(sf, sqrtRn(v));
+    denom = roundFloat(sf, mulRn(denom, s.invBiasCorrection2Sqrt));
+    denom = roundFloat(sf, addRn(denom, s.eps));
     return applyUpdateElement(f, w, divRn(m, denom), s.negStepSize);   // the ratio stays fp32
 }
 

@@ -150,10 +150,11 @@ cudaError_t launchScaleAndSumSquares(int format, float* x, long long n, float mu
                                      double* blockSums, double* sumOfSquares, cudaStream_t stream);
 
 // One optimizer update of n elements (buffer may be null without momentum); counters
-// (kUpdateSlots values) get the UpdateCounts added.
-cudaError_t launchSgdUpdate(const SgdStep& s, int format, float* weights, const float* grad, float* buffer,
-                            long long n, unsigned long long* counters, cudaStream_t stream);
-cudaError_t launchAdamUpdate(const AdamStep& s, int format, float* weights, const float* grad, float* m,
-                             float* v, long long n, unsigned long long* counters, cudaStream_t stream);
+// (kUpdateSlots values) get the UpdateCounts added. format: the weights' and gradient's;
+// stateFormat: the buffer's or moments' (plab::UpdateFormats).
+cudaError_t launchSgdUpdate(const SgdStep& s, int format, int stateFormat, float* weights, const float* grad,
+                            float* buffer, long long n, unsigned long long* counters, cudaStream_t stream);
+cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, float* weights, const float* grad,
+                             float* m, float* v, long long n, unsigned long long* counters, cudaStream_t stream);
 
 }  // namespace plab::cudakernels

@@ -285,7 +285,7 @@ sumBlocksKernel(const double* blockSums, unsigned blocks, const unsigned* flag, 
     if (threadIdx.x == 0) *total = sum;
 }
 
-__global__ void sgdKernel(SgdStep s, int format, float* weights, const float* grad, float* buffer, long long n,
+__global__ void sgdKernel(SgdStep s, int format, int stateFormat, float* weights, const float* grad, float* buffer, long long n,
                           unsigned long long* counters)
 {
     __shared__ unsigned local[kUpdateSlots];
@@ -294,7 +294,7 @@ __global__ void sgdKernel(SgdStep s, int format, float* weights, const float* gr
     for (long long i = firstIndex(); i < n; i += gridStride()) {
         float w = weights[i];
         float buf = s.useMomentum && !s.firstStep ? buffer[i] : 0.0f;
-        const unsigned mask = sgdElement(s, format, w, grad[i], buf);
+        const unsigned mask = sgdElement(s, format, stateFormat, w, grad[i], buf);
         weights[i] = w;
         if (s.useMomentum) buffer[i] = buf;
         countUpdates(local, mask);
@@ -302,7 +302,7 @@ __global__ void sgdKernel(SgdStep s, int format, float* weights, const float* gr
     if (counters) publishUpdates(local, counters);
 }
 
-__global__ void adamKernel(AdamStep s, int format, float* weights, const float* grad, float* m, float* v,
+__global__ void adamKernel(AdamStep s, int format, int stateFormat, float* weights, const float* grad, float* m, float* v,
                            long long n, unsigned long long* counters)
 {
     __shared__ unsigned local[kUpdateSlots];
@@ -310,7 +310,7 @@ __global__ void adamKernel(AdamStep s, int format, float* weights, const float* 
     __syncthreads();
     for (long long i = firstIndex(); i < n; i += gridStride()) {
         float w = weights[i], mi = m[i], vi = v[i];
-        const unsigned mask = adamElement(s, format, w, grad[i], mi, vi);
+        const unsigned mask = adamElement(s, format, stateFormat, w, grad[i], mi, vi);
         weights[i] = w;
         m[i] = mi;
         v[i] = vi;
@@ -425,19 +425,19 @@ cudaError_t launchScaleAndSumSquares(int format, float* x, long long n, float mu
     return cudaGetLastError();
 }
 
-cudaError_t launchSgdUpdate(const SgdStep& s, int format, float* weights, const float* grad, float* buffer,
+cudaError_t launchSgdUpdate(const SgdStep& s, int format, int stateFormat, float* weights, const float* grad, float* buffer,
                             long long n, unsigned long long* counters, cudaStream_t stream)
 {
     if (n <= 0) return cudaSuccess;
-    sgdKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, weights, grad, buffer, n, counters);
+    sgdKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, stateFormat, weights, grad, buffer, n, counters);
     return cudaGetLastError();
 }
 
-cudaError_t launchAdamUpdate(const AdamStep& s, int format, float* weights, const float* grad, float* m,
+cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, float* weights, const float* grad, float* m,
                              float* v, long long n, unsigned long long* counters, cudaStream_t stream)
 {
     if (n <= 0) return cudaSuccess;
-    adamKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, weights, grad, m, v, n, counters);
+    adamKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, stateFormat, weights, grad, m, v, n, counters);
     return cudaGetLastError();
 }
 
