@@ -69,6 +69,27 @@ std::vector<float> run(ComputeBackend& backend, const Problem& p, Format f)
     return C;
 }
 
+// One row of agreesWithDoublePrecision_data (which patternsGiveWhatValuesGive shares): the
+// format and the product's shape.
+struct GemmRow {
+    Format f;
+    Transpose ta, tb;
+    std::int64_t M, N, K;
+    float beta;
+};
+GemmRow fetchedRow()
+{
+    QFETCH(int, format);
+    QFETCH(int, ta);
+    QFETCH(int, tb);
+    QFETCH(int, M);
+    QFETCH(int, N);
+    QFETCH(int, K);
+    QFETCH(float, beta);
+    return {static_cast<Format>(format), ta ? Transpose::yes : Transpose::no, tb ? Transpose::yes : Transpose::no,
+            M, N, K, beta};
+}
+
 }  // namespace
 
 class TestNativeGemm : public QObject {
@@ -108,16 +129,8 @@ private slots:
     }
     void agreesWithDoublePrecision()
     {
-        QFETCH(int, format);
-        QFETCH(int, ta);
-        QFETCH(int, tb);
-        QFETCH(int, M);
-        QFETCH(int, N);
-        QFETCH(int, K);
-        QFETCH(float, beta);
-        const Format f = static_cast<Format>(format);
-        const Problem p = makeProblem(f, ta ? Transpose::yes : Transpose::no, tb ? Transpose::yes : Transpose::no, M, N,
-                                      K, beta, 0x5eed + M + N + K);
+        const auto [f, ta, tb, M, N, K, beta] = fetchedRow();
+        const Problem p = makeProblem(f, ta, tb, M, N, K, beta, 0x5eed + M + N + K);
         auto hardware = createCpuBackend(2, Arithmetic::hardware);
         auto exact = createCpuBackend(2, Arithmetic::exact);
         const std::vector<float> hw = run(*hardware, p, f), ex = run(*exact, p, f);
@@ -149,14 +162,7 @@ private slots:
     void patternsGiveWhatValuesGive_data() { agreesWithDoublePrecision_data(); }
     void patternsGiveWhatValuesGive()
     {
-        QFETCH(int, format);
-        QFETCH(int, ta);
-        QFETCH(int, tb);
-        QFETCH(int, M);
-        QFETCH(int, N);
-        QFETCH(int, K);
-        QFETCH(float, beta);
-        const Format f = static_cast<Format>(format);
+        const auto [f, ta, tb, M, N, K, beta] = fetchedRow();
         auto hardware = createCpuBackend(2, Arithmetic::hardware);
         auto exact = createCpuBackend(2, Arithmetic::exact);
         QVERIFY(!exact->multiplies16({f, true}));
@@ -169,9 +175,8 @@ private slots:
                                                                        4, b.data(), 4, 0.0f, c.data(), 4, {f, true}));
             QSKIP(qPrintable(QString::fromStdString("no native units: " + cpu::nativeSupportText(f))));
         }
-        for (const std::int64_t k : {std::int64_t{K}, std::int64_t{0}}) {
-            const Problem p = makeProblem(f, ta ? Transpose::yes : Transpose::no, tb ? Transpose::yes : Transpose::no,
-                                          M, N, k, beta == 0.0f && k == 0 ? 1.0f : beta, 0x1d + M + N + k);
+        for (const std::int64_t k : {K, std::int64_t{0}}) {
+            const Problem p = makeProblem(f, ta, tb, M, N, k, beta == 0.0f && k == 0 ? 1.0f : beta, 0x1d + M + N + k);
             // Each operand's rows 5 patterns longer than the data, the extra filled with NaN.
             auto patterns = [&](const std::vector<float>& x, std::int64_t ld, std::int64_t rows) {
                 std::vector<std::uint16_t> bits(static_cast<std::size_t>(rows * (ld + 5)), 0x7FC1u);
