@@ -130,12 +130,11 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     for (std::int64_t i = 0; i < samples.count; ++i) {
         const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
         // result (Cout, count*hw) = W (Cout, K) * cols: columns n0*hw.. of the whole product
+        lowerChannels(ctx, 0, g.channels, n0, count);
         if (multiplies16_) {
-            ctx.backend->im2col16(g, inputOperand_->bits16(), n0, count, cols_.bits16());
             ctx.backend->gemm16(Transpose::no, Transpose::no, outChannels_, columns, K, weightPatterns_.bits16(), K,
                                 cols_.bits16(), columns, 0.0f, result.data(), columns, precision);
         } else {
-            lowerChannels(ctx, 0, g.channels, n0, count, cols_.data());
             ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
                               cols_.data(), columns, 0.0f, result.data(), columns, precision);
         }
@@ -173,9 +172,7 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
             const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
             for (std::int64_t j = 0; j < channels.count; ++j) {
                 const std::int64_t c0 = channels.begin(j), c1 = channels.begin(j + 1);
-                ConvGeometry part = g;
-                part.channels = c1 - c0;
-                ctx.backend->im2col16(part, inputOperand_->bits16() + c0 * N * hw, n0, count, cols_.bits16());
+                lowerChannels(ctx, c0, c1, n0, count);
                 ctx.backend->gemm16(Transpose::no, Transpose::yes, outChannels_, (c1 - c0) * k2, columns,
                                     dYBits + n0 * hw, N * hw, cols_.bits16(), columns, n0 == 0 ? 0.0f : 1.0f,
                                     weight_.grad.data() + c0 * k2, K, filterGemm);
@@ -194,7 +191,7 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
         if (rows.count == 1) widenRows(0, outChannels_);
         for (std::int64_t j = 0; j < channels.count; ++j) {
             const std::int64_t c0 = channels.begin(j), c1 = channels.begin(j + 1);
-            lowerChannels(ctx, c0, c1, n0, count, cols_.data());
+            lowerChannels(ctx, c0, c1, n0, count);
             for (std::int64_t i = 0; i < rows.count; ++i) {
                 const std::int64_t r0 = rows.begin(i), r1 = rows.begin(i + 1);
                 if (rows.count > 1) widenRows(r0, r1);
@@ -248,17 +245,19 @@ bool Conv2d::readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, co
     return multiplies16_ && f == p.compute && ctx.backend->multiplies16(gemm);
 }
 
-void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count,
-                           float* cols)
+void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count)
 {
     // The input is (C, N, H, W): channels [c0, c1) are a smaller tensor of the same batch.
     ConvGeometry part = geometry_;
     part.channels = c1 - c0;
     const std::int64_t offset = c0 * geometry_.batch * geometry_.planeSize();
-    if (inputOperand_->packed())
-        ctx.backend->im2colPacked(part, inputOperand_->storage(), inputOperand_->bits16() + offset, n0, count, cols);
+    if (cols_.packed())   // 16-bit columns for gemm16: the input's patterns moved
+        ctx.backend->im2col16(part, inputOperand_->bits16() + offset, n0, count, cols_.bits16());
+    else if (inputOperand_->packed())
+        ctx.backend->im2colPacked(part, inputOperand_->storage(), inputOperand_->bits16() + offset, n0, count,
+                                  cols_.data());
     else
-        ctx.backend->im2col(part, inputOperand_->data() + offset, n0, count, cols);
+        ctx.backend->im2col(part, inputOperand_->data() + offset, n0, count, cols_.data());
 }
 
 void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
@@ -290,7 +289,7 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* t
         if (mx)   // lowered and quantised in one pass
             lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), false, name(), inputAmax_);
         else
-            lowerInput(ctx, n0, count);
+            lowerChannels(ctx, 0, g.channels, n0, count);
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
@@ -404,7 +403,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
             dYBlock = roundedGrad_.data() + n0 * hw;
             lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), true, name(), inputAmax_);
         } else if (!colsHoldWholeBatch_) {
-            lowerInput(ctx, n0, count);
+            lowerChannels(ctx, 0, g.channels, n0, count);
         }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
                           dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
@@ -432,15 +431,6 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
                           count * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput));
         ctx.backend->col2im(g, cols_.data(), n0, count, target);
     }
-}
-
-void Conv2d::lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count)
-{
-    if (inputOperand_->packed())
-        ctx.backend->im2colPacked(geometry_, inputOperand_->storage(), inputOperand_->bits16(), n0, count,
-                                  cols_.data());
-    else
-        ctx.backend->im2col(geometry_, inputOperand_->data(), n0, count, cols_.data());
 }
 
 std::int64_t Conv2d::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const

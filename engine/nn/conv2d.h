@@ -45,8 +45,6 @@ private:
     void lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target);
     void filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target);
-    // im2col of samples [n0, n0 + count) of the input operand into cols_ (from its bits when packed).
-    void lowerInput(StepContext& ctx, std::int64_t n0, std::int64_t count);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
     // Issue 31, the output and gradients packed: the three passes in blocks of samples (and
@@ -62,9 +60,9 @@ private:
     // Whether a backward GEMM of the packed passes reads 16-bit patterns (gemm16): the
     // forward pass did, and dY (stored in f) is in the compute format.
     bool readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, const StepPrecision& p, Format f) const;
-    // im2col of input channels [c0, c1) of samples [n0, n0 + count) of the input operand into cols.
-    void lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count,
-                       float* cols);
+    // im2col of input channels [c0, c1) of samples [n0, n0 + count) of the input operand into
+    // cols_, in the form cols_ holds: 16-bit patterns when packed (gemm16), else fp32.
+    void lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count);
 
     std::int64_t inChannels_, outChannels_;
     int kernel_;

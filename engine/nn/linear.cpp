@@ -60,12 +60,12 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::input, OperandRole::weight);
     const std::int64_t I = inFeatures_, O = outFeatures_;
     multiplies16_ = readsInBlocks_ && ctx.backend->multiplies16(precision);
+    if (!multiplies16_) patterns_.discard();
     if (multiplies16_) {
         ctx.backend->gemm16(Transpose::no, Transpose::yes, N, O, I, input.bits16(), I,
                             patternsOf(ctx, p.compute, *weightOperand_, patterns_), I, 0.0f, output_.data(), O,
                             precision);
     } else if (readsInBlocks_) {
-        patterns_.discard();
         const Pieces rows = piecesOf(N, packedBlockValues() / I, leastGemmBlock(O * I));
         Tensor& wide = workBuffer(ctx, 1, {rows.largest(), I}, ownWork_);
         for (std::int64_t i = 0; i < rows.count; ++i) {
@@ -75,7 +75,6 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
                               0.0f, output_.data() + r0 * O, O, precision);
         }
     } else {
-        patterns_.discard();
         ctx.backend->gemm(Transpose::no, Transpose::yes, N, O, I, inputOperand_->data(), I, weightOperand_->data(), I,
                           0.0f, output_.data(), O, precision);
     }
