@@ -205,6 +205,43 @@ private slots:
         QVERIFY(found);
     }
 
+    // The planners' footprint (memoryFootprint) is what a run's own accountant counts for
+    // its parameters: weights, master copies, gradients and optimizer state, category by
+    // category, for recipes with and without master copies, each optimizer state, a state
+    // format of its own and a per-layer precision. The FP32 planner once counted a master
+    // copy the engine never makes.
+    void footprintIsWhatARunHolds_data()
+    {
+        QTest::addColumn<QString>("settings");
+        QTest::addRow("fp32 adam") << R"({"recipe": "fp32"})";
+        QTest::addRow("amp-fp16 adam") << R"({"recipe": "amp-fp16"})";
+        QTest::addRow("pure-bf16 sgd momentum") << R"({"recipe": "pure-bf16", "optimizer": "sgd", "lr": 0.05})";
+        QTest::addRow("pure-fp16 plain sgd") << R"({"recipe": "pure-fp16", "optimizer": "sgd", "momentum": 0, "lr": 0.05})";
+        QTest::addRow("pure-fp16 fp32 state") << R"({"recipe": "pure-fp16", "optimizer_state": "fp32"})";
+        QTest::addRow("amp-bf16, conv1 in fp32") << R"({"recipe": "amp-bf16", "layer": "conv1=fp32"})";
+    }
+    void footprintIsWhatARunHolds()
+    {
+        QFETCH(QString, settings);
+        json j = json::parse(settings.toStdString());
+        j.update(json{{"batch", 16}, {"max_steps", 1}, {"histogram_every", 0}, {"threads", 1}});
+        const TrainSettings s = settingsFromJson(j, "test");
+        const Outcome o = train(s, data_);
+        QCOMPARE(o.result.status, RunStatus::completed);
+        const MemoryFootprint f = memoryFootprint(s.model, s.recipe, s.optimizer);
+        const json& peak = o.record["memory"]["training_peak"];
+        for (const MemoryCategory c : {MemoryCategory::weights, MemoryCategory::masterWeights, MemoryCategory::gradients,
+                                       MemoryCategory::optimizerState}) {
+            const std::string name(memoryCategoryName(c));
+            QVERIFY2(f.bytesOf(c) == peak.value(name, std::int64_t{0}),
+                     qPrintable(QString("%1: footprint %2, the run %3")
+                                    .arg(QString::fromStdString(name))
+                                    .arg(f.bytesOf(c))
+                                    .arg(peak.value(name, std::int64_t{0}))));
+        }
+        QVERIFY(f.bytesOf(MemoryCategory::weights) > 0);
+    }
+
     // Issue 31: with 16-bit packing on, the batch planner's estimate (train/memory_check) is
     // still a lower bound of what a run holds, so it refuses no batch that fits. The
     // accountant's activations and workspace are a lower bound of the bytes held (it counts

@@ -196,34 +196,43 @@ void TestUiReduction::underflowFractionExcludesZerosAndNonFinite()
 void TestUiReduction::parameterBytesPerRecipe_data()
 {
     QTest::addColumn<QString>("preset");
-    QTest::addColumn<int>("stateTensors");
+    QTest::addColumn<QString>("optimizer");
+    QTest::addColumn<double>("momentum");
     QTest::addColumn<int>("bytes");
-    // FP32 keeps an fp32 master (recipe.cpp): 4 weights + 4 master + 4 grads + 2 x 4 Adam state.
-    QTest::addRow("fp32 adam") << "fp32" << 2 << 20;
-    QTest::addRow("amp-fp16 adam: fp16 weights, fp32 master/grads/state") << "amp-fp16" << 2 << 2 + 4 + 4 + 8;
-    QTest::addRow("pure-fp16 adam: all fp16") << "pure-fp16" << 2 << 2 + 2 + 4;
-    QTest::addRow("pure-bf16 sgd momentum") << "pure-bf16" << 1 << 2 + 2 + 2;
-    QTest::addRow("tf32 plain sgd") << "tf32" << 0 << 4 + 4 + 4;
+    // Bytes an element from the formats' sizes (fp32 4, fp16/bf16 2), counted by hand.
+    // FP32 keeps no master copy (computing in fp32, a second fp32 copy would be the same
+    // values): 4 weights + 4 gradients + 2 x 4 Adam moments.
+    QTest::addRow("fp32 adam") << "fp32" << "adam" << 0.9 << 4 + 4 + 8;
+    QTest::addRow("amp-fp16 adam: fp16 weights, fp32 master/grads/state") << "amp-fp16" << "adam" << 0.9 << 2 + 4 + 4 + 8;
+    QTest::addRow("pure-fp16 adam: all fp16") << "pure-fp16" << "adam" << 0.9 << 2 + 2 + 4;
+    QTest::addRow("pure-bf16 sgd momentum") << "pure-bf16" << "sgd" << 0.9 << 2 + 2 + 2;
+    // TF32 keeps an fp32 master beside its tf32-rounded compute copy (4 bytes each).
+    QTest::addRow("tf32 plain sgd") << "tf32" << "sgd" << 0.0 << 4 + 4 + 4;
 }
 
 void TestUiReduction::parameterBytesPerRecipe()
 {
     QFETCH(QString, preset);
-    QFETCH(int, stateTensors);
+    QFETCH(QString, optimizer);
+    QFETCH(double, momentum);
     QFETCH(int, bytes);
     const auto recipe = PrecisionRecipe::fromPreset(preset.toStdString());
     QVERIFY(recipe);
-    QCOMPARE(parameterBytesFor(*recipe, stateTensors).total(), bytes);
-    QCOMPARE(optimizerStateTensorsFor("adam", 0.9), 2);
-    QCOMPARE(optimizerStateTensorsFor("sgd", 0.9), 1);
-    QCOMPARE(optimizerStateTensorsFor("sgd", 0.0), 0);
+    ModelSpec spec;
+    spec.kind = "mlp";
+    spec.widths = {4, 3};
+    OptimizerConfig o;
+    o.kind = optimizer.toStdString();
+    o.momentum = momentum;
+    const MemoryFootprint f = memoryFootprint(spec, *recipe, o);
+    QCOMPARE(f.parameters, std::int64_t{3195});
+    QCOMPARE(f.fixedBytes(), std::int64_t{bytes} * 3195);
 }
 
 void TestUiReduction::plannerArithmeticByHand()
 {
     BatchPlanInput in;
-    in.parameters = 1000;
-    in.perParameter = parameterBytesFor(*PrecisionRecipe::fromPreset("amp-fp16"), 2);   // 18 bytes
+    in.parameterBytes = 1000 * 18;
     in.activationBytesPerSample = 500;
     in.workspaceBytesPerSample = 100;
     in.reservedBytes = 2000;
@@ -242,18 +251,23 @@ void TestUiReduction::plannerForASmallModel()
     ModelSpec spec;
     spec.kind = "mlp";
     spec.widths = {4, 3};
-    const ModelFootprint f = modelFootprint(spec);
+    const ModelFootprint f = modelFootprint(spec, OptimizerConfig{});
     QCOMPARE(f.parameters, std::int64_t{3195});
     QCOMPARE(f.presets.size(), PrecisionRecipe::presetNames().size());
     const auto model = Model::create(spec, 1);
-    for (const PresetFootprint& p : f.presets)
-        QCOMPARE(p.activationBytesPerSample, model->activationBytesPerSample(p.recipe));
+    for (const PresetFootprint& p : f.presets) {
+        QCOMPARE(p.memory.activationBytesPerSample, model->activationBytesPerSample(p.recipe));
+        // One model taking the presets in turn counts what a model built for each holds.
+        const MemoryFootprint alone = memoryFootprint(spec, p.recipe, OptimizerConfig{});
+        QCOMPARE(p.memory.bytes, alone.bytes);
+        QCOMPARE(p.memory.heldElements, alone.heldElements);
+    }
 
     const std::int64_t budget = kGiB / 64;   // 16 MiB
-    const auto rows = planPresets(f, budget, 2);
+    const auto rows = planPresets(f, budget);
     QCOMPARE(rows.front().displayName, std::string("FP32"));
     const PresetFootprint& fp32 = f.presets.front();
-    const std::int64_t byHand = (budget - 3195 * 20) / fp32.activationBytesPerSample;
+    const std::int64_t byHand = (budget - 3195 * 16) / fp32.memory.activationBytesPerSample;
     QCOMPARE(rows.front().plan.largestBatch, byHand);
     // Halving the activation bytes (fp16 storage) fits more.
     for (const PresetPlan& r : rows)

@@ -29,6 +29,7 @@ struct Parameter {
 
     // The tensor the optimizer writes: master when present, else value.
     Tensor& stored() { return master.size() ? master : value; }
+    const Tensor& stored() const { return master.size() ? master : value; }
 };
 
 }  // namespace plab

@@ -17,7 +17,6 @@
 #include "optim/adam.h"
 
 #include "backend/backend.h"
-#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -45,8 +44,7 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
     // Weights and gradient: fp32 beside masters, else storage; the moments: the recipe's
     // optimizer-state format (by default the weights').
     const UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
-    prepareStateTensor(p.state1, weights.shape(), f.state, memory, backend);   // exp_avg, zeros at first
-    prepareStateTensor(p.state2, weights.shape(), f.state, memory, backend);   // exp_avg_sq
+    prepareStates(p, f.state, memory, backend);   // exp_avg and exp_avg_sq, zeros at first
 
     p.optimizerSteps += 1;
     const auto t = static_cast<double>(p.optimizerSteps);

@@ -11,6 +11,8 @@ class AdamOptimizer final : public Optimizer {
 public:
     AdamOptimizer(double lr, double beta1, double beta2, double eps);
 
+    int stateTensorCount() const override { return 2; }
+
 
 private:
     void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,

@@ -4,18 +4,13 @@
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "nn/parameter_copies.h"
+#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 namespace plab {
-
-int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum)
-{
-    if (optimizerKind == "adam") return 2;
-    return momentum != 0.0 ? 1 : 0;
-}
 
 std::unique_ptr<Optimizer> Optimizer::create(const OptimizerConfig& cfg)
 {
@@ -33,6 +28,21 @@ void Optimizer::setLearningRate(double lr)
     if (!std::isfinite(lr) || lr < 0.0)
         throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
     lr_ = lr;
+}
+
+bool Optimizer::prepareStates(Parameter& p, Format format, MemoryAccountant* memory, ComputeBackend& backend) const
+{
+    bool created = false;
+    Tensor* states[] = {&p.state1, &p.state2};
+    for (int i = 0; i < stateTensorCount(); ++i)
+        created = prepareStateTensor(*states[i], p.stored().shape(), format, memory, backend) || created;
+    return created;
+}
+
+void Optimizer::prepareState(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
+                             MemoryAccountant* memory, ComputeBackend& backend) const
+{
+    for (Parameter* p : params) prepareStates(*p, recipe.forLayer(p->layer).optimizerStateFormat(), memory, backend);
 }
 
 void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory,

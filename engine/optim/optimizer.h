@@ -23,11 +23,6 @@ struct OptimizerConfig {
     bool operator==(const OptimizerConfig&) const = default;
 };
 
-// The state tensors the optimizer keeps per parameter: Adam 2 (its moments), SGD with
-// momentum 1, plain SGD 0. The memory planners (the memory check, the app's batch
-// planner) count them.
-int optimizerStateTensorsFor(const std::string& optimizerKind, double momentum);
-
 class Optimizer {
 public:
     virtual ~Optimizer() = default;
@@ -41,6 +36,16 @@ public:
     void step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory,
               ComputeBackend& backend);
 
+    // The state tensors it keeps per parameter: Adam 2 (its moments), SGD with momentum 1,
+    // plain SGD 0.
+    virtual int stateTensorCount() const = 0;
+
+    // Creates every parameter's state tensors as its first step does (zeros, in the
+    // layer's optimizer-state format, tracked under optimizerState), so a memory footprint
+    // can count them before any step (train/memory_check.h).
+    void prepareState(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+                      ComputeBackend& backend) const;
+
     // Throws std::invalid_argument unless lr is finite and >= 0.
     void setLearningRate(double lr);
     double learningRate() const { return lr_; }
@@ -50,6 +55,9 @@ protected:
     virtual void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
                                ComputeBackend& backend) const = 0;
     virtual const char* name() const = 0;   // for error messages
+    // Makes p's first stateTensorCount() state tensors (state1, state2) tensors of its
+    // weights' shape in `format`; true when they were created now (zero-filled): the first step.
+    bool prepareStates(Parameter& p, Format format, MemoryAccountant* memory, ComputeBackend& backend) const;
 
 private:
     double lr_ = 0.0;

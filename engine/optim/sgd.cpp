@@ -11,7 +11,6 @@
 #include "optim/sgd.h"
 
 #include "backend/backend.h"
-#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -34,8 +33,8 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
     // optimizer-state format (by default the weights').
     const UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
     SgdScalars s;
-    s.useMomentum = momentum_ != 0.0;   // PyTorch keeps no buffer without momentum
-    s.firstStep = s.useMomentum && prepareStateTensor(p.state1, weights.shape(), f.state, memory, backend);
+    s.useMomentum = stateTensorCount() == 1;
+    s.firstStep = prepareStates(p, f.state, memory, backend);
     // PyTorch turns Python scalars into the op's fp32 "opmath" type.
     s.momentum = static_cast<float>(momentum_);
     s.negLr = static_cast<float>(-learningRate());

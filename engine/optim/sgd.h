@@ -11,6 +11,7 @@ public:
     SgdOptimizer(double lr, double momentum);
 
     double momentum() const { return momentum_; }
+    int stateTensorCount() const override { return momentum_ != 0.0 ? 1 : 0; }   // PyTorch keeps no buffer without momentum
 
 private:
     void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,

@@ -1,6 +1,7 @@
 // Memory checked before a run (see memory_check.h).
 #include "train/memory_check.h"
 
+#include "backend/backend.h"
 #include "files/input_file.h"
 #include "nn/layer_ops.h"
 #include "nn/model.h"
@@ -8,23 +9,50 @@
 
 #include <algorithm>
 #include <fstream>
+#include <numeric>
 
 namespace plab {
 
+std::int64_t MemoryFootprint::fixedBytes() const { return std::accumulate(bytes.begin(), bytes.end(), std::int64_t{0}); }
+
+std::vector<MemoryFootprint> memoryFootprints(const ModelSpec& spec, const std::vector<PrecisionRecipe>& recipes,
+                                              const OptimizerConfig& optimizerConfig)
+{
+    const auto optimizer = Optimizer::create(optimizerConfig);
+    const auto backend = createCpuBackend(1);
+    MemoryAccountant memory;   // outlives the model, whose tensors it counts
+    const auto model = Model::create(spec, 1);
+    std::vector<MemoryFootprint> footprints;
+    for (const PrecisionRecipe& recipe : recipes) {
+        model->applyRecipe(recipe, &memory, *backend);
+        optimizer->prepareState(model->parameters(), recipe, &memory, *backend);
+        MemoryFootprint& f = footprints.emplace_back();
+        for (const Parameter* p : model->parameters()) {
+            f.parameters += p->stored().size();
+            for (const Tensor* t : {&p->master, &p->value, &p->grad, &p->state1, &p->state2}) f.heldElements += t->size();
+        }
+        f.bytes = memory.snapshot().live;
+        f.activationBytesPerSample = model->activationBytesPerSample(recipe);
+    }
+    return footprints;
+}
+
+MemoryFootprint memoryFootprint(const ModelSpec& spec, const PrecisionRecipe& recipe, const OptimizerConfig& optimizer)
+{
+    return memoryFootprints(spec, {recipe}, optimizer).front();
+}
+
 MemoryEstimate estimateRunMemory(const TrainSettings& settings)
 {
+    const MemoryFootprint footprint = memoryFootprint(settings.model, settings.recipe, settings.optimizer);
     const auto model = Model::create(settings.model, 1);
-    std::int64_t parameters = 0;
-    for (Parameter* p : model->parameters()) parameters += p->value.size();
-    const int stateTensors = optimizerStateTensorsFor(settings.optimizer.kind, settings.optimizer.momentum);
-    const int copies = 2 + stateTensors + (settings.recipe.masterWeights ? 1 : 0);   // weights, gradients, state, master
     MemoryEstimate e;
-    e.fixedBytes = parameters * 4 * copies;
+    e.fixedBytes = footprint.heldElements * static_cast<std::int64_t>(sizeof(float));
     // 4 bytes an element whatever the format: what the CPU backend holds without packing;
     // with it, 16-bit activations take 2 bytes and the columns come in bounded blocks.
     e.perSampleBytes = packedStorageEnabled()
                            ? model->packedHeldBytesPerSample(settings.recipe)
-                           : std::max(model->activationBytesPerSample(settings.recipe),
+                           : std::max(footprint.activationBytesPerSample,
                                       model->activationBytesPerSample(PrecisionRecipe{}));
     return e;
 }

@@ -3,12 +3,35 @@
 // instead of growing until the kernel kills the process with no message.
 #pragma once
 
+#include "tensor/memory.h"
 #include "train/settings.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace plab {
+
+// What a run's parameters hold before its first step, as the engine itself builds them: a
+// model of the spec with the recipe applied (Model::applyRecipe) and the optimizer's state
+// made (Optimizer::prepareState), counted by a MemoryAccountant. The memory check and the
+// app's batch planner read this instead of re-stating the recipe's rules.
+struct MemoryFootprint {
+    std::int64_t parameters = 0;                           // elements in all weights and biases
+    std::array<std::int64_t, kMemoryCategories> bytes{};   // accounted (the formats' bytes): weights, master
+                                                           // weights, gradients, optimizer state
+    std::int64_t heldElements = 0;                         // elements of all those tensors (the CPU holds 4 bytes each)
+    std::int64_t activationBytesPerSample = 0;             // Model::activationBytesPerSample(recipe)
+    std::int64_t fixedBytes() const;                       // the sum of `bytes`
+    std::int64_t bytesOf(MemoryCategory c) const { return bytes[static_cast<std::size_t>(c)]; }
+};
+// Throws std::invalid_argument for a bad spec or optimizer.
+MemoryFootprint memoryFootprint(const ModelSpec& spec, const PrecisionRecipe& recipe, const OptimizerConfig& optimizer);
+// The same for several recipes, applied in turn to one model as a recipe change applies
+// them during a run (one model built instead of one a recipe).
+std::vector<MemoryFootprint> memoryFootprints(const ModelSpec& spec, const std::vector<PrecisionRecipe>& recipes,
+                                              const OptimizerConfig& optimizer);
 
 struct MemoryEstimate {
     std::int64_t fixedBytes = 0;       // weights, gradients, optimizer state, master copies
@@ -16,10 +39,11 @@ struct MemoryEstimate {
     std::int64_t bytesAt(std::int64_t batch) const { return fixedBytes + perSampleBytes * batch; }
 };
 
-// From the engine's own accounting (Model::parameters, activationBytesPerSample): every
+// From the engine's own accounting (memoryFootprint, activationBytesPerSample): every
 // tensor at 4 bytes an element, as the CPU backend holds them without 16-bit packing (with
-// PLAB_PACKED_STORAGE=on: Model::packedHeldBytesPerSample), and Adam's two moments. A lower bound of what the process takes: the check refuses only runs that
-// cannot fit, never one that would.
+// PLAB_PACKED_STORAGE=on, activations as Model::packedHeldBytesPerSample counts them). A
+// lower bound of what the process takes: the check refuses only runs that cannot fit,
+// never one that would.
 MemoryEstimate estimateRunMemory(const TrainSettings& settings);
 
 // The memory this machine has free for a run: MemAvailable of /proc/meminfo, 0 when unknown.

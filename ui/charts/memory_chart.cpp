@@ -324,12 +324,14 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     }
 }
 
-const ModelFootprint* MemoryChart::footprintOf(const ModelSpec& spec)
+const ModelFootprint* MemoryChart::footprintOf(const ModelSpec& spec, const OptimizerConfig& optimizer)
 {
-    auto [it, added] = footprints_.try_emplace(specKey(spec));
+    // The footprint depends on the optimizer's state tensors alone, not its rates.
+    const std::string key = specKey(spec) + '|' + optimizer.kind + (optimizer.momentum != 0.0 ? "|momentum" : "");
+    auto [it, added] = footprints_.try_emplace(key);
     if (added) {
         try {
-            it->second = modelFootprint(spec);
+            it->second = modelFootprint(spec, optimizer);
         } catch (const std::exception&) {
             it->second.reset();   // a bad spec: no column for it
         }
@@ -342,17 +344,14 @@ void MemoryChart::updatePlanner()
     const auto budget = static_cast<std::int64_t>(budget_->value() * static_cast<double>(kGiB));
     ModelSpec seed;
     seed.kind = "seed-cnn";
-    const ModelFootprint* seedModel = footprintOf(seed);
-    const ModelFootprint* runModel = plannedRunModel_ && !(*plannedRunModel_ == seed) ? footprintOf(*plannedRunModel_) : nullptr;
-    int stateTensors = 2;   // Adam, the default optimizer
-    if (current_) {
-        const OptimizerConfig& o = current_->currentSettings().optimizer;
-        stateTensors = optimizerStateTensorsFor(o.kind, o.momentum);
-    }
+    const OptimizerConfig optimizer = current_ ? current_->currentSettings().optimizer : OptimizerConfig{};
+    const ModelFootprint* seedModel = footprintOf(seed, optimizer);
+    const ModelFootprint* runModel =
+        plannedRunModel_ && !(*plannedRunModel_ == seed) ? footprintOf(*plannedRunModel_, optimizer) : nullptr;
 
     QStringList headers{tr("seed-cnn"), tr("vs FP32")};
     if (runModel) headers << QString::fromStdString(runModel->spec.kind) + tr(" (measured)");
-    const auto seedRows = seedModel ? planPresets(*seedModel, budget, stateTensors) : std::vector<PresetPlan>{};
+    const auto seedRows = seedModel ? planPresets(*seedModel, budget) : std::vector<PresetPlan>{};
     // One plan per preset, each with the workspace a run of that recipe measured; a preset no
     // run shown has measured gets no number (the accounting without workspace would flatter it).
     std::vector<std::optional<BatchPlan>> runRows;
@@ -363,7 +362,7 @@ void MemoryChart::updatePlanner()
                 runRows.emplace_back();
                 continue;
             }
-            runRows.push_back(planPreset(*runModel, preset, budget, stateTensors, static_cast<std::int64_t>(std::ceil(it->second))));
+            runRows.push_back(planPreset(preset, budget, static_cast<std::int64_t>(std::ceil(it->second))));
         }
     planner_->setColumnCount(static_cast<int>(headers.size()));
     planner_->setHorizontalHeaderLabels(headers);

@@ -38,7 +38,7 @@ private:
     static constexpr int kPlannerStretch = 2;
     void drawStack(const RunData& run, int columns, double& top);
     void updatePlanner();
-    const ModelFootprint* footprintOf(const ModelSpec& spec);
+    const ModelFootprint* footprintOf(const ModelSpec& spec, const OptimizerConfig& optimizer);
 
     QChart* chart_;
     QValueAxis* steps_;
@@ -50,7 +50,7 @@ private:
     ReducedPointsCache totals_;   // comparison runs' total lines
     QTableWidget* planner_;
     QLabel* plannerNote_;
-    std::map<std::string, std::optional<ModelFootprint>> footprints_;   // by model kind + widths
+    std::map<std::string, std::optional<ModelFootprint>> footprints_;   // by model kind + widths + optimizer state
     RunPtr current_;
     std::optional<ModelSpec> plannedRunModel_;
     // Workspace per sample as measured by the runs shown of the watched run's model, by preset
