@@ -4,6 +4,7 @@
 
 #include "numerics/format.h"
 #include "telemetry/format_regions.h"
+#include "train/region_format.h"
 
 #include <QBuffer>
 #include <QPainter>
@@ -186,8 +187,8 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
                            const std::vector<const TelemetryPoint*>& snaps)
 {
     ReportChart chart{QStringLiteral("histogram-%1").arg(index + 1), {}, {}};
-    const Format format = parseFormat(r.storage).value_or(Format::fp32);
-    const FormatInfo& info = formatInfo(format);
+    // Judged in the format the app's histogram judges this layer's weight gradients in.
+    const RegionFormat format = regionFormatFor(r.finalSettings, layer, TensorKind::weightGrad);
     int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
     QStringList scales;
     for (std::size_t k = 0; k < snaps.size(); ++k) {
@@ -215,7 +216,7 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
     }
     // The format's regions over the bins, as the app's histogram draws them
     // (telemetry/format_regions.h).
-    const FormatRegions regions = formatRegions(format);
+    const FormatRegions& regions = format.regions;
     const double flushBelow = regions.flushedBelow;
     const double normalFrom = regions.normalFrom;
     const double overflowFrom = regions.overflowFrom;
@@ -225,7 +226,7 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
     chart.spec.xMin = xMin;
     chart.spec.xMax = xMax;
     const double inf = std::numeric_limits<double>::infinity();
-    const QString f = qs(std::string(info.name));
+    const QString f = qs(format.name);
     const double bounds[] = {-inf, flushBelow, normalFrom, overflowFrom, inf};
     chart.spec.bands.clear();
     for (int i = 0; i < 4; ++i) {

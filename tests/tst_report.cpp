@@ -15,6 +15,7 @@
 #include "report_document.h"
 #include "telemetry/format_regions.h"
 #include "test_support.h"
+#include "train/region_format.h"
 #include "train/trainer.h"
 
 #include <QtTest>
@@ -329,6 +330,31 @@ private slots:
             ++checked;
         }
         QVERIFY(checked > 0);
+    }
+
+    // The report's histogram judges a layer in the format the app's histogram judges it in
+    // (regionFormatFor): with conv1 in fp32 under AMP FP16, conv1's weight gradients are
+    // shaded by fp32's regions and conv2's by fp16's. It once used the run's storage format
+    // for every layer.
+    void histogramJudgesEachLayerInTheAppsFormat()
+    {
+        json layered = scaled_;
+        layered["settings"]["layer"] = "conv1=fp32";
+        const RunComparison c = comparisonOf({layered});
+        for (const auto& [layer, format] : {std::pair{"conv1", "fp32"}, std::pair{"conv2", "fp16"}}) {
+            QCOMPARE(regionFormatFor(c.runs.front().finalSettings, layer, TensorKind::weightGrad).name, std::string(format));
+            report::ReportOptions options;
+            options.histogramLayer = QString::fromUtf8(layer);
+            int checked = 0;
+            for (const auto& chart : report::buildReportCharts(c, options)) {
+                if (!chart.id.startsWith(QLatin1String("histogram-"))) continue;
+                QVERIFY2(chart.spec.bands.front().label.startsWith(QString::fromUtf8(format) + ' '),
+                         qPrintable(chart.spec.bands.front().label));
+                QCOMPARE(chart.spec.bands.front().to, double(formatRegions(*parseFormat(format)).flushedBelow));
+                ++checked;
+            }
+            QVERIFY(checked > 0);
+        }
     }
 
     void htmlIsWellFormedAndComplete()

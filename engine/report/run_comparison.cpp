@@ -213,6 +213,14 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
         d.name = textOr(record, "name");
         d.recipe = record["recipe"];
         d.settings = record["settings"];
+        d.finalSettings = settingsFromJson(d.settings, origin + " settings");
+        if (const auto events = record.find("events"); events != record.end() && events->is_array())
+            for (std::size_t i = 0; i < events->size(); ++i) {
+                const json& ev = (*events)[i];
+                if (ev.is_object() && ev.value("type", "") == "setting_change" && ev.contains("settings"))
+                    d.finalSettings =
+                        settingsFromJson(ev["settings"], origin + " events[" + std::to_string(i) + "] settings");
+            }
         d.machine = record.value("machine", json::object());
         d.versions = record.value("versions", json::object());
         d.backend = record.value("backend", json::object());

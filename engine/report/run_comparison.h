@@ -7,6 +7,7 @@
 
 #include "numerics/rounding_stats.h"
 #include "numerics/update_math.h"
+#include "train/settings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,7 @@ struct RunDigest {
     std::string presetDisplayName; // "AMP FP16"
     std::string recipePhrase;      // "AMP FP16 without loss scaling" (preset + what differs)
     nlohmann::json recipe, settings, machine, versions, backend, data;
+    TrainSettings finalSettings;   // parsed: the last setting change's, else the start's (as the app's currentSettings)
     std::string createdAt;
 
     std::string compute;           // "fp16"

@@ -2,7 +2,7 @@
 #include "charts/histogram_chart.h"
 
 #include "charts/layer_panels.h"
-#include "nn/loss.h"
+#include "train/region_format.h"
 
 #include <QAreaSeries>
 #include <QCheckBox>
@@ -288,23 +288,9 @@ HistogramWindow histogramWindow(const std::vector<const GradientHistogram*>& dra
 
 namespace {
 
-// The format a run's histogram of `kind` at `layer` is judged in: the layer's compute format,
-// or for a quantised kind the element format the layer's recipe gave those values to. Per-layer
-// precision: the input is rounded as the first layer with weights, the loss gradient as the
-// logits, the last layer's output.
 RegionFormat regionFormatOf(const RunData& run, const std::string& layer, TensorKind kind)
 {
-    const TrainSettings& settings = run.currentSettings();
-    std::string owner = layer;
-    if (!settings.recipe.layers.empty() && (layer == "input" || layer == SoftmaxCrossEntropy::kTapName)) {
-        const auto names = parameterLayerNames(settings.model.kind);
-        if (!names.empty()) owner = layer == "input" ? names.front() : names.back();
-    }
-    const PrecisionRecipe recipe = settings.recipe.forLayer(owner);
-    if (isQuantizedKind(kind) && recipe.quantization.on())
-        return RegionFormat::of(kind == TensorKind::quantizedActivationGrad ? recipe.quantization.gradientFormat()
-                                                                            : recipe.quantization.forwardFormat());
-    return RegionFormat::of(recipe.compute);
+    return regionFormatFor(run.currentSettings(), layer, kind);
 }
 
 }  // namespace

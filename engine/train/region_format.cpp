@@ -1,0 +1,23 @@
+// The format a histogram is judged in (see region_format.h).
+#include "train/region_format.h"
+
+#include "nn/loss.h"
+#include "nn/model.h"
+
+namespace plab {
+
+RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& layer, TensorKind kind)
+{
+    std::string owner = layer;
+    if (!settings.recipe.layers.empty() && (layer == "input" || layer == SoftmaxCrossEntropy::kTapName)) {
+        const auto names = parameterLayerNames(settings.model.kind);
+        if (!names.empty()) owner = layer == "input" ? names.front() : names.back();
+    }
+    const PrecisionRecipe recipe = settings.recipe.forLayer(owner);
+    if (isQuantizedKind(kind) && recipe.quantization.on())
+        return RegionFormat::of(kind == TensorKind::quantizedActivationGrad ? recipe.quantization.gradientFormat()
+                                                                            : recipe.quantization.forwardFormat());
+    return RegionFormat::of(recipe.compute);
+}
+
+}  // namespace plab
