@@ -486,6 +486,26 @@ private slots:
                  r.describe().c_str());
     }
 
+    // One answer to "is this still the preset?": per-layer precision makes the whole
+    // recipe custom (the record's "custom", the run list), not its switches (describe(),
+    // the settings panel's mark, which show the layers apart).
+    void matchesPresetAnswersOnce()
+    {
+        PrecisionRecipe r = preset("amp-bf16");
+        QVERIFY(r.matchesPreset());
+        QVERIFY(r.matchesPreset(PrecisionRecipe::PresetMatch::switchesOnly));
+        r.layers = {{"conv1", "fp32"}};
+        QVERIFY(!r.matchesPreset());
+        QVERIFY(r.matchesPreset(PrecisionRecipe::PresetMatch::switchesOnly));
+        QVERIFY(QString::fromStdString(r.describe()).startsWith("AMP BF16: "));
+        r.optimizerState = Format::bf16;
+        QVERIFY(!r.matchesPreset(PrecisionRecipe::PresetMatch::switchesOnly));
+        QVERIFY(QString::fromStdString(r.describe()).startsWith("Custom: "));
+        r = preset("amp-bf16");
+        r.preset = "no-such-preset";
+        QVERIFY(!r.matchesPreset(PrecisionRecipe::PresetMatch::switchesOnly));
+    }
+
     void describe()
     {
         // The line issue 2's CLI prints for the AMP FP16 preset.

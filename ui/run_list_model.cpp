@@ -43,8 +43,7 @@ QString RunListModel::statusText(const RunData& run)
 QString RunListModel::recipeText(const PrecisionRecipe& recipe)
 {
     const QString name = QString::fromStdString(PrecisionRecipe::displayName(recipe.preset));
-    const auto base = PrecisionRecipe::fromPreset(recipe.preset);
-    return base && *base == recipe ? name : tr("%1 (custom)").arg(name);
+    return recipe.matchesPreset() ? name : tr("%1 (custom)").arg(name);
 }
 
 QVariant RunListModel::data(const QModelIndex& index, int role) const

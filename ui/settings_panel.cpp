@@ -396,10 +396,7 @@ void SettingsPanel::applyPreset()
 bool SettingsPanel::isCustomRecipe() const
 {
     // The switches against the preset's; per-layer precision has its own table.
-    PrecisionRecipe switches = current_.recipe;
-    switches.layers.clear();
-    const auto base = PrecisionRecipe::fromPreset(switches.preset);
-    return !base || !(*base == switches);
+    return !current_.recipe.matchesPreset(PrecisionRecipe::PresetMatch::switchesOnly);
 }
 
 void SettingsPanel::readControls()

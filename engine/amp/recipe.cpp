@@ -556,12 +556,19 @@ std::string PrecisionRecipe::validate() const
     return quantization.validate();
 }
 
-std::string PrecisionRecipe::describe() const
+bool PrecisionRecipe::matchesPreset(PresetMatch match) const
 {
     const auto named = fromPreset(preset);
+    if (!named) return false;
+    if (match == PresetMatch::wholeRecipe) return *named == *this;
     PrecisionRecipe switches = *this;
-    switches.layers.clear();
-    const std::string label = named && *named == switches ? displayName(preset) : "Custom";
+    switches.layers = named->layers;
+    return *named == switches;
+}
+
+std::string PrecisionRecipe::describe() const
+{
+    const std::string label = matchesPreset(PresetMatch::switchesOnly) ? displayName(preset) : "Custom";
     const std::string computeName(formatName(compute));
     const std::string storageName(formatName(storage()));
 

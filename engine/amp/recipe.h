@@ -174,6 +174,13 @@ struct PrecisionRecipe {
     // preset while the switches still equal it, "Custom" otherwise; per-layer precision is
     // appended ("; per layer: conv1 fp32, fc1 bf16").
     std::string describe() const;
+    // Whether this is still the named preset: every switch (formats, master weights, state,
+    // accumulation, softmax/loss, loss scaling, quantisation) equals the preset's, and with
+    // PresetMatch::wholeRecipe there is no per-layer precision either. The record's "custom",
+    // the run list's "(custom)", describe()'s name and the settings panel's mark ask here;
+    // the last two show per-layer precision apart and so ask about the switches alone.
+    enum class PresetMatch { wholeRecipe, switchesOnly };
+    bool matchesPreset(PresetMatch match = PresetMatch::wholeRecipe) const;
     bool operator==(const PrecisionRecipe&) const = default;
 };
 

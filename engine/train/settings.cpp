@@ -154,9 +154,8 @@ json layersToJson(const std::vector<LayerPrecision>& layers)
 
 json recipeToJson(const PrecisionRecipe& r)
 {
-    const auto base = PrecisionRecipe::fromPreset(r.preset);
     return {{"preset", r.preset},
-            {"custom", !base || !(*base == r)},
+            {"custom", !r.matchesPreset()},
             {"display_name", PrecisionRecipe::displayName(r.preset)},
             {"compute", std::string(formatName(r.compute))},
             {"storage", std::string(formatName(r.storage()))},
