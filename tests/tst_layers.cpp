@@ -3,7 +3,7 @@
 // links: plab_nn plab_backend_cpu plab_test_support
 #include "amp/recipe.h"
 #include "backend/backend.h"
-#include "backend/cpu/layer_ops.h"
+#include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/packed_ops.h"
 #include "backend/cpu/thread_pool.h"

@@ -5,7 +5,7 @@
 // runs one after another on a small synthetic data set and reveals the explanation.
 
 #include "charts/charts_view.h"
-#include "lessons/lesson.h"
+#include "lessons/lesson_files.h"
 #include "lessons/lesson_panel.h"
 #include "main_window.h"
 #include "run_list_model.h"

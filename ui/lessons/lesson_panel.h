@@ -8,7 +8,7 @@
 #pragma once
 
 #include "lesson/lesson_check.h"
-#include "lessons/lesson.h"
+#include "lessons/lesson_files.h"
 #include "lessons/lesson_runner.h"
 
 #include <QWidget>

@@ -3,7 +3,7 @@
 // when all have finished. Stopping ends the current run and starts no more.
 #pragma once
 
-#include "lessons/lesson.h"
+#include "lessons/lesson_files.h"
 #include "trainer_metatypes.h"
 
 #include <QObject>

@@ -6,7 +6,7 @@
 #include "backend/cpu/gemm_emulated.h"
 #include "backend/cpu/im2col.h"
 #include "backend/cpu/packed_ops.h"
-#include "backend/cpu/layer_ops.h"
+#include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
 #include "numerics/bulk_round.h"

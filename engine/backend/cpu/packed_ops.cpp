@@ -1,7 +1,7 @@
 // The CPU's element-wise layer ops on packed 16-bit tensors (see packed_ops.h).
 #include "backend/cpu/packed_ops.h"
 
-#include "backend/cpu/layer_ops.h"
+#include "backend/cpu/cpu_ops.h"
 #include "numerics/storage_convert.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Loading lesson files in the app (see lesson.h).
-#include "lessons/lesson.h"
+#include "lessons/lesson_files.h"
 
 #include "error.h"
 

@@ -1,7 +1,7 @@
 // The CPU backend's layer ops: the bias and rounding of the GEMM outputs, ReLU, 2x2 max
 // pooling, the (C, N) <-> (N, C) block transpose of Flatten, bias-gradient sums, and
 // softmax cross-entropy in fp32 or emulated in a reduced format.
-#include "backend/cpu/layer_ops.h"
+#include "backend/cpu/cpu_ops.h"
 
 #include "numerics/bulk_round.h"
 #include "numerics/format.h"
