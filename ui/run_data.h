@@ -2,7 +2,7 @@
 // (live from the controller, or replayed from a saved record: the same path). Owned and
 // touched by the GUI thread only; charts read it when they redraw.
 //
-// A saved run may be known from its listing only (the runs folder index, issue 37): the
+// A saved run may be known from its listing only (the runs folder index): the
 // runs list's facts are there, and its series (steps, evaluations, telemetry, memory)
 // are read from its record the first time anything asks for them, so a folder of
 // thousands costs memory for what is shown.

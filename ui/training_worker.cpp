@@ -71,7 +71,7 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
         return;
     }
 
-    // Outputs first (issue 37): weights or batches the settings name outside the runs
+    // Outputs first: weights or batches the settings name outside the runs
     // folder (a pasted or loaded configuration) must be writable, not a folder and not an
     // input, found now and not after the last step.
     const TrainSettings& settings = job->settings;

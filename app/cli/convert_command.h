@@ -27,12 +27,12 @@ std::string convertLine(Format f, float input);
 // and nothing more is read.
 int runConvertCommand(Format f, std::istream& in, std::ostream& out, std::ostream& err);
 
-// The line for one fp32 input rounded to a format below 16 bits (issue 15): the value,
+// The line for one fp32 input rounded to a format below 16 bits: the value,
 // "0x" + 2 hex digits of its pattern, and the class; a NaN in FP6/FP4, which have none:
 // "nan\tnone\tnot representable".
 std::string convertMiniLine(MiniFormat f, Overflow overflow, float input);
 
-// An MX block (issue 15): the numbers of one input line (at most 32, separated by spaces
+// An MX block: the numbers of one input line (at most 32, separated by spaces
 // or commas) as one block of `element`. Output: "scale\t2^K\t0xSS" (E8M0 bits; "nan" and
 // 0xff when the block holds a NaN or an infinity), then one line per number:
 // "<X * P_i>\t<P_i>\t0xPP". Returns 2 with `err` naming the line for a bad number or more

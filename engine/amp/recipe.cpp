@@ -1,5 +1,6 @@
-// Precision recipes and loss-scaling settings: the six named presets of DESIGN.md
-// section 4 and the frameworks' named recipes (Apex, Keras, PyTorch), the loss-scaling presets of PyTorch, TensorFlow and Apex, the checks that
+// Precision recipes and loss-scaling settings: the named recipes (our six presets, the
+// frameworks' names from Apex, Keras and PyTorch, those below 16 bits), the loss-scaling
+// presets of PyTorch, TensorFlow and Apex, the checks that
 // tell an impossible setting (an error) from an unusual one (a notice), and the text
 // forms the CLI and the reports use.
 #include "amp/recipe.h"
@@ -61,7 +62,7 @@ struct NamedRecipe {
     bool hybrid = true;              // FP8: E5M2 gradients (Quantization::hybrid)
 };
 
-// DESIGN.md section 4. FP32 has no separate master copy ("-" in the table): its
+// Our six presets (docs/ARCHITECTURE.md#recipes). FP32 has no separate master copy: its
 // weights already are fp32, so masterWeights is set to true, which makes the optimizer
 // update fp32 weights exactly as PyTorch's fp32 training does; false would mean the
 // same arithmetic.
@@ -74,7 +75,7 @@ constexpr std::array<NamedRecipe, 6> kNamedRecipes{{
     {"pure-bf16", "Pure BF16", Format::bf16, false, true, false, nullptr},
 }};
 
-// The recipes by the frameworks' own names (issue 13 part 5), each set by the switches
+// The recipes by the frameworks' own names, each set by the switches
 // above; docs/FRAMEWORK_PRESETS.md says what each framework does and what the switches
 // cannot express. Read from the frameworks' sources:
 // - Apex amp (apex/amp/frontend.py, _initialize.py): O0 fp32; O1 patches torch functions
@@ -100,7 +101,7 @@ constexpr std::array<NamedRecipe, 9> kFrameworkRecipes{{
     {"allow-tf32", "PyTorch allow_tf32", Format::tf32, true, true, true, nullptr},
 }};
 
-// Below 16 bits (issue 15): matmul/conv inputs quantised, outputs in bf16, fp32 master
+// Below 16 bits: matmul/conv inputs quantised, outputs in bf16, fp32 master
 // weights, fp32 accumulation, softmax/loss in fp32, no loss scaling. fp8-delayed is NVIDIA
 // Transformer Engine's DelayedScaling with its defaults (HYBRID: E4M3 forward, E5M2
 // gradients; amax history 1024, "max", margin 0); fp8-current scales by each tensor's own

@@ -1,6 +1,6 @@
-// A precision recipe: the five independent switches of DESIGN.md section 4, the six
-// named presets and the frameworks' named recipes. The one source of truth for the UI,
-// the CLI, run records and reports.
+// A precision recipe: its independent switches (docs/ARCHITECTURE.md#recipes) and the
+// named recipes (our six presets, the frameworks' names, those below 16 bits). The one
+// source of truth for the UI, the CLI, run records and reports.
 #pragma once
 
 #include "numerics/format.h"
@@ -39,11 +39,11 @@ struct LossScaling {
     bool operator==(const LossScaling&) const = default;
 };
 
-// Matmul and convolution inputs below 16 bits (issue 15): quantised to FP8 or to an OCP
+// Matmul and convolution inputs below 16 bits: quantised to FP8 or to an OCP
 // Microscaling format with a scale, multiplied with fp32 accumulation; everything else
 // (outputs, the other ops, the weights' copies) follows the recipe's other switches.
 enum class QuantMode : std::uint8_t {
-    off,          // operands in the compute format (every recipe before issue 15)
+    off,          // operands in the compute format (every 16-bit recipe)
     fp8Unscaled,  // FP8, scale 1: what FP8 does without scaling
     fp8Delayed,   // FP8, per-tensor scale from an amax history (Transformer Engine's DelayedScaling)
     fp8Current,   // FP8, per-tensor scale from the tensor's own amax
@@ -80,12 +80,12 @@ struct Quantization {
     // "FP8 delayed scaling (E4M3 forward, E5M2 gradients, amax history 1024 max, margin 0)".
     std::string describe() const;
     // The first impossible value as one sentence (history length < 1, margin outside
-    // [-64, 64]); empty when every value is possible.
+    // [-kMaxMargin, kMaxMargin]); empty when every value is possible.
     [[nodiscard]] std::string validate() const;
     bool operator==(const Quantization&) const = default;
 };
 
-// Per-layer precision (selective autocast, issue 15): one layer of the model whose matmul or
+// Per-layer precision (selective autocast): one layer of the model whose matmul or
 // convolution, outputs and weights follow another compute format, or another quantisation,
 // than the rest of the recipe (FP8 practice keeps the first and last layers in bf16).
 struct LayerPrecision {
@@ -116,7 +116,7 @@ struct PrecisionRecipe {
     // and their gradients are stored in bf16 (compute bf16) or fp32 (compute fp32).
     Quantization quantization;
     // The optimizer state's format (SGD's momentum, Adam's two moments and its `denom`),
-    // apart from the weights' (issue 38). Unset: PyTorch's rule, the state takes its
+    // apart from the weights'. Unset: PyTorch's rule, the state takes its
     // parameter's dtype: fp32 beside master weights, else the storage format (pure-fp16 is
     // model.half() with its fp16 Adam state). Set: fp32, bf16 or fp16, whatever the weights.
     std::optional<Format> optimizerState;
@@ -138,7 +138,7 @@ struct PrecisionRecipe {
     // Where each copy of a parameter lives under this recipe (one rule for the model,
     // the optimizers and the memory accounting):
     // an fp32 master exists when master weights are on and compute is not fp32 (with fp32
-    // compute it would duplicate the weights bit for bit: DESIGN.md's "-");
+    // compute it would duplicate the weights bit for bit);
     bool keepsMasterCopy() const;
     // Parameter::value: the cast copy in the compute format beside a master, else the
     // only copy, in the storage format;
@@ -156,7 +156,7 @@ struct PrecisionRecipe {
     // apex-O0..apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, autocast-bf16,
     // allow-tf32 (docs/FRAMEWORK_PRESETS.md). fromPreset and displayName take both lists.
     static const std::vector<std::string>& frameworkPresetNames();
-    // The recipes below 16 bits (issue 15): fp8-unscaled, fp8-delayed, fp8-current, mxfp8,
+    // The recipes below 16 bits: fp8-unscaled, fp8-delayed, fp8-current, mxfp8,
     // mxfp4. fromPreset and displayName take them too.
     static const std::vector<std::string>& lowPrecisionPresetNames();
     // Every preset name: ours, the frameworks', the ones below 16 bits.

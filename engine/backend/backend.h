@@ -65,7 +65,7 @@ struct GemmPrecision {
 
 enum class Transpose : std::uint8_t { no, yes };
 
-// How a matmul/conv input is quantised below 16 bits (issue 15, numerics/quantize.h): with
+// How a matmul/conv input is quantised below 16 bits (numerics/quantize.h): with
 // one scale for the tensor, or in blocks along the rows or the columns of a row-major
 // (rows, cols) matrix: OCP MX (kMxBlockSize, an E8M0 scale each) or NVFP4
 // (kNvfp4BlockSize, an E4M3 scale each and one fp32 scale from the tensor's amax). The
@@ -136,7 +136,7 @@ struct BackendInfo {
 // "CPU", "CUDA": a backend's name as sentences write it.
 std::string backendDisplayName(const std::string& name);
 
-// How the CPU multiplies 16-bit operands (issue 16): `exact` emulates the recipe on fp32
+// How the CPU multiplies 16-bit operands: `exact` emulates the recipe on fp32
 // arithmetic (the reference, the same bits on every CPU); `hardware` uses the CPU's native
 // bf16/fp16 units through oneDNN where it has them (fp32 accumulation in the hardware's
 // order), and exact where it has none.
@@ -304,7 +304,7 @@ public:
                                              std::int64_t N, std::int64_t classes, float lossScale,
                                              float* grad) = 0;
 
-    // ---- Tensors packed into their 16-bit storage format (issue 31) ---------------------
+    // ---- Tensors packed into their 16-bit storage format ---------------------
     // Whether the layers may hold activations and their gradients packed (Tensor::pack) on
     // this backend: the CPU backend, in host memory. On a backend that says no the layers
     // pack nothing, and none of the ops below is called (each throws std::logic_error).

@@ -266,7 +266,7 @@ void gatherBatch(const Dataset& ds, const std::uint32_t* idx, std::int64_t n, Te
                  std::vector<std::uint8_t>& labels)
 {
     // Pixels scaled to [0, 1] as byte / 255 in fp32: the batch is the fp32 input of
-    // DESIGN.md section 2; rounding to the compute format is the trainer's step.
+    // docs/ARCHITECTURE.md#one-training-step; rounding to the compute format is the trainer's step.
     static const std::array<float, 256> scale = [] {
         std::array<float, 256> t{};
         for (int b = 0; b < 256; ++b) t[static_cast<std::size_t>(b)] = static_cast<float>(b) / 255.0f;

@@ -1,4 +1,4 @@
-// Every output of a command checked before anything runs (issue 37): a run must not train
+// Every output of a command checked before anything runs: a run must not train
 // for an hour and then find that its weights cannot be written, or write its weights over
 // its own record or over the config it was started from.
 #pragma once

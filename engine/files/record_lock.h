@@ -1,4 +1,4 @@
-// Who is writing a run record (issue 37): a lock file beside the record, ".<name>.lock",
+// Who is writing a run record: a lock file beside the record, ".<name>.lock",
 // created exclusively (O_EXCL) and holding the writer's pid and host. It makes run ids
 // unique across processes (an id is taken while its lock or its record exists, and the
 // lock is created before the record and removed after it is complete), it stops two

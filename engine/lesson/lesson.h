@@ -1,4 +1,4 @@
-// A lesson for the classroom, as data (DESIGN.md section 8, schema in docs/LESSONS.md):
+// A lesson for the classroom, as data (docs/ARCHITECTURE.md#lessons, schema in docs/LESSONS.md):
 // a question, the runs that answer it, the view each chart opens on, machine-checked
 // expectations that back each sentence of the explanation, placeholders in the text
 // filled from the runs just measured, and an optional prediction asked before the runs.

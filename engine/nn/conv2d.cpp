@@ -67,7 +67,7 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     geometry_ = geometryOf(input.shape());
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();
-    // Issue 31: a packed input is lowered from its bits when it is the operand as it is (in
+    // A packed input is lowered from its bits when it is the operand as it is (in
     // the compute format, not quantised); else it is read as fp32.
     packs_ = packsStorage(ctx, p);
     multiplies16_ = false;   // forwardPacked says
@@ -318,7 +318,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
                                     shapeString(output_.shape()) + ".");
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
-    if (packs_ && operandAsItIs(gradOutput, p)) {   // issue 31: the passes in blocks
+    if (packs_ && operandAsItIs(gradOutput, p)) {   // the passes in blocks
         filterGradientPacked(ctx, p, gradOutput);
         roundWeightGradients(ctx, p);
         if (!needInputGrad) return nullptr;
@@ -333,7 +333,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     }
     // MX quantises the gradient once for each GEMM, in its blocks (filterGradientLowered,
     // inputGradientLowered); the bias gradient sums it as it arrived when quantising.
-    // The GEMMs read fp32 (issue 31): a packed gradient is widened into the step's work
+    // The GEMMs read fp32: a packed gradient is widened into the step's work
     // buffer, which is the operand itself when it is in the compute format.
     const Tensor* arrived = gradOutput.packed() ? &widenedInto(ctx, 0, gradOutput, ownWork_[0]) : &gradOutput;
     const Tensor& dY =   // (Cout, N, H, W)

@@ -47,7 +47,7 @@ private:
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
-    // Issue 31, the output and gradients packed: the three passes in blocks of samples (and
+    // The output and gradients packed: the three passes in blocks of samples (and
     // of channels), each block's fp32 columns and GEMM results in buffers of at most
     // packedBlockValues() values, so that no fp32 copy of a whole activation exists. Every
     // GEMM is a block of rows or columns of the unblocked one, with the same sums over the

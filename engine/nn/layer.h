@@ -43,7 +43,7 @@ public:
     virtual std::int64_t keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const = 0;
     // The part of keptBytesPerSample that is the layer's lowered input (a convolution's
     // columns), which a layer holding packed 16-bit tensors lowers in bounded blocks instead
-    // of for every sample (issue 31).
+    // of for every sample.
     virtual std::int64_t loweredBytesPerSample(const Shape&, const PrecisionRecipe&) const { return 0; }
 
 private:

@@ -1,5 +1,5 @@
 // Shared rounding sites of the layers: parallel bulk rounding with telemetry taps, and the
-// quantisation of matmul/conv inputs under the FP8 and MX recipes (issue 15).
+// quantisation of matmul/conv inputs under the FP8 and MX recipes.
 #include "nn/layer_ops.h"
 
 #include "numerics/quantize.h"

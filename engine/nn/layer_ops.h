@@ -22,7 +22,7 @@ struct StepPrecision {
     bool fp32Accumulate = true;
     Format grad = Format::fp32;      // weight and bias gradients: recipe.gradientFormat()
     bool fp32SensitiveOps = true;
-    Quantization quant;              // FP8 / MX operands (issue 15); off: rounded to compute
+    Quantization quant;              // FP8 / MX operands; off: rounded to compute
 
     static StepPrecision of(const PrecisionRecipe& recipe);
     // The rules of one layer: the recipe's, with the layer's own precision where the
@@ -89,7 +89,7 @@ QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role);
 void prepareQuantized(Tensor& t, const Shape& shape, const QuantizedStorage& q, StepContext& ctx,
                       MemoryCategory category);
 
-// Under an MX recipe (issue 15): the (rows, cols) matrix at src, row stride ld, quantised
+// Under an MX recipe: the (rows, cols) matrix at src, row stride ld, quantised
 // in OCP MX blocks along its rows or down its columns (the GEMM's reduction dimension)
 // into dst (may alias; same stride), tapped as (layer, quantizedKind(role)) with its
 // block scales. A tensor used by two GEMMs along different dimensions is quantised once
@@ -147,21 +147,22 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
                  std::string_view layer, TensorKind kind);
 
 // Sizes `t` for this step where the backend keeps its tensors: shape, modelled storage
-// format, memory accounting under `category`. packed (issue 31): held packed into its
+// format, memory accounting under `category`. packed: held packed into its
 // 16-bit storage format. A tensor that changes form is emptied first, never converted:
 // its values are about to be written, and it never holds both forms at once.
 void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category,
                    bool packed = false);
 
-// Issue 31: whether a layer holds its output and its input gradient packed into its 16-bit
+// Whether a layer holds its output and its input gradient packed into its 16-bit
 // storage format (Tensor::pack): fp16 or bf16 storage, operands not quantised, on a backend
 // that holds packed tensors (the CPU's). Values are the same either way; bytes are halved.
 bool packsStorage(const StepContext& ctx, const StepPrecision& p);
 // The part of that which is the format's: fp16 or bf16 storage, operands not quantised.
 bool packableStorage(Format storage, bool quantizes);
 // The switch for benchmarks and tests (packing on and off side by side in one process):
-// off unless PLAB_PACKED_STORAGE=on when the process starts (or a caller turns it on): the
-// packed path computes the same bits but is not yet faster (bench/RESULTS.md, issue 31).
+// off unless PLAB_PACKED_STORAGE=on when the process starts (or a caller turns it on). The
+// packed path gives the same bits where OpenBLAS sums a cut product alike (SkylakeX
+// kernels), and is off by default until it costs no time (bench/RESULTS.md).
 void setPackedStorageEnabled(bool enabled);
 bool packedStorageEnabled();
 // The switch set for a scope (tests), and put back as it was when the scope ends.

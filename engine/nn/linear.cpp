@@ -36,7 +36,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
-    // A packed input (issue 31) in the compute format is read in blocks of rows; another
+    // A packed input in the compute format is read in blocks of rows; another
     // packed input is widened whole into the step's second work buffer, which keeps it for
     // this layer's backward pass (no layer between uses that buffer).
     inputArrivedPacked_ = input.packed();

@@ -35,8 +35,8 @@ private:
     Tensor roundedGrad_;     // (N, out) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (N, in)
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
-    bool inputArrivedPacked_ = false;   // issue 31: then its input gradient is packed too
-    // Issue 31: the packed input is the operand as it is, read in blocks of rows (forward,
+    bool inputArrivedPacked_ = false;   // then its input gradient is packed too
+    // The packed input is the operand as it is, read in blocks of rows (forward,
     // dX) or columns (dW) widened into a work buffer of at most packedBlockValues() values.
     bool readsInBlocks_ = false;
     // ... or, where the backend multiplies 16-bit patterns (gemm16), read whole as they are,

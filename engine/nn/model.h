@@ -37,7 +37,7 @@ struct StepContext {
     TelemetryCollector* telemetry = nullptr;   // may be null (evaluation)
     MemoryAccountant* memory = nullptr;        // may be null
     bool training = true;
-    // fp32 work buffers the layers of a step share (issue 31: a packed activation is
+    // fp32 work buffers the layers of a step share (a packed activation is
     // computed or widened here), reused from step to step; null: each layer keeps its own.
     std::array<Tensor, 2>* work = nullptr;
 };
@@ -79,7 +79,7 @@ public:
     // Bytes per sample of activations kept for backward, in the recipe's storage format,
     // for the batch-size planner.
     virtual std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const = 0;
-    // What the CPU backend holds per sample with 16-bit packing on (issue 31): a layer whose
+    // What the CPU backend holds per sample with 16-bit packing on: a layer whose
     // storage is fp16 or bf16 and not quantised keeps its output packed (2 bytes an
     // element) and lowers its input in bounded blocks; any other keeps 4-byte values, or
     // its recipe's bytes where those are more (quantised codes).

@@ -1,4 +1,4 @@
-// Formats below 16 bits (issue 15): the OCP 8-bit floating point formats E4M3 and E5M2
+// Formats below 16 bits: the OCP 8-bit floating point formats E4M3 and E5M2
 // (OFP8 revision 1.0) and the element formats of OCP Microscaling (MX v1.0): FP6 E2M3,
 // FP6 E3M2 and FP4 E2M1. Exact scalar conversions from fp32: round to nearest, ties to
 // even, subnormals kept; a value too large for the format either saturates to the largest

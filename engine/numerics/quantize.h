@@ -1,5 +1,5 @@
 // Bulk quantisation of fp32 arrays to the formats below 16 bits (minifloat.h) with a
-// scale, as the FP8 and MX recipes quantise matmul/conv inputs (issue 15):
+// scale, as the FP8 and MX recipes quantise matmul/conv inputs:
 // - per tensor: q = round_f(x * scale), saturating, and the value written is q * scaleInv
 //   (Transformer Engine keeps scaleInv = 1 / scale beside the FP8 data; cuBLASLt multiplies
 //   the fp32 sum by the two operands' scaleInv instead, so the emulation's operands differ

@@ -1,4 +1,4 @@
-// The bits a 16-bit tensor holds (issue 31: a tensor's bytes are its format's bytes):
+// The bits a 16-bit tensor holds (a tensor's bytes are its format's bytes):
 // fp32 values narrowed to fp16 or bf16 bit patterns and widened back. Narrowing rounds to
 // nearest even exactly as fp32ToFp16Bits / fp32ToBf16Bits (numerics/format.h) do, so a
 // value already rounded to the format is stored exactly; widening is exact (an fp16

@@ -50,7 +50,7 @@ void roundWritten(Format f, float* x, std::size_t n);
 // double (exact for two floats) to tell a zero update from a lost one.
 void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts);
 
-// The formats one optimizer step writes (issue 38): the weights and their gradient (fp32
+// The formats one optimizer step writes: the weights and their gradient (fp32
 // beside masters, else the storage format), and the optimizer state (momentum, Adam's
 // moments and its `denom`), which a recipe may set apart from the weights.
 struct UpdateFormats {

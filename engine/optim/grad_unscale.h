@@ -1,5 +1,5 @@
 // What happens to the weight gradients between backward and the optimizer: the
-// finiteness check and unscaling of GradScaler.unscale_ (DESIGN.md section 2), and
+// finiteness check and unscaling of GradScaler.unscale_ (docs/ARCHITECTURE.md#one-training-step), and
 // torch.nn.utils.clip_grad_norm_, which sees the unscaled gradients.
 #pragma once
 

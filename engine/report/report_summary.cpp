@@ -286,7 +286,7 @@ void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence
                                          " times as much; the largest category of the largest was " +
                                          largestCategory(**hi) + "."});
     }
-    // Which arithmetic a run's products ran in, as its record says (issue 16): ", hardware
+    // Which arithmetic a run's products ran in, as its record says: ", hardware
     // arithmetic" / ", exact arithmetic"; nothing for fp32 or an older record.
     auto arithmetic = [](const RunDigest& r) {
         const auto it = r.backend.find("arithmetic");

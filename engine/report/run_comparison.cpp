@@ -88,7 +88,7 @@ std::string recipePhraseOf(const json& recipe)
         else
             parts.push_back("with custom loss scaling");
     }
-    // Records before issue 15 have no quantization: off, as every preset of theirs.
+    // Records older than quantisation have none: off, as every preset of theirs.
     const json q = recipe.value("quantization", ref["quantization"]);
     if (q != ref["quantization"]) parts.push_back("with " + textOr(q, "description", "quantised operands"));
     // Per-layer precision (records before it have none).

@@ -1,4 +1,4 @@
-// The runs folder at a glance (issue 37): what a list of runs shows of each record (its
+// The runs folder at a glance: what a list of runs shows of each record (its
 // listing), read once from the whole record and kept in a small index beside the records
 // (".plab-index.json"), so that a folder of thousands of records opens without parsing
 // them all again. The index is only a cache: an entry counts while its record has the

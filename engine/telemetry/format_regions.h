@@ -32,7 +32,7 @@ FormatRegions formatRegions(Format f);
 FormatRegions formatRegions(MiniFormat f);
 
 // A format whose regions a histogram is judged in: the compute format of a run, or for a
-// quantised kind (issue 15) the element format its values were given to.
+// quantised kind the element format its values were given to.
 struct RegionFormat {
     std::string name;          // "fp16", "e5m2", "fp4-e2m1"
     FormatRegions regions;

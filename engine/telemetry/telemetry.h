@@ -14,7 +14,7 @@
 
 namespace plab {
 
-// The last three are the matmul/conv inputs the FP8 and MX recipes quantise (issue 15):
+// The last three are the matmul/conv inputs the FP8 and MX recipes quantise:
 // a layer's input activation, its weight, and the gradient of its output.
 enum class TensorKind : std::uint8_t {
     activation, activationGrad, weightGrad, quantizedActivation, quantizedWeight, quantizedActivationGrad

@@ -1,6 +1,6 @@
 // A dense tensor of fp32 values that are exactly representable in its storage format.
 // Shapes are row-major; conv activations are (C, N, H, W). On the host, a tensor whose
-// storage format is fp16 or bf16 may be packed (issue 31): it then holds its values as that
+// storage format is fp16 or bf16 may be packed: it then holds its values as that
 // format's 2-byte bit patterns (bits16()), exactly, and data() is refused. A tensor registered with a
 // MemoryAccountant reports its bytes (in its storage format, or as a quantised copy would
 // be stored) under its category for as long as it lives. A tensor lives in host memory unless placed on a backend's device
@@ -23,7 +23,7 @@ namespace plab {
 
 using Shape = std::vector<std::int64_t>;
 
-// The size of a quantised copy as FP8/MX/NVFP4 hardware stores it (issue 15): elementBits
+// The size of a quantised copy as FP8/MX/NVFP4 hardware stores it: elementBits
 // per value, one byte of scale per blockSize values (0: none; counted over the whole
 // tensor, so a partial block at the end of each row is not counted apart) and tensorBytes
 // for the whole tensor (its fp32 scale). The emulation keeps the values in fp32, as it keeps a bf16

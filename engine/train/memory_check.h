@@ -1,4 +1,4 @@
-// The memory a run will need, checked before its first step (issue 37): a batch the
+// The memory a run will need, checked before its first step: a batch the
 // machine cannot hold is refused with the estimate and the largest batch that fits,
 // instead of growing until the kernel kills the process with no message.
 #pragma once

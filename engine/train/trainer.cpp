@@ -1,5 +1,5 @@
 // Over 500 lines: the loop, its commands, its evaluation and its output files share the Trainer's private state.
-// The training loop of DESIGN.md section 2: forward, backward, unscale and check,
+// The training loop of docs/ARCHITECTURE.md#one-training-step: forward, backward, unscale and check,
 // update or skip; evaluation per epoch; commands and setting changes between steps.
 #include "train/trainer.h"
 

@@ -1,4 +1,4 @@
-// The chart group base class (one of the six groups of charts, with presentation mode for
+// The chart group base class (one of the seven groups of charts, with presentation mode for
 // projectors) and the chart view that times its own painting for the frame scheduler.
 #pragma once
 
@@ -37,7 +37,7 @@ private:
     qint64 lastPaintNs_ = 0;
 };
 
-// One of the six chart groups: a widget with one or more charts and maybe controls.
+// One of the seven chart groups: a widget with one or more charts and maybe controls.
 class ChartGroup : public QWidget {
     Q_OBJECT
 public:

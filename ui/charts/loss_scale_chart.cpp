@@ -86,7 +86,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         });
         counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
 
-        // FP8 and NVFP4 recipes (issue 15): each layer's per-tensor gradient scale at the
+        // FP8 and NVFP4 recipes: each layer's per-tensor gradient scale at the
         // histogram steps, dashed, on the same log2 axis (both multiply the gradients before a
         // cast), and the amax of that step's gradient, dotted: delayed scaling sets the scale
         // from the amaxes of the steps before (largest finite / amax), current scaling and

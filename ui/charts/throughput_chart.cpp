@@ -89,7 +89,7 @@ void ThroughputChart::redraw(const RunPtr& current, const QList<RunPtr>& compare
         auto* line = pool_.take<QLineSeries>(key, {steps_, rate_});
         setSeriesName(line, tr("%1 images/s (%2 overall)").arg(run->name()).arg(run->imagesPerSecond(), 0, 'f', 0));
         setSeriesPen(line, runPen(run->color(), 2.0));
-        // Which arithmetic its products ran in, where it is one of the CPU's two (issue 16).
+        // Which arithmetic its products ran in, where it is one of the CPU's two.
         const QString arithmetic = run->arithmeticKind().isEmpty() ? QString() : QStringLiteral(", ") + run->arithmeticKind();
         setLegendLabel(chart_, line,
                        run == runs.front()

@@ -71,7 +71,7 @@ QString powerOfTwoForm(double value);
 // a subnormal: "(-1)^s × 0.m₂ × 2^(1 - bias)"; zero, inf and NaN say what their fields mean.
 QString fieldFormula(Format f, float value);
 
-// A number in a format below 16 bits (issue 15), as the FP8/MX/NVFP4 recipes quantise it:
+// A number in a format below 16 bits, as the FP8/MX/NVFP4 recipes quantise it:
 // the fp32 value rounded to f, saturating. pattern is "S.EEEE.MMM" (the fields apart); kind
 // "normal", "subnormal", "zero", "saturated" (a finite value past the largest, clipped) or
 // "not representable" (a NaN in FP6/FP4); nonSaturating what OFP8's non-saturating

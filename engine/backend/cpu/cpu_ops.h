@@ -34,7 +34,7 @@ void maxPool2x2Backward(ThreadPool& pool, const float* g, const std::uint8_t* ar
                         std::int64_t H, std::int64_t W, float* dx);
 void transposeBlocks(ThreadPool& pool, const float* in, std::int64_t A, std::int64_t B, std::int64_t inner,
                      float* out);
-// The same for packed 16-bit tensors (issue 31): they only move values.
+// The same for packed 16-bit tensors: they only move values.
 void maxPool2x2Backward(ThreadPool& pool, const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
                         std::int64_t H, std::int64_t W, std::uint16_t* dx);
 void transposeBlocks(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,

@@ -11,7 +11,7 @@ namespace plab::cpu {
 
 void im2colBatch(ThreadPool& pool, const ConvGeometry& g, const float* src, std::int64_t n0,
                  std::int64_t count, float* cols);
-// im2colBatch of 16-bit patterns (issue 31): the bits moved, zeros for the padding.
+// im2colBatch of 16-bit patterns: the bits moved, zeros for the padding.
 void im2colBatch16(ThreadPool& pool, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
                    std::int64_t count, std::uint16_t* cols);
 // im2colBatch of a source packed in f (fp16 or bf16), widened on the way (exact): the columns

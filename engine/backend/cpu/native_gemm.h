@@ -1,9 +1,9 @@
-// Matrix products on the CPU's native 16-bit units through oneDNN (issue 16): the
+// Matrix products on the CPU's native 16-bit units through oneDNN: the
 // operands, already rounded to bf16 (or fp16) by the layers' rounding taps, are packed
 // into 16-bit arrays exactly and multiplied by oneDNN's matmul with fp32 accumulation in
 // the hardware's order (AVX-512 BF16's dot products, AMX tiles) into an fp32 destination,
 // so the output's rounding stays a tap of ours. The "hardware" arithmetic; the "exact"
-// one is OpenBLAS sgemm on the same operands (products exact in fp32, DESIGN.md section 3).
+// one is OpenBLAS sgemm on the same operands (products exact in fp32, docs/ARCHITECTURE.md#numerics).
 #pragma once
 
 #include "backend/backend.h"
@@ -47,7 +47,7 @@ public:
              std::int64_t ldc);
 
     // run on operands already held as f's 16-bit patterns, strided as run's (aLd, bLd),
-    // with no packing copy (issue 31): the same blocks and calls as run makes on their
+    // with no packing copy: the same blocks and calls as run makes on their
     // dense copies.
     [[nodiscard]] bool run16(Format f, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N,
                              std::int64_t K, const std::uint16_t* A, std::int64_t aLd, const std::uint16_t* B,

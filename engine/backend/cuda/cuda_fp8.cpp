@@ -1,4 +1,4 @@
-// The FP8 recipes on the CUDA backend (issue 15): per-tensor quantisation and the amax on
+// The FP8 recipes on the CUDA backend: per-tensor quantisation and the amax on
 // the device (fp8_kernels.cu, element arithmetic in kernel_fp8.h), and GEMMs on the FP8
 // codes through cuBLASLt on devices of compute capability 8.9 or newer.
 //

@@ -1,4 +1,4 @@
-// The kernels of the FP8 recipes (issue 15): per-tensor quantisation with its statistics,
+// The kernels of the FP8 recipes: per-tensor quantisation with its statistics,
 // histogram and amax in one pass, the amax alone, and the operands and result of cuBLASLt's
 // FP8 GEMM (codes in the K-major, padded layout it wants; the padded result added into C).
 // The per-element arithmetic is kernel_fp8.h's, checked on the host against the CPU.

@@ -1,4 +1,4 @@
-// Per-element arithmetic of the CUDA backend's FP8 recipes (issue 15), written once for
+// Per-element arithmetic of the CUDA backend's FP8 recipes, written once for
 // the device and the host as kernel_math.h is: the per-tensor quantisation of one element
 // (a line-by-line port of roundSigned / roundUnsaturated in engine/numerics/quantize.cpp),
 // its RoundingStats counters, the amax as a bit pattern, and the FP8 code of a quantised
