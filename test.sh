@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: the same set-up as run.sh, then every CTest suite, then the
+# The whole test suite: the set-up of run.sh plus what only the tests use, then every CTest suite, then the
 # sanitizer pass. Suites that skip (the CUDA agreement tests without a GPU) are listed with
 # their reason.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --tests
 cd "$root/build"
 status=0
 ctest --output-on-failure -j"$(nproc)" "$@" || status=$?
@@ -12,7 +12,7 @@ if grep -h "^SKIP   : .*initTestCase()" Testing/Temporary/LastTest.log >/dev/nul
   echo "Skipped suites and why:"
   grep -h "^SKIP   : .*initTestCase()" Testing/Temporary/LastTest.log | sed 's/^SKIP   : /  /'
 fi
-# The sanitizer passes (issue 11): the engine, plab, the app and their suites under
+# The sanitizer passes: the engine, plab, the app and their suites under
 # ASan+UBSan+LSan (one build); the app's controller under TSan.
 # PLAB_NO_SANITIZE=1 leaves them out (a quick local run); CI runs them.
 if [ "${PLAB_NO_SANITIZE:-0}" != 1 ]; then

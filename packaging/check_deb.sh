@@ -14,7 +14,7 @@ pass() { echo "PASS: $*"; }
 skip() { echo "SKIP: $*"; }
 
 for tool in dpkg-deb desktop-file-validate appstreamcli; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (scripts/setup.sh --tests installs it)"; exit 1; }
 done
 
 work="$(mktemp -d)"

