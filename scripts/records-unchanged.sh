@@ -48,6 +48,11 @@ runs+=("mlp-pure-fp16|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale
 # kColsBudget), so its filter gradient sums over blocks; 3 steps (its own batch and steps).
 # Exact arithmetic: with packing on, its products run in blocks (docs/ARITHMETIC.md), whose
 # oneDNN sums differ from the whole product's; the exact arithmetic's must not.
+# Three epochs with a partial last batch each (8,000 / 600), their batches written; then
+# the same steps read back from that file (BatchSource's two kinds).
+mlp_epochs="--model mlp --widths 16,8 --recipe amp-fp16 --max-steps 0 --histogram-every 10 --eval-every 0"
+runs+=("epochs|$mlp_epochs --batch 600 --epochs 3 --write-batches $out/epochs.batches")
+runs+=("batch-file|$mlp_epochs --read-batches $out/epochs.batches")
 for recipe in pure-bf16 amp-fp16; do
   runs+=("seed-cnn-$recipe|--model seed-cnn --recipe $recipe --arithmetic exact --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")
 done
@@ -56,7 +61,11 @@ failed=0
 for entry in "${runs[@]}"; do
   name="${entry%%|*}"
   flags="${entry#*|}"
-  common="--epochs 1 --threads 1 --seed 3 --quiet"
+  common="--threads 1 --seed 3 --quiet"
+  case "$flags" in
+    *--epochs*|*--read-batches*) ;;
+    *) common="$common --epochs 1" ;;
+  esac
   case "$flags" in
     *--max-steps*) ;;
     *) common="$common --batch 32 --max-steps 40 --histogram-every 10 --eval-every 20" ;;

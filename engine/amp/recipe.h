@@ -184,6 +184,10 @@ struct PrecisionRecipe {
     bool operator==(const PrecisionRecipe&) const = default;
 };
 
+// What changed from `a` to `b`, "" when nothing: "compute fp32 -> fp16; loss scaling off ->
+// dynamic from 65536" (the record's setting-change events).
+std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe& b);
+
 // Parses a --loss-scale value: "off", "static:S" (S a positive finite number),
 // "dynamic" (= "pytorch"), "pytorch", "tensorflow", "apex". On a bad value returns
 // nullopt and, when `error` is given, stores one sentence saying what is wrong.

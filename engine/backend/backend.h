@@ -114,7 +114,7 @@ struct DeviceMemoryInfo {
 };
 
 // What a backend can run: the trainer refuses a recipe (at the start and in a mid-run
-// change) that needs anything else (recipeProblem, train/trainer.h).
+// change) that needs anything else (recipeProblem, train/backend_support.h).
 struct BackendCapabilities {
     std::vector<Format> compute;         // the formats its products and convolutions compute in
     std::vector<Format> sumsInCompute;   // those it can also accumulate in (fp32 accumulation off)

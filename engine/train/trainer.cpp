@@ -1,8 +1,9 @@
-// Over 500 lines: the loop, its commands, its evaluation and its output files share the Trainer's private state.
 // The training loop of docs/ARCHITECTURE.md#one-training-step: forward, backward, unscale and check,
 // update or skip; evaluation per epoch; commands and setting changes between steps.
 #include "train/trainer.h"
 
+#include "train/backend_support.h"
+#include "train/batch_source.h"
 #include "train/memory_check.h"
 
 #include "amp/loss_scaler.h"
@@ -47,49 +48,6 @@ std::optional<RunStatus> parseRunStatus(std::string_view name)
                    RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
         if (runStatusName(s) == name) return s;
     return std::nullopt;
-}
-
-namespace {
-
-bool listed(const std::vector<Format>& formats, Format f)
-{
-    return std::find(formats.begin(), formats.end(), f) != formats.end();
-}
-
-// What the backend cannot do of one layer's switches (the whole recipe's without a list).
-std::string switchesProblem(const PrecisionRecipe& recipe, const BackendInfo& info)
-{
-    const std::string backend = "the " + backendDisplayName(info.name) + " backend";
-    const std::string format(formatName(recipe.compute));
-    if (!listed(info.capabilities.compute, recipe.compute)) {
-        const std::string& why = info.capabilities.limitation;
-        return backend + " cannot compute in " + format + (why.empty() ? "" : " (" + why + ")");
-    }
-    if (!recipe.fp32Accumulate && recipe.compute != Format::fp32 &&
-        !listed(info.capabilities.sumsInCompute, recipe.compute))
-        return backend + " cannot accumulate in " + format + "; turn fp32 accumulation on" +
-               (info.name == "cpu" ? "" : ", or use the CPU backend, which emulates it");
-    const std::string mode(quantModeName(recipe.quantization.mode));
-    if (recipe.quantization.on() && !info.capabilities.quantizes)
-        return backend + " cannot quantise matmul/conv inputs below 16 bits (" + mode +
-               "); use the CPU backend, which emulates it";
-    if (recipe.quantization.blockScaled() && !info.capabilities.quantizesBlocks) {
-        const std::string& why = info.capabilities.blocksLimitation;
-        return backend + " cannot quantise in blocks (" + mode + (why.empty() ? "" : ": " + why) +
-               "); use the CPU backend, which emulates it";
-    }
-    return {};
-}
-
-}  // namespace
-
-std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info)
-{
-    if (auto problem = switchesProblem(recipe.forLayer({}), info); !problem.empty()) return problem;
-    for (const LayerPrecision& l : recipe.layers)
-        if (auto problem = switchesProblem(recipe.forLayer(l.layer), info); !problem.empty())
-            return "layer " + l.layer + " (" + l.precision + "): " + problem;
-    return {};
 }
 
 RunFiles readRunFiles(const TrainSettings& settings, const DataSplit& data)
@@ -217,83 +175,6 @@ void Trainer::evaluate(State& st)
     emitEvent(e);
 }
 
-namespace {
-
-std::string onOff(bool b) { return b ? "on" : "off"; }
-
-std::string scalingText(const LossScaling& l)
-{
-    std::ostringstream out;
-    switch (l.mode) {
-    case LossScaleMode::off: out << "off"; break;
-    case LossScaleMode::fixed: out << "static " << l.initScale; break;
-    case LossScaleMode::dynamic: out << "dynamic from " << l.initScale; break;
-    }
-    return out.str();
-}
-
-// "compute fp32 -> fp16; loss scaling off -> dynamic from 65536"
-std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe& b)
-{
-    std::vector<std::string> parts;
-    if (a.compute != b.compute)
-        parts.push_back("compute " + std::string(formatName(a.compute)) + " -> " + std::string(formatName(b.compute)));
-    if (a.masterWeights != b.masterWeights)
-        parts.push_back("master weights " + onOff(a.masterWeights) + " -> " + onOff(b.masterWeights));
-    if (a.optimizerStateFormat() != b.optimizerStateFormat())
-        parts.push_back("optimizer state " + std::string(formatName(a.optimizerStateFormat())) + " -> " +
-                        std::string(formatName(b.optimizerStateFormat())));
-    if (a.fp32Accumulate != b.fp32Accumulate)
-        parts.push_back("fp32 accumulation " + onOff(a.fp32Accumulate) + " -> " + onOff(b.fp32Accumulate));
-    if (a.fp32SensitiveOps != b.fp32SensitiveOps)
-        parts.push_back("fp32 softmax/loss " + onOff(a.fp32SensitiveOps) + " -> " + onOff(b.fp32SensitiveOps));
-    if (!(a.lossScaling == b.lossScaling))
-        parts.push_back("loss scaling " + scalingText(a.lossScaling) + " -> " + scalingText(b.lossScaling));
-    if (!(a.quantization == b.quantization))
-        parts.push_back("quantisation " + a.quantization.describe() + " -> " + b.quantization.describe());
-    if (a.layers != b.layers) {
-        const auto text = [](const PrecisionRecipe& r) {
-            return r.layers.empty() ? std::string("none") : layerPrecisionsText(r.layers);
-        };
-        parts.push_back("per-layer precision " + text(a) + " -> " + text(b));
-    }
-    std::string out;
-    for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-    return out;
-}
-
-// The record's arithmetic phrase: the backend's for the recipe's GEMMs. Quantised operands
-// are emulated (their dequantised values multiplied on fp32 arithmetic) unless the backend
-// multiplies FP8 codes itself (the CUDA backend's cuBLASLt FP8 GEMMs), which its phrase for
-// FP8 operands then says.
-std::string switchesArithmetic(const PrecisionRecipe& recipe, const ComputeBackend& backend)
-{
-    const StepPrecision p = StepPrecision::of(recipe);
-    const GemmPrecision gemm = p.gemm();
-    if (!recipe.quantization.on() || !gemm.fp32Accumulate) return backend.arithmeticFor(gemm);
-    const std::string emulated = backend.arithmeticFor(gemm);
-    if (!recipe.quantization.blockScaled()) {
-        GemmPrecision fp8 = gemm;   // the forward pass's operands
-        fp8.a = {true, quantizedFormat(p.quant, OperandRole::input)};
-        fp8.b = {true, quantizedFormat(p.quant, OperandRole::weight)};
-        if (std::string native = backend.arithmeticFor(fp8); native != emulated) return native;
-    }
-    return "exact: " + std::string(quantModeName(recipe.quantization.mode)) +
-           " operands held dequantised in fp32, multiplied and summed in fp32 (" + emulated + ")";
-}
-
-// With per-layer precision, each layer whose arithmetic differs is named after the recipe's.
-std::string arithmeticOf(const PrecisionRecipe& recipe, const ComputeBackend& backend)
-{
-    const std::string common = switchesArithmetic(recipe.forLayer({}), backend);
-    std::string out = common;
-    for (const LayerPrecision& l : recipe.layers)
-        if (auto own = switchesArithmetic(recipe.forLayer(l.layer), backend); own != common)
-            out += "; layer " + l.layer + ": " + own;
-    return out;
-}
-
-}  // namespace
 
 void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
 {
@@ -536,34 +417,20 @@ RunResult Trainer::runOrThrow(State& st)
         return std::nullopt;
     };
 
-    if (!files_.batches.empty()) {
-        // A batch file's steps in order; an epoch ends each time the samples taken reach
-        // another whole training set.
-        std::int64_t taken = 0;
-        st.epoch = 0;
-        for (const auto& batch : files_.batches) {
-            if (auto end = beforeStep()) return *end;
-            if (auto end = step(batch.data(), static_cast<std::int64_t>(batch.size()))) return *end;
-            taken += static_cast<std::int64_t>(batch.size());
-            if (taken >= (st.epoch + 1) * data_.train.count) {
-                evaluate(st);
-                st.epoch = static_cast<int>(taken / data_.train.count);
-            }
+    BatchSource source = files_.batches.empty()
+                             ? BatchSource::epochs(data_.train.count, settings_.seed, settings_.epochs)
+                             : BatchSource::file(files_.batches, data_.train.count, settings_.readBatches);
+    st.epoch = 0;
+    while (!source.done()) {
+        if (auto end = beforeStep()) return *end;
+        const BatchSource::Batch batch = source.next(st.batch);
+        if (auto end = step(batch.indices, batch.count)) return *end;
+        if (source.epochEnded()) {
+            evaluate(st);
+            st.epoch = source.epoch();
         }
-        return finish(RunStatus::completed, "completed the " + std::to_string(st.step) + " steps of " +
-                                                settings_.readBatches);
     }
-    for (st.epoch = 0; st.epoch < settings_.epochs; ++st.epoch) {
-        const auto order = epochOrder(data_.train.count, settings_.seed, st.epoch);
-        for (std::int64_t pos = 0; pos < data_.train.count;) {
-            if (auto end = beforeStep()) return *end;
-            const std::int64_t n = std::min<std::int64_t>(st.batch, data_.train.count - pos);
-            if (auto end = step(order.data() + pos, n)) return *end;
-            pos += n;
-        }
-        evaluate(st);
-    }
-    return finish(RunStatus::completed, "completed " + std::to_string(st.step) + " steps");
+    return finish(RunStatus::completed, source.completedText(st.step));
 }
 
 std::string Trainer::writeOutputFiles(State& st, RunStatus status)

@@ -6,6 +6,7 @@
 #include "data/batch_file.h"
 #include "data/dataset.h"
 #include "train/events.h"
+#include "train/backend_support.h"
 #include "train/settings.h"
 #include "weights/safetensors.h"
 
@@ -101,8 +102,6 @@ struct RunFiles {
 // (checked against the training set); throws InputError naming the file and the problem.
 RunFiles readRunFiles(const TrainSettings& settings, const DataSplit& data);
 
-// Why the backend described by `info` (its capabilities) cannot run `recipe`, or "".
-[[nodiscard]] std::string recipeProblem(const PrecisionRecipe& recipe, const BackendInfo& info);
 
 class Trainer {
 public:
