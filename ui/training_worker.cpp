@@ -4,7 +4,7 @@
 #include "files/output_paths.h"
 
 #include "data/dataset.h"
-#include "report/run_record.h"
+#include "report/recorded_run.h"
 #include "train/trainer.h"
 
 #include <filesystem>
@@ -100,24 +100,15 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
         return;
     }
 
-    std::unique_ptr<RunRecorder> recorder;
-    bool recordFailed = false;
-    auto sink = [&](const TrainerEvent& e) {
-        recorder->onEvent(e);
+    auto observer = [&](const TrainerEvent& e) {
         if (job->post(e)) notify({WorkerNotice::Kind::eventsPending, id});
-        // A record that cannot be written (a full disk) ends the run as failed, once: the
-        // trainer's failure event that follows is recorded in memory and shown, not thrown.
-        if (!recordFailed && !recorder->writeError().empty()) {
-            recordFailed = true;
-            throw std::runtime_error("the run record could not be written: " + recorder->writeError());
-        }
     };
-    std::unique_ptr<Trainer> trainer;
+    std::unique_ptr<RecordedRun> run;
     try {
-        trainer = std::make_unique<Trainer>(settings, data, sink, job->makeBackend, job->control);
         const std::filesystem::path recordPath = job->recordPath.toStdString();
+        run = std::make_unique<RecordedRun>(settings, data, recordPath, job->runName.toStdString(), observer,
+                                            job->makeBackend, job->control);
         if (recordPath.has_parent_path()) std::filesystem::create_directories(recordPath.parent_path());
-        recorder = std::make_unique<RunRecorder>(recordPath, settings, data, job->runName.toStdString());
     } catch (const std::exception& e) {
         notify({WorkerNotice::Kind::finished, id, endedBeforeTraining(RunStatus::failed, e.what()), false});
         return;
@@ -126,15 +117,7 @@ void TrainingWorker::runJob(const std::shared_ptr<TrainingJob>& job)
     notify({WorkerNotice::Kind::started, id});
     if (!notice.empty() && job->post(StatusEvent{RunStatus::starting, 0, notice}))
         notify({WorkerNotice::Kind::eventsPending, id});
-    RunResult result = trainer->run();
-    try {
-        recorder->finish(result);
-    } catch (const std::exception& e) {
-        if (result.status != RunStatus::failed) {
-            result.status = RunStatus::failed;
-            result.message = std::string("the run record could not be written: ") + e.what();
-        }
-    }
+    const RunResult result = run->run();
     notify({WorkerNotice::Kind::finished, id, result, true});
 }
 

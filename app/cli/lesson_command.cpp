@@ -71,9 +71,8 @@ int runLesson(const LessonOptions& opts)
         const DataSplit data = loadTrainingData(run.settings);
         std::cerr << "plab: lesson run " << (i + 1) << "/" << lesson.runs.size() << ": " << run.name << '\n';
         const auto lock = lockRecord(outDir / (run.id + ".json"), "the record of lesson run");
-        RunRecorder recorder(outDir / (run.id + ".json"), run.settings, data, run.name);
         ProgressPrinter progress(std::cerr, opts.quiet);
-        const RunResult result = runRecordedTraining(run.settings, data, &recorder, progress);
+        const auto [result, recorded] = runRecordedTraining(run.settings, data, outDir / (run.id + ".json"), run.name, progress);
         if (result.status == RunStatus::stopped) {
             std::cerr << "plab: the lesson was stopped; its claims are not judged\n";
             return kExitInterrupted;
@@ -85,7 +84,7 @@ int runLesson(const LessonOptions& opts)
         std::printf("run %-14s %-9s test accuracy %.2f%%  %lld steps\n", run.id.c_str(),
                     std::string(runStatusName(result.status)).c_str(), 100.0 * result.testAccuracy,
                     static_cast<long long>(result.steps));
-        records.push_back(recorder.record());
+        records.push_back(recorded->recorder().record());
     }
 
     LessonRecords refs;

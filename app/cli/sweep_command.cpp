@@ -325,9 +325,8 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
         std::cerr << "plab: sweep run " << i + 1 << "/" << grid.size() << ": " << point.settings.recipe.describe()
                   << ", batch " << point.settings.batch << '\n';
         const auto lock = lockRecord(file, "the record of sweep point");
-        RunRecorder recorder(file, point.settings, data);
         ProgressPrinter progress(std::cerr, opts.quiet);
-        const RunResult result = runRecordedTraining(point.settings, data, &recorder, progress);
+        const RunResult result = runRecordedTraining(point.settings, data, file, {}, progress).result;
         files.push_back(file.string());
         std::cerr << "plab: " << runStatusName(result.status) << ": " << result.message << "; record " << file.string() << '\n';
         if (result.status == RunStatus::failed) failed = true;

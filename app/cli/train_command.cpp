@@ -51,18 +51,14 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         std::cerr << "plab: notice: --threads " << settings.threads << ": this machine has "
                   << usableCpuThreads(0) << " logical cores; using " << usableCpuThreads(settings.threads) << '\n';
 
-    std::unique_ptr<RunRecorder> recorder;
     std::unique_ptr<RecordLock> lock;   // released after the record's last write
-    if (!opts.out.empty()) {
-        lock = lockRecord(opts.out, "--out");
-        recorder = std::make_unique<RunRecorder>(opts.out, settings, data, opts.name);
-    }
+    if (!opts.out.empty()) lock = lockRecord(opts.out, "--out");
     ProgressPrinter progress(std::cerr, opts.quiet);
-    const RunResult result = runRecordedTraining(settings, data, recorder.get(), progress);
-    if (recorder && recorder->writeError().empty())
-        std::cerr << "plab: run record written to " << recorder->path().string() << '\n';
-    else if (recorder)
-        std::cerr << "plab: the run record " << recorder->path().string()
+    const auto [result, run] = runRecordedTraining(settings, data, opts.out, opts.name, progress);
+    if (!opts.out.empty() && run->recorder().writeError().empty())
+        std::cerr << "plab: run record written to " << opts.out << '\n';
+    else if (!opts.out.empty())
+        std::cerr << "plab: the run record " << opts.out
                   << " keeps its last complete version, if it had one\n";
 
     if (result.status != RunStatus::failed) {

@@ -211,41 +211,25 @@ DataSplit loadTrainingData(const TrainSettings& settings)
     return data;
 }
 
-RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data, RunRecorder* recorder,
-                              ProgressPrinter& progress)
+RecordedResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data,
+                                   const std::filesystem::path& recordPath, const std::string& name,
+                                   ProgressPrinter& progress)
 {
-    bool recordFailed = false;
-    StopSignals signals;
-    Trainer trainer(settings, data, [&](const TrainerEvent& e) {
-        if (recorder) recorder->onEvent(e);
-        progress.onEvent(e);
-        // A record that cannot be written (a full disk) ends the run as failed, once.
-        if (recorder && !recordFailed && !recorder->writeError().empty()) {
-            recordFailed = true;
-            throw std::runtime_error("the run record could not be written: " + recorder->writeError());
-        }
-    });
-    progress.setPlannedSteps(trainer.plannedSteps(), settings.epochs);
-    RunResult result;
-    StopSignals::route(&trainer.control());
+    StopSignals signals;   // before the trainer exists: a signal while it loads stops it at once
+    RecordedResult out;
+    out.run = std::make_unique<RecordedRun>(settings, data, recordPath, name,
+                                            [&progress](const TrainerEvent& e) { progress.onEvent(e); });
+    progress.setPlannedSteps(out.run->trainer().plannedSteps(), settings.epochs);
+    StopSignals::route(&out.run->trainer().control());
     {
         // Unrouted before the trainer goes, on every path out of run().
         struct Unroute {
             ~Unroute() { StopSignals::route(nullptr); }
         } unroute;
-        result = trainer.run();
+        out.result = out.run->run();
     }
     progress.finish();
-    if (recorder) {
-        try {
-            recorder->finish(result);
-        } catch (const std::exception& e) {
-            // The last good version of the record stays; the run is reported as failed.
-            result.status = RunStatus::failed;
-            result.message = e.what();
-        }
-    }
-    return result;
+    return out;
 }
 
 }  // namespace plab::cli

@@ -7,6 +7,7 @@
 
 #include "data/dataset.h"
 #include "files/record_lock.h"
+#include "report/recorded_run.h"
 #include "report/run_record.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,11 +50,17 @@ void addTrainFlags(CLI::App& cmd, TrainFlagValues& values);
 // gets what settingsFromJson should name in its messages.
 nlohmann::json settingsPatch(const CLI::App& cmd, const TrainFlagValues& values, std::string& origin);
 
-// Trains one run, feeding the recorder (may be null) and the progress printer; SIGINT and
-// SIGTERM stop the run between steps (the result's status is then stopped). The record's
-// summary is written before returning.
-RunResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data, RunRecorder* recorder,
-                              ProgressPrinter& progress);
+// Trains one recorded run (recordPath empty: the record in memory only), its events also
+// going to the progress printer; SIGINT and SIGTERM stop the run between steps (the
+// result's status is then stopped). The record's summary is written before returning; the
+// run is returned with the result, for its record.
+struct RecordedResult {
+    RunResult result;
+    std::unique_ptr<RecordedRun> run;
+};
+RecordedResult runRecordedTraining(const TrainSettings& settings, const DataSplit& data,
+                                   const std::filesystem::path& recordPath, const std::string& name,
+                                   ProgressPrinter& progress);
 
 // The lock of a record this command writes (files/record_lock.h), so that the app shows
 // the record as live while it grows and no two writers share it: InputError naming the
