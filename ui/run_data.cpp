@@ -84,8 +84,7 @@ void RunData::apply(const TrainerEvent& event)
 {
     ++revision_;
     if (const auto* e = std::get_if<StepEvent>(&event)) {
-        steps_.push_back({e->step, e->epoch, std::isfinite(e->loss) ? e->loss : std::numeric_limits<float>::quiet_NaN(),
-                          e->lossScale, e->skipped, e->batch, e->timeMs});
+        steps_.push_back(StepPoint::of(*e));
         skipped_ = e->skippedSoFar;
         images_ += e->batch;
         stepMs_ += e->timeMs;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "report/runs_index.h"
+#include "report/step_point.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -23,16 +24,6 @@
 #include <vector>
 
 namespace plab::ui {
-
-struct StepPoint {
-    std::int64_t step;
-    int epoch;
-    float loss;          // NaN when not finite
-    double lossScale;
-    bool skipped;
-    int batch;
-    double timeMs;
-};
 
 class RunData {
 public:

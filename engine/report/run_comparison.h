@@ -7,6 +7,7 @@
 
 #include "numerics/rounding_stats.h"
 #include "numerics/update_math.h"
+#include "report/step_point.h"
 #include "train/settings.h"
 
 #include <nlohmann/json.hpp>
@@ -28,17 +29,6 @@ struct LayerFractions {
     std::optional<double> activationGradUnderflow;   // gradients w.r.t. the layer's input
     std::optional<double> lostUpdate;                // nonzero updates that left the weight unchanged
     std::int64_t weightsMadeNonFinite = 0;           // finite weights an update made inf or NaN
-};
-
-struct StepPoint {
-    std::int64_t step = 0;
-    int epoch = 0;
-    std::optional<double> loss;    // empty when the loss was not finite
-    double lossScale = 1.0;
-    bool skipped = false;
-    double lr = 0.0;
-    int batch = 0;
-    double timeMs = 0.0;
 };
 
 struct EvalPoint {

@@ -54,7 +54,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesPen(rawSeries, runPen(faded(run->color(), 70), 1.0));
         const QList<QPointF> raw = reduced_.update(rawSeries, rawKey, *run, columns, [&] {
             return reduceMinMaxPerColumn(
-                steps.size(), stepAt, [&](std::size_t i) { return static_cast<double>(steps[i].loss); }, columns);
+                steps.size(), stepAt, [&](std::size_t i) { return steps[i].lossOrNaN(); }, columns);
         });
         setLegendVisible(chart_, rawSeries, false);
 
@@ -69,7 +69,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setLegendLabel(chart_, smoothSeries, watched ? smoothLabel : runLabel(run, runs));
         const QList<QPointF> smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
             std::vector<double> losses(steps.size());
-            for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].loss;
+            for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].lossOrNaN();
             const std::vector<double> smoothed = exponentialMovingAverage(losses, kSmoothingWeight);
             return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
         });
