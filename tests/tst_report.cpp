@@ -357,6 +357,43 @@ private slots:
         }
     }
 
+    // One definition of the shares (numerics/rounding_stats.h): nothing to count is no
+    // share, written null, not 0% (the writer wrote 0 while the app drew a gap); a share
+    // with a denominator is exact; the report's reader keeps null as no value.
+    void emptySharesAreNullNotZero()
+    {
+        RunRecorder recorder({}, fixtureSettings("amp-fp16"), data_);
+        TelemetryEvent t;
+        t.step = 1;
+        LayerTelemetry empty;   // every gradient exactly 0, no nonzero update
+        empty.layer = "conv1";
+        empty.kind = TensorKind::weightGrad;
+        empty.runStats.count = 10;
+        empty.runStats.zerosIn = 10;
+        LayerTelemetry counted;   // 3 of 12 nonzero finite values flushed; 1 of 4 updates lost
+        counted.layer = "fc1";
+        counted.kind = TensorKind::weightGrad;
+        counted.runStats.count = 15;
+        counted.runStats.zerosIn = 2;
+        counted.runStats.nan = 1;
+        counted.runStats.underflow = 3;
+        counted.runUpdate.nonzero = 4;
+        counted.runUpdate.lost = 1;
+        t.layers = {empty, counted};
+        recorder.onEvent(t);
+        RunResult done;
+        done.status = RunStatus::completed;
+        recorder.finish(done);
+        const json& summary = recorder.record()["summary"];
+        QVERIFY2(summary["underflow_fraction"]["conv1"].is_null(), summary.dump().c_str());
+        QVERIFY(summary["lost_update_fraction"]["conv1"].is_null());
+        QCOMPARE(summary["underflow_fraction"]["fc1"].get<double>(), 0.25);
+        QCOMPARE(summary["lost_update_fraction"]["fc1"].get<double>(), 0.25);
+        const RunDigest d = digestRunRecord(recorder.record(), "test");
+        QVERIFY(d.layer("conv1") && !d.layer("conv1")->underflow);
+        QVERIFY(d.layer("fc1") && d.layer("fc1")->underflow == 0.25);
+    }
+
     void htmlIsWellFormedAndComplete()
     {
         const auto content = report::prepareReport(comparisonOf({unscaled_, scaled_, diverged_}));

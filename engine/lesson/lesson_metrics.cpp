@@ -6,6 +6,8 @@
 #include "nn/model.h"
 #include "numerics/format.h"
 #include "numerics/minifloat.h"
+#include "numerics/rounding_stats.h"
+#include "numerics/update_math.h"
 #include "telemetry/telemetry.h"
 #include "tensor/memory.h"
 
@@ -108,11 +110,6 @@ bool isCategory(std::string_view s)
     return false;
 }
 
-double fraction(std::uint64_t part, std::uint64_t whole)
-{
-    return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 std::uint64_t u64(const json& j, const char* key)
 {
     const auto it = j.find(key);
@@ -166,6 +163,10 @@ std::optional<double> perLayerSummary(const json& record, const char* key, const
             return sum;
         }
         if (m.contains(layer) && m[layer].is_number()) return m[layer].get<double>();
+        if (m.contains(layer) && m[layer].is_null()) {
+            if (why) *why = std::string("summary.") + key + " of " + layer + " is empty: nothing was there to count";
+            return std::nullopt;
+        }
     }
     if (why) *why = std::string("the record has no summary.") + key + " for " + layer;
     return std::nullopt;
@@ -381,9 +382,16 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
             return std::nullopt;
         }
         const json& st = (*entry)["stats"];
-        const std::uint64_t count = u64(st, "count"), zeros = u64(st, "zeros_in"), nan = u64(st, "nan"), inf = u64(st, "inf_in");
-        const std::uint64_t nonzero = count >= zeros + nan + inf ? count - zeros - nan - inf : 0;
-        return fraction(u64(st, name == "snapshot_underflow" ? "underflow" : "overflow"), nonzero);
+        RoundingStats s;
+        s.count = u64(st, "count");
+        s.zerosIn = u64(st, "zeros_in");
+        s.nan = u64(st, "nan");
+        s.infIn = u64(st, "inf_in");
+        s.underflow = u64(st, "underflow");
+        s.overflow = u64(st, "overflow");
+        const auto share = name == "snapshot_underflow" ? underflowShare(s) : overflowShare(s);
+        if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at step " + a[2];
+        return share;
     }
     if (name == "snapshot_scale") {
         const json* snap = snapshotAt(r, a[2], why);
@@ -412,7 +420,12 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
             if (why) *why = "no weight-gradient telemetry for " + a[0] + " at step " + a[1];
             return std::nullopt;
         }
-        if (name == "snapshot_lost_updates") return fraction(lost, nonzero);
+        if (name == "snapshot_lost_updates") {
+            const UpdateCounts counts{static_cast<std::int64_t>(nonzero), static_cast<std::int64_t>(lost), 0};
+            const auto share = counts.lostShare();
+            if (!share && why) *why = "no nonzero update of " + a[0] + " at step " + a[1];
+            return share;
+        }
         return static_cast<double>(name == "snapshot_zero_grads" ? zeros : nonFinite);
     }
     if (name == "memory_peak") return memoryPeak(r, "peak", a[0], why);

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace plab {
 
@@ -16,10 +17,18 @@ struct RoundingStats {
     std::uint64_t nan = 0;         // NaN inputs (NaN stays NaN)
     std::uint64_t infIn = 0;       // inputs that were already +-inf
 
-    std::uint64_t nonzeroFinite() const { return count - zerosIn - nan - infIn; }
+    // 0 rather than a wrapped count when the parts exceed `count` (a malformed record).
+    std::uint64_t nonzeroFinite() const { return count >= zerosIn + nan + infIn ? count - zerosIn - nan - infIn : 0; }
     RoundingStats& operator+=(const RoundingStats& o);
     bool operator==(const RoundingStats&) const = default;
 };
+
+// The one definition of the shares every reader shows (the record's summary, the lesson
+// metrics, the charts): of the nonzero finite values rounded, those that became 0
+// (underflow) or +-inf (overflow). Empty when no value was nonzero and finite: there was
+// nothing to lose, which is no 0% (the record writes null, a chart leaves a gap).
+std::optional<double> underflowShare(const RoundingStats& s);
+std::optional<double> overflowShare(const RoundingStats& s);
 
 // One bin per power of two over the whole fp32 range: bin for exponent e holds
 // |x| in [2^e, 2^(e+1)), e from -149 (fp32's smallest subnormal) to 127; plus a bin

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 // std::fma is one instruction on CPUs with FMA3 and a libm call elsewhere; loops that
 // use it get an FMA3 clone picked at load time. Results are identical either way: fma
@@ -36,6 +37,13 @@ struct UpdateCounts {
         lost += o.lost;
         nonFinite += o.nonFinite;
         return *this;
+    }
+    // Of the elements with a nonzero update, the share whose stored weight did not change;
+    // empty when no update was nonzero (see underflowShare in rounding_stats.h).
+    std::optional<double> lostShare() const
+    {
+        if (nonzero <= 0) return std::nullopt;
+        return static_cast<double>(lost) / static_cast<double>(nonzero);
     }
     bool operator==(const UpdateCounts&) const = default;
 };

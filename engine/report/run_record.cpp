@@ -33,10 +33,8 @@ std::string isoNow()
     return buf;
 }
 
-double fraction(std::uint64_t part, std::uint64_t whole)
-{
-    return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
+// A share, or null when there was nothing to share (rounding_stats.h).
+json shareJson(const std::optional<double>& share) { return share ? json(*share) : json(nullptr); }
 
 }  // namespace
 
@@ -293,17 +291,18 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     json underflow = json::object(), overflow = json::object(), lost = json::object();
     json actUnderflow = json::object(), madeNonFinite = json::object();
     for (const auto& t : lastTelemetry_) {
-        const auto& st = t["stats"];
-        const auto nonzero = st["count"].get<std::uint64_t>() - st["zeros_in"].get<std::uint64_t>() -
-                             st["nan"].get<std::uint64_t>() - st["inf_in"].get<std::uint64_t>();
+        const RoundingStats st = roundingStatsFromJson(t["stats"]);
         const auto layer = t["layer"].get<std::string>();
         if (t["kind"] == "weight_grad") {
-            underflow[layer] = fraction(st["underflow"].get<std::uint64_t>(), nonzero);
-            overflow[layer] = fraction(st["overflow"].get<std::uint64_t>(), nonzero);
-            lost[layer] = fraction(t["lost_updates"].get<std::uint64_t>(), t["nonzero_updates"].get<std::uint64_t>());
+            UpdateCounts updates;
+            updates.nonzero = t["nonzero_updates"].get<std::int64_t>();
+            updates.lost = t["lost_updates"].get<std::int64_t>();
+            underflow[layer] = shareJson(underflowShare(st));
+            overflow[layer] = shareJson(overflowShare(st));
+            lost[layer] = shareJson(updates.lostShare());
             madeNonFinite[layer] = t["non_finite_updates"];
         } else if (t["kind"] == "activation_grad") {
-            actUnderflow[layer] = fraction(st["underflow"].get<std::uint64_t>(), nonzero);
+            actUnderflow[layer] = shareJson(underflowShare(st));
         }
     }
     s["underflow_fraction"] = underflow;

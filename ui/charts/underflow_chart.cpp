@@ -13,18 +13,15 @@
 
 namespace plab::ui {
 
+// The engine's shares (rounding_stats.h); nothing to share is a gap in the line.
 double underflowFraction(const RoundingStats& s)
 {
-    const std::uint64_t values = s.nonzeroFinite();
-    return values > 0 ? static_cast<double>(s.underflow) / static_cast<double>(values)
-                      : std::numeric_limits<double>::quiet_NaN();
+    return underflowShare(s).value_or(std::numeric_limits<double>::quiet_NaN());
 }
 
 double overflowFraction(const RoundingStats& s)
 {
-    const std::uint64_t values = s.nonzeroFinite();
-    return values > 0 ? static_cast<double>(s.overflow) / static_cast<double>(values)
-                      : std::numeric_limits<double>::quiet_NaN();
+    return overflowShare(s).value_or(std::numeric_limits<double>::quiet_NaN());
 }
 
 UnderflowChart::UnderflowChart(QWidget* parent)

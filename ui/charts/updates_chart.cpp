@@ -11,8 +11,8 @@ namespace plab::ui {
 
 double lostUpdatePercent(const LayerTelemetry& l)
 {
-    return l.update.nonzero > 0 ? 100.0 * static_cast<double>(l.update.lost) / static_cast<double>(l.update.nonzero)
-                                : std::numeric_limits<double>::quiet_NaN();
+    const auto share = l.update.lostShare();   // nothing to lose: a gap in the line
+    return share ? 100.0 * *share : std::numeric_limits<double>::quiet_NaN();
 }
 
 double zeroGradientPercent(const LayerTelemetry& l)
