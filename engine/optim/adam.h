@@ -13,7 +13,6 @@ public:
 
     int stateTensorCount() const override { return 2; }
 
-
 private:
     void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
                        ComputeBackend& backend) const override;
