@@ -1,3 +1,4 @@
+// Over 500 lines: the lesson schema read, checked and written in one place, so its keys and their checks cannot drift apart.
 // Loading and checking lesson files (see lesson.h).
 #include "lesson/lesson.h"
 

@@ -1,3 +1,4 @@
+// Over 500 lines: the portable, AVX2 and AVX-512 kernels of one emulation and the tiles they share, kept side by side so they stay the same arithmetic.
 // Reduced-format accumulation for GEMM: an exact scalar emulation of "round after every
 // FMA" for any format, the same emulation across AVX2 lanes (the output elements are
 // independent: each keeps its own order of k), and the AVX-512 FP16 kernel that does the
