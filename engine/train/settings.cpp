@@ -1,3 +1,4 @@
+// Over 500 lines: the one table of settings keys, each row its reading, checks and writing, so no key is spelled twice.
 // Settings <-> flat JSON, with one clear sentence for every bad key or value.
 #include "train/settings.h"
 
