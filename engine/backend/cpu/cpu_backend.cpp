@@ -120,7 +120,7 @@ public:
     {
         if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
         if (M == 0 || N == 0) return;
-        if (native_ && precision.fp32Accumulate && cpu::nativelySupported(precision.compute)) {
+        if (runsNatively(precision)) {
             // False when oneDNN has no primitive for this shape: the exact arithmetic then,
             // within the same bound (docs/ARITHMETIC.md).
             if (native_->run(precision.compute, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc)) return;
@@ -289,7 +289,7 @@ public:
     }
     bool multiplies16(const GemmPrecision& precision) const override
     {
-        return native_ && precision.fp32Accumulate && !precision.fp8() && cpu::nativelySupported(precision.compute);
+        return runsNatively(precision) && !precision.fp8();
     }
     void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                 const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
@@ -353,6 +353,13 @@ public:
 private:
     static constexpr std::int64_t kRoundGrain = 1 << 15;
     static constexpr std::int64_t kMostPieces = 8;   // a GEMM's blocks: up to 8 threads share one
+
+    // Whether gemm hands this precision to oneDNN: the hardware arithmetic, fp32 sums, and a
+    // compute format this CPU has native units for.
+    bool runsNatively(const GemmPrecision& precision) const
+    {
+        return native_ && precision.fp32Accumulate && cpu::nativelySupported(precision.compute);
+    }
 
     // Whether this CPU's OpenBLAS kernels sum a cut product as the whole (see sgemm).
     static bool cutsSumAlike()

@@ -1,8 +1,8 @@
-// The layers' element-wise ops on tensors packed into their 16-bit storage format (issue
-// 31: a tensor's bytes are its format's bytes), on the CPU. Each gives, bit for bit, what
+// The layers' element-wise ops on tensors packed into their 16-bit storage format (a
+// tensor's bytes are its format's bytes), on the CPU. Each gives, bit for bit, what
 // the fp32 op of cpu_ops.h gives on the widened values, narrowed again: every one moves
 // values, picks one, zeroes, or rounds to the format, so the narrowing is exact.
-// The layers use them when PLAB_PACKED_STORAGE=on (nn/cpu_ops.h, packsStorage).
+// The layers use them when PLAB_PACKED_STORAGE=on (nn/layer_ops.h, packsStorage).
 #pragma once
 
 #include "backend/cpu/thread_pool.h"
