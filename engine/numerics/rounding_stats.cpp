@@ -5,15 +5,11 @@
 
 namespace plab {
 
-namespace {
-
 std::optional<double> shareOf(std::uint64_t part, std::uint64_t whole)
 {
     if (whole == 0) return std::nullopt;
     return static_cast<double>(part) / static_cast<double>(whole);
 }
-
-}  // namespace
 
 std::optional<double> underflowShare(const RoundingStats& s) { return shareOf(s.underflow, s.nonzeroFinite()); }
 std::optional<double> overflowShare(const RoundingStats& s) { return shareOf(s.overflow, s.nonzeroFinite()); }

@@ -27,6 +27,8 @@ struct RoundingStats {
 // metrics, the charts): of the nonzero finite values rounded, those that became 0
 // (underflow) or +-inf (overflow). Empty when no value was nonzero and finite: there was
 // nothing to lose, which is no 0% (the record writes null, a chart leaves a gap).
+// shareOf is that rule for any part of a whole (UpdateCounts::lostShare uses it too).
+std::optional<double> shareOf(std::uint64_t part, std::uint64_t whole);
 std::optional<double> underflowShare(const RoundingStats& s);
 std::optional<double> overflowShare(const RoundingStats& s);
 

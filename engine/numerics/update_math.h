@@ -8,6 +8,7 @@
 #pragma once
 
 #include "numerics/format.h"
+#include "numerics/rounding_stats.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -43,7 +44,7 @@ struct UpdateCounts {
     std::optional<double> lostShare() const
     {
         if (nonzero <= 0) return std::nullopt;
-        return static_cast<double>(lost) / static_cast<double>(nonzero);
+        return shareOf(static_cast<std::uint64_t>(lost), static_cast<std::uint64_t>(nonzero));
     }
     bool operator==(const UpdateCounts&) const = default;
 };

@@ -50,6 +50,14 @@ std::string textOr(const json& obj, const char* key, std::string fallback = {})
     return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+// The optimizer state's format by PyTorch's rule, its parameter's dtype: fp32 beside master
+// weights, else the storage format (what records before the state was set apart imply).
+std::string optimizerStateByRule(const json& recipe)
+{
+    return recipe.value("master_weights", true) ? std::string("fp32")
+                                                : textOr(recipe, "storage", textOr(recipe, "compute", "fp32"));
+}
+
 std::string lossScalingPhrase(const json& ls)
 {
     const std::string mode = textOr(ls, "mode", "off");
@@ -72,7 +80,7 @@ std::string recipePhraseOf(const json& recipe)
     if (recipe.value("master_weights", json()) != ref["master_weights"])
         parts.push_back(recipe.value("master_weights", true) ? "with fp32 master weights" : "without master weights");
     // The state named where it departs from its parameter's dtype (PyTorch's rule).
-    const std::string byRule = recipe.value("master_weights", true) ? std::string("fp32") : textOr(recipe, "storage");
+    const std::string byRule = optimizerStateByRule(recipe);
     if (const std::string state = textOr(recipe, "optimizer_state", byRule); state != byRule)
         parts.push_back(state + " optimizer state");
     if (recipe.value("fp32_accumulate", json()) != ref["fp32_accumulate"])
@@ -231,7 +239,7 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
         d.compute = textOr(d.recipe, "compute", "fp32");
         d.storage = textOr(d.recipe, "storage", d.compute);
         d.masterWeights = d.recipe.value("master_weights", true);
-        d.optimizerState = textOr(d.recipe, "optimizer_state", d.masterWeights ? std::string("fp32") : d.storage);
+        d.optimizerState = textOr(d.recipe, "optimizer_state", optimizerStateByRule(d.recipe));
         d.lossScaleMode = textOr(d.recipe.value("loss_scaling", json::object()), "mode", "off");
         d.optimizer = textOr(d.settings, "optimizer", "adam");
 

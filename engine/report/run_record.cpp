@@ -204,7 +204,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
         record_["summary"]["best_test_accuracy"] = bestAccuracy_;
     } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
         json layers = json::array();
-        json totals = json::array();
+        lastTotals_.clear();
         for (const auto& l : e->layers) {
             json entry = {{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
                           {"stats", roundingStatsToJson(l.stats)}};
@@ -221,15 +221,10 @@ void RunRecorder::onEvent(const TrainerEvent& event)
                 entry["non_finite_updates"] = l.update.nonFinite;
             }
             layers.push_back(std::move(entry));
-            totals.push_back({{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
-                              {"stats", roundingStatsToJson(l.runStats)},
-                              {"lost_updates", l.runUpdate.lost},
-                              {"nonzero_updates", l.runUpdate.nonzero},
-                              {"non_finite_updates", l.runUpdate.nonFinite}});
+            lastTotals_.push_back({l.layer, l.kind, l.runStats, l.runUpdate});
         }
         if (e->hasHistograms)
             record_["telemetry"].push_back({{"step", e->step}, {"loss_scale", e->lossScale}, {"layers", layers}});
-        lastTelemetry_ = totals;
     } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
         json bytes = json::array();
         for (auto b : e->memory.live) bytes.push_back(b);
@@ -290,19 +285,14 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     // values that became zero (or +-inf) over the nonzero values rounded.
     json underflow = json::object(), overflow = json::object(), lost = json::object();
     json actUnderflow = json::object(), madeNonFinite = json::object();
-    for (const auto& t : lastTelemetry_) {
-        const RoundingStats st = roundingStatsFromJson(t["stats"]);
-        const auto layer = t["layer"].get<std::string>();
-        if (t["kind"] == "weight_grad") {
-            UpdateCounts updates;
-            updates.nonzero = t["nonzero_updates"].get<std::int64_t>();
-            updates.lost = t["lost_updates"].get<std::int64_t>();
-            underflow[layer] = shareJson(underflowShare(st));
-            overflow[layer] = shareJson(overflowShare(st));
-            lost[layer] = shareJson(updates.lostShare());
-            madeNonFinite[layer] = t["non_finite_updates"];
-        } else if (t["kind"] == "activation_grad") {
-            actUnderflow[layer] = shareJson(underflowShare(st));
+    for (const LayerTotals& t : lastTotals_) {
+        if (t.kind == TensorKind::weightGrad) {
+            underflow[t.layer] = shareJson(underflowShare(t.stats));
+            overflow[t.layer] = shareJson(overflowShare(t.stats));
+            lost[t.layer] = shareJson(t.updates.lostShare());
+            madeNonFinite[t.layer] = t.updates.nonFinite;
+        } else if (t.kind == TensorKind::activationGrad) {
+            actUnderflow[t.layer] = shareJson(underflowShare(t.stats));
         }
     }
     s["underflow_fraction"] = underflow;

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace plab {
 
@@ -49,7 +50,14 @@ private:
     std::chrono::steady_clock::time_point lastFlush_;
     std::chrono::steady_clock::time_point started_;
     nlohmann::json lastMemoryBytes_;
-    nlohmann::json lastTelemetry_;     // run totals from the latest telemetry event
+    // The run totals of the latest telemetry event, per tap, for the summary's fractions.
+    struct LayerTotals {
+        std::string layer;
+        TensorKind kind;
+        RoundingStats stats;
+        UpdateCounts updates;
+    };
+    std::vector<LayerTotals> lastTotals_;
     double bestAccuracy_ = -1.0;
     std::string status_ = "starting";
     std::string writeError_;
