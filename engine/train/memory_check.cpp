@@ -33,6 +33,10 @@ std::vector<MemoryFootprint> memoryFootprints(const ModelSpec& spec, const std::
         }
         f.bytes = memory.snapshot().live;
         f.activationBytesPerSample = model->activationBytesPerSample(recipe);
+        f.heldActivationBytesPerSample =
+            packedStorageEnabled()
+                ? model->packedHeldBytesPerSample(recipe)
+                : std::max(f.activationBytesPerSample, model->activationBytesPerSample(PrecisionRecipe{}));
     }
     return footprints;
 }
@@ -45,15 +49,9 @@ MemoryFootprint memoryFootprint(const ModelSpec& spec, const PrecisionRecipe& re
 MemoryEstimate estimateRunMemory(const TrainSettings& settings)
 {
     const MemoryFootprint footprint = memoryFootprint(settings.model, settings.recipe, settings.optimizer);
-    const auto model = Model::create(settings.model, 1);
     MemoryEstimate e;
     e.fixedBytes = footprint.heldElements * static_cast<std::int64_t>(sizeof(float));
-    // 4 bytes an element whatever the format: what the CPU backend holds without packing;
-    // with it, 16-bit activations take 2 bytes and the columns come in bounded blocks.
-    e.perSampleBytes = packedStorageEnabled()
-                           ? model->packedHeldBytesPerSample(settings.recipe)
-                           : std::max(footprint.activationBytesPerSample,
-                                      model->activationBytesPerSample(PrecisionRecipe{}));
+    e.perSampleBytes = footprint.heldActivationBytesPerSample;
     return e;
 }
 

@@ -23,6 +23,10 @@ struct MemoryFootprint {
                                                            // weights, gradients, optimizer state
     std::int64_t heldElements = 0;                         // elements of all those tensors (the CPU holds 4 bytes each)
     std::int64_t activationBytesPerSample = 0;             // Model::activationBytesPerSample(recipe)
+    // What the CPU backend holds of them per sample: 4 bytes an element without 16-bit
+    // packing (the larger of this recipe's count and fp32's), Model::packedHeldBytesPerSample
+    // with it (PLAB_PACKED_STORAGE=on).
+    std::int64_t heldActivationBytesPerSample = 0;
     std::int64_t fixedBytes() const;                       // the sum of `bytes`
     std::int64_t bytesOf(MemoryCategory c) const { return bytes[static_cast<std::size_t>(c)]; }
 };
