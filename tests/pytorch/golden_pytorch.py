@@ -85,12 +85,12 @@ def load_mnist(data_dir):
     return images, labels
 
 
-def run_plab(plab, args, expect=0):
+def run_plab(plab, args, expect=0, env=None):
     # The exact arithmetic (the same bits on every CPU) unless a case asks for the hardware's.
     if "--arithmetic" not in args:
         args = ["--arithmetic", "exact"] + args
     p = subprocess.run([plab, "train", "--quiet", "--threads", "2", "--histogram-every", "0"] + args,
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=None if env is None else {**os.environ, **env})
     if p.returncode != expect:
         print(p.stdout + p.stderr)
     return p
@@ -129,12 +129,14 @@ def train_torch(model, images, labels, batches, lr=1e-3, autocast=None, dtype=No
     return losses
 
 
-def weight_errors(ours, model):
-    """Per tensor: |ours - torch| / max |torch| of every element (numpy, float64)."""
+def weight_errors(ours, model, against=None):
+    """Per tensor: |ours - torch| / max |torch| of every element (numpy, float64); with
+    `against` (tensors by name), |ours - against| / max |torch| instead."""
     errors = {}
     for name, ref in model.state_dict().items():
         scale = ref.abs().max().item() or 1.0
-        errors[name] = ((ours[name].double() - ref.double()).abs() / scale).flatten().numpy()
+        other = ref if against is None else against[name]
+        errors[name] = ((ours[name].double() - other.double()).abs() / scale).flatten().numpy()
     return errors
 
 
@@ -144,6 +146,19 @@ def relative(a, b):
 
 # Orders of fp32's reductions tried besides PyTorch's own: each shuffles every batch's samples.
 PERMUTATIONS = (1, 2, 3)
+
+
+def other_blas_kernels(plab):
+    """OpenBLAS kernel families other than the one plab runs here, for other fp32 orders of
+    plab's own products (their sums over k blocked otherwise): Haswell's and Sandybridge's,
+    less the one in use (Zen runs Haswell's). Both run on any AVX2 CPU."""
+    current = os.environ.get("OPENBLAS_CORETYPE", "")
+    if not current:
+        p = subprocess.run([plab, "info"], capture_output=True, text=True)
+        current = next((w for w in ("Haswell", "Zen", "Sandybridge", "SkylakeX", "Cooperlake", "SapphireRapids")
+                        if w in p.stdout), "")
+    current = "haswell" if current.lower() == "zen" else current.lower()
+    return [k for k in ("Haswell", "Sandybridge") if k.lower() != current]
 
 
 def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
@@ -156,8 +171,10 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
       - Adam over 50 steps, which turns a sign flip of a near-zero gradient into a full
         step: plab's distance from float64 PyTorch (losses, final weights) within what fp32
         itself gives, measured here as PyTorch fp32's distance from float64 in its own order
-        and in three permuted ones (twice that, and never below 1e-5 for the losses and
-        1e-4 for 99.9% of the weights)."""
+        and in three permuted ones, and as the distance between plab's own run and plab on
+        other OpenBLAS kernel families (the same code, its sums in other orders): twice the
+        largest, and never below 1e-5 for the losses and 1e-4 for 99.9% of the weights. A
+        wrong Adam step moves both of plab's runs alike, away from float64, and fails it."""
     torch.manual_seed(11 if kind == "mlp" else 7)
     model = pt.make_model(kind)
     init = os.path.join(work, f"{kind}-init.safetensors")
@@ -201,6 +218,23 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
         q = max(np.quantile(e, 0.999) for e in weight_errors({k: v for k, v in m.state_dict().items()},
                                                                reference).values())
         print(f"      fp32 {kind} Adam, {name}: losses within {d:.2e} of float64, weights (99.9%) {q:.2e}")
+        spread_loss, spread_weights = max(spread_loss, d), max(spread_weights, q)
+    # plab in other orders: the same batches on other OpenBLAS kernel families.
+    finals = pt.load_safetensors(final)
+    for kernels in other_blas_kernels(plab):
+        other_final = os.path.join(work, f"{kind}-final-{kernels}.safetensors")
+        other_record = os.path.join(work, f"{kind}-fp32-{kernels}.json")
+        p = run_plab(plab, common + ["--read-batches", written, "--save-weights", other_final, "--out", other_record,
+                                     "--max-steps", "50"], env={"OPENBLAS_CORETYPE": kernels})
+        check(p.returncode == 0, f"fp32 {kind}: plab train on OpenBLAS's {kernels} kernels exits 0")
+        if p.returncode != 0:
+            return
+        theirs = [s["loss"] for s in record_steps(other_record)]
+        d = max(relative(theirs, ours)) if len(theirs) == len(ours) else math.inf
+        q = max(np.quantile(e, 0.999)
+                for e in weight_errors(pt.load_safetensors(other_final), reference, finals).values())
+        print(f"      fp32 {kind} Adam, plab on OpenBLAS's {kernels} kernels: losses within {d:.2e} of plab's, "
+              f"weights (99.9%) {q:.2e}")
         spread_loss, spread_weights = max(spread_loss, d), max(spread_weights, q)
     check(len(ours) == 50, f"fp32 {kind}: plab recorded 50 steps")
     rel = relative(ours, exact)
