@@ -133,6 +133,13 @@ if "optimizer_state" in sb and "optimizer_state" not in sa:
         print(f"{name}: DIFFERS at record.settings.optimizer_state: {sb['optimizer_state']!r}")
         sys.exit(1)
     sb.pop("optimizer_state")
+# Update rounding (issue 38): BASE rounded every update to nearest.
+for section, got in (("recipe", rb), ("settings", sb)):
+    if "update_rounding" in got and "update_rounding" not in (ra if section == "recipe" else sa):
+        if got["update_rounding"] != "nearest":
+            print(f"{name}: DIFFERS at record.{section}.update_rounding: {got['update_rounding']!r}")
+            sys.exit(1)
+        got.pop("update_rounding")
 d = first_difference(a, b)
 print(f"{name}: " + ("identical" if d is None else "DIFFERS at " + d))
 sys.exit(0 if d is None else 1)

@@ -83,6 +83,8 @@ private slots:
         QTest::addRow("bad switch") << R"({"master_weights": "maybe"})" << "'master_weights' must be on or off";
         QTest::addRow("optimizer state tf32") << R"({"optimizer_state": "tf32"})"
                                               << "'optimizer_state' must be auto, fp32, bf16 or fp16, got 'tf32'";
+        QTest::addRow("update rounding") << R"({"update_rounding": "up"})"
+                                         << "'update_rounding' must be nearest, stochastic or kahan, got 'up'";
         QTest::addRow("unknown model") << R"({"model": "resnet"})" << "model must be mlp";
         QTest::addRow("backoff above one") << R"({"loss_scale": "dynamic", "backoff_factor": 2})" << "backoff";
         QTest::addRow("not an object") << R"([1, 2])" << "expected a JSON object";
@@ -130,6 +132,32 @@ private slots:
             settingsFromJson(json{{"recipe", "amp-fp16"}, {"optimizer_state", "bf16"}}, "test");
         QVERIFY(!says(bf16State, "Adam's eps"));   // 1e-8 is a bf16 number
         QVERIFY(says(bf16State, "Optimizer state in bf16 beside fp32 master weights"));
+    }
+
+    // Issue 38: update rounding is a switch of the recipe: read, written to the record,
+    // named in the description and the comparison's phrase, a change of it said; with fp32
+    // weights it is noticed as changing nothing (stochastic) or being meant for 16 bits.
+    void updateRoundingIsARecipeSwitch()
+    {
+        const TrainSettings plain = settingsFromJson(json{{"recipe", "pure-bf16"}}, "test");
+        QCOMPARE(plain.recipe.updateRounding, UpdateRounding::nearest);
+        QCOMPARE(settingsToJson(plain).at("update_rounding"), json("nearest"));
+        QVERIFY(plain.recipe.matchesPreset());
+        const TrainSettings kahan = settingsFromJson(json{{"recipe", "pure-bf16"}, {"update_rounding", "kahan"}}, "test");
+        QCOMPARE(kahan.recipe.updateRounding, UpdateRounding::kahan);
+        QCOMPARE(recipeToJson(kahan.recipe).at("update_rounding"), json("kahan"));
+        QCOMPARE(recipeToJson(kahan.recipe).at("custom"), json(true));
+        QVERIFY(QString::fromStdString(kahan.recipe.describe()).contains("Kahan-compensated updates"));
+        QCOMPARE(QString::fromStdString(describeRecipeChange(plain.recipe, kahan.recipe)),
+                 QStringLiteral("update rounding nearest -> kahan"));
+        const TrainSettings stochastic =
+            settingsFromJson(json{{"recipe", "amp-bf16"}, {"update_rounding", "stochastic"}}, "test");
+        QVERIFY(QString::fromStdString(stochastic.recipe.describe()).contains("stochastic update rounding"));
+        bool noticed = false;
+        for (const auto& n : stochastic.recipe.notices())
+            noticed = noticed || QString::fromStdString(n).startsWith("Stochastic update rounding changes nothing here");
+        QVERIFY(noticed);
+        for (const auto& n : kahan.recipe.notices()) QVERIFY(!QString::fromStdString(n).contains("Kahan"));
     }
 
     void badValuesNameTheKey()

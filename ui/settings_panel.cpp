@@ -132,6 +132,14 @@ void SettingsPanel::buildUi()
                                    "fp32 master weights, else the weights' 16-bit format, as PyTorch keeps them. "
                                    "Set it apart to see what the weights' format does and what the optimizer "
                                    "arithmetic does."));
+    updateRounding_ = combo("updateRoundingCombo", {{tr("to nearest (PyTorch)"), QStringLiteral("nearest")},
+                                                    {tr("stochastic"), QStringLiteral("stochastic")},
+                                                    {tr("Kahan-compensated"), QStringLiteral("kahan")}});
+    updateRounding_->setToolTip(tr("How the optimizer rounds its write to the weights. To nearest, an update below "
+                                   "half the weights' spacing is lost; stochastic rounding rounds up or down with "
+                                   "the probabilities that keep it on average; Kahan keeps what rounding lost in a "
+                                   "compensation buffer (one more tensor in the weights' format) and adds it back. "
+                                   "Meant for 16-bit weights without master weights."));
     fp32Accumulate_ = named(new QCheckBox(tr("fp32 accumulation"), this), "fp32AccumulateCheck");
     fp32SensitiveOps_ = named(new QCheckBox(tr("fp32 softmax / loss"), this), "fp32SensitiveOpsCheck");
     lossScaling_ = new LossScalingEditor(this);
@@ -192,6 +200,7 @@ void SettingsPanel::buildUi()
     precision->addRow(tr("FP8 formats"), fp8Formats_);
     precision->addRow(masterWeights_);
     precision->addRow(tr("Optimizer state"), optimizerState_);
+    precision->addRow(tr("Update rounding"), updateRounding_);
     precision->addRow(fp32Accumulate_);
     precision->addRow(fp32SensitiveOps_);
     precision->addRow(lossScaling_);
@@ -241,7 +250,8 @@ void SettingsPanel::buildUi()
         readControls();
         commitLiveEdit();
     };
-    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizerState_, optimizer_, backend_, arithmetic_})
+    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizerState_, updateRounding_, optimizer_, backend_,
+                          arithmetic_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
@@ -331,6 +341,7 @@ void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
     masterWeights_->setChecked(r.masterWeights);
     selectData(optimizerState_, r.optimizerState ? QString::fromLatin1(formatName(*r.optimizerState).data())
                                                  : QStringLiteral("auto"));
+    selectData(updateRounding_, QString::fromLatin1(updateRoundingName(r.updateRounding).data()));
     fp32Accumulate_->setChecked(r.fp32Accumulate);
     fp32SensitiveOps_->setChecked(r.fp32SensitiveOps);
     selectData(quantize_, QString::fromLatin1(quantModeName(r.quantization.mode).data()));
@@ -421,6 +432,7 @@ void SettingsPanel::readControls()
     s.recipe.compute = parseFormat(dataOf(compute_).toStdString()).value_or(Format::fp32);
     s.recipe.masterWeights = masterWeights_->isChecked();
     s.recipe.optimizerState = parseFormat(dataOf(optimizerState_).toStdString());   // "auto": unset
+    s.recipe.updateRounding = parseUpdateRounding(dataOf(updateRounding_).toStdString()).value_or(UpdateRounding::nearest);
     s.recipe.fp32Accumulate = fp32Accumulate_->isChecked();
     s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
     s.recipe.quantization.mode = parseQuantMode(dataOf(quantize_).toStdString()).value_or(QuantMode::off);

@@ -86,6 +86,7 @@ private:
     QTableWidget* layers_;     // per-layer precision: a layer and its own precision per row
     QCheckBox* masterWeights_;
     QComboBox* optimizerState_;   // "auto" (the weights' rule), fp32, bf16, fp16
+    QComboBox* updateRounding_;   // nearest, stochastic, kahan
     QCheckBox* fp32Accumulate_;
     QCheckBox* fp32SensitiveOps_;
     LossScalingEditor* lossScaling_;

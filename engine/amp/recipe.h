@@ -5,6 +5,7 @@
 
 #include "numerics/format.h"
 #include "numerics/minifloat.h"
+#include "numerics/update_math.h"
 
 #include <optional>
 #include <string>
@@ -120,6 +121,10 @@ struct PrecisionRecipe {
     // parameter's dtype: fp32 beside master weights, else the storage format (pure-fp16 is
     // model.half() with its fp16 Adam state). Set: fp32, bf16 or fp16, whatever the weights.
     std::optional<Format> optimizerState;
+    // How the optimizer's write to the weights rounds: to nearest (PyTorch), stochastically,
+    // or Kahan-compensated (numerics/update_math.h). Meant for weights kept in 16 bits
+    // without a master copy, where updates below half a unit of the last place are lost.
+    UpdateRounding updateRounding = UpdateRounding::nearest;
     // Layers that depart from the switches above (empty: every layer follows them).
     std::vector<LayerPrecision> layers;
 

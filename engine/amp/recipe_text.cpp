@@ -69,6 +69,13 @@ std::vector<std::string> PrecisionRecipe::notices() const
                       " beside fp32 master weights: the master copy keeps small updates, but the momentum "
                       "and Adam's moments are rounded to " + std::string(formatName(optimizerStateFormat())) +
                       " at every step (as 16-bit optimizers do to save memory).");
+    if (updateRounding == UpdateRounding::stochastic && gradientFormat() == Format::fp32)
+        out.push_back("Stochastic update rounding changes nothing here: the optimizer writes fp32 weights, "
+                      "which its fp32 arithmetic already rounds to nearest. It is meant for weights kept in "
+                      "16 bits without a master copy.");
+    if (updateRounding == UpdateRounding::kahan && gradientFormat() == Format::fp32)
+        out.push_back("Kahan-compensated updates of fp32 weights: the compensation (4 bytes a parameter) keeps "
+                      "what fp32 rounding drops; it is meant for weights kept in 16 bits without a master copy.");
     if (!masterWeights && storage() == Format::fp32 && compute != Format::fp32)
         out.push_back("Master weights off changes nothing with " + computeName +
                       " compute: the weights are stored in fp32 either way.");
@@ -94,6 +101,8 @@ std::string PrecisionRecipe::describe() const
     byRule.optimizerState.reset();
     if (optimizerStateFormat() != byRule.optimizerStateFormat())
         out << ", " << formatName(optimizerStateFormat()) << " optimizer state";
+    if (updateRounding == UpdateRounding::stochastic) out << ", stochastic update rounding";
+    if (updateRounding == UpdateRounding::kahan) out << ", Kahan-compensated updates";
     out << ", " << (fp32Accumulate || compute == Format::fp32 ? std::string("fp32") : computeName)
         << " accumulation";
     out << ", " << (fp32SensitiveOps ? std::string("fp32") : storageName) << " softmax/loss";
@@ -131,6 +140,9 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
     if (a.optimizerStateFormat() != b.optimizerStateFormat())
         parts.push_back("optimizer state " + std::string(formatName(a.optimizerStateFormat())) + " -> " +
                         std::string(formatName(b.optimizerStateFormat())));
+    if (a.updateRounding != b.updateRounding)
+        parts.push_back("update rounding " + std::string(updateRoundingName(a.updateRounding)) + " -> " +
+                        std::string(updateRoundingName(b.updateRounding)));
     if (a.fp32Accumulate != b.fp32Accumulate)
         parts.push_back("fp32 accumulation " + onOff(a.fp32Accumulate) + " -> " + onOff(b.fp32Accumulate));
     if (a.fp32SensitiveOps != b.fp32SensitiveOps)

@@ -22,7 +22,9 @@ struct Parameter {
     Tensor grad;         // weight gradient; holds S * dL/dw until the trainer unscales it
     Tensor state1;       // SGD momentum buffer, or Adam's first moment
     Tensor state2;       // Adam's second moment
+    Tensor compensation; // Kahan-compensated updates: what the weights still owe, their format
     std::int64_t optimizerSteps = 0;   // Adam's t
+    std::int64_t updatesApplied = 0;   // every optimizer's count of updates (stochastic rounding's step)
 
     // The last optimizer step's counts (zero when the step was skipped).
     UpdateCounts lastUpdate;

@@ -21,6 +21,7 @@
 #include "numerics/update_math.h"
 
 #include "numerics/bulk_round.h"
+#include "numerics/update_rounding.h"
 
 #include <algorithm>
 #include <array>
@@ -37,9 +38,81 @@ void roundWritten(Format f, float* x, std::size_t n)
     if (f != Format::fp32 && n) roundArray(f, x, n);
 }
 
-PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n,
-                                 UpdateCounts& counts)
+std::string_view updateRoundingName(UpdateRounding r)
 {
+    switch (r) {
+    case UpdateRounding::nearest: return "nearest";
+    case UpdateRounding::stochastic: return "stochastic";
+    case UpdateRounding::kahan: return "kahan";
+    }
+    return "nearest";
+}
+
+std::optional<UpdateRounding> parseUpdateRounding(std::string_view name)
+{
+    for (UpdateRounding r : {UpdateRounding::nearest, UpdateRounding::stochastic, UpdateRounding::kahan})
+        if (updateRoundingName(r) == name) return r;
+    return std::nullopt;
+}
+
+namespace {
+
+namespace ur = update_rounding;
+static_assert(static_cast<int>(Format::fp32) == ur::kFp32 && static_cast<int>(Format::tf32) == ur::kTf32 &&
+              static_cast<int>(Format::fp16) == ur::kFp16 && static_cast<int>(Format::bf16) == ur::kBf16);
+static_assert(static_cast<int>(UpdateRounding::nearest) == ur::kNearest &&
+              static_cast<int>(UpdateRounding::stochastic) == ur::kStochastic &&
+              static_cast<int>(UpdateRounding::kahan) == ur::kKahan);
+
+// What one element's write counted: a nonzero update, kept or lost, finite or not.
+void countWrite(double update, bool lost, float before, float after, UpdateCounts& counts)
+{
+    // NaN compares unequal to 0 and to itself: a NaN update is nonzero, never lost.
+    if (update == 0.0) return;
+    ++counts.nonzero;
+    if (lost) ++counts.lost;
+    // Adam's eps is 0 in fp16: 0/0 makes NaN weights; an overflow makes inf.
+    if (!std::isfinite(after) && std::isfinite(before)) ++counts.nonFinite;
+}
+
+// w = SR_f(fma(alpha, d, w)) with the element's own random bits.
+PLAB_FMA_CLONES void applyStochastic(Format f, float* p, const float* direction, float alpha, std::size_t n,
+                                     UpdateCounts& counts, std::uint64_t key, std::size_t first)
+{
+    for (std::size_t i = 0; i < n; ++i) {
+        const float before = p[i];
+        const float sum = std::fma(alpha, direction[i], before);
+        p[i] = floatFromBits(ur::stochasticRoundBits(static_cast<int>(f), bitsOf(sum), ur::randomBits(key, first + i)));
+        countWrite(static_cast<double>(alpha) * static_cast<double>(direction[i]), p[i] == before, before, p[i], counts);
+    }
+}
+
+// Kahan-compensated write, each op computing in fp32 and rounding to f when it writes a
+// tensor of the weights' format (the compensation `comp`, the weights, `prev`):
+//     comp.add_(direction, alpha=alpha)    # comp holds what the weights still owe
+//     prev = param.clone(); param.add_(comp)
+//     comp.add_(prev.sub_(param))          # minus what the weights took of it
+PLAB_FMA_CLONES void applyKahan(Format f, float* p, const float* direction, float alpha, std::size_t n,
+                                UpdateCounts& counts, float* comp)
+{
+    for (std::size_t i = 0; i < n; ++i) {
+        const float before = p[i], compBefore = comp[i];
+        const float owed = roundTo(f, std::fma(alpha, direction[i], compBefore));
+        p[i] = roundTo(f, before + owed);
+        const float taken = roundTo(f, before - p[i]);
+        comp[i] = roundTo(f, owed + taken);
+        countWrite(static_cast<double>(alpha) * static_cast<double>(direction[i]),
+                   p[i] == before && comp[i] == compBefore, before, p[i], counts);
+    }
+}
+
+}  // namespace
+
+PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n,
+                                 UpdateCounts& counts, const WeightWrite& write, std::size_t first)
+{
+    if (write.rounding == UpdateRounding::stochastic) return applyStochastic(f, p, direction, alpha, n, counts, write.key, first);
+    if (write.rounding == UpdateRounding::kahan) return applyKahan(f, p, direction, alpha, n, counts, write.compensation + first);
     constexpr std::size_t kBlock = 256;
     std::array<float, kBlock> before{};
     for (std::size_t start = 0; start < n; start += kBlock) {
@@ -51,15 +124,8 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
             w[i] = std::fma(alpha, d[i], w[i]);
         }
         roundWritten(f, w, len);
-        for (std::size_t i = 0; i < len; ++i) {
-            // NaN compares unequal to 0 and to itself: a NaN update is nonzero, never lost.
-            const double update = static_cast<double>(alpha) * static_cast<double>(d[i]);
-            if (update == 0.0) continue;
-            ++counts.nonzero;
-            if (w[i] == before[i]) ++counts.lost;
-            // Adam's eps is 0 in fp16: 0/0 makes NaN weights; an overflow makes inf.
-            if (!std::isfinite(w[i]) && std::isfinite(before[i])) ++counts.nonFinite;
-        }
+        for (std::size_t i = 0; i < len; ++i)
+            countWrite(static_cast<double>(alpha) * static_cast<double>(d[i]), w[i] == before[i], before[i], w[i], counts);
     }
 }
 
@@ -87,7 +153,7 @@ void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float
             }
             direction = buf;
         }
-        applyUpdate(f.weights, weights + start, direction, s.negLr, len, counts);   // param.add_(buf, alpha=-lr)
+        applyUpdate(f.weights, weights + start, direction, s.negLr, len, counts, f.write, start);   // param.add_(buf, alpha=-lr)
     }
 }
 
@@ -95,7 +161,7 @@ namespace {
 
 // One chunk of elements through Adam's whole op sequence.
 PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const float* gradIn, float* m, float* v,
-                               float* weights, std::size_t len, UpdateCounts& counts)
+                               float* weights, std::size_t len, UpdateCounts& counts, std::size_t first)
 {
     std::array<float, kChunk> grad{};    // (len) the gradient as the weights' format holds it
     std::array<float, kChunk> denom{};   // (len) the temporary tensor `denom`, the state's format
@@ -121,7 +187,7 @@ PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const floa
     roundWritten(st, denom.data(), len);
 
     for (std::size_t i = 0; i < len; ++i) ratio[i] = m[i] / denom[i];
-    applyUpdate(f.weights, weights, ratio.data(), s.negStepSize, len, counts);                  // param.addcdiv_
+    applyUpdate(f.weights, weights, ratio.data(), s.negStepSize, len, counts, f.write, first);  // param.addcdiv_
 }
 
 }  // namespace
@@ -131,7 +197,7 @@ void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const flo
 {
     for (std::size_t start = 0; start < n; start += kChunk) {
         const std::size_t len = std::min(kChunk, n - start);
-        adamChunk(s, f, grad + start, m + start, v + start, weights + start, len, counts);
+        adamChunk(s, f, grad + start, m + start, v + start, weights + start, len, counts, start);
     }
 }
 

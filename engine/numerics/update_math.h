@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 // std::fma is one instruction on CPUs with FMA3 and a libm call elsewhere; loops that
 // use it get an FMA3 clone picked at load time. Results are identical either way: fma
@@ -53,21 +54,44 @@ struct UpdateCounts {
 // fp16/bf16 tensors compute in fp32 ("opmath") and round once when they store.
 void roundWritten(Format f, float* x, std::size_t n);
 
+// How an optimizer's write to the weights rounds (PrecisionRecipe::updateRounding):
+// nearest, as PyTorch's `param.add_` on a 16-bit tensor; stochastic, up or down with the
+// probabilities that make its expectation exact (numerics/update_rounding.h); kahan, a
+// compensation buffer in the weights' format carries what each write's rounding lost into
+// the next (Zamirai et al. 2020, "Revisiting BFloat16 Training", algorithm 2).
+enum class UpdateRounding : std::uint8_t { nearest, stochastic, kahan };
+std::string_view updateRoundingName(UpdateRounding r);              // "nearest", "stochastic", "kahan"
+std::optional<UpdateRounding> parseUpdateRounding(std::string_view name);
+
+// The rounding of one tensor's weights write in one optimizer step.
+struct WeightWrite {
+    UpdateRounding rounding = UpdateRounding::nearest;
+    std::uint64_t key = 0;           // stochastic: update_rounding::stepKey(seed, step, tensor)
+    float* compensation = nullptr;   // kahan: (n) the compensation, in the weights' format
+    bool operator==(const WeightWrite&) const = default;
+};
+
 // p[i] = round_f(p[i] + alpha * direction[i]) for i < n, computed as one fused
 // multiply-add in fp32 (what `param.add_(d, alpha=a)` and `addcdiv_` compile to on the
-// GPU), rounded once to f when stored. The update alpha * direction[i] is evaluated in
-// double (exact for two floats) to tell a zero update from a lost one.
-void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts);
+// GPU), rounded once to f when stored, by `write`'s rounding; `first` is the index of p[0]
+// in its tensor (the element's random bits and compensation). The update alpha *
+// direction[i] is evaluated in double (exact for two floats) to tell a zero update from a
+// lost one: lost when the stored weight did not change (and, for kahan, neither did the
+// compensation, so nothing of it is kept for a later step).
+void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts,
+                 const WeightWrite& write = {}, std::size_t first = 0);
 
 // The formats one optimizer step writes: the weights and their gradient (fp32
 // beside masters, else the storage format), and the optimizer state (momentum, Adam's
-// moments and its `denom`), which a recipe may set apart from the weights.
+// moments and its `denom`), which a recipe may set apart from the weights; and how the
+// write to the weights rounds.
 struct UpdateFormats {
     UpdateFormats() = default;
     UpdateFormats(Format both) : weights(both), state(both) {}   // NOLINT: one format for all, PyTorch's rule
-    UpdateFormats(Format w, Format s) : weights(w), state(s) {}
+    UpdateFormats(Format w, Format s, WeightWrite wr = {}) : weights(w), state(s), write(wr) {}
     Format weights = Format::fp32;
     Format state = Format::fp32;
+    WeightWrite write;
     bool operator==(const UpdateFormats&) const = default;
 };
 

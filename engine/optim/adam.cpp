@@ -41,9 +41,7 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
                                   ComputeBackend& backend) const
 {
     Tensor& weights = p.stored();
-    // Weights and gradient: fp32 beside masters, else storage; the moments: the recipe's
-    // optimizer-state format (by default the weights').
-    const UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
+    const UpdateFormats f = updateFormats(p, recipe, memory, backend);
     prepareStates(p, f.state, memory, backend);   // exp_avg and exp_avg_sq, zeros at first
 
     p.optimizerSteps += 1;

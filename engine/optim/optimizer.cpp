@@ -5,6 +5,7 @@
 #include "optim/sgd.h"
 #include "nn/parameter_copies.h"
 #include "optim/state_tensor.h"
+#include "numerics/update_rounding.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -42,7 +43,34 @@ bool Optimizer::prepareStates(Parameter& p, Format format, MemoryAccountant* mem
 void Optimizer::prepareState(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe,
                              MemoryAccountant* memory, ComputeBackend& backend) const
 {
-    for (Parameter* p : params) prepareStates(*p, recipe.forLayer(p->layer).optimizerStateFormat(), memory, backend);
+    for (Parameter* p : params) {
+        const PrecisionRecipe layerRecipe = recipe.forLayer(p->layer);
+        prepareStates(*p, layerRecipe.optimizerStateFormat(), memory, backend);
+        updateFormats(*p, layerRecipe, memory, backend);   // Kahan's compensation
+    }
+}
+
+UpdateFormats Optimizer::updateFormats(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+                                       ComputeBackend& backend) const
+{
+    // Weights and gradient: fp32 beside masters, else storage; the state: the recipe's
+    // optimizer-state format (by default the weights').
+    UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
+    f.write.rounding = recipe.updateRounding;
+    if (recipe.updateRounding == UpdateRounding::kahan) {
+        prepareStateTensor(p.compensation, p.stored().shape(), f.weights, memory, backend);
+        f.write.compensation = p.compensation.data();
+    } else if (p.compensation.size()) {
+        p.compensation = Tensor();   // the recipe changed: what it owed is dropped with it
+    }
+    if (recipe.updateRounding == UpdateRounding::stochastic) {
+        // The tensor by its name (FNV-1a), so the bits do not depend on the order of the
+        // parameters or on the backend.
+        std::uint64_t tensor = 0xCBF29CE484222325ull;
+        for (const char c : p.layer + "." + p.name) tensor = (tensor ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+        f.write.key = update_rounding::stepKey(roundingSeed_, static_cast<std::uint64_t>(p.updatesApplied), tensor);
+    }
+    return f;
 }
 
 void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecipe& recipe, MemoryAccountant* memory,
@@ -59,6 +87,7 @@ void Optimizer::step(const std::vector<Parameter*>& params, const PrecisionRecip
                                    std::to_string(p->grad.size()) + " elements, the weights " +
                                    std::to_string(p->stored().size()));
         stepParameter(*p, layerRecipe, memory, backend);
+        ++p->updatesApplied;
         refreshComputeCopy(*p, layerRecipe, backend);
     }
 }

@@ -7,6 +7,7 @@
 #include "nn/parameter.h"
 #include "tensor/memory.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ public:
     void setLearningRate(double lr);
     double learningRate() const { return lr_; }
 
+    // The run's seed, for the random bits of stochastic update rounding (with each
+    // parameter's update count and name: numerics/update_rounding.h).
+    void setRoundingSeed(std::uint64_t seed) { roundingSeed_ = seed; }
+
 protected:
     // The optimizer's own rule for one parameter whose grad matches its stored weights.
     virtual void stepParameter(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
@@ -58,9 +63,15 @@ protected:
     // Makes p's first stateTensorCount() state tensors (state1, state2) tensors of its
     // weights' shape in `format`; true when they were created now (zero-filled): the first step.
     bool prepareStates(Parameter& p, Format format, MemoryAccountant* memory, ComputeBackend& backend) const;
+    // The formats p's update writes and how its weights' write rounds under `recipe`:
+    // stochastic rounding's key for this update, or Kahan's compensation (made here, zeros,
+    // in the weights' format, tracked as optimizer state).
+    UpdateFormats updateFormats(Parameter& p, const PrecisionRecipe& recipe, MemoryAccountant* memory,
+                                ComputeBackend& backend) const;
 
 private:
     double lr_ = 0.0;
+    std::uint64_t roundingSeed_ = 0;
 };
 
 }  // namespace plab

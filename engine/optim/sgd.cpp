@@ -29,9 +29,7 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
                                  ComputeBackend& backend) const
 {
     Tensor& weights = p.stored();
-    // Weights and gradient: fp32 beside masters, else storage; the buffer: the recipe's
-    // optimizer-state format (by default the weights').
-    const UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
+    const UpdateFormats f = updateFormats(p, recipe, memory, backend);
     SgdScalars s;
     s.useMomentum = stateTensorCount() == 1;
     s.firstStep = prepareStates(p, f.state, memory, backend);

@@ -162,6 +162,7 @@ json recipeToJson(const PrecisionRecipe& r)
             {"storage", std::string(formatName(r.storage()))},
             {"master_weights", r.masterWeights},
             {"optimizer_state", std::string(formatName(r.optimizerStateFormat()))},
+            {"update_rounding", std::string(updateRoundingName(r.updateRounding))},
             {"fp32_accumulate", r.fp32Accumulate},
             {"fp32_sensitive_ops", r.fp32SensitiveOps},
             {"loss_scaling", lossScalingToJson(r.lossScaling)},
@@ -251,6 +252,15 @@ const std::vector<KeyRule>& keyRules()
          [](const TrainSettings& s) {
              return json(s.recipe.optimizerState ? std::string(formatName(*s.recipe.optimizerState)) : "auto");
          }},
+        {{"update_rounding", T::text,
+          "How the optimizer rounds its write to the weights: nearest, stochastic (up or down with the "
+          "probabilities that keep the update on average), or kahan (a compensation buffer carries what "
+          "rounding lost); for weights kept in 16 bits"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.updateRounding =
+                 *parseUpdateRounding(oneOf(r, "update_rounding", {"nearest", "stochastic", "kahan"}));
+         },
+         [](const TrainSettings& s) { return json(std::string(updateRoundingName(s.recipe.updateRounding))); }},
         {{"fp32_accumulate", T::onOff, "Accumulate matmul/conv in fp32: on|off"},
          [](const Reader& r, TrainSettings& s) { s.recipe.fp32Accumulate = r.boolean("fp32_accumulate"); },
          [](const TrainSettings& s) { return json(s.recipe.fp32Accumulate); }},

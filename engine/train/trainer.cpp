@@ -347,6 +347,7 @@ void Trainer::setUp(State& st)
         loadWeights(*st.model, files_.initialWeights, "weights " + settings_.initWeights);
     st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
     st.optimizer = Optimizer::create(settings_.optimizer);
+    st.optimizer->setRoundingSeed(settings_.seed);
     st.scaler = LossScaler(st.recipe.lossScaling);
 
     st.plannedSteps = plannedSteps();

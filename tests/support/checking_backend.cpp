@@ -408,6 +408,7 @@ void CheckingBackend::sgdUpdate(const SgdScalars& s, UpdateFormats f, float* w, 
     need(w, n, "sgd weights");
     need(g, n, "sgd grad");
     if (s.useMomentum) need(buffer, n, "sgd buffer");
+    if (f.write.rounding == UpdateRounding::kahan) need(f.write.compensation, n, "sgd kahan compensation");
     device_.forbid(counts, "sgd counts");
     const HostAccess access(device_);
     cpu_->sgdUpdate(s, f, w, g, buffer, n, held(updates_, counts));
@@ -420,6 +421,7 @@ void CheckingBackend::adamUpdate(const AdamScalars& s, UpdateFormats f, float* w
     need(g, n, "adam grad");
     need(m, n, "adam m");
     need(v, n, "adam v");
+    if (f.write.rounding == UpdateRounding::kahan) need(f.write.compensation, n, "adam kahan compensation");
     device_.forbid(counts, "adam counts");
     const HostAccess access(device_);
     cpu_->adamUpdate(s, f, w, g, m, v, n, held(updates_, counts));

@@ -235,28 +235,37 @@ void addUpdateMask(UpdateCounts& counts, unsigned mask)
     counts.nonFinite += (mask >> ck::kUpdateNonFinite) & 1u;
 }
 
-// One optimizer update, element after element (buffer may be empty without momentum).
+// The kernels' rule for f's weights write (its compensation is passed apart: the kernel's own).
+ck::WeightWriteRule ruleOf(const UpdateFormats& f)
+{
+    return ck::WeightWriteRule{static_cast<int>(f.write.rounding), static_cast<unsigned long long>(f.write.key)};
+}
+
+// One optimizer update, element after element (buffer may be empty without momentum;
+// comp is Kahan's compensation, empty otherwise).
 UpdateCounts emulateSgd(const SgdScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
-                        std::vector<float>& buffer)
+                        std::vector<float>& buffer, std::vector<float>* comp = nullptr)
 {
     const ck::SgdStep step{s.momentum, s.negLr, s.useMomentum, s.firstStep};
     UpdateCounts counts;
     for (std::size_t i = 0; i < w.size(); ++i) {
         float buf = buffer.empty() ? 0.0f : buffer[i];
-        addUpdateMask(counts, ck::sgdElement(step, static_cast<int>(f.weights), static_cast<int>(f.state), w[i], g[i], buf));
+        addUpdateMask(counts, ck::sgdElement(step, static_cast<int>(f.weights), static_cast<int>(f.state), w[i], g[i], buf,
+                                             ruleOf(f), i, comp ? comp->data() + i : nullptr));
         if (!buffer.empty()) buffer[i] = buf;
     }
     return counts;
 }
 
 UpdateCounts emulateAdam(const AdamScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
-                         std::vector<float>& m, std::vector<float>& v)
+                         std::vector<float>& m, std::vector<float>& v, std::vector<float>* comp = nullptr)
 {
     const ck::AdamStep step{s.beta1, s.oneMinusBeta1, s.beta2, s.oneMinusBeta2, s.invBiasCorrection2Sqrt, s.eps,
                             s.negStepSize};
     UpdateCounts counts;
     for (std::size_t i = 0; i < w.size(); ++i)
-        addUpdateMask(counts, ck::adamElement(step, static_cast<int>(f.weights), static_cast<int>(f.state), w[i], g[i], m[i], v[i]));
+        addUpdateMask(counts, ck::adamElement(step, static_cast<int>(f.weights), static_cast<int>(f.state), w[i], g[i], m[i],
+                                              v[i], ruleOf(f), i, comp ? comp->data() + i : nullptr));
     return counts;
 }
 

@@ -18,6 +18,7 @@ inline const nlohmann::json& settingExamples()
         {"compute", "bf16"},
         {"master_weights", false},
         {"optimizer_state", "bf16"},
+        {"update_rounding", "kahan"},
         {"fp32_accumulate", false},
         {"fp32_sensitive_ops", false},
         {"loss_scale", "static:8"},

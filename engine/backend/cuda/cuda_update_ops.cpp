@@ -11,6 +11,18 @@ namespace plab::cuda {
 
 namespace ck = cudakernels;
 
+namespace {
+
+// The kernels' form of a WeightWrite; Kahan needs its compensation on the device.
+ck::WeightWriteRule writeRule(const WeightWrite& w, std::int64_t n)
+{
+    if (w.rounding == UpdateRounding::kahan && !w.compensation && n > 0)
+        throw std::invalid_argument("A Kahan-compensated update needs its compensation buffer.");
+    return ck::WeightWriteRule{static_cast<int>(w.rounding), static_cast<unsigned long long>(w.key)};
+}
+
+}  // namespace
+
 SweepResult CudaBackend::gradientSweep(const std::vector<GradientView>& views, float multiplier)
 {
     SweepResult result;
@@ -60,7 +72,8 @@ void CudaBackend::sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights
     activate();
     unsigned long long* slots = counts ? counters_.updateSlots(counts) : nullptr;
     const ck::SgdStep step{s.momentum, s.negLr, s.useMomentum, s.firstStep};
-    PLAB_CUDA_CHECK(ck::launchSgdUpdate(step, static_cast<int>(f.weights), static_cast<int>(f.state), weights, grad, buffer, n, slots, stream()));
+    PLAB_CUDA_CHECK(ck::launchSgdUpdate(step, static_cast<int>(f.weights), static_cast<int>(f.state), writeRule(f.write, n),
+                                        f.write.compensation, weights, grad, buffer, n, slots, stream()));
 }
 
 void CudaBackend::adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
@@ -72,7 +85,8 @@ void CudaBackend::adamUpdate(const AdamScalars& s, UpdateFormats f, float* weigh
     unsigned long long* slots = counts ? counters_.updateSlots(counts) : nullptr;
     const ck::AdamStep step{s.beta1, s.oneMinusBeta1, s.beta2, s.oneMinusBeta2, s.invBiasCorrection2Sqrt,
                             s.eps, s.negStepSize};
-    PLAB_CUDA_CHECK(ck::launchAdamUpdate(step, static_cast<int>(f.weights), static_cast<int>(f.state), weights, grad, m, v, n, slots, stream()));
+    PLAB_CUDA_CHECK(ck::launchAdamUpdate(step, static_cast<int>(f.weights), static_cast<int>(f.state), writeRule(f.write, n),
+                                         f.write.compensation, weights, grad, m, v, n, slots, stream()));
 }
 
 }  // namespace plab::cuda

@@ -11,6 +11,8 @@
 // C++17 and free of CUDA headers: nvcc compiles it at C++17, g++ at C++20.
 #pragma once
 
+#include "numerics/update_rounding.h"   // C++17 and host/device too: stochastic rounding's bits
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -479,42 +481,72 @@ struct AdamStep {
     float beta1, oneMinusBeta1, beta2, oneMinusBeta2, invBiasCorrection2Sqrt, eps, negStepSize;
 };
 
-// w = round_f(fma(alpha, d, w)), as applyUpdate; returns the UpdateSlot bits it counts.
-// The update alpha * d is evaluated in double (exact for two floats): zero means no update;
-// a NaN update compares unequal to 0, so it counts as nonzero and never as lost.
-PLAB_HOST_DEVICE unsigned applyUpdateElement(int f, float& w, float d, float alpha)
+// How one element's write to the weights rounds (plab::WeightWrite): the rounding
+// (update_rounding::Mode), stochastic rounding's key, the element's index in its tensor,
+// and Kahan's compensation of this element (nullptr unless kahan).
+struct WeightWriteRule {
+    int rounding = update_rounding::kNearest;
+    unsigned long long key = 0;
+};
+
+// w = round_f(fma(alpha, d, w)), as applyUpdate, by the rule's rounding; returns the
+// UpdateSlot bits it counts. The update alpha * d is evaluated in double (exact for two
+// floats): zero means no update; a NaN update compares unequal to 0, so it counts as
+// nonzero and never as lost. Kahan: comp.add_(d, alpha); param.add_(comp);
+// comp.add_(prev.sub_(param)), each rounded to f; lost when neither w nor comp changed.
+PLAB_HOST_DEVICE unsigned applyUpdateElement(int f, float& w, float d, float alpha, const WeightWriteRule& rule = {},
+                                             unsigned long long index = 0, float* comp = nullptr)
 {
     const float before = w;
-    w = roundFloat(f, fmaRn(alpha, d, before));
+    bool kept = true;
+    if (rule.rounding == update_rounding::kStochastic) {
+        const std::uint32_t bits = update_rounding::randomBits(rule.key, index);
+        w = floatFromBits(update_rounding::stochasticRoundBits(f, floatBits(fmaRn(alpha, d, before)), bits));
+        kept = w != before;
+    } else if (rule.rounding == update_rounding::kKahan) {
+        const float compBefore = *comp;
+        const float owed = roundFloat(f, fmaRn(alpha, d, compBefore));
+        w = roundFloat(f, addRn(before, owed));
+        const float taken = roundFloat(f, subRn(before, w));
+        *comp = roundFloat(f, addRn(owed, taken));
+        kept = w != before || *comp != compBefore;
+    } else {
+        w = roundFloat(f, fmaRn(alpha, d, before));
+        kept = w != before;
+    }
     const double update = static_cast<double>(alpha) * static_cast<double>(d);
     if (update == 0.0) return 0u;
     unsigned mask = 1u << kUpdateNonzero;
-    if (w == before) mask |= 1u << kUpdateLost;
+    if (!kept) mask |= 1u << kUpdateLost;
     if (!isFiniteFloat(w) && isFiniteFloat(before)) mask |= 1u << kUpdateNonFinite;
     return mask;
 }
 
 // torch.optim.SGD on one element: the gradient as a tensor of format f holds it, then
 // buf = clone(grad) or buf.mul_(momentum).add_(grad) stored in the state's format sf, then
-// param.add_(buf, alpha=-lr).
-PLAB_HOST_DEVICE unsigned sgdElement(const SgdStep& s, int f, int sf, float& w, float gradIn, float& buf)
+// param.add_(buf, alpha=-lr), written by the rule.
+PLAB_HOST_DEVICE unsigned sgdElement(const SgdStep& s, int f, int sf, float& w, float gradIn, float& buf,
+                                     const WeightWriteRule& rule = {}, unsigned long long index = 0,
+                                     float* comp = nullptr)
 {
     const float grad = roundFloat(f, gradIn);
-    if (!s.useMomentum) return applyUpdateElement(f, w, grad, s.negLr);
+    if (!s.useMomentum) return applyUpdateElement(f, w, grad, s.negLr, rule, index, comp);
     if (s.firstStep) {
         buf = roundFloat(sf, grad);
     } else {
         buf = roundFloat(sf, mulRn(buf, s.momentum));
         buf = roundFloat(sf, addRn(buf, grad));
     }
-    return applyUpdateElement(f, w, buf, s.negLr);
+    return applyUpdateElement(f, w, buf, s.negLr, rule, index, comp);
 }
 
 // torch.optim.Adam on one element, each op rounded when it writes a tensor: the gradient
 // and the weights in format f, the moments and denom in the state's format sf:
 // exp_avg.mul_(b1).add_(g, 1-b1); exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2);
 // denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps); param.addcdiv_(exp_avg, denom, -step).
-PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, int sf, float& w, float gradIn, float& m, float& v)
+PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, int sf, float& w, float gradIn, float& m, float& v,
+                                      const WeightWriteRule& rule = {}, unsigned long long index = 0,
+                                      float* comp = nullptr)
 {
     const float grad = roundFloat(f, gradIn);
     m = roundFloat(sf, mulRn(m, s.beta1));
@@ -524,7 +556,7 @@ PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, int sf, float& w
     float denom = roundFloat(sf, sqrtRn(v));
     denom = roundFloat(sf, mulRn(denom, s.invBiasCorrection2Sqrt));
     denom = roundFloat(sf, addRn(denom, s.eps));
-    return applyUpdateElement(f, w, divRn(m, denom), s.negStepSize);   // the ratio stays fp32
+    return applyUpdateElement(f, w, divRn(m, denom), s.negStepSize, rule, index, comp);   // the ratio stays fp32
 }
 
 }  // namespace plab::cudakernels

@@ -151,10 +151,13 @@ cudaError_t launchScaleAndSumSquares(int format, float* x, long long n, float mu
 
 // One optimizer update of n elements (buffer may be null without momentum); counters
 // (kUpdateSlots values) get the UpdateCounts added. format: the weights' and gradient's;
-// stateFormat: the buffer's or moments' (plab::UpdateFormats).
-cudaError_t launchSgdUpdate(const SgdStep& s, int format, int stateFormat, float* weights, const float* grad,
-                            float* buffer, long long n, unsigned long long* counters, cudaStream_t stream);
-cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, float* weights, const float* grad,
-                             float* m, float* v, long long n, unsigned long long* counters, cudaStream_t stream);
+// stateFormat: the buffer's or moments' (plab::UpdateFormats); rule: how the weights' write
+// rounds, comp: Kahan's compensation (n values) or nullptr.
+cudaError_t launchSgdUpdate(const SgdStep& s, int format, int stateFormat, const WeightWriteRule& rule, float* comp,
+                            float* weights, const float* grad, float* buffer, long long n, unsigned long long* counters,
+                            cudaStream_t stream);
+cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, const WeightWriteRule& rule, float* comp,
+                             float* weights, const float* grad, float* m, float* v, long long n,
+                             unsigned long long* counters, cudaStream_t stream);
 
 }  // namespace plab::cudakernels

@@ -285,8 +285,8 @@ sumBlocksKernel(const double* blockSums, unsigned blocks, const unsigned* flag, 
     if (threadIdx.x == 0) *total = sum;
 }
 
-__global__ void sgdKernel(SgdStep s, int format, int stateFormat, float* weights, const float* grad, float* buffer, long long n,
-                          unsigned long long* counters)
+__global__ void sgdKernel(SgdStep s, int format, int stateFormat, WeightWriteRule rule, float* comp, float* weights,
+                          const float* grad, float* buffer, long long n, unsigned long long* counters)
 {
     __shared__ unsigned local[kUpdateSlots];
     if (threadIdx.x < kUpdateSlots) local[threadIdx.x] = 0;
@@ -294,7 +294,8 @@ __global__ void sgdKernel(SgdStep s, int format, int stateFormat, float* weights
     for (long long i = firstIndex(); i < n; i += gridStride()) {
         float w = weights[i];
         float buf = s.useMomentum && !s.firstStep ? buffer[i] : 0.0f;
-        const unsigned mask = sgdElement(s, format, stateFormat, w, grad[i], buf);
+        const unsigned mask = sgdElement(s, format, stateFormat, w, grad[i], buf, rule, static_cast<unsigned long long>(i),
+                                         comp ? comp + i : nullptr);
         weights[i] = w;
         if (s.useMomentum) buffer[i] = buf;
         countUpdates(local, mask);
@@ -302,15 +303,16 @@ __global__ void sgdKernel(SgdStep s, int format, int stateFormat, float* weights
     if (counters) publishUpdates(local, counters);
 }
 
-__global__ void adamKernel(AdamStep s, int format, int stateFormat, float* weights, const float* grad, float* m, float* v,
-                           long long n, unsigned long long* counters)
+__global__ void adamKernel(AdamStep s, int format, int stateFormat, WeightWriteRule rule, float* comp, float* weights,
+                           const float* grad, float* m, float* v, long long n, unsigned long long* counters)
 {
     __shared__ unsigned local[kUpdateSlots];
     if (threadIdx.x < kUpdateSlots) local[threadIdx.x] = 0;
     __syncthreads();
     for (long long i = firstIndex(); i < n; i += gridStride()) {
         float w = weights[i], mi = m[i], vi = v[i];
-        const unsigned mask = adamElement(s, format, stateFormat, w, grad[i], mi, vi);
+        const unsigned mask = adamElement(s, format, stateFormat, w, grad[i], mi, vi, rule, static_cast<unsigned long long>(i),
+                                          comp ? comp + i : nullptr);
         weights[i] = w;
         m[i] = mi;
         v[i] = vi;
@@ -425,19 +427,21 @@ cudaError_t launchScaleAndSumSquares(int format, float* x, long long n, float mu
     return cudaGetLastError();
 }
 
-cudaError_t launchSgdUpdate(const SgdStep& s, int format, int stateFormat, float* weights, const float* grad, float* buffer,
-                            long long n, unsigned long long* counters, cudaStream_t stream)
+cudaError_t launchSgdUpdate(const SgdStep& s, int format, int stateFormat, const WeightWriteRule& rule, float* comp,
+                            float* weights, const float* grad, float* buffer, long long n, unsigned long long* counters,
+                            cudaStream_t stream)
 {
     if (n <= 0) return cudaSuccess;
-    sgdKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, stateFormat, weights, grad, buffer, n, counters);
+    sgdKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, stateFormat, rule, comp, weights, grad, buffer, n, counters);
     return cudaGetLastError();
 }
 
-cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, float* weights, const float* grad, float* m,
-                             float* v, long long n, unsigned long long* counters, cudaStream_t stream)
+cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, const WeightWriteRule& rule, float* comp,
+                             float* weights, const float* grad, float* m, float* v, long long n,
+                             unsigned long long* counters, cudaStream_t stream)
 {
     if (n <= 0) return cudaSuccess;
-    adamKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, stateFormat, weights, grad, m, v, n, counters);
+    adamKernel<<<blocksForLl(n), kThreads, 0, stream>>>(s, format, stateFormat, rule, comp, weights, grad, m, v, n, counters);
     return cudaGetLastError();
 }
 
