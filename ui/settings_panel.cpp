@@ -1,3 +1,4 @@
+// Over 500 lines: one control per setting of the settings table, each built with its tooltip, filled from and read into TrainSettings in one place, so no setting is shown one way and read another.
 // The settings panel: controls <-> TrainSettings, validation, live changes.
 #include "settings_panel.h"
 

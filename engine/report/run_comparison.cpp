@@ -6,6 +6,7 @@
 
 #include "amp/recipe.h"
 #include "error.h"
+#include "report/recipe_phrase.h"
 #include "report/run_record.h"
 #include "train/settings.h"
 
@@ -48,67 +49,6 @@ std::string textOr(const json& obj, const char* key, std::string fallback = {})
 {
     const auto it = obj.find(key);
     return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-// The optimizer state's format by PyTorch's rule, its parameter's dtype: fp32 beside master
-// weights, else the storage format (what records before the state was set apart imply).
-std::string optimizerStateByRule(const json& recipe)
-{
-    return recipe.value("master_weights", true) ? std::string("fp32")
-                                                : textOr(recipe, "storage", textOr(recipe, "compute", "fp32"));
-}
-
-std::string lossScalingPhrase(const json& ls)
-{
-    const std::string mode = textOr(ls, "mode", "off");
-    if (mode == "off") return "without loss scaling";
-    if (mode == "static") return "with static loss scale " + settingValueText(ls.value("init_scale", json(1.0)));
-    return "with dynamic loss scaling";
-}
-
-// The preset's name plus each switch that differs from the preset, in words.
-std::string recipePhraseOf(const json& recipe)
-{
-    const std::string preset = textOr(recipe, "preset", "custom");
-    std::string phrase = textOr(recipe, "display_name", PrecisionRecipe::displayName(preset));
-    const auto base = PrecisionRecipe::fromPreset(preset);
-    if (!base || !recipe.value("custom", false)) return phrase;
-    const json ref = recipeToJson(*base);
-    std::vector<std::string> parts;
-    if (recipe.value("compute", json()) != ref["compute"])
-        parts.push_back(textOr(recipe, "compute") + " compute");
-    if (recipe.value("master_weights", json()) != ref["master_weights"])
-        parts.push_back(recipe.value("master_weights", true) ? "with fp32 master weights" : "without master weights");
-    // The state named where it departs from its parameter's dtype (PyTorch's rule).
-    const std::string byRule = optimizerStateByRule(recipe);
-    if (const std::string state = textOr(recipe, "optimizer_state", byRule); state != byRule)
-        parts.push_back(state + " optimizer state");
-    if (recipe.value("fp32_accumulate", json()) != ref["fp32_accumulate"])
-        parts.push_back(recipe.value("fp32_accumulate", true) ? "with fp32 accumulation"
-                                                              : "accumulating in " + textOr(recipe, "compute"));
-    if (recipe.value("fp32_sensitive_ops", json()) != ref["fp32_sensitive_ops"])
-        parts.push_back(recipe.value("fp32_sensitive_ops", true) ? "with fp32 softmax/loss"
-                                                                 : "softmax/loss in " + textOr(recipe, "storage"));
-    const json ls = recipe.value("loss_scaling", json::object());
-    if (ls != ref["loss_scaling"]) {
-        if (ls.value("mode", json()) != ref["loss_scaling"]["mode"] || textOr(ls, "mode") == "static")
-            parts.push_back(lossScalingPhrase(ls));
-        else
-            parts.push_back("with custom loss scaling");
-    }
-    // Records older than quantisation have none: off, as every preset of theirs.
-    const json q = recipe.value("quantization", ref["quantization"]);
-    if (q != ref["quantization"]) parts.push_back("with " + textOr(q, "description", "quantised operands"));
-    // Per-layer precision (records before it have none).
-    const json layers = recipe.value("layers", json::object());
-    if (layers.is_object() && !layers.empty()) {
-        std::string each;
-        for (const auto& [layer, precision] : layers.items())
-            each += (each.empty() ? "" : ", ") + layer + " in " + (precision.is_string() ? precision.get<std::string>() : "?");
-        parts.push_back("with " + each);
-    }
-    for (std::size_t i = 0; i < parts.size(); ++i) phrase += (i == 0 ? " " : ", ") + parts[i];
-    return phrase;
 }
 
 // ---- The schema's readers (docs/RUN_RECORD.md) ---------------------------------------------
@@ -378,7 +318,7 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
     // Recipe keys are in the phrase already; a data folder and the files a run wrote (the
     // app saves every run's weights under its own name) tell nothing about the run.
     static const std::set<std::string> notInLabels = {
-        "recipe", "compute", "master_weights", "optimizer_state", "fp32_accumulate", "fp32_sensitive_ops", "loss_scale",
+        "recipe", "compute", "master_weights", "optimizer_state", "update_rounding", "fp32_accumulate", "fp32_sensitive_ops", "loss_scale",
         "init_scale", "growth_factor", "backoff_factor", "growth_interval", "min_scale", "max_scale", "data_dir",
         "save_weights", "write_batches"};
     std::map<std::string, std::vector<std::size_t>> byLabel;

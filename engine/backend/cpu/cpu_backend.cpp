@@ -1,3 +1,4 @@
+// Over 500 lines: the ComputeBackend interface is one class; most operations hand off to cpu_ops, im2col, gemm_emulated, native_gemm or update_math in a line or two, and the rest is the cut of a product into pieces for the thread pool and the block quantiser.
 // The CPU backend: OpenBLAS sgemm for fp32-accumulated products (exact emulation of
 // fp16/bf16/tf32 tensor-core products, whose products are exact in fp32), the exact
 // reduced-format accumulation of gemm_emulated.cpp, oneDNN on native bf16/fp16 units for
