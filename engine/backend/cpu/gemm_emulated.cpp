@@ -8,6 +8,7 @@
 #define PLAB_SIMD_KERNELS
 #include "numerics/round_lanes.h"
 #include "numerics/simd_support.h"
+#include "numerics/storage_convert.h"
 
 // GCC 12's AVX-512 intrinsic headers trip -Wmaybe-uninitialized on their own
 // _mm512_undefined_* placeholders (a false positive fixed in later GCC releases).
@@ -500,7 +501,8 @@ void gemmAccumulateVector(Format f, std::int64_t rowBegin, std::int64_t rowEnd, 
 
 void packFp16(const float* src, std::uint16_t* dst, std::int64_t n)
 {
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = fp32ToFp16Bits(src[i]);
+    // narrowArray rounds as fp32ToFp16Bits does, in vcvtps2ph's lanes where the CPU has them.
+    narrowArray(Format::fp16, src, dst, static_cast<std::size_t>(n));
 }
 
 // The AVX-512 FP16 kernel needs a compiler with its intrinsics (g++ 12, clang 15); other
