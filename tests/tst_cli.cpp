@@ -425,7 +425,9 @@ private slots:
         const char* counts[] = {"summary.steps", "summary.skipped_steps", "summary.weights_made_non_finite.conv1",
                                 "steps.0.step", "steps.0.epoch", "evals.0.step", "evals.0.epoch", "telemetry.0.step",
                                 "telemetry.0.layers.1.lost_updates", "telemetry.0.layers.1.nonzero_updates",
-                                "telemetry.0.layers.1.non_finite_updates", "telemetry.0.layers.0.stats.count",
+                                "telemetry.0.layers.1.non_finite_updates", "telemetry.0.layers.1.state_flushed",
+                                "telemetry.0.layers.1.state_non_finite", "summary.optimizer_state_flushed.conv1",
+                                "summary.optimizer_state_made_non_finite.conv1", "telemetry.0.layers.0.stats.count",
                                 "telemetry.0.layers.0.stats.underflow", "memory.peak.total", "memory.peak.activations",
                                 "memory.training_peak.total", "memory.evaluation_peak.total",
                                 "memory.samples.0.step", "memory.samples.0.total", "memory.samples.0.bytes.3"};

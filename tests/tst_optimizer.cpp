@@ -296,6 +296,48 @@ private slots:
         QVERIFY(std::isfinite(p.value[1]) && p.value[1] < 1.0f);
     }
 
+    // The telemetry of the optimizer state: an element counts as flushed when the step's
+    // value in double arithmetic is nonzero and the state's format stores 0, as made
+    // non-finite when it was finite before and is not after. Adam in fp16 (model.half()):
+    // a gradient of 1e-3 gives v = 1e-9, below half of fp16's 2^-24 (flushed; m = 1e-4 is
+    // not); 1e4 gives v = 1e5, past 65504 (inf). The same with fp32 state counts neither.
+    void optimizerStateFlushesAreCounted_data()
+    {
+        QTest::addColumn<QString>("state");
+        QTest::addRow("fp16 state") << "";
+        QTest::addRow("fp32 state") << "fp32";
+    }
+    void optimizerStateFlushesAreCounted()
+    {
+        QFETCH(QString, state);
+        PrecisionRecipe r = preset("pure-fp16");
+        if (!state.isEmpty()) r.optimizerState = parseFormat(state.toStdString());
+        const Format sf = r.optimizerStateFormat();
+        const OptimizerConfig cfg;
+        auto adam = Optimizer::create(cfg);
+        const std::vector<float> g{1e-3f, 1e4f, 0.5f, 0.0f, -2e-4f};
+        Parameter p = makeParameter(std::vector<float>(g.size(), 1.0f), r);
+        setGrad(p, g);
+        adam->step({&p}, r, nullptr, *cpu_);
+        std::int64_t flushed = 0, nonFinite = 0;
+        for (float gi : g) {
+            const double grad = roundTo(Format::fp16, gi);   // the gradient as fp16 weights hold it
+            for (double exact : {(1 - cfg.beta1) * grad, (1 - cfg.beta2) * grad * grad}) {
+                const float stored = roundDoubleTo(sf, exact);
+                flushed += exact != 0.0 && stored == 0.0f;
+                nonFinite += !std::isfinite(stored);
+            }
+        }
+        QCOMPARE(p.lastUpdate.stateFlushed, flushed);
+        QCOMPARE(p.lastUpdate.stateNonFinite, nonFinite);
+        if (sf == Format::fp16) {
+            QCOMPARE(flushed, std::int64_t(2));     // v of 1e-3 and of -2e-4
+            QCOMPARE(nonFinite, std::int64_t(1));   // v of 1e4
+        } else {
+            QCOMPARE(flushed + nonFinite, std::int64_t(0));
+        }
+    }
+
     // SGD's buffer in its own format: the first step's clone(grad) and every later
     // mul_/add_ round to the state's format; the weights' update to theirs.
     void sgdBufferInTheStateFormat()

@@ -43,6 +43,8 @@ const std::vector<MetricInfo> kMetrics = {
     {"activation_grad_underflow", "LAYER", "nonzero activation gradients rounded to 0, over the run (fraction)", MetricUnit::fraction, true},
     {"lost_updates", "LAYER", "nonzero updates that left the stored weight unchanged, over the run (fraction)", MetricUnit::fraction, true},
     {"weights_made_non_finite", "LAYER|all", "finite weights an update made inf or NaN, over the run", MetricUnit::count, true},
+    {"optimizer_state_flushed", "LAYER|all", "optimizer-state elements (momentum, Adam's m and v) a step left at 0 where fp32 gives a nonzero value, over the run", MetricUnit::count, true},
+    {"optimizer_state_made_non_finite", "LAYER|all", "finite optimizer-state elements a step made inf or NaN, over the run", MetricUnit::count, true},
     {"snapshot_underflow", "LAYER,KIND,STEP", "nonzero values rounded to 0 at one telemetry step (fraction)", MetricUnit::fraction, true},
     {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf (quantised kinds: saturated) at one telemetry step (fraction)", MetricUnit::fraction, true},
     {"snapshot_scale", "LAYER,KIND,STEP", "the per-tensor scale of a quantised kind at one telemetry step (FP8 recipes)", MetricUnit::scale, true},
@@ -373,6 +375,9 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     if (name == "activation_grad_underflow") return perLayerSummary(r, "activation_grad_underflow_fraction", a[0], why);
     if (name == "lost_updates") return perLayerSummary(r, "lost_update_fraction", a[0], why);
     if (name == "weights_made_non_finite") return perLayerSummary(r, "weights_made_non_finite", a[0], why);
+    if (name == "optimizer_state_flushed") return perLayerSummary(r, "optimizer_state_flushed", a[0], why);
+    if (name == "optimizer_state_made_non_finite")
+        return perLayerSummary(r, "optimizer_state_made_non_finite", a[0], why);
     if (name == "snapshot_underflow" || name == "snapshot_overflow") {
         const json* snap = snapshotAt(r, a[2], why);
         if (!snap) return std::nullopt;

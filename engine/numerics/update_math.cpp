@@ -64,6 +64,15 @@ static_assert(static_cast<int>(UpdateRounding::nearest) == ur::kNearest &&
               static_cast<int>(UpdateRounding::stochastic) == ur::kStochastic &&
               static_cast<int>(UpdateRounding::kahan) == ur::kKahan);
 
+// One optimizer-state element's step: flushed when `shadow`, the fp32 arithmetic of the
+// step from the same inputs without the state format's roundings, is nonzero and the stored
+// value is 0; made non-finite when it was finite before the step and is not after.
+inline void countStateWrite(float shadow, float before, float after, UpdateCounts& counts)
+{
+    if (shadow != 0.0f && after == 0.0f) ++counts.stateFlushed;
+    if (std::isfinite(before) && !std::isfinite(after)) ++counts.stateNonFinite;
+}
+
 // What one element's write counted: a nonzero update, kept or lost, finite or not.
 void countWrite(double update, bool lost, float before, float after, UpdateCounts& counts)
 {
@@ -142,14 +151,21 @@ void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float
         const float* direction = grad.data();
         if (s.useMomentum) {
             float* buf = buffer + start;   // (len)
+            std::array<float, kChunk> before{}, scaled{};   // (len) the buffer before, and times momentum in fp32
+            std::copy_n(buf, len, before.data());
             if (s.firstStep) {
                 std::copy_n(grad.data(), len, buf);   // buf = clone(grad), stored as the state
                 roundWritten(f.state, buf, len);
+                for (std::size_t i = 0; i < len; ++i) countStateWrite(grad[i], 0.0f, buf[i], counts);
             } else {
                 for (std::size_t i = 0; i < len; ++i) buf[i] *= s.momentum;   // buf.mul_(momentum)
+                std::copy_n(buf, len, scaled.data());
                 roundWritten(f.state, buf, len);
                 for (std::size_t i = 0; i < len; ++i) buf[i] += grad[i];      // .add_(grad, alpha=1)
                 roundWritten(f.state, buf, len);
+                // The fp32 value without the state's roundings: the stored product plus grad
+                // (two roundings, as on the device: not contracted into one fma).
+                for (std::size_t i = 0; i < len; ++i) countStateWrite(scaled[i] + grad[i], before[i], buf[i], counts);
             }
             direction = buf;
         }
@@ -170,6 +186,9 @@ PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const floa
     roundWritten(f.weights, grad.data(), len);
 
     const Format st = f.state;
+    std::array<float, kChunk> mBefore{}, vBefore{};   // (len) the moments before this step
+    std::copy_n(m, len, mBefore.data());
+    std::copy_n(v, len, vBefore.data());
     for (std::size_t i = 0; i < len; ++i) m[i] *= s.beta1;                                       // exp_avg.mul_
     roundWritten(st, m, len);
     for (std::size_t i = 0; i < len; ++i) m[i] = std::fma(s.oneMinusBeta1, grad[i], m[i]);      // .add_
@@ -178,6 +197,10 @@ PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const floa
     roundWritten(st, v, len);
     for (std::size_t i = 0; i < len; ++i) v[i] = std::fma(s.oneMinusBeta2 * grad[i], grad[i], v[i]);   // .addcmul_
     roundWritten(st, v, len);
+    for (std::size_t i = 0; i < len; ++i) {
+        countStateWrite(std::fma(s.oneMinusBeta1, grad[i], mBefore[i] * s.beta1), mBefore[i], m[i], counts);
+        countStateWrite(std::fma(s.oneMinusBeta2 * grad[i], grad[i], vBefore[i] * s.beta2), vBefore[i], v[i], counts);
+    }
 
     for (std::size_t i = 0; i < len; ++i) denom[i] = std::sqrt(v[i]);                            // exp_avg_sq.sqrt()
     roundWritten(st, denom.data(), len);

@@ -28,16 +28,24 @@
 
 namespace plab {
 
-// What one optimizer step did to a parameter's stored weights.
+// What one optimizer step did to a parameter's stored weights and to its optimizer state.
 struct UpdateCounts {
     std::int64_t nonzero = 0;     // elements whose computed update was nonzero
     std::int64_t lost = 0;        // ... and whose stored weight did not change
     std::int64_t nonFinite = 0;   // finite weights that the update made inf or NaN
+    // Optimizer-state elements (SGD's buffer, Adam's m and v, each element of each): those
+    // the step left at 0 where fp32 arithmetic from the same inputs gives a nonzero value
+    // (the state's format flushed it: fp16's second moments below 2^-24), and those finite
+    // before the step and inf or NaN after it.
+    std::int64_t stateFlushed = 0;
+    std::int64_t stateNonFinite = 0;
     UpdateCounts& operator+=(const UpdateCounts& o)
     {
         nonzero += o.nonzero;
         lost += o.lost;
         nonFinite += o.nonFinite;
+        stateFlushed += o.stateFlushed;
+        stateNonFinite += o.stateNonFinite;
         return *this;
     }
     // Of the elements with a nonzero update, the share whose stored weight did not change;

@@ -162,7 +162,7 @@ std::vector<CsvRow> telemetryTable(const json& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "loss_scale", "layer", "kind", "count", "zeros_in", "underflow",
                               "subnormal", "overflow", "nan", "inf_in", "nonzero_updates", "lost_updates",
-                              "non_finite_updates"}};
+                              "non_finite_updates", "state_flushed", "state_non_finite"}};
     for (const auto& snap : record.value("telemetry", json::array()))
         for (const auto& l : snap.value("layers", json::array())) {
             const json stats = l.value("stats", json::object());
@@ -170,7 +170,7 @@ std::vector<CsvRow> telemetryTable(const json& record, const std::string& run)
                          cellOf(stats, "count"), cellOf(stats, "zeros_in"), cellOf(stats, "underflow"),
                          cellOf(stats, "subnormal"), cellOf(stats, "overflow"), cellOf(stats, "nan"),
                          cellOf(stats, "inf_in"), cellOf(l, "nonzero_updates"), cellOf(l, "lost_updates"),
-                         cellOf(l, "non_finite_updates")});
+                         cellOf(l, "non_finite_updates"), cellOf(l, "state_flushed"), cellOf(l, "state_non_finite")});
         }
     return t;
 }

@@ -164,6 +164,8 @@ ReplayedRun replayRecord(const json& record, const std::string& origin)
                     lt.update.lost = jsonWholeOr(l, "lost_updates", 0, kMaxCount);
                     lt.update.nonzero = jsonWholeOr(l, "nonzero_updates", 0, kMaxCount);
                     lt.update.nonFinite = jsonWholeOr(l, "non_finite_updates", 0, kMaxCount);
+                    lt.update.stateFlushed = jsonWholeOr(l, "state_flushed", 0, kMaxCount);   // older records: none
+                    lt.update.stateNonFinite = jsonWholeOr(l, "state_non_finite", 0, kMaxCount);
                     e.layers.push_back(std::move(lt));
                 }
             });

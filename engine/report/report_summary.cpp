@@ -116,6 +116,24 @@ std::optional<std::int64_t> firstOfTrailingNonFinite(const RunDigest& r)
     return first;
 }
 
+// What the optimizer state's format did to the state itself, for any run: elements flushed
+// to 0 where fp32 keeps them (fp16 second moments), elements made inf or NaN.
+void optimizerStateSentences(const RunDigest& r, std::vector<SummarySentence>& out)
+{
+    std::vector<std::string> flushed, madeNonFinite;
+    for (const auto& l : r.layers) {
+        if (l.stateFlushed > 0) flushed.push_back(formatCount(l.stateFlushed) + " in " + l.layer);
+        if (l.stateMadeNonFinite > 0) madeNonFinite.push_back(formatCount(l.stateMadeNonFinite) + " in " + l.layer);
+    }
+    if (!flushed.empty())
+        out.push_back({"underflow", r.label + ": its " + std::string(formatName(formatOr(r.optimizerState, Format::fp32))) +
+                                        " optimizer state was flushed to 0 where fp32 keeps a nonzero value, " +
+                                        "counted per element and step over the run: " + joinWords(flushed) + "."});
+    if (!madeNonFinite.empty())
+        out.push_back({"divergence", r.label + ": optimizer steps turned finite optimizer-state elements into inf or "
+                                         "NaN, counted per element and step: " + joinWords(madeNonFinite) + "."});
+}
+
 void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
 {
     if (r.status == "stopped") out.push_back({"divergence", r.label + " was stopped at step " + formatCount(r.steps) + "."});
@@ -315,7 +333,10 @@ std::vector<SummarySentence> summarizeRuns(const RunComparison& comparison)
 {
     std::vector<SummarySentence> out;
     accuracySentences(comparison, out);
-    for (const auto& r : comparison.runs) divergenceSentences(r, out);
+    for (const auto& r : comparison.runs) {
+        divergenceSentences(r, out);
+        optimizerStateSentences(r, out);
+    }
     underflowSentences(comparison, out);
     lostUpdateSentences(comparison, out);
     lossScaleSentences(comparison, out);

@@ -125,6 +125,8 @@ LayerSnapshot snapshotFromJson(const json& l, const Place& at)
     s.updates.lost = whole(l, "lost_updates", at);
     s.updates.nonzero = whole(l, "nonzero_updates", at);
     s.updates.nonFinite = whole(l, "non_finite_updates", at);
+    s.updates.stateFlushed = whole(l, "state_flushed", at);
+    s.updates.stateNonFinite = whole(l, "state_non_finite", at);
     if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) s.histogram = histogramFromJson(*h);
     return s;
 }
@@ -202,7 +204,8 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
 
         std::vector<std::string> layerNames;
         for (const char* key : {"underflow_fraction", "overflow_fraction", "lost_update_fraction",
-                                "activation_grad_underflow_fraction", "weights_made_non_finite"})
+                                "activation_grad_underflow_fraction", "weights_made_non_finite",
+                                "optimizer_state_flushed", "optimizer_state_made_non_finite"})
             if (const auto it = s.find(key); it != s.end()) {
                 if (!it->is_object()) refuseField(summary, key, "an object of layers", *it);
                 for (const auto& [layer, v] : it->items()) addLayerName(layerNames, layer);
@@ -226,6 +229,10 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
                                   kFraction);
             f.weightsMadeNonFinite = whole(perLayer("weights_made_non_finite"), layer,
                                            Place{"the summary's weights_made_non_finite"});
+            // Records before the state was counted have none: 0.
+            f.stateFlushed = whole(perLayer("optimizer_state_flushed"), layer, Place{"the summary's optimizer_state_flushed"});
+            f.stateMadeNonFinite = whole(perLayer("optimizer_state_made_non_finite"), layer,
+                                         Place{"the summary's optimizer_state_made_non_finite"});
             d.layers.push_back(std::move(f));
         }
 

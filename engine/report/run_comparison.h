@@ -29,6 +29,8 @@ struct LayerFractions {
     std::optional<double> activationGradUnderflow;   // gradients w.r.t. the layer's input
     std::optional<double> lostUpdate;                // nonzero updates that left the weight unchanged
     std::int64_t weightsMadeNonFinite = 0;           // finite weights an update made inf or NaN
+    std::int64_t stateFlushed = 0;                   // optimizer-state elements left at 0 where fp32 is not
+    std::int64_t stateMadeNonFinite = 0;             // optimizer-state elements made inf or NaN
 };
 
 struct EvalPoint {

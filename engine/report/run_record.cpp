@@ -219,6 +219,8 @@ void RunRecorder::onEvent(const TrainerEvent& event)
                 entry["lost_updates"] = l.update.lost;
                 entry["nonzero_updates"] = l.update.nonzero;
                 entry["non_finite_updates"] = l.update.nonFinite;
+                entry["state_flushed"] = l.update.stateFlushed;
+                entry["state_non_finite"] = l.update.stateNonFinite;
             }
             layers.push_back(std::move(entry));
             lastTotals_.push_back({l.layer, l.kind, l.runStats, l.runUpdate});
@@ -285,12 +287,15 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     // values that became zero (or +-inf) over the nonzero values rounded.
     json underflow = json::object(), overflow = json::object(), lost = json::object();
     json actUnderflow = json::object(), madeNonFinite = json::object();
+    json stateFlushed = json::object(), stateNonFinite = json::object();
     for (const LayerTotals& t : lastTotals_) {
         if (t.kind == TensorKind::weightGrad) {
             underflow[t.layer] = shareJson(underflowShare(t.stats));
             overflow[t.layer] = shareJson(overflowShare(t.stats));
             lost[t.layer] = shareJson(t.updates.lostShare());
             madeNonFinite[t.layer] = t.updates.nonFinite;
+            stateFlushed[t.layer] = t.updates.stateFlushed;
+            stateNonFinite[t.layer] = t.updates.stateNonFinite;
         } else if (t.kind == TensorKind::activationGrad) {
             actUnderflow[t.layer] = shareJson(underflowShare(t.stats));
         }
@@ -300,6 +305,8 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     s["lost_update_fraction"] = lost;
     s["activation_grad_underflow_fraction"] = actUnderflow;
     s["weights_made_non_finite"] = madeNonFinite;
+    s["optimizer_state_flushed"] = stateFlushed;
+    s["optimizer_state_made_non_finite"] = stateNonFinite;
 }
 
 void RunRecorder::finish(const RunResult& result)

@@ -233,6 +233,8 @@ void addUpdateMask(UpdateCounts& counts, unsigned mask)
     counts.nonzero += (mask >> ck::kUpdateNonzero) & 1u;
     counts.lost += (mask >> ck::kUpdateLost) & 1u;
     counts.nonFinite += (mask >> ck::kUpdateNonFinite) & 1u;
+    counts.stateFlushed += ((mask >> ck::kUpdateStateFlushed) & 1u) + ((mask >> ck::kUpdateStateFlushed2) & 1u);
+    counts.stateNonFinite += ((mask >> ck::kUpdateStateNonFinite) & 1u) + ((mask >> ck::kUpdateStateNonFinite2) & 1u);
 }
 
 // The kernels' rule for f's weights write (its compensation is passed apart: the kernel's own).

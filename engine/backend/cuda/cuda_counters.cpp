@@ -92,6 +92,9 @@ void CounterArena::deliver(const Block& b, const unsigned long long* c) const
         b.update->nonzero += static_cast<std::int64_t>(c[ck::kUpdateNonzero]);
         b.update->lost += static_cast<std::int64_t>(c[ck::kUpdateLost]);
         b.update->nonFinite += static_cast<std::int64_t>(c[ck::kUpdateNonFinite]);
+        b.update->stateFlushed += static_cast<std::int64_t>(c[ck::kUpdateStateFlushed] + c[ck::kUpdateStateFlushed2]);
+        b.update->stateNonFinite +=
+            static_cast<std::int64_t>(c[ck::kUpdateStateNonFinite] + c[ck::kUpdateStateNonFinite2]);
     }
     if (b.stats) {
         b.stats->count += b.elements;

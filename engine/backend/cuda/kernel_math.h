@@ -470,7 +470,30 @@ PLAB_HOST_DEVICE float softmaxGradient(float prob, bool isLabel, float batch, fl
 PLAB_HOST_DEVICE float sweepScaled(int f, float x, float multiplier) { return roundFloat(f, mulRn(x, multiplier)); }
 
 // Counter slots of one optimizer update (plab::UpdateCounts), and their bits in a mask.
-enum UpdateSlot : int { kUpdateNonzero = 0, kUpdateLost = 1, kUpdateNonFinite = 2, kUpdateSlots = 3 };
+// The optimizer state's counts have two bits each, one per state tensor (SGD's buffer or
+// Adam's m; Adam's v): an element of each may be counted (UpdateCounts::stateFlushed,
+// stateNonFinite add both).
+enum UpdateSlot : int {
+    kUpdateNonzero = 0,
+    kUpdateLost = 1,
+    kUpdateNonFinite = 2,
+    kUpdateStateFlushed = 3,
+    kUpdateStateFlushed2 = 4,
+    kUpdateStateNonFinite = 5,
+    kUpdateStateNonFinite2 = 6,
+    kUpdateSlots = 7
+};
+
+// The state bits of one state element (which: 0 the first state tensor, 1 the second): flushed
+// when the fp32 arithmetic without the state's roundings (shadow) is nonzero and the stored
+// value is 0; made non-finite when finite before and not after (update_math.cpp's rule).
+PLAB_HOST_DEVICE unsigned stateMask(int which, float shadow, float before, float after)
+{
+    unsigned mask = 0;
+    if (shadow != 0.0f && after == 0.0f) mask |= 1u << (kUpdateStateFlushed + which);
+    if (isFiniteFloat(before) && !isFiniteFloat(after)) mask |= 1u << (kUpdateStateNonFinite + which);
+    return mask;
+}
 
 // plab::SgdScalars and plab::AdamScalars without the C++20 engine headers.
 struct SgdStep {
@@ -531,13 +554,17 @@ PLAB_HOST_DEVICE unsigned sgdElement(const SgdStep& s, int f, int sf, float& w, 
 {
     const float grad = roundFloat(f, gradIn);
     if (!s.useMomentum) return applyUpdateElement(f, w, grad, s.negLr, rule, index, comp);
+    unsigned state = 0;
     if (s.firstStep) {
         buf = roundFloat(sf, grad);
+        state = stateMask(0, grad, 0.0f, buf);
     } else {
-        buf = roundFloat(sf, mulRn(buf, s.momentum));
+        const float before = buf, scaled = mulRn(buf, s.momentum);
+        buf = roundFloat(sf, scaled);
         buf = roundFloat(sf, addRn(buf, grad));
+        state = stateMask(0, addRn(scaled, grad), before, buf);
     }
-    return applyUpdateElement(f, w, buf, s.negLr, rule, index, comp);
+    return state | applyUpdateElement(f, w, buf, s.negLr, rule, index, comp);
 }
 
 // torch.optim.Adam on one element, each op rounded when it writes a tensor: the gradient
@@ -549,14 +576,17 @@ PLAB_HOST_DEVICE unsigned adamElement(const AdamStep& s, int f, int sf, float& w
                                       float* comp = nullptr)
 {
     const float grad = roundFloat(f, gradIn);
+    const float mBefore = m, vBefore = v;
     m = roundFloat(sf, mulRn(m, s.beta1));
     m = roundFloat(sf, fmaRn(s.oneMinusBeta1, grad, m));
     v = roundFloat(sf, mulRn(v, s.beta2));
     v = roundFloat(sf, fmaRn(mulRn(s.oneMinusBeta2, grad), grad, v));
+    const unsigned state = stateMask(0, fmaRn(s.oneMinusBeta1, grad, mulRn(mBefore, s.beta1)), mBefore, m) |
+                           stateMask(1, fmaRn(mulRn(s.oneMinusBeta2, grad), grad, mulRn(vBefore, s.beta2)), vBefore, v);
     float denom = roundFloat(sf, sqrtRn(v));
     denom = roundFloat(sf, mulRn(denom, s.invBiasCorrection2Sqrt));
     denom = roundFloat(sf, addRn(denom, s.eps));
-    return applyUpdateElement(f, w, divRn(m, denom), s.negStepSize, rule, index, comp);   // the ratio stays fp32
+    return state | applyUpdateElement(f, w, divRn(m, denom), s.negStepSize, rule, index, comp);   // the ratio stays fp32
 }
 
 }  // namespace plab::cudakernels
