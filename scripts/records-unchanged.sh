@@ -147,10 +147,21 @@ for key in ("optimizer_state_flushed", "optimizer_state_made_non_finite"):
     if key in sum_b and key not in sum_a:
         sum_b.pop(key)
 for snap_a, snap_b in zip(a.get("telemetry", []), b.get("telemetry", [])):
+    # Issue 33: a layer whose weight gradients are never rounded (fp32) now reports its
+    # update counts in a weight_grad entry without values (stats.count 0); BASE had none.
+    old_keys = {(l.get("layer"), l.get("kind")) for l in snap_a.get("layers", [])}
+    snap_b["layers"] = [l for l in snap_b.get("layers", [])
+                        if (l.get("layer"), l.get("kind")) in old_keys
+                        or not (l.get("kind") == "weight_grad" and l.get("stats", {}).get("count") == 0)]
     for la, lb in zip(snap_a.get("layers", []), snap_b.get("layers", [])):
         for key in ("state_flushed", "state_non_finite"):
             if key in lb and key not in la:
                 lb.pop(key)
+# ... and so the summary's per-layer update counts gain those layers.
+for key in ("lost_update_fraction", "weights_made_non_finite"):
+    if isinstance(sum_a.get(key), dict) and isinstance(sum_b.get(key), dict):
+        for layer in [l for l in sum_b[key] if l not in sum_a[key]]:
+            sum_b[key].pop(layer)
 d = first_difference(a, b)
 print(f"{name}: " + ("identical" if d is None else "DIFFERS at " + d))
 sys.exit(0 if d is None else 1)

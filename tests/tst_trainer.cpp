@@ -94,8 +94,16 @@ private slots:
         QCOMPARE(o.record["steps"].size(), std::size_t(30));
         QCOMPARE(o.record["evals"].size(), std::size_t(1));
         QCOMPARE(o.record["summary"]["status"], "completed");
-        // fp32 rounds no gradient, so there is no rounding site to count.
+        // fp32 rounds no gradient, so there is no rounding site to count; but fp32 loses
+        // updates too (an update below half a unit of the weight's last place), and they are
+        // counted as in any recipe, so a chart does not blame 16 bits for what fp32 does.
         QVERIFY(o.record["summary"]["underflow_fraction"].empty());
+        const auto& lost = o.record["summary"]["lost_update_fraction"];
+        QVERIFY2(lost.contains("conv1") && lost.contains("fc1") && lost["fc1"].is_number(), qPrintable(QString::fromStdString(lost.dump())));
+        const auto& lastSnapshot = o.record["telemetry"].back()["layers"];
+        QVERIFY(std::any_of(lastSnapshot.begin(), lastSnapshot.end(), [](const auto& l) {
+            return l["kind"] == "weight_grad" && l["stats"]["count"] == 0 && l["nonzero_updates"].template get<std::int64_t>() > 0;
+        }));
         QVERIFY(o.record["memory"]["peak"]["total"].get<std::int64_t>() > 0);
         QVERIFY(!o.record["telemetry"].empty());
     }

@@ -290,8 +290,11 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     json stateFlushed = json::object(), stateNonFinite = json::object();
     for (const LayerTotals& t : lastTotals_) {
         if (t.kind == TensorKind::weightGrad) {
-            underflow[t.layer] = shareJson(underflowShare(t.stats));
-            overflow[t.layer] = shareJson(overflowShare(t.stats));
+            // A layer whose gradients are never rounded (fp32) has update counts only.
+            if (t.stats.count > 0) {
+                underflow[t.layer] = shareJson(underflowShare(t.stats));
+                overflow[t.layer] = shareJson(overflowShare(t.stats));
+            }
             lost[t.layer] = shareJson(t.updates.lostShare());
             madeNonFinite[t.layer] = t.updates.nonFinite;
             stateFlushed[t.layer] = t.updates.stateFlushed;

@@ -196,6 +196,20 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
         }
         te.layers.push_back(std::move(lt));
     }
+    // Layers whose weight gradients have no rounding tap (fp32 storage: nothing is rounded)
+    // still have updates that fp32 itself can lose: their counts go out as a weight_grad
+    // entry without values (count 0), so an fp32 run's lost updates are measured like any.
+    for (const auto& [layer, counts] : st.updates) {
+        const bool tapped = std::any_of(te.layers.begin(), te.layers.end(), [&](const LayerTelemetry& l) {
+            return l.layer == layer && l.kind == TensorKind::weightGrad;
+        });
+        if (tapped) continue;
+        LayerTelemetry lt;
+        lt.layer = layer;
+        lt.kind = TensorKind::weightGrad;
+        std::tie(lt.update, lt.runUpdate) = counts;
+        te.layers.push_back(std::move(lt));
+    }
     st.lastTelemetryStep = st.step;
     emitEvent(te);
 }

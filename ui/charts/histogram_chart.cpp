@@ -171,9 +171,12 @@ void HistogramChart::refillLayers(const RunData& run)
     // Every histogram step reports the same layers: the first and last events name them
     // all (scanning every event of a long run cost milliseconds per frame).
     if (run.telemetry().empty()) return;
+    // A layer with update counts but no values (an fp32 run's weight gradients: nothing is
+    // rounded) has no histogram to show.
     QStringList names;
     for (const TelemetryEvent* t : {&run.telemetry().front(), &run.telemetry().back()})
         for (const LayerTelemetry& l : t->layers) {
+            if (l.stats.count == 0) continue;
             const QString name = QString::fromStdString(l.layer);
             if (!names.contains(name)) names << name;
         }
@@ -188,7 +191,7 @@ void HistogramChart::refillLayers(const RunData& run)
         layerBox_->setCurrentText(keep);
     } else {
         for (const LayerTelemetry& l : run.telemetry().back().layers)
-            if (l.kind == kind()) {
+            if (l.kind == kind() && l.stats.count > 0) {
                 layerBox_->setCurrentText(QString::fromStdString(l.layer));
                 break;
             }
