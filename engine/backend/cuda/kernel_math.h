@@ -504,9 +504,10 @@ struct AdamStep {
     float beta1, oneMinusBeta1, beta2, oneMinusBeta2, invBiasCorrection2Sqrt, eps, negStepSize;
 };
 
-// How one element's write to the weights rounds (plab::WeightWrite): the rounding
-// (update_rounding::Mode), stochastic rounding's key, the element's index in its tensor,
-// and Kahan's compensation of this element (nullptr unless kahan).
+// How a tensor's writes to the weights round (plab::WeightWrite without its pointer): the
+// rounding (update_rounding::Mode) and stochastic rounding's key. The element functions
+// take the element's index in its tensor and its Kahan compensation (nullptr unless kahan)
+// beside it.
 struct WeightWriteRule {
     int rounding = update_rounding::kNearest;
     unsigned long long key = 0;
