@@ -24,16 +24,29 @@
 #include <QPixmap>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <string_view>
 
 int main(int argc, char** argv)
 {
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName(QStringLiteral("Precision Lab"));
-    QApplication::setApplicationName(QStringLiteral("precision-lab"));
-    QApplication::setApplicationDisplayName(QStringLiteral("Precision Lab"));
-    QApplication::setApplicationVersion(QStringLiteral(PLAB_VERSION));
-    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
+    // --help and --version only print: they answer without a display. QApplication aborts
+    // where it finds none, so a text-only application parses the same options for them.
+    const bool textOnly = std::any_of(argv + 1, argv + argc, [](const char* a) {
+        const std::string_view arg(a);
+        return arg == "--help" || arg == "--help-all" || arg == "-h" || arg == "-?" || arg == "--version" || arg == "-v";
+    });
+    std::unique_ptr<QCoreApplication> owner = textOnly ? std::make_unique<QCoreApplication>(argc, argv)
+                                                       : std::make_unique<QApplication>(argc, argv);
+    QCoreApplication& app = *owner;
+    QCoreApplication::setOrganizationName(QStringLiteral("Precision Lab"));
+    QCoreApplication::setApplicationName(QStringLiteral("precision-lab"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(PLAB_VERSION));
+    if (!textOnly) {
+        QApplication::setApplicationDisplayName(QStringLiteral("Precision Lab"));
+        QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
+    }
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Precision Lab: watch mixed-precision training live."));
@@ -60,7 +73,14 @@ int main(int argc, char** argv)
                                      QStringLiteral("NUMBER"));
     parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay, lesson, runLesson, reveal, presentation, explore});
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("A run record to show, or a config JSON to load."), QStringLiteral("[FILE]"));
-    parser.process(app);
+    parser.process(app);   // --help and --version print and exit here
+    if (textOnly) {
+        // "--help" given as another option's value (--lesson --help): not a request for help.
+        std::fputs("precision-lab: --help or --version was read as another option's value; give it on its own "
+                   "to print the help or the version\n",
+                   stderr);
+        return 2;
+    }
 
     plab::ui::MainWindowOptions options;
     options.dataDir = parser.value(dataDir);
