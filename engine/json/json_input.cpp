@@ -153,6 +153,12 @@ std::int64_t jsonWholeOr(const json& obj, std::string_view key, std::int64_t lo,
     }
 }
 
+std::string jsonTextOr(const json& obj, std::string_view key, std::string fallback)
+{
+    const auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 double jsonReal(const json& v, std::string_view what)
 {
     if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();

@@ -42,6 +42,8 @@ std::string jsonExcerpt(const nlohmann::json& value, std::size_t maxChars = 60);
 std::int64_t jsonWhole(const nlohmann::json& v, std::int64_t lo, std::int64_t hi, std::string_view what);
 // The same for obj[key], 0 when the key is absent; `what` is the quoted key.
 std::int64_t jsonWholeOr(const nlohmann::json& obj, std::string_view key, std::int64_t lo, std::int64_t hi);
+// obj[key] where it is a string; `fallback` where the key is absent or holds something else.
+std::string jsonTextOr(const nlohmann::json& obj, std::string_view key, std::string fallback = {});
 // Any JSON number as a double; null (how records write NaN and inf) is NaN.
 double jsonReal(const nlohmann::json& v, std::string_view what);
 // A JSON number as a float; beyond float's range it is +-inf, as the rounding would make it.

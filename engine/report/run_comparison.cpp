@@ -45,12 +45,6 @@ void sortLayers(std::vector<std::string>& order)
                      [](const std::string& a, const std::string& b) { return layerRank(a) < layerRank(b); });
 }
 
-std::string textOr(const json& obj, const char* key, std::string fallback = {})
-{
-    const auto it = obj.find(key);
-    return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 // ---- The schema's readers (docs/RUN_RECORD.md) ---------------------------------------------
 // An absent key reads as its default (older records lack newer fields); a present one must
 // have its documented type and range, or the record is refused naming the place and the key.
@@ -119,8 +113,8 @@ const json& entries(const json& record, const char* key, const json& empty)
 LayerSnapshot snapshotFromJson(const json& l, const Place& at)
 {
     LayerSnapshot s;
-    s.layer = textOr(l, "layer");
-    s.kind = textOr(l, "kind");
+    s.layer = jsonTextOr(l, "layer");
+    s.kind = jsonTextOr(l, "kind");
     s.stats = roundingStatsFromJson(l.value("stats", json::object()));
     s.updates.lost = whole(l, "lost_updates", at);
     s.updates.nonzero = whole(l, "nonzero_updates", at);
@@ -160,7 +154,7 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
     RunDigest d;
     try {
         d.origin = origin;
-        d.name = textOr(record, "name");
+        d.name = jsonTextOr(record, "name");
         d.recipe = record["recipe"];
         d.settings = record["settings"];
         d.finalSettings = settingsFromJson(d.settings, origin + " settings");
@@ -175,27 +169,27 @@ RunDigest digestRunRecord(const json& record, const std::string& origin)
         d.versions = record.value("versions", json::object());
         d.backend = record.value("backend", json::object());
         d.data = record.value("data", json::object());
-        d.createdAt = textOr(record, "created_at");
-        d.presetDisplayName = textOr(d.recipe, "display_name", "Custom");
+        d.createdAt = jsonTextOr(record, "created_at");
+        d.presetDisplayName = jsonTextOr(d.recipe, "display_name", "Custom");
         d.recipePhrase = recipePhraseOf(d.recipe);
-        d.compute = textOr(d.recipe, "compute", "fp32");
-        d.storage = textOr(d.recipe, "storage", d.compute);
+        d.compute = jsonTextOr(d.recipe, "compute", "fp32");
+        d.storage = jsonTextOr(d.recipe, "storage", d.compute);
         d.masterWeights = d.recipe.value("master_weights", true);
-        d.optimizerState = textOr(d.recipe, "optimizer_state", optimizerStateByRule(d.recipe));
-        d.lossScaleMode = textOr(d.recipe.value("loss_scaling", json::object()), "mode", "off");
-        d.optimizer = textOr(d.settings, "optimizer", "adam");
+        d.optimizerState = jsonTextOr(d.recipe, "optimizer_state", optimizerStateByRule(d.recipe));
+        d.lossScaleMode = jsonTextOr(d.recipe.value("loss_scaling", json::object()), "mode", "off");
+        d.optimizer = jsonTextOr(d.settings, "optimizer", "adam");
 
         const json& s = record["summary"];
         const Place summary{"the summary"};
         if (const auto it = s.find("status"); it != s.end() && !it->is_string())
             refuseField(summary, "status", "a run status", *it);
-        d.status = textOr(s, "status", "running");
+        d.status = jsonTextOr(s, "status", "running");
         bool knownStatus = false;
         for (RunStatus st : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
                              RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
             knownStatus = knownStatus || d.status == runStatusName(st);
         if (!knownStatus) throw bad("\"status\" " + jsonExcerpt(s.value("status", json())) + " is not a run status");
-        d.message = textOr(s, "message");
+        d.message = jsonTextOr(s, "message");
         d.steps = whole(s, "steps", summary);
         d.skippedSteps = whole(s, "skipped_steps", summary);
         d.finalAccuracy = number(s, "test_accuracy", summary, kFraction);
