@@ -96,7 +96,7 @@ void applyUpdate(Format f, float* p, const float* direction, float alpha, std::s
 struct UpdateFormats {
     UpdateFormats() = default;
     UpdateFormats(Format both) : weights(both), state(both) {}   // NOLINT: one format for all, PyTorch's rule
-    UpdateFormats(Format w, Format s, WeightWrite wr = {}) : weights(w), state(s), write(wr) {}
+    UpdateFormats(Format w, Format s) : weights(w), state(s) {}
     Format weights = Format::fp32;
     Format state = Format::fp32;
     WeightWrite write;
