@@ -34,6 +34,7 @@
 #include <QCheckBox>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 
 using namespace plab;
@@ -207,6 +208,7 @@ private slots:
 
     void lossAndAccuracySeries();
     void lossScaleOnLog2AxisWithSkippedSteps();
+    void skippedRunIsOneBandAndLevelsAreLabelled();
     void histogramSharesMatchHandComputationForFp16();
     void histogramBinClickEmitsTheBin();
     void underflowFractionsPerLayer();
@@ -272,6 +274,74 @@ void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()
     QVERIFY(log2);
     auto* group = qobject_cast<LossScaleChart*>(view.group("scale"));
     QVERIFY(group->countsText().contains("amp: 5 skipped of 1000 steps"));
+}
+
+// Issue 38 item 5 (lesson 02 projected): a run whose 300 steps all skip drew 300 markers
+// over the watched run's line, and the axis, labelled every few powers, could not tell
+// 2^17 from 2^18. Ten or more skips in a row are one band (no markers); isolated skips keep
+// theirs; each run's last level is written beside the plot in the run's colour, neighbours too.
+void TestUiCharts::skippedRunIsOneBandAndLevelsAreLabelled()
+{
+    // Scale s (log2) at every step; `skip` says which steps were skipped.
+    auto scaled = [](const QString& name, QColor color, std::function<double(std::int64_t)> log2Scale,
+                     std::function<bool(std::int64_t)> skip) {
+        auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, ampSettings());
+        run->setName(name);
+        run->setColor(color);
+        run->apply(RunStartEvent{"cpu", {}, 300});
+        std::int64_t skipped = 0;
+        for (std::int64_t i = 1; i <= 300; ++i) {
+            StepEvent e;
+            e.step = i;
+            e.loss = 1.0f;
+            e.skipped = skip(i);
+            skipped += e.skipped ? 1 : 0;
+            e.lossScale = std::exp2(log2Scale(i));
+            e.batch = 32;
+            e.timeMs = 4.0;
+            e.totalSteps = 300;
+            e.skippedSoFar = skipped;
+            run->apply(e);
+        }
+        return run;
+    };
+    const RunPtr dynamic = scaled("dynamic", Qt::red, [](std::int64_t i) { return i < 100 ? 18.0 : 17.0; },
+                                  [](std::int64_t i) { return i == 99; });
+    const RunPtr neighbour = scaled("neighbour", Qt::darkGreen, [](std::int64_t) { return 18.0; },
+                                    [](std::int64_t) { return false; });
+    const RunPtr allSkip = scaled("too large", Qt::blue, [](std::int64_t) { return 24.0; },
+                                  [](std::int64_t) { return true; });
+    ChartsView view;
+    view.resize(1200, 900);
+    view.setRuns(dynamic, {neighbour, allSkip});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+    const auto series = view.seriesOf("scale");
+    auto* allMarks = seriesNamed<QScatterSeries>(series, "too large skipped steps (300)");
+    auto* oneMark = seriesNamed<QScatterSeries>(series, "dynamic skipped steps (1)");
+    auto* band = seriesNamed<QLineSeries>(series, "too large skipped steps 1-300");
+    QVERIFY(allMarks && oneMark && band);
+    QCOMPARE(allMarks->count(), 0);   // no marker of the 300 skips
+    QCOMPARE(oneMark->count(), 1);    // an isolated skip keeps its marker
+    QCOMPARE(oneMark->at(0), QPointF(99, 18));
+    QVERIFY(band->count() >= 2);
+    QCOMPARE(band->at(0), QPointF(1, 24));
+    QVERIFY(band->pen().color().alpha() < 255);   // translucent: the lines under it show
+    QVERIFY(band->pen().widthF() > 3 * oneMark->pen().widthF());   // a band, wider than a line
+    auto* group = qobject_cast<LossScaleChart*>(view.group("scale"));
+    QTRY_COMPARE(group->levelLabels(), (QStringList{"2^17", "2^18", "2^24"}));
+    // The three labels do not overlap, however close 2^17 and 2^18 lie on the axis.
+    QList<QRectF> boxes;
+    for (QGraphicsItem* item : qobject_cast<QChartView*>(view.group("scale")->findChild<QChartView*>())->chart()->childItems())
+        if (auto* text = qgraphicsitem_cast<QGraphicsSimpleTextItem*>(item); text && text->isVisible() && text->text().startsWith("2^"))
+            boxes << text->sceneBoundingRect();
+    QCOMPARE(boxes.size(), 3);
+    for (qsizetype i = 0; i < boxes.size(); ++i)
+        for (qsizetype j = i + 1; j < boxes.size(); ++j)
+            QVERIFY2(!boxes[i].intersects(boxes[j]), qPrintable(QStringLiteral("%1,%2 %3x%4 and %5,%6 %7x%8")
+                                                                   .arg(boxes[i].x()).arg(boxes[i].y()).arg(boxes[i].width()).arg(boxes[i].height())
+                                                                   .arg(boxes[j].x()).arg(boxes[j].y()).arg(boxes[j].width()).arg(boxes[j].height())));
 }
 
 void TestUiCharts::histogramSharesMatchHandComputationForFp16()
@@ -523,7 +593,7 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     for (QLegendMarker* m : twinConv2->chart()->legend()->markers(twinConv2)) label = m->label();
     QCOMPARE(label, QString("twin · conv2"));   // a comparison line names run and layer
     // The three narrow panels share one key instead of legends: each run's layers and name.
-    QVERIFY2(updates->keyText().contains(QString::fromUtf8("■ conv1 ■ conv2 ■ fc1 — twin")), qPrintable(updates->keyText()));
+    QVERIFY2(updates->keyText().contains(QString::fromUtf8("twin: ■ conv1 ■ conv2 ■ fc1")), qPrintable(updates->keyText()));
 
     // Nothing of the chosen kind: the panel says so and which kinds have data.
     auto* underflow = qobject_cast<UnderflowChart*>(view.group("underflow"));

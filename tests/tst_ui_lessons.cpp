@@ -7,6 +7,7 @@
 #include "charts/charts_view.h"
 #include "lessons/lesson_files.h"
 #include "lessons/lesson_panel.h"
+#include "lessons/presentation_mode.h"
 #include "main_window.h"
 #include "run_list_model.h"
 #include "test_support.h"
@@ -169,6 +170,34 @@ private slots:
         QVERIFY2(text.contains(QStringLiteral("did not hold in these runs (seed ")), qPrintable(text));
         QVERIFY2(!text.contains(QStringLiteral("this machine")), qPrintable(text));
         QVERIFY(window.bannerText().isEmpty());
+
+        // Issue 38 item 5: projected, the verdict (which claims held) is in view without
+        // scrolling at 1920x1080 and at 1280x720, above the explanation's scrolling sentences;
+        // the prediction box gives its room to the explanation and comes back on Hide.
+        auto* verdict = panel->findChild<QLabel*>(QStringLiteral("lessonVerdict"));
+        QVERIFY(verdict);
+        QVERIFY2(verdict->text().contains(QStringLiteral("did not hold")), qPrintable(verdict->text()));
+        auto* predictBox = panel->findChild<QWidget*>(QStringLiteral("lessonPredict"));
+        QVERIFY(predictBox && predictBox->isHidden());
+        window.setPresentationMode(true);
+        for (const QSize size : {QSize(1920, 1080), QSize(1280, 720)}) {
+            window.resize(size);
+            QTRY_COMPARE(window.size(), size);
+            for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
+            const QRect inWindow(verdict->mapTo(&window, QPoint(0, 0)), verdict->size());
+            QVERIFY2(verdict->isVisible() && window.rect().contains(inWindow),
+                     qPrintable(QStringLiteral("%1x%2: verdict at %3,%4 %5x%6").arg(size.width()).arg(size.height())
+                                    .arg(inWindow.x()).arg(inWindow.y()).arg(inWindow.width()).arg(inWindow.height())));
+            QCOMPARE(verdict->visibleRegion().boundingRect(), verdict->rect());   // nothing of it clipped
+            // And at least the panel's font size for the window (presentation mode's).
+            QVERIFY(QFontInfo(verdict->font()).pixelSize() >= PresentationMode::fontPixelsFor(size));
+        }
+        window.setPresentationMode(false);
+        panel->revealButton()->click();   // "Hide"
+        QVERIFY(!panel->explanationShown());
+        QVERIFY(!predictBox->isHidden());
+        panel->revealButton()->click();
+        QVERIFY(panel->explanationShown());
 
         // Issue 10 part 6: the prediction is kept with the lesson's runs, beside the measured
         // answer and the judged claims, out of the run list's way.

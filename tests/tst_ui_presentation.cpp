@@ -9,6 +9,7 @@
 #include "charts/layer_panels.h"
 #include "export/run_export.h"
 #include "lessons/lesson_panel.h"
+#include "lessons/presentation_mode.h"
 #include "main_window.h"
 #include "run_list_model.h"
 #include "settings_panel.h"
@@ -22,6 +23,8 @@
 #include <QChartView>
 #include <QClipboard>
 #include <QDockWidget>
+#include <QFontInfo>
+#include <QLabel>
 #include <QGraphicsTextItem>
 #include <QLegend>
 #include <QLegendMarker>
@@ -138,9 +141,10 @@ private slots:
         QVERIFY(toggle);
         QVERIFY(toggle->shortcuts().contains(QKeySequence(Qt::Key_F11)));
 
+        const int normalPixels = QFontInfo(window.font()).pixelSize();
         toggle->trigger();
         QVERIFY(window.presentationMode());
-        QVERIFY(window.font().pointSizeF() > 1.4 * normalSize);
+        QVERIFY(QFontInfo(window.font()).pixelSize() >= std::max(normalPixels, PresentationMode::fontPixelsFor(window.size())));
         QVERIFY(window.chartsView()->presentationMode());
         QVERIFY(visibleDocks(window).isEmpty());   // no lesson open: every dock hidden
         for (const QString& g : ChartsView::groupNames()) QVERIFY(window.chartsView()->group(g)->isVisible());
@@ -269,14 +273,81 @@ private slots:
         settle();   // and still so once everything has been laid out
         for (QWidget* g : shown) QCOMPARE(elidedTexts(g), QStringList());
         QVERIFY(charts->width() > 0.7 * window.width());   // the lesson dock takes only a column
-        // The overlaid run is named by what tells it apart; the watched run's entries say what they are.
-        QVERIFY(legendLabels(shown[0]).contains(QStringLiteral("no loss scaling")));
+        // The overlaid run is named in the run key above the charts (once for every chart);
+        // the watched run's legend entries say what its lines are.
+        QVERIFY(charts->runKeyText().contains(QStringLiteral("AMP FP16, no loss scaling")));
+        QVERIFY(legendLabels(shown[0]).contains(QStringLiteral("loss")));
         // The underflow panels' key names each run's layers and the run (their legends are hidden).
         const QString key = qobject_cast<LayerPanelsGroup*>(shown[2])->keyText();
         QVERIFY2(key.contains(QStringLiteral("conv1")) && key.contains(QStringLiteral("no loss scaling")), qPrintable(key));
 
         window.setPresentationMode(false);
         for (QWidget* g : shown) QTRY_COMPARE(g->geometry(), normalGeometry.value(g));
+    }
+
+    // Issue 38 item 5: projected at 1920x1080, chart text was 13-15 px and legends repeated
+    // every run. Now every chart title, tick label and legend of the lesson's charts, the
+    // charts' controls and the lesson panel are at least 24 px at 1920x1080 and 16 px at
+    // 1280x720 (the fonts scale with the window), the runs are named once in a key above
+    // the charts, and the legends keep only what the watched run's lines are.
+    void presentationFontsScaleWithTheWindow()
+    {
+        QCOMPARE(PresentationMode::fontPixelsFor(QSize(1920, 1080)), 24);
+        QCOMPARE(PresentationMode::fontPixelsFor(QSize(1280, 720)), 16);
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-fonts").string());
+        MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());
+        window.resize(1920, 1080);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
+                 QString());
+        ChartsView* charts = window.chartsView();
+        charts->setRuns(lessonRun(QStringLiteral("AMP FP16, dynamic loss scaling"), QColor(255, 127, 14), 7),
+                        {lessonRun(QStringLiteral("AMP FP16, no loss scaling"), QColor(31, 119, 180), -8)});
+        charts->redrawNow();
+        window.setPresentationMode(true);
+        for (const auto& [size, pixels] : {std::pair{QSize(1920, 1080), 24}, std::pair{QSize(1280, 720), 16}}) {
+            window.resize(size);
+            QTRY_COMPARE(window.size(), size);
+            settle();
+            charts->redrawNow();
+            const QString at = QStringLiteral("%1x%2: ").arg(size.width()).arg(size.height());
+            auto atLeast = [&](const QFont& font, const QString& what) {
+                const int px = QFontInfo(font).pixelSize();
+                QVERIFY2(px >= pixels, qPrintable(at + what + QStringLiteral(" is %1 px").arg(px)));
+            };
+            int chartsSeen = 0;
+            for (const QString& name : ChartsView::groupNames()) {
+                QWidget* group = charts->group(name);
+                if (!group->isVisible()) continue;
+                atLeast(group->font(), name + QStringLiteral(" controls"));
+                for (QChartView* view : group->findChildren<QChartView*>()) {
+                    QChart* chart = view->chart();
+                    ++chartsSeen;
+                    atLeast(chart->titleFont(), name + QStringLiteral(" title"));
+                    atLeast(chart->legend()->font(), name + QStringLiteral(" legend"));
+                    for (QAbstractAxis* axis : chart->axes()) atLeast(axis->labelsFont(), name + QStringLiteral(" tick labels"));
+                }
+            }
+            QVERIFY(chartsSeen >= 3);   // the lesson's loss, histogram and two underflow panels
+            LessonPanel* panel = window.lessonPanel();
+            atLeast(panel->font(), QStringLiteral("lesson text"));
+            for (QLabel* label : panel->findChildren<QLabel*>()) atLeast(label->font(), label->objectName());
+            QVERIFY(QFontInfo(panel->findChild<QLabel*>(QStringLiteral("lessonTitle"))->font()).pixelSize() > pixels);
+            // The runs are named once, above the charts; the legends do not repeat the overlaid one.
+            const QString key = charts->runKeyText();
+            QVERIFY2(key.contains(QStringLiteral("AMP FP16, no loss scaling")) &&
+                         key.contains(QStringLiteral("AMP FP16, dynamic loss scaling")),
+                     qPrintable(key));
+            atLeast(charts->findChild<QLabel*>(QStringLiteral("chartsRunKey"))->font(), QStringLiteral("run key"));
+            QVERIFY2(!legendLabels(charts->group(QStringLiteral("loss"))).contains(QStringLiteral("no loss scaling")),
+                     qPrintable(legendLabels(charts->group(QStringLiteral("loss"))).join(QStringLiteral(", "))));
+        }
+        window.setPresentationMode(false);
+        QCOMPARE(charts->runKeyText(), QString());   // normal mode: the legends name the runs
+        QVERIFY(QFontInfo(window.font()).pixelSize() < 16);
     }
 
     void distinguishingNames_data()

@@ -30,6 +30,12 @@ QFont scaledFont(QFont f, qreal factor)
     else if (f.pixelSize() > 0) f.setPixelSize(std::max(1, static_cast<int>(std::lround(f.pixelSize() * factor))));
     return f;
 }
+
+QFont pixelFont(QFont f, qreal pixels)
+{
+    f.setPixelSize(std::max(1, static_cast<int>(std::lround(pixels))));
+    return f;
+}
 }  // namespace
 
 TimedChartView::TimedChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent)
@@ -102,6 +108,11 @@ void ChartGroup::setChartTitle(QChart* chart, const QString& what, const QList<R
     fitTitle(chart);
 }
 
+void ChartGroup::showComparisonInLegend(QChart* chart, QAbstractSeries* series, bool watched) const
+{
+    setLegendVisible(chart, series, watched || !presentation_);
+}
+
 void ChartGroup::fitTitle(QChart* chart)
 {
     const auto it = titles_.constFind(chart);
@@ -124,12 +135,23 @@ void ChartGroup::setPresentationMode(bool on)
     // Child widgets (combos, labels, the planner table) follow the group's font; an empty
     // QFont resolves nothing, so the inherited font comes back.
     if (on) {
-        setFont(scaledFont(QWidget::font(), kPresentationFontScale));
+        setFont(presentationPixels_ > 0 ? pixelFont(normalFont_, presentationPixels_)
+                                        : scaledFont(normalFont_, kPresentationFontScale));
     } else {
         setFont(QFont());
     }
     applyPalette(palette_);
     presentationModeChanged();
+}
+
+void ChartGroup::setPresentationFontPixels(int pixels)
+{
+    if (presentationPixels_ == pixels) return;
+    presentationPixels_ = pixels;
+    if (!presentation_) return;
+    setFont(pixels > 0 ? pixelFont(normalFont_, pixels) : scaledFont(normalFont_, kPresentationFontScale));
+    applyFonts();
+    for (auto it = titles_.cbegin(); it != titles_.cend(); ++it) fitTitle(it.key());
 }
 
 void ChartGroup::adaptAntialiasing()
@@ -187,10 +209,14 @@ void ChartGroup::applyFonts()
 {
     // Fonts are derived from the widget font each time, so turning presentation off
     // restores exactly the normal sizes.
+    // With a pixel size for the window every text is at least that size; otherwise (or
+    // off) sizes follow the widget font.
     const qreal scale = presentation_ ? kPresentationFontScale : 1.0;
     const QFont normal = presentation_ ? normalFont_ : QWidget::font();
+    const bool pixels = presentation_ && presentationPixels_ > 0;
     auto sized = [&](qreal factor, bool bold) {
-        QFont f = scaledFont(normal, factor * scale);
+        QFont f = pixels ? pixelFont(normal, presentationPixels_ * std::max(1.0, factor))
+                         : scaledFont(normal, factor * scale);
         f.setBold(bold);
         return f;
     };
@@ -199,7 +225,11 @@ void ChartGroup::applyFonts()
         chart->legend()->setFont(sized(0.85, false));
         for (QAbstractAxis* axis : chart->axes()) {
             axis->setLabelsFont(sized(0.85, false));
-            axis->setTitleFont(sized(0.9, presentation_));
+            // Axis titles run along the plot's height: at presentation sizes a little smaller
+            // (and bold) than the rest, so they fit beside short panels.
+            QFont title = pixels ? pixelFont(normal, 0.85 * presentationPixels_) : sized(0.9, presentation_);
+            title.setBold(presentation_);
+            axis->setTitleFont(title);
         }
         // Our own captions on the chart (marker labels, counts, peaks).
         for (QGraphicsItem* item : chart->childItems())

@@ -52,6 +52,12 @@ public:
     // the pens; fonts and colors change at once.
     void setPresentationMode(bool on);
     bool presentationMode() const { return presentation_; }
+    // The presentation fonts' size in pixels, chosen for the window (PresentationMode scales
+    // it with the window: 24 px at 1920x1080): titles, tick labels, legends, axis titles,
+    // captions and the group's controls all get at least this. 0 (the default): 1.5x the
+    // normal fonts. Applies at once while presentation mode is on, and when it next is.
+    void setPresentationFontPixels(int pixels);
+    int presentationFontPixels() const { return presentationPixels_; }
 
     // Rebuilds what is drawn from the runs (current may be null). Called by ChartsView's
     // frame timer only when some run's revision() moved, or the runs or theme changed.
@@ -85,6 +91,10 @@ protected:
     // tells it apart from the other runs drawn (distinguishingName), so labels fit at the
     // large fonts. The series' own names keep the full name (tooltips, tests).
     QString runLabel(const RunPtr& run, const QList<RunPtr>& runs) const;
+    // A comparison run's entry in a legend: shown in normal mode; in presentation mode the
+    // charts' run key (ChartsView) names each run once for every chart, so the legends keep
+    // only what the watched run's lines are ("loss", "test acc.", "skipped (8)").
+    void showComparisonInLegend(QChart* chart, QAbstractSeries* series, bool watched) const;
 
     // "<what> · <the watched run's name>" (legends then name only the comparison runs). In
     // presentation mode "<shortWhat> · <the watched run's runLabel>" (shortWhat defaults to
@@ -97,6 +107,7 @@ private:
     void fitTitle(QChart* chart);
     QString name_;
     bool presentation_ = false;
+    int presentationPixels_ = 0;
     QPalette palette_;
     QFont normalFont_;   // the widget font before presentation mode
     struct TitleParts {

@@ -14,6 +14,8 @@
 #include <QElapsedTimer>
 #include <QEvent>
 #include <QGridLayout>
+#include <QLabel>
+#include <QTextDocumentFragment>
 #include <QScrollArea>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -57,8 +59,16 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     scroll_->setFrameShape(QFrame::NoFrame);
     scroll_->setWidget(content);
     scroll_->viewport()->installEventFilter(this);
+    runKey_ = new QLabel(this);
+    runKey_->setObjectName(QStringLiteral("chartsRunKey"));
+    runKey_->setWordWrap(true);
+    runKey_->setTextFormat(Qt::RichText);
+    runKey_->setContentsMargins(6, 2, 6, 2);
+    runKey_->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addWidget(runKey_);
     layout->addWidget(scroll_);
 
     for (ChartGroup* g : groups_) g->applyPalette(palette());
@@ -83,6 +93,33 @@ void ChartsView::setRuns(RunPtr current, const QList<RunPtr>& compare)
     current_ = std::move(current);
     compare_ = compare;
     forceRedraw_ = true;
+    updateRunKey();
+}
+
+void ChartsView::updateRunKey()
+{
+    QList<RunPtr> runs;
+    if (current_) runs << current_;
+    for (const RunPtr& r : compare_)
+        if (r && !runs.contains(r)) runs << r;
+    QStringList entries;
+    for (const RunPtr& r : runs) {
+        const QString name = r->name().toHtmlEscaped();
+        entries << QStringLiteral("<span style='color:%1'>■</span>&nbsp;%2")
+                       .arg(r->color().name(), r == current_ ? QStringLiteral("<b>%1</b>").arg(name) : name);
+    }
+    // Entries are separated by wide gaps and wrap between entries, not inside a name.
+    const QString text = entries.join(QStringLiteral(" &nbsp;&nbsp; "));
+    if (runKey_->text() != text) runKey_->setText(text);
+    runKey_->setVisible(presentation_ && runs.size() > 1);
+}
+
+QString ChartsView::runKeyText() const
+{
+    if (runKey_->isHidden()) return {};
+    QString text = runKey_->text();
+    text.replace(QStringLiteral("&nbsp;"), QStringLiteral(" "));
+    return QTextDocumentFragment::fromHtml(text).toPlainText();
 }
 
 QWidget* ChartsView::group(const QString& name) const
@@ -106,10 +143,24 @@ void ChartsView::setPresentationMode(bool on)
     if (presentation_ == on) return;
     presentation_ = on;
     for (ChartGroup* g : groups_) g->setPresentationMode(on);
+    updateRunKey();
     twoColumnMinimum_ = 0;   // fonts and arrangement changed: measured again
     arrangeGroups();
     fitColumnsToWidth();
     forceRedraw_ = true;   // pens are chosen during a redraw
+}
+
+void ChartsView::setPresentationFontPixels(int pixels)
+{
+    bool changed = false;
+    for (ChartGroup* g : groups_) {
+        changed |= g->presentationFontPixels() != pixels;
+        g->setPresentationFontPixels(pixels);
+    }
+    if (!changed || !presentation_) return;
+    twoColumnMinimum_ = 0;   // fonts changed: the grid's minimum width is measured again
+    fitColumnsToWidth();
+    forceRedraw_ = true;     // captions and notes are placed during a redraw
 }
 
 bool ChartsView::eventFilter(QObject* watched, QEvent* event)
@@ -281,6 +332,7 @@ void ChartsView::redrawGroup(ChartGroup* group)
 void ChartsView::redrawAll()
 {
     forceRedraw_ = false;
+    updateRunKey();   // a run renamed or recoloured
     noteDrawnRevisions();
     pending_.clear();
     for (ChartGroup* g : groups_) redrawGroup(g);

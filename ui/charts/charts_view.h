@@ -20,6 +20,7 @@
 QT_BEGIN_NAMESPACE
 class QAbstractSeries;
 class QGridLayout;
+class QLabel;
 class QScrollArea;
 class QTimer;
 QT_END_NAMESPACE
@@ -54,6 +55,14 @@ public:
     // normal look and grid. Takes effect at once.
     void setPresentationMode(bool on);
     bool presentationMode() const { return presentation_; }
+    // Presentation fonts of this many pixels on every group (ChartGroup::
+    // setPresentationFontPixels; 0: 1.5x the normal fonts). The main window's presentation
+    // mode sets it from the window's size.
+    void setPresentationFontPixels(int pixels);
+    // Presentation mode's run key above the charts: each run drawn, once, in its colour
+    // (the watched run first, in bold), so legends need not repeat the runs. As plain
+    // text for tests; "" when hidden.
+    QString runKeyText() const;
 
     // Columns of the grid now: 2, or 1 while the view is too narrow for two columns of
     // readable charts (docks open beside it), so that it scrolls down, never sideways.
@@ -82,6 +91,7 @@ private:
     void noteDrawnRevisions();
     void redrawGroup(ChartGroup* group);
     void learnCosts();
+    void updateRunKey();
 
     RunPtr current_;
     QList<RunPtr> compare_;
@@ -89,6 +99,7 @@ private:
     QTimer* frameTimer_ = nullptr;
     QGridLayout* grid_ = nullptr;
     QScrollArea* scroll_ = nullptr;
+    QLabel* runKey_ = nullptr;
     int columns_ = 2;
     int twoColumnMinimum_ = 0;       // the grid's minimum width in two columns; 0: not measured
     QString arrangement_;            // what arrangeGroups() last laid out

@@ -158,6 +158,7 @@ std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::v
         // The kind is in the combo under the chart: presentation mode's larger legend names the layer only.
         const QString watchedLabel = presentationMode() ? layer() : tr("%1 %2").arg(layer(), kindText);
         setLegendLabel(chart_, line, d.run == chosen ? watchedLabel : runLabel(d.run, runs));
+        showComparisonInLegend(chart_, line, d.run == chosen);
         if (line->points() != outline) line->replace(outline);
 
         const RegionFormat own = regionFormatFor(d.run->currentSettings(), layer().toStdString(), kind());
@@ -195,6 +196,7 @@ QString HistogramChart::drawBlockScales(const std::vector<Drawn>& drawn, const R
         setSeriesName(line, tr("%1 %2 %3 block scales at step %4").arg(d.run->name(), layer(), kindText).arg(d.step));
         setSeriesPen(line, runPen(d.run->color(), d.run == chosen ? 2.5 : 1.8, d.run == chosen ? Qt::SolidLine : Qt::DashLine));
         setLegendLabel(chart_, line, d.run == chosen ? tr("%1 block scales").arg(layer()) : runLabel(d.run, runs));
+        showComparisonInLegend(chart_, line, d.run == chosen);
         if (line->points() != outline) line->replace(outline);
 
         QString text = tr("%1: %2 blocks").arg(runLabel(d.run, runs)).arg(h.total());

@@ -57,11 +57,12 @@ QString LayerPanelsGroup::layerKey(const QList<RunPtr>& runs, TensorKind kind) c
     for (const RunPtr& run : runs) {
         const std::vector<std::string> layers = layersOfKind(*run, kind);
         if (layers.empty()) continue;
-        QString line;
+        // The run first, then its layers' shades: one row per run reads as a group.
+        QString line = QStringLiteral("<b>%1</b>:").arg(runLabel(run, runs).toHtmlEscaped());
         for (std::size_t li = 0; li < layers.size(); ++li)
-            line += QStringLiteral("<span style='color:%1'>■</span>&nbsp;%2 ")
+            line += QStringLiteral(" <span style='color:%1'>■</span>&nbsp;%2")
                         .arg(layerColor(run->color(), li).name(), QString::fromStdString(layers[li]).toHtmlEscaped());
-        lines << line + QStringLiteral("— %1").arg(runLabel(run, runs).toHtmlEscaped());
+        lines << line;
     }
     return lines.join(QStringLiteral("<br>"));
 }

@@ -1,7 +1,7 @@
 // What the per-layer chart groups share (underflow/overflow, updates): panels that draw
 // one line per layer and run of a quantity taken from each histogram step's telemetry.
 // Layers of one run differ by shade and width; one key under the panels names, per run,
-// the swatch of each layer and the run (the series' legend labels name run and layer). A panel with nothing to draw says why
+// the run and the swatch of each layer (the series' legend labels name run and layer). A panel with nothing to draw says why
 // and what to pick instead; lines of two runs that lie on top of each other get a note
 // on the chart, so a curve hidden under another is never mistaken for a missing one.
 #pragma once
@@ -57,8 +57,8 @@ protected:
     // The note under the panel's title: "<a> and <b> coincide" lines, or the empty reason.
     static QString noteText(const Panel& panel) { return panel.note ? panel.note->toolTip() : QString(); }
 
-    // A key for panels too narrow for their own legends: one line per run, a swatch and the
-    // name of each of its layers, then the run's name (rich text).
+    // A key for panels too narrow for their own legends: one line per run, the run's name,
+    // then a swatch and the name of each of its layers (rich text).
     QString layerKey(const QList<RunPtr>& runs, TensorKind kind) const;
     // The label that shows layerKey() under the panels, whose own legends are hidden: with
     // a comparison run each legend would need an entry per run and layer, elided at the

@@ -67,6 +67,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         // Presentation mode: "loss", as the axis says, so three runs fit one legend row.
         const QString smoothLabel = presentationMode() ? tr("loss") : tr("loss (smoothed)");
         setLegendLabel(chart_, smoothSeries, watched ? smoothLabel : runLabel(run, runs));
+        showComparisonInLegend(chart_, smoothSeries, watched);
         const QList<QPointF> smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
             std::vector<double> losses(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].lossOrNaN();

@@ -4,6 +4,8 @@
 #include "charts/chart_caption.h"
 #include "charts/series_reduction.h"
 
+#include <QLabel>
+#include <QFontMetricsF>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QVBoxLayout>
@@ -29,10 +31,23 @@ LossScaleChart::LossScaleChart(QWidget* parent)
     markers_ = new ChangeMarkers(chart_, &pool_);
     counts_ = new QGraphicsSimpleTextItem(chart_);
     counts_->setZValue(20);
-    connect(chart_, &QChart::plotAreaChanged, this, [this] { placeCaptionClearOfData(chart_, counts_); });
+    connect(chart_, &QChart::plotAreaChanged, this, [this] {
+        placeCaptionClearOfData(chart_, counts_);
+        placeLevelLabels();
+    });
+    // Presentation mode: the counts under the chart (on the plot, lines of large text
+    // covered the data and ran past its edge).
+    countsBelow_ = new QLabel(this);
+    countsBelow_->setObjectName(QStringLiteral("skippedCounts"));
+    // One line per run, not wrapped: a wrapped label in this layout was given the height of
+    // its narrowest wrapping. Ignored width: a long run name never widens the grid.
+    countsBelow_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    countsBelow_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    countsBelow_->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(makeChartView(chart_, this));
+    layout->addWidget(makeChartView(chart_, this), 1);
+    layout->addWidget(countsBelow_);
 }
 
 void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
@@ -45,6 +60,8 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     bool anyFp8 = false;
     double lastStep = 1, lowest = 0, highest = 16;   // log2 S: the usual span 1 .. 65536, so the axis rarely moves
     QStringList counts;
+    levels_.clear();   // each run's last log2 S, watched run first
+    int unskipped = 0;            // runs left out of the counts (presentation mode)
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
         if (!steps.empty()) lastStep = std::max(lastStep, static_cast<double>(steps.back().step));
@@ -59,6 +76,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesPen(line, runPen(run->color(), 2.0));
         const bool watched = run == runs.front();
         setLegendLabel(chart_, line, watched ? tr("loss scale") : runLabel(run, runs));
+        showComparisonInLegend(chart_, line, watched);
         const QList<QPointF> scale = reduced_.update(
             line, lineKey, *run, columns, [&] { return reduceMinMaxPerColumn(steps.size(), stepAt, scaleAt, columns); });
         for (const QPointF& p : scale) {
@@ -66,6 +84,23 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             highest = std::max(highest, p.y());
         }
 
+        // Skipped steps: a run of at least kBandSteps in a row is one translucent band along
+        // the scale line (a run that skips all its steps draws one band, not a marker per
+        // step over the other runs' lines); shorter runs get a marker per step.
+        std::vector<std::size_t> isolated;
+        std::vector<std::pair<std::size_t, std::size_t>> bands;   // [first, last] indices
+        for (std::size_t i = 0; i < steps.size();) {
+            if (!steps[i].skipped) {
+                ++i;
+                continue;
+            }
+            std::size_t end = i;
+            while (end + 1 < steps.size() && steps[end + 1].skipped) ++end;
+            if (end - i + 1 >= kBandSteps) bands.emplace_back(i, end);
+            else
+                for (std::size_t k = i; k <= end; ++k) isolated.push_back(k);
+            i = end + 1;
+        }
         const QString marksKey = run->id() + QStringLiteral("/skipped");
         auto* marks = pool_.take<QScatterSeries>(marksKey, {steps_, scale_});
         const auto skippedCount = static_cast<qlonglong>(run->skippedSteps());
@@ -77,14 +112,41 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         if (marks->color() != run->color()) marks->setColor(run->color());
         if (marks->borderColor() != Qt::red) marks->setBorderColor(Qt::red);
         reduced_.update(marks, marksKey, *run, columns, [&] {
-            std::vector<std::size_t> skippedAt;
-            for (std::size_t i = 0; i < steps.size(); ++i)
-                if (steps[i].skipped) skippedAt.push_back(i);
             return reduceMinMaxPerColumn(
-                skippedAt.size(), [&](std::size_t k) { return stepAt(skippedAt[k]); },
-                [&](std::size_t k) { return scaleAt(skippedAt[k]); }, columns);
+                isolated.size(), [&](std::size_t k) { return stepAt(isolated[k]); },
+                [&](std::size_t k) { return scaleAt(isolated[k]); }, columns);
         });
-        counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
+        for (std::size_t b = 0; b < bands.size(); ++b) {
+            const auto [first, last] = bands[b];
+            const QString bandKey = run->id() + QStringLiteral("/skipped-band/") + QString::number(b);
+            auto* band = pool_.take<QLineSeries>(bandKey, {steps_, scale_});
+            setSeriesName(band, tr("%1 skipped steps %2-%3").arg(run->name()).arg(steps[first].step).arg(steps[last].step));
+            setLegendVisible(chart_, band, false);
+            QColor shade = run->color();
+            shade.setAlpha(70);
+            QPen pen = cosmeticPen(shade, kBandWidth);
+            pen.setCapStyle(Qt::FlatCap);
+            setSeriesPen(band, pen);
+            const std::size_t n = last - first + 1;
+            reduced_.update(band, bandKey, *run, columns, [&] {
+                return reduceMinMaxPerColumn(
+                    n, [&](std::size_t k) { return stepAt(first + k); }, [&](std::size_t k) { return scaleAt(first + k); },
+                    columns);
+            });
+        }
+        // The level each run ends at, labelled on the right-hand axis: 2^17 and 2^18 are
+        // told apart there, where the left axis' ticks are several powers apart.
+        for (std::size_t i = steps.size(); i-- > 0;)
+            if (const double level = scaleAt(i); std::isfinite(level)) {
+                levels_.push_back({level, run->color()});
+                break;
+            }
+        // Presentation mode lists only the runs that skipped (four lines of large text would
+        // cover the lines), and says so of the others in one.
+        if (!presentationMode() || skippedCount > 0)
+            counts << tr("%1: %2 skipped of %3 steps").arg(runLabel(run, runs)).arg(skippedCount).arg(steps.size());
+        else
+            ++unskipped;
 
         // FP8 and NVFP4 recipes: each layer's per-tensor gradient scale at the
         // histogram steps, dashed, on the same log2 axis (both multiply the gradients before a
@@ -140,13 +202,86 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     const double high = 3.0 * std::ceil((highest + 0.5) / 3.0);
     setStableRange(steps_, 0, lastStep, 0.6);
     setAxisRange(scale_, low, high);
+    // A faint grid line at every power of two between the labelled ticks, where they are at
+    // least 4 px apart, so a level can be counted off.
+    const double interval = scale_->tickType() == QValueAxis::TicksDynamic ? scale_->tickInterval()
+                                                                          : (high - low) / std::max(1, scale_->tickCount() - 1);
+    const double perPower = chart_->plotArea().height() / std::max(1.0, high - low);
+    const int minor = interval == std::round(interval) && interval >= 2 && perPower >= 4 ? static_cast<int>(interval) - 1 : 0;
+    if (scale_->minorTickCount() != minor) scale_->setMinorTickCount(minor);
     for (const RunPtr& run : runs) markers_->addRun(*run, steps_, scale_, low, high);
     pool_.end();
     markers_->placeLabels();
 
     counts_->setBrush(chart_->titleBrush());
-    counts_->setText(counts.join(QLatin1Char('\n')));
+    if (unskipped > 0) counts << (unskipped == runs.size() ? tr("no step skipped") : tr("no other run skipped a step"));
+    const QString countsText = counts.join(QLatin1Char('\n'));
+    counts_->setText(countsText);
+    counts_->setVisible(!presentationMode());
+    if (countsBelow_->text() != countsText) countsBelow_->setText(countsText);
+    countsBelow_->setVisible(presentationMode() && !countsText.isEmpty());
     placeCaptionClearOfData(chart_, counts_);
+    placeLevelLabels();
+}
+
+QStringList LossScaleChart::levelLabels() const
+{
+    QStringList labels;
+    for (const QGraphicsSimpleTextItem* item : levelLabels_)
+        if (item->isVisible()) labels << item->text();
+    return labels;
+}
+
+void LossScaleChart::placeLevelLabels()
+{
+    // Each run's last level, in its colour, beside the plot's right edge at the height of
+    // its line; labels that would overlap are moved apart (down, then back up at the bottom)
+    // so that each stays readable and near its line. The chart's right margin keeps room.
+    while (levelLabels_.size() < levels_.size()) {
+        auto* item = new QGraphicsSimpleTextItem(chart_);
+        item->setZValue(20);
+        levelLabels_.push_back(item);
+    }
+    QFont font = scale_->labelsFont();
+    font.setBold(true);
+    const QFontMetricsF metrics(font);
+    qreal widest = 0;
+    std::vector<std::pair<qreal, QGraphicsSimpleTextItem*>> placed;   // centre y, item
+    const QRectF plot = chart_->plotArea();
+    for (std::size_t i = 0; i < levelLabels_.size(); ++i) {
+        QGraphicsSimpleTextItem* item = levelLabels_[i];
+        if (i >= levels_.size() || plot.height() <= 0) {
+            item->hide();
+            continue;
+        }
+        const Level& level = levels_[i];
+        const QString text = level.log2 == std::round(level.log2) ? QStringLiteral("2^%1").arg(static_cast<int>(level.log2))
+                                                                  : QStringLiteral("2^%1").arg(level.log2, 0, 'f', 2);
+        if (item->text() != text) item->setText(text);
+        if (item->font() != font) item->setFont(font);
+        item->setBrush(level.color);
+        widest = std::max(widest, metrics.horizontalAdvance(text));
+        const qreal y = chart_->mapToPosition(QPointF(steps_->min(), level.log2), nullptr).y();
+        placed.emplace_back(std::clamp(y, plot.top(), plot.bottom()), item);
+        item->show();
+    }
+    std::sort(placed.begin(), placed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    // A line of the tallest label apart, and a pixel or two between.
+    qreal h = metrics.height();
+    for (const auto& [y, item] : placed) h = std::max(h, item->boundingRect().height());
+    h = std::ceil(h) + 2;
+    for (std::size_t k = 1; k < placed.size(); ++k) placed[k].first = std::max(placed[k].first, placed[k - 1].first + h);
+    if (!placed.empty() && placed.back().first > plot.bottom() + h / 2) {
+        placed.back().first = plot.bottom() + h / 2;
+        for (std::size_t k = placed.size() - 1; k-- > 0;) placed[k].first = std::min(placed[k].first, placed[k + 1].first - h);
+    }
+    for (const auto& [y, item] : placed) item->setPos(plot.right() + 6, y - h / 2);
+    const int room = placed.empty() ? 4 : static_cast<int>(std::ceil(widest)) + 10;
+    if (chart_->margins().right() != room) {
+        QMargins m = chart_->margins();
+        m.setRight(room);
+        chart_->setMargins(m);   // moves the plot area: placed again from plotAreaChanged
+    }
 }
 
 }  // namespace plab::ui

@@ -85,8 +85,12 @@ void UnderflowChart::drawRounding(Panel& panel, const QList<RunPtr>& runs, bool 
     // largest finite value, not an infinity.
     const bool saturates = isQuantizedKind(k);
     setChartTitle(panel.chart, overflow ? (saturates ? tr("Saturation") : tr("Overflow")) : tr("Underflow"), runs);
-    const QString axisTitle = overflow ? (saturates ? tr("% of finite → max") : tr("% of finite → inf"))
-                                       : tr("% of nonzero → 0");
+    // Presentation mode's large axis titles fit beside the short panels only without the
+    // "of ...": the chart's title and tooltip say what is counted.
+    const QString axisTitle = presentationMode()
+                                  ? (overflow ? (saturates ? tr("% → max") : tr("% → inf")) : tr("% → 0"))
+                                  : (overflow ? (saturates ? tr("% of finite → max") : tr("% of finite → inf"))
+                                              : tr("% of nonzero → 0"));
     if (panel.values->titleText() != axisTitle) panel.values->setTitleText(axisTitle);
     panel.chart->setToolTip(overflow ? (saturates ? tr("Share of finite values beyond the format's largest, "
                                                        "clipped to it, per layer")

@@ -29,11 +29,10 @@ UpdatesChart::UpdatesChart(QWidget* parent)
       pools_{SeriesPool(lost_), SeriesPool(zero_), SeriesPool(nonFinite_)}
 {
     QChart* charts[] = {lost_, zero_, nonFinite_};
-    const QString titles[] = {tr("% of nonzero updates lost"), tr("% of gradients = 0"), tr("weights")};
     const QString formats[] = {QStringLiteral("%.3g"), QStringLiteral("%.3g"), QStringLiteral("%d")};
     auto* row = new QHBoxLayout;
     for (int i = 0; i < 3; ++i) {
-        panels_[i] = makePanel(charts[i], titles[i], formats[i]);
+        panels_[i] = makePanel(charts[i], axisTitles(false)[i], formats[i]);
         panels_[i].pool = &pools_[i];
         panels_[i].markers = new ChangeMarkers(charts[i], &pools_[i]);
         panels_[i].reduced = &reduced_[i];
@@ -52,6 +51,20 @@ UpdatesChart::UpdatesChart(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(row, 1);
     layout->addWidget(keyLabel());
+}
+
+QStringList UpdatesChart::axisTitles(bool presentation)
+{
+    // Presentation mode's large axis titles fit beside the narrow panels only without the
+    // "of ...": the chart's title and tooltip say what is counted.
+    if (presentation) return {tr("% lost"), tr("% = 0"), tr("weights")};
+    return {tr("% of nonzero updates lost"), tr("% of gradients = 0"), tr("weights")};
+}
+
+void UpdatesChart::presentationModeChanged()
+{
+    const QStringList titles = axisTitles(presentationMode());
+    for (int i = 0; i < 3; ++i) panels_[i].values->setTitleText(titles[i]);
 }
 
 void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)

@@ -24,6 +24,12 @@ public:
     QString zeroNote() const { return noteText(panels_[1]); }
     QString nonFiniteNote() const { return noteText(panels_[2]); }
 
+protected:
+    void presentationModeChanged() override;   // short axis titles beside the narrow panels
+
+private:
+    static QStringList axisTitles(bool presentation);
+
 private:
     QChart* lost_;
     QChart* zero_;

@@ -15,10 +15,13 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTextDocument>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace plab::ui {
 
@@ -36,10 +39,7 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     title_ = new QLabel(tr("No lesson open: File > Open Lesson… or the Lessons menu."), this);
     title_->setObjectName(QStringLiteral("lessonTitle"));
     title_->setWordWrap(true);
-    QFont big = title_->font();
-    big.setPointSizeF(big.pointSizeF() * 1.3);
-    big.setBold(true);
-    title_->setFont(big);
+    fitTitleFont();
     // A lesson may come from anyone: its texts are shown as plain text (escaped where they
     // go into rich text), so markup in them is never rendered and never loads a file.
     title_->setTextFormat(Qt::PlainText);
@@ -82,22 +82,40 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     buttons->addWidget(stop_);
     buttons->addWidget(reveal_);
     buttons->addStretch(1);
-    explanation_ = new QLabel(this);
+    // After Reveal: the verdict (the prediction against the measured answer, which claims
+    // held) always in view under the buttons, the explanation's sentences below it in a
+    // scrolling area that takes the rest of the panel (at presentation mode's large font
+    // they are taller than the screen).
+    verdict_ = new QLabel(this);
+    verdict_->setObjectName(QStringLiteral("lessonVerdict"));
+    verdict_->setWordWrap(true);
+    verdict_->setTextFormat(Qt::RichText);
+    explanation_ = new QLabel;
     explanation_->setObjectName(QStringLiteral("lessonExplanation"));
     explanation_->setWordWrap(true);
     explanation_->setTextFormat(Qt::RichText);
-    explanation_->hide();
+    explanation_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    explanationArea_ = new QScrollArea(this);
+    explanationArea_->setObjectName(QStringLiteral("lessonExplanationArea"));
+    explanationArea_->setWidget(explanation_);
+    explanationArea_->setWidgetResizable(true);
+    explanationArea_->setFrameShape(QFrame::NoFrame);
+    explanationArea_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     layout->addWidget(title_);
     layout->addWidget(question_);
     layout->addWidget(predictBox_);
     layout->addWidget(runs_);
     layout->addLayout(buttons);
-    layout->addWidget(explanation_);
-    layout->addStretch(1);
+    layout->addWidget(verdict_);
+    layout->addWidget(explanationArea_);
+    layout->addStretch(1);   // keeps the rest at the top while the explanation is hidden
+    showExplanationArea(false);
 
     connect(run_, &QPushButton::clicked, this, &LessonPanel::runLesson);
     connect(stop_, &QPushButton::clicked, runner_, &LessonRunner::stop);
-    connect(reveal_, &QPushButton::clicked, this, &LessonPanel::reveal);
+    // Reveal shows the explanation; pressed again it hides it (and brings the prediction
+    // back, for another try).
+    connect(reveal_, &QPushButton::clicked, this, [this] { explanationShown() ? showExplanationArea(false) : reveal(); });
     connect(runner_, &LessonRunner::runStarted, this, [this](int index, const QString&) {
         if (QListWidgetItem* item = runs_->item(index))
             item->setText(tr("▶ %1 (training)").arg(q(lesson_->runs[static_cast<std::size_t>(index)].name)));
@@ -145,8 +163,9 @@ void LessonPanel::setLesson(const Lesson& lesson)
     }
     runs_->clear();
     for (const LessonRun& r : lesson.runs) runs_->addItem(tr("○ %1").arg(q(r.name)));
+    verdict_->clear();
     explanation_->clear();
-    explanation_->hide();
+    showExplanationArea(false);
     refreshButtons();
     emit lessonChanged();
 }
@@ -167,7 +186,7 @@ void LessonPanel::runLesson()
     finishedOnce_ = false;
     results_.clear();
     records_.clear();
-    explanation_->hide();
+    showExplanationArea(false);
     prediction_.clear();
     if (lesson_->predict) {   // kept with this lesson's runs; the fields stay as given, locked while they train
         if (!lesson_->predict->choices.empty())
@@ -256,10 +275,10 @@ void LessonPanel::showExplanation()
     if (!lesson_) return;
     const LessonRecords refs = recordRefs();
     const QString held = QStringLiteral("#1a7f37"), failed = QStringLiteral("#cf222e"), muted = QStringLiteral("#6e7781");
-    QString html;
+    QString verdict;
     if (lesson_->predict) {
         const QString measured = q(fillPlaceholders(lesson_->predict->answer, *lesson_, refs)).toHtmlEscaped();
-        html += tr("<p><b>You predicted:</b> %1. <b>Measured:</b> %2.</p>")
+        verdict += tr("<p><b>You predicted:</b> %1. <b>Measured:</b> %2.</p>")
                     .arg(prediction_.isEmpty() ? tr("(nothing)") : prediction_.toHtmlEscaped(), measured);
     }
     const int total = static_cast<int>(results_.size());
@@ -271,11 +290,12 @@ void LessonPanel::showExplanation()
             if (const QString s = QString::number(run.settings.seed); !seeds.contains(s)) seeds << s;
         const QString runs = seeds.size() == 1 ? tr("these runs (seed %1)").arg(seeds.front())
                                                : tr("these runs (seeds %1)").arg(seeds.join(QStringLiteral(", ")));
-        html += ok == total ? tr("<p><span style='color:%1'>✓ All %2 measured claims held in %3.</span></p>").arg(held).arg(total).arg(runs)
+        verdict += ok == total ? tr("<p><span style='color:%1'>✓ All %2 measured claims held in %3.</span></p>").arg(held).arg(total).arg(runs)
                             : tr("<p><span style='color:%1'><b>✗ %2 of %3 measured claims did not hold in %4</b> "
                                  "(marked below).</span></p>").arg(failed).arg(total - ok).arg(total).arg(runs);
     }
-    html += tr("<b>Why:</b> ");
+    verdict_->setText(verdict);
+    QString html = tr("<b>Why:</b> ");
     for (const std::string& sentence : explanationSentences(lesson_->explanation)) {
         html += q(fillPlaceholders(sentence, *lesson_, refs)).toHtmlEscaped();
         const std::string key = sentenceKey(sentence);
@@ -314,29 +334,64 @@ void LessonPanel::reveal()
 {
     if (!lesson_ || !finishedOnce_) return;
     if (explanation_->text().isEmpty()) showExplanation();
-    explanation_->show();
+    showExplanationArea(true);
+}
+
+void LessonPanel::showExplanationArea(bool on)
+{
+    verdict_->setVisible(on && !verdict_->text().isEmpty());
+    explanationArea_->setVisible(on);
+    // While the explanation shows, the prediction is in the verdict ("You predicted ...,
+    // measured ...") and the runs have finished: the box and most of the list give their
+    // height to the explanation (at presentation sizes it had two lines otherwise).
+    predictBox_->setVisible(!on && lesson_ && lesson_->predict);
+    explanationOpen_ = on;
+    fitRunsHeight();
+    reveal_->setText(on ? tr("Hide") : tr("Reveal"));
+    reveal_->setToolTip(on ? tr("Hide the explanation (and show the prediction again)")
+                           : tr("Show the explanation (after the runs have finished)"));
+    // The area takes the panel's spare height while shown; the stretch after it otherwise.
+    auto* box = static_cast<QVBoxLayout*>(layout());
+    box->setStretchFactor(explanationArea_, on ? 1 : 0);
+    box->setStretch(box->count() - 1, on ? 0 : 1);
+    if (on) explanationArea_->verticalScrollBar()->setValue(0);
 }
 
 QString LessonPanel::explanationText() const
 {
     QTextDocument doc;
-    doc.setHtml(explanation_->text());
+    doc.setHtml(verdict_->text() + explanation_->text());
     return doc.toPlainText();
 }
 
 void LessonPanel::changeEvent(QEvent* event)
 {
-    if (event->type() == QEvent::FontChange) fitRunsHeight();   // presentation mode's larger font
+    if (event->type() == QEvent::FontChange) {   // presentation mode's larger font
+        fitTitleFont();
+        fitRunsHeight();
+    }
     QWidget::changeEvent(event);
+}
+
+void LessonPanel::fitTitleFont()
+{
+    // 1.3x the panel's font, whichever unit it is sized in; set on the title, so it is
+    // derived again when the panel's font changes.
+    QFont big = font();
+    if (big.pixelSize() > 0) big.setPixelSize(static_cast<int>(std::lround(big.pixelSize() * 1.3)));
+    else big.setPointSizeF(big.pointSizeF() * 1.3);
+    big.setBold(true);
+    title_->setFont(big);
 }
 
 void LessonPanel::fitRunsHeight()
 {
-    // Room for about three runs of two lines each at the current font, then it scrolls.
-    runs_->setMaximumHeight(runs_->fontMetrics().lineSpacing() * 7 + 2 * runs_->frameWidth());
+    // Room for about three runs of two lines each at the current font, then it scrolls;
+    // two lines while the explanation shows.
+    runs_->setMaximumHeight(runs_->fontMetrics().lineSpacing() * (explanationOpen_ ? 2 : 7) + 2 * runs_->frameWidth());
 }
 
-bool LessonPanel::explanationShown() const { return !explanation_->isHidden(); }
+bool LessonPanel::explanationShown() const { return !explanationArea_->isHidden(); }
 
 void LessonPanel::refreshButtons()
 {

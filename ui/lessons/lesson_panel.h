@@ -25,6 +25,7 @@ class QLabel;
 class QLineEdit;
 class QListWidget;
 class QPushButton;
+class QScrollArea;
 QT_END_NAMESPACE
 
 namespace plab::ui {
@@ -72,6 +73,8 @@ protected:
 private:
     void refreshButtons();
     void fitRunsHeight();
+    void fitTitleFont();
+    void showExplanationArea(bool on);
     void judge();                 // loads the runs' records and checks the expectations
     void showExplanation();       // fills the explanation label from results_
     void writeSession();          // the prediction and the judged claims beside the runs' records
@@ -91,8 +94,11 @@ private:
     QPushButton* run_;
     QPushButton* stop_;
     QPushButton* reveal_;
-    QLabel* explanation_;
+    QLabel* verdict_;
+    QLabel* explanation_;                 // inside explanationArea_
+    QScrollArea* explanationArea_;
     bool finishedOnce_ = false;
+    bool explanationOpen_ = false;
     QString prediction_;
     std::vector<nlohmann::json> records_;      // of the finished runs, in lesson order
     std::vector<ExpectationResult> results_;

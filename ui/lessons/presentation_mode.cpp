@@ -4,23 +4,16 @@
 #include "charts/charts_view.h"
 
 #include <QDockWidget>
+#include <QEvent>
 #include <QMainWindow>
 #include <QTimer>
 
 #include <algorithm>
+#include <cmath>
 
 namespace plab::ui {
 
 namespace {
-
-QFont scaled(QFont f, double factor)
-{
-    if (f.pointSizeF() > 0)
-        f.setPointSizeF(f.pointSizeF() * factor);
-    else
-        f.setPixelSize(int(f.pixelSize() * factor));
-    return f;
-}
 
 // Black on white with saturated highlights: readable on a projector.
 QPalette highContrastPalette()
@@ -79,13 +72,38 @@ void PresentationMode::enter(const QStringList& charts, const QList<QDockWidget*
     }
     charts_->setPresentationMode(true);
     window_->setPalette(highContrastPalette());
-    window_->setFont(scaled(savedFont_, kFontScale));
+    keptDocks_ = QList<QPointer<QDockWidget>>(keepDocks.begin(), keepDocks.end());
+    pixels_ = 0;
+    applyFontPixels();
+    window_->installEventFilter(this);
     charts_->redrawNow();
+    emit activeChanged(true);
+}
+
+int PresentationMode::fontPixelsFor(QSize window)
+{
+    const double ratio = std::min(window.width() / 1920.0, window.height() / 1080.0);
+    return std::max(kMinPixels, static_cast<int>(std::lround(kPixelsAt1080p * ratio)));
+}
+
+void PresentationMode::applyFontPixels()
+{
+    const int pixels = fontPixelsFor(window_->size());
+    if (pixels == pixels_) return;
+    pixels_ = pixels;
+    QFont font = savedFont_;
+    font.setPixelSize(pixels);
+    window_->setFont(font);
+    charts_->setPresentationFontPixels(pixels);
     // Once the docks and the new font are laid out: the kept side docks only as wide as
     // their content needs, the charts the rest.
-    QList<QPointer<QDockWidget>> docks(keepDocks.begin(), keepDocks.end());
-    QTimer::singleShot(0, this, [this, docks] { fitSideDocks(docks); });
-    emit activeChanged(true);
+    QTimer::singleShot(0, this, [this] { fitSideDocks(keptDocks_); });
+}
+
+bool PresentationMode::eventFilter(QObject* watched, QEvent* event)
+{
+    if (active_ && watched == window_ && event->type() == QEvent::Resize) applyFontPixels();
+    return QObject::eventFilter(watched, event);
 }
 
 void PresentationMode::fitSideDocks(const QList<QPointer<QDockWidget>>& docks)
@@ -112,6 +130,9 @@ void PresentationMode::leave()
 {
     if (!active_) return;
     active_ = false;
+    pixels_ = 0;
+    window_->removeEventFilter(this);
+    charts_->setPresentationFontPixels(0);
     // A font or palette the window did not have of its own is inherited again (a default
     // QFont / QPalette resolves nothing), so later theme changes still reach it.
     window_->setFont(hadOwnFont_ ? savedFont_ : QFont());

@@ -1,4 +1,5 @@
-// Presentation mode for the classroom: large widget fonts, a high-contrast palette, the
+// Presentation mode for the classroom: large widget fonts scaled with the window (24 px at
+// 1920x1080, 16 px at 1280x720: fontPixelsFor), a high-contrast palette, the
 // charts' own presentation look (ChartsView::setPresentationMode: thick lines, larger
 // chart fonts, full-contrast text and grid), only the lesson's chart groups (all when no
 // lesson is open), every dock hidden but the ones asked to stay (the lesson panel), which
@@ -13,6 +14,7 @@
 #include <QObject>
 #include <QPalette>
 #include <QPointer>
+#include <QSize>
 #include <QStringList>
 
 QT_BEGIN_NAMESPACE
@@ -34,19 +36,32 @@ public:
     void leave();
     bool isActive() const { return active_; }
 
-    static constexpr double kFontScale = 1.6;   // fonts grow by this factor
+    // The fonts' size in pixels for a window of this size: kPixelsAt1080p at 1920x1080,
+    // in proportion to the smaller of the two ratios elsewhere, never below kMinPixels.
+    static int fontPixelsFor(QSize window);
+    static constexpr int kPixelsAt1080p = 24;
+    static constexpr int kMinPixels = 14;
     static constexpr int kDockColumnChars = 30;    // a kept side dock's width, in characters
     static constexpr double kMaxDockShare = 0.3;   // of the window's width
+
+    // The fonts' pixel size now (0 while inactive).
+    int fontPixels() const { return pixels_; }
 
 signals:
     void activeChanged(bool active);
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;   // the window resized
+
 private:
     void fitSideDocks(const QList<QPointer<QDockWidget>>& docks);
+    void applyFontPixels();   // for the window's size now
 
     QMainWindow* window_;
     ChartsView* charts_;
     bool active_ = false;
+    int pixels_ = 0;
+    QList<QPointer<QDockWidget>> keptDocks_;
     QByteArray savedLayout_;
     QFont savedFont_;
     QPalette savedPalette_;
