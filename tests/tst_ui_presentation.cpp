@@ -230,7 +230,7 @@ private slots:
         QVERIFY(window.findChild<QDockWidget*>(QStringLiteral("settingsDock"))->isVisible());
     }
 
-    // Issue (screenshot review of lesson 1 on a projector, docs/screenshot-lesson-presentation.png):
+    // Issue (screenshot review of lesson 1 on a projector):
     // at presentation font sizes the legends were elided to "AM...", "co...", "fp...", the
     // titles to "Loss (train) and accuracy (test) · A...", and the lesson's three groups kept
     // their normal grid cells, leaving the cell beside the loss chart empty. Now every text
