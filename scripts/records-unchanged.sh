@@ -140,6 +140,18 @@ for section, got in (("recipe", rb), ("settings", sb)):
             print(f"{name}: DIFFERS at record.{section}.update_rounding: {got['update_rounding']!r}")
             sys.exit(1)
         got.pop("update_rounding")
+# The MX block scale's rounding (issue 38): BASE rounded every block's exponent down.
+if "mx_scale" in sb and "mx_scale" not in sa:
+    if sb["mx_scale"] != "floor":
+        print(f"{name}: DIFFERS at record.settings.mx_scale: {sb['mx_scale']!r}")
+        sys.exit(1)
+    sb.pop("mx_scale")
+qa, qb = ra.get("quantization", {}), rb.get("quantization", {})
+if isinstance(qb, dict) and "mx_scale" in qb and "mx_scale" not in qa:
+    if qb["mx_scale"] != "floor":
+        print(f"{name}: DIFFERS at record.recipe.quantization.mx_scale: {qb['mx_scale']!r}")
+        sys.exit(1)
+    qb.pop("mx_scale")
 # Counts records gained after BASE (issue 38: the optimizer state flushed or made inf), which
 # BASE did not count: left out where BASE's record has no such key.
 sum_a, sum_b = a.get("summary", {}), b.get("summary", {})

@@ -227,6 +227,10 @@ private slots:
     {
         const std::map<MiniFormat, int> emax{{MiniFormat::e4m3, 8}, {MiniFormat::e5m2, 15}, {MiniFormat::e2m3, 2},
                                              {MiniFormat::e3m2, 4}, {MiniFormat::e2m1, 2}};
+        // The largest finite values (OFP8 and MX v1.0 tables).
+        const std::map<MiniFormat, double> largestFinite{{MiniFormat::e4m3, 448.0}, {MiniFormat::e5m2, 57344.0},
+                                                         {MiniFormat::e2m3, 7.5}, {MiniFormat::e3m2, 28.0},
+                                                         {MiniFormat::e2m1, 6.0}};
         testing::SplitMix64 rng(32);
         for (MiniFormat f : kAll) {
             QCOMPARE(mxElementEmax(f), emax.at(f));
@@ -260,6 +264,22 @@ private slots:
                     QCOMPARE(double(b.elements[i]), element);
                     QCOMPARE(double(b.value(i)), std::ldexp(element, want));
                 }
+                // Rounded up (Transformer Engine's MXFP8, issue 38): the smallest exponent whose
+                // scale keeps the largest value within the element's largest finite, taken here
+                // from the specifications' table; then no element saturates.
+                const MxBlock c = mxQuantize(f, v.data(), v.size(), MxScaleRounding::ceil);
+                int wantUp = largest > 0 ? floorLog2 - emax.at(f) : -127;
+                while (largest > 0 && std::ldexp(largest, -wantUp) > largestFinite.at(f)) ++wantUp;
+                wantUp = std::clamp(wantUp, -127, 127);
+                QCOMPARE(c.scaleExponent, wantUp);
+                QVERIFY(c.scaleExponent == want || c.scaleExponent == want + 1);
+                for (std::size_t i = 0; i < v.size(); ++i) {
+                    const double scaled = std::ldexp(std::fabs(double(v[i])), -wantUp);
+                    QVERIFY(scaled <= largestFinite.at(f));
+                    const auto r = referenceRound(cands, scaled);
+                    QVERIFY(r.has_value());   // never past the largest finite: no saturation
+                    QCOMPARE(double(c.elements[i]), (std::signbit(v[i]) ? -1 : 1) * *r);
+                }
             }
         }
         // A NaN or an infinity makes the scale NaN (E8M0 0xff) and every element NaN.
@@ -272,6 +292,14 @@ private slots:
         const MxBlock s = mxQuantize(MiniFormat::e4m3, big, 2);
         QCOMPARE(s.scaleExponent, 0);
         QCOMPARE(s.elements[0], 448.0f);
+        // Rounded up, 500 takes X = 2: 250 rounds to E4M3's 256 (240 and 256 are neighbours), 512.
+        const MxBlock up = mxQuantize(MiniFormat::e4m3, big, 2, MxScaleRounding::ceil);
+        QCOMPARE(up.scaleExponent, 1);
+        QCOMPARE(up.elements[0], 256.0f);
+        QCOMPARE(up.value(0), 512.0f);
+        // 448 itself fits: the same exponent either way.
+        const float fits[1] = {448.0f};
+        QCOMPARE(mxQuantize(MiniFormat::e4m3, fits, 1, MxScaleRounding::ceil).scaleExponent, 0);
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, mxQuantize(MiniFormat::e4m3, std::vector<float>(33).data(), 33));
     }
 

@@ -85,6 +85,7 @@ private slots:
                                               << "'optimizer_state' must be auto, fp32, bf16 or fp16, got 'tf32'";
         QTest::addRow("update rounding") << R"({"update_rounding": "up"})"
                                          << "'update_rounding' must be nearest, stochastic or kahan, got 'up'";
+        QTest::addRow("mx scale") << R"({"mx_scale": "nearest"})" << "'mx_scale' must be floor or ceil, got 'nearest'";
         QTest::addRow("unknown model") << R"({"model": "resnet"})" << "model must be mlp";
         QTest::addRow("backoff above one") << R"({"loss_scale": "dynamic", "backoff_factor": 2})" << "backoff";
         QTest::addRow("not an object") << R"([1, 2])" << "expected a JSON object";
@@ -137,6 +138,23 @@ private slots:
     // Issue 38: update rounding is a switch of the recipe: read, written to the record,
     // named in the description and the comparison's phrase, a change of it said; with fp32
     // weights it is noticed as changing nothing (stochastic) or being meant for 16 bits.
+    // Issue 38: the MX block exponent's rounding is a setting (floor, the OCP reference, by
+    // default; ceil, Transformer Engine's), recorded, described and told apart from the preset.
+    void mxScaleIsARecipeSwitch()
+    {
+        const TrainSettings plain = settingsFromJson(json{{"recipe", "amp-bf16"}, {"quantize", "mxfp8"}}, "test");
+        QCOMPARE(plain.recipe.quantization.mxScale, MxScaleRounding::floor);
+        QCOMPARE(settingsToJson(plain).at("mx_scale"), json("floor"));
+        const TrainSettings ceil =
+            settingsFromJson(json{{"recipe", "amp-bf16"}, {"quantize", "mxfp8"}, {"mx_scale", "ceil"}}, "test");
+        QCOMPARE(ceil.recipe.quantization.mxScale, MxScaleRounding::ceil);
+        QCOMPARE(recipeToJson(ceil.recipe).at("quantization").at("mx_scale"), json("ceil"));
+        QVERIFY(QString::fromStdString(ceil.recipe.quantization.describe()).contains("exponent rounded up"));
+        QVERIFY(!QString::fromStdString(plain.recipe.quantization.describe()).contains("rounded up"));
+        QVERIFY(QString::fromStdString(describeRecipeChange(plain.recipe, ceil.recipe)).contains("exponent rounded up"));
+        QCOMPARE(settingsFromJson(settingsToJson(ceil), "round trip").recipe.quantization.mxScale, MxScaleRounding::ceil);
+    }
+
     void updateRoundingIsARecipeSwitch()
     {
         const TrainSettings plain = settingsFromJson(json{{"recipe", "pure-bf16"}}, "test");

@@ -113,6 +113,12 @@ void SettingsPanel::buildUi()
     fp8Formats_ = combo("fp8FormatsCombo", {{tr("E4M3 forward, E5M2 gradients"), QStringLiteral("hybrid")},
                                             {tr("E4M3 throughout"), QStringLiteral("e4m3")}});
     fp8Formats_->setToolTip(tr("FP8 formats: E5M2 has the range gradients need, E4M3 the precision"));
+    mxScale_ = combo("mxScaleCombo", {{tr("rounded down (OCP MX)"), QStringLiteral("floor")},
+                                      {tr("rounded up (Transformer Engine)"), QStringLiteral("ceil")}});
+    mxScale_->setToolTip(tr("MXFP8 / MXFP4 block scale. Rounded down (the OCP MX v1.0 reference) leaves a block's "
+                            "largest value between 2^emax and 2^(emax+1), where E4M3 clips what is above 448; "
+                            "rounded up (Transformer Engine's MXFP8) takes the smallest power of two that fits the "
+                            "block, so nothing clips and small values lose one more binade."));
     layers_ = named(new QTableWidget(0, 2, this), "layerTable");
     layers_->setHorizontalHeaderLabels({tr("Layer"), tr("Precision")});
     layers_->verticalHeader()->hide();
@@ -199,6 +205,7 @@ void SettingsPanel::buildUi()
     precision->addRow(tr("Compute"), compute_);
     precision->addRow(tr("Operands"), quantize_);
     precision->addRow(tr("FP8 formats"), fp8Formats_);
+    precision->addRow(tr("MX scale"), mxScale_);
     precision->addRow(masterWeights_);
     precision->addRow(tr("Optimizer state"), optimizerState_);
     precision->addRow(tr("Update rounding"), updateRounding_);
@@ -251,7 +258,7 @@ void SettingsPanel::buildUi()
         readControls();
         commitLiveEdit();
     };
-    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, optimizerState_, updateRounding_, optimizer_, backend_,
+    for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, mxScale_, optimizerState_, updateRounding_, optimizer_, backend_,
                           arithmetic_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
@@ -347,6 +354,7 @@ void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
     fp32SensitiveOps_->setChecked(r.fp32SensitiveOps);
     selectData(quantize_, QString::fromLatin1(quantModeName(r.quantization.mode).data()));
     selectData(fp8Formats_, r.quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
+    selectData(mxScale_, QString::fromLatin1(mxScaleRoundingName(r.quantization.mxScale).data()));
     lossScaling_->setLossScaling(r.lossScaling);
 }
 
@@ -438,12 +446,20 @@ void SettingsPanel::readControls()
     s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
     s.recipe.quantization.mode = parseQuantMode(dataOf(quantize_).toStdString()).value_or(QuantMode::off);
     s.recipe.quantization.hybrid = dataOf(fp8Formats_) == QLatin1String("hybrid");
+    s.recipe.quantization.mxScale = parseMxScaleRounding(dataOf(mxScale_).toStdString()).value_or(MxScaleRounding::floor);
     s.recipe.layers = layerChoices();
     // The FP8 formats apply wherever FP8 or MXFP8 quantises: the recipe or a layer of its own.
     const auto usesFp8 = [](const PrecisionRecipe& r) { return r.quantization.fp8Elements(); };
     bool fp8 = usesFp8(s.recipe);
     for (const auto& l : s.recipe.layers) fp8 = fp8 || usesFp8(s.recipe.forLayer(l.layer));
     fp8Formats_->setEnabled(fp8);
+    // The MX scale applies wherever MXFP8 or MXFP4 quantises, the recipe or a layer.
+    const auto usesMx = [](const PrecisionRecipe& r) {
+        return r.quantization.mode == QuantMode::mxfp8 || r.quantization.mode == QuantMode::mxfp4;
+    };
+    bool mx = usesMx(s.recipe);
+    for (const auto& l : s.recipe.layers) mx = mx || usesMx(s.recipe.forLayer(l.layer));
+    mxScale_->setEnabled(mx);
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();
     s.backend = dataOf(backend_).toStdString();

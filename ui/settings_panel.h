@@ -83,6 +83,7 @@ private:
     QComboBox* compute_;
     QComboBox* quantize_;      // matmul/conv inputs: compute format, FP8 or MX
     QComboBox* fp8Formats_;    // hybrid or E4M3 throughout
+    QComboBox* mxScale_;       // MX block exponent: floor or ceil
     QTableWidget* layers_;     // per-layer precision: a layer and its own precision per row
     QCheckBox* masterWeights_;
     QComboBox* optimizerState_;   // "auto" (the weights' rule), fp32, bf16, fp16

@@ -69,6 +69,10 @@ struct Quantization {
     int amaxHistory = 1024;
     AmaxAlgorithm algorithm = AmaxAlgorithm::max;
     int margin = 0;
+    // MXFP8 / MXFP4: how each block's E8M0 exponent is rounded (numerics/minifloat.h): floor,
+    // the OCP MX reference (the block's largest value may saturate), or ceil, Transformer
+    // Engine's MXFP8 (it never does).
+    MxScaleRounding mxScale = MxScaleRounding::floor;
     static constexpr int kMaxAmaxHistory = 100000;
     static constexpr int kMaxMargin = 32;
 

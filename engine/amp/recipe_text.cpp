@@ -22,8 +22,11 @@ std::string Quantization::describe() const
                std::string(amaxAlgorithmName(algorithm)) + ", margin " + std::to_string(margin) + ")";
     case QuantMode::fp8Current:
         return "FP8 current scaling (" + formats + ", margin " + std::to_string(margin) + ")";
-    case QuantMode::mxfp8: return "MXFP8 (" + formats + ", blocks of 32 with an E8M0 scale)";
-    case QuantMode::mxfp4: return "MXFP4 (" + formats + ", blocks of 32 with an E8M0 scale)";
+    case QuantMode::mxfp8:
+    case QuantMode::mxfp4:
+        return std::string(mode == QuantMode::mxfp8 ? "MXFP8 (" : "MXFP4 (") + formats +
+               ", blocks of 32 with an E8M0 scale" +
+               (mxScale == MxScaleRounding::ceil ? ", exponent rounded up" : "") + ")";
     case QuantMode::nvfp4:
         return "NVFP4 (" + formats + ", blocks of 16 with an E4M3 scale, an fp32 scale per tensor)";
     }

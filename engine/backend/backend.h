@@ -76,6 +76,7 @@ struct QuantizeOp {
     bool blocks = false;          // blocks; else one scale
     BlockScaling blockScaling = BlockScaling::mx;   // NVFP4: element must be e2m1
     float tensorAmax = 0.0f;      // NVFP4: the amax of the whole tensor (its encode scale)
+    MxScaleRounding mxScale = MxScaleRounding::floor;   // MX: the blocks' exponent rounding
     float scale = 1.0f;           // per tensor: q = round(x * scale), written as q * scaleInv
     float scaleInv = 1.0f;
     std::int64_t rows = 0;        // blocks: the matrix (rows * cols values, row stride ld)
@@ -433,8 +434,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // Bump it whenever any of those declarations change.
 // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes;
 // 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
-// 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks.
-inline constexpr int kCudaPluginAbiVersion = 7;
+// 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
+// 8: QuantizeOp::mxScale.
+inline constexpr int kCudaPluginAbiVersion = 8;
 
 }  // namespace plab
 

@@ -308,6 +308,7 @@ QuantizeOp blockOp(const StepPrecision& p, OperandRole role, std::int64_t rows, 
     op.element = quantizedFormat(p.quant, role);
     op.blocks = true;
     op.blockScaling = p.quant.mode == QuantMode::nvfp4 ? BlockScaling::nvfp4 : BlockScaling::mx;
+    op.mxScale = p.quant.mxScale;
     op.tensorAmax = tensorAmax;
     op.rows = rows;
     op.cols = cols;

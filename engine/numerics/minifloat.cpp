@@ -132,7 +132,16 @@ float MxBlock::value(std::size_t i) const
     return static_cast<float>(std::ldexp(static_cast<double>(elements[i]), scaleExponent));
 }
 
-MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count)
+std::string_view mxScaleRoundingName(MxScaleRounding r) { return r == MxScaleRounding::ceil ? "ceil" : "floor"; }
+
+std::optional<MxScaleRounding> parseMxScaleRounding(std::string_view name)
+{
+    if (name == "floor") return MxScaleRounding::floor;
+    if (name == "ceil") return MxScaleRounding::ceil;
+    return std::nullopt;
+}
+
+MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count, MxScaleRounding rounding)
 {
     if (count > static_cast<std::size_t>(kMxBlockSize))
         throw std::invalid_argument("an MX block holds at most 32 values, got " + std::to_string(count));
@@ -149,7 +158,12 @@ MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count)
     if (largest > 0.0) {
         int e = 0;
         std::frexp(largest, &e);   // floor(log2(largest)) = e - 1
-        block.scaleExponent = std::clamp(e - 1 - mxElementEmax(element), -127, 127);
+        int exponent = e - 1 - mxElementEmax(element);
+        // ceil: one more where the amax over 2^exponent would pass the largest finite (the
+        // division is exact in double: a power-of-two scaling).
+        if (rounding == MxScaleRounding::ceil && std::ldexp(largest, -exponent) > miniFormatInfo(element).maxFinite)
+            ++exponent;
+        block.scaleExponent = std::clamp(exponent, -127, 127);
     }
     block.elements.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {

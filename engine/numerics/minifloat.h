@@ -69,11 +69,25 @@ struct MxBlock {
     float value(std::size_t i) const;   // X * P_i, exactly (NaN when nanScale)
 };
 
+// How an MX block's shared exponent is rounded. floor: the OCP MX v1.0 reference,
+// floor(log2(amax)) - emax, which leaves the block's largest value in [2^emax,
+// 2^(emax+1)), above the largest finite of E4M3 (448), E5M2, FP6 and FP4, where it
+// saturates. ceil: Transformer Engine's MXFP8, the smallest exponent whose scale keeps the
+// amax within the element's largest finite (ceil(log2(amax / largest finite))), so nothing
+// saturates; TE computes amax * (1 / largest) in fp32 and rounds its exponent up, which can
+// differ from this exact rule only where amax / largest lies within an fp32 rounding of a
+// power of two.
+enum class MxScaleRounding : std::uint8_t { floor, ceil };
+std::string_view mxScaleRoundingName(MxScaleRounding r);   // "floor", "ceil"
+std::optional<MxScaleRounding> parseMxScaleRounding(std::string_view name);
+
 // The MX v1.0 conversion of one block (at most kMxBlockSize values): the shared exponent
-// floor(log2(max |V_i|)) - emax of the element format, clamped to E8M0's [-127, 127]
-// (-127 for a block of zeros), then each V_i / X rounded to the element format, to
-// nearest even, saturating to its largest finite value.
-MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count);
+// floor(log2(max |V_i|)) - emax of the element format (rounding ceil: the smallest e with
+// max |V_i| / 2^e <= the element's largest finite), clamped to E8M0's [-127, 127] (-127 for
+// a block of zeros), then each V_i / X rounded to the element format, to nearest even,
+// saturating to its largest finite value.
+MxBlock mxQuantize(MiniFormat element, const float* values, std::size_t count,
+                   MxScaleRounding rounding = MxScaleRounding::floor);
 
 // ---- NVFP4 (NVIDIA Blackwell): blocks of 16 FP4 E2M1 elements, an E4M3 block scale and
 // one fp32 scale for the whole tensor. Written from Transformer Engine's definition

@@ -96,11 +96,13 @@ float roundSigned(const ElementRule& rule, float x, float* magnitude, bool* satu
 
 namespace detail {
 
-ElementRule ElementRule::of(MiniFormat f)
+ElementRule ElementRule::of(MiniFormat f, MxScaleRounding mxScale)
 {
     const MiniFormatInfo& i = miniFormatInfo(f);
-    return {i.minNormalLog2, std::ilogb(i.maxFinite), i.mantissaBits, mxElementEmax(f),
-            static_cast<float>(i.maxFinite), std::ldexp(1.0f, i.minNormalLog2)};
+    ElementRule rule{i.minNormalLog2, std::ilogb(i.maxFinite), i.mantissaBits, mxElementEmax(f),
+                     static_cast<float>(i.maxFinite), std::ldexp(1.0f, i.minNormalLog2)};
+    if (mxScale == MxScaleRounding::ceil) rule.ceilAbove = bitsOf(rule.maxFinite) & 0x7FFFFFu;
+    return rule;
 }
 
 int mxBlockExponent(const ElementRule& rule, float amax)
@@ -108,9 +110,11 @@ int mxBlockExponent(const ElementRule& rule, float amax)
     if (!std::isfinite(amax)) return kNanExponent;
     if (amax == 0.0f) return -127;
     // floor(log2 amax): the exponent field of a normal fp32 value (ilogb for subnormals).
-    const int biased = static_cast<int>(bitsOf(amax) >> 23);
+    const std::uint32_t bits = bitsOf(amax);
+    const int biased = static_cast<int>(bits >> 23);
     const int log2 = biased > 0 ? biased - 127 : std::ilogb(amax);
-    return std::clamp(log2 - rule.emax, -127, 127);
+    const int up = (bits & 0x7FFFFFu) > rule.ceilAbove ? 1 : 0;   // ceil: the amax would pass the largest finite
+    return std::clamp(log2 - rule.emax + up, -127, 127);
 }
 
 void LaneCounts::addTo(RoundingStats& s, std::uint64_t count) const
@@ -190,9 +194,9 @@ float fp8ScaleFor(MiniFormat f, float amax, float previous, int margin)
 
 void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
                       std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
-                      GradientHistogram* blockScales)
+                      GradientHistogram* blockScales, MxScaleRounding rounding)
 {
-    const ElementRule rule = ElementRule::of(f);
+    const ElementRule rule = ElementRule::of(f, rounding);
     auto countExponent = [&](int e) {
         if (!blockScales) return;
         if (e == detail::kNanExponent)

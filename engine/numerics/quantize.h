@@ -42,10 +42,11 @@ float fp8ScaleFor(MiniFormat f, float amax, float previous, int margin);
 // OCP MX blocks over a row-major matrix (rows, cols) with row stride ld: along each row
 // (alongRows: blocks of cols) or along each column (blocks of rows). A partial block at the
 // end is a smaller block (as if padded with zeros). blockScales (may be null) gets one
-// count per block in the bin of its exponent e (nonFinite for a NaN scale).
+// count per block in the bin of its exponent e (nonFinite for a NaN scale). rounding: the
+// shared exponent's (minifloat.h: floor, the OCP reference; ceil, Transformer Engine's).
 void quantizeMxBlocks(MiniFormat f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
                       std::int64_t ld, bool alongRows, RoundingStats* stats, GradientHistogram* hist,
-                      GradientHistogram* blockScales);
+                      GradientHistogram* blockScales, MxScaleRounding rounding = MxScaleRounding::floor);
 
 // NVFP4 blocks (minifloat.h) over a row-major matrix, as quantizeMxBlocks, with blocks of
 // kNvfp4BlockSize and the encode scale nvfp4TensorScale(tensorAmax) (the amax of the

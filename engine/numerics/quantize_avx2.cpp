@@ -136,7 +136,8 @@ PLAB_AVX2 inline int popcountLanes(__m256i m) { return std::popcount(static_cast
 inline int blockExponentOf(const ElementRule& rule, std::uint32_t amaxBits)
 {
     if (amaxBits >= 0x7F800000u) return kNanExponent;
-    return std::clamp(static_cast<int>(amaxBits >> 23) - 127 - rule.emax, -127, 127);
+    const int up = (amaxBits & 0x7FFFFFu) > rule.ceilAbove ? 1 : 0;   // ceil: past the largest finite
+    return std::clamp(static_cast<int>(amaxBits >> 23) - 127 - rule.emax + up, -127, 127);
 }
 
 }  // namespace

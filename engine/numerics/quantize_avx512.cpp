@@ -110,13 +110,17 @@ PLAB_AVX512 inline __m512 powerOfTwoLanes(__m512i e)
 }
 
 // MX block exponents from amax bits (|x| as integers: their order is the floats' order,
-// NaN above infinity above every finite value): floor(log2 amax) - emax clamped to [-127,
-// 127] (zeros and fp32 subnormals fall below -127 and clamp to it); *nonFinite gets the
+// NaN above infinity above every finite value): floor(log2 amax) - emax (+1 where
+// rule.ceilAbove says so) clamped to [-127, 127] (zeros and fp32 subnormals fall below -127 and clamp to it); *nonFinite gets the
 // lanes whose amax is NaN or infinite.
 PLAB_AVX512 inline __m512i blockExponentLanes(const ElementRule& rule, __m512i amaxBits, __mmask16* nonFinite)
 {
     *nonFinite = _mm512_cmpge_epu32_mask(amaxBits, _mm512_set1_epi32(0x7F800000));
-    const __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(amaxBits, 23), _mm512_set1_epi32(127 + rule.emax));
+    __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(amaxBits, 23), _mm512_set1_epi32(127 + rule.emax));
+    // ceil: one more where the mantissa field passes the largest finite's (never for floor).
+    const __mmask16 up = _mm512_cmpgt_epu32_mask(_mm512_and_si512(amaxBits, _mm512_set1_epi32(0x7FFFFF)),
+                                                 _mm512_set1_epi32(static_cast<int>(rule.ceilAbove)));
+    e = _mm512_mask_add_epi32(e, up, e, _mm512_set1_epi32(1));
     return _mm512_min_epi32(_mm512_max_epi32(e, _mm512_set1_epi32(-127)), _mm512_set1_epi32(127));
 }
 

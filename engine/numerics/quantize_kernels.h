@@ -22,7 +22,11 @@ struct ElementRule {
     int emax;             // OCP MX's emax of the element format
     float maxFinite;
     float minNormal;
-    static ElementRule of(MiniFormat f);
+    // MX scale rounding ceil: a block's exponent is one more where its amax's fp32 mantissa
+    // field exceeds this one, the largest finite's (amax / 2^(floor - emax) would pass the
+    // largest finite); all ones (never) for floor.
+    std::uint32_t ceilAbove = 0xFFFFFFFFu;
+    static ElementRule of(MiniFormat f, MxScaleRounding mxScale = MxScaleRounding::floor);
 };
 
 // Counts of the statistics of quantize.h, without the histogram.
@@ -59,7 +63,8 @@ float quantizeScaledAvx512(const ElementRule& rule, const float* src, float* dst
 float amaxAvx512(const float* src, std::size_t n);
 
 // An MX block's shared exponent from its amax (MX v1.0 section 6.3): floor(log2 amax) -
-// emax, clamped to [-127, 127], -127 for zeros, kNanExponent for a NaN or infinite amax.
+// emax (plus one where rule.ceilAbove says so), clamped to [-127, 127], -127 for zeros,
+// kNanExponent for a NaN or infinite amax.
 inline constexpr int kNanExponent = 1000;
 int mxBlockExponent(const ElementRule& rule, float amax);
 

@@ -138,6 +138,7 @@ json quantizationToJson(const Quantization& q)
             {"amax_history", q.amaxHistory},
             {"amax_algorithm", std::string(amaxAlgorithmName(q.algorithm))},
             {"margin", q.margin},
+            {"mx_scale", std::string(mxScaleRoundingName(q.mxScale))},
             {"description", q.describe()}};
 }
 
@@ -308,6 +309,13 @@ const std::vector<KeyRule>& keyRules()
              s.recipe.quantization.hybrid = oneOf(r, "fp8_format", {"hybrid", "e4m3"}) == "hybrid";
          },
          [](const TrainSettings& s) { return json(s.recipe.quantization.hybrid ? "hybrid" : "e4m3"); }},
+        {{"mx_scale", T::text,
+          "MXFP8/MXFP4 block scale: floor (OCP MX reference, the block's largest value may saturate) or ceil "
+          "(Transformer Engine's MXFP8, the smallest scale that fits the block)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.recipe.quantization.mxScale = *parseMxScaleRounding(oneOf(r, "mx_scale", {"floor", "ceil"}));
+         },
+         [](const TrainSettings& s) { return json(std::string(mxScaleRoundingName(s.recipe.quantization.mxScale))); }},
         {{"amax_history", T::integer, "FP8 delayed scaling: steps of amax history"},
          [](const Reader& r, TrainSettings& s) {
              s.recipe.quantization.amaxHistory = whole<int>(r, "amax_history", 1, Quantization::kMaxAmaxHistory);

@@ -33,6 +33,7 @@ inline const nlohmann::json& settingExamples()
         {"amax_history", 16},
         {"amax_algorithm", "most_recent"},
         {"fp8_margin", 1},
+        {"mx_scale", "ceil"},
         {"layer", "conv1=fp32,fc1=bf16"},
         {"batch", 64},
         {"epochs", 5},

@@ -70,7 +70,7 @@ void quantizeBlockPart(const QuantizeOp& op, const float* src, float* dst, std::
     if (op.blockScaling == BlockScaling::nvfp4)
         quantizeNvfp4Blocks(src, dst, rows, cols, op.stride(), op.alongRows, op.tensorAmax, &s, hist, blockScales);
     else
-        quantizeMxBlocks(op.element, src, dst, rows, cols, op.stride(), op.alongRows, &s, hist, blockScales);
+        quantizeMxBlocks(op.element, src, dst, rows, cols, op.stride(), op.alongRows, &s, hist, blockScales, op.mxScale);
     merge.add(&s, hist, blockScales, 0.0f);
 }
 
