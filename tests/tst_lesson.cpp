@@ -153,6 +153,8 @@ private slots:
         QTest::addRow("watch names no run") << "/view/watch" << R"("x")" << "\"watch\": no run has the id \"x\"";
         QTest::addRow("snapshot layer") << "/expect/0/metric" << R"("snapshot_underflow:fc9,weight_grad,25")" << "no layer \"fc9\"";
         QTest::addRow("snapshot step") << "/expect/0/metric" << R"("snapshot_underflow:fc1,weight_grad,7")" << "not a telemetry step";
+        QTest::addRow("snapshots kind") << "/expect/0/metric" << R"("snapshots_overflow:fc1,gradient")" << "unknown tensor kind";
+        QTest::addRow("snapshots layer") << "/expect/0/metric" << R"("snapshots_overflow:fc9,weight_grad")" << "no layer \"fc9\"";
         QTest::addRow("format fact with a run") << "/expect/0/metric" << R"("format_max:fp16")" << "takes no run";
         QTest::addRow("unknown format") << "/expect/0" << R"({"metric": "format_max:fp12", "op": ">", "value": 1, "backs": "x."})"
                                         << "unknown format \"fp12\"";
@@ -303,7 +305,17 @@ private slots:
         QCOMPARE(v("snapshot_zero_grads:fc1,1"), 8.0);   // zero before rounding + flushed
         QCOMPARE(v("memory_training_peak:activations"), 100.0);
         QCOMPARE(v("memory_evaluation_peak:total"), 1000.0);
+        // Over every telemetry step: the counts summed, then the share (issue 38, lesson 14).
+        json two = r;
+        two["telemetry"].push_back({{"step", 25}, {"layers", json::array({
+            {{"layer", "loss"}, {"kind", "activation_grad"},
+             {"stats", {{"count", 60}, {"zeros_in", 10}, {"underflow", 2}, {"overflow", 5}, {"nan", 0}, {"inf_in", 0}}}}})}});
+        QCOMPARE(evaluateMetric("snapshots_underflow:loss,activation_grad", &two).value_or(-1.0), (8.0 + 2.0) / (80.0 + 50.0));
+        QCOMPARE(evaluateMetric("snapshots_overflow:loss,activation_grad", &two).value_or(-1.0), 5.0 / 130.0);
+        QCOMPARE(v("snapshots_underflow:loss,activation_grad"), 8.0 / 80.0);   // one snapshot: as at that step
         std::string why;
+        QVERIFY(!evaluateMetric("snapshots_overflow:conv2,activation_grad", &r, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no activation_grad telemetry for conv2")), why.c_str());
         QVERIFY(!evaluateMetric("snapshot_underflow:loss,activation_grad,25", &r, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no telemetry at step 25")), why.c_str());
         QVERIFY(!evaluateMetric("lost_updates:fc1", &r, &why));   // not in this record's summary

@@ -47,6 +47,8 @@ const std::vector<MetricInfo> kMetrics = {
     {"optimizer_state_made_non_finite", "LAYER|all", "finite optimizer-state elements a step made inf or NaN, over the run", MetricUnit::count, true},
     {"snapshot_underflow", "LAYER,KIND,STEP", "nonzero values rounded to 0 at one telemetry step (fraction)", MetricUnit::fraction, true},
     {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf (quantised kinds: saturated) at one telemetry step (fraction)", MetricUnit::fraction, true},
+    {"snapshots_underflow", "LAYER,KIND", "nonzero values rounded to 0, summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
+    {"snapshots_overflow", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated), summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
     {"snapshot_scale", "LAYER,KIND,STEP", "the per-tensor scale of a quantised kind at one telemetry step (FP8 recipes)", MetricUnit::scale, true},
     {"snapshot_lost_updates", "LAYER,STEP", "lost updates at one telemetry step (fraction of nonzero updates)", MetricUnit::fraction, true},
     {"snapshot_non_finite_updates", "LAYER|all,STEP", "weights an update made inf or NaN at one telemetry step", MetricUnit::count, true},
@@ -315,6 +317,9 @@ std::string checkMetric(std::string_view metric, const TrainSettings* settings)
         if (!knowsLayer(p.args[0], spec == "LAYER|all")) return badLayer(p.args[0]);
     } else if (spec == "CATEGORY") {
         if (!isCategory(p.args[0])) return "metric " + quoted + ": unknown memory category " + quotedExcerpt(p.args[0]);
+    } else if (spec == "LAYER,KIND") {
+        if (!knowsLayer(p.args[0], false)) return badLayer(p.args[0]);
+        if (!parseTensorKind(p.args[1])) return "metric " + quoted + ": unknown tensor kind " + quotedExcerpt(p.args[1]);
     } else if (spec == "LAYER,KIND,STEP") {
         if (!knowsLayer(p.args[0], false)) return badLayer(p.args[0]);
         if (!parseTensorKind(p.args[1])) return "metric " + quoted + ": unknown tensor kind " + quotedExcerpt(p.args[1]);
@@ -378,24 +383,42 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     if (name == "optimizer_state_flushed") return perLayerSummary(r, "optimizer_state_flushed", a[0], why);
     if (name == "optimizer_state_made_non_finite")
         return perLayerSummary(r, "optimizer_state_made_non_finite", a[0], why);
+    // One snapshot's rounding counts of (layer, kind) added to s; false where it has none.
+    const auto addStats = [](const json& snap, const std::string& layer, const std::string& kind, RoundingStats& s) {
+        const json* entry = layerEntry(snap, layer, kind);
+        if (!entry || !entry->contains("stats")) return false;
+        const json& st = (*entry)["stats"];
+        s.count += u64(st, "count");
+        s.zerosIn += u64(st, "zeros_in");
+        s.nan += u64(st, "nan");
+        s.infIn += u64(st, "inf_in");
+        s.underflow += u64(st, "underflow");
+        s.overflow += u64(st, "overflow");
+        return true;
+    };
     if (name == "snapshot_underflow" || name == "snapshot_overflow") {
         const json* snap = snapshotAt(r, a[2], why);
         if (!snap) return std::nullopt;
-        const json* entry = layerEntry(*snap, a[0], a[1]);
-        if (!entry || !entry->contains("stats")) {
+        RoundingStats s;
+        if (!addStats(*snap, a[0], a[1], s)) {
             if (why) *why = "no " + a[1] + " telemetry for " + a[0] + " at step " + a[2];
             return std::nullopt;
         }
-        const json& st = (*entry)["stats"];
-        RoundingStats s;
-        s.count = u64(st, "count");
-        s.zerosIn = u64(st, "zeros_in");
-        s.nan = u64(st, "nan");
-        s.infIn = u64(st, "inf_in");
-        s.underflow = u64(st, "underflow");
-        s.overflow = u64(st, "overflow");
         const auto share = name == "snapshot_underflow" ? underflowShare(s) : overflowShare(s);
         if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at step " + a[2];
+        return share;
+    }
+    if (name == "snapshots_underflow" || name == "snapshots_overflow") {
+        RoundingStats s;
+        bool found = false;
+        if (const auto t = r.find("telemetry"); t != r.end() && t->is_array())
+            for (const auto& snap : *t) found = addStats(snap, a[0], a[1], s) || found;
+        if (!found) {
+            if (why) *why = "no " + a[1] + " telemetry for " + a[0];
+            return std::nullopt;
+        }
+        const auto share = name == "snapshots_underflow" ? underflowShare(s) : overflowShare(s);
+        if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at any telemetry step";
         return share;
     }
     if (name == "snapshot_scale") {
