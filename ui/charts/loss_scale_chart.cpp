@@ -43,6 +43,7 @@ LossScaleChart::LossScaleChart(QWidget* parent)
     // its narrowest wrapping. Ignored width: a long run name never widens the grid.
     countsBelow_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
     countsBelow_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    countsBelow_->setTextFormat(Qt::RichText);
     countsBelow_->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -62,6 +63,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     QStringList counts;
     levels_.clear();   // each run's last log2 S, watched run first
     int unskipped = 0;            // runs left out of the counts (presentation mode)
+    QStringList fp8Key;           // the watched run's layers and their shades (presentation mode)
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
         if (!steps.empty()) lastStep = std::max(lastStep, static_cast<double>(steps.back().step));
@@ -178,7 +180,9 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                 setSeriesName(line, tr("%1 %2 gradient tensor %3").arg(run->name(), name, what));
                 setSeriesPen(line, runPen(color, 1.5, style));
                 setLegendLabel(chart_, line, watched ? tr("%1 %2").arg(name, what) : runLabel(run, runs));   // the title says "gradient"
-                setLegendVisible(chart_, line, watched);
+                // Presentation mode: six entries of large text do not fit a legend row; the
+                // layers' shades are keyed under the chart instead.
+                setLegendVisible(chart_, line, watched && !presentationMode());
                 if (line->points() != points) line->replace(points);
                 for (const QPointF& p : points) {
                     lowest = std::min(lowest, p.y());
@@ -187,6 +191,8 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             };
             draw(tr("scale"), lines.scale, Qt::DashLine);
             draw(tr("amax"), lines.amax, Qt::DotLine);
+            if (watched)
+                fp8Key << QStringLiteral("<span style='color:%1'>■</span>&nbsp;%2").arg(color.name(), name.toHtmlEscaped());
         }
     }
 
@@ -218,8 +224,11 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     const QString countsText = counts.join(QLatin1Char('\n'));
     counts_->setText(countsText);
     counts_->setVisible(!presentationMode());
-    if (countsBelow_->text() != countsText) countsBelow_->setText(countsText);
-    countsBelow_->setVisible(presentationMode() && !countsText.isEmpty());
+    QString below = countsText.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"));
+    if (!fp8Key.isEmpty())
+        below += tr("<br>dashed: gradient scale, dotted: amax · %1").arg(fp8Key.join(QLatin1Char(' ')));
+    if (countsBelow_->text() != below) countsBelow_->setText(below);
+    countsBelow_->setVisible(presentationMode() && !below.isEmpty());
     placeCaptionClearOfData(chart_, counts_);
     placeLevelLabels();
 }
@@ -237,7 +246,15 @@ void LossScaleChart::placeLevelLabels()
     // Each run's last level, in its colour, beside the plot's right edge at the height of
     // its line; labels that would overlap are moved apart (down, then back up at the bottom)
     // so that each stays readable and near its line. The chart's right margin keeps room.
-    while (levelLabels_.size() < levels_.size()) {
+    // Runs that end at the same level share one label, in the text's colour where their
+    // colours differ (four FP8 runs without loss scaling all end at 2^0).
+    std::vector<Level> levels;
+    for (const Level& l : levels_) {
+        auto same = std::find_if(levels.begin(), levels.end(), [&](const Level& k) { return k.log2 == l.log2; });
+        if (same == levels.end()) levels.push_back(l);
+        else if (same->color != l.color) same->color = chart_->titleBrush().color();
+    }
+    while (levelLabels_.size() < levels.size()) {
         auto* item = new QGraphicsSimpleTextItem(chart_);
         item->setZValue(20);
         levelLabels_.push_back(item);
@@ -250,11 +267,11 @@ void LossScaleChart::placeLevelLabels()
     const QRectF plot = chart_->plotArea();
     for (std::size_t i = 0; i < levelLabels_.size(); ++i) {
         QGraphicsSimpleTextItem* item = levelLabels_[i];
-        if (i >= levels_.size() || plot.height() <= 0) {
+        if (i >= levels.size() || plot.height() <= 0) {
             item->hide();
             continue;
         }
-        const Level& level = levels_[i];
+        const Level& level = levels[i];
         const QString text = level.log2 == std::round(level.log2) ? QStringLiteral("2^%1").arg(static_cast<int>(level.log2))
                                                                   : QStringLiteral("2^%1").arg(level.log2, 0, 'f', 2);
         if (item->text() != text) item->setText(text);

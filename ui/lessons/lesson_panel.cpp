@@ -95,6 +95,11 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     explanation_->setWordWrap(true);
     explanation_->setTextFormat(Qt::RichText);
     explanation_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    // As wide as the area, never wider (a rich-text label's own minimum can be wider than a
+    // narrow dock, and its lines were then cut at the right): wrapped to the width given.
+    QSizePolicy wrapped(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    wrapped.setHeightForWidth(true);
+    explanation_->setSizePolicy(wrapped);
     explanationArea_ = new QScrollArea(this);
     explanationArea_->setObjectName(QStringLiteral("lessonExplanationArea"));
     explanationArea_->setWidget(explanation_);
