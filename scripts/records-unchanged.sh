@@ -140,6 +140,12 @@ for section, got in (("recipe", rb), ("settings", sb)):
             print(f"{name}: DIFFERS at record.{section}.update_rounding: {got['update_rounding']!r}")
             sys.exit(1)
         got.pop("update_rounding")
+# Where the gradient norm is clipped (issue 38): BASE clipped after unscaling.
+if "clip_grad_at" in sb and "clip_grad_at" not in sa:
+    if sb["clip_grad_at"] != "unscaled":
+        print(f"{name}: DIFFERS at record.settings.clip_grad_at: {sb['clip_grad_at']!r}")
+        sys.exit(1)
+    sb.pop("clip_grad_at")
 # The MX block scale's rounding (issue 38): BASE rounded every block's exponent down.
 if "mx_scale" in sb and "mx_scale" not in sa:
     if sb["mx_scale"] != "floor":

@@ -565,6 +565,39 @@ private slots:
 
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, clipGradNorm({&a}, 0.0, *cpu_));
     }
+
+    // Issue 38 (lesson 15): clipping before unscaling measures S times the true norm. With
+    // S = 1024 and true gradients (3, 4, 12), norm 13: clipped to 6.5 after unscaling they
+    // halve; clipped to 6.5 before it, the coefficient is 6.5 / (13 * 1024 + 1e-6) and the
+    // unscaled gradients end 2048 times smaller than the true ones.
+    void clipBeforeOrAfterUnscaling()
+    {
+        const PrecisionRecipe r = preset("fp32");
+        const float S = 1024.0f;
+        for (const ClipAt at : {ClipAt::unscaled, ClipAt::scaled}) {
+            Parameter a = makeParameter({0, 0}, r), b = makeParameter({0}, r);
+            setGrad(a, {3.0f * S, 4.0f * S});
+            setGrad(b, {12.0f * S});
+            const UnscaleResult result = unscaleAndClip({&a, &b}, 1.0f / S, r, 6.5, at, *cpu_);
+            QVERIFY(!result.foundNonFinite);
+            const double coefficient = at == ClipAt::unscaled ? 6.5 / (13.0 + 1e-6) : 6.5 / (13.0 * S + 1e-6);
+            const float expected[3] = {3.0f, 4.0f, 12.0f};
+            const float got[3] = {a.grad[0], a.grad[1], b.grad[0]};
+            for (int i = 0; i < 3; ++i)
+                QVERIFY2(std::abs(double(got[i]) - expected[i] * coefficient) <= 1e-6 * expected[i] * coefficient + 1e-12,
+                         qPrintable(QString("%1 %2: %3 vs %4").arg(QString::fromLatin1(clipAtName(at).data())).arg(i)
+                                        .arg(double(got[i])).arg(expected[i] * coefficient)));
+        }
+        // Off (a limit of 0): only the unscale.
+        Parameter c = makeParameter({0}, r);
+        setGrad(c, {5.0f * S});
+        unscaleAndClip({&c}, 1.0f / S, r, 0.0, ClipAt::scaled, *cpu_);
+        QCOMPARE(c.grad[0], 5.0f);
+        // A non-finite scaled gradient: nothing is clipped, the unscale reports it.
+        Parameter d = makeParameter({0, 0}, r);
+        setGrad(d, {INFINITY, 1.0f});
+        QVERIFY(unscaleAndClip({&d}, 1.0f / S, r, 1.0, ClipAt::scaled, *cpu_).foundNonFinite);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestOptimizer)

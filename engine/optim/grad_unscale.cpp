@@ -57,4 +57,15 @@ double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm, Compu
     return total;
 }
 
+std::string_view clipAtName(ClipAt at) { return at == ClipAt::scaled ? "scaled" : "unscaled"; }
+
+UnscaleResult unscaleAndClip(const std::vector<Parameter*>& params, float invScale, const PrecisionRecipe& recipe,
+                             double maxNorm, ClipAt at, ComputeBackend& backend)
+{
+    if (maxNorm > 0 && at == ClipAt::scaled) clipGradNorm(params, maxNorm, backend);
+    const UnscaleResult result = unscaleGradients(params, invScale, recipe, backend);
+    if (maxNorm > 0 && at == ClipAt::unscaled && !result.foundNonFinite) clipGradNorm(params, maxNorm, backend);
+    return result;
+}
+
 }  // namespace plab

@@ -6,6 +6,8 @@
 #include "amp/recipe.h"
 #include "nn/parameter.h"
 
+#include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace plab {
@@ -34,5 +36,19 @@ UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invS
 // A non-finite total leaves the gradients alone. Returns the total norm before
 // clipping. Throws std::invalid_argument unless maxNorm is positive and finite.
 double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm, ComputeBackend& backend);
+
+// Where a step clips the gradient norm. unscaled: after GradScaler.unscale_, as PyTorch's
+// AMP examples do (the limit applies to the true gradients). scaled: before it, the
+// mistake those examples warn of: the norm measured is S times the true one, so the limit
+// shrinks the gradients S times more than meant (docs/LESSONS.md, lesson 15).
+enum class ClipAt : std::uint8_t { unscaled, scaled };
+std::string_view clipAtName(ClipAt at);   // "unscaled", "scaled"
+
+// One step's unscale and clipping in the order `at` says: clip then unscale (scaled), or
+// unscale then clip (unscaled), clipping only when maxNorm > 0 and the unscale found every
+// gradient finite (scaled: a non-finite norm leaves the gradients to the unscale, which
+// finds them). Returns the unscale's result.
+UnscaleResult unscaleAndClip(const std::vector<Parameter*>& params, float invScale, const PrecisionRecipe& recipe,
+                             double maxNorm, ClipAt at, ComputeBackend& backend);
 
 }  // namespace plab

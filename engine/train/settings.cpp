@@ -385,12 +385,19 @@ const std::vector<KeyRule>& keyRules()
         {{"divergence_steps", T::integer, "Non-finite losses in a row that end a run"},
          [](const Reader& r, TrainSettings& s) { s.divergenceSteps = whole<int>(r, "divergence_steps", 1, 1'000'000); },
          [](const TrainSettings& s) { return json(s.divergenceSteps); }},
-        {{"clip_grad_norm", T::number, "Clip the unscaled gradient norm (0: off)"},
+        {{"clip_grad_norm", T::number, "Clip the gradient norm to this (0: off); clip_grad_at says whether before or after unscaling"},
          [](const Reader& r, TrainSettings& s) {
              s.clipGradNorm = r.number("clip_grad_norm");
              if (s.clipGradNorm < 0) r.fail("clip_grad_norm", "must be 0 (off) or positive");
          },
          [](const TrainSettings& s) { return json(s.clipGradNorm); }},
+        {{"clip_grad_at", T::text,
+          "Where clip_grad_norm clips: unscaled (after unscaling, as PyTorch's AMP examples do) or scaled (before "
+          "it: the mistake, the limit then applies to S times the gradients)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.clipAt = oneOf(r, "clip_grad_at", {"unscaled", "scaled"}) == "scaled" ? ClipAt::scaled : ClipAt::unscaled;
+         },
+         [](const TrainSettings& s) { return json(std::string(clipAtName(s.clipAt))); }},
         {{"backend", T::text, "cpu or cuda"},
          [](const Reader& r, TrainSettings& s) { s.backend = oneOf(r, "backend", {"cpu", "cuda"}); },
          [](const TrainSettings& s) { return json(s.backend); }},

@@ -5,6 +5,7 @@
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "nn/model.h"
+#include "optim/grad_unscale.h"
 #include "optim/optimizer.h"
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@ struct TrainSettings {
     int evalEvery = 0;                // extra evaluations every N steps (0: per epoch only)
     int divergenceSteps = 10;         // K consecutive non-finite losses end the run as diverged
     double clipGradNorm = 0.0;        // 0: no clipping
+    ClipAt clipAt = ClipAt::unscaled; // after unscaling (PyTorch's order) or before (the mistake)
     std::string backend = "cpu";
     // The CPU's products of 16-bit operands: native units where it has them (hardware),
     // or the exact emulation everywhere (exact: the same bits on every CPU; lessons and the

@@ -292,13 +292,15 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     const StepOutput out = st.model->trainStep(st.images, st.labels, static_cast<float>(scale), st.ctx);
 
     // Unscale and check: a non-finite gradient skips the update (and the scaler backs off).
-    const UnscaleResult unscaled = unscaleGradients(st.params, st.scaler.inverseScale(), st.recipe, *st.backend);
+    // The norm is clipped after unscaling, or before it where the settings ask for that
+    // mistake (ClipAt::scaled).
+    const UnscaleResult unscaled = unscaleAndClip(st.params, st.scaler.inverseScale(), st.recipe, settings_.clipGradNorm,
+                                                  settings_.clipAt, *st.backend);
     const bool skip = st.scaler.update(unscaled.foundNonFinite);
 
     // Update, or skip.
     for (Parameter* p : st.params) p->lastUpdate = {};
     if (!skip) {
-        if (settings_.clipGradNorm > 0) clipGradNorm(st.params, settings_.clipGradNorm, *st.backend);
         st.optimizer->step(st.params, st.recipe, &st.memory, *st.backend);
     } else {
         ++st.skipped;

@@ -34,6 +34,7 @@ inline const nlohmann::json& settingExamples()
         {"amax_algorithm", "most_recent"},
         {"fp8_margin", 1},
         {"mx_scale", "ceil"},
+        {"clip_grad_at", "scaled"},
         {"layer", "conv1=fp32,fc1=bf16"},
         {"batch", 64},
         {"epochs", 5},
