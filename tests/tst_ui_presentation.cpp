@@ -117,6 +117,21 @@ class TestUiPresentation : public QObject {
 
     MainWindowOptions options() const { return testing::isolatedWindowOptions(dir_.path()); }
 
+    // The window at `size` with lesson 1 open and two runs shaped like its own, as after "Run
+    // lesson": the last run watched, the first overlaid.
+    static void showLessonOne(MainWindow& window, QSize size)
+    {
+        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
+        window.resize(size);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
+                 QString());
+        window.chartsView()->setRuns(lessonRun(QStringLiteral("AMP FP16, dynamic loss scaling"), QColor(255, 127, 14), 7),
+                                     {lessonRun(QStringLiteral("AMP FP16, no loss scaling"), QColor(31, 119, 180), -8)});
+        window.chartsView()->redrawNow();
+    }
+
     static QList<QDockWidget*> visibleDocks(MainWindow& w)
     {
         QList<QDockWidget*> docks;
@@ -241,17 +256,9 @@ private slots:
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-legible").string());   // no runs of other tests
         MainWindow window(o);
-        QTRY_VERIFY(window.runsLoaded());   // the runs folder is listed off the GUI thread
-        window.resize(1500, 950);
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
-        QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
-                 QString());
+        showLessonOne(window, QSize(1500, 950));
+        if (QTest::currentTestFailed()) return;
         ChartsView* charts = window.chartsView();
-        // As after "Run lesson": the last run watched, the first overlaid.
-        charts->setRuns(lessonRun(QStringLiteral("AMP FP16, dynamic loss scaling"), QColor(255, 127, 14), 7),
-                        {lessonRun(QStringLiteral("AMP FP16, no loss scaling"), QColor(31, 119, 180), -8)});
-        charts->redrawNow();
         settle();
         QList<QWidget*> shown;
         QHash<QWidget*, QRect> normalGeometry;
@@ -297,16 +304,9 @@ private slots:
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-fonts").string());
         MainWindow window(o);
-        QTRY_VERIFY(window.runsLoaded());
-        window.resize(1920, 1080);
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
-        QCOMPARE(window.openLesson(QStringLiteral(PLAB_SOURCE_DIR "/resources/lessons/01-underflow-without-loss-scaling.json")),
-                 QString());
+        showLessonOne(window, QSize(1920, 1080));
+        if (QTest::currentTestFailed()) return;
         ChartsView* charts = window.chartsView();
-        charts->setRuns(lessonRun(QStringLiteral("AMP FP16, dynamic loss scaling"), QColor(255, 127, 14), 7),
-                        {lessonRun(QStringLiteral("AMP FP16, no loss scaling"), QColor(31, 119, 180), -8)});
-        charts->redrawNow();
         window.setPresentationMode(true);
         for (const auto& [size, pixels] : {std::pair{QSize(1920, 1080), 24}, std::pair{QSize(1280, 720), 16}}) {
             window.resize(size);
