@@ -153,6 +153,20 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, encodeSafetensors({{t}, {}}));
     }
 
+    // A safetensors header of 640 bytes starts with the bytes of a pickle's protocol 2
+    // (0x80 0x02): its '{' at byte 8 says it is safetensors, and it is read as one.
+    void aHeaderLengthLikeAPickleIsStillSafetensors()
+    {
+        std::string header = R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})";
+        header.resize(640, ' ');   // JSON may end in spaces (the format pads headers so)
+        const std::string bytes = fileOf(header, le16({0x3C00, 0x4000}));
+        QCOMPARE(static_cast<unsigned char>(bytes[0]), 0x80);
+        QCOMPARE(static_cast<unsigned char>(bytes[1]), 0x02);
+        const WeightsFile w = decodeSafetensors(bytes, "w.safetensors");
+        QCOMPARE(w.tensors.size(), std::size_t{1});
+        QCOMPARE(w.tensors[0].values[1], 2.0f);
+    }
+
     void malformedFilesAreRefused_data()
     {
         QTest::addColumn<QByteArray>("bytes");
@@ -190,6 +204,12 @@ private slots:
         add("missing offsets", fileOf(R"({"w":{"dtype":"F16","shape":[2]}})", okData), "tensor 'w': data_offsets");
         add("metadata not text", fileOf(R"({"__metadata__":{"a":1}})", ""), "__metadata__ 'a' is not text");
         add("not an object", fileOf("[1,2]", ""), "not a JSON object");
+        // Issue 34: torch.save's files are named, not read as a header length of 5.8e17.
+        add("torch.save zip", std::string("PK\x03\x04\0\0\x08\0\0\0archive/data.pkl", 27),
+            "a PyTorch file written by torch.save (a zip archive)");
+        add("torch.save legacy pickle", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14),
+            "a PyTorch file written by torch.save (a Python pickle)");
+
     }
     void malformedFilesAreRefused()
     {

@@ -174,8 +174,30 @@ std::string encodeSafetensors(const WeightsFile& w)
     return out;
 }
 
+namespace {
+
+// A file torch.save wrote: a zip archive (PyTorch 1.6 and later) or a bare pickle (the
+// legacy format, protocol 2 to 5). A safetensors header begins with '{' at byte 8 (the
+// format's rule), which neither has there, so no safetensors file is taken for one.
+const char* torchSaveKind(std::string_view bytes)
+{
+    if (bytes.size() < 9 || bytes[8] == '{') return nullptr;
+    if (bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4)) return "a zip archive";
+    const auto protocol = static_cast<unsigned char>(bytes[1]);
+    if (static_cast<unsigned char>(bytes[0]) == 0x80 && protocol >= 2 && protocol <= 5) return "a Python pickle";
+    return nullptr;
+}
+
+}  // namespace
+
 WeightsFile decodeSafetensors(std::string_view bytes, const std::string& origin)
 {
+    if (const char* kind = torchSaveKind(bytes))
+        throw InputError(origin + ": this is a PyTorch file written by torch.save (" + kind +
+                         "), not safetensors; plab reads weights only as safetensors, which hold no code: save "
+                         "them with safetensors.torch.save_file(model.state_dict(), \"weights.safetensors\"), or "
+                         "scripts/plab_torch.py's save_safetensors where the safetensors package is missing "
+                         "(docs/WEIGHTS.md)");
     if (bytes.size() < 8)
         throw InputError(origin + ": " + std::to_string(bytes.size()) +
                          " bytes, too short for a safetensors file (an 8-byte header length comes first)");
