@@ -143,7 +143,7 @@ private slots:
             QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
             env.insert(QStringLiteral("SLURM_ARRAY_TASK_ID"), QString::number(i));
             const Result task = runProgram(QStringLiteral("bash"), {QString::fromStdString((job / "sweep.sbatch").string())}, {}, env);
-            QCOMPARE(task.exitCode, 0);   // a failed point does not fail the array (afterok runs the report)
+            QCOMPARE(task.exitCode, 0);   // a failed point does not fail the array (the report runs after it)
         }
         const Result report = runProgram(QStringLiteral("bash"), {QString::fromStdString((job / "report.sbatch").string())});
         QVERIFY2(report.exitCode == 0, qPrintable(report.out + report.err));
@@ -156,7 +156,7 @@ private slots:
         QVERIFY(page.contains(QStringLiteral("missing grid point 1 (amp-fp16_b16.json)")));
         QVERIFY(page.contains(QStringLiteral("AMP BF16")) && page.contains(QStringLiteral("FP32")));
 
-        // --submit: the array, then the report after it (afterok), through sbatch.
+        // --submit: the array, then the report after every task ended (afterany), through sbatch.
         const fs::path bin = dir_.path() / "fake-bin";
         fs::create_directories(bin);
         {
@@ -179,7 +179,7 @@ private slots:
         const QStringList lines = QString::fromUtf8(calls.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), 2);
         QVERIFY(lines[0].endsWith(QStringLiteral("sweep.sbatch")));
-        QVERIFY2(lines[1].contains(QStringLiteral("--dependency=afterok:4101 ")) && lines[1].endsWith(QStringLiteral("report.sbatch")),
+        QVERIFY2(lines[1].contains(QStringLiteral("--dependency=afterany:4101 ")) && lines[1].endsWith(QStringLiteral("report.sbatch")),
                  qPrintable(lines[1]));
         QCOMPARE(runPlab({"sweep", "--recipes", "fp32", "--out-dir", "x", "--submit"}).exitCode, 2);   // --submit needs --slurm
     }
@@ -368,6 +368,31 @@ private slots:
         QCOMPARE(weightFiles, (std::vector<std::string>{"sweep-w_amp-fp16_ls-dynamic.safetensors",
                                                          "sweep-w_amp-fp16_ls-static-1024.safetensors"}));
         QVERIFY(!fs::exists(weights));
+    }
+
+    // Issue 34: seeds and learning rates are what people sweep first; `--seed 1,2` and
+    // `--lr 0.001,0.01` were refused. Each is an axis: four runs, each record with its own
+    // seed and learning rate, named so; a bad value names the flag.
+    void sweepOverSeedsAndLearningRates()
+    {
+        const fs::path out = dir_.path() / "sweep-seeds";
+        const Result r = runPlab({"sweep", "--recipes", "fp32", "--seed", "1,2", "--lr", "0.001,0.01", "--max-steps", "2",
+                                  "--widths", "4,8", "--threads", "1", "--data-dir", dataDir_, "--quiet", "--out-dir",
+                                  QString::fromStdString(out.string())});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        std::vector<std::string> records;
+        for (const auto& e : fs::directory_iterator(out))
+            if (e.path().extension() == ".json") records.push_back(e.path().filename().string());
+        std::sort(records.begin(), records.end());
+        QCOMPARE(records, (std::vector<std::string>{"fp32_lr0.001_s1.json", "fp32_lr0.001_s2.json", "fp32_lr0.01_s1.json",
+                                                     "fp32_lr0.01_s2.json"}));
+        const auto record = nlohmann::json::parse(std::ifstream(out / "fp32_lr0.01_s2.json"));
+        QCOMPARE(record.at("settings").at("seed").get<int>(), 2);
+        QCOMPARE(record.at("settings").at("lr").get<double>(), 0.01);
+        const Result bad = runPlab({"sweep", "--seed", "1,x", "--max-steps", "2", "--data-dir", dataDir_, "--quiet",
+                                    "--out-dir", QString::fromStdString((dir_.path() / "sweep-bad").string())});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("--seed"), qPrintable(bad.err));
     }
 
     void malformedConfigJson()

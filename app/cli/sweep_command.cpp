@@ -1,5 +1,5 @@
-// `plab sweep --recipes fp32,amp-fp16 --loss-scale off,dynamic --batch 32,64 --out-dir DIR`:
-// trains every combination of the grid one run after another (all other training flags
+// `plab sweep --recipes fp32,amp-fp16 --loss-scale off,dynamic --batch 32,64 --seed 1,2
+// --lr 0.001,0.01 --out-dir DIR`: trains every combination of the grid one run after another (all other training flags
 // as for `plab train`), writes each run record into DIR, prints a comparison table and
 // writes a comparison report (DIR/report.html unless --report-html/--report-pdf say
 // where). Every combination is checked before the first run starts. With --slurm JOBDIR it
@@ -38,7 +38,7 @@ using nlohmann::json;
 
 struct SweepOptions {
     TrainFlagValues flags;
-    std::string recipes, lossScales, batches;   // comma-separated grid values
+    std::string recipes, lossScales, batches, seeds, lrs;   // comma-separated grid values
     std::string outDir;
     std::string reportHtml, reportPdf;
     bool quiet = false;
@@ -70,28 +70,45 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
                                               : splitList(opts.recipes, "--recipes");
     // An empty entry means "as the recipe or config says".
     const auto scales = opts.lossScales.empty() ? std::vector<std::string>{""} : splitList(opts.lossScales, "--loss-scale");
-    std::vector<std::string> batches = {""};
-    if (!opts.batches.empty()) batches = splitList(opts.batches, "--batch");
+    // The numeric axes: one value each unless listed ("" keeps the flag's or config's value).
+    const auto axis = [](const std::string& text, const char* flag) {
+        return text.empty() ? std::vector<std::string>{""} : splitList(text, flag);
+    };
+    const auto batches = axis(opts.batches, "--batch");
+    const auto seeds = axis(opts.seeds, "--seed");
+    const auto lrs = axis(opts.lrs, "--lr");
+    static const FlagSpec batchSpec{"--batch", "batch", SettingType::integer, ""};
+    static const FlagSpec seedSpec{"--seed", "seed", SettingType::integer, ""};
+    static const FlagSpec lrSpec{"--lr", "lr", SettingType::number, ""};
 
     std::vector<GridPoint> grid;
     for (const auto& recipe : recipes)
         for (const auto& scale : scales)
-            for (const auto& batch : batches) {
-                json patch = base;
-                patch["recipe"] = recipe;
-                std::string file = recipe;
-                if (!scale.empty()) {
-                    patch["loss_scale"] = scale;
-                    file += "_ls-" + fileStem(scale);
-                }
-                if (!batch.empty()) {
-                    static const FlagSpec batchSpec{"--batch", "batch", SettingType::integer, ""};
-                    patch["batch"] = flagValue(batchSpec, batch);
-                    file += "_b" + batch;
-                }
-                const std::string where = origin + " (sweep run " + file + ")";
-                grid.push_back({file + ".json", settingsFromJson(patch, where)});
-            }
+            for (const auto& batch : batches)
+                for (const auto& lr : lrs)
+                    for (const auto& seed : seeds) {
+                        json patch = base;
+                        patch["recipe"] = recipe;
+                        std::string file = recipe;
+                        if (!scale.empty()) {
+                            patch["loss_scale"] = scale;
+                            file += "_ls-" + fileStem(scale);
+                        }
+                        if (!batch.empty()) {
+                            patch["batch"] = flagValue(batchSpec, batch);
+                            file += "_b" + batch;
+                        }
+                        if (!lr.empty()) {
+                            patch["lr"] = flagValue(lrSpec, lr);
+                            file += "_lr" + fileStem(lr);
+                        }
+                        if (!seed.empty()) {
+                            patch["seed"] = flagValue(seedSpec, seed);
+                            file += "_s" + seed;
+                        }
+                        const std::string where = origin + " (sweep run " + file + ")";
+                        grid.push_back({file + ".json", settingsFromJson(patch, where)});
+                    }
     // Points that are the same run (fp32,fp32; static:1024,static:1024.) are trained once;
     // points that differ but got one file name are told apart, so no record overwrites another.
     std::vector<GridPoint> distinct;
@@ -139,8 +156,10 @@ std::string pointsArray(const std::vector<GridPoint>& grid)
 }
 
 // The job array: one `plab train --config` per grid point. Each task records plab's exit
-// status and exits 0 itself, so that a failed point leaves its log and status and the
-// report job (afterok) still runs and names it.
+// status and exits 0 itself, so that a failed point leaves its log and status. The report
+// job runs after every task has ended however it ended (afterany: a task killed at its
+// time limit, cancelled or lost with its node leaves no status) and names the points
+// without a record.
 std::string arrayScript(const std::vector<GridPoint>& grid, const SweepOptions& opts, const std::string& plab)
 {
     const std::string job = absolute(opts.slurmDir), out = absolute(opts.outDir);
@@ -181,7 +200,8 @@ std::string reportScript(const std::vector<GridPoint>& grid, const SweepOptions&
                     "#SBATCH --output=" + job + "/logs/report.log\n";
     if (!opts.partition.empty()) s += "#SBATCH --partition=" + opts.partition + "\n";
     if (!opts.timeLimit.empty()) s += "#SBATCH --time=" + opts.timeLimit + "\n";
-    s += "# Written by plab sweep --slurm: runs after the job array (--dependency=afterok).\n"
+    s += "# Written by plab sweep --slurm: runs after every task of the job array has ended, however it\n"
+         "# ended (--dependency=afterany), and names the points that left no record.\n"
          "set -u\n" + pointsArray(grid) +
          "job=" + shellWord(job) + "\n"
          "runs=" + shellWord(out) + "\n"
@@ -279,12 +299,12 @@ int writeSlurmSweep(const std::vector<GridPoint>& grid, const SweepOptions& opts
               << '\n';
     if (!opts.submit) {
         std::cout << "sbatch --parsable " << shellWord((job / "sweep.sbatch").string())
-                  << "   # then: sbatch --dependency=afterok:<its id> " << shellWord((job / "report.sbatch").string())
+                  << "   # then: sbatch --dependency=afterany:<its id> " << shellWord((job / "report.sbatch").string())
                   << '\n';
         return kExitOk;
     }
     const std::string array = sbatch({(job / "sweep.sbatch").string()});
-    const std::string report = sbatch({"--dependency=afterok:" + array, (job / "report.sbatch").string()});
+    const std::string report = sbatch({"--dependency=afterany:" + array, (job / "report.sbatch").string()});
     std::cout << "array job " << array << "\nreport job " << report << '\n';
     return kExitOk;
 }
@@ -359,12 +379,15 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
 
 void addSweepCommand(CLI::App& app, std::function<int()>& run)
 {
-    auto* cmd = app.add_subcommand("sweep", "Train a grid of recipes x loss scaling x batch sizes and compare the runs");
+    auto* cmd = app.add_subcommand(
+        "sweep", "Train a grid of recipes x loss scaling x batch sizes x learning rates x seeds and compare the runs");
     auto opts = std::make_shared<SweepOptions>();
-    opts->flags.omitted = {"--recipe", "--loss-scale", "--batch"};
+    opts->flags.omitted = {"--recipe", "--loss-scale", "--batch", "--seed", "--lr"};
     cmd->add_option("--recipes", opts->recipes, "Presets, comma-separated (e.g. fp32,amp-fp16,pure-fp16)");
     cmd->add_option("--loss-scale", opts->lossScales, "Loss scaling policies, comma-separated (e.g. off,dynamic,static:1024)");
     cmd->add_option("--batch", opts->batches, "Batch sizes, comma-separated (e.g. 32,64)");
+    cmd->add_option("--seed", opts->seeds, "Seeds, comma-separated (e.g. 1,2,3)");
+    cmd->add_option("--lr", opts->lrs, "Learning rates, comma-separated (e.g. 0.001,0.01)");
     addTrainFlags(*cmd, opts->flags);
     cmd->add_option("--out-dir", opts->outDir, "Folder for the run records and the report")->required();
     cmd->add_option("--report-html", opts->reportHtml, "Write the comparison report as HTML here (default DIR/report.html)");

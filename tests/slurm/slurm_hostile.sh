@@ -51,7 +51,7 @@ PATH="$work/bin:$PATH" "$plab" sweep "${common[@]}" --slurm "$work/job2" --out-d
     > "$work/submit.out" 2> "$work/submit.err"
 check "--submit through a fake sbatch exits 0" test $? -eq 0
 check "sbatch got the array script as one argument" grep -qxF "$work/job2/sweep.sbatch" "$work/bin/sbatch.args"
-check "the report job depends on the array's id" grep -qxF -e "--dependency=afterok:4242" "$work/bin/sbatch.args"
+check "the report job depends on the array's id" grep -qxF -e "--dependency=afterany:4242" "$work/bin/sbatch.args"
 check "nothing else ran on submission" pwned
 
 refused() {   # refused FLAG-NAMED-IN-MESSAGE ARGS...: exit 2, the flag named, no script written
