@@ -370,6 +370,33 @@ private slots:
         QVERIFY(!fs::exists(weights));
     }
 
+    // Issue 34: a Slurm task runs on another node, maybe in another folder with another home:
+    // the data folder (relative, or the per-user default when none is given) and every file
+    // path are written absolute at submission, the data folder as this machine resolves it.
+    void slurmPointsGetAbsolutePaths()
+    {
+        const fs::path job = dir_.path() / "slurm-abs", runs = dir_.path() / "slurm-abs-runs";
+        const QString relativeData = QString::fromStdString(fs::relative(dataDir_.toStdString()).string());
+        QVERIFY(!relativeData.startsWith(QLatin1Char('/')));
+        const Result r = runPlab({"sweep", "--max-steps", "2", "--data-dir", relativeData, "--save-weights", "w.safetensors",
+                                  "--quiet", "--out-dir", QString::fromStdString(runs.string()), "--slurm",
+                                  QString::fromStdString(job.string())});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const auto settings = nlohmann::json::parse(std::ifstream(job / "settings" / "0.json"));
+        const fs::path data = settings.at("data_dir").get<std::string>();
+        QVERIFY2(data.is_absolute() && fs::equivalent(data, dataDir_.toStdString()), data.c_str());
+        const fs::path weights = settings.at("save_weights").get<std::string>();
+        QVERIFY2(weights.is_absolute() && weights.filename() == "w_fp32.safetensors", weights.c_str());
+        QVERIFY2(r.err.contains(QStringLiteral("reads its data from ") + QString::fromStdString(data.string())), qPrintable(r.err));
+
+        const Result defaults = runPlab({"sweep", "--max-steps", "2", "--quiet", "--out-dir",
+                                         QString::fromStdString(runs.string()), "--slurm",
+                                         QString::fromStdString((dir_.path() / "slurm-default").string())});
+        QVERIFY2(defaults.exitCode == 0, qPrintable(defaults.err));
+        const auto pinned = nlohmann::json::parse(std::ifstream(dir_.path() / "slurm-default" / "settings" / "0.json"));
+        QVERIFY(fs::path(pinned.at("data_dir").get<std::string>()).is_absolute());   // not "" (each node's own default)
+    }
+
     // Issue 34: seeds and learning rates are what people sweep first; `--seed 1,2` and
     // `--lr 0.001,0.01` were refused. Each is an axis: four runs, each record with its own
     // seed and learning rate, named so; a bad value names the flag.

@@ -9,6 +9,7 @@
 #include "progress_printer.h"
 #include "train_options.h"
 
+#include "data/dataset.h"
 #include "error.h"
 #include "files/output_paths.h"
 #include "report/csv_export.h"
@@ -290,8 +291,20 @@ int writeSlurmSweep(const std::vector<GridPoint>& grid, const SweepOptions& opts
     fs::remove_all(job / "status", ec);   // statuses of an earlier submission would pass for this one's
     fs::create_directories(job / "status", ec);
     const std::string plab = fs::read_symlink("/proc/self/exe", ec).string();
+    // Every path a point reads or writes is made absolute here, once: a task runs on
+    // another node, maybe in another folder, with another home. The data folder is the one
+    // this machine would use (the per-user default when none is given), so that every node
+    // reads the same data wherever the folder is shared, not each its own default.
+    const auto pinned = [](TrainSettings s) {
+        if (s.dataDir.empty()) s.dataDir = defaultDataDir().string();
+        for (std::string* path : {&s.dataDir, &s.initWeights, &s.saveWeights, &s.readBatches, &s.writeBatches})
+            if (!path->empty()) *path = absolute(*path);
+        return s;
+    };
     for (std::size_t i = 0; i < grid.size(); ++i)
-        writeJsonAtomically(job / "settings" / (std::to_string(i) + ".json"), settingsToJson(grid[i].settings));
+        writeJsonAtomically(job / "settings" / (std::to_string(i) + ".json"), settingsToJson(pinned(grid[i].settings)));
+    std::cerr << "plab: every grid point reads its data from " << pinned(grid.front().settings).dataDir
+              << " (a folder the nodes must share)\n";
     writeFileAtomically(job / "sweep.sbatch", arrayScript(grid, opts, plab));
     writeFileAtomically(job / "report.sbatch", reportScript(grid, opts, plab));
     std::cerr << "plab: wrote a Slurm job array of " << grid.size() << " grid points (" << (job / "sweep.sbatch").string()
