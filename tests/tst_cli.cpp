@@ -370,6 +370,33 @@ private slots:
         QVERIFY(!fs::exists(weights));
     }
 
+    // Issue 34: weights can be evaluated without training (`--epochs 0` and `--lr 0` were
+    // refused). `plab eval --weights F` records a run of 0 steps with one evaluation at step
+    // 0, whose accuracy and loss are those the training run measured with the same weights.
+    void evalWithoutTraining()
+    {
+        const fs::path weights = dir_.path() / "eval-w.safetensors", trained = dir_.path() / "eval-trained.json",
+                       evaluated = dir_.path() / "eval-only.json";
+        const QStringList common{"--widths", "4,8", "--threads", "1", "--batch", "16", "--data-dir", dataDir_, "--quiet"};
+        const Result train = runPlab(QStringList{"train", "--max-steps", "3", "--save-weights", QString::fromStdString(weights.string()),
+                                                 "--out", QString::fromStdString(trained.string())} + common);
+        QVERIFY2(train.exitCode == 0, qPrintable(train.err));
+        const Result eval = runPlab(QStringList{"eval", "--weights", QString::fromStdString(weights.string()), "--out",
+                                                QString::fromStdString(evaluated.string())} + common);
+        QVERIFY2(eval.exitCode == 0, qPrintable(eval.err));
+        const auto a = nlohmann::json::parse(std::ifstream(trained)), b = nlohmann::json::parse(std::ifstream(evaluated));
+        QCOMPARE(b.at("summary").at("steps").get<int>(), 0);
+        QCOMPARE(b.at("steps").size(), std::size_t{0});
+        QCOMPARE(b.at("evals").size(), std::size_t{1});
+        QCOMPARE(b.at("evals").at(0).at("step").get<int>(), 0);
+        QCOMPARE(b.at("evals").at(0).at("test_accuracy"), a.at("evals").back().at("test_accuracy"));
+        QCOMPARE(b.at("evals").at(0).at("test_loss"), a.at("evals").back().at("test_loss"));
+        QCOMPARE(b.at("settings").at("epochs").get<int>(), 0);
+        // --weights is required, and --epochs is not eval's to set.
+        QCOMPARE(runPlab({"eval", "--data-dir", dataDir_}).exitCode, 2);
+        QCOMPARE(runPlab({"train", "--epochs", "-1", "--data-dir", dataDir_}).exitCode, 2);
+    }
+
     // Issue 34: a Slurm task runs on another node, maybe in another folder with another home:
     // the data folder (relative, or the per-user default when none is given) and every file
     // path are written absolute at submission, the data folder as this machine resolves it.

@@ -153,7 +153,7 @@ void SettingsPanel::buildUi()
     optimizer_ = combo("optimizerCombo", {{tr("Adam"), QStringLiteral("adam")}, {tr("SGD + momentum"), QStringLiteral("sgd")}});
     lr_ = edit("lrEdit", tr("Learning rate (live: applied at the next step)"));
     batch_ = edit("batchEdit", tr("Samples per step (live: applied at the next step)"));
-    epochs_ = edit("epochsEdit", tr("Passes over the training set"));
+    epochs_ = edit("epochsEdit", tr("Passes over the training set (0: no training, the initial weights evaluated once)"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
     seed_ = edit("seedEdit", tr("Seed of the weights and of the shuffling"));
     initWeights_ = edit("initWeightsEdit", tr("Start from these weights: a safetensors file with PyTorch's tensor names "
@@ -473,7 +473,7 @@ void SettingsPanel::readControls()
     }
     long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
     integer(batch_, tr("Batch size"), 1, 65536, batch);
-    integer(epochs_, tr("Epochs"), 1, 100000, epochs);
+    integer(epochs_, tr("Epochs"), 0, 100000, epochs);
     integer(maxSteps_, tr("Max steps"), 0, 1LL << 40, maxSteps);
     integer(seed_, tr("Seed"), 0, std::numeric_limits<long long>::max(), seed);
     s.batch = static_cast<int>(batch);

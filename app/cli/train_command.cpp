@@ -23,6 +23,8 @@ namespace {
 
 struct TrainOptions {
     TrainFlagValues flags;
+    bool evaluateOnly = false;   // `plab eval`: --weights, epochs 0
+    std::string weights;
     std::string memoryLimit;
     std::string out;
     std::string name;
@@ -32,7 +34,12 @@ struct TrainOptions {
 int runTrain(CLI::App& cmd, const TrainOptions& opts)
 {
     std::string origin;
-    const nlohmann::json patch = settingsPatch(cmd, opts.flags, origin);
+    nlohmann::json patch = settingsPatch(cmd, opts.flags, origin);
+    if (opts.evaluateOnly) {   // the weights given, evaluated once, nothing trained
+        patch["init_weights"] = opts.weights;
+        patch["epochs"] = 0;
+        patch.erase("max_steps");
+    }
     const TrainSettings settings = settingsFromJson(patch, origin);
     // Memory before anything is loaded: a batch this machine cannot hold is refused with
     // the largest that fits, not found out by the kernel's OOM killer.
@@ -98,6 +105,20 @@ void addTrainCommand(CLI::App& app, std::function<int()>& run)
                     "Refuse a run whose memory estimate exceeds this (e.g. 4G, 512M; default: the memory available)");
     cmd->add_flag("--quiet", opts->quiet, "No progress line");
     cmd->callback([&run, cmd, opts] { run = [cmd, opts] { return runTrain(*cmd, *opts); }; });
+
+    // `plab eval --weights FILE`: the test accuracy and loss of the given weights under the
+    // recipe and model of the flags, recorded as a run of 0 steps (`--epochs 0`).
+    auto* eval = app.add_subcommand("eval", "Evaluate weights on the test set without training (a run of 0 steps)");
+    auto evalOpts = std::make_shared<TrainOptions>();
+    evalOpts->evaluateOnly = true;
+    evalOpts->flags.omitted = {"--init-weights", "--epochs", "--max-steps"};
+    eval->add_option("--weights", evalOpts->weights, "The weights to evaluate (safetensors, docs/WEIGHTS.md)")->required();
+    addTrainFlags(*eval, evalOpts->flags);
+    eval->add_option("--out", evalOpts->out, "Write the run record (JSON) here");
+    eval->add_option("--name", evalOpts->name, "Name of the run in its record");
+    eval->add_option("--memory-limit", evalOpts->memoryLimit, "Refuse a run whose memory estimate exceeds this");
+    eval->add_flag("--quiet", evalOpts->quiet, "No progress line");
+    eval->callback([&run, eval, evalOpts] { run = [eval, evalOpts] { return runTrain(*eval, *evalOpts); }; });
 }
 
 }  // namespace plab::cli

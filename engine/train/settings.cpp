@@ -346,8 +346,8 @@ const std::vector<KeyRule>& keyRules()
         {{"batch", T::integer, "Batch size"},
          [](const Reader& r, TrainSettings& s) { s.batch = whole<int>(r, "batch", 1, 65536); },
          [](const TrainSettings& s) { return json(s.batch); }},
-        {{"epochs", T::integer, "Epochs"},
-         [](const Reader& r, TrainSettings& s) { s.epochs = whole<int>(r, "epochs", 1, 100000); },
+        {{"epochs", T::integer, "Epochs (0: no training, the initial weights evaluated once)"},
+         [](const Reader& r, TrainSettings& s) { s.epochs = whole<int>(r, "epochs", 0, 100000); },
          [](const TrainSettings& s) { return json(s.epochs); }},
         {{"max_steps", T::integer, "Stop after this many steps (0: no limit)"},
          [](const Reader& r, TrainSettings& s) { s.maxSteps = r.integer("max_steps", 0, std::int64_t(1) << 40); },
@@ -535,7 +535,7 @@ std::string validateSettings(const TrainSettings& s)
                    "gradients and Adam's state)";
     }
     if (s.batch < 1) return "batch must be at least 1";
-    if (s.epochs < 1) return "epochs must be at least 1";
+    if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
     const auto layers = parameterLayerNames(s.model.kind);
     for (const LayerPrecision& l : s.recipe.layers)

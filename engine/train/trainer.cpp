@@ -383,8 +383,10 @@ RunResult Trainer::runOrThrow(State& st)
 
     auto finish = [&](RunStatus status, std::string message) {
         reportRefusedChanges(st);   // refused after the last step, the record still says so
+        // Evaluated at the end unless it just was, or nothing trained (a run stopped before
+        // its first step); an evaluation-only run (epochs 0) is that one evaluation.
         if (st.lastEvalStep != st.step && status != RunStatus::diverged && status != RunStatus::failed &&
-            st.step > 0)
+            (st.step > 0 || evaluationOnly()))
             evaluate(st);
         if (auto problem = writeOutputFiles(st, status); !problem.empty()) {
             status = RunStatus::failed;
@@ -447,6 +449,7 @@ RunResult Trainer::runOrThrow(State& st)
             st.epoch = source.epoch();
         }
     }
+    if (evaluationOnly()) return finish(RunStatus::completed, "evaluated the initial weights (epochs 0: no training)");
     return finish(RunStatus::completed, source.completedText(st.step));
 }
 

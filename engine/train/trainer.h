@@ -126,6 +126,9 @@ public:
 
     // Steps in the whole run at the starting batch size (or maxSteps when smaller).
     std::int64_t plannedSteps() const;
+    // epochs 0 without a batch file: the run evaluates the initial weights once and trains
+    // nothing (`plab eval`).
+    bool evaluationOnly() const { return settings_.epochs == 0 && files_.batches.empty(); }
 
 private:
     struct State;
