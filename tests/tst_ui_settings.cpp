@@ -147,7 +147,7 @@ private slots:
         QTest::addRow("batch too large") << "batchEdit" << "100000" << "Batch size";
         QTest::addRow("negative lr") << "lrEdit" << "-0.1" << "lr";
         QTest::addRow("lr not a number") << "lrEdit" << "fast" << "Learning rate";
-        QTest::addRow("epochs 0") << "epochsEdit" << "0" << "Epochs";
+        QTest::addRow("epochs negative") << "epochsEdit" << "-1" << "Epochs";   // 0 is an evaluation-only run
         QTest::addRow("growth factor 1") << "growthFactorEdit" << "1" << "growth factor";
         QTest::addRow("backoff above 1") << "backoffFactorEdit" << "1.5" << "backoff factor";
         QTest::addRow("scale infinite in fp32") << "initScaleEdit" << "1e39" << "normal fp32 number";
