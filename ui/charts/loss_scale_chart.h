@@ -1,12 +1,13 @@
 // Chart group "scale": the loss scale S per step, plotted as log2 S on a value axis whose
 // labels read 2^k (2^16, not 65536 or 134217728), each skipped step
 // (non-finite gradients, update skipped) marked, and the skipped count written on the
-// chart per run, in the corner of the plot that hides the least data. kBandSteps or more
-// skipped steps in a row are one translucent band instead (a run that skips every step is
-// one band, not a marker per step). The level each run ends at is labelled on the right
-// in the run's colour (2^17 against 2^18), and a faint grid line marks every power of two between ticks. Under a per-tensor FP8
-// recipe, each layer's gradient scale (quantized_activation_grad) at the histogram steps,
-// dashed, on the same axis.
+// chart per run, in the corner of the plot that hides the least data (under the chart in
+// presentation mode). kBandSteps or more skipped steps in a row are one translucent band
+// instead (a run that skips every step is one band, not a marker per step). The level each
+// run ends at is labelled on the right in the run's colour (2^17 against 2^18), and a faint
+// grid line marks every power of two between ticks. Under a per-tensor FP8 recipe, each
+// layer's gradient scale (quantized_activation_grad) at the histogram steps, dashed, on the
+// same axis.
 #pragma once
 
 #include "charts/chart_support.h"
