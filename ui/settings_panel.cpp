@@ -19,11 +19,21 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <limits>
 
 namespace plab::ui {
 
 namespace {
+
+// Whether the recipe's quantisation, or that of any layer of its own, satisfies `uses`.
+template <typename Uses>
+bool anyLayerQuantizes(const PrecisionRecipe& recipe, Uses uses)
+{
+    if (uses(recipe.quantization)) return true;
+    return std::any_of(recipe.layers.begin(), recipe.layers.end(),
+                       [&](const LayerPrecision& l) { return uses(recipe.forLayer(l.layer).quantization); });
+}
 
 QString sentence(const std::string& text)
 {
@@ -448,18 +458,12 @@ void SettingsPanel::readControls()
     s.recipe.quantization.hybrid = dataOf(fp8Formats_) == QLatin1String("hybrid");
     s.recipe.quantization.mxScale = parseMxScaleRounding(dataOf(mxScale_).toStdString()).value_or(MxScaleRounding::floor);
     s.recipe.layers = layerChoices();
-    // The FP8 formats apply wherever FP8 or MXFP8 quantises: the recipe or a layer of its own.
-    const auto usesFp8 = [](const PrecisionRecipe& r) { return r.quantization.fp8Elements(); };
-    bool fp8 = usesFp8(s.recipe);
-    for (const auto& l : s.recipe.layers) fp8 = fp8 || usesFp8(s.recipe.forLayer(l.layer));
-    fp8Formats_->setEnabled(fp8);
-    // The MX scale applies wherever MXFP8 or MXFP4 quantises, the recipe or a layer.
-    const auto usesMx = [](const PrecisionRecipe& r) {
-        return r.quantization.mode == QuantMode::mxfp8 || r.quantization.mode == QuantMode::mxfp4;
-    };
-    bool mx = usesMx(s.recipe);
-    for (const auto& l : s.recipe.layers) mx = mx || usesMx(s.recipe.forLayer(l.layer));
-    mxScale_->setEnabled(mx);
+    // The FP8 formats apply wherever FP8 or MXFP8 quantises, the MX scale wherever MXFP8 or
+    // MXFP4 does: the recipe or a layer of its own.
+    fp8Formats_->setEnabled(anyLayerQuantizes(s.recipe, [](const Quantization& q) { return q.fp8Elements(); }));
+    mxScale_->setEnabled(anyLayerQuantizes(s.recipe, [](const Quantization& q) {
+        return q.mode == QuantMode::mxfp8 || q.mode == QuantMode::mxfp4;
+    }));
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();
     s.backend = dataOf(backend_).toStdString();
