@@ -135,8 +135,7 @@ void ChartGroup::setPresentationMode(bool on)
     // Child widgets (combos, labels, the planner table) follow the group's font; an empty
     // QFont resolves nothing, so the inherited font comes back.
     if (on) {
-        setFont(presentationPixels_ > 0 ? pixelFont(normalFont_, presentationPixels_)
-                                        : scaledFont(normalFont_, kPresentationFontScale));
+        setFont(presentationFont(1.0));
     } else {
         setFont(QFont());
     }
@@ -149,9 +148,15 @@ void ChartGroup::setPresentationFontPixels(int pixels)
     if (presentationPixels_ == pixels) return;
     presentationPixels_ = pixels;
     if (!presentation_) return;
-    setFont(pixels > 0 ? pixelFont(normalFont_, pixels) : scaledFont(normalFont_, kPresentationFontScale));
+    setFont(presentationFont(1.0));
     applyFonts();
     for (auto it = titles_.cbegin(); it != titles_.cend(); ++it) fitTitle(it.key());
+}
+
+QFont ChartGroup::presentationFont(qreal factor) const
+{
+    return presentationPixels_ > 0 ? pixelFont(normalFont_, presentationPixels_ * factor)
+                                   : scaledFont(normalFont_, factor * kPresentationFontScale);
 }
 
 void ChartGroup::adaptAntialiasing()
@@ -211,12 +216,10 @@ void ChartGroup::applyFonts()
     // restores exactly the normal sizes.
     // With a pixel size for the window every text is at least that size; otherwise (or
     // off) sizes follow the widget font.
-    const qreal scale = presentation_ ? kPresentationFontScale : 1.0;
-    const QFont normal = presentation_ ? normalFont_ : QWidget::font();
     const bool pixels = presentation_ && presentationPixels_ > 0;
     auto sized = [&](qreal factor, bool bold) {
-        QFont f = pixels ? pixelFont(normal, presentationPixels_ * std::max(1.0, factor))
-                         : scaledFont(normal, factor * scale);
+        QFont f = !presentation_ ? scaledFont(QWidget::font(), factor)
+                                 : presentationFont(pixels ? std::max(1.0, factor) : factor);
         f.setBold(bold);
         return f;
     };
@@ -227,7 +230,7 @@ void ChartGroup::applyFonts()
             axis->setLabelsFont(sized(0.85, false));
             // Axis titles run along the plot's height: at presentation sizes a little smaller
             // (and bold) than the rest, so they fit beside short panels.
-            QFont title = pixels ? pixelFont(normal, 0.85 * presentationPixels_) : sized(0.9, presentation_);
+            QFont title = pixels ? presentationFont(0.85) : sized(0.9, presentation_);
             title.setBold(presentation_);
             axis->setTitleFont(title);
         }

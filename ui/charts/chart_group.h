@@ -104,6 +104,9 @@ protected:
 
 private:
     void applyFonts();
+    // A presentation-mode font `factor` times the base size: presentationPixels_, or 1.5x
+    // the normal font when none is set.
+    QFont presentationFont(qreal factor) const;
     void fitTitle(QChart* chart);
     QString name_;
     bool presentation_ = false;
