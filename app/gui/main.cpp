@@ -46,6 +46,8 @@ int main(int argc, char** argv)
     if (!textOnly) {
         QApplication::setApplicationDisplayName(QStringLiteral("Precision Lab"));
         QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
+        // The desktop entry's id (the AppStream id): Wayland compositors match the window to it.
+        QGuiApplication::setDesktopFileName(QStringLiteral("io.github.precisionlab.PrecisionLab"));
     }
 
     QCommandLineParser parser;

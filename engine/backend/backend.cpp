@@ -1,5 +1,5 @@
-// The CUDA plugin loader: finds libplab_cuda.so next to the executable or on the library
-// path with dlopen(), so the engine starts on machines without CUDA and says why the GPU
+// The CUDA plugin loader: finds libplab_cuda.so next to the executable, in the package's
+// ../lib/precision-lab or on the library path with dlopen(), so the engine starts on machines without CUDA and says why the GPU
 // backend is unavailable instead of failing to load; refuses a plugin built against
 // another interface version before calling anything else in it.
 #include "backend/backend.h"
@@ -85,16 +85,25 @@ const PluginHandle& loadPlugin()
     std::call_once(once, [] {
         std::string firstError;
         const auto beside = executableFolder();
+        // Next to the program (the build tree), else where the package installs it
+        // (bin/../lib/precision-lab); the first file found is the one used.
+        std::filesystem::path path;
         if (!beside.empty()) {
-            const auto path = beside / PLAB_CUDA_PLUGIN_NAME;
-            if (std::filesystem::exists(path)) {
-                plugin = openPlugin(path.string());
-                // A plugin that loads but was built for another interface is refused, not
-                // passed over for another copy on the library path: the user should hear
-                // that the one beside the program is stale.
-                if (plugin.handle || plugin.refused) return;
-                firstError = plugin.error;
+            for (const auto& candidate : {beside / PLAB_CUDA_PLUGIN_NAME,
+                                          beside.parent_path() / "lib" / "precision-lab" / PLAB_CUDA_PLUGIN_NAME}) {
+                if (std::filesystem::exists(candidate)) {
+                    path = candidate;
+                    break;
+                }
             }
+        }
+        if (!path.empty()) {
+            plugin = openPlugin(path.string());
+            // A plugin that loads but was built for another interface is refused, not
+            // passed over for another copy on the library path: the user should hear
+            // that the one installed with the program is stale.
+            if (plugin.handle || plugin.refused) return;
+            firstError = plugin.error;
         }
         plugin = openPlugin(PLAB_CUDA_PLUGIN_NAME);
         if (plugin.handle || plugin.refused) return;
@@ -103,7 +112,8 @@ const PluginHandle& loadPlugin()
             plugin.error = "unavailable: " PLAB_CUDA_PLUGIN_NAME " could not be loaded (" + firstError + ")";
         } else {
             plugin.error = "unavailable: " PLAB_CUDA_PLUGIN_NAME
-                           " not found next to the program or on the library path (a build without CUDA has none)";
+                           " not found next to the program, in its ../lib/precision-lab or on the library path"
+                           " (a build without CUDA has none)";
         }
     });
     return plugin;
