@@ -1,6 +1,8 @@
 // The report outputs of `plab report` and `plab sweep`. See report_outputs.h.
 #include "report_outputs.h"
 
+#include "tensorboard/tensorboard_export.h"
+
 #include "error.h"
 #include "report/csv_export.h"
 #include "report/run_record.h"
@@ -48,15 +50,9 @@ private:
 
 std::vector<std::string> uniqueStems(const RunComparison& c)
 {
-    std::vector<std::string> stems;
-    std::set<std::string> used;
-    for (const auto& r : c.runs) {
-        std::string stem = fileStem(r.label);
-        for (int n = 2; used.count(stem); ++n) stem = fileStem(r.label) + "-" + std::to_string(n);
-        used.insert(stem);
-        stems.push_back(stem);
-    }
-    return stems;
+    std::vector<std::string> labels;
+    for (const auto& r : c.runs) labels.push_back(r.label);
+    return uniqueFileStems(labels);
 }
 
 }  // namespace
@@ -98,6 +94,10 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
         for (std::size_t i = 0; i < runs.size(); ++i)
             for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stems[i]))
                 wrote(file);
+    }
+    if (!outputs.tensorboardDir.empty()) {
+        if (!proceed("Writing the TensorBoard event files")) return comparison;
+        for (const auto& file : writeTensorBoardRuns(comparison, outputs.tensorboardDir)) wrote(file.file);
     }
     if (outputs.pdf.empty() && outputs.html.empty()) return comparison;
 

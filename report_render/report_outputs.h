@@ -1,5 +1,5 @@
 // Writing a comparison report of run records in the formats asked for (PDF, HTML, CSV
-// folder, JSON folder): the one implementation behind `plab report`, `plab sweep` and
+// folder, JSON folder, TensorBoard event files): the one implementation behind `plab report`, `plab sweep` and
 // the app's File > Export.
 #pragma once
 
@@ -17,11 +17,15 @@ namespace plab::report {
 
 struct ReportOutputs {
     std::string pdf, html, csvDir, jsonDir;
+    std::string tensorboardDir;   // <dir>/<run>/events.out.tfevents.* (tensorboard/tensorboard_export.h)
     std::string title;
     std::vector<std::int64_t> histogramSteps;
     std::string histogramLayer;
     std::vector<std::string> notes;   // sentences before the summary
-    bool any() const { return !pdf.empty() || !html.empty() || !csvDir.empty() || !jsonDir.empty(); }
+    bool any() const
+    {
+        return !pdf.empty() || !html.empty() || !csvDir.empty() || !jsonDir.empty() || !tensorboardDir.empty();
+    }
 };
 
 struct LoadedRun {

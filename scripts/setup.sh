@@ -16,14 +16,14 @@ packages=(
   cmake g++ make pkg-config
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev
   libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
-  help2man
+  help2man libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist
 )
 if [ "${1:-}" = "--tests" ]; then
   packages+=(
     xvfb xauth
     poppler-utils desktop-file-utils appstream dpkg-dev lintian man-db shared-mime-info
-    python3-torch python3-numpy
+    python3-torch python3-numpy python3-crcmod
     slurm-wlm munge
   )
 fi

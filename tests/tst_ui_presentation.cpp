@@ -417,12 +417,21 @@ private slots:
         ExportRequest request;
         request.recordFiles = window.exportableRecords();
         request.folder = QString::fromStdString((dir_.path() / "export").string());
+        request.tensorboard = true;
         QCOMPARE(window.exportRuns(request), QString());
         const QDir out(request.folder);
         QVERIFY(QFileInfo(out.filePath(QStringLiteral("report.pdf"))).size() > 1000);
         QVERIFY(QFileInfo(out.filePath(QStringLiteral("report.html"))).size() > 1000);
         QCOMPARE(QDir(out.filePath(QStringLiteral("records"))).entryList({QStringLiteral("*.json")}).size(), 1);
         QVERIFY(!QDir(out.filePath(QStringLiteral("csv"))).entryList({QStringLiteral("*.csv")}).isEmpty());
+        // One folder per run under tensorboard/, holding its event file (the values are
+        // checked by CTest tensorboard_export's independent reader).
+        const QDir tensorboard(out.filePath(QStringLiteral("tensorboard")));
+        const QStringList runFolders = tensorboard.entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+        QCOMPARE(runFolders.size(), 1);
+        const QStringList events = QDir(tensorboard.filePath(runFolders.first())).entryList({QStringLiteral("events.out.tfevents.*")});
+        QCOMPARE(events.size(), 1);
+        QVERIFY(QFileInfo(tensorboard.filePath(runFolders.first() + QLatin1Char('/') + events.first())).size() > 1000);
 
         ExportRequest nothing;
         nothing.folder = request.folder;

@@ -361,12 +361,16 @@ void MainWindow::showExportDialog()
     auto* form = new QFormLayout(&dialog);
     auto* folder = new QLineEdit(QDir::home().filePath(QStringLiteral("precision-lab-export")), &dialog);
     auto* title = new QLineEdit(lessonPanel_->lesson() ? QString::fromStdString(lessonPanel_->lesson()->title) : QString(), &dialog);
-    QCheckBox* boxes[4] = {new QCheckBox(tr("PDF report")), new QCheckBox(tr("HTML report")),
-                           new QCheckBox(tr("CSV tables")), new QCheckBox(tr("JSON run records"))};
+    QCheckBox* boxes[5] = {new QCheckBox(tr("PDF report")), new QCheckBox(tr("HTML report")),
+                           new QCheckBox(tr("CSV tables")), new QCheckBox(tr("JSON run records")),
+                           new QCheckBox(tr("TensorBoard event files"))};
+    boxes[4]->setObjectName(QStringLiteral("exportTensorBoard"));
+    boxes[4]->setToolTip(tr("One folder per run under tensorboard/: open it with tensorboard --logdir, "
+                            "or upload it with wandb sync"));
     form->addRow(tr("Folder:"), folder);
     form->addRow(tr("Title:"), title);
     for (QCheckBox* b : boxes) {
-        b->setChecked(true);
+        b->setChecked(b != boxes[4]);
         form->addRow(b);
     }
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
@@ -380,6 +384,7 @@ void MainWindow::showExportDialog()
     request.html = boxes[1]->isChecked();
     request.csv = boxes[2]->isChecked();
     request.json = boxes[3]->isChecked();
+    request.tensorboard = boxes[4]->isChecked();
     exportRuns(request);
 }
 

@@ -32,6 +32,7 @@ void addDataCommand(CLI::App& app, std::function<int()>& run);
 void addInfoCommand(CLI::App& app, std::function<int()>& run);
 void addSweepCommand(CLI::App& app, std::function<int()>& run);
 void addLessonCommand(CLI::App& app, std::function<int()>& run);
+void addExportCommand(CLI::App& app, std::function<int()>& run);
 #if PLAB_WITH_REPORTS
 void addReportCommand(CLI::App& app, std::function<int()>& run);   // needs Qt Gui + Svg
 #endif

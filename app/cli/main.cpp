@@ -21,6 +21,7 @@ int main(int argc, char** argv)
     addInfoCommand(app, run);
     addSweepCommand(app, run);
     addLessonCommand(app, run);
+    addExportCommand(app, run);
 #if PLAB_WITH_REPORTS
     addReportCommand(app, run);
 #endif

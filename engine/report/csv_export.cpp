@@ -12,6 +12,7 @@
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -205,6 +206,19 @@ std::string fileStem(const std::string& label)
     }
     while (!stem.empty() && (stem.back() == '-' || stem.back() == '.')) stem.pop_back();
     return stem.empty() ? "run" : stem;
+}
+
+std::vector<std::string> uniqueFileStems(const std::vector<std::string>& labels)
+{
+    std::vector<std::string> stems;
+    std::set<std::string> used;
+    for (const auto& label : labels) {
+        std::string stem = fileStem(label);
+        for (int n = 2; used.count(stem); ++n) stem = fileStem(label) + "-" + std::to_string(n);
+        used.insert(stem);
+        stems.push_back(stem);
+    }
+    return stems;
 }
 
 }  // namespace plab

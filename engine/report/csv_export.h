@@ -41,4 +41,7 @@ std::vector<std::filesystem::path> writeRunCsv(const nlohmann::json& record, con
 // A file-name-safe form of a run label: letters, digits, '-', '_' and '.'.
 std::string fileStem(const std::string& label);
 
+// The file stems of several runs' labels, made unique by "-2", "-3", ... in order.
+std::vector<std::string> uniqueFileStems(const std::vector<std::string>& labels);
+
 }  // namespace plab

@@ -29,7 +29,8 @@ ExportResult exportRuns(const ExportRequest& request, const std::function<bool(i
         result.error = tr("Nothing to export: select or check at least one run that has a record.");
         return result;
     }
-    const int total = 1 + int(request.pdf) + int(request.html) + int(request.csv) + int(request.json);
+    const int total = 1 + int(request.pdf) + int(request.html) + int(request.csv) + int(request.json) +
+                      int(request.tensorboard);
     int done = 0;
     auto step = [&](const QString& what) { return !progress || progress(done++, total, what); };
     try {
@@ -45,6 +46,7 @@ ExportResult exportRuns(const ExportRequest& request, const std::function<bool(i
         outputs.title = request.title.toStdString();
         if (request.json) outputs.jsonDir = folder.filePath(QStringLiteral("records")).toStdString();
         if (request.csv) outputs.csvDir = folder.filePath(QStringLiteral("csv")).toStdString();
+        if (request.tensorboard) outputs.tensorboardDir = folder.filePath(QStringLiteral("tensorboard")).toStdString();
         if (request.html) outputs.html = folder.filePath(QStringLiteral("report.html")).toStdString();
         if (request.pdf) outputs.pdf = folder.filePath(QStringLiteral("report.pdf")).toStdString();
 

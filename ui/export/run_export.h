@@ -1,6 +1,7 @@
 // Exporting runs from the app: a comparison report of the chosen runs' records as PDF
 // and HTML (plab_report_render, the same documents as `plab report`), the per-step and
-// per-evaluation CSV tables of each run, and the run records as JSON, into one folder.
+// per-evaluation CSV tables of each run, the run records as JSON and TensorBoard event
+// files, into one folder.
 // Progress is reported step by step; a failure is one sentence. And a run's final
 // weights (safetensors, PyTorch's tensor names) copied to a file of the user's choice.
 #pragma once
@@ -22,6 +23,7 @@ struct ExportRequest {
     bool html = true;           // folder/report.html
     bool csv = true;            // folder/csv/<run>-steps.csv, ...
     bool json = true;           // folder/records/<run>.json
+    bool tensorboard = false;   // folder/tensorboard/<run>/events.out.tfevents.* (TensorBoard, wandb sync)
 };
 
 struct ExportResult {

@@ -1,0 +1,54 @@
+// `plab export --tensorboard DIR run1.json run2.json ...`: the run records as TensorBoard
+// event files, one folder per run under DIR (engine/tensorboard/tensorboard_export.h).
+// Needs no display and no Qt. A bad or unreadable record exits 2 with one message naming
+// the file, before anything is written.
+#include "commands.h"
+
+#include "error.h"
+#include "report/run_comparison.h"
+#include "report/run_record.h"
+#include "tensorboard/tensorboard_export.h"
+
+#include <iostream>
+#include <memory>
+
+namespace plab::cli {
+
+namespace {
+
+struct ExportOptions {
+    std::vector<std::string> records;
+    std::string tensorboardDir;
+};
+
+int runExport(const ExportOptions& opts)
+{
+    if (opts.tensorboardDir.empty()) throw InputError("export: give the output: --tensorboard DIR");
+    std::error_code ec;
+    if (std::filesystem::exists(opts.tensorboardDir, ec) && !std::filesystem::is_directory(opts.tensorboardDir, ec))
+        throw InputError("export: --tensorboard " + opts.tensorboardDir + " is a file, not a folder");
+    std::vector<RunDigest> digests;
+    for (const auto& file : opts.records) digests.push_back(digestRunRecord(loadRunRecord(file), file));
+    const RunComparison runs = compareRuns(std::move(digests));
+    for (const TensorBoardFile& f : writeTensorBoardRuns(runs, opts.tensorboardDir))
+        std::cerr << "plab: wrote " << f.file.string() << " (" << f.scalars << " scalars, " << f.histograms
+                  << " histograms)\n";
+    std::cout << "tensorboard --logdir " << opts.tensorboardDir << '\n';
+    return kExitOk;
+}
+
+}  // namespace
+
+void addExportCommand(CLI::App& app, std::function<int()>& run)
+{
+    auto* cmd = app.add_subcommand("export", "Write run records as TensorBoard event files (scalars and log2 histograms)");
+    auto opts = std::make_shared<ExportOptions>();
+    cmd->add_option("records", opts->records, "Run records (JSON) written by plab train, plab sweep or the app")->required();
+    cmd->add_option("--tensorboard", opts->tensorboardDir,
+                    "Folder for the event files: DIR/<run>/events.out.tfevents.* (created when missing; a run exported "
+                    "again replaces its file)")
+        ->required();
+    cmd->callback([&run, opts] { run = [opts] { return runExport(*opts); }; });
+}
+
+}  // namespace plab::cli

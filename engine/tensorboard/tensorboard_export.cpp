@@ -1,0 +1,222 @@
+// TensorBoard event files from run records (see tensorboard_export.h).
+#include "tensorboard/tensorboard_export.h"
+
+#include "files/atomic_file.h"
+#include "report/csv_export.h"
+#include "tensorboard/tensorboard_event.pb.h"   // made by protoc in the build folder
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+
+namespace plab {
+
+namespace {
+
+constexpr std::array<std::uint32_t, 256> makeCrc32cTable()
+{
+    std::array<std::uint32_t, 256> table{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+        std::uint32_t c = i;
+        for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        table[i] = c;
+    }
+    return table;
+}
+constexpr auto kCrc32cTable = makeCrc32cTable();
+
+// "2026-11-22T13:25:24Z" as seconds since 1970 (UTC); 0 when it does not parse.
+double epochSeconds(const std::string& iso)
+{
+    std::tm tm{};
+    if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                    &tm.tm_sec) != 6)
+        return 0.0;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    const std::time_t t = timegm(&tm);
+    return t < 0 ? 0.0 : double(t);
+}
+
+// Builds the events of one run in step order; events of the same step share one Event.
+class EventWriter {
+public:
+    explicit EventWriter(double start) : start_(start) {}
+
+    void stepTime(std::int64_t step, double wallTime) { wallTimes_[step] = wallTime; }
+
+    void scalar(std::int64_t step, const std::string& tag, double value)
+    {
+        auto* v = summaryAt(step)->add_value();
+        v->set_tag(tag);
+        v->set_simple_value(static_cast<float>(value));
+        ++scalars_;
+    }
+
+    // A histogram of log2|x|: the record's bins [2^e, 2^(e+1)) become buckets whose right
+    // edges are e+1, the first starting at the lowest filled bin's e.
+    void log2Histogram(std::int64_t step, const std::string& tag, const GradientHistogram& h)
+    {
+        int first = -1, last = -1;
+        for (int b = 0; b < GradientHistogram::kBins; ++b)
+            if (h.bins[std::size_t(b)] != 0) {
+                if (first < 0) first = b;
+                last = b;
+            }
+        if (first < 0) return;
+        auto* v = summaryAt(step)->add_value();
+        v->set_tag(tag);
+        auto* histo = v->mutable_histo();
+        double num = 0, sum = 0, sumSquares = 0;
+        for (int b = first; b <= last; ++b) {
+            const double count = double(h.bins[std::size_t(b)]);
+            const double mid = GradientHistogram::exponentOf(b) + 0.5;   // a bin's values, as its middle
+            histo->add_bucket_limit(GradientHistogram::exponentOf(b) + 1);
+            histo->add_bucket(count);
+            num += count;
+            sum += count * mid;
+            sumSquares += count * mid * mid;
+        }
+        histo->set_min(GradientHistogram::exponentOf(first));
+        histo->set_max(GradientHistogram::exponentOf(last) + 1);
+        histo->set_num(num);
+        histo->set_sum(sum);
+        histo->set_sum_squares(sumSquares);
+        ++histograms_;
+    }
+
+    std::string bytes() const
+    {
+        std::string out;
+        tensorboard::Event version;
+        version.set_wall_time(start_);
+        version.set_file_version("brain.Event:2");
+        appendTfRecord(out, version.SerializeAsString());
+        for (const auto& [step, summary] : summaries_) {
+            tensorboard::Event event;
+            event.set_wall_time(wallTime(step));
+            event.set_step(step);
+            *event.mutable_summary() = summary;
+            appendTfRecord(out, event.SerializeAsString());
+        }
+        return out;
+    }
+
+    std::int64_t scalars() const { return scalars_; }
+    std::int64_t histograms() const { return histograms_; }
+
+private:
+    tensorboard::Summary* summaryAt(std::int64_t step) { return &summaries_[step]; }
+
+    // The wall time of the step, else of the latest step before it, else the start.
+    double wallTime(std::int64_t step) const
+    {
+        auto it = wallTimes_.upper_bound(step);
+        return it == wallTimes_.begin() ? start_ : std::prev(it)->second;
+    }
+
+    double start_;
+    std::map<std::int64_t, tensorboard::Summary> summaries_;
+    std::map<std::int64_t, double> wallTimes_;
+    std::int64_t scalars_ = 0, histograms_ = 0;
+};
+
+}  // namespace
+
+std::uint32_t crc32c(std::string_view bytes)
+{
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (unsigned char b : bytes) c = kCrc32cTable[(c ^ b) & 0xFFu] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+std::uint32_t maskedCrc32c(std::string_view bytes)
+{
+    const std::uint32_t c = crc32c(bytes);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+void appendTfRecord(std::string& out, std::string_view payload)
+{
+    auto littleEndian = [](std::uint64_t v, int n) {
+        std::string s;
+        for (int i = 0; i < n; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFFu);
+        return s;
+    };
+    const std::string length = littleEndian(payload.size(), 8);
+    out += length;
+    out += littleEndian(maskedCrc32c(length), 4);
+    out += payload;
+    out += littleEndian(maskedCrc32c(payload), 4);
+}
+
+std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
+{
+    const double start = epochSeconds(run.createdAt);
+    EventWriter w(start);
+    double elapsedMs = 0.0;
+    std::int64_t skipped = 0;
+    for (const StepPoint& s : run.stepSeries) {
+        elapsedMs += s.timeMs;
+        w.stepTime(s.step, start + elapsedMs / 1000.0);
+        if (s.loss) w.scalar(s.step, "loss/train", *s.loss);
+        w.scalar(s.step, "loss_scale", s.lossScale);
+        w.scalar(s.step, "lr", s.lr);
+        if (s.skipped) ++skipped;
+        w.scalar(s.step, "skipped_steps", double(skipped));
+    }
+    for (const EvalPoint& e : run.evals) {
+        w.scalar(e.step, "accuracy/test", e.testAccuracy);
+        if (std::isfinite(e.testLoss)) w.scalar(e.step, "loss/test", e.testLoss);
+    }
+    for (const TelemetryPoint& t : run.telemetry) {
+        for (const LayerSnapshot& l : t.layers) {
+            const std::string where = l.layer + "/" + l.kind;
+            const std::uint64_t rounded = l.stats.nonzeroFinite();
+            if (auto u = shareOf(l.stats.underflow, rounded)) w.scalar(t.step, "underflow/" + where, *u);
+            if (auto o = shareOf(l.stats.overflow, rounded)) w.scalar(t.step, "overflow/" + where, *o);
+            if (l.kind == "weight_grad")
+                if (auto lost = l.updates.lostShare()) w.scalar(t.step, "lost_updates/" + l.layer, *lost);
+            w.log2Histogram(t.step, "log2_abs/" + where, l.histogram);
+        }
+    }
+    constexpr double kMiB = 1024.0 * 1024.0;
+    for (const MemoryPoint& m : run.memory) {
+        for (std::size_t c = 0; c < m.bytes.size() && c < run.memoryCategories.size(); ++c)
+            w.scalar(m.step, "memory_mib/" + run.memoryCategories[c], double(m.bytes[c]) / kMiB);
+        w.scalar(m.step, "memory_mib/total", double(m.total) / kMiB);
+    }
+    if (counts) {
+        counts->scalars = w.scalars();
+        counts->histograms = w.histograms();
+    }
+    return w.bytes();
+}
+
+std::vector<TensorBoardFile> writeTensorBoardRuns(const RunComparison& runs, const std::filesystem::path& dir)
+{
+    std::vector<std::string> labels;
+    for (const RunDigest& r : runs.runs) labels.push_back(r.label);
+    const auto stems = uniqueFileStems(labels);
+    std::vector<TensorBoardFile> written;
+    for (std::size_t i = 0; i < runs.runs.size(); ++i) {
+        const RunDigest& run = runs.runs[i];
+        const auto folder = dir / stems[i];
+        std::error_code ec;
+        std::filesystem::create_directories(folder, ec);
+        if (ec) throw std::runtime_error(folder.string() + ": cannot create the folder (" + ec.message() + ")");
+        TensorBoardFile file;
+        const std::string bytes = tensorBoardEvents(run, &file);
+        const auto seconds = static_cast<long long>(epochSeconds(run.createdAt));
+        file.file = folder / ("events.out.tfevents." + std::to_string(seconds) + ".precision-lab");
+        writeFileAtomically(file.file, bytes);
+        written.push_back(file);
+    }
+    return written;
+}
+
+}  // namespace plab

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""CTest tensorboard_export: plab's TensorBoard event files read back by a reader written
+here from the formats' specifications, independent of plab's writer (it links neither
+protobuf nor plab's CRC), and compared with the run records they came from.
+
+- TFRecord framing (TensorFlow's tfrecord format): uint64 length, uint32 masked CRC-32C of
+  the length's 8 bytes, the payload, uint32 masked CRC-32C of the payload; the mask is
+  ((crc >> 15) | (crc << 17)) + 0xa282ead8. CRC-32C from python3-crcmod ("crc-32c").
+- Protocol buffers' wire format (varints, 64-bit, length-delimited, 32-bit fields) decoded
+  by hand with TensorBoard's field numbers: Event {1 wall_time double, 2 step int64,
+  3 file_version string, 5 summary}, Summary {1 value}, Summary.Value {1 tag, 2
+  simple_value float, 5 histo}, HistogramProto {1 min, 2 max, 3 num, 4 sum, 5 sum_squares,
+  6 bucket_limit packed double, 7 bucket packed double}.
+
+The expected values are computed here from the record's JSON (docs/RUN_RECORD.md), not
+from plab's digest. Usage: read_events.py --plab PLAB --work DIR
+Exit 77 (a skip, never a pass) when crcmod or the data is missing.
+"""
+import argparse
+import json
+import math
+import os
+import pathlib
+import shutil
+import struct
+import subprocess
+import sys
+
+try:
+    import crcmod.predefined
+except ImportError:
+    print("SKIP: python3-crcmod is missing (scripts/setup.sh --tests installs it)")
+    sys.exit(77)
+
+CRC32C = crcmod.predefined.mkCrcFun("crc-32c")
+
+
+def masked(data):
+    crc = CRC32C(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def records(blob):
+    """The payloads of a TFRecord file, every CRC checked."""
+    pos = 0
+    while pos < len(blob):
+        if len(blob) - pos < 12:
+            raise ValueError(f"truncated record header at byte {pos}")
+        header = blob[pos:pos + 8]
+        (length,) = struct.unpack("<Q", header)
+        (length_crc,) = struct.unpack("<I", blob[pos + 8:pos + 12])
+        if length_crc != masked(header):
+            raise ValueError(f"length CRC mismatch at byte {pos}")
+        payload = blob[pos + 12:pos + 12 + length]
+        if len(payload) != length or len(blob) < pos + 16 + length:
+            raise ValueError(f"truncated record at byte {pos}")
+        (payload_crc,) = struct.unpack("<I", blob[pos + 12 + length:pos + 16 + length])
+        if payload_crc != masked(payload):
+            raise ValueError(f"payload CRC mismatch at byte {pos}")
+        yield payload
+        pos += 16 + length
+
+
+def varint(buf, pos):
+    result, shift = 0, 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def fields(buf):
+    """(field number, wire type, value) of a message; value is bytes for wire types 1, 2, 5."""
+    pos = 0
+    while pos < len(buf):
+        key, pos = varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = varint(buf, pos)
+        elif wire == 1:
+            value, pos = buf[pos:pos + 8], pos + 8
+        elif wire == 2:
+            length, pos = varint(buf, pos)
+            value, pos = buf[pos:pos + length], pos + length
+        elif wire == 5:
+            value, pos = buf[pos:pos + 4], pos + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield number, wire, value
+
+
+def decode_histogram(buf):
+    # proto3 leaves out a field at its default (0.0), so every field starts there.
+    h = {"min": 0.0, "max": 0.0, "num": 0.0, "sum": 0.0, "sum_squares": 0.0, "bucket_limit": [], "bucket": []}
+    names = {1: "min", 2: "max", 3: "num", 4: "sum", 5: "sum_squares"}
+    for number, wire, value in fields(buf):
+        if number in names:
+            h[names[number]] = struct.unpack("<d", value)[0]
+        elif number in (6, 7):
+            key = "bucket_limit" if number == 6 else "bucket"
+            if wire == 2:   # packed
+                h[key] += [x[0] for x in struct.iter_unpack("<d", value)]
+            else:
+                h[key].append(struct.unpack("<d", value)[0])
+    return h
+
+
+def decode_event(buf):
+    event = {"wall_time": 0.0, "step": 0, "values": []}
+    for number, wire, value in fields(buf):
+        if number == 1:
+            event["wall_time"] = struct.unpack("<d", value)[0]
+        elif number == 2:
+            event["step"] = value
+        elif number == 3:
+            event["file_version"] = value.decode()
+        elif number == 5:
+            for n, _, v in fields(value):
+                if n != 1:
+                    continue
+                entry = {}
+                for vn, _, vv in fields(v):
+                    if vn == 1:
+                        entry["tag"] = vv.decode()
+                    elif vn == 2:
+                        entry["simple_value"] = struct.unpack("<f", vv)[0]
+                    elif vn == 5:
+                        entry["histo"] = decode_histogram(vv)
+                event["values"].append(entry)
+    return event
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def expected_from_record(record):
+    """{(step, tag): value} scalars and {(step, tag): (limits, counts)} histograms."""
+    scalars, histos = {}, {}
+    skipped = 0
+    for s in record["steps"]:
+        if s["loss"] is not None:
+            scalars[(s["step"], "loss/train")] = s["loss"]
+        scalars[(s["step"], "loss_scale")] = s["loss_scale"]
+        scalars[(s["step"], "lr")] = s["lr"]
+        skipped += 1 if s["skipped"] else 0
+        scalars[(s["step"], "skipped_steps")] = skipped
+    for e in record["evals"]:
+        scalars[(e["step"], "accuracy/test")] = e["test_accuracy"]
+        scalars[(e["step"], "loss/test")] = e["test_loss"]
+    for t in record["telemetry"]:
+        for entry in t["layers"]:
+            where = f'{entry["layer"]}/{entry["kind"]}'
+            st = entry["stats"]
+            rounded = st["count"] - st["zeros_in"] - st["nan"] - st["inf_in"]
+            if rounded > 0:
+                scalars[(t["step"], "underflow/" + where)] = st["underflow"] / rounded
+                scalars[(t["step"], "overflow/" + where)] = st["overflow"] / rounded
+            if entry["kind"] == "weight_grad" and entry.get("nonzero_updates", 0) > 0:
+                scalars[(t["step"], "lost_updates/" + entry["layer"])] = entry["lost_updates"] / entry["nonzero_updates"]
+            h = entry.get("histogram")
+            if h and any(h["counts"]):
+                counts = h["counts"]
+                first = next(i for i, c in enumerate(counts) if c)
+                last = max(i for i, c in enumerate(counts) if c)
+                limits = [h["first_exponent"] + i + 1 for i in range(first, last + 1)]
+                histos[(t["step"], "log2_abs/" + where)] = (h["first_exponent"] + first, limits,
+                                                            [float(c) for c in counts[first:last + 1]])
+    mib = 1024.0 * 1024.0
+    categories = record["memory"]["categories"]
+    for m in record["memory"]["samples"]:
+        for name, value in zip(categories, m["bytes"]):
+            scalars[(m["step"], "memory_mib/" + name)] = value / mib
+        scalars[(m["step"], "memory_mib/total")] = m["total"] / mib
+    return scalars, histos
+
+
+def check_run(record_file, event_file, failures):
+    record = json.loads(pathlib.Path(record_file).read_text())
+    events = [decode_event(p) for p in records(pathlib.Path(event_file).read_bytes())]
+    if events[0].get("file_version") != "brain.Event:2":
+        failures.append(f"{event_file}: the first event is not the file version")
+    got_scalars, got_histos = {}, {}
+    last_step, last_wall = -1, 0.0
+    for e in events[1:]:
+        if e["step"] <= last_step or e["wall_time"] < last_wall:
+            failures.append(f"{event_file}: events out of order at step {e['step']}")
+        last_step, last_wall = e["step"], e["wall_time"]
+        for v in e["values"]:
+            key = (e["step"], v["tag"])
+            if key in got_scalars or key in got_histos:
+                failures.append(f"{event_file}: {key} written twice")
+            if "simple_value" in v:
+                got_scalars[key] = v["simple_value"]
+            elif "histo" in v:
+                got_histos[key] = v["histo"]
+    scalars, histos = expected_from_record(record)
+    for key in sorted(set(scalars) | set(got_scalars)):
+        if key not in got_scalars:
+            failures.append(f"{event_file}: scalar {key} missing")
+        elif key not in scalars:
+            failures.append(f"{event_file}: scalar {key} is not in the record")
+        elif got_scalars[key] != f32(scalars[key]) and not (math.isnan(got_scalars[key]) and math.isnan(scalars[key])):
+            failures.append(f"{event_file}: scalar {key} is {got_scalars[key]!r}, the record says {scalars[key]!r}")
+    for key in sorted(set(histos) | set(got_histos)):
+        if key not in got_histos or key not in histos:
+            failures.append(f"{event_file}: histogram {key} only on one side")
+            continue
+        low, limits, counts = histos[key]
+        h = got_histos[key]
+        if h["bucket_limit"] != limits or h["bucket"] != counts or h.get("min") != low or h.get("max") != limits[-1] \
+                or h.get("num") != sum(counts):
+            failures.append(f"{event_file}: histogram {key} differs from the record's bins")
+    return len(got_scalars), len(got_histos)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--plab", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    work = pathlib.Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    # Two short runs that between them write every kind of value: an AMP FP16 run with
+    # dynamic scaling from a scale that overflows (skipped steps, underflow, histograms)
+    # and an FP32 run (lost updates without rounding stats).
+    runs = {
+        "amp": ["--recipe", "amp-fp16", "--loss-scale", "dynamic", "--init-scale", "16777216"],
+        "fp32": ["--recipe", "fp32"],
+    }
+    for name, extra in runs.items():
+        cmd = [args.plab, "train", "--model", "mlp", "--max-steps", "40", "--histogram-every", "10",
+               "--eval-every", "20", "--threads", "1", "--quiet", "--name", name, "--out", str(work / f"{name}.json")] + extra
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            if "no data" in done.stderr.lower() or "data set" in done.stderr.lower():
+                print("SKIP: no MNIST data:", done.stderr.strip())
+                sys.exit(77)
+            print(done.stderr)
+            print("FAIL: plab train", name)
+            sys.exit(1)
+    out = work / "tb"
+    done = subprocess.run([args.plab, "export", "--tensorboard", str(out)] + [str(work / f"{n}.json") for n in runs],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stderr)
+        print("FAIL: plab export")
+        sys.exit(1)
+    failures = []
+    folders = sorted(p for p in out.iterdir() if p.is_dir())
+    if len(folders) != 2:
+        failures.append(f"expected a folder per run, found {[p.name for p in folders]}")
+    for name in runs:
+        folder = out / name
+        files = list(folder.glob("events.out.tfevents.*"))
+        if len(files) != 1:
+            failures.append(f"{folder}: expected one event file, found {len(files)}")
+            continue
+        n_scalars, n_histos = check_run(work / f"{name}.json", files[0], failures)
+        print(f"{name}: {n_scalars} scalars and {n_histos} histograms read back and equal to the record's")
+    # Kinds of value the two runs must have produced, so that the comparison above is not empty.
+    amp_events = [decode_event(p) for p in records(next((out / "amp").glob("events.*")).read_bytes())]
+    tags = {v["tag"].split("/")[0] for e in amp_events for v in e["values"]}
+    for kind in ("loss", "accuracy", "loss_scale", "skipped_steps", "underflow", "overflow", "lost_updates",
+                 "memory_mib", "log2_abs"):
+        if kind not in tags:
+            failures.append(f"the AMP run's events have no {kind}/* value")
+    fp32_events = [decode_event(p) for p in records(next((out / "fp32").glob("events.*")).read_bytes())]
+    if not any(v["tag"].startswith("lost_updates/") for e in fp32_events for v in e["values"]):
+        failures.append("the FP32 run's events have no lost_updates")
+    # A damaged file is told apart: one flipped payload byte fails its CRC.
+    blob = bytearray(next((out / "fp32").glob("events.*")).read_bytes())
+    blob[20] ^= 0x01
+    try:
+        list(records(bytes(blob)))
+        failures.append("a flipped byte passed the CRC check: the reader checks nothing")
+    except ValueError:
+        pass
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        sys.exit(1)
+    print("PASS: plab's event files read back with an independent reader to the records' values")
+
+
+if __name__ == "__main__":
+    main()
