@@ -585,7 +585,31 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     view.redrawNow();
     auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
     QVERIFY(updates->lostNote().contains("amp and twin coincide: conv1, conv2, fc1"));
-    QCOMPARE(qobject_cast<LossChart*>(view.group("loss"))->noteText(), QString("amp and twin coincide: loss and accuracy"));
+    auto* loss = qobject_cast<LossChart*>(view.group("loss"));
+    QCOMPARE(loss->noteText(), QString("amp and twin coincide: loss and accuracy"));
+    // In presentation mode the note leaves the plot (at a class's font sizes it covered the
+    // curves) for a label under the chart, and comes back when the mode ends.
+    auto* below = loss->findChild<QLabel*>("coincideNote");
+    QVERIFY(below);
+    auto captionShown = [&] {
+        for (QGraphicsItem* item : loss->charts().first()->childItems())
+            if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(item); text && text->toolTip() == loss->noteText())
+                return text->isVisible();
+        return false;
+    };
+    view.show();
+    QVERIFY(captionShown());
+    QVERIFY(!below->isVisible());
+    view.setPresentationMode(true);
+    view.redrawNow();
+    QVERIFY(below->isVisible());
+    QCOMPARE(below->text().simplified(), loss->noteText());
+    QVERIFY(!captionShown());
+    view.setPresentationMode(false);
+    view.redrawNow();
+    QVERIFY(captionShown());
+    QVERIFY(!below->isVisible());
+    view.hide();
     QVERIFY(updates->nonFiniteNote().contains("amp and twin coincide"));   // 7 weights at the last step in both
     auto* twinConv2 = seriesNamed<QLineSeries>(view.seriesOf("updates"), "twin conv2 lost updates");
     QVERIFY(twinConv2);

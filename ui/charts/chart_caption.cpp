@@ -107,12 +107,10 @@ QGraphicsSimpleTextItem* makeChartCaption(QChart* chart)
     return caption;
 }
 
-void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text)
+QString wrapToWidth(const QString& text, const QFont& font, qreal width)
 {
-    caption->setBrush(chart->titleBrush());
-    const QFontMetricsF metrics(caption->font());
-    const qreal width = std::max<qreal>(80, chart->plotArea().width() - 12);
-    // Each line wrapped at spaces to the plot's width; a word wider than that is elided.
+    if (text.isEmpty()) return {};
+    const QFontMetricsF metrics(font);
     QStringList wrapped;
     for (const QString& line : text.split(QLatin1Char('\n'))) {
         QString current;
@@ -127,7 +125,14 @@ void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QStr
         }
         wrapped << metrics.elidedText(current, Qt::ElideRight, width);
     }
-    const QString shown = text.isEmpty() ? QString() : wrapped.join(QLatin1Char('\n'));
+    return wrapped.join(QLatin1Char('\n'));
+}
+
+void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text)
+{
+    caption->setBrush(chart->titleBrush());
+    // Each line wrapped at spaces to the plot's width; a word wider than that is elided.
+    const QString shown = wrapToWidth(text, caption->font(), std::max<qreal>(80, chart->plotArea().width() - 12));
     if (caption->text() != shown) caption->setText(shown);
     if (caption->toolTip() != text) caption->setToolTip(text);
     caption->setVisible(!text.isEmpty());

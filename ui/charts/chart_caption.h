@@ -18,6 +18,10 @@ int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
 // the plot area moves (while it shows text). Owned by the chart.
 QGraphicsSimpleTextItem* makeChartCaption(QChart* chart);
 
+// `text`'s lines wrapped at spaces to `width` pixels in `font`; a word wider than that is
+// elided. Empty for empty text.
+QString wrapToWidth(const QString& text, const QFont& font, qreal width);
+
 // Sets a text caption on a chart (hidden when empty): the chart's title color, each line
 // wrapped at spaces to the plot's width (long run names must not run off the chart),
 // then placed clear of the data. The full text stays in the caption's tool tip.

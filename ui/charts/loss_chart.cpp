@@ -5,6 +5,7 @@
 #include "charts/layer_panels.h"
 #include "charts/series_reduction.h"
 
+#include <QLabel>
 #include <QLineSeries>
 #include <QVBoxLayout>
 
@@ -27,9 +28,32 @@ LossChart::LossChart(QWidget* parent)
     setAxisRange(accuracy_, 0, 100);
     markers_ = new ChangeMarkers(chart_, &pool_);
     note_ = makeChartCaption(chart_);
+    noteBelow_ = new QLabel(this);
+    noteBelow_->setObjectName(QStringLiteral("coincideNote"));
+    // Lines broken by showNote() to the group's width; Ignored width: a long run name never
+    // widens the grid.
+    noteBelow_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    noteBelow_->setTextFormat(Qt::PlainText);
+    noteBelow_->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(makeChartView(chart_, this));
+    layout->addWidget(makeChartView(chart_, this), 1);
+    layout->addWidget(noteBelow_);
+}
+
+void LossChart::showNote()
+{
+    const bool below = presentationMode() && !noteText_.isEmpty();
+    setChartCaption(chart_, note_, below ? QString() : noteText_);
+    const QString wrapped = below ? wrapToWidth(noteText_, noteBelow_->font(), std::max(80, width() - 8)) : QString();
+    if (noteBelow_->text() != wrapped) noteBelow_->setText(wrapped);
+    noteBelow_->setVisible(below);
+}
+
+void LossChart::resizeEvent(QResizeEvent* event)
+{
+    ChartGroup::resizeEvent(event);
+    if (noteBelow_->isVisible()) showNote();
 }
 
 void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
@@ -117,10 +141,9 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                         .arg(runLabel(above, runs), runLabel(below, runs));
             break;   // one note per hidden run
         }
-    setChartCaption(chart_, note_, runs.isEmpty() ? tr("No run to show: start a run (Ctrl+R), or pick runs in the run list.")
-                                                  : same.join(QLatin1Char('\n')));
+    noteText_ = runs.isEmpty() ? tr("No run to show: start a run (Ctrl+R), or pick runs in the run list.")
+                               : same.join(QLatin1Char('\n'));
+    showNote();
 }
-
-QString LossChart::noteText() const { return note_->toolTip(); }
 
 }  // namespace plab::ui

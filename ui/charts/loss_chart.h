@@ -1,10 +1,13 @@
 // Chart group "loss": training loss per step (raw, faint; and smoothed) and test accuracy
 // on a second axis, for the current run and the comparison runs, with setting changes. A
 // comparison run whose curves lie on the watched run's (within a line's width) is named in
-// a note on the chart, so a hidden curve is not mistaken for a missing one.
+// a note on the chart, so a hidden curve is not mistaken for a missing one (in
+// presentation mode under the chart: at a class's font sizes it covered the curves).
 #pragma once
 
 #include "charts/chart_support.h"
+
+class QLabel;
 
 namespace plab::ui {
 
@@ -16,8 +19,12 @@ public:
     QList<QChart*> charts() const override { return {chart_}; }
 
     static constexpr double kSmoothingWeight = 0.95;
-    // The note on the chart: which runs' curves coincide ("" when none), for tests.
-    QString noteText() const;
+    // The note: which runs' curves coincide ("" when none), for tests.
+    QString noteText() const { return noteText_; }
+
+protected:
+    void presentationModeChanged() override { showNote(); }
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     QChart* chart_;
@@ -27,7 +34,12 @@ private:
     SeriesPool pool_;
     ChangeMarkers* markers_;
     ReducedPointsCache reduced_;
+    // On the chart, clear of the data where a corner is free; in presentation mode, the
+    // label under the chart instead, wrapped to its width.
+    void showNote();
     QGraphicsSimpleTextItem* note_;
+    QLabel* noteBelow_;
+    QString noteText_;
 };
 
 }  // namespace plab::ui
