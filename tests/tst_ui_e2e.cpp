@@ -22,6 +22,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QTableView>
+#include <QMenu>
 #include <QSignalSpy>
 #include <QXYSeries>
 #include <QtTest>
@@ -179,6 +180,26 @@ private slots:
         QVERIFY2(QFileInfo::exists(saved), qPrintable(saved));
         window.runListView()->selectRow(0);
         QTRY_VERIFY(exportWeights->isEnabled());
+
+        // Issue 34: the run's settings back into the panel (Run > Use These Settings), all but
+        // its weights file; and the runs list's context menu offers what can be done with it.
+        TrainSettings other = window.settingsPanel()->settings();
+        other.batch = 64;
+        other.recipe = *PrecisionRecipe::fromPreset("fp32");
+        window.settingsPanel()->setSettings(other);
+        auto* useSettings = window.findChild<QAction*>(QStringLiteral("useSettingsAction"));
+        QVERIFY(useSettings && useSettings->isEnabled());
+        useSettings->trigger();
+        TrainSettings expected = window.runListModel()->runAt(0)->settings();
+        QVERIFY(!expected.saveWeights.empty());
+        expected.saveWeights.clear();
+        QCOMPARE(settingsToJson(window.settingsPanel()->settings()).dump(), settingsToJson(expected).dump());
+        std::unique_ptr<QMenu> menu(window.runContextMenu());
+        QStringList offered;
+        for (QAction* a : menu->actions())
+            if (!a->isSeparator()) offered << a->objectName() + (a->isEnabled() ? QString() : QStringLiteral("(off)"));
+        QCOMPARE(offered, QStringList({"useSettingsAction", "renameAction", "exportAction", "exportWeightsAction",
+                                       "revealRecordAction", "deleteAction"}));
 
         const QString exported = QString::fromStdString((dir_.path() / "exported.safetensors").string());
         QCOMPARE(window.exportSelectedWeights(exported), QString());

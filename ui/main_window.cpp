@@ -23,6 +23,7 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDesktopServices>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -30,6 +31,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScrollArea>
@@ -40,6 +42,7 @@
 #include <QTime>
 #include <QTimer>
 #include <QToolButton>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -148,6 +151,15 @@ void MainWindow::buildDocks()
     runList_->horizontalHeader()->setStretchLastSection(true);
     runList_->horizontalHeader()->setSectionResizeMode(RunListModel::NameColumn, QHeaderView::Stretch);
     runList_->setAlternatingRowColors(true);
+    // A right click selects the row under it (QAbstractItemView), then offers what can be
+    // done with that run.
+    runList_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(runList_, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+        if (!runList_->indexAt(at).isValid()) return;
+        QMenu* menu = runContextMenu();
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(runList_->viewport()->mapToGlobal(at));
+    });
     auto* runsDock = new QDockWidget(tr("Runs"), this);
     runsDock->setObjectName(QStringLiteral("runsDock"));
     runsDock->setWidget(runList_);
@@ -224,6 +236,16 @@ void MainWindow::buildMenus()
                           });
     stopAction_ = action(run, tr("S&top"), "stopAction", {QKeySequence(tr("Ctrl+.")), QKeySequence(tr("Shift+F5"))},
                          [this] { controller_->stop(); });
+    run->addSeparator();
+    useSettingsAction_ = action(run, tr("&Use These Settings"), "useSettingsAction", {QKeySequence(tr("Ctrl+U"))},
+                                [this] { useSelectedRunSettings(); });
+    useSettingsAction_->setToolTip(tr("Load the selected run's settings into the settings panel; Start runs it again"));
+    revealRecordAction_ = action(run, tr("Show Record in &Folder"), "revealRecordAction", {},
+                                 [this] {
+                                     const RunPtr selected = model_->runAt(runList_->currentIndex().row());
+                                     if (selected && !selected->recordPath().isEmpty())
+                                         QDesktopServices::openUrl(QUrl::fromLocalFile(QFileInfo(selected->recordPath()).absolutePath()));
+                                 });
 
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
     undoAction_ = action(edit, tr("&Undo Delete"), "undoDeleteAction", {QKeySequence::Undo}, [this] { undoDelete(); });
@@ -384,12 +406,46 @@ void MainWindow::refreshActions()
     undoAction_->setText(store_->undoRemoveText());
     const RunPtr selected = model_->runAt(runList_->currentIndex().row());
     renameAction_->setEnabled(selected != nullptr);
+    useSettingsAction_->setEnabled(selected != nullptr);
+    revealRecordAction_->setEnabled(selected && !selected->recordPath().isEmpty());
     deleteAction_->setEnabled(selected && !selected->isLive());
     QString noWeights = tr("Select a run first.");
     if (selected) runWeightsFile(selected->settings(), selected->isLive(), &noWeights);
     exportWeightsAction_->setEnabled(noWeights.isEmpty());
     exportWeightsAction_->setToolTip(noWeights.isEmpty() ? tr("Save the selected run's final weights (safetensors)")
                                                          : noWeights);
+}
+
+QString MainWindow::useSelectedRunSettings()
+{
+    const RunPtr run = model_->runAt(runList_->currentIndex().row());
+    if (!run) {
+        showError(tr("Select a run whose settings to use."));
+        return bannerText();
+    }
+    TrainSettings settings = run->settings();
+    settings.saveWeights.clear();   // the run's own weights file is never a new run's output
+    panel_->setSettings(settings);
+    statusBar()->showMessage(tr("The settings of “%1” are in the settings panel: Start (Ctrl+R) runs it again").arg(run->name()),
+                             10000);
+    return {};
+}
+
+QMenu* MainWindow::runContextMenu()
+{
+    refreshActions();
+    auto* menu = new QMenu(runList_);
+    menu->setObjectName(QStringLiteral("runContextMenu"));
+    menu->setToolTipsVisible(true);
+    menu->addAction(useSettingsAction_);
+    menu->addAction(renameAction_);
+    menu->addSeparator();
+    if (auto* exportAction = findChild<QAction*>(QStringLiteral("exportAction"))) menu->addAction(exportAction);
+    menu->addAction(exportWeightsAction_);
+    menu->addAction(revealRecordAction_);
+    menu->addSeparator();
+    menu->addAction(deleteAction_);
+    return menu;
 }
 
 void MainWindow::renameSelected()

@@ -77,6 +77,14 @@ public:
     // PyTorch's tensor names). Returns an error sentence, also shown, or empty.
     QString exportSelectedWeights(const QString& target);
 
+    // Run > Use These Settings (and the runs list's context menu): the selected run's
+    // settings, as it started, into the settings panel, so Start runs it again; its weights
+    // file is not reused (a new run writes its own). Returns an error sentence or empty.
+    QString useSelectedRunSettings();
+    // The runs list's context menu for the selected run (rename, reuse settings, export,
+    // export weights, show the record's folder, delete), as shown on a right click.
+    QMenu* runContextMenu();
+
     // The Start action: starts a run with the panel's settings (asks first when one trains).
     void startRun();
     // Shows one sentence in the status bar and the error banner.
@@ -145,6 +153,8 @@ private:
     QAction* undoAction_;
     QAction* exportWeightsAction_ = nullptr;
     QAction* renameAction_;
+    QAction* useSettingsAction_ = nullptr;
+    QAction* revealRecordAction_ = nullptr;
     QAction* deleteAction_;
     QAction* darkThemeAction_;
 };
