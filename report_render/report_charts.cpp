@@ -22,32 +22,34 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-ReportChart lossChart(const RunComparison& c)
+ReportChart lossChart(const RunComparison& c, double smoothing)
 {
     ReportChart chart{QStringLiteral("loss"), {}, {}};
     std::int64_t longest = 0;
     for (const auto& r : c.runs) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(r.stepSeries.size()));
-    const int window = static_cast<int>(std::max<std::int64_t>(1, longest / 60));
+    // The smoothed curve at every step, drawn at about 300 of them (every `stride`-th and
+    // the last): the curve is smooth, and the SVG stays small.
+    const std::size_t stride = static_cast<std::size_t>(std::max<std::int64_t>(1, longest / 300));
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
         const auto& steps = c.runs[i].stepSeries;
         ChartSeries s{qs(c.runs[i].label), seriesColor(int(i)), {}, false, {}, {}};
-        // Mean of the finite losses of each window of steps; a window of none is a gap.
-        for (std::size_t b = 0; b < steps.size(); b += window) {
-            double sum = 0;
-            int n = 0;
-            const std::size_t e = std::min(steps.size(), b + window);
-            for (std::size_t k = b; k < e; ++k)
-                if (steps[k].loss) { sum += *steps[k].loss; ++n; }
-            s.points.push_back(QPointF(double(steps[e - 1].step), n ? sum / n : kNaN));
-        }
+        std::vector<double> losses(steps.size());
+        for (std::size_t k = 0; k < steps.size(); ++k) losses[k] = steps[k].lossOrNaN();
+        const std::vector<double> smoothed = exponentialMovingAverage(losses, smoothing);
+        for (std::size_t k = 0; k < steps.size(); ++k)
+            if (k % stride == stride - 1 || k + 1 == steps.size())
+                s.points.push_back(QPointF(double(steps[k].step), smoothed[k]));   // NaN: a gap
         chart.spec.series.push_back(std::move(s));
     }
     chart.spec.title = QStringLiteral("Training loss");
     chart.spec.xLabel = QStringLiteral("step");
     chart.spec.yLabel = QStringLiteral("loss (unscaled)");
     chart.spec.yMin = 0.0;
-    chart.spec.note = window > 1 ? QStringLiteral("Mean over windows of %1 steps; gaps where the loss was not finite.").arg(window)
-                                 : QStringLiteral("Gaps where the loss was not finite.");
+    chart.spec.note = smoothing > 0
+                          ? QStringLiteral("Smoothed as in the app and TensorBoard: exponential moving average, weight %1 "
+                                           "(bias-corrected); gaps where the loss was not finite.")
+                                .arg(smoothing, 0, 'f', 3)
+                          : QStringLiteral("Not smoothed (weight 0); gaps where the loss was not finite.");
     chart.caption = QStringLiteral("Training loss of each run, step by step.");
     return chart;
 }
@@ -269,7 +271,7 @@ QString chosenHistogramLayer(const RunComparison& c, const ReportOptions& option
 std::vector<ReportChart> buildReportCharts(const RunComparison& c, const ReportOptions& options)
 {
     std::vector<ReportChart> charts;
-    charts.push_back(lossChart(c));
+    charts.push_back(lossChart(c, options.smoothing));
     charts.push_back(accuracyChart(c));
     if (auto chart = lossScaleChart(c)) charts.push_back(std::move(*chart));
     struct FractionChart {

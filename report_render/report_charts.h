@@ -7,6 +7,7 @@
 
 #include "chart_painter.h"
 #include "report/run_comparison.h"
+#include "report/smoothing.h"
 
 #include <QByteArray>
 #include <QImage>
@@ -23,6 +24,7 @@ struct ReportOptions {
     std::vector<std::int64_t> histogramSteps;   // empty: first, middle and last snapshot
     QString histogramLayer;                      // empty: the layer that underflowed most
     QStringList notes;                           // sentences shown before the summary (a sweep's missing points)
+    double smoothing = kDefaultSmoothing;        // the loss curves' EMA weight (report/smoothing.h), as the app's
 };
 
 struct ReportChart {

@@ -107,6 +107,7 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
     for (const auto& note : outputs.notes) options.notes << QString::fromStdString(note);
     options.histogramSteps = outputs.histogramSteps;
     options.histogramLayer = QString::fromStdString(outputs.histogramLayer);
+    options.smoothing = outputs.smoothing;
     const ReportContent content = prepareReport(comparison, options);
     if (!outputs.html.empty()) {
         if (!proceed("Writing the HTML report")) return comparison;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "report/run_comparison.h"
+#include "report/smoothing.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@ struct ReportOutputs {
     std::vector<std::int64_t> histogramSteps;
     std::string histogramLayer;
     std::vector<std::string> notes;   // sentences before the summary
+    double smoothing = kDefaultSmoothing;   // the loss curves' EMA weight (as the app's slider)
     bool any() const
     {
         return !pdf.empty() || !html.empty() || !csvDir.empty() || !jsonDir.empty() || !tensorboardDir.empty();

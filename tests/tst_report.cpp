@@ -282,6 +282,31 @@ private slots:
         QVERIFY(!findSentence(summarizeRuns(comparisonOf({scaled_, scaled_})), "underflow", ""));
     }
 
+    // Issue 34: the report's loss curve is smoothed as the app's (one EMA, its weight
+    // stated), checked against the average written out here in double precision.
+    void lossCurveSmoothedAsInTheApp()
+    {
+        const RunComparison c = comparisonOf({unscaled_});
+        for (double weight : {0.0, 0.9}) {
+            report::ReportOptions options;
+            options.smoothing = weight;
+            const auto charts = report::buildReportCharts(c, options);
+            const report::ChartSpec& spec = charts.front().spec;
+            QCOMPARE(charts.front().id, QStringLiteral("loss"));
+            QVERIFY2(spec.note.contains(weight > 0 ? QStringLiteral("weight 0.900") : QStringLiteral("Not smoothed")),
+                     qPrintable(spec.note));
+            const auto& steps = c.runs.front().stepSeries;
+            QCOMPARE(spec.series.front().points.size(), qsizetype(steps.size()));   // under 300 steps: every one
+            double average = 0, norm = 0;
+            for (std::size_t k = 0; k < steps.size(); ++k) {
+                QVERIFY(steps[k].loss);
+                average = weight * average + (1 - weight) * *steps[k].loss;
+                norm = weight * norm + (1 - weight);
+                QCOMPARE(spec.series.front().points[qsizetype(k)], QPointF(double(steps[k].step), average / norm));
+            }
+        }
+    }
+
     void chartsExportAsSvgAndPng()
     {
         const auto charts = report::buildReportCharts(comparisonOf({unscaled_, scaled_, diverged_}), {});

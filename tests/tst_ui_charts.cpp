@@ -28,6 +28,7 @@
 #include <QProgressBar>
 #include <QScatterSeries>
 #include <QScrollArea>
+#include <QSlider>
 #include <QScrollBar>
 #include <QTableWidget>
 #include <QtTest>
@@ -252,6 +253,24 @@ void TestUiCharts::lossAndAccuracySeries()
     QVERIFY(smooth->at(999).y() < smooth->at(0).y());
     QCOMPARE(accuracy->count(), 10);
     QCOMPARE(accuracy->at(4), QPointF(500, 100.0 * (0.5 + 0.4 * 0.5)));
+
+    // Issue 34: one smoothing, set by the slider under the chart (0 to 0.999, TensorBoard's).
+    // The smoothed curve follows it; checked against the EMA written out here in double.
+    auto* loss = qobject_cast<LossChart*>(view.group("loss"));
+    auto* slider = loss->findChild<QSlider*>("smoothingSlider");
+    QVERIFY(slider);
+    QCOMPARE(slider->maximum(), 999);
+    QCOMPARE(loss->smoothing(), 0.95);
+    slider->setValue(0);   // weight 0: the raw loss
+    QCOMPARE(loss->smoothing(), 0.0);
+    for (int i : {0, 9, 500, 999}) QCOMPARE(smooth->at(i).y(), raw->at(i).y());
+    slider->setValue(500);
+    double average = 0, norm = 0;
+    for (int i = 0; i < 1000; ++i) {
+        average = 0.5 * average + 0.5 * raw->at(i).y();
+        norm = 0.5 * norm + 0.5;
+        if (i == 0 || i == 9 || i == 999) QCOMPARE(smooth->at(i).y(), average / norm);
+    }
 }
 
 void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()

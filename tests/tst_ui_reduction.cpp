@@ -8,6 +8,7 @@
 #include "charts/batch_planner.h"
 #include "telemetry/format_regions.h"
 #include "charts/series_reduction.h"
+#include "report/smoothing.h"
 
 #include <QtTest>
 

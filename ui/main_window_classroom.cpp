@@ -11,6 +11,7 @@
 #include "charts/histogram_chart.h"
 #include "charts/underflow_chart.h"
 #include "explorer/format_explorer.h"
+#include "charts/loss_chart.h"
 #include "export/run_export.h"
 #include "lessons/lesson_panel.h"
 #include "lessons/presentation_mode.h"
@@ -385,6 +386,7 @@ void MainWindow::showExportDialog()
     request.csv = boxes[2]->isChecked();
     request.json = boxes[3]->isChecked();
     request.tensorboard = boxes[4]->isChecked();
+    if (auto* loss = qobject_cast<LossChart*>(charts_->group(QStringLiteral("loss")))) request.smoothing = loss->smoothing();
     exportRuns(request);
 }
 

@@ -55,6 +55,10 @@ void addReportCommand(CLI::App& app, std::function<int()>& run)
     cmd->add_option("--histogram-steps", opts->outputs.histogramSteps,
                     "Steps whose gradient histograms to show (default: first, middle, last snapshot)")
         ->delimiter(',');
+    cmd->add_option("--smoothing", opts->outputs.smoothing,
+                    "Weight of the loss curves' exponential moving average, 0 (raw) to 0.999, as the app's slider "
+                    "and TensorBoard's (default 0.95)")
+        ->check(CLI::Range(0.0, kMaxSmoothing));
     cmd->add_option("--histogram-layer", opts->outputs.histogramLayer,
                     "Layer whose weight-gradient histograms to show (default: the one that underflowed most)");
     cmd->callback([&run, opts] { run = [opts] { return runReport(*opts); }; });

@@ -67,6 +67,7 @@ public:
     QList<QPointF> update(QXYSeries* series, const QString& key, const RunData& run, int columns,
                           const std::function<QList<QPointF>()>& compute);
     void retain(const QSet<QString>& keys);   // forget series that are gone
+    void clear() { entries_.clear(); }         // every series computed again (a setting changed)
 
 private:
     struct Entry {

@@ -4,9 +4,12 @@
 #include "charts/chart_caption.h"
 #include "charts/layer_panels.h"
 #include "charts/series_reduction.h"
+#include "report/smoothing.h"
 
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
+#include <QSlider>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -20,7 +23,8 @@ LossChart::LossChart(QWidget* parent)
       steps_(makeValueAxis(tr("step"), QStringLiteral("%d"))),
       loss_(makeValueAxis(tr("loss"), QStringLiteral("%.3g"))),
       accuracy_(makeValueAxis(tr("test accuracy %"), QStringLiteral("%.0f"))),
-      pool_(chart_)
+      pool_(chart_),
+      smoothing_(kDefaultSmoothing)
 {
     chart_->addAxis(steps_, Qt::AlignBottom);
     chart_->addAxis(loss_, Qt::AlignLeft);
@@ -35,10 +39,38 @@ LossChart::LossChart(QWidget* parent)
     noteBelow_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
     noteBelow_->setTextFormat(Qt::PlainText);
     noteBelow_->hide();
+    // The smoothing, as TensorBoard's slider: 0 (raw) to 0.999, in thousandths.
+    auto* smoothingLabel = new QLabel(tr("Smoothing"), this);
+    smoothingSlider_ = new QSlider(Qt::Horizontal, this);
+    smoothingSlider_->setObjectName(QStringLiteral("smoothingSlider"));
+    smoothingSlider_->setRange(0, static_cast<int>(kMaxSmoothing * 1000));
+    smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * 1000)));
+    smoothingSlider_->setToolTip(tr("Weight of the exponential moving average of the loss (0: the raw loss)"));
+    smoothingLabel->setBuddy(smoothingSlider_);
+    smoothingValue_ = new QLabel(this);
+    smoothingValue_->setText(QString::number(smoothing_, 'f', 3));
+    connect(smoothingSlider_, &QSlider::valueChanged, this, [this](int thousandths) { setSmoothing(thousandths / 1000.0); });
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(smoothingLabel);
+    controls->addWidget(smoothingSlider_, 1);
+    controls->addWidget(smoothingValue_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this), 1);
     layout->addWidget(noteBelow_);
+    layout->addLayout(controls);
+}
+
+void LossChart::setSmoothing(double weight)
+{
+    weight = std::clamp(weight, 0.0, kMaxSmoothing);
+    if (weight == smoothing_) return;
+    smoothing_ = weight;
+    const int thousandths = static_cast<int>(std::lround(weight * 1000));
+    if (smoothingSlider_->value() != thousandths) smoothingSlider_->setValue(thousandths);
+    smoothingValue_->setText(QString::number(weight, 'f', 3));
+    reduced_.clear();   // the smoothed curves are made again
+    redraw(current_, compare_);
 }
 
 void LossChart::showNote()
@@ -58,6 +90,8 @@ void LossChart::resizeEvent(QResizeEvent* event)
 
 void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
+    current_ = current;
+    compare_ = compare;
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
     setChartTitle(chart_, tr("Loss (train) and accuracy (test)"), runs, tr("Loss and test accuracy"));
@@ -95,7 +129,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         const QList<QPointF> smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
             std::vector<double> losses(steps.size());
             for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].lossOrNaN();
-            const std::vector<double> smoothed = exponentialMovingAverage(losses, kSmoothingWeight);
+            const std::vector<double> smoothed = exponentialMovingAverage(losses, smoothing_);
             return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
         });
         smoothedLines.emplace_back(run, smooth);

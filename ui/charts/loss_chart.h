@@ -8,6 +8,7 @@
 #include "charts/chart_support.h"
 
 class QLabel;
+class QSlider;
 
 namespace plab::ui {
 
@@ -18,7 +19,10 @@ public:
     void redraw(const RunPtr& current, const QList<RunPtr>& compare) override;
     QList<QChart*> charts() const override { return {chart_}; }
 
-    static constexpr double kSmoothingWeight = 0.95;
+    // The smoothed curve's weight (report/smoothing.h), set by the slider under the chart
+    // (0 to 0.999, as TensorBoard's); the reports exported from the app use the same.
+    double smoothing() const { return smoothing_; }
+    void setSmoothing(double weight);
     // The note: which runs' curves coincide ("" when none), for tests.
     QString noteText() const { return noteText_; }
 
@@ -39,6 +43,11 @@ private:
     void showNote();
     QGraphicsSimpleTextItem* note_;
     QLabel* noteBelow_;
+    QSlider* smoothingSlider_;
+    QLabel* smoothingValue_;
+    double smoothing_;
+    RunPtr current_;          // the runs of the last redraw, drawn again when the smoothing moves
+    QList<RunPtr> compare_;
     QString noteText_;
 };
 

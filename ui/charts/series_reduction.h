@@ -87,12 +87,3 @@ QList<QPointF> reduceMinMaxPerColumn(std::size_t n, XAt&& xAt, YAt&& yAt, int co
 QList<QPointF> reduceMinMaxPerColumn(std::span<const QPointF> points, int columns);
 
 }  // namespace plab::ui
-
-namespace plab::ui {
-
-// Bias-corrected exponential moving average (TensorBoard's smoothing): out[i] smooths
-// values[0..i]; NaN/inf inputs are skipped (their output is NaN) and do not disturb it.
-// weight in [0, 1): 0 keeps the raw values.
-std::vector<double> exponentialMovingAverage(std::span<const double> values, double weight);
-
-}  // namespace plab::ui

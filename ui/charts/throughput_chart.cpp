@@ -2,6 +2,7 @@
 #include "charts/throughput_chart.h"
 
 #include "charts/series_reduction.h"
+#include "report/smoothing.h"
 
 #include <QLabel>
 #include <QLineSeries>

@@ -44,6 +44,7 @@ ExportResult exportRuns(const ExportRequest& request, const std::function<bool(i
         const QDir folder(request.folder);
         report::ReportOutputs outputs;
         outputs.title = request.title.toStdString();
+        outputs.smoothing = request.smoothing;
         if (request.json) outputs.jsonDir = folder.filePath(QStringLiteral("records")).toStdString();
         if (request.csv) outputs.csvDir = folder.filePath(QStringLiteral("csv")).toStdString();
         if (request.tensorboard) outputs.tensorboardDir = folder.filePath(QStringLiteral("tensorboard")).toStdString();

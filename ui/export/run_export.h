@@ -6,6 +6,7 @@
 // weights (safetensors, PyTorch's tensor names) copied to a file of the user's choice.
 #pragma once
 
+#include "report/smoothing.h"
 #include "train/settings.h"
 
 #include <QString>
@@ -23,6 +24,7 @@ struct ExportRequest {
     bool html = true;           // folder/report.html
     bool csv = true;            // folder/csv/<run>-steps.csv, ...
     bool json = true;           // folder/records/<run>.json
+    double smoothing = kDefaultSmoothing;   // the reports' loss smoothing: the app's slider (report/smoothing.h)
     bool tensorboard = false;   // folder/tensorboard/<run>/events.out.tfevents.* (TensorBoard, wandb sync)
 };
 
