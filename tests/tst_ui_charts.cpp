@@ -624,10 +624,12 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     QVERIFY(below->isVisible());
     QCOMPARE(below->text().simplified(), loss->noteText());
     QVERIFY(!captionShown());
+    QVERIFY(!loss->findChild<QSlider*>("smoothingSlider")->isVisible());   // the curves, not the control
     view.setPresentationMode(false);
     view.redrawNow();
     QVERIFY(captionShown());
     QVERIFY(!below->isVisible());
+    QVERIFY(loss->findChild<QSlider*>("smoothingSlider")->isVisible());
     view.hide();
     QVERIFY(updates->nonFiniteNote().contains("amp and twin coincide"));   // 7 weights at the last step in both
     auto* twinConv2 = seriesNamed<QLineSeries>(view.seriesOf("updates"), "twin conv2 lost updates");

@@ -40,17 +40,19 @@ LossChart::LossChart(QWidget* parent)
     noteBelow_->setTextFormat(Qt::PlainText);
     noteBelow_->hide();
     // The smoothing, as TensorBoard's slider: 0 (raw) to 0.999, in thousandths.
-    auto* smoothingLabel = new QLabel(tr("Smoothing"), this);
-    smoothingSlider_ = new QSlider(Qt::Horizontal, this);
+    auto* smoothingLabel = new QLabel(tr("Smoothing"));
+    smoothingSlider_ = new QSlider(Qt::Horizontal);
     smoothingSlider_->setObjectName(QStringLiteral("smoothingSlider"));
     smoothingSlider_->setRange(0, static_cast<int>(kMaxSmoothing * 1000));
     smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * 1000)));
     smoothingSlider_->setToolTip(tr("Weight of the exponential moving average of the loss (0: the raw loss)"));
     smoothingLabel->setBuddy(smoothingSlider_);
-    smoothingValue_ = new QLabel(this);
+    smoothingValue_ = new QLabel;
     smoothingValue_->setText(QString::number(smoothing_, 'f', 3));
     connect(smoothingSlider_, &QSlider::valueChanged, this, [this](int thousandths) { setSmoothing(thousandths / 1000.0); });
-    auto* controls = new QHBoxLayout;
+    smoothingRow_ = new QWidget(this);
+    auto* controls = new QHBoxLayout(smoothingRow_);
+    controls->setContentsMargins(0, 0, 0, 0);
     controls->addWidget(smoothingLabel);
     controls->addWidget(smoothingSlider_, 1);
     controls->addWidget(smoothingValue_);
@@ -58,7 +60,13 @@ LossChart::LossChart(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this), 1);
     layout->addWidget(noteBelow_);
-    layout->addLayout(controls);
+    layout->addWidget(smoothingRow_);
+}
+
+void LossChart::presentationModeChanged()
+{
+    smoothingRow_->setVisible(!presentationMode());
+    showNote();
 }
 
 void LossChart::setSmoothing(double weight)

@@ -27,7 +27,8 @@ public:
     QString noteText() const { return noteText_; }
 
 protected:
-    void presentationModeChanged() override { showNote(); }
+    // Presentation mode shows the curves, not the smoothing control (set it before).
+    void presentationModeChanged() override;
     void resizeEvent(QResizeEvent* event) override;
 
 private:
@@ -43,6 +44,7 @@ private:
     void showNote();
     QGraphicsSimpleTextItem* note_;
     QLabel* noteBelow_;
+    QWidget* smoothingRow_;
     QSlider* smoothingSlider_;
     QLabel* smoothingValue_;
     double smoothing_;
