@@ -9,6 +9,7 @@
 #include "run_data.h"
 
 #include "charts/chart_caption.h"
+#include "charts/chart_group.h"
 #include "charts/charts_view.h"
 #include "charts/histogram_chart.h"
 #include "charts/loss_chart.h"
@@ -229,6 +230,7 @@ private slots:
     void legendsUseShortLabels();
     void emptyChartsLabelTheirTicksTruly();
     void captionGoesToACornerFreeOfData();
+    void zoomStaysWhileRunsTrainAndHoverTellsValues();
     void narrowViewStacksChartsInOneColumn();
     void ticksLandOnWhatLabelsWrite_data();
     void ticksLandOnWhatLabelsWrite();
@@ -1077,6 +1079,57 @@ void TestUiCharts::ticksLandOnWhatLabelsWrite()
     // Back to a range of even whole ticks: even ticks again.
     setAxisRange(axis.get(), 0, 1200);
     QCOMPARE(axis->tickType(), QValueAxis::TicksFixed);
+}
+
+// Issue 34: a dragged rectangle zooms a chart and the zoom stays while the run goes on; a
+// right click (resetZoom) returns to the whole range; hovering names the nearest point.
+void TestUiCharts::zoomStaysWhileRunsTrainAndHoverTellsValues()
+{
+    ChartsView view;
+    view.resize(1400, 900);
+    const RunPtr run = makeRun("amp", 1000, Qt::blue);
+    view.setRuns(run, {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+    auto* loss = qobject_cast<LossChart*>(view.group("loss"));
+    auto* chartView = loss->findChild<TimedChartView*>();
+    QVERIFY(chartView);
+    QChart* chart = loss->charts().first();
+    auto* steps = qobject_cast<QValueAxis*>(chart->axes(Qt::Horizontal).first());
+    const double fullMax = steps->max();
+    QVERIFY(fullMax >= 1000);
+
+    // Hover: the accuracy point at step 500 (70%), from its position on the screen.
+    auto* accuracy = seriesNamed<QLineSeries>(view.seriesOf("loss"), "amp test accuracy");
+    QVERIFY(accuracy);
+    const QPoint at = chartView->mapFromScene(chart->mapToPosition(QPointF(500, 70), accuracy));
+    QCOMPARE(chartView->valueTextAt(at), QString::fromUtf8("amp test accuracy\nstep 500 · test accuracy % 70"));
+    QCOMPARE(chartView->valueTextAt(at + QPoint(0, 40)).startsWith("amp test accuracy"), false);   // 40 px away: not it
+
+    // A click is no zoom; a drag over the left part of the plot is.
+    const QRect plot = chartView->mapFromScene(chart->plotArea()).boundingRect();
+    QVERIFY(!chartView->zoomTo(QRect(plot.center(), QSize(3, 3))));
+    QVERIFY(chartView->zoomTo(QRect(plot.topLeft(), QSize(plot.width() / 4, plot.height() - 2))));
+    QVERIFY(chartView->zoomed());
+    const double zoomedMax = steps->max();
+    QVERIFY2(zoomedMax < fullMax / 2, qPrintable(QString::number(zoomedMax)));
+    // The run trains on: its curves grow, the zoomed range stays.
+    for (std::int64_t i = 1001; i <= 1400; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = 0.2f;
+        e.lossScale = 1.0;
+        e.batch = 32;
+        run->apply(e);
+    }
+    view.redrawNow();
+    QCOMPARE(steps->max(), zoomedMax);
+    // Back to the whole range, which follows the data again.
+    chartView->resetZoom();
+    QVERIFY(!chartView->zoomed());
+    view.redrawNow();
+    QVERIFY2(steps->max() >= 1400, qPrintable(QString::number(steps->max())));
 }
 
 QTEST_MAIN(TestUiCharts)

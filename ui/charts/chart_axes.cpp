@@ -40,6 +40,7 @@ QValueAxis* makeValueAxis(const QString& title, const QString& labelFormat)
 void setAxisRange(QValueAxis* axis, double low, double high)
 {
     if (axis->min() == low && axis->max() == high) return;
+    if (axis->property(kUserZoomProperty).toBool()) return;   // the user's zoom stays
     // Even ticks while the range moves: QtCharts lays the axis out at once, and an old
     // interval over the new range could be thousands of ticks (1 over 100,000 steps).
     if (axis->tickType() != QValueAxis::TicksFixed) axis->setTickType(QValueAxis::TicksFixed);
@@ -126,6 +127,7 @@ double roundUpForAxis(double x)
 
 void setStableRange(QValueAxis* axis, double low, double high, double fill)
 {
+    if (axis->property(kUserZoomProperty).toBool()) return;   // the user's zoom stays
     if (!(high > low)) high = low + 1.0;
     const double shown = axis->max() - low;
     if (axis->min() == low && high <= axis->max() && high - low >= fill * shown) return;

@@ -23,6 +23,9 @@ double labelResolution(const QString& labelFormat);
 void fitTicksToLabels(QValueAxis* axis);
 // Sets the range, then the ticks for it, never laying out an old tick interval over the
 // new range. Nothing happens when the range is unchanged, so redraws may call it per frame.
+// A range the user zoomed to (TimedChartView) is kept: both setters leave an axis with
+// this property alone until the zoom is reset.
+inline constexpr char kUserZoomProperty[] = "plabUserZoom";
 void setAxisRange(QValueAxis* axis, double low, double high);
 
 // Width of the plot area in device pixels (at least 100): the columns for reduction.

@@ -1,6 +1,7 @@
 // Chart groups and their timed views (see chart_group.h).
 #include "charts/chart_group.h"
 
+#include "charts/chart_axes.h"
 #include "charts/chart_series.h"
 #include "charts/chart_text.h"
 
@@ -9,7 +10,9 @@
 #include <QFontMetricsF>
 #include <QGraphicsSimpleTextItem>
 #include <QLegend>
+#include <QMouseEvent>
 #include <QPainter>
+#include <QToolTip>
 #include <QValueAxis>
 #include <QXYSeries>
 
@@ -46,6 +49,7 @@ TimedChartView::TimedChartView(QChart* chart, QWidget* parent) : QChartView(char
     setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
     setOptimizationFlags(QGraphicsView::DontSavePainterState | QGraphicsView::DontAdjustForAntialiasing);
     if (scene()) scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
+    setMouseTracking(true);   // the hover tool tip
 }
 
 void TimedChartView::paintEvent(QPaintEvent* event)
@@ -54,6 +58,118 @@ void TimedChartView::paintEvent(QPaintEvent* event)
     t.start();
     QChartView::paintEvent(event);
     lastPaintNs_ = t.nsecsElapsed();
+}
+
+bool TimedChartView::zoomTo(const QRect& rect)
+{
+    const QRectF area = chart()->plotArea();
+    const QRectF wanted = QRectF(mapToScene(rect.topLeft()), mapToScene(rect.bottomRight())).normalized() & area;
+    if (wanted.width() < 8 || wanted.height() < 8) return false;
+    chart()->zoomIn(wanted);
+    // The groups' range setters leave these axes alone until the zoom is reset.
+    for (QAbstractAxis* axis : chart()->axes()) axis->setProperty(kUserZoomProperty, true);
+    zoomed_ = true;
+    if (!zoomNote_) {
+        zoomNote_ = new QGraphicsSimpleTextItem(QObject::tr("zoomed: right-click for the whole range"), chart());
+        zoomNote_->setZValue(25);
+    }
+    zoomNote_->setBrush(chart()->titleBrush());
+    zoomNote_->setPos(area.right() - zoomNote_->boundingRect().width() - 4, area.top() - zoomNote_->boundingRect().height());
+    zoomNote_->show();
+    return true;
+}
+
+void TimedChartView::resetZoom()
+{
+    if (!zoomed_) return;
+    for (QAbstractAxis* axis : chart()->axes()) axis->setProperty(kUserZoomProperty, QVariant());
+    chart()->zoomReset();
+    zoomed_ = false;
+    if (zoomNote_) zoomNote_->hide();
+}
+
+QString TimedChartView::valueTextAt(const QPoint& viewPos) const
+{
+    const QPointF at = mapToScene(viewPos);
+    if (!chart()->plotArea().contains(at)) return {};
+    constexpr double kReach = 12.0;
+    double best = kReach * kReach;
+    QString text;
+    auto number = [](const QAbstractAxis* axis, double v) {
+        const auto* value = qobject_cast<const QValueAxis*>(axis);
+        // A log2 axis ("2^%d") holds exponents: say the power.
+        if (value && value->labelFormat().startsWith(QLatin1String("2^"))) return QStringLiteral("2^%1").arg(v, 0, 'g', 4);
+        return QString::number(v, 'g', 5);
+    };
+    for (QAbstractSeries* s : chart()->series()) {
+        auto* xy = qobject_cast<QXYSeries*>(s);
+        if (!xy || !xy->isVisible() || xy->count() == 0) continue;
+        const QList<QPointF> points = xy->points();
+        auto consider = [&](qsizetype i) {
+            const QPointF p = chart()->mapToPosition(points[i], s);
+            const double d = (p.x() - at.x()) * (p.x() - at.x()) + (p.y() - at.y()) * (p.y() - at.y());
+            if (!(d < best)) return;
+            best = d;
+            const QList<QAbstractAxis*> xs = s->attachedAxes();
+            const QAbstractAxis* xAxis = nullptr;
+            const QAbstractAxis* yAxis = nullptr;
+            for (const QAbstractAxis* a : xs) (a->orientation() == Qt::Horizontal ? xAxis : yAxis) = a;
+            text = QStringLiteral("%1\n%2 %3 · %4 %5")
+                       .arg(xy->name(), xAxis ? xAxis->titleText() : QStringLiteral("x"), number(xAxis, points[i].x()),
+                            yAxis ? yAxis->titleText() : QStringLiteral("y"), number(yAxis, points[i].y()));
+        };
+        if (s->type() == QAbstractSeries::SeriesTypeLine) {
+            // x-sorted (steps, reduced per column, a histogram's outline): the neighbours of
+            // the mouse's x are the candidates.
+            const double x = chart()->mapToValue(at, s).x();
+            const auto it = std::lower_bound(points.begin(), points.end(), x, [](const QPointF& p, double v) { return p.x() < v; });
+            const qsizetype i = it - points.begin();
+            for (qsizetype k = std::max<qsizetype>(0, i - 3); k < std::min(points.size(), i + 3); ++k) consider(k);
+        } else if (points.size() <= 20000) {
+            for (qsizetype k = 0; k < points.size(); ++k) consider(k);
+        }
+    }
+    return text;
+}
+
+void TimedChartView::mousePressEvent(QMouseEvent* event)
+{
+    if (event->button() == Qt::LeftButton) {
+        bandOrigin_ = event->position().toPoint();
+        if (!band_) band_ = new QRubberBand(QRubberBand::Rectangle, viewport());
+        band_->setGeometry(QRect(bandOrigin_, QSize()));
+        band_->show();
+    }
+    QChartView::mousePressEvent(event);
+}
+
+void TimedChartView::mouseMoveEvent(QMouseEvent* event)
+{
+    if (band_ && band_->isVisible() && (event->buttons() & Qt::LeftButton)) {
+        band_->setGeometry(QRect(bandOrigin_, event->position().toPoint()).normalized());
+    } else if (event->buttons() == Qt::NoButton) {
+        const QString text = valueTextAt(event->position().toPoint());
+        if (text.isEmpty()) QToolTip::hideText();
+        else QToolTip::showText(event->globalPosition().toPoint(), text, this);
+    }
+    QChartView::mouseMoveEvent(event);
+}
+
+void TimedChartView::mouseReleaseEvent(QMouseEvent* event)
+{
+    if (event->button() == Qt::LeftButton && band_ && band_->isVisible()) {
+        band_->hide();
+        zoomTo(QRect(bandOrigin_, event->position().toPoint()).normalized());
+    } else if (event->button() == Qt::RightButton) {
+        resetZoom();
+    }
+    QChartView::mouseReleaseEvent(event);
+}
+
+void TimedChartView::mouseDoubleClickEvent(QMouseEvent* event)
+{
+    resetZoom();
+    QChartView::mouseDoubleClickEvent(event);
 }
 
 ChartGroup::ChartGroup(QString name, QWidget* parent) : QWidget(parent), name_(std::move(name))

@@ -5,6 +5,8 @@
 #include "run_data.h"
 
 #include <QChartView>
+#include <QGraphicsSimpleTextItem>
+#include <QRubberBand>
 #include <QFont>
 #include <QHash>
 #include <QList>
@@ -19,10 +21,23 @@ namespace plab::ui {
 // with redraw + paint time) and is set up to paint cheaply: no scene index (series items
 // change geometry every frame, an index would be rebuilt each time), one full-viewport
 // update instead of a union of dirty rectangles, no painter-state saving per item.
+//
+// It also zooms and tells values: drag a rectangle over the plot to zoom into it (the axes
+// then stay there while runs train on); a right click or a double click shows the whole
+// range again. Hovering shows the value of the nearest point (within 12 px) as a tool tip.
 class TimedChartView : public QChartView {
 public:
     TimedChartView(QChart* chart, QWidget* parent);
     qint64 lastPaintNs() const { return lastPaintNs_; }
+
+    // Zooms into `rect` (view coordinates, cut to the plot area); false when it is too small
+    // (under 8 px either way: a click, not a drag).
+    bool zoomTo(const QRect& rect);
+    void resetZoom();
+    bool zoomed() const { return zoomed_; }
+    // "<series>\n<x axis> <x> · <y axis> <y>" of the point nearest `viewPos` within 12 px,
+    // or "" (what the hover tool tip shows).
+    QString valueTextAt(const QPoint& viewPos) const;
 
     // The size that keeps axes readable. Also the size hint: QGraphicsView's would be the
     // scene rect, which QChartView sets to the size the view last had, so a grid once laid
@@ -32,9 +47,17 @@ public:
 
 protected:
     void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
 
 private:
     qint64 lastPaintNs_ = 0;
+    QRubberBand* band_ = nullptr;
+    QPoint bandOrigin_;
+    bool zoomed_ = false;
+    QGraphicsSimpleTextItem* zoomNote_ = nullptr;   // "zoomed: right-click for the whole range"
 };
 
 // One of the seven chart groups: a widget with one or more charts and maybe controls.

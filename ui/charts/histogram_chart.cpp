@@ -36,7 +36,7 @@ protected:
     void mousePressEvent(QMouseEvent* event) override
     {
         if (event->button() == Qt::LeftButton) onClick_(mapToScene(event->position().toPoint()));
-        QChartView::mousePressEvent(event);
+        TimedChartView::mousePressEvent(event);   // a drag still zooms
     }
 
 private:
