@@ -44,6 +44,7 @@ has ' \./usr/share/doc/precision-lab/copyright$' "the Debian copyright file"
 has ' \./usr/share/doc/precision-lab/changelog\.gz$' "the Debian changelog"
 has ' \./usr/share/doc/precision-lab/RUN_RECORD\.md$' "the run record's schema"
 has ' \./usr/share/precision-lab/python/plab_torch\.py$' "the PyTorch bridge"
+has ' \./usr/share/precision-lab/python/precision_lab/probe\.py$' "the PyTorch probe"
 has ' \./usr/share/metainfo/io\.github\.precisionlab\.PrecisionLab\.metainfo\.xml$' "the AppStream metainfo"
 has ' \./usr/share/icons/hicolor/scalable/apps/precision-lab\.svg$' "the scalable icon"
 for size in 16 24 32 48 64 128 256; do

@@ -1,0 +1,278 @@
+"""A probe for your own PyTorch training: it writes the run record Precision Lab writes
+(docs/RUN_RECORD.md), so `plab report`, `plab export --tensorboard` and the app read your run
+beside the lab's own.
+
+    from precision_lab import Probe
+    probe = Probe(model, "my-run.plab.json", fmt="fp16", every=50, optimizer=opt, scaler=scaler)
+    for x, y in loader:
+        probe.begin_step()
+        opt.zero_grad()
+        with torch.autocast("cuda", torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        probe.end_step(loss, batch=len(x))
+    probe.evaluate(test_accuracy, test_loss)   # any time; optional
+    probe.close()
+
+What it records, every step: the loss, the loss scale the step used and whether GradScaler
+skipped it (its scale fell). Every `every` steps (and at step 1), per module that holds
+parameters (nn.Linear, nn.Conv2d, ...), against the 16-bit format `fmt` (fp16 or bf16):
+how its output (`activation`), the gradient of its input (`activation_grad`) and its
+parameters' gradients as the backward made them (scaled: `weight_grad`) would round into
+that format: values that underflow to 0, become subnormal, overflow to inf, and a log2|x|
+histogram; and the lost updates of the step (elements whose update was nonzero and whose
+weight did not change; "nonzero" read from the optimizer's state: SGD's momentum buffer, or
+the gradient without one; Adam's first moment). On a GPU, the device's peak memory.
+
+Cheap between telemetry steps: the hooks return at once, and only the loss is read. The
+record is rewritten atomically (a temporary file, then a rename) at most once a second and
+at close(). Pure Python on torch; no other package.
+"""
+
+import datetime
+import json
+import math
+import os
+import platform
+import socket
+import tempfile
+import time
+
+import torch
+
+_FORMATS = {
+    # name: (dtype, smallest normal)
+    "fp16": (torch.float16, 2.0 ** -14),
+    "bf16": (torch.bfloat16, 2.0 ** -126),
+}
+
+
+def rounding_stats(x, fmt):
+    """The lab's RoundingStats and log2 histogram of rounding fp32 values `x` into `fmt`."""
+    dtype, min_normal = _FORMATS[fmt]
+    x = x.detach().float().reshape(-1)
+    y = x.to(dtype).float()
+    finite = torch.isfinite(x)
+    nonzero = finite & (x != 0)
+    stats = {
+        "count": int(x.numel()),
+        "zeros_in": int((x == 0).sum()),
+        "underflow": int((nonzero & (y == 0)).sum()),
+        "subnormal": int((finite & (y != 0) & (y.abs() < min_normal)).sum()),
+        "overflow": int((finite & torch.isinf(y)).sum()),
+        "nan": int(torch.isnan(x).sum()),
+        "inf_in": int(torch.isinf(x).sum()),
+    }
+    values = x[nonzero].abs()
+    histogram = {"first_exponent": 0, "counts": [], "zeros": stats["zeros_in"],
+                 "non_finite": stats["nan"] + stats["inf_in"]}
+    if values.numel():
+        # |x| = m * 2^e with m in [0.5, 1): the bin [2^(e-1), 2^e) is exponent e - 1.
+        exponents = torch.frexp(values)[1].to(torch.int64) - 1
+        first = int(exponents.min())
+        histogram["first_exponent"] = first
+        histogram["counts"] = [int(c) for c in torch.bincount(exponents - first)]
+    return stats, histogram
+
+
+class Probe:
+    """Records a PyTorch training run as a Precision Lab run record (see the module's text)."""
+
+    def __init__(self, model, path, *, fmt="fp16", every=50, optimizer=None, scaler=None, name="",
+                 settings=None):
+        if fmt not in _FORMATS:
+            raise ValueError(f"fmt must be one of {sorted(_FORMATS)}, not {fmt!r}")
+        if every < 1:
+            raise ValueError("every must be at least 1")
+        self.path = os.fspath(path)
+        self.fmt = fmt
+        self.every = every
+        self.optimizer = optimizer
+        self.scaler = scaler
+        self.step = 0
+        self._capture = False
+        self._layers = []         # telemetry entries of the step being captured
+        self._before = {}         # parameter -> weights before the step (telemetry steps)
+        self._scale = 1.0
+        self._started = time.monotonic()
+        self._step_started = None
+        self._last_flush = 0.0
+        self._named = [(n, m) for n, m in model.named_modules()
+                       if n and any(True for _ in m.parameters(recurse=False))]
+        self._hooks = []
+        for name_, module in self._named:
+            self._hooks.append(module.register_forward_hook(self._forward_hook(name_)))
+            self._hooks.append(module.register_full_backward_hook(self._backward_hook(name_)))
+        device = next(model.parameters()).device if any(True for _ in model.parameters()) else torch.device("cpu")
+        self._cuda = device.type == "cuda"
+        recipe = {"preset": "custom", "custom": True, "display_name": f"PyTorch ({fmt} telemetry)",
+                  "compute": "fp32", "storage": fmt, "master_weights": True,
+                  "fp32_accumulate": True, "fp32_sensitive_ops": True,
+                  "loss_scaling": {"mode": "dynamic" if scaler is not None else "off"}}
+        self.record = {
+            "format_version": 1,
+            "name": name,
+            "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "source": {"kind": "pytorch-probe", "model": type(model).__name__, "torch": torch.__version__},
+            "recipe": recipe,
+            # Settings the lab reads (its keys, docs/RUN_RECORD.md); what the probe cannot
+            # know keeps the lab's default. Pass settings={...} to say more (model, lr, batch).
+            "settings": dict(settings or {}),
+            "seed": 0,
+            "machine": {"cpu": platform.processor() or platform.machine(), "logical_cores": os.cpu_count() or 1,
+                        "threads": torch.get_num_threads(), "os": f"{platform.system()} {platform.release()}",
+                        "hostname": socket.gethostname()},
+            "versions": {"precision_lab": "probe", "torch": torch.__version__},
+            "backend": {"name": "pytorch-" + device.type},
+            "data": {"name": "", "description": "the user's own data", "train_images": 0, "test_images": 0},
+            "steps": [], "events": [], "evals": [], "telemetry": [],
+            "memory": {"categories": ["weights", "master_weights", "gradients", "activations", "optimizer_state",
+                                      "workspace"], "samples": [], "peak": {}},
+            "summary": {"status": "running", "message": "", "steps": 0, "skipped_steps": 0},
+        }
+        self._skipped = 0
+        self._totals = {}          # (layer, kind) -> [underflow, overflow, nonzero finite]
+        self._lost = {}            # layer -> [lost, nonzero]
+        self._flush(force=True)
+
+    # -- hooks -------------------------------------------------------------------------
+    def _forward_hook(self, layer):
+        def hook(module, inputs, output):
+            if self._capture and torch.is_tensor(output):
+                self._add(layer, "activation", output)
+        return hook
+
+    def _backward_hook(self, layer):
+        def hook(module, grad_input, grad_output):
+            if self._capture and grad_input and torch.is_tensor(grad_input[0]):
+                self._add(layer, "activation_grad", grad_input[0])
+        return hook
+
+    def _add(self, layer, kind, tensor, extra=None):
+        stats, histogram = rounding_stats(tensor, self.fmt)
+        entry = {"layer": layer, "kind": kind, "stats": stats, "histogram": histogram}
+        entry.update(extra or {})
+        self._layers.append(entry)
+        total = self._totals.setdefault((layer, kind), [0, 0, 0])
+        total[0] += stats["underflow"]
+        total[1] += stats["overflow"]
+        total[2] += stats["count"] - stats["zeros_in"] - stats["nan"] - stats["inf_in"]
+
+    # -- the loop ------------------------------------------------------------------------
+    def begin_step(self):
+        """Call at the start of each step, before the forward pass."""
+        self.step += 1
+        self._step_started = time.monotonic()
+        self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
+        self._capture = self.step == 1 or self.step % self.every == 0
+        self._layers = []
+        self._before = {}
+        if self._capture:
+            for _, module in self._named:
+                for p in module.parameters(recurse=False):
+                    self._before[p] = p.detach().clone()
+
+    def end_step(self, loss, batch=0, lr=None):
+        """Call after the optimizer's step (and scaler.update()) with the step's loss."""
+        value = float(loss.detach()) if torch.is_tensor(loss) else float(loss)
+        skipped = False
+        if self.scaler is not None:
+            skipped = float(self.scaler.get_scale()) < self._scale   # GradScaler backs off only on inf/NaN
+        self._skipped += int(skipped)
+        if lr is None and self.optimizer is not None and self.optimizer.param_groups:
+            lr = self.optimizer.param_groups[0].get("lr", 0.0)
+        elapsed = (time.monotonic() - self._step_started) * 1000 if self._step_started else 0.0
+        self.record["steps"].append({"step": self.step, "epoch": 0, "loss": value if math.isfinite(value) else None,
+                                     "loss_scale": self._scale, "skipped": skipped, "lr": float(lr or 0.0),
+                                     "batch": int(batch) if batch else 1, "time_ms": elapsed})
+        if self._capture:
+            self._capture = False
+            for layer, module in self._named:
+                params = list(module.parameters(recurse=False))
+                grads = [p.grad.detach().reshape(-1).float() * self._scale for p in params if p.grad is not None]
+                lost, nonzero, made_non_finite = self._updates(params, skipped)
+                extra = {"lost_updates": lost, "nonzero_updates": nonzero, "non_finite_updates": made_non_finite}
+                if grads:
+                    self._add(layer, "weight_grad", torch.cat(grads), extra)
+                counts = self._lost.setdefault(layer, [0, 0])
+                counts[0] += lost
+                counts[1] += nonzero
+            self.record["telemetry"].append({"step": self.step, "loss_scale": self._scale, "layers": self._layers})
+            self._layers = []
+            self._before = {}
+        if self._cuda:
+            peak = int(torch.cuda.max_memory_allocated())
+            self.record["memory"]["peak"] = {"total": peak}
+        self.record["summary"]["steps"] = self.step
+        self.record["summary"]["skipped_steps"] = self._skipped
+        self._flush()
+
+    def _updates(self, params, skipped):
+        lost = nonzero = made_non_finite = 0
+        if skipped:
+            return 0, 0, 0
+        for p in params:
+            before = self._before.get(p)
+            if before is None:
+                continue
+            state = self.optimizer.state.get(p, {}) if self.optimizer is not None else {}
+            if "exp_avg" in state:
+                moving = state["exp_avg"] != 0
+            elif state.get("momentum_buffer") is not None:
+                moving = state["momentum_buffer"] != 0
+            elif p.grad is not None:
+                moving = p.grad != 0
+            else:
+                continue
+            after = p.detach()
+            same = after == before
+            nonzero += int(moving.sum())
+            lost += int((moving & same).sum())
+            made_non_finite += int((torch.isfinite(before) & ~torch.isfinite(after)).sum())
+        return lost, nonzero, made_non_finite
+
+    def evaluate(self, test_accuracy, test_loss=float("nan")):
+        """Records an evaluation at the current step (accuracy as a fraction 0-1)."""
+        self.record["evals"].append({"step": self.step, "epoch": 0, "test_accuracy": float(test_accuracy),
+                                     "test_loss": float(test_loss)})
+        self.record["summary"]["test_accuracy"] = float(test_accuracy)
+        best = self.record["summary"].get("best_test_accuracy")
+        self.record["summary"]["best_test_accuracy"] = max(float(test_accuracy), best if best is not None else 0.0)
+        self._flush()
+
+    def close(self, status="completed", message=""):
+        """Ends the record (status: completed, stopped, diverged or failed) and removes the hooks."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        summary = self.record["summary"]
+        summary["status"] = status
+        summary["message"] = message or f"recorded by the Precision Lab probe ({self.step} steps)"
+        summary["finished_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        seconds = time.monotonic() - self._started
+        images = sum(s["batch"] for s in self.record["steps"])
+        summary["images_per_second"] = images / seconds if seconds > 0 else 0.0
+        share = lambda part, whole: part / whole if whole else None   # nothing to count: null
+        for key, kind, index in (("underflow_fraction", "weight_grad", 0), ("overflow_fraction", "weight_grad", 1),
+                                 ("activation_grad_underflow_fraction", "activation_grad", 0)):
+            summary[key] = {layer: share(t[index], t[2]) for (layer, k), t in self._totals.items() if k == kind}
+        summary["lost_update_fraction"] = {layer: share(c[0], c[1]) for layer, c in self._lost.items()}
+        self._flush(force=True)
+
+    def _flush(self, force=False):
+        now = time.monotonic()
+        if not force and now - self._last_flush < 1.0:
+            return
+        self._last_flush = now
+        folder = os.path.dirname(os.path.abspath(self.path))
+        fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=folder)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.record, f)
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise

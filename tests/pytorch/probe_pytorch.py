@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""CTest probe_pytorch: the precision_lab probe (python/precision_lab) on a PyTorch run of
+small-cnn writes a record that agrees with the lab's own record of the same run (the same
+initial weights, moved with --init-weights, and the same batches, --write-batches), and
+that the lab's readers take.
+
+  loss        a PyTorch fp32 run with the probe against `plab train --recipe fp32`, plain
+              SGD, 20 steps: every step's loss within 1e-5 relative (the bound the golden
+              test holds for plain SGD, docs/PYTORCH.md).
+  underflow   the probe measuring the same PyTorch run against fp16, against the lab's
+              `--recipe amp-fp16 --loss-scale off` run, which rounds its gradients into fp16
+              itself: per layer, the share of nonzero weight gradients and of input
+              gradients (activation_grad) flushed to zero over the telemetry steps both
+              recorded, within 0.5 point. (The two runs' gradients
+              are not bit-equal: the lab's come from fp16 products; their distributions are
+              what is compared.)
+  readers     `plab report --json` and `plab export --tensorboard` read the probe's record.
+
+Usage: probe_pytorch.py --plab PLAB --work DIR. Exit 77 without PyTorch or data (a skip).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+try:
+    import torch
+    import torch.nn.functional as F
+    import plab_torch as pt
+    from precision_lab import Probe
+except ImportError as e:
+    print(f"SKIP: PyTorch is not installed ({e}); scripts/setup.sh --tests installs it")
+    sys.exit(77)
+
+failures = []
+
+
+def check(ok, what):
+    print(("PASS: " if ok else "FAIL: ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def data_dir():
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.environ.get("PLAB_DATA_DIR") or os.path.join(base, "precision-lab", "data")
+
+
+def plab_train(plab, args):
+    p = subprocess.run([plab, "train", "--quiet", "--threads", "1", "--arithmetic", "exact"] + args,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr)
+    return p.returncode
+
+
+def flushed_shares(record, steps, kind):
+    """layer -> share of the nonzero finite values of `kind` flushed to 0 over the given steps."""
+    totals = {}
+    for t in record["telemetry"]:
+        if t["step"] not in steps:
+            continue
+        for e in t["layers"]:
+            if e["kind"] != kind or e["stats"]["count"] == 0:
+                continue
+            st = e["stats"]
+            u = totals.setdefault(e["layer"], [0, 0])
+            u[0] += st["underflow"]
+            u[1] += st["count"] - st["zeros_in"] - st["nan"] - st["inf_in"]
+    return {layer: u / n for layer, (u, n) in totals.items() if n}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--plab", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    work = args.work
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    folder = os.path.join(data_dir(), "mnist")
+    if not os.path.isdir(folder):
+        folder = os.path.join(data_dir(), "mnist-10k")
+    if not os.path.isdir(folder):
+        print(f"SKIP: no MNIST data in {data_dir()}")
+        sys.exit(77)
+    images = pt.read_idx(os.path.join(folder, "train-images-idx3-ubyte.gz"))
+    labels = pt.read_idx(os.path.join(folder, "train-labels-idx1-ubyte.gz"))
+
+    torch.manual_seed(21)
+    model = pt.make_model("small-cnn")
+    init = os.path.join(work, "init.safetensors")
+    pt.save_safetensors(init, model.state_dict())
+    batches = os.path.join(work, "batches.txt")
+    common = ["--model", "small-cnn", "--init-weights", init, "--data-dir", data_dir(), "--optimizer", "sgd",
+              "--momentum", "0", "--lr", "0.01", "--batch", "512", "--max-steps", "20", "--histogram-every", "5"]
+    lab_fp32 = os.path.join(work, "lab-fp32.json")
+    lab_fp16 = os.path.join(work, "lab-amp-fp16.json")
+    check(plab_train(args.plab, common + ["--recipe", "fp32", "--write-batches", batches, "--out", lab_fp32]) == 0,
+          "plab train --recipe fp32 exits 0")
+    check(plab_train(args.plab, common + ["--recipe", "amp-fp16", "--loss-scale", "off", "--read-batches", batches,
+                                          "--out", lab_fp16]) == 0, "plab train --recipe amp-fp16 exits 0")
+    if failures:
+        sys.exit(1)
+
+    # The same run in PyTorch (fp32, plain SGD), with the probe measuring against fp16.
+    probe_file = os.path.join(work, "probe.plab.json")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    probe = Probe(model, probe_file, fmt="fp16", every=5, optimizer=opt, name="PyTorch small-cnn",
+                  settings={"model": "small-cnn", "optimizer": "sgd", "lr": 0.01, "momentum": 0.0, "batch": 512})
+    for idx in pt.read_batches(batches):
+        x, y = pt.batch_tensors(images, labels, idx)
+        probe.begin_step()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        probe.end_step(loss, batch=len(idx))
+    probe.close()
+    ours = json.load(open(probe_file))
+    lab = json.load(open(lab_fp32))
+    diffs = [abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(ours["steps"], lab["steps"])]
+    print(f"      largest relative loss difference {max(diffs):.2e}")
+    check(len(ours["steps"]) == 20 and max(diffs) <= 1e-5, "every step's loss within 1e-5 relative of the lab's fp32 run")
+
+    steps = {1, 5, 10, 15, 20}
+    check({t["step"] for t in ours["telemetry"]} == steps, "the probe's telemetry steps are 1, 5, 10, 15, 20")
+    lab_record = json.load(open(lab_fp16))
+    largest = 0.0
+    for kind, layers in (("weight_grad", {"conv1", "conv2", "fc1"}), ("activation_grad", {"conv2", "fc1"})):
+        probe_u = flushed_shares(ours, steps, kind)
+        lab_u = {k: v for k, v in flushed_shares(lab_record, steps, kind).items() if k in layers}
+        print(f"      {kind} flushed in fp16, probe (PyTorch fp32) / lab (amp-fp16): " +
+              ", ".join(f"{k} {100 * probe_u.get(k, float('nan')):.2f}% / {100 * v:.2f}%" for k, v in sorted(lab_u.items())))
+        check(set(lab_u) == layers and layers <= set(probe_u), f"both record the {kind} of {', '.join(sorted(layers))}")
+        check(all(abs(probe_u[k] - lab_u[k]) <= 0.005 for k in lab_u if k in probe_u),
+              f"each layer's flushed share of its {kind} within 0.5 point of the lab's")
+        check(all(probe_u.get(k, 0) > 0 for k, v in lab_u.items() if v >= 0.001),
+              f"where the lab flushes 0.1% or more of a layer's {kind}, the probe sees flushes too")
+        largest = max([largest] + list(lab_u.values()))
+    # Batches of 512 make the mean's gradients small enough that fp16 flushes some (0.1-0.4%).
+    check(largest >= 0.001, f"at least one layer flushes 0.1% or more ({100 * largest:.2f}%): the comparison is not of zeros")
+    lost = [e for t in ours["telemetry"] for e in t["layers"] if e["kind"] == "weight_grad"]
+    check(all(e["nonzero_updates"] > 0 for e in lost), "the probe counts each layer's nonzero updates")
+
+    # The lab's readers take the probe's record.
+    p = subprocess.run([args.plab, "report", probe_file, lab_fp32, "--json", os.path.join(work, "report")],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "plab report reads the probe's record" + ("" if p.returncode == 0 else ": " + p.stderr))
+    p = subprocess.run([args.plab, "export", "--tensorboard", os.path.join(work, "tb"), probe_file],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "plab export --tensorboard reads the probe's record" + ("" if p.returncode == 0 else ": " + p.stderr))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
