@@ -117,9 +117,11 @@ class Probe:
             "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "source": {"kind": "pytorch-probe", "model": type(model).__name__, "torch": torch.__version__},
             "recipe": recipe,
-            # Settings the lab reads (its keys, docs/RUN_RECORD.md); what the probe cannot
-            # know keeps the lab's default. Pass settings={...} to say more (model, lr, batch).
-            "settings": dict(settings or {}),
+            # Settings the lab reads (its keys, docs/RUN_RECORD.md): AMP in the probe's format,
+            # so the app judges the histograms in the format the telemetry measured; what the
+            # probe cannot know keeps the lab's default. settings={...} says more (model, lr).
+            "settings": {"recipe": "amp-" + fmt, "loss_scale": "dynamic" if scaler is not None else "off",
+                         **(settings or {})},
             "seed": 0,
             "machine": {"cpu": platform.processor() or platform.machine(), "logical_cores": os.cpu_count() or 1,
                         "threads": torch.get_num_threads(), "os": f"{platform.system()} {platform.release()}",
@@ -130,7 +132,12 @@ class Probe:
             "steps": [], "events": [], "evals": [], "telemetry": [],
             "memory": {"categories": ["weights", "master_weights", "gradients", "activations", "optimizer_state",
                                       "workspace"], "samples": [], "peak": {}},
-            "summary": {"status": "running", "message": "", "steps": 0, "skipped_steps": 0},
+            "summary": {"status": "running", "message": "", "steps": 0, "skipped_steps": 0, "test_accuracy": None,
+                        "best_test_accuracy": None, "images_per_second": 0.0, "underflow_fraction": {},
+                        "overflow_fraction": {}, "activation_grad_underflow_fraction": {}, "lost_update_fraction": {},
+                        "weights_made_non_finite": {},
+                        # The probe does not see inside the optimizer's arithmetic: no state counts.
+                        "optimizer_state_flushed": {}, "optimizer_state_made_non_finite": {}},
         }
         self._skipped = 0
         self._totals = {}          # (layer, kind) -> [underflow, overflow, nonzero finite]
@@ -196,9 +203,10 @@ class Probe:
                 extra = {"lost_updates": lost, "nonzero_updates": nonzero, "non_finite_updates": made_non_finite}
                 if grads:
                     self._add(layer, "weight_grad", torch.cat(grads), extra)
-                counts = self._lost.setdefault(layer, [0, 0])
+                counts = self._lost.setdefault(layer, [0, 0, 0])
                 counts[0] += lost
                 counts[1] += nonzero
+                counts[2] += made_non_finite
             self.record["telemetry"].append({"step": self.step, "loss_scale": self._scale, "layers": self._layers})
             self._layers = []
             self._before = {}
@@ -259,6 +267,7 @@ class Probe:
                                  ("activation_grad_underflow_fraction", "activation_grad", 0)):
             summary[key] = {layer: share(t[index], t[2]) for (layer, k), t in self._totals.items() if k == kind}
         summary["lost_update_fraction"] = {layer: share(c[0], c[1]) for layer, c in self._lost.items()}
+        summary["weights_made_non_finite"] = {layer: c[2] for layer, c in self._lost.items()}
         self._flush(force=True)
 
     def _flush(self, force=False):

@@ -130,6 +130,11 @@ def main():
     print(f"      largest relative loss difference {max(diffs):.2e}")
     check(len(ours["steps"]) == 20 and max(diffs) <= 1e-5, "every step's loss within 1e-5 relative of the lab's fp32 run")
 
+    # Every key the lab's own record has, at the top and in the summary (the app's replay
+    # reads them), the probe's record has too.
+    check(set(lab) - {"source"} <= set(ours), f"the record's keys: missing {sorted(set(lab) - set(ours))}")
+    check(set(lab["summary"]) <= set(ours["summary"]),
+          f"the summary's keys: missing {sorted(set(lab['summary']) - set(ours['summary']))}")
     steps = {1, 5, 10, 15, 20}
     check({t["step"] for t in ours["telemetry"]} == steps, "the probe's telemetry steps are 1, 5, 10, 15, 20")
     lab_record = json.load(open(lab_fp16))
