@@ -28,7 +28,8 @@ the gradient without one; Adam's first moment). On a GPU, the device's peak memo
 
 Cheap between telemetry steps: the hooks return at once, and only the loss is read. The
 record is rewritten atomically (a temporary file, then a rename) at most once a second and
-at close(). Pure Python on torch; no other package.
+at close(), with the lab's writer lock beside it until close(): a record written into the
+app's runs folder is followed live as it grows. Pure Python on torch; no other package.
 """
 
 import datetime
@@ -75,6 +76,42 @@ def rounding_stats(x, fmt):
         histogram["first_exponent"] = first
         histogram["counts"] = [int(c) for c in torch.bincount(exponents - first)]
     return stats, histogram
+
+
+def _take_lock(record):
+    """The lab's writer lock (engine/files/record_lock.h): ".<name>.lock" beside the record,
+    created exclusively, holding "pid host". While it exists and its process runs, the app
+    follows the record as it grows instead of calling it interrupted. A lock left by a
+    process of this host that is gone is taken over; a live one is an error."""
+    folder, name = os.path.split(os.path.abspath(record))
+    lock = os.path.join(folder, "." + name + ".lock")
+    for attempt in range(2):
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                pid, host = open(lock).read().split()[:2]
+                gone = host == socket.gethostname() and not _process_runs(int(pid))
+            except (OSError, ValueError):
+                gone = False
+            if attempt == 0 and gone:
+                os.unlink(lock)
+                continue
+            raise RuntimeError(f"{record} is being written by another process (its lock {lock} exists)")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()} {socket.gethostname()}\n")
+        return lock
+    return None
+
+
+def _process_runs(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except PermissionError:
+        return True
+    except OSError:
+        return False
 
 
 class Probe:
@@ -129,7 +166,9 @@ class Probe:
             "versions": {"precision_lab": "probe", "torch": torch.__version__},
             "backend": {"name": "pytorch-" + device.type},
             "data": {"name": "", "description": "the user's own data", "train_images": 0, "test_images": 0},
-            "steps": [], "events": [], "evals": [], "telemetry": [],
+            "steps": [], "evals": [], "telemetry": [],
+            "events": [{"step": 0, "type": "status", "status": "running",
+                        "message": f"training {type(model).__name__} in PyTorch, recorded by the probe"}],
             "memory": {"categories": ["weights", "master_weights", "gradients", "activations", "optimizer_state",
                                       "workspace"], "samples": [], "peak": {}},
             "summary": {"status": "running", "message": "", "steps": 0, "skipped_steps": 0, "test_accuracy": None,
@@ -141,7 +180,8 @@ class Probe:
         }
         self._skipped = 0
         self._totals = {}          # (layer, kind) -> [underflow, overflow, nonzero finite]
-        self._lost = {}            # layer -> [lost, nonzero]
+        self._lost = {}            # layer -> [lost, nonzero, made non-finite]
+        self._lock = _take_lock(self.path)
         self._flush(force=True)
 
     # -- hooks -------------------------------------------------------------------------
@@ -258,6 +298,8 @@ class Probe:
         summary = self.record["summary"]
         summary["status"] = status
         summary["message"] = message or f"recorded by the Precision Lab probe ({self.step} steps)"
+        self.record["events"].append({"step": self.step, "type": "status", "status": status,
+                                      "message": summary["message"]})
         summary["finished_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         seconds = time.monotonic() - self._started
         images = sum(s["batch"] for s in self.record["steps"])
@@ -269,6 +311,12 @@ class Probe:
         summary["lost_update_fraction"] = {layer: share(c[0], c[1]) for layer, c in self._lost.items()}
         summary["weights_made_non_finite"] = {layer: c[2] for layer, c in self._lost.items()}
         self._flush(force=True)
+        if self._lock:
+            try:
+                os.unlink(self._lock)   # after the record is complete, as the lab's writer does
+            except FileNotFoundError:
+                pass
+            self._lock = None
 
     def _flush(self, force=False):
         now = time.monotonic()

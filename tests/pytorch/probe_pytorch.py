@@ -115,6 +115,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     probe = Probe(model, probe_file, fmt="fp16", every=5, optimizer=opt, name="PyTorch small-cnn",
                   settings={"model": "small-cnn", "optimizer": "sgd", "lr": 0.01, "momentum": 0.0, "batch": 512})
+    lock = os.path.join(work, ".probe.plab.json.lock")
+    check(open(lock).read().split()[0] == str(os.getpid()), "the probe holds the lab's writer lock while it records")
     for idx in pt.read_batches(batches):
         x, y = pt.batch_tensors(images, labels, idx)
         probe.begin_step()
@@ -124,6 +126,7 @@ def main():
         opt.step()
         probe.end_step(loss, batch=len(idx))
     probe.close()
+    check(not os.path.exists(lock), "close() removes the lock once the record is complete")
     ours = json.load(open(probe_file))
     lab = json.load(open(lab_fp32))
     diffs = [abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(ours["steps"], lab["steps"])]
