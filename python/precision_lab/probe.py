@@ -18,7 +18,8 @@ beside the lab's own.
 
 What it records, every step: the loss, the loss scale the step used and whether GradScaler
 skipped it (its scale fell). Every `every` steps (and at step 1), per module that holds
-parameters (nn.Linear, nn.Conv2d, ...), against the 16-bit format `fmt` (fp16 or bf16):
+parameters (nn.Linear, nn.Conv2d, ...), against the format `fmt` (fp16, bf16, or FP8's
+e4m3 or e5m2 without a scale):
 how its output (`activation`), the gradient of its input (`activation_grad`) and its
 parameters' gradients as the backward made them (scaled: `weight_grad`) would round into
 that format: values that underflow to 0, become subnormal, overflow to inf, and a log2|x|
@@ -50,19 +51,48 @@ _FORMATS = {
 }
 
 
+# FP8 (OCP OFP8): mantissa bits, smallest normal exponent, largest exponent, largest finite.
+_FP8 = {
+    "e4m3": (3, -6, 8, 448.0),
+    "e5m2": (2, -14, 15, 57344.0),
+}
+
+
+def _round_fp8(a, fmt):
+    """|x| (float64, finite) rounded to nearest even in an FP8 format, before any overflow:
+    the quantum is 2^(clamp(floor(log2 a), emin, emax) - mantissa bits), as the lab's
+    quantiser (engine/numerics/quantize.cpp)."""
+    mbits, emin, emax, _ = _FP8[fmt]
+    e = torch.frexp(a)[1].to(torch.float64) - 1           # floor(log2 a) for a > 0
+    q = torch.exp2(torch.clamp(e, emin, emax) - mbits)
+    return torch.round(a / q) * q                          # torch.round: half to even
+
+
 def rounding_stats(x, fmt):
-    """The lab's RoundingStats and log2 histogram of rounding fp32 values `x` into `fmt`."""
-    dtype, min_normal = _FORMATS[fmt]
+    """The lab's RoundingStats and log2 histogram of rounding fp32 values `x` into `fmt`
+    (fp16, bf16, or FP8's e4m3 and e5m2, unscaled: a value past the largest finite one is
+    counted as overflow, as the lab counts FP8's saturated values)."""
     x = x.detach().float().reshape(-1)
-    y = x.to(dtype).float()
     finite = torch.isfinite(x)
     nonzero = finite & (x != 0)
+    if fmt in _FP8:
+        a = torch.where(nonzero, x.abs().double(), torch.ones_like(x, dtype=torch.float64))
+        r = torch.where(nonzero, _round_fp8(a, fmt), torch.zeros_like(a))
+        saturated = nonzero & (r > _FP8[fmt][3])
+        underflow = nonzero & (r == 0)
+        subnormal = (r != 0) & (r < 2.0 ** _FP8[fmt][1]) & ~saturated
+    else:
+        dtype, min_normal = _FORMATS[fmt]
+        y = x.to(dtype).float()
+        underflow = nonzero & (y == 0)
+        subnormal = finite & (y != 0) & (y.abs() < min_normal)
+        saturated = finite & torch.isinf(y)
     stats = {
         "count": int(x.numel()),
         "zeros_in": int((x == 0).sum()),
-        "underflow": int((nonzero & (y == 0)).sum()),
-        "subnormal": int((finite & (y != 0) & (y.abs() < min_normal)).sum()),
-        "overflow": int((finite & torch.isinf(y)).sum()),
+        "underflow": int(underflow.sum()),
+        "subnormal": int(subnormal.sum()),
+        "overflow": int(saturated.sum()),
         "nan": int(torch.isnan(x).sum()),
         "inf_in": int(torch.isinf(x).sum()),
     }
@@ -119,8 +149,8 @@ class Probe:
 
     def __init__(self, model, path, *, fmt="fp16", every=50, optimizer=None, scaler=None, name="",
                  settings=None):
-        if fmt not in _FORMATS:
-            raise ValueError(f"fmt must be one of {sorted(_FORMATS)}, not {fmt!r}")
+        if fmt not in _FORMATS and fmt not in _FP8:
+            raise ValueError(f"fmt must be one of {sorted(_FORMATS) + sorted(_FP8)}, not {fmt!r}")
         if every < 1:
             raise ValueError("every must be at least 1")
         self.path = os.fspath(path)
@@ -157,8 +187,10 @@ class Probe:
             # Settings the lab reads (its keys, docs/RUN_RECORD.md): AMP in the probe's format,
             # so the app judges the histograms in the format the telemetry measured; what the
             # probe cannot know keeps the lab's default. settings={...} says more (model, lr).
-            "settings": {"recipe": "amp-" + fmt, "loss_scale": "dynamic" if scaler is not None else "off",
-                         **(settings or {})},
+            # (FP8: the lab's unscaled FP8 recipe, E4M3 throughout for e4m3.)
+            "settings": {**({"recipe": "amp-" + fmt} if fmt in _FORMATS else
+                            {"recipe": "fp8-unscaled", **({"fp8_format": "e4m3"} if fmt == "e4m3" else {})}),
+                         "loss_scale": "dynamic" if scaler is not None else "off", **(settings or {})},
             "seed": 0,
             "machine": {"cpu": platform.processor() or platform.machine(), "logical_cores": os.cpu_count() or 1,
                         "threads": torch.get_num_threads(), "os": f"{platform.system()} {platform.release()}",

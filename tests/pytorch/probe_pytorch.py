@@ -158,6 +158,38 @@ def main():
     lost = [e for t in ours["telemetry"] for e in t["layers"] if e["kind"] == "weight_grad"]
     check(all(e["nonzero_updates"] > 0 for e in lost), "the probe counts each layer's nonzero updates")
 
+    # FP8 without a scale: the probe's counts against plab convert's rounding (the lab's
+    # own, bit-exact to the OFP8 specification), chunk by chunk over values around every
+    # boundary: each format's smallest subnormal, its halves and ties, the smallest normal,
+    # the largest finite value and past it, and log-uniform values between.
+    from precision_lab import rounding_stats
+    gen = torch.Generator().manual_seed(5)
+    for fmt, (low, high) in (("e4m3", (-12, 10)), ("e5m2", (-19, 17))):
+        edges = []
+        for k in range(low, high):
+            for m in (1.0, 1.0625, 1.125, 1.1875, 1.25, 1.5, 1.75, 1.875, 1.9375):
+                edges.append(m * 2.0 ** k)
+        values = torch.tensor(edges, dtype=torch.float32)
+        values = torch.cat([values, torch.exp2(torch.empty(400).uniform_(low, high, generator=gen))])
+        values = values * torch.where(torch.rand(values.numel(), generator=gen) < 0.5, -1.0, 1.0)
+        p = subprocess.run([args.plab, "convert", "--format", fmt], input="\n".join(f"{v:.9g}" for v in values.tolist()),
+                           capture_output=True, text=True)
+        classes = [line.split("\t")[2] for line in p.stdout.splitlines()]
+        check(p.returncode == 0 and len(classes) == values.numel(), f"plab convert --format {fmt} classifies every value")
+        agree = True
+        for start in range(0, values.numel(), 50):
+            chunk = values[start:start + 50]
+            # The printed decimal is what plab read: parse it back so both see the same float.
+            chunk = torch.tensor([float(f"{v:.9g}") for v in chunk.tolist()], dtype=torch.float32)
+            cls = classes[start:start + 50]
+            stats, _ = rounding_stats(chunk, fmt)
+            expected = {"underflow": sum(c == "zero" for c in cls), "subnormal": sum(c == "subnormal" for c in cls),
+                        "overflow": sum(c in ("inf", "nan") for c in cls)}
+            if any(stats[k] != v for k, v in expected.items()):
+                agree = False
+                print(f"      {fmt} values {start}..{start + len(cls) - 1}: probe {stats}, plab convert {expected}")
+        check(agree, f"{fmt}: the probe's underflow, subnormal and overflow counts equal plab convert's, chunk by chunk")
+
     # The lab's readers take the probe's record.
     p = subprocess.run([args.plab, "report", probe_file, lab_fp32, "--json", os.path.join(work, "report")],
                        capture_output=True, text=True)
