@@ -14,6 +14,10 @@ that the lab's readers take.
               recorded, within 0.5 point. (The two runs' gradients
               are not bit-equal: the lab's come from fp16 products; their distributions are
               what is compared.)
+  bf16        torch.autocast("cpu", bfloat16) with the probe measuring bf16, against the lab's
+              amp-bf16 run: every loss within 2^-7 relative (NOT RUN, said so, where this
+              PyTorch cannot run a bf16 convolution: CPUs without AVX-512).
+  fp8         the probe's unscaled E4M3/E5M2 counts against `plab convert`, chunk by chunk.
   readers     `plab report --json` and `plab export --tensorboard` read the probe's record.
 
 Usage: probe_pytorch.py --plab PLAB --work DIR. Exit 77 without PyTorch or data (a skip).
@@ -157,6 +161,47 @@ def main():
     check(largest >= 0.001, f"at least one layer flushes 0.1% or more ({100 * largest:.2f}%): the comparison is not of zeros")
     lost = [e for t in ours["telemetry"] for e in t["layers"] if e["kind"] == "weight_grad"]
     check(all(e["nonzero_updates"] > 0 for e in lost), "the probe counts each layer's nonzero updates")
+
+    # bf16 autocast on the CPU (the AMP PyTorch runs here): the probe in the loop, measuring
+    # bf16, against the lab's amp-bf16 run of the same weights and batches: every loss within
+    # 2^-7 relative (one bf16 step, the golden test's bound, docs/PYTORCH.md).
+    if hasattr(torch, "autocast"):
+        torch.manual_seed(22)
+        model = pt.make_model("small-cnn")
+        init16 = os.path.join(work, "init-bf16.safetensors")
+        pt.save_safetensors(init16, model.state_dict())
+        batches16 = os.path.join(work, "batches-bf16.txt")
+        lab_bf16 = os.path.join(work, "lab-amp-bf16.json")
+        check(plab_train(args.plab, ["--model", "small-cnn", "--init-weights", init16, "--data-dir", data_dir(),
+                                     "--optimizer", "sgd", "--momentum", "0", "--lr", "0.01", "--batch", "32",
+                                     "--max-steps", "10", "--histogram-every", "5", "--recipe", "amp-bf16",
+                                     "--write-batches", batches16, "--out", lab_bf16]) == 0,
+              "plab train --recipe amp-bf16 exits 0")
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        bf16_file = os.path.join(work, "probe-bf16.plab.json")
+        probe = Probe(model, bf16_file, fmt="bf16", every=5, optimizer=opt, name="PyTorch bf16 autocast")
+        try:
+            for idx in pt.read_batches(batches16):
+                x, y = pt.batch_tensors(images, labels, idx)
+                probe.begin_step()
+                opt.zero_grad()
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    logits = model(x)
+                loss = F.cross_entropy(logits.float(), y)
+                loss.backward()
+                opt.step()
+                probe.end_step(loss, batch=len(idx))
+            probe.close()
+            ours16 = json.load(open(bf16_file))
+            lab16 = json.load(open(lab_bf16))
+            diffs = [abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(ours16["steps"], lab16["steps"])]
+            print(f"      bf16 autocast: largest relative loss difference {max(diffs):.2e}")
+            check(len(ours16["steps"]) == 10 and max(diffs) <= 2.0 ** -7,
+                  "bf16 autocast with the probe: every loss within 2^-7 relative of the lab's amp-bf16 run")
+            kinds = {e["kind"] for t in ours16["telemetry"] for e in t["layers"]}
+            check(kinds == {"activation", "activation_grad", "weight_grad"}, f"bf16 autocast telemetry kinds: {sorted(kinds)}")
+        except RuntimeError as e:   # PyTorch 1.13's bf16 convolution needs AVX-512 (golden_pytorch says the same)
+            print(f"NOT RUN: bf16 autocast on this CPU ({str(e).splitlines()[0]})")
 
     # FP8 without a scale: the probe's counts against plab convert's rounding (the lab's
     # own, bit-exact to the OFP8 specification), chunk by chunk over values around every
