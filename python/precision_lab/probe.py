@@ -171,7 +171,6 @@ class Probe:
         self._hooks = []
         for name_, module in self._named:
             self._hooks.append(module.register_forward_hook(self._forward_hook(name_)))
-            self._hooks.append(module.register_full_backward_hook(self._backward_hook(name_)))
         device = next(model.parameters()).device if any(True for _ in model.parameters()) else torch.device("cpu")
         self._cuda = device.type == "cuda"
         recipe = {"preset": "custom", "custom": True, "display_name": f"PyTorch ({fmt} telemetry)",
@@ -219,14 +218,15 @@ class Probe:
     # -- hooks -------------------------------------------------------------------------
     def _forward_hook(self, layer):
         def hook(module, inputs, output):
-            if self._capture and torch.is_tensor(output):
+            if not self._capture:
+                return
+            if torch.is_tensor(output):
                 self._add(layer, "activation", output)
-        return hook
-
-    def _backward_hook(self, layer):
-        def hook(module, grad_input, grad_output):
-            if self._capture and grad_input and torch.is_tensor(grad_input[0]):
-                self._add(layer, "activation_grad", grad_input[0])
+            # The gradient of the module's input, from a hook on that tensor (not a full
+            # backward hook: those refuse a module whose output is then changed in place,
+            # as nn.ReLU(inplace=True) does).
+            if inputs and torch.is_tensor(inputs[0]) and inputs[0].requires_grad:
+                inputs[0].register_hook(lambda grad: self._add(layer, "activation_grad", grad))
         return hook
 
     def _add(self, layer, kind, tensor, extra=None):

@@ -203,6 +203,19 @@ def main():
         except RuntimeError as e:   # PyTorch 1.13's bf16 convolution needs AVX-512 (golden_pytorch says the same)
             print(f"NOT RUN: bf16 autocast on this CPU ({str(e).splitlines()[0]})")
 
+    # A model that changes a module's output in place (nn.ReLU(inplace=True), as ResNets do):
+    # the probe still records every module's input gradient.
+    tiny = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(inplace=True), torch.nn.Linear(8, 2))
+    tiny_file = os.path.join(work, "inplace.plab.json")
+    probe = Probe(tiny, tiny_file, every=1)
+    probe.begin_step()
+    tiny(torch.randn(4, 8)).sum().backward()
+    probe.end_step(0.0)
+    probe.close()
+    kinds = sorted((e["layer"], e["kind"]) for e in json.load(open(tiny_file))["telemetry"][0]["layers"])
+    check(("2", "activation_grad") in kinds and ("0", "weight_grad") in kinds,
+          f"an in-place ReLU after a module does not stop the probe: {kinds}")
+
     # FP8 without a scale: the probe's counts against plab convert's rounding (the lab's
     # own, bit-exact to the OFP8 specification), chunk by chunk over values around every
     # boundary: each format's smallest subnormal, its halves and ties, the smallest normal,
