@@ -33,9 +33,7 @@ ReportChart lossChart(const RunComparison& c, double smoothing)
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
         const auto& steps = c.runs[i].stepSeries;
         ChartSeries s{qs(c.runs[i].label), seriesColor(int(i)), {}, false, {}, {}};
-        std::vector<double> losses(steps.size());
-        for (std::size_t k = 0; k < steps.size(); ++k) losses[k] = steps[k].lossOrNaN();
-        const std::vector<double> smoothed = exponentialMovingAverage(losses, smoothing);
+        const std::vector<double> smoothed = smoothedLosses(steps, smoothing);
         for (std::size_t k = 0; k < steps.size(); ++k)
             if (k % stride == stride - 1 || k + 1 == steps.size())
                 s.points.push_back(QPointF(double(steps[k].step), smoothed[k]));   // NaN: a gap

@@ -11,7 +11,6 @@
 #include <QGuiApplication>
 
 #include <memory>
-#include <set>
 
 namespace plab::report {
 

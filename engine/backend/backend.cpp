@@ -1,7 +1,8 @@
 // The CUDA plugin loader: finds libplab_cuda.so next to the executable, in the package's
-// ../lib/precision-lab or on the library path with dlopen(), so the engine starts on machines without CUDA and says why the GPU
-// backend is unavailable instead of failing to load; refuses a plugin built against
-// another interface version before calling anything else in it.
+// ../lib/precision-lab or on the library path with dlopen(), so the engine starts on
+// machines without CUDA and says why the GPU backend is unavailable instead of failing to
+// load; refuses a plugin built against another interface version before calling anything
+// else in it.
 #include "backend/backend.h"
 
 #include <cctype>

@@ -19,4 +19,11 @@ std::vector<double> exponentialMovingAverage(std::span<const double> values, dou
     return out;
 }
 
+std::vector<double> smoothedLosses(std::span<const StepPoint> steps, double weight)
+{
+    std::vector<double> losses(steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].lossOrNaN();
+    return exponentialMovingAverage(losses, weight);
+}
+
 }  // namespace plab

@@ -2,6 +2,8 @@
 // same as TensorBoard's): a bias-corrected exponential moving average. Qt-free.
 #pragma once
 
+#include "report/step_point.h"
+
 #include <span>
 #include <vector>
 
@@ -17,5 +19,9 @@ inline constexpr double kMaxSmoothing = 0.999;
 // inputs are skipped (their output is NaN) and do not disturb it. weight in [0, 1): 0
 // keeps the raw values.
 std::vector<double> exponentialMovingAverage(std::span<const double> values, double weight);
+
+// The training loss of each step smoothed so (a step whose loss was not finite: NaN), as
+// the app's loss chart and the reports draw it.
+std::vector<double> smoothedLosses(std::span<const StepPoint> steps, double weight);
 
 }  // namespace plab

@@ -107,6 +107,19 @@ QGraphicsSimpleTextItem* makeChartCaption(QChart* chart)
     return caption;
 }
 
+QLabel* makeLabelUnderChart(QWidget* parent, const QString& objectName, Qt::TextFormat format)
+{
+    auto* label = new QLabel(parent);
+    label->setObjectName(objectName);
+    // Not wrapped by the label: a wrapped label in a chart group's layout was given the
+    // height of its narrowest wrapping.
+    label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    label->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    label->setTextFormat(format);
+    label->hide();
+    return label;
+}
+
 QString wrapToWidth(const QString& text, const QFont& font, qreal width)
 {
     if (text.isEmpty()) return {};

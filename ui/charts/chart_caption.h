@@ -5,6 +5,7 @@
 #include <QChart>
 #include <QGraphicsItem>
 #include <QGraphicsSimpleTextItem>
+#include <QLabel>
 
 namespace plab::ui {
 
@@ -17,6 +18,11 @@ int placeCaptionClearOfData(QChart* chart, QGraphicsItem* caption);
 // A caption item on the chart, above the series, placed again clear of the data whenever
 // the plot area moves (while it shows text). Owned by the chart.
 QGraphicsSimpleTextItem* makeChartCaption(QChart* chart);
+
+// A label under a chart for what presentation mode moves off the plot (at a class's font
+// sizes it covered the data): hidden until shown, its width ignored by the layout (a long
+// run name never widens the grid), its lines as the caller breaks them.
+QLabel* makeLabelUnderChart(QWidget* parent, const QString& objectName, Qt::TextFormat format);
 
 // `text`'s lines wrapped at spaces to `width` pixels in `font`; a word wider than that is
 // elided. Empty for empty text.

@@ -32,13 +32,7 @@ LossChart::LossChart(QWidget* parent)
     setAxisRange(accuracy_, 0, 100);
     markers_ = new ChangeMarkers(chart_, &pool_);
     note_ = makeChartCaption(chart_);
-    noteBelow_ = new QLabel(this);
-    noteBelow_->setObjectName(QStringLiteral("coincideNote"));
-    // Lines broken by showNote() to the group's width; Ignored width: a long run name never
-    // widens the grid.
-    noteBelow_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-    noteBelow_->setTextFormat(Qt::PlainText);
-    noteBelow_->hide();
+    noteBelow_ = makeLabelUnderChart(this, QStringLiteral("coincideNote"), Qt::PlainText);   // lines broken by showNote()
     // The smoothing, as TensorBoard's slider: 0 (raw) to 0.999, in thousandths.
     auto* smoothingLabel = new QLabel(tr("Smoothing"));
     smoothingSlider_ = new QSlider(Qt::Horizontal);
@@ -135,9 +129,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setLegendLabel(chart_, smoothSeries, watched ? smoothLabel : runLabel(run, runs));
         showComparisonInLegend(chart_, smoothSeries, watched);
         const QList<QPointF> smooth = reduced_.update(smoothSeries, smoothKey, *run, columns, [&] {
-            std::vector<double> losses(steps.size());
-            for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].lossOrNaN();
-            const std::vector<double> smoothed = exponentialMovingAverage(losses, smoothing_);
+            const std::vector<double> smoothed = smoothedLosses(steps, smoothing_);
             return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
         });
         smoothedLines.emplace_back(run, smooth);

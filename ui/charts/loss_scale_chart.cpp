@@ -37,14 +37,7 @@ LossScaleChart::LossScaleChart(QWidget* parent)
     });
     // Presentation mode: the counts under the chart (on the plot, lines of large text
     // covered the data and ran past its edge).
-    countsBelow_ = new QLabel(this);
-    countsBelow_->setObjectName(QStringLiteral("skippedCounts"));
-    // One line per run, not wrapped: a wrapped label in this layout was given the height of
-    // its narrowest wrapping. Ignored width: a long run name never widens the grid.
-    countsBelow_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-    countsBelow_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-    countsBelow_->setTextFormat(Qt::RichText);
-    countsBelow_->hide();
+    countsBelow_ = makeLabelUnderChart(this, QStringLiteral("skippedCounts"), Qt::RichText);   // one line per run
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this), 1);
