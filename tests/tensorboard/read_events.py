@@ -280,6 +280,18 @@ def main():
         failures.append("a flipped byte passed the CRC check: the reader checks nothing")
     except ValueError:
         pass
+    # A record from someone else cannot name a folder outside DIR: its name becomes a
+    # file-name-safe stem inside it.
+    hostile = json.loads((work / "fp32.json").read_text())
+    hostile["name"] = "../../escaped"
+    (work / "hostile.json").write_text(json.dumps(hostile))
+    out2 = work / "tb-hostile"
+    done = subprocess.run([args.plab, "export", "--tensorboard", str(out2), str(work / "hostile.json")],
+                          capture_output=True, text=True)
+    written = [p for p in work.rglob("events.out.tfevents.*") if out2 not in p.parents and out not in p.parents]
+    written += list(out2.parent.parent.glob("escaped*"))   # where "../../escaped" would land
+    if done.returncode != 0 or written or not list(out2.glob("*/events.out.tfevents.*")):
+        failures.append(f"a record named ../../escaped wrote outside its folder or not at all: {written} {done.stderr}")
     for f in failures:
         print("FAIL:", f)
     if failures:
