@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-DEFAULT_WIDTHS = {"mlp": (512, 256), "small-cnn": (32, 64), "seed-cnn": (420, 1000)}
+DEFAULT_WIDTHS = {"mlp": (512, 256), "deep-mlp": (128, 16), "small-cnn": (32, 64), "seed-cnn": (420, 1000)}
 
 
 class MLP(nn.Module):
@@ -50,6 +50,25 @@ class MLP(nn.Module):
     def forward(self, x):
         x = torch.flatten(x, 1)
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class DeepMLP(nn.Module):
+    """deep-mlp: flatten, then widths[1] linear layers fc1 ... fcN (784->w, w->w, ..., w->10)
+    with a ReLU between two and no normalisation."""
+
+    def __init__(self, widths=DEFAULT_WIDTHS["deep-mlp"]):
+        super().__init__()
+        width, depth = widths
+        sizes = [28 * 28] + [width] * (depth - 1) + [10]
+        self.depth = depth
+        for n in range(1, depth + 1):
+            setattr(self, f"fc{n}", nn.Linear(sizes[n - 1], sizes[n]))
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        for n in range(1, self.depth):
+            x = F.relu(getattr(self, f"fc{n}")(x))
+        return getattr(self, f"fc{self.depth}")(x)
 
 
 class CNN(nn.Module):
@@ -70,7 +89,11 @@ class CNN(nn.Module):
 
 def make_model(kind, widths=None):
     widths = tuple(widths) if widths else DEFAULT_WIDTHS[kind]
-    return MLP(widths) if kind == "mlp" else CNN(widths)
+    if kind == "mlp":
+        return MLP(widths)
+    if kind == "deep-mlp":
+        return DeepMLP(widths)
+    return CNN(widths)
 
 
 # ---- safetensors -----------------------------------------------------------------------

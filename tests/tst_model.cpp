@@ -71,6 +71,11 @@ private slots:
                                                 << qint64(8 * 9 + 8 + 16 * 8 * 9 + 16 + 16 * 49 * 10 + 10);
         QTest::addRow("mlp widths 100, 50") << "mlp" << QList<int>{100, 50}
                                             << qint64(784 * 100 + 100 + 100 * 50 + 50 + 50 * 10 + 10);
+        // 16 linear layers of 128: fc1 784->128, fc2 ... fc15 128->128, fc16 128->10.
+        QTest::addRow("deep-mlp") << "deep-mlp" << QList<int>{}
+                                  << qint64(784 * 128 + 128 + 14 * (128 * 128 + 128) + 128 * 10 + 10);
+        QTest::addRow("deep-mlp widths 32, 3") << "deep-mlp" << QList<int>{32, 3}
+                                               << qint64(784 * 32 + 32 + 32 * 32 + 32 + 32 * 10 + 10);
     }
 
     void parameterCounts()
@@ -100,8 +105,15 @@ private slots:
         auto mlp = Model::create(ModelSpec{"mlp", {}}, 1);
         QCOMPARE(mlp->layerNames(), (std::vector<std::string>{"fc1", "fc2", "fc3"}));
         // What per-layer precision may name, known without building a model: a built one's names.
-        for (const char* kind : {"mlp", "small-cnn", "seed-cnn"})
-            QCOMPARE(parameterLayerNames(kind), Model::create(ModelSpec{kind, {4, 8}}, 1)->layerNames());
+        for (const char* kind : {"mlp", "small-cnn", "seed-cnn", "deep-mlp"})
+            QCOMPARE(parameterLayerNames(ModelSpec{kind, {4, 8}}), Model::create(ModelSpec{kind, {4, 8}}, 1)->layerNames());
+        auto deep = Model::create(ModelSpec{"deep-mlp", {}}, 1);
+        QCOMPARE(deep->layerNames().size(), std::size_t{16});
+        QCOMPARE(deep->layerNames().back(), std::string("fc16"));
+        QCOMPARE(parameterLayerNames("deep-mlp"), deep->layerNames());
+        QCOMPARE(parameterLayerNames(ModelSpec{"deep-mlp", {8, 5}}),
+                 (std::vector<std::string>{"fc1", "fc2", "fc3", "fc4", "fc5"}));
+        QVERIFY(parameterLayerNames(ModelSpec{"deep-mlp", {8, 100}}).empty());
         QVERIFY(parameterLayerNames("resnet").empty());
         // PyTorch's default init bound 1/sqrt(fan_in).
         const double bound = 1.0 / std::sqrt(9.0);
@@ -116,6 +128,8 @@ private slots:
         QTest::addRow("three widths") << "small-cnn" << QList<int>{1, 2, 3};
         QTest::addRow("zero width") << "mlp" << QList<int>{0, 5};
         QTest::addRow("negative width") << "seed-cnn" << QList<int>{-4, 5};
+        QTest::addRow("deep-mlp of one layer") << "deep-mlp" << QList<int>{16, 1};
+        QTest::addRow("deep-mlp of 65 layers") << "deep-mlp" << QList<int>{16, 65};
     }
 
     void invalidSpecs()

@@ -98,6 +98,10 @@ private slots:
                                                 << "model small-cnn has no layer 'fc3' with weights (it has conv1, conv2 or fc1)";
         QTest::addRow("layer of another model") << R"({"model": "mlp", "layer": "conv1=bf16"})"
                                                 << "model mlp has no layer 'conv1'";
+        QTest::addRow("deep-mlp layer beyond its depth") << R"({"model": "deep-mlp", "widths": [64, 8], "layer": "fc9=bf16"})"
+                                                         << "model deep-mlp has no layer 'fc9'";
+        QTest::addRow("deep-mlp of 65 layers") << R"({"model": "deep-mlp", "widths": [64, 65]})"
+                                               << "deep-mlp takes a hidden width and 2 to 64 linear layers, got 65";
     }
     // Issue 38: the optimizer state apart from the master weights. Unset, it follows
     // PyTorch's rule (the parameter's dtype); set, the master-weights switch leaves it be.

@@ -178,6 +178,18 @@ int countContaining(const QList<QAbstractSeries*>& all, const QString& part)
 class TestUiCharts : public QObject {
     Q_OBJECT
 private slots:
+    // deep-mlp's fc1 ... fc16 in model order, not as text sorts them (fc1, fc10, fc11, ...).
+    void layerNamesInModelOrder()
+    {
+        std::vector<std::string> names{"fc10", "fc2", "input", "fc1", "conv2", "fc16", "conv1", "fc9", "loss", "fc02x"};
+        std::sort(names.begin(), names.end(), layerNameLess);
+        QCOMPARE(names, (std::vector<std::string>{"conv1", "conv2", "fc1", "fc2", "fc02x", "fc9", "fc10", "fc16", "input",
+                                                  "loss"}));
+        QVERIFY(!layerNameLess("fc3", "fc3"));
+        QVERIFY(layerNameLess("fc", "fc1"));
+        QVERIFY(!layerNameLess("fc1", "fc"));
+    }
+
     // The histogram's window (issue 14 item 7: computed apart from the drawing), against
     // the rule written out by hand from the formats' ranges (fp16: flushed below 2^-25,
     // normal from 2^-14, overflow from 2^16; bf16: -134, -126, 128; fp32: -150, -126, 128).

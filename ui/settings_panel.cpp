@@ -90,6 +90,8 @@ void SettingsPanel::buildUi()
     };
 
     model_ = combo("modelCombo", {{tr("MLP 784-512-256-10"), QStringLiteral("mlp")},
+                                  {tr("Deep MLP (%1 layers of %2, no normalisation)").arg(kDeepMlpDepth).arg(kDeepMlpWidth),
+                                   QStringLiteral("deep-mlp")},
                                   {tr("Small CNN"), QStringLiteral("small-cnn")},
                                   {tr("Seed CNN (420/1000 channels)"), QStringLiteral("seed-cnn")}});
     dataset_ = combo("datasetCombo", {{tr("MNIST"), QStringLiteral("mnist")},
@@ -277,7 +279,7 @@ void SettingsPanel::buildUi()
             current_.model.widths.clear();
             current_.recipe.layers.clear();
             filling_ = true;
-            showLayerRows(dataOf(model_).toStdString(), current_.recipe);
+            showLayerRows(ModelSpec{dataOf(model_).toStdString(), {}}, current_.recipe);
             filling_ = false;
         }
         onChoice();
@@ -339,7 +341,7 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     selectData(dataset_, QString::fromStdString(s.dataset));
     selectData(preset_, QString::fromStdString(s.recipe.preset));
     showRecipeSwitches(s.recipe);
-    showLayerRows(s.model.kind, s.recipe);
+    showLayerRows(s.model, s.recipe);
     selectData(optimizer_, QString::fromStdString(s.optimizer.kind));
     lr_->setText(numberText(s.optimizer.lr));
     batch_->setText(QString::number(s.batch));
@@ -368,7 +370,7 @@ void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
     lossScaling_->setLossScaling(r.lossScaling);
 }
 
-void SettingsPanel::showLayerRows(const std::string& model, const PrecisionRecipe& recipe)
+void SettingsPanel::showLayerRows(const ModelSpec& model, const PrecisionRecipe& recipe)
 {
     const auto names = parameterLayerNames(model);
     layers_->setRowCount(static_cast<int>(names.size()));

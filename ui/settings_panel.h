@@ -61,7 +61,7 @@ private:
     void showRecipeSwitches(const PrecisionRecipe& r);
     // One row per layer with weights of `model`, each showing its precision in `recipe`
     // (callers hold filling_).
-    void showLayerRows(const std::string& model, const PrecisionRecipe& recipe);
+    void showLayerRows(const ModelSpec& model, const PrecisionRecipe& recipe);
     std::vector<LayerPrecision> layerChoices() const;
     void readControls();     // controls -> current_, problem_, notices_; refreshes the labels
     void commitLiveEdit();   // in live mode: send what differs from the run's settings

@@ -1,4 +1,4 @@
-// Models (mlp, small-cnn, seed-cnn) as stacks of layers, with one training step's
+// Models (mlp, deep-mlp, small-cnn, seed-cnn) as stacks of layers, with one training step's
 // forward and backward under a precision recipe.
 #pragma once
 
@@ -18,16 +18,24 @@ namespace plab {
 
 class ComputeBackend;
 
+// deep-mlp's defaults: 16 linear layers of width 128 with ReLUs and no normalisation, deep
+// enough that its first layers' gradients are far smaller than its last layers'.
+constexpr int kDeepMlpWidth = 128;
+constexpr int kDeepMlpDepth = 16;
+
 struct ModelSpec {
-    std::string kind = "small-cnn";   // "mlp", "small-cnn", "seed-cnn"
+    std::string kind = "small-cnn";   // "mlp", "deep-mlp", "small-cnn", "seed-cnn"
     // Channel / width overrides; empty keeps the defaults:
-    // mlp {512, 256}, small-cnn {32, 64}, seed-cnn {420, 1000}.
+    // mlp {512, 256}, small-cnn {32, 64}, seed-cnn {420, 1000};
+    // deep-mlp {hidden width, number of linear layers}: {128, 16}.
     std::vector<int> widths;
     bool operator==(const ModelSpec&) const = default;
 };
 
-// The layers with parameters of a model kind, in model order ("conv1", "conv2", "fc1"),
-// without building it: what per-layer precision may name. Empty for an unknown kind.
+// The layers with parameters of a model, in model order ("conv1", "conv2", "fc1"), without
+// building it: what per-layer precision may name. Empty for an unknown kind or bad widths.
+std::vector<std::string> parameterLayerNames(const ModelSpec& spec);
+// The same for a kind's default widths.
 std::vector<std::string> parameterLayerNames(const std::string& kind);
 
 // What a layer needs to know during one step.

@@ -1,4 +1,4 @@
-// The three models (mlp, small-cnn, seed-cnn) as one sequential stack of layers, their
+// The models (mlp, deep-mlp, small-cnn, seed-cnn) as one sequential stack of layers, their
 // seeded initialisation, the recipe switch of their weights, and one training step.
 #include "nn/activation.h"
 #include "nn/conv2d.h"
@@ -25,6 +25,9 @@ constexpr int kMaxWidth = 1 << 16;
 // evaluate() runs larger batches in slices of this many images to bound activation memory.
 constexpr std::int64_t kEvaluationSlice = 256;
 
+constexpr int kMinDepth = 2;
+constexpr int kMaxDepth = 64;
+
 std::vector<int> widthsFor(const ModelSpec& spec)
 {
     std::vector<int> defaults;
@@ -32,6 +35,9 @@ std::vector<int> widthsFor(const ModelSpec& spec)
     if (spec.kind == "mlp") {
         defaults = {512, 256};
         what = "hidden widths";
+    } else if (spec.kind == "deep-mlp") {
+        defaults = {kDeepMlpWidth, kDeepMlpDepth};
+        what = "the hidden width and the number of linear layers";
     } else if (spec.kind == "small-cnn") {
         defaults = {32, 64};
         what = "conv1 and conv2 channel counts";
@@ -39,7 +45,7 @@ std::vector<int> widthsFor(const ModelSpec& spec)
         defaults = {420, 1000};
         what = "conv1 and conv2 channel counts";
     } else {
-        throw std::invalid_argument("Unknown model '" + spec.kind + "'; expected mlp, small-cnn or seed-cnn.");
+        throw std::invalid_argument("Unknown model '" + spec.kind + "'; expected mlp, deep-mlp, small-cnn or seed-cnn.");
     }
     if (spec.widths.empty()) return defaults;
     if (spec.widths.size() != defaults.size())
@@ -49,21 +55,38 @@ std::vector<int> widthsFor(const ModelSpec& spec)
         if (w < 1 || w > kMaxWidth)
             throw std::invalid_argument("Model " + spec.kind + " widths must be between 1 and " +
                                         std::to_string(kMaxWidth) + ", got " + std::to_string(w) + ".");
+    if (spec.kind == "deep-mlp" && (spec.widths[1] < kMinDepth || spec.widths[1] > kMaxDepth))
+        throw std::invalid_argument("Model deep-mlp takes " + std::to_string(kMinDepth) + " to " +
+                                    std::to_string(kMaxDepth) + " linear layers, got " +
+                                    std::to_string(spec.widths[1]) + ".");
     return spec.widths;
+}
+
+// The hidden widths of an mlp or deep-mlp: one per ReLU between two linear layers.
+std::vector<int> hiddenWidths(const ModelSpec& spec)
+{
+    const auto w = widthsFor(spec);
+    if (spec.kind == "deep-mlp") return std::vector<int>(static_cast<std::size_t>(w[1] - 1), w[0]);
+    return w;
 }
 
 class SequentialModel final : public Model {
 public:
     SequentialModel(ModelSpec spec, std::uint64_t seed) : spec_(std::move(spec))
     {
-        const auto w = widthsFor(spec_);
-        if (spec_.kind == "mlp") {
+        const auto w = widthsFor(spec_);   // throws for a bad spec
+        if (spec_.kind == "mlp" || spec_.kind == "deep-mlp") {
+            // Linear layers fc1 ... fcN with a ReLU between two, no normalisation.
             layers_.push_back(std::make_unique<Flatten>("flatten"));
-            layers_.push_back(std::make_unique<Linear>("fc1", kImageSide * kImageSide, w[0]));
-            layers_.push_back(std::make_unique<ReLU>("relu1"));
-            layers_.push_back(std::make_unique<Linear>("fc2", w[0], w[1]));
-            layers_.push_back(std::make_unique<ReLU>("relu2"));
-            layers_.push_back(std::make_unique<Linear>("fc3", w[1], kClasses));
+            std::int64_t in = kImageSide * kImageSide;
+            int n = 1;
+            for (int width : hiddenWidths(spec_)) {
+                layers_.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, width));
+                layers_.push_back(std::make_unique<ReLU>("relu" + std::to_string(n)));
+                in = width;
+                ++n;
+            }
+            layers_.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, kClasses));
         } else {   // small-cnn and seed-cnn share the shape, not the widths
             layers_.push_back(std::make_unique<Conv2d>("conv1", 1, w[0]));
             layers_.push_back(std::make_unique<ReLU>("relu1"));
@@ -234,13 +257,28 @@ void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountan
 
 }  // namespace
 
-std::vector<std::string> parameterLayerNames(const std::string& kind)
+std::vector<std::string> parameterLayerNames(const ModelSpec& spec)
 {
     // The constructor's stacks above, their layers with parameters (tst_models checks that
     // these equal a built model's layerNames()).
-    if (kind == "mlp") return {"fc1", "fc2", "fc3"};
-    if (kind == "small-cnn" || kind == "seed-cnn") return {"conv1", "conv2", "fc1"};
+    if (spec.kind == "mlp" || spec.kind == "deep-mlp") {
+        std::vector<int> hidden;
+        try {
+            hidden = hiddenWidths(spec);
+        } catch (const std::invalid_argument&) {
+            return {};
+        }
+        std::vector<std::string> names;
+        for (std::size_t n = 1; n <= hidden.size() + 1; ++n) names.push_back("fc" + std::to_string(n));
+        return names;
+    }
+    if (spec.kind == "small-cnn" || spec.kind == "seed-cnn") return {"conv1", "conv2", "fc1"};
     return {};
+}
+
+std::vector<std::string> parameterLayerNames(const std::string& kind)
+{
+    return parameterLayerNames(ModelSpec{kind, {}});
 }
 
 std::unique_ptr<Model> Model::create(const ModelSpec& spec, std::uint64_t seed)

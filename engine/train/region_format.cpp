@@ -10,7 +10,7 @@ RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& l
 {
     std::string owner = layer;
     if (!settings.recipe.layers.empty() && (layer == "input" || layer == SoftmaxCrossEntropy::kTapName)) {
-        const auto names = parameterLayerNames(settings.model.kind);
+        const auto names = parameterLayerNames(settings.model);
         if (!names.empty()) owner = layer == "input" ? names.front() : names.back();
     }
     const PrecisionRecipe recipe = settings.recipe.forLayer(owner);

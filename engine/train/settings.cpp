@@ -209,10 +209,12 @@ const std::vector<KeyRule>& keyRules()
 {
     using T = SettingType;
     static const std::vector<KeyRule> rules = {
-        {{"model", T::text, "mlp, small-cnn or seed-cnn"},
+        {{"model", T::text, "mlp, deep-mlp, small-cnn or seed-cnn"},
          [](const Reader& r, TrainSettings& s) { s.model.kind = r.text("model"); },
          [](const TrainSettings& s) { return json(s.model.kind); }},
-        {{"widths", T::intList, "Channel/width overrides, comma-separated (e.g. 16,32)"},
+        {{"widths", T::intList,
+          "Channel/width overrides, comma-separated (e.g. 16,32); deep-mlp: hidden width, number of linear layers "
+          "(e.g. 128,16)"},
          [](const Reader& r, TrainSettings& s) { s.model.widths = r.widths("widths"); },
          [](const TrainSettings& s) { return json(s.model.widths); }},
         {{"recipe", T::text,
@@ -517,16 +519,21 @@ std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages)
 
 std::string validateSettings(const TrainSettings& s)
 {
-    if (s.model.kind != "mlp" && s.model.kind != "small-cnn" && s.model.kind != "seed-cnn")
-        return "model must be mlp, small-cnn or seed-cnn, got '" + s.model.kind + "'";
+    if (s.model.kind != "mlp" && s.model.kind != "deep-mlp" && s.model.kind != "small-cnn" &&
+        s.model.kind != "seed-cnn")
+        return "model must be mlp, deep-mlp, small-cnn or seed-cnn, got '" + s.model.kind + "'";
     // The model's size before anything is allocated: a wrong widths count, or widths
     // whose parameters alone would not fit in memory (65536 x 65536 ran out of memory).
     if (!s.model.widths.empty() && s.model.widths.size() != 2)
         return "widths: model " + s.model.kind + " takes 2 widths, got " + std::to_string(s.model.widths.size());
     if (s.model.widths.size() == 2) {
         const double a = s.model.widths[0], b = s.model.widths[1];
-        const double parameters = s.model.kind == "mlp" ? 784 * a + a + a * b + b + b * 10 + 10
-                                                        : 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10;
+        if (s.model.kind == "deep-mlp" && (b < 2 || b > 64))
+            return "widths: model deep-mlp takes a hidden width and 2 to 64 linear layers, got " +
+                   std::to_string(s.model.widths[1]) + " layers";
+        const double parameters = s.model.kind == "mlp"        ? 784 * a + a + a * b + b + b * 10 + 10
+                                  : s.model.kind == "deep-mlp" ? 784 * a + a + (b - 2) * (a * a + a) + a * 10 + 10
+                                                               : 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10;
         constexpr double kMaxParameters = double(std::int64_t{1} << 28);   // 1 GiB of fp32 weights
         if (parameters > kMaxParameters)
             return "widths: model " + s.model.kind + " with widths " + std::to_string(s.model.widths[0]) + ", " +
@@ -537,7 +544,7 @@ std::string validateSettings(const TrainSettings& s)
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
-    const auto layers = parameterLayerNames(s.model.kind);
+    const auto layers = parameterLayerNames(s.model);
     for (const LayerPrecision& l : s.recipe.layers)
         if (std::find(layers.begin(), layers.end(), l.layer) == layers.end())
             return "layer: model " + s.model.kind + " has no layer '" + l.layer + "' with weights (it has " +

@@ -161,7 +161,7 @@ def other_blas_kernels(plab):
     return [k for k in ("Haswell", "Sandybridge") if k.lower() != current]
 
 
-def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
+def fp32_case(plab, data_dir, work, images, labels, kind, own_batches, widths=None):
     """fp32 against PyTorch, judged so that the bound does not depend on this CPU's summation
     order (docs/PYTORCH.md):
       - the first step, whose arithmetic is order-independent up to fp32 rounding: loss and
@@ -175,11 +175,13 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
         other OpenBLAS kernel families (the same code, its sums in other orders): twice the
         largest, and never below 1e-5 for the losses and 1e-4 for 99.9% of the weights. A
         wrong Adam step moves both of plab's runs alike, away from float64, and fails it."""
-    torch.manual_seed(11 if kind == "mlp" else 7)
-    model = pt.make_model(kind)
+    torch.manual_seed(11 if kind.endswith("mlp") else 7)
+    model = pt.make_model(kind, widths)
     init = os.path.join(work, f"{kind}-init.safetensors")
     pt.save_safetensors(init, model.state_dict(), {"format": "pt"})
     common = ["--model", kind, "--recipe", "fp32", "--init-weights", init, "--data-dir", data_dir, "--batch", "32"]
+    if widths:
+        common += ["--widths", ",".join(str(w) for w in widths)]
     written = os.path.join(work, f"{kind}-batches.txt")
     if own_batches:   # plab shuffles; PyTorch reads the batches plab wrote
         source = ["--write-batches", written, "--seed", "3"]
@@ -191,7 +193,7 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches):
         source = ["--read-batches", given, "--write-batches", written]
 
     def fresh():
-        m = pt.make_model(kind)
+        m = pt.make_model(kind, widths)
         m.load_state_dict(pt.load_safetensors(init))
         return m
 
@@ -603,6 +605,8 @@ def main():
         return 1 if failures else 0
     fp32_case(args.plab, args.data_dir, work, images, labels, "small-cnn", own_batches=False)
     fp32_case(args.plab, args.data_dir, work, images, labels, "mlp", own_batches=True)
+    # Eight linear layers: the same code as mlp's, chained deeper (PyTorch's DeepMLP).
+    fp32_case(args.plab, args.data_dir, work, images, labels, "deep-mlp", own_batches=True, widths=(32, 8))
     if args.fp32_only:
         print(f"{len(failures)} failed" if failures else "all passed")
         return 1 if failures else 0

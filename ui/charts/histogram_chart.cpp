@@ -180,6 +180,9 @@ void HistogramChart::refillLayers(const RunData& run)
             const QString name = QString::fromStdString(l.layer);
             if (!names.contains(name)) names << name;
         }
+    std::stable_sort(names.begin(), names.end(), [](const QString& a, const QString& b) {
+        return layerNameLess(a.toStdString(), b.toStdString());
+    });
     QStringList have;
     for (int i = 0; i < layerBox_->count(); ++i) have << layerBox_->itemText(i);
     if (names == have || names.isEmpty()) return;

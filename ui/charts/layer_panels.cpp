@@ -23,7 +23,35 @@ std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind)
         for (const LayerTelemetry& l : t->layers)
             if (l.kind == kind && std::find(layers.begin(), layers.end(), l.layer) == layers.end())
                 layers.push_back(l.layer);
+    std::stable_sort(layers.begin(), layers.end(), layerNameLess);
     return layers;
+}
+
+bool layerNameLess(const std::string& a, const std::string& b)
+{
+    // Digit runs compare as numbers: fc2 before fc10.
+    std::size_t i = 0, j = 0;
+    const auto isDigit = [](char c) { return c >= '0' && c <= '9'; };
+    while (i < a.size() && j < b.size()) {
+        if (isDigit(a[i]) && isDigit(b[j])) {
+            std::size_t i1 = i, j1 = j;
+            while (i1 < a.size() && isDigit(a[i1])) ++i1;
+            while (j1 < b.size() && isDigit(b[j1])) ++j1;
+            const std::string_view da = std::string_view(a).substr(i, i1 - i), db = std::string_view(b).substr(j, j1 - j);
+            const auto ta = da.find_first_not_of('0'), tb = db.find_first_not_of('0');
+            const std::string_view na = ta == std::string_view::npos ? std::string_view{} : da.substr(ta);
+            const std::string_view nb = tb == std::string_view::npos ? std::string_view{} : db.substr(tb);
+            if (na.size() != nb.size()) return na.size() < nb.size();
+            if (na != nb) return na < nb;
+            i = i1;
+            j = j1;
+        } else {
+            if (a[i] != b[j]) return a[i] < b[j];
+            ++i;
+            ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
 }
 
 bool linesCoincide(const QList<QPointF>& a, const QList<QPointF>& b, double tolerance)

@@ -70,9 +70,13 @@ private:
     QLabel* key_ = nullptr;
 };
 
-// The layers of `kind` a run reports, in the engine's order (every histogram step reports
-// the same layers, so the first and the last event name them all).
+// The layers of `kind` a run reports (every histogram step reports the same layers, so the
+// first and the last event name them all), in layerNameLess's order.
 std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind);
+
+// Layer names in model order where the model numbers them: digit runs compare as numbers
+// (fc2 before fc10, as deep-mlp's layers come), the rest as text.
+bool layerNameLess(const std::string& a, const std::string& b);
 
 // Whether two polylines drawn with the same x values lie within `tolerance` of each other
 // in y everywhere they share an x (and share at least two points).
