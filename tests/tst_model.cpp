@@ -3,6 +3,7 @@
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "nn/model.h"
+#include "nn/model_kinds.h"
 #include "numerics/format.h"
 
 #include <QtTest>
@@ -88,6 +89,36 @@ private slots:
         QCOMPARE(parameterCount(*model), expected);
         QCOMPARE(model->spec(), spec);
         QCOMPARE(qint64(535818), qint64(784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10));
+    }
+
+    // The model kinds' table against the models it describes: each row's parameter count
+    // is a built model's, at its defaults and at other widths; the widths rules are the ones
+    // Model::create enforces.
+    void kindsTable()
+    {
+        QCOMPARE(QString::fromStdString(modelKindNames()), QString("mlp, deep-mlp, small-cnn or seed-cnn"));
+        for (const ModelKind& k : modelKinds()) {
+            const std::string name(k.name);
+            QVERIFY(findModelKind(name) == &k);
+            QVERIFY(!k.title.empty());
+            for (const std::vector<int>& widths : {std::vector<int>{}, std::vector<int>{8, 3}}) {
+                const auto model = Model::create(ModelSpec{name, widths}, 1);
+                const std::vector<int> w = widths.empty() ? std::vector<int>{k.widths[0].defaultValue, k.widths[1].defaultValue}
+                                                          : widths;
+                QCOMPARE(qint64(k.parameterCount(w[0], w[1])), parameterCount(*model));
+            }
+            for (int i = 0; i < 2; ++i) {
+                std::vector<int> w{k.widths[0].defaultValue, k.widths[1].defaultValue};
+                w[static_cast<std::size_t>(i)] = k.widths[static_cast<std::size_t>(i)].max + 1;
+                QVERIFY(!widthsProblem(k, w).empty());
+                QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Model::create(ModelSpec{name, w}, 1));
+                w[static_cast<std::size_t>(i)] = k.widths[static_cast<std::size_t>(i)].min;
+                QVERIFY(widthsProblem(k, w).empty());
+            }
+        }
+        QVERIFY(findModelKind("resnet") == nullptr);
+        QCOMPARE(QString::fromStdString(widthsProblem(*findModelKind("small-cnn"), {4})),
+                 QString("model small-cnn takes 2 widths, got 1 (conv1 channels, conv2 channels)"));
     }
 
     void shapesAndNames()

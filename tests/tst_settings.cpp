@@ -101,7 +101,7 @@ private slots:
         QTest::addRow("deep-mlp layer beyond its depth") << R"({"model": "deep-mlp", "widths": [64, 8], "layer": "fc9=bf16"})"
                                                          << "model deep-mlp has no layer 'fc9'";
         QTest::addRow("deep-mlp of 65 layers") << R"({"model": "deep-mlp", "widths": [64, 65]})"
-                                               << "deep-mlp takes a hidden width and 2 to 64 linear layers, got 65";
+                                               << "model deep-mlp: the number of linear layers must be between 2 and 64, got 65";
     }
     // Issue 38: the optimizer state apart from the master weights. Unset, it follows
     // PyTorch's rule (the parameter's dtype); set, the master-weights switch leaves it be.

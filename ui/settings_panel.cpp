@@ -3,6 +3,7 @@
 #include "settings_panel.h"
 
 #include "loss_scaling_editor.h"
+#include "nn/model_kinds.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -89,11 +90,11 @@ void SettingsPanel::buildUi()
         return e;
     };
 
-    model_ = combo("modelCombo", {{tr("MLP 784-512-256-10"), QStringLiteral("mlp")},
-                                  {tr("Deep MLP (%1 layers of %2, no normalisation)").arg(kDeepMlpDepth).arg(kDeepMlpWidth),
-                                   QStringLiteral("deep-mlp")},
-                                  {tr("Small CNN"), QStringLiteral("small-cnn")},
-                                  {tr("Seed CNN (420/1000 channels)"), QStringLiteral("seed-cnn")}});
+    QList<QPair<QString, QString>> models;
+    for (const ModelKind& k : modelKinds())
+        models.append({QString::fromUtf8(k.title.data(), static_cast<qsizetype>(k.title.size())),
+                       QString::fromUtf8(k.name.data(), static_cast<qsizetype>(k.name.size()))});
+    model_ = combo("modelCombo", models);
     dataset_ = combo("datasetCombo", {{tr("MNIST"), QStringLiteral("mnist")},
                                       {tr("Fashion-MNIST"), QStringLiteral("fashion-mnist")}});
     QList<QPair<QString, QString>> presets;

@@ -18,16 +18,9 @@ namespace plab {
 
 class ComputeBackend;
 
-// deep-mlp's defaults: 16 linear layers of width 128 with ReLUs and no normalisation, deep
-// enough that its first layers' gradients are far smaller than its last layers'.
-constexpr int kDeepMlpWidth = 128;
-constexpr int kDeepMlpDepth = 16;
-
 struct ModelSpec {
-    std::string kind = "small-cnn";   // "mlp", "deep-mlp", "small-cnn", "seed-cnn"
-    // Channel / width overrides; empty keeps the defaults:
-    // mlp {512, 256}, small-cnn {32, 64}, seed-cnn {420, 1000};
-    // deep-mlp {hidden width, number of linear layers}: {128, 16}.
+    std::string kind = "small-cnn";   // a row of modelKinds() (nn/model_kinds.h)
+    // Two channel / width overrides; empty keeps the row's defaults.
     std::vector<int> widths;
     bool operator==(const ModelSpec&) const = default;
 };

@@ -6,6 +6,7 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/model.h"
+#include "nn/model_kinds.h"
 #include "nn/parameter_copies.h"
 #include "nn/pool.h"
 #include "nn/layer_ops.h"
@@ -21,45 +22,21 @@ namespace {
 
 constexpr std::int64_t kImageSide = 28;
 constexpr std::int64_t kClasses = 10;
-constexpr int kMaxWidth = 1 << 16;
 // evaluate() runs larger batches in slices of this many images to bound activation memory.
 constexpr std::int64_t kEvaluationSlice = 256;
 
-constexpr int kMinDepth = 2;
-constexpr int kMaxDepth = 64;
-
+// The spec's widths, or its kind's defaults; throws std::invalid_argument for an unknown
+// kind or widths out of its row's rules.
 std::vector<int> widthsFor(const ModelSpec& spec)
 {
-    std::vector<int> defaults;
-    std::string what;
-    if (spec.kind == "mlp") {
-        defaults = {512, 256};
-        what = "hidden widths";
-    } else if (spec.kind == "deep-mlp") {
-        defaults = {kDeepMlpWidth, kDeepMlpDepth};
-        what = "the hidden width and the number of linear layers";
-    } else if (spec.kind == "small-cnn") {
-        defaults = {32, 64};
-        what = "conv1 and conv2 channel counts";
-    } else if (spec.kind == "seed-cnn") {
-        defaults = {420, 1000};
-        what = "conv1 and conv2 channel counts";
-    } else {
-        throw std::invalid_argument("Unknown model '" + spec.kind + "'; expected mlp, deep-mlp, small-cnn or seed-cnn.");
+    const ModelKind* kind = findModelKind(spec.kind);
+    if (!kind) throw std::invalid_argument("Unknown model '" + spec.kind + "'; expected " + modelKindNames() + ".");
+    if (std::string problem = widthsProblem(*kind, spec.widths); !problem.empty()) {
+        problem[0] = 'M';
+        throw std::invalid_argument(problem + ".");
     }
-    if (spec.widths.empty()) return defaults;
-    if (spec.widths.size() != defaults.size())
-        throw std::invalid_argument("Model " + spec.kind + " takes " + std::to_string(defaults.size()) + " widths (" +
-                                    what + "), got " + std::to_string(spec.widths.size()) + ".");
-    for (int w : spec.widths)
-        if (w < 1 || w > kMaxWidth)
-            throw std::invalid_argument("Model " + spec.kind + " widths must be between 1 and " +
-                                        std::to_string(kMaxWidth) + ", got " + std::to_string(w) + ".");
-    if (spec.kind == "deep-mlp" && (spec.widths[1] < kMinDepth || spec.widths[1] > kMaxDepth))
-        throw std::invalid_argument("Model deep-mlp takes " + std::to_string(kMinDepth) + " to " +
-                                    std::to_string(kMaxDepth) + " linear layers, got " +
-                                    std::to_string(spec.widths[1]) + ".");
-    return spec.widths;
+    if (!spec.widths.empty()) return spec.widths;
+    return {kind->widths[0].defaultValue, kind->widths[1].defaultValue};
 }
 
 // The hidden widths of an mlp or deep-mlp: one per ReLU between two linear layers.

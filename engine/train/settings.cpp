@@ -4,6 +4,7 @@
 
 #include "error.h"
 #include "json/json_input.h"
+#include "nn/model_kinds.h"
 
 #include <algorithm>
 #include <cmath>
@@ -205,16 +206,34 @@ std::string oneOf(const Reader& r, const char* key, const std::vector<std::strin
     r.fail(key, "must be " + alternatives(allowed) + ", got '" + value + "'");
 }
 
+// The help of the model keys, from the model kinds' table.
+const char* modelKindHelp()
+{
+    static const std::string help = modelKindNames();
+    return help.c_str();
+}
+
+const char* widthsHelp()
+{
+    static const std::string help = [] {
+        std::string h = "Two width overrides, comma-separated (e.g. 16,32):";
+        const auto kinds = modelKinds();
+        for (std::size_t i = 0; i < kinds.size(); ++i)
+            h += std::string(i == 0 ? " " : "; ") + std::string(kinds[i].name) + " " + std::string(kinds[i].widths[0].meaning) +
+                 ", " + std::string(kinds[i].widths[1].meaning);
+        return h;
+    }();
+    return help.c_str();
+}
+
 const std::vector<KeyRule>& keyRules()
 {
     using T = SettingType;
     static const std::vector<KeyRule> rules = {
-        {{"model", T::text, "mlp, deep-mlp, small-cnn or seed-cnn"},
+        {{"model", T::text, modelKindHelp()},
          [](const Reader& r, TrainSettings& s) { s.model.kind = r.text("model"); },
          [](const TrainSettings& s) { return json(s.model.kind); }},
-        {{"widths", T::intList,
-          "Channel/width overrides, comma-separated (e.g. 16,32); deep-mlp: hidden width, number of linear layers "
-          "(e.g. 128,16)"},
+        {{"widths", T::intList, widthsHelp()},
          [](const Reader& r, TrainSettings& s) { s.model.widths = r.widths("widths"); },
          [](const TrainSettings& s) { return json(s.model.widths); }},
         {{"recipe", T::text,
@@ -519,21 +538,14 @@ std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages)
 
 std::string validateSettings(const TrainSettings& s)
 {
-    if (s.model.kind != "mlp" && s.model.kind != "deep-mlp" && s.model.kind != "small-cnn" &&
-        s.model.kind != "seed-cnn")
-        return "model must be mlp, deep-mlp, small-cnn or seed-cnn, got '" + s.model.kind + "'";
-    // The model's size before anything is allocated: a wrong widths count, or widths
-    // whose parameters alone would not fit in memory (65536 x 65536 ran out of memory).
-    if (!s.model.widths.empty() && s.model.widths.size() != 2)
-        return "widths: model " + s.model.kind + " takes 2 widths, got " + std::to_string(s.model.widths.size());
-    if (s.model.widths.size() == 2) {
-        const double a = s.model.widths[0], b = s.model.widths[1];
-        if (s.model.kind == "deep-mlp" && (b < 2 || b > 64))
-            return "widths: model deep-mlp takes a hidden width and 2 to 64 linear layers, got " +
-                   std::to_string(s.model.widths[1]) + " layers";
-        const double parameters = s.model.kind == "mlp"        ? 784 * a + a + a * b + b + b * 10 + 10
-                                  : s.model.kind == "deep-mlp" ? 784 * a + a + (b - 2) * (a * a + a) + a * 10 + 10
-                                                               : 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10;
+    const ModelKind* kind = findModelKind(s.model.kind);
+    if (!kind) return "model must be " + modelKindNames() + ", got '" + s.model.kind + "'";
+    // The model's size before anything is allocated: widths its row does not take, or
+    // widths whose parameters alone would not fit in memory (65536 x 65536 ran out of memory).
+    if (const std::string problem = widthsProblem(*kind, s.model.widths); !problem.empty())
+        return "widths: " + problem;
+    if (!s.model.widths.empty()) {
+        const double parameters = kind->parameterCount(s.model.widths[0], s.model.widths[1]);
         constexpr double kMaxParameters = double(std::int64_t{1} << 28);   // 1 GiB of fp32 weights
         if (parameters > kMaxParameters)
             return "widths: model " + s.model.kind + " with widths " + std::to_string(s.model.widths[0]) + ", " +
