@@ -37,6 +37,25 @@ class TestRecipe : public QObject {
     Q_OBJECT
 
 private slots:
+    // The quantisation modes' table: every row's name parses back to its mode, and per-layer
+    // precision offers every format and every mode below 16 bits, in the tables' order.
+    void quantModesTable()
+    {
+        std::vector<std::string> expected;
+        for (const FormatInfo& f : formats()) expected.emplace_back(f.name);
+        int modes = 0;
+        for (const QuantModeInfo& q : quantModes()) {
+            QCOMPARE(parseQuantMode(q.name), std::optional<QuantMode>(q.mode));
+            QCOMPARE(quantModeName(q.mode), q.name);
+            QVERIFY(!q.title.empty());
+            if (q.mode != QuantMode::off) expected.emplace_back(q.name);
+            ++modes;
+        }
+        QCOMPARE(modes, 7);
+        QCOMPARE(layerPrecisionNames(), expected);
+        QCOMPARE(QString::fromStdString(layerPrecisionNames().back()), QString("nvfp4"));
+    }
+
     // The table of DESIGN.md section 4, one row per preset.
     void presetSwitches_data()
     {

@@ -3,6 +3,7 @@
 // notices show for unusual combinations, and during a run the live-editable fields
 // (precision, loss scaling, batch, lr) send SettingsChanges while the rest is locked.
 
+#include "nn/model_kinds.h"
 #include "setting_examples.h"
 #include "settings_panel.h"
 #include "train/settings.h"
@@ -47,6 +48,27 @@ void typeInto(QLineEdit* edit, const QString& text)
 class TestUiSettings : public QObject {
     Q_OBJECT
 private slots:
+    // The Compute, Operands and Model choices are the engine's tables, in their order.
+    void choicesFromTheTables()
+    {
+        SettingsPanel panel;
+        const auto data = [&](const char* name) {
+            QStringList out;
+            auto* c = child<QComboBox>(panel, name);
+            for (int i = 0; i < c->count(); ++i) out << c->itemData(i).toString();
+            return out;
+        };
+        QStringList formatNames, modeNames, kindNames;
+        for (const FormatInfo& f : formats()) formatNames << QString::fromUtf8(f.name.data(), qsizetype(f.name.size()));
+        for (const QuantModeInfo& q : quantModes()) modeNames << QString::fromUtf8(q.name.data(), qsizetype(q.name.size()));
+        for (const ModelKind& k : modelKinds()) kindNames << QString::fromUtf8(k.name.data(), qsizetype(k.name.size()));
+        QCOMPARE(data("computeCombo"), formatNames);
+        QCOMPARE(data("quantizeCombo"), modeNames);
+        QCOMPARE(data("modelCombo"), kindNames);
+        QCOMPARE(formatNames, (QStringList{"fp32", "tf32", "fp16", "bf16"}));
+        QVERIFY(kindNames.contains("deep-mlp"));
+    }
+
     void initTestCase() { registerTrainerMetaTypes(); }
 
     void presetSetsTheSwitches_data()

@@ -53,15 +53,21 @@ void selectData(QComboBox* combo, const QString& value)
 QString dataOf(const QComboBox* combo) { return combo->currentData().toString(); }
 
 // The operand choices: the recipe's Operands combo and each layer's quantisation.
+QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
 QList<QPair<QString, QString>> quantizeChoices()
 {
-    return {{SettingsPanel::tr("in the compute format"), QStringLiteral("off")},
-            {SettingsPanel::tr("FP8, no scaling"), QStringLiteral("fp8-unscaled")},
-            {SettingsPanel::tr("FP8, delayed scaling"), QStringLiteral("fp8-delayed")},
-            {SettingsPanel::tr("FP8, current scaling"), QStringLiteral("fp8-current")},
-            {SettingsPanel::tr("MXFP8 (blocks of 32)"), QStringLiteral("mxfp8")},
-            {SettingsPanel::tr("MXFP4 (blocks of 32)"), QStringLiteral("mxfp4")},
-            {SettingsPanel::tr("NVFP4 (blocks of 16)"), QStringLiteral("nvfp4")}};
+    QList<QPair<QString, QString>> choices;
+    for (const QuantModeInfo& q : quantModes()) choices.append({fromView(q.title), fromView(q.name)});
+    return choices;
+}
+
+// The formats' table: the Compute combo and each layer's format.
+QList<QPair<QString, QString>> formatChoices()
+{
+    QList<QPair<QString, QString>> choices;
+    for (const FormatInfo& f : formats()) choices.append({fromView(f.name), fromView(f.name)});
+    return choices;
 }
 
 }  // namespace
@@ -91,9 +97,7 @@ void SettingsPanel::buildUi()
     };
 
     QList<QPair<QString, QString>> models;
-    for (const ModelKind& k : modelKinds())
-        models.append({QString::fromUtf8(k.title.data(), static_cast<qsizetype>(k.title.size())),
-                       QString::fromUtf8(k.name.data(), static_cast<qsizetype>(k.name.size()))});
+    for (const ModelKind& k : modelKinds()) models.append({fromView(k.title), fromView(k.name)});
     model_ = combo("modelCombo", models);
     dataset_ = combo("datasetCombo", {{tr("MNIST"), QStringLiteral("mnist")},
                                       {tr("Fashion-MNIST"), QStringLiteral("fashion-mnist")}});
@@ -115,10 +119,7 @@ void SettingsPanel::buildUi()
     QFont italic = customMark_->font();
     italic.setItalic(true);
     customMark_->setFont(italic);
-    compute_ = combo("computeCombo", {{QStringLiteral("fp32"), QStringLiteral("fp32")},
-                                      {QStringLiteral("tf32"), QStringLiteral("tf32")},
-                                      {QStringLiteral("fp16"), QStringLiteral("fp16")},
-                                      {QStringLiteral("bf16"), QStringLiteral("bf16")}});
+    compute_ = combo("computeCombo", formatChoices());
     quantize_ = combo("quantizeCombo", quantizeChoices());
     quantize_->setToolTip(tr("Matmul and convolution inputs: rounded to the compute format, or quantised below 16 "
                              "bits with a scale per tensor (FP8), per block of 32 (OCP MX) or per block of 16 with a "
@@ -383,7 +384,7 @@ void SettingsPanel::showLayerRows(const ModelSpec& model, const PrecisionRecipe&
         if (!choice) {
             choice = new QComboBox(layers_);
             choice->addItem(tr("as the recipe"), QString());
-            for (const char* f : {"fp32", "tf32", "fp16", "bf16"}) choice->addItem(QString::fromLatin1(f), QString::fromLatin1(f));
+            for (const auto& [text, value] : formatChoices()) choice->addItem(text, value);
             for (const auto& [text, value] : quantizeChoices())
                 if (value != QLatin1String("off")) choice->addItem(text, value);
             connect(choice, &QComboBox::currentIndexChanged, this, [this] {

@@ -155,6 +155,18 @@ int forEachBlockLine(std::istream& in, std::ostream& err, std::size_t most, std:
     });
 }
 
+// The MX block formats `--format` takes and their elements: each input line is one block
+// (OCP MX v1.0).
+const std::map<std::string, MiniFormat>& mxBlockFormats()
+{
+    static const std::map<std::string, MiniFormat> formats{{"mxfp8", MiniFormat::e4m3},
+                                                           {"mxfp8-e5m2", MiniFormat::e5m2},
+                                                           {"mxfp6-e2m3", MiniFormat::e2m3},
+                                                           {"mxfp6-e3m2", MiniFormat::e3m2},
+                                                           {"mxfp4", MiniFormat::e2m1}};
+    return formats;
+}
+
 std::string bitsText(std::optional<std::uint8_t> pattern)
 {
     if (!pattern) return "none";
@@ -198,10 +210,14 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
         "fp32 pattern) to a format; prints value, bits and class, tab-separated");
     auto format = std::make_shared<std::string>();
     auto saturate = std::make_shared<bool>(false);
-    cmd->add_option("--format", *format, "Target format")
-        ->required()
-        ->check(CLI::IsMember({"fp16", "bf16", "tf32", "e4m3", "e5m2", "fp6-e2m3", "fp6-e3m2", "fp4-e2m1", "mxfp8",
-                               "mxfp8-e5m2", "mxfp6-e2m3", "mxfp6-e3m2", "mxfp4", "nvfp4"}));
+    // The formats' tables (fp32 rounds nothing), then the block formats.
+    std::vector<std::string> targets;
+    for (const FormatInfo& f : formats())
+        if (f.format != Format::fp32) targets.emplace_back(f.name);
+    for (const MiniFormatInfo& f : miniFormats()) targets.emplace_back(f.name);
+    for (const auto& [name, elements] : mxBlockFormats()) targets.push_back(name);
+    targets.emplace_back("nvfp4");
+    cmd->add_option("--format", *format, "Target format")->required()->check(CLI::IsMember(targets));
     cmd->add_flag("--saturate", *saturate,
                   "Below 16 bits: a value too large saturates to the largest finite value (default: E5M2 gives "
                   "inf and E4M3 NaN, as OFP8's non-saturating mode; FP6 and FP4 always saturate)");
@@ -219,12 +235,7 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
             "AMAX"));
     cmd->callback([&run, format, saturate, tensorAmax] {
         run = [format, saturate, tensorAmax]() -> int {
-            // MX block formats: each input line is one block (OCP MX v1.0).
-            static const std::map<std::string, MiniFormat> mx{{"mxfp8", MiniFormat::e4m3},
-                                                              {"mxfp8-e5m2", MiniFormat::e5m2},
-                                                              {"mxfp6-e2m3", MiniFormat::e2m3},
-                                                              {"mxfp6-e3m2", MiniFormat::e3m2},
-                                                              {"mxfp4", MiniFormat::e2m1}};
+            const auto& mx = mxBlockFormats();
             int status = 0;
             if (tensorAmax->has_value() && *format != "nvfp4") {
                 std::cerr << "plab: convert: --tensor-amax applies to --format nvfp4 only\n";

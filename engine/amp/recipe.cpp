@@ -258,29 +258,31 @@ std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::stri
 
 namespace {
 
-constexpr std::array<std::pair<QuantMode, std::string_view>, 7> kQuantModeNames{{
-    {QuantMode::off, "off"},
-    {QuantMode::fp8Unscaled, "fp8-unscaled"},
-    {QuantMode::fp8Delayed, "fp8-delayed"},
-    {QuantMode::fp8Current, "fp8-current"},
-    {QuantMode::mxfp8, "mxfp8"},
-    {QuantMode::mxfp4, "mxfp4"},
-    {QuantMode::nvfp4, "nvfp4"},
+constexpr std::array<QuantModeInfo, 7> kQuantModes{{
+    {QuantMode::off, "off", "in the compute format"},
+    {QuantMode::fp8Unscaled, "fp8-unscaled", "FP8, no scaling"},
+    {QuantMode::fp8Delayed, "fp8-delayed", "FP8, delayed scaling"},
+    {QuantMode::fp8Current, "fp8-current", "FP8, current scaling"},
+    {QuantMode::mxfp8, "mxfp8", "MXFP8 (blocks of 32)"},
+    {QuantMode::mxfp4, "mxfp4", "MXFP4 (blocks of 32)"},
+    {QuantMode::nvfp4, "nvfp4", "NVFP4 (blocks of 16)"},
 }};
 
 }  // namespace
 
+std::span<const QuantModeInfo> quantModes() { return kQuantModes; }
+
 std::string_view quantModeName(QuantMode m)
 {
-    for (const auto& [mode, name] : kQuantModeNames)
-        if (mode == m) return name;
+    for (const QuantModeInfo& q : kQuantModes)
+        if (q.mode == m) return q.name;
     return "off";
 }
 
 std::optional<QuantMode> parseQuantMode(std::string_view name)
 {
-    for (const auto& [mode, text] : kQuantModeNames)
-        if (text == name) return mode;
+    for (const QuantModeInfo& q : kQuantModes)
+        if (q.name == name) return q.mode;
     return std::nullopt;
 }
 
@@ -320,9 +322,10 @@ std::string Quantization::validate() const
 const std::vector<std::string>& layerPrecisionNames()
 {
     static const std::vector<std::string> names = [] {
-        std::vector<std::string> out{"fp32", "tf32", "fp16", "bf16"};
-        for (const auto& [mode, name] : kQuantModeNames)
-            if (mode != QuantMode::off) out.emplace_back(name);
+        std::vector<std::string> out;
+        for (const FormatInfo& f : formats()) out.emplace_back(f.name);
+        for (const QuantModeInfo& q : kQuantModes)
+            if (q.mode != QuantMode::off) out.emplace_back(q.name);
         return out;
     }();
     return names;

@@ -8,6 +8,7 @@
 #include "numerics/update_math.h"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,14 @@ enum class QuantMode : std::uint8_t {
     mxfp4,        // OCP MX: the same with FP4 E2M1 elements
     nvfp4,        // NVFP4: blocks of 16 FP4 E2M1 elements, E4M3 block scales, an fp32 tensor scale
 };
+// The quantisation modes, one row each: what settings, the CLI's help, the settings panel
+// and per-layer precision offer.
+struct QuantModeInfo {
+    QuantMode mode;
+    std::string_view name;    // "fp8-delayed", as settings and records spell it
+    std::string_view title;   // the settings panel's choice: "FP8, delayed scaling"
+};
+std::span<const QuantModeInfo> quantModes();   // in the order of the enum
 std::string_view quantModeName(QuantMode m);   // "off", "fp8-unscaled", "fp8-delayed", ...
 std::optional<QuantMode> parseQuantMode(std::string_view name);
 

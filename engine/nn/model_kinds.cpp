@@ -1,6 +1,8 @@
 // The model kinds' table (see model_kinds.h).
 #include "nn/model_kinds.h"
 
+#include "error.h"
+
 #include <algorithm>
 
 namespace plab {
@@ -39,13 +41,9 @@ const ModelKind* findModelKind(std::string_view name)
 
 std::string modelKindNames()
 {
-    std::string out;
-    const std::size_t n = std::size(kKinds);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i > 0) out += i + 1 == n ? " or " : ", ";
-        out += kKinds[i].name;
-    }
-    return out;
+    std::vector<std::string> names;
+    for (const ModelKind& k : kKinds) names.emplace_back(k.name);
+    return alternatives(names);
 }
 
 std::string widthsProblem(const ModelKind& kind, const std::vector<int>& widths)

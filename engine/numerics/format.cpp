@@ -33,6 +33,8 @@ const std::array<FormatInfo, 4> kFormatInfos{{
 
 const FormatInfo& formatInfo(Format f) { return kFormatInfos[static_cast<std::size_t>(f)]; }
 
+std::span<const FormatInfo> formats() { return kFormatInfos; }
+
 std::string_view formatName(Format f) { return formatInfo(f).name; }
 
 std::optional<Format> parseFormat(std::string_view name)

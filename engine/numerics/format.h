@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace plab {
@@ -28,6 +29,9 @@ struct FormatInfo {
 };
 
 const FormatInfo& formatInfo(Format f);
+// Every format, in the order of the Format enum: what settings, the panel and per-layer
+// precision offer.
+std::span<const FormatInfo> formats();
 std::string_view formatName(Format f);
 std::optional<Format> parseFormat(std::string_view name);
 

@@ -57,6 +57,8 @@ std::uint8_t patternOf(const MiniFormatInfo& i, double magnitude, bool negative)
 
 const MiniFormatInfo& miniFormatInfo(MiniFormat f) { return kInfo[static_cast<std::size_t>(f)]; }
 
+std::span<const MiniFormatInfo> miniFormats() { return kInfo; }
+
 std::optional<MiniFormat> parseMiniFormat(std::string_view name)
 {
     for (const auto& i : kInfo)

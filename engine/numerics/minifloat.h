@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <span>
 #include <vector>
 
 namespace plab {
@@ -38,6 +39,7 @@ struct MiniFormatInfo {
 };
 
 const MiniFormatInfo& miniFormatInfo(MiniFormat f);
+std::span<const MiniFormatInfo> miniFormats();   // in the order of the MiniFormat enum
 std::optional<MiniFormat> parseMiniFormat(std::string_view name);   // the names above
 
 enum class Overflow : std::uint8_t {

@@ -206,6 +206,33 @@ std::string oneOf(const Reader& r, const char* key, const std::vector<std::strin
     r.fail(key, "must be " + alternatives(allowed) + ", got '" + value + "'");
 }
 
+// The names of the formats' and quantisation modes' tables.
+std::vector<std::string> formatNames()
+{
+    std::vector<std::string> names;
+    for (const FormatInfo& f : formats()) names.emplace_back(f.name);
+    return names;
+}
+
+std::vector<std::string> quantModeNames()
+{
+    std::vector<std::string> names;
+    for (const QuantModeInfo& q : quantModes()) names.emplace_back(q.name);
+    return names;
+}
+
+const char* computeHelp()
+{
+    static const std::string help = "Compute format: " + alternatives(formatNames());
+    return help.c_str();
+}
+
+const char* quantizeHelp()
+{
+    static const std::string help = "Matmul/conv inputs below 16 bits: " + alternatives(quantModeNames());
+    return help.c_str();
+}
+
 // The help of the model keys, from the model kinds' table.
 const char* modelKindHelp()
 {
@@ -251,10 +278,10 @@ const std::vector<KeyRule>& keyRules()
              s.recipe = *preset;
          },
          [](const TrainSettings& s) { return json(s.recipe.preset); }},
-        {{"compute", T::text, "Compute format: fp32, tf32, fp16, bf16"},
+        {{"compute", T::text, computeHelp()},
          [](const Reader& r, TrainSettings& s) {
              const auto f = parseFormat(r.text("compute"));
-             if (!f) r.fail("compute", "must be fp32, tf32, fp16 or bf16");
+             if (!f) r.fail("compute", "must be " + alternatives(formatNames()));
              s.recipe.compute = *f;
          },
          [](const TrainSettings& s) { return json(std::string(formatName(s.recipe.compute))); }},
@@ -317,12 +344,9 @@ const std::vector<KeyRule>& keyRules()
         {{"max_scale", T::number, "Dynamic scaling: cap"},
          [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.maxScale = r.positive("max_scale"); },
          [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.maxScale); }},
-        {{"quantize", T::text,
-          "Matmul/conv inputs below 16 bits: off, fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4 or nvfp4"},
+        {{"quantize", T::text, quantizeHelp()},
          [](const Reader& r, TrainSettings& s) {
-             const auto mode = parseQuantMode(
-                 oneOf(r, "quantize", {"off", "fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4", "nvfp4"}));
-             s.recipe.quantization.mode = *mode;
+             s.recipe.quantization.mode = *parseQuantMode(oneOf(r, "quantize", quantModeNames()));
          },
          [](const TrainSettings& s) { return json(std::string(quantModeName(s.recipe.quantization.mode))); }},
         {{"fp8_format", T::text, "FP8 formats: hybrid (E4M3 forward, E5M2 gradients) or e4m3 (throughout)"},
