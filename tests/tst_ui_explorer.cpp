@@ -292,7 +292,8 @@ private slots:
                      qPrintable(QStringLiteral("explorer %1 px in a %2 px view").arg(explorer->width()).arg(dock.viewport()->width())));
         QVERIFY(!dock.horizontalScrollBar()->isVisible());
         const QRect visible(QPoint(0, 0), QSize(dock.viewport()->width(), explorer->height()));
-        for (Format f : kExplorerFormats) {
+        for (const FormatInfo& info : formats()) {
+            const Format f = info.format;
             FormatRow* row = explorer->row(f);
             QVERIFY(visible.contains(QRect(row->mapTo(explorer, QPoint(0, 0)), row->size())));
             for (int bit = 0; bit < patternWidth(f); ++bit) {

@@ -18,9 +18,6 @@
 
 namespace plab::ui {
 
-// The formats the explorer shows, top to bottom.
-inline constexpr Format kExplorerFormats[] = {Format::fp32, Format::tf32, Format::fp16, Format::bf16};
-
 // Bits of a format's own pattern: 1 + exponentBits + mantissaBits (fp32 32, tf32 19,
 // fp16 16, bf16 16). Bit 0 is the last mantissa bit.
 int patternWidth(Format f);
@@ -85,10 +82,6 @@ struct MiniAnatomy {
     QString nonSaturating;
 };
 MiniAnatomy describeMini(MiniFormat f, float value);
-// The formats below 16 bits the explorer lists, top to bottom.
-inline constexpr MiniFormat kExplorerMiniFormats[] = {MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e2m3,
-                                                      MiniFormat::e3m2, MiniFormat::e2m1};
-
 // A finite double as its exact decimal expansion ("0.000000059604644775390625").
 QString exactDecimal(double x);
 

@@ -59,21 +59,22 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QWidget(parent)
     connect(input_, &QLineEdit::returnPressed, this, [this] { setText(input_->text()); });
     connect(input_, &QLineEdit::editingFinished, this, [this] { setText(input_->text()); });
 
-    for (std::size_t i = 0; i < rows_.size(); ++i) {
-        rows_[i] = new FormatRow(kExplorerFormats[i], this);
-        layout->addWidget(rows_[i]);
-        connect(rows_[i], &FormatRow::valuePicked, this, [this](double v) {
+    for (const FormatInfo& f : formats()) {
+        rows_.push_back(new FormatRow(f.format, this));
+        layout->addWidget(rows_.back());
+        connect(rows_.back(), &FormatRow::valuePicked, this, [this](double v) {
             explanation_->clear();
             setValue(v);
         });
     }
     // Below 16 bits: the fp32 value quantised as the FP8, MX and NVFP4 recipes do (saturating),
     // a row per format, read-only.
-    miniTable_ = new QTableWidget(static_cast<int>(std::size(kExplorerMiniFormats)), 4, this);
+    miniTable_ = new QTableWidget(static_cast<int>(miniFormats().size()), 4, this);
     miniTable_->setObjectName(QStringLiteral("miniFormatTable"));
     miniTable_->setHorizontalHeaderLabels({tr("bits"), tr("value"), tr("error"), tr("class")});
     QStringList miniNames;
-    for (MiniFormat f : kExplorerMiniFormats) miniNames << QString::fromLatin1(miniFormatInfo(f).name.data());
+    for (const MiniFormatInfo& f : miniFormats())
+        miniNames << QString::fromLatin1(f.name.data(), static_cast<qsizetype>(f.name.size()));
     miniTable_->setVerticalHeaderLabels(miniNames);
     miniTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     miniTable_->horizontalHeader()->setStretchLastSection(true);
@@ -212,7 +213,7 @@ void FormatExplorer::showAnatomy()
     for (FormatRow* r : rows_) r->setAnatomy(describe(r->format(), value_));
     const float asFp32 = static_cast<float>(value_);   // what the engine holds and quantises
     for (int i = 0; i < miniTable_->rowCount(); ++i) {
-        const MiniAnatomy m = describeMini(kExplorerMiniFormats[static_cast<std::size_t>(i)], asFp32);
+        const MiniAnatomy m = describeMini(miniFormats()[static_cast<std::size_t>(i)].format, asFp32);
         const QString value = std::isnan(m.value) ? QStringLiteral("—")
                                                   : QString::fromStdString(shortestDecimal(Format::fp32, m.value));
         const QString error = std::isnan(m.error) ? QStringLiteral("—") : QString::number(m.error, 'g', 4);

@@ -12,7 +12,7 @@
 
 #include <QWidget>
 
-#include <array>
+#include <vector>
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
@@ -75,7 +75,7 @@ private:
     QLabel* inputProblem_;
     QListWidget* examples_;
     QLabel* explanation_;
-    std::array<FormatRow*, 4> rows_{};
+    std::vector<FormatRow*> rows_;   // a row per formats() entry, in its order
     FormatRangeAxis* axis_;
     QTableWidget* miniTable_;
     QLabel* bin_;

@@ -42,12 +42,10 @@ const QList<FormatRangeAxis::Range>& FormatRangeAxis::ranges()
 {
     static const QList<Range> all = [] {
         QList<Range> out;
-        for (Format f : kExplorerFormats) {
-            const FormatInfo& info = formatInfo(f);
-            out.append({QString::fromLatin1(info.name.data()), info.minSubnormalLog2, info.minNormalLog2, info.maxFinite});
-        }
-        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e2m3, MiniFormat::e3m2, MiniFormat::e2m1}) {
-            const MiniFormatInfo& info = miniFormatInfo(f);
+        for (const FormatInfo& info : formats())
+            out.append({QString::fromLatin1(info.name.data(), static_cast<int>(info.name.size())), info.minSubnormalLog2,
+                        info.minNormalLog2, info.maxFinite});
+        for (const MiniFormatInfo& info : miniFormats()) {
             out.append({QString::fromLatin1(info.name.data(), static_cast<int>(info.name.size())), info.minSubnormalLog2,
                         info.minNormalLog2, info.maxFinite});
         }

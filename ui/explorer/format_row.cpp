@@ -79,7 +79,10 @@ void FormatRow::fitNameColumn()
     bold.setBold(true);
     const QFontMetrics fm(bold);
     int widest = 0;
-    for (Format f : kExplorerFormats) widest = std::max(widest, fm.horizontalAdvance(QString::fromLatin1(formatName(f).data())));
+    for (const FormatInfo& info : formats()) {
+        const QString name = QString::fromLatin1(info.name.data(), static_cast<qsizetype>(info.name.size()));
+        widest = std::max(widest, fm.horizontalAdvance(name));
+    }
     name_->setMinimumWidth(widest + 2);
 }
 
