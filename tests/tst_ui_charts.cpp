@@ -179,6 +179,69 @@ class TestUiCharts : public QObject {
     Q_OBJECT
 private slots:
     // deep-mlp's fc1 ... fc16 in model order, not as text sorts them (fc1, fc10, fc11, ...).
+    // A 16-layer model: six lines a run, spread from fc1 to fc16, unless "All layers" is on;
+    // the key says how many of its layers are drawn, and no shade is the background's.
+    void deepModelsDrawSixLayersUnlessAll()
+    {
+        QCOMPARE(spreadLayers({"a", "b", "c"}, 6), (std::vector<std::string>{"a", "b", "c"}));
+        std::vector<std::string> names;
+        for (int i = 1; i <= 16; ++i) names.push_back("fc" + std::to_string(i));
+        QCOMPARE(spreadLayers(names, 6), (std::vector<std::string>{"fc1", "fc4", "fc7", "fc10", "fc13", "fc16"}));
+
+        auto run = std::make_shared<RunData>(QStringLiteral("id-deep"), ampSettings());
+        run->setName("deep");
+        run->setColor(Qt::blue);
+        run->apply(RunStartEvent{"cpu", {}, 100});
+        for (std::int64_t i = 1; i <= 100; ++i) {
+            StepEvent e;
+            e.step = i;
+            e.loss = 1.0f;
+            e.lossScale = 1.0;
+            e.batch = 32;
+            e.totalSteps = 100;
+            run->apply(e);
+            if (i % 50 != 0) continue;
+            TelemetryEvent t;
+            t.step = i;
+            t.lossScale = 1.0;
+            for (const std::string& layer : names) {
+                LayerTelemetry l;
+                l.layer = layer;
+                l.kind = TensorKind::weightGrad;
+                l.histogram = handHistogram();
+                l.stats.count = 100;
+                l.stats.underflow = 5;
+                l.update.nonzero = 100;
+                l.update.lost = 10;
+                t.layers.push_back(l);
+            }
+            run->apply(t);
+        }
+        ChartsView view;
+        view.setRuns(run, {});
+        view.redrawNow();
+        auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
+        const auto lostLines = [&] {
+            QStringList layers;
+            for (QAbstractSeries* series : view.seriesOf("updates"))
+                if (series->name().endsWith(" lost updates") && series->isVisible()) layers << series->name().section(' ', 1, 1);
+            return layers;
+        };
+        QCOMPARE(lostLines(), (QStringList{"fc1", "fc4", "fc7", "fc10", "fc13", "fc16"}));
+        QVERIFY2(updates->keyText().contains("(6 of its 16 layers; All layers draws each)"), qPrintable(updates->keyText()));
+        auto* box = updates->findChild<QCheckBox*>("updatesAllLayers");
+        QVERIFY(box && !box->isHidden());
+        box->setChecked(true);   // redraws at once
+        QCOMPARE(lostLines().size(), 16);
+        QVERIFY(!updates->keyText().contains("of its 16 layers"));
+        for (std::size_t li = 0; li < 16; ++li)
+            QVERIFY(ChartGroup::layerColor(QColor(Qt::blue), li).lightness() < 235);
+        // A three-layer run shows no box.
+        view.setRuns(makeRun("amp", 100, Qt::red), {});
+        view.redrawNow();
+        QVERIFY(box->isHidden());
+    }
+
     void layerNamesInModelOrder()
     {
         std::vector<std::string> names{"fc10", "fc2", "input", "fc1", "conv2", "fc16", "conv1", "fc9", "loss", "fc02x"};

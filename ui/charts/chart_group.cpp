@@ -187,8 +187,11 @@ qint64 ChartGroup::lastPaintNs() const
 QColor ChartGroup::layerColor(const QColor& runColor, std::size_t li)
 {
     if (li == 0) return runColor;
-    const int i = static_cast<int>(li);
-    return li % 2 ? runColor.lighter(100 + 25 * i) : runColor.darker(100 + 20 * i);
+    // Five shades beside the run's own, then the same again: further "lighter" steps near
+    // the background (a 16-layer model's last layers were drawn nearly white).
+    static constexpr int kFactors[] = {125, -140, 175, -180, 150};   // lighter, or darker where negative
+    const int f = kFactors[(li - 1) % std::size(kFactors)];
+    return f > 0 ? runColor.lighter(f) : runColor.darker(-f);
 }
 
 QPen ChartGroup::runPen(const QColor& color, qreal width, Qt::PenStyle style) const

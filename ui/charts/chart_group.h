@@ -64,6 +64,8 @@ private:
 class ChartGroup : public QWidget {
     Q_OBJECT
 public:
+    // The shade of a run's color for its li-th layer (per-layer lines).
+    static QColor layerColor(const QColor& runColor, std::size_t li);
     ChartGroup(QString name, QWidget* parent);
     const QString& groupName() const { return name_; }
 
@@ -107,8 +109,6 @@ protected:
     // A run's pen: cosmeticPen(), thickened to >= 3 px (faint lines to >= 2 px) and made
     // opaque in presentation mode.
     QPen runPen(const QColor& color, qreal width = 2.0, Qt::PenStyle style = Qt::SolidLine) const;
-    // The shade of a run's color for its li-th layer (per-layer lines).
-    static QColor layerColor(const QColor& runColor, std::size_t li);
 
     // How a run is named in a legend or title: its name; in presentation mode only what
     // tells it apart from the other runs drawn (distinguishingName), so labels fit at the

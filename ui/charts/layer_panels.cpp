@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
+#include <QCheckBox>
 #include <QTextDocument>
 
 #include <algorithm>
@@ -25,6 +26,14 @@ std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind)
                 layers.push_back(l.layer);
     std::stable_sort(layers.begin(), layers.end(), layerNameLess);
     return layers;
+}
+
+std::vector<std::string> spreadLayers(const std::vector<std::string>& layers, std::size_t most)
+{
+    if (layers.size() <= most || most < 2) return layers;
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < most; ++i) out.push_back(layers[i * (layers.size() - 1) / (most - 1)]);
+    return out;
 }
 
 bool layerNameLess(const std::string& a, const std::string& b)
@@ -83,13 +92,15 @@ QString LayerPanelsGroup::layerKey(const QList<RunPtr>& runs, TensorKind kind) c
 {
     QStringList lines;
     for (const RunPtr& run : runs) {
-        const std::vector<std::string> layers = layersOfKind(*run, kind);
+        const std::vector<std::string> layers = layersToDraw(*run, kind);
         if (layers.empty()) continue;
         // The run first, then its layers' shades: one row per run reads as a group.
         QString line = QStringLiteral("<b>%1</b>:").arg(runLabel(run, runs).toHtmlEscaped());
         for (std::size_t li = 0; li < layers.size(); ++li)
             line += QStringLiteral(" <span style='color:%1'>■</span>&nbsp;%2")
                         .arg(layerColor(run->color(), li).name(), QString::fromStdString(layers[li]).toHtmlEscaped());
+        const std::size_t all = layersOfKind(*run, kind).size();
+        if (layers.size() < all) line += tr(" (%1 of its %2 layers; All layers draws each)").arg(layers.size()).arg(all);
         lines << line;
     }
     return lines.join(QStringLiteral("<br>"));
@@ -111,6 +122,31 @@ void LayerPanelsGroup::updateKey(const QList<RunPtr>& runs, TensorKind kind)
     QLabel* label = keyLabel();
     if (label->text() != key) label->setText(key);
     label->setVisible(!key.isEmpty());
+    bool deep = false;
+    for (const RunPtr& run : runs) deep = deep || layersOfKind(*run, kind).size() > kMostLayerLines;
+    allLayersBox()->setVisible(deep);
+}
+
+QCheckBox* LayerPanelsGroup::allLayersBox()
+{
+    if (!allLayers_) {
+        allLayers_ = new QCheckBox(tr("All layers"), this);
+        allLayers_->setObjectName(groupName() + QStringLiteral("AllLayers"));
+        allLayers_->setToolTip(tr("Draw every layer of a deep model; off, %1 layers spread from the first to the last")
+                                   .arg(kMostLayerLines));
+        allLayers_->setVisible(false);
+    }
+    return allLayers_;
+}
+
+void LayerPanelsGroup::setAllLayers(bool all) { allLayersBox()->setChecked(all); }
+
+bool LayerPanelsGroup::allLayers() const { return allLayers_ && allLayers_->isChecked(); }
+
+std::vector<std::string> LayerPanelsGroup::layersToDraw(const RunData& run, TensorKind kind) const
+{
+    const std::vector<std::string> layers = layersOfKind(run, kind);
+    return allLayers() ? layers : spreadLayers(layers, kMostLayerLines);
 }
 
 QString LayerPanelsGroup::keyText() const
@@ -155,7 +191,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
         if (telemetry.empty()) continue;
         anyTelemetry = true;
         if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
-        const std::vector<std::string> layers = layersOfKind(*run, quantity.kind);
+        const std::vector<std::string> layers = layersToDraw(*run, quantity.kind);
         const bool watched = run == runs.front();
         for (std::size_t li = 0; li < layers.size(); ++li) {
             const QString layer = QString::fromStdString(layers[li]);

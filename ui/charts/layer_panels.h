@@ -11,6 +11,7 @@
 #include <QGraphicsSimpleTextItem>
 
 QT_BEGIN_NAMESPACE
+class QCheckBox;
 class QLabel;
 QT_END_NAMESPACE
 
@@ -27,6 +28,13 @@ public:
 
     // The key under the panels, as plain text (tests).
     QString keyText() const;
+
+    // A deep model's lines: at most this many layers a run are drawn, spread from its
+    // first layer to its last, unless "All layers" is on. More are a tangle of shades of
+    // one colour, the lightest near the background.
+    static constexpr std::size_t kMostLayerLines = 6;
+    void setAllLayers(bool all);
+    bool allLayers() const;
 
 protected:
     struct Panel {
@@ -64,11 +72,21 @@ protected:
     // a comparison run each legend would need an entry per run and layer, elided at the
     // panels' width. Created on first use; the group lays it out.
     QLabel* keyLabel();
+    // Also shows the "All layers" box while some run has more than kMostLayerLines layers.
     void updateKey(const QList<RunPtr>& runs, TensorKind kind);
+    // The "All layers" box: created on first use; the group lays it out and redraws when
+    // it is toggled.
+    QCheckBox* allLayersBox();
+    // The layers of `kind` drawn for a run: layersOfKind, or spreadLayers of it.
+    std::vector<std::string> layersToDraw(const RunData& run, TensorKind kind) const;
 
 private:
     QLabel* key_ = nullptr;
+    QCheckBox* allLayers_ = nullptr;
 };
+
+// At most `most` (>= 2) of `layers`, spread evenly from the first to the last, in order.
+std::vector<std::string> spreadLayers(const std::vector<std::string>& layers, std::size_t most);
 
 // The layers of `kind` a run reports (every histogram step reports the same layers, so the
 // first and the last event name them all), in layerNameLess's order.

@@ -2,6 +2,7 @@
 #include "charts/underflow_chart.h"
 
 #include <QComboBox>
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
@@ -52,6 +53,8 @@ UnderflowChart::UnderflowChart(QWidget* parent)
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Tensor kind:"), this));
     controls->addWidget(kindBox_);
+    controls->addWidget(allLayersBox());
+    connect(allLayersBox(), &QCheckBox::toggled, this, [this] { redraw(current_, compare_); });
     controls->addStretch(1);
     auto* charts = new QHBoxLayout;
     charts->addWidget(makeChartView(underflow_, this));

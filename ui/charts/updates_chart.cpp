@@ -1,6 +1,7 @@
 // Lost, zero and non-finite updates per layer over steps (see updates_chart.h).
 #include "charts/updates_chart.h"
 
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
@@ -51,6 +52,8 @@ UpdatesChart::UpdatesChart(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(row, 1);
     layout->addWidget(keyLabel());
+    layout->addWidget(allLayersBox());
+    connect(allLayersBox(), &QCheckBox::toggled, this, [this] { redraw(current_, compare_); });
 }
 
 QStringList UpdatesChart::axisTitles(bool presentation)
@@ -69,6 +72,8 @@ void UpdatesChart::presentationModeChanged()
 
 void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
+    current_ = current;
+    compare_ = compare;
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const QString noWeights = tr("No weight is rounded in these runs (fp32 and tf32 keep fp32 weights\n"
                                  "and gradients), so no update is counted.");

@@ -37,6 +37,8 @@ private:
     SeriesPool pools_[3];
     ReducedPointsCache reduced_[3];
     Panel panels_[3];
+    RunPtr current_;   // as last drawn, for the "All layers" box
+    QList<RunPtr> compare_;
 };
 
 // Lost updates as a percentage of this step's nonzero updates (NaN without any).
