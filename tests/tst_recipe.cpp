@@ -371,6 +371,8 @@ private slots:
         QTest::addRow("backoff factor 2") << dyn([](LossScaling& l) { l.backoffFactor = 2; }) << "backoff factor";
         QTest::addRow("growth interval 0") << dyn([](LossScaling& l) { l.growthInterval = 0; }) << "growth interval";
         QTest::addRow("growth interval -5") << dyn([](LossScaling& l) { l.growthInterval = -5; }) << "growth interval";
+        QTest::addRow("growth interval above the most") << dyn([](LossScaling& l) { l.growthInterval = LossScaling::kMaxGrowthInterval + 1; })
+                                                      << "growth interval must be between 1 and 1000000000 steps";
         QTest::addRow("min scale 0") << dyn([](LossScaling& l) { l.minScale = 0.0; }) << "minimum loss scale";
         QTest::addRow("max scale NaN") << dyn([nan](LossScaling& l) { l.maxScale = nan; }) << "maximum loss scale";
         QTest::addRow("min above max") << dyn([](LossScaling& l) {

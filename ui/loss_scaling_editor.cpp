@@ -157,7 +157,7 @@ std::optional<LossScaling> LossScalingEditor::lossScaling(QString* problem) cons
         keep(growth_, l.growthFactor);
         keep(backoff_, l.backoffFactor);
         bool ok = false;
-        if (const qlonglong v = interval_->text().trimmed().toLongLong(&ok); ok && v >= 1 && v <= 1'000'000'000)
+        if (const qlonglong v = interval_->text().trimmed().toLongLong(&ok); ok && v >= 1 && v <= LossScaling::kMaxGrowthInterval)
             l.growthInterval = static_cast<int>(v);
         keep(minScale_, l.minScale);
         keep(maxScale_, l.maxScale);
@@ -177,8 +177,11 @@ std::optional<LossScaling> LossScalingEditor::lossScaling(QString* problem) cons
         bool ok = false;
         const qlonglong interval = interval_->text().trimmed().toLongLong(&ok);
         if (!ok) return fail(tr("Growth interval: “%1” is not a whole number of steps.").arg(interval_->text()));
-        if (interval < 1 || interval > 1'000'000'000)
-            return fail(tr("Growth interval must be between 1 and 1000000000 steps, got %1.").arg(interval));
+        // Beyond int: said here, before the engine's own check of the value.
+        if (interval < 1 || interval > LossScaling::kMaxGrowthInterval)
+            return fail(tr("Growth interval must be between 1 and %1 steps, got %2.")
+                            .arg(LossScaling::kMaxGrowthInterval)
+                            .arg(interval));
         l.growthInterval = static_cast<int>(interval);
         for (auto [edit, target, what] : {std::tuple{minScale_, &l.minScale, tr("Min scale")},
                                           std::tuple{maxScale_, &l.maxScale, tr("Max scale")}}) {

@@ -193,8 +193,9 @@ std::string LossScaling::validate() const
         return "growth factor must be greater than 1, got " + shortestDecimal(growthFactor);
     if (!(backoffFactor > 0.0 && backoffFactor < 1.0))
         return "backoff factor must lie strictly between 0 and 1, got " + shortestDecimal(backoffFactor);
-    if (growthInterval < 1)
-        return "growth interval must be at least 1 step, got " + std::to_string(growthInterval);
+    if (growthInterval < 1 || growthInterval > kMaxGrowthInterval)
+        return "growth interval must be between 1 and " + std::to_string(kMaxGrowthInterval) + " steps, got " +
+               std::to_string(growthInterval);
     if (minScale && !isPossibleFp32Scale(*minScale))
         return "minimum loss scale must be a normal fp32 number, from 2^-126 to below 2^128, got " +
                shortestDecimal(*minScale);

@@ -22,9 +22,12 @@ struct LossScaling {
     double initScale = 65536.0;     // the static S, or the dynamic scaler's start
     double growthFactor = 2.0;
     double backoffFactor = 0.5;
-    int growthInterval = 2000;
+    int growthInterval = 2000;      // 1 to kMaxGrowthInterval steps
     std::optional<double> minScale; // floor (TensorFlow: 1)
     std::optional<double> maxScale; // cap (Apex: 2^24)
+
+    // The longest growth interval a setting, a config or the panel takes.
+    static constexpr int kMaxGrowthInterval = 1'000'000'000;
 
     static LossScaling off();
     static LossScaling fixedScale(double s);
@@ -33,7 +36,7 @@ struct LossScaling {
 
     // The first impossible setting as one sentence naming it (a scale that is not a
     // positive finite fp32 number, growth factor <= 1, backoff outside (0, 1), interval
-    // < 1, min > max, initial scale outside [min, max]); empty when every value is
+    // outside 1 to kMaxGrowthInterval, min > max, initial scale outside [min, max]); empty when every value is
     // possible. Only the fields the mode uses are checked.
     [[nodiscard]] std::string validate() const;
     // One phrase for logs and reports: "dynamic loss scaling 65536 x2 /2 every 2000".

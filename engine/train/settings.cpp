@@ -335,7 +335,7 @@ const std::vector<KeyRule>& keyRules()
          [](const TrainSettings& s) { return json(s.recipe.lossScaling.backoffFactor); }},
         {{"growth_interval", T::integer, "Dynamic scaling: clean steps before growth"},
          [](const Reader& r, TrainSettings& s) {
-             s.recipe.lossScaling.growthInterval = whole<int>(r, "growth_interval", 1, 1'000'000'000);
+             s.recipe.lossScaling.growthInterval = whole<int>(r, "growth_interval", 1, LossScaling::kMaxGrowthInterval);
          },
          [](const TrainSettings& s) { return json(s.recipe.lossScaling.growthInterval); }},
         {{"min_scale", T::number, "Dynamic scaling: floor"},
