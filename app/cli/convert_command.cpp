@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -155,18 +154,6 @@ int forEachBlockLine(std::istream& in, std::ostream& err, std::size_t most, std:
     });
 }
 
-// The MX block formats `--format` takes and their elements: each input line is one block
-// (OCP MX v1.0).
-const std::map<std::string, MiniFormat>& mxBlockFormats()
-{
-    static const std::map<std::string, MiniFormat> formats{{"mxfp8", MiniFormat::e4m3},
-                                                           {"mxfp8-e5m2", MiniFormat::e5m2},
-                                                           {"mxfp6-e2m3", MiniFormat::e2m3},
-                                                           {"mxfp6-e3m2", MiniFormat::e3m2},
-                                                           {"mxfp4", MiniFormat::e2m1}};
-    return formats;
-}
-
 std::string bitsText(std::optional<std::uint8_t> pattern)
 {
     if (!pattern) return "none";
@@ -215,7 +202,7 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
     for (const FormatInfo& f : formats())
         if (f.format != Format::fp32) targets.emplace_back(f.name);
     for (const MiniFormatInfo& f : miniFormats()) targets.emplace_back(f.name);
-    for (const auto& [name, elements] : mxBlockFormats()) targets.push_back(name);
+    for (const MxFormatInfo& f : mxFormats()) targets.emplace_back(f.name);
     targets.emplace_back("nvfp4");
     cmd->add_option("--format", *format, "Target format")->required()->check(CLI::IsMember(targets));
     cmd->add_flag("--saturate", *saturate,
@@ -235,7 +222,9 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
             "AMAX"));
     cmd->callback([&run, format, saturate, tensorAmax] {
         run = [format, saturate, tensorAmax]() -> int {
-            const auto& mx = mxBlockFormats();
+            // MX block formats: each input line is one block (OCP MX v1.0).
+            const auto mx = std::find_if(mxFormats().begin(), mxFormats().end(),
+                                         [&](const MxFormatInfo& f) { return f.name == *format; });
             int status = 0;
             if (tensorAmax->has_value() && *format != "nvfp4") {
                 std::cerr << "plab: convert: --tensor-amax applies to --format nvfp4 only\n";
@@ -243,8 +232,8 @@ void addConvertCommand(CLI::App& app, std::function<int()>& run)
             }
             if (*format == "nvfp4") {
                 status = runNvfp4ConvertCommand(*tensorAmax, std::cin, std::cout, std::cerr);
-            } else if (const auto it = mx.find(*format); it != mx.end()) {
-                status = runMxConvertCommand(it->second, std::cin, std::cout, std::cerr);
+            } else if (mx != mxFormats().end()) {
+                status = runMxConvertCommand(mx->element, std::cin, std::cout, std::cerr);
             } else if (const auto mini = parseMiniFormat(*format)) {
                 const Overflow overflow = *saturate ? Overflow::saturate : Overflow::nonFinite;
                 status = runConvertCommand([f = *mini, overflow](float x) { return convertMiniLine(f, overflow, x); },

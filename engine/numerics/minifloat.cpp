@@ -59,6 +59,16 @@ const MiniFormatInfo& miniFormatInfo(MiniFormat f) { return kInfo[static_cast<st
 
 std::span<const MiniFormatInfo> miniFormats() { return kInfo; }
 
+std::span<const MxFormatInfo> mxFormats()
+{
+    static constexpr MxFormatInfo kMx[] = {{"mxfp8", MiniFormat::e4m3},
+                                           {"mxfp8-e5m2", MiniFormat::e5m2},
+                                           {"mxfp6-e2m3", MiniFormat::e2m3},
+                                           {"mxfp6-e3m2", MiniFormat::e3m2},
+                                           {"mxfp4", MiniFormat::e2m1}};
+    return kMx;
+}
+
 std::optional<MiniFormat> parseMiniFormat(std::string_view name)
 {
     for (const auto& i : kInfo)

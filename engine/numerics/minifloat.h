@@ -59,6 +59,14 @@ float roundToMini(MiniFormat f, float x, Overflow overflow);
 
 inline constexpr int kMxBlockSize = 32;
 
+// The MX formats by the names `plab convert` takes, with their element formats (OCP MX
+// v1.0 names MXFP8 in both FP8 encodings, MXFP6 in both FP6 ones, and MXFP4).
+struct MxFormatInfo {
+    std::string_view name;   // "mxfp8", "mxfp8-e5m2", "mxfp6-e2m3", "mxfp6-e3m2", "mxfp4"
+    MiniFormat element;
+};
+std::span<const MxFormatInfo> mxFormats();
+
 // The largest power of two of the element format's normals (emax): E4M3 8, E5M2 15,
 // FP6 E2M3 2, FP6 E3M2 4, FP4 E2M1 2.
 int mxElementEmax(MiniFormat f);
