@@ -291,29 +291,32 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches, widths=No
               f"fp32 {kind}: SGD without momentum, every step's loss within 1e-5 relative of float64 PyTorch's")
 
 
-def bf16_case(plab, data_dir, work, images, labels, tolerance, arithmetic):
+def bf16_case(plab, data_dir, work, images, labels, tolerance, arithmetic, kind="small-cnn", widths=None):
     """arithmetic "exact" (emulated) or "hardware" (the CPU's bf16 units through oneDNN,
     where it has them; exact where it has none: the record says which ran)."""
     torch.manual_seed(13)
-    model = pt.make_model("small-cnn")
-    init = os.path.join(work, "bf16-init.safetensors")
-    record = os.path.join(work, f"small-cnn-amp-bf16-{arithmetic}.json")
-    batches_file = os.path.join(work, f"bf16-batches-{arithmetic}.txt")
+    model = pt.make_model(kind, widths)
+    name = f"{kind}-amp-bf16-{arithmetic}"
+    init = os.path.join(work, f"{name}-init.safetensors")
+    record = os.path.join(work, f"{name}.json")
+    batches_file = os.path.join(work, f"{name}-batches.txt")
     pt.save_safetensors(init, model.state_dict())
-    p = run_plab(plab, ["--model", "small-cnn", "--recipe", "amp-bf16", "--init-weights", init, "--data-dir", data_dir,
+    shape = ["--widths", ",".join(str(w) for w in widths)] if widths else []
+    p = run_plab(plab, ["--model", kind, *shape, "--recipe", "amp-bf16", "--init-weights", init, "--data-dir", data_dir,
                         "--out", record, "--batch", "32", "--max-steps", "20", "--write-batches", batches_file,
                         "--arithmetic", arithmetic])
-    check(p.returncode == 0, f"amp-bf16 ({arithmetic}): plab train exits 0")
+    check(p.returncode == 0, f"amp-bf16 ({arithmetic}) {kind}: plab train exits 0")
     if p.returncode != 0:
         return
     ran = json.load(open(record))["backend"].get("arithmetic", "?")
     torch_losses = train_torch(model, images, labels, pt.read_batches(batches_file), autocast=torch.bfloat16)
     ours = [s["loss"] for s in record_steps(record)]
     diffs = [abs(a - b) / abs(b) for a, b in zip(ours, torch_losses)]
-    print(f"      amp-bf16 ({ran}) small-cnn vs torch.autocast(cpu, bfloat16): largest relative loss difference "
+    print(f"      amp-bf16 ({ran}) {kind} vs torch.autocast(cpu, bfloat16): largest relative loss difference "
           f"{max(diffs):.2e} (step {diffs.index(max(diffs)) + 1}), first step {diffs[0]:.2e}")
     check(len(ours) == 20 and max(diffs) <= tolerance,
-          f"amp-bf16 ({arithmetic}): every step's loss within {tolerance:g} relative of autocast's (docs/PYTORCH.md)")
+          f"amp-bf16 ({arithmetic}) {kind}: every step's loss within {tolerance:g} relative of autocast's "
+          f"(docs/PYTORCH.md)")
 
 
 def train_torch_cuda_fp16(model, images, labels, batches, init_scale, interval, lr=1e-3):
@@ -622,6 +625,7 @@ def main():
     else:
         bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact")
         bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "hardware")
+        bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact", "deep-mlp", (32, 8))
     scaling_case(args.plab, args.data_dir, work)
     weights_case(args.plab, args.data_dir, work)
     interop_case(args.plab, args.data_dir, work, images, labels)
