@@ -52,9 +52,9 @@ void selectData(QComboBox* combo, const QString& value)
 
 QString dataOf(const QComboBox* combo) { return combo->currentData().toString(); }
 
-// The operand choices: the recipe's Operands combo and each layer's quantisation.
 QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
+// The operand choices: the recipe's Operands combo and each layer's quantisation.
 QList<QPair<QString, QString>> quantizeChoices()
 {
     QList<QPair<QString, QString>> choices;

@@ -245,9 +245,11 @@ const char* widthsHelp()
     static const std::string help = [] {
         std::string h = "Two width overrides, comma-separated (e.g. 16,32):";
         const auto kinds = modelKinds();
-        for (std::size_t i = 0; i < kinds.size(); ++i)
-            h += std::string(i == 0 ? " " : "; ") + std::string(kinds[i].name) + " " + std::string(kinds[i].widths[0].meaning) +
-                 ", " + std::string(kinds[i].widths[1].meaning);
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            const ModelKind& k = kinds[i];
+            h += std::string(i == 0 ? " " : "; ") + std::string(k.name) + " " + std::string(k.widths[0].meaning) + ", " +
+                 std::string(k.widths[1].meaning);
+        }
         return h;
     }();
     return help.c_str();

@@ -4,10 +4,10 @@
 #include "charts/chart_caption.h"
 #include "charts/series_reduction.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
-#include <QCheckBox>
 #include <QTextDocument>
 
 #include <algorithm>
