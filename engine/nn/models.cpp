@@ -39,11 +39,11 @@ std::vector<int> widthsFor(const ModelSpec& spec)
     return {kind->widths[0].defaultValue, kind->widths[1].defaultValue};
 }
 
-// The hidden widths of an mlp or deep-mlp: one per ReLU between two linear layers.
-std::vector<int> hiddenWidths(const ModelSpec& spec)
+// The hidden widths of an mlp or deep-mlp with widths w (widthsFor's): one per ReLU
+// between two linear layers.
+std::vector<int> hiddenWidths(const std::string& kind, const std::vector<int>& w)
 {
-    const auto w = widthsFor(spec);
-    if (spec.kind == "deep-mlp") return std::vector<int>(static_cast<std::size_t>(w[1] - 1), w[0]);
+    if (kind == "deep-mlp") return std::vector<int>(static_cast<std::size_t>(w[1] - 1), w[0]);
     return w;
 }
 
@@ -57,7 +57,7 @@ public:
             layers_.push_back(std::make_unique<Flatten>("flatten"));
             std::int64_t in = kImageSide * kImageSide;
             int n = 1;
-            for (int width : hiddenWidths(spec_)) {
+            for (int width : hiddenWidths(spec_.kind, w)) {
                 layers_.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, width));
                 layers_.push_back(std::make_unique<ReLU>("relu" + std::to_string(n)));
                 in = width;
@@ -241,7 +241,7 @@ std::vector<std::string> parameterLayerNames(const ModelSpec& spec)
     if (spec.kind == "mlp" || spec.kind == "deep-mlp") {
         std::vector<int> hidden;
         try {
-            hidden = hiddenWidths(spec);
+            hidden = hiddenWidths(spec.kind, widthsFor(spec));
         } catch (const std::invalid_argument&) {
             return {};
         }
