@@ -1,4 +1,4 @@
-"""Precision Lab's three models as PyTorch modules, and the files that move between the two.
+"""Precision Lab's models as PyTorch modules, and the files that move between the two.
 
 The modules' state_dict() names and shapes are those of `plab train --init-weights` and
 `--save-weights` (docs/WEIGHTS.md):
@@ -35,7 +35,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-DEFAULT_WIDTHS = {"mlp": (512, 256), "deep-mlp": (128, 16), "small-cnn": (32, 64), "seed-cnn": (420, 1000)}
+DEFAULT_WIDTHS = {"mlp": (512, 256), "deep-mlp": (128, 16), "small-cnn": (32, 64), "seed-cnn": (420, 1000),
+                  "vit": (64, 2, 4, 7)}
 
 
 class MLP(nn.Module):
@@ -87,12 +88,75 @@ class CNN(nn.Module):
         return self.fc1(torch.flatten(x, 1))
 
 
+class Positions(nn.Module):
+    """Learned positions, one row per token, added to every image's tokens."""
+
+    def __init__(self, tokens, width):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(tokens, width))
+
+    def forward(self, x):
+        return x + self.weight
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: x + proj(attention(ln1(x))), then + fc2(gelu(fc1(ln2(.)))).
+    Attention as plab computes it: scores = (q k^T) * d^-0.5, softmax, times v."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        n, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).reshape(n, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        scores = (q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5
+        a = torch.softmax(scores, dim=-1) @ v
+        x = x + self.proj(a.transpose(1, 2).reshape(n, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class ViT(nn.Module):
+    """vit, widths (width, blocks, heads, patch side): the image cut into patch x patch
+    patches (row-major), each embedded (embed), positions added (pos), blocks block1 ...,
+    the mean over the tokens, a LayerNorm (norm), the head."""
+
+    def __init__(self, widths=DEFAULT_WIDTHS["vit"]):
+        super().__init__()
+        width, blocks, heads, patch = widths
+        self.patch, self.blocks = patch, blocks
+        tokens = (28 // patch) ** 2
+        self.embed = nn.Linear(patch * patch, width)
+        self.pos = Positions(tokens, width)
+        for b in range(1, blocks + 1):
+            setattr(self, f"block{b}", Block(width, heads))
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        n, p = x.shape[0], self.patch
+        g = 28 // p
+        x = x.reshape(n, g, p, g, p).permute(0, 1, 3, 2, 4).reshape(n, g * g, p * p)
+        x = self.pos(self.embed(x))
+        for b in range(1, self.blocks + 1):
+            x = getattr(self, f"block{b}")(x)
+        return self.head(self.norm(x.mean(dim=1)))
+
+
 def make_model(kind, widths=None):
     widths = tuple(widths) if widths else DEFAULT_WIDTHS[kind]
     if kind == "mlp":
         return MLP(widths)
     if kind == "deep-mlp":
         return DeepMLP(widths)
+    if kind == "vit":
+        return ViT(widths)
     return CNN(widths)
 
 

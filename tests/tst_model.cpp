@@ -96,23 +96,23 @@ private slots:
     // Model::create enforces.
     void kindsTable()
     {
-        QCOMPARE(QString::fromStdString(modelKindNames()), QString("mlp, deep-mlp, small-cnn or seed-cnn"));
+        QCOMPARE(QString::fromStdString(modelKindNames()), QString("mlp, deep-mlp, small-cnn, seed-cnn or vit"));
         for (const ModelKind& k : modelKinds()) {
             const std::string name(k.name);
             QVERIFY(findModelKind(name) == &k);
             QVERIFY(!k.title.empty());
-            for (const std::vector<int>& widths : {std::vector<int>{}, std::vector<int>{8, 3}}) {
+            const std::vector<int> other = k.widths.size() == 2 ? std::vector<int>{8, 3} : std::vector<int>{16, 1, 2, 14};
+            for (const std::vector<int>& widths : {std::vector<int>{}, other}) {
                 const auto model = Model::create(ModelSpec{name, widths}, 1);
-                const std::vector<int> w = widths.empty() ? std::vector<int>{k.widths[0].defaultValue, k.widths[1].defaultValue}
-                                                          : widths;
-                QCOMPARE(qint64(k.parameterCount(w[0], w[1])), parameterCount(*model));
+                const std::vector<int> w = widths.empty() ? defaultWidths(k) : widths;
+                QCOMPARE(qint64(k.parameterCount(w)), parameterCount(*model));
             }
-            for (int i = 0; i < 2; ++i) {
-                std::vector<int> w{k.widths[0].defaultValue, k.widths[1].defaultValue};
-                w[static_cast<std::size_t>(i)] = k.widths[static_cast<std::size_t>(i)].max + 1;
+            for (std::size_t i = 0; i < k.widths.size(); ++i) {
+                std::vector<int> w = defaultWidths(k);
+                w[i] = k.widths[i].max + 1;
                 QVERIFY(!widthsProblem(k, w).empty());
                 QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Model::create(ModelSpec{name, w}, 1));
-                w[static_cast<std::size_t>(i)] = k.widths[static_cast<std::size_t>(i)].min;
+                w[i] = k.widths[i].min;
                 QVERIFY(widthsProblem(k, w).empty());
             }
         }
@@ -146,6 +146,13 @@ private slots:
                  (std::vector<std::string>{"fc1", "fc2", "fc3", "fc4", "fc5"}));
         QVERIFY(parameterLayerNames(ModelSpec{"deep-mlp", {8, 100}}).empty());
         QVERIFY(parameterLayerNames("resnet").empty());
+        QCOMPARE(parameterLayerNames(ModelSpec{"vit", {16, 2, 2, 7}}),
+                 Model::create(ModelSpec{"vit", {16, 2, 2, 7}}, 1)->layerNames());
+        QCOMPARE(parameterLayerNames("vit"),
+                 (std::vector<std::string>{"embed", "pos", "block1.ln1", "block1.qkv", "block1.proj", "block1.ln2",
+                                           "block1.fc1", "block1.fc2", "block2.ln1", "block2.qkv", "block2.proj",
+                                           "block2.ln2", "block2.fc1", "block2.fc2", "norm", "head"}));
+        QVERIFY(parameterLayerNames(ModelSpec{"vit", {16, 2, 3, 7}}).empty());
         // PyTorch's default init bound 1/sqrt(fan_in).
         const double bound = 1.0 / std::sqrt(9.0);
         for (std::int64_t i = 0; i < params[0]->value.size(); ++i) QVERIFY(std::fabs(params[0]->value[i]) <= bound);

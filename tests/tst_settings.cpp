@@ -93,7 +93,7 @@ private slots:
         QTest::addRow("layer precision") << R"({"layer": "conv1=fp64"})"
                                          << "'layer' conv1: precision must be fp32, tf32, fp16, bf16, fp8-unscaled";
         QTest::addRow("layer twice") << R"({"layer": "conv1=fp32, conv1=bf16"})" << "'layer' conv1 is given twice";
-        QTest::addRow("layer name") << R"({"layer": "conv 1=fp32"})" << "may hold only letters, digits and _";
+        QTest::addRow("layer name") << R"({"layer": "conv 1=fp32"})" << "may hold only letters, digits, _ and .";
         QTest::addRow("layer not in the model") << R"({"layer": "fc3=fp32"})"
                                                 << "model small-cnn has no layer 'fc3' with weights (it has conv1, conv2 or fc1)";
         QTest::addRow("layer of another model") << R"({"model": "mlp", "layer": "conv1=bf16"})"

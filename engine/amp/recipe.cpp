@@ -369,9 +369,10 @@ std::optional<std::vector<LayerPrecision>> parseLayerPrecisions(std::string_view
         const std::string precision(trimmed(item.substr(eq + 1)));
         if (layer.empty()) return fail("'" + excerpt(item) + "' names no layer (e.g. conv1=fp32)");
         if (!std::all_of(layer.begin(), layer.end(), [](char c) {
-                return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+                return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                       c == '.';   // a transformer block's layers: block1.qkv
             }))
-            return fail("layer name '" + excerpt(layer) + "' may hold only letters, digits and _");
+            return fail("layer name '" + excerpt(layer) + "' may hold only letters, digits, _ and .");
         const auto& names = layerPrecisionNames();
         if (std::find(names.begin(), names.end(), precision) == names.end())
             return fail(excerpt(layer) + ": precision must be " + alternatives(names) + ", got '" + excerpt(precision) +

@@ -1,6 +1,10 @@
 // splitmix64 (Steele, Lea, Flood 2014) and uniform initialisation from it.
 #include "nn/init.h"
 
+#include "nn/layer.h"
+
+#include <cmath>
+
 namespace plab {
 
 std::uint64_t SplitMix64::next()
@@ -23,6 +27,17 @@ SplitMix64 layerGenerator(std::uint64_t seed, int layerIndex)
 {
     SplitMix64 mix(seed ^ (0xd1b54a32d192ed03ull * static_cast<std::uint64_t>(layerIndex + 1)));
     return SplitMix64(mix.next());
+}
+
+void Layer::initialize(std::uint64_t seed, int& layerIndex)
+{
+    const auto params = parameters();
+    if (params.empty()) return;
+    const Tensor& weight = params[0]->value;
+    const std::int64_t fanIn = weight.size() / weight.dim(0);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
+    SplitMix64 rng = layerGenerator(seed, layerIndex++);
+    for (Parameter* p : params) fillUniform(p->value, bound, rng);
 }
 
 }  // namespace plab

@@ -37,6 +37,11 @@ public:
     virtual Tensor* backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad) = 0;
 
     virtual std::vector<Parameter*> parameters() { return {}; }
+    // Sets the initial weights from the model's seed, `layerIndex` counting the layers with
+    // parameters (each draws from layerGenerator(seed, its index)). By default PyTorch's
+    // for Linear and Conv2d: every parameter U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in
+    // from the first (the weight).
+    virtual void initialize(std::uint64_t seed, int& layerIndex);
 
     // Bytes per sample this layer keeps for backward (its output and any lowered input),
     // for the given input shape (its batch dimension is ignored).

@@ -160,7 +160,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
 
 std::int64_t Linear::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
 {
-    outputShape(input);
+    const std::int64_t rows = outputShape(input)[0];   // 1, or a sample's tokens
     const Format storage = recipe.storage();
     std::int64_t bytes = outFeatures_ * formatInfo(storage).storageBytes;
     // The rounded (tf32) or quantised (as quantizedStorageOf stores it) input operand.
@@ -169,7 +169,7 @@ std::int64_t Linear::keptBytesPerSample(const Shape& input, const PrecisionRecip
         const QuantizedStorage q = quantizedStorageOf(StepPrecision::of(recipe), OperandRole::input);
         bytes += quantizedBytes({q.elementBits, q.blockSize, 0}, inFeatures_);
     }
-    return bytes;
+    return rows * bytes;
 }
 
 }  // namespace plab

@@ -1,4 +1,4 @@
-// Models (mlp, deep-mlp, small-cnn, seed-cnn) as stacks of layers, with one training step's
+// Models (mlp, deep-mlp, small-cnn, seed-cnn, vit) as stacks of layers, with one training step's
 // forward and backward under a precision recipe.
 #pragma once
 

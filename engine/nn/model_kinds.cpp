@@ -11,19 +11,54 @@ namespace {
 
 constexpr int kMaxWidth = 1 << 16;
 
+double d(int v) { return static_cast<double>(v); }
+
 // 28 x 28 inputs, 10 classes; the CNNs' 3 x 3 convolutions pool twice to 7 x 7.
+double mlpCount(std::span<const int> w)
+{
+    const double a = d(w[0]), b = d(w[1]);
+    return 784 * a + a + a * b + b + b * 10 + 10;
+}
+
+double deepMlpCount(std::span<const int> w)
+{
+    const double a = d(w[0]), b = d(w[1]);
+    return 784 * a + a + (b - 2) * (a * a + a) + a * 10 + 10;
+}
+
+double cnnCount(std::span<const int> w)
+{
+    const double a = d(w[0]), b = d(w[1]);
+    return 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10;
+}
+
+// vit: the patch embedding, the positions, per block two LayerNorms, qkv, proj and a 4x
+// MLP (12 D^2 + 13 D), the final LayerNorm and the head.
+double vitCount(std::span<const int> w)
+{
+    const double D = d(w[0]), blocks = d(w[1]), P = d(w[3]), T = (28 / P) * (28 / P);
+    return P * P * D + D + T * D + blocks * (12 * D * D + 13 * D) + 2 * D + 10 * D + 10;
+}
+
+std::string vitTogether(std::span<const int> w)
+{
+    if (w[0] % w[2] != 0)
+        return "the heads (" + std::to_string(w[2]) + ") must divide the width (" + std::to_string(w[0]) + ")";
+    if (28 % w[3] != 0) return "the patch side must divide 28 (2, 4, 7, 14 or 28), got " + std::to_string(w[3]);
+    return {};
+}
+
 const ModelKind kKinds[] = {
     {"mlp", "MLP 784-512-256-10",
-     {{{"first hidden width", 512, 1, kMaxWidth}, {"second hidden width", 256, 1, kMaxWidth}}},
-     [](double a, double b) { return 784 * a + a + a * b + b + b * 10 + 10; }},
+     {{"first hidden width", 512, 1, kMaxWidth}, {"second hidden width", 256, 1, kMaxWidth}}, mlpCount},
     {"deep-mlp", "Deep MLP (16 layers of 128, no normalisation)",
-     {{{"hidden width", 128, 1, kMaxWidth}, {"number of linear layers", 16, 2, 64}}},
-     [](double a, double b) { return 784 * a + a + (b - 2) * (a * a + a) + a * 10 + 10; }},
-    {"small-cnn", "Small CNN", {{{"conv1 channels", 32, 1, kMaxWidth}, {"conv2 channels", 64, 1, kMaxWidth}}},
-     [](double a, double b) { return 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10; }},
+     {{"hidden width", 128, 1, kMaxWidth}, {"number of linear layers", 16, 2, 64}}, deepMlpCount},
+    {"small-cnn", "Small CNN", {{"conv1 channels", 32, 1, kMaxWidth}, {"conv2 channels", 64, 1, kMaxWidth}}, cnnCount},
     {"seed-cnn", "Seed CNN (420/1000 channels)",
-     {{{"conv1 channels", 420, 1, kMaxWidth}, {"conv2 channels", 1000, 1, kMaxWidth}}},
-     [](double a, double b) { return 9 * a + a + 9 * a * b + b + 49 * b * 10 + 10; }},
+     {{"conv1 channels", 420, 1, kMaxWidth}, {"conv2 channels", 1000, 1, kMaxWidth}}, cnnCount},
+    {"vit", "Vision transformer (2 blocks of 64, 4 heads, 7x7 patches)",
+     {{"width", 64, 16, 4096}, {"number of blocks", 2, 1, 24}, {"heads", 4, 1, 256}, {"patch side", 7, 2, 28}},
+     vitCount, vitTogether},
 };
 
 }  // namespace
@@ -52,14 +87,30 @@ std::string widthsProblem(const ModelKind& kind, const std::vector<int>& widths)
     if (widths.empty()) return {};
     if (widths.size() != kind.widths.size())
         return model + " takes " + std::to_string(kind.widths.size()) + " widths, got " + std::to_string(widths.size()) +
-               " (" + std::string(kind.widths[0].meaning) + ", " + std::string(kind.widths[1].meaning) + ")";
+               " (" + widthMeanings(kind) + ")";
     for (std::size_t i = 0; i < widths.size(); ++i) {
         const WidthRule& rule = kind.widths[i];
         if (widths[i] < rule.min || widths[i] > rule.max)
             return model + ": the " + std::string(rule.meaning) + " must be between " + std::to_string(rule.min) +
                    " and " + std::to_string(rule.max) + ", got " + std::to_string(widths[i]);
     }
+    if (kind.widthsTogether)
+        if (std::string problem = kind.widthsTogether(widths); !problem.empty()) return model + ": " + problem;
     return {};
+}
+
+std::vector<int> defaultWidths(const ModelKind& kind)
+{
+    std::vector<int> w;
+    for (const WidthRule& rule : kind.widths) w.push_back(rule.defaultValue);
+    return w;
+}
+
+std::string widthMeanings(const ModelKind& kind)
+{
+    std::string text;
+    for (const WidthRule& rule : kind.widths) text += (text.empty() ? "" : ", ") + std::string(rule.meaning);
+    return text;
 }
 
 }  // namespace plab

@@ -9,6 +9,7 @@
 #include "nn/model_kinds.h"
 #include "nn/parameter_copies.h"
 #include "nn/pool.h"
+#include "nn/transformer.h"
 #include "nn/layer_ops.h"
 #include "backend/backend.h"
 
@@ -36,7 +37,7 @@ std::vector<int> widthsFor(const ModelSpec& spec)
         throw std::invalid_argument(problem + ".");
     }
     if (!spec.widths.empty()) return spec.widths;
-    return {kind->widths[0].defaultValue, kind->widths[1].defaultValue};
+    return defaultWidths(*kind);
 }
 
 // The hidden widths of an mlp or deep-mlp with widths w (widthsFor's): one per ReLU
@@ -64,6 +65,18 @@ public:
                 ++n;
             }
             layers_.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, kClasses));
+        } else if (spec_.kind == "vit") {
+            // Patches embedded, positions added, pre-norm blocks, mean pooling, a final
+            // LayerNorm, the head.
+            const std::int64_t D = w[0], patch = w[3], T = (kImageSide / patch) * (kImageSide / patch);
+            layers_.push_back(std::make_unique<Patchify>("patches", kImageSide, patch));
+            layers_.push_back(std::make_unique<Linear>("embed", patch * patch, D));
+            layers_.push_back(std::make_unique<PositionEmbedding>("pos", T, D));
+            for (int b = 1; b <= w[1]; ++b)
+                layers_.push_back(std::make_unique<TransformerBlock>("block" + std::to_string(b), T, D, w[2]));
+            layers_.push_back(std::make_unique<TokenMeanPool>("pool", T));
+            layers_.push_back(std::make_unique<LayerNorm>("norm", D));
+            layers_.push_back(std::make_unique<Linear>("head", D, kClasses));
         } else {   // small-cnn and seed-cnn share the shape, not the widths
             layers_.push_back(std::make_unique<Conv2d>("conv1", 1, w[0]));
             layers_.push_back(std::make_unique<ReLU>("relu1"));
@@ -77,15 +90,9 @@ public:
         firstParameterLayer_ = -1;
         int parameterLayer = 0;
         for (std::size_t i = 0; i < layers_.size(); ++i) {
-            auto params = layers_[i]->parameters();
-            if (params.empty()) continue;
+            if (layers_[i]->parameters().empty()) continue;
             if (firstParameterLayer_ < 0) firstParameterLayer_ = static_cast<int>(i);
-            // PyTorch's default: weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-            Parameter& weight = *params[0];
-            const std::int64_t fanIn = weight.value.size() / weight.value.dim(0);
-            const double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
-            SplitMix64 rng = layerGenerator(seed, parameterLayer++);
-            for (Parameter* p : params) fillUniform(p->value, bound, rng);
+            layers_[i]->initialize(seed, parameterLayer);
         }
     }
 
@@ -99,11 +106,13 @@ public:
         return all;
     }
 
+    // The layers parameters name (a transformer block's own layers, not the block).
     std::vector<std::string> layerNames() const override
     {
         std::vector<std::string> names;
         for (const auto& layer : layers_)
-            if (!layer->parameters().empty()) names.push_back(layer->name());
+            for (Parameter* p : layer->parameters())
+                if (names.empty() || names.back() != p->layer) names.push_back(p->layer);
         return names;
     }
 
@@ -250,6 +259,21 @@ std::vector<std::string> parameterLayerNames(const ModelSpec& spec)
         return names;
     }
     if (spec.kind == "small-cnn" || spec.kind == "seed-cnn") return {"conv1", "conv2", "fc1"};
+    if (spec.kind == "vit") {
+        std::vector<int> w;
+        try {
+            w = widthsFor(spec);
+        } catch (const std::invalid_argument&) {
+            return {};
+        }
+        std::vector<std::string> names{"embed", "pos"};
+        for (int b = 1; b <= w[1]; ++b)
+            for (const char* layer : {"ln1", "qkv", "proj", "ln2", "fc1", "fc2"})
+                names.push_back("block" + std::to_string(b) + "." + layer);
+        names.push_back("norm");
+        names.push_back("head");
+        return names;
+    }
     return {};
 }
 

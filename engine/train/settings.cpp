@@ -240,15 +240,22 @@ const char* modelKindHelp()
     return help.c_str();
 }
 
+// "16, 32"
+std::string joinedWidths(const std::vector<int>& widths)
+{
+    std::string text;
+    for (int w : widths) text += (text.empty() ? "" : ", ") + std::to_string(w);
+    return text;
+}
+
 const char* widthsHelp()
 {
     static const std::string help = [] {
-        std::string h = "Two width overrides, comma-separated (e.g. 16,32):";
+        std::string h = "The model's widths, comma-separated (e.g. 16,32):";
         const auto kinds = modelKinds();
         for (std::size_t i = 0; i < kinds.size(); ++i) {
             const ModelKind& k = kinds[i];
-            h += std::string(i == 0 ? " " : "; ") + std::string(k.name) + " " + std::string(k.widths[0].meaning) + ", " +
-                 std::string(k.widths[1].meaning);
+            h += std::string(i == 0 ? " " : "; ") + std::string(k.name) + " " + widthMeanings(k);
         }
         return h;
     }();
@@ -571,11 +578,10 @@ std::string validateSettings(const TrainSettings& s)
     if (const std::string problem = widthsProblem(*kind, s.model.widths); !problem.empty())
         return "widths: " + problem;
     if (!s.model.widths.empty()) {
-        const double parameters = kind->parameterCount(s.model.widths[0], s.model.widths[1]);
+        const double parameters = kind->parameterCount(s.model.widths);
         constexpr double kMaxParameters = double(std::int64_t{1} << 28);   // 1 GiB of fp32 weights
         if (parameters > kMaxParameters)
-            return "widths: model " + s.model.kind + " with widths " + std::to_string(s.model.widths[0]) + ", " +
-                   std::to_string(s.model.widths[1]) + " has " + std::to_string(static_cast<std::int64_t>(parameters)) +
+            return "widths: model " + s.model.kind + " with widths " + joinedWidths(s.model.widths) + " has " + std::to_string(static_cast<std::int64_t>(parameters)) +
                    " parameters, more than this lab trains (at most 268,435,456: 1 GiB of fp32 weights, 4 with "
                    "gradients and Adam's state)";
     }

@@ -610,6 +610,8 @@ def main():
     fp32_case(args.plab, args.data_dir, work, images, labels, "mlp", own_batches=True)
     # Eight linear layers: the same code as mlp's, chained deeper (PyTorch's DeepMLP).
     fp32_case(args.plab, args.data_dir, work, images, labels, "deep-mlp", own_batches=True, widths=(32, 8))
+    # The transformer: LayerNorm, attention, GELU, positions, pooling (PyTorch's ViT module).
+    fp32_case(args.plab, args.data_dir, work, images, labels, "vit", own_batches=True, widths=(32, 2, 4, 7))
     if args.fp32_only:
         print(f"{len(failures)} failed" if failures else "all passed")
         return 1 if failures else 0
@@ -626,6 +628,7 @@ def main():
         bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact")
         bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "hardware")
         bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact", "deep-mlp", (32, 8))
+        bf16_case(args.plab, args.data_dir, work, images, labels, args.bf16_tolerance, "exact", "vit", (32, 2, 4, 7))
     scaling_case(args.plab, args.data_dir, work)
     weights_case(args.plab, args.data_dir, work)
     interop_case(args.plab, args.data_dir, work, images, labels)

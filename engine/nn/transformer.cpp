@@ -1,0 +1,640 @@
+// The vision transformer's layers (see transformer.h): data movement, LayerNorm, attention
+// and GELU in fp32 or emulated in the storage format, on host memory; the matmuls on the
+// backend.
+#include "nn/transformer.h"
+
+#include "nn/init.h"
+#include "nn/layer_ops.h"
+#include "numerics/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace plab {
+
+namespace {
+
+void requireHost(const StepContext& ctx, const std::string& layer)
+{
+    if (ctx.backend->allocator())
+        throw std::invalid_argument("Layer " + layer + " (model vit) runs on the CPU backend only; this backend keeps "
+                                    "its tensors on a device.");
+}
+
+// `input` as fp32 values: a packed tensor is widened in place.
+Tensor& unpacked(Tensor& input)
+{
+    if (input.packed()) input.unpack();
+    return input;
+}
+
+// dst = round_f(a + b) over n values, tapped as (layer, kind); f fp32 adds only.
+void addRounded(StepContext& ctx, Format f, const float* a, const float* b, float* dst, std::int64_t n,
+                std::string_view layer, TensorKind kind)
+{
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+    roundTapped(ctx, f, dst, dst, n, layer, kind);
+}
+
+void checkRows(const std::string& layer, const Shape& shape, std::int64_t width)
+{
+    if (shape.size() != 2 || shape[1] != width)
+        throw std::invalid_argument("Layer " + layer + " expects tokens (rows, " + std::to_string(width) + "), got " +
+                                    shapeString(shape) + ".");
+}
+
+std::int64_t bytesOf(Format f) { return formatInfo(f).storageBytes; }
+
+}  // namespace
+
+// Patchify ---------------------------------------------------------------------------
+
+Patchify::Patchify(std::string name, std::int64_t side, std::int64_t patch)
+    : Layer(std::move(name)), side_(side), patch_(patch)
+{
+    if (patch <= 0 || side % patch != 0)
+        throw std::invalid_argument("A patch side must divide the image side " + std::to_string(side) + ".");
+}
+
+Shape Patchify::outputShape(const Shape& input) const
+{
+    if (input.size() != 4 || input[0] != 1 || input[2] != side_ || input[3] != side_)
+        throw std::invalid_argument("Layer " + name() + " expects images (1, N, " + std::to_string(side_) + ", " +
+                                    std::to_string(side_) + "), got " + shapeString(input) + ".");
+    return {input[1] * tokens(), patch_ * patch_};
+}
+
+Tensor& Patchify::forward(Tensor& input, StepContext& ctx)
+{
+    requireHost(ctx, name());
+    const Shape out = outputShape(input.shape());
+    const float* x = unpacked(input).data();
+    prepareTensor(output_, out, input.storage(), ctx, MemoryCategory::activations);
+    const std::int64_t N = input.dim(1), grid = side_ / patch_, P = patch_;
+    float* y = output_.data();
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t gy = 0; gy < grid; ++gy)
+            for (std::int64_t gx = 0; gx < grid; ++gx)
+                for (std::int64_t r = 0; r < P; ++r)
+                    for (std::int64_t c = 0; c < P; ++c)
+                        *y++ = x[(n * side_ + gy * P + r) * side_ + gx * P + c];
+    return output_;
+}
+
+Tensor* Patchify::backward(Tensor&, StepContext&, bool needInputGrad)
+{
+    if (needInputGrad) throw std::logic_error("Layer " + name() + " has no input gradient (it reads the images).");
+    return nullptr;
+}
+
+std::int64_t Patchify::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    return elementCount(outputShape(input)) * bytesOf(recipe.storage());
+}
+
+// PositionEmbedding -------------------------------------------------------------------
+
+PositionEmbedding::PositionEmbedding(std::string name, std::int64_t tokens, std::int64_t width)
+    : Layer(std::move(name)), tokens_(tokens), width_(width)
+{
+    weight_.layer = this->name();
+    weight_.name = "weight";
+    weight_.value = Tensor({tokens, width});
+    weight_.grad = Tensor(weight_.value.shape());
+}
+
+Shape PositionEmbedding::outputShape(const Shape& input) const
+{
+    checkRows(name(), input, width_);
+    if (input[0] % tokens_ != 0)
+        throw std::invalid_argument("Layer " + name() + " expects a multiple of " + std::to_string(tokens_) +
+                                    " tokens, got " + std::to_string(input[0]) + ".");
+    return input;
+}
+
+Tensor& PositionEmbedding::forward(Tensor& input, StepContext& ctx)
+{
+    requireHost(ctx, name());
+    outputShape(input.shape());
+    const auto p = StepPrecision::of(ctx, name());
+    // PyTorch's type promotion: the 16-bit embeddings plus fp32 positions (the master
+    // weights autocast trains) are fp32, and so is the residual stream from here on;
+    // without master weights the positions, and the sum, are in storage.
+    const bool master = weight_.master.size() > 0;
+    const Format f = master ? Format::fp32 : p.storage;
+    float* x = unpacked(input).data();
+    const float* pos = weight_.stored().data();
+    const std::int64_t M = input.dim(0), block = tokens_ * width_;
+    for (std::int64_t i = 0; i < M * width_; ++i) x[i] += pos[i % block];
+    roundTapped(ctx, f, x, x, M * width_, name(), TensorKind::activation);
+    input.setStorage(f);
+    return input;
+}
+
+Tensor* PositionEmbedding::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    const auto p = StepPrecision::of(ctx, name());
+    const float* g = unpacked(gradOutput).data();
+    prepareTensor(weight_.grad, weight_.value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
+    const std::int64_t block = tokens_ * width_, images = gradOutput.dim(0) / tokens_;
+    std::vector<double> sums(static_cast<std::size_t>(block), 0.0);
+    for (std::int64_t n = 0; n < images; ++n)
+        for (std::int64_t i = 0; i < block; ++i) sums[static_cast<std::size_t>(i)] += g[n * block + i];
+    float* dw = weight_.grad.data();
+    for (std::int64_t i = 0; i < block; ++i) dw[i] = static_cast<float>(sums[static_cast<std::size_t>(i)]);
+    if (p.roundsStorage()) roundTapped(ctx, p.storage, dw, dw, block, name(), TensorKind::weightGrad);
+    return needInputGrad ? &gradOutput : nullptr;
+}
+
+// LayerNorm --------------------------------------------------------------------------
+
+LayerNorm::LayerNorm(std::string name, std::int64_t width) : Layer(std::move(name)), width_(width)
+{
+    weight_.layer = bias_.layer = this->name();
+    weight_.name = "weight";
+    bias_.name = "bias";
+    weight_.value = Tensor({width});
+    bias_.value = Tensor({width});
+    weight_.grad = Tensor({width});
+    bias_.grad = Tensor({width});
+}
+
+void LayerNorm::initialize(std::uint64_t, int& layerIndex)
+{
+    weight_.value.fill(1.0f);   // PyTorch's LayerNorm: ones and zeros
+    bias_.value.zero();
+    ++layerIndex;
+}
+
+Shape LayerNorm::outputShape(const Shape& input) const
+{
+    checkRows(name(), input, width_);
+    return input;
+}
+
+Tensor& LayerNorm::forward(Tensor& input, StepContext& ctx)
+{
+    requireHost(ctx, name());
+    const auto p = StepPrecision::of(ctx, name());
+    const Shape shape = outputShape(input.shape());
+    const std::int64_t M = shape[0], D = width_;
+    const float* x = unpacked(input).data();
+    inputStorage_ = input.storage();
+    prepareTensor(output_, shape, p.storage, ctx, MemoryCategory::activations);
+    prepareTensor(normed_, shape, Format::fp32, ctx, MemoryCategory::activations);
+    prepareTensor(rstd_, {M}, Format::fp32, ctx, MemoryCategory::activations);
+    prepareTensor(sumOfSquares_, {M}, Format::fp32, ctx, MemoryCategory::workspace);
+    // Autocast's fp32 (with the weights as the optimizer keeps them); else every sum,
+    // quotient and product of the statistics rounded to the storage format.
+    const Format f = p.fp32SensitiveOps ? Format::fp32 : p.storage;
+    const bool fp32 = f == Format::fp32;
+    const float* gamma = (fp32 ? weight_.stored() : weight_.value).data();
+    const float* beta = (fp32 ? bias_.stored() : bias_.value).data();
+    float* y = output_.data();
+    float* xhat = normed_.data();
+    for (std::int64_t m = 0; m < M; ++m) {
+        const float* row = x + m * D;
+        // The sum of squared deviations, exactly, for the tap: what a 16-bit accumulator
+        // must hold (it overflows where this exceeds the format's largest value).
+        double exactSum = 0.0;
+        for (std::int64_t d = 0; d < D; ++d) exactSum += row[d];
+        const double exactMean = exactSum / static_cast<double>(D);
+        double exactSquares = 0.0;
+        for (std::int64_t d = 0; d < D; ++d) exactSquares += (row[d] - exactMean) * (row[d] - exactMean);
+        sumOfSquares_.data()[m] = static_cast<float>(exactSquares);
+        float mean = static_cast<float>(exactMean), rstd = 0.0f;
+        if (fp32) {
+            rstd = 1.0f / std::sqrt(static_cast<float>(exactSquares / static_cast<double>(D)) + kEps);
+        } else {
+            float sum = 0.0f;
+            for (std::int64_t d = 0; d < D; ++d) sum = roundTo(f, sum + row[d]);
+            mean = roundTo(f, sum / static_cast<float>(D));
+            float squares = 0.0f;
+            for (std::int64_t d = 0; d < D; ++d) {
+                const float diff = roundTo(f, row[d] - mean);
+                squares = roundTo(f, squares + roundTo(f, diff * diff));
+            }
+            const float var = roundTo(f, squares / static_cast<float>(D));
+            rstd = roundTo(f, 1.0f / roundTo(f, std::sqrt(roundTo(f, var + kEps))));
+        }
+        rstd_.data()[m] = rstd;
+        for (std::int64_t d = 0; d < D; ++d) {
+            const float h = fp32 ? (row[d] - mean) * rstd : roundTo(f, roundTo(f, row[d] - mean) * rstd);
+            xhat[m * D + d] = h;
+            y[m * D + d] = h * gamma[d] + beta[d];
+        }
+    }
+    roundTapped(ctx, f, sumOfSquares_.data(), sumOfSquares_.data(), M, name() + ".sumsq", TensorKind::activation);
+    roundTapped(ctx, p.storage, y, y, M * D, name(), TensorKind::activation);
+    return output_;
+}
+
+Tensor* LayerNorm::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    const auto p = StepPrecision::of(ctx, name());
+    if (gradOutput.shape() != output_.shape())
+        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
+                                    shapeString(gradOutput.shape()) + " for an output of shape " +
+                                    shapeString(output_.shape()) + ".");
+    const std::int64_t M = output_.dim(0), D = width_;
+    const float* g = unpacked(gradOutput).data();
+    const float* xhat = normed_.data();
+    const float* gamma = (p.fp32SensitiveOps ? weight_.stored() : weight_.value).data();
+    for (Parameter* param : {&weight_, &bias_})
+        prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
+    std::vector<double> dgamma(static_cast<std::size_t>(D), 0.0), dbeta(static_cast<std::size_t>(D), 0.0);
+    for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t d = 0; d < D; ++d) {
+            dgamma[static_cast<std::size_t>(d)] += static_cast<double>(g[m * D + d]) * xhat[m * D + d];
+            dbeta[static_cast<std::size_t>(d)] += g[m * D + d];
+        }
+    for (std::int64_t d = 0; d < D; ++d) {
+        weight_.grad.data()[d] = static_cast<float>(dgamma[static_cast<std::size_t>(d)]);
+        bias_.grad.data()[d] = static_cast<float>(dbeta[static_cast<std::size_t>(d)]);
+    }
+    if (p.roundsStorage())
+        for (Parameter* param : {&weight_, &bias_})
+            roundTapped(ctx, p.storage, param->grad.data(), param->grad.data(), D, name(), TensorKind::weightGrad);
+    if (!needInputGrad) return nullptr;
+    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * gamma, in
+    // fp32, then in the input's format (an fp32 residual stream's gradient stays fp32).
+    prepareTensor(gradInput_, output_.shape(), inputStorage_, ctx, MemoryCategory::workspace);
+    float* dx = gradInput_.data();
+    for (std::int64_t m = 0; m < M; ++m) {
+        double a = 0.0, b = 0.0;
+        for (std::int64_t d = 0; d < D; ++d) {
+            const double dh = static_cast<double>(g[m * D + d]) * gamma[d];
+            a += dh;
+            b += dh * xhat[m * D + d];
+        }
+        const float meanA = static_cast<float>(a / static_cast<double>(D));
+        const float meanB = static_cast<float>(b / static_cast<double>(D));
+        const float rstd = rstd_.data()[m];
+        for (std::int64_t d = 0; d < D; ++d)
+            dx[m * D + d] = rstd * (g[m * D + d] * gamma[d] - meanA - xhat[m * D + d] * meanB);
+    }
+    roundTapped(ctx, inputStorage_, dx, dx, M * D, name(), TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+std::int64_t LayerNorm::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    const Shape shape = outputShape(input);
+    // The output in storage, the normalised input and 1/std in fp32.
+    return shape[0] * (width_ * (bytesOf(recipe.storage()) + 4) + 4);
+}
+
+// Attention --------------------------------------------------------------------------
+
+Attention::Attention(std::string name, std::int64_t tokens, std::int64_t width, std::int64_t heads)
+    : Layer(std::move(name)), tokens_(tokens), width_(width), heads_(heads)
+{
+    if (heads <= 0 || width % heads != 0)
+        throw std::invalid_argument("The number of heads must divide the width " + std::to_string(width) + ".");
+    scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(width / heads)));
+}
+
+Shape Attention::outputShape(const Shape& input) const
+{
+    checkRows(name(), input, 3 * width_);
+    if (input[0] % tokens_ != 0)
+        throw std::invalid_argument("Layer " + name() + " expects a multiple of " + std::to_string(tokens_) +
+                                    " tokens, got " + std::to_string(input[0]) + ".");
+    return {input[0], width_};
+}
+
+Tensor& Attention::forward(Tensor& input, StepContext& ctx)
+{
+    requireHost(ctx, name());
+    const auto p = StepPrecision::of(ctx, name());
+    const Shape outShape = outputShape(input.shape());
+    const std::int64_t T = tokens_, D = width_, H = heads_, dh = D / H, N = outShape[0] / T, ld = 3 * D;
+    // The matmuls in the compute format (16-bit under FP8 and MX recipes, which quantise
+    // only the Linear layers' operands), with the recipe's accumulation.
+    const Format compute = p.quantizes() ? p.storage : p.compute;
+    const GemmPrecision gemm(compute, p.fp32Accumulate);
+    StepPrecision operands = p;
+    operands.compute = compute;
+    qkv_ = &operandIn(ctx, operands, unpacked(input), roundedQkv_, name(), TensorKind::activation, false);
+    prepareTensor(scores_, {N * H, T, T}, p.storage, ctx, MemoryCategory::workspace);
+    prepareTensor(probabilities_, {N * H, T, T}, Format::fp32, ctx, MemoryCategory::activations);
+    prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
+    const float* qkv = qkv_->data();
+    float* s = scores_.data();
+    // scores = q k^T, rounded to storage (where fp16 overflows), then times the scale.
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t h = 0; h < H; ++h) {
+            const float* q = qkv + n * T * ld + h * dh;
+            ctx.backend->gemm(Transpose::no, Transpose::yes, T, T, dh, q, ld, q + D, ld, 0.0f,
+                              s + (n * H + h) * T * T, T, gemm);
+        }
+    const std::int64_t count = N * H * T * T;
+    roundTapped(ctx, p.storage, s, s, count, name() + ".scores", TensorKind::activation);
+    for (std::int64_t i = 0; i < count; ++i) s[i] *= scale_;
+    if (p.roundsStorage()) ctx.backend->roundArray(p.storage, s, s, static_cast<std::size_t>(count), nullptr, nullptr);
+    // Softmax along each row: fp32 (autocast), or every step rounded to storage.
+    const Format f = p.fp32SensitiveOps ? Format::fp32 : p.storage;
+    float* prob = probabilities_.data();
+    for (std::int64_t r = 0; r < N * H * T; ++r) {
+        const float* row = s + r * T;
+        float* out = prob + r * T;
+        const float top = *std::max_element(row, row + T);
+        if (f == Format::fp32) {
+            double sum = 0.0;
+            for (std::int64_t j = 0; j < T; ++j) sum += out[j] = std::exp(row[j] - top);
+            for (std::int64_t j = 0; j < T; ++j) out[j] = static_cast<float>(out[j] / sum);
+        } else {
+            float sum = 0.0f;
+            for (std::int64_t j = 0; j < T; ++j) {
+                out[j] = roundTo(f, std::exp(roundTo(f, row[j] - top)));
+                sum = roundTo(f, sum + out[j]);
+            }
+            for (std::int64_t j = 0; j < T; ++j) out[j] = roundTo(f, out[j] / sum);
+        }
+    }
+    // The probabilities as the second matmul reads them.
+    prepareTensor(operandP_, {N * H, T, T}, compute, ctx, MemoryCategory::activations);
+    roundTapped(ctx, compute, prob, operandP_.data(), count, name() + ".softmax", TensorKind::activation);
+    const float* pv = operandP_.data();
+    float* o = output_.data();
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t h = 0; h < H; ++h)
+            ctx.backend->gemm(Transpose::no, Transpose::no, T, dh, T, pv + (n * H + h) * T * T, T,
+                              qkv + n * T * ld + 2 * D + h * dh, ld, 0.0f, o + n * T * D + h * dh, D, gemm);
+    roundTapped(ctx, p.storage, o, o, N * T * D, name(), TensorKind::activation);
+    return output_;
+}
+
+Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    if (!needInputGrad) return nullptr;
+    const auto p = StepPrecision::of(ctx, name());
+    if (gradOutput.shape() != output_.shape())
+        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
+                                    shapeString(gradOutput.shape()) + " for an output of shape " +
+                                    shapeString(output_.shape()) + ".");
+    const std::int64_t T = tokens_, D = width_, H = heads_, dh = D / H, N = output_.dim(0) / T, ld = 3 * D;
+    const Format compute = p.quantizes() ? p.storage : p.compute;
+    const GemmPrecision gemm(compute, p.fp32Accumulate);
+    StepPrecision operands = p;
+    operands.compute = compute;
+    const float* dO = operandIn(ctx, operands, unpacked(gradOutput), roundedGrad_, name(),
+                                TensorKind::activationGrad, false).data();
+    const float* qkv = qkv_->data();
+    prepareTensor(gradInput_, {N * T, ld}, p.storage, ctx, MemoryCategory::workspace);
+    float* dqkv = gradInput_.data();
+    float* ds = scores_.data();
+    const float* pv = operandP_.data();
+    // dV = P^T dO and dP = dO V^T, per image and head.
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t h = 0; h < H; ++h) {
+            const std::int64_t plane = (n * H + h) * T * T, rows = n * T;
+            ctx.backend->gemm(Transpose::yes, Transpose::no, T, dh, T, pv + plane, T, dO + rows * D + h * dh, D, 0.0f,
+                              dqkv + rows * ld + 2 * D + h * dh, ld, gemm);
+            ctx.backend->gemm(Transpose::no, Transpose::yes, T, T, dh, dO + rows * D + h * dh, D,
+                              qkv + rows * ld + 2 * D + h * dh, ld, 0.0f, ds + plane, T, gemm);
+        }
+    const std::int64_t count = N * H * T * T;
+    if (p.roundsStorage()) ctx.backend->roundArray(p.storage, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
+    // dS = P o (dP - rowsum(dP o P)) in fp32 from the softmax as computed, then the scale.
+    const float* prob = probabilities_.data();
+    for (std::int64_t r = 0; r < N * H * T; ++r) {
+        float* row = ds + r * T;
+        const float* y = prob + r * T;
+        double dot = 0.0;
+        for (std::int64_t j = 0; j < T; ++j) dot += static_cast<double>(row[j]) * y[j];
+        const float c = static_cast<float>(dot);
+        for (std::int64_t j = 0; j < T; ++j) row[j] = y[j] * (row[j] - c);
+    }
+    roundTapped(ctx, p.storage, ds, ds, count, name() + ".scores", TensorKind::activationGrad);
+    for (std::int64_t i = 0; i < count; ++i) ds[i] *= scale_;
+    ctx.backend->roundArray(compute, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
+    // dQ = dS K, dK = dS^T Q.
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t h = 0; h < H; ++h) {
+            const std::int64_t plane = (n * H + h) * T * T, rows = n * T;
+            const float* q = qkv + rows * ld + h * dh;
+            ctx.backend->gemm(Transpose::no, Transpose::no, T, dh, T, ds + plane, T, q + D, ld, 0.0f,
+                              dqkv + rows * ld + h * dh, ld, gemm);
+            ctx.backend->gemm(Transpose::yes, Transpose::no, T, dh, T, ds + plane, T, q, ld, 0.0f,
+                              dqkv + rows * ld + D + h * dh, ld, gemm);
+        }
+    roundTapped(ctx, p.storage, dqkv, dqkv, N * T * ld, name(), TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+std::int64_t Attention::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    const Shape out = outputShape(input);
+    const std::int64_t images = std::max<std::int64_t>(out[0] / tokens_, 1);
+    const Format compute = recipe.quantization.on() ? recipe.storage() : recipe.compute;
+    // The output, the probabilities in fp32 and as the matmul read them, a rounded input.
+    std::int64_t bytes = out[0] * width_ * bytesOf(recipe.storage()) +
+                         images * heads_ * tokens_ * tokens_ * (4 + bytesOf(compute));
+    if (compute != recipe.storage()) bytes += input[0] * input[1] * 4;
+    return bytes;
+}
+
+// Gelu -------------------------------------------------------------------------------
+
+Tensor& Gelu::forward(Tensor& input, StepContext& ctx)
+{
+    requireHost(ctx, name());
+    const auto p = StepPrecision::of(ctx, name());
+    input_ = &unpacked(input);
+    prepareTensor(output_, input.shape(), p.storage, ctx, MemoryCategory::activations);
+    const float* x = input.data();
+    float* y = output_.data();
+    for (std::int64_t i = 0; i < input.size(); ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    roundTapped(ctx, p.storage, y, y, input.size(), name(), TensorKind::activation);
+    return output_;
+}
+
+Tensor* Gelu::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    if (!needInputGrad) return nullptr;
+    const auto p = StepPrecision::of(ctx, name());
+    if (!input_ || gradOutput.size() != input_->size())
+        throw std::invalid_argument("Layer " + name() + " got a gradient that does not match its output.");
+    float* g = unpacked(gradOutput).data();
+    const float* x = input_->data();
+    // d/dx x Phi(x) = Phi(x) + x phi(x)
+    for (std::int64_t i = 0; i < gradOutput.size(); ++i) {
+        const float cdf = 0.5f * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+        const float pdf = 0.39894228040143268f * std::exp(-0.5f * x[i] * x[i]);
+        g[i] *= cdf + x[i] * pdf;
+    }
+    roundTapped(ctx, p.storage, g, g, gradOutput.size(), name(), TensorKind::activationGrad);
+    return &gradOutput;
+}
+
+std::int64_t Gelu::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    return elementCount(input) * bytesOf(recipe.storage());
+}
+
+// TransformerBlock -------------------------------------------------------------------
+
+TransformerBlock::TransformerBlock(std::string name, std::int64_t tokens, std::int64_t width, std::int64_t heads)
+    : Layer(std::move(name)),
+      width_(width),
+      ln1_(this->name() + ".ln1", width),
+      qkv_(this->name() + ".qkv", width, 3 * width),
+      attn_(this->name() + ".attn", tokens, width, heads),
+      proj_(this->name() + ".proj", width, width),
+      ln2_(this->name() + ".ln2", width),
+      fc1_(this->name() + ".fc1", width, 4 * width),
+      gelu_(this->name() + ".gelu"),
+      fc2_(this->name() + ".fc2", 4 * width, width)
+{
+}
+
+std::vector<Layer*> TransformerBlock::layers() const
+{
+    auto* self = const_cast<TransformerBlock*>(this);
+    return {&self->ln1_, &self->qkv_, &self->attn_, &self->proj_, &self->ln2_, &self->fc1_, &self->gelu_, &self->fc2_};
+}
+
+std::vector<Parameter*> TransformerBlock::parameters()
+{
+    std::vector<Parameter*> all;
+    for (Layer* layer : layers())
+        for (Parameter* p : layer->parameters()) all.push_back(p);
+    return all;
+}
+
+void TransformerBlock::initialize(std::uint64_t seed, int& layerIndex)
+{
+    for (Layer* layer : layers())
+        if (!layer->parameters().empty()) layer->initialize(seed, layerIndex);
+}
+
+Shape TransformerBlock::outputShape(const Shape& input) const
+{
+    checkRows(name(), input, width_);
+    return attn_.outputShape({input[0], 3 * width_});
+}
+
+Tensor& TransformerBlock::forward(Tensor& input, StepContext& ctx)
+{
+    const auto p = StepPrecision::of(ctx, name());
+    const Shape shape = outputShape(input.shape());
+    const std::int64_t n = elementCount(shape);
+    const float* x = unpacked(input).data();
+    // The residual stream keeps the input's format (fp32 plus a 16-bit branch is fp32).
+    residual_ = input.storage() == Format::fp32 ? Format::fp32 : p.storage;
+    Tensor* a = &ln1_.forward(input, ctx);
+    a = &qkv_.forward(*a, ctx);
+    a = &attn_.forward(*a, ctx);
+    a = &proj_.forward(*a, ctx);
+    prepareTensor(middle_, shape, residual_, ctx, MemoryCategory::activations);
+    addRounded(ctx, residual_, x, unpacked(*a).data(), middle_.data(), n, name() + ".residual", TensorKind::activation);
+    a = &ln2_.forward(middle_, ctx);
+    a = &fc1_.forward(*a, ctx);
+    a = &gelu_.forward(*a, ctx);
+    a = &fc2_.forward(*a, ctx);
+    prepareTensor(output_, shape, residual_, ctx, MemoryCategory::activations);
+    addRounded(ctx, residual_, middle_.data(), unpacked(*a).data(), output_.data(), n, name() + ".residual",
+               TensorKind::activation);
+    return output_;
+}
+
+Tensor* TransformerBlock::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    if (gradOutput.shape() != output_.shape())
+        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
+                                    shapeString(gradOutput.shape()) + " for an output of shape " +
+                                    shapeString(output_.shape()) + ".");
+    const Shape shape = output_.shape();
+    const std::int64_t n = elementCount(shape);
+    const float* g = unpacked(gradOutput).data();
+    // The MLP branch, then its residual: d(middle) = g + d(ln2's input).
+    prepareTensor(work_, shape, gradOutput.storage(), ctx, MemoryCategory::workspace);
+    std::copy(g, g + n, work_.data());
+    Tensor* d = fc2_.backward(work_, ctx, true);
+    d = gelu_.backward(*d, ctx, true);
+    d = fc1_.backward(*d, ctx, true);
+    d = ln2_.backward(*d, ctx, true);
+    prepareTensor(gradMiddle_, shape, residual_, ctx, MemoryCategory::workspace);
+    addRounded(ctx, residual_, g, unpacked(*d).data(), gradMiddle_.data(), n, name() + ".residual",
+               TensorKind::activationGrad);
+    // The attention branch, then its residual.
+    std::copy(gradMiddle_.data(), gradMiddle_.data() + n, work_.data());
+    d = proj_.backward(work_, ctx, true);
+    d = attn_.backward(*d, ctx, true);
+    d = qkv_.backward(*d, ctx, true);
+    d = ln1_.backward(*d, ctx, needInputGrad);
+    if (!needInputGrad) return nullptr;
+    prepareTensor(gradInput_, shape, residual_, ctx, MemoryCategory::workspace);
+    addRounded(ctx, residual_, gradMiddle_.data(), unpacked(*d).data(), gradInput_.data(), n, name() + ".residual",
+               TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+std::int64_t TransformerBlock::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    const Shape shape = outputShape(input);
+    std::int64_t bytes = 2 * elementCount(shape) * bytesOf(recipe.storage());   // the two residual sums
+    Shape s = input;
+    for (Layer* layer : layers()) {
+        bytes += layer->keptBytesPerSample(s, recipe);
+        s = layer->outputShape(s);
+    }
+    return bytes;
+}
+
+// TokenMeanPool ----------------------------------------------------------------------
+
+Shape TokenMeanPool::outputShape(const Shape& input) const
+{
+    if (input.size() != 2 || input[0] % tokens_ != 0)
+        throw std::invalid_argument("Layer " + name() + " expects (N * " + std::to_string(tokens_) +
+                                    ", width) tokens, got " + shapeString(input) + ".");
+    return {input[0] / tokens_, input[1]};
+}
+
+Tensor& TokenMeanPool::forward(Tensor& input, StepContext& ctx)
+{
+    requireHost(ctx, name());
+    const Shape out = outputShape(input.shape());
+    inputShape_ = input.shape();
+    const float* x = unpacked(input).data();
+    // The mean of the residual stream, in its format.
+    prepareTensor(output_, out, input.storage(), ctx, MemoryCategory::activations);
+    const std::int64_t N = out[0], D = out[1], T = tokens_;
+    float* y = output_.data();
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t d = 0; d < D; ++d) {
+            double sum = 0.0;
+            for (std::int64_t t = 0; t < T; ++t) sum += x[(n * T + t) * D + d];
+            y[n * D + d] = static_cast<float>(sum / static_cast<double>(T));
+        }
+    roundTapped(ctx, input.storage(), y, y, N * D, name(), TensorKind::activation);
+    return output_;
+}
+
+Tensor* TokenMeanPool::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
+{
+    if (!needInputGrad) return nullptr;
+    if (gradOutput.shape() != output_.shape())
+        throw std::invalid_argument("Layer " + name() + " got a gradient that does not match its output.");
+    const float* g = unpacked(gradOutput).data();
+    const Format f = output_.storage();
+    prepareTensor(gradInput_, inputShape_, f, ctx, MemoryCategory::workspace);
+    const std::int64_t N = output_.dim(0), D = output_.dim(1), T = tokens_;
+    float* dx = gradInput_.data();
+    const float tokens = static_cast<float>(T);
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t t = 0; t < T; ++t)
+            for (std::int64_t d = 0; d < D; ++d) dx[(n * T + t) * D + d] = g[n * D + d] / tokens;
+    roundTapped(ctx, f, dx, dx, gradInput_.size(), name(), TensorKind::activationGrad);
+    return &gradInput_;
+}
+
+std::int64_t TokenMeanPool::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
+{
+    return elementCount(outputShape(input)) * bytesOf(recipe.storage());
+}
+
+}  // namespace plab

@@ -1,0 +1,277 @@
+// Tests the vision transformer's layers (LayerNorm, attention, GELU, the block, positions,
+// pooling): forward against double precision, gradients against central differences, and
+// the 16-bit failures they are there to show (a LayerNorm sum of squares and attention
+// scores past fp16's 65504), judged by the format's specification. PyTorch agreement of the
+// whole model is golden_pytorch's.
+// links: plab_nn plab_backend_cpu plab_test_support
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "nn/layer_ops.h"
+#include "nn/model.h"
+#include "nn/transformer.h"
+#include "numerics/format.h"
+
+#include "test_support.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace plab;
+
+namespace {
+
+using Rng = plab::testing::SplitMix64;
+
+void fill(Tensor& t, Rng& rng, float lo = -1.0f, float hi = 1.0f)
+{
+    for (std::int64_t i = 0; i < t.size(); ++i) t[i] = rng.uniform(lo, hi);
+}
+
+struct Harness {
+    std::unique_ptr<ComputeBackend> backend = createCpuBackend(2);
+    PrecisionRecipe recipe;
+    TelemetryCollector telemetry;
+    StepContext ctx;
+    explicit Harness(const std::string& preset = "fp32", bool sensitiveOpsInFp32 = true)
+    {
+        recipe = *PrecisionRecipe::fromPreset(preset);
+        recipe.fp32SensitiveOps = sensitiveOpsInFp32;
+        ctx = StepContext{&recipe, backend.get(), &telemetry, nullptr, true};
+        telemetry.beginStep(true);
+    }
+    const RoundingStats& step(const std::string& layer, TensorKind kind = TensorKind::activation) const
+    {
+        return telemetry.taps().at(TapKey{layer, kind}).step;
+    }
+};
+
+double weightedSum(const Tensor& out, const std::vector<double>& r)
+{
+    double s = 0;
+    for (std::int64_t i = 0; i < out.size(); ++i) s += static_cast<double>(out[i]) * r[static_cast<std::size_t>(i)];
+    return s;
+}
+
+// Central differences of loss() with respect to each element of `target`, against `analytic`,
+// relative to the largest analytic entry.
+void checkGradient(Tensor& target, const std::vector<float>& analytic, const std::function<double()>& loss,
+                   float eps, double tol, const char* what)
+{
+    double largest = 1e-6;
+    for (float a : analytic) largest = std::max(largest, std::fabs(static_cast<double>(a)));
+    for (std::int64_t i = 0; i < target.size(); ++i) {
+        const float saved = target[i];
+        target[i] = saved + eps;
+        const double up = loss();
+        target[i] = saved - eps;
+        const double down = loss();
+        target[i] = saved;
+        const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
+        const double a = analytic[static_cast<std::size_t>(i)];
+        QVERIFY2(std::fabs(numeric - a) <= tol * largest,
+                 qPrintable(QString("%1[%2]: numeric %3, analytic %4").arg(what).arg(i).arg(numeric).arg(a)));
+    }
+}
+
+std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.size()); }
+
+}  // namespace
+
+class TestTransformer : public QObject {
+    Q_OBJECT
+
+private slots:
+    void layerNormMatchesDoubleAndItsGradients()
+    {
+        Harness h;
+        Rng rng{3};
+        LayerNorm ln("ln", 8);
+        fill(ln.parameters()[0]->value, rng, 0.5f, 1.5f);
+        fill(ln.parameters()[1]->value, rng);
+        Tensor x({5, 8});
+        fill(x, rng, -3.0f, 3.0f);
+        const Tensor& y = ln.forward(x, h.ctx);
+        for (std::int64_t m = 0; m < 5; ++m) {
+            double mean = 0, var = 0;
+            for (int d = 0; d < 8; ++d) mean += x[m * 8 + d] / 8.0;
+            for (int d = 0; d < 8; ++d) var += (x[m * 8 + d] - mean) * (x[m * 8 + d] - mean) / 8.0;
+            for (int d = 0; d < 8; ++d) {
+                const double ref = (x[m * 8 + d] - mean) / std::sqrt(var + 1e-5) * ln.parameters()[0]->value[d] +
+                                   ln.parameters()[1]->value[d];
+                QVERIFY2(std::fabs(y[m * 8 + d] - ref) <= 1e-5 * (1 + std::fabs(ref)), qPrintable(QString::number(ref)));
+            }
+        }
+        std::vector<double> r(40);
+        for (double& v : r) v = rng.uniform(-1, 1);
+        Tensor dy({5, 8});
+        for (int i = 0; i < 40; ++i) dy[i] = static_cast<float>(r[static_cast<std::size_t>(i)]);
+        const std::vector<float> dx = values(*ln.backward(dy, h.ctx, true));
+        const std::vector<float> dgamma = values(ln.parameters()[0]->grad);
+        auto loss = [&] { return weightedSum(ln.forward(x, h.ctx), r); };
+        checkGradient(x, dx, loss, 1e-2f, 2e-3, "dx");
+        checkGradient(ln.parameters()[0]->value, dgamma, loss, 1e-2f, 2e-3, "dgamma");
+    }
+
+    void attentionGradientsMatchCentralDifferences()
+    {
+        Harness h;
+        Rng rng{5};
+        Attention attn("attn", 3, 4, 2);   // 3 tokens, width 4, 2 heads of 2
+        Tensor qkv({6, 12});               // 2 images
+        fill(qkv, rng, -2.0f, 2.0f);
+        const Tensor& y = attn.forward(qkv, h.ctx);
+        QCOMPARE(y.shape(), (Shape{6, 4}));
+        // Image 1, head 2, token 3 against softmax(q k^T / sqrt(2)) v in double.
+        {
+            const std::int64_t base = 3 * 12, t = 2;
+            double w[3], sum = 0;
+            for (int j = 0; j < 3; ++j) {
+                double s = 0;
+                for (int c = 0; c < 2; ++c) s += double(qkv[base + t * 12 + 2 + c]) * qkv[base + j * 12 + 4 + 2 + c];
+                w[j] = std::exp(s / std::sqrt(2.0));
+                sum += w[j];
+            }
+            for (int c = 0; c < 2; ++c) {
+                double ref = 0;
+                for (int j = 0; j < 3; ++j) ref += w[j] / sum * qkv[base + j * 12 + 8 + 2 + c];
+                QVERIFY(std::fabs(y[(3 + t) * 4 + 2 + c] - ref) <= 1e-6);
+            }
+        }
+        std::vector<double> r(24);
+        for (double& v : r) v = rng.uniform(-1, 1);
+        Tensor dy({6, 4});
+        for (int i = 0; i < 24; ++i) dy[i] = static_cast<float>(r[static_cast<std::size_t>(i)]);
+        const std::vector<float> dqkv = values(*attn.backward(dy, h.ctx, true));
+        checkGradient(qkv, dqkv, [&] { return weightedSum(attn.forward(qkv, h.ctx), r); }, 1e-2f, 2e-3, "dqkv");
+    }
+
+    void blockGradientsMatchCentralDifferences()
+    {
+        Harness h;
+        Rng rng{7};
+        TransformerBlock block("block1", 2, 4, 2);
+        int index = 0;
+        block.initialize(9, index);
+        QCOMPARE(index, 6);   // ln1, qkv, proj, ln2, fc1, fc2
+        Tensor x({4, 4});
+        fill(x, rng);
+        const Tensor& y = block.forward(x, h.ctx);
+        std::vector<double> r(static_cast<std::size_t>(y.size()));
+        for (double& v : r) v = rng.uniform(-1, 1);
+        Tensor dy(y.shape());
+        for (std::int64_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(r[static_cast<std::size_t>(i)]);
+        const std::vector<float> dx = values(*block.backward(dy, h.ctx, true));
+        Parameter* fc1 = block.parameters()[8];
+        QCOMPARE(fc1->layer, std::string("block1.fc1"));
+        const std::vector<float> dw = values(fc1->grad);
+        // The residual stream (fp32 in, fp32 out) and its taps: two adds each way.
+        QCOMPARE(y.storage(), Format::fp32);
+        QCOMPARE(h.step("block1.residual").count, std::uint64_t(2 * 16));
+        QCOMPARE(h.step("block1.residual", TensorKind::activationGrad).count, std::uint64_t(2 * 16));
+        auto loss = [&] { return weightedSum(block.forward(x, h.ctx), r); };
+        checkGradient(x, dx, loss, 1e-2f, 3e-3, "dx");
+        checkGradient(fc1->value, dw, loss, 1e-2f, 3e-3, "d fc1.weight");
+    }
+
+    // A LayerNorm over rows of +-40: 64 squared deviations of 1600 sum to 102400, past
+    // fp16's largest value 65504. Emulated in fp16 (no fp32 sensitive ops) the sum
+    // overflows, the variance is infinite and every output is the bias (0); autocast's
+    // fp32 gives +-1. The tap sees the sum of squares overflow fp16 either way only when
+    // the statistics are in fp16.
+    void layerNormSumOfSquaresOverflowsFp16()
+    {
+        for (bool fp32 : {false, true}) {
+            Harness h("amp-fp16", fp32);
+            LayerNorm ln("ln", 64);
+            int index = 0;
+            ln.initialize(1, index);
+            Tensor x({2, 64}, Format::fp16);
+            for (std::int64_t i = 0; i < x.size(); ++i) x[i] = i % 2 ? 40.0f : -40.0f;
+            const Tensor& y = ln.forward(x, h.ctx);
+            const RoundingStats& sums = h.step("ln.sumsq");
+            QCOMPARE(sums.count, std::uint64_t(2));
+            if (fp32) {
+                QCOMPARE(sums.overflow, std::uint64_t(0));
+                for (std::int64_t i = 0; i < y.size(); ++i)
+                    QCOMPARE(y[i], roundTo(Format::fp16, static_cast<float>((i % 2 ? 40.0 : -40.0) / std::sqrt(1600.0 + 1e-5))));
+            } else {
+                QCOMPARE(sums.overflow, std::uint64_t(2));
+                for (std::int64_t i = 0; i < y.size(); ++i) QCOMPARE(y[i], 0.0f);
+            }
+        }
+    }
+
+    // q . k = 16 * 80 * 80 = 102400: past fp16's 65504 (inf, then NaN out of the softmax),
+    // inside bf16's range.
+    void attentionScoresOverflowFp16NotBf16()
+    {
+        for (const char* preset : {"amp-fp16", "amp-bf16"}) {
+            Harness h(preset);
+            Attention attn("attn", 2, 16, 1);
+            Tensor qkv({2, 48}, h.recipe.storage());
+            for (std::int64_t i = 0; i < qkv.size(); ++i) qkv[i] = (i % 48) < 32 ? 80.0f : 1.0f;
+            const Tensor& y = attn.forward(qkv, h.ctx);
+            const RoundingStats& scores = h.step("attn.scores");
+            QCOMPARE(scores.count, std::uint64_t(4));
+            if (std::string(preset) == "amp-fp16") {
+                QCOMPARE(scores.overflow, std::uint64_t(4));
+                QVERIFY(std::isnan(y[0]));
+            } else {
+                QCOMPARE(scores.overflow, std::uint64_t(0));
+                QCOMPARE(y[0], 1.0f);   // the mean of equal values
+            }
+        }
+    }
+
+    // With master weights the positions are fp32 and so, by PyTorch's type promotion, is the
+    // residual stream after them; without (model.half()) both are in storage. A block keeps
+    // the stream's format.
+    void residualStreamFormatFollowsThePositions()
+    {
+        for (const char* preset : {"amp-fp16", "pure-fp16"}) {
+            Harness h(preset);
+            const bool master = h.recipe.masterWeights;
+            auto model = Model::create(ModelSpec{"vit", {16, 1, 2, 14}}, 3);
+            model->applyRecipe(h.recipe, nullptr, *h.backend);
+            Tensor images({2, 1, 28, 28});
+            Rng rng{11};
+            fill(images, rng, 0.0f, 1.0f);
+            model->trainStep(images, {3, 7}, 1.0f, h.ctx);
+            const auto& taps = h.telemetry.taps();
+            for (const char* layer : {"block1.attn.scores", "block1.attn.softmax", "block1.ln1.sumsq", "block1.residual", "pos"})
+                QVERIFY2(taps.count(TapKey{layer, TensorKind::activation}), layer);
+            QCOMPARE(h.step("block1.residual").count, std::uint64_t(2 * 2 * 4 * 16));
+
+            TransformerBlock block("b", 4, 16, 2);
+            int index = 0;
+            block.initialize(5, index);
+            Tensor x({8, 16}, master ? Format::fp32 : Format::fp16);
+            for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(Format::fp16, rng.uniform(-1, 1)) + (master ? 1e-4f : 0.0f);
+            const Tensor& y = block.forward(x, h.ctx);
+            QCOMPARE(y.storage(), master ? Format::fp32 : Format::fp16);
+            int offGrid = 0;
+            for (std::int64_t i = 0; i < y.size(); ++i) offGrid += roundTo(Format::fp16, y[i]) != y[i];
+            QVERIFY2(master ? offGrid > 0 : offGrid == 0, qPrintable(QString::number(offGrid)));
+        }
+    }
+
+    void badShapesAreClearErrors()
+    {
+        Harness h;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Patchify("patches", 28, 5));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Attention("attn", 4, 10, 3));
+        LayerNorm ln("ln", 8);
+        Tensor x({2, 6});
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ln.forward(x, h.ctx));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Model::create(ModelSpec{"vit", {64, 2, 3, 7}}, 1));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Model::create(ModelSpec{"vit", {64, 2, 4, 5}}, 1));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTransformer)
+#include "tst_transformer.moc"
