@@ -7,6 +7,7 @@
 // run_data.h first: engine/train/trainer.h names a member emit(), which Qt's emit macro
 // would break once a Qt header came before it.
 #include "run_data.h"
+#include "nn/model.h"
 
 #include "charts/chart_caption.h"
 #include "charts/chart_group.h"
@@ -251,6 +252,14 @@ private slots:
         QVERIFY(!layerNameLess("fc3", "fc3"));
         QVERIFY(layerNameLess("fc", "fc1"));
         QVERIFY(!layerNameLess("fc1", "fc"));
+        // A transformer's taps by its layers with weights: grouped by block, in model order.
+        std::vector<std::string> taps{"loss", "head", "block1.residual", "block2.qkv", "block1.attn.scores", "pos",
+                                      "block1.ln1.sumsq", "block1.qkv", "embed", "block1.ln1", "input", "norm",
+                                      "block1.fc2", "block2.attn"};
+        sortInModelOrder(taps, parameterLayerNames(ModelSpec{"vit", {16, 2, 2, 7}}));
+        QCOMPARE(taps, (std::vector<std::string>{"input", "embed", "pos", "block1.ln1", "block1.ln1.sumsq", "block1.qkv",
+                                                 "block1.fc2", "block1.attn.scores", "block1.residual", "block2.qkv",
+                                                 "block2.attn", "norm", "head", "loss"}));
     }
 
     // The histogram's window (issue 14 item 7: computed apart from the drawing), against

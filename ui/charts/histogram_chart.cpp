@@ -2,6 +2,7 @@
 #include "charts/histogram_chart.h"
 
 #include "charts/layer_panels.h"
+#include "nn/model.h"
 #include "train/region_format.h"
 
 #include <QAreaSeries>
@@ -74,6 +75,9 @@ HistogramChart::HistogramChart(QWidget* parent)
 
     layerBox_ = new QComboBox(this);
     layerBox_->setToolTip(tr("Layer whose tensor is shown"));
+    // A transformer taps some 60 places: names in full, a list that scrolls.
+    layerBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    layerBox_->setMaxVisibleItems(24);
     kindBox_ = new QComboBox(this);
     for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation,
                          TensorKind::quantizedActivationGrad, TensorKind::quantizedActivation, TensorKind::quantizedWeight})
@@ -173,16 +177,14 @@ void HistogramChart::refillLayers(const RunData& run)
     if (run.telemetry().empty()) return;
     // A layer with update counts but no values (an fp32 run's weight gradients: nothing is
     // rounded) has no histogram to show.
-    QStringList names;
+    std::vector<std::string> layers;
     for (const TelemetryEvent* t : {&run.telemetry().front(), &run.telemetry().back()})
-        for (const LayerTelemetry& l : t->layers) {
-            if (l.stats.count == 0) continue;
-            const QString name = QString::fromStdString(l.layer);
-            if (!names.contains(name)) names << name;
-        }
-    std::stable_sort(names.begin(), names.end(), [](const QString& a, const QString& b) {
-        return layerNameLess(a.toStdString(), b.toStdString());
-    });
+        for (const LayerTelemetry& l : t->layers)
+            if (l.stats.count > 0 && std::find(layers.begin(), layers.end(), l.layer) == layers.end())
+                layers.push_back(l.layer);
+    sortInModelOrder(layers, parameterLayerNames(run.settings().model));
+    QStringList names;
+    for (const std::string& layer : layers) names << QString::fromStdString(layer);
     QStringList have;
     for (int i = 0; i < layerBox_->count(); ++i) have << layerBox_->itemText(i);
     if (names == have || names.isEmpty()) return;

@@ -3,6 +3,7 @@
 
 #include "charts/chart_caption.h"
 #include "charts/series_reduction.h"
+#include "nn/model.h"
 
 #include <QCheckBox>
 #include <QLabel>
@@ -24,8 +25,36 @@ std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind)
         for (const LayerTelemetry& l : t->layers)
             if (l.kind == kind && std::find(layers.begin(), layers.end(), l.layer) == layers.end())
                 layers.push_back(l.layer);
-    std::stable_sort(layers.begin(), layers.end(), layerNameLess);
+    sortInModelOrder(layers, parameterLayerNames(run.settings().model));
     return layers;
+}
+
+void sortInModelOrder(std::vector<std::string>& names, const std::vector<std::string>& modelLayers)
+{
+    // A name's place: that of the model layer it is or belongs to ("block1.ln1.sumsq" to
+    // block1.ln1); one inside a block that names no layer (block1.attn.scores) after the
+    // block's last layer; the input first, the loss and any other last.
+    const auto rank = [&](const std::string& name) -> std::ptrdiff_t {
+        if (name == "input") return -1;
+        std::ptrdiff_t owner = -1, inBlock = -1;
+        std::size_t ownerLength = 0;
+        const std::string block = name.substr(0, name.find('.')) + ".";
+        for (std::size_t i = 0; i < modelLayers.size(); ++i) {
+            const std::string& layer = modelLayers[i];
+            if ((name == layer || name.starts_with(layer + ".")) && layer.size() >= ownerLength) {
+                owner = static_cast<std::ptrdiff_t>(i);
+                ownerLength = layer.size();
+            }
+            if (name.find('.') != std::string::npos && layer.starts_with(block)) inBlock = static_cast<std::ptrdiff_t>(i);
+        }
+        if (owner >= 0) return 2 * owner;
+        if (inBlock >= 0) return 2 * inBlock + 1;
+        return 2 * static_cast<std::ptrdiff_t>(modelLayers.size());
+    };
+    std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+        const auto ra = rank(a), rb = rank(b);
+        return ra != rb ? ra < rb : layerNameLess(a, b);
+    });
 }
 
 std::vector<std::string> spreadLayers(const std::vector<std::string>& layers, std::size_t most)

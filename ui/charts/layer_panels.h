@@ -89,8 +89,14 @@ private:
 std::vector<std::string> spreadLayers(const std::vector<std::string>& layers, std::size_t most);
 
 // The layers of `kind` a run reports (every histogram step reports the same layers, so the
-// first and the last event name them all), in layerNameLess's order.
+// first and the last event name them all), in its model's order (sortInModelOrder).
 std::vector<std::string> layersOfKind(const RunData& run, TensorKind kind);
+
+// Tap names in the order of the model's layers with weights (parameterLayerNames): a tap
+// where the layer it is or belongs to stands (block1.ln1.sumsq beside block1.ln1), a tap
+// inside a block that names no layer with weights (block1.attn.scores) after the block's
+// last one, "input" first, the loss and unknown names last; ties in layerNameLess's order.
+void sortInModelOrder(std::vector<std::string>& names, const std::vector<std::string>& modelLayers);
 
 // Layer names in model order where the model numbers them: digit runs compare as numbers
 // (fc2 before fc10, as deep-mlp's layers come), the rest as text.
