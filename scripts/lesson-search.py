@@ -31,7 +31,7 @@ def run(tag, variant, args, seed, threads=1):
     lastloss = sum(fin)/len(fin) if fin else float("nan")
     lu = s.get("lost_update_fraction", {})
     uf = s.get("activation_grad_underflow_fraction", {}).get("loss", float("nan"))
-    print(f"{tag}\t{variant}\t{seed}\t{s.get('status')}\tacc={s.get('test_accuracy',float('nan')):.4f}\tloss50={lastloss:.4f}"
+    print(f"{tag}\t{variant}\t{seed}\t{s.get('status')}\tacc={s.get('test_accuracy') if s.get('test_accuracy') is not None else float('nan'):.4f}\tloss50={lastloss:.4f}"
           f"\tskip={s.get('skipped_steps')}\tsteps={s.get('steps')}\tlossUF={uf:.3f}\tlost={ {k: round(v,3) for k,v in lu.items()} }\t{dt:.1f}s", flush=True)
 
 if __name__ == "__main__":
