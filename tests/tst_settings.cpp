@@ -102,6 +102,14 @@ private slots:
                                                          << "model deep-mlp has no layer 'fc9'";
         QTest::addRow("deep-mlp of 65 layers") << R"({"model": "deep-mlp", "widths": [64, 65]})"
                                                << "model deep-mlp: the number of linear layers must be between 2 and 64, got 65";
+        QTest::addRow("vit heads") << R"({"model": "vit", "widths": [64, 2, 3, 7]})"
+                                   << "model vit: the heads (3) must divide the width (64)";
+        QTest::addRow("vit patch") << R"({"model": "vit", "widths": [64, 2, 4, 5]})"
+                                   << "model vit: the patch side must divide 28";
+        QTest::addRow("vit two widths") << R"({"model": "vit", "widths": [64, 2]})"
+                                        << "model vit takes 4 widths, got 2 (width, number of blocks, heads, patch side)";
+        QTest::addRow("vit on cuda") << R"({"model": "vit", "backend": "cuda"})" << "model vit runs on the CPU backend only";
+        QTest::addRow("vit layer") << R"({"model": "vit", "layer": "block3.qkv=fp32"})" << "model vit has no layer 'block3.qkv'";
     }
     // Issue 38: the optimizer state apart from the master weights. Unset, it follows
     // PyTorch's rule (the parameter's dtype); set, the master-weights switch leaves it be.
