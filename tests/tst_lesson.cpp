@@ -313,6 +313,13 @@ private slots:
         QCOMPARE(evaluateMetric("snapshots_underflow:loss,activation_grad", &two).value_or(-1.0), (8.0 + 2.0) / (80.0 + 50.0));
         QCOMPARE(evaluateMetric("snapshots_overflow:loss,activation_grad", &two).value_or(-1.0), 5.0 / 130.0);
         QCOMPARE(v("snapshots_underflow:loss,activation_grad"), 8.0 / 80.0);   // one snapshot: as at that step
+        // The largest value's bound: the upper edge of the highest nonzero bin of any step.
+        json seen = r;
+        seen["telemetry"].push_back({{"step", 50}, {"layers", json::array({
+            {{"layer", "fc1"}, {"kind", "activation"}, {"histogram", {{"first_exponent", 14}, {"counts", {3, 0, 2, 0}}}}}})}});
+        seen["telemetry"].push_back({{"step", 75}, {"layers", json::array({
+            {{"layer", "fc1"}, {"kind", "activation"}, {"histogram", {{"first_exponent", -3}, {"counts", {1}}}}}})}});
+        QCOMPARE(evaluateMetric("snapshots_largest:fc1,activation", &seen).value_or(-1.0), std::ldexp(1.0, 17));
         std::string why;
         QVERIFY(!evaluateMetric("snapshots_overflow:conv2,activation_grad", &r, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no activation_grad telemetry for conv2")), why.c_str());

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -246,6 +247,12 @@ private slots:
             for (const char* layer : {"block1.attn.scores", "block1.attn.softmax", "block1.ln1.sumsq", "block1.residual", "pos"})
                 QVERIFY2(taps.count(TapKey{layer, TensorKind::activation}), layer);
             QCOMPARE(h.step("block1.residual").count, std::uint64_t(2 * 2 * 4 * 16));
+            // Every tap is one tapLayerNames lists (what lesson metrics may name), and back.
+            std::set<std::string> tapped;
+            for (const auto& [key, data] : taps)
+                if (key.layer != "input" && key.layer != "loss") tapped.insert(key.layer);
+            const auto listed = tapLayerNames(ModelSpec{"vit", {16, 1, 2, 14}});
+            QCOMPARE(tapped, std::set<std::string>(listed.begin(), listed.end()));
 
             TransformerBlock block("b", 4, 16, 2);
             int index = 0;

@@ -49,6 +49,7 @@ const std::vector<MetricInfo> kMetrics = {
     {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf (quantised kinds: saturated) at one telemetry step (fraction)", MetricUnit::fraction, true},
     {"snapshots_underflow", "LAYER,KIND", "nonzero values rounded to 0, summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
     {"snapshots_overflow", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated), summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
+    {"snapshots_largest", "LAYER,KIND", "a power of two above every finite |value| the histograms saw over the run's telemetry steps (the upper edge of the largest nonzero bin; values before rounding, so past a format's range too)", MetricUnit::scale, true},
     {"snapshot_scale", "LAYER,KIND,STEP", "the per-tensor scale of a quantised kind at one telemetry step (FP8 recipes)", MetricUnit::scale, true},
     {"snapshot_lost_updates", "LAYER,STEP", "lost updates at one telemetry step (fraction of nonzero updates)", MetricUnit::fraction, true},
     {"snapshot_non_finite_updates", "LAYER|all,STEP", "weights an update made inf or NaN at one telemetry step", MetricUnit::count, true},
@@ -270,7 +271,7 @@ const MetricInfo* findMetric(std::string_view metric) { return parseMetric(metri
 std::vector<std::string> telemetryLayers(const ModelSpec& model)
 {
     std::vector<std::string> layers{"input"};
-    for (auto& n : Model::create(model, 1)->layerNames()) layers.push_back(n);
+    for (auto& n : tapLayerNames(model)) layers.push_back(n);
     layers.emplace_back("loss");
     return layers;
 }
@@ -420,6 +421,28 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
         const auto share = name == "snapshots_underflow" ? underflowShare(s) : overflowShare(s);
         if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at any telemetry step";
         return share;
+    }
+    if (name == "snapshots_largest") {
+        // Bin i of a histogram holds the values in [2^(first_exponent + i), twice that).
+        std::optional<double> largest;
+        if (const auto t = r.find("telemetry"); t != r.end() && t->is_array())
+            for (const auto& snap : *t) {
+                const json* entry = layerEntry(snap, a[0], a[1]);
+                if (!entry || !entry->contains("histogram") || !(*entry)["histogram"].is_object()) continue;
+                const json& h = (*entry)["histogram"];
+                const auto first = h.find("first_exponent");
+                const auto counts = h.find("counts");
+                if (first == h.end() || !first->is_number_integer() || counts == h.end() || !counts->is_array())
+                    continue;
+                for (std::size_t i = counts->size(); i-- > 0;)
+                    if ((*counts)[i].is_number() && (*counts)[i].get<double>() > 0) {
+                        const double edge = std::ldexp(1.0, static_cast<int>(first->get<std::int64_t>()) + static_cast<int>(i) + 1);
+                        largest = std::max(largest.value_or(0.0), edge);
+                        break;
+                    }
+            }
+        if (!largest && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " in any histogram";
+        return largest;
     }
     if (name == "snapshot_scale") {
         const json* snap = snapshotAt(r, a[2], why);

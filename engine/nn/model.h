@@ -30,6 +30,9 @@ struct ModelSpec {
 std::vector<std::string> parameterLayerNames(const ModelSpec& spec);
 // The same for a kind's default widths.
 std::vector<std::string> parameterLayerNames(const std::string& kind);
+// Every layer name the model's telemetry taps (besides "input" and "loss"): its layers with
+// weights, and a transformer's other rounding sites (block1.attn.scores, block1.residual, ...).
+std::vector<std::string> tapLayerNames(const ModelSpec& spec);
 
 // What a layer needs to know during one step.
 struct StepContext {

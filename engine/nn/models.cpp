@@ -277,6 +277,27 @@ std::vector<std::string> parameterLayerNames(const ModelSpec& spec)
     return {};
 }
 
+std::vector<std::string> tapLayerNames(const ModelSpec& spec)
+{
+    if (spec.kind != "vit") return parameterLayerNames(spec);
+    // The vit's taps beside its layers with weights (transformer.h says where each is).
+    std::vector<std::string> names;
+    for (const std::string& layer : parameterLayerNames(spec)) {
+        const auto dot = layer.find('.');
+        const std::string part = dot == std::string::npos ? layer : layer.substr(dot + 1);
+        const std::string block = dot == std::string::npos ? "" : layer.substr(0, dot + 1);
+        if (layer == "norm") names.push_back("pool");
+        names.push_back(layer);
+        if (part == "ln1" || part == "ln2" || layer == "norm") names.push_back(layer + ".sumsq");
+        if (part == "qkv")
+            for (const char* tap : {"attn", "attn.scores", "attn.softmax"}) names.push_back(block + tap);
+        if (part == "proj" || part == "fc2") names.push_back(block + "residual");
+        if (part == "fc1") names.push_back(block + "gelu");
+    }
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
 std::vector<std::string> parameterLayerNames(const std::string& kind)
 {
     return parameterLayerNames(ModelSpec{kind, {}});
