@@ -67,7 +67,8 @@ StepResult train(const char* recipeName, const char* optimizerKind, const char* 
 {
     PrecisionRecipe recipe = *PrecisionRecipe::fromPreset(recipeName);
     MemoryAccountant memory;   // first: it outlives the tensors that report to it
-    auto model = Model::create(ModelSpec{modelKind, {6, 8}}, 7);
+    const bool vit = std::string(modelKind) == "vit";
+    auto model = Model::create(ModelSpec{modelKind, vit ? std::vector<int>{16, 1, 2, 14} : std::vector<int>{6, 8}}, 7);
     model->applyRecipe(recipe, &memory, backend);
     OptimizerConfig config;
     config.kind = optimizerKind;
@@ -244,7 +245,8 @@ private slots:
         QTest::addColumn<QString>("switchTo");   // the recipe from the second step on ("": none)
         const auto none = ConvolutionLibrary::none, all = ConvolutionLibrary::all;
         for (const char* r : {"fp32", "tf32", "amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"}) {
-            for (const char* m : {"small-cnn", "mlp"})
+            // vit: LayerNorm, attention, GELU and the rest as the backend's transformer ops.
+            for (const char* m : {"small-cnn", "mlp", "vit"})
                 QTest::addRow("%s %s adam", r, m) << r << "adam" << m << none << QString();
             QTest::addRow("%s small-cnn adam, library convolutions", r) << r << "adam" << "small-cnn" << all << QString();
             // Regression: a backward pass the library refused after its forward pass ran

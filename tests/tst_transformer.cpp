@@ -253,6 +253,7 @@ private slots:
                 if (key.layer != "input" && key.layer != "loss") tapped.insert(key.layer);
             const auto listed = tapLayerNames(ModelSpec{"vit", {16, 1, 2, 14}});
             QCOMPARE(tapped, std::set<std::string>(listed.begin(), listed.end()));
+            QCOMPARE(std::set<std::string>(listed.begin(), listed.end()).size(), listed.size());   // each once
 
             TransformerBlock block("b", 4, 16, 2);
             int index = 0;

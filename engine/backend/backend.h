@@ -155,6 +155,13 @@ std::string_view arithmeticKind(std::string_view phrase);
                            ": this backend holds no packed 16-bit tensors (handlesPackedTensors() is false)");
 }
 
+// ComputeBackend's transformer ops on a backend without them.
+[[noreturn]] inline void refuseTransformerOp(const char* op)
+{
+    throw std::logic_error(std::string("ComputeBackend::") + op +
+                           ": this backend has no transformer ops (handlesTransformerOps() is false)");
+}
+
 class ComputeBackend {
 public:
     virtual ~ComputeBackend() = default;
@@ -388,6 +395,81 @@ public:
                         std::int64_t /*ldb*/, float /*beta*/, float* /*C*/, std::int64_t /*ldc*/, GemmPrecision)
     {
         refusePackedOp("gemm16");
+    }
+
+    // ---- The vision transformer's ops (nn/transformer.h) ----------------------------
+    // Rows of a (rows, cols) tensor are independent: each op below is the same, bit for
+    // bit, however its rows are shared among threads. Where a Format `emulate` is not fp32,
+    // every sum, quotient and product of the statistics is rounded to it (the
+    // fp32-sensitive-ops switch off); fp32 is autocast's fp32, its sums in double.
+    virtual bool handlesTransformerOps() const { return false; }
+    // out (N * T, P * P): patch t of image n (row-major over the (side/P)^2 grid), its
+    // pixels row-major, from images (N, side, side).
+    virtual void patchify(const float* /*images*/, std::int64_t /*N*/, std::int64_t /*side*/, std::int64_t /*patch*/,
+                          float* /*out*/)
+    {
+        refuseTransformerOp("patchify");
+    }
+    // x[i] += add[i % period] over n values (positions added to every image's tokens).
+    virtual void addPeriodic(float* /*x*/, std::int64_t /*n*/, const float* /*add*/, std::int64_t /*period*/)
+    {
+        refuseTransformerOp("addPeriodic");
+    }
+    // out[i] = sum over k of x[k * period + i] in double, for i < period; n a multiple of period.
+    virtual void sumPeriodic(const float* /*x*/, std::int64_t /*n*/, std::int64_t /*period*/, float* /*out*/)
+    {
+        refuseTransformerOp("sumPeriodic");
+    }
+    // LayerNorm of each row of x (rows, D): y = xhat * gamma + beta with xhat = (x - mean)
+    // * rstd, rstd = 1 / sqrt(var + eps); keeps xhat and rstd for backward, and writes each
+    // row's sum of squared deviations computed exactly (double, then fp32) to sumOfSquares.
+    virtual void layerNorm(Format /*emulate*/, const float* /*x*/, std::int64_t /*rows*/, std::int64_t /*D*/,
+                           const float* /*gamma*/, const float* /*beta*/, float /*eps*/, float* /*y*/,
+                           float* /*xhat*/, float* /*rstd*/, float* /*sumOfSquares*/)
+    {
+        refuseTransformerOp("layerNorm");
+    }
+    // Its gradients from dL/dy g (rows, D), in fp32 with double sums: dgamma, dbeta (D) over
+    // the rows; dx (may be null) = rstd * (g gamma - mean(g gamma) - xhat mean(g gamma xhat)).
+    virtual void layerNormBackward(const float* /*g*/, const float* /*xhat*/, const float* /*rstd*/,
+                                   const float* /*gamma*/, std::int64_t /*rows*/, std::int64_t /*D*/, float* /*dx*/,
+                                   float* /*dgamma*/, float* /*dbeta*/)
+    {
+        refuseTransformerOp("layerNormBackward");
+    }
+    // p = softmax of each row of s (rows, T), shifted by the row's maximum.
+    virtual void softmaxRows(Format /*emulate*/, const float* /*s*/, std::int64_t /*rows*/, std::int64_t /*T*/,
+                             float* /*p*/)
+    {
+        refuseTransformerOp("softmaxRows");
+    }
+    // g (rows, T), dL/dp in, dL/ds out: g = p o (g - rowsum(g o p)), the sums in double.
+    virtual void softmaxRowsBackward(const float* /*p*/, float* /*g*/, std::int64_t /*rows*/, std::int64_t /*T*/)
+    {
+        refuseTransformerOp("softmaxRowsBackward");
+    }
+    // y = x Phi(x) (exact GELU, erf) and g *= Phi(x) + x phi(x), in fp32.
+    virtual void gelu(const float* /*x*/, float* /*y*/, std::int64_t /*n*/) { refuseTransformerOp("gelu"); }
+    virtual void geluBackward(const float* /*x*/, float* /*g*/, std::int64_t /*n*/)
+    {
+        refuseTransformerOp("geluBackward");
+    }
+    // y = a + b, and x *= factor, in fp32 (y may be a or b).
+    virtual void add(const float* /*a*/, const float* /*b*/, float* /*y*/, std::int64_t /*n*/)
+    {
+        refuseTransformerOp("add");
+    }
+    virtual void scale(float* /*x*/, std::int64_t /*n*/, float /*factor*/) { refuseTransformerOp("scale"); }
+    // y (N, D) = the mean over T tokens of x (N * T, D) (double sums); dx = g / T per token.
+    virtual void meanTokens(const float* /*x*/, std::int64_t /*N*/, std::int64_t /*T*/, std::int64_t /*D*/,
+                            float* /*y*/)
+    {
+        refuseTransformerOp("meanTokens");
+    }
+    virtual void meanTokensBackward(const float* /*g*/, std::int64_t /*N*/, std::int64_t /*T*/, std::int64_t /*D*/,
+                                    float* /*dx*/)
+    {
+        refuseTransformerOp("meanTokensBackward");
     }
 
     // ---- Loss scaling and the optimizers (engine/numerics/update_math.h) ---------------

@@ -106,7 +106,7 @@ public:
         return all;
     }
 
-    // The layers parameters name (a transformer block's own layers, not the block).
+    // The names of the layers that hold parameters (a transformer block's own, not the block's).
     std::vector<std::string> layerNames() const override
     {
         std::vector<std::string> names;
@@ -291,10 +291,9 @@ std::vector<std::string> tapLayerNames(const ModelSpec& spec)
         if (part == "ln1" || part == "ln2" || layer == "norm") names.push_back(layer + ".sumsq");
         if (part == "qkv")
             for (const char* tap : {"attn", "attn.scores", "attn.softmax"}) names.push_back(block + tap);
-        if (part == "proj" || part == "fc2") names.push_back(block + "residual");
+        if (part == "proj") names.push_back(block + "residual");   // both adds of the block
         if (part == "fc1") names.push_back(block + "gelu");
     }
-    names.erase(std::unique(names.begin(), names.end()), names.end());
     return names;
 }
 

@@ -1,6 +1,5 @@
-// The vision transformer's layers (see transformer.h): data movement, LayerNorm, attention
-// and GELU in fp32 or emulated in the storage format, on host memory; the matmuls on the
-// backend.
+// The vision transformer's layers (see transformer.h): their shapes, formats and rounding
+// sites; every op on the backend (LayerNorm, softmax and GELU among its transformer ops).
 #include "nn/transformer.h"
 
 #include "nn/init.h"
@@ -15,11 +14,11 @@ namespace plab {
 
 namespace {
 
-void requireHost(const StepContext& ctx, const std::string& layer)
+void requireOps(const StepContext& ctx, const std::string& layer)
 {
-    if (ctx.backend->allocator())
-        throw std::invalid_argument("Layer " + layer + " (model vit) runs on the CPU backend only; this backend keeps "
-                                    "its tensors on a device.");
+    if (!ctx.backend->handlesTransformerOps())
+        throw std::invalid_argument("Layer " + layer + " (model vit) needs the transformer ops, which this backend does "
+                                    "not have (the CPU backend has them).");
 }
 
 // `input` as fp32 values: a packed tensor is widened in place.
@@ -33,7 +32,7 @@ Tensor& unpacked(Tensor& input)
 void addRounded(StepContext& ctx, Format f, const float* a, const float* b, float* dst, std::int64_t n,
                 std::string_view layer, TensorKind kind)
 {
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+    ctx.backend->add(a, b, dst, n);
     roundTapped(ctx, f, dst, dst, n, layer, kind);
 }
 
@@ -67,18 +66,11 @@ Shape Patchify::outputShape(const Shape& input) const
 
 Tensor& Patchify::forward(Tensor& input, StepContext& ctx)
 {
-    requireHost(ctx, name());
+    requireOps(ctx, name());
     const Shape out = outputShape(input.shape());
     const float* x = unpacked(input).data();
     prepareTensor(output_, out, input.storage(), ctx, MemoryCategory::activations);
-    const std::int64_t N = input.dim(1), grid = side_ / patch_, P = patch_;
-    float* y = output_.data();
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t gy = 0; gy < grid; ++gy)
-            for (std::int64_t gx = 0; gx < grid; ++gx)
-                for (std::int64_t r = 0; r < P; ++r)
-                    for (std::int64_t c = 0; c < P; ++c)
-                        *y++ = x[(n * side_ + gy * P + r) * side_ + gx * P + c];
+    ctx.backend->patchify(x, input.dim(1), side_, patch_, output_.data());
     return output_;
 }
 
@@ -115,7 +107,7 @@ Shape PositionEmbedding::outputShape(const Shape& input) const
 
 Tensor& PositionEmbedding::forward(Tensor& input, StepContext& ctx)
 {
-    requireHost(ctx, name());
+    requireOps(ctx, name());
     outputShape(input.shape());
     const auto p = StepPrecision::of(ctx, name());
     // PyTorch's type promotion: the 16-bit embeddings plus fp32 positions (the master
@@ -124,9 +116,8 @@ Tensor& PositionEmbedding::forward(Tensor& input, StepContext& ctx)
     const bool master = weight_.master.size() > 0;
     const Format f = master ? Format::fp32 : p.storage;
     float* x = unpacked(input).data();
-    const float* pos = weight_.stored().data();
-    const std::int64_t M = input.dim(0), block = tokens_ * width_;
-    for (std::int64_t i = 0; i < M * width_; ++i) x[i] += pos[i % block];
+    const std::int64_t M = input.dim(0);
+    ctx.backend->addPeriodic(x, M * width_, weight_.stored().data(), tokens_ * width_);
     roundTapped(ctx, f, x, x, M * width_, name(), TensorKind::activation);
     input.setStorage(f);
     return input;
@@ -137,12 +128,9 @@ Tensor* PositionEmbedding::backward(Tensor& gradOutput, StepContext& ctx, bool n
     const auto p = StepPrecision::of(ctx, name());
     const float* g = unpacked(gradOutput).data();
     prepareTensor(weight_.grad, weight_.value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
-    const std::int64_t block = tokens_ * width_, images = gradOutput.dim(0) / tokens_;
-    std::vector<double> sums(static_cast<std::size_t>(block), 0.0);
-    for (std::int64_t n = 0; n < images; ++n)
-        for (std::int64_t i = 0; i < block; ++i) sums[static_cast<std::size_t>(i)] += g[n * block + i];
+    const std::int64_t block = tokens_ * width_;
     float* dw = weight_.grad.data();
-    for (std::int64_t i = 0; i < block; ++i) dw[i] = static_cast<float>(sums[static_cast<std::size_t>(i)]);
+    ctx.backend->sumPeriodic(g, gradOutput.size(), block, dw);
     if (p.roundsStorage()) roundTapped(ctx, p.storage, dw, dw, block, name(), TensorKind::weightGrad);
     return needInputGrad ? &gradOutput : nullptr;
 }
@@ -175,7 +163,7 @@ Shape LayerNorm::outputShape(const Shape& input) const
 
 Tensor& LayerNorm::forward(Tensor& input, StepContext& ctx)
 {
-    requireHost(ctx, name());
+    requireOps(ctx, name());
     const auto p = StepPrecision::of(ctx, name());
     const Shape shape = outputShape(input.shape());
     const std::int64_t M = shape[0], D = width_;
@@ -191,42 +179,10 @@ Tensor& LayerNorm::forward(Tensor& input, StepContext& ctx)
     const bool fp32 = f == Format::fp32;
     const float* gamma = (fp32 ? weight_.stored() : weight_.value).data();
     const float* beta = (fp32 ? bias_.stored() : bias_.value).data();
-    float* y = output_.data();
-    float* xhat = normed_.data();
-    for (std::int64_t m = 0; m < M; ++m) {
-        const float* row = x + m * D;
-        // The sum of squared deviations, exactly, for the tap: what a 16-bit accumulator
-        // must hold (it overflows where this exceeds the format's largest value).
-        double exactSum = 0.0;
-        for (std::int64_t d = 0; d < D; ++d) exactSum += row[d];
-        const double exactMean = exactSum / static_cast<double>(D);
-        double exactSquares = 0.0;
-        for (std::int64_t d = 0; d < D; ++d) exactSquares += (row[d] - exactMean) * (row[d] - exactMean);
-        sumOfSquares_.data()[m] = static_cast<float>(exactSquares);
-        float mean = static_cast<float>(exactMean), rstd = 0.0f;
-        if (fp32) {
-            rstd = 1.0f / std::sqrt(static_cast<float>(exactSquares / static_cast<double>(D)) + kEps);
-        } else {
-            float sum = 0.0f;
-            for (std::int64_t d = 0; d < D; ++d) sum = roundTo(f, sum + row[d]);
-            mean = roundTo(f, sum / static_cast<float>(D));
-            float squares = 0.0f;
-            for (std::int64_t d = 0; d < D; ++d) {
-                const float diff = roundTo(f, row[d] - mean);
-                squares = roundTo(f, squares + roundTo(f, diff * diff));
-            }
-            const float var = roundTo(f, squares / static_cast<float>(D));
-            rstd = roundTo(f, 1.0f / roundTo(f, std::sqrt(roundTo(f, var + kEps))));
-        }
-        rstd_.data()[m] = rstd;
-        for (std::int64_t d = 0; d < D; ++d) {
-            const float h = fp32 ? (row[d] - mean) * rstd : roundTo(f, roundTo(f, row[d] - mean) * rstd);
-            xhat[m * D + d] = h;
-            y[m * D + d] = h * gamma[d] + beta[d];
-        }
-    }
+    ctx.backend->layerNorm(f, x, M, D, gamma, beta, kEps, output_.data(), normed_.data(), rstd_.data(),
+                           sumOfSquares_.data());
     roundTapped(ctx, f, sumOfSquares_.data(), sumOfSquares_.data(), M, name() + ".sumsq", TensorKind::activation);
-    roundTapped(ctx, p.storage, y, y, M * D, name(), TensorKind::activation);
+    roundTapped(ctx, p.storage, output_.data(), output_.data(), M * D, name(), TensorKind::activation);
     return output_;
 }
 
@@ -239,41 +195,19 @@ Tensor* LayerNorm::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
                                     shapeString(output_.shape()) + ".");
     const std::int64_t M = output_.dim(0), D = width_;
     const float* g = unpacked(gradOutput).data();
-    const float* xhat = normed_.data();
     const float* gamma = (p.fp32SensitiveOps ? weight_.stored() : weight_.value).data();
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
-    std::vector<double> dgamma(static_cast<std::size_t>(D), 0.0), dbeta(static_cast<std::size_t>(D), 0.0);
-    for (std::int64_t m = 0; m < M; ++m)
-        for (std::int64_t d = 0; d < D; ++d) {
-            dgamma[static_cast<std::size_t>(d)] += static_cast<double>(g[m * D + d]) * xhat[m * D + d];
-            dbeta[static_cast<std::size_t>(d)] += g[m * D + d];
-        }
-    for (std::int64_t d = 0; d < D; ++d) {
-        weight_.grad.data()[d] = static_cast<float>(dgamma[static_cast<std::size_t>(d)]);
-        bias_.grad.data()[d] = static_cast<float>(dbeta[static_cast<std::size_t>(d)]);
-    }
+    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * gamma, in
+    // fp32, then in the input's format (an fp32 residual stream's gradient stays fp32).
+    if (needInputGrad) prepareTensor(gradInput_, output_.shape(), inputStorage_, ctx, MemoryCategory::workspace);
+    ctx.backend->layerNormBackward(g, normed_.data(), rstd_.data(), gamma, M, D,
+                                   needInputGrad ? gradInput_.data() : nullptr, weight_.grad.data(), bias_.grad.data());
     if (p.roundsStorage())
         for (Parameter* param : {&weight_, &bias_})
             roundTapped(ctx, p.storage, param->grad.data(), param->grad.data(), D, name(), TensorKind::weightGrad);
     if (!needInputGrad) return nullptr;
-    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * gamma, in
-    // fp32, then in the input's format (an fp32 residual stream's gradient stays fp32).
-    prepareTensor(gradInput_, output_.shape(), inputStorage_, ctx, MemoryCategory::workspace);
     float* dx = gradInput_.data();
-    for (std::int64_t m = 0; m < M; ++m) {
-        double a = 0.0, b = 0.0;
-        for (std::int64_t d = 0; d < D; ++d) {
-            const double dh = static_cast<double>(g[m * D + d]) * gamma[d];
-            a += dh;
-            b += dh * xhat[m * D + d];
-        }
-        const float meanA = static_cast<float>(a / static_cast<double>(D));
-        const float meanB = static_cast<float>(b / static_cast<double>(D));
-        const float rstd = rstd_.data()[m];
-        for (std::int64_t d = 0; d < D; ++d)
-            dx[m * D + d] = rstd * (g[m * D + d] * gamma[d] - meanA - xhat[m * D + d] * meanB);
-    }
     roundTapped(ctx, inputStorage_, dx, dx, M * D, name(), TensorKind::activationGrad);
     return &gradInput_;
 }
@@ -306,7 +240,7 @@ Shape Attention::outputShape(const Shape& input) const
 
 Tensor& Attention::forward(Tensor& input, StepContext& ctx)
 {
-    requireHost(ctx, name());
+    requireOps(ctx, name());
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t T = tokens_, D = width_, H = heads_, dh = D / H, N = outShape[0] / T, ld = 3 * D;
@@ -331,28 +265,12 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
         }
     const std::int64_t count = N * H * T * T;
     roundTapped(ctx, p.storage, s, s, count, name() + ".scores", TensorKind::activation);
-    for (std::int64_t i = 0; i < count; ++i) s[i] *= scale_;
+    ctx.backend->scale(s, count, scale_);
     if (p.roundsStorage()) ctx.backend->roundArray(p.storage, s, s, static_cast<std::size_t>(count), nullptr, nullptr);
     // Softmax along each row: fp32 (autocast), or every step rounded to storage.
     const Format f = p.fp32SensitiveOps ? Format::fp32 : p.storage;
     float* prob = probabilities_.data();
-    for (std::int64_t r = 0; r < N * H * T; ++r) {
-        const float* row = s + r * T;
-        float* out = prob + r * T;
-        const float top = *std::max_element(row, row + T);
-        if (f == Format::fp32) {
-            double sum = 0.0;
-            for (std::int64_t j = 0; j < T; ++j) sum += out[j] = std::exp(row[j] - top);
-            for (std::int64_t j = 0; j < T; ++j) out[j] = static_cast<float>(out[j] / sum);
-        } else {
-            float sum = 0.0f;
-            for (std::int64_t j = 0; j < T; ++j) {
-                out[j] = roundTo(f, std::exp(roundTo(f, row[j] - top)));
-                sum = roundTo(f, sum + out[j]);
-            }
-            for (std::int64_t j = 0; j < T; ++j) out[j] = roundTo(f, out[j] / sum);
-        }
-    }
+    ctx.backend->softmaxRows(f, s, N * H * T, T, prob);
     // The probabilities as the second matmul reads them.
     prepareTensor(operandP_, {N * H, T, T}, compute, ctx, MemoryCategory::activations);
     roundTapped(ctx, compute, prob, operandP_.data(), count, name() + ".softmax", TensorKind::activation);
@@ -398,17 +316,9 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
     const std::int64_t count = N * H * T * T;
     if (p.roundsStorage()) ctx.backend->roundArray(p.storage, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dS = P o (dP - rowsum(dP o P)) in fp32 from the softmax as computed, then the scale.
-    const float* prob = probabilities_.data();
-    for (std::int64_t r = 0; r < N * H * T; ++r) {
-        float* row = ds + r * T;
-        const float* y = prob + r * T;
-        double dot = 0.0;
-        for (std::int64_t j = 0; j < T; ++j) dot += static_cast<double>(row[j]) * y[j];
-        const float c = static_cast<float>(dot);
-        for (std::int64_t j = 0; j < T; ++j) row[j] = y[j] * (row[j] - c);
-    }
+    ctx.backend->softmaxRowsBackward(probabilities_.data(), ds, N * H * T, T);
     roundTapped(ctx, p.storage, ds, ds, count, name() + ".scores", TensorKind::activationGrad);
-    for (std::int64_t i = 0; i < count; ++i) ds[i] *= scale_;
+    ctx.backend->scale(ds, count, scale_);
     ctx.backend->roundArray(compute, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dQ = dS K, dK = dS^T Q.
     for (std::int64_t n = 0; n < N; ++n)
@@ -440,13 +350,12 @@ std::int64_t Attention::keptBytesPerSample(const Shape& input, const PrecisionRe
 
 Tensor& Gelu::forward(Tensor& input, StepContext& ctx)
 {
-    requireHost(ctx, name());
+    requireOps(ctx, name());
     const auto p = StepPrecision::of(ctx, name());
     input_ = &unpacked(input);
     prepareTensor(output_, input.shape(), p.storage, ctx, MemoryCategory::activations);
-    const float* x = input.data();
     float* y = output_.data();
-    for (std::int64_t i = 0; i < input.size(); ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    ctx.backend->gelu(input.data(), y, input.size());
     roundTapped(ctx, p.storage, y, y, input.size(), name(), TensorKind::activation);
     return output_;
 }
@@ -458,13 +367,7 @@ Tensor* Gelu::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
     if (!input_ || gradOutput.size() != input_->size())
         throw std::invalid_argument("Layer " + name() + " got a gradient that does not match its output.");
     float* g = unpacked(gradOutput).data();
-    const float* x = input_->data();
-    // d/dx x Phi(x) = Phi(x) + x phi(x)
-    for (std::int64_t i = 0; i < gradOutput.size(); ++i) {
-        const float cdf = 0.5f * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-        const float pdf = 0.39894228040143268f * std::exp(-0.5f * x[i] * x[i]);
-        g[i] *= cdf + x[i] * pdf;
-    }
+    ctx.backend->geluBackward(input_->data(), g, gradOutput.size());
     roundTapped(ctx, p.storage, g, g, gradOutput.size(), name(), TensorKind::activationGrad);
     return &gradOutput;
 }
@@ -549,9 +452,10 @@ Tensor* TransformerBlock::backward(Tensor& gradOutput, StepContext& ctx, bool ne
     const Shape shape = output_.shape();
     const std::int64_t n = elementCount(shape);
     const float* g = unpacked(gradOutput).data();
-    // The MLP branch, then its residual: d(middle) = g + d(ln2's input).
+    // The MLP branch, then its residual: d(middle) = g + d(ln2's input). A layer may
+    // overwrite the gradient it is handed: fc2 gets a copy.
     prepareTensor(work_, shape, gradOutput.storage(), ctx, MemoryCategory::workspace);
-    std::copy(g, g + n, work_.data());
+    work_ = gradOutput;
     Tensor* d = fc2_.backward(work_, ctx, true);
     d = gelu_.backward(*d, ctx, true);
     d = fc1_.backward(*d, ctx, true);
@@ -560,7 +464,7 @@ Tensor* TransformerBlock::backward(Tensor& gradOutput, StepContext& ctx, bool ne
     addRounded(ctx, residual_, g, unpacked(*d).data(), gradMiddle_.data(), n, name() + ".residual",
                TensorKind::activationGrad);
     // The attention branch, then its residual.
-    std::copy(gradMiddle_.data(), gradMiddle_.data() + n, work_.data());
+    work_ = gradMiddle_;
     d = proj_.backward(work_, ctx, true);
     d = attn_.backward(*d, ctx, true);
     d = qkv_.backward(*d, ctx, true);
@@ -575,7 +479,9 @@ Tensor* TransformerBlock::backward(Tensor& gradOutput, StepContext& ctx, bool ne
 std::int64_t TransformerBlock::keptBytesPerSample(const Shape& input, const PrecisionRecipe& recipe) const
 {
     const Shape shape = outputShape(input);
-    std::int64_t bytes = 2 * elementCount(shape) * bytesOf(recipe.storage());   // the two residual sums
+    // The two residual sums, fp32 beside fp32 positions (master weights), else in storage.
+    const Format residual = recipe.keepsMasterCopy() ? Format::fp32 : recipe.storage();
+    std::int64_t bytes = 2 * elementCount(shape) * bytesOf(residual);
     Shape s = input;
     for (Layer* layer : layers()) {
         bytes += layer->keptBytesPerSample(s, recipe);
@@ -596,20 +502,15 @@ Shape TokenMeanPool::outputShape(const Shape& input) const
 
 Tensor& TokenMeanPool::forward(Tensor& input, StepContext& ctx)
 {
-    requireHost(ctx, name());
+    requireOps(ctx, name());
     const Shape out = outputShape(input.shape());
     inputShape_ = input.shape();
     const float* x = unpacked(input).data();
     // The mean of the residual stream, in its format.
     prepareTensor(output_, out, input.storage(), ctx, MemoryCategory::activations);
-    const std::int64_t N = out[0], D = out[1], T = tokens_;
+    const std::int64_t N = out[0], D = out[1];
     float* y = output_.data();
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t d = 0; d < D; ++d) {
-            double sum = 0.0;
-            for (std::int64_t t = 0; t < T; ++t) sum += x[(n * T + t) * D + d];
-            y[n * D + d] = static_cast<float>(sum / static_cast<double>(T));
-        }
+    ctx.backend->meanTokens(x, N, tokens_, D, y);
     roundTapped(ctx, input.storage(), y, y, N * D, name(), TensorKind::activation);
     return output_;
 }
@@ -622,12 +523,8 @@ Tensor* TokenMeanPool::backward(Tensor& gradOutput, StepContext& ctx, bool needI
     const float* g = unpacked(gradOutput).data();
     const Format f = output_.storage();
     prepareTensor(gradInput_, inputShape_, f, ctx, MemoryCategory::workspace);
-    const std::int64_t N = output_.dim(0), D = output_.dim(1), T = tokens_;
     float* dx = gradInput_.data();
-    const float tokens = static_cast<float>(T);
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t t = 0; t < T; ++t)
-            for (std::int64_t d = 0; d < D; ++d) dx[(n * T + t) * D + d] = g[n * D + d] / tokens;
+    ctx.backend->meanTokensBackward(g, output_.dim(0), tokens_, output_.dim(1), dx);
     roundTapped(ctx, f, dx, dx, gradInput_.size(), name(), TensorKind::activationGrad);
     return &gradInput_;
 }

@@ -10,7 +10,9 @@
 // emulated in the storage format, every sum and quotient rounded as a 16-bit kernel
 // with a 16-bit accumulator rounds it. The attention matmuls take the compute format and
 // the accumulation switch as Linear's do; their results are rounded to storage.
-// These layers run on host memory (the CPU backend); a device backend is refused.
+// Every op runs on the backend: the GEMMs, and LayerNorm, softmax, GELU and the data
+// movement as its transformer ops (ComputeBackend::handlesTransformerOps; the CPU backend
+// has them, the CUDA plugin not yet, so settings refuse vit there).
 #pragma once
 
 #include "nn/layer.h"

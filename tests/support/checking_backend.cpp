@@ -316,6 +316,120 @@ void CheckingBackend::addBiasRound(Format f, float* x, std::int64_t n, const flo
     cpu_->addBiasRound(f, x, n, bias, period, repeat, held(stats_, stats), held(hists_, hist));
 }
 
+void CheckingBackend::patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out)
+{
+    need(images, N * side * side, "patchify images");
+    need(out, N * side * side, "patchify out");
+    const HostAccess access(device_);
+    cpu_->patchify(images, N, side, patch, out);
+}
+
+void CheckingBackend::addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period)
+{
+    need(x, n, "addPeriodic x");
+    need(add, period, "addPeriodic add");
+    const HostAccess access(device_);
+    cpu_->addPeriodic(x, n, add, period);
+}
+
+void CheckingBackend::sumPeriodic(const float* x, std::int64_t n, std::int64_t period, float* out)
+{
+    need(x, n, "sumPeriodic x");
+    need(out, period, "sumPeriodic out");
+    const HostAccess access(device_);
+    cpu_->sumPeriodic(x, n, period, out);
+}
+
+void CheckingBackend::layerNorm(Format emulate, const float* x, std::int64_t rows, std::int64_t D, const float* gamma,
+                                const float* beta, float eps, float* y, float* xhat, float* rstd, float* sumOfSquares)
+{
+    for (const float* p : {x, static_cast<const float*>(y), static_cast<const float*>(xhat)}) need(p, rows * D, "layerNorm rows");
+    need(gamma, D, "layerNorm gamma");
+    need(beta, D, "layerNorm beta");
+    need(rstd, rows, "layerNorm rstd");
+    need(sumOfSquares, rows, "layerNorm sumOfSquares");
+    const HostAccess access(device_);
+    cpu_->layerNorm(emulate, x, rows, D, gamma, beta, eps, y, xhat, rstd, sumOfSquares);
+}
+
+void CheckingBackend::layerNormBackward(const float* g, const float* xhat, const float* rstd, const float* gamma,
+                                        std::int64_t rows, std::int64_t D, float* dx, float* dgamma, float* dbeta)
+{
+    need(g, rows * D, "layerNormBackward g");
+    need(xhat, rows * D, "layerNormBackward xhat");
+    need(rstd, rows, "layerNormBackward rstd");
+    need(gamma, D, "layerNormBackward gamma");
+    if (dx) need(dx, rows * D, "layerNormBackward dx");
+    need(dgamma, D, "layerNormBackward dgamma");
+    need(dbeta, D, "layerNormBackward dbeta");
+    const HostAccess access(device_);
+    cpu_->layerNormBackward(g, xhat, rstd, gamma, rows, D, dx, dgamma, dbeta);
+}
+
+void CheckingBackend::softmaxRows(Format emulate, const float* s, std::int64_t rows, std::int64_t T, float* p)
+{
+    need(s, rows * T, "softmaxRows s");
+    need(p, rows * T, "softmaxRows p");
+    const HostAccess access(device_);
+    cpu_->softmaxRows(emulate, s, rows, T, p);
+}
+
+void CheckingBackend::softmaxRowsBackward(const float* p, float* g, std::int64_t rows, std::int64_t T)
+{
+    need(p, rows * T, "softmaxRowsBackward p");
+    need(g, rows * T, "softmaxRowsBackward g");
+    const HostAccess access(device_);
+    cpu_->softmaxRowsBackward(p, g, rows, T);
+}
+
+void CheckingBackend::gelu(const float* x, float* y, std::int64_t n)
+{
+    need(x, n, "gelu x");
+    need(y, n, "gelu y");
+    const HostAccess access(device_);
+    cpu_->gelu(x, y, n);
+}
+
+void CheckingBackend::geluBackward(const float* x, float* g, std::int64_t n)
+{
+    need(x, n, "geluBackward x");
+    need(g, n, "geluBackward g");
+    const HostAccess access(device_);
+    cpu_->geluBackward(x, g, n);
+}
+
+void CheckingBackend::add(const float* a, const float* b, float* y, std::int64_t n)
+{
+    need(a, n, "add a");
+    need(b, n, "add b");
+    need(y, n, "add y");
+    const HostAccess access(device_);
+    cpu_->add(a, b, y, n);
+}
+
+void CheckingBackend::scale(float* x, std::int64_t n, float factor)
+{
+    need(x, n, "scale x");
+    const HostAccess access(device_);
+    cpu_->scale(x, n, factor);
+}
+
+void CheckingBackend::meanTokens(const float* x, std::int64_t N, std::int64_t T, std::int64_t D, float* y)
+{
+    need(x, N * T * D, "meanTokens x");
+    need(y, N * D, "meanTokens y");
+    const HostAccess access(device_);
+    cpu_->meanTokens(x, N, T, D, y);
+}
+
+void CheckingBackend::meanTokensBackward(const float* g, std::int64_t N, std::int64_t T, std::int64_t D, float* dx)
+{
+    need(g, N * D, "meanTokensBackward g");
+    need(dx, N * T * D, "meanTokensBackward dx");
+    const HostAccess access(device_);
+    cpu_->meanTokensBackward(g, N, T, D, dx);
+}
+
 void CheckingBackend::relu(float* x, std::int64_t n)
 {
     need(x, n, "relu");

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/transformer_ops.h"
 #include "numerics/bulk_round.h"
 #include "numerics/quantize.h"
 #include "numerics/simd_level.h"
@@ -331,6 +332,49 @@ public:
                                      std::int64_t classes, float lossScale, float* grad) override
     {
         cpu::softmaxCrossEntropyBackward(probabilities, labels, N, classes, lossScale, grad);
+    }
+    bool handlesTransformerOps() const override { return true; }
+    void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override
+    {
+        cpu::patchify(pool_, images, N, side, patch, out);
+    }
+    void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override
+    {
+        cpu::addPeriodic(pool_, x, n, add, period);
+    }
+    void sumPeriodic(const float* x, std::int64_t n, std::int64_t period, float* out) override
+    {
+        cpu::sumPeriodic(pool_, x, n, period, out);
+    }
+    void layerNorm(Format emulate, const float* x, std::int64_t rows, std::int64_t D, const float* gamma,
+                   const float* beta, float eps, float* y, float* xhat, float* rstd, float* sumOfSquares) override
+    {
+        cpu::layerNorm(pool_, emulate, x, rows, D, gamma, beta, eps, y, xhat, rstd, sumOfSquares);
+    }
+    void layerNormBackward(const float* g, const float* xhat, const float* rstd, const float* gamma,
+                           std::int64_t rows, std::int64_t D, float* dx, float* dgamma, float* dbeta) override
+    {
+        cpu::layerNormBackward(pool_, g, xhat, rstd, gamma, rows, D, dx, dgamma, dbeta);
+    }
+    void softmaxRows(Format emulate, const float* s, std::int64_t rows, std::int64_t T, float* p) override
+    {
+        cpu::softmaxRows(pool_, emulate, s, rows, T, p);
+    }
+    void softmaxRowsBackward(const float* p, float* g, std::int64_t rows, std::int64_t T) override
+    {
+        cpu::softmaxRowsBackward(pool_, p, g, rows, T);
+    }
+    void gelu(const float* x, float* y, std::int64_t n) override { cpu::gelu(pool_, x, y, n); }
+    void geluBackward(const float* x, float* g, std::int64_t n) override { cpu::geluBackward(pool_, x, g, n); }
+    void add(const float* a, const float* b, float* y, std::int64_t n) override { cpu::add(pool_, a, b, y, n); }
+    void scale(float* x, std::int64_t n, float factor) override { cpu::scale(pool_, x, n, factor); }
+    void meanTokens(const float* x, std::int64_t N, std::int64_t T, std::int64_t D, float* y) override
+    {
+        cpu::meanTokens(pool_, x, N, T, D, y);
+    }
+    void meanTokensBackward(const float* g, std::int64_t N, std::int64_t T, std::int64_t D, float* dx) override
+    {
+        cpu::meanTokensBackward(pool_, g, N, T, D, dx);
     }
     SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override
     {
