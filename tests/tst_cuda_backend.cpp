@@ -670,6 +670,86 @@ private slots:
         QVERIFY(compareTensors(dProb.toHost(), cpuProb, tolerance).isEmpty());
     }
 
+    // The vision transformer's ops on the device against the CPU backend's: LayerNorm, its
+    // gradients, sums, means, patches and adds bit for bit (no transcendental in them); the
+    // softmax and GELU, where CUDA's expf and erff may round otherwise, within the format's
+    // tolerance (the host checks the rest of their arithmetic bit for bit: tst_cuda_op_math).
+    void transformerOpsAgreeWithCpu_data() { softmaxCrossEntropyAgreesWithCpu_data(); }
+    void transformerOpsAgreeWithCpu()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const std::int64_t rows = 517, D = 64, T = 16;
+        std::vector<float> x = uniformValues(static_cast<std::size_t>(rows * D), 801, -3.0f, 3.0f);
+        const std::vector<float> gamma = uniformValues(static_cast<std::size_t>(D), 802, 0.5f, 1.5f);
+        const std::vector<float> beta = uniformValues(static_cast<std::size_t>(D), 803);
+        std::vector<float> y(x.size()), xhat(x.size()), rstd(static_cast<std::size_t>(rows)), sums(rstd.size());
+        Tensor dX = onDevice(x), dGamma = onDevice(gamma), dBeta = onDevice(beta), dY = onDevice(y), dXhat = onDevice(xhat),
+               dRstd = onDevice(rstd), dSums = onDevice(sums);
+        cuda_->layerNorm(f, dX.data(), rows, D, dGamma.data(), dBeta.data(), 1e-5f, dY.data(), dXhat.data(),
+                         dRstd.data(), dSums.data());
+        cpu_->layerNorm(f, x.data(), rows, D, gamma.data(), beta.data(), 1e-5f, y.data(), xhat.data(), rstd.data(),
+                        sums.data());
+        QVERIFY(sameValues(dY.toHost(), y));
+        QVERIFY(sameValues(dXhat.toHost(), xhat));
+        QVERIFY(sameValues(dRstd.toHost(), rstd));
+        QVERIFY(sameValues(dSums.toHost(), sums));
+        const std::vector<float> g = uniformValues(x.size(), 804);
+        std::vector<float> dx(x.size()), dgamma(gamma.size()), dbeta(gamma.size());
+        Tensor dG = onDevice(g), dDx = onDevice(dx), dDgamma = onDevice(dgamma), dDbeta = onDevice(dbeta);
+        cuda_->layerNormBackward(dG.data(), dXhat.data(), dRstd.data(), dGamma.data(), rows, D, dDx.data(),
+                                 dDgamma.data(), dDbeta.data());
+        cpu_->layerNormBackward(g.data(), xhat.data(), rstd.data(), gamma.data(), rows, D, dx.data(), dgamma.data(),
+                                dbeta.data());
+        QVERIFY(sameValues(dDx.toHost(), dx));
+        QVERIFY(sameValues(dDgamma.toHost(), dgamma));
+        QVERIFY(sameValues(dDbeta.toHost(), dbeta));
+
+        std::vector<float> s = uniformValues(static_cast<std::size_t>(rows * T), 805, -8.0f, 8.0f), p(s.size());
+        for (auto& v : s) v = roundTo(f, v);
+        Tensor dS = onDevice(s), dP = onDevice(p);
+        cuda_->softmaxRows(f, dS.data(), rows, T, dP.data());
+        cpu_->softmaxRows(f, s.data(), rows, T, p.data());
+        QString problem = compareTensors(dP.toHost(), p, toleranceFor(f));
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        std::vector<float> dp = uniformValues(s.size(), 806);
+        Tensor dDp = onDevice(dp), dPcpu = onDevice(p);
+        cuda_->softmaxRowsBackward(dPcpu.data(), dDp.data(), rows, T);   // from the CPU's probabilities
+        cpu_->softmaxRowsBackward(p.data(), dp.data(), rows, T);
+        QVERIFY(sameValues(dDp.toHost(), dp));
+
+        const auto n = static_cast<std::int64_t>(x.size());
+        std::vector<float> gy(x.size()), gg = g;
+        Tensor dGy = onDevice(gy), dGg = onDevice(gg);
+        cuda_->gelu(dX.data(), dGy.data(), n);
+        cuda_->geluBackward(dX.data(), dGg.data(), n);
+        cpu_->gelu(x.data(), gy.data(), n);
+        cpu_->geluBackward(x.data(), gg.data(), n);
+        problem = compareTensors(dGy.toHost(), gy, toleranceFor(Format::fp32));
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        problem = compareTensors(dGg.toHost(), gg, toleranceFor(Format::fp32));
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+
+        const std::int64_t N = rows / 11, side = 28;
+        const std::vector<float> images = uniformValues(static_cast<std::size_t>(N * side * side), 807, 0.0f, 1.0f);
+        std::vector<float> patches(images.size());
+        Tensor dImages = onDevice(images), dPatches = onDevice(patches);
+        cuda_->patchify(dImages.data(), N, side, 7, dPatches.data());
+        cpu_->patchify(images.data(), N, side, 7, patches.data());
+        QVERIFY(sameBits(dPatches.toHost(), patches));
+        std::vector<float> added = x, periodic(static_cast<std::size_t>(11 * D)), means(static_cast<std::size_t>(N * D));
+        Tensor dAdded = onDevice(added), dPeriodic = onDevice(periodic), dMeans = onDevice(means);
+        cuda_->addPeriodic(dAdded.data(), N * 11 * D, dGamma.data(), D);
+        cpu_->addPeriodic(added.data(), N * 11 * D, gamma.data(), D);
+        QVERIFY(sameBits(dAdded.toHost(), added));
+        cuda_->sumPeriodic(dX.data(), N * 11 * D, 11 * D, dPeriodic.data());
+        cpu_->sumPeriodic(x.data(), N * 11 * D, 11 * D, periodic.data());
+        QVERIFY(sameBits(dPeriodic.toHost(), periodic));
+        cuda_->meanTokens(dX.data(), N, 11, D, dMeans.data());
+        cpu_->meanTokens(x.data(), N, 11, D, means.data());
+        QVERIFY(sameBits(dMeans.toHost(), means));
+    }
+
     void softmaxCrossEntropyBackwardMatchesCpuExactly()
     {
         const std::int64_t N = 590, classes = 10;

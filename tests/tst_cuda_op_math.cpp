@@ -2,10 +2,12 @@
 // functions of kernel_math.h that the step kernels run, called element by element (row by
 // row for the loss), against the CPU reference bit for bit (update_math.h's applyUpdate,
 // SGD, Adam and gradient sweep; the CPU backend's bias rounding, ReLU, pooling, transpose
-// and loss; a double-precision softmax). Runs everywhere, with or without a GPU; the same
+// and loss; a double-precision softmax; the transformer ops of transformer_math.h against
+// the CPU backend's). Runs everywhere, with or without a GPU; the same
 // ops on a device are tst_cuda_backend, the rounding and im2col arithmetic
 // tst_cuda_kernel_math.
 // links: plab_backend_cpu plab_backend plab_test_support
+#include "backend/cuda/transformer_math.h"
 #include "cuda_test_support.h"
 #include "tensor/tensor.h"
 
@@ -471,6 +473,94 @@ private slots:
             emulateSoftmaxBackward(prob, labels, classes, lossScale, kernelGrad);
             QVERIFY(sameBits(kernelGrad, cpuGrad));
         }
+    }
+
+    // The vision transformer's ops (transformer_math.h) row by row against the CPU
+    // backend's transformer ops: LayerNorm and the row softmax in fp32 and emulated in
+    // fp16 and bf16 (rows whose sums of squares overflow fp16 among them), their
+    // gradients, GELU, patches, periodic sums and token means, bit for bit.
+    void transformerOpsMatchCpu_data() { addFormatRows(); }
+    void transformerOpsMatchCpu()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const std::int64_t rows = 37, D = 48;
+        std::vector<float> x = uniformValues(static_cast<std::size_t>(rows * D), 131, -3.0f, 3.0f);
+        for (std::int64_t d = 0; d < D; ++d) x[static_cast<std::size_t>(5 * D + d)] = d % 2 ? 60.0f : -60.0f;   // 172800
+        const std::vector<float> gamma = uniformValues(static_cast<std::size_t>(D), 132, 0.5f, 1.5f);
+        const std::vector<float> beta = uniformValues(static_cast<std::size_t>(D), 133, -0.5f, 0.5f);
+        std::vector<float> y(x.size()), xhat(x.size()), rstd(static_cast<std::size_t>(rows)), sums(rstd.size());
+        cpu_->layerNorm(f, x.data(), rows, D, gamma.data(), beta.data(), 1e-5f, y.data(), xhat.data(), rstd.data(),
+                        sums.data());
+        std::vector<float> ky(x.size()), kxhat(x.size()), krstd(rstd.size()), ksums(rstd.size());
+        for (std::int64_t m = 0; m < rows; ++m)
+            ck::layerNormRow(format, x.data() + m * D, D, gamma.data(), beta.data(), 1e-5f, ky.data() + m * D,
+                             kxhat.data() + m * D, krstd.data() + m, ksums.data() + m);
+        QVERIFY(sameValues(ky, y));
+        QVERIFY(sameValues(kxhat, xhat));
+        QVERIFY(sameValues(krstd, rstd));
+        QVERIFY(sameValues(ksums, sums));
+        QCOMPARE(std::isinf(roundTo(Format::fp16, sums[5])), true);   // the row that overflows a 16-bit sum
+
+        const std::vector<float> g = uniformValues(x.size(), 134, -1.0f, 1.0f);
+        std::vector<float> dx(x.size()), dgamma(gamma.size()), dbeta(gamma.size());
+        cpu_->layerNormBackward(g.data(), xhat.data(), rstd.data(), gamma.data(), rows, D, dx.data(), dgamma.data(),
+                                dbeta.data());
+        std::vector<float> kdx(x.size()), kdgamma(gamma.size()), kdbeta(gamma.size());
+        for (std::int64_t d = 0; d < D; ++d)
+            ck::layerNormWeightGradColumn(g.data(), xhat.data(), rows, D, d, kdgamma.data(), kdbeta.data());
+        for (std::int64_t m = 0; m < rows; ++m)
+            ck::layerNormInputGradRow(g.data() + m * D, xhat.data() + m * D, rstd[static_cast<std::size_t>(m)],
+                                      gamma.data(), D, kdx.data() + m * D);
+        QVERIFY(sameValues(kdx, dx));
+        QVERIFY(sameValues(kdgamma, dgamma));
+        QVERIFY(sameValues(kdbeta, dbeta));
+
+        // Scores of 16 tokens a row, one row past fp16's range (inf - inf: NaN).
+        const std::int64_t T = 16;
+        std::vector<float> s = uniformValues(static_cast<std::size_t>(rows * T), 135, -8.0f, 8.0f);
+        s[3 * T + 2] = std::numeric_limits<float>::infinity();
+        std::vector<float> p(s.size()), kp(s.size());
+        cpu_->softmaxRows(f, s.data(), rows, T, p.data());
+        for (std::int64_t r = 0; r < rows; ++r) ck::softmaxRowPlain(format, s.data() + r * T, T, kp.data() + r * T);
+        QVERIFY(sameValues(kp, p));
+        QVERIFY(std::isnan(p[3 * T]));
+        std::vector<float> dp = uniformValues(s.size(), 136, -1.0f, 1.0f), kdp = dp;
+        cpu_->softmaxRowsBackward(p.data(), dp.data(), rows, T);
+        for (std::int64_t r = 0; r < rows; ++r) ck::softmaxRowBackward(p.data() + r * T, kdp.data() + r * T, T);
+        QVERIFY(sameValues(kdp, dp));
+    }
+
+    void transformerElementOpsMatchCpu()
+    {
+        const std::vector<float> x = uniformValues(4096, 141, -6.0f, 6.0f);
+        std::vector<float> y(x.size()), ky(x.size());
+        cpu_->gelu(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+        for (std::size_t i = 0; i < x.size(); ++i) ky[i] = ck::geluValue(x[i]);
+        QVERIFY(sameBits(ky, y));
+        std::vector<float> g = uniformValues(x.size(), 142, -1.0f, 1.0f), kg(g.size());
+        for (std::size_t i = 0; i < x.size(); ++i) kg[i] = ck::geluGradient(x[i], g[i]);
+        cpu_->geluBackward(x.data(), g.data(), static_cast<std::int64_t>(x.size()));
+        QVERIFY(sameBits(kg, g));
+
+        const std::int64_t N = 3, side = 28, patch = 7;
+        const std::vector<float> images = uniformValues(static_cast<std::size_t>(N * side * side), 143, 0.0f, 1.0f);
+        std::vector<float> patches(images.size()), kpatches(images.size());
+        cpu_->patchify(images.data(), N, side, patch, patches.data());
+        for (std::size_t o = 0; o < images.size(); ++o)
+            kpatches[o] = images[static_cast<std::size_t>(ck::patchSource(static_cast<std::int64_t>(o), side, patch))];
+        QVERIFY(sameBits(kpatches, patches));
+
+        const std::int64_t T = 16, D = 12, period = T * D;
+        const std::vector<float> tokens = uniformValues(static_cast<std::size_t>(N * period), 144, -2.0f, 2.0f);
+        std::vector<float> sums(static_cast<std::size_t>(period)), ksums(sums.size());
+        cpu_->sumPeriodic(tokens.data(), N * period, period, sums.data());
+        for (std::int64_t i = 0; i < period; ++i) ksums[static_cast<std::size_t>(i)] = ck::periodicSum(tokens.data(), N, period, i);
+        QVERIFY(sameBits(ksums, sums));
+        std::vector<float> means(static_cast<std::size_t>(N * D)), kmeans(means.size());
+        cpu_->meanTokens(tokens.data(), N, T, D, means.data());
+        for (std::int64_t o = 0; o < N * D; ++o) kmeans[static_cast<std::size_t>(o)] = ck::tokenMean(tokens.data(), T, D, o / D, o % D);
+        QVERIFY(sameBits(kmeans, means));
     }
 };
 

@@ -11,8 +11,8 @@
 // with a 16-bit accumulator rounds it. The attention matmuls take the compute format and
 // the accumulation switch as Linear's do; their results are rounded to storage.
 // Every op runs on the backend: the GEMMs, and LayerNorm, softmax, GELU and the data
-// movement as its transformer ops (ComputeBackend::handlesTransformerOps; the CPU backend
-// has them, the CUDA plugin not yet, so settings refuse vit there).
+// movement as its transformer ops (ComputeBackend::handlesTransformerOps). The CUDA
+// plugin's are written but not yet run on a GPU, so settings refuse vit there.
 #pragma once
 
 #include "nn/layer.h"

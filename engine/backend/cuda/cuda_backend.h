@@ -92,6 +92,26 @@ public:
     void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
                                      std::int64_t classes, float lossScale, float* grad) override;
 
+    // The vision transformer's ops (cuda_transformer_ops.cpp). Written and checked on the
+    // host (transformer_math.h against the CPU's), not yet run on a GPU: settings refuse
+    // model vit on this backend until a GPU session has (docs/CUDA.md).
+    bool handlesTransformerOps() const override { return true; }
+    void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override;
+    void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override;
+    void sumPeriodic(const float* x, std::int64_t n, std::int64_t period, float* out) override;
+    void layerNorm(Format emulate, const float* x, std::int64_t rows, std::int64_t D, const float* gamma,
+                   const float* beta, float eps, float* y, float* xhat, float* rstd, float* sumOfSquares) override;
+    void layerNormBackward(const float* g, const float* xhat, const float* rstd, const float* gamma,
+                           std::int64_t rows, std::int64_t D, float* dx, float* dgamma, float* dbeta) override;
+    void softmaxRows(Format emulate, const float* s, std::int64_t rows, std::int64_t T, float* p) override;
+    void softmaxRowsBackward(const float* p, float* g, std::int64_t rows, std::int64_t T) override;
+    void gelu(const float* x, float* y, std::int64_t n) override;
+    void geluBackward(const float* x, float* g, std::int64_t n) override;
+    void add(const float* a, const float* b, float* y, std::int64_t n) override;
+    void scale(float* x, std::int64_t n, float factor) override;
+    void meanTokens(const float* x, std::int64_t N, std::int64_t T, std::int64_t D, float* y) override;
+    void meanTokensBackward(const float* g, std::int64_t N, std::int64_t T, std::int64_t D, float* dx) override;
+
     // Loss scaling and the optimizers (cuda_update_ops.cpp).
     SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
     void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer,

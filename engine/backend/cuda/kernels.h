@@ -160,4 +160,25 @@ cudaError_t launchAdamUpdate(const AdamStep& s, int format, int stateFormat, con
                              float* weights, const float* grad, float* m, float* v, long long n,
                              unsigned long long* counters, cudaStream_t stream);
 
+// ---- The vision transformer's ops (transformer_kernels.cu, transformer_math.h) ----------
+// ComputeBackend's transformer ops of the same names, one thread per row, column or element.
+cudaError_t launchPatchify(const float* images, long long N, long long side, long long patch, float* out,
+                           cudaStream_t stream);
+cudaError_t launchAddPeriodic(float* x, long long n, const float* add, long long period, cudaStream_t stream);
+cudaError_t launchSumPeriodic(const float* x, long long n, long long period, float* out, cudaStream_t stream);
+cudaError_t launchLayerNorm(int f, const float* x, long long rows, long long D, const float* gamma, const float* beta,
+                            float eps, float* y, float* xhat, float* rstd, float* sumOfSquares, cudaStream_t stream);
+cudaError_t launchLayerNormBackward(const float* g, const float* xhat, const float* rstd, const float* gamma,
+                                    long long rows, long long D, float* dx, float* dgamma, float* dbeta,
+                                    cudaStream_t stream);
+cudaError_t launchSoftmaxRows(int f, const float* s, long long rows, long long T, float* p, cudaStream_t stream);
+cudaError_t launchSoftmaxRowsBackward(const float* p, float* g, long long rows, long long T, cudaStream_t stream);
+cudaError_t launchGelu(const float* x, float* y, long long n, cudaStream_t stream);
+cudaError_t launchGeluBackward(const float* x, float* g, long long n, cudaStream_t stream);
+cudaError_t launchAdd(const float* a, const float* b, float* y, long long n, cudaStream_t stream);
+cudaError_t launchScale(float* x, long long n, float factor, cudaStream_t stream);
+cudaError_t launchMeanTokens(const float* x, long long N, long long T, long long D, float* y, cudaStream_t stream);
+cudaError_t launchMeanTokensBackward(const float* g, long long N, long long T, long long D, float* dx,
+                                     cudaStream_t stream);
+
 }  // namespace plab::cudakernels
