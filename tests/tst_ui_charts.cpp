@@ -23,6 +23,7 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
+#include <QComboBox>
 #include <QGraphicsTextItem>
 #include <QLabel>
 #include <QLegendMarker>
@@ -238,6 +239,67 @@ private slots:
         for (std::size_t li = 0; li < 16; ++li)
             QVERIFY(ChartGroup::layerColor(QColor(Qt::blue), li).lightness() < 235);
         // A three-layer run shows no box.
+        view.setRuns(makeRun("amp", 100, Qt::red), {});
+        view.redrawNow();
+        QVERIFY(box->isHidden());
+    }
+
+    // A transformer's layers by block: the Block choice lists the blocks, and one block's
+    // layers are drawn alone, in model order, its whole set where it has six or fewer.
+    void transformerLayersByBlock()
+    {
+        TrainSettings settings = ampSettings();
+        settings.model = ModelSpec{"vit", {16, 2, 2, 7}};
+        const std::vector<std::string> names = parameterLayerNames(settings.model);   // 16
+        auto run = std::make_shared<RunData>(QStringLiteral("id-vit"), settings);
+        run->setName("vit");
+        run->setColor(Qt::blue);
+        run->apply(RunStartEvent{"cpu", {}, 100});
+        for (std::int64_t i = 1; i <= 100; ++i) {
+            StepEvent e;
+            e.step = i;
+            e.loss = 1.0f;
+            e.lossScale = 1.0;
+            e.batch = 32;
+            e.totalSteps = 100;
+            run->apply(e);
+            if (i % 50 != 0) continue;
+            TelemetryEvent t;
+            t.step = i;
+            t.lossScale = 1.0;
+            for (auto it = names.rbegin(); it != names.rend(); ++it) {   // not in model order
+                LayerTelemetry l;
+                l.layer = *it;
+                l.kind = TensorKind::weightGrad;
+                l.stats.count = 100;
+                l.update.nonzero = 100;
+                l.update.lost = 10;
+                t.layers.push_back(l);
+            }
+            run->apply(t);
+        }
+        ChartsView view;
+        view.setRuns(run, {});
+        view.redrawNow();
+        auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
+        const auto lostLines = [&] {
+            QStringList layers;
+            for (QAbstractSeries* series : view.seriesOf("updates"))
+                if (series->name().endsWith(" lost updates") && series->isVisible()) layers << series->name().section(' ', 1, 1);
+            return layers;
+        };
+        QCOMPARE(lostLines(), (QStringList{"embed", "block1.qkv", "block1.fc1", "block2.qkv", "block2.fc1", "head"}));
+        auto* box = updates->findChild<QComboBox*>("updatesBlock");
+        QVERIFY(box && !box->isHidden());
+        QCOMPARE(box->count(), 3);   // every block, block1, block2
+        updates->setBlock("block2");   // redraws at once
+        QStringList block2 = lostLines();   // series are listed as the pool made them
+        block2.sort();
+        QCOMPARE(block2, (QStringList{"block2.fc1", "block2.fc2", "block2.ln1", "block2.ln2", "block2.proj", "block2.qkv"}));
+        QVERIFY2(!updates->keyText().contains("of block2's"), qPrintable(updates->keyText()));
+        updates->setBlock(QString());
+        QCOMPARE(lostLines().size(), 6);
+        // A model without blocks shows no choice.
         view.setRuns(makeRun("amp", 100, Qt::red), {});
         view.redrawNow();
         QVERIFY(box->isHidden());

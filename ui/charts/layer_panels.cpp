@@ -6,6 +6,7 @@
 #include "nn/model.h"
 
 #include <QCheckBox>
+#include <QSignalBlocker>
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
@@ -128,8 +129,13 @@ QString LayerPanelsGroup::layerKey(const QList<RunPtr>& runs, TensorKind kind) c
         for (std::size_t li = 0; li < layers.size(); ++li)
             line += QStringLiteral(" <span style='color:%1'>■</span>&nbsp;%2")
                         .arg(layerColor(run->color(), li).name(), QString::fromStdString(layers[li]).toHtmlEscaped());
-        const std::size_t all = layersOfKind(*run, kind).size();
-        if (layers.size() < all) line += tr(" (%1 of its %2 layers; All layers draws each)").arg(layers.size()).arg(all);
+        const std::size_t all = layersInChoice(*run, kind).size();
+        if (layers.size() < all) {
+            if (block().isEmpty())
+                line += tr(" (%1 of its %2 layers; All layers draws each)").arg(layers.size()).arg(all);
+            else
+                line += tr(" (%1 of %2's %3 layers; All layers draws each)").arg(layers.size()).arg(block()).arg(all);
+        }
         lines << line;
     }
     return lines.join(QStringLiteral("<br>"));
@@ -152,8 +158,66 @@ void LayerPanelsGroup::updateKey(const QList<RunPtr>& runs, TensorKind kind)
     if (label->text() != key) label->setText(key);
     label->setVisible(!key.isEmpty());
     bool deep = false;
-    for (const RunPtr& run : runs) deep = deep || layersOfKind(*run, kind).size() > kMostLayerLines;
+    for (const RunPtr& run : runs) deep = deep || layersInChoice(*run, kind).size() > kMostLayerLines;
     allLayersBox()->setVisible(deep);
+    // The blocks of every run shown, the choice kept while it is still one of them.
+    QStringList blocks;
+    for (const RunPtr& run : runs)
+        for (const QString& b : blocksOf(layersOfKind(*run, kind)))
+            if (!blocks.contains(b)) blocks << b;
+    QComboBox* box = blockBox();
+    QStringList have;
+    for (int i = 1; i < box->count(); ++i) have << box->itemData(i).toString();
+    if (have != blocks) {
+        const QString keep = block();
+        const QSignalBlocker quiet(box);
+        while (box->count() > 1) box->removeItem(1);
+        for (const QString& b : blocks) box->addItem(b, b);
+        box->setCurrentIndex(std::max(0, box->findData(keep)));
+    }
+    box->setVisible(!blocks.isEmpty());
+}
+
+QStringList blocksOf(const std::vector<std::string>& layers)
+{
+    QStringList blocks;
+    for (const std::string& layer : layers) {
+        const auto dot = layer.find('.');
+        if (dot == std::string::npos) continue;
+        const QString b = QString::fromStdString(layer.substr(0, dot));
+        if (!blocks.contains(b)) blocks << b;
+    }
+    return blocks;
+}
+
+QComboBox* LayerPanelsGroup::blockBox()
+{
+    if (!block_) {
+        block_ = new QComboBox(this);
+        block_->setObjectName(groupName() + QStringLiteral("Block"));
+        block_->addItem(tr("Every block"), QString());
+        block_->setToolTip(tr("A transformer's layers by block: one block's layers and taps, or the whole model"));
+        block_->setVisible(false);
+    }
+    return block_;
+}
+
+void LayerPanelsGroup::setBlock(const QString& block)
+{
+    QComboBox* box = blockBox();
+    box->setCurrentIndex(std::max(0, box->findData(block)));
+}
+
+QString LayerPanelsGroup::block() const { return block_ ? block_->currentData().toString() : QString(); }
+
+std::vector<std::string> LayerPanelsGroup::layersInChoice(const RunData& run, TensorKind kind) const
+{
+    std::vector<std::string> layers = layersOfKind(run, kind);
+    const QString chosen = block();
+    if (chosen.isEmpty()) return layers;
+    const std::string prefix = chosen.toStdString() + ".";
+    std::erase_if(layers, [&](const std::string& l) { return !l.starts_with(prefix); });
+    return layers;
 }
 
 QCheckBox* LayerPanelsGroup::allLayersBox()
@@ -174,7 +238,7 @@ bool LayerPanelsGroup::allLayers() const { return allLayers_ && allLayers_->isCh
 
 std::vector<std::string> LayerPanelsGroup::layersToDraw(const RunData& run, TensorKind kind) const
 {
-    const std::vector<std::string> layers = layersOfKind(run, kind);
+    const std::vector<std::string> layers = layersInChoice(run, kind);
     return allLayers() ? layers : spreadLayers(layers, kMostLayerLines);
 }
 

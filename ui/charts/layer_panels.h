@@ -8,6 +8,7 @@
 
 #include "charts/chart_support.h"
 
+#include <QComboBox>
 #include <QGraphicsSimpleTextItem>
 
 QT_BEGIN_NAMESPACE
@@ -35,6 +36,10 @@ public:
     static constexpr std::size_t kMostLayerLines = 6;
     void setAllLayers(bool all);
     bool allLayers() const;
+    // A transformer's layers by block: "" draws the whole model (the default), "block2"
+    // only the layers and taps named block2.*.
+    void setBlock(const QString& block);
+    QString block() const;
 
 protected:
     struct Panel {
@@ -77,13 +82,23 @@ protected:
     // The "All layers" box: created on first use; the group lays it out and redraws when
     // it is toggled.
     QCheckBox* allLayersBox();
-    // The layers of `kind` drawn for a run: layersOfKind, or spreadLayers of it.
+    // The "Block" choice, shown while some run's layers belong to blocks (block1.qkv):
+    // created on first use; the group lays it out and redraws when it changes.
+    QComboBox* blockBox();
+    // The layers of `kind` drawn for a run: those of the chosen block (or all), every one
+    // of them or spreadLayers of them.
     std::vector<std::string> layersToDraw(const RunData& run, TensorKind kind) const;
 
 private:
+    // layersOfKind within the chosen block.
+    std::vector<std::string> layersInChoice(const RunData& run, TensorKind kind) const;
     QLabel* key_ = nullptr;
     QCheckBox* allLayers_ = nullptr;
+    QComboBox* block_ = nullptr;
 };
+
+// The blocks of layer names ("block1" of "block1.qkv"), each once, in the names' order.
+QStringList blocksOf(const std::vector<std::string>& layers);
 
 // At most `most` (>= 2) of `layers`, spread evenly from the first to the last, in order.
 std::vector<std::string> spreadLayers(const std::vector<std::string>& layers, std::size_t most);

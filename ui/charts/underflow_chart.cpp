@@ -55,6 +55,8 @@ UnderflowChart::UnderflowChart(QWidget* parent)
     controls->addWidget(kindBox_);
     controls->addWidget(allLayersBox());
     connect(allLayersBox(), &QCheckBox::toggled, this, [this] { redraw(current_, compare_); });
+    controls->addWidget(blockBox());
+    connect(blockBox(), &QComboBox::currentIndexChanged, this, [this] { redraw(current_, compare_); });
     controls->addStretch(1);
     auto* charts = new QHBoxLayout;
     charts->addWidget(makeChartView(underflow_, this));

@@ -52,8 +52,13 @@ UpdatesChart::UpdatesChart(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(row, 1);
     layout->addWidget(keyLabel());
-    layout->addWidget(allLayersBox());
+    auto* choice = new QHBoxLayout;
+    choice->addWidget(allLayersBox());
+    choice->addWidget(blockBox());
+    choice->addStretch(1);
+    layout->addLayout(choice);
     connect(allLayersBox(), &QCheckBox::toggled, this, [this] { redraw(current_, compare_); });
+    connect(blockBox(), &QComboBox::currentIndexChanged, this, [this] { redraw(current_, compare_); });
 }
 
 QStringList UpdatesChart::axisTitles(bool presentation)
