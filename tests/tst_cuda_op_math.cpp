@@ -1,3 +1,4 @@
+// Over 500 lines: every op the kernels compute against the CPU reference, sharing one set of helpers.
 // Tests the CUDA backend's per-element and per-row arithmetic on the host (issue 5): the
 // functions of kernel_math.h that the step kernels run, called element by element (row by
 // row for the loss), against the CPU reference bit for bit (update_math.h's applyUpdate,

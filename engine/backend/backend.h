@@ -1,3 +1,4 @@
+// Over 500 lines: the one interface every backend implements, each op documented where it is declared.
 // The compute backend interface: every op a training step runs on tensor values (GEMM
 // under a precision rule, batched im2col/col2im for 3x3-style convolutions, bulk
 // rounding with telemetry, bias, ReLU, pooling, the loss, the gradient sweep of loss

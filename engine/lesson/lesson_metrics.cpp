@@ -1,3 +1,4 @@
+// Over 500 lines: the metric table and each metric's evaluation, kept together as the lesson schema reads them.
 // The lesson metric table and its evaluation on run records (see lesson_metrics.h).
 #include "lesson/lesson_metrics.h"
 

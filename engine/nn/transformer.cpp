@@ -1,3 +1,4 @@
+// Over 500 lines: the transformer's layers share their helpers and precision rules here.
 // The vision transformer's layers (see transformer.h): their shapes, formats and rounding
 // sites; every op on the backend (LayerNorm, softmax and GELU among its transformer ops).
 #include "nn/transformer.h"

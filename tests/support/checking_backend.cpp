@@ -1,3 +1,4 @@
+// Over 500 lines: one checked forward per ComputeBackend op, a few lines each.
 // The checking backend of checking_backend.h: tracked "device" blocks mapped without
 // access between ops, pointer checks before every op, counts held until flush().
 #include "checking_backend.h"
