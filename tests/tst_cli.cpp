@@ -1,3 +1,4 @@
+// Over 500 lines: the command line end to end, every bad input beside the good ones (one plab build).
 // End-to-end tests of the `plab` executable: bad input (truncated, mislabelled or garbage
 // IDX files, malformed options and configs) gives one clear message and exit status 2
 // without a signal; a short run on synthetic data exits 0 with the accuracy on stdout's

@@ -1,3 +1,4 @@
+// Over 500 lines: each FP8, MX and NVFP4 recipe in both layers, sharing the double-precision references.
 // Tests the FP8, MX and NVFP4 recipes in the layers (issue 15): Linear and Conv2d outputs and
 // gradients against references computed here in double from operands quantised by the
 // scalar conversions of numerics/minifloat (checked against the specifications by

@@ -1,3 +1,4 @@
+// Over 500 lines: SGD and Adam in every storage, each against the same double-precision equations.
 // Tests SGD and Adam against double-precision references of PyTorch's equations, the
 // fp16 behaviour without master weights (eps underflow, lost updates), optimizer-state
 // accounting, gradient unscaling and gradient-norm clipping.

@@ -1,3 +1,4 @@
+// Over 500 lines: every preset and switch of the recipe table, with its notices.
 // Tests precision recipes and loss-scaling settings: the presets of DESIGN.md section 4
 // and of issue 2 section 4, storage formats, notices for unusual combinations,
 // validate() for impossible values, describe(), and the --loss-scale parser.

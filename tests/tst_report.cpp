@@ -1,3 +1,4 @@
+// Over 500 lines: the report's sections share fixture runs trained once.
 // Tests of run reports (issue 4, "Run reports"): fixture runs are trained here on small
 // synthetic data (AMP FP16 with loss scaling off and dynamic, a pure FP16 Adam run that
 // diverges, an FP32 run), so they are regenerated on every run and never go stale. Checks:

@@ -1,3 +1,4 @@
+// Over 500 lines: the trainer's loop, records and controls share small synthetic runs.
 // Tests of the trainer and run records on small synthetic data: a short run learns,
 // same seed gives an identical record (timing fields aside), stop / pause / mid-run
 // changes act between steps, divergence ends the run as diverged, and the golden

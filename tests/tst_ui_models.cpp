@@ -1,3 +1,4 @@
+// Over 500 lines: the run store and its model share one temporary runs folder.
 // Tests of the RunStore and the RunListModel (under QAbstractItemModelTester): saved
 // records load at start-up, rename is written to the record, delete moves the record to
 // the trash folder and undo restores it, a new store over the same folder ("restart")

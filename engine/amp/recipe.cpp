@@ -1,3 +1,4 @@
+// Over 500 lines: the presets, the frameworks' names and the recipe's rules in one table-driven file.
 // Precision recipes and loss-scaling settings: the named recipes (our six presets, the
 // frameworks' names from Apex, Keras and PyTorch, those below 16 bits), the loss-scaling
 // presets of PyTorch, TensorFlow and Apex, and the checks that tell an impossible setting
