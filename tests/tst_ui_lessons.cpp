@@ -65,6 +65,11 @@ private slots:
         QFETCH(QString, file);
         const LessonLoad load = loadLesson(file);
         QVERIFY2(load.lesson, qPrintable(load.error));
+        // Bundled into the app (File > Lessons) as well as installed as a file.
+        QFile qrc(QStringLiteral(PLAB_SOURCE_DIR "/resources/precision_lab.qrc"));
+        QVERIFY(qrc.open(QIODevice::ReadOnly));
+        const QString entry = QStringLiteral("<file>lessons/%1</file>").arg(QFileInfo(file).fileName());
+        QVERIFY2(QString::fromUtf8(qrc.readAll()).contains(entry), qPrintable(entry + " missing from precision_lab.qrc"));
         const Lesson& lesson = *load.lesson;
         QVERIFY(!lesson.title.empty() && !lesson.question.empty() && !lesson.explanation.empty());
         QVERIFY(!lesson.runs.empty());
