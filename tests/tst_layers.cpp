@@ -18,6 +18,7 @@
 #include "numerics/storage_convert.h"
 
 #include "checking_backend.h"
+#include "gradient_check.h"
 #include "test_support.h"
 
 #include <QtTest>
@@ -35,6 +36,8 @@
 
 using namespace plab;
 using plab::testing::CheckingBackend;
+using plab::testing::checkGradient;
+using plab::testing::weightedSum;
 using plab::testing::ConvolutionLibrary;
 
 Q_DECLARE_METATYPE(plab::testing::ConvolutionLibrary)
@@ -72,34 +75,6 @@ double relativeDifference(const std::vector<float>& a, const std::vector<float>&
         scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
     }
     return scale > 0 ? diff / scale : diff;
-}
-
-// L = sum(r * forward(x)) in double, for a fixed r.
-double weightedSum(const Tensor& out, const Tensor& r)
-{
-    double s = 0;
-    for (std::int64_t i = 0; i < out.size(); ++i) s += static_cast<double>(out[i]) * r[i];
-    return s;
-}
-
-// Central differences of L with respect to each element of `target` (perturbed in place),
-// against `analytic`; relative to the largest analytic entry.
-void checkGradient(Tensor& target, const Tensor& analytic, const std::function<double()>& loss, float eps,
-                   double tol, const char* what)
-{
-    double maxAbs = 1e-6;
-    for (std::int64_t i = 0; i < analytic.size(); ++i) maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(analytic[i])));
-    for (std::int64_t i = 0; i < target.size(); ++i) {
-        const float saved = target[i];
-        target[i] = saved + eps;
-        const double up = loss();
-        target[i] = saved - eps;
-        const double down = loss();
-        target[i] = saved;
-        const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
-        QVERIFY2(std::fabs(numeric - analytic[i]) <= tol * maxAbs,
-                 qPrintable(QString("%1[%2]: numeric %3, analytic %4").arg(what).arg(i).arg(numeric).arg(analytic[i])));
-    }
 }
 
 bool representable(Format f, const Tensor& t)

@@ -11,6 +11,7 @@
 #include "nn/transformer.h"
 #include "numerics/format.h"
 
+#include "gradient_check.h"
 #include "test_support.h"
 
 #include <QtTest>
@@ -27,6 +28,8 @@ using namespace plab;
 namespace {
 
 using Rng = plab::testing::SplitMix64;
+using plab::testing::checkGradient;
+using plab::testing::weightedSum;
 
 void fill(Tensor& t, Rng& rng, float lo = -1.0f, float hi = 1.0f)
 {
@@ -50,36 +53,6 @@ struct Harness {
         return telemetry.taps().at(TapKey{layer, kind}).step;
     }
 };
-
-double weightedSum(const Tensor& out, const std::vector<double>& r)
-{
-    double s = 0;
-    for (std::int64_t i = 0; i < out.size(); ++i) s += static_cast<double>(out[i]) * r[static_cast<std::size_t>(i)];
-    return s;
-}
-
-// Central differences of loss() with respect to each element of `target`, against `analytic`,
-// relative to the largest analytic entry.
-void checkGradient(Tensor& target, const std::vector<float>& analytic, const std::function<double()>& loss,
-                   float eps, double tol, const char* what)
-{
-    double largest = 1e-6;
-    for (float a : analytic) largest = std::max(largest, std::fabs(static_cast<double>(a)));
-    for (std::int64_t i = 0; i < target.size(); ++i) {
-        const float saved = target[i];
-        target[i] = saved + eps;
-        const double up = loss();
-        target[i] = saved - eps;
-        const double down = loss();
-        target[i] = saved;
-        const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
-        const double a = analytic[static_cast<std::size_t>(i)];
-        QVERIFY2(std::fabs(numeric - a) <= tol * largest,
-                 qPrintable(QString("%1[%2]: numeric %3, analytic %4").arg(what).arg(i).arg(numeric).arg(a)));
-    }
-}
-
-std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.size()); }
 
 }  // namespace
 
@@ -107,12 +80,11 @@ private slots:
                 QVERIFY2(std::fabs(y[m * 8 + d] - ref) <= 1e-5 * (1 + std::fabs(ref)), qPrintable(QString::number(ref)));
             }
         }
-        std::vector<double> r(40);
-        for (double& v : r) v = rng.uniform(-1, 1);
-        Tensor dy({5, 8});
-        for (int i = 0; i < 40; ++i) dy[i] = static_cast<float>(r[static_cast<std::size_t>(i)]);
-        const std::vector<float> dx = values(*ln.backward(dy, h.ctx, true));
-        const std::vector<float> dgamma = values(ln.parameters()[0]->grad);
+        Tensor r({5, 8});
+        fill(r, rng);
+        Tensor dy = r;
+        const Tensor dx = *ln.backward(dy, h.ctx, true);
+        const Tensor dgamma = ln.parameters()[0]->grad;
         auto loss = [&] { return weightedSum(ln.forward(x, h.ctx), r); };
         checkGradient(x, dx, loss, 1e-2f, 2e-3, "dx");
         checkGradient(ln.parameters()[0]->value, dgamma, loss, 1e-2f, 2e-3, "dgamma");
@@ -143,11 +115,10 @@ private slots:
                 QVERIFY(std::fabs(y[(3 + t) * 4 + 2 + c] - ref) <= 1e-6);
             }
         }
-        std::vector<double> r(24);
-        for (double& v : r) v = rng.uniform(-1, 1);
-        Tensor dy({6, 4});
-        for (int i = 0; i < 24; ++i) dy[i] = static_cast<float>(r[static_cast<std::size_t>(i)]);
-        const std::vector<float> dqkv = values(*attn.backward(dy, h.ctx, true));
+        Tensor r({6, 4});
+        fill(r, rng);
+        Tensor dy = r;
+        const Tensor dqkv = *attn.backward(dy, h.ctx, true);
         checkGradient(qkv, dqkv, [&] { return weightedSum(attn.forward(qkv, h.ctx), r); }, 1e-2f, 2e-3, "dqkv");
     }
 
@@ -162,14 +133,13 @@ private slots:
         Tensor x({4, 4});
         fill(x, rng);
         const Tensor& y = block.forward(x, h.ctx);
-        std::vector<double> r(static_cast<std::size_t>(y.size()));
-        for (double& v : r) v = rng.uniform(-1, 1);
-        Tensor dy(y.shape());
-        for (std::int64_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(r[static_cast<std::size_t>(i)]);
-        const std::vector<float> dx = values(*block.backward(dy, h.ctx, true));
+        Tensor r(y.shape());
+        fill(r, rng);
+        Tensor dy = r;
+        const Tensor dx = *block.backward(dy, h.ctx, true);
         Parameter* fc1 = block.parameters()[8];
         QCOMPARE(fc1->layer, std::string("block1.fc1"));
-        const std::vector<float> dw = values(fc1->grad);
+        const Tensor dw = fc1->grad;
         // The residual stream (fp32 in, fp32 out) and its taps: two adds each way.
         QCOMPARE(y.storage(), Format::fp32);
         QCOMPARE(h.step("block1.residual").count, std::uint64_t(2 * 16));

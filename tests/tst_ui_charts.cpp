@@ -175,6 +175,42 @@ int countContaining(const QList<QAbstractSeries*>& all, const QString& part)
     return n;
 }
 
+// A 100-step run named `name` whose two telemetry steps report weight gradients of
+// `layers` (in that order), each with the hand histogram, 5% underflow and 10% lost updates.
+RunPtr runWithLayers(const QString& name, const TrainSettings& settings, const std::vector<std::string>& layers)
+{
+    auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, settings);
+    run->setName(name);
+    run->setColor(Qt::blue);
+    run->apply(RunStartEvent{"cpu", {}, 100});
+    for (std::int64_t i = 1; i <= 100; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = 1.0f;
+        e.lossScale = 1.0;
+        e.batch = 32;
+        e.totalSteps = 100;
+        run->apply(e);
+        if (i % 50 != 0) continue;
+        TelemetryEvent t;
+        t.step = i;
+        t.lossScale = 1.0;
+        for (const std::string& layer : layers) {
+            LayerTelemetry l;
+            l.layer = layer;
+            l.kind = TensorKind::weightGrad;
+            l.histogram = handHistogram();
+            l.stats.count = 100;
+            l.stats.underflow = 5;
+            l.update.nonzero = 100;
+            l.update.lost = 10;
+            t.layers.push_back(l);
+        }
+        run->apply(t);
+    }
+    return run;
+}
+
 }  // namespace
 
 class TestUiCharts : public QObject {
@@ -190,35 +226,7 @@ private slots:
         for (int i = 1; i <= 16; ++i) names.push_back("fc" + std::to_string(i));
         QCOMPARE(spreadLayers(names, 6), (std::vector<std::string>{"fc1", "fc4", "fc7", "fc10", "fc13", "fc16"}));
 
-        auto run = std::make_shared<RunData>(QStringLiteral("id-deep"), ampSettings());
-        run->setName("deep");
-        run->setColor(Qt::blue);
-        run->apply(RunStartEvent{"cpu", {}, 100});
-        for (std::int64_t i = 1; i <= 100; ++i) {
-            StepEvent e;
-            e.step = i;
-            e.loss = 1.0f;
-            e.lossScale = 1.0;
-            e.batch = 32;
-            e.totalSteps = 100;
-            run->apply(e);
-            if (i % 50 != 0) continue;
-            TelemetryEvent t;
-            t.step = i;
-            t.lossScale = 1.0;
-            for (const std::string& layer : names) {
-                LayerTelemetry l;
-                l.layer = layer;
-                l.kind = TensorKind::weightGrad;
-                l.histogram = handHistogram();
-                l.stats.count = 100;
-                l.stats.underflow = 5;
-                l.update.nonzero = 100;
-                l.update.lost = 10;
-                t.layers.push_back(l);
-            }
-            run->apply(t);
-        }
+        const RunPtr run = runWithLayers("deep", ampSettings(), names);
         ChartsView view;
         view.setRuns(run, {});
         view.redrawNow();
@@ -251,33 +259,8 @@ private slots:
         TrainSettings settings = ampSettings();
         settings.model = ModelSpec{"vit", {16, 2, 2, 7}};
         const std::vector<std::string> names = parameterLayerNames(settings.model);   // 16
-        auto run = std::make_shared<RunData>(QStringLiteral("id-vit"), settings);
-        run->setName("vit");
-        run->setColor(Qt::blue);
-        run->apply(RunStartEvent{"cpu", {}, 100});
-        for (std::int64_t i = 1; i <= 100; ++i) {
-            StepEvent e;
-            e.step = i;
-            e.loss = 1.0f;
-            e.lossScale = 1.0;
-            e.batch = 32;
-            e.totalSteps = 100;
-            run->apply(e);
-            if (i % 50 != 0) continue;
-            TelemetryEvent t;
-            t.step = i;
-            t.lossScale = 1.0;
-            for (auto it = names.rbegin(); it != names.rend(); ++it) {   // not in model order
-                LayerTelemetry l;
-                l.layer = *it;
-                l.kind = TensorKind::weightGrad;
-                l.stats.count = 100;
-                l.update.nonzero = 100;
-                l.update.lost = 10;
-                t.layers.push_back(l);
-            }
-            run->apply(t);
-        }
+        std::vector<std::string> reversed(names.rbegin(), names.rend());   // not in model order
+        const RunPtr run = runWithLayers("vit", settings, reversed);
         ChartsView view;
         view.setRuns(run, {});
         view.redrawNow();
