@@ -211,6 +211,15 @@ RunPtr runWithLayers(const QString& name, const TrainSettings& settings, const s
     return run;
 }
 
+// The layers whose lost-updates lines the updates group shows (series names "<run> <layer> lost updates").
+QStringList visibleLostLines(ChartsView& view)
+{
+    QStringList layers;
+    for (QAbstractSeries* series : view.seriesOf("updates"))
+        if (series->name().endsWith(" lost updates") && series->isVisible()) layers << series->name().section(' ', 1, 1);
+    return layers;
+}
+
 }  // namespace
 
 class TestUiCharts : public QObject {
@@ -231,12 +240,7 @@ private slots:
         view.setRuns(run, {});
         view.redrawNow();
         auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
-        const auto lostLines = [&] {
-            QStringList layers;
-            for (QAbstractSeries* series : view.seriesOf("updates"))
-                if (series->name().endsWith(" lost updates") && series->isVisible()) layers << series->name().section(' ', 1, 1);
-            return layers;
-        };
+        const auto lostLines = [&] { return visibleLostLines(view); };
         QCOMPARE(lostLines(), (QStringList{"fc1", "fc4", "fc7", "fc10", "fc13", "fc16"}));
         QVERIFY2(updates->keyText().contains("(6 of its 16 layers; All layers draws each)"), qPrintable(updates->keyText()));
         auto* box = updates->findChild<QCheckBox*>("updatesAllLayers");
@@ -265,12 +269,7 @@ private slots:
         view.setRuns(run, {});
         view.redrawNow();
         auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
-        const auto lostLines = [&] {
-            QStringList layers;
-            for (QAbstractSeries* series : view.seriesOf("updates"))
-                if (series->name().endsWith(" lost updates") && series->isVisible()) layers << series->name().section(' ', 1, 1);
-            return layers;
-        };
+        const auto lostLines = [&] { return visibleLostLines(view); };
         QCOMPARE(lostLines(), (QStringList{"embed", "block1.qkv", "block1.fc1", "block2.qkv", "block2.fc1", "head"}));
         auto* box = updates->findChild<QComboBox*>("updatesBlock");
         QVERIFY(box && !box->isHidden());
