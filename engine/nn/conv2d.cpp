@@ -312,10 +312,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const auto p = StepPrecision::of(ctx, name());
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
-                                    shapeString(gradOutput.shape()) + " for an output of shape " +
-                                    shapeString(output_.shape()) + ".");
+    requireGradientShape(name(), gradOutput, output_);
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     if (packs_ && operandAsItIs(gradOutput, p)) {   // the passes in blocks

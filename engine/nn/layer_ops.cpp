@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace plab {
@@ -30,6 +31,14 @@ StepPrecision StepPrecision::of(const StepContext& ctx, std::string_view layer)
     if (!ctx.recipe || !ctx.backend)
         throw std::invalid_argument("A model step needs a precision recipe and a compute backend in its context.");
     return ctx.recipe->layers.empty() ? of(*ctx.recipe) : of(ctx.recipe->forLayer(layer));
+}
+
+void requireGradientShape(std::string_view layer, const Tensor& gradOutput, const Tensor& output)
+{
+    if (gradOutput.shape() != output.shape())
+        throw std::invalid_argument("Layer " + std::string(layer) + " got a gradient of shape " +
+                                    shapeString(gradOutput.shape()) + " for an output of shape " +
+                                    shapeString(output.shape()) + ".");
 }
 
 TelemetryCollector::Sink tapSink(const StepContext& ctx, std::string_view layer, TensorKind kind)

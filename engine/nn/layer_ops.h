@@ -139,6 +139,10 @@ GemmPrecision layerGemm(const StepPrecision& p, const OperandScalers& scalers, O
 const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
                            std::string_view layer, OperandRole role, OperandScalers& scalers);
 
+// Throws std::invalid_argument, naming the layer and both shapes, unless the gradient a
+// layer's backward receives has its output's shape.
+void requireGradientShape(std::string_view layer, const Tensor& gradOutput, const Tensor& output);
+
 // Where a rounding site adds its counts; both null without telemetry.
 TelemetryCollector::Sink tapSink(const StepContext& ctx, std::string_view layer, TensorKind kind);
 

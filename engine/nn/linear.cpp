@@ -85,10 +85,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
 Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     const auto p = StepPrecision::of(ctx, name());
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
-                                    shapeString(gradOutput.shape()) + " for an output of shape " +
-                                    shapeString(output_.shape()) + ".");
+    requireGradientShape(name(), gradOutput, output_);
     const std::int64_t N = output_.dim(0), O = outFeatures_, I = inFeatures_;
     const bool mx = p.quant.blockScaled();
     // MX: dW sums over the batch, so dY and X are quantised in blocks down their columns;

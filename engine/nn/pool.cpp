@@ -36,10 +36,7 @@ Tensor& MaxPool2d::forward(Tensor& input, StepContext& ctx)
 Tensor* MaxPool2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     if (!needInputGrad) return nullptr;
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
-                                    shapeString(gradOutput.shape()) + " for an output of shape " +
-                                    shapeString(output_.shape()) + ".");
+    requireGradientShape(name(), gradOutput, output_);
     prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed());
     if (gradOutput.packed())
         ctx.backend->maxPool2x2BackwardPacked(gradOutput.bits16(), argmax_.data(), output_.dim(0) * output_.dim(1),

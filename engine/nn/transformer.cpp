@@ -46,6 +46,21 @@ void checkRows(const std::string& layer, const Shape& shape, std::int64_t width)
 
 std::int64_t bytesOf(Format f) { return formatInfo(f).storageBytes; }
 
+// The attention matmuls' precision: the compute format (16-bit under FP8 and MX recipes,
+// which quantise only the Linear layers' operands) with the recipe's accumulation; their
+// operands rounded to that format.
+struct AttentionPrecision {
+    StepPrecision operands;
+    GemmPrecision gemm;
+    static AttentionPrecision of(const StepPrecision& p)
+    {
+        AttentionPrecision a{p, {}};
+        a.operands.compute = p.quantizes() ? p.storage : p.compute;
+        a.gemm = GemmPrecision(a.operands.compute, p.fp32Accumulate);
+        return a;
+    }
+};
+
 }  // namespace
 
 // Patchify ---------------------------------------------------------------------------
@@ -190,10 +205,7 @@ Tensor& LayerNorm::forward(Tensor& input, StepContext& ctx)
 Tensor* LayerNorm::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     const auto p = StepPrecision::of(ctx, name());
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
-                                    shapeString(gradOutput.shape()) + " for an output of shape " +
-                                    shapeString(output_.shape()) + ".");
+    requireGradientShape(name(), gradOutput, output_);
     const std::int64_t M = output_.dim(0), D = width_;
     const float* g = unpacked(gradOutput).data();
     const float* gamma = (p.fp32SensitiveOps ? weight_.stored() : weight_.value).data();
@@ -245,12 +257,10 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t T = tokens_, D = width_, H = heads_, dh = D / H, N = outShape[0] / T, ld = 3 * D;
-    // The matmuls in the compute format (16-bit under FP8 and MX recipes, which quantise
-    // only the Linear layers' operands), with the recipe's accumulation.
-    const Format compute = p.quantizes() ? p.storage : p.compute;
-    const GemmPrecision gemm(compute, p.fp32Accumulate);
-    StepPrecision operands = p;
-    operands.compute = compute;
+    const AttentionPrecision a = AttentionPrecision::of(p);
+    const Format compute = a.operands.compute;
+    const GemmPrecision gemm = a.gemm;
+    const StepPrecision& operands = a.operands;
     qkv_ = &operandIn(ctx, operands, unpacked(input), roundedQkv_, name(), TensorKind::activation, false);
     prepareTensor(scores_, {N * H, T, T}, p.storage, ctx, MemoryCategory::workspace);
     prepareTensor(probabilities_, {N * H, T, T}, Format::fp32, ctx, MemoryCategory::activations);
@@ -289,15 +299,12 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
 {
     if (!needInputGrad) return nullptr;
     const auto p = StepPrecision::of(ctx, name());
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
-                                    shapeString(gradOutput.shape()) + " for an output of shape " +
-                                    shapeString(output_.shape()) + ".");
+    requireGradientShape(name(), gradOutput, output_);
     const std::int64_t T = tokens_, D = width_, H = heads_, dh = D / H, N = output_.dim(0) / T, ld = 3 * D;
-    const Format compute = p.quantizes() ? p.storage : p.compute;
-    const GemmPrecision gemm(compute, p.fp32Accumulate);
-    StepPrecision operands = p;
-    operands.compute = compute;
+    const AttentionPrecision a = AttentionPrecision::of(p);
+    const Format compute = a.operands.compute;
+    const GemmPrecision gemm = a.gemm;
+    const StepPrecision& operands = a.operands;
     const float* dO = operandIn(ctx, operands, unpacked(gradOutput), roundedGrad_, name(),
                                 TensorKind::activationGrad, false).data();
     const float* qkv = qkv_->data();
@@ -339,7 +346,7 @@ std::int64_t Attention::keptBytesPerSample(const Shape& input, const PrecisionRe
 {
     const Shape out = outputShape(input);
     const std::int64_t images = std::max<std::int64_t>(out[0] / tokens_, 1);
-    const Format compute = recipe.quantization.on() ? recipe.storage() : recipe.compute;
+    const Format compute = AttentionPrecision::of(StepPrecision::of(recipe)).operands.compute;
     // The output, the probabilities in fp32 and as the matmul read them, a rounded input.
     std::int64_t bytes = out[0] * width_ * bytesOf(recipe.storage()) +
                          images * heads_ * tokens_ * tokens_ * (4 + bytesOf(compute));
@@ -446,10 +453,7 @@ Tensor& TransformerBlock::forward(Tensor& input, StepContext& ctx)
 
 Tensor* TransformerBlock::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient of shape " +
-                                    shapeString(gradOutput.shape()) + " for an output of shape " +
-                                    shapeString(output_.shape()) + ".");
+    requireGradientShape(name(), gradOutput, output_);
     const Shape shape = output_.shape();
     const std::int64_t n = elementCount(shape);
     const float* g = unpacked(gradOutput).data();
@@ -519,8 +523,7 @@ Tensor& TokenMeanPool::forward(Tensor& input, StepContext& ctx)
 Tensor* TokenMeanPool::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
     if (!needInputGrad) return nullptr;
-    if (gradOutput.shape() != output_.shape())
-        throw std::invalid_argument("Layer " + name() + " got a gradient that does not match its output.");
+    requireGradientShape(name(), gradOutput, output_);
     const float* g = unpacked(gradOutput).data();
     const Format f = output_.storage();
     prepareTensor(gradInput_, inputShape_, f, ctx, MemoryCategory::workspace);

@@ -68,7 +68,7 @@ PLAB_HOST_DEVICE void layerNormRow(int f, const float* row, std::int64_t D, cons
     double exactSquares = 0.0;
     for (std::int64_t d = 0; d < D; ++d) {
         const double dev = subDoubleRn(static_cast<double>(row[d]), exactMean);
-        exactSquares = addDoubleRn(exactSquares, mulDoubleRn(dev, dev));
+        exactSquares = addDoubleRn(exactSquares, squareRn(dev));
     }
     *sumOfSquares = static_cast<float>(exactSquares);
     float mean = static_cast<float>(exactMean), rstd = 0.0f;
