@@ -62,7 +62,7 @@ CudaBackend::CudaBackend(int device)
     : device_(usableDevice(device)), capability_(capabilityOf(device_)), memory_(device_), stream_(device_),
       cublas_(stream_.get()), allocator_(device_, stream_.get(), memory_.get()),
       counters_(stream_.get(), memory_.get()), a16_(stream_.get(), memory_.get()), b16_(stream_.get(), memory_.get()),
-      c16_(stream_.get(), memory_.get()), fp8Scales_(stream_.get(), memory_.get()),
+      c16_(stream_.get(), memory_.get()),
       ltWorkspace_(stream_.get(), memory_.get()), quantizeScratch_(stream_.get(), memory_.get()),
       labels_(stream_.get(), memory_.get()),
       lossScratch_(stream_.get(), memory_.get()), sweepScratch_(stream_.get(), memory_.get()),
@@ -89,7 +89,7 @@ void CudaBackend::synchronize() { PLAB_CUDA_CHECK(cudaStreamSynchronize(stream()
 
 std::int64_t CudaBackend::scratchBytes() const
 {
-    const std::size_t own = a16_.capacity() + b16_.capacity() + c16_.capacity() + fp8Scales_.capacity() +
+    const std::size_t own = a16_.capacity() + b16_.capacity() + c16_.capacity() +
                             ltWorkspace_.capacity() + quantizeScratch_.capacity() + labels_.capacity() +
                             lossScratch_.capacity() + sweepScratch_.capacity() + rowScratch_.capacity();
     return static_cast<std::int64_t>(own + convolutions_.scratchBytes());

@@ -149,7 +149,6 @@ private:
     CounterArena counters_;
     DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N); FP8 codes
                                      // of op(A), op(B) and the fp32 result of an FP8 GEMM
-    DeviceBuffer fp8Scales_;         // the two scaleInv of an FP8 GEMM (cuBLASLt's scale pointers)
     DeviceBuffer ltWorkspace_;       // cuBLASLt's workspace
     DeviceBuffer quantizeScratch_;   // the amax key of quantize / amax
     DeviceBuffer labels_;            // (N) labels of the loss

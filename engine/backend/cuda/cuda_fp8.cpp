@@ -11,8 +11,12 @@
 // cuBLASLt's column-major view the row-major C (M, N) is C^T (N, M) = op(B)^T op(A)^T, so
 // its A is our B (N rows of K codes) and its B our A (M rows of K codes). It multiplies
 // the codes with fp32 accumulation (fast accumulation off: the partial sums are promoted
-// to fp32 as they go), applies both scaleInv as its A and B scale pointers, and writes an
-// fp32 result (M padded, N padded), which is then added into C (with beta * C).
+// to fp32 as they go), multiplies by alpha = scaleInv(A) * scaleInv(B) (rounded once from
+// their exact double product), and writes an fp32 result (M padded, N padded), which is
+// then added into C (with beta * C). The two scales are not handed over as cuBLASLt's A
+// and B scale pointers: cuBLASLt 13.1 on an H200 refused every such GEMM with an fp32 D
+// (CUBLAS_STATUS_NOT_SUPPORTED at cublasLtMatmul after its heuristic had offered
+// algorithms; the same GEMMs ran without the scale pointers: docs/CUDA.md).
 //
 // Against the CPU's emulation (fp32 sgemm on the dequantised values) the products are
 // the same up to one fp32 rounding of each operand (the emulation's q * scaleInv) and the
@@ -163,21 +167,17 @@ void CudaBackend::fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, st
     auto* a8 = a16_.reserveFor<std::uint8_t>(static_cast<std::size_t>(Mp * Kp));
     auto* b8 = b16_.reserveFor<std::uint8_t>(static_cast<std::size_t>(Np * Kp));
     auto* d = c16_.reserveFor<float>(static_cast<std::size_t>(Mp * Np));
-    auto* scales = fp8Scales_.reserveFor<float>(2);   // [0] cuBLASLt's A (our B), [1] its B (our A)
     void* workspace = ltWorkspace_.reserve(kLtWorkspaceBytes);
     PLAB_CUDA_CHECK(ck::launchEncodeFp8(static_cast<int>(precision.a.element), A, shapeA, precision.a.scale, a8,
                                         stream()));
     PLAB_CUDA_CHECK(ck::launchEncodeFp8(static_cast<int>(precision.b.element), B, shapeB, precision.b.scale, b8,
                                         stream()));
-    PLAB_CUDA_CHECK(ck::launchSetPair(scales, precision.b.scaleInv, precision.a.scaleInv, stream()));
 
     cublasLtMatmulDesc_t rawDesc = nullptr;
     PLAB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&rawDesc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const MatmulDesc desc(rawDesc);
     setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
     setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(scales));
-    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales + 1));
     setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{0});
     // cuBLASLt's A: our op(B)^T, Np columns of Kp codes; its B: our op(A)^T, Mp columns of
     // Kp codes; C and D: (Np, Mp) column-major, our (Mp, Np) row-major scratch.
@@ -207,8 +207,9 @@ void CudaBackend::fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, st
                                  " x " + std::to_string(K) + " (" + fp8Name(precision.a.element) + " x " +
                                  fp8Name(precision.b.element) + ") on this device");
     PLAB_CUBLAS_CHECK(status);
-    const float one = 1.0f, zero = 0.0f;
-    PLAB_CUBLAS_CHECK(cublasLtMatmul(cublasLt_.get(), desc.get(), &one, b8, layoutA.get(), a8, layoutB.get(), &zero, d,
+    const float alpha = static_cast<float>(double(precision.a.scaleInv) * double(precision.b.scaleInv));
+    const float zero = 0.0f;
+    PLAB_CUBLAS_CHECK(cublasLtMatmul(cublasLt_.get(), desc.get(), &alpha, b8, layoutA.get(), a8, layoutB.get(), &zero, d,
                                      layoutD.get(), d, layoutD.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,
                                      stream()));
     PLAB_CUDA_CHECK(ck::launchAddScaled(d, Np, M, N, beta, C, ldc, stream()));

@@ -66,12 +66,6 @@ __global__ void encodeFp8Kernel(int format, const float* src, Fp8OperandShape s,
     }
 }
 
-__global__ void setPairKernel(float* scales, float first, float second)
-{
-    scales[0] = first;
-    scales[1] = second;
-}
-
 __global__ void addScaledKernel(const float* d, long long ldd, long long rows, long long cols, float beta, float* c,
                                 long long ldc)
 {
@@ -107,12 +101,6 @@ cudaError_t launchEncodeFp8(int format, const float* src, const Fp8OperandShape&
     const long long total = s.outerPadded * s.kPadded;
     if (total <= 0) return cudaSuccess;
     encodeFp8Kernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(format, src, s, scale, dst);
-    return cudaGetLastError();
-}
-
-cudaError_t launchSetPair(float* scales, float first, float second, cudaStream_t stream)
-{
-    setPairKernel<<<1, 1, 0, stream>>>(scales, first, second);
     return cudaGetLastError();
 }
 

@@ -88,8 +88,6 @@ struct Fp8OperandShape {
 };
 cudaError_t launchEncodeFp8(int format, const float* src, const Fp8OperandShape& s, float scale, std::uint8_t* dst,
                             cudaStream_t stream);
-// scales[0] = first, scales[1] = second (device memory for cuBLASLt's scale pointers).
-cudaError_t launchSetPair(float* scales, float first, float second, cudaStream_t stream);
 // C (rows, cols, leading dimension ldc) = D (rows, cols, leading dimension ldd) + beta * C,
 // one fp32 rounding each (beta == 0 never reads C).
 cudaError_t launchAddScaled(const float* d, long long ldd, long long rows, long long cols, float beta, float* c,
