@@ -8,7 +8,7 @@
 #             compute-sanitizer
 #   sanitize  compute-sanitizer memcheck, racecheck (all kernels, then ours without cuBLAS's)
 #             on a 50-step amp-fp16 run, initcheck on 5 steps
-#   train     plab train --backend cuda: small-cnn, 3 epochs, seed 1, every preset, plus
+#   train     plab train --backend cuda: small-cnn, 3 epochs, seed 1, every preset, plus vit (fp32, amp),
 #             amp-fp16 without scaling, the FP8 presets (mxfp8 refused), and the seed CNN (fp32 batch
 #             590, amp-fp16 batch 1000); the run records come back as runs.tar.xz
 #   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16), by bisection,
@@ -155,6 +155,12 @@ phase_train() {
     one "small-cnn-$r" --model small-cnn --recipe "$r" --epochs 3
   done
 
+  # The vision transformer on the device (its kernels' first GPU run), against the CPU's
+  # accuracy for the same command.
+  for r in fp32 amp-fp16 amp-bf16; do
+    one "vit-$r" --model vit --recipe "$r" --epochs 3
+  done
+
   one seed-cnn-fp32-b590 --model seed-cnn --recipe fp32 --batch 590 --epochs 3
   one seed-cnn-amp-fp16-b1000 --model seed-cnn --recipe amp-fp16 --batch 1000 --epochs 3
   tar -C /tmp/plab-gpu -cJf "$OUT/runs.tar.xz" runs
@@ -186,6 +192,14 @@ phase_memory() {
 }
 
 phase_bench() {
+  # Which cuDNN algorithms the measurement chose for the seed CNN, and their times.
+  for recipe in fp32 amp-fp16; do
+    PLAB_CUDNN_LOG=1 timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes $recipe \
+      --batch 1000 --steps 2 --warmup 1 --repeats 1 2>&1 | tail -12
+  done
+  # FP8 GEMMs through cuBLASLt against bf16 on the seed CNN (issue 31 part 4).
+  timeout 200 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes amp-bf16,fp8-delayed,fp8-current \
+    --batch 1000 --steps 10 --warmup 3 --repeats 3 2>&1 | tail -8
   # plab_bench finds the plugin next to itself; python3 here is the one with PyTorch, and
   # only plab_bench gets our libraries (the wrapper), not the interpreter.
   cat > /tmp/plab-gpu/plab_bench <<WRAP
@@ -223,6 +237,57 @@ JSON
   tail -20 /tmp/plab-gpu/app.txt
   echo "app: exit $rc"
   ls -la /tmp/plab-gpu/app-runs 2>&1 | head
+}
+
+# cuBLASLt's own account of an FP8 GEMM it refuses (CUBLASLT_LOG_LEVEL 5: the API trace
+# with every descriptor's attributes), on the FP8 suite's first GEMM.
+phase_fp8log() {
+  CUBLASLT_LOG_LEVEL=5 CUDA_LAUNCH_BLOCKING=1 timeout 60 "$bin/tst_cuda_fp8" gemmOnCodesAgreesWithDoubleSum 2>&1 |
+    grep -v '^PASS' | cut -c1-400 | head -80
+}
+
+# The seed CNN's step with cuDNN's algorithms measured among the deterministic ones (the
+# default) and among all of them (PLAB_CUDNN_ALGORITHMS=fastest), with each plan's times.
+phase_algorithms() {
+  for choice in deterministic fastest; do
+    for recipe in fp32 amp-fp16; do
+      echo "===== $choice $recipe"
+      PLAB_CUDNN_LOG=1 PLAB_CUDNN_ALGORITHMS=$choice timeout 120 "$bin/plab_bench" train --backend cuda \
+        --models seed-cnn --recipes $recipe --batch 1000 --steps 10 --warmup 3 --repeats 3 2>&1 | cut -c1-400 | tail -24
+    done
+  done
+}
+
+# The FP8 recipes and amp-fp16 on small-cnn, 3 epochs (the FP8 part of `train`, quickly).
+phase_fp8train() {
+  for r in amp-fp16 fp8-delayed fp8-current fp8-unscaled; do
+    start=$(date +%s)
+    timeout 120 "$bin/plab" train --backend cuda --data-dir "$data" --seed 1 --quiet --model small-cnn --recipe "$r" \
+      --epochs 3 --out /tmp/plab-gpu/fp8-$r.json > /tmp/plab-gpu/fp8-$r.txt 2>&1
+    echo "----- small-cnn-$r: exit $? in $(( $(date +%s) - start )) s"
+    tail -2 /tmp/plab-gpu/fp8-$r.txt
+  done
+}
+
+# .gpuprobe/fp8_probe (built by hand, carried beside .gpu): which cuBLASLt FP8 GEMM
+# configurations run on this device.
+phase_fp8probe() {
+  [ -x .gpuprobe/fp8_probe ] || { echo "no .gpuprobe/fp8_probe"; return; }
+  timeout 60 .gpuprobe/fp8_probe
+}
+
+# The seed CNN and small-cnn with cuDNN for the forward pass only and the backward passes
+# lowered through im2col + cuBLAS (PLAB_CUDNN_PASSES=forward), against the default, side by side.
+phase_lowering() {
+  for passes in ${PASSES:-all forward}; do
+    for recipe in ${RECIPES:-fp32 tf32 amp-fp16 amp-bf16}; do
+      for model in "seed-cnn 1000" "small-cnn 256"; do
+        set -- $model
+        echo "===== passes=$passes $1 $recipe batch $2: $(PLAB_CUDNN_PASSES=$passes timeout 100 "$bin/plab_bench" train \
+          --backend cuda --models $1 --recipes $recipe --batch $2 --steps 10 --warmup 3 --repeats 3 2>&1 | tail -1)"
+      done
+    done
+  done
 }
 
 phase_profile() {

@@ -57,6 +57,9 @@
 // sub-library) is an error naming the call and the status whenever it costs a pass its
 // last acceptable algorithm: lowering would hide a broken installation. Every other
 // failure is an error at once.
+// At the first call of each pass, the kept deterministic ones are timed on that call's
+// operands and reordered fastest first (State::measure; cudnn.benchmark's idea, without its
+// non-deterministic algorithms, which stay behind them in the heuristics' order).
 // The first kept one runs; one that refuses the shape at run time is dropped for good and
 // the next one runs. A shape with no algorithm left for some pass is not run here at all
 // (the calls return false and the layer lowers it). When a pass's last algorithm refuses
@@ -72,9 +75,12 @@
 #include <algorithm>
 #include <climits>
 #include <compare>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace plab::cuda {
@@ -142,6 +148,19 @@ public:
 
 private:
     typename Traits::Handle d_ = nullptr;
+};
+
+// A CUDA event for timing (the algorithms' measurement).
+class Event {
+public:
+    Event() { PLAB_CUDA_CHECK(cudaEventCreate(&e_)); }
+    ~Event() { (void)cudaEventDestroy(e_); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    cudaEvent_t get() const { return e_; }
+
+private:
+    cudaEvent_t e_ = nullptr;
 };
 
 // A cuDNN handle issuing on the backend's stream.
@@ -234,6 +253,7 @@ struct Candidate {
     int algo;                 // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
     cudnnMathType_t math;     // set on the descriptor before it runs
     std::size_t workspace;    // bytes
+    bool deterministic;       // cuDNN's CUDNN_DETERMINISTIC
 };
 
 // How the plan's descriptors see the activations: as they are stored, (C, N, H, W) through
@@ -250,6 +270,7 @@ struct Plan {
     Descriptor<FilterTraits> w;               // (Cout, C, k, k)
     Descriptor<ConvolutionTraits> conv;       // math type set per run
     std::vector<Candidate> forward, backwardData, backwardFilter;   // best first
+    bool measured[3] = {false, false, false};   // per Pass: its deterministic candidates timed and ordered
     bool usable() const { return !forward.empty() && !backwardData.empty() && !backwardFilter.empty(); }
 };
 
@@ -293,7 +314,8 @@ std::vector<Candidate> keptAlgorithms(Pass pass, GemmPath path, const Plan& plan
             continue;
         }
         if (bytes > kWorkspaceLimit) continue;
-        (p.determinism == CUDNN_DETERMINISTIC ? deterministic : other).push_back({algo, *math, bytes});
+        const bool isDeterministic = p.determinism == CUDNN_DETERMINISTIC;
+        (isDeterministic ? deterministic : other).push_back({algo, *math, bytes, isDeterministic});
     }
     if (deterministic.empty() && other.empty() && environment != CUDNN_STATUS_SUCCESS)
         throwCudnnError(environment, listCall);
@@ -462,8 +484,13 @@ struct CudnnConvolutions::State {
     // of that step's backward, from the input it kept; and from the next step on the whole
     // shape, since forward now returns false. `call` names the pass in errors.
     template <typename Launch>
-    bool run(Plan& plan, std::vector<Candidate>& candidates, const char* call, Launch launch)
+    bool run(Plan& plan, Pass pass, std::vector<Candidate>& candidates, const char* call, Launch launch)
     {
+        bool& measured = plan.measured[static_cast<int>(pass)];
+        if (!measured) {
+            measure(plan, candidates, call, launch);
+            measured = true;
+        }
         while (!candidates.empty()) {
             const Candidate c = candidates.front();
             PLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), c.math));
@@ -476,9 +503,80 @@ struct CudnnConvolutions::State {
         }
         return false;
     }
+
+    // Orders a pass's deterministic candidates by their measured time on this call's own
+    // operands, fastest first, as cudnn.benchmark does for PyTorch (which also admits the
+    // non-deterministic ones; we keep them behind, in the heuristics' order). Each candidate
+    // runs once to warm up, then kTimedRuns times between two events; the host waits once
+    // per candidate, and only at the first call of a pass for a shape. Every run overwrites
+    // the pass's output (beta 0), which the chosen candidate then writes again. A candidate
+    // that refuses the shape is dropped, as in run(); any other failure throws.
+    // PLAB_CUDNN_LOG=1 prints each plan's times to stderr.
+    template <typename Launch>
+    void measure(Plan& plan, std::vector<Candidate>& candidates, const char* call, Launch launch)
+    {
+        constexpr int kTimedRuns = 3;
+        // PLAB_CUDNN_ALGORITHMS=fastest: the non-deterministic ones compete too (an experiment).
+        const char* choice = std::getenv("PLAB_CUDNN_ALGORITHMS");
+        const bool fastest = choice && std::string(choice) == "fastest";
+        const auto firstOther = fastest ? candidates.end()
+                                        : std::find_if(candidates.begin(), candidates.end(),
+                                                       [](const Candidate& c) { return !c.deterministic; });
+        const std::size_t count = static_cast<std::size_t>(firstOther - candidates.begin());
+        if (count < 2) return;
+        std::size_t most = 0;
+        for (std::size_t i = 0; i < count; ++i) most = std::max(most, candidates[i].workspace);
+        void* space = most > 0 ? workspace.reserve(most) : nullptr;
+        Event start, stop;
+        std::vector<std::pair<float, Candidate>> timed;
+        std::vector<bool> refused(count, false);
+        for (std::size_t i = 0; i < count; ++i) {
+            const Candidate c = candidates[i];
+            PLAB_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), c.math));
+            cudnnStatus_t status = launch(c.algo, space, c.workspace);
+            if (status == CUDNN_STATUS_SUCCESS) {
+                PLAB_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+                for (int r = 0; r < kTimedRuns && status == CUDNN_STATUS_SUCCESS; ++r)
+                    status = launch(c.algo, space, c.workspace);
+                PLAB_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+            }
+            if (status != CUDNN_STATUS_SUCCESS) {
+                if (!refusesShape(status)) throwCudnnError(status, call);
+                discardCudnnMessage();
+                refused[i] = true;
+                continue;
+            }
+            PLAB_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+            float ms = 0.0f;
+            PLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+            timed.emplace_back(ms / kTimedRuns, c);
+        }
+        std::stable_sort(timed.begin(), timed.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        if (std::getenv("PLAB_CUDNN_LOG")) {
+            std::fprintf(stderr, "cuDNN %s (%s layout):", call, plan.layout == Layout::dense ? "dense" : "stored");
+            for (const auto& [ms, c] : timed)
+                std::fprintf(stderr, " algo %d%s math %d %.3f ms;", c.algo, c.deterministic ? "" : "(nd)",
+                             static_cast<int>(c.math), ms);
+            std::fprintf(stderr, " %zu refused\n", static_cast<std::size_t>(std::count(refused.begin(), refused.end(), true)));
+        }
+        std::vector<Candidate> ordered;
+        for (const auto& t : timed) ordered.push_back(t.second);
+        ordered.insert(ordered.end(), firstOther, candidates.end());
+        candidates = std::move(ordered);
+    }
 };
 
 bool CudnnConvolutions::builtIn() { return true; }
+
+CudnnPasses cudnnPasses()
+{
+    const char* v = std::getenv("PLAB_CUDNN_PASSES");
+    const std::string passes = v ? v : "";
+    if (passes == "all") return CudnnPasses::all;
+    if (passes == "forward") return CudnnPasses::forward;
+    return CudnnPasses::none;
+}
 
 CudnnConvolutions::State& CudnnConvolutions::state()
 {
@@ -512,6 +610,7 @@ bool CudnnConvolutions::forward(const ConvGeometry& g, std::int64_t outChannels,
     checkConvGeometry(g, outChannels);
     const GemmPath path = choosePath(precision, capability_, "convolutions");
     if (g.batch == 0) return true;   // nothing to write
+    if (cudnnPasses() == CudnnPasses::none) return false;   // the layer lowers all three passes
     State& s = state();
     Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute);
     if (!plan) return false;
@@ -520,7 +619,7 @@ bool CudnnConvolutions::forward(const ConvGeometry& g, std::int64_t outChannels,
     const void* wIn = s.weightsIn(*plan, w, outChannels * g.patchSize(), s.operandB);
     void* yOut = s.outputFor(*plan, true, outChannels * N * hw, y);
     const float alpha = 1.0f, beta = 0.0f;   // beta 0: y is written, never read
-    const bool ran = s.run(*plan, plan->forward, "cudnnConvolutionForward",
+    const bool ran = s.run(*plan, Pass::forward, plan->forward, "cudnnConvolutionForward",
                            [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionForward(s.handle.get(), &alpha, plan->x.get(), xIn, plan->w.get(), wIn, plan->conv.get(),
                                        static_cast<cudnnConvolutionFwdAlgo_t>(algo), space, bytes, &beta,
@@ -537,6 +636,7 @@ bool CudnnConvolutions::backwardData(const ConvGeometry& g, std::int64_t outChan
     checkConvGeometry(g, outChannels);
     const GemmPath path = choosePath(precision, capability_, "convolutions");
     if (g.batch == 0) return true;
+    if (cudnnPasses() != CudnnPasses::all) return false;   // the layer lowers the backward passes
     State& s = state();
     Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute);
     if (!plan) return false;
@@ -545,7 +645,7 @@ bool CudnnConvolutions::backwardData(const ConvGeometry& g, std::int64_t outChan
     const void* dyIn = s.activationIn(*plan, dy, outChannels, N, hw, s.denseB, s.operandB);
     void* dxOut = s.outputFor(*plan, true, g.channels * N * hw, dx);
     const float alpha = 1.0f, beta = 0.0f;
-    const bool ran = s.run(*plan, plan->backwardData, "cudnnConvolutionBackwardData",
+    const bool ran = s.run(*plan, Pass::backwardData, plan->backwardData, "cudnnConvolutionBackwardData",
                            [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionBackwardData(s.handle.get(), &alpha, plan->w.get(), wIn, plan->y.get(), dyIn,
                                             plan->conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), space,
@@ -567,6 +667,7 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
         PLAB_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<std::size_t>(wSize) * sizeof(float), stream_));
         return true;
     }
+    if (cudnnPasses() != CudnnPasses::all) return false;   // the layer lowers the backward passes
     State& s = state();
     Plan* plan = planFor(s.plans, s.handle.get(), g, outChannels, path, precision.compute);
     if (!plan) return false;
@@ -575,7 +676,7 @@ bool CudnnConvolutions::backwardFilter(const ConvGeometry& g, std::int64_t outCh
     const void* dyIn = s.activationIn(*plan, dy, outChannels, N, hw, s.denseB, s.operandB);
     void* dwOut = s.outputFor(*plan, false, wSize, dw);
     const float alpha = 1.0f, beta = 0.0f;
-    const bool ran = s.run(*plan, plan->backwardFilter, "cudnnConvolutionBackwardFilter",
+    const bool ran = s.run(*plan, Pass::backwardFilter, plan->backwardFilter, "cudnnConvolutionBackwardFilter",
                            [&](int algo, void* space, std::size_t bytes) {
         return cudnnConvolutionBackwardFilter(s.handle.get(), &alpha, plan->x.get(), xIn, plan->y.get(), dyIn,
                                               plan->conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
@@ -601,6 +702,8 @@ struct CudnnConvolutions::State {};
 std::size_t CudnnConvolutions::scratchBytes() const { return 0; }
 
 bool CudnnConvolutions::builtIn() { return false; }
+
+CudnnPasses cudnnPasses() { return CudnnPasses::none; }
 
 CudnnConvolutions::State& CudnnConvolutions::state()
 {

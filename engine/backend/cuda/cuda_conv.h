@@ -17,6 +17,16 @@
 
 namespace plab::cuda {
 
+// Which convolution passes cuDNN runs; the layer lowers the others through im2col + cuBLAS.
+// The environment variable PLAB_CUDNN_PASSES says: "all", "forward", or (unset, "none")
+// none. None is the default because it was measured fastest: on an H200 (docs/CUDA.md,
+// 2026-11-26) cuDNN's legacy API on fp32 data ran the seed CNN's amp-fp16 step at 0.31
+// and its fp32 step at 0.60 of the lowering's speed, in 1.9 and 1.7 times its memory;
+// small-cnn at batch 256 was 1.04 times as fast in amp-fp16 and 0.64 in fp32. cuDNN on
+// 16-bit tensors (its tensor-core kernels) is not written yet.
+enum class CudnnPasses { none, forward, all };
+CudnnPasses cudnnPasses();
+
 class CudnnConvolutions {
 public:
     // Creates nothing yet: the cuDNN handle, the plans and the buffers are made at the first

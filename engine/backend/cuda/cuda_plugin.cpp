@@ -39,8 +39,15 @@ std::string cudnnVersionText()
 #if PLAB_CUDA_HAVE_CUDNN
     // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
     const std::size_t v = cudnnGetVersion();
-    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100) +
-           ": convolutions";
+    const std::string version =
+        "cuDNN " + std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+    switch (cudnnPasses()) {
+    case CudnnPasses::all: return version + ": convolutions";
+    case CudnnPasses::forward: return version + ": forward convolutions (backward through im2col + cuBLAS)";
+    case CudnnPasses::none: break;
+    }
+    return version + ": built in, unused (convolutions through im2col + cuBLAS, measured faster; "
+                     "PLAB_CUDNN_PASSES=all uses cuDNN)";
 #else
     return "cuDNN: not built in (convolutions through im2col + cuBLAS)";
 #endif
