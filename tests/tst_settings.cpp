@@ -108,7 +108,6 @@ private slots:
                                    << "model vit: the patch side must divide 28";
         QTest::addRow("vit two widths") << R"({"model": "vit", "widths": [64, 2]})"
                                         << "model vit takes 4 widths, got 2 (width, number of blocks, heads, patch side)";
-        QTest::addRow("vit on cuda") << R"({"model": "vit", "backend": "cuda"})" << "model vit runs on the CPU backend only";
         QTest::addRow("vit layer") << R"({"model": "vit", "layer": "block3.qkv=fp32"})" << "model vit has no layer 'block3.qkv'";
     }
     // Issue 38: the optimizer state apart from the master weights. Unset, it follows

@@ -585,8 +585,6 @@ std::string validateSettings(const TrainSettings& s)
                    " parameters, more than this lab trains (at most 268,435,456: 1 GiB of fp32 weights, 4 with "
                    "gradients and Adam's state)";
     }
-    if (s.model.kind == "vit" && s.backend == "cuda")
-        return "model vit runs on the CPU backend only: its CUDA kernels have not yet been checked on a GPU";
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
