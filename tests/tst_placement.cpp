@@ -10,6 +10,7 @@
 // links: plab_engine plab_test_support
 #include "backend/backend.h"
 #include "checking_backend.h"
+#include "nn/layer_ops.h"
 #include "nn/model.h"
 #include "numerics/format.h"
 #include "optim/grad_unscale.h"
@@ -175,8 +176,8 @@ private slots:
     }
 
     // Issue 31: a tensor packed into its 16-bit storage format holds that format's bits,
-    // exactly, keeps its accounted bytes, refuses fp32 access, and unpacks before it goes
-    // to a device or changes format.
+    // exactly, keeps its accounted bytes, refuses fp32 access, stays packed (2 bytes an
+    // element) on a device, and unpacks before it changes format.
     void packedTensorHoldsItsFormatsBits()
     {
         for (const Format f : {Format::fp16, Format::bf16}) {
@@ -221,11 +222,44 @@ private slots:
             QCOMPARE(t.toHost()[4], roundTo(f, 0.1f));
 
             TrackingAllocator device;
-            t.place(&device);   // devices hold fp32: unpacked on the way
+            t.place(&device);   // the patterns move: 2 bytes an element on the device too
+            QVERIFY(t.packed());
+            QVERIFY(device.owns(t.bits16(), 9 * sizeof(std::uint16_t)));
+            QCOMPARE(device.liveBytes(), std::size_t{9 * sizeof(std::uint16_t)});
+            QVERIFY_THROWS_EXCEPTION(std::logic_error, t.data());
+            QCOMPARE(t.toHost()[4], roundTo(f, 0.1f));
+            QCOMPARE(memory.snapshot().totalLive, std::int64_t{18});
+            {
+                const Tensor copy = t;   // a device copy of the patterns
+                QVERIFY(copy.packed());
+                QVERIFY(device.owns(copy.bits16(), 9 * sizeof(std::uint16_t)));
+                QCOMPARE(copy.toHost()[4], roundTo(f, 0.1f));
+            }
+            t.unpack();   // widened on the device's copy: fp32 values there
             QVERIFY(!t.packed());
             QVERIFY(device.owns(t.data(), 9 * sizeof(float)));
-            QVERIFY_THROWS_EXCEPTION(std::logic_error, t.pack());
-            t.place(nullptr);
+            QCOMPARE(t.toHost()[4], roundTo(f, 0.1f));
+            t.pack();
+            QVERIFY(t.packed());
+            QCOMPARE(device.liveBytes(), std::size_t{9 * sizeof(std::uint16_t)});
+            t.resize({4, 3});   // grows with zeros on the device too
+            QCOMPARE(t.toHost()[11], 0.0f);
+            QCOMPARE(t.toHost()[4], roundTo(f, 0.1f));
+            const float two = 2.0f;
+            t.assignFromHost(&two, 1);
+            QCOMPARE(t.toHost()[0], 2.0f);
+            {
+                Tensor filled({5}, f);
+                filled.place(&device);
+                filled.pack();
+                filled.fill(0.3f);   // rounded to the format
+                QCOMPARE(filled.toHost()[3], roundTo(f, 0.3f));
+            }
+            t.place(nullptr);   // back to host memory, still packed
+            QVERIFY(t.packed());
+            QCOMPARE(t.bits16()[0], std::uint16_t{0x4000});   // 2.0 in both formats
+            QCOMPARE(t.toHost()[4], roundTo(f, 0.1f));
+            QCOMPARE(device.live(), std::size_t{0});
             t.pack();
             t.setStorage(Format::fp32);   // another format: unpacked, values kept
             QVERIFY(!t.packed());
@@ -281,11 +315,40 @@ private slots:
         QFETCH(QString, model);
         QFETCH(ConvolutionLibrary, library);
         QFETCH(QString, switchTo);
-        const std::string r = recipe.toStdString(), o = optimizer.toStdString(), m = model.toStdString();
-        const std::string to = switchTo.toStdString();
+        placedAgreesWithCpu(recipe.toStdString(), optimizer.toStdString(), model.toStdString(), library,
+                            switchTo.toStdString());
+    }
+
+    // Issue 31: with packed storage on, a device that holds packed tensors (the checking
+    // backend's, as the CUDA plugin's will) keeps the convolutions' 16-bit activations and
+    // their gradients packed in its own memory, 2 bytes an element, and the step gives the
+    // CPU's bits. (Convolutions are the layers that pack, lowering their passes in blocks,
+    // so the library's convolutions do not run; the dense layers read what arrives packed.)
+    void packedTrainingStaysOnTheDevice_data()
+    {
+        QTest::addColumn<QString>("recipe");
+        for (const char* r : {"amp-fp16", "amp-bf16", "pure-fp16", "pure-bf16"}) QTest::addRow("%s small-cnn", r) << r;
+    }
+    void packedTrainingStaysOnTheDevice()
+    {
+        QFETCH(QString, recipe);
+        const ScopedPackedStorage packing(true);
+        int packedCalls = 0;
+        placedAgreesWithCpu(recipe.toStdString(), "adam", "small-cnn", ConvolutionLibrary::none, "", &packedCalls);
+        QVERIFY2(packedCalls > 0, "no packed op ran on the device");
+    }
+
+private:
+    // Trains three steps on a CheckingBackend and on the CPU backend and requires the same
+    // bits, every tensor pointer inside the "device", nothing owed or left allocated.
+    // packedCalls, when given, receives how many packed-tensor ops the device ran.
+    void placedAgreesWithCpu(const std::string& r, const std::string& o, const std::string& m,
+                             ConvolutionLibrary library, const std::string& to, int* packedCalls = nullptr)
+    {
         const char* next = to.empty() ? nullptr : to.c_str();
         CheckingBackend checking(library);
         const StepResult placed = train(r.c_str(), o.c_str(), m.c_str(), checking, next);
+        if (packedCalls) *packedCalls = checking.packedCalls();
         for (const auto& v : checking.device().violations()) qWarning("%s", v.c_str());
         QVERIFY(checking.device().violations().empty());
         QVERIFY(!checking.countsPending());
@@ -334,6 +397,8 @@ private slots:
         QCOMPARE(placed.evaluation.correct, reference.evaluation.correct);
         QVERIFY(sameBits({placed.evaluation.loss}, {reference.evaluation.loss}));
     }
+
+private slots:
 
     // The checking backend itself (issue 5 review): counts wait for flush(), exactly as
     // many as the CPU backend adds at once, and a struct changed while counts are owed to

@@ -92,8 +92,7 @@ bool packableStorage(Format storage, bool quantizes)
 
 bool packsStorage(const StepContext& ctx, const StepPrecision& p)
 {
-    return packedStorageEnabled() && packableStorage(p.storage, p.quantizes()) && ctx.backend->handlesPackedTensors() &&
-           !ctx.backend->allocator();
+    return packedStorageEnabled() && packableStorage(p.storage, p.quantizes()) && ctx.backend->handlesPackedTensors();
 }
 
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)

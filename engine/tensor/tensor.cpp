@@ -1,5 +1,5 @@
 // Dense tensors whose accounted size is that of their storage format: held as fp32 values,
-// or on the host packed into their 16-bit format's bits.
+// or packed into their 16-bit format's bits (in host memory or on a device).
 #include "tensor/tensor.h"
 
 #include "numerics/storage_convert.h"
@@ -37,16 +37,16 @@ Tensor::Tensor(Shape shape, Format storage)
 
 Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.storage_), quantized_(o.quantized_)
 {
+    packed_ = o.packed_;
     if (!o.device_) {
         host_ = o.host_;
         packedHost_ = o.packedHost_;
-        packed_ = o.packed_;
         return;
     }
     device_ = o.device_;
     allocate(size_, 0, false);
     try {
-        if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
+        if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * elementBytes());
     } catch (...) {
         releaseDevice();   // no destructor runs for a constructor that throws
         throw;
@@ -68,9 +68,12 @@ Tensor& Tensor::operator=(const Tensor& o)
         packed_ = o.packed_;
     } else {
         packedHost_ = {};
-        packed_ = false;
+        if (packed_ != o.packed_) {   // the capacity counts elements of the other size
+            releaseDevice();
+            packed_ = o.packed_;
+        }
         allocate(o.size_, 0, false);
-        if (o.size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(o.size_) * sizeof(float));
+        if (o.size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(o.size_) * elementBytes());
     }
     shape_ = std::move(shape);
     size_ = o.size_;
@@ -138,15 +141,25 @@ void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
             host_.resize(static_cast<std::size_t>(count));
         return;
     }
-    if (count <= deviceCapacity_) {   // new elements start at zero, as std::vector's do
-        if (zeroNew && count > keep) device_->fill(deviceData_ + keep, static_cast<std::size_t>(count - keep), 0.0f);
+    // New elements start at zero, as std::vector's do (+0 in the 16-bit formats too).
+    const auto zero = [&](void* base, std::int64_t from) {
+        const auto n = static_cast<std::size_t>(count - from);
+        if (!packed_) {
+            device_->fill(static_cast<float*>(base) + from, n, 0.0f);
+        } else {
+            const std::vector<std::uint16_t> zeros(n, 0);
+            device_->upload(static_cast<std::uint16_t*>(base) + from, zeros.data(), n * sizeof(std::uint16_t));
+        }
+    };
+    if (count <= deviceCapacity_) {
+        if (zeroNew && count > keep) zero(deviceData_, keep);
         return;
     }
-    auto* fresh = static_cast<float*>(device_->allocate(static_cast<std::size_t>(count) * sizeof(float)));
+    void* fresh = device_->allocate(static_cast<std::size_t>(count) * elementBytes());
     const std::int64_t kept = std::min(keep, deviceCapacity_);
     try {
-        if (kept > 0) device_->copy(fresh, deviceData_, static_cast<std::size_t>(kept) * sizeof(float));
-        if (zeroNew && count > kept) device_->fill(fresh + kept, static_cast<std::size_t>(count - kept), 0.0f);
+        if (kept > 0) device_->copy(fresh, deviceData_, static_cast<std::size_t>(kept) * elementBytes());
+        if (zeroNew && count > kept) zero(fresh, kept);
     } catch (...) {
         device_->release(fresh);
         throw;
@@ -162,21 +175,35 @@ void Tensor::place(DeviceAllocator* device)
     // tensor switches over only once nothing can throw any more. A failed allocation or
     // copy (out of device memory) leaves it where it was, with its values.
     if (device == device_) return;
-    if (packed_) unpack();   // devices hold fp32 values
-    const auto bytesOfValues = static_cast<std::size_t>(size_) * sizeof(float);
+    // A packed tensor moves its 16-bit patterns, an unpacked one its fp32 values.
+    const auto bytesOfValues = static_cast<std::size_t>(size_) * elementBytes();
     if (!device) {   // device -> host
-        std::vector<float> values = toHost();
-        releaseDevice();
-        host_ = std::move(values);
+        if (packed_) {
+            std::vector<std::uint16_t> bits = patternsOnHost();
+            releaseDevice();
+            packedHost_ = std::move(bits);
+        } else {
+            std::vector<float> values = toHost();
+            releaseDevice();
+            host_ = std::move(values);
+        }
         device_ = nullptr;
         return;
     }
-    std::vector<float> staged;   // the values of a tensor on another device, through the host
-    if (device_) staged = toHost();
-    const float* values = device_ ? staged.data() : host_.data();
-    float* fresh = nullptr;
+    // The values of a tensor on another device go through the host.
+    std::vector<float> staged;
+    std::vector<std::uint16_t> stagedBits;
+    const void* values = nullptr;
+    if (packed_) {
+        if (device_) stagedBits = patternsOnHost();
+        values = device_ ? stagedBits.data() : packedHost_.data();
+    } else {
+        if (device_) staged = toHost();
+        values = device_ ? staged.data() : host_.data();
+    }
+    void* fresh = nullptr;
     if (size_) {
-        fresh = static_cast<float*>(device->allocate(bytesOfValues));
+        fresh = device->allocate(bytesOfValues);
         try {
             device->upload(fresh, values, bytesOfValues);
         } catch (...) {
@@ -186,7 +213,33 @@ void Tensor::place(DeviceAllocator* device)
     }
     releaseDevice();
     host_ = {};
+    packedHost_ = {};
     device_ = device;
+    deviceData_ = fresh;
+    deviceCapacity_ = size_;
+}
+
+std::vector<std::uint16_t> Tensor::patternsOnHost() const
+{
+    if (!device_) return packedHost_;
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
+    if (size_) device_->download(bits.data(), deviceData_, bits.size() * sizeof(std::uint16_t));
+    return bits;
+}
+
+void Tensor::uploadFresh(const void* bytes, std::size_t bytesPerElement)
+{
+    void* fresh = nullptr;
+    if (size_) {
+        fresh = device_->allocate(static_cast<std::size_t>(size_) * bytesPerElement);
+        try {
+            device_->upload(fresh, bytes, static_cast<std::size_t>(size_) * bytesPerElement);
+        } catch (...) {
+            device_->release(fresh);
+            throw;
+        }
+    }
+    releaseDevice();
     deviceData_ = fresh;
     deviceCapacity_ = size_;
 }
@@ -194,8 +247,9 @@ void Tensor::place(DeviceAllocator* device)
 std::vector<float> Tensor::toHost() const
 {
     if (packed_) {
+        const std::vector<std::uint16_t> bits = patternsOnHost();
         std::vector<float> values(static_cast<std::size_t>(size_));
-        widenArray(storage_, packedHost_.data(), values.data(), values.size());
+        widenArray(storage_, bits.data(), values.data(), values.size());
         return values;
     }
     if (!device_) return host_;
@@ -209,8 +263,14 @@ void Tensor::assignFromHost(const float* values, std::int64_t count)
     if (count < 0 || count > size_)
         throw std::invalid_argument("cannot assign " + std::to_string(count) + " values to a tensor of " +
                                     std::to_string(size_));
-    if (packed_) {
+    if (packed_ && !device_) {
         narrowArray(storage_, values, packedHost_.data(), static_cast<std::size_t>(count));
+        return;
+    }
+    if (packed_) {
+        std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
+        narrowArray(storage_, values, bits.data(), bits.size());
+        if (count) device_->upload(deviceData_, bits.data(), bits.size() * sizeof(std::uint16_t));
         return;
     }
     if (!device_) {
@@ -276,24 +336,38 @@ void Tensor::setQuantizedStorage(const QuantizedStorage& q)
 
 void Tensor::fill(float v)
 {
-    if (packed_) {
+    if (packed_ && !device_) {
         std::fill(packedHost_.begin(), packedHost_.end(), narrowBits(storage_, v));
+        return;
+    }
+    if (packed_) {
+        const std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_), narrowBits(storage_, v));
+        if (size_) device_->upload(deviceData_, bits.data(), bits.size() * sizeof(std::uint16_t));
         return;
     }
     if (!device_) {
         std::fill(host_.begin(), host_.end(), v);
         return;
     }
-    if (size_) device_->fill(deviceData_, static_cast<std::size_t>(size_), v);
+    if (size_) device_->fill(static_cast<float*>(deviceData_), static_cast<std::size_t>(size_), v);
 }
 
 void Tensor::pack()
 {
     if (packed_) return;
-    if (device_) throw std::logic_error("Tensor::pack(): only a tensor in host memory is packed");
     if (quantized_ || (storage_ != Format::fp16 && storage_ != Format::bf16))
         throw std::logic_error("Tensor::pack(): a packed tensor's storage format is fp16 or bf16, not " +
                                std::string(formatName(storage_)));
+    if (device_) {   // through the host: the layers pack empty tensors and fill them on the device
+        std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
+        if (size_) {
+            const std::vector<float> values = toHost();
+            narrowArray(storage_, values.data(), bits.data(), bits.size());
+        }
+        uploadFresh(bits.data(), sizeof(std::uint16_t));
+        packed_ = true;
+        return;
+    }
     packedHost_.resize(static_cast<std::size_t>(size_));
     narrowArray(storage_, host_.data(), packedHost_.data(), packedHost_.size());
     std::vector<float>().swap(host_);   // the memory goes back, not only the size
@@ -315,6 +389,16 @@ void Tensor::discard()
 void Tensor::unpack()
 {
     if (!packed_) return;
+    if (device_) {
+        std::vector<float> values(static_cast<std::size_t>(size_));
+        if (size_) {
+            const std::vector<std::uint16_t> bits = patternsOnHost();
+            widenArray(storage_, bits.data(), values.data(), values.size());
+        }
+        uploadFresh(values.data(), sizeof(float));
+        packed_ = false;
+        return;
+    }
     host_.resize(static_cast<std::size_t>(size_));
     widenArray(storage_, packedHost_.data(), host_.data(), host_.size());
     std::vector<std::uint16_t>().swap(packedHost_);

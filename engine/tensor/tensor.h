@@ -59,9 +59,12 @@ public:
     void zero() { fill(0.0f); }
 
     // Packs the values into the tensor's 16-bit storage format (fp16 or bf16; each value
-    // rounded to nearest even, exact for the values this tensor holds), on the host; the
-    // fp32 buffer is freed. unpack() widens them back (exact). A packed tensor unpacks
-    // itself before it is placed on a device or given another storage format.
+    // rounded to nearest even, exact for the values this tensor holds), where the tensor
+    // lives: in host memory, or on its device (2 bytes an element there too; a non-empty
+    // tensor goes through the host, so the layers pack empty ones and fill them with the
+    // backend's ops). The fp32 buffer is freed. unpack() widens them back (exact). A packed
+    // tensor stays packed when placed, and unpacks itself before it is given another
+    // storage format.
     void pack();
     void unpack();
     bool packed() const { return packed_; }
@@ -93,23 +96,24 @@ public:
     float* data()
     {
         if (packed_) refusePacked("data()");
-        return device_ ? deviceData_ : host_.data();
+        return device_ ? static_cast<float*>(deviceData_) : host_.data();
     }
     const float* data() const
     {
         if (packed_) refusePacked("data()");
-        return device_ ? deviceData_ : host_.data();
+        return device_ ? static_cast<const float*>(deviceData_) : host_.data();
     }
-    // A packed tensor's bit patterns (throws std::logic_error for one that is not packed).
+    // A packed tensor's bit patterns (throws std::logic_error for one that is not packed):
+    // a device pointer when placed.
     std::uint16_t* bits16()
     {
         if (!packed_) refusePacked("bits16()");
-        return packedHost_.data();
+        return device_ ? static_cast<std::uint16_t*>(deviceData_) : packedHost_.data();
     }
     const std::uint16_t* bits16() const
     {
         if (!packed_) refusePacked("bits16()");
-        return packedHost_.data();
+        return device_ ? static_cast<const std::uint16_t*>(deviceData_) : packedHost_.data();
     }
     // Host tensors only: a placed tensor's host vector is empty. Checked in debug builds
     // only, as these are the CPU backend's inner loops.
@@ -128,6 +132,12 @@ public:
 
 private:
     [[noreturn]] void refusePacked(const char* what) const;
+    std::size_t elementBytes() const { return packed_ ? sizeof(std::uint16_t) : sizeof(float); }
+    // The packed patterns, wherever they live (a download from a device).
+    std::vector<std::uint16_t> patternsOnHost() const;
+    // Replaces a placed tensor's device buffer by one of size_ elements of bytesPerElement
+    // each, uploaded from `bytes` in host memory (the old one stays on a throw).
+    void uploadFresh(const void* bytes, std::size_t bytesPerElement);
     void account(std::int64_t deltaBytes);
     void releaseDevice() noexcept;
     void takeFrom(Tensor& o) noexcept;   // o's contents, leaving o empty (the moves)
@@ -141,8 +151,8 @@ private:
     std::vector<std::uint16_t> packedHost_;   // their bits when packed
     bool packed_ = false;
     DeviceAllocator* device_ = nullptr;   // where they are otherwise
-    float* deviceData_ = nullptr;
-    std::int64_t deviceCapacity_ = 0;     // elements
+    void* deviceData_ = nullptr;           // fp32 values, or 16-bit patterns when packed
+    std::int64_t deviceCapacity_ = 0;     // elements (of elementBytes() each)
     Format storage_ = Format::fp32;
     std::optional<QuantizedStorage> quantized_;
     MemoryAccountant* accountant_ = nullptr;

@@ -431,6 +431,121 @@ void CheckingBackend::meanTokensBackward(const float* g, std::int64_t N, std::in
     cpu_->meanTokensBackward(g, N, T, D, dx);
 }
 
+void CheckingBackend::relu16(Format f, std::uint16_t* x, std::int64_t n)
+{
+    need16(x, n, "relu16");
+    const HostAccess access(device_);
+    cpu_->relu16(f, x, n);
+}
+
+void CheckingBackend::reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n)
+{
+    need16(y, n, "reluBackward16 y");
+    need16(g, n, "reluBackward16 g");
+    const HostAccess access(device_);
+    cpu_->reluBackward16(f, y, g, n);
+}
+
+void CheckingBackend::maxPool2x2Packed(Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H,
+                                       std::int64_t W, std::uint16_t* out, std::uint8_t* argmax)
+{
+    need16(in, planes * H * W, "maxPoolPacked in");
+    need16(out, planes * (H / 2) * (W / 2), "maxPoolPacked out");
+    device_.require(argmax, static_cast<std::size_t>(planes * (H / 2) * (W / 2)), "maxPoolPacked argmax");
+    const HostAccess access(device_);
+    cpu_->maxPool2x2Packed(f, in, planes, H, W, out, argmax);
+}
+
+void CheckingBackend::maxPool2x2BackwardPacked(const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
+                                               std::int64_t H, std::int64_t W, std::uint16_t* dx)
+{
+    need16(g, planes * (H / 2) * (W / 2), "maxPoolBackwardPacked g");
+    device_.require(argmax, static_cast<std::size_t>(planes * (H / 2) * (W / 2)), "maxPoolBackwardPacked argmax");
+    need16(dx, planes * H * W, "maxPoolBackwardPacked dx");
+    const HostAccess access(device_);
+    cpu_->maxPool2x2BackwardPacked(g, argmax, planes, H, W, dx);
+}
+
+void CheckingBackend::transposeBlocksPacked(const std::uint16_t* in, std::int64_t A, std::int64_t B,
+                                            std::int64_t inner, std::uint16_t* out)
+{
+    need16(in, A * B * inner, "transposeBlocksPacked in");
+    need16(out, A * B * inner, "transposeBlocksPacked out");
+    const HostAccess access(device_);
+    cpu_->transposeBlocksPacked(in, A, B, inner, out);
+}
+
+void CheckingBackend::widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
+                              std::int64_t rows, std::int64_t cols)
+{
+    need16(src, spanOf(rows, cols, srcLd), "widen16 src");
+    need(dst, spanOf(rows, cols, dstLd), "widen16 dst");
+    const HostAccess access(device_);
+    cpu_->widen16(f, src, srcLd, dst, dstLd, rows, cols);
+}
+
+void CheckingBackend::roundTo16(Format f, const float* src, std::int64_t srcLd, std::uint16_t* dst, std::int64_t dstLd,
+                                std::int64_t rows, std::int64_t cols, RoundingStats* stats, GradientHistogram* hist)
+{
+    need(src, spanOf(rows, cols, srcLd), "roundTo16 src");
+    need16(dst, spanOf(rows, cols, dstLd), "roundTo16 dst");
+    device_.forbid(stats, "roundTo16 stats");
+    device_.forbid(hist, "roundTo16 hist");
+    const HostAccess access(device_);
+    cpu_->roundTo16(f, src, srcLd, dst, dstLd, rows, cols, held(stats_, stats), held(hists_, hist));
+}
+
+void CheckingBackend::addBiasRoundTo16(Format f, const float* x, std::int64_t xLd, const float* bias,
+                                       std::uint16_t* out, std::int64_t outLd, std::int64_t rows, std::int64_t cols,
+                                       RoundingStats* stats, GradientHistogram* hist)
+{
+    need(x, spanOf(rows, cols, xLd), "addBiasRoundTo16 x");
+    need(bias, rows, "addBiasRoundTo16 bias");
+    need16(out, spanOf(rows, cols, outLd), "addBiasRoundTo16 out");
+    device_.forbid(stats, "addBiasRoundTo16 stats");
+    device_.forbid(hist, "addBiasRoundTo16 hist");
+    const HostAccess access(device_);
+    cpu_->addBiasRoundTo16(f, x, xLd, bias, out, outLd, rows, cols, held(stats_, stats), held(hists_, hist));
+}
+
+void CheckingBackend::sumRows16(Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out)
+{
+    need16(x, rows * cols, "sumRows16 x");
+    need(out, rows, "sumRows16 out");
+    const HostAccess access(device_);
+    cpu_->sumRows16(f, x, rows, cols, out);
+}
+
+void CheckingBackend::im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0,
+                                   std::int64_t count, float* cols)
+{
+    need16(src, g.channels * g.batch * g.planeSize(), "im2colPacked src");
+    need(cols, g.patchSize() * count * g.planeSize(), "im2colPacked cols");
+    const HostAccess access(device_);
+    cpu_->im2colPacked(g, f, src, n0, count, cols);
+}
+
+void CheckingBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                               std::uint16_t* cols)
+{
+    need16(src, g.channels * g.batch * g.planeSize(), "im2col16 src");
+    need16(cols, g.patchSize() * count * g.planeSize(), "im2col16 cols");
+    const HostAccess access(device_);
+    cpu_->im2col16(g, src, n0, count, cols);
+}
+
+void CheckingBackend::gemm16(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K,
+                             const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb,
+                             float beta, float* C, std::int64_t ldc, GemmPrecision p)
+{
+    const bool aT = ta == Transpose::yes, bT = tb == Transpose::yes;
+    need16(A, aT ? spanOf(K, M, lda) : spanOf(M, K, lda), "gemm16 A");
+    need16(B, bT ? spanOf(N, K, ldb) : spanOf(K, N, ldb), "gemm16 B");
+    need(C, spanOf(M, N, ldc), "gemm16 C");
+    const HostAccess access(device_);
+    cpu_->gemm16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
+}
+
 void CheckingBackend::relu(float* x, std::int64_t n)
 {
     need(x, n, "relu");

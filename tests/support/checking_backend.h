@@ -112,6 +112,7 @@ public:
     // operand is checked to hold exactly codes of its format times its scaleInv (what a
     // GPU multiplies as codes), a mismatch reported to the device.
     int fp8Products() const { return fp8Products_; }
+    int packedCalls() const { return packedCalls_; }   // ops on packed 16-bit tensors that ran
     bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
 
     // What the trainer may run on it (the CPU's capabilities unless restricted, to stand
@@ -157,6 +158,32 @@ public:
                                    std::int64_t classes, Format emulate, float* probabilities) override;
     void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
                                      std::int64_t classes, float lossScale, float* grad) override;
+    // Packed 16-bit tensors on the "device": the CPU's ops on them, every pointer checked.
+    bool handlesPackedTensors() const override { return cpu_->handlesPackedTensors(); }
+    void relu16(Format f, std::uint16_t* x, std::int64_t n) override;
+    void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override;
+    void maxPool2x2Packed(Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H, std::int64_t W,
+                          std::uint16_t* out, std::uint8_t* argmax) override;
+    void maxPool2x2BackwardPacked(const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
+                                  std::int64_t H, std::int64_t W, std::uint16_t* dx) override;
+    void transposeBlocksPacked(const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                               std::uint16_t* out) override;
+    void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
+                 std::int64_t rows, std::int64_t cols) override;
+    void roundTo16(Format f, const float* src, std::int64_t srcLd, std::uint16_t* dst, std::int64_t dstLd,
+                   std::int64_t rows, std::int64_t cols, RoundingStats* stats, GradientHistogram* hist) override;
+    void addBiasRoundTo16(Format f, const float* x, std::int64_t xLd, const float* bias, std::uint16_t* out,
+                          std::int64_t outLd, std::int64_t rows, std::int64_t cols, RoundingStats* stats,
+                          GradientHistogram* hist) override;
+    void sumRows16(Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out) override;
+    void im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                      float* cols) override;
+    void im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                  std::uint16_t* cols) override;
+    bool multiplies16(const GemmPrecision& p) const override { return cpu_->multiplies16(p); }
+    void gemm16(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const std::uint16_t* A,
+                std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                GemmPrecision p) override;
     bool handlesTransformerOps() const override { return true; }
     void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override;
     void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override;
@@ -194,6 +221,16 @@ private:
     {
         device_.require(p, static_cast<std::size_t>(count) * sizeof(float), what);
     }
+    void need16(const std::uint16_t* p, std::int64_t count, const char* what)
+    {
+        ++packedCalls_;
+        device_.require(p, static_cast<std::size_t>(count) * sizeof(std::uint16_t), what);
+    }
+    // The elements a (rows, cols) block with leading dimension ld spans.
+    static std::int64_t spanOf(std::int64_t rows, std::int64_t cols, std::int64_t ld)
+    {
+        return rows > 0 && cols > 0 ? (rows - 1) * ld + cols : 0;
+    }
     // Where the CPU op adds the counts owed to `target` (null stays null).
     template <typename Counts>
     static Counts* held(Pending<Counts>& pending, Counts* target);
@@ -217,6 +254,7 @@ private:
     int libraryCalls_ = 0;
     int libraryRefusals_ = 0;
     int fp8Products_ = 0;
+    int packedCalls_ = 0;
     std::vector<float> lowered_;   // the "library's" own workspace (host memory, as cuDNN's is its own)
     std::unique_ptr<TrackingAllocator> ownDevice_;
     TrackingAllocator& device_;
