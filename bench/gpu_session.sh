@@ -11,8 +11,9 @@
 #   train     plab train --backend cuda: small-cnn, 3 epochs, seed 1, every preset, plus vit (fp32, amp),
 #             amp-fp16 without scaling, the FP8 presets (mxfp8 refused), and the seed CNN (fp32 batch
 #             590, amp-fp16 batch 1000); the run records come back as runs.tar.xz
-#   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16), by bisection,
-#             and the error at the first batch that does not
+#   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16 with and without
+#             packed activations), by bisection, and the error at the first batch that does not
+#   packed    packed 16-bit activations on the device against fp32-held ones (plab_bench)
 #   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
 #   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
 #             against torch.autocast("cuda", float16) + GradScaler (issue 13)
@@ -169,12 +170,15 @@ phase_train() {
 # The largest batch that trains two steps, by bisection between a batch that fits and
 # one that does not; the failure at the first batch that does not is printed as the
 # program gave it (it must be an error message, not a crash).
+# amp-fp16 twice: its activations held as fp32 values, then packed into 2 bytes an element
+# (packed storage on, issue 31).
 phase_memory() {
-  for recipe in fp32 amp-fp16; do
+  for run in fp32:off amp-fp16:off amp-fp16:on; do
+    recipe=${run%:*} packing=${run#*:}
     lo=1000 hi=0 b=4000
     while :; do
       out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
-              --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
+              --packing "$packing" --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
       rc=$?
       if [ $rc -eq 0 ]; then
         echo "fits    $recipe batch=$b: $out"
@@ -187,7 +191,7 @@ phase_memory() {
       [ $((hi - lo)) -le $((lo / 50 + 1)) ] && break
       b=$(((lo + hi) / 2))
     done
-    echo "LARGEST $recipe seed-cnn batch=$lo (refused at $hi)"
+    echo "LARGEST $recipe packing=$packing seed-cnn batch=$lo (refused at $hi)"
   done
 }
 
@@ -255,6 +259,16 @@ phase_algorithms() {
       PLAB_CUDNN_LOG=1 PLAB_CUDNN_ALGORITHMS=$choice timeout 120 "$bin/plab_bench" train --backend cuda \
         --models seed-cnn --recipes $recipe --batch 1000 --steps 10 --warmup 3 --repeats 3 2>&1 | cut -c1-400 | tail -24
     done
+  done
+}
+
+# Packed 16-bit activations on the device (issue 31): packing off and on interleaved,
+# step time, the accountant's peak and the device's own figure side by side.
+phase_packed() {
+  for model in "seed-cnn 1000" "small-cnn 256"; do
+    set -- $model
+    timeout 200 "$bin/plab_bench" train --backend cuda --models $1 --recipes fp32,amp-fp16,amp-bf16,pure-bf16 \
+      --packing off,on --batch $2 --steps 10 --warmup 3 --repeats 3 2>&1 | tail -8
   done
 }
 

@@ -179,6 +179,21 @@ class TestCudaBackend : public QObject {
         t.place(cuda_->allocator());
         return t;
     }
+    // A 1-D tensor of format f packed into its 16-bit patterns in device memory.
+    Tensor packedOnDevice(const std::vector<std::uint16_t>& patterns, Format f)
+    {
+        Tensor t(Shape{static_cast<std::int64_t>(patterns.size())}, f);
+        t.pack();
+        std::copy(patterns.begin(), patterns.end(), t.bits16());
+        t.place(cuda_->allocator());
+        return t;
+    }
+    static std::vector<std::uint16_t> patternsOf(const Tensor& t)
+    {
+        Tensor host = t;
+        host.place(nullptr);
+        return {host.bits16(), host.bits16() + host.size()};
+    }
 
     // Whether the plugin runs convolutions through cuDNN (its probe says "cuDNN x.y.z: convolutions").
     bool cudnnConvolutions() const
@@ -613,6 +628,142 @@ private slots:
         cuda_->transposeBlocks(dIn.data(), A, B, inner, dOut.data());
         cpu_->transposeBlocks(in.data(), A, B, inner, cpuOut.data());
         QVERIFY(sameBits(dOut.toHost(), cpuOut));
+    }
+
+    // Issue 31: the packed 16-bit ops on patterns in device memory (2 bytes an element)
+    // against the CPU backend's, bit for bit: ReLU and its backward over every pattern,
+    // pooling and its backward, the block transpose, widening, rounding into patterns with
+    // the counts, im2col from packed activations; the row sums of packed values as sumRows
+    // of the widened values on the device (bit for bit) and the CPU's (within 1e-6, as
+    // sumRows); gemm16 as gemm on the widened values.
+    void packedOpsAgreeWithCpu_data()
+    {
+        QTest::addColumn<int>("format");
+        for (Format f : {Format::fp16, Format::bf16})
+            QTest::addRow("%s", std::string(formatName(f)).c_str()) << static_cast<int>(f);
+    }
+    void packedOpsAgreeWithCpu()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        QVERIFY(cuda_->handlesPackedTensors());
+        std::vector<std::uint16_t> all(65536);
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+        const auto n = static_cast<std::int64_t>(all.size());
+
+        Tensor dAll = packedOnDevice(all, f);
+        QVERIFY(dAll.onDevice() && dAll.packed());
+        std::vector<std::uint16_t> relu = all, g(all.rbegin(), all.rend());
+        Tensor dRelu = packedOnDevice(relu, f), dG = packedOnDevice(g, f);
+        cuda_->relu16(f, dRelu.bits16(), n);
+        cuda_->reluBackward16(f, dAll.bits16(), dG.bits16(), n);
+        cpu_->relu16(f, relu.data(), n);
+        cpu_->reluBackward16(f, all.data(), g.data(), n);
+        QVERIFY(patternsOf(dRelu) == relu);
+        QVERIFY(patternsOf(dG) == g);
+
+        // Widening, strided: 256 rows of 250 values out of rows of 256.
+        std::vector<float> wide(static_cast<std::size_t>(256 * 260), -7.0f);
+        Tensor dWide = onDevice(wide);
+        cuda_->widen16(f, dAll.bits16(), 256, dWide.data(), 260, 256, 250);
+        cpu_->widen16(f, all.data(), 256, wide.data(), 260, 256, 250);
+        QVERIFY(sameBits(dWide.toHost(), wide));
+
+        // Rounding into patterns, with and without the bias, counted.
+        const std::int64_t rows = 9, cols = 3001, ld = 3010;
+        const std::vector<float> x = telemetryData(static_cast<std::size_t>(rows * ld), 901);
+        const std::vector<float> bias = uniformValues(static_cast<std::size_t>(rows), 902, -0.5f, 0.5f);
+        Tensor dX = onDevice(x), dBias = onDevice(bias);
+        for (const bool withBias : {false, true}) {
+            std::vector<std::uint16_t> out(static_cast<std::size_t>(rows * ld), 0xABCD);
+            Tensor dOut = packedOnDevice(out, f);
+            RoundingStats cudaStats, cpuStats;
+            GradientHistogram cudaHist, cpuHist;
+            if (withBias) {
+                cuda_->addBiasRoundTo16(f, dX.data(), ld, dBias.data(), dOut.bits16(), ld, rows, cols, &cudaStats,
+                                        &cudaHist);
+                cpu_->addBiasRoundTo16(f, x.data(), ld, bias.data(), out.data(), ld, rows, cols, &cpuStats, &cpuHist);
+            } else {
+                cuda_->roundTo16(f, dX.data(), ld, dOut.bits16(), ld, rows, cols, &cudaStats, &cudaHist);
+                cpu_->roundTo16(f, x.data(), ld, out.data(), ld, rows, cols, &cpuStats, &cpuHist);
+            }
+            cuda_->flush();
+            QVERIFY(patternsOf(dOut) == out);
+            QCOMPARE(cudaStats, cpuStats);
+            QVERIFY(cudaHist == cpuHist);
+        }
+
+        // Pooling and the block transpose on the rounded patterns (ties, zeros, NaNs).
+        std::vector<std::uint16_t> rounded(static_cast<std::size_t>(rows * ld));
+        cpu_->roundTo16(f, x.data(), ld, rounded.data(), ld, rows, ld, nullptr, nullptr);
+        const std::int64_t planes = 3, H = 29, W = 31;   // odd sizes floor
+        const std::vector<std::uint16_t> in(rounded.begin(), rounded.begin() + planes * H * W);
+        const auto outSize = static_cast<std::size_t>(planes * (H / 2) * (W / 2));
+        std::vector<std::uint16_t> pooled(outSize), dx(in.size(), 0x1234);
+        std::vector<std::uint8_t> argmax(outSize);
+        Tensor dIn = packedOnDevice(in, f), dPooled = packedOnDevice(pooled, f), dDx = packedOnDevice(dx, f);
+        Tensor dArgmax(Shape{static_cast<std::int64_t>(outSize)});   // bytes enough: 4 a float
+        dArgmax.place(cuda_->allocator());
+        auto* argmaxOnDevice = reinterpret_cast<std::uint8_t*>(dArgmax.data());
+        cuda_->maxPool2x2Packed(f, dIn.bits16(), planes, H, W, dPooled.bits16(), argmaxOnDevice);
+        cuda_->maxPool2x2BackwardPacked(dPooled.bits16(), argmaxOnDevice, planes, H, W, dDx.bits16());
+        cpu_->maxPool2x2Packed(f, in.data(), planes, H, W, pooled.data(), argmax.data());
+        cpu_->maxPool2x2BackwardPacked(pooled.data(), argmax.data(), planes, H, W, dx.data());
+        QVERIFY(patternsOf(dPooled) == pooled);
+        QVERIFY(patternsOf(dDx) == dx);
+        std::vector<std::uint16_t> moved(in.size());
+        Tensor dMoved = packedOnDevice(moved, f);
+        cuda_->transposeBlocksPacked(dIn.bits16(), planes, H, W, dMoved.bits16());
+        cpu_->transposeBlocksPacked(in.data(), planes, H, W, moved.data());
+        QVERIFY(patternsOf(dMoved) == moved);
+
+        // Row sums of packed values.
+        const std::vector<std::uint16_t> sumsIn(rounded.begin(), rounded.begin() + rows * cols);
+        std::vector<float> widened(sumsIn.size()), sums16(static_cast<std::size_t>(rows));
+        cpu_->widen16(f, sumsIn.data(), cols, widened.data(), cols, rows, cols);
+        Tensor dSumsIn = packedOnDevice(sumsIn, f), dWidened = onDevice(widened), dSums16 = onDevice(sums16),
+               dSums = onDevice(sums16);
+        cuda_->sumRows16(f, dSumsIn.bits16(), rows, cols, dSums16.data());
+        cuda_->sumRows(dWidened.data(), rows, cols, dSums.data());
+        QVERIFY(sameBits(dSums16.toHost(), dSums.toHost()));
+        cpu_->sumRows16(f, sumsIn.data(), rows, cols, sums16.data());
+        const QString problem = compareTensors(dSums16.toHost(), sums16, 1e-6);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+
+        // im2col from packed activations (C 2, N 3, 9 x 11, k 3): fp32 columns and packed ones.
+        const ConvGeometry geo{2, 3, 9, 11, 3, 1};
+        const std::vector<std::uint16_t> act(rounded.begin(), rounded.begin() + 2 * 3 * 9 * 11);
+        const auto colsSize = static_cast<std::size_t>(geo.patchSize() * 2 * geo.planeSize());   // samples 1, 2
+        std::vector<float> colsWide(colsSize);
+        std::vector<std::uint16_t> cols16(colsSize);
+        Tensor dAct = packedOnDevice(act, f), dColsWide = onDevice(colsWide), dCols16 = packedOnDevice(cols16, f);
+        cuda_->im2colPacked(geo, f, dAct.bits16(), 1, 2, dColsWide.data());
+        cuda_->im2col16(geo, dAct.bits16(), 1, 2, dCols16.bits16());
+        cpu_->im2colPacked(geo, f, act.data(), 1, 2, colsWide.data());
+        cpu_->im2col16(geo, act.data(), 1, 2, cols16.data());
+        QVERIFY(sameBits(dColsWide.toHost(), colsWide));
+        QVERIFY(patternsOf(dCols16) == cols16);
+
+        // gemm16 on dense patterns is gemm's call on its dense copies: the same bits.
+        GemmPrecision p;
+        p.compute = f;
+        p.fp32Accumulate = true;
+        QVERIFY(cuda_->multiplies16(p));
+        const std::int64_t M = 37, N = 45, K = 70;
+        const std::vector<std::uint16_t> a(rounded.begin(), rounded.begin() + M * K),
+            b(rounded.begin() + M * K, rounded.begin() + M * K + K * N);
+        std::vector<float> aWide(a.size()), bWide(b.size()), c(static_cast<std::size_t>(M * N));
+        cpu_->widen16(f, a.data(), K, aWide.data(), K, M, K);
+        cpu_->widen16(f, b.data(), N, bWide.data(), N, K, N);
+        Tensor dA = packedOnDevice(a, f), dB = packedOnDevice(b, f), dAWide = onDevice(aWide), dBWide = onDevice(bWide),
+               dC16 = onDevice(c), dC = onDevice(c);
+        cuda_->gemm16(Transpose::no, Transpose::no, M, N, K, dA.bits16(), K, dB.bits16(), N, 0.0f, dC16.data(), N, p);
+        cuda_->gemm(Transpose::no, Transpose::no, M, N, K, dAWide.data(), K, dBWide.data(), N, 0.0f, dC.data(), N, p);
+        QVERIFY(sameBits(dC16.toHost(), dC.toHost()));
+        GemmPrecision fp8;
+        fp8.a = {true, MiniFormat::e4m3, 1.0f, 1.0f};
+        fp8.b = fp8.a;
+        QVERIFY(!cuda_->multiplies16(fp8));
     }
 
     // The bias gradients: column sums in the CPU's order (exact), row sums in a tree of

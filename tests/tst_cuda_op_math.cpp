@@ -351,6 +351,104 @@ private slots:
         QVERIFY(sameBits(kernelDx, cpuDx));
     }
 
+    // The packed kernels (packed_kernels.cu) element by element against the CPU backend's
+    // packed ops, for fp16 and bf16: widening every one of the 65,536 patterns, ReLU and its
+    // backward on every pattern, rounding into patterns with the counts (the bias added in
+    // fp32 first), pooling (the winner's own pattern) and the row sums of widened values.
+    void packedOpsMatchCpu_data()
+    {
+        QTest::addColumn<int>("format");
+        for (Format f : {Format::fp16, Format::bf16})
+            QTest::addRow("%s", std::string(formatName(f)).c_str()) << static_cast<int>(f);
+    }
+    void packedOpsMatchCpu()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const int fk = static_cast<int>(f);
+        std::vector<std::uint16_t> all(65536);
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+        const auto n = static_cast<std::int64_t>(all.size());
+
+        std::vector<float> cpuWide(all.size());
+        cpu_->widen16(f, all.data(), n, cpuWide.data(), n, 1, n);
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            const std::uint32_t kernel = ck::widenBits16(fk, all[i]);
+            QCOMPARE(kernel, std::bit_cast<std::uint32_t>(cpuWide[i]));
+            if (!std::isnan(cpuWide[i])) QCOMPARE(ck::narrowBits16(fk, kernel), all[i]);   // exact both ways
+        }
+
+        std::vector<std::uint16_t> cpuRelu = all, kernelRelu = all;
+        cpu_->relu16(f, cpuRelu.data(), n);
+        for (auto& b : kernelRelu)
+            if (ck::atMostZeroBits16(fk, b)) b = 0;
+        QVERIFY(kernelRelu == cpuRelu);
+        std::vector<std::uint16_t> cpuG(all.rbegin(), all.rend()), kernelG = cpuG;   // g against every y
+        cpu_->reluBackward16(f, all.data(), cpuG.data(), n);
+        for (std::size_t i = 0; i < all.size(); ++i)
+            if (ck::atMostZeroBits16(fk, all[i])) kernelG[i] = 0;
+        QVERIFY(kernelG == cpuG);
+
+        // roundTo16 / addBiasRoundTo16 over strided rows (leading dimensions past the row).
+        const std::int64_t rows = 7, cols = 1031, ld = 1040, outLd = 1035;
+        const std::vector<float> x = telemetryData(static_cast<std::size_t>(rows * ld), 91);
+        const std::vector<float> bias = uniformValues(static_cast<std::size_t>(rows), 92, -0.5f, 0.5f);
+        for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+            std::vector<std::uint16_t> cpuOut(static_cast<std::size_t>(rows * outLd), 0xABCD), kernelOut = cpuOut;
+            RoundingStats cpuStats, kernelStats;
+            GradientHistogram cpuHist, kernelHist;
+            if (b)
+                cpu_->addBiasRoundTo16(f, x.data(), ld, b, cpuOut.data(), outLd, rows, cols, &cpuStats, &cpuHist);
+            else
+                cpu_->roundTo16(f, x.data(), ld, cpuOut.data(), outLd, rows, cols, &cpuStats, &cpuHist);
+            std::vector<std::uint64_t> counters(ck::kCounterSlots, 0);
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c) {   // roundTo16Kernel's body
+                    float v = x[static_cast<std::size_t>(r * ld + c)];
+                    if (b) v = ck::addRn(v, b[r]);
+                    const std::uint32_t in = ck::floatBits(v), out = ck::roundBits(fk, in);
+                    kernelOut[static_cast<std::size_t>(r * outLd + c)] = ck::narrowBits16(fk, out);
+                    for (unsigned mask = ck::statMask(fk, in, out); mask != 0; mask &= mask - 1)
+                        ++counters[static_cast<std::size_t>(std::countr_zero(mask))];
+                    ++counters[static_cast<std::size_t>(ck::histogramSlot(in))];
+                }
+            addCounters(counters, static_cast<std::size_t>(rows * cols), kernelStats, kernelHist);
+            QVERIFY(kernelOut == cpuOut);   // the gaps untouched by both
+            QCOMPARE(kernelStats, cpuStats);
+            QVERIFY(kernelHist == cpuHist);
+        }
+
+        // Pooling on patterns: many ties, both zeros, NaNs, an odd size.
+        const ck::PoolShape s{3, 5, 7};
+        Rng rng{93};
+        std::vector<std::uint16_t> in(static_cast<std::size_t>(s.planes * s.height * s.width));
+        const std::uint16_t choices[] = {0x0000, 0x8000, 0x3C00, 0x3C00, 0xBC00, 0x7E00, 0x0001, 0x4000};
+        for (auto& v : in) v = choices[rng.next() % std::size(choices)];   // fp16 patterns; bf16 reads them as its own
+        const auto outSize = static_cast<std::size_t>(s.planes * s.outHeight() * s.outWidth());
+        std::vector<std::uint16_t> cpuPool(outSize), kernelPool(outSize);
+        std::vector<std::uint8_t> cpuArg(outSize), kernelArg(outSize);
+        cpu_->maxPool2x2Packed(f, in.data(), s.planes, s.height, s.width, cpuPool.data(), cpuArg.data());
+        for (std::size_t o = 0; o < outSize; ++o) {   // maxPoolPackedKernel's body
+            const std::uint16_t* w = in.data() + ck::poolWindowStart(s, static_cast<std::int64_t>(o));
+            const auto wide = [&](std::uint16_t h) { return std::bit_cast<float>(ck::widenBits16(fk, h)); };
+            const ck::PoolMax best = ck::poolMax(wide(w[0]), wide(w[1]), wide(w[s.width]), wide(w[s.width + 1]));
+            kernelPool[o] = w[(best.position / 2) * s.width + best.position % 2];
+            kernelArg[o] = static_cast<std::uint8_t>(best.position);
+        }
+        QVERIFY(kernelPool == cpuPool);
+        QVERIFY(kernelArg == cpuArg);
+
+        // Row sums of the widened values: the CPU's sumRows16 is its sumRows on them (the
+        // device shares sumRows' kernel, whose order tst_cuda_backend checks).
+        std::vector<std::uint16_t> packedRows(static_cast<std::size_t>(rows * cols));
+        for (std::size_t i = 0; i < packedRows.size(); ++i) packedRows[i] = ck::narrowBits16(fk, ck::roundBits(fk, ck::floatBits(x[i])));
+        std::vector<float> widened(packedRows.size()), sums16(static_cast<std::size_t>(rows)), sums(sums16.size());
+        for (std::size_t i = 0; i < packedRows.size(); ++i) widened[i] = std::bit_cast<float>(ck::widenBits16(fk, packedRows[i]));
+        cpu_->sumRows16(f, packedRows.data(), rows, cols, sums16.data());
+        cpu_->sumRows(widened.data(), rows, cols, sums.data());
+        QVERIFY(sameBits(sums16, sums));
+    }
+
     // Flatten's (C, N, hw) <-> (N, C, hw): the gather index of every output element.
     void transposeBlocksMatchesCpu()
     {

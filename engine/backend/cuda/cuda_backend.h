@@ -92,9 +92,39 @@ public:
     void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
                                      std::int64_t classes, float lossScale, float* grad) override;
 
-    // The vision transformer's ops (cuda_transformer_ops.cpp). Written and checked on the
-    // host (transformer_math.h against the CPU's), not yet run on a GPU: settings refuse
-    // model vit on this backend until a GPU session has (docs/CUDA.md).
+    // Packed 16-bit tensors in device memory (cuda_packed_ops.cpp, packed_kernels.cu): the
+    // layers hold 16-bit activations in 2 bytes an element when packed storage is on.
+    // Written and their arithmetic checked on the host (kernel_math.h against the CPU's);
+    // not yet run on a GPU (docs/CUDA.md).
+    bool handlesPackedTensors() const override { return true; }
+    void relu16(Format f, std::uint16_t* x, std::int64_t n) override;
+    void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override;
+    void maxPool2x2Packed(Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H, std::int64_t W,
+                          std::uint16_t* out, std::uint8_t* argmax) override;
+    void maxPool2x2BackwardPacked(const std::uint16_t* g, const std::uint8_t* argmax, std::int64_t planes,
+                                  std::int64_t H, std::int64_t W, std::uint16_t* dx) override;
+    void transposeBlocksPacked(const std::uint16_t* in, std::int64_t A, std::int64_t B, std::int64_t inner,
+                               std::uint16_t* out) override;
+    void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
+                 std::int64_t rows, std::int64_t cols) override;
+    void roundTo16(Format f, const float* src, std::int64_t srcLd, std::uint16_t* dst, std::int64_t dstLd,
+                   std::int64_t rows, std::int64_t cols, RoundingStats* stats, GradientHistogram* hist) override;
+    void addBiasRoundTo16(Format f, const float* x, std::int64_t xLd, const float* bias, std::uint16_t* out,
+                          std::int64_t outLd, std::int64_t rows, std::int64_t cols, RoundingStats* stats,
+                          GradientHistogram* hist) override;
+    void sumRows16(Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out) override;
+    void im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                      float* cols) override;
+    void im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                  std::uint16_t* cols) override;
+    // 16-bit operands with fp32 sums go to cuBLAS as they are (no conversion copies).
+    bool multiplies16(const GemmPrecision& precision) const override;
+    void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
+                float* C, std::int64_t ldc, GemmPrecision precision) override;
+
+    // The vision transformer's ops (cuda_transformer_ops.cpp), checked on the host
+    // (transformer_math.h against the CPU's) and on an H200 (docs/CUDA.md).
     bool handlesTransformerOps() const override { return true; }
     void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override;
     void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override;

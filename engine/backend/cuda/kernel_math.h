@@ -122,6 +122,30 @@ PLAB_HOST_DEVICE std::uint16_t fp32ToBf16Bits(std::uint32_t u)
     return static_cast<std::uint16_t>(rounded >> 16);
 }
 
+// ---- Packed 16-bit tensors (ComputeBackend's packed ops) ------------------------------
+// The fp32 pattern of a 16-bit pattern of format f (kFp16 or kBf16): exact, except that an
+// fp16 NaN comes out quiet, as the CPU's widening (F16C's vcvtph2ps and its portable
+// twin) gives it. bf16 widens by the shift alone, on the CPU too.
+PLAB_HOST_DEVICE std::uint32_t widenBits16(int f, std::uint16_t h)
+{
+    if (f != kFp16) return static_cast<std::uint32_t>(h) << 16;
+    const std::uint32_t u = fp16BitsToFp32Bits(h);
+    return (u & kAbsMask) > kInfBits ? u | 0x00400000u : u;
+}
+// The 16-bit pattern of an fp32 pattern in format f, rounded to nearest even (exact for a
+// value the format holds, as roundBits leaves them).
+PLAB_HOST_DEVICE std::uint16_t narrowBits16(int f, std::uint32_t u)
+{
+    return f == kFp16 ? fp32ToFp16Bits(u) : fp32ToBf16Bits(u);
+}
+// x <= 0 for a 16-bit pattern: a zero of either sign or a negative number, not a NaN (the
+// CPU's packed ReLU, cpu/packed_ops.cpp).
+PLAB_HOST_DEVICE bool atMostZeroBits16(int f, std::uint16_t b)
+{
+    const std::uint16_t magnitude = b & 0x7FFFu, inf = f == kFp16 ? 0x7C00u : 0x7F80u;
+    return magnitude == 0 || ((b & 0x8000u) && magnitude <= inf);
+}
+
 // fp32 -> tf32, ties away from zero (cvt.rna.tf32.f32), as an fp32 pattern.
 PLAB_HOST_DEVICE std::uint32_t roundTf32Bits(std::uint32_t u)
 {

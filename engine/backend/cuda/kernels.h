@@ -116,6 +116,34 @@ long long sumRowsParts(long long rows, long long cols);
 cudaError_t launchSumRows(const float* x, long long rows, long long cols, double* partials, float* out,
                           cudaStream_t stream);
 cudaError_t launchSumColumns(const float* x, long long rows, long long cols, float* out, cudaStream_t stream);
+// launchSumRows of the widened values of packed x (format f): the same sums, bit for bit.
+cudaError_t launchSumRows16(int f, const std::uint16_t* x, long long rows, long long cols, double* partials,
+                            float* out, cudaStream_t stream);
+
+// ---- Packed 16-bit tensors (packed_kernels.cu) ---------------------------------------------
+// ComputeBackend's packed ops of the same names; f is kFp16 or kBf16. Each gives the fp32
+// kernel's result on the widened values, narrowed again (exactly: no value is rounded
+// except by launchRoundTo16).
+cudaError_t launchRelu16(int f, std::uint16_t* x, long long n, cudaStream_t stream);
+cudaError_t launchReluBackward16(int f, const std::uint16_t* y, std::uint16_t* g, long long n, cudaStream_t stream);
+cudaError_t launchMaxPoolPacked(int f, const PoolShape& s, const std::uint16_t* in, std::uint16_t* out,
+                                std::uint8_t* argmax, cudaStream_t stream);
+cudaError_t launchMaxPoolBackwardPacked(const PoolShape& s, const std::uint16_t* g, const std::uint8_t* argmax,
+                                        std::uint16_t* dx, cudaStream_t stream);
+cudaError_t launchTransposeBlocksPacked(const std::uint16_t* in, long long A, long long B, long long inner,
+                                        std::uint16_t* out, cudaStream_t stream);
+// dst (rows, cols; leading dimension dstLd) = the widened values of src (leading srcLd).
+cudaError_t launchWiden16(int f, const std::uint16_t* src, long long srcLd, float* dst, long long dstLd,
+                          long long rows, long long cols, cudaStream_t stream);
+// dst (patterns) = round_f(src + bias[row]) (bias may be null), counted as launchRound counts.
+cudaError_t launchRoundTo16(int f, const float* src, long long srcLd, const float* bias, std::uint16_t* dst,
+                            long long dstLd, long long rows, long long cols, unsigned long long* counters,
+                            bool wantStats, bool wantHist, cudaStream_t stream);
+// launchIm2col from packed src: into fp32 columns (widened), or into packed columns.
+cudaError_t launchIm2colPacked(int f, const ConvShape& g, long long n0, long long count, const std::uint16_t* src,
+                               float* cols, cudaStream_t stream);
+cudaError_t launchIm2col16(const ConvShape& g, long long n0, long long count, const std::uint16_t* src,
+                           std::uint16_t* cols, cudaStream_t stream);
 
 // What the loss forward leaves on the device for the host to read. Every byte is written
 // (the spare float too), so the 16 bytes the host copies back are all initialised

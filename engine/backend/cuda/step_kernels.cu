@@ -113,29 +113,35 @@ RowSplit rowSplit(long long rows, long long cols)
     return {std::max(1LL, (cols + partSize - 1) / partSize), partSize};
 }
 
+// An element's value: fp32 as it is, a packed 16-bit pattern (of format f) widened.
+__device__ __forceinline__ float valueOf(float x, int) { return x; }
+__device__ __forceinline__ float valueOf(std::uint16_t h, int f) { return __uint_as_float(widenBits16(f, h)); }
+
 // Pass one of sumRows: block b sums part b % parts of row b / parts into partials[b], in
 // double. Each thread keeps kRowSumAccumulators independent sums, taking its elements in
 // turn (so that several loads are in flight rather than one add waiting for the next),
 // pairs them in a fixed order, then the block's tree. Deterministic: nothing depends on
-// scheduling.
+// scheduling. T: float, or the patterns of packed values of format f (sumRows16: the same
+// additions on the widened values, so the same bits as sumRows on them).
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-sumRowPartsKernel(const float* x, long long rows, long long cols, RowSplit split, double* partials)
+sumRowPartsKernel(const T* x, int f, long long rows, long long cols, RowSplit split, double* partials)
 {
     static_assert(kRowSumAccumulators == 4, "the pairing below adds four sums");
     constexpr long long kRound = static_cast<long long>(kRowSumAccumulators) * kThreads;
     for (long long b = blockIdx.x; b < rows * split.parts; b += gridDim.x) {   // uniform in the block
-        const float* row = x + (b / split.parts) * cols;
+        const T* row = x + (b / split.parts) * cols;
         const long long begin = (b % split.parts) * split.partSize;
         const long long end = begin + split.partSize < cols ? begin + split.partSize : cols;
         double acc[kRowSumAccumulators] = {0.0, 0.0, 0.0, 0.0};
         long long c = begin + threadIdx.x;
         for (; c + kRound - kThreads < end; c += kRound) {   // all of this round's elements exist
 #pragma unroll
-            for (int k = 0; k < kRowSumAccumulators; ++k) acc[k] += row[c + k * kThreads];
+            for (int k = 0; k < kRowSumAccumulators; ++k) acc[k] += valueOf(row[c + k * kThreads], f);
         }
 #pragma unroll
         for (int k = 0; k < kRowSumAccumulators; ++k)   // the last, partial round
-            if (c + k * kThreads < end) acc[k] += row[c + k * kThreads];
+            if (c + k * kThreads < end) acc[k] += valueOf(row[c + k * kThreads], f);
         const double sum = blockSum((acc[0] + acc[1]) + (acc[2] + acc[3]));
         if (threadIdx.x == 0) partials[b] = sum;
     }
@@ -368,17 +374,34 @@ cudaError_t launchTransposeBlocks(const float* in, long long A, long long B, lon
 
 long long sumRowsParts(long long rows, long long cols) { return rows > 0 ? rowSplit(rows, cols).parts : 0; }
 
-cudaError_t launchSumRows(const float* x, long long rows, long long cols, double* partials, float* out,
-                          cudaStream_t stream)
+namespace {
+
+template <typename T>
+cudaError_t sumRowsOf(const T* x, int f, long long rows, long long cols, double* partials, float* out,
+                      cudaStream_t stream)
 {
     if (rows <= 0) return cudaSuccess;
     const RowSplit split = rowSplit(rows, cols);
     const auto blocks = static_cast<std::size_t>(rows * split.parts);
-    sumRowPartsKernel<<<gridOf(blocks), kThreads, 0, stream>>>(x, rows, cols, split, partials);
+    sumRowPartsKernel<T><<<gridOf(blocks), kThreads, 0, stream>>>(x, f, rows, cols, split, partials);
     if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
     sumRowPartialsKernel<<<gridOf(static_cast<std::size_t>(rows)), kThreads, 0, stream>>>(partials, rows, split.parts,
                                                                                           out);
     return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launchSumRows(const float* x, long long rows, long long cols, double* partials, float* out,
+                          cudaStream_t stream)
+{
+    return sumRowsOf(x, kFp32, rows, cols, partials, out, stream);
+}
+
+cudaError_t launchSumRows16(int f, const std::uint16_t* x, long long rows, long long cols, double* partials,
+                            float* out, cudaStream_t stream)
+{
+    return sumRowsOf(x, f, rows, cols, partials, out, stream);
 }
 
 cudaError_t launchSumColumns(const float* x, long long rows, long long cols, float* out, cudaStream_t stream)
