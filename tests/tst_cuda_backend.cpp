@@ -265,6 +265,50 @@ private slots:
         QVERIFY(!cpu_->deviceMemory().has_value());
     }
 
+    // The attention's batched products (one cublasGemmStridedBatchedEx) against the CPU's
+    // product-by-product loop, in every arithmetic of the table: strided operands (the heads'
+    // slices of qkv), padded leading dimensions, the batch's C planes apart.
+    void gemmBatchedAgreesWithCpu_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<bool>("fp32Accumulate");
+        QTest::addColumn<double>("tolerance");
+        for (const Tolerance& t : kTolerances)
+            QTest::addRow("%s %s", std::string(formatName(t.compute)).c_str(), t.fp32Accumulate ? "fp32-acc" : "own-acc")
+                << static_cast<int>(t.compute) << t.fp32Accumulate << t.relative;
+    }
+    void gemmBatchedAgreesWithCpu()
+    {
+        QFETCH(int, format);
+        QFETCH(bool, fp32Accumulate);
+        QFETCH(double, tolerance);
+        const auto f = static_cast<Format>(format);
+        const GemmPrecision precision{f, fp32Accumulate};
+        // scores = q k^T for 5 images of 16 tokens, head width 16 out of rows of 3 * 64.
+        const std::int64_t batch = 5, T = 16, dh = 16, ld = 192, imageRows = T * ld, planes = 3 * T * T;
+        Rng rng{static_cast<std::uint64_t>(format * 17 + fp32Accumulate)};
+        const auto qkv = paddedMatrix(f, batch * T, ld, ld, rng);
+        std::vector<float> cpuS(static_cast<std::size_t>(batch * planes), std::numeric_limits<float>::quiet_NaN());
+        Tensor dQkv = onDevice(qkv), dS = onDevice(cpuS);
+        cuda_->gemmBatched(Transpose::no, Transpose::yes, T, T, dh, dQkv.data() + dh, ld, imageRows,
+                           dQkv.data() + 64 + dh, ld, imageRows, 0.0f, dS.data() + T * T, T, planes, batch, precision);
+        cpu_->gemmBatched(Transpose::no, Transpose::yes, T, T, dh, qkv.data() + dh, ld, imageRows, qkv.data() + 64 + dh,
+                          ld, imageRows, 0.0f, cpuS.data() + T * T, T, planes, batch, precision);
+        const std::vector<float> cudaS = dS.toHost();
+        std::vector<float> cudaDense, cpuDense;
+        for (std::size_t i = 0; i < cpuS.size(); ++i) {
+            if (std::isnan(cpuS[i])) {   // outside the products: untouched by both
+                QVERIFY(std::isnan(cudaS[i]));
+                continue;
+            }
+            cudaDense.push_back(cudaS[i]);
+            cpuDense.push_back(cpuS[i]);
+        }
+        QCOMPARE(cpuDense.size(), static_cast<std::size_t>(batch * T * T));
+        const QString problem = compareTensors(cudaDense, cpuDense, tolerance);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+    }
+
     void gemmAgreesWithCpu_data()
     {
         QTest::addColumn<int>("format");

@@ -184,6 +184,19 @@ public:
                       std::int64_t K, const float* A, std::int64_t lda, const float* B,
                       std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                       GemmPrecision precision) = 0;
+    // C_i = op(A_i) op(B_i) + beta C_i for i < batch, with A_i = A + i * strideA (B_i, C_i
+    // alike): gemm's arithmetic for each product, which are independent (their order does
+    // not matter). The default calls gemm once a product; a device backend runs them as
+    // one batched call (the attention's per-image products).
+    virtual void gemmBatched(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                             const float* A, std::int64_t lda, std::int64_t strideA, const float* B, std::int64_t ldb,
+                             std::int64_t strideB, float beta, float* C, std::int64_t ldc, std::int64_t strideC,
+                             std::int64_t batch, GemmPrecision precision)
+    {
+        for (std::int64_t i = 0; i < batch; ++i)
+            gemm(transA, transB, M, N, K, A + i * strideA, lda, B + i * strideB, ldb, beta, C + i * strideC, ldc,
+                 precision);
+    }
 
     // cols (patchSize, count * H * W) from samples [n0, n0 + count) of src (C, N, H, W);
     // row c * k * k + ky * k + kx, column (n - n0) * H * W + y * W + x.
@@ -518,8 +531,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 2: BackendInfo::capabilities; no parallelFor; 3: arithmeticFor, scratchBytes;
 // 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
 // 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
-// 8: QuantizeOp::mxScale.
-inline constexpr int kCudaPluginAbiVersion = 8;
+// 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
+// which had been added to the vtable without a bump.
+inline constexpr int kCudaPluginAbiVersion = 9;
 
 }  // namespace plab
 

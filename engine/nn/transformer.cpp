@@ -267,13 +267,13 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
     prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
     const float* qkv = qkv_->data();
     float* s = scores_.data();
-    // scores = q k^T, rounded to storage (where fp16 overflows), then times the scale.
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t h = 0; h < H; ++h) {
-            const float* q = qkv + n * T * ld + h * dh;
-            ctx.backend->gemm(Transpose::no, Transpose::yes, T, T, dh, q, ld, q + D, ld, 0.0f,
-                              s + (n * H + h) * T * T, T, gemm);
-        }
+    // scores = q k^T, rounded to storage (where fp16 overflows), then times the scale. One
+    // batched product per head over the images: image n's rows of qkv lie T * ld apart,
+    // its (head's) planes of scores H * T * T apart.
+    const std::int64_t imageRows = T * ld, imagePlanes = H * T * T;
+    for (std::int64_t h = 0; h < H; ++h)
+        ctx.backend->gemmBatched(Transpose::no, Transpose::yes, T, T, dh, qkv + h * dh, ld, imageRows,
+                                 qkv + D + h * dh, ld, imageRows, 0.0f, s + h * T * T, T, imagePlanes, N, gemm);
     const std::int64_t count = N * H * T * T;
     roundTapped(ctx, p.storage, s, s, count, name() + ".scores", TensorKind::activation);
     ctx.backend->scale(s, count, scale_);
@@ -287,10 +287,9 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
     roundTapped(ctx, compute, prob, operandP_.data(), count, name() + ".softmax", TensorKind::activation);
     const float* pv = operandP_.data();
     float* o = output_.data();
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t h = 0; h < H; ++h)
-            ctx.backend->gemm(Transpose::no, Transpose::no, T, dh, T, pv + (n * H + h) * T * T, T,
-                              qkv + n * T * ld + 2 * D + h * dh, ld, 0.0f, o + n * T * D + h * dh, D, gemm);
+    for (std::int64_t h = 0; h < H; ++h)
+        ctx.backend->gemmBatched(Transpose::no, Transpose::no, T, dh, T, pv + h * T * T, T, imagePlanes,
+                                 qkv + 2 * D + h * dh, ld, imageRows, 0.0f, o + h * dh, D, T * D, N, gemm);
     roundTapped(ctx, p.storage, o, o, N * T * D, name(), TensorKind::activation);
     return output_;
 }
@@ -312,15 +311,14 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
     float* dqkv = gradInput_.data();
     float* ds = scores_.data();
     const float* pv = operandP_.data();
-    // dV = P^T dO and dP = dO V^T, per image and head.
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t h = 0; h < H; ++h) {
-            const std::int64_t plane = (n * H + h) * T * T, rows = n * T;
-            ctx.backend->gemm(Transpose::yes, Transpose::no, T, dh, T, pv + plane, T, dO + rows * D + h * dh, D, 0.0f,
-                              dqkv + rows * ld + 2 * D + h * dh, ld, gemm);
-            ctx.backend->gemm(Transpose::no, Transpose::yes, T, T, dh, dO + rows * D + h * dh, D,
-                              qkv + rows * ld + 2 * D + h * dh, ld, 0.0f, ds + plane, T, gemm);
-        }
+    // dV = P^T dO and dP = dO V^T, per head, batched over the images (as forward).
+    const std::int64_t imageRows = T * ld, imagePlanes = H * T * T, imageOut = T * D;
+    for (std::int64_t h = 0; h < H; ++h) {
+        ctx.backend->gemmBatched(Transpose::yes, Transpose::no, T, dh, T, pv + h * T * T, T, imagePlanes, dO + h * dh,
+                                 D, imageOut, 0.0f, dqkv + 2 * D + h * dh, ld, imageRows, N, gemm);
+        ctx.backend->gemmBatched(Transpose::no, Transpose::yes, T, T, dh, dO + h * dh, D, imageOut,
+                                 qkv + 2 * D + h * dh, ld, imageRows, 0.0f, ds + h * T * T, T, imagePlanes, N, gemm);
+    }
     const std::int64_t count = N * H * T * T;
     if (p.roundsStorage()) ctx.backend->roundArray(p.storage, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dS = P o (dP - rowsum(dP o P)) in fp32 from the softmax as computed, then the scale.
@@ -329,15 +327,12 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
     ctx.backend->scale(ds, count, scale_);
     ctx.backend->roundArray(compute, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dQ = dS K, dK = dS^T Q.
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t h = 0; h < H; ++h) {
-            const std::int64_t plane = (n * H + h) * T * T, rows = n * T;
-            const float* q = qkv + rows * ld + h * dh;
-            ctx.backend->gemm(Transpose::no, Transpose::no, T, dh, T, ds + plane, T, q + D, ld, 0.0f,
-                              dqkv + rows * ld + h * dh, ld, gemm);
-            ctx.backend->gemm(Transpose::yes, Transpose::no, T, dh, T, ds + plane, T, q, ld, 0.0f,
-                              dqkv + rows * ld + D + h * dh, ld, gemm);
-        }
+    for (std::int64_t h = 0; h < H; ++h) {
+        ctx.backend->gemmBatched(Transpose::no, Transpose::no, T, dh, T, ds + h * T * T, T, imagePlanes,
+                                 qkv + D + h * dh, ld, imageRows, 0.0f, dqkv + h * dh, ld, imageRows, N, gemm);
+        ctx.backend->gemmBatched(Transpose::yes, Transpose::no, T, dh, T, ds + h * T * T, T, imagePlanes,
+                                 qkv + h * dh, ld, imageRows, 0.0f, dqkv + D + h * dh, ld, imageRows, N, gemm);
+    }
     roundTapped(ctx, p.storage, dqkv, dqkv, N * T * ld, name(), TensorKind::activationGrad);
     return &gradInput_;
 }

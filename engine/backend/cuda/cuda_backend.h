@@ -117,6 +117,12 @@ public:
                       float* cols) override;
     void im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
                   std::uint16_t* cols) override;
+    // Strided batched products (cuda_gemm.cpp): one cublasGemmStridedBatchedEx in the
+    // arithmetic gemm uses, except where gemm's own way is kept (see there).
+    void gemmBatched(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                     const float* A, std::int64_t lda, std::int64_t strideA, const float* B, std::int64_t ldb,
+                     std::int64_t strideB, float beta, float* C, std::int64_t ldc, std::int64_t strideC,
+                     std::int64_t batch, GemmPrecision precision) override;
     // 16-bit operands with fp32 sums go to cuBLAS as they are (no conversion copies).
     bool multiplies16(const GemmPrecision& precision) const override;
     void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,

@@ -180,4 +180,48 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
     }
 }
 
+void CudaBackend::gemmBatched(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                              const float* A, std::int64_t lda, std::int64_t strideA, const float* B, std::int64_t ldb,
+                              std::int64_t strideB, float beta, float* C, std::int64_t ldc, std::int64_t strideC,
+                              std::int64_t batch, GemmPrecision precision)
+{
+    if (M < 0 || N < 0 || K < 0 || batch < 0) throw std::invalid_argument("gemmBatched got a negative dimension.");
+    if (M == 0 || N == 0 || batch == 0) return;
+    const GemmPath path = choosePath(precision, capability_, "GEMMs");
+    // An empty sum, FP8 codes, fp16 sums (their C copies) and a single product: gemm's own
+    // way, one call a product.
+    if (K == 0 || batch == 1 || runsFp8(precision, capability_) || path == GemmPath::fp16Accumulate) {
+        ComputeBackend::gemmBatched(transA, transB, M, N, K, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
+                                    batch, precision);
+        return;
+    }
+    const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
+    const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;
+    if (lda < colsA || ldb < colsB || ldc < N)
+        throw std::invalid_argument("gemmBatched got a leading dimension shorter than its row.");
+    activate();
+    const int m = asInt(N, "N"), n = asInt(M, "M"), k = asInt(K, "K");   // cuBLAS's view: C^T (N, M)
+    const int count = asInt(batch, "batch");
+    const float one = 1.0f;
+    if (path == GemmPath::fp32Strict || path == GemmPath::tf32) {
+        PLAB_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            cublas_.get(), op(transB), op(transA), m, n, k, &one, B, CUDA_R_32F, asInt(ldb, "ldb"), strideB, A,
+            CUDA_R_32F, asInt(lda, "lda"), strideA, &beta, C, CUDA_R_32F, asInt(ldc, "ldc"), strideC, count,
+            path == GemmPath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    // 16-bit operands with fp32 sums: every product's operands converted into one dense
+    // batch each (exact: they hold compute-format values), then one batched call.
+    const int fmt = precision.compute == Format::bf16 ? cudakernels::kBf16 : cudakernels::kFp16;
+    const cudaDataType type16 = precision.compute == Format::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    auto* a16 = a16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(batch * rowsA * colsA));
+    auto* b16 = b16_.reserveFor<std::uint16_t>(static_cast<std::size_t>(batch * rowsB * colsB));
+    PLAB_CUDA_CHECK(cudakernels::launchTo16BitBatched(fmt, A, lda, strideA, rowsA, colsA, batch, a16, stream()));
+    PLAB_CUDA_CHECK(cudakernels::launchTo16BitBatched(fmt, B, ldb, strideB, rowsB, colsB, batch, b16, stream()));
+    PLAB_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_.get(), op(transB), op(transA), m, n, k, &one, b16, type16,
+                                                 asInt(colsB, "ldb"), rowsB * colsB, a16, type16, asInt(colsA, "lda"),
+                                                 rowsA * colsA, &beta, C, CUDA_R_32F, asInt(ldc, "ldc"), strideC,
+                                                 count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace plab::cuda

@@ -52,6 +52,17 @@ __global__ void to16BitKernel(int format, const float* src, long long ld, long l
     }
 }
 
+__global__ void to16BitBatchedKernel(int format, const float* src, long long ld, long long stride, long long rows,
+                                     long long cols, long long total, std::uint16_t* dst)
+{
+    const long long plane = rows * cols;
+    for (long long i = firstIndex(); i < total; i += gridStride()) {
+        const long long b = i / plane, r = (i % plane) / cols, c = i % cols;
+        const std::uint32_t u = __float_as_uint(src[b * stride + r * ld + c]);
+        dst[i] = format == kFp16 ? fp32ToFp16Bits(u) : fp32ToBf16Bits(u);
+    }
+}
+
 __global__ void from16BitKernel(int format, const std::uint16_t* src, long long rows, long long cols, float* dst,
                                 long long ld)
 {
@@ -122,6 +133,16 @@ cudaError_t launchTo16Bit(int format, const float* src, long long ld, long long 
     if (rows * cols == 0) return cudaSuccess;
     to16BitKernel<<<blocksFor(static_cast<std::size_t>(rows * cols)), kThreads, 0, stream>>>(format, src, ld, rows,
                                                                                             cols, dst);
+    return cudaGetLastError();
+}
+
+cudaError_t launchTo16BitBatched(int format, const float* src, long long ld, long long stride, long long rows,
+                                 long long cols, long long batch, std::uint16_t* dst, cudaStream_t stream)
+{
+    const long long total = batch * rows * cols;
+    if (total == 0) return cudaSuccess;
+    to16BitBatchedKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(format, src, ld, stride,
+                                                                                             rows, cols, total, dst);
     return cudaGetLastError();
 }
 

@@ -53,6 +53,10 @@ cudaError_t launchTo16Bit(int format, const float* src, long long ld, long long 
                           std::uint16_t* dst, cudaStream_t stream);
 cudaError_t launchFrom16Bit(int format, const std::uint16_t* src, long long rows, long long cols, float* dst,
                             long long ld, cudaStream_t stream);
+// launchTo16Bit of `batch` matrices, matrix b at src + b * stride, into dense dst
+// (batch, rows, cols).
+cudaError_t launchTo16BitBatched(int format, const float* src, long long ld, long long stride, long long rows,
+                                 long long cols, long long batch, std::uint16_t* dst, cudaStream_t stream);
 
 // C (rows, cols, leading dimension ld) = round_format(beta * C), or +0 where beta == 0: the
 // GEMM of an empty sum (K == 0).
