@@ -498,6 +498,23 @@ private slots:
             QCOMPARE(host.shape(), (Shape{2, 2}));
             QCOMPARE(host.toHost(), std::vector<float>(4, 0.0f));
             device.failAllocations(false);
+
+            // A packed tensor assigned over an fp32 one on the same device (a buffer of the
+            // other element size): nothing changes when the device cannot hold the copy.
+            Tensor packed({3}, Format::fp16);
+            packed.assignFromHost(values.data(), 3);
+            packed.pack();
+            packed.place(&device);
+            device.failAllocations(true);
+            QVERIFY_THROWS_EXCEPTION(std::runtime_error, t = packed);
+            QVERIFY(!t.packed());
+            QVERIFY(device.owns(t.data(), 3 * sizeof(float)));
+            QCOMPARE(t.toHost(), values);
+            device.failAllocations(false);
+            t = packed;
+            QVERIFY(t.packed());
+            QVERIFY(device.owns(t.bits16(), 3 * sizeof(std::uint16_t)));
+            QCOMPARE(t.toHost(), values);   // 0.5, -1.5 and 2.5 are fp16 values
         }
         QVERIFY(device.violations().empty());
         QCOMPARE(device.live(), std::size_t{0});

@@ -66,12 +66,24 @@ Tensor& Tensor::operator=(const Tensor& o)
         host_ = o.host_;
         packedHost_ = o.packedHost_;
         packed_ = o.packed_;
+    } else if (packed_ != o.packed_) {
+        // Elements of the other size: a buffer of o's bytes is filled before this one goes,
+        // so that a throw leaves the tensor as it was.
+        const auto bytesOfO = static_cast<std::size_t>(o.size_) * o.elementBytes();
+        void* fresh = o.size_ ? device_->allocate(bytesOfO) : nullptr;
+        try {
+            if (o.size_) device_->copy(fresh, o.deviceData_, bytesOfO);
+        } catch (...) {
+            device_->release(fresh);
+            throw;
+        }
+        releaseDevice();
+        packedHost_ = {};
+        packed_ = o.packed_;
+        deviceData_ = fresh;
+        deviceCapacity_ = o.size_;
     } else {
         packedHost_ = {};
-        if (packed_ != o.packed_) {   // the capacity counts elements of the other size
-            releaseDevice();
-            packed_ = o.packed_;
-        }
         allocate(o.size_, 0, false);
         if (o.size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(o.size_) * elementBytes());
     }

@@ -112,7 +112,7 @@ public:
     // operand is checked to hold exactly codes of its format times its scaleInv (what a
     // GPU multiplies as codes), a mismatch reported to the device.
     int fp8Products() const { return fp8Products_; }
-    int packedCalls() const { return packedCalls_; }   // ops on packed 16-bit tensors that ran
+    int packedCalls() const { return packedCalls_; }   // packed 16-bit operands the ops were handed
     bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
 
     // What the trainer may run on it (the CPU's capabilities unless restricted, to stand

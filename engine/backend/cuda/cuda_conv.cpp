@@ -58,8 +58,9 @@
 // last acceptable algorithm: lowering would hide a broken installation. Every other
 // failure is an error at once.
 // At the first call of each pass, the kept deterministic ones are timed on that call's
-// operands and reordered fastest first (State::measure; cudnn.benchmark's idea, without its
-// non-deterministic algorithms, which stay behind them in the heuristics' order).
+// operands and the fastest goes first when it beats the heuristics' first by more than 10%
+// (State::measure; cudnn.benchmark's idea, without its non-deterministic algorithms, which
+// stay behind them in the heuristics' order).
 // The first kept one runs; one that refuses the shape at run time is dropped for good and
 // the next one runs. A shape with no algorithm left for some pass is not run here at all
 // (the calls return false and the layer lowers it). When a pass's last algorithm refuses
@@ -504,9 +505,10 @@ struct CudnnConvolutions::State {
         return false;
     }
 
-    // Orders a pass's deterministic candidates by their measured time on this call's own
-    // operands, fastest first, as cudnn.benchmark does for PyTorch (which also admits the
-    // non-deterministic ones; we keep them behind, in the heuristics' order). Each candidate
+    // Puts a pass's fastest deterministic candidate first, by their measured times on this
+    // call's own operands, as cudnn.benchmark does for PyTorch (which also admits the
+    // non-deterministic ones; we keep them behind, in the heuristics' order), unless the
+    // heuristics' first is within 10% of it. Each candidate
     // runs once to warm up, then kTimedRuns times between two events; the host waits once
     // per candidate, and only at the first call of a pass for a shape. Every run overwrites
     // the pass's output (beta 0), which the chosen candidate then writes again. A candidate
@@ -551,8 +553,14 @@ struct CudnnConvolutions::State {
             PLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
             timed.emplace_back(ms / kTimedRuns, c);
         }
-        std::stable_sort(timed.begin(), timed.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        // The fastest goes first only when it beats the heuristics' first by more than
+        // kMargin: times that differ by noise must not swap algorithms (and with them the
+        // order of the sums) from one run to the next. The rest keep the heuristics' order.
+        constexpr float kMargin = 0.9f;
+        const auto best = std::min_element(timed.begin(), timed.end(),
+                                           [](const auto& a, const auto& b) { return a.first < b.first; });
+        if (best != timed.end() && best != timed.begin() && best->first < kMargin * timed.front().first)
+            std::rotate(timed.begin(), best, best + 1);
         if (std::getenv("PLAB_CUDNN_LOG")) {
             std::fprintf(stderr, "cuDNN %s (%s layout):", call, plan.layout == Layout::dense ? "dense" : "stored");
             for (const auto& [ms, c] : timed)
