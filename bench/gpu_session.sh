@@ -18,6 +18,8 @@
 #   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
 #             against torch.autocast("cuda", float16) + GradScaler (issue 13)
 #   app       the app training on CUDA, offscreen, one screenshot (app.png)
+#   stagedata Fashion-MNIST from .gpudata (`scripts/gpu-bundle.sh --data`; a call of its own)
+#   walkthrough  the seed's walkthrough (issue 31 part 5) on Fashion-MNIST and the digits
 #   profile   where the seed CNN's amp-fp16 step spends its time: Nsight Systems' kernel
 #             and API summaries of 5 steps at batch 1000 (when nsys is on the machine)
 #
@@ -28,7 +30,7 @@
 set -u
 OUT=${OUT:-/tmp/plab-gpu-out}
 mkdir -p "$OUT" /tmp/plab-gpu
-tar -C /tmp/plab-gpu -xJf .gpu/bundle.tar.xz
+[ -f .gpu/bundle.tar.xz ] && tar -C /tmp/plab-gpu -xJf .gpu/bundle.tar.xz
 bin=/tmp/plab-gpu/bin
 data=/tmp/plab-gpu/data
 
@@ -270,6 +272,38 @@ phase_packed() {
     timeout 200 "$bin/plab_bench" train --backend cuda --models $1 --recipes fp32,amp-fp16,amp-bf16,pure-bf16 \
       --packing off,on --batch $2 --steps 10 --warmup 3 --repeats 3 2>&1 | tail -8
   done
+}
+
+# Fashion-MNIST for the walkthrough, staged from .gpudata (scripts/gpu-bundle.sh --data)
+# into /tmp/plab-gpu-data, where it stays while the machine is held.
+phase_stagedata() {
+  mkdir -p /tmp/plab-gpu-data && cp -r .gpudata/* /tmp/plab-gpu-data/ && ls -la /tmp/plab-gpu-data/*
+}
+
+# Issue 31 part 5, the seed's walkthrough end to end (Fashion-MNIST staged by `stagedata`
+# in the call before, on the same warm machine): the seed CNN, 3 epochs, seed 1, fp32
+# at batch 590 against amp-fp16 and amp-bf16 at 1,000, and amp-fp16 again with its
+# activations packed into 2 bytes, on Fashion-MNIST and on the 10,000 digits. The records
+# (accuracy, time, the device's peak memory) come back as walkthrough.tar.xz; the app's
+# comparison of them is drawn on the build machine.
+phase_walkthrough() {
+  runs=/tmp/plab-gpu/walkthrough
+  mkdir -p "$runs"
+  for dataset in fashion-mnist mnist; do
+    dir=$data
+    [ $dataset = fashion-mnist ] && dir=/tmp/plab-gpu-data
+    for run in fp32:590:off amp-fp16:1000:off amp-bf16:1000:off amp-fp16:1000:on; do
+      recipe=${run%%:*} rest=${run#*:} batch=${rest%%:*} packing=${rest#*:}
+      name="seed-cnn-$dataset-$recipe-b$batch-packing-$packing"
+      start=$(date +%s)
+      PLAB_PACKED_STORAGE=$packing timeout 300 "$bin/plab" train --backend cuda --data-dir "$dir" \
+        --dataset $dataset --model seed-cnn --recipe $recipe --batch $batch --epochs 3 --seed 1 --quiet \
+        --name "$name" --out "$runs/$name.json" > "$runs/$name.txt" 2>&1
+      echo "----- $name: exit $? in $(( $(date +%s) - start )) s"
+      tail -2 "$runs/$name.txt"
+    done
+  done
+  tar -C /tmp/plab-gpu -cJf "$OUT/walkthrough.tar.xz" walkthrough
 }
 
 # The FP8 recipes and amp-fp16 on small-cnn, 3 epochs (the FP8 part of `train`, quickly).

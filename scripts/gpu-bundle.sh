@@ -9,8 +9,20 @@
 #
 #     scripts/gpu-bundle.sh            # here, after scripts/setup.sh
 #     (device) run command "sh bench/gpu_session.sh", carry [".gpu"]
+#
+# --data copies the full Fashion-MNIST (30 MB of gzip that compresses no further) into
+# .gpudata/ instead, for the `walkthrough` phase: with the kit it would pass the device's
+# 64 MiB, so it travels alone first ("sh bench/gpu_session.sh stagedata", carry
+# [".gpudata"]), and the next call, on the same warm machine, carries the kit.
 set -eu
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--data" ]; then
+  data="${XDG_DATA_HOME:-$HOME/.local/share}/precision-lab/data/fashion-mnist"
+  [ -d "$data" ] || { echo "gpu-bundle.sh: no $data (plab data fetch --dataset fashion-mnist)" >&2; exit 1; }
+  rm -rf .gpudata && mkdir -p .gpudata && cp -r "$data" .gpudata/
+  du -sh .gpudata
+  exit 0
+fi
 build=build-gpu
 targets="plab_cuda tst_cuda_backend tst_cuda_fp8 tst_cuda_op_math tst_cuda_kernel_math tst_cuda_training tst_placement plab_bench plab precision-lab"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLAB_WITH_CUDA=ON -DPLAB_CUDA_ARCHITECTURES=90-real >/dev/null
