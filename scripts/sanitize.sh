@@ -41,10 +41,14 @@ configure "$build" -DPLAB_BUILD_GUI=ON
 if [ "$ui" = 0 ]; then
   cmake --build "$build" -j"$(nproc)"
   # tst_packaging builds the .deb and runs lintian: it checks the package, not memory, and
-  # runs on the Release build. golden_pytorch_avx2 is golden_pytorch's plab runs again with
-  # the SIMD level capped: the capped kernels run sanitized in the simd-labelled suites, and
-  # the comparison with PyTorch is the Release build's (it cost 90 s here).
-  selection=(-LE lesson -E "^tst_cuda_|^tst_packaging$|^golden_pytorch_avx2$")
+  # runs on the Release build. golden_pytorch and golden_pytorch_avx2 compare plab's numbers
+  # with PyTorch's, which the Release build does; what their plab runs exercise runs
+  # sanitized in the engine's suites (tst_placement trains small-cnn, mlp and vit in six
+  # recipes; tst_trainer, tst_layers, tst_transformer, tst_model and their simd-capped
+  # copies; the CLI's fault tests). They cost 96 s and 90 s of this pass here, which
+  # CI's 45 minutes could no longer spare (README). probe_pytorch stays: plab's readers on a
+  # record written by another program.
+  selection=(-LE lesson -E "^tst_cuda_|^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$")
 else
   suites=()
   for src in "$root"/tests/tst_ui_*.cpp; do suites+=("$(basename "$src" .cpp)"); done
