@@ -10,6 +10,26 @@
 
 namespace plab {
 
+namespace {
+
+// A new block of `bytes` on `device`, filled by fill(block), and released again when that
+// throws, so that the tensor it was for keeps what it had (nothing for 0 bytes).
+template <typename Fill>
+void* filledBlock(DeviceAllocator& device, std::size_t bytes, Fill&& fill)
+{
+    if (bytes == 0) return nullptr;
+    void* block = device.allocate(bytes);
+    try {
+        fill(block);
+    } catch (...) {
+        device.release(block);
+        throw;
+    }
+    return block;
+}
+
+}  // namespace
+
 std::int64_t elementCount(const Shape& s)
 {
     std::int64_t n = 1;
@@ -70,13 +90,7 @@ Tensor& Tensor::operator=(const Tensor& o)
         // Elements of the other size: a buffer of o's bytes is filled before this one goes,
         // so that a throw leaves the tensor as it was.
         const auto bytesOfO = static_cast<std::size_t>(o.size_) * o.elementBytes();
-        void* fresh = o.size_ ? device_->allocate(bytesOfO) : nullptr;
-        try {
-            if (o.size_) device_->copy(fresh, o.deviceData_, bytesOfO);
-        } catch (...) {
-            device_->release(fresh);
-            throw;
-        }
+        void* fresh = filledBlock(*device_, bytesOfO, [&](void* b) { device_->copy(b, o.deviceData_, bytesOfO); });
         releaseDevice();
         packedHost_ = {};
         packed_ = o.packed_;
@@ -167,15 +181,11 @@ void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
         if (zeroNew && count > keep) zero(deviceData_, keep);
         return;
     }
-    void* fresh = device_->allocate(static_cast<std::size_t>(count) * elementBytes());
     const std::int64_t kept = std::min(keep, deviceCapacity_);
-    try {
-        if (kept > 0) device_->copy(fresh, deviceData_, static_cast<std::size_t>(kept) * elementBytes());
-        if (zeroNew && count > kept) zero(fresh, kept);
-    } catch (...) {
-        device_->release(fresh);
-        throw;
-    }
+    void* fresh = filledBlock(*device_, static_cast<std::size_t>(count) * elementBytes(), [&](void* b) {
+        if (kept > 0) device_->copy(b, deviceData_, static_cast<std::size_t>(kept) * elementBytes());
+        if (zeroNew && count > kept) zero(b, kept);
+    });
     releaseDevice();
     deviceData_ = fresh;
     deviceCapacity_ = count;
@@ -213,16 +223,7 @@ void Tensor::place(DeviceAllocator* device)
         if (device_) staged = toHost();
         values = device_ ? staged.data() : host_.data();
     }
-    void* fresh = nullptr;
-    if (size_) {
-        fresh = device->allocate(bytesOfValues);
-        try {
-            device->upload(fresh, values, bytesOfValues);
-        } catch (...) {
-            device->release(fresh);
-            throw;
-        }
-    }
+    void* fresh = filledBlock(*device, bytesOfValues, [&](void* b) { device->upload(b, values, bytesOfValues); });
     releaseDevice();
     host_ = {};
     packedHost_ = {};
@@ -241,16 +242,8 @@ std::vector<std::uint16_t> Tensor::patternsOnHost() const
 
 void Tensor::uploadFresh(const void* bytes, std::size_t bytesPerElement)
 {
-    void* fresh = nullptr;
-    if (size_) {
-        fresh = device_->allocate(static_cast<std::size_t>(size_) * bytesPerElement);
-        try {
-            device_->upload(fresh, bytes, static_cast<std::size_t>(size_) * bytesPerElement);
-        } catch (...) {
-            device_->release(fresh);
-            throw;
-        }
-    }
+    const auto total = static_cast<std::size_t>(size_) * bytesPerElement;
+    void* fresh = filledBlock(*device_, total, [&](void* b) { device_->upload(b, bytes, total); });
     releaseDevice();
     deviceData_ = fresh;
     deviceCapacity_ = size_;

@@ -122,6 +122,28 @@ void CudaBackend::im2col(const ConvGeometry& g, const float* src, std::int64_t n
     PLAB_CUDA_CHECK(cudakernels::launchIm2col(shapeOf(g), n0, count, src, cols, stream()));
 }
 
+// im2col from a packed source (cuda_packed_ops.cpp has the other packed ops): into fp32
+// columns, widened, or into packed columns, the patterns moved.
+void CudaBackend::im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0,
+                               std::int64_t count, float* cols)
+{
+    checkGeometry(g, n0, count);
+    if (f != Format::fp16 && f != Format::bf16)
+        throw std::invalid_argument("im2colPacked: a packed tensor's format is fp16 or bf16.");
+    if (count == 0) return;
+    activate();
+    PLAB_CUDA_CHECK(cudakernels::launchIm2colPacked(static_cast<int>(f), shapeOf(g), n0, count, src, cols, stream()));
+}
+
+void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
+                           std::uint16_t* cols)
+{
+    checkGeometry(g, n0, count);
+    if (count == 0) return;
+    activate();
+    PLAB_CUDA_CHECK(cudakernels::launchIm2col16(shapeOf(g), n0, count, src, cols, stream()));
+}
+
 void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst)
 {
     checkGeometry(g, n0, count);

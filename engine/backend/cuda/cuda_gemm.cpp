@@ -27,6 +27,7 @@
 #include <bit>
 #include <climits>
 #include <stdexcept>
+#include <string>
 
 namespace plab::cuda {
 
@@ -72,6 +73,21 @@ cublasOperation_t op(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : C
 
 std::uint16_t halfBits(float x) { return cudakernels::fp32ToFp16Bits(std::bit_cast<std::uint32_t>(x)); }
 
+// The stored (rows, cols) of the row-major operands of C (M, N) = op(A) op(B), checked
+// against their leading dimensions (gemm, gemm16 and gemmBatched alike).
+struct StoredOperands {
+    std::int64_t rowsA, colsA, rowsB, colsB;
+};
+StoredOperands storedOperands(const char* call, Transpose transA, Transpose transB, std::int64_t M, std::int64_t N,
+                              std::int64_t K, std::int64_t lda, std::int64_t ldb, std::int64_t ldc)
+{
+    const StoredOperands s{transA == Transpose::yes ? K : M, transA == Transpose::yes ? M : K,
+                           transB == Transpose::yes ? N : K, transB == Transpose::yes ? K : N};
+    if (lda < s.colsA || ldb < s.colsB || ldc < N)
+        throw std::invalid_argument(std::string(call) + " got a leading dimension shorter than its row.");
+    return s;
+}
+
 }  // namespace
 
 std::string CudaBackend::arithmeticFor(const GemmPrecision& precision) const
@@ -101,11 +117,7 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
     if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
     if (M == 0 || N == 0) return;
     const GemmPath path = choosePath(precision, capability_, "GEMMs");
-    // Stored shapes of the row-major operands (rows, cols) with their leading dimensions.
-    const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
-    const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;
-    if (lda < colsA || ldb < colsB || ldc < N)
-        throw std::invalid_argument("gemm got a leading dimension shorter than its row.");
+    const auto [rowsA, colsA, rowsB, colsB] = storedOperands("gemm", transA, transB, M, N, K, lda, ldb, ldc);
     activate();
     if (K == 0) {
         // An empty sum: C = beta * C, rounded to fp16 when fp16 accumulates (as the CPU
@@ -180,6 +192,38 @@ void CudaBackend::gemm(Transpose transA, Transpose transB, std::int64_t M, std::
     }
 }
 
+bool CudaBackend::multiplies16(const GemmPrecision& precision) const
+{
+    if (precision.fp8() || runsFp8(precision, capability_)) return false;
+    try {
+        return choosePath(precision, capability_, "GEMMs") == GemmPath::bits16Fp32Accumulate;
+    } catch (const std::exception&) {
+        return false;   // gemm names the reason when it is asked
+    }
+}
+
+// gemm's bits16Fp32Accumulate call on the stored 16-bit patterns instead of dense copies.
+void CudaBackend::gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                         const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb,
+                         float beta, float* C, std::int64_t ldc, GemmPrecision precision)
+{
+    if (!multiplies16(precision))
+        throw std::logic_error("gemm16: this precision is not multiplied on 16-bit operands here (multiplies16)");
+    if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm16 got a negative dimension.");
+    if (M == 0 || N == 0) return;
+    storedOperands("gemm16", transA, transB, M, N, K, lda, ldb, ldc);
+    activate();
+    if (K == 0) {   // an empty sum: C = beta * C (cuBLAS is not asked, as in gemm)
+        PLAB_CUDA_CHECK(cudakernels::launchScaleMatrix(C, M, N, ldc, beta, cudakernels::kFp32, stream()));
+        return;
+    }
+    const cudaDataType type16 = precision.compute == Format::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f;
+    PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op(transB), op(transA), asInt(N, "N"), asInt(M, "M"), asInt(K, "K"),
+                                   &one, B, type16, asInt(ldb, "ldb"), A, type16, asInt(lda, "lda"), &beta, C,
+                                   CUDA_R_32F, asInt(ldc, "ldc"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 void CudaBackend::gemmBatched(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                               const float* A, std::int64_t lda, std::int64_t strideA, const float* B, std::int64_t ldb,
                               std::int64_t strideB, float beta, float* C, std::int64_t ldc, std::int64_t strideC,
@@ -195,10 +239,7 @@ void CudaBackend::gemmBatched(Transpose transA, Transpose transB, std::int64_t M
                                     batch, precision);
         return;
     }
-    const std::int64_t rowsA = transA == Transpose::yes ? K : M, colsA = transA == Transpose::yes ? M : K;
-    const std::int64_t rowsB = transB == Transpose::yes ? N : K, colsB = transB == Transpose::yes ? K : N;
-    if (lda < colsA || ldb < colsB || ldc < N)
-        throw std::invalid_argument("gemmBatched got a leading dimension shorter than its row.");
+    const auto [rowsA, colsA, rowsB, colsB] = storedOperands("gemmBatched", transA, transB, M, N, K, lda, ldb, ldc);
     activate();
     const int m = asInt(N, "N"), n = asInt(M, "M"), k = asInt(K, "K");   // cuBLAS's view: C^T (N, M)
     const int count = asInt(batch, "batch");

@@ -1,12 +1,10 @@
-// CudaBackend's ops on packed 16-bit tensors in device memory (backend.h's packed ops):
-// each enqueues one kernel of packed_kernels.cu (or step_kernels.cu's row sums) and
-// returns. gemm16 hands cuBLAS the 16-bit operands as they are stored.
+// CudaBackend's element and row ops on packed 16-bit tensors in device memory (backend.h's
+// packed ops): each enqueues one kernel of packed_kernels.cu (or step_kernels.cu's row
+// sums) and returns. im2col from packed activations is beside im2col (cuda_backend.cpp),
+// gemm16 beside gemm (cuda_gemm.cpp).
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 
-#include <cublas_v2.h>
-
-#include <climits>
 #include <stdexcept>
 #include <string>
 
@@ -34,23 +32,6 @@ void checkStrided(const char* op, std::int64_t cols, std::initializer_list<std::
     for (const std::int64_t ld : lds)
         if (ld < cols) throw std::invalid_argument(std::string(op) + " got a leading dimension shorter than its row.");
 }
-
-ck::ConvShape shapeOf(const ConvGeometry& g, std::int64_t n0, std::int64_t count, const char* op)
-{
-    if (g.kernel != 2 * g.pad + 1 || g.channels <= 0 || g.height <= 0 || g.width <= 0 || n0 < 0 || count < 0 ||
-        n0 + count > g.batch)
-        throw std::invalid_argument(std::string(op) +
-                                    " needs a same-size stride-1 convolution and a sample range inside the batch.");
-    return {g.channels, g.batch, g.height, g.width, g.kernel, g.pad};
-}
-
-int asInt(std::int64_t v, const char* what)
-{
-    if (v > INT_MAX) throw std::invalid_argument(std::string("gemm16: ") + what + " exceeds the 32-bit range of cublasGemmEx");
-    return static_cast<int>(v);
-}
-
-cublasOperation_t op(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace
 
@@ -132,57 +113,6 @@ void CudaBackend::sumRows16(Format f, const std::uint16_t* x, std::int64_t rows,
     activate();
     auto* partials = rowScratch_.reserveFor<double>(static_cast<std::size_t>(rows * ck::sumRowsParts(rows, cols)));
     PLAB_CUDA_CHECK(ck::launchSumRows16(fmt, x, rows, cols, partials, out, stream()));
-}
-
-void CudaBackend::im2colPacked(const ConvGeometry& g, Format f, const std::uint16_t* src, std::int64_t n0,
-                               std::int64_t count, float* cols)
-{
-    const ck::ConvShape shape = shapeOf(g, n0, count, "im2colPacked");
-    activate();
-    PLAB_CUDA_CHECK(ck::launchIm2colPacked(format16(f, "im2colPacked"), shape, n0, count, src, cols, stream()));
-}
-
-void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
-                           std::uint16_t* cols)
-{
-    const ck::ConvShape shape = shapeOf(g, n0, count, "im2col16");
-    activate();
-    PLAB_CUDA_CHECK(ck::launchIm2col16(shape, n0, count, src, cols, stream()));
-}
-
-bool CudaBackend::multiplies16(const GemmPrecision& precision) const
-{
-    if (precision.fp8() || runsFp8(precision, capability_)) return false;
-    try {
-        return choosePath(precision, capability_, "GEMMs") == GemmPath::bits16Fp32Accumulate;
-    } catch (const std::exception&) {
-        return false;   // gemm names the reason when it is asked
-    }
-}
-
-void CudaBackend::gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
-                         const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb,
-                         float beta, float* C, std::int64_t ldc, GemmPrecision precision)
-{
-    if (!multiplies16(precision))
-        throw std::logic_error("gemm16: this precision is not multiplied on 16-bit operands here (multiplies16)");
-    if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm16 got a negative dimension.");
-    if (M == 0 || N == 0) return;
-    const std::int64_t colsA = transA == Transpose::yes ? M : K, colsB = transB == Transpose::yes ? K : N;
-    if (lda < colsA || ldb < colsB || ldc < N)
-        throw std::invalid_argument("gemm16 got a leading dimension shorter than its row.");
-    activate();
-    if (K == 0) {   // an empty sum: C = beta * C (cuBLAS is not asked, as in gemm)
-        PLAB_CUDA_CHECK(ck::launchScaleMatrix(C, M, N, ldc, beta, ck::kFp32, stream()));
-        return;
-    }
-    // gemm's bits16Fp32Accumulate call, on the stored patterns instead of dense copies
-    // (C^T = op(B)^T op(A)^T, cuda_gemm.cpp).
-    const cudaDataType type16 = precision.compute == Format::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-    const float one = 1.0f;
-    PLAB_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op(transB), op(transA), asInt(N, "N"), asInt(M, "M"), asInt(K, "K"),
-                                   &one, B, type16, asInt(ldb, "ldb"), A, type16, asInt(lda, "lda"), &beta, C,
-                                   CUDA_R_32F, asInt(ldc, "ldc"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace plab::cuda
