@@ -92,7 +92,8 @@ public:
     void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
                                      std::int64_t classes, float lossScale, float* grad) override;
 
-    // Packed 16-bit tensors in device memory (cuda_packed_ops.cpp, packed_kernels.cu): the
+    // Packed 16-bit tensors in device memory (cuda_packed_ops.cpp, packed_kernels.cu; the
+    // im2col variants in cuda_backend.cpp, gemm16 in cuda_gemm.cpp): the
     // layers hold 16-bit activations in 2 bytes an element when packed storage is on.
     // Written and their arithmetic checked on the host (kernel_math.h against the CPU's);
     // not yet run on a GPU (docs/CUDA.md).
