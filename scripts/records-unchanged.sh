@@ -42,6 +42,10 @@ runs+=("amp-bf16-sgd|$cnn --recipe amp-bf16 --optimizer sgd --lr 0.05")
 runs+=("bf16-no-master|$cnn --recipe amp-bf16 --master-weights off --optimizer sgd --lr 0.05")
 runs+=("fp16-no-master-static|$cnn --recipe amp-fp16 --master-weights off --loss-scale static:1024")
 runs+=("fp16-fp16-accumulate|$cnn --recipe amp-fp16 --fp32-accumulate off --fp32-sensitive-ops off --loss-scale dynamic")
+# Sums in the format also where an operand is mostly zeros (gemm_sparse.h skips those steps).
+runs+=("bf16-bf16-accumulate|$cnn --recipe amp-bf16 --fp32-accumulate off")
+runs+=("tf32-tf32-accumulate|$cnn --recipe tf32 --fp32-accumulate off")
+runs+=("pure-fp16-fp16-accumulate|$cnn --recipe pure-fp16 --fp32-accumulate off --loss-scale dynamic")
 runs+=("per-layer|$cnn --recipe amp-bf16 --layer conv1=fp32,fc1=fp8-current")
 runs+=("mlp-pure-fp16|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale dynamic")
 # The seed CNN at batch 64: conv2 lowers its input in two blocks of samples (Conv2d::
@@ -56,6 +60,7 @@ runs+=("batch-file|$mlp_epochs --read-batches $out/epochs.batches")
 for recipe in pure-bf16 amp-fp16; do
   runs+=("seed-cnn-$recipe|--model seed-cnn --recipe $recipe --arithmetic exact --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")
 done
+runs+=("seed-cnn-fp16-accumulate|--model seed-cnn --recipe amp-fp16 --fp32-accumulate off --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")
 
 failed=0
 for entry in "${runs[@]}"; do

@@ -2,6 +2,7 @@
 // links: plab_backend_cpu plab_backend plab_numerics plab_test_support
 #include "backend/backend.h"
 #include "backend/cpu/gemm_emulated.h"
+#include "backend/cpu/gemm_sparse.h"
 #include "numerics/format.h"
 
 #include "test_support.h"
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 using namespace plab;
@@ -262,6 +264,159 @@ private slots:
                                                  .arg(simdLevelName(level)).arg(QString::fromStdString(std::string(formatName(f))))
                                                  .arg(beta).arg(i).arg(bitsOf(lanesC[i]), 8, 16).arg(bitsOf(scalarC[i]), 8, 16)));
                 }
+    }
+
+    // The sums that skip zero products (gemm_sparse.h) against the scalar loop, which takes
+    // every step, bit for bit (any NaN for a NaN). The operands are mostly zeros of both
+    // signs, so that a sum is -0 before a skipped step whose product is +0 (from a -0 start
+    // with beta 1, and from fp16 sums that underflow to -0), a row of B holds an infinity
+    // and a NaN where A's step is zero (0 * inf is NaN), and A holds an infinity. Both ways
+    // the backend takes: A the sparse operand, or B (the rows of C^T = B^T A^T), with
+    // either operand transposed in memory; and the kernel itself on a transposed C.
+    void zeroStepsSkippedMatchScalar()
+    {
+        Rng rng{77};
+        // Mostly +-0; else a value of the format around 2^[minExp, maxExp).
+        auto sparse = [&](Format f, std::size_t n, double zeros, int minExp, int maxExp) {
+            std::vector<float> v(n);
+            for (auto& x : v) {
+                const bool zero = rng.uniform() < zeros;
+                const float sign = (rng.next() & 1) ? -1.0f : 1.0f;
+                x = zero ? sign * 0.0f
+                         : roundTo(f, sign * static_cast<float>(std::exp2(minExp + (maxExp - minExp) * rng.uniform())));
+            }
+            return v;
+        };
+        auto compare = [](const std::vector<float>& got, const std::vector<float>& expected, const QString& path) {
+            for (std::size_t i = 0; i < expected.size(); ++i)
+                if (!sameValue(got[i], expected[i]))
+                    QFAIL(qPrintable(QString("%1: C[%2] %3, scalar loop %4").arg(path).arg(i)
+                                         .arg(bitsOf(got[i]), 8, 16).arg(bitsOf(expected[i]), 8, 16)));
+        };
+        struct Shape { int M, N, K; };
+        int kernelRuns = 0;
+        std::map<Format, int> mended;
+        for (SimdLevel level : testing::simdLevelsOfThisCpu())
+        for (Format f : {Format::fp16, Format::bf16, Format::tf32})
+            for (const Shape& shape : {Shape{7, 45, 70}, Shape{33, 5, 19}, Shape{3, 64, 300}})
+                for (bool sparseA : {true, false})
+                    for (float beta : {0.0f, 1.0f}) {
+                        const int M = shape.M, N = shape.N, K = shape.K;
+                        // fp16's small magnitudes make sums underflow to -0 on the way.
+                        const int lo = f == Format::fp16 ? -22 : -3, hi = f == Format::fp16 ? -10 : 3;
+                        auto A = sparse(f, std::size_t(M) * K, sparseA ? 0.9 : 0.1, lo, hi);
+                        auto B = sparse(f, std::size_t(K) * N, sparseA ? 0.1 : 0.9, lo, hi);
+                        auto C0 = sparse(f, std::size_t(M) * N, 0.5, lo, hi);   // half of them +-0
+                        // A non-finite row of B under zeros of A, and an infinity in A.
+                        const int row = K / 2;
+                        B[std::size_t(row) * N] = INFINITY;
+                        B[std::size_t(row) * N + N - 1] = NAN;
+                        for (int i = 0; i < M; i += 2) A[std::size_t(i) * K + row] = 0.0f;
+                        A[std::size_t(M - 1) * K + K - 1] = -INFINITY;
+                        auto expected = C0;
+                        cpu::gemmAccumulateScalar(f, 0, M, N, K, A.data(), K, B.data(), N, beta, expected.data(), N);
+                        int nan = 0;
+                        for (float x : expected) nan += std::isnan(x);
+                        QVERIFY(nan > 0);   // the non-finite row and the infinity reached the sums
+                        // The case the skipping must mend: a sum that is -0 meets a zero step
+                        // whose product is +0 (and becomes +0).
+                        for (int i = 0; i < M; ++i)
+                            for (int j = 0; j < N; ++j) {
+                                float c = beta == 0.0f ? 0.0f : roundTo(f, C0[std::size_t(i) * N + j]);
+                                for (int k = 0; k < K; ++k) {
+                                    const float a = A[std::size_t(i) * K + k], b = B[std::size_t(k) * N + j];
+                                    mended[f] += bitsOf(c) == 0x80000000u && a == 0.0f && std::isfinite(b) &&
+                                                 std::signbit(a) == std::signbit(b);
+                                    c = cpu::fmaRoundedTo(f, a, b, c);
+                                }
+                            }
+                        ScopedSimdCap cap(level);
+                        const QString what = QString("%1: %2 %3x%4x%5 %6 sparse, beta %7").arg(simdLevelName(level))
+                                                 .arg(QString::fromStdString(std::string(formatName(f))))
+                                                 .arg(M).arg(N).arg(K).arg(sparseA ? "A" : "B").arg(beta);
+
+                        // Through the backend, each operand as stored or transposed.
+                        for (bool transA : {false, true})
+                            for (bool transB : {false, true}) {
+                                std::vector<float> As(A.size()), Bs(B.size());
+                                for (int i = 0; i < M; ++i)
+                                    for (int k = 0; k < K; ++k)
+                                        As[transA ? std::size_t(k) * M + i : std::size_t(i) * K + k] = A[std::size_t(i) * K + k];
+                                for (int k = 0; k < K; ++k)
+                                    for (int j = 0; j < N; ++j)
+                                        Bs[transB ? std::size_t(j) * K + k : std::size_t(k) * N + j] = B[std::size_t(k) * N + j];
+                                auto backend = createCpuBackend(2);
+                                auto C = C0;
+                                backend->gemm(transA ? Transpose::yes : Transpose::no, transB ? Transpose::yes : Transpose::no,
+                                              M, N, K, As.data(), transA ? M : K, Bs.data(), transB ? K : N, beta, C.data(), N,
+                                              GemmPrecision{f, false});
+                                compare(C, expected, what + QString(", backend, trans %1%2").arg(transA).arg(transB));
+                            }
+
+                        // The kernel itself, A's rows in two parts, C as stored and transposed
+                        // (the backend at the scalar level takes the scalar loop instead).
+                        if (!cpu::skipsZeroSteps()) continue;
+                        ++kernelRuns;
+                        const cpu::StridedMatrix a{A.data(), K, 1};
+                        const auto nonFinite = cpu::nonFiniteRows(B.data(), K, N, N);
+                        QCOMPARE(int(nonFinite[std::size_t(row)]), 1);
+                        auto C = C0;
+                        std::vector<float> Ct(C0.size());
+                        for (int i = 0; i < M; ++i)
+                            for (int j = 0; j < N; ++j) Ct[std::size_t(j) * M + i] = C0[std::size_t(i) * N + j];
+                        for (auto [r0, r1] : {std::pair{0, M / 2}, std::pair{M / 2, M}}) {
+                            const cpu::SumSteps steps = cpu::sumSteps(a, r0, r1, K, nonFinite);
+                            cpu::gemmAccumulateSkippingZeros(f, steps, N, K, a, B.data(), N, beta, C.data(), N, 1);
+                            cpu::gemmAccumulateSkippingZeros(f, steps, N, K, a, B.data(), N, beta, Ct.data(), 1, M);
+                        }
+                        compare(C, expected, what + ", kernel");
+                        for (int i = 0; i < M; ++i)
+                            for (int j = 0; j < N; ++j) C[std::size_t(i) * N + j] = Ct[std::size_t(j) * M + i];
+                        compare(C, expected, what + ", kernel on C transposed");
+                    }
+        for (Format f : {Format::fp16, Format::bf16, Format::tf32}) QVERIFY(mended[f] > 0);
+        if (kernelRuns == 0) QSKIP("no SIMD level here has the AVX2 lanes: only the backend's scalar loop was checked");
+    }
+
+    // Which steps a row takes: its nonzeros (either storage order of A), and every step
+    // whose row of B is non-finite.
+    void sumStepsAreTheNonzerosAndNonFiniteRows()
+    {
+        const std::vector<float> A = {0.0f, 2.0f, -0.0f, 0.0f, NAN,    // row 0
+                                      0.0f, 0.0f, 0.0f, -1.0f, 0.0f};  // row 1
+        std::vector<float> At(A.size());
+        for (int i = 0; i < 2; ++i)
+            for (int k = 0; k < 5; ++k) At[std::size_t(k) * 2 + i] = A[std::size_t(i) * 5 + k];
+        const std::vector<std::uint8_t> none(5, 0), third = {0, 0, 0, 1, 0};
+        for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+        ScopedSimdCap cap(level);
+        for (const cpu::StridedMatrix& a : {cpu::StridedMatrix{A.data(), 5, 1}, cpu::StridedMatrix{At.data(), 1, 2}}) {
+            const auto steps = cpu::sumSteps(a, 0, 2, 5, none);
+            QCOMPARE(steps.rowStart, (std::vector<std::int64_t>{0, 2, 3}));
+            QCOMPARE(steps.k, (std::vector<std::int32_t>{1, 4, 3}));
+            QCOMPARE(steps.a[0], 2.0f);
+            QVERIFY(std::isnan(steps.a[1]));
+            const auto withRow = cpu::sumSteps(a, 1, 2, 5, third);
+            QCOMPARE(withRow.rowBegin, std::int64_t{1});
+            QCOMPARE(withRow.rowStart, (std::vector<std::int64_t>{0, 1}));
+            QCOMPARE(withRow.k, (std::vector<std::int32_t>{3}));
+            const auto both = cpu::sumSteps(a, 0, 1, 5, third);
+            QCOMPARE(both.k, (std::vector<std::int32_t>{1, 3, 4}));
+        }
+        const std::vector<float> B = {1.0f, 2.0f, INFINITY, 0.0f, -NAN, 3.0f};
+        QCOMPARE(cpu::nonFiniteRows(B.data(), 3, 2, 2), (std::vector<std::uint8_t>{0, 1, 1}));
+        QCOMPARE(cpu::zeroShare(A.data(), 2, 5, 5), 0.7);
+        QCOMPARE(cpu::zeroShare(A.data(), 0, 5, 5), 0.0);
+        // Runs past one vector of eight, with the last value alone in the tail.
+        std::vector<float> long19(19, 1.0f);
+        long19[3] = -0.0f, long19[11] = 0.0f, long19[18] = 0.0f;
+        QCOMPARE(cpu::zeroShare(long19.data(), 1, 19, 19), 3.0 / 19.0);
+        QCOMPARE(cpu::nonFiniteRows(long19.data(), 1, 19, 19), (std::vector<std::uint8_t>{0}));
+        long19[18] = NAN;
+        QCOMPARE(cpu::nonFiniteRows(long19.data(), 1, 19, 19), (std::vector<std::uint8_t>{1}));
+        long19[18] = 0.0f, long19[9] = -INFINITY;
+        QCOMPARE(cpu::nonFiniteRows(long19.data(), 1, 19, 19), (std::vector<std::uint8_t>{1}));
+        }
     }
 
     // A product exactly halfway between two bf16 values plus an addend far below double's

@@ -5,6 +5,7 @@
 // the hardware arithmetic (native_gemm.h), and parallel elementwise helpers.
 #include "backend/backend.h"
 #include "backend/cpu/gemm_emulated.h"
+#include "backend/cpu/gemm_sparse.h"
 #include "backend/cpu/im2col.h"
 #include "backend/cpu/packed_ops.h"
 #include "backend/cpu/cpu_ops.h"
@@ -92,7 +93,10 @@ public:
         info_.versions.push_back(std::string("bulk rounding: ") + bulkRoundPath());
         info_.versions.push_back(std::string("FP8/MX quantisers: ") + quantizePath());
         const std::string emulatedSums =
-            simdLevel() >= SimdLevel::avx2 ? "avx2 (exact emulation in lanes)" : "scalar (exact emulation)";
+            simdLevel() >= SimdLevel::avx2
+                ? std::string(simdLevelName(simdLevel())) +
+                      " (exact emulation in lanes; steps with a zero product skipped where an operand is mostly zeros)"
+                : "scalar (exact emulation)";
         info_.versions.push_back("fp16 accumulation: " + (cpu::cpuHasAvx512Fp16() ? std::string("avx512fp16") : emulatedSums));
         info_.versions.push_back("bf16/tf32 accumulation: " + emulatedSums);
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
@@ -487,6 +491,9 @@ private:
                       std::int64_t K, const float* A, std::int64_t lda, const float* B,
                       std::int64_t ldb, float beta, float* C, std::int64_t ldc, Format f)
     {
+        if (!(f == Format::fp16 && cpu::cpuHasAvx512Fp16()) && cpu::skipsZeroSteps() &&
+            sumSkippingZeros(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, f))
+            return;
         std::int64_t aLd = 0, bLd = 0;
         const float* a = dense(transA, M, K, A, lda, scratchA_, aLd);   // (M, K)
         const float* b = dense(transB, K, N, B, ldb, scratchB_, bLd);   // (K, N)
@@ -505,6 +512,42 @@ private:
             cpu::gemmAccumulateVector(f, r0, r1, N, K, a, aLd, b, bLd, beta, C, ldc);
         });
     }
+
+    // Sums in the format where one operand is mostly zeros (gradients after ReLU and max
+    // pooling): only the steps with a nonzero product (gemm_sparse.h), the same bits. The
+    // sparse operand is A, or B, as the rows of the transposed product C^T = B^T A^T (each
+    // element keeps its order of k; a * b = b * a exactly). False where neither operand is.
+    bool sumSkippingZeros(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
+                          const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
+                          float* C, std::int64_t ldc, Format f)
+    {
+        if (K > INT32_MAX) return false;   // the steps are listed as 32-bit k
+        const bool aT = transA == Transpose::yes, bT = transB == Transpose::yes;
+        const double zerosA = aT ? cpu::zeroShare(A, K, M, lda) : cpu::zeroShare(A, M, K, lda);
+        const double zerosB = bT ? cpu::zeroShare(B, N, K, ldb) : cpu::zeroShare(B, K, N, ldb);
+        if (std::max(zerosA, zerosB) < kSkipZerosShare) return false;
+        if (zerosA >= zerosB) {
+            const cpu::StridedMatrix a{A, aT ? 1 : lda, aT ? lda : 1};   // op(A), (M, K)
+            std::int64_t bLd = 0;
+            const float* b = dense(transB, K, N, B, ldb, scratchB_, bLd);   // (K, N)
+            const auto nonFinite = cpu::nonFiniteRows(b, K, N, bLd);
+            pool_.parallelFor(M, 1, [&](std::int64_t r0, std::int64_t r1) {
+                const cpu::SumSteps steps = cpu::sumSteps(a, r0, r1, K, nonFinite);
+                cpu::gemmAccumulateSkippingZeros(f, steps, N, K, a, b, bLd, beta, C, ldc, 1);
+            });
+        } else {
+            const cpu::StridedMatrix bt{B, bT ? ldb : 1, bT ? 1 : ldb};   // op(B)^T, (N, K)
+            std::int64_t atLd = 0;
+            const float* at = dense(aT ? Transpose::no : Transpose::yes, K, M, A, lda, scratchA_, atLd);   // op(A)^T, (K, M)
+            const auto nonFinite = cpu::nonFiniteRows(at, K, M, atLd);
+            pool_.parallelFor(N, 1, [&](std::int64_t r0, std::int64_t r1) {
+                const cpu::SumSteps steps = cpu::sumSteps(bt, r0, r1, K, nonFinite);
+                cpu::gemmAccumulateSkippingZeros(f, steps, M, K, bt, at, atLd, beta, C, 1, ldc);
+            });
+        }
+        return true;
+    }
+    static constexpr double kSkipZerosShare = 0.5;
 
     cpu::ThreadPool pool_;
     Arithmetic arithmetic_ = Arithmetic::exact;
