@@ -525,8 +525,14 @@ private:
         const bool aT = transA == Transpose::yes, bT = transB == Transpose::yes;
         const double zerosA = aT ? cpu::zeroShare(A, K, M, lda) : cpu::zeroShare(A, M, K, lda);
         const double zerosB = bT ? cpu::zeroShare(B, N, K, ldb) : cpu::zeroShare(B, K, N, ldb);
-        if (std::max(zerosA, zerosB) < kSkipZerosShare) return false;
-        if (zerosA >= zerosB) {
+        // Skipping pays where the steps skipped per row outweigh the row's fixed cost (its
+        // sums loaded and stored, in the transposed case one element at a time): a
+        // convolution over 9 taps of a mostly blank image is faster dense.
+        const bool useA = zerosA >= zerosB;
+        const double zeros = useA ? zerosA : zerosB;
+        if (zeros < kSkipZerosShare || zeros * static_cast<double>(K) < (useA ? kLeastSkippedA : kLeastSkippedB))
+            return false;
+        if (useA) {
             const cpu::StridedMatrix a{A, aT ? 1 : lda, aT ? lda : 1};   // op(A), (M, K)
             std::int64_t bLd = 0;
             const float* b = dense(transB, K, N, B, ldb, scratchB_, bLd);   // (K, N)
@@ -547,7 +553,8 @@ private:
         }
         return true;
     }
-    static constexpr double kSkipZerosShare = 0.5;
+    static constexpr double kSkipZerosShare = 0.75;
+    static constexpr double kLeastSkippedA = 4.0, kLeastSkippedB = 16.0;   // zero steps a row skips, on average
 
     cpu::ThreadPool pool_;
     Arithmetic arithmetic_ = Arithmetic::exact;
