@@ -166,7 +166,7 @@ std::vector<const TelemetryPoint*> histogramSnapshots(const RunDigest& r, const 
 {
     std::vector<const TelemetryPoint*> with;
     for (const auto& t : r.telemetry)
-        if (const auto* l = t.find(layer, "weight_grad");
+        if (const auto* l = t.find(layer, TensorKind::weightGrad);
             l && std::any_of(l->histogram.bins.begin(), l->histogram.bins.end(), [](std::uint64_t n) { return n != 0; }))
             with.push_back(&t);
     if (with.empty()) return {};
@@ -192,7 +192,7 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
     int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
     QStringList scales;
     for (std::size_t k = 0; k < snaps.size(); ++k) {
-        const GradientHistogram& h = snaps[k]->find(layer, "weight_grad")->histogram;
+        const GradientHistogram& h = snaps[k]->find(layer, TensorKind::weightGrad)->histogram;
         // The occupied bins, first to last, as the record stores them.
         int first = GradientHistogram::kBins, last = -1;
         double total = 0;

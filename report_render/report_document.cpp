@@ -1,7 +1,7 @@
 // The HTML and PDF forms of a run report. See report_document.h.
 #include "report_document.h"
 
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include <QAbstractTextDocumentLayout>
 #include <QBuffer>
@@ -160,25 +160,24 @@ QString machineSection(const RunComparison& c)
         r.differs = std::adjacent_find(r.values.begin(), r.values.end(), std::not_equal_to<>()) != r.values.end();
         return r;
     };
-    auto field = [](const nlohmann::json& obj, const char* key) {
-        return obj.contains(key) ? settingValueText(obj[key]) : std::string("-");
-    };
+    auto text = [](const std::optional<std::string>& v) { return v && !v->empty() ? *v : std::string("-"); };
+    auto count = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     std::vector<SettingRow> rows = {
-        row("cpu", [&](const RunDigest& r) { return field(r.machine, "cpu"); }),
-        row("logical cores", [&](const RunDigest& r) { return field(r.machine, "logical_cores"); }),
-        row("threads", [&](const RunDigest& r) { return field(r.machine, "threads"); }),
-        row("operating system", [&](const RunDigest& r) { return field(r.machine, "os"); }),
-        row("backend", [&](const RunDigest& r) { return field(r.backend, "name"); }),
-        row("arithmetic", [&](const RunDigest& r) { return field(r.backend, "arithmetic"); }),
+        row("cpu", [&](const RunDigest& r) { return text(r.machine.cpu); }),
+        row("logical cores", [&](const RunDigest& r) { return count(r.machine.logicalCores); }),
+        row("threads", [&](const RunDigest& r) { return count(r.machine.threads); }),
+        row("operating system", [&](const RunDigest& r) { return text(r.machine.os); }),
+        row("backend", [&](const RunDigest& r) { return text(r.backend); }),
+        row("arithmetic", [&](const RunDigest& r) { return text(r.arithmetic); }),
         row("backend libraries", [&](const RunDigest& r) {
             std::string out;
-            for (const auto& v : r.versions.value("backend", nlohmann::json::array())) out += (out.empty() ? "" : "; ") + settingValueText(v);
+            for (const auto& v : r.versions.backend) out += (out.empty() ? "" : "; ") + v;
             return out.empty() ? std::string("-") : out;
         }),
-        row("Precision Lab", [&](const RunDigest& r) { return field(r.versions, "precision_lab"); }),
-        row("compiler", [&](const RunDigest& r) { return field(r.versions, "compiler"); }),
-        row("nlohmann_json", [&](const RunDigest& r) { return field(r.versions, "nlohmann_json"); }),
-        row("data", [&](const RunDigest& r) { return field(r.data, "description"); }),
+        row("Precision Lab", [&](const RunDigest& r) { return text(r.versions.precisionLab); }),
+        row("compiler", [&](const RunDigest& r) { return text(r.versions.compiler); }),
+        row("nlohmann_json", [&](const RunDigest& r) { return text(r.versions.nlohmannJson); }),
+        row("data", [&](const RunDigest& r) { return text(r.data.description); }),
         row("started (UTC)", [&](const RunDigest& r) { return r.createdAt.empty() ? std::string("-") : r.createdAt; }),
         row("record", [&](const RunDigest& r) { return r.origin; }),
     };

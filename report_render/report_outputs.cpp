@@ -5,7 +5,7 @@
 
 #include "error.h"
 #include "report/csv_export.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "report_document.h"
 
 #include <QGuiApplication>
@@ -60,8 +60,10 @@ std::vector<LoadedRun> loadRunRecords(const std::vector<std::string>& files)
 {
     std::vector<LoadedRun> runs;
     for (const auto& f : files) {
-        LoadedRun r{f, loadRunRecord(f)};
-        digestRunRecord(r.record, f);   // throws InputError naming the file when unusable
+        LoadedRun r;
+        r.origin = f;
+        r.document = loadRunRecordDocument(f);
+        r.record = readRunRecord(r.document, f);   // throws InputError naming the file when unusable
         runs.push_back(std::move(r));
     }
     return runs;
@@ -84,7 +86,7 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
         if (ec) throw std::runtime_error(outputs.jsonDir + ": cannot create the folder (" + ec.message() + ")");
         for (std::size_t i = 0; i < runs.size(); ++i) {
             const auto file = std::filesystem::path(outputs.jsonDir) / (stems[i] + ".json");
-            writeJsonAtomically(file, runs[i].record);
+            writeJsonAtomically(file, runs[i].document);
             wrote(file);
         }
     }

@@ -31,8 +31,9 @@ struct ReportOutputs {
 };
 
 struct LoadedRun {
-    std::string origin;        // file it came from
-    nlohmann::json record;
+    std::string origin;          // file it came from
+    nlohmann::json document;     // as read (the JSON folder copies it)
+    RunRecord record;            // as read
 };
 
 // Reads and checks the records; throws InputError naming the first bad file.

@@ -64,6 +64,7 @@ json record(double accuracy, double lossUnderflow, std::vector<json> losses, con
         steps.push_back({{"step", i + 1}, {"loss", losses[i]}, {"loss_scale", std::ldexp(1.0, 16 - static_cast<int>(i))}});
     return {
         {"format_version", 1},
+        {"settings", json::object()},
         {"steps", steps},
         {"telemetry", json::array({
             {{"step", 1}, {"layers", json::array({
@@ -80,6 +81,9 @@ json record(double accuracy, double lossUnderflow, std::vector<json> losses, con
                      {"weights_made_non_finite", {{"fc1", 2}, {"conv1", 1}}}}},
     };
 }
+
+// The record as the lessons read it.
+RunRecord typed(const json& record) { return readRunRecord(record, "test record"); }
 
 QString refusal(const json& lesson)
 {
@@ -283,7 +287,8 @@ private slots:
 
     void metricsReadTheRecord()
     {
-        const json r = record(0.9535, 0.25, {2.0, 1.0, 0.5, nullptr});
+        const json doc = record(0.9535, 0.25, {2.0, 1.0, 0.5, nullptr});
+        const RunRecord r = typed(doc);
         const auto v = [&](const char* m) { return evaluateMetric(m, &r).value_or(-1.0); };
         QCOMPARE(v("test_accuracy"), 0.9535);
         QCOMPARE(v("skipped_steps"), 1.0);
@@ -293,9 +298,10 @@ private slots:
         QCOMPARE(v("loss_scale_final"), std::ldexp(1.0, 13));
         QCOMPARE(v("loss_scale_max"), std::ldexp(1.0, 16));
         QCOMPARE(v("loss_scale_growths"), 0.0);   // it only fell
-        json grew = r;
+        json grew = doc;
         for (const double scale : {8.0, 16.0, 16.0, 8.0, 16.0}) grew["steps"].push_back({{"loss", 0.1}, {"loss_scale", scale}});
-        QCOMPARE(evaluateMetric("loss_scale_growths", &grew).value_or(-1.0), 2.0);   // 2^13 -> 8 falls; 8 -> 16 twice
+        const RunRecord grown = typed(grew);
+        QCOMPARE(evaluateMetric("loss_scale_growths", &grown).value_or(-1.0), 2.0);   // 2^13 -> 8 falls; 8 -> 16 twice
         QCOMPARE(v("activation_grad_underflow:loss"), 0.25);
         QCOMPARE(v("weights_made_non_finite:all"), 3.0);
         QCOMPARE(v("snapshot_underflow:loss,activation_grad,1"), 8.0 / 80.0);   // underflow / nonzero finite
@@ -306,20 +312,22 @@ private slots:
         QCOMPARE(v("memory_training_peak:activations"), 100.0);
         QCOMPARE(v("memory_evaluation_peak:total"), 1000.0);
         // Over every telemetry step: the counts summed, then the share (issue 38, lesson 14).
-        json two = r;
+        json two = doc;
         two["telemetry"].push_back({{"step", 25}, {"layers", json::array({
             {{"layer", "loss"}, {"kind", "activation_grad"},
              {"stats", {{"count", 60}, {"zeros_in", 10}, {"underflow", 2}, {"overflow", 5}, {"nan", 0}, {"inf_in", 0}}}}})}});
-        QCOMPARE(evaluateMetric("snapshots_underflow:loss,activation_grad", &two).value_or(-1.0), (8.0 + 2.0) / (80.0 + 50.0));
-        QCOMPARE(evaluateMetric("snapshots_overflow:loss,activation_grad", &two).value_or(-1.0), 5.0 / 130.0);
+        const RunRecord twoSnapshots = typed(two);
+        QCOMPARE(evaluateMetric("snapshots_underflow:loss,activation_grad", &twoSnapshots).value_or(-1.0), (8.0 + 2.0) / (80.0 + 50.0));
+        QCOMPARE(evaluateMetric("snapshots_overflow:loss,activation_grad", &twoSnapshots).value_or(-1.0), 5.0 / 130.0);
         QCOMPARE(v("snapshots_underflow:loss,activation_grad"), 8.0 / 80.0);   // one snapshot: as at that step
         // The largest value's bound: the upper edge of the highest nonzero bin of any step.
-        json seen = r;
+        json seen = doc;
         seen["telemetry"].push_back({{"step", 50}, {"layers", json::array({
             {{"layer", "fc1"}, {"kind", "activation"}, {"histogram", {{"first_exponent", 14}, {"counts", {3, 0, 2, 0}}}}}})}});
         seen["telemetry"].push_back({{"step", 75}, {"layers", json::array({
             {{"layer", "fc1"}, {"kind", "activation"}, {"histogram", {{"first_exponent", -3}, {"counts", {1}}}}}})}});
-        QCOMPARE(evaluateMetric("snapshots_largest:fc1,activation", &seen).value_or(-1.0), std::ldexp(1.0, 17));
+        const RunRecord seenRecord = typed(seen);
+        QCOMPARE(evaluateMetric("snapshots_largest:fc1,activation", &seenRecord).value_or(-1.0), std::ldexp(1.0, 17));
         std::string why;
         QVERIFY(!evaluateMetric("snapshots_overflow:conv2,activation_grad", &r, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no activation_grad telemetry for conv2")), why.c_str());
@@ -343,28 +351,28 @@ private slots:
     void expectationsAreJudged()
     {
         const Lesson lesson = parseLesson(baseLesson().dump(), "lesson t.json");
-        const json off = record(0.9535, 0.25, {1.0}), dyn = record(0.9600, 0.01, {1.0});
+        const RunRecord off = typed(record(0.9535, 0.25, {1.0})), dyn = typed(record(0.9600, 0.01, {1.0}));
         auto results = checkExpectations(lesson, {&off, &dyn});
         QCOMPARE(results[0].state, ExpectationState::held);        // 0.25 > 10 x 0.01
         QCOMPARE(results[0].measured, std::string("25.0% vs 1.0%"));
         QCOMPARE(results[1].state, ExpectationState::held);        // |0.9535 - 0.96| <= 0.01
-        const json dyn2 = record(0.9700, 0.03, {1.0});
+        const RunRecord dyn2 = typed(record(0.9700, 0.03, {1.0}));
         results = checkExpectations(lesson, {&off, &dyn2});
         QCOMPARE(results[0].state, ExpectationState::notHeld);     // 0.25 < 10 x 0.03
         QCOMPARE(results[1].state, ExpectationState::notHeld);     // 1.65 points apart
         results = checkExpectations(lesson, {&off, nullptr});
         QCOMPARE(results[0].state, ExpectationState::notMeasured);
         QVERIFY(QString::fromStdString(results[0].why).contains(QStringLiteral("has not finished")));
-        // A NaN never holds, whatever the comparison.
-        json nan = off;
-        nan["summary"]["test_accuracy"] = std::numeric_limits<double>::quiet_NaN();
+        // A NaN never holds, whatever the comparison (a record in memory: a file holds null).
+        RunRecord nan = off;
+        nan.summary.testAccuracy = std::numeric_limits<double>::quiet_NaN();
         results = checkExpectations(lesson, {&nan, &dyn});
         QCOMPARE(results[1].state, ExpectationState::notHeld);
 
         json diverging = baseLesson();
         diverging["expect"] = json::parse(R"([{"run": "off", "op": "diverged", "backs": "A."}, {"run": "dyn", "op": "completed", "backs": "A."}])");
         const Lesson d = parseLesson(diverging.dump(), "lesson d.json");
-        const json div = record(0.1, 0.0, {1.0}, "diverged");
+        const RunRecord div = typed(record(0.1, 0.0, {1.0}, "diverged"));
         results = checkExpectations(d, {&div, &dyn});
         QCOMPARE(results[0].state, ExpectationState::held);
         QCOMPARE(results[1].state, ExpectationState::held);
@@ -376,7 +384,7 @@ private slots:
     void placeholdersAreFilled()
     {
         const Lesson lesson = parseLesson(baseLesson().dump(), "lesson t.json");
-        const json off = record(0.9535, 0.1412, {1.0}), dyn = record(0.96, 0.004, {1.0});
+        const RunRecord off = typed(record(0.9535, 0.1412, {1.0})), dyn = typed(record(0.96, 0.004, {1.0}));
         QCOMPARE(fillPlaceholders(lesson.explanation, lesson, {&off, &dyn}),
                  std::string("Without scaling 14.1% were flushed. Scaling multiplies the loss by S. Accuracy was 95.35% and 96.00%."));
         QCOMPARE(fillPlaceholders("{off.test_accuracy - dyn.test_accuracy|pts} {off.activation_grad_underflow:loss / dyn.activation_grad_underflow:loss}",

@@ -12,7 +12,7 @@
 #include "report/csv_export.h"
 #include "report/report_summary.h"
 #include "report/run_comparison.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "report_document.h"
 #include "telemetry/format_regions.h"
 #include "test_support.h"
@@ -95,7 +95,7 @@ class TestReport : public QObject {
     RunComparison comparisonOf(const std::vector<json>& records)
     {
         std::vector<RunDigest> digests;
-        for (std::size_t i = 0; i < records.size(); ++i) digests.push_back(digestRunRecord(records[i], "run" + std::to_string(i)));
+        for (std::size_t i = 0; i < records.size(); ++i) digests.push_back(digestRunRecord(readRunRecord(records[i], "run" + std::to_string(i)), "run" + std::to_string(i)));
         return compareRuns(std::move(digests));
     }
 
@@ -121,14 +121,22 @@ private slots:
         QCOMPARE(diverged_["summary"]["status"], "diverged");
     }
 
+    // A record of `record`'s run with `recipe`, in both places a record keeps it.
+    static json withRecipe(json record, const PrecisionRecipe& recipe)
+    {
+        TrainSettings settings = settingsFromJson(record["settings"], "fixture settings");
+        settings.recipe = recipe;
+        record["settings"] = settingsToJson(settings);
+        record["recipe"] = recipeToJson(recipe);
+        return record;
+    }
+
     void quantisedRecipesSayHowTheyDiffer()
     {
         // Issue 15: an FP8 recipe changed from its preset names the change.
-        json custom = fp32_, preset = fp32_;
         PrecisionRecipe e4m3 = *PrecisionRecipe::fromPreset("fp8-delayed");
         e4m3.quantization.hybrid = false;
-        custom["recipe"] = recipeToJson(e4m3);
-        preset["recipe"] = recipeToJson(*PrecisionRecipe::fromPreset("fp8-delayed"));
+        const json custom = withRecipe(fp32_, e4m3), preset = withRecipe(fp32_, *PrecisionRecipe::fromPreset("fp8-delayed"));
         const auto c = comparisonOf({custom, preset});
         QCOMPARE(c.runs[1].label, std::string("FP8 delayed scaling"));
         QVERIFY2(c.runs[0].label.find("FP8 delayed scaling with FP8 delayed scaling (e4m3 throughout") == 0,
@@ -137,11 +145,9 @@ private slots:
 
     void perLayerRecipesNameTheirLayers()
     {
-        json layered = fp32_, preset = fp32_;
         PrecisionRecipe r = *PrecisionRecipe::fromPreset("fp8-delayed");
         r.layers = {{"fc1", "bf16"}, {"conv1", "bf16"}};
-        layered["recipe"] = recipeToJson(r);
-        preset["recipe"] = recipeToJson(*PrecisionRecipe::fromPreset("fp8-delayed"));
+        const json layered = withRecipe(fp32_, r), preset = withRecipe(fp32_, *PrecisionRecipe::fromPreset("fp8-delayed"));
         const auto c = comparisonOf({layered, preset});
         QCOMPARE(c.runs[0].label, std::string("FP8 delayed scaling with conv1 in bf16, fc1 in bf16"));
         QCOMPARE(c.runs[1].label, std::string("FP8 delayed scaling"));
@@ -205,7 +211,7 @@ private slots:
     void csvFilesRoundTripTheRecord()
     {
         const fs::path folder = dir_.path() / "csv";
-        const auto files = writeRunCsv(diverged_, "Pure, \"FP16\"", folder, "pure-fp16");
+        const auto files = writeRunCsv(readRunRecord(diverged_, "diverged"), "Pure, \"FP16\"", folder, "pure-fp16");
         QCOMPARE(files.size(), std::size_t(3));
         const auto steps = readCsvFile(folder / "pure-fp16-steps.csv");
         QCOMPARE(steps.front(), (CsvRow{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms"}));
@@ -224,7 +230,7 @@ private slots:
         const auto evals = readCsvFile(folder / "pure-fp16-evals.csv");
         QCOMPARE(evals.size(), diverged_["evals"].size() + 1);
         const fs::path folder2 = dir_.path() / "csv2";
-        writeRunCsv(scaled_, "AMP FP16", folder2, "amp");
+        writeRunCsv(readRunRecord(scaled_, "scaled"), "AMP FP16", folder2, "amp");
         const auto evals2 = readCsvFile(folder2 / "amp-evals.csv");
         QCOMPARE(evals2.size(), scaled_["evals"].size() + 1);
         QVERIFY(evals2.size() > 1);
@@ -386,6 +392,42 @@ private slots:
     // One definition of the shares (numerics/rounding_stats.h): nothing to count is no
     // share, written null, not 0% (the writer wrote 0 while the app drew a gap); a share
     // with a denominator is exact; the report's reader keeps null as no value.
+    // One reader for every consumer: a record from before a setting, the telemetry and the
+    // memory sections existed still reads, replays and reports; its settings table shows the
+    // keys it holds, not today's defaults for the others. A damaged part is refused naming it.
+    void olderRecordsReadWithTheirOwnSettings()
+    {
+        json old = fp32_;
+        QVERIFY(old["settings"].contains("arithmetic"));
+        old["settings"].erase("arithmetic");
+        old.erase("memory");
+        old.erase("telemetry");
+        const RunRecord r = readRunRecord(old, "old.json");
+        QVERIFY(std::find(r.settingKeys.begin(), r.settingKeys.end(), "arithmetic") == r.settingKeys.end());
+        QVERIFY(r.telemetry.empty());
+        QCOMPARE(r.memory.categories.size(), std::size_t(kMemoryCategories));   // this build's order
+        QVERIFY(!r.memory.peak.recorded);
+        const RunDigest d = digestRunRecord(r, "old.json");
+        QVERIFY(!d.settings.contains("arithmetic"));
+        QCOMPARE(d.settings["batch"], fp32_["settings"]["batch"]);
+        QCOMPARE(d.steps, fp32_["summary"]["steps"].get<std::int64_t>());
+        const ReplayedRun replay = replayRecord(r);
+        QCOMPARE(replay.result.steps, r.lastStep());
+        QCOMPARE(replay.result.status, RunStatus::completed);
+
+        json unknownKind = fp32_;
+        unknownKind["telemetry"][0]["layers"][0]["kind"] = "gradient";
+        QString why;
+        try {
+            readRunRecord(unknownKind, "kind.json");
+        } catch (const InputError& e) {
+            why = QString::fromUtf8(e.what());
+        }
+        QVERIFY2(why.startsWith(QStringLiteral("kind.json: not a usable run record: the telemetry at step")) &&
+                     why.contains(QStringLiteral("\"kind\" must be a tensor kind, got \"gradient\"")),
+                 qPrintable(why));
+    }
+
     void emptySharesAreNullNotZero()
     {
         RunRecorder recorder({}, fixtureSettings("amp-fp16"), data_);
@@ -415,7 +457,7 @@ private slots:
         QVERIFY(summary["lost_update_fraction"]["conv1"].is_null());
         QCOMPARE(summary["underflow_fraction"]["fc1"].get<double>(), 0.25);
         QCOMPARE(summary["lost_update_fraction"]["fc1"].get<double>(), 0.25);
-        const RunDigest d = digestRunRecord(recorder.record(), "test");
+        const RunDigest d = digestRunRecord(recorder.runRecord(), "test");
         QVERIFY(d.layer("conv1") && !d.layer("conv1")->underflow);
         QVERIFY(d.layer("fc1") && d.layer("fc1")->underflow == 0.25);
     }
@@ -505,7 +547,7 @@ private slots:
                               "json/amp-fp16.json"})
             QVERIFY2(fs::exists(in / f), f);
         QVERIFY2(r.out.contains("AMP FP16 without loss scaling"), qPrintable(r.out));   // the table
-        QCOMPARE(loadRunRecord(in / "json" / "amp-fp16.json"), scaled_);
+        QCOMPARE(loadRunRecordDocument(in / "json" / "amp-fp16.json"), scaled_);
     }
 
     void cliReportRejectsBadRecords_data()

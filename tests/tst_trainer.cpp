@@ -6,7 +6,7 @@
 
 #include "data/dataset.h"
 #include "nn/layer_ops.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "test_support.h"
 #include "train/memory_check.h"
 #include "train/trainer.h"

@@ -5,7 +5,7 @@
 // changes and bad data folders come back as one sentence. scripts/tsan.sh runs this suite
 // under ThreadSanitizer.
 
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "test_support.h"
 #include "training_controller.h"
 
@@ -97,7 +97,7 @@ private slots:
         const QStringList records = QDir(runs).entryList({QStringLiteral("*.json")}, QDir::Files);
         QCOMPARE(records.size(), 20);
         for (const QString& id : ids) {
-            const json record = loadRunRecord((std::filesystem::path(runs.toStdString()) / (id.toStdString() + ".json")));
+            const json record = loadRunRecordDocument((std::filesystem::path(runs.toStdString()) / (id.toStdString() + ".json")));
             QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("completed"));
         }
         // No lock is left behind once the runs have ended.
@@ -128,7 +128,7 @@ private slots:
                  qPrintable(QStringLiteral("%1 batches for %2 events").arg(log.batches[id]).arg(log.events[id].size())));
         QCOMPARE(c.state(), TrainingController::State::idle);
 
-        const json record = loadRunRecord((dir_.path() / "runs" / (id.toStdString() + ".json")));
+        const json record = loadRunRecordDocument((dir_.path() / "runs" / (id.toStdString() + ".json")));
         QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("completed"));
         QCOMPARE(record["name"].get<std::string>(), std::string("short"));
         QCOMPARE(record["steps"].size(), std::size_t(20));
@@ -157,7 +157,7 @@ private slots:
         QCOMPARE(resultOf(finished, id).status, RunStatus::stopped);
         QCOMPARE(c.state(), TrainingController::State::idle);
 
-        const json record = loadRunRecord(dir_.path() / "runs" / (id.toStdString() + ".json"));
+        const json record = loadRunRecordDocument(dir_.path() / "runs" / (id.toStdString() + ".json"));
         QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
         QVERIFY(record["steps"].size() >= 6);
     }
@@ -193,7 +193,7 @@ private slots:
         const QString id = c->start(settings(0, 1000), QStringLiteral("closed"));
         QTRY_VERIFY_WITH_TIMEOUT(log.count<StepEvent>(id) >= 2, 30000);
         c.reset();   // what closing the window does: stop, wait for the thread
-        const json record = loadRunRecord(dir_.path() / "runs" / (id.toStdString() + ".json"));
+        const json record = loadRunRecordDocument(dir_.path() / "runs" / (id.toStdString() + ".json"));
         QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
         QVERIFY(record["steps"].size() >= 2);
     }
@@ -220,7 +220,7 @@ private slots:
         QCOMPARE(log.count<StepEvent>(second), 10);
         QCOMPARE(started.count(), 2);
         // Its record is kept, ended as stopped.
-        const json record = loadRunRecord(dir_.path() / "runs" / (first.toStdString() + ".json"));
+        const json record = loadRunRecordDocument(dir_.path() / "runs" / (first.toStdString() + ".json"));
         QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
     }
 
@@ -317,7 +317,7 @@ private slots:
                      changes[1].contains(QStringLiteral("loss scaling off -> static 1024")),
                  qPrintable(changes[1]));
         QVERIFY2(changes[2].contains(QStringLiteral("fp32 softmax/loss on -> off")), qPrintable(changes[2]));
-        const json record = loadRunRecord(dir_.path() / "runs" / (id.toStdString() + ".json"));
+        const json record = loadRunRecordDocument(dir_.path() / "runs" / (id.toStdString() + ".json"));
         QCOMPARE(record["summary"]["status"].get<std::string>(), std::string("stopped"));
         const json& lastStep = record["steps"].back();
         QCOMPARE(lastStep["loss_scale"].get<double>(), 1024.0);
@@ -342,7 +342,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(closingLog.count<StepEvent>(closedId) >= 2, 60000);
         QCOMPARE(closing->requestChange(SettingsChange{amp, std::nullopt, ampLr}), QString());
         closing.reset();
-        const json closedRecord = loadRunRecord(dir_.path() / "runs" / (closedId.toStdString() + ".json"));
+        const json closedRecord = loadRunRecordDocument(dir_.path() / "runs" / (closedId.toStdString() + ".json"));
         QCOMPARE(closedRecord["summary"]["status"].get<std::string>(), std::string("stopped"));
         QVERIFY(closedRecord["steps"].size() >= 2);
 
@@ -355,7 +355,7 @@ private slots:
         closing->pause();
         QTRY_VERIFY_WITH_TIMEOUT(pausedLog.hasStatus(pausedId, RunStatus::paused), 60000);
         closing.reset();
-        const json pausedRecord = loadRunRecord(dir_.path() / "runs" / (pausedId.toStdString() + ".json"));
+        const json pausedRecord = loadRunRecordDocument(dir_.path() / "runs" / (pausedId.toStdString() + ".json"));
         QCOMPARE(pausedRecord["summary"]["status"].get<std::string>(), std::string("stopped"));
     }
 

@@ -12,7 +12,7 @@
 #include "window_test_support.h"
 #include "training_controller.h"
 #include "checking_backend.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "weights/safetensors.h"
 
 #include <QAction>
@@ -141,7 +141,7 @@ private slots:
         QVERIFY(run->changes().empty());
         QCOMPARE(run->refusals().size(), std::size_t{1});
 
-        const json record = loadRunRecord(std::filesystem::path(o.runsDir.toStdString()) / (id.toStdString() + ".json"));
+        const json record = loadRunRecordDocument(std::filesystem::path(o.runsDir.toStdString()) / (id.toStdString() + ".json"));
         int refused = 0, applied = 0;
         for (const json& e : record["events"]) {
             if (e["type"] == "setting_change") ++applied;

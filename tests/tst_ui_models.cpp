@@ -7,8 +7,8 @@
 
 #include "data/dataset.h"
 #include "files/record_lock.h"
-#include "report/record_replay.h"
-#include "report/run_record.h"
+#include "record/run_record.h"
+#include "record/record_writer.h"
 #include "report/runs_index.h"
 #include "run_list_model.h"
 #include "run_store.h"
@@ -101,7 +101,7 @@ private slots:
         testing::TempDir runs;
         writeRecord(runs.path() / "run-a.json", "fp32", "done");
         // The same run stopped at step 5, planned by epochs alone: 320 images / batch 16.
-        json stopped = loadRunRecord(runs.path() / "run-a.json");
+        json stopped = loadRunRecordDocument(runs.path() / "run-a.json");
         stopped["steps"].erase(stopped["steps"].begin() + 5, stopped["steps"].end());
         stopped["summary"]["status"] = "stopped";
         stopped["settings"]["max_steps"] = 0;
@@ -150,7 +150,7 @@ private slots:
             QVERIFY(model.setData(model.index(0, 0), QStringLiteral("fp32 baseline")));
             QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("fp32 baseline"));
         }
-        QCOMPARE(loadRunRecord(runs.path() / "run-a.json")["name"].get<std::string>(), std::string("fp32 baseline"));
+        QCOMPARE(loadRunRecordDocument(runs.path() / "run-a.json")["name"].get<std::string>(), std::string("fp32 baseline"));
         RunStore restarted(q(runs.path()));
         restarted.loadAll();
         QCOMPARE(restarted.runs()[0]->name(), QStringLiteral("fp32 baseline"));
@@ -194,7 +194,7 @@ private slots:
         testing::TempDir runs;
         writeRecord(runs.path() / "run-a.json", "amp-fp16", "crashed");
         // What a crash leaves: the last periodic write, summary still "running".
-        json record = loadRunRecord(runs.path() / "run-a.json");
+        json record = loadRunRecordDocument(runs.path() / "run-a.json");
         record["summary"]["status"] = "running";
         record["summary"].erase("finished_at");
         record["steps"].erase(record["steps"].begin() + 8, record["steps"].end());
@@ -217,7 +217,7 @@ private slots:
     {
         testing::TempDir runs;
         writeRecord(runs.path() / "run-cli.json", "amp-fp16", "from the CLI");
-        const json done = loadRunRecord(runs.path() / "run-cli.json");
+        const json done = loadRunRecordDocument(runs.path() / "run-cli.json");
         json partial = done;
         partial["summary"]["status"] = "running";
         partial["summary"].erase("finished_at");
@@ -355,8 +355,8 @@ private slots:
     // series are read from the record when first asked for.
     static RunPtr replayedWhole(const fs::path& file)
     {
-        const json record = loadRunRecord(file);
-        const ReplayedRun replay = replayRecord(record, file.string());
+        const json record = loadRunRecordDocument(file);
+        const ReplayedRun replay = replayRecord(readRunRecord(record, file.string()));
         auto run = std::make_shared<RunData>(QString::fromStdString(file.stem().string()), replay.settings);
         for (const auto& e : replay.events) run->apply(e);
         run->finish(replay.result);
@@ -403,8 +403,8 @@ private slots:
         writeRecord(runs.path() / "run-a.json", "fp32", "baseline");
         writeRecord(runs.path() / "run-b.json", "amp-fp16", "");
         // A run that changed a setting and had one refused.
-        json changed = loadRunRecord(runs.path() / "run-b.json");
-        TrainSettings after = replayRecord(changed, "b").settings;
+        json changed = loadRunRecordDocument(runs.path() / "run-b.json");
+        TrainSettings after = replayRecord(readRunRecord(changed, "b")).settings;
         after.batch = 8;
         changed["events"].push_back({{"step", 3}, {"type", "setting_change"}, {"description", "batch: 16 -> 8"},
                                      {"settings", settingsToJson(after)}});
@@ -413,7 +413,7 @@ private slots:
         changed["name"] = "changed";
         writeJsonAtomically(runs.path() / "run-c.json", changed);
         // What a crash leaves: the summary still "running", steps cut short, no writer.
-        json crashed = loadRunRecord(runs.path() / "run-a.json");
+        json crashed = loadRunRecordDocument(runs.path() / "run-a.json");
         crashed["summary"]["status"] = "running";
         crashed["summary"].erase("finished_at");
         crashed["summary"].erase("images_per_second");

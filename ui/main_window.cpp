@@ -14,7 +14,7 @@
 #include "explorer/format_explorer.h"
 #include "export/run_export.h"
 #include "lessons/lesson_panel.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "run_list_model.h"
 #include "run_progress_widget.h"
 #include "run_store.h"
@@ -501,7 +501,7 @@ QString MainWindow::openFile(const QString& file)
         showError(error);
         return error;
     }
-    if (doc.is_object() && doc.contains("format_version")) return openRunRecord(file);
+    if (isRunRecordDocument(doc)) return openRunRecord(file);
     return loadConfig(file);
 }
 

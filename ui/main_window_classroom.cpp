@@ -5,7 +5,7 @@
 
 #include "files/input_file.h"
 #include "json/json_input.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include "charts/charts_view.h"
 #include "charts/histogram_chart.h"

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "report/runs_index.h"
-#include "report/step_point.h"
+#include "record/step_point.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"

@@ -2,8 +2,8 @@
 #include "run_store.h"
 
 #include "files/record_lock.h"
-#include "report/record_replay.h"
-#include "report/run_record.h"
+#include "record/run_record.h"
+#include "record/record_writer.h"
 #include "training_controller.h"
 
 #include <QDir>
@@ -33,8 +33,8 @@ QString freeRecordPath(const QString& dir, const QString& stem)
 RunPtr readRun(const QString& file, const QString& id, QString* error)
 {
     try {
-        const nlohmann::json record = loadRunRecord(toPath(file));
-        const ReplayedRun replay = replayRecord(record, file.toStdString());
+        const RunRecord record = loadRunRecord(toPath(file));
+        const ReplayedRun replay = replayRecord(record);
         auto run = std::make_shared<RunData>(id, replay.settings);
         for (const auto& e : replay.events) run->apply(e);
         // A record without its final summary is interrupted only when its writer is gone:
@@ -43,7 +43,7 @@ RunPtr readRun(const QString& file, const QString& id, QString* error)
             run->finish(replay.result);
             run->setInterrupted(replay.interrupted);
         }
-        const std::string name = record.value("name", std::string());
+        const std::string& name = record.name;
         run->setName(name.empty() ? id : QString::fromStdString(name));
         run->setRecordPath(file);
         return run;
@@ -294,9 +294,7 @@ QString RunStore::rename(const QString& id, const QString& name)
         pendingNames_.insert(id, trimmed);
     } else if (!run->recordPath().isEmpty()) {
         try {
-            nlohmann::json record = loadRunRecord(toPath(run->recordPath()));
-            record["name"] = trimmed.toStdString();
-            writeJsonAtomically(toPath(run->recordPath()), record);
+            renameRunRecord(toPath(run->recordPath()), trimmed.toStdString());
         } catch (const std::exception& e) {
             return tr("Could not rename the run: %1").arg(QString::fromStdString(e.what()));
         }

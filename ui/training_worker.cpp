@@ -4,7 +4,7 @@
 #include "files/output_paths.h"
 
 #include "data/dataset.h"
-#include "report/recorded_run.h"
+#include "record/recorded_run.h"
 #include "train/trainer.h"
 
 #include <filesystem>

@@ -6,7 +6,7 @@
 
 #include "error.h"
 #include "report/run_comparison.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "tensorboard/tensorboard_export.h"
 
 #include <iostream>

@@ -4,7 +4,7 @@
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "data/dataset.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include <iostream>
 

@@ -12,7 +12,7 @@
 #include "lesson/lesson.h"
 #include "lesson/lesson_check.h"
 #include "lesson/lesson_metrics.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include <cstdio>
 #include <iostream>
@@ -62,7 +62,7 @@ int runLesson(const LessonOptions& opts)
 
     const std::filesystem::path outDir = opts.outDir.empty() ? std::filesystem::path("lesson-runs") : std::filesystem::path(opts.outDir);
     std::filesystem::create_directories(outDir);
-    std::vector<nlohmann::json> records;
+    std::vector<RunRecord> records;
     for (std::size_t i = 0; i < lesson.runs.size(); ++i) {
         LessonRun& run = lesson.runs[i];
         if (opts.seed > 0) run.settings.seed = static_cast<std::uint64_t>(opts.seed);
@@ -84,7 +84,7 @@ int runLesson(const LessonOptions& opts)
         std::printf("run %-14s %-9s test accuracy %.2f%%  %lld steps\n", run.id.c_str(),
                     std::string(runStatusName(result.status)).c_str(), 100.0 * result.testAccuracy,
                     static_cast<long long>(result.steps));
-        records.push_back(recorded->recorder().record());
+        records.push_back(recorded->recorder().runRecord());
     }
 
     LessonRecords refs;

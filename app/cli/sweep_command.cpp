@@ -14,7 +14,7 @@
 #include "files/output_paths.h"
 #include "report/csv_export.h"
 #include "report/run_comparison.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #if PLAB_WITH_REPORTS
 #include "report_outputs.h"
 #endif

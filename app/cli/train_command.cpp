@@ -8,7 +8,7 @@
 #include "data/dataset.h"
 #include "error.h"
 #include "files/output_paths.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "train/memory_check.h"
 #include "train/trainer.h"
 

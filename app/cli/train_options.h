@@ -7,8 +7,8 @@
 
 #include "data/dataset.h"
 #include "files/record_lock.h"
-#include "report/recorded_run.h"
-#include "report/run_record.h"
+#include "record/recorded_run.h"
+#include "record/record_writer.h"
 #include "train/settings.h"
 #include "train/trainer.h"
 

@@ -9,7 +9,6 @@
 
 namespace plab {
 
-using nlohmann::json;
 
 namespace {
 
@@ -55,8 +54,8 @@ std::vector<ExpectationResult> checkExpectations(const Lesson& lesson, const Les
         r.expectation = &e;
         if (e.op == ExpectOp::diverged || e.op == ExpectOp::completed) {
             const int i = lesson.runIndex(e.left.run);
-            const json* rec = i >= 0 && static_cast<std::size_t>(i) < records.size() ? records[static_cast<std::size_t>(i)] : nullptr;
-            const std::string status = rec ? rec->value("/summary/status"_json_pointer, std::string()) : std::string();
+            const RunRecord* rec = i >= 0 && static_cast<std::size_t>(i) < records.size() ? records[static_cast<std::size_t>(i)] : nullptr;
+            const std::string status = rec ? rec->summary.status : std::string();
             if (!rec || status.empty() || status == "running" || status == "starting") {
                 r.why = "the run \"" + e.left.run + "\" has not finished";
             } else {

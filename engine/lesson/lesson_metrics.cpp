@@ -20,7 +20,6 @@
 
 namespace plab {
 
-using nlohmann::json;
 
 namespace {
 
@@ -116,91 +115,72 @@ bool isCategory(std::string_view s)
     return false;
 }
 
-std::uint64_t u64(const json& j, const char* key)
+// The telemetry snapshot at `step` ("last": the last one).
+const TelemetryPoint* snapshotAt(const RunRecord& record, const std::string& step, std::string* why)
 {
-    const auto it = j.find(key);
-    if (it == j.end() || !it->is_number_integer()) return 0;
-    return it->is_number_unsigned() || it->get<std::int64_t>() >= 0 ? it->get<std::uint64_t>() : 0;
-}
-
-// The telemetry snapshot at `step` ("last": the last one with histograms).
-const json* snapshotAt(const json& record, const std::string& step, std::string* why)
-{
-    const auto it = record.find("telemetry");
-    if (it == record.end() || !it->is_array() || it->empty()) {
+    if (record.telemetry.empty()) {
         if (why) *why = "the run recorded no telemetry";
         return nullptr;
     }
-    if (step == "last") return &it->back();
+    if (step == "last") return &record.telemetry.back();
     const auto wanted = parseInt(step);
-    for (const auto& t : *it)
-        if (wanted && t.contains("step") && t["step"].is_number_integer() && t["step"].get<std::int64_t>() == *wanted)
-            return &t;
+    for (const auto& t : record.telemetry)
+        if (wanted && t.step == *wanted) return &t;
     if (why) *why = "the run recorded no telemetry at step " + step;
     return nullptr;
 }
 
-const json* layerEntry(const json& snapshot, const std::string& layer, std::string_view kind)
+const LayerSnapshot* layerEntry(const TelemetryPoint& snapshot, const std::string& layer, std::string_view kind)
 {
-    const auto it = snapshot.find("layers");
-    if (it == snapshot.end() || !it->is_array()) return nullptr;
-    for (const auto& l : *it)
-        if (l.value("layer", "") == layer && l.value("kind", "") == kind) return &l;
-    return nullptr;
+    const auto k = parseTensorKind(kind);
+    return k ? snapshot.find(layer, *k) : nullptr;
 }
 
-std::optional<double> summaryNumber(const json& record, const char* key, std::string* why)
+std::optional<double> summaryNumber(const std::optional<double>& value, const char* key, std::string* why)
 {
-    const auto s = record.find("summary");
-    if (s != record.end() && s->contains(key) && (*s)[key].is_number()) return (*s)[key].get<double>();
-    if (why) *why = std::string("the record has no summary.") + key;
-    return std::nullopt;
+    if (!value && why) *why = std::string("the record has no summary.") + key;
+    return value;
 }
 
-std::optional<double> perLayerSummary(const json& record, const char* key, const std::string& layer, std::string* why)
+// One of the summary's per-layer values of `layer` ("all": their sum over the layers).
+template <class Value>
+std::optional<double> perLayerSummary(const RunRecord& record, const char* key, const std::string& layer, Value value,
+                                      std::string* why)
 {
-    const auto s = record.find("summary");
-    if (s != record.end() && s->contains(key) && (*s)[key].is_object()) {
-        const json& m = (*s)[key];
-        if (layer == "all") {
-            double sum = 0;
-            for (const auto& [k, v] : m.items())
-                if (v.is_number()) sum += v.get<double>();
-            return sum;
-        }
-        if (m.contains(layer) && m[layer].is_number()) return m[layer].get<double>();
-        if (m.contains(layer) && m[layer].is_null()) {
-            if (why) *why = std::string("summary.") + key + " of " + layer + " is empty: nothing was there to count";
-            return std::nullopt;
-        }
+    const auto& layers = record.summary.layers;
+    if (layer == "all") {
+        double sum = 0;
+        for (const LayerFractions& l : layers) sum += value(l).value_or(0.0);
+        return sum;
+    }
+    if (const LayerFractions* l = record.summary.layer(layer)) {
+        if (const auto v = value(*l)) return v;
+        if (why) *why = std::string("summary.") + key + " of " + layer + " is empty: nothing was there to count";
+        return std::nullopt;
     }
     if (why) *why = std::string("the record has no summary.") + key + " for " + layer;
     return std::nullopt;
 }
 
-std::vector<double> losses(const json& record)
+std::optional<double> countOf(std::int64_t n) { return static_cast<double>(n); }
+
+std::vector<double> losses(const RunRecord& record)
 {
     std::vector<double> out;
-    const auto it = record.find("steps");
-    if (it == record.end() || !it->is_array()) return out;
-    for (const auto& s : *it) {
-        const auto l = s.find("loss");
-        out.push_back(l != s.end() && l->is_number() ? l->get<double>() : std::numeric_limits<double>::quiet_NaN());
-    }
+    for (const StepPoint& s : record.steps) out.push_back(s.lossOrNaN());
     return out;
 }
 
-std::optional<double> scaleStat(const json& record, std::string_view which, std::string* why)
+std::optional<double> scaleStat(const RunRecord& record, std::string_view which, std::string* why)
 {
-    const auto it = record.find("steps");
-    if (it == record.end() || !it->is_array() || it->empty()) {
+    if (record.steps.empty()) {
         if (why) *why = "the run recorded no steps";
         return std::nullopt;
     }
     double lo = std::numeric_limits<double>::infinity(), hi = 0, last = 0;
     int growths = 0;
-    for (std::size_t i = 0; i < it->size(); ++i) {
-        const double v = (*it)[i].value("loss_scale", 1.0);
+    for (std::size_t i = 0; i < record.steps.size(); ++i) {
+        const double v = record.steps[i].lossScale;
         if (i > 0 && v > last) ++growths;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
@@ -210,12 +190,16 @@ std::optional<double> scaleStat(const json& record, std::string_view which, std:
     return which == "min" ? lo : which == "max" ? hi : last;
 }
 
-std::optional<double> memoryPeak(const json& record, const char* key, const std::string& category, std::string* why)
+std::optional<double> memoryPeak(const RunRecord& record, const RecordedPeak& peak, const char* key,
+                                 const std::string& category, std::string* why)
 {
-    const auto m = record.find("memory");
-    if (m != record.end() && m->contains(key) && (*m)[key].is_object() && (*m)[key].contains(category) &&
-        (*m)[key][category].is_number())
-        return (*m)[key][category].get<double>();
+    if (peak.recorded) {
+        if (category == "total") return static_cast<double>(peak.total);
+        const auto& names = record.memory.categories;
+        const auto it = std::find(names.begin(), names.end(), category);
+        if (it != names.end() && static_cast<std::size_t>(it - names.begin()) < peak.bytes.size())
+            return static_cast<double>(peak.bytes[static_cast<std::size_t>(it - names.begin())]);
+    }
     if (why) *why = std::string("the record has no memory.") + key + "." + category;
     return std::nullopt;
 }
@@ -333,7 +317,7 @@ std::string checkMetric(std::string_view metric, const TrainSettings* settings)
     return {};
 }
 
-std::optional<double> evaluateMetric(std::string_view metric, const json* record, std::string* why)
+std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* record, std::string* why)
 {
     const Parsed p = parseMetric(metric);
     if (!p.info || p.args.size() != expectedArgs(*p.info)) {
@@ -346,15 +330,17 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
         if (!fact && why) *why = "unknown format " + p.args[0];
         return fact;
     }
-    if (!record || !record->is_object()) {
+    if (!record) {
         if (why) *why = "no run record";
         return std::nullopt;
     }
-    const json& r = *record;
+    const RunRecord& r = *record;
     const auto& a = p.args;
 
-    if (name == "test_accuracy" || name == "best_test_accuracy" || name == "steps" || name == "skipped_steps")
-        return summaryNumber(r, std::string(name).c_str(), why);
+    if (name == "test_accuracy") return summaryNumber(r.summary.testAccuracy, "test_accuracy", why);
+    if (name == "best_test_accuracy") return summaryNumber(r.summary.bestTestAccuracy, "best_test_accuracy", why);
+    if (name == "steps") return static_cast<double>(r.summary.steps);
+    if (name == "skipped_steps") return static_cast<double>(r.summary.skippedSteps);
     if (name == "loss_mean_first" || name == "loss_mean_last") {
         const auto all = losses(r);
         const auto n = static_cast<std::size_t>(*parseInt(a[0]));
@@ -377,29 +363,36 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     if (name == "loss_scale_min") return scaleStat(r, "min", why);
     if (name == "loss_scale_max") return scaleStat(r, "max", why);
     if (name == "loss_scale_growths") return scaleStat(r, "growths", why);
-    if (name == "weight_grad_underflow") return perLayerSummary(r, "underflow_fraction", a[0], why);
-    if (name == "weight_grad_overflow") return perLayerSummary(r, "overflow_fraction", a[0], why);
-    if (name == "activation_grad_underflow") return perLayerSummary(r, "activation_grad_underflow_fraction", a[0], why);
-    if (name == "lost_updates") return perLayerSummary(r, "lost_update_fraction", a[0], why);
-    if (name == "weights_made_non_finite") return perLayerSummary(r, "weights_made_non_finite", a[0], why);
-    if (name == "optimizer_state_flushed") return perLayerSummary(r, "optimizer_state_flushed", a[0], why);
+    using L = const LayerFractions&;
+    if (name == "weight_grad_underflow")
+        return perLayerSummary(r, "underflow_fraction", a[0], [](L l) { return l.underflow; }, why);
+    if (name == "weight_grad_overflow")
+        return perLayerSummary(r, "overflow_fraction", a[0], [](L l) { return l.overflow; }, why);
+    if (name == "activation_grad_underflow")
+        return perLayerSummary(r, "activation_grad_underflow_fraction", a[0], [](L l) { return l.activationGradUnderflow; }, why);
+    if (name == "lost_updates")
+        return perLayerSummary(r, "lost_update_fraction", a[0], [](L l) { return l.lostUpdate; }, why);
+    if (name == "weights_made_non_finite")
+        return perLayerSummary(r, "weights_made_non_finite", a[0], [](L l) { return countOf(l.weightsMadeNonFinite); }, why);
+    if (name == "optimizer_state_flushed")
+        return perLayerSummary(r, "optimizer_state_flushed", a[0], [](L l) { return countOf(l.stateFlushed); }, why);
     if (name == "optimizer_state_made_non_finite")
-        return perLayerSummary(r, "optimizer_state_made_non_finite", a[0], why);
+        return perLayerSummary(r, "optimizer_state_made_non_finite", a[0], [](L l) { return countOf(l.stateMadeNonFinite); }, why);
     // One snapshot's rounding counts of (layer, kind) added to s; false where it has none.
-    const auto addStats = [](const json& snap, const std::string& layer, const std::string& kind, RoundingStats& s) {
-        const json* entry = layerEntry(snap, layer, kind);
-        if (!entry || !entry->contains("stats")) return false;
-        const json& st = (*entry)["stats"];
-        s.count += u64(st, "count");
-        s.zerosIn += u64(st, "zeros_in");
-        s.nan += u64(st, "nan");
-        s.infIn += u64(st, "inf_in");
-        s.underflow += u64(st, "underflow");
-        s.overflow += u64(st, "overflow");
+    const auto addStats = [](const TelemetryPoint& snap, const std::string& layer, const std::string& kind, RoundingStats& s) {
+        const LayerSnapshot* entry = layerEntry(snap, layer, kind);
+        if (!entry) return false;
+        const RoundingStats& st = entry->stats;
+        s.count += st.count;
+        s.zerosIn += st.zerosIn;
+        s.nan += st.nan;
+        s.infIn += st.infIn;
+        s.underflow += st.underflow;
+        s.overflow += st.overflow;
         return true;
     };
     if (name == "snapshot_underflow" || name == "snapshot_overflow") {
-        const json* snap = snapshotAt(r, a[2], why);
+        const TelemetryPoint* snap = snapshotAt(r, a[2], why);
         if (!snap) return std::nullopt;
         RoundingStats s;
         if (!addStats(*snap, a[0], a[1], s)) {
@@ -413,8 +406,7 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
     if (name == "snapshots_underflow" || name == "snapshots_overflow") {
         RoundingStats s;
         bool found = false;
-        if (const auto t = r.find("telemetry"); t != r.end() && t->is_array())
-            for (const auto& snap : *t) found = addStats(snap, a[0], a[1], s) || found;
+        for (const auto& snap : r.telemetry) found = addStats(snap, a[0], a[1], s) || found;
         if (!found) {
             if (why) *why = "no " + a[1] + " telemetry for " + a[0];
             return std::nullopt;
@@ -424,49 +416,42 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
         return share;
     }
     if (name == "snapshots_largest") {
-        // Bin i of a histogram holds the values in [2^(first_exponent + i), twice that).
+        // The upper edge of the largest nonzero bin: bin b holds [2^exponentOf(b), twice that).
         std::optional<double> largest;
-        if (const auto t = r.find("telemetry"); t != r.end() && t->is_array())
-            for (const auto& snap : *t) {
-                const json* entry = layerEntry(snap, a[0], a[1]);
-                if (!entry || !entry->contains("histogram") || !(*entry)["histogram"].is_object()) continue;
-                const json& h = (*entry)["histogram"];
-                const auto first = h.find("first_exponent");
-                const auto counts = h.find("counts");
-                if (first == h.end() || !first->is_number_integer() || counts == h.end() || !counts->is_array())
-                    continue;
-                for (std::size_t i = counts->size(); i-- > 0;)
-                    if ((*counts)[i].is_number() && (*counts)[i].get<double>() > 0) {
-                        const double edge = std::ldexp(1.0, static_cast<int>(first->get<std::int64_t>()) + static_cast<int>(i) + 1);
-                        largest = std::max(largest.value_or(0.0), edge);
-                        break;
-                    }
-            }
+        for (const auto& snap : r.telemetry) {
+            const LayerSnapshot* entry = layerEntry(snap, a[0], a[1]);
+            if (!entry || !entry->hasHistogram) continue;
+            for (int b = GradientHistogram::kBins; b-- > 0;)
+                if (entry->histogram.bins[static_cast<std::size_t>(b)] > 0) {
+                    largest = std::max(largest.value_or(0.0), std::ldexp(1.0, GradientHistogram::exponentOf(b) + 1));
+                    break;
+                }
+        }
         if (!largest && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " in any histogram";
         return largest;
     }
     if (name == "snapshot_scale") {
-        const json* snap = snapshotAt(r, a[2], why);
+        const TelemetryPoint* snap = snapshotAt(r, a[2], why);
         if (!snap) return std::nullopt;
-        const json* entry = layerEntry(*snap, a[0], a[1]);
-        if (!entry || !entry->contains("scale") || !(*entry)["scale"].is_number()) {
+        const LayerSnapshot* entry = layerEntry(*snap, a[0], a[1]);
+        if (!entry || !entry->scaling.tensorScale) {
             if (why) *why = "no per-tensor scale of " + a[1] + " for " + a[0] + " at step " + a[2];
             return std::nullopt;
         }
-        return (*entry)["scale"].get<double>();
+        return static_cast<double>(entry->scaling.scale);
     }
     if (name == "snapshot_lost_updates" || name == "snapshot_non_finite_updates" || name == "snapshot_zero_grads") {
-        const json* snap = snapshotAt(r, a[1], why);
+        const TelemetryPoint* snap = snapshotAt(r, a[1], why);
         if (!snap) return std::nullopt;
         std::uint64_t lost = 0, nonzero = 0, nonFinite = 0, zeros = 0;
         bool found = false;
-        for (const auto& l : snap->value("layers", json::array())) {
-            if (l.value("kind", "") != "weight_grad" || (a[0] != "all" && l.value("layer", "") != a[0])) continue;
+        for (const LayerSnapshot& l : snap->layers) {
+            if (l.kind != TensorKind::weightGrad || (a[0] != "all" && l.layer != a[0])) continue;
             found = true;
-            lost += u64(l, "lost_updates");
-            nonzero += u64(l, "nonzero_updates");
-            nonFinite += u64(l, "non_finite_updates");
-            if (l.contains("stats")) zeros += u64(l["stats"], "zeros_in") + u64(l["stats"], "underflow");
+            lost += static_cast<std::uint64_t>(l.updates.lost);
+            nonzero += static_cast<std::uint64_t>(l.updates.nonzero);
+            nonFinite += static_cast<std::uint64_t>(l.updates.nonFinite);
+            zeros += l.stats.zerosIn + l.stats.underflow;
         }
         if (!found) {
             if (why) *why = "no weight-gradient telemetry for " + a[0] + " at step " + a[1];
@@ -480,9 +465,9 @@ std::optional<double> evaluateMetric(std::string_view metric, const json* record
         }
         return static_cast<double>(name == "snapshot_zero_grads" ? zeros : nonFinite);
     }
-    if (name == "memory_peak") return memoryPeak(r, "peak", a[0], why);
-    if (name == "memory_training_peak") return memoryPeak(r, "training_peak", a[0], why);
-    if (name == "memory_evaluation_peak") return memoryPeak(r, "evaluation_peak", a[0], why);
+    if (name == "memory_peak") return memoryPeak(r, r.memory.peak, "peak", a[0], why);
+    if (name == "memory_training_peak") return memoryPeak(r, r.memory.trainingPeak, "training_peak", a[0], why);
+    if (name == "memory_evaluation_peak") return memoryPeak(r, r.memory.evaluationPeak, "evaluation_peak", a[0], why);
     if (why) *why = "metric " + quotedExcerpt(metric) + " has no evaluation";
     return std::nullopt;
 }

@@ -6,9 +6,8 @@
 // "lost_updates:fc1", "snapshot_underflow:loss,activation_grad,400", "format_max:fp16".
 #pragma once
 
+#include "record/run_record.h"
 #include "train/settings.h"
-
-#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
@@ -35,10 +34,10 @@ const std::vector<MetricInfo>& lessonMetrics();
 [[nodiscard]] std::string checkMetric(std::string_view metric, const TrainSettings* settings);
 const MetricInfo* findMetric(std::string_view metric);
 
-// The value of `metric` in `record` (a run record's JSON; ignored for format facts), or
+// The value of `metric` in `record` (ignored for format facts), or
 // nullopt with `why` set when the record does not hold it (e.g. no telemetry at that step).
 // Non-finite values are returned as they are (a loss mean over NaN losses is NaN).
-std::optional<double> evaluateMetric(std::string_view metric, const nlohmann::json* record, std::string* why = nullptr);
+std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* record, std::string* why = nullptr);
 
 // The telemetry layer names of a model: its layers in order, then "loss".
 std::vector<std::string> telemetryLayers(const ModelSpec& model);

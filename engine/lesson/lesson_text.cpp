@@ -10,7 +10,6 @@
 
 namespace plab {
 
-using nlohmann::json;
 
 namespace {
 
@@ -84,7 +83,7 @@ std::vector<Placeholder> placeholdersOf(std::string_view text)
 std::optional<double> metricValue(const MetricRef& ref, const Lesson& lesson, const LessonRecords& records,
                                   std::string* why)
 {
-    const json* record = nullptr;
+    const RunRecord* record = nullptr;
     if (!ref.run.empty()) {
         const int i = lesson.runIndex(ref.run);
         if (i < 0 || static_cast<std::size_t>(i) >= records.size() || !records[static_cast<std::size_t>(i)]) {

@@ -6,6 +6,8 @@
 
 #include "lesson/lesson.h"
 
+#include "record/run_record.h"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -31,7 +33,7 @@ Placeholder parsePlaceholder(std::string_view inside);
 std::vector<Placeholder> placeholdersOf(std::string_view text);
 
 // Records indexed like lesson.runs; a null entry for a run that has not finished.
-using LessonRecords = std::vector<const nlohmann::json*>;
+using LessonRecords = std::vector<const RunRecord*>;
 
 // The value of a metric reference (a format fact needs no record).
 std::optional<double> metricValue(const MetricRef& ref, const Lesson& lesson, const LessonRecords& records,

@@ -1,5 +1,5 @@
 // Building, writing and reading run records.
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include "backend/backend.h"
 #include "error.h"
@@ -37,63 +37,6 @@ std::string isoNow()
 json shareJson(const std::optional<double>& share) { return share ? json(*share) : json(nullptr); }
 
 }  // namespace
-
-json roundingStatsToJson(const RoundingStats& s)
-{
-    return {{"count", s.count},         {"zeros_in", s.zerosIn},   {"underflow", s.underflow},
-            {"subnormal", s.subnormal}, {"overflow", s.overflow}, {"nan", s.nan},
-            {"inf_in", s.infIn}};
-}
-
-RoundingStats roundingStatsFromJson(const json& j)
-{
-    RoundingStats s;
-    // Counts, range-checked before conversion (0 when absent).
-    constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
-    s.count = static_cast<std::uint64_t>(jsonWholeOr(j, "count", 0, kMaxCount));
-    s.zerosIn = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros_in", 0, kMaxCount));
-    s.underflow = static_cast<std::uint64_t>(jsonWholeOr(j, "underflow", 0, kMaxCount));
-    s.subnormal = static_cast<std::uint64_t>(jsonWholeOr(j, "subnormal", 0, kMaxCount));
-    s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxCount));
-    s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxCount));
-    s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxCount));
-    return s;
-}
-
-json histogramToJson(const GradientHistogram& h)
-{
-    int first = GradientHistogram::kBins, last = -1;
-    for (int b = 0; b < GradientHistogram::kBins; ++b)
-        if (h.bins[static_cast<std::size_t>(b)]) {
-            first = std::min(first, b);
-            last = b;
-        }
-    json counts = json::array();
-    for (int b = first; b <= last; ++b) counts.push_back(h.bins[static_cast<std::size_t>(b)]);
-    return {{"first_exponent", last >= 0 ? GradientHistogram::exponentOf(first) : 0},
-            {"counts", counts},
-            {"zeros", h.zeros},
-            {"non_finite", h.nonFinite}};
-}
-
-GradientHistogram histogramFromJson(const json& j)
-{
-    GradientHistogram h;
-    const auto first = jsonWhole(j.at("first_exponent"), GradientHistogram::kMinExponent - 1,
-                                 GradientHistogram::kMaxExponent + 1, "histogram \"first_exponent\"");
-    const auto& counts = j.at("counts");
-    // More counts than bins cannot all land in range (and first + i stays an int below).
-    if (counts.size() > static_cast<std::size_t>(GradientHistogram::kBins)) throw InputError("histogram exponent out of range");
-    for (std::size_t i = 0; i < counts.size(); ++i) {
-        const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(i));
-        if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
-        h.bins[static_cast<std::size_t>(bin)] =
-            static_cast<std::uint64_t>(jsonWhole(counts[i], 0, std::int64_t{1} << 62, "histogram \"counts\""));
-    }
-    h.zeros = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros", 0, std::int64_t{1} << 62));
-    h.nonFinite = static_cast<std::uint64_t>(jsonWholeOr(j, "non_finite", 0, std::int64_t{1} << 62));
-    return h;
-}
 
 json machineInfo(int threads)
 {
@@ -141,17 +84,11 @@ void writeJsonAtomically(const std::filesystem::path& file, const json& doc)
     writeFileAtomically(file, text);
 }
 
-json loadRunRecord(const std::filesystem::path& file)
+void renameRunRecord(const std::filesystem::path& file, const std::string& name)
 {
-    // Size- and depth-limited: a record nested 100,000 deep crashed every later walk.
-    json doc = readJsonFile(file, file.string() + ": run record");
-    if (!doc.is_object()) throw InputError(file.string() + ": not a run record (not a JSON object)");
-    if (!doc.contains("format_version") || !doc["format_version"].is_number_integer())
-        throw InputError(file.string() + ": not a run record (no format_version)");
-    if (doc["format_version"].get<int>() > kRunRecordFormatVersion)
-        throw InputError(file.string() + ": run record format " + jsonExcerpt(doc["format_version"]) +
-                         " is newer than this version of Precision Lab understands");
-    return doc;
+    json record = loadRunRecordDocument(file);
+    record["name"] = name;
+    writeJsonAtomically(file, record);
 }
 
 RunRecorder::RunRecorder(std::filesystem::path out, const TrainSettings& settings, const DataSplit& data,
@@ -182,6 +119,8 @@ RunRecorder::RunRecorder(std::filesystem::path out, const TrainSettings& setting
     lastFlush_ = std::chrono::steady_clock::now();
     if (!out_.empty()) flush();
 }
+
+RunRecord RunRecorder::runRecord() const { return readRunRecord(record_, out_.empty() ? "the run record" : out_.string()); }
 
 void RunRecorder::onEvent(const TrainerEvent& event)
 {

@@ -1,11 +1,12 @@
-// Run records: one JSON document per run (schema in docs/RUN_RECORD.md), built from the
-// trainer's events and rewritten atomically (temp file + rename) at most about once a
-// second and at the end, so it is valid at every moment and a crash loses at most the
-// last second.
+// Writing run records: one JSON document per run (schema in docs/RUN_RECORD.md; read back
+// by readRunRecord, run_record.h), built from the trainer's events and rewritten atomically
+// (temp file + rename) at most about once a second and at the end, so it is valid at every
+// moment and a crash loses at most the last second.
 #pragma once
 
 #include "data/dataset.h"
 #include "files/atomic_file.h"
+#include "record/run_record.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -20,8 +21,6 @@
 
 namespace plab {
 
-inline constexpr int kRunRecordFormatVersion = 1;
-
 class RunRecorder {
 public:
     // `out` may be empty: the record is kept in memory only.
@@ -33,6 +32,8 @@ public:
     void finish(const RunResult& result);
 
     const nlohmann::json& record() const { return record_; }
+    // The record as written so far, read back (readRunRecord).
+    RunRecord runRecord() const;
     const std::filesystem::path& path() const { return out_; }
     // Writes now (atomically). Throws std::runtime_error naming the file on failure.
     void flush();
@@ -66,17 +67,8 @@ private:
 // Writes `doc` to `file` through a temporary file in the same folder and a rename.
 void writeJsonAtomically(const std::filesystem::path& file, const nlohmann::json& doc);
 
-// Reads a run record; throws InputError naming the file for unreadable JSON, a missing
-// format_version, or a format_version newer than this build understands.
-nlohmann::json loadRunRecord(const std::filesystem::path& file);
-
-// Compact histogram form used in records: {"first_exponent": e, "counts": [...],
-// "zeros": z, "non_finite": n}, counts covering exponents first..first+len-1.
-nlohmann::json histogramToJson(const GradientHistogram& h);
-GradientHistogram histogramFromJson(const nlohmann::json& j);
-nlohmann::json roundingStatsToJson(const RoundingStats& s);
-// The inverse; a missing count reads as 0 (records written before a field existed).
-RoundingStats roundingStatsFromJson(const nlohmann::json& j);
+// Gives the saved record `file` a new name (rewritten atomically, nothing else changed).
+void renameRunRecord(const std::filesystem::path& file, const std::string& name);
 
 // Facts about this machine and build for the record's "machine" and "versions".
 nlohmann::json machineInfo(int threads);

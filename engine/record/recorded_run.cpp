@@ -1,5 +1,5 @@
 // One recorded run (see recorded_run.h).
-#include "report/recorded_run.h"
+#include "record/recorded_run.h"
 
 #include <stdexcept>
 

@@ -4,7 +4,7 @@
 // CLI's train, sweep and lesson commands and the app's training worker all run this.
 #pragma once
 
-#include "report/run_record.h"
+#include "record/record_writer.h"
 #include "train/trainer.h"
 
 #include <filesystem>

@@ -1,10 +1,9 @@
-// Turning a run record back into trainer events.
-#include "report/record_replay.h"
+// Reading a run record into a RunRecord (run_record.h); replay is in record_replay.cpp.
+#include "record/run_record.h"
 
 #include "json/json_input.h"
 
 #include "error.h"
-#include "report/run_record.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,211 +15,454 @@ using nlohmann::json;
 
 namespace {
 
-// An unknown status reads as failed.
-RunStatus statusFromName(const std::string& name) { return parseRunStatus(name).value_or(RunStatus::failed); }
+// ---- The schema's readers (docs/RUN_RECORD.md) ---------------------------------------------
+// An absent key reads as its default (older records lack newer fields); a present one must
+// have its documented type and range, or the record is refused naming the place and the key.
+// Messages are built only on failure.
 
-// Every event with the step it belongs to, so that the merge keeps the trainer's order:
-// within one step, changes come before the step, evaluations and telemetry after it.
-struct Timed {
-    std::int64_t step;
-    int order;
-    TrainerEvent event;
+// Where a field is: "the summary", "step 12", "the evaluation at step 40", ...
+struct Place {
+    const char* what;
+    std::int64_t step = -1;   // appended when not negative
+    std::string text() const { return step >= 0 ? std::string(what) + " " + std::to_string(step) : what; }
 };
 
-// Bounds of what a record may hold: steps and counts far beyond any run, small enough that
-// no arithmetic on them overflows.
-constexpr std::int64_t kMaxStep = std::int64_t{1} << 53;
-constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
+[[noreturn]] void refuseField(const Place& at, const char* key, const char* must, const json& got)
+{
+    throw InputError(at.text() + ": \"" + key + "\" must be " + must + ", got " + jsonExcerpt(got));
+}
+
+constexpr std::int64_t kMaxWhole = std::int64_t{1} << 62;
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
-// Runs `read`; a field check that fails there is rethrown naming the record and the place
-// ("steps[12]"). Built only then: replaying a long record builds no message strings.
-template <class Read>
-void readAt(const std::string& origin, const char* section, Read&& read)
+// A whole number from lo to hi (counts, steps, epochs, batches); `fallback` when absent.
+std::int64_t whole(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0,
+                   std::int64_t hi = kMaxWhole)
 {
+    const auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
     try {
-        read();
-    } catch (const InputError& e) {
-        throw InputError(origin + ": " + section + ": " + e.what());
-    }
-}
-template <class Read>
-void readAt(const std::string& origin, const char* section, std::size_t index, Read&& read)
-{
-    try {
-        read();
-    } catch (const InputError& e) {
-        throw InputError(origin + ": " + section + "[" + std::to_string(index) + "]: " + e.what());
+        return jsonWhole(*it, lo, hi, key);
+    } catch (const InputError&) {
+        refuseField(at, key, lo == 0 ? "a whole number of at least 0" : "a whole number of at least 1", *it);
     }
 }
 
-// The byte counts of one memory category list ("peak", "training_peak", ...): 0 when absent.
-void readPeaks(const json& obj, std::array<std::int64_t, kMemoryCategories>& bytes, std::int64_t& total)
+int wholeInt(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0)
 {
-    for (int c = 0; c < kMemoryCategories; ++c)
-        bytes[static_cast<std::size_t>(c)] =
-            jsonWholeOr(obj, memoryCategoryName(static_cast<MemoryCategory>(c)), 0, kMaxCount);
-    total = jsonWholeOr(obj, "total", 0, kMaxCount);
+    return static_cast<int>(whole(obj, key, at, lo, fallback, kMaxInt));
+}
+
+// The ranges of the schema's real numbers.
+struct Range {
+    double lo, hi;
+    const char* must;
+};
+constexpr Range kFraction{0.0, 1.0, "a number from 0 to 1"};
+constexpr Range kNonNegative{0.0, std::numeric_limits<double>::max(), "a number of at least 0"};
+constexpr Range kPositive{std::numeric_limits<double>::min(), std::numeric_limits<double>::max(), "a positive number"};
+constexpr Range kFinite{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), "a number"};
+
+// A number in its range; nullopt when absent or null (what was not measured, or a loss that
+// was not finite).
+std::optional<double> number(const json& obj, const char* key, const Place& at, const Range& range)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number()) refuseField(at, key, range.must, *it);
+    const double v = it->get<double>();
+    if (!(v >= range.lo && v <= range.hi)) refuseField(at, key, range.must, *it);   // NaN fails too
+    return v;
+}
+
+std::optional<std::string> text(const json& obj, const char* key, const Place& at)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string()) refuseField(at, key, "text", *it);
+    return it->get<std::string>();
+}
+
+// An object section; `empty` when absent.
+const json& section(const json& obj, const char* key, const json& empty)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end()) return empty;
+    if (!it->is_object()) throw InputError(std::string("\"") + key + "\" must be an object, got " + jsonExcerpt(*it));
+    return *it;
+}
+
+// The elements of an array section, each an object.
+const json& entries(const json& obj, const char* key, const json& empty)
+{
+    const auto it = obj.find(key);
+    if (it == obj.end()) return empty;
+    if (!it->is_array()) throw InputError(std::string("\"") + key + "\" must be an array, got " + jsonExcerpt(*it));
+    for (const json& e : *it)
+        if (!e.is_object())
+            throw InputError(std::string("every entry of \"") + key + "\" must be an object, got " + jsonExcerpt(e));
+    return *it;
+}
+
+LayerSnapshot snapshotFromJson(const json& l, const Place& at)
+{
+    LayerSnapshot s;
+    s.layer = text(l, "layer", at).value_or("");
+    const std::string kind = text(l, "kind", at).value_or("");
+    const auto parsed = parseTensorKind(kind);
+    if (!parsed) refuseField(at, "kind", "a tensor kind", l.at("kind"));
+    s.kind = *parsed;
+    s.stats = roundingStatsFromJson(section(l, "stats", json::object()));
+    s.updates.lost = whole(l, "lost_updates", at);
+    s.updates.nonzero = whole(l, "nonzero_updates", at);
+    s.updates.nonFinite = whole(l, "non_finite_updates", at);
+    s.updates.stateFlushed = whole(l, "state_flushed", at);   // older records: none
+    s.updates.stateNonFinite = whole(l, "state_non_finite", at);
+    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) {
+        s.hasHistogram = true;
+        s.histogram = histogramFromJson(*h);
+    }
+    if (l.contains("scale")) {
+        s.scaling.present = s.scaling.tensorScale = true;
+        s.scaling.scale = static_cast<float>(number(l, "scale", at, kFinite).value_or(1.0));
+        s.scaling.amax = static_cast<float>(number(l, "amax", at, kFinite).value_or(std::numeric_limits<double>::quiet_NaN()));
+    }
+    if (const auto b = l.find("block_scales"); b != l.end()) {
+        if (!b->is_object()) refuseField(at, "block_scales", "a histogram", *b);
+        s.scaling.present = s.scaling.blocks = true;
+        s.scaling.blockScales = histogramFromJson(*b);
+    }
+    return s;
+}
+
+RecordedPeak peakFromJson(const json& memory, const char* key, const std::vector<std::string>& categories)
+{
+    RecordedPeak p;
+    const auto it = memory.find(key);
+    if (it == memory.end() || !it->is_object() || it->empty()) return p;
+    const Place at{key};
+    p.recorded = true;
+    for (const auto& c : categories) p.bytes.push_back(whole(*it, c.c_str(), at));
+    p.total = whole(*it, "total", at);
+    return p;
+}
+
+void readSummary(const json& s, RecordedSummary& out)
+{
+    const Place summary{"the summary"};
+    if (const auto it = s.find("status"); it != s.end() && !it->is_string())
+        refuseField(summary, "status", "a run status", *it);
+    out.status = jsonTextOr(s, "status", "running");
+    if (!parseRunStatus(out.status))
+        throw InputError("\"status\" " + jsonExcerpt(s.at("status")) + " is not a run status");
+    out.message = text(s, "message", summary).value_or("");
+    out.steps = whole(s, "steps", summary);
+    out.skippedSteps = whole(s, "skipped_steps", summary);
+    out.testAccuracy = number(s, "test_accuracy", summary, kFraction);
+    out.bestTestAccuracy = number(s, "best_test_accuracy", summary, kFraction);
+    out.imagesPerSecond = number(s, "images_per_second", summary, kNonNegative).value_or(0.0);
+    out.finishedAt = text(s, "finished_at", summary).value_or("");
+
+    std::vector<std::string> names;
+    for (const char* key : {"underflow_fraction", "overflow_fraction", "lost_update_fraction",
+                            "activation_grad_underflow_fraction", "weights_made_non_finite",
+                            "optimizer_state_flushed", "optimizer_state_made_non_finite"})
+        if (const auto it = s.find(key); it != s.end()) {
+            if (!it->is_object()) refuseField(summary, key, "an object of layers", *it);
+            for (const auto& [layer, v] : it->items())
+                if (std::find(names.begin(), names.end(), layer) == names.end()) names.push_back(layer);
+        }
+    sortLayersInModelOrder(names);
+    const json none = json::object();
+    const auto perLayer = [&](const char* key) -> const json& {
+        const auto it = s.find(key);
+        return it == s.end() ? none : *it;
+    };
+    for (const auto& name : names) {
+        const char* layer = name.c_str();
+        LayerFractions f;
+        f.layer = name;
+        f.underflow = number(perLayer("underflow_fraction"), layer, Place{"the summary's underflow_fraction"}, kFraction);
+        f.overflow = number(perLayer("overflow_fraction"), layer, Place{"the summary's overflow_fraction"}, kFraction);
+        f.activationGradUnderflow = number(perLayer("activation_grad_underflow_fraction"), layer,
+                                           Place{"the summary's activation_grad_underflow_fraction"}, kFraction);
+        f.lostUpdate = number(perLayer("lost_update_fraction"), layer, Place{"the summary's lost_update_fraction"},
+                              kFraction);
+        f.weightsMadeNonFinite = whole(perLayer("weights_made_non_finite"), layer,
+                                       Place{"the summary's weights_made_non_finite"});
+        // Records before the state was counted have none: 0.
+        f.stateFlushed = whole(perLayer("optimizer_state_flushed"), layer, Place{"the summary's optimizer_state_flushed"});
+        f.stateMadeNonFinite = whole(perLayer("optimizer_state_made_non_finite"), layer,
+                                     Place{"the summary's optimizer_state_made_non_finite"});
+        out.layers.push_back(std::move(f));
+    }
+}
+
+// nullopt for a type this build does not know (a newer writer's): skipped, as a reader of
+// the same format version must.
+std::optional<RecordedEvent> eventFromJson(const json& ev, std::size_t index, const std::string& origin)
+{
+    const std::int64_t step = whole(ev, "step", Place{"an event"});
+    const Place at{"the event at step", step};
+    const std::string type = text(ev, "type", at).value_or("");
+    if (type == "setting_change") {
+        const auto it = ev.find("settings");
+        if (it == ev.end() || !it->is_object()) refuseField(at, "settings", "an object of settings", ev.value("settings", json()));
+        return SettingChangeEvent{step, text(ev, "description", at).value_or(""),
+                                  settingsFromJson(*it, origin + " events[" + std::to_string(index) + "] settings")};
+    }
+    if (type == "change_refused")
+        return ChangeRefusedEvent{step, text(ev, "description", at).value_or(""), text(ev, "reason", at).value_or("")};
+    if (type == "status") {
+        // An unknown status reads as failed.
+        const auto status = parseRunStatus(text(ev, "status", at).value_or("")).value_or(RunStatus::failed);
+        return StatusEvent{status, step, text(ev, "message", at).value_or("")};
+    }
+    return std::nullopt;
 }
 
 }  // namespace
 
-ReplayedRun replayRecord(const json& record, const std::string& origin)
+json roundingStatsToJson(const RoundingStats& s)
 {
-    ReplayedRun out;
-    try {
-        out.settings = settingsFromJson(record.at("settings"), origin + " settings");
-        std::vector<Timed> timed;
+    return {{"count", s.count},         {"zeros_in", s.zerosIn},   {"underflow", s.underflow},
+            {"subnormal", s.subnormal}, {"overflow", s.overflow}, {"nan", s.nan},
+            {"inf_in", s.infIn}};
+}
 
-        const auto& steps = record.at("steps");
-        std::int64_t lastStep = 0;
-        if (!steps.empty())
-            readAt(origin, "steps", steps.size() - 1, [&] { lastStep = jsonWhole(steps.back().at("step"), 0, kMaxStep, "\"step\""); });
-        const auto& summary = record.at("summary");
-        const std::string status = summary.value("status", "running");
-        RunStartEvent start;
-        start.backend = record.at("backend").value("name", "cpu");
-        if (const json& b = record["backend"]; b.contains("arithmetic") && b["arithmetic"].is_string())
-            start.arithmetic = b["arithmetic"].get<std::string>();
-        if (record.contains("versions") && record["versions"].contains("backend"))
-            start.versions = record["versions"]["backend"].get<std::vector<std::string>>();
-        // The plan is not recorded: a completed run did what it planned (whatever batch-size
-        // changes did to the plan); any other is measured against its settings' plan.
-        std::int64_t trainImages = 0;
-        if (record.contains("data"))
-            readAt(origin, "data", [&] { trainImages = jsonWholeOr(record["data"], "train_images", 0, kMaxCount); });
-        start.plannedSteps = status == "completed"
-                                 ? lastStep
-                                 : std::max(lastStep, plannedSteps(out.settings, trainImages));
-        timed.push_back({-1, 0, start});
+RoundingStats roundingStatsFromJson(const json& j)
+{
+    RoundingStats s;
+    // Counts, range-checked before conversion (0 when absent).
+    constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
+    s.count = static_cast<std::uint64_t>(jsonWholeOr(j, "count", 0, kMaxCount));
+    s.zerosIn = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros_in", 0, kMaxCount));
+    s.underflow = static_cast<std::uint64_t>(jsonWholeOr(j, "underflow", 0, kMaxCount));
+    s.subnormal = static_cast<std::uint64_t>(jsonWholeOr(j, "subnormal", 0, kMaxCount));
+    s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxCount));
+    s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxCount));
+    s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxCount));
+    return s;
+}
 
-        std::int64_t skipped = 0;
-        for (std::size_t i = 0; i < steps.size(); ++i) {
-            const auto& s = steps[i];
-            StepEvent e;
-            readAt(origin, "steps", i, [&] {
-                e.step = jsonWhole(s.at("step"), 0, kMaxStep, "\"step\"");
-                e.epoch = static_cast<int>(jsonWhole(s.at("epoch"), 0, kMaxInt, "\"epoch\""));
-                e.loss = jsonFloat(s.at("loss"), "\"loss\"");
-                e.lossScale = jsonReal(s.at("loss_scale"), "\"loss_scale\"");
-                e.lr = jsonReal(s.at("lr"), "\"lr\"");
-                e.batch = static_cast<int>(jsonWhole(s.at("batch"), 1, kMaxInt, "\"batch\""));
-            });
-            e.skipped = s.at("skipped").get<bool>();
-            e.timeMs = s.value("time_ms", 0.0);
-            skipped += e.skipped ? 1 : 0;
-            e.skippedSoFar = skipped;
-            timed.push_back({e.step, 1, e});
+json histogramToJson(const GradientHistogram& h)
+{
+    int first = GradientHistogram::kBins, last = -1;
+    for (int b = 0; b < GradientHistogram::kBins; ++b)
+        if (h.bins[static_cast<std::size_t>(b)]) {
+            first = std::min(first, b);
+            last = b;
         }
-        const auto& events = record.at("events");
-        for (std::size_t i = 0; i < events.size(); ++i) {
-            const auto& ev = events[i];
-            std::int64_t step = 0;
-            readAt(origin, "events", i, [&] { step = jsonWhole(ev.at("step"), 0, kMaxStep, "\"step\""); });
-            if (ev.at("type") == "setting_change")
-                timed.push_back({step, 2, SettingChangeEvent{step, ev.at("description").get<std::string>(),
-                                                                 settingsFromJson(ev.at("settings"), origin + " events[" + std::to_string(i) + "] settings")}});
-            else if (ev.at("type") == "change_refused")
-                timed.push_back({step, 2, ChangeRefusedEvent{step, ev.at("description").get<std::string>(),
-                                                                 ev.at("reason").get<std::string>()}});
-            else if (ev.at("type") == "status")
-                timed.push_back({step, 3, StatusEvent{statusFromName(ev.at("status").get<std::string>()), step,
-                                                      ev.value("message", "")}});
-        }
-        const auto& evals = record.at("evals");
-        for (std::size_t i = 0; i < evals.size(); ++i) {
-            const auto& ev = evals[i];
-            EvalEvent e;
-            readAt(origin, "evals", i, [&] {
-                e = EvalEvent{jsonWhole(ev.at("step"), 0, kMaxStep, "\"step\""),
-                              static_cast<int>(jsonWhole(ev.at("epoch"), 0, kMaxInt, "\"epoch\"")),
-                              jsonReal(ev.at("test_accuracy"), "\"test_accuracy\""), jsonReal(ev.at("test_loss"), "\"test_loss\"")};
-            });
-            timed.push_back({e.step, 4, e});
-        }
-        const auto& telemetry = record.at("telemetry");
-        for (std::size_t i = 0; i < telemetry.size(); ++i) {
-            const auto& t = telemetry[i];
-            TelemetryEvent e;
-            readAt(origin, "telemetry", i, [&] {
-                e.step = jsonWhole(t.at("step"), 0, kMaxStep, "\"step\"");
-                e.lossScale = jsonReal(t.at("loss_scale"), "\"loss_scale\"");
-                for (const auto& l : t.at("layers")) {
-                    LayerTelemetry lt;
-                    lt.layer = l.at("layer").get<std::string>();
-                    lt.kind = parseTensorKind(l.at("kind").get<std::string>()).value_or(TensorKind::activation);
-                    lt.stats = roundingStatsFromJson(l.at("stats"));
-                    if (l.contains("histogram")) lt.histogram = histogramFromJson(l["histogram"]);
-                    if (l.contains("scale")) {
-                        lt.scaling.present = lt.scaling.tensorScale = true;
-                        lt.scaling.scale = static_cast<float>(jsonReal(l.at("scale"), "\"scale\""));
-                        lt.scaling.amax = l.at("amax").is_null() ? std::numeric_limits<float>::quiet_NaN()
-                                                                 : static_cast<float>(jsonReal(l.at("amax"), "\"amax\""));
-                    }
-                    if (l.contains("block_scales")) {
-                        lt.scaling.present = lt.scaling.blocks = true;
-                        lt.scaling.blockScales = histogramFromJson(l.at("block_scales"));
-                    }
-                    lt.update.lost = jsonWholeOr(l, "lost_updates", 0, kMaxCount);
-                    lt.update.nonzero = jsonWholeOr(l, "nonzero_updates", 0, kMaxCount);
-                    lt.update.nonFinite = jsonWholeOr(l, "non_finite_updates", 0, kMaxCount);
-                    lt.update.stateFlushed = jsonWholeOr(l, "state_flushed", 0, kMaxCount);   // older records: none
-                    lt.update.stateNonFinite = jsonWholeOr(l, "state_non_finite", 0, kMaxCount);
-                    e.layers.push_back(std::move(lt));
-                }
-            });
-            timed.push_back({e.step, 5, e});
-        }
-        const auto& memory = record.at("memory");
-        const auto& samples = memory.at("samples");
-        for (std::size_t i = 0; i < samples.size(); ++i) {
-            const auto& m = samples[i];
-            MemoryEvent e;
-            readAt(origin, "memory samples", i, [&] {
-                e.step = jsonWhole(m.at("step"), 0, kMaxStep, "\"step\"");
-                const auto& bytes = m.at("bytes");
-                for (int c = 0; c < kMemoryCategories && c < static_cast<int>(bytes.size()); ++c)
-                    e.memory.live[static_cast<std::size_t>(c)] = jsonWhole(bytes[static_cast<std::size_t>(c)], 0, kMaxCount, "\"bytes\"");
-                e.memory.totalLive = jsonWhole(m.at("total"), 0, kMaxCount, "\"total\"");
-                if (m.contains("device_used"))
-                    e.device = DeviceMemoryInfo{static_cast<std::uint64_t>(jsonWhole(m.at("device_used"), 0, kMaxCount, "\"device_used\"")),
-                                                static_cast<std::uint64_t>(jsonWholeOr(m, "device_total", 0, kMaxCount))};
-            });
-            e.elapsedMs = m.value("elapsed_ms", 0.0);
-            timed.push_back({e.step, 6, e});
-        }
-        // The peaks of the whole run, on a last memory sample.
-        if (memory.contains("peak") && !memory["peak"].empty() && !samples.empty()) {
-            MemoryEvent e = std::get<MemoryEvent>(timed.back().event);
-            readAt(origin, "memory peak", [&] { readPeaks(memory["peak"], e.memory.peak, e.memory.totalPeak); });
-            // A training step's peak apart from an evaluation's (records since format 2 of
-            // lessons; older records have none and keep zeros).
-            for (const auto& [phase, key] : {std::pair{MemoryPhase::training, "training_peak"},
-                                             std::pair{MemoryPhase::evaluation, "evaluation_peak"}}) {
-                if (!memory.contains(key) || !memory[key].is_object()) continue;
-                MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
-                readAt(origin, key, [&] { readPeaks(memory[key], p.bytes, p.total); });
-            }
-            timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
-        }
-        std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) {
-            return a.step != b.step ? a.step < b.step : a.order < b.order;
-        });
-        out.events.reserve(timed.size());
-        for (auto& t : timed) out.events.push_back(std::move(t.event));
+    json counts = json::array();
+    for (int b = first; b <= last; ++b) counts.push_back(h.bins[static_cast<std::size_t>(b)]);
+    return {{"first_exponent", last >= 0 ? GradientHistogram::exponentOf(first) : 0},
+            {"counts", counts},
+            {"zeros", h.zeros},
+            {"non_finite", h.nonFinite}};
+}
 
-        out.interrupted = status == "running" || status == "starting" || status == "paused";
-        out.result.status = out.interrupted ? RunStatus::stopped : statusFromName(status);
-        out.result.message = out.interrupted ? "interrupted: the record ends at step " + std::to_string(lastStep)
-                                             : summary.value("message", "");
-        out.result.testAccuracy = summary.at("test_accuracy").is_number() ? summary["test_accuracy"].get<double>() : 0.0;
-        out.result.steps = lastStep;
-        out.result.skippedSteps = skipped;
-        out.result.imagesPerSecond = summary.value("images_per_second", 0.0);
-    } catch (const json::exception& e) {
-        throw InputError(origin + ": the run record is incomplete or damaged (" + e.what() + ")");
+GradientHistogram histogramFromJson(const json& j)
+{
+    GradientHistogram h;
+    const auto first = jsonWhole(j.at("first_exponent"), GradientHistogram::kMinExponent - 1,
+                                 GradientHistogram::kMaxExponent + 1, "histogram \"first_exponent\"");
+    const auto& counts = j.at("counts");
+    // More counts than bins cannot all land in range (and first + i stays an int below).
+    if (counts.size() > static_cast<std::size_t>(GradientHistogram::kBins)) throw InputError("histogram exponent out of range");
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(i));
+        if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
+        h.bins[static_cast<std::size_t>(bin)] =
+            static_cast<std::uint64_t>(jsonWhole(counts[i], 0, std::int64_t{1} << 62, "histogram \"counts\""));
     }
-    return out;
+    h.zeros = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros", 0, std::int64_t{1} << 62));
+    h.nonFinite = static_cast<std::uint64_t>(jsonWholeOr(j, "non_finite", 0, std::int64_t{1} << 62));
+    return h;
+}
+
+void sortLayersInModelOrder(std::vector<std::string>& layers)
+{
+    const auto rank = [](const std::string& layer) { return layer == "input" ? 0 : layer == "loss" ? 2 : 1; };
+    std::stable_sort(layers.begin(), layers.end(),
+                     [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+}
+
+const LayerSnapshot* TelemetryPoint::find(const std::string& layer, TensorKind kind) const
+{
+    for (const auto& l : layers)
+        if (l.layer == layer && l.kind == kind) return &l;
+    return nullptr;
+}
+
+const LayerFractions* RecordedSummary::layer(const std::string& name) const
+{
+    for (const auto& l : layers)
+        if (l.layer == name) return &l;
+    return nullptr;
+}
+
+const TrainSettings& RunRecord::finalSettings() const
+{
+    const TrainSettings* last = &settings;
+    for (const auto& e : events)
+        if (const auto* change = std::get_if<SettingChangeEvent>(&e)) last = &change->settings;
+    return *last;
+}
+
+bool RunRecord::interrupted() const
+{
+    return summary.status == "running" || summary.status == "starting" || summary.status == "paused";
+}
+
+std::int64_t RunRecord::lastStep() const { return steps.empty() ? 0 : steps.back().step; }
+
+RunRecord readRunRecord(const json& doc, const std::string& origin)
+{
+    auto bad = [&](const std::string& what) { return InputError(origin + ": not a usable run record: " + what); };
+    if (!doc.is_object()) throw bad("expected a JSON object");
+    for (const char* key : {"settings", "summary", "steps"})
+        if (!doc.contains(key)) throw bad(std::string("the \"") + key + "\" section is missing");
+    if (!doc["settings"].is_object() || !doc["summary"].is_object() || !doc["steps"].is_array())
+        throw bad("settings and summary must be objects and steps an array");
+
+    RunRecord r;
+    try {
+        const Place top{"the record"};
+        r.formatVersion = wholeInt(doc, "format_version", top, 0, kRunRecordFormatVersion);
+        r.name = text(doc, "name", top).value_or("");
+        r.createdAt = text(doc, "created_at", top).value_or("");
+        r.settings = settingsFromJson(doc["settings"], origin + " settings");
+        for (const auto& [key, value] : doc["settings"].items()) r.settingKeys.push_back(key);
+
+        const json none = json::object();
+        const json& machine = section(doc, "machine", none);
+        const Place machinePlace{"the machine"};
+        r.machine.cpu = text(machine, "cpu", machinePlace);
+        r.machine.os = text(machine, "os", machinePlace);
+        r.machine.hostname = text(machine, "hostname", machinePlace);
+        if (machine.contains("logical_cores")) r.machine.logicalCores = whole(machine, "logical_cores", machinePlace);
+        if (machine.contains("threads")) r.machine.threads = whole(machine, "threads", machinePlace);
+        const json& versions = section(doc, "versions", none);
+        const Place versionsPlace{"the versions"};
+        r.versions.precisionLab = text(versions, "precision_lab", versionsPlace);
+        r.versions.compiler = text(versions, "compiler", versionsPlace);
+        r.versions.nlohmannJson = text(versions, "nlohmann_json", versionsPlace);
+        if (const auto it = versions.find("backend"); it != versions.end()) {
+            if (!it->is_array()) refuseField(versionsPlace, "backend", "a list of libraries", *it);
+            for (const json& v : *it) {
+                if (!v.is_string()) refuseField(versionsPlace, "backend", "a list of libraries", *it);
+                r.versions.backend.push_back(v.get<std::string>());
+            }
+        }
+        const json& backend = section(doc, "backend", none);
+        r.backend = text(backend, "name", Place{"the backend"}).value_or("cpu");
+        r.arithmetic = text(backend, "arithmetic", Place{"the backend"});
+        const json& data = section(doc, "data", none);
+        const Place dataPlace{"the data"};
+        r.data.name = text(data, "name", dataPlace).value_or("");
+        r.data.description = text(data, "description", dataPlace).value_or("");
+        r.data.trainImages = whole(data, "train_images", dataPlace);
+        r.data.testImages = whole(data, "test_images", dataPlace);
+
+        readSummary(doc["summary"], r.summary);
+
+        const json emptyList = json::array();
+        for (const auto& st : entries(doc, "steps", emptyList)) {
+            StepPoint p;
+            p.step = whole(st, "step", Place{"a step"});
+            const Place at{"step", p.step};
+            p.epoch = wholeInt(st, "epoch", at);
+            p.batch = wholeInt(st, "batch", at, 1);
+            p.loss = number(st, "loss", at, kFinite);
+            p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
+            if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
+                refuseField(at, "skipped", "true or false", *it);
+            p.skipped = st.value("skipped", false);
+            p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
+            p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
+            r.steps.push_back(p);
+        }
+        const json& events = entries(doc, "events", emptyList);
+        for (std::size_t i = 0; i < events.size(); ++i)
+            if (auto e = eventFromJson(events[i], i, origin)) r.events.push_back(std::move(*e));
+        for (const auto& e : entries(doc, "evals", emptyList)) {
+            const std::int64_t step = whole(e, "step", Place{"an evaluation"});
+            const Place at{"the evaluation at step", step};
+            r.evals.push_back({step, wholeInt(e, "epoch", at), number(e, "test_accuracy", at, kFraction).value_or(0.0),
+                               number(e, "test_loss", at, kFinite).value_or(0.0)});
+        }
+        for (const auto& t : entries(doc, "telemetry", emptyList)) {
+            TelemetryPoint p;
+            p.step = whole(t, "step", Place{"a telemetry entry"});
+            const Place at{"the telemetry at step", p.step};
+            p.lossScale = number(t, "loss_scale", at, kPositive).value_or(1.0);
+            for (const auto& l : entries(t, "layers", emptyList)) p.layers.push_back(snapshotFromJson(l, at));
+            r.telemetry.push_back(std::move(p));
+        }
+        const json& mem = section(doc, "memory", none);
+        if (const auto it = mem.find("categories"); it != mem.end()) {
+            if (!it->is_array()) refuseField(Place{"the memory"}, "categories", "a list of names", *it);
+            for (const json& c : *it) {
+                if (!c.is_string()) refuseField(Place{"the memory"}, "categories", "a list of names", *it);
+                r.memory.categories.push_back(c.get<std::string>());
+            }
+        } else {
+            for (int c = 0; c < kMemoryCategories; ++c)   // records before the list: this build's order
+                r.memory.categories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
+        }
+        r.memory.peak = peakFromJson(mem, "peak", r.memory.categories);
+        r.memory.trainingPeak = peakFromJson(mem, "training_peak", r.memory.categories);
+        r.memory.evaluationPeak = peakFromJson(mem, "evaluation_peak", r.memory.categories);
+        for (const auto& m : entries(mem, "samples", emptyList)) {
+            MemoryPoint p;
+            p.step = whole(m, "step", Place{"a memory sample"});
+            const Place at{"the memory sample at step", p.step};
+            if (const auto it = m.find("bytes"); it != m.end()) {
+                if (!it->is_array()) refuseField(at, "bytes", "an array of byte counts", *it);
+                for (const json& b : *it) {
+                    if (!b.is_number()) refuseField(at, "bytes", "an array of byte counts", *it);
+                    try {
+                        p.bytes.push_back(jsonWhole(b, 0, kMaxWhole, "bytes"));
+                    } catch (const InputError&) {
+                        refuseField(at, "bytes", "an array of byte counts", *it);
+                    }
+                }
+            }
+            p.total = whole(m, "total", at);
+            p.elapsedMs = number(m, "elapsed_ms", at, kNonNegative).value_or(0.0);
+            if (m.contains("device_used"))
+                p.device = DeviceMemoryInfo{static_cast<std::uint64_t>(whole(m, "device_used", at)),
+                                            static_cast<std::uint64_t>(whole(m, "device_total", at))};
+            r.memory.samples.push_back(std::move(p));
+        }
+    } catch (const json::exception& e) {
+        throw bad(e.what());
+    } catch (const InputError& e) {
+        // A field's own check (a number out of range) names the field; this adds the file.
+        const std::string what = e.what();
+        if (what.rfind(origin, 0) == 0) throw;
+        throw bad(what);
+    }
+    return r;
+}
+
+json loadRunRecordDocument(const std::filesystem::path& file)
+{
+    json doc = readJsonFile(file, file.string() + ": run record");
+    if (!doc.is_object()) throw InputError(file.string() + ": not a run record (not a JSON object)");
+    if (!doc.contains("format_version") || !doc["format_version"].is_number_integer())
+        throw InputError(file.string() + ": not a run record (no format_version)");
+    if (doc["format_version"].get<int>() > kRunRecordFormatVersion)
+        throw InputError(file.string() + ": run record format " + jsonExcerpt(doc["format_version"]) +
+                         " is newer than this version of Precision Lab understands");
+    return doc;
+}
+
+bool isRunRecordDocument(const json& doc) { return doc.is_object() && doc.contains("format_version"); }
+
+RunRecord loadRunRecord(const std::filesystem::path& file)
+{
+    return readRunRecord(loadRunRecordDocument(file), file.string());
 }
 
 }  // namespace plab

@@ -1,27 +1,182 @@
-// Replays a saved run record as the trainer's own events, so that a record written by
-// `plab train --out` (or a run interrupted by a crash) is shown exactly as a live run:
-// the UI feeds both through the same code.
+// A run record, typed: what `plab train --out`, the app and the lessons write (schema in
+// docs/RUN_RECORD.md; RunRecorder in record_writer.h writes it). One reader turns the JSON
+// into a RunRecord; replay (the trainer's own events, so that a saved run shows exactly as
+// a live one), reports, CSV, lesson metrics and the app's run list are functions of it.
+// Nothing outside engine/record/ reads a record's JSON.
 #pragma once
 
+#include "numerics/rounding_stats.h"
+#include "numerics/update_math.h"
+#include "record/step_point.h"
+#include "telemetry/telemetry.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
 #include <vector>
 
 namespace plab {
 
-struct ReplayedRun {
-    TrainSettings settings;             // as the run started
-    std::vector<TrainerEvent> events;   // in the order the trainer sent them (by step)
-    RunResult result;                   // from the summary; status "running" in a record
-                                        // that was cut short reads as stopped
-    bool interrupted = false;           // the record never got its final summary
+inline constexpr int kRunRecordFormatVersion = 1;
+
+struct EvalPoint {
+    std::int64_t step = 0;
+    int epoch = 0;
+    double testAccuracy = 0.0;
+    double testLoss = 0.0;
 };
 
-// Throws InputError (naming `origin`) when the record lacks what a replay needs.
-ReplayedRun replayRecord(const nlohmann::json& record, const std::string& origin);
+// One tensor kind of one layer at one telemetry step.
+struct LayerSnapshot {
+    std::string layer;
+    TensorKind kind = TensorKind::activation;
+    RoundingStats stats;
+    UpdateCounts updates;          // of the optimizer step (weight_grad entries; 0 for the others)
+    bool hasHistogram = false;
+    GradientHistogram histogram;   // empty unless hasHistogram
+    TensorScaling scaling;         // quantised kinds: the scale, and block scales where recorded
+};
+
+struct TelemetryPoint {
+    std::int64_t step = 0;
+    double lossScale = 1.0;
+    std::vector<LayerSnapshot> layers;
+    const LayerSnapshot* find(const std::string& layer, TensorKind kind) const;
+};
+
+// A memory sample: the live bytes per category (RecordedMemory::categories' order).
+struct MemoryPoint {
+    std::int64_t step = 0;
+    std::vector<std::int64_t> bytes;
+    std::int64_t total = 0;
+    double elapsedMs = 0.0;                   // timing field
+    std::optional<DeviceMemoryInfo> device;   // the device's own view, on a device backend
+};
+
+// The largest bytes per category and in total; `recorded` false where the record has none.
+struct RecordedPeak {
+    bool recorded = false;
+    std::vector<std::int64_t> bytes;
+    std::int64_t total = 0;
+};
+
+struct RecordedMemory {
+    std::vector<std::string> categories;
+    std::vector<MemoryPoint> samples;   // written when the bytes change
+    RecordedPeak peak;                  // of the whole run
+    RecordedPeak trainingPeak;          // of a training step apart from an evaluation's
+    RecordedPeak evaluationPeak;
+};
+
+// Over the whole run, per layer, from the record's summary (absent where the recipe has
+// no rounding site of that kind, e.g. fp32). A share whose denominator is 0 is absent.
+struct LayerFractions {
+    std::string layer;
+    std::optional<double> underflow;                 // weight gradients: nonzero values that became 0
+    std::optional<double> overflow;                  // weight gradients that became +-inf
+    std::optional<double> activationGradUnderflow;   // gradients w.r.t. the layer's input
+    std::optional<double> lostUpdate;                // nonzero updates that left the weight unchanged
+    std::int64_t weightsMadeNonFinite = 0;           // finite weights an update made inf or NaN
+    std::int64_t stateFlushed = 0;                   // optimizer-state elements left at 0 where fp32 is not
+    std::int64_t stateMadeNonFinite = 0;             // optimizer-state elements made inf or NaN
+};
+
+struct RecordedSummary {
+    std::string status = "running";   // a runStatusName(); "running" while the run goes on
+    std::string message;
+    std::int64_t steps = 0;
+    std::int64_t skippedSteps = 0;
+    std::optional<double> testAccuracy, bestTestAccuracy;
+    double imagesPerSecond = 0.0;
+    std::string finishedAt;
+    std::vector<LayerFractions> layers;   // the input first, the loss last, the rest as recorded
+    const LayerFractions* layer(const std::string& name) const;
+};
+
+// Where the run ran: facts shown as they were recorded (absent ones stay empty).
+struct RecordedMachine {
+    std::optional<std::string> cpu, os, hostname;
+    std::optional<std::int64_t> logicalCores, threads;
+};
+struct RecordedVersions {
+    std::optional<std::string> precisionLab, compiler, nlohmannJson;
+    std::vector<std::string> backend;   // the backend's libraries (RunStartEvent::versions)
+};
+struct RecordedData {
+    std::string name, description;
+    std::int64_t trainImages = 0, testImages = 0;
+};
+
+// Layer names in the order reports list them: the input first, the loss last, the rest
+// as they came (stable).
+void sortLayersInModelOrder(std::vector<std::string>& layers);
+
+// The events besides steps, evaluations, telemetry and memory, in the record's order.
+using RecordedEvent = std::variant<StatusEvent, SettingChangeEvent, ChangeRefusedEvent>;
+
+struct RunRecord {
+    int formatVersion = kRunRecordFormatVersion;
+    std::string name;
+    std::string createdAt;
+    TrainSettings settings;   // as the run started (the recipe is settings.recipe)
+    // The settings keys the record holds: a record older than a setting lacks it (and ran
+    // without it, whatever its default is today).
+    std::vector<std::string> settingKeys;
+    RecordedMachine machine;
+    RecordedVersions versions;
+    std::string backend = "cpu";
+    std::optional<std::string> arithmetic;   // ComputeBackend::arithmeticFor, where recorded
+    RecordedData data;
+    std::vector<StepPoint> steps;
+    std::vector<RecordedEvent> events;
+    std::vector<EvalPoint> evals;
+    std::vector<TelemetryPoint> telemetry;
+    RecordedMemory memory;
+    RecordedSummary summary;
+
+    // The settings the run ended with: the last setting change's, else the start's.
+    const TrainSettings& finalSettings() const;
+    // The record never got its final summary (a crash, or a run still going).
+    bool interrupted() const;
+    // The last step's number (0 without steps).
+    std::int64_t lastStep() const;
+};
+
+// Reads a run record's JSON. An absent section or key reads as its default (older records
+// lack newer fields); a present one must have its documented type and range, or the record
+// is refused with InputError naming `origin`, the place and the key.
+RunRecord readRunRecord(const nlohmann::json& record, const std::string& origin);
+
+// Reads and checks a run record file's JSON document: throws InputError naming the file for
+// unreadable JSON, a missing format_version, or one newer than this build understands.
+nlohmann::json loadRunRecordDocument(const std::filesystem::path& file);
+// Whether a JSON document is a run record (it has a format_version), not a config.
+bool isRunRecordDocument(const nlohmann::json& doc);
+// The file, read (both of the above).
+RunRecord loadRunRecord(const std::filesystem::path& file);
+
+// A saved run as the trainer's own events, in the order the trainer sent them (by step):
+// the UI feeds a saved run and a live one through the same code.
+struct ReplayedRun {
+    TrainSettings settings;             // as the run started
+    std::vector<TrainerEvent> events;
+    RunResult result;                   // from the summary; a record cut short reads as stopped
+    bool interrupted = false;           // the record never got its final summary
+};
+ReplayedRun replayRecord(const RunRecord& record);
+
+// The record's JSON forms of its parts (the writer's, so that a record reads back the same).
+nlohmann::json histogramToJson(const GradientHistogram& h);
+GradientHistogram histogramFromJson(const nlohmann::json& j);
+nlohmann::json roundingStatsToJson(const RoundingStats& s);
+// The inverse; a missing count reads as 0 (records written before a field existed).
+RoundingStats roundingStatsFromJson(const nlohmann::json& j);
 
 }  // namespace plab

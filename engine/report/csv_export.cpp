@@ -1,7 +1,7 @@
 // RFC 4180 CSV writing and reading, and the CSV tables of a run record. See csv_export.h.
 #include "report/csv_export.h"
 
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include "error.h"
 #include "files/input_file.h"
@@ -18,8 +18,6 @@
 
 namespace plab {
 
-using nlohmann::json;
-
 namespace {
 
 // Shortest text that reads back as the same double ("%.17g" always does).
@@ -33,21 +31,11 @@ std::string numberText(double v)
     return buf;
 }
 
-std::string cell(const json& v)
-{
-    if (v.is_null()) return {};
-    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
-    if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
-    if (v.is_number()) return numberText(v.get<double>());
-    if (v.is_string()) return v.get<std::string>();
-    return v.dump();
-}
-
-std::string cellOf(const json& obj, const char* key)
-{
-    const auto it = obj.find(key);
-    return it == obj.end() ? std::string() : cell(*it);
-}
+std::string cell(std::int64_t v) { return std::to_string(v); }
+std::string cell(std::uint64_t v) { return std::to_string(v); }
+std::string cell(double v) { return numberText(v); }
+std::string cell(const std::optional<double>& v) { return v ? numberText(*v) : std::string(); }
+std::string cell(bool v) { return v ? "1" : "0"; }
 
 void writeTable(const std::vector<CsvRow>& table, const std::filesystem::path& file)
 {
@@ -142,41 +130,45 @@ std::vector<CsvRow> readCsvFile(const std::filesystem::path& file)
     return readCsv(in, file.string());
 }
 
-std::vector<CsvRow> stepsTable(const json& record, const std::string& run)
+std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms"}};
-    for (const auto& s : record.value("steps", json::array()))
-        t.push_back({run, cellOf(s, "step"), cellOf(s, "epoch"), cellOf(s, "loss"), cellOf(s, "loss_scale"),
-                     cellOf(s, "skipped"), cellOf(s, "lr"), cellOf(s, "batch"), cellOf(s, "time_ms")});
+    for (const StepPoint& s : record.steps)
+        t.push_back({run, cell(s.step), cell(std::int64_t{s.epoch}), cell(s.loss), cell(s.lossScale), cell(s.skipped),
+                     cell(s.lr), cell(std::int64_t{s.batch}), cell(s.timeMs)});
     return t;
 }
 
-std::vector<CsvRow> evalsTable(const json& record, const std::string& run)
+std::vector<CsvRow> evalsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "test_accuracy", "test_loss"}};
-    for (const auto& e : record.value("evals", json::array()))
-        t.push_back({run, cellOf(e, "step"), cellOf(e, "epoch"), cellOf(e, "test_accuracy"), cellOf(e, "test_loss")});
+    for (const EvalPoint& e : record.evals)
+        t.push_back({run, cell(e.step), cell(std::int64_t{e.epoch}), cell(e.testAccuracy), cell(e.testLoss)});
     return t;
 }
 
-std::vector<CsvRow> telemetryTable(const json& record, const std::string& run)
+std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "loss_scale", "layer", "kind", "count", "zeros_in", "underflow",
                               "subnormal", "overflow", "nan", "inf_in", "nonzero_updates", "lost_updates",
                               "non_finite_updates", "state_flushed", "state_non_finite"}};
-    for (const auto& snap : record.value("telemetry", json::array()))
-        for (const auto& l : snap.value("layers", json::array())) {
-            const json stats = l.value("stats", json::object());
-            t.push_back({run, cellOf(snap, "step"), cellOf(snap, "loss_scale"), cellOf(l, "layer"), cellOf(l, "kind"),
-                         cellOf(stats, "count"), cellOf(stats, "zeros_in"), cellOf(stats, "underflow"),
-                         cellOf(stats, "subnormal"), cellOf(stats, "overflow"), cellOf(stats, "nan"),
-                         cellOf(stats, "inf_in"), cellOf(l, "nonzero_updates"), cellOf(l, "lost_updates"),
-                         cellOf(l, "non_finite_updates"), cellOf(l, "state_flushed"), cellOf(l, "state_non_finite")});
+    for (const TelemetryPoint& snap : record.telemetry)
+        for (const LayerSnapshot& l : snap.layers) {
+            const RoundingStats& s = l.stats;
+            CsvRow row = {run, cell(snap.step), cell(snap.lossScale), l.layer, std::string(tensorKindName(l.kind)),
+                          cell(s.count), cell(s.zerosIn), cell(s.underflow), cell(s.subnormal), cell(s.overflow),
+                          cell(s.nan), cell(s.infIn)};
+            // The update counts belong to the weight gradients' entries (empty for the others).
+            const bool updates = l.kind == TensorKind::weightGrad;
+            for (std::int64_t n : {l.updates.nonzero, l.updates.lost, l.updates.nonFinite, l.updates.stateFlushed,
+                                    l.updates.stateNonFinite})
+                row.push_back(updates ? cell(n) : std::string());
+            t.push_back(std::move(row));
         }
     return t;
 }
 
-std::vector<std::filesystem::path> writeRunCsv(const json& record, const std::string& run,
+std::vector<std::filesystem::path> writeRunCsv(const RunRecord& record, const std::string& run,
                                                const std::filesystem::path& folder, const std::string& stem)
 {
     std::error_code ec;

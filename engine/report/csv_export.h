@@ -4,7 +4,7 @@
 // can be checked by reading them back. Qt-free.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "record/run_record.h"
 
 #include <filesystem>
 #include <iosfwd>
@@ -28,14 +28,14 @@ std::vector<CsvRow> readCsvFile(const std::filesystem::path& file);
 // enough digits to read back the same double; a non-finite loss is an empty field.
 // `run` fills the first column (the run's label), so that files of several runs can be
 // concatenated.
-std::vector<CsvRow> stepsTable(const nlohmann::json& record, const std::string& run);     // run,step,epoch,loss,...
-std::vector<CsvRow> evalsTable(const nlohmann::json& record, const std::string& run);     // run,step,epoch,test_accuracy,...
-std::vector<CsvRow> telemetryTable(const nlohmann::json& record, const std::string& run); // run,step,loss_scale,layer,...
+std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run);     // run,step,epoch,loss,...
+std::vector<CsvRow> evalsTable(const RunRecord& record, const std::string& run);     // run,step,epoch,test_accuracy,...
+std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& run); // run,step,loss_scale,layer,...
 
 // Writes <stem>-steps.csv, <stem>-evals.csv and <stem>-telemetry.csv into `folder`
 // (created when missing); returns the files written. Throws std::runtime_error naming
 // the file when one cannot be written.
-std::vector<std::filesystem::path> writeRunCsv(const nlohmann::json& record, const std::string& run,
+std::vector<std::filesystem::path> writeRunCsv(const RunRecord& record, const std::string& run,
                                                const std::filesystem::path& folder, const std::string& stem);
 
 // A file-name-safe form of a run label: letters, digits, '-', '_' and '.'.

@@ -56,7 +56,7 @@ std::string lossScalingWords(const RunDigest& r)
 {
     if (r.lossScaleMode == "dynamic") return "with dynamic loss scaling";
     if (r.lossScaleMode == "static")
-        return "with a static loss scale of " + scaleText(r.recipe["loss_scaling"].value("init_scale", 1.0));
+        return "with a static loss scale of " + scaleText(r.recipe.lossScaling.initScale);
     return "without loss scaling";
 }
 
@@ -152,7 +152,7 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
         if (l.weightsMadeNonFinite <= 0) continue;
         std::int64_t size = 0;
         if (!r.telemetry.empty())
-            if (const auto* s = r.telemetry.front().find(l.layer, "weight_grad"))
+            if (const auto* s = r.telemetry.front().find(l.layer, TensorKind::weightGrad))
                 size = static_cast<std::int64_t>(s->stats.count);
         perLayer.push_back(size == l.weightsMadeNonFinite ? "all " + formatCount(size) + " of " + l.layer + "'s"
                                                           : formatCount(l.weightsMadeNonFinite) + " of " + l.layer + "'s");
@@ -161,7 +161,7 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
     std::string first;
     for (const auto& snap : r.telemetry) {
         for (const auto& l : snap.layers)
-            if (l.kind == "weight_grad" && l.updates.nonFinite > 0) {
+            if (l.kind == TensorKind::weightGrad && l.updates.nonFinite > 0) {
                 first = "; the first snapshot showing it, at step " + formatCount(snap.step) + ", has " +
                         formatCount(l.updates.nonFinite) + " in " + l.layer;
                 break;
@@ -307,15 +307,14 @@ void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence
     // Which arithmetic a run's products ran in, as its record says: ", hardware
     // arithmetic" / ", exact arithmetic"; nothing for fp32 or an older record.
     auto arithmetic = [](const RunDigest& r) {
-        const auto it = r.backend.find("arithmetic");
-        if (it == r.backend.end() || !it->is_string()) return std::string();
-        const std::string_view kind = arithmeticKind(it->get_ref<const std::string&>());
+        if (!r.arithmetic) return std::string();
+        const std::string_view kind = arithmeticKind(*r.arithmetic);
         return kind.empty() ? std::string() : ", " + std::string(kind) + " arithmetic";
     };
     if (withSpeed.size() == 1) {
         const auto& r = *withSpeed.front();
         out.push_back({"throughput", r.label + " trained at " + numberText(r.imagesPerSecond, "%.0f") +
-                                         " images/s on the " + r.backend.value("name", std::string("cpu")) + " backend" +
+                                         " images/s on the " + r.backend + " backend" +
                                          arithmetic(r) + "."});
     } else if (withSpeed.size() > 1) {
         const auto [lo, hi] = std::minmax_element(withSpeed.begin(), withSpeed.end(),

@@ -7,7 +7,6 @@
 #include "amp/recipe.h"
 #include "error.h"
 #include "report/recipe_phrase.h"
-#include "report/run_record.h"
 #include "train/settings.h"
 
 #include <algorithm>
@@ -26,113 +25,12 @@ using nlohmann::json;
 
 namespace {
 
-// Layers in model order: the input first, the loss last, the rest as recorded.
-int layerRank(const std::string& layer)
-{
-    if (layer == "input") return 0;
-    if (layer == "loss") return 2;
-    return 1;
-}
-
 void addLayerName(std::vector<std::string>& order, const std::string& layer)
 {
     if (std::find(order.begin(), order.end(), layer) == order.end()) order.push_back(layer);
 }
 
-void sortLayers(std::vector<std::string>& order)
-{
-    std::stable_sort(order.begin(), order.end(),
-                     [](const std::string& a, const std::string& b) { return layerRank(a) < layerRank(b); });
-}
-
-// ---- The schema's readers (docs/RUN_RECORD.md) ---------------------------------------------
-// An absent key reads as its default (older records lack newer fields); a present one must
-// have its documented type and range, or the record is refused naming the place and the key.
-// Messages are built only on failure.
-
-// Where a field is: "the summary", "step 12", "the evaluation at step 40", ...
-struct Place {
-    const char* what;
-    std::int64_t step = -1;   // appended when not negative
-    std::string text() const { return step >= 0 ? std::string(what) + " " + std::to_string(step) : what; }
-};
-
-[[noreturn]] void refuseField(const Place& at, const char* key, const char* must, const json& got)
-{
-    throw InputError(at.text() + ": \"" + key + "\" must be " + must + ", got " + jsonExcerpt(got));
-}
-
-constexpr std::int64_t kMaxWhole = std::int64_t{1} << 62;
-
-// A whole number of at least lo (counts, steps, epochs, batches); `fallback` when absent.
-std::int64_t whole(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    try {
-        return jsonWhole(*it, lo, kMaxWhole, key);
-    } catch (const InputError&) {
-        refuseField(at, key, lo == 0 ? "a whole number of at least 0" : "a whole number of at least 1", *it);
-    }
-}
-
-// The ranges of the schema's real numbers.
-struct Range {
-    double lo, hi;
-    const char* must;
-};
-constexpr Range kFraction{0.0, 1.0, "a number from 0 to 1"};
-constexpr Range kNonNegative{0.0, std::numeric_limits<double>::max(), "a number of at least 0"};
-constexpr Range kPositive{std::numeric_limits<double>::min(), std::numeric_limits<double>::max(), "a positive number"};
-constexpr Range kFinite{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), "a number"};
-
-// A number in its range; nullopt when absent or null (what was not measured, or a loss that
-// was not finite).
-std::optional<double> number(const json& obj, const char* key, const Place& at, const Range& range)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return std::nullopt;
-    if (!it->is_number()) refuseField(at, key, range.must, *it);
-    const double v = it->get<double>();
-    if (!(v >= range.lo && v <= range.hi)) refuseField(at, key, range.must, *it);   // NaN fails too
-    return v;
-}
-
-// The elements of an array section, each an object.
-const json& entries(const json& record, const char* key, const json& empty)
-{
-    const auto it = record.find(key);
-    if (it == record.end()) return empty;
-    if (!it->is_array()) throw InputError(std::string("\"") + key + "\" must be an array, got " + jsonExcerpt(*it));
-    for (const json& e : *it)
-        if (!e.is_object())
-            throw InputError(std::string("every entry of \"") + key + "\" must be an object, got " + jsonExcerpt(e));
-    return *it;
-}
-
-LayerSnapshot snapshotFromJson(const json& l, const Place& at)
-{
-    LayerSnapshot s;
-    s.layer = jsonTextOr(l, "layer");
-    s.kind = jsonTextOr(l, "kind");
-    s.stats = roundingStatsFromJson(l.value("stats", json::object()));
-    s.updates.lost = whole(l, "lost_updates", at);
-    s.updates.nonzero = whole(l, "nonzero_updates", at);
-    s.updates.nonFinite = whole(l, "non_finite_updates", at);
-    s.updates.stateFlushed = whole(l, "state_flushed", at);
-    s.updates.stateNonFinite = whole(l, "state_non_finite", at);
-    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) s.histogram = histogramFromJson(*h);
-    return s;
-}
-
 }  // namespace
-
-const LayerSnapshot* TelemetryPoint::find(const std::string& layer, const std::string& kind) const
-{
-    for (const auto& l : layers)
-        if (l.layer == layer && l.kind == kind) return &l;
-    return nullptr;
-}
 
 const LayerFractions* RunDigest::layer(const std::string& name) const
 {
@@ -141,159 +39,54 @@ const LayerFractions* RunDigest::layer(const std::string& name) const
     return nullptr;
 }
 
-RunDigest digestRunRecord(const json& record, const std::string& origin)
+RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
 {
-    auto bad = [&](const std::string& what) { return InputError(origin + ": not a usable run record: " + what); };
-    if (!record.is_object()) throw bad("expected a JSON object");
-    for (const char* key : {"recipe", "settings", "summary", "steps"})
-        if (!record.contains(key)) throw bad(std::string("the \"") + key + "\" section is missing");
-    if (!record["recipe"].is_object() || !record["settings"].is_object() || !record["summary"].is_object() ||
-        !record["steps"].is_array())
-        throw bad("recipe, settings and summary must be objects and steps an array");
-
     RunDigest d;
-    try {
-        d.origin = origin;
-        d.name = jsonTextOr(record, "name");
-        d.recipe = record["recipe"];
-        d.settings = record["settings"];
-        d.finalSettings = settingsFromJson(d.settings, origin + " settings");
-        if (const auto events = record.find("events"); events != record.end() && events->is_array())
-            for (std::size_t i = 0; i < events->size(); ++i) {
-                const json& ev = (*events)[i];
-                if (ev.is_object() && ev.value("type", "") == "setting_change" && ev.contains("settings"))
-                    d.finalSettings =
-                        settingsFromJson(ev["settings"], origin + " events[" + std::to_string(i) + "] settings");
-            }
-        d.machine = record.value("machine", json::object());
-        d.versions = record.value("versions", json::object());
-        d.backend = record.value("backend", json::object());
-        d.data = record.value("data", json::object());
-        d.createdAt = jsonTextOr(record, "created_at");
-        d.presetDisplayName = jsonTextOr(d.recipe, "display_name", "Custom");
-        d.recipePhrase = recipePhraseOf(d.recipe);
-        d.compute = jsonTextOr(d.recipe, "compute", "fp32");
-        d.storage = jsonTextOr(d.recipe, "storage", d.compute);
-        d.masterWeights = d.recipe.value("master_weights", true);
-        d.optimizerState = jsonTextOr(d.recipe, "optimizer_state", optimizerStateByRule(d.recipe));
-        d.lossScaleMode = jsonTextOr(d.recipe.value("loss_scaling", json::object()), "mode", "off");
-        d.optimizer = jsonTextOr(d.settings, "optimizer", "adam");
+    d.origin = origin;
+    d.name = record.name;
+    d.recipe = record.settings.recipe;
+    // The settings as the record holds them: only its keys (an older record lacks newer ones).
+    const json all = settingsToJson(record.settings);
+    for (const auto& [key, value] : all.items())
+        if (std::find(record.settingKeys.begin(), record.settingKeys.end(), key) != record.settingKeys.end())
+            d.settings[key] = value;
+    d.finalSettings = record.finalSettings();
+    d.machine = record.machine;
+    d.versions = record.versions;
+    d.backend = record.backend;
+    d.arithmetic = record.arithmetic;
+    d.data = record.data;
+    d.createdAt = record.createdAt;
+    const json recipe = recipeToJson(d.recipe);
+    d.presetDisplayName = PrecisionRecipe::displayName(d.recipe.preset);
+    d.recipePhrase = recipePhraseOf(recipe);
+    d.compute = std::string(formatName(d.recipe.compute));
+    d.storage = std::string(formatName(d.recipe.storage()));
+    d.masterWeights = d.recipe.masterWeights;
+    d.optimizerState = std::string(formatName(d.recipe.optimizerStateFormat()));
+    d.lossScaleMode = jsonTextOr(recipe["loss_scaling"], "mode", "off");
+    d.optimizer = record.settings.optimizer.kind;
 
-        const json& s = record["summary"];
-        const Place summary{"the summary"};
-        if (const auto it = s.find("status"); it != s.end() && !it->is_string())
-            refuseField(summary, "status", "a run status", *it);
-        d.status = jsonTextOr(s, "status", "running");
-        bool knownStatus = false;
-        for (RunStatus st : {RunStatus::starting, RunStatus::running, RunStatus::paused, RunStatus::completed,
-                             RunStatus::stopped, RunStatus::diverged, RunStatus::failed})
-            knownStatus = knownStatus || d.status == runStatusName(st);
-        if (!knownStatus) throw bad("\"status\" " + jsonExcerpt(s.value("status", json())) + " is not a run status");
-        d.message = jsonTextOr(s, "message");
-        d.steps = whole(s, "steps", summary);
-        d.skippedSteps = whole(s, "skipped_steps", summary);
-        d.finalAccuracy = number(s, "test_accuracy", summary, kFraction);
-        d.bestAccuracy = number(s, "best_test_accuracy", summary, kFraction);
-        d.imagesPerSecond = number(s, "images_per_second", summary, kNonNegative).value_or(0.0);
+    const RecordedSummary& s = record.summary;
+    d.status = s.status;
+    d.message = s.message;
+    d.steps = s.steps;
+    d.skippedSteps = s.skippedSteps;
+    d.finalAccuracy = s.testAccuracy;
+    d.bestAccuracy = s.bestTestAccuracy;
+    d.imagesPerSecond = s.imagesPerSecond;
+    d.layers = s.layers;
 
-        std::vector<std::string> layerNames;
-        for (const char* key : {"underflow_fraction", "overflow_fraction", "lost_update_fraction",
-                                "activation_grad_underflow_fraction", "weights_made_non_finite",
-                                "optimizer_state_flushed", "optimizer_state_made_non_finite"})
-            if (const auto it = s.find(key); it != s.end()) {
-                if (!it->is_object()) refuseField(summary, key, "an object of layers", *it);
-                for (const auto& [layer, v] : it->items()) addLayerName(layerNames, layer);
-            }
-        sortLayers(layerNames);
-        const json none = json::object();
-        const auto perLayer = [&](const char* key) -> const json& {
-            const auto it = s.find(key);
-            return it == s.end() ? none : *it;
-        };
-        for (const auto& name : layerNames) {
-            // The summary's per-layer values: fractions, and a count of weights.
-            const char* layer = name.c_str();
-            LayerFractions f;
-            f.layer = name;
-            f.underflow = number(perLayer("underflow_fraction"), layer, Place{"the summary's underflow_fraction"}, kFraction);
-            f.overflow = number(perLayer("overflow_fraction"), layer, Place{"the summary's overflow_fraction"}, kFraction);
-            f.activationGradUnderflow = number(perLayer("activation_grad_underflow_fraction"), layer,
-                                               Place{"the summary's activation_grad_underflow_fraction"}, kFraction);
-            f.lostUpdate = number(perLayer("lost_update_fraction"), layer, Place{"the summary's lost_update_fraction"},
-                                  kFraction);
-            f.weightsMadeNonFinite = whole(perLayer("weights_made_non_finite"), layer,
-                                           Place{"the summary's weights_made_non_finite"});
-            // Records before the state was counted have none: 0.
-            f.stateFlushed = whole(perLayer("optimizer_state_flushed"), layer, Place{"the summary's optimizer_state_flushed"});
-            f.stateMadeNonFinite = whole(perLayer("optimizer_state_made_non_finite"), layer,
-                                         Place{"the summary's optimizer_state_made_non_finite"});
-            d.layers.push_back(std::move(f));
-        }
-
-        const json emptyList = json::array();
-        for (const auto& st : entries(record, "steps", emptyList)) {
-            StepPoint p;
-            p.step = whole(st, "step", Place{"a step"});
-            const Place at{"step", p.step};
-            p.epoch = static_cast<int>(whole(st, "epoch", at));
-            p.batch = static_cast<int>(whole(st, "batch", at, 1));
-            p.loss = number(st, "loss", at, kFinite);
-            p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
-            if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
-                refuseField(at, "skipped", "true or false", *it);
-            p.skipped = st.value("skipped", false);
-            p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
-            p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
-            d.stepSeries.push_back(p);
-        }
-        for (const auto& e : entries(record, "evals", emptyList)) {
-            const std::int64_t step = whole(e, "step", Place{"an evaluation"});
-            const Place at{"the evaluation at step", step};
-            d.evals.push_back({step, static_cast<int>(whole(e, "epoch", at)),
-                               number(e, "test_accuracy", at, kFraction).value_or(0.0),
-                               number(e, "test_loss", at, kFinite).value_or(0.0)});
-        }
-        for (const auto& t : entries(record, "telemetry", emptyList)) {
-            TelemetryPoint p;
-            p.step = whole(t, "step", Place{"a telemetry entry"});
-            const Place at{"the telemetry at step", p.step};
-            p.lossScale = number(t, "loss_scale", at, kPositive).value_or(1.0);
-            for (const auto& l : t.value("layers", json::array())) p.layers.push_back(snapshotFromJson(l, at));
-            d.telemetry.push_back(std::move(p));
-        }
-        const json mem = record.value("memory", json::object());
-        d.memoryCategories = mem.value("categories", std::vector<std::string>{});
-        const json peak = mem.value("peak", json::object());
-        const Place peakPlace{"the memory peak"};
-        for (const auto& c : d.memoryCategories) d.peakBytes.push_back(whole(peak, c.c_str(), peakPlace));
-        d.peakTotal = whole(peak, "total", peakPlace);
-        d.trainingPeakTotal = whole(mem.value("training_peak", json::object()), "total", Place{"the training peak"});
-        d.evaluationPeakTotal = whole(mem.value("evaluation_peak", json::object()), "total", Place{"the evaluation peak"});
-        for (const auto& m : entries(mem, "samples", emptyList)) {
-            const std::int64_t step = whole(m, "step", Place{"a memory sample"});
-            const Place at{"the memory sample at step", step};
-            std::vector<std::int64_t> bytes;
-            if (const auto it = m.find("bytes"); it != m.end()) {
-                if (!it->is_array()) refuseField(at, "bytes", "an array of byte counts", *it);
-                for (const json& b : *it) {
-                    if (!b.is_number()) refuseField(at, "bytes", "an array of byte counts", *it);
-                    try {
-                        bytes.push_back(jsonWhole(b, 0, kMaxWhole, "bytes"));
-                    } catch (const InputError&) {
-                        refuseField(at, "bytes", "an array of byte counts", *it);
-                    }
-                }
-            }
-            d.memory.push_back({step, std::move(bytes), whole(m, "total", at)});
-        }
-    } catch (const json::exception& e) {
-        throw bad(e.what());
-    } catch (const InputError& e) {
-        // A field's own check (a number out of range) names the field; this adds the file.
-        const std::string what = e.what();
-        if (what.rfind(origin, 0) == 0) throw;
-        throw bad(what);
-    }
+    d.stepSeries = record.steps;
+    d.evals = record.evals;
+    d.telemetry = record.telemetry;
+    d.memoryCategories = record.memory.categories;
+    d.peakBytes = record.memory.peak.recorded ? record.memory.peak.bytes
+                                              : std::vector<std::int64_t>(d.memoryCategories.size(), 0);
+    d.peakTotal = record.memory.peak.total;
+    d.trainingPeakTotal = record.memory.trainingPeak.total;
+    d.evaluationPeakTotal = record.memory.evaluationPeak.total;
+    d.memory = record.memory.samples;
     return d;
 }
 
@@ -345,7 +138,7 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
 
     for (const auto& r : runs)
         for (const auto& l : r.layers) addLayerName(c.layerOrder, l.layer);
-    sortLayers(c.layerOrder);
+    sortLayersInModelOrder(c.layerOrder);
     c.runs = std::move(runs);
     return c;
 }

@@ -5,9 +5,8 @@
 // settings table with the differences marked. Qt-free.
 #pragma once
 
-#include "numerics/rounding_stats.h"
-#include "numerics/update_math.h"
-#include "report/step_point.h"
+#include "amp/recipe.h"
+#include "record/run_record.h"
 #include "train/settings.h"
 
 #include <nlohmann/json.hpp>
@@ -20,62 +19,27 @@
 
 namespace plab {
 
-// Over the whole run, per layer, from the record's summary (absent where the recipe has
-// no rounding site of that kind, e.g. fp32).
-struct LayerFractions {
-    std::string layer;
-    std::optional<double> underflow;                 // weight gradients: nonzero values that became 0
-    std::optional<double> overflow;                  // weight gradients that became +-inf
-    std::optional<double> activationGradUnderflow;   // gradients w.r.t. the layer's input
-    std::optional<double> lostUpdate;                // nonzero updates that left the weight unchanged
-    std::int64_t weightsMadeNonFinite = 0;           // finite weights an update made inf or NaN
-    std::int64_t stateFlushed = 0;                   // optimizer-state elements left at 0 where fp32 is not
-    std::int64_t stateMadeNonFinite = 0;             // optimizer-state elements made inf or NaN
-};
-
-struct EvalPoint {
-    std::int64_t step = 0;
-    int epoch = 0;
-    double testAccuracy = 0.0;
-    double testLoss = 0.0;
-};
-
-// One tensor kind of one layer at one telemetry step.
-struct LayerSnapshot {
-    std::string layer;
-    std::string kind;              // "activation", "activation_grad", "weight_grad"
-    RoundingStats stats;
-    UpdateCounts updates;          // of the optimizer step (weight_grad entries)
-    GradientHistogram histogram;   // empty unless the record holds one at this step
-};
-
-struct TelemetryPoint {
-    std::int64_t step = 0;
-    double lossScale = 1.0;
-    std::vector<LayerSnapshot> layers;
-    const LayerSnapshot* find(const std::string& layer, const std::string& kind) const;
-};
-
-struct MemoryPoint {
-    std::int64_t step = 0;
-    std::vector<std::int64_t> bytes;   // per category, in RunDigest::memoryCategories order
-    std::int64_t total = 0;
-};
-
+// What a report shows of one run: the record's parts it draws, and what it derives.
 struct RunDigest {
     std::string origin;            // where it came from (a file path), for messages
     std::string name;              // the record's name (may be empty)
     std::string label;             // unique among the compared runs (set by compareRuns)
     std::string presetDisplayName; // "AMP FP16"
     std::string recipePhrase;      // "AMP FP16 without loss scaling" (preset + what differs)
-    nlohmann::json recipe, settings, machine, versions, backend, data;
-    TrainSettings finalSettings;   // parsed: the last setting change's, else the start's (as the app's currentSettings)
+    PrecisionRecipe recipe;        // as the run started
+    nlohmann::json settings;       // the start's settings, the keys the record holds: the settings table
+    TrainSettings finalSettings;   // the last setting change's, else the start's (as the app's currentSettings)
+    RecordedMachine machine;
+    RecordedVersions versions;
+    std::string backend;                    // "cpu"
+    std::optional<std::string> arithmetic;  // where recorded
+    RecordedData data;
     std::string createdAt;
 
     std::string compute;           // "fp16"
     std::string storage;           // "fp16"
     bool masterWeights = true;
-    std::string optimizerState;    // "fp32": the record's, or by the rule for records before it was set apart
+    std::string optimizerState;    // "fp32"
     std::string lossScaleMode;     // "off", "static", "dynamic"
     std::string optimizer;         // "adam", "sgd"
 
@@ -102,9 +66,8 @@ struct RunDigest {
     const LayerFractions* layer(const std::string& name) const;
 };
 
-// Reads what a report needs from a run record (schema in docs/RUN_RECORD.md). Throws
-// InputError naming `origin` when a part the report needs is missing or malformed.
-RunDigest digestRunRecord(const nlohmann::json& record, const std::string& origin);
+// What a report needs from a run record.
+RunDigest digestRunRecord(const RunRecord& record, const std::string& origin);
 
 struct SettingRow {
     std::string key;                 // settings key, "batch"

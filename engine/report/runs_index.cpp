@@ -5,7 +5,7 @@
 #include "files/atomic_file.h"
 #include "files/record_lock.h"
 #include "json/json_input.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include <sys/stat.h>
 
@@ -227,9 +227,8 @@ namespace {
 void readRecord(ScannedRecord& out)
 {
     try {
-        const json record = loadRunRecord(out.file);
-        const ReplayedRun replay = replayRecord(record, out.file.string());
-        out.listing = listingOf(replay, record.value("name", std::string()));
+        const RunRecord record = loadRunRecord(out.file);
+        out.listing = listingOf(replayRecord(record), record.name);
     } catch (const std::exception& e) {
         out.error = e.what();
     }

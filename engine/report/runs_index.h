@@ -6,7 +6,7 @@
 // index is rebuilt from the records (a bad entry costs a re-read, never a wrong row).
 #pragma once
 
-#include "report/record_replay.h"
+#include "record/run_record.h"
 #include "train/events.h"
 #include "train/settings.h"
 

@@ -2,7 +2,7 @@
 // same as TensorBoard's): a bias-corrected exponential moving average. Qt-free.
 #pragma once
 
-#include "report/step_point.h"
+#include "record/step_point.h"
 
 #include <span>
 #include <vector>

@@ -175,11 +175,11 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
     }
     for (const TelemetryPoint& t : run.telemetry) {
         for (const LayerSnapshot& l : t.layers) {
-            const std::string where = l.layer + "/" + l.kind;
+            const std::string where = l.layer + "/" + std::string(tensorKindName(l.kind));
             const std::uint64_t rounded = l.stats.nonzeroFinite();
             if (auto u = shareOf(l.stats.underflow, rounded)) w.scalar(t.step, "underflow/" + where, *u);
             if (auto o = shareOf(l.stats.overflow, rounded)) w.scalar(t.step, "overflow/" + where, *o);
-            if (l.kind == "weight_grad")
+            if (l.kind == TensorKind::weightGrad)
                 if (auto lost = l.updates.lostShare()) w.scalar(t.step, "lost_updates/" + l.layer, *lost);
             w.log2Histogram(t.step, "log2_abs/" + where, l.histogram);
         }

@@ -1,8 +1,9 @@
-// Fuzz target: a run record, as the app's run store replays it and `plab report` digests it.
+// Fuzz target: a run record, read as every reader reads it (readRunRecord), then replayed as
+// the app's run store does and digested as `plab report` does.
 #include "fuzz_targets.h"
 
 #include "json/json_input.h"
-#include "report/record_replay.h"
+#include "record/run_record.h"
 #include "report/run_comparison.h"
 
 #include <exception>
@@ -17,11 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     try {
-        (void)plab::replayRecord(doc, "record");
-    } catch (const std::exception&) {
-    }
-    try {
-        (void)plab::digestRunRecord(doc, "record");
+        const plab::RunRecord record = plab::readRunRecord(doc, "record");
+        (void)plab::replayRecord(record);
+        (void)plab::digestRunRecord(record, "record");
     } catch (const std::exception&) {
     }
     return 0;

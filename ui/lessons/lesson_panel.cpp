@@ -2,7 +2,7 @@
 #include "lessons/lesson_panel.h"
 
 #include "lesson/lesson_text.h"
-#include "report/run_record.h"
+#include "record/record_writer.h"
 
 #include <QComboBox>
 #include <QDateTime>
@@ -209,7 +209,7 @@ void LessonPanel::runLesson()
 
 void LessonPanel::judge()
 {
-    records_.assign(lesson_->runs.size(), nlohmann::json());
+    records_.assign(lesson_->runs.size(), std::nullopt);
     const QStringList paths = runner_->recordPaths();
     for (int i = 0; i < paths.size() && static_cast<std::size_t>(i) < records_.size(); ++i) {
         if (paths[i].isEmpty()) continue;
@@ -228,7 +228,7 @@ void LessonPanel::judge()
 LessonRecords LessonPanel::recordRefs() const
 {
     LessonRecords refs;   // a run whose record could not be read stays null: its claims are "not measured"
-    for (const auto& r : records_) refs.push_back(r.is_null() ? nullptr : &r);
+    for (const auto& r : records_) refs.push_back(r ? &*r : nullptr);
     return refs;
 }
 

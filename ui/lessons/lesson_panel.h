@@ -100,7 +100,7 @@ private:
     bool finishedOnce_ = false;
     bool explanationOpen_ = false;
     QString prediction_;
-    std::vector<nlohmann::json> records_;      // of the finished runs, in lesson order
+    std::vector<std::optional<RunRecord>> records_;   // of the finished runs, in lesson order
     std::vector<ExpectationResult> results_;
 };
 

@@ -1,0 +1,130 @@
+// A RunRecord back into the trainer's own events (replayRecord, run_record.h).
+#include "record/run_record.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace plab {
+
+namespace {
+
+// Every event with the step it belongs to, so that the merge keeps the trainer's order:
+// within one step, changes come before the step, evaluations and telemetry after it.
+struct Timed {
+    std::int64_t step;
+    int order;
+    TrainerEvent event;
+};
+
+void copyPeak(const RecordedPeak& from, const std::vector<std::string>& categories,
+              std::array<std::int64_t, kMemoryCategories>& bytes, std::int64_t& total)
+{
+    bytes.fill(0);
+    for (int c = 0; c < kMemoryCategories; ++c) {
+        const auto name = std::string(memoryCategoryName(static_cast<MemoryCategory>(c)));
+        const auto it = std::find(categories.begin(), categories.end(), name);
+        if (it != categories.end() && static_cast<std::size_t>(it - categories.begin()) < from.bytes.size())
+            bytes[static_cast<std::size_t>(c)] = from.bytes[static_cast<std::size_t>(it - categories.begin())];
+    }
+    total = from.total;
+}
+
+}  // namespace
+
+ReplayedRun replayRecord(const RunRecord& record)
+{
+    ReplayedRun out;
+    out.settings = record.settings;
+    std::vector<Timed> timed;
+    const std::int64_t lastStep = record.lastStep();
+
+    RunStartEvent start;
+    start.backend = record.backend;
+    start.arithmetic = record.arithmetic.value_or("");
+    start.versions = record.versions.backend;
+    // The plan is not recorded: a completed run did what it planned (whatever batch-size
+    // changes did to the plan); any other is measured against its settings' plan.
+    start.plannedSteps = record.summary.status == "completed"
+                             ? lastStep
+                             : std::max(lastStep, plannedSteps(record.settings, record.data.trainImages));
+    timed.push_back({-1, 0, start});
+
+    std::int64_t skipped = 0;
+    for (const StepPoint& p : record.steps) {
+        StepEvent e;
+        e.step = p.step;
+        e.epoch = p.epoch;
+        e.loss = p.loss ? static_cast<float>(*p.loss) : std::numeric_limits<float>::quiet_NaN();
+        e.lossScale = p.lossScale;
+        e.lr = p.lr;
+        e.batch = p.batch;
+        e.skipped = p.skipped;
+        e.timeMs = p.timeMs;
+        skipped += e.skipped ? 1 : 0;
+        e.skippedSoFar = skipped;
+        timed.push_back({e.step, 1, e});
+    }
+    for (const RecordedEvent& ev : record.events) {
+        const int order = std::holds_alternative<StatusEvent>(ev) ? 3 : 2;
+        std::visit([&](const auto& e) { timed.push_back({e.step, order, e}); }, ev);
+    }
+    for (const EvalPoint& e : record.evals) timed.push_back({e.step, 4, EvalEvent{e.step, e.epoch, e.testAccuracy, e.testLoss}});
+    for (const TelemetryPoint& t : record.telemetry) {
+        TelemetryEvent e;
+        e.step = t.step;
+        e.lossScale = t.lossScale;
+        for (const LayerSnapshot& l : t.layers) {
+            LayerTelemetry lt;
+            lt.layer = l.layer;
+            lt.kind = l.kind;
+            lt.stats = l.stats;
+            lt.histogram = l.histogram;
+            lt.scaling = l.scaling;
+            lt.update = l.updates;
+            e.layers.push_back(std::move(lt));
+        }
+        timed.push_back({e.step, 5, std::move(e)});
+    }
+    for (const MemoryPoint& m : record.memory.samples) {
+        MemoryEvent e;
+        e.step = m.step;
+        e.elapsedMs = m.elapsedMs;
+        for (int c = 0; c < kMemoryCategories && c < static_cast<int>(m.bytes.size()); ++c)
+            e.memory.live[static_cast<std::size_t>(c)] = m.bytes[static_cast<std::size_t>(c)];
+        e.memory.totalLive = m.total;
+        e.device = m.device;
+        timed.push_back({e.step, 6, e});
+    }
+    // The peaks of the whole run, on a last memory sample.
+    if (record.memory.peak.recorded && !record.memory.samples.empty()) {
+        MemoryEvent e = std::get<MemoryEvent>(timed.back().event);
+        copyPeak(record.memory.peak, record.memory.categories, e.memory.peak, e.memory.totalPeak);
+        // A training step's peak apart from an evaluation's (older records have none and
+        // keep zeros).
+        for (const auto& [phase, peak] : {std::pair{MemoryPhase::training, &record.memory.trainingPeak},
+                                          std::pair{MemoryPhase::evaluation, &record.memory.evaluationPeak}}) {
+            if (!peak->recorded) continue;
+            MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
+            copyPeak(*peak, record.memory.categories, p.bytes, p.total);
+        }
+        timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
+    }
+    std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) {
+        return a.step != b.step ? a.step < b.step : a.order < b.order;
+    });
+    out.events.reserve(timed.size());
+    for (auto& t : timed) out.events.push_back(std::move(t.event));
+
+    out.interrupted = record.interrupted();
+    out.result.status = out.interrupted ? RunStatus::stopped : parseRunStatus(record.summary.status).value_or(RunStatus::failed);
+    out.result.message = out.interrupted ? "interrupted: the record ends at step " + std::to_string(lastStep)
+                                         : record.summary.message;
+    out.result.testAccuracy = record.summary.testAccuracy.value_or(0.0);
+    out.result.steps = lastStep;
+    out.result.skippedSteps = skipped;
+    out.result.imagesPerSecond = record.summary.imagesPerSecond;
+    return out;
+}
+
+}  // namespace plab
