@@ -1,3 +1,4 @@
+// Over 500 lines: every precision mode of the GEMM, the lanes, the AVX-512 FP16 kernel and the sums that skip zeros, each against the same references.
 // Tests the CPU backend's GEMM in every precision mode against double-precision references (issue 2, section 3).
 // links: plab_backend_cpu plab_backend plab_numerics plab_test_support
 #include "backend/backend.h"

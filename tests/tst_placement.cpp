@@ -1,3 +1,4 @@
+// Over 500 lines: every model and recipe trained on the device-posing backend, and the packed tensors' device checks, share its one tracked-memory backend.
 // Device residency checked on the host: a backend whose "device" is tracked host memory
 // and whose every op verifies that each tensor pointer it receives lies inside one of
 // its allocations (and each label/counter pointer outside). A model trained through it

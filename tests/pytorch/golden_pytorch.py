@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Over 500 lines: the models, recipes and the float64 references of each golden case kept beside the checks that use them.
 """Golden tests against PyTorch (issue 13): the same network, the same initial weights
 (moved with --init-weights), the same batches (--read-batches / --write-batches), trained
 by `plab train` and by PyTorch, compared step for step.
