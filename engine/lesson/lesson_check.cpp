@@ -9,7 +9,6 @@
 
 namespace plab {
 
-
 namespace {
 
 std::string shown(const MetricRef& ref, std::optional<double> v)

@@ -10,7 +10,6 @@
 
 namespace plab {
 
-
 namespace {
 
 std::string trim(std::string_view s)

@@ -1,8 +1,9 @@
 // The lesson panel (see lesson_panel.h).
 #include "lessons/lesson_panel.h"
 
+#include "files/atomic_file.h"
 #include "lesson/lesson_text.h"
-#include "record/record_writer.h"
+#include "record/run_record.h"
 
 #include <QComboBox>
 #include <QDateTime>
