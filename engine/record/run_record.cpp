@@ -234,14 +234,13 @@ RoundingStats roundingStatsFromJson(const json& j)
 {
     RoundingStats s;
     // Counts, range-checked before conversion (0 when absent).
-    constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
-    s.count = static_cast<std::uint64_t>(jsonWholeOr(j, "count", 0, kMaxCount));
-    s.zerosIn = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros_in", 0, kMaxCount));
-    s.underflow = static_cast<std::uint64_t>(jsonWholeOr(j, "underflow", 0, kMaxCount));
-    s.subnormal = static_cast<std::uint64_t>(jsonWholeOr(j, "subnormal", 0, kMaxCount));
-    s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxCount));
-    s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxCount));
-    s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxCount));
+    s.count = static_cast<std::uint64_t>(jsonWholeOr(j, "count", 0, kMaxWhole));
+    s.zerosIn = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros_in", 0, kMaxWhole));
+    s.underflow = static_cast<std::uint64_t>(jsonWholeOr(j, "underflow", 0, kMaxWhole));
+    s.subnormal = static_cast<std::uint64_t>(jsonWholeOr(j, "subnormal", 0, kMaxWhole));
+    s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxWhole));
+    s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxWhole));
+    s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxWhole));
     return s;
 }
 
@@ -273,10 +272,10 @@ GradientHistogram histogramFromJson(const json& j)
         const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(i));
         if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
         h.bins[static_cast<std::size_t>(bin)] =
-            static_cast<std::uint64_t>(jsonWhole(counts[i], 0, std::int64_t{1} << 62, "histogram \"counts\""));
+            static_cast<std::uint64_t>(jsonWhole(counts[i], 0, kMaxWhole, "histogram \"counts\""));
     }
-    h.zeros = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros", 0, std::int64_t{1} << 62));
-    h.nonFinite = static_cast<std::uint64_t>(jsonWholeOr(j, "non_finite", 0, std::int64_t{1} << 62));
+    h.zeros = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros", 0, kMaxWhole));
+    h.nonFinite = static_cast<std::uint64_t>(jsonWholeOr(j, "non_finite", 0, kMaxWhole));
     return h;
 }
 
