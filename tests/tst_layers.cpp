@@ -79,8 +79,8 @@ double relativeDifference(const std::vector<float>& a, const std::vector<float>&
 
 bool representable(Format f, const Tensor& t)
 {
-    for (std::int64_t i = 0; i < t.size(); ++i)
-        if (bitsOf(roundTo(f, t[i])) != bitsOf(t[i])) return false;
+    for (const float v : t.toHost())   // packed or not
+        if (bitsOf(roundTo(f, v)) != bitsOf(v)) return false;
     return true;
 }
 
@@ -629,6 +629,7 @@ private slots:
             QSKIP(qPrintable(QString::fromStdString("no native bf16: " + cpu::nativeSupportText(Format::bf16))));
         const Arithmetic arithmetic = hardware ? Arithmetic::hardware : Arithmetic::exact;
         const std::int64_t defaultBlock = packedBlockValues();
+        const ScopedPackedStorage restored(false);   // each run below sets it
         setPackedBlockValues(blockValues);
         struct Result {
             std::vector<float> logits, inputGrad;
@@ -681,7 +682,6 @@ private slots:
             conv1.backward(*d, h.ctx, false);
             for (Parameter* p : {&conv1.weight(), &conv1.bias(), &conv2.weight(), &conv2.bias(), &fc.weight(), &fc.bias()})
                 r.grads.push_back(p->grad.toHost());
-            setPackedStorageEnabled(false);
             return r;
         };
         const Result held = runOnce(false, blockValues), packed = runOnce(true, blockValues);
@@ -702,6 +702,42 @@ private slots:
         }
     }
 
+    // Packing is on by default exactly where the CPU's BLAS sums a cut product as the whole
+    // (this file's own probe, blasSumsCutsAlike), off by default on a backend that does not
+    // say so (the checking backend poses as a device), and forced either way by the setting.
+    void packingIsOnByDefaultWhereCutsSumAlike()
+    {
+        const ScopedPackedStorage restored(false);
+        const auto cpu = createCpuBackend(1);
+        CheckingBackend device(ConvolutionLibrary::none);
+        setPackedStorage(PackedStorage::byDefault);
+        QCOMPARE(packsStorageOn(*cpu), blasSumsCutsAlike());
+        QVERIFY(device.handlesPackedTensors());
+        QVERIFY(!packsStorageOn(device));
+        setPackedStorage(PackedStorage::on);
+        QVERIFY(packsStorageOn(*cpu));
+        QVERIFY(packsStorageOn(device));
+        setPackedStorage(PackedStorage::off);
+        QVERIFY(!packsStorageOn(*cpu));
+        QVERIFY(!packsStorageOn(device));
+    }
+
+    // A packed layer's fp32 block is a quarter of its largest packed tensor, within [1/32,
+    // 1] of packedBlockValues(); products oneDNN runs natively keep packedBlockValues(),
+    // since its sums depend on a product's shape.
+    void packedBlocksScaleToTheTensor()
+    {
+        Harness exact("amp-fp16"), hardware("amp-bf16", Arithmetic::hardware);
+        const std::int64_t most = packedBlockValues();
+        const GemmPrecision fp16(Format::fp16, true), bf16(Format::bf16, true);
+        QCOMPARE(packedBlockValues(exact.ctx, fp16, 4 * 1000000), std::int64_t{1000000});
+        QCOMPARE(packedBlockValues(exact.ctx, fp16, 1000), most / 32);
+        QCOMPARE(packedBlockValues(exact.ctx, fp16, 100 * most), most);
+        QCOMPARE(packedColumnValues(exact.ctx, fp16, 4 * 1000000), std::int64_t{2000000});
+        const std::int64_t nativeBlock = packedBlockValues(hardware.ctx, bf16, 4 * 1000000);
+        QCOMPARE(nativeBlock, hardware.backend->multiplies16(bf16) ? most : std::int64_t{1000000});
+    }
+
     // Issue 31: a linear layer reading a packed input in blocks of rows (forward, dX) and of
     // columns (dW), with tiny blocks (4, 8 and 4 blocks here), computes what it computes on
     // the fp32-held input in one product each, bit for bit (as checkPackedAgainstReference
@@ -715,6 +751,7 @@ private slots:
     {
         QFETCH(QString, preset);
         const std::int64_t N = 64, I = 4096, O = 64, defaultBlock = packedBlockValues();
+        const ScopedPackedStorage restored(false);   // each run below sets it
         auto runOnce = [&](bool packing, std::int64_t blocks) {
             setPackedStorageEnabled(packing);
             setPackedBlockValues(blocks);
@@ -740,7 +777,6 @@ private slots:
             out.push_back(d->toHost());
             out.push_back(fc.weight().grad.toHost());
             out.push_back(fc.bias().grad.toHost());
-            setPackedStorageEnabled(false);
             setPackedBlockValues(defaultBlock);
             return out;
         };

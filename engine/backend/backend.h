@@ -333,6 +333,10 @@ public:
     // Each gives, bit for bit, the fp32 op above on the widened values, narrowed again.
     // (Defined here, not in backend.cpp: the CUDA plugin links none of the engine's code.)
     virtual bool handlesPackedTensors() const { return false; }
+    // Whether it does so unless told otherwise (layer_ops.h, packsStorageOn): where the packed
+    // layers' blocks give the bits whole products give, and the packed ops were checked on
+    // the hardware they run on.
+    virtual bool packsByDefault() const { return false; }
     virtual void relu16(Format, std::uint16_t*, std::int64_t) { refusePackedOp("relu16"); }
     virtual void reluBackward16(Format, const std::uint16_t* /*y*/, std::uint16_t* /*g*/, std::int64_t)
     {
@@ -532,8 +536,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
 // 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
-// which had been added to the vtable without a bump.
-inline constexpr int kCudaPluginAbiVersion = 9;
+// which had been added to the vtable without a bump; 10: packsByDefault.
+inline constexpr int kCudaPluginAbiVersion = 10;
 
 }  // namespace plab
 

@@ -109,13 +109,16 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     usesLibrary_ = colsHoldWholeBatch_ = false;
-    // Blocks of samples whose columns (K, n * hw) fit packedColumnValues() and whose result
-    // (Cout, n * hw) fits a block.
-    const Pieces samples =
-        piecesOf(N, std::min(packedColumnValues() / K, packedBlockValues() / outChannels_) / hw,
-                 leastSamples(hw, outChannels_ * K));
-    const std::int64_t widest = samples.largest() * hw;
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
+    // Blocks of samples whose columns (K, n * hw) fit packedColumnValues and whose result
+    // (Cout, n * hw) fits a block, both scaled to the output.
+    const std::int64_t packed = outChannels_ * N * hw;
+    const Pieces samples = piecesOf(N,
+                                    std::min(packedColumnValues(ctx, precision, packed) / K,
+                                             packedBlockValues(ctx, precision, packed) / outChannels_) /
+                                        hw,
+                                    leastSamples(hw, outChannels_ * K));
+    const std::int64_t widest = samples.largest() * hw;
     // Native 16-bit products read the patterns: the input lowered as they are, the weights
     // taken once for the step's three passes.
     multiplies16_ = inputOperand_->packed() && ctx.backend->multiplies16(precision);
@@ -149,7 +152,8 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    const std::int64_t k2 = std::int64_t{kernel_} * kernel_, budget = packedBlockValues();
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    const std::int64_t k2 = std::int64_t{kernel_} * kernel_, budget = packedBlockValues(ctx, filterGemm, dY.size());
     const Format f = dY.storage();
     const std::uint16_t* dYBits = dY.bits16();
 
@@ -164,7 +168,6 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     // Channels first (their blocks' columns against all rows), then rows against the
     // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
     const Pieces channels = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2);
-    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     if (readsPatterns(ctx, filterGemm, p, f)) {
         // Native 16-bit products: dY's patterns read where they are, all rows at once.
         prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true);
@@ -211,12 +214,15 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
     const std::uint16_t* dYBits = dY.bits16();
     // dX in blocks of samples: dcols (K, n*hw) = W^T (K, Cout) * dY block (widened), folded
     // by col2im into a block of dX's sums, which is rounded and packed into gradInput_.
-    const Pieces samples =
-        piecesOf(N, std::min(packedColumnValues() / K, packedBlockValues() / std::max(outChannels_, C)) / hw,
-                 leastSamples(hw, K * outChannels_));
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
+    const std::int64_t packed = std::max(outChannels_, C) * N * hw;
+    const Pieces samples = piecesOf(N,
+                                    std::min(packedColumnValues(ctx, dataGemm, packed) / K,
+                                             packedBlockValues(ctx, dataGemm, packed) / std::max(outChannels_, C)) /
+                                        hw,
+                                    leastSamples(hw, K * outChannels_));
     const std::int64_t widest = samples.largest() * hw;
     prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
-    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
     const bool patterns = readsPatterns(ctx, dataGemm, p, f);
     Tensor* dYBlock = patterns ? nullptr : &workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);

@@ -71,19 +71,31 @@ void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& c
 }
 
 namespace {
-std::atomic<bool>& packedStorageSwitch()
+std::atomic<PackedStorage>& packedStorageSwitch()
 {
-    static std::atomic<bool> enabled{[] {
-        // Off by default until it is faster than fp32-held storage (bench/RESULTS.md).
+    static std::atomic<PackedStorage> setting{[] {
         const char* v = std::getenv("PLAB_PACKED_STORAGE");
-        return v && std::string_view(v) == "on";
+        const std::string_view s = v ? v : "";
+        return s == "on" ? PackedStorage::on : s == "off" ? PackedStorage::off : PackedStorage::byDefault;
     }()};
-    return enabled;
+    return setting;
 }
 }  // namespace
 
-void setPackedStorageEnabled(bool enabled) { packedStorageSwitch() = enabled; }
-bool packedStorageEnabled() { return packedStorageSwitch(); }
+void setPackedStorage(PackedStorage setting) { packedStorageSwitch() = setting; }
+PackedStorage packedStorageSetting() { return packedStorageSwitch(); }
+void setPackedStorageEnabled(bool enabled) { setPackedStorage(enabled ? PackedStorage::on : PackedStorage::off); }
+
+bool packsStorageOn(const ComputeBackend& backend)
+{
+    if (!backend.handlesPackedTensors()) return false;
+    switch (packedStorageSetting()) {
+    case PackedStorage::on: return true;
+    case PackedStorage::off: return false;
+    case PackedStorage::byDefault: break;
+    }
+    return backend.packsByDefault();
+}
 
 bool packableStorage(Format storage, bool quantizes)
 {
@@ -92,7 +104,7 @@ bool packableStorage(Format storage, bool quantizes)
 
 bool packsStorage(const StepContext& ctx, const StepPrecision& p)
 {
-    return packedStorageEnabled() && packableStorage(p.storage, p.quantizes()) && ctx.backend->handlesPackedTensors();
+    return packableStorage(p.storage, p.quantizes()) && packsStorageOn(*ctx.backend);
 }
 
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)
@@ -144,6 +156,13 @@ std::atomic<std::int64_t>& packedBlockSetting()
 
 std::int64_t packedBlockValues() { return packedBlockSetting(); }
 void setPackedBlockValues(std::int64_t values) { packedBlockSetting() = std::max<std::int64_t>(1, values); }
+
+std::int64_t packedBlockValues(const StepContext& ctx, const GemmPrecision& precision, std::int64_t packedValues)
+{
+    const std::int64_t most = packedBlockValues();
+    if (ctx.backend->multiplies16(precision)) return most;
+    return std::clamp(packedValues / 4, std::max<std::int64_t>(1, most / 32), most);
+}
 
 std::int64_t leastGemmBlock(std::int64_t others)
 {

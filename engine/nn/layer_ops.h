@@ -164,22 +164,30 @@ void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& c
 bool packsStorage(const StepContext& ctx, const StepPrecision& p);
 // The part of that which is the format's: fp16 or bf16 storage, operands not quantised.
 bool packableStorage(Format storage, bool quantizes);
-// The switch for benchmarks and tests (packing on and off side by side in one process):
-// off unless PLAB_PACKED_STORAGE=on when the process starts (or a caller turns it on). The
-// packed path gives the same bits where OpenBLAS sums a cut product alike (SkylakeX
-// kernels), and is off by default until it costs no time (bench/RESULTS.md).
+// Whether 16-bit tensors are packed: as the backend does by default, or forced on or off
+// (PLAB_PACKED_STORAGE=on|off when the process starts; benchmarks and tests set it).
+enum class PackedStorage : std::uint8_t { byDefault, on, off };
+void setPackedStorage(PackedStorage setting);
+PackedStorage packedStorageSetting();
+// Forced on or off (benchmarks and tests: packing on and off side by side in one process).
 void setPackedStorageEnabled(bool enabled);
-bool packedStorageEnabled();
-// The switch set for a scope (tests), and put back as it was when the scope ends.
+// Whether `backend` holds 16-bit tensors packed. By default as it says (packsByDefault): the
+// CPU backend where its BLAS sums a cut product as the whole (the packed layers' blocks then
+// give the bits whole products give), not on OpenBLAS's Haswell and Zen kernels (AVX2-only
+// CPUs), where the blocks would move results by roundings; not yet on a device (the CUDA
+// plugin's packed ops wait for a GPU session, docs/CUDA.md). Forced on, every backend that
+// handles packed tensors does.
+bool packsStorageOn(const ComputeBackend& backend);
+// The setting set for a scope (tests), and put back as it was when the scope ends.
 class ScopedPackedStorage {
 public:
     explicit ScopedPackedStorage(bool enabled) { setPackedStorageEnabled(enabled); }
-    ~ScopedPackedStorage() { setPackedStorageEnabled(was_); }
+    ~ScopedPackedStorage() { setPackedStorage(was_); }
     ScopedPackedStorage(const ScopedPackedStorage&) = delete;
     ScopedPackedStorage& operator=(const ScopedPackedStorage&) = delete;
 
 private:
-    bool was_ = packedStorageEnabled();
+    PackedStorage was_ = packedStorageSetting();
 };
 // An fp32 work buffer of `shape`: the step's shared one of this slot (StepContext::work),
 // or `own` when the step has none. Its contents are undefined.
@@ -203,10 +211,21 @@ const std::uint16_t* patternsOf(StepContext& ctx, Format f, const Tensor& t, Ten
 // when the process starts, or a test does (small blocks exercise the blocked paths).
 std::int64_t packedBlockValues();
 void setPackedBlockValues(std::int64_t values);
+// The block for a layer whose largest packed tensor holds `packedValues` values and whose
+// products run in `precision`: a quarter of that tensor, within [1/32 of packedBlockValues(),
+// packedBlockValues()], so that a small layer's fp32 buffers stay a fraction of what its
+// packed tensors save (a block as large as the whole batch holds in fp32 what packing saves).
+// Where the backend multiplies natively (oneDNN: its sums depend on a product's shape, so
+// other blocks would move results) it stays packedBlockValues().
+std::int64_t packedBlockValues(const StepContext& ctx, const GemmPrecision& precision, std::int64_t packedValues);
 // The most values of a convolution's fp32 columns (or their gradient) for a block of
 // samples: two blocks. The columns are the largest operand, and a product cut into
 // narrower blocks runs slower (OpenBLAS packs its operands again for every call).
-inline std::int64_t packedColumnValues() { return 2 * packedBlockValues(); }
+inline std::int64_t packedColumnValues(const StepContext& ctx, const GemmPrecision& precision,
+                                       std::int64_t packedValues)
+{
+    return 2 * packedBlockValues(ctx, precision, packedValues);
+}
 // [0, total) cut into `count` pieces of nearly equal size (piece i is [begin(i), begin(i + 1))),
 // each of at most `most` where that leaves each at least `least` (or one piece, the whole).
 struct Pieces {

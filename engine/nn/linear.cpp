@@ -66,7 +66,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
                             patternsOf(ctx, p.compute, *weightOperand_, patterns_), I, 0.0f, output_.data(), O,
                             precision);
     } else if (readsInBlocks_) {
-        const Pieces rows = piecesOf(N, packedBlockValues() / I, leastGemmBlock(O * I));
+        const Pieces rows = piecesOf(N, packedBlockValues(ctx, precision, N * I) / I, leastGemmBlock(O * I));
         Tensor& wide = workBuffer(ctx, 1, {rows.largest(), I}, ownWork_);
         for (std::int64_t i = 0; i < rows.count; ++i) {
             const std::int64_t r0 = rows.begin(i), count = rows.begin(i + 1) - r0;
@@ -104,7 +104,8 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         ctx.backend->gemm16(Transpose::yes, Transpose::no, O, I, N, patternsOf(ctx, p.compute, dY, patterns_), O,
                             input_->bits16(), I, 0.0f, weight_.grad.data(), I, filterGemm);
     } else if (readsInBlocks_) {
-        const Pieces cols = piecesOf(I, packedBlockValues() / std::max<std::int64_t>(N, 1), leastGemmBlock(O * N));
+        const Pieces cols =
+            piecesOf(I, packedBlockValues(ctx, filterGemm, N * I) / std::max<std::int64_t>(N, 1), leastGemmBlock(O * N));
         Tensor& wide = workBuffer(ctx, 1, {N, cols.largest()}, ownWork_);
         for (std::int64_t i = 0; i < cols.count; ++i) {
             const std::int64_t c0 = cols.begin(i), count = cols.begin(i + 1) - c0;
@@ -135,7 +136,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight);
     if (packsGrad) {
-        const Pieces rows = piecesOf(N, packedBlockValues() / I, leastGemmBlock(I * O));
+        const Pieces rows = piecesOf(N, packedBlockValues(ctx, dataGemm, N * I) / I, leastGemmBlock(I * O));
         Tensor& sums = workBuffer(ctx, 0, {rows.largest(), I}, ownGradWork_);
         const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
         for (std::int64_t i = 0; i < rows.count; ++i) {

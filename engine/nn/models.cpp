@@ -206,7 +206,14 @@ private:
         if (images.rank() < 1 || images.size() != images.dim(0) * pixels)
             throw std::invalid_argument("Images must be (N, 1, 28, 28), got " + shapeString(images.shape()) + ".");
         if (images.onDevice()) throw std::invalid_argument("Images must be in host memory.");
-        prepareTensor(input_, {1, count, kImageSide, kImageSide}, p.storage, ctx, MemoryCategory::activations);
+        // Packed where the first layer packs, on a backend in host memory (the images are
+        // there): the first layer then reads the compute format's patterns as the others do.
+        const bool packs = p.roundsStorage() && packsStorage(ctx, p) && !ctx.backend->allocator();
+        prepareTensor(input_, {1, count, kImageSide, kImageSide}, p.storage, ctx, MemoryCategory::activations, packs);
+        if (packs) {
+            roundTappedTo16(ctx, p.storage, images.data() + n0 * pixels, input_, "input", TensorKind::activation);
+            return input_;
+        }
         input_.assignFromHost(images.data() + n0 * pixels, count * pixels);
         if (p.roundsStorage())
             roundTapped(ctx, p.storage, input_.data(), input_.data(), count * pixels, "input", TensorKind::activation);

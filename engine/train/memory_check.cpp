@@ -34,7 +34,7 @@ std::vector<MemoryFootprint> memoryFootprints(const ModelSpec& spec, const std::
         f.bytes = memory.snapshot().live;
         f.activationBytesPerSample = model->activationBytesPerSample(recipe);
         f.heldActivationBytesPerSample =
-            packedStorageEnabled()
+            packsStorageOn(*backend)
                 ? model->packedHeldBytesPerSample(recipe)
                 : std::max(f.activationBytesPerSample, model->activationBytesPerSample(PrecisionRecipe{}));
     }

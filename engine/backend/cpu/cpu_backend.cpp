@@ -99,6 +99,14 @@ public:
                 : "scalar (exact emulation)";
         info_.versions.push_back("fp16 accumulation: " + (cpu::cpuHasAvx512Fp16() ? std::string("avx512fp16") : emulatedSums));
         info_.versions.push_back("bf16/tf32 accumulation: " + emulatedSums);
+        const std::string core = openblas_get_corename();
+        info_.versions.push_back(
+            cutsSumAlike() ? "16-bit activations and gradients: 2 bytes an element by default (OpenBLAS's " + core +
+                                 " kernels sum a product cut into blocks as the whole; PLAB_PACKED_STORAGE=off holds "
+                                 "them in fp32)"
+                           : "16-bit activations and gradients: held in fp32 by default (OpenBLAS's " + core +
+                                 " kernels sum a product cut into blocks in another order; PLAB_PACKED_STORAGE=on "
+                                 "packs them into 2 bytes, results then move by roundings)");
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
         info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.
@@ -243,6 +251,10 @@ public:
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
     bool handlesPackedTensors() const override { return true; }
+    // The packed layers cut their products into blocks of rows and columns, which give the
+    // whole products' bits where OpenBLAS sums cuts alike (docs/ARITHMETIC.md); elsewhere
+    // packing moves results by roundings, and is on only when asked for.
+    bool packsByDefault() const override { return cutsSumAlike(); }
     void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
                  std::int64_t rows, std::int64_t cols) override
     {
@@ -411,6 +423,9 @@ private:
     }
 
     // Whether this CPU's OpenBLAS kernels sum a cut product as the whole (see sgemm).
+    // Whether this CPU's OpenBLAS kernels sum a product cut into blocks of rows or columns as
+    // they sum the whole: its SkylakeX kernels do (and Cooperlake's, which are SkylakeX's for
+    // sgemm); its Haswell and Zen kernels, which AVX2-only CPUs get, do not (see sgemm).
     static bool cutsSumAlike()
     {
         static const bool alike = [] {
