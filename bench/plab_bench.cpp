@@ -4,13 +4,14 @@
 //
 //   plab_bench train --models small-cnn --recipes fp32,tf32,amp-fp16,amp-bf16 --batch 64 [--backend cuda]
 //                    (a recipe may change switches: amp-fp16/fp32_accumulate=off)
-//                    [--arithmetic hardware|exact] [--packing on,off]
+//                    [--arithmetic hardware|exact] [--packing on,off,default]
 //   plab_bench sgemm --m 1000 --n 6272 --k 3780
 //   plab_bench gemm --m 1000 --n 6272 --k 3780   (bf16 operands: exact vs hardware arithmetic)
 // Output: one line per measurement, "key=value" pairs, easy to parse from the
 // PyTorch comparison script.
 #include "data/dataset.h"
 #include "nn/layer_ops.h"
+#include "tensor/memory.h"
 #include "train/trainer.h"
 
 #include <cblas.h>
@@ -78,7 +79,7 @@ struct Args {
     std::string backend = "cpu";   // or cuda
     std::string arithmetic = "hardware";   // or exact (the CPU's 16-bit products)
     int m = 1000, n = 6272, k = 3780;
-    std::vector<std::string> packing{"off"};   // issue 31: 16-bit tensors packed (on) or fp32-held (off), interleaved
+    std::vector<std::string> packing{"default"};   // 16-bit tensors packed (on), fp32-held (off) or as the backend does by default, interleaved
 };
 
 Args parse(int argc, char** argv)
@@ -98,7 +99,14 @@ Args parse(int argc, char** argv)
         else if (key == "--widths") a.widths = value;
         else if (key == "--backend") a.backend = value;
         else if (key == "--arithmetic") a.arithmetic = value;
-        else if (key == "--packing") a.packing = split(value);
+        else if (key == "--packing") {
+            a.packing = split(value);
+            for (const auto& v : a.packing)
+                if (v != "on" && v != "off" && v != "default") {
+                    std::fprintf(stderr, "plab_bench: --packing takes on, off or default, got %s\n", v.c_str());
+                    std::exit(2);
+                }
+        }
         else if (key == "--m") a.m = std::stoi(value);
         else if (key == "--n") a.n = std::stoi(value);
         else if (key == "--k") a.k = std::stoi(value);
@@ -142,7 +150,7 @@ int benchTrain(const Args& a)
             std::map<std::string, std::uint64_t> deviceUsed;
             for (int r = 0; r < a.repeats; ++r)
                 for (const auto& packing : a.packing) {
-                    setPackedStorageEnabled(packing != "off");
+                    setPackedStorage(packing == "on" ? PackedStorage::on : packing == "off" ? PackedStorage::off : PackedStorage::byDefault);
                     double ms = 0.0;
                     std::int64_t images = 0;
                     Trainer trainer(s, data, [&](const TrainerEvent& e) {
@@ -164,7 +172,7 @@ int benchTrain(const Args& a)
                     }
                     rates[packing].push_back(1000.0 * static_cast<double>(images) / ms);
                 }
-            setPackedStorageEnabled(false);
+            setPackedStorage(PackedStorage::byDefault);
             for (const auto& packing : a.packing) {
                 const double rate = median(rates[packing]);
                 if (recipe == "fp32") fp32Rate = rate;
@@ -246,6 +254,7 @@ int benchGemm(const Args& a)
 
 int main(int argc, char** argv)
 {
+    plab::mapLargeBlocksApart();   // as plab and the app do
     const Args a = parse(argc, argv);
     if (a.command == "train") return benchTrain(a);
     if (a.command == "sgemm") return benchSgemm(a);
