@@ -11,7 +11,6 @@
 // PyTorch comparison script.
 #include "data/dataset.h"
 #include "nn/layer_ops.h"
-#include "tensor/memory.h"
 #include "train/trainer.h"
 
 #include <cblas.h>
@@ -254,7 +253,6 @@ int benchGemm(const Args& a)
 
 int main(int argc, char** argv)
 {
-    plab::mapLargeBlocksApart();   // as plab and the app do
     const Args a = parse(argc, argv);
     if (a.command == "train") return benchTrain(a);
     if (a.command == "sgemm") return benchSgemm(a);

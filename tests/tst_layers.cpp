@@ -702,18 +702,21 @@ private slots:
         }
     }
 
-    // Packing is on by default exactly where the CPU's BLAS sums a cut product as the whole
-    // (this file's own probe, blasSumsCutsAlike), off by default on a backend that does not
-    // say so (the checking backend poses as a device), and forced either way by the setting.
-    void packingIsOnByDefaultWhereCutsSumAlike()
+    // Packing follows the setting: by default the backend's own (the CPU backend's is off
+    // until its packed step is as fast, bench/RESULTS.md; the checking backend poses as a
+    // device, whose packed ops wait for a GPU), forced on or off for every backend that holds
+    // packed tensors. A CPU backend that packs by default must do so only where its BLAS sums
+    // a cut product as the whole (this file's own probe), or packing would move its results.
+    void packingFollowsTheSetting()
     {
         const ScopedPackedStorage restored(false);
         const auto cpu = createCpuBackend(1);
         CheckingBackend device(ConvolutionLibrary::none);
         setPackedStorage(PackedStorage::byDefault);
-        QCOMPARE(packsStorageOn(*cpu), blasSumsCutsAlike());
+        QVERIFY(!packsStorageOn(*cpu));
         QVERIFY(device.handlesPackedTensors());
         QVERIFY(!packsStorageOn(device));
+        if (cpu->packsByDefault()) QVERIFY(blasSumsCutsAlike());
         setPackedStorage(PackedStorage::on);
         QVERIFY(packsStorageOn(*cpu));
         QVERIFY(packsStorageOn(device));

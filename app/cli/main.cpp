@@ -3,7 +3,6 @@
 #include "commands.h"
 
 #include "error.h"
-#include "tensor/memory.h"
 
 #include <cstdio>
 #include <iostream>
@@ -11,7 +10,6 @@
 int main(int argc, char** argv)
 {
     using namespace plab::cli;
-    plab::mapLargeBlocksApart();
     CLI::App app{"Precision Lab: see what FP16, BF16 and TF32 do to training.", "plab"};
     app.set_version_flag("--version", std::string("plab ") + PLAB_VERSION);
     app.require_subcommand(1);

@@ -15,7 +15,6 @@
 #include "lessons/lesson_panel.h"
 #include "main_window.h"
 #include "run_list_model.h"
-#include "tensor/memory.h"
 #include "training_controller.h"
 
 #include <QApplication>
@@ -32,7 +31,6 @@
 
 int main(int argc, char** argv)
 {
-    plab::mapLargeBlocksApart();
     // --help and --version only print: they answer without a display. QApplication aborts
     // where it finds none, so a text-only application parses the same options for them.
     const bool textOnly = std::any_of(argv + 1, argv + argc, [](const char* a) {

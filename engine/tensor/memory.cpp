@@ -3,18 +3,7 @@
 
 #include <algorithm>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 namespace plab {
-
-void mapLargeBlocksApart()
-{
-#if defined(__GLIBC__)
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);   // a fixed threshold: glibc then never raises it
-#endif
-}
 
 std::string_view memoryCategoryName(MemoryCategory c)
 {

@@ -58,12 +58,4 @@ private:
     MemorySnapshot state_;
 };
 
-// Large host blocks (tensors, work buffers, the native products' operands) each in a mapping
-// of its own, returned to the system when freed. glibc raises its mmap threshold as large
-// blocks are freed (up to 32 MiB), after which freed blocks stay in the heap and in the
-// process's resident memory, where no category counts them (52 MB of a seed-CNN pure-bf16
-// step with the hardware arithmetic, bench/RESULTS.md). main() of plab, the app and the
-// benchmarks call it first; elsewhere (no glibc) it does nothing.
-void mapLargeBlocksApart();
-
 }  // namespace plab
