@@ -35,6 +35,7 @@
 #include <vector>
 
 using namespace plab;
+using plab::testing::blasSumsCutsAlike;
 using plab::testing::CheckingBackend;
 using plab::testing::checkGradient;
 using plab::testing::weightedSum;
@@ -87,35 +88,6 @@ bool representable(Format f, const Tensor& t)
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
 {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// Issue 31's packed layers cut their products into blocks of rows or columns. Whether a cut
-// changes an element's sum is the CPU's BLAS kernels' doing: OpenBLAS 0.3.21's SkylakeX
-// kernels sum such cuts alike, its Haswell and Zen kernels (what AVX2-only CPUs get) do not
-// (measured 2026-11-25). This asks the CPU backend: one product whole and in two halves of
-// columns, and in two halves of rows, on fp16 values.
-bool blasSumsCutsAlike()
-{
-    auto backend = createCpuBackend(1);
-    const std::int64_t M = 40, N = 392, K = 144;
-    std::vector<float> A(M * K), B(K * N), whole(M * N), cut(M * N);
-    std::uint32_t state = 5;
-    auto next = [&] {
-        state = state * 1664525u + 1013904223u;
-        return roundTo(Format::fp16, static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f);
-    };
-    for (float& v : A) v = next();
-    for (float& v : B) v = next();
-    const GemmPrecision fp32;
-    backend->gemm(Transpose::no, Transpose::no, M, N, K, A.data(), K, B.data(), N, 0.0f, whole.data(), N, fp32);
-    backend->gemm(Transpose::no, Transpose::no, M, N / 2, K, A.data(), K, B.data(), N, 0.0f, cut.data(), N, fp32);
-    backend->gemm(Transpose::no, Transpose::no, M, N - N / 2, K, A.data(), K, B.data() + N / 2, N, 0.0f,
-                  cut.data() + N / 2, N, fp32);
-    if (!sameBits(whole, cut)) return false;
-    backend->gemm(Transpose::no, Transpose::no, M / 2, N, K, A.data(), K, B.data(), N, 0.0f, cut.data(), N, fp32);
-    backend->gemm(Transpose::no, Transpose::no, M - M / 2, N, K, A.data() + M / 2 * K, K, B.data(), N, 0.0f,
-                  cut.data() + M / 2 * N, N, fp32);
-    return sameBits(whole, cut);
 }
 
 // held: the layers' outputs and gradients with fp32-held tensors; packed: with packed

@@ -1,10 +1,13 @@
 // Temporary folders and synthetic IDX data sets for the tests.
 #include "test_support.h"
 
+#include "backend/backend.h"
 #include "data/idx.h"
+#include "numerics/format.h"
 
 #include <QtGlobal>
 
+#include <cstring>
 #include <random>
 #include <stdexcept>
 
@@ -85,6 +88,30 @@ void writeSyntheticDataset(const std::filesystem::path& folder, int trainCount, 
     };
     write("train", trainCount, seed);
     write("t10k", testCount, seed + 1);
+}
+
+bool blasSumsCutsAlike()
+{
+    auto backend = createCpuBackend(1);
+    const std::int64_t M = 40, N = 392, K = 144;
+    std::vector<float> A(M * K), B(K * N), whole(M * N), cut(M * N);
+    std::uint32_t state = 5;
+    auto next = [&] {
+        state = state * 1664525u + 1013904223u;
+        return roundTo(Format::fp16, static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f);
+    };
+    for (float& v : A) v = next();
+    for (float& v : B) v = next();
+    const GemmPrecision fp32;
+    backend->gemm(Transpose::no, Transpose::no, M, N, K, A.data(), K, B.data(), N, 0.0f, whole.data(), N, fp32);
+    backend->gemm(Transpose::no, Transpose::no, M, N / 2, K, A.data(), K, B.data(), N, 0.0f, cut.data(), N, fp32);
+    backend->gemm(Transpose::no, Transpose::no, M, N - N / 2, K, A.data(), K, B.data() + N / 2, N, 0.0f,
+                  cut.data() + N / 2, N, fp32);
+    if (std::memcmp(whole.data(), cut.data(), whole.size() * sizeof(float)) != 0) return false;
+    backend->gemm(Transpose::no, Transpose::no, M / 2, N, K, A.data(), K, B.data(), N, 0.0f, cut.data(), N, fp32);
+    backend->gemm(Transpose::no, Transpose::no, M - M / 2, N, K, A.data() + M / 2 * K, K, B.data(), N, 0.0f,
+                  cut.data() + M / 2 * N, N, fp32);
+    return std::memcmp(whole.data(), cut.data(), whole.size() * sizeof(float)) == 0;
 }
 
 }  // namespace plab::testing

@@ -31,6 +31,13 @@ struct SplitMix64 {
 // levels the build has that this CPU cannot run.
 std::vector<SimdLevel> simdLevelsOfThisCpu();
 
+// Issue 31's packed layers cut their products into blocks of rows or columns. Whether a cut
+// changes an element's sum is the CPU's BLAS kernels' doing: OpenBLAS 0.3.21's SkylakeX
+// kernels sum such cuts alike, its Haswell and Zen kernels (what AVX2-only CPUs get) do not
+// (measured 2026-11-25). This asks the CPU backend: one product whole and in two halves of
+// columns, and in two halves of rows, on fp16 values.
+bool blasSumsCutsAlike();
+
 // A fresh folder under the system temp dir, removed when the object dies.
 class TempDir {
 public:
