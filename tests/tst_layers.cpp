@@ -703,14 +703,20 @@ private slots:
     void packedBlocksScaleToTheTensor()
     {
         Harness exact("amp-fp16"), hardware("amp-bf16", Arithmetic::hardware);
-        const std::int64_t most = packedBlockValues();
+        const std::int64_t before = packedBlockValues(), most = std::int64_t{8} << 20;
         const GemmPrecision fp16(Format::fp16, true), bf16(Format::bf16, true);
-        QCOMPARE(packedBlockValues(exact.ctx, fp16, 4 * 1000000), std::int64_t{1000000});
-        QCOMPARE(packedBlockValues(exact.ctx, fp16, 1000), most / 32);
-        QCOMPARE(packedBlockValues(exact.ctx, fp16, 100 * most), most);
-        QCOMPARE(packedColumnValues(exact.ctx, fp16, 4 * 1000000), std::int64_t{2000000});
-        const std::int64_t nativeBlock = packedBlockValues(hardware.ctx, bf16, 4 * 1000000);
-        QCOMPARE(nativeBlock, hardware.backend->multiplies16(bf16) ? most : std::int64_t{1000000});
+        setPackedBlockValues(most);
+        const std::int64_t quarter = packedBlockValues(exact.ctx, fp16, 4 * 1000000),
+                           least = packedBlockValues(exact.ctx, fp16, 1000),
+                           largest = packedBlockValues(exact.ctx, fp16, 100 * most),
+                           columns = packedColumnValues(exact.ctx, fp16, 4 * 1000000),
+                           native = packedBlockValues(hardware.ctx, bf16, 4 * 1000000);
+        setPackedBlockValues(before);
+        QCOMPARE(quarter, std::int64_t{1000000});
+        QCOMPARE(least, most / 32);
+        QCOMPARE(largest, most);
+        QCOMPARE(columns, std::int64_t{2000000});
+        QCOMPARE(native, hardware.backend->multiplies16(bf16) ? most : std::int64_t{1000000});
     }
 
     // Issue 31: a linear layer reading a packed input in blocks of rows (forward, dX) and of

@@ -171,12 +171,10 @@ void setPackedStorage(PackedStorage setting);
 PackedStorage packedStorageSetting();
 // Forced on or off (benchmarks and tests: packing on and off side by side in one process).
 void setPackedStorageEnabled(bool enabled);
-// Whether `backend` holds 16-bit tensors packed. By default as it says (packsByDefault): the
-// CPU backend where its BLAS sums a cut product as the whole (the packed layers' blocks then
-// give the bits whole products give), not on OpenBLAS's Haswell and Zen kernels (AVX2-only
-// CPUs), where the blocks would move results by roundings; not yet on a device (the CUDA
-// plugin's packed ops wait for a GPU session, docs/CUDA.md). Forced on, every backend that
-// handles packed tensors does.
+// Whether `backend` holds 16-bit tensors packed: forced on, every backend that handles
+// packed tensors does; by default, as the backend says (packsByDefault: none does yet, the
+// CPU's packed step being slower, bench/RESULTS.md, and the CUDA plugin's packed ops
+// waiting for a GPU session, docs/CUDA.md).
 bool packsStorageOn(const ComputeBackend& backend);
 // The setting set for a scope (tests), and put back as it was when the scope ends.
 class ScopedPackedStorage {

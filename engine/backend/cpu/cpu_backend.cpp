@@ -424,7 +424,6 @@ private:
         return native_ && precision.fp32Accumulate && cpu::nativelySupported(precision.compute);
     }
 
-    // Whether this CPU's OpenBLAS kernels sum a cut product as the whole (see sgemm).
     // Whether this CPU's OpenBLAS kernels sum a product cut into blocks of rows or columns as
     // they sum the whole: its SkylakeX kernels do (and Cooperlake's, which are SkylakeX's for
     // sgemm); its Haswell and Zen kernels, which AVX2-only CPUs get, do not (see sgemm).
