@@ -208,7 +208,7 @@ private:
         if (images.onDevice()) throw std::invalid_argument("Images must be in host memory.");
         // Packed where the first layer packs, on a backend in host memory (the images are
         // there): the first layer then reads the compute format's patterns as the others do.
-        const bool packs = p.roundsStorage() && packsStorage(ctx, p) && !ctx.backend->allocator();
+        const bool packs = packsStorage(ctx, p) && !ctx.backend->allocator();   // fp16 or bf16 storage
         prepareTensor(input_, {1, count, kImageSide, kImageSide}, p.storage, ctx, MemoryCategory::activations, packs);
         if (packs) {
             roundTappedTo16(ctx, p.storage, images.data() + n0 * pixels, input_, "input", TensorKind::activation);
