@@ -2,8 +2,44 @@
 #include "backend/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace plab::cpu {
+
+namespace {
+// How long a thread spins for the next loop (a worker) or for the workers to finish one
+// (the caller) before it sleeps on the condition variable: 50 microseconds, or
+// PLAB_POOL_SPIN_US (0 to 10,000; 0 sleeps at once) when the process starts.
+std::chrono::microseconds spinTime()
+{
+    static const std::chrono::microseconds time = [] {
+        const char* v = std::getenv("PLAB_POOL_SPIN_US");
+        char* end = nullptr;
+        const long n = v ? std::strtol(v, &end, 10) : -1;
+        return std::chrono::microseconds(v && *v && end && *end == '\0' && n >= 0 && n <= 10000 ? n : 50);
+    }();
+    return time;
+}
+
+template <typename Done>
+void spinUntil(Done done)
+{
+    const auto spin = spinTime();
+    if (spin.count() == 0) return;
+    const auto until = std::chrono::steady_clock::now() + spin;
+    for (int i = 0; !done(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+        _mm_pause();
+#endif
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return;
+    }
+}
+}  // namespace
 
 ThreadPool::ThreadPool(int threads)
 {
@@ -15,6 +51,7 @@ ThreadPool::~ThreadPool()
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        postedGeneration_.store(++generation_, std::memory_order_release);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -39,6 +76,7 @@ void ThreadPool::workerLoop()
 {
     std::uint64_t seen = 0;
     for (;;) {
+        spinUntil([&] { return postedGeneration_.load(std::memory_order_acquire) != seen; });
         {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -48,12 +86,12 @@ void ThreadPool::workerLoop()
             // body_) is not joined: the next loop may reset the counter at any moment, and
             // a chunk taken from it here would run twice, or with the old body.
             if (!body_) continue;
-            ++busyWorkers_;
+            postedBusy_.store(++busyWorkers_, std::memory_order_release);
         }
         runChunks();
         {
             std::lock_guard lock(mutex_);
-            --busyWorkers_;
+            postedBusy_.store(--busyWorkers_, std::memory_order_release);
         }
         done_.notify_one();
     }
@@ -78,10 +116,11 @@ void ThreadPool::parallelFor(std::int64_t n, std::int64_t grain,
         chunk_ = (n + pieces - 1) / pieces;
         next_.store(0, std::memory_order_relaxed);
         error_ = nullptr;
-        ++generation_;
+        postedGeneration_.store(++generation_, std::memory_order_release);
     }
     wake_.notify_all();
     runChunks();
+    spinUntil([&] { return postedBusy_.load(std::memory_order_acquire) == 0; });
     {
         // A worker that has not woken yet finds no chunk left and leaves at once.
         std::unique_lock lock(mutex_);

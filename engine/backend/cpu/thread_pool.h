@@ -1,6 +1,8 @@
 // A small persistent pool for the CPU backend's elementwise work (rounding, im2col,
-// pooling). Workers sleep on a condition variable between loops (no spin-waiting, so a
-// core taken by another process slows us down instead of stalling us), and chunks are
+// pooling) and its GEMMs' pieces. Between loops a worker spins for at most 50
+// microseconds, then sleeps on a condition variable (the packed layers call loops back to
+// back, and waking a sleeping thread each time cost small-cnn's packed step about a
+// sixth; a core taken by another process loses no more than that spin), and chunks are
 // handed out dynamically from an atomic counter, so the loop finishes at the pace of the
 // threads that actually run.
 #pragma once
@@ -40,6 +42,9 @@ private:
     std::condition_variable done_;
     std::uint64_t generation_ = 0;   // bumped per loop, guarded by mutex_
     int busyWorkers_ = 0;            // workers inside the current loop, guarded by mutex_
+    // Their values as last written under mutex_, read without it while spinning.
+    std::atomic<std::uint64_t> postedGeneration_{0};
+    std::atomic<int> postedBusy_{0};
     bool stopping_ = false;
 
     // The current loop (written before generation_ is bumped).
