@@ -498,6 +498,67 @@ private slots:
                                                C.data(), 2, {}));
     }
 
+    // gemmReductionCut's promise: a product cut along its sum at multiples of the length it
+    // gives (the last piece at least that long, beta 1 after the first) has every element's
+    // bits of the whole product, for the shapes the packed filter gradient cuts (the CNNs'
+    // conv2 and conv1) and a plain product; no cut where the sums are emulated.
+    void productsCutAlongTheirSumKeepTheirBits_data()
+    {
+        QTest::addColumn<int>("M");
+        QTest::addColumn<int>("N");
+        QTest::addColumn<bool>("transB");
+        QTest::addColumn<int>("compute");
+        QTest::addColumn<float>("beta");
+        QTest::newRow("conv2 filter gradient, fp32") << 64 << 288 << true << int(Format::fp32) << 0.0f;
+        QTest::newRow("conv1 filter gradient, fp16 operands") << 32 << 9 << true << int(Format::fp16) << 0.5f;
+        // 200 columns in blocks of 64, 64, 64 and 8; beta 0 without transposes is where
+        // OpenBLAS's direct sgemm may take a call.
+        QTest::newRow("plain, bf16 operands") << 40 << 200 << false << int(Format::bf16) << 0.0f;
+        QTest::newRow("plain, beta 0.5") << 40 << 200 << false << int(Format::bf16) << 0.5f;
+    }
+
+    void productsCutAlongTheirSumKeepTheirBits()
+    {
+        QFETCH(int, M);
+        QFETCH(int, N);
+        QFETCH(bool, transB);
+        QFETCH(int, compute);
+        QFETCH(float, beta);
+        auto backend = createCpuBackend(2);
+        GemmPrecision precision;
+        precision.compute = Format(compute);
+        const std::int64_t L = backend->gemmReductionCut(precision, M, N);
+        // OpenBLAS's driver sums in blocks on every core the lab runs on (Cooperlake,
+        // SkylakeX, Haswell, Zen in 0.3.21; blas_cuts.h).
+        QVERIFY2(L > 0, "the CPU backend found no length at which OpenBLAS's sums may be cut");
+        const std::int64_t K = 3 * L + L / 2 + 5;
+        Rng rng(11);
+        const auto A = operand(precision.compute, M * K, rng);
+        const auto B = operand(precision.compute, K * N, rng);
+        const auto C0 = operand(Format::fp32, M * N, rng);
+        const Transpose tb = transB ? Transpose::yes : Transpose::no;
+        const std::int64_t ldb = transB ? K : N;
+        auto product = [&](std::int64_t k0, std::int64_t k1, float beta, std::vector<float>& C) {
+            const float* b = transB ? B.data() + k0 : B.data() + k0 * N;
+            backend->gemm(Transpose::no, tb, M, N, k1 - k0, A.data() + k0, K, b, ldb, beta, C.data(), N, precision);
+        };
+        std::vector<float> whole = C0;
+        product(0, K, beta, whole);
+        // Cut at L and 2L (the last piece 1.5 L + 5 long), and at 2L alone.
+        for (const std::vector<std::int64_t>& cuts :
+             {std::vector<std::int64_t>{0, L, 2 * L, K}, std::vector<std::int64_t>{0, 2 * L, K}}) {
+            std::vector<float> pieces = C0;
+            for (std::size_t i = 0; i + 1 < cuts.size(); ++i) product(cuts[i], cuts[i + 1], i == 0 ? beta : 1.0f, pieces);
+            for (std::size_t i = 0; i < whole.size(); ++i)
+                QVERIFY2(sameValue(pieces[i], whole[i]),
+                         qPrintable(QString("element %1: %2 cut, %3 whole (L %4)")
+                                        .arg(i).arg(pieces[i], 0, 'g', 9).arg(whole[i], 0, 'g', 9).arg(L)));
+        }
+        // Sums in the compute format (no fp32 accumulation) are emulated: never cut.
+        precision.fp32Accumulate = false;
+        if (precision.compute != Format::fp32) QCOMPARE(backend->gemmReductionCut(precision, M, N), std::int64_t{0});
+    }
+
     void backendInfo()
     {
         auto backend = createCpuBackend(2);

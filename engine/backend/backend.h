@@ -184,6 +184,15 @@ public:
                       std::int64_t K, const float* A, std::int64_t lda, const float* B,
                       std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                       GemmPrecision precision) = 0;
+    // A length L at which gemm of this precision with an (M, N) result may be cut along its
+    // sum (K): one call a piece, every piece but the last a multiple of L long and the last
+    // at least L long, the first with beta and the rest with beta 1, gives every element of
+    // C the sum one call gives, bit for bit. 0 where no cut does (the default; oneDNN's
+    // and a device's sums depend on the product's shape).
+    virtual std::int64_t gemmReductionCut(const GemmPrecision&, std::int64_t /*M*/, std::int64_t /*N*/) const
+    {
+        return 0;
+    }
     // C_i = op(A_i) op(B_i) + beta C_i for i < batch, with A_i = A + i * strideA (B_i, C_i
     // alike): gemm's arithmetic for each product, which are independent (their order does
     // not matter). The default calls gemm once a product; a device backend runs them as
@@ -536,8 +545,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
 // 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
-// which had been added to the vtable without a bump; 10: packsByDefault.
-inline constexpr int kCudaPluginAbiVersion = 10;
+// which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut.
+inline constexpr int kCudaPluginAbiVersion = 11;
 
 }  // namespace plab
 

@@ -183,6 +183,11 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
         }
         return;
     }
+    // The BLAS sums a product cut along its pixels as the whole: spans of all rows and columns.
+    if (const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K); cut > 0 && span >= 2 * cut) {
+        filterGradientInSpans(ctx, p, dY, lowering, cut, budget);
+        return;
+    }
     const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span));
     prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace);
     Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
@@ -202,6 +207,39 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
                                   columns, cols_.data(), columns, n0 == 0 ? 0.0f : 1.0f,
                                   weight_.grad.data() + r0 * K + c0 * k2, K, filterGemm);
             }
+        }
+    }
+}
+
+void Conv2d::filterGradientInSpans(StepContext& ctx, const StepPrecision& p, const Tensor& dY,
+                                   std::int64_t lowering, std::int64_t cut, std::int64_t budget)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    const std::int64_t span = std::min(lowering, N) * hw;
+    // Spans `length` long (a multiple of cut, at least cut), a remainder shorter than cut
+    // joining the last: each shorter than length + cut, and its samples' columns at most
+    // two samples wider.
+    const std::int64_t fits = std::min(budget / outChannels_, packedColumnValues(ctx, filterGemm, dY.size()) / K - 2 * hw);
+    const std::int64_t length = std::max<std::int64_t>(1, fits / cut) * cut;
+    const std::int64_t widest = std::min(span, length + cut - 1);
+    prepareTensor(cols_, {K, std::min(span, (widest / hw + 2) * hw)}, Format::fp32, ctx, MemoryCategory::workspace);
+    Tensor& wide = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+        const std::int64_t columns = std::min(lowering, N - n0) * hw;
+        std::int64_t spans = std::max<std::int64_t>(1, columns / length);
+        if (columns - spans * length >= cut) ++spans;
+        for (std::int64_t i = 0; i < spans; ++i) {
+            // Pixels [k0, k1) of the block: dY's columns widened, the samples they lie in lowered.
+            const std::int64_t k0 = i * length, k1 = i + 1 == spans ? columns : k0 + length, width = k1 - k0;
+            const std::int64_t s0 = k0 / hw, s1 = (k1 + hw - 1) / hw;
+            lowerChannels(ctx, 0, g.channels, n0 + s0, s1 - s0);
+            ctx.backend->widen16(dY.storage(), dY.bits16() + n0 * hw + k0, N * hw, wide.data(), width, outChannels_,
+                                 width);
+            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, width, wide.data(), width,
+                              cols_.data() + (k0 - s0 * hw), (s1 - s0) * hw, n0 == 0 && i == 0 ? 0.0f : 1.0f,
+                              weight_.grad.data(), K, filterGemm);
         }
     }
 }

@@ -172,9 +172,9 @@ PackedStorage packedStorageSetting();
 // Forced on or off (benchmarks and tests: packing on and off side by side in one process).
 void setPackedStorageEnabled(bool enabled);
 // Whether `backend` holds 16-bit tensors packed: forced on, every backend that handles
-// packed tensors does; by default, as the backend says (packsByDefault: none does yet, the
-// CPU's packed step being slower, bench/RESULTS.md, and the CUDA plugin's packed ops
-// waiting for a GPU session, docs/CUDA.md).
+// packed tensors does; by default, as the backend says (packsByDefault: the CPU backend
+// where OpenBLAS sums a product cut into blocks as the whole; no device backend yet, the
+// CUDA plugin's packed ops waiting for a GPU session, docs/CUDA.md).
 bool packsStorageOn(const ComputeBackend& backend);
 // The setting set for a scope (tests), and put back as it was when the scope ends.
 class ScopedPackedStorage {

@@ -78,6 +78,7 @@ public:
             layers_.push_back(std::make_unique<LayerNorm>("norm", D));
             layers_.push_back(std::make_unique<Linear>("head", D, kClasses));
         } else {   // small-cnn and seed-cnn share the shape, not the widths
+            packsImages_ = true;
             layers_.push_back(std::make_unique<Conv2d>("conv1", 1, w[0]));
             layers_.push_back(std::make_unique<ReLU>("relu1"));
             layers_.push_back(std::make_unique<MaxPool2d>("pool1"));
@@ -206,9 +207,11 @@ private:
         if (images.rank() < 1 || images.size() != images.dim(0) * pixels)
             throw std::invalid_argument("Images must be (N, 1, 28, 28), got " + shapeString(images.shape()) + ".");
         if (images.onDevice()) throw std::invalid_argument("Images must be in host memory.");
-        // Packed where the first layer packs, on a backend in host memory (the images are
-        // there): the first layer then reads the compute format's patterns as the others do.
-        const bool packs = packsStorage(ctx, p) && !ctx.backend->allocator();   // fp16 or bf16 storage
+        // Packed for a convolution that packs, on a backend in host memory (the images are
+        // there): conv1 then lowers the compute format's patterns as the others do. A
+        // linear first layer would widen them again, block by block, to save 2 bytes a
+        // pixel (the MLPs' packed steps measured 3-8% slower so, bench/RESULTS.md).
+        const bool packs = packsImages_ && packsStorage(ctx, p) && !ctx.backend->allocator();   // fp16 or bf16
         prepareTensor(input_, {1, count, kImageSide, kImageSide}, p.storage, ctx, MemoryCategory::activations, packs);
         if (packs) {
             roundTappedTo16(ctx, p.storage, images.data() + n0 * pixels, input_, "input", TensorKind::activation);
@@ -225,6 +228,7 @@ private:
     int firstParameterLayer_ = 0;
     SoftmaxCrossEntropy loss_;
     Tensor input_;   // (1, N, 28, 28): the images as the (C, N, H, W) input, in storage format
+    bool packsImages_ = false;   // the first layer is a convolution (prepareInput)
 };
 
 void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory, ComputeBackend& backend)

@@ -25,7 +25,7 @@ struct MemoryFootprint {
     std::int64_t activationBytesPerSample = 0;             // Model::activationBytesPerSample(recipe)
     // What the CPU backend holds of them per sample: 4 bytes an element without 16-bit
     // packing (the larger of this recipe's count and fp32's), Model::packedHeldBytesPerSample
-    // with it (packsStorageOn: PLAB_PACKED_STORAGE=on).
+    // with it (packsStorageOn: by default where OpenBLAS sums cuts alike, or PLAB_PACKED_STORAGE=on).
     std::int64_t heldActivationBytesPerSample = 0;
     std::int64_t fixedBytes() const;                       // the sum of `bytes`
     std::int64_t bytesOf(MemoryCategory c) const { return bytes[static_cast<std::size_t>(c)]; }
@@ -45,7 +45,7 @@ struct MemoryEstimate {
 
 // From the engine's own accounting (memoryFootprint, activationBytesPerSample): every
 // tensor at 4 bytes an element, as the CPU backend holds them without 16-bit packing (with
-// packing, PLAB_PACKED_STORAGE=on, activations as Model::packedHeldBytesPerSample counts them). A
+// packing, packsStorageOn, activations as Model::packedHeldBytesPerSample counts them). A
 // lower bound of what the process takes: the check refuses only runs that cannot fit,
 // never one that would.
 MemoryEstimate estimateRunMemory(const TrainSettings& settings);

@@ -4,6 +4,7 @@
 // reduced-format accumulation of gemm_emulated.cpp, oneDNN on native bf16/fp16 units for
 // the hardware arithmetic (native_gemm.h), and parallel elementwise helpers.
 #include "backend/backend.h"
+#include "backend/cpu/blas_cuts.h"
 #include "backend/cpu/gemm_emulated.h"
 #include "backend/cpu/gemm_sparse.h"
 #include "backend/cpu/im2col.h"
@@ -101,12 +102,13 @@ public:
         info_.versions.push_back("bf16/tf32 accumulation: " + emulatedSums);
         const std::string core = openblas_get_corename();
         info_.versions.push_back(
-            std::string("16-bit activations and gradients: held in fp32 by default; PLAB_PACKED_STORAGE=on holds them "
-                        "in 2 bytes") +
-            (cutsSumAlike() ? " with the same bits (OpenBLAS's " + core + " kernels sum a product cut into blocks as "
-                                                                          "the whole)"
-                            : " (OpenBLAS's " + core + " kernels sum a product cut into blocks in another order: "
-                                                       "results move by roundings)"));
+            cutsSumAlike()
+                ? "16-bit activations and gradients: held in 2 bytes (OpenBLAS's " + core +
+                      " kernels sum a product cut into blocks as the whole, so the packed layers' blocks give the "
+                      "same bits); PLAB_PACKED_STORAGE=off holds them in fp32"
+                : "16-bit activations and gradients: held in fp32 (OpenBLAS's " + core +
+                      " kernels sum a product cut into blocks in another order); PLAB_PACKED_STORAGE=on holds them "
+                      "in 2 bytes, and results move by roundings");
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
         info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.
@@ -144,6 +146,26 @@ public:
         } else {
             gemmInFormat(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision.compute);
         }
+    }
+
+    std::int64_t gemmReductionCut(const GemmPrecision& precision, std::int64_t M, std::int64_t N) const override
+    {
+        // Only OpenBLAS's products (fp32 sums): oneDNN's and the emulated sums have no
+        // such blocks. Each piece must be cut into blocks of M or N as the whole product is
+        // (sgemm: the most pieces its shape allows), and each block's call must be past
+        // OpenBLAS's small-matrix kernels, which sum without the driver's blocks: at least
+        // 2^21 multiply-adds a call (measured: a 40 x 8 call of 1.02 million summed as the
+        // whole, one of 0.31 million did not).
+        const std::int64_t block = cpu::blasReductionBlock();
+        if (block == 0 || M <= 0 || N <= 0 || runsNatively(precision) ||
+            !(precision.fp32Accumulate || precision.compute == Format::fp32))
+            return 0;
+        const std::int64_t most = std::min(mostPieces(), std::max(M, N) / 32);
+        const SgemmCut cut = sgemmCut(M, N, most);
+        const std::int64_t narrowest = (cut.extent - (cut.blocks - 1) * cut.block) * (cut.columns ? M : N);
+        const std::int64_t least = std::max(most < 2 ? 0 : (most * (std::int64_t{1} << 21) + M * N - 1) / (M * N),
+                                            ((std::int64_t{1} << 21) + narrowest - 1) / narrowest);
+        return std::max<std::int64_t>(1, (least + block - 1) / block) * block;
     }
 
     void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
@@ -251,12 +273,11 @@ public:
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
     bool handlesPackedTensors() const override { return true; }
-    // Not yet: packed, small-cnn's amp-fp16 step at batch 128 took 1.50x the unpacked one
-    // and the seed CNN's exact amp-fp16 step at batch 256 1.08x (bench/RESULTS.md, 2026-11-26;
-    // the issue allows 1.05x). When it is, it can be on where OpenBLAS sums cuts alike
-    // (cutsSumAlike: the packed layers' blocks then give the whole products' bits; elsewhere
-    // packing moves results by roundings).
-    bool packsByDefault() const override { return false; }
+    // Where OpenBLAS sums cuts alike (cutsSumAlike): the packed layers' blocks then give the
+    // whole products' bits, and the packed step measured as fast as the unpacked one within
+    // this machine's noise (bench/RESULTS.md, 2026-11-26). Elsewhere packing would move
+    // results by roundings.
+    bool packsByDefault() const override { return cutsSumAlike(); }
     void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
                  std::int64_t rows, std::int64_t cols) override
     {
@@ -424,16 +445,34 @@ private:
         return native_ && precision.fp32Accumulate && cpu::nativelySupported(precision.compute);
     }
 
-    // Whether this CPU's OpenBLAS kernels sum a product cut into blocks of rows or columns as
-    // they sum the whole: its SkylakeX kernels do (and Cooperlake's, which are SkylakeX's for
-    // sgemm); its Haswell and Zen kernels, which AVX2-only CPUs get, do not (see sgemm).
-    static bool cutsSumAlike()
+    static bool cutsSumAlike() { return cpu::blasCutsSumAlike(); }
+    // The most pieces sgemm cuts a product into (see there).
+    std::int64_t mostPieces() const { return cutsSumAlike() ? 2 * std::int64_t{threads_} : kMostPieces; }
+    // How sgemm cuts an (M, N, K) product: into `pieces` along the longer of M and N (the
+    // columns when N >= M), at most mostPieces(), each at least 32 wide and 2^21
+    // multiply-adds; one piece (the whole call) below 2.
+    std::int64_t piecesOf(std::int64_t M, std::int64_t N, std::int64_t K) const
     {
-        static const bool alike = [] {
-            const std::string_view core = openblas_get_corename();
-            return core == "SkylakeX" || core == "skylakex" || core == "Cooperlake" || core == "cooperlake";
-        }();
-        return alike;
+        return std::min({mostPieces(), std::max(M, N) / 32, M * N * K >> 21});
+    }
+    struct SgemmCut {
+        bool columns = true;      // N cut (else M)
+        std::int64_t extent = 0;  // N or M
+        std::int64_t block = 0;   // the blocks' width, a multiple of 16 (the AVX-512 kernels' width)
+        std::int64_t blocks = 1;  // the last is narrower: extent - (blocks - 1) * block
+    };
+    static SgemmCut sgemmCut(std::int64_t M, std::int64_t N, std::int64_t pieces)
+    {
+        SgemmCut cut;
+        cut.columns = N >= M;
+        cut.extent = cut.columns ? N : M;
+        if (pieces < 2) {
+            cut.block = cut.extent;
+            return cut;
+        }
+        cut.block = ((cut.extent + pieces - 1) / pieces + 15) / 16 * 16;
+        cut.blocks = (cut.extent + cut.block - 1) / cut.block;
+        return cut;
     }
 
     void sgemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
@@ -468,17 +507,13 @@ private:
         // multiply-adds as one call (leastGemmBlock, docs/ARITHMETIC.md), so there the cut
         // is twice as many pieces as threads, as wide as that allows: each call packs its
         // operands again, and pieces 270 columns wide took 12% longer a column than 1,100.
-        const bool splitColumns = N >= M;
-        const std::int64_t extent = splitColumns ? N : M;
-        const std::int64_t most = cutsSumAlike() ? 2 * std::int64_t{threads_} : kMostPieces;
-        const std::int64_t pieces = std::min({most, extent / 32, M * N * K >> 21});
-        if (pieces < 2) {
+        const SgemmCut cut = sgemmCut(M, N, piecesOf(M, N, K));
+        if (cut.blocks < 2) {
             call(0, M, 0, N);
             return;
         }
-        // Blocks a multiple of 16 wide, the width of the AVX-512 sgemm kernels.
-        const std::int64_t block = ((extent + pieces - 1) / pieces + 15) / 16 * 16;
-        const std::int64_t blocks = (extent + block - 1) / block;
+        const bool splitColumns = cut.columns;
+        const std::int64_t extent = cut.extent, block = cut.block, blocks = cut.blocks;
         pool_.parallelFor(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
             for (std::int64_t blk = b0; blk < b1; ++blk) {
                 const std::int64_t start = blk * block, len = std::min(block, extent - start);
