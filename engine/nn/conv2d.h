@@ -47,11 +47,11 @@ private:
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
-    // The output and gradients packed: the three passes in blocks of samples (and
-    // of channels), each block's fp32 columns and GEMM results in buffers of at most
-    // packedBlockValues() values, so that no fp32 copy of a whole activation exists. Every
-    // GEMM is a block of rows or columns of the unblocked one, with the same sums over the
-    // same blocks of samples: the same bits.
+    // The output and gradients packed: the three passes in blocks of samples (and of
+    // channels, or spans of pixels), each block's fp32 columns and GEMM results in buffers
+    // of about packedBlockValues() values, so that no fp32 copy of a whole activation
+    // exists. Every GEMM is a block of rows or columns of the unblocked one, or a span of its
+    // sum cut where the BLAS cuts it anyway (gemmReductionCut): the same sums, the same bits.
     void forwardPacked(StepContext& ctx, const StepPrecision& p);
     // The weight and bias gradients rounded to the storage format (when it is not fp32).
     void roundWeightGradients(StepContext& ctx, const StepPrecision& p);
