@@ -185,7 +185,7 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     }
     // The BLAS sums a product cut along its pixels as the whole: spans of all rows and columns.
     if (const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K); cut > 0 && span >= 2 * cut) {
-        filterGradientInSpans(ctx, p, dY, lowering, cut, budget);
+        filterGradientInSpans(ctx, filterGemm, dY, lowering, cut, budget);
         return;
     }
     const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span));
@@ -211,12 +211,11 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     }
 }
 
-void Conv2d::filterGradientInSpans(StepContext& ctx, const StepPrecision& p, const Tensor& dY,
+void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const Tensor& dY,
                                    std::int64_t lowering, std::int64_t cut, std::int64_t budget)
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
-    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     const std::int64_t span = std::min(lowering, N) * hw;
     // Spans `length` long (a multiple of cut, at least cut), a remainder shorter than cut
     // joining the last: each shorter than length + cut, and its samples' columns at most

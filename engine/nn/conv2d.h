@@ -56,12 +56,13 @@ private:
     // The weight and bias gradients rounded to the storage format (when it is not fp32).
     void roundWeightGradients(StepContext& ctx, const StepPrecision& p);
     void filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
-    // The filter gradient's products over blocks of `lowering` samples, each cut along its
-    // pixels into spans a multiple of `cut` long (ComputeBackend::gemmReductionCut): the
-    // whole product's sums from a span of dY widened and the columns of the samples it
-    // touches, in at most about `budget` (dY) and packedColumnValues (columns) values.
-    void filterGradientInSpans(StepContext& ctx, const StepPrecision& p, const Tensor& dY, std::int64_t lowering,
-                               std::int64_t cut, std::int64_t budget);
+    // The filter gradient's products (in filterGemm) over blocks of `lowering` samples, each
+    // cut along its pixels into spans a multiple of `cut` long (ComputeBackend::
+    // gemmReductionCut): the whole product's sums from a span of dY widened and the columns
+    // of the samples it touches, in at most about `budget` (dY) and packedColumnValues
+    // (columns) values.
+    void filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const Tensor& dY,
+                               std::int64_t lowering, std::int64_t cut, std::int64_t budget);
     void inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     // Whether a backward GEMM of the packed passes reads 16-bit patterns (gemm16): the
     // forward pass did, and dY (stored in f) is in the compute format.

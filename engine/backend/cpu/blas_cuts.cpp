@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,42 @@ std::int64_t blasReductionBlock()
         return std::int64_t{0};
     }();
     return block;
+}
+
+SgemmCut sgemmCut(std::int64_t M, std::int64_t N, std::int64_t pieces)
+{
+    SgemmCut cut;
+    cut.columns = N >= M;
+    cut.extent = cut.columns ? N : M;
+    if (pieces < 2) {
+        cut.block = cut.extent;
+        return cut;
+    }
+    cut.block = ((cut.extent + pieces - 1) / pieces + 15) / 16 * 16;
+    cut.blocks = (cut.extent + cut.block - 1) / cut.block;
+    return cut;
+}
+
+std::int64_t sgemmMostPieces(std::int64_t most, std::int64_t M, std::int64_t N)
+{
+    return std::min(most, std::max(M, N) / 32);
+}
+
+std::int64_t sgemmPieces(std::int64_t most, std::int64_t M, std::int64_t N, std::int64_t K)
+{
+    return std::min(sgemmMostPieces(most, M, N), M * N * K >> 21);
+}
+
+std::int64_t blasReductionCut(std::int64_t most, std::int64_t M, std::int64_t N)
+{
+    const std::int64_t block = blasReductionBlock();
+    if (block == 0 || M <= 0 || N <= 0) return 0;
+    const std::int64_t pieces = sgemmMostPieces(most, M, N);
+    const SgemmCut cut = sgemmCut(M, N, pieces);
+    const std::int64_t narrowest = cut.narrowest() * (cut.columns ? M : N);
+    const std::int64_t least = std::max(pieces < 2 ? 0 : (pieces * (std::int64_t{1} << 21) + M * N - 1) / (M * N),
+                                        ((std::int64_t{1} << 21) + narrowest - 1) / narrowest);
+    return std::max<std::int64_t>(1, (least + block - 1) / block) * block;
 }
 
 }  // namespace plab::cpu

@@ -151,21 +151,9 @@ public:
     std::int64_t gemmReductionCut(const GemmPrecision& precision, std::int64_t M, std::int64_t N) const override
     {
         // Only OpenBLAS's products (fp32 sums): oneDNN's and the emulated sums have no
-        // such blocks. Each piece must be cut into blocks of M or N as the whole product is
-        // (sgemm: the most pieces its shape allows), and each block's call must be past
-        // OpenBLAS's small-matrix kernels, which sum without the driver's blocks: at least
-        // 2^21 multiply-adds a call (measured: a 40 x 8 call of 1.02 million summed as the
-        // whole, one of 0.31 million did not).
-        const std::int64_t block = cpu::blasReductionBlock();
-        if (block == 0 || M <= 0 || N <= 0 || runsNatively(precision) ||
-            !(precision.fp32Accumulate || precision.compute == Format::fp32))
-            return 0;
-        const std::int64_t most = std::min(mostPieces(), std::max(M, N) / 32);
-        const SgemmCut cut = sgemmCut(M, N, most);
-        const std::int64_t narrowest = (cut.extent - (cut.blocks - 1) * cut.block) * (cut.columns ? M : N);
-        const std::int64_t least = std::max(most < 2 ? 0 : (most * (std::int64_t{1} << 21) + M * N - 1) / (M * N),
-                                            ((std::int64_t{1} << 21) + narrowest - 1) / narrowest);
-        return std::max<std::int64_t>(1, (least + block - 1) / block) * block;
+        // such blocks.
+        if (runsNatively(precision) || !(precision.fp32Accumulate || precision.compute == Format::fp32)) return 0;
+        return cpu::blasReductionCut(mostPieces(), M, N);
     }
 
     void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
@@ -448,32 +436,6 @@ private:
     static bool cutsSumAlike() { return cpu::blasCutsSumAlike(); }
     // The most pieces sgemm cuts a product into (see there).
     std::int64_t mostPieces() const { return cutsSumAlike() ? 2 * std::int64_t{threads_} : kMostPieces; }
-    // How sgemm cuts an (M, N, K) product: into `pieces` along the longer of M and N (the
-    // columns when N >= M), at most mostPieces(), each at least 32 wide and 2^21
-    // multiply-adds; one piece (the whole call) below 2.
-    std::int64_t piecesOf(std::int64_t M, std::int64_t N, std::int64_t K) const
-    {
-        return std::min({mostPieces(), std::max(M, N) / 32, M * N * K >> 21});
-    }
-    struct SgemmCut {
-        bool columns = true;      // N cut (else M)
-        std::int64_t extent = 0;  // N or M
-        std::int64_t block = 0;   // the blocks' width, a multiple of 16 (the AVX-512 kernels' width)
-        std::int64_t blocks = 1;  // the last is narrower: extent - (blocks - 1) * block
-    };
-    static SgemmCut sgemmCut(std::int64_t M, std::int64_t N, std::int64_t pieces)
-    {
-        SgemmCut cut;
-        cut.columns = N >= M;
-        cut.extent = cut.columns ? N : M;
-        if (pieces < 2) {
-            cut.block = cut.extent;
-            return cut;
-        }
-        cut.block = ((cut.extent + pieces - 1) / pieces + 15) / 16 * 16;
-        cut.blocks = (cut.extent + cut.block - 1) / cut.block;
-        return cut;
-    }
 
     void sgemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
@@ -486,8 +448,8 @@ private:
         }
         // OpenBLAS runs single-threaded inside our pool: its own pthreads spin in
         // sched_yield() between calls and took a quarter of a 2-core step from the
-        // elementwise work; our workers sleep instead, and a busy core only slows the
-        // blocks it would have taken. Blocks split M or N (never K), so every element is
+        // elementwise work; our workers spin at most 50 microseconds (thread_pool.h), then
+        // sleep, and a busy core only slows the blocks it would have taken. Blocks split M or N (never K), so every element is
         // the same sum as in one call, whichever thread computes it.
         if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
         const CBLAS_TRANSPOSE ta = transA == Transpose::yes ? CblasTrans : CblasNoTrans;
@@ -507,17 +469,15 @@ private:
         // multiply-adds as one call (leastGemmBlock, docs/ARITHMETIC.md), so there the cut
         // is twice as many pieces as threads, as wide as that allows: each call packs its
         // operands again, and pieces 270 columns wide took 12% longer a column than 1,100.
-        const SgemmCut cut = sgemmCut(M, N, piecesOf(M, N, K));
+        const cpu::SgemmCut cut = cpu::sgemmCut(M, N, cpu::sgemmPieces(mostPieces(), M, N, K));
         if (cut.blocks < 2) {
             call(0, M, 0, N);
             return;
         }
-        const bool splitColumns = cut.columns;
-        const std::int64_t extent = cut.extent, block = cut.block, blocks = cut.blocks;
-        pool_.parallelFor(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+        pool_.parallelFor(cut.blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
             for (std::int64_t blk = b0; blk < b1; ++blk) {
-                const std::int64_t start = blk * block, len = std::min(block, extent - start);
-                if (splitColumns) call(0, M, start, len);
+                const std::int64_t start = blk * cut.block, len = std::min(cut.block, cut.extent - start);
+                if (cut.columns) call(0, M, start, len);
                 else call(start, len, 0, N);
             }
         });
