@@ -279,12 +279,19 @@ private slots:
         QCOMPARE(w.grad.storage(), Format::fp16);
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], roundTo(Format::fp16, original[i]));
 
+        // The optimizer state as pure-fp16 holds it where the backend packs (2 bytes an
+        // element): promoted to fp32, values unchanged.
         w.state1 = Tensor(w.value.shape(), Format::fp16);
+        for (std::int64_t i = 0; i < w.state1.size(); ++i) w.state1[i] = roundTo(Format::fp16, 1e-3f * float(i + 1));
+        const std::vector<float> state = w.state1.toHost();
+        w.state1.pack();
         model->applyRecipe(preset("amp-fp16"), nullptr, *cpu_);
         QCOMPARE(w.master.storage(), Format::fp32);
         QCOMPARE(w.value.storage(), Format::fp16);
         QCOMPARE(w.grad.storage(), Format::fp32);
         QCOMPARE(w.state1.storage(), Format::fp32);
+        QVERIFY(!w.state1.packed());
+        QVERIFY(w.state1.toHost() == state);
         for (std::int64_t i = 0; i < w.value.size(); ++i) {
             QCOMPARE(w.master[i], roundTo(Format::fp16, original[i]));
             QCOMPARE(w.value[i], w.master[i]);
@@ -293,6 +300,16 @@ private slots:
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], roundTo(Format::bf16, w.master[i]));
         model->applyRecipe(preset("fp32"), nullptr, *cpu_);
         for (std::int64_t i = 0; i < w.value.size(); ++i) QCOMPARE(w.value[i], w.stored()[i]);
+
+        // Packed fp16 state into pure-bf16's: rounded to bf16.
+        model->applyRecipe(preset("pure-fp16"), nullptr, *cpu_);
+        w.state1 = Tensor(w.value.shape(), Format::fp16);
+        w.state1.assignFromHost(state.data(), w.state1.size());
+        w.state1.pack();
+        model->applyRecipe(preset("pure-bf16"), nullptr, *cpu_);
+        QCOMPARE(w.state1.storage(), Format::bf16);
+        const std::vector<float> rounded = w.state1.toHost();
+        for (std::size_t i = 0; i < state.size(); ++i) QCOMPARE(rounded[i], roundTo(Format::bf16, state[i]));
     }
 
     void memoryBytesHalveForFp16Storage()

@@ -279,8 +279,9 @@ private slots:
                                 .arg(e.perSampleBytes * s.batch).arg(held)));
     }
 
-    // 16-bit activations and gradients packed into 2 bytes (PLAB_PACKED_STORAGE=on) give the
-    // record fp32-held ones give: the same bits where the CPU's BLAS sums a cut product as
+    // 16-bit activations and gradients packed into 2 bytes (PLAB_PACKED_STORAGE=on), and
+    // 16-bit optimizer state held so between steps (SGD's momentum, Adam's moments), give
+    // the record fp32-held ones give: the same bits where the CPU's BLAS sums a cut product as
     // the whole (the packed layers cut theirs into blocks: conv1's forward into four with the
     // exact arithmetic), elsewhere (OpenBLAS's Haswell kernels: tst_trainer_simd_avx2) every
     // step's loss within 2^-6 of it; lowering every block from the batch's first sample
@@ -289,21 +290,27 @@ private slots:
     {
         QTest::addColumn<QString>("recipe");
         QTest::addColumn<QString>("arithmetic");
-        QTest::addRow("amp-fp16") << "amp-fp16" << "exact";
-        QTest::addRow("pure-bf16 exact") << "pure-bf16" << "exact";
-        QTest::addRow("pure-bf16 hardware") << "pure-bf16" << "hardware";
+        QTest::addColumn<QString>("more");   // further settings, JSON
+        QTest::addRow("amp-fp16") << "amp-fp16" << "exact" << "{}";
+        QTest::addRow("pure-bf16 exact") << "pure-bf16" << "exact" << "{}";
+        QTest::addRow("pure-bf16 hardware") << "pure-bf16" << "hardware" << "{}";
+        QTest::addRow("pure-fp16 sgd, dynamic scaling")
+            << "pure-fp16" << "exact" << R"({"optimizer": "sgd", "lr": 0.05, "loss_scale": "dynamic"})";
+        QTest::addRow("pure-bf16 stochastic rounding, mlp")
+            << "pure-bf16" << "exact" << R"({"model": "mlp", "update_rounding": "stochastic"})";
     }
     void packedStorageGivesTheSameRecord()
     {
         QFETCH(QString, recipe);
         QFETCH(QString, arithmetic);
+        QFETCH(QString, more);
         std::vector<json> records;
         for (const bool packing : {false, true}) {
             const ScopedPackedStorage scope(packing);
-            const TrainSettings s =
-                settingsFromJson(json{{"recipe", recipe.toStdString()}, {"arithmetic", arithmetic.toStdString()},
-                                      {"batch", 64}, {"max_steps", 12}, {"histogram_every", 4}, {"threads", 2}},
-                                 "test");
+            json settings{{"recipe", recipe.toStdString()}, {"arithmetic", arithmetic.toStdString()},
+                          {"batch", 64}, {"max_steps", 12}, {"histogram_every", 4}, {"threads", 2}};
+            settings.update(json::parse(more.toStdString()));
+            const TrainSettings s = settingsFromJson(settings, "test");
             json r = withoutTiming(train(s, data_).record);
             r.erase("memory");   // packing holds fewer bytes, by design
             records.push_back(r);

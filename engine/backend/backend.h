@@ -508,6 +508,22 @@ public:
                            std::int64_t n, UpdateCounts* counts) = 0;
     virtual void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m,
                             float* v, std::int64_t n, UpdateCounts* counts) = 0;
+    // Whether the updates below take operands held packed (the optimizer then keeps
+    // 16-bit optimizer state in 2 bytes an element where packsStorageOn says the backend
+    // packs): the CPU backend. Elsewhere they are never called.
+    virtual bool updatesPacked() const { return false; }
+    // The same updates with operands that may be packed (update_math.h's UpdateTensors):
+    // the same results, counts and random bits, bit for bit.
+    virtual void sgdUpdatePacked(const SgdScalars&, UpdateFormats, const UpdateTensors&, std::int64_t /*n*/,
+                                 UpdateCounts*)
+    {
+        refusePackedOp("sgdUpdatePacked");
+    }
+    virtual void adamUpdatePacked(const AdamScalars&, UpdateFormats, const UpdateTensors&, std::int64_t /*n*/,
+                                  UpdateCounts*)
+    {
+        refusePackedOp("adamUpdatePacked");
+    }
 };
 
 // The reference backend: OpenBLAS for fp32-accumulated GEMM, exact emulation of
@@ -545,8 +561,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 4: quantize, amax, BackendCapabilities::quantizes; 5: QuantizeOp's NVFP4 fields;
 // 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
-// which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut.
-inline constexpr int kCudaPluginAbiVersion = 11;
+// which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut;
+// 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked.
+inline constexpr int kCudaPluginAbiVersion = 12;
 
 }  // namespace plab
 

@@ -243,10 +243,13 @@ void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountan
         param->grad.track(memory, MemoryCategory::gradients);
         for (Tensor* state : {&param->state1, &param->state2}) {
             if (state->size() == 0) continue;
-            if (stateFormat != Format::fp32)
-                backend.roundArray(stateFormat, state->data(), state->data(), static_cast<std::size_t>(state->size()),
-                                   nullptr, nullptr);
-            state->setStorage(stateFormat);
+            if (state->storage() != stateFormat) {   // (the optimizer packs it again where it should)
+                state->unpack();
+                if (stateFormat != Format::fp32)
+                    backend.roundArray(stateFormat, state->data(), state->data(),
+                                       static_cast<std::size_t>(state->size()), nullptr, nullptr);
+                state->setStorage(stateFormat);
+            }
             state->track(memory, MemoryCategory::optimizerState);
         }
     }

@@ -21,6 +21,7 @@
 #include "numerics/update_math.h"
 
 #include "numerics/bulk_round.h"
+#include "numerics/storage_convert.h"
 #include "numerics/update_rounding.h"
 
 #include <algorithm>
@@ -138,38 +139,47 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
     }
 }
 
+namespace {
+
+// One chunk of elements through SGD's op sequence.
+void sgdChunk(const SgdScalars& s, UpdateFormats f, const float* gradIn, float* buf, float* weights, std::size_t len,
+              UpdateCounts& counts, std::size_t first)
+{
+    std::array<float, kChunk> grad{};   // (len) the gradient as a tensor of the weights' format holds it
+    std::copy_n(gradIn, len, grad.data());
+    roundWritten(f.weights, grad.data(), len);
+
+    const float* direction = grad.data();
+    if (s.useMomentum) {
+        std::array<float, kChunk> before{}, scaled{};   // (len) the buffer before, and times momentum in fp32
+        std::copy_n(buf, len, before.data());
+        if (s.firstStep) {
+            std::copy_n(grad.data(), len, buf);   // buf = clone(grad), stored as the state
+            roundWritten(f.state, buf, len);
+            for (std::size_t i = 0; i < len; ++i) countStateWrite(grad[i], 0.0f, buf[i], counts);
+        } else {
+            for (std::size_t i = 0; i < len; ++i) buf[i] *= s.momentum;   // buf.mul_(momentum)
+            std::copy_n(buf, len, scaled.data());
+            roundWritten(f.state, buf, len);
+            for (std::size_t i = 0; i < len; ++i) buf[i] += grad[i];      // .add_(grad, alpha=1)
+            roundWritten(f.state, buf, len);
+            // The fp32 value without the state's roundings: the stored product plus grad
+            // (two roundings, as on the device: not contracted into one fma).
+            for (std::size_t i = 0; i < len; ++i) countStateWrite(scaled[i] + grad[i], before[i], buf[i], counts);
+        }
+        direction = buf;
+    }
+    applyUpdate(f.weights, weights, direction, s.negLr, len, counts, f.write, first);   // param.add_(buf, alpha=-lr)
+}
+
+}  // namespace
+
 void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* gradIn, float* buffer, std::size_t n,
                UpdateCounts& counts)
 {
-    std::array<float, kChunk> grad{};
     for (std::size_t start = 0; start < n; start += kChunk) {
         const std::size_t len = std::min(kChunk, n - start);
-        // (len) the gradient as a tensor of the weights' format holds it
-        std::copy_n(gradIn + start, len, grad.data());
-        roundWritten(f.weights, grad.data(), len);
-
-        const float* direction = grad.data();
-        if (s.useMomentum) {
-            float* buf = buffer + start;   // (len)
-            std::array<float, kChunk> before{}, scaled{};   // (len) the buffer before, and times momentum in fp32
-            std::copy_n(buf, len, before.data());
-            if (s.firstStep) {
-                std::copy_n(grad.data(), len, buf);   // buf = clone(grad), stored as the state
-                roundWritten(f.state, buf, len);
-                for (std::size_t i = 0; i < len; ++i) countStateWrite(grad[i], 0.0f, buf[i], counts);
-            } else {
-                for (std::size_t i = 0; i < len; ++i) buf[i] *= s.momentum;   // buf.mul_(momentum)
-                std::copy_n(buf, len, scaled.data());
-                roundWritten(f.state, buf, len);
-                for (std::size_t i = 0; i < len; ++i) buf[i] += grad[i];      // .add_(grad, alpha=1)
-                roundWritten(f.state, buf, len);
-                // The fp32 value without the state's roundings: the stored product plus grad
-                // (two roundings, as on the device: not contracted into one fma).
-                for (std::size_t i = 0; i < len; ++i) countStateWrite(scaled[i] + grad[i], before[i], buf[i], counts);
-            }
-            direction = buf;
-        }
-        applyUpdate(f.weights, weights + start, direction, s.negLr, len, counts, f.write, start);   // param.add_(buf, alpha=-lr)
+        sgdChunk(s, f, gradIn + start, s.useMomentum ? buffer + start : nullptr, weights + start, len, counts, start);
     }
 }
 
@@ -221,6 +231,58 @@ void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const flo
     for (std::size_t start = 0; start < n; start += kChunk) {
         const std::size_t len = std::min(kChunk, n - start);
         adamChunk(s, f, grad + start, m + start, v + start, weights + start, len, counts, start);
+    }
+}
+
+namespace {
+
+// Elements [start, start + len) of an update operand where the chunk functions read and
+// write them: its own fp32 values, or its packed patterns widened into `buffer` (exact);
+// nullptr for an operand the update does not have (SGD's buffer without momentum).
+float* staged(const UpdateOperand& o, Format f, std::size_t start, std::size_t len, std::array<float, kChunk>& buffer)
+{
+    if (o.values) return o.values + start;
+    if (!o.bits) return nullptr;
+    widenArray(f, o.bits + start, buffer.data(), len);
+    return buffer.data();
+}
+
+// Writes a packed operand's chunk back: its values were rounded to f when written, so
+// narrowing them is exact.
+void unstage(const UpdateOperand& o, Format f, std::size_t start, std::size_t len, const std::array<float, kChunk>& buffer)
+{
+    if (o.bits) narrowArray(f, buffer.data(), o.bits + start, len);
+}
+
+}  // namespace
+
+void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
+{
+    std::array<float, kChunk> w{}, g{}, buf{};
+    for (std::size_t start = 0; start < n; start += kChunk) {
+        const std::size_t len = std::min(kChunk, n - start);
+        float* weights = staged(t.weights, f.weights, start, len, w);
+        const float* grad = staged(t.grad, f.weights, start, len, g);
+        float* buffer = s.useMomentum ? staged(t.state1, f.state, start, len, buf) : nullptr;
+        sgdChunk(s, f, grad, buffer, weights, len, counts, start);
+        unstage(t.weights, f.weights, start, len, w);
+        if (s.useMomentum) unstage(t.state1, f.state, start, len, buf);
+    }
+}
+
+void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
+{
+    std::array<float, kChunk> w{}, g{}, m{}, v{};
+    for (std::size_t start = 0; start < n; start += kChunk) {
+        const std::size_t len = std::min(kChunk, n - start);
+        float* weights = staged(t.weights, f.weights, start, len, w);
+        const float* grad = staged(t.grad, f.weights, start, len, g);
+        float* m1 = staged(t.state1, f.state, start, len, m);
+        float* m2 = staged(t.state2, f.state, start, len, v);
+        adamChunk(s, f, grad, m1, m2, weights, len, counts, start);
+        unstage(t.weights, f.weights, start, len, w);
+        unstage(t.state1, f.state, start, len, m);
+        unstage(t.state2, f.state, start, len, v);
     }
 }
 

@@ -131,6 +131,28 @@ struct AdamScalars {
 void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                 std::size_t n, UpdateCounts& counts);
 
+// A tensor an optimizer update reads or writes: its fp32 values, or, for a tensor held
+// packed (Tensor::pack), its 16-bit patterns in the format the update writes it in (the
+// weights and their gradient f.weights, the moments f.state). At most one is set (none
+// for a tensor the update does not have: SGD's buffer without momentum). The optimizers
+// hold only their 16-bit state packed (optim/state_tensor.h); the weights and gradients
+// they pass are fp32-held.
+struct UpdateOperand {
+    float* values = nullptr;
+    std::uint16_t* bits = nullptr;
+};
+struct UpdateTensors {
+    UpdateOperand weights, grad;
+    UpdateOperand state1, state2;   // SGD's buffer (none without momentum), Adam's m and v
+};
+
+// The same updates on operands that may be packed: each chunk of a packed operand is
+// widened into an fp32 buffer in L1 (exact), updated as above, and its results (values
+// of their format) narrowed back, so the results, counts and random bits are those of the
+// fp32-held tensors, bit for bit.
+void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts);
+void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts);
+
 // One gradient tensor for a sweep: its values and the format its tensor stores.
 struct GradientView {
     float* data = nullptr;

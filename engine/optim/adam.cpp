@@ -17,6 +17,7 @@
 #include "optim/adam.h"
 
 #include "backend/backend.h"
+#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -58,8 +59,13 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
                               1.0f / static_cast<float>(biasCorrection2Sqrt),
                               static_cast<float>(eps_),
                               static_cast<float>(-stepSize)};
-    backend.adamUpdate(scalars, f, weights.data(), p.grad.data(), p.state1.data(), p.state2.data(), weights.size(),
-                       &p.lastUpdate);
+    const UpdateTensors ops{updateOperand(weights), updateOperand(p.grad), updateOperand(p.state1),
+                            updateOperand(p.state2)};
+    if (anyPacked(ops))
+        backend.adamUpdatePacked(scalars, f, ops, weights.size(), &p.lastUpdate);
+    else
+        backend.adamUpdate(scalars, f, ops.weights.values, ops.grad.values, ops.state1.values, ops.state2.values,
+                           weights.size(), &p.lastUpdate);
 }
 
 }  // namespace plab

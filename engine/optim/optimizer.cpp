@@ -58,7 +58,7 @@ UpdateFormats Optimizer::updateFormats(Parameter& p, const PrecisionRecipe& reci
     UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
     f.write.rounding = recipe.updateRounding;
     if (recipe.updateRounding == UpdateRounding::kahan) {
-        prepareStateTensor(p.compensation, p.stored().shape(), f.weights, memory, backend);
+        prepareStateTensor(p.compensation, p.stored().shape(), f.weights, memory, backend, false);
         f.write.compensation = p.compensation.data();
     } else if (p.compensation.size()) {
         p.compensation = Tensor();   // the recipe changed: what it owed is dropped with it

@@ -11,6 +11,7 @@
 #include "optim/sgd.h"
 
 #include "backend/backend.h"
+#include "optim/state_tensor.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -36,8 +37,12 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
     // PyTorch turns Python scalars into the op's fp32 "opmath" type.
     s.momentum = static_cast<float>(momentum_);
     s.negLr = static_cast<float>(-learningRate());
-    backend.sgdUpdate(s, f, weights.data(), p.grad.data(), s.useMomentum ? p.state1.data() : nullptr, weights.size(),
-                      &p.lastUpdate);
+    UpdateTensors t{updateOperand(weights), updateOperand(p.grad), {}, {}};
+    if (s.useMomentum) t.state1 = updateOperand(p.state1);
+    if (anyPacked(t))
+        backend.sgdUpdatePacked(s, f, t, weights.size(), &p.lastUpdate);
+    else
+        backend.sgdUpdate(s, f, t.weights.values, t.grad.values, t.state1.values, weights.size(), &p.lastUpdate);
 }
 
 }  // namespace plab

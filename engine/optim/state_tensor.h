@@ -13,9 +13,22 @@ namespace plab {
 class ComputeBackend;
 
 // Makes `state` an optimizer-state tensor of `shape` in `format` on the backend's memory,
-// tracked under optimizerState. Returns true when it was created now (zero-filled): the
-// first step. An existing tensor in another format (the recipe changed) is re-rounded to it.
+// tracked under optimizerState, held packed where holdsStatePacked says so. Returns true
+// when it was created now (zero-filled): the first step. An existing tensor in another
+// format (the recipe changed) is re-rounded to it; one packed where it should not be (or
+// the other way) changes form, values unchanged. mayPack false: never packed (Kahan's
+// compensation, which the updates read as fp32 values).
 bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, MemoryAccountant* memory,
-                        ComputeBackend& backend);
+                        ComputeBackend& backend, bool mayPack = true);
+
+// Whether optimizer state of `format` is held packed, 2 bytes an element: fp16 or bf16, on
+// a backend that packs 16-bit tensors (packsStorageOn) and whose updates take packed
+// operands (ComputeBackend::updatesPacked: the CPU's).
+bool holdsStatePacked(Format format, const ComputeBackend& backend);
+
+// t as an operand of the backend's updates: its fp32 values, or its patterns when packed.
+UpdateOperand updateOperand(Tensor& t);
+// Whether any of these operands is held packed (the update then takes UpdateTensors).
+bool anyPacked(const UpdateTensors& t);
 
 }  // namespace plab

@@ -421,6 +421,21 @@ public:
         plab::adamUpdate(s, f, weights, grad, m, v, static_cast<std::size_t>(n), local);
         if (counts) *counts += local;
     }
+    bool updatesPacked() const override { return true; }
+    void sgdUpdatePacked(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::int64_t n,
+                         UpdateCounts* counts) override
+    {
+        UpdateCounts local;
+        plab::sgdUpdate(s, f, t, static_cast<std::size_t>(n), local);
+        if (counts) *counts += local;
+    }
+    void adamUpdatePacked(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::int64_t n,
+                          UpdateCounts* counts) override
+    {
+        UpdateCounts local;
+        plab::adamUpdate(s, f, t, static_cast<std::size_t>(n), local);
+        if (counts) *counts += local;
+    }
 
 private:
     static constexpr std::int64_t kRoundGrain = 1 << 15;
