@@ -177,10 +177,7 @@ void sgdChunk(const SgdScalars& s, UpdateFormats f, const float* gradIn, float* 
 void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* gradIn, float* buffer, std::size_t n,
                UpdateCounts& counts)
 {
-    for (std::size_t start = 0; start < n; start += kChunk) {
-        const std::size_t len = std::min(kChunk, n - start);
-        sgdChunk(s, f, gradIn + start, s.useMomentum ? buffer + start : nullptr, weights + start, len, counts, start);
-    }
+    sgdUpdatePart(s, f, UpdateTensors::held(weights, gradIn, s.useMomentum ? buffer : nullptr, nullptr), 0, n, counts);
 }
 
 namespace {
@@ -228,10 +225,7 @@ PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const floa
 void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                 std::size_t n, UpdateCounts& counts)
 {
-    for (std::size_t start = 0; start < n; start += kChunk) {
-        const std::size_t len = std::min(kChunk, n - start);
-        adamChunk(s, f, grad + start, m + start, v + start, weights + start, len, counts, start);
-    }
+    adamUpdatePart(s, f, UpdateTensors::held(weights, grad, m, v), 0, n, counts);
 }
 
 namespace {
@@ -258,9 +252,20 @@ void unstage(const UpdateOperand& o, Format f, std::size_t start, std::size_t le
 
 void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
 {
+    sgdUpdatePart(s, f, t, 0, n, counts);
+}
+
+void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
+{
+    adamUpdatePart(s, f, t, 0, n, counts);
+}
+
+void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
+                   UpdateCounts& counts)
+{
     std::array<float, kChunk> w{}, g{}, buf{};
-    for (std::size_t start = 0; start < n; start += kChunk) {
-        const std::size_t len = std::min(kChunk, n - start);
+    for (std::size_t start = begin; start < end; start += kChunk) {
+        const std::size_t len = std::min(kChunk, end - start);
         float* weights = staged(t.weights, f.weights, start, len, w);
         const float* grad = staged(t.grad, f.weights, start, len, g);
         float* buffer = s.useMomentum ? staged(t.state1, f.state, start, len, buf) : nullptr;
@@ -270,11 +275,12 @@ void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std
     }
 }
 
-void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
+void adamUpdatePart(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
+                    UpdateCounts& counts)
 {
     std::array<float, kChunk> w{}, g{}, m{}, v{};
-    for (std::size_t start = 0; start < n; start += kChunk) {
-        const std::size_t len = std::min(kChunk, n - start);
+    for (std::size_t start = begin; start < end; start += kChunk) {
+        const std::size_t len = std::min(kChunk, end - start);
         float* weights = staged(t.weights, f.weights, start, len, w);
         const float* grad = staged(t.grad, f.weights, start, len, g);
         float* m1 = staged(t.state1, f.state, start, len, m);

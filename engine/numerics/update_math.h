@@ -142,8 +142,13 @@ struct UpdateOperand {
     std::uint16_t* bits = nullptr;
 };
 struct UpdateTensors {
-    UpdateOperand weights, grad;
-    UpdateOperand state1, state2;   // SGD's buffer (none without momentum), Adam's m and v
+    UpdateOperand weights, grad;   // grad is only read
+    UpdateOperand state1, state2;  // SGD's buffer (none without momentum), Adam's m and v
+    // Tensors held as fp32 values (a state may be null: none).
+    static UpdateTensors held(float* weights, const float* grad, float* state1, float* state2)
+    {
+        return {{weights, nullptr}, {const_cast<float*>(grad), nullptr}, {state1, nullptr}, {state2, nullptr}};
+    }
 };
 
 // The same updates on operands that may be packed: each chunk of a packed operand is
@@ -152,6 +157,14 @@ struct UpdateTensors {
 // fp32-held tensors, bit for bit.
 void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts);
 void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts);
+// The same on elements [begin, end) of those tensors (the operands point at element 0):
+// parts that cover [0, n) give the whole update's results and counts, as each element's
+// arithmetic, random bits and compensation are its own, so a backend may share an update
+// among threads.
+void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
+                   UpdateCounts& counts);
+void adamUpdatePart(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
+                    UpdateCounts& counts);
 
 // One gradient tensor for a sweep: its values and the format its tensor stores.
 struct GradientView {

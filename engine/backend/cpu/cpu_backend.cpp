@@ -13,6 +13,7 @@
 #include "backend/cpu/native_gemm.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/transformer_ops.h"
+#include "backend/cpu/update_ops.h"
 #include "numerics/bulk_round.h"
 #include "numerics/quantize.h"
 #include "numerics/simd_level.h"
@@ -410,31 +411,24 @@ public:
     void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer, std::int64_t n,
                    UpdateCounts* counts) override
     {
-        UpdateCounts local;
-        plab::sgdUpdate(s, f, weights, grad, buffer, static_cast<std::size_t>(n), local);
-        if (counts) *counts += local;
+        cpu::sgdUpdate(pool_, s, f, UpdateTensors::held(weights, grad, s.useMomentum ? buffer : nullptr, nullptr), n,
+                       counts);
     }
     void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,
                     std::int64_t n, UpdateCounts* counts) override
     {
-        UpdateCounts local;
-        plab::adamUpdate(s, f, weights, grad, m, v, static_cast<std::size_t>(n), local);
-        if (counts) *counts += local;
+        cpu::adamUpdate(pool_, s, f, UpdateTensors::held(weights, grad, m, v), n, counts);
     }
     bool updatesPacked() const override { return true; }
     void sgdUpdatePacked(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::int64_t n,
                          UpdateCounts* counts) override
     {
-        UpdateCounts local;
-        plab::sgdUpdate(s, f, t, static_cast<std::size_t>(n), local);
-        if (counts) *counts += local;
+        cpu::sgdUpdate(pool_, s, f, t, n, counts);
     }
     void adamUpdatePacked(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::int64_t n,
                           UpdateCounts* counts) override
     {
-        UpdateCounts local;
-        plab::adamUpdate(s, f, t, static_cast<std::size_t>(n), local);
-        if (counts) *counts += local;
+        cpu::adamUpdate(pool_, s, f, t, n, counts);
     }
 
 private:
