@@ -11,6 +11,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -485,6 +486,68 @@ private slots:
         // The steps did something: updates made, some lost to the weights' format.
         QVERIFY(held.counts.back().nonzero > 0);
         QVERIFY(r.keepsMasterCopy() || held.counts.back().lost > 0);
+    }
+
+    // The CPU backend shares an update among its threads in parts (backend/cpu/update_ops.h):
+    // 70,000 elements, so that three threads take several parts, give the weights, state and
+    // counts one thread gives, bit for bit, under every rounding of the weights' write
+    // (stochastic rounding's random bits and Kahan's compensation are each element's own).
+    void updatesInPartsMatchOneThread_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("rounding");
+        for (const char* kind : {"adam", "sgd"})
+            for (const char* rounding : {"nearest", "stochastic", "kahan"})
+                QTest::addRow("%s %s", kind, rounding) << kind << rounding;
+    }
+    void updatesInPartsMatchOneThread()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, rounding);
+        PrecisionRecipe r = preset("pure-bf16");
+        r.updateRounding = *parseUpdateRounding(rounding.toStdString());
+        OptimizerConfig cfg;
+        cfg.kind = kind.toStdString();
+        cfg.lr = 1e-2;
+        std::mt19937 rng(11);
+        std::normal_distribution<float> normal;
+        const std::size_t n = 70000;
+        std::vector<float> w0(n), g(n);
+        for (float& x : w0) x = normal(rng);
+        for (float& x : g) x = 1e-3f * normal(rng);
+        struct Run {
+            std::vector<float> weights, m, compensation;
+            UpdateCounts counts;
+        };
+        auto run = [&](int threads) {
+            auto backend = createCpuBackend(threads);
+            auto optimizer = Optimizer::create(cfg);
+            optimizer->setRoundingSeed(5);
+            Parameter p = makeParameter(w0, r);
+            Run out;
+            for (int step = 0; step < 3; ++step) {
+                setGrad(p, g);
+                optimizer->step({&p}, r, nullptr, *backend);
+                out.counts += p.lastUpdate;
+            }
+            out.weights = p.stored().toHost();
+            out.m = p.state1.toHost();
+            out.compensation = p.compensation.toHost();
+            return out;
+        };
+        const Run one = run(1), three = run(3);
+        QVERIFY(one.counts == three.counts);
+        QVERIFY(std::memcmp(one.weights.data(), three.weights.data(), n * sizeof(float)) == 0);
+        QVERIFY(std::memcmp(one.m.data(), three.m.data(), n * sizeof(float)) == 0);
+        QCOMPARE(one.compensation.size(), three.compensation.size());
+        QVERIFY(one.compensation == three.compensation);
+        // The steps reach the arithmetic: bf16 weights lose small updates, or Kahan's
+        // compensation keeps them.
+        QVERIFY(one.counts.nonzero > 0);
+        if (rounding == "kahan")
+            QVERIFY(std::any_of(one.compensation.begin(), one.compensation.end(), [](float c) { return c != 0.0f; }));
+        else
+            QVERIFY(one.counts.lost > 0);
     }
 
     // A recipe change from AMP FP16 to pure FP16 re-rounds the state to fp16 (and the
