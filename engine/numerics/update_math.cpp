@@ -250,16 +250,6 @@ void unstage(const UpdateOperand& o, Format f, std::size_t start, std::size_t le
 
 }  // namespace
 
-void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
-{
-    sgdUpdatePart(s, f, t, 0, n, counts);
-}
-
-void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts)
-{
-    adamUpdatePart(s, f, t, 0, n, counts);
-}
-
 void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
                    UpdateCounts& counts)
 {

@@ -151,14 +151,11 @@ struct UpdateTensors {
     }
 };
 
-// The same updates on operands that may be packed: each chunk of a packed operand is
-// widened into an fp32 buffer in L1 (exact), updated as above, and its results (values
-// of their format) narrowed back, so the results, counts and random bits are those of the
-// fp32-held tensors, bit for bit.
-void sgdUpdate(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts);
-void adamUpdate(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t n, UpdateCounts& counts);
-// The same on elements [begin, end) of those tensors (the operands point at element 0):
-// parts that cover [0, n) give the whole update's results and counts, as each element's
+// The same updates on elements [begin, end) of tensors that may be packed (the operands
+// point at element 0). Each chunk of a packed operand is widened into an fp32 buffer in L1
+// (exact), updated as above, and its results (values of their format) narrowed back, so
+// the results, counts and random bits are those of the fp32-held tensors, bit for bit.
+// Parts that cover [0, n) give the whole update's results and counts, as each element's
 // arithmetic, random bits and compensation are its own, so a backend may share an update
 // among threads.
 void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
