@@ -20,8 +20,9 @@
 #   app       the app training on CUDA, offscreen, one screenshot (app.png)
 #   stagedata Fashion-MNIST from .gpudata (`scripts/gpu-bundle.sh --data`; a call of its own)
 #   walkthrough  the seed's walkthrough (issue 31 part 5) on Fashion-MNIST and the digits
-#   profile   where the seed CNN's amp-fp16 step spends its time: Nsight Systems' kernel
-#             and API summaries of 5 steps at batch 1000 (when nsys is on the machine)
+#   profile   where an amp-fp16 step spends its time, packed and not (small-cnn at batch
+#             256, the seed CNN at 1000; PROFILE="model:batch:recipe:packing ..." picks):
+#             Nsight Systems' kernel and API summaries of 5 steps (when nsys is there)
 #
 #     (device) sh bench/gpu_session.sh [PHASE ...] [--quick]     with carry [".gpu"]
 #
@@ -341,20 +342,26 @@ phase_lowering() {
 phase_profile() {
   nsys=$(command -v nsys || find /usr/local /opt -name nsys -type f 2>/dev/null | head -1)
   [ -n "$nsys" ] || { echo "no nsys on this machine"; return; }
-  for recipe in amp-fp16 fp32; do
-    echo "===== seed-cnn $recipe, 5 steps"
-    rm -f /tmp/plab-gpu/prof-$recipe.*
-    timeout 200 "$nsys" profile --force-overwrite true -o /tmp/plab-gpu/prof-$recipe --trace cuda,cudnn,cublas \
-      "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes $recipe --batch 1000 --steps 5 \
-      --warmup 2 --repeats 1 2>&1 | tail -3
+  # model:batch:recipe:packing; small-cnn packed took 2.75-4.67 times its unpacked step
+  # in the fourth session, the seed CNN 1.18 times.
+  for run in ${PROFILE:-small-cnn:256:amp-fp16:on small-cnn:256:amp-fp16:off seed-cnn:1000:amp-fp16:on seed-cnn:1000:amp-fp16:off}; do
+    IFS=: read -r model batch recipe packing <<EOF_RUN
+$run
+EOF_RUN
+    name=$model-$recipe-$packing
+    echo "===== $model batch $batch $recipe packing $packing, 5 steps"
+    rm -f /tmp/plab-gpu/prof-$name.*
+    timeout 200 "$nsys" profile --force-overwrite true -o /tmp/plab-gpu/prof-$name --trace cuda,cudnn,cublas \
+      "$bin/plab_bench" train --backend cuda --models $model --recipes $recipe --packing $packing --batch $batch \
+      --steps 5 --warmup 2 --repeats 1 2>&1 | tail -3
     # The device's nsys leaves a .qdstrm when it cannot find its importer; convert it here.
-    if [ ! -f /tmp/plab-gpu/prof-$recipe.nsys-rep ] && [ -f /tmp/plab-gpu/prof-$recipe.qdstrm ]; then
+    if [ ! -f /tmp/plab-gpu/prof-$name.nsys-rep ] && [ -f /tmp/plab-gpu/prof-$name.qdstrm ]; then
       importer=$(find / -name QdstrmImporter -type f 2>/dev/null | head -1)
       echo "importer: ${importer:-none found}"
-      [ -n "$importer" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH" timeout 120 "$importer" --input-file /tmp/plab-gpu/prof-$recipe.qdstrm 2>&1 | tail -2
+      [ -n "$importer" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH" timeout 120 "$importer" --input-file /tmp/plab-gpu/prof-$name.qdstrm 2>&1 | tail -2
     fi
     timeout 120 "$nsys" stats --report cuda_gpu_kern_sum,cuda_api_sum --format csv \
-      /tmp/plab-gpu/prof-$recipe.nsys-rep 2>/dev/null |
+      /tmp/plab-gpu/prof-$name.nsys-rep 2>/dev/null |
       grep -v '^0\.0,' | cut -c1-300 | head -45   # time %, total ns, count, average ns, ..., name
   done
 }
