@@ -110,7 +110,7 @@ fi
 # Metadata validation.
 desktop="$work/root/usr/share/applications/io.github.precisionlab.PrecisionLab.desktop"
 desktop-file-validate "$desktop" && pass "desktop entry validates" || fail "desktop-file-validate"
-grep -qx 'Exec=precision-lab %f' "$desktop" && pass "Exec passes the opened file (%f)" || fail "Exec lacks %f"
+grep -qx 'Exec=precision-lab %F' "$desktop" && pass "Exec passes the opened files (%F: several run records are compared)" || fail "Exec lacks %F"
 grep -qE '^MimeType=(.*;)?application/x-precision-lab-run\+json;' "$desktop" && pass "the entry opens run records" ||
   fail "the desktop entry lists no run record MIME type"
 grep -q '<launchable type="desktop-id">io.github.precisionlab.PrecisionLab.desktop</launchable>' \

@@ -14,6 +14,8 @@
 #include "checking_backend.h"
 #include "record/record_writer.h"
 #include "weights/safetensors.h"
+#include "data/dataset.h"
+#include "train/trainer.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -27,9 +29,13 @@
 #include <QXYSeries>
 #include <QtTest>
 
+#include <filesystem>
+#include <fstream>
+
 using namespace plab;
 using namespace plab::ui;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 class TestUiE2e : public QObject {
     Q_OBJECT
@@ -265,6 +271,44 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
         QVERIFY(!window.bannerText().isEmpty());
         QCOMPARE(window.runListModel()->rowCount(), 0);
+    }
+
+    // `precision-lab A.json B.json`: both opened and overlaid, the first shown; a file that
+    // is not a run record among them is one error sentence.
+    void severalRecordsAreCompared()
+    {
+        const DataSplit split = loadDataset("mnist", dir_.path());
+        const auto record = [&](const std::string& recipe, const std::string& name) {
+            const fs::path file = dir_.path() / ("compare-" + name + ".json");
+            const TrainSettings s = settingsFromJson(json{{"recipe", recipe}, {"widths", {4, 8}}, {"batch", 16},
+                                                          {"epochs", 1}, {"max_steps", 6}, {"threads", 1}},
+                                                     "test");
+            RunRecorder recorder(file, s, split, name);
+            Trainer trainer(s, split, [&](const TrainerEvent& e) { recorder.onEvent(e); });
+            recorder.finish(trainer.run());
+            return QString::fromStdString(file.string());
+        };
+        const QString fp32 = record("fp32", "wide"), amp = record("amp-fp16", "narrow");
+
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-compare").string());
+        MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());
+        QCOMPARE(window.compareRunRecords({amp, fp32}), QString());
+        RunListModel* model = window.runListModel();
+        QCOMPARE(model->rowCount(), 2);
+        QCOMPARE(model->comparedRuns().size(), 2);
+        QCOMPARE(model->runAt(model->rowOf(window.watchedRunId()))->name(), QStringLiteral("narrow"));
+        window.chartsView()->redrawNow();
+        QVERIFY(pointsOf(window.chartsView(), QStringLiteral("loss"), QStringLiteral("narrow")) > 0);
+        QVERIFY(pointsOf(window.chartsView(), QStringLiteral("loss"), QStringLiteral("wide")) > 0);
+
+        const fs::path config = dir_.path() / "compare-config.json";
+        std::ofstream(config) << R"({"recipe": "fp32"})";
+        const QString error = window.compareRunRecords({fp32, QString::fromStdString(config.string())});
+        QVERIFY(!error.isEmpty());
+        QVERIFY2(error.contains(QStringLiteral("compare-config.json")), qPrintable(error));
+        QCOMPARE(model->rowCount(), 2);   // checked before any is opened: nothing added
     }
 
     void badFileIsReportedInTheWindow()

@@ -518,6 +518,38 @@ QString MainWindow::openRunRecord(const QString& file)
     return {};
 }
 
+QString MainWindow::compareRunRecords(const QStringList& files)
+{
+    // Every file read first: one that is not a run record opens none of them.
+    for (const QString& file : files) {
+        QString error;
+        try {
+            if (!isRunRecordDocument(readJsonFile(toPath(file), file.toStdString())))
+                error = tr("%1 is not a run record; files given together are compared as runs.").arg(file);
+        } catch (const std::exception& e) {
+            error = QString::fromStdString(e.what());
+        }
+        if (!error.isEmpty()) {
+            showError(error);
+            return error;
+        }
+    }
+    QString first;
+    for (const QString& file : files) {
+        QString error;
+        const RunPtr run = store_->openRecord(file, &error);
+        if (!run) {
+            showError(error);
+            return error;
+        }
+        model_->setCompared(run->id(), true);
+        if (first.isEmpty()) first = run->id();
+    }
+    if (!first.isEmpty()) watchRun(first);
+    statusBar()->showMessage(tr("Comparing %n run(s)", nullptr, static_cast<int>(files.size())), 8000);
+    return {};
+}
+
 QString MainWindow::loadConfig(const QString& file)
 {
     try {

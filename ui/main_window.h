@@ -51,6 +51,10 @@ public:
     // may ignore the result: it is for tests and the command line.
     QString openFile(const QString& file);
     QString openRunRecord(const QString& file);
+    // Several run records side by side: each opened and overlaid, the first shown (the
+    // command line's `precision-lab A.json B.json ...`). A file that is not a run record
+    // opens none of them.
+    QString compareRunRecords(const QStringList& files);
     QString loadConfig(const QString& file);
     QString saveConfig(const QString& file);
 

@@ -1,9 +1,10 @@
 // precision-lab: the desktop application.
 //   precision-lab [--start] [--data-dir DIR] [--runs-dir DIR] [--theme light|dark]
 //                 [--lesson FILE [--run-lesson [--reveal]]] [--presentation] [--explore NUMBER]
-//                 [--screenshot PNG [--screenshot-delay SECONDS]] [FILE]
+//                 [--screenshot PNG [--screenshot-delay SECONDS]] [FILE ...]
 // FILE is a run record (opened and shown as a run) or a config JSON (loaded into the
-// settings panel); --start begins a run with those settings at once. A bad file opens the
+// settings panel); --start begins a run with those settings at once. Several FILEs are
+// run records compared: all overlaid, the first shown. A bad file opens the
 // window anyway, with the error shown in it. --screenshot saves the window after the
 // delay and quits (used to make the documentation's screenshots under Xvfb). --lesson opens
 // a lesson (--run-lesson also runs it; --reveal shows its explanation once the runs have
@@ -74,7 +75,10 @@ int main(int argc, char** argv)
     const QCommandLineOption explore(QStringLiteral("explore"), QStringLiteral("Show NUMBER in the format explorer."),
                                      QStringLiteral("NUMBER"));
     parser.addOptions({start, dataDir, runsDir, theme, screenshot, screenshotDelay, lesson, runLesson, reveal, presentation, explore});
-    parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("A run record to show, or a config JSON to load."), QStringLiteral("[FILE]"));
+    parser.addPositionalArgument(QStringLiteral("FILE"),
+                                 QStringLiteral("A run record to show, or a config JSON to load; several run records are "
+                                                "compared (overlaid, the first shown)."),
+                                 QStringLiteral("[FILE ...]"));
     parser.process(app);   // --help and --version print and exit here
     if (textOnly) {
         // "--help" given as another option's value (--lesson --help): not a request for help.
@@ -97,8 +101,14 @@ int main(int argc, char** argv)
 
     QString error;
     bool isConfig = false;
-    if (!parser.positionalArguments().isEmpty()) {
-        const QString file = parser.positionalArguments().constFirst();
+    const QStringList files = parser.positionalArguments();
+    if (files.size() > 1) {
+        error = window.compareRunRecords(files);
+        if (error.isEmpty() && parser.isSet(start))
+            error = QObject::tr("--start needs one config file; the %1 run records given are compared as they are.")
+                        .arg(files.size());
+    } else if (!files.isEmpty()) {
+        const QString file = files.constFirst();
         const int runsBefore = window.runListModel()->rowCount();
         error = window.openFile(file);
         isConfig = error.isEmpty() && window.runListModel()->rowCount() == runsBefore;
