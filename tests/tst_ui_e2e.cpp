@@ -288,7 +288,7 @@ private slots:
             recorder.finish(trainer.run());
             return QString::fromStdString(file.string());
         };
-        const QString fp32 = record("fp32", "wide"), amp = record("amp-fp16", "narrow");
+        const QString fp32 = record("fp32", "fp32-run"), amp = record("amp-fp16", "amp-run");
 
         MainWindowOptions o = options();
         o.runsDir = QString::fromStdString((dir_.path() / "runs-compare").string());
@@ -298,10 +298,10 @@ private slots:
         RunListModel* model = window.runListModel();
         QCOMPARE(model->rowCount(), 2);
         QCOMPARE(model->comparedRuns().size(), 2);
-        QCOMPARE(model->runAt(model->rowOf(window.watchedRunId()))->name(), QStringLiteral("narrow"));
+        QCOMPARE(model->runAt(model->rowOf(window.watchedRunId()))->name(), QStringLiteral("amp-run"));
         window.chartsView()->redrawNow();
-        QVERIFY(pointsOf(window.chartsView(), QStringLiteral("loss"), QStringLiteral("narrow")) > 0);
-        QVERIFY(pointsOf(window.chartsView(), QStringLiteral("loss"), QStringLiteral("wide")) > 0);
+        QVERIFY(pointsOf(window.chartsView(), QStringLiteral("loss"), QStringLiteral("amp-run")) > 0);
+        QVERIFY(pointsOf(window.chartsView(), QStringLiteral("loss"), QStringLiteral("fp32-run")) > 0);
 
         const fs::path config = dir_.path() / "compare-config.json";
         std::ofstream(config) << R"({"recipe": "fp32"})";

@@ -546,7 +546,9 @@ QString MainWindow::compareRunRecords(const QStringList& files)
         if (first.isEmpty()) first = run->id();
     }
     if (!first.isEmpty()) watchRun(first);
-    statusBar()->showMessage(tr("Comparing %n run(s)", nullptr, static_cast<int>(files.size())), 8000);
+    statusBar()->showMessage(files.size() == 1 ? tr("Opened %1").arg(QFileInfo(files.constFirst()).fileName())
+                                               : tr("Comparing %1 runs").arg(files.size()),
+                             8000);
     return {};
 }
 
