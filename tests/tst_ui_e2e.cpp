@@ -32,6 +32,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 using namespace plab;
 using namespace plab::ui;
 using nlohmann::json;
@@ -309,6 +311,13 @@ private slots:
         QVERIFY(!error.isEmpty());
         QVERIFY2(error.contains(QStringLiteral("compare-config.json")), qPrintable(error));
         QCOMPARE(model->rowCount(), 2);   // checked before any is opened: nothing added
+
+        // A FIFO among them (a file from someone else) is refused unread: no hang.
+        const fs::path fifo = dir_.path() / "compare-fifo.json";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        const QString fifoError = window.compareRunRecords({fp32, QString::fromStdString(fifo.string())});
+        QVERIFY2(fifoError.contains(QStringLiteral("FIFO")), qPrintable(fifoError));
+        QCOMPARE(model->rowCount(), 2);
     }
 
     void badFileIsReportedInTheWindow()

@@ -47,12 +47,25 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 namespace plab::ui {
 
 namespace {
 
 std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
+
+// Whether `file` holds a run record (else a config), read size- and depth-limited like
+// every JSON input; nothing, with the reading's one sentence in `error`, when unreadable.
+std::optional<bool> holdsRunRecord(const QString& file, QString& error)
+{
+    try {
+        return isRunRecordDocument(readJsonFile(toPath(file), file.toStdString()));
+    } catch (const std::exception& e) {
+        error = QString::fromStdString(e.what());
+        return std::nullopt;
+    }
+}
 
 }  // namespace
 
@@ -492,17 +505,13 @@ QString MainWindow::bannerText() const { return banner_->isHidden() ? QString() 
 
 QString MainWindow::openFile(const QString& file)
 {
-    // Size- and depth-limited like every JSON input: one sentence, never a crash.
-    nlohmann::json doc;
-    try {
-        doc = readJsonFile(toPath(file), file.toStdString());
-    } catch (const std::exception& e) {
-        const QString error = QString::fromStdString(e.what());
+    QString error;
+    const std::optional<bool> record = holdsRunRecord(file, error);
+    if (!record) {
         showError(error);
         return error;
     }
-    if (isRunRecordDocument(doc)) return openRunRecord(file);
-    return loadConfig(file);
+    return *record ? openRunRecord(file) : loadConfig(file);
 }
 
 QString MainWindow::openRunRecord(const QString& file)
@@ -523,12 +532,8 @@ QString MainWindow::compareRunRecords(const QStringList& files)
     // Every file read first: one that is not a run record opens none of them.
     for (const QString& file : files) {
         QString error;
-        try {
-            if (!isRunRecordDocument(readJsonFile(toPath(file), file.toStdString())))
-                error = tr("%1 is not a run record; files given together are compared as runs.").arg(file);
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
+        if (const std::optional<bool> record = holdsRunRecord(file, error); record && !*record)
+            error = tr("%1 is not a run record; files given together are compared as runs.").arg(file);
         if (!error.isEmpty()) {
             showError(error);
             return error;

@@ -53,7 +53,8 @@ public:
     QString openRunRecord(const QString& file);
     // Several run records side by side: each opened and overlaid, the first shown (the
     // command line's `precision-lab A.json B.json ...`). A file that is not a run record
-    // opens none of them.
+    // opens none of them; one the run store refuses (checked as it opens) stops there,
+    // the records before it staying open.
     QString compareRunRecords(const QStringList& files);
     QString loadConfig(const QString& file);
     QString saveConfig(const QString& file);
