@@ -15,6 +15,7 @@
 #include "nn/parameter_copies.h"
 #include "nn/pool.h"
 #include "numerics/format.h"
+#include "numerics/simd_level.h"
 #include "numerics/storage_convert.h"
 
 #include "checking_backend.h"
@@ -400,10 +401,24 @@ private slots:
     // The CPU's pooling against the rule written out here: in each 2x2 window the first
     // maximum wins, the first NaN wins over any number, and the winner's bits (a zero's
     // sign, the NaN's payload) are what is stored. Few distinct values, so ties are
-    // everywhere; an odd height and width.
+    // everywhere; odd heights and widths, rows of 14 windows (fewer than one AVX-512 pass)
+    // and of 33 (two AVX-512 or four AVX2 passes and one window left); at every SIMD level
+    // this CPU has.
+    void maxPoolFollowsTheRule_data()
+    {
+        QTest::addColumn<int>("level");
+        QTest::addColumn<int>("width");
+        for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
+            for (int width : {29, 67})
+                if (level <= cpuSimdLevel())
+                    QTest::addRow("%s W=%d", simdLevelName(level), width) << int(level) << width;
+    }
     void maxPoolFollowsTheRule()
     {
-        const std::int64_t planes = 5, H = 7, W = 29, Ho = H / 2, Wo = W / 2;
+        QFETCH(int, level);
+        QFETCH(int, width);
+        const ScopedSimdCap cap(static_cast<SimdLevel>(level));
+        const std::int64_t planes = 5, H = 7, W = width, Ho = H / 2, Wo = W / 2;
         const float nanA = std::bit_cast<float>(0x7FC00001u), nanB = std::bit_cast<float>(0xFFC00002u);
         const float choices[] = {-1.0f, 0.0f, -0.0f, 0.5f, 2.0f, 2.0f, 2.0f, nanA, nanB, -INFINITY, INFINITY};
         Rng rng{17};

@@ -36,8 +36,19 @@ void parallelForCounted(ThreadPool& pool, std::int64_t n, std::int64_t grain, Ro
 void addBiasRound(ThreadPool& pool, Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
                   std::int64_t repeat, RoundingStats* stats, GradientHistogram* hist)
 {
-    // x[begin, end) += bias, walking runs of one bias value.
+    // x[begin, end) += bias, walking runs of one bias value; where each value repeats once
+    // (a Linear layer's rows), walking the bias along the row instead (no division an element).
     auto addBias = [&](std::int64_t begin, std::int64_t end) {
+        if (repeat == 1) {
+            for (std::int64_t i = begin; i < end;) {
+                const std::int64_t j = i % period, len = std::min(end - i, period - j);
+                float* row = x + i;
+                const float* b = bias + j;
+                for (std::int64_t k = 0; k < len; ++k) row[k] += b[k];
+                i += len;
+            }
+            return;
+        }
         for (std::int64_t i = begin; i < end;) {
             const std::int64_t run = i / repeat, runEnd = std::min(end, (run + 1) * repeat);
             const float b = bias[run % period];
@@ -68,44 +79,6 @@ void reluBackward(ThreadPool& pool, const float* y, float* g, std::int64_t n)
     pool.parallelFor(n, 1 << 15, [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t i = b; i < e; ++i) g[i] = (y[i] <= 0.0f) ? 0.0f : g[i];
     });
-}
-
-namespace {
-
-// One window: the first maximum wins; the first NaN propagates (as PyTorch's max_pool2d).
-// Without branches (the choice is a bit mask over the values' bits; GCC turns a float ?:
-// into a jump here): ReLU's zeros and a quantised recipe's repeated values make the
-// comparisons unpredictable. (A tree of the two rows' pairs gives the same winners but
-// measured slower than this chain.)
-inline void poolWindow(const float (&v)[4], float* value, std::uint8_t* position)
-{
-    std::uint32_t bits = bitsOf(v[0]), at = 0;
-    for (std::uint32_t k = 1; k < 4; ++k) {
-        const float best = floatFromBits(bits);
-        const std::uint32_t take = static_cast<std::uint32_t>((v[k] > best) | ((v[k] != v[k]) & (best == best)));
-        const std::uint32_t mask = 0u - take;
-        bits = (bitsOf(v[k]) & mask) | (bits & ~mask);
-        at = (k & mask) | (at & ~mask);
-    }
-    *value = floatFromBits(bits);
-    *position = static_cast<std::uint8_t>(at);
-}
-
-}  // namespace
-
-void maxPool2x2Plane(const float* src, std::int64_t H, std::int64_t W, float* out, std::uint8_t* argmax)
-{
-    const std::int64_t Ho = H / 2, Wo = W / 2;
-    for (std::int64_t y = 0; y < Ho; ++y) {
-        const float* r0 = src + 2 * y * W;
-        const float* r1 = r0 + W;
-        float* dst = out + y * Wo;
-        std::uint8_t* pos = argmax + y * Wo;
-        for (std::int64_t x = 0; x < Wo; ++x) {
-            const float v[4] = {r0[2 * x], r0[2 * x + 1], r1[2 * x], r1[2 * x + 1]};
-            poolWindow(v, dst + x, pos + x);
-        }
-    }
 }
 
 void maxPool2x2(ThreadPool& pool, const float* in, std::int64_t planes, std::int64_t H, std::int64_t W, float* out,
