@@ -38,7 +38,7 @@ private slots:
         const auto f = static_cast<Format>(format);
         const std::vector<float> start = weights(f, 4099, 11), direction = gradients(f, 4099, 12);
         UpdateCounts all;
-        for (float alpha : {-1e-3f, 0.0f, -1.0f, -65504.0f, 3e38f}) {
+        for (float alpha : {-1e-3f, 0.0f, -1.0f, -65504.0f, 3e38f, -INFINITY, NAN}) {
             std::vector<float> cpuW = start, kernelW = start;
             UpdateCounts cpuCounts, kernelCounts;
             plab::applyUpdate(f, cpuW.data(), direction.data(), alpha, cpuW.size(), cpuCounts);

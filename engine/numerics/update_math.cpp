@@ -65,35 +65,85 @@ static_assert(static_cast<int>(UpdateRounding::nearest) == ur::kNearest &&
               static_cast<int>(UpdateRounding::stochastic) == ur::kStochastic &&
               static_cast<int>(UpdateRounding::kahan) == ur::kKahan);
 
+// Whether x is finite, on its bits (no branch: the counting loops below vectorise).
+inline bool finiteBits(float x) { return (bitsOf(x) & 0x7F800000u) != 0x7F800000u; }
+
 // One optimizer-state element's step: flushed when `shadow`, the fp32 arithmetic of the
 // step from the same inputs without the state format's roundings, is nonzero and the stored
 // value is 0; made non-finite when it was finite before the step and is not after.
 inline void countStateWrite(float shadow, float before, float after, UpdateCounts& counts)
 {
-    if (shadow != 0.0f && after == 0.0f) ++counts.stateFlushed;
-    if (std::isfinite(before) && !std::isfinite(after)) ++counts.stateNonFinite;
+    counts.stateFlushed += (shadow != 0.0f) & (after == 0.0f);
+    counts.stateNonFinite += finiteBits(before) & !finiteBits(after);
 }
 
-// What one element's write counted: a nonzero update, kept or lost, finite or not.
-void countWrite(double update, bool lost, float before, float after, UpdateCounts& counts)
+// countStateWrite over a chunk; shadow[i] = scaled[i] + grad[i] (SGD's buffer without the
+// state's roundings: the stored product plus grad, two roundings, as on the device).
+void countStateWrites(const float* scaled, const float* grad, const float* before, const float* after,
+                      std::size_t len, UpdateCounts& counts)
 {
-    // NaN compares unequal to 0 and to itself: a NaN update is nonzero, never lost.
-    if (update == 0.0) return;
+    std::int32_t flushed = 0, nonFinite = 0;   // len <= kChunk
+    for (std::size_t i = 0; i < len; ++i) {
+        flushed += (scaled[i] + grad[i] != 0.0f) & (after[i] == 0.0f);
+        nonFinite += finiteBits(before[i]) & !finiteBits(after[i]);
+    }
+    counts.stateFlushed += flushed;
+    counts.stateNonFinite += nonFinite;
+}
+
+// Which elements' update alpha * d is nonzero, the product taken exactly (as in double,
+// where the product of two floats neither rounds nor underflows): a NaN update is nonzero.
+// Decided once for alpha, then per element on d alone.
+struct NonzeroUpdates {
+    enum Rule : std::uint8_t { dNonzero, dNonFinite, every } rule;
+    explicit NonzeroUpdates(float alpha)
+        : rule(!std::isfinite(alpha) ? every : alpha == 0.0f ? dNonFinite : dNonzero) {}
+    // alpha finite and nonzero: d != 0 (NaN included); alpha 0: d inf or NaN (0 * inf is
+    // NaN); alpha inf or NaN: every d (inf * 0 is NaN).
+    bool operator()(float d) const
+    {
+        return rule == every || (rule == dNonzero ? d != 0.0f : !finiteBits(d));
+    }
+};
+
+// What the writes of a chunk counted: a nonzero update, kept (the stored weight changed)
+// or lost, finite or not. NaN compares unequal to itself: a NaN weight is never "lost".
+void countWrites(float alpha, const float* d, const float* before, const float* after, std::size_t len,
+                 UpdateCounts& counts)
+{
+    const NonzeroUpdates nonzero(alpha);
+    std::int32_t n = 0, lost = 0, nonFinite = 0;   // len <= kChunk
+    for (std::size_t i = 0; i < len; ++i) {
+        const std::int32_t nz = nonzero(d[i]);
+        n += nz;
+        lost += nz & (after[i] == before[i]);
+        // Adam's eps is 0 in fp16: 0/0 makes NaN weights; an overflow makes inf.
+        nonFinite += nz & finiteBits(before[i]) & !finiteBits(after[i]);
+    }
+    counts.nonzero += n;
+    counts.lost += lost;
+    counts.nonFinite += nonFinite;
+}
+
+// One element's write, as countWrites counts it.
+void countWrite(const NonzeroUpdates& nonzero, float d, bool lost, float before, float after, UpdateCounts& counts)
+{
+    if (!nonzero(d)) return;
     ++counts.nonzero;
     if (lost) ++counts.lost;
-    // Adam's eps is 0 in fp16: 0/0 makes NaN weights; an overflow makes inf.
-    if (!std::isfinite(after) && std::isfinite(before)) ++counts.nonFinite;
+    if (!finiteBits(after) && finiteBits(before)) ++counts.nonFinite;
 }
 
 // w = SR_f(fma(alpha, d, w)) with the element's own random bits.
 PLAB_FMA_CLONES void applyStochastic(Format f, float* p, const float* direction, float alpha, std::size_t n,
                                      UpdateCounts& counts, std::uint64_t key, std::size_t first)
 {
+    const NonzeroUpdates nonzero(alpha);
     for (std::size_t i = 0; i < n; ++i) {
         const float before = p[i];
         const float sum = std::fma(alpha, direction[i], before);
         p[i] = floatFromBits(ur::stochasticRoundBits(static_cast<int>(f), bitsOf(sum), ur::randomBits(key, first + i)));
-        countWrite(static_cast<double>(alpha) * static_cast<double>(direction[i]), p[i] == before, before, p[i], counts);
+        countWrite(nonzero, direction[i], p[i] == before, before, p[i], counts);
     }
 }
 
@@ -105,14 +155,14 @@ PLAB_FMA_CLONES void applyStochastic(Format f, float* p, const float* direction,
 PLAB_FMA_CLONES void applyKahan(Format f, float* p, const float* direction, float alpha, std::size_t n,
                                 UpdateCounts& counts, float* comp)
 {
+    const NonzeroUpdates nonzero(alpha);
     for (std::size_t i = 0; i < n; ++i) {
         const float before = p[i], compBefore = comp[i];
         const float owed = roundTo(f, std::fma(alpha, direction[i], compBefore));
         p[i] = roundTo(f, before + owed);
         const float taken = roundTo(f, before - p[i]);
         comp[i] = roundTo(f, owed + taken);
-        countWrite(static_cast<double>(alpha) * static_cast<double>(direction[i]),
-                   p[i] == before && comp[i] == compBefore, before, p[i], counts);
+        countWrite(nonzero, direction[i], p[i] == before && comp[i] == compBefore, before, p[i], counts);
     }
 }
 
@@ -124,7 +174,7 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
     if (write.rounding == UpdateRounding::stochastic) return applyStochastic(f, p, direction, alpha, n, counts, write.key, first);
     if (write.rounding == UpdateRounding::kahan) return applyKahan(f, p, direction, alpha, n, counts, write.compensation + first);
     constexpr std::size_t kBlock = 256;
-    std::array<float, kBlock> before{};
+    std::array<float, kBlock> before;   // (len) written before it is read
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t len = std::min(kBlock, n - start);
         float* w = p + start;
@@ -134,8 +184,7 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
             w[i] = std::fma(alpha, d[i], w[i]);
         }
         roundWritten(f, w, len);
-        for (std::size_t i = 0; i < len; ++i)
-            countWrite(static_cast<double>(alpha) * static_cast<double>(d[i]), w[i] == before[i], before[i], w[i], counts);
+        countWrites(alpha, d, before.data(), w, len, counts);
     }
 }
 
@@ -145,13 +194,13 @@ namespace {
 void sgdChunk(const SgdScalars& s, UpdateFormats f, const float* gradIn, float* buf, float* weights, std::size_t len,
               UpdateCounts& counts, std::size_t first)
 {
-    std::array<float, kChunk> grad{};   // (len) the gradient as a tensor of the weights' format holds it
+    std::array<float, kChunk> grad;   // (len) the gradient as a tensor of the weights' format holds it
     std::copy_n(gradIn, len, grad.data());
     roundWritten(f.weights, grad.data(), len);
 
     const float* direction = grad.data();
     if (s.useMomentum) {
-        std::array<float, kChunk> before{}, scaled{};   // (len) the buffer before, and times momentum in fp32
+        std::array<float, kChunk> before, scaled;   // (len) the buffer before, and times momentum in fp32
         std::copy_n(buf, len, before.data());
         if (s.firstStep) {
             std::copy_n(grad.data(), len, buf);   // buf = clone(grad), stored as the state
@@ -165,7 +214,7 @@ void sgdChunk(const SgdScalars& s, UpdateFormats f, const float* gradIn, float* 
             roundWritten(f.state, buf, len);
             // The fp32 value without the state's roundings: the stored product plus grad
             // (two roundings, as on the device: not contracted into one fma).
-            for (std::size_t i = 0; i < len; ++i) countStateWrite(scaled[i] + grad[i], before[i], buf[i], counts);
+            countStateWrites(scaled.data(), grad.data(), before.data(), buf, len, counts);
         }
         direction = buf;
     }
@@ -186,14 +235,14 @@ namespace {
 PLAB_FMA_CLONES void adamChunk(const AdamScalars& s, UpdateFormats f, const float* gradIn, float* m, float* v,
                                float* weights, std::size_t len, UpdateCounts& counts, std::size_t first)
 {
-    std::array<float, kChunk> grad{};    // (len) the gradient as the weights' format holds it
-    std::array<float, kChunk> denom{};   // (len) the temporary tensor `denom`, the state's format
-    std::array<float, kChunk> ratio{};   // (len) exp_avg / denom inside addcdiv_, fp32 opmath
+    std::array<float, kChunk> grad;     // (len) the gradient as the weights' format holds it
+    std::array<float, kChunk> denom;    // (len) the temporary tensor `denom`, the state's format
+    std::array<float, kChunk> ratio;    // (len) exp_avg / denom inside addcdiv_, fp32 opmath
     std::copy_n(gradIn, len, grad.data());
     roundWritten(f.weights, grad.data(), len);
 
     const Format st = f.state;
-    std::array<float, kChunk> mBefore{}, vBefore{};   // (len) the moments before this step
+    std::array<float, kChunk> mBefore, vBefore;   // (len) the moments before this step
     std::copy_n(m, len, mBefore.data());
     std::copy_n(v, len, vBefore.data());
     for (std::size_t i = 0; i < len; ++i) m[i] *= s.beta1;                                       // exp_avg.mul_
@@ -253,7 +302,7 @@ void unstage(const UpdateOperand& o, Format f, std::size_t start, std::size_t le
 void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
                    UpdateCounts& counts)
 {
-    std::array<float, kChunk> w{}, g{}, buf{};
+    std::array<float, kChunk> w, g, buf;   // staged chunks of packed operands, written before read
     for (std::size_t start = begin; start < end; start += kChunk) {
         const std::size_t len = std::min(kChunk, end - start);
         float* weights = staged(t.weights, f.weights, start, len, w);
@@ -268,7 +317,7 @@ void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t,
 void adamUpdatePart(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
                     UpdateCounts& counts)
 {
-    std::array<float, kChunk> w{}, g{}, m{}, v{};
+    std::array<float, kChunk> w, g, m, v;   // staged chunks of packed operands, written before read
     for (std::size_t start = begin; start < end; start += kChunk) {
         const std::size_t len = std::min(kChunk, end - start);
         float* weights = staged(t.weights, f.weights, start, len, w);
@@ -287,11 +336,17 @@ SweepResult gradientSweep(const GradientView* views, std::size_t count, float mu
     SweepResult result;
     for (std::size_t k = 0; k < count; ++k) {
         const GradientView& g = views[k];
-        for (std::int64_t i = 0; i < g.size; ++i)
-            if (!std::isfinite(g.data[i])) {
+        // Chunk by chunk, so that the test of each element vectorises and an inf or NaN
+        // still ends the sweep early.
+        for (std::int64_t start = 0; start < g.size; start += static_cast<std::int64_t>(kChunk)) {
+            const std::int64_t end = std::min(g.size, start + static_cast<std::int64_t>(kChunk));
+            bool nonFinite = false;
+            for (std::int64_t i = start; i < end; ++i) nonFinite |= !finiteBits(g.data[i]);
+            if (nonFinite) {
                 result.nonFinite = true;
                 return result;
             }
+        }
     }
     for (std::size_t k = 0; k < count; ++k) {
         const GradientView& g = views[k];
