@@ -48,6 +48,11 @@ runs+=("tf32-tf32-accumulate|$cnn --recipe tf32 --fp32-accumulate off")
 runs+=("pure-fp16-fp16-accumulate|$cnn --recipe pure-fp16 --fp32-accumulate off --loss-scale dynamic")
 runs+=("per-layer|$cnn --recipe amp-bf16 --layer conv1=fp32,fc1=fp8-current")
 runs+=("mlp-pure-fp16|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale dynamic")
+# The weights' write rounded stochastically or Kahan-compensated (SGD and Adam), 16-bit weights.
+for rounding in stochastic kahan; do
+  runs+=("mlp-bf16-sgd-$rounding|--model mlp --widths 64,32 --recipe amp-bf16 --master-weights off --optimizer sgd --update-rounding $rounding")
+  runs+=("mlp-fp16-adam-$rounding|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale dynamic --update-rounding $rounding")
+done
 # The seed CNN at batch 64: conv2 lowers its input in two blocks of samples (Conv2d::
 # kColsBudget), so its filter gradient sums over blocks; 3 steps (its own batch and steps).
 # Exact arithmetic: with packing on, its products run in blocks (docs/ARITHMETIC.md), whose

@@ -406,9 +406,10 @@ private slots:
         QCOMPARE(withoutGrad.optimizerSteps, std::int64_t(0));
     }
 
-    // Optimizer state of 16 bits is held packed, 2 bytes an element, where the backend
-    // packs (the CPU's, forced on here), and the updates on it give the weights, state and
-    // counts of the same state held as fp32 values, bit for bit: 5,000 elements (chunks of
+    // Optimizer state of 16 bits (and Kahan's compensation of 16-bit weights) is held
+    // packed, 2 bytes an element, where the backend packs (the CPU's, forced on here), and
+    // the updates on it give the weights, state, compensation and counts of the same held
+    // as fp32 values, bit for bit: 5,000 elements (chunks of
     // the update and a partial one), three steps of gradients spanning six decades.
     void packedStateUpdatesAsFp32Held_data()
     {
@@ -424,6 +425,9 @@ private slots:
         QTest::addRow("adam pure-bf16, fp32 state") << "adam" << "pure-bf16" << "fp32" << "nearest" << false;
         QTest::addRow("sgd pure-fp16") << "sgd" << "pure-fp16" << "" << "nearest" << true;
         QTest::addRow("sgd pure-bf16, stochastic") << "sgd" << "pure-bf16" << "" << "stochastic" << true;
+        // Kahan's compensation, in the weights' format, held packed as the state is.
+        QTest::addRow("sgd pure-bf16, kahan") << "sgd" << "pure-bf16" << "" << "kahan" << true;
+        QTest::addRow("adam pure-fp16, kahan") << "adam" << "pure-fp16" << "" << "kahan" << true;
     }
     void packedStateUpdatesAsFp32Held()
     {
@@ -449,10 +453,11 @@ private slots:
             for (float& x : g) x = normal(rng) * std::pow(10.0f, float(decade(rng)));
 
         struct Run {
-            std::vector<float> weights, m, v;
+            std::vector<float> weights, m, v, compensation;
             std::vector<UpdateCounts> counts;
-            bool packed = false;
+            bool packed = false, compensationPacked = false;
         };
+        const bool kahan = r.updateRounding == UpdateRounding::kahan;
         auto run = [&](bool packing) {
             ScopedPackedStorage scope(packing);
             auto optimizer = Optimizer::create(cfg);
@@ -468,11 +473,15 @@ private slots:
             out.m = p.state1.toHost();
             if (p.state2.size()) out.v = p.state2.toHost();
             out.packed = p.state1.packed();
-            // Either way the accountant counts the state's format: 2 or 4 bytes an element.
+            out.compensation = p.compensation.toHost();
+            out.compensationPacked = p.compensation.packed();
+            // Either way the accountant counts the state's format: 2 or 4 bytes an element
+            // (and the compensation's, the weights' format).
             const auto stateIndex = static_cast<std::size_t>(MemoryCategory::optimizerState);
             const std::int64_t tensors = kind == "adam" ? 2 : 1;
-            const std::int64_t bytes = formatInfo(r.optimizerStateFormat()).storageBytes;
-            if (memory.snapshot().live[stateIndex] != tensors * std::int64_t(n) * bytes) qFatal("state accounting");
+            const std::int64_t bytes = tensors * formatInfo(r.optimizerStateFormat()).storageBytes +
+                                       (kahan ? formatInfo(r.storage()).storageBytes : 0);
+            if (memory.snapshot().live[stateIndex] != std::int64_t(n) * bytes) qFatal("state accounting");
             return out;
         };
         const Run packed = run(true), held = run(false);
@@ -483,9 +492,17 @@ private slots:
         QVERIFY(std::memcmp(packed.m.data(), held.m.data(), n * sizeof(float)) == 0);
         QCOMPARE(packed.v.size(), held.v.size());
         QVERIFY(packed.v.empty() || std::memcmp(packed.v.data(), held.v.data(), n * sizeof(float)) == 0);
-        // The steps did something: updates made, some lost to the weights' format.
+        QCOMPARE(packed.compensationPacked, kahan && packs);
+        QVERIFY(!held.compensationPacked);
+        QCOMPARE(packed.compensation.size(), kahan ? n : std::size_t{0});
+        QCOMPARE(held.compensation.size(), packed.compensation.size());
+        QVERIFY(!kahan || std::memcmp(packed.compensation.data(), held.compensation.data(), n * sizeof(float)) == 0);
+        // The compensation carried something: not all zeros after three steps.
+        QVERIFY(!kahan || std::any_of(held.compensation.begin(), held.compensation.end(), [](float c) { return c != 0.0f; }));
+        // The steps did something: updates made, some lost to the weights' format (none
+        // under Kahan, whose compensation keeps what the weights could not).
         QVERIFY(held.counts.back().nonzero > 0);
-        QVERIFY(r.keepsMasterCopy() || held.counts.back().lost > 0);
+        QVERIFY(r.keepsMasterCopy() || kahan || held.counts.back().lost > 0);
     }
 
     // The CPU backend shares an update among its threads in parts (backend/cpu/update_ops.h):

@@ -562,8 +562,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
 // which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut;
-// 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked.
-inline constexpr int kCudaPluginAbiVersion = 12;
+// 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation.
+inline constexpr int kCudaPluginAbiVersion = 13;
 
 }  // namespace plab
 

@@ -172,7 +172,7 @@ PLAB_FMA_CLONES void applyUpdate(Format f, float* p, const float* direction, flo
                                  UpdateCounts& counts, const WeightWrite& write, std::size_t first)
 {
     if (write.rounding == UpdateRounding::stochastic) return applyStochastic(f, p, direction, alpha, n, counts, write.key, first);
-    if (write.rounding == UpdateRounding::kahan) return applyKahan(f, p, direction, alpha, n, counts, write.compensation + first);
+    if (write.rounding == UpdateRounding::kahan) return applyKahan(f, p, direction, alpha, n, counts, write.compensation);
     constexpr std::size_t kBlock = 256;
     std::array<float, kBlock> before;   // (len) written before it is read
     for (std::size_t start = 0; start < n; start += kBlock) {
@@ -297,37 +297,57 @@ void unstage(const UpdateOperand& o, Format f, std::size_t start, std::size_t le
     if (o.bits) narrowArray(f, buffer.data(), o.bits + start, len);
 }
 
+// Kahan's compensation wherever it is held: the packed or fp32 operand, else the fp32
+// values UpdateFormats::write points at.
+UpdateOperand compensationOf(const UpdateFormats& f, const UpdateTensors& t)
+{
+    if (f.write.rounding != UpdateRounding::kahan) return {};
+    if (t.compensation.values || t.compensation.bits) return t.compensation;
+    return {f.write.compensation, nullptr};
+}
+
+// The formats of one chunk's update: the write's compensation is the chunk's.
+UpdateFormats forChunk(UpdateFormats f, float* compensation)
+{
+    f.write.compensation = compensation;
+    return f;
+}
+
 }  // namespace
 
 void sgdUpdatePart(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
                    UpdateCounts& counts)
 {
-    std::array<float, kChunk> w, g, buf;   // staged chunks of packed operands, written before read
+    const UpdateOperand comp = compensationOf(f, t);
+    std::array<float, kChunk> w, g, buf, c;   // staged chunks of packed operands, written before read
     for (std::size_t start = begin; start < end; start += kChunk) {
         const std::size_t len = std::min(kChunk, end - start);
         float* weights = staged(t.weights, f.weights, start, len, w);
         const float* grad = staged(t.grad, f.weights, start, len, g);
         float* buffer = s.useMomentum ? staged(t.state1, f.state, start, len, buf) : nullptr;
-        sgdChunk(s, f, grad, buffer, weights, len, counts, start);
+        sgdChunk(s, forChunk(f, staged(comp, f.weights, start, len, c)), grad, buffer, weights, len, counts, start);
         unstage(t.weights, f.weights, start, len, w);
         if (s.useMomentum) unstage(t.state1, f.state, start, len, buf);
+        unstage(comp, f.weights, start, len, c);
     }
 }
 
 void adamUpdatePart(const AdamScalars& s, UpdateFormats f, const UpdateTensors& t, std::size_t begin, std::size_t end,
                     UpdateCounts& counts)
 {
-    std::array<float, kChunk> w, g, m, v;   // staged chunks of packed operands, written before read
+    const UpdateOperand comp = compensationOf(f, t);
+    std::array<float, kChunk> w, g, m, v, c;   // staged chunks of packed operands, written before read
     for (std::size_t start = begin; start < end; start += kChunk) {
         const std::size_t len = std::min(kChunk, end - start);
         float* weights = staged(t.weights, f.weights, start, len, w);
         const float* grad = staged(t.grad, f.weights, start, len, g);
         float* m1 = staged(t.state1, f.state, start, len, m);
         float* m2 = staged(t.state2, f.state, start, len, v);
-        adamChunk(s, f, grad, m1, m2, weights, len, counts, start);
+        adamChunk(s, forChunk(f, staged(comp, f.weights, start, len, c)), grad, m1, m2, weights, len, counts, start);
         unstage(t.weights, f.weights, start, len, w);
         unstage(t.state1, f.state, start, len, m);
         unstage(t.state2, f.state, start, len, v);
+        unstage(comp, f.weights, start, len, c);
     }
 }
 

@@ -75,14 +75,17 @@ std::optional<UpdateRounding> parseUpdateRounding(std::string_view name);
 struct WeightWrite {
     UpdateRounding rounding = UpdateRounding::nearest;
     std::uint64_t key = 0;           // stochastic: update_rounding::stepKey(seed, step, tensor)
-    float* compensation = nullptr;   // kahan: (n) the compensation, in the weights' format
+    // kahan: (n) the compensation, in the weights' format, held as fp32 values (a compensation
+    // held packed is UpdateTensors::compensation).
+    float* compensation = nullptr;
     bool operator==(const WeightWrite&) const = default;
 };
 
 // p[i] = round_f(p[i] + alpha * direction[i]) for i < n, computed as one fused
 // multiply-add in fp32 (what `param.add_(d, alpha=a)` and `addcdiv_` compile to on the
 // GPU), rounded once to f when stored, by `write`'s rounding; `first` is the index of p[0]
-// in its tensor (the element's random bits and compensation). The update alpha *
+// in its tensor (the element's random bits), and write.compensation (kahan) is p[0]'s
+// compensation. The update alpha *
 // direction[i] is evaluated in double (exact for two floats) to tell a zero update from a
 // lost one: lost when the stored weight did not change (and, for kahan, neither did the
 // compensation, so nothing of it is kept for a later step).
@@ -144,10 +147,13 @@ struct UpdateOperand {
 struct UpdateTensors {
     UpdateOperand weights, grad;   // grad is only read
     UpdateOperand state1, state2;  // SGD's buffer (none without momentum), Adam's m and v
+    // Kahan's compensation (in the weights' format) where the write is kahan: held packed
+    // here, or as fp32 values here or in UpdateFormats::write.compensation.
+    UpdateOperand compensation;
     // Tensors held as fp32 values (a state may be null: none).
     static UpdateTensors held(float* weights, const float* grad, float* state1, float* state2)
     {
-        return {{weights, nullptr}, {const_cast<float*>(grad), nullptr}, {state1, nullptr}, {state2, nullptr}};
+        return {{weights, nullptr}, {const_cast<float*>(grad), nullptr}, {state1, nullptr}, {state2, nullptr}, {}};
     }
 };
 

@@ -60,7 +60,8 @@ void AdamOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, M
                               static_cast<float>(eps_),
                               static_cast<float>(-stepSize)};
     const UpdateTensors ops{updateOperand(weights), updateOperand(p.grad), updateOperand(p.state1),
-                            updateOperand(p.state2)};
+                            updateOperand(p.state2),
+                            f.write.rounding == UpdateRounding::kahan ? updateOperand(p.compensation) : UpdateOperand{}};
     if (anyPacked(ops))
         backend.adamUpdatePacked(scalars, f, ops, weights.size(), &p.lastUpdate);
     else

@@ -58,8 +58,10 @@ UpdateFormats Optimizer::updateFormats(Parameter& p, const PrecisionRecipe& reci
     UpdateFormats f{recipe.gradientFormat(), recipe.optimizerStateFormat()};
     f.write.rounding = recipe.updateRounding;
     if (recipe.updateRounding == UpdateRounding::kahan) {
-        prepareStateTensor(p.compensation, p.stored().shape(), f.weights, memory, backend, false);
-        f.write.compensation = p.compensation.data();
+        // Held packed as the optimizer state is (2 bytes an element where the backend packs
+        // 16-bit state), then passed as an UpdateTensors operand; else its fp32 values here.
+        prepareStateTensor(p.compensation, p.stored().shape(), f.weights, memory, backend);
+        f.write.compensation = p.compensation.packed() ? nullptr : p.compensation.data();
     } else if (p.compensation.size()) {
         p.compensation = Tensor();   // the recipe changed: what it owed is dropped with it
     }

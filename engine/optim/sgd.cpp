@@ -37,8 +37,9 @@ void SgdOptimizer::stepParameter(Parameter& p, const PrecisionRecipe& recipe, Me
     // PyTorch turns Python scalars into the op's fp32 "opmath" type.
     s.momentum = static_cast<float>(momentum_);
     s.negLr = static_cast<float>(-learningRate());
-    UpdateTensors t{updateOperand(weights), updateOperand(p.grad), {}, {}};
+    UpdateTensors t{updateOperand(weights), updateOperand(p.grad), {}, {}, {}};
     if (s.useMomentum) t.state1 = updateOperand(p.state1);
+    if (f.write.rounding == UpdateRounding::kahan) t.compensation = updateOperand(p.compensation);
     if (anyPacked(t))
         backend.sgdUpdatePacked(s, f, t, weights.size(), &p.lastUpdate);
     else

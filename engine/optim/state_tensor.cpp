@@ -12,9 +12,9 @@ bool holdsStatePacked(Format format, const ComputeBackend& backend)
 }
 
 bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, MemoryAccountant* memory,
-                        ComputeBackend& backend, bool mayPack)
+                        ComputeBackend& backend)
 {
-    const bool packed = mayPack && holdsStatePacked(format, backend);
+    const bool packed = holdsStatePacked(format, backend);
     if (state.size() != elementCount(shape) || state.size() == 0) {
         if (packed) {   // zeros made packed, never as fp32 values first
             state = Tensor(Shape{0}, format);
@@ -50,7 +50,7 @@ UpdateOperand updateOperand(Tensor& t)
 
 bool anyPacked(const UpdateTensors& t)
 {
-    for (const UpdateOperand* o : {&t.weights, &t.grad, &t.state1, &t.state2})
+    for (const UpdateOperand* o : {&t.weights, &t.grad, &t.state1, &t.state2, &t.compensation})
         if (o->bits) return true;
     return false;
 }

@@ -16,10 +16,9 @@ class ComputeBackend;
 // tracked under optimizerState, held packed where holdsStatePacked says so. Returns true
 // when it was created now (zero-filled): the first step. An existing tensor in another
 // format (the recipe changed) is re-rounded to it; one packed where it should not be (or
-// the other way) changes form, values unchanged. mayPack false: never packed (Kahan's
-// compensation, which the updates read as fp32 values).
+// the other way) changes form, values unchanged. Kahan's compensation is one too.
 bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, MemoryAccountant* memory,
-                        ComputeBackend& backend, bool mayPack = true);
+                        ComputeBackend& backend);
 
 // Whether optimizer state of `format` is held packed, 2 bytes an element: fp16 or bf16, on
 // a backend that packs 16-bit tensors (packsStorageOn) and whose updates take packed
