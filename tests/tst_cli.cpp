@@ -9,7 +9,11 @@
 
 #include "backend/backend.h"
 
-#include <QtTest>
+#include <QTest>
+#include <QJsonArray>
+#include <QFloat16>
+#include <QFile>
+#include <QProcessEnvironment>
 
 #include <QProcess>
 #include <QJsonDocument>

@@ -9,11 +9,13 @@
 #include "test_support.h"
 #include "train/trainer.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using nlohmann::json;

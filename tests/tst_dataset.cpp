@@ -7,7 +7,7 @@
 #include "error.h"
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <algorithm>
 #include <fstream>

@@ -6,7 +6,7 @@
 #include "error.h"
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <zlib.h>
 

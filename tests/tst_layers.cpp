@@ -22,7 +22,7 @@
 #include "gradient_check.h"
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <bit>
 #include <cmath>

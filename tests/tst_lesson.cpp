@@ -14,13 +14,15 @@
 #include "lesson/lesson_metrics.h"
 #include "lesson/lesson_text.h"
 
-#include <QtTest>
+#include <QTest>
+#include <QTemporaryDir>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using nlohmann::json;

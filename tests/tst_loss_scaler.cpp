@@ -4,7 +4,7 @@
 #include "amp/loss_scaler.h"
 #include "error.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 #include <limits>

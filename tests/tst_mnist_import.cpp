@@ -9,11 +9,13 @@
 #include "error.h"
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cstdio>
 #include <fstream>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 using plab::IdxArray;
 using plab::testing::TempDir;

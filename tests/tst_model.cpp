@@ -6,7 +6,7 @@
 #include "nn/model_kinds.h"
 #include "numerics/format.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 

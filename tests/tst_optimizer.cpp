@@ -9,7 +9,7 @@
 #include "optim/grad_unscale.h"
 #include "optim/optimizer.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <algorithm>
 #include <cmath>

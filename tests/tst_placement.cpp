@@ -19,7 +19,7 @@
 #include "tensor/byte_buffer.h"
 #include "tensor/tensor.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <bit>
 #include <cmath>

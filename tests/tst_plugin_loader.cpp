@@ -6,7 +6,8 @@
 // links: plab_backend plab_test_support
 #include "backend/backend.h"
 
-#include <QtTest>
+#include <QTest>
+#include <QFile>
 
 #include <dlfcn.h>
 

@@ -15,7 +15,7 @@
 #include "numerics/minifloat.h"
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 #include <cstring>

@@ -5,7 +5,8 @@
 // links: plab_amp
 #include "amp/recipe.h"
 
-#include <QtTest>
+#include <QTest>
+#include <QFile>
 
 #include <algorithm>
 #include <cmath>

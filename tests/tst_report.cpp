@@ -19,7 +19,10 @@
 #include "train/region_format.h"
 #include "train/trainer.h"
 
-#include <QtTest>
+#include <QTest>
+#include <QFloat16>
+#include <QFile>
+#include <QRegularExpression>
 
 #include <QProcess>
 #include <QStandardPaths>
@@ -27,6 +30,8 @@
 
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using nlohmann::json;

@@ -11,7 +11,10 @@
 #include <fstream>
 #include <set>
 
-#include <QtTest>
+#include <QTest>
+#include <QFloat16>
+#include <QTemporaryDir>
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using nlohmann::json;

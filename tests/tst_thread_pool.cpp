@@ -6,7 +6,7 @@
 // links: plab_backend_cpu plab_test_support
 #include "backend/cpu/thread_pool.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <algorithm>
 #include <atomic>

@@ -11,10 +11,13 @@
 #include "train/memory_check.h"
 #include "train/trainer.h"
 
-#include <QtTest>
+#include <QTest>
+#include <QFloat16>
 
 #include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using nlohmann::json;

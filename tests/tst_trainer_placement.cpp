@@ -14,7 +14,7 @@
 #include "nn/layer_ops.h"
 #include "train/trainer.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <bit>
 #include <cstdio>
@@ -22,6 +22,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using plab::testing::CheckingBackend;

@@ -14,7 +14,7 @@
 #include "gradient_check.h"
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 #include <functional>

@@ -34,7 +34,8 @@
 #include <QSlider>
 #include <QScrollBar>
 #include <QTableWidget>
-#include <QtTest>
+#include <QTest>
+#include <QSignalSpy>
 #include <QCheckBox>
 
 #include <cmath>

@@ -12,11 +12,14 @@
 #include <QDir>
 #include <QProcess>
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
+#include <QFileInfo>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using namespace plab::ui;

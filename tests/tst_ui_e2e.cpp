@@ -27,12 +27,14 @@
 #include <QMenu>
 #include <QSignalSpy>
 #include <QXYSeries>
-#include <QtTest>
+#include <QTest>
+#include <QFile>
 
 #include <filesystem>
 #include <fstream>
 
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using namespace plab::ui;

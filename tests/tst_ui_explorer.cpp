@@ -17,7 +17,7 @@
 #include <QScrollBar>
 #include <QTableWidget>
 #include <QToolButton>
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 

@@ -18,7 +18,9 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
+#include <QFile>
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using namespace plab::ui;

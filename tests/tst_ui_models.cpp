@@ -18,12 +18,14 @@
 #include <QAbstractItemModelTester>
 #include <QProcess>
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
+#include <QSysInfo>
 
 #include <cmath>
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using namespace plab::ui;

@@ -30,9 +30,13 @@
 #include <QLegendMarker>
 #include <QPushButton>
 #include <QSignalSpy>
-#include <QtTest>
+#include <QTest>
+#include <QDir>
+#include <QFileInfo>
 
 #include <cmath>
+
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using namespace plab::ui;

@@ -10,7 +10,7 @@
 #include "charts/series_reduction.h"
 #include "report/smoothing.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 #include <limits>

@@ -16,7 +16,8 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
-#include <QtTest>
+#include <QTest>
+#include <nlohmann/json.hpp>
 
 using namespace plab;
 using namespace plab::ui;

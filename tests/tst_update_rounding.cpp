@@ -9,7 +9,7 @@
 #include "numerics/update_rounding.h"
 #include "optim/optimizer.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <algorithm>
 #include <bit>

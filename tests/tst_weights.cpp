@@ -16,7 +16,7 @@
 #include "weights/model_weights.h"
 #include "weights/safetensors.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cmath>
 #include <cstring>

@@ -48,6 +48,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 namespace plab::ui {
 
 MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)

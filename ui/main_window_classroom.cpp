@@ -41,6 +41,7 @@
 #include <QScrollBar>
 #include <QStatusBar>
 #include <QTableView>
+#include <nlohmann/json.hpp>
 
 namespace plab::ui {
 

@@ -30,6 +30,7 @@
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 namespace plab::cli {
 

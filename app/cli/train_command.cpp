@@ -17,6 +17,8 @@
 #include <iostream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 namespace plab::cli {
 
 namespace {

@@ -13,6 +13,8 @@
 #include <iostream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 namespace plab::cli {
 
 using nlohmann::json;

@@ -13,7 +13,7 @@
 #include "train/trainer.h"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <map>
 #include <memory>

@@ -10,6 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;

@@ -4,7 +4,7 @@
 // messages quote at most a short, escaped excerpt of the offending value.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;

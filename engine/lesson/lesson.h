@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace plab {
 
 inline constexpr int kLessonFormat = 2;   // format 1 (no view, no expectations) still loads

@@ -8,7 +8,6 @@
 
 #include "record/run_record.h"
 
-#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>

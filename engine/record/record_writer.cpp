@@ -12,6 +12,7 @@
 #include <thread>
 #include <unistd.h>
 #include <sys/utsname.h>
+#include <nlohmann/json.hpp>
 
 namespace plab {
 

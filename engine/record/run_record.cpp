@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;

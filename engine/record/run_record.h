@@ -13,7 +13,7 @@
 #include "train/settings.h"
 #include "train/trainer.h"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <filesystem>

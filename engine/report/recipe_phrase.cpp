@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;

@@ -2,7 +2,7 @@
 // comparison of runs and the report.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 

@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 namespace {

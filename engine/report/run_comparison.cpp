@@ -19,6 +19,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace plab {
 
 using nlohmann::json;
@@ -536,6 +538,11 @@ TrainSettings settingsFromFile(const std::filesystem::path& file, const nlohmann
     json patch = settingsPatchFromFile(file);
     for (const auto& [key, value] : overrides.items()) patch[key] = value;
     return settingsFromJson(patch, "config " + file.string());
+}
+
+TrainSettings settingsFromFile(const std::filesystem::path& file)
+{
+    return settingsFromJson(settingsPatchFromFile(file), "config " + file.string());
 }
 
 std::vector<std::string> settingsNotices(const TrainSettings& s)

@@ -8,7 +8,7 @@
 #include "optim/grad_unscale.h"
 #include "optim/optimizer.h"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -82,8 +82,8 @@ nlohmann::json settingsPatchFromFile(const std::filesystem::path& file);
 
 // The settings a config file describes (defaults for what it leaves out), with
 // `overrides` (command-line flags, say) on top; errors name the file and the key.
-TrainSettings settingsFromFile(const std::filesystem::path& file,
-                               const nlohmann::json& overrides = nlohmann::json::object());
+TrainSettings settingsFromFile(const std::filesystem::path& file, const nlohmann::json& overrides);
+TrainSettings settingsFromFile(const std::filesystem::path& file);
 
 // The first impossible setting as one sentence, or empty.
 [[nodiscard]] std::string validateSettings(const TrainSettings& s);

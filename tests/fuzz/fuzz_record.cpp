@@ -9,6 +9,8 @@
 #include <exception>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
     nlohmann::json doc;

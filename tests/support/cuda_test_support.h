@@ -16,7 +16,7 @@
 
 #include "test_support.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <dlfcn.h>
 

@@ -4,7 +4,7 @@
 
 #include "tensor/tensor.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <algorithm>
 #include <cmath>

@@ -24,6 +24,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 namespace plab::ui {
 
 namespace {

@@ -13,7 +13,6 @@
 
 #include <QWidget>
 
-#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <vector>
