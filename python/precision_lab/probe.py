@@ -68,43 +68,62 @@ def _round_fp8(a, fmt):
     return torch.round(a / q) * q                          # torch.round: half to even
 
 
+def _count(mask):
+    return int(torch.count_nonzero(mask))
+
+
+def _exponent_histogram(a, zeros):
+    """{e: how many of the nonzero finite values of `a` (|x|, float32, contiguous) lie in
+    [2^e, 2^(e+1))}: one pass over the float32 exponent fields, frexp only for float32
+    subnormals (field 0, beside the zeros)."""
+    fields = torch.bincount(torch.bitwise_and(a.view(torch.int32) >> 23, 0xFF), minlength=256).tolist()
+    counts = {biased - 127: n for biased, n in enumerate(fields) if n and 0 < biased < 255}
+    if fields[0] > zeros:
+        tiny = a[(a != 0) & (a < 2.0 ** -126)]
+        for e, n in zip(*torch.unique(torch.frexp(tiny)[1].to(torch.int64) - 1, return_counts=True)):
+            counts[int(e)] = int(n)
+    return counts
+
+
 def rounding_stats(x, fmt):
     """The lab's RoundingStats and log2 histogram of rounding fp32 values `x` into `fmt`
     (fp16, bf16, or FP8's e4m3 and e5m2, unscaled: a value past the largest finite one is
     counted as overflow, as the lab counts FP8's saturated values)."""
     x = x.detach().float().reshape(-1)
-    finite = torch.isfinite(x)
-    nonzero = finite & (x != 0)
+    a = x.abs()
+    nan = _count(torch.isnan(a))
+    inf_in = _count(a == math.inf)
+    zeros_in = _count(a == 0)
     if fmt in _FP8:
-        a = torch.where(nonzero, x.abs().double(), torch.ones_like(x, dtype=torch.float64))
-        r = torch.where(nonzero, _round_fp8(a, fmt), torch.zeros_like(a))
-        saturated = nonzero & (r > _FP8[fmt][3])
-        underflow = nonzero & (r == 0)
-        subnormal = (r != 0) & (r < 2.0 ** _FP8[fmt][1]) & ~saturated
+        nonzero = torch.isfinite(a) & (a != 0)
+        r = torch.where(nonzero, _round_fp8(torch.where(nonzero, a.double(), 1.0), fmt), 0.0)
+        saturated = _count(r > _FP8[fmt][3])
+        underflow = _count(nonzero & (r == 0))
+        subnormal = _count((r != 0) & (r < 2.0 ** _FP8[fmt][1]))
     else:
+        # Rounding to nearest is symmetric: |x| rounded is |x rounded|. NaN stays NaN and
+        # compares false; an infinite input stays infinite.
         dtype, min_normal = _FORMATS[fmt]
-        y = x.to(dtype).float()
-        underflow = nonzero & (y == 0)
-        subnormal = finite & (y != 0) & (y.abs() < min_normal)
-        saturated = finite & torch.isinf(y)
+        y = a.to(dtype)
+        zeros_out = _count(y == 0)
+        underflow = zeros_out - zeros_in
+        subnormal = _count(y < min_normal) - zeros_out
+        saturated = _count(y == math.inf) - inf_in
     stats = {
         "count": int(x.numel()),
-        "zeros_in": int((x == 0).sum()),
-        "underflow": int(underflow.sum()),
-        "subnormal": int(subnormal.sum()),
-        "overflow": int(saturated.sum()),
-        "nan": int(torch.isnan(x).sum()),
-        "inf_in": int(torch.isinf(x).sum()),
+        "zeros_in": zeros_in,
+        "underflow": underflow,
+        "subnormal": subnormal,
+        "overflow": saturated,
+        "nan": nan,
+        "inf_in": inf_in,
     }
-    values = x[nonzero].abs()
-    histogram = {"first_exponent": 0, "counts": [], "zeros": stats["zeros_in"],
-                 "non_finite": stats["nan"] + stats["inf_in"]}
-    if values.numel():
-        # |x| = m * 2^e with m in [0.5, 1): the bin [2^(e-1), 2^e) is exponent e - 1.
-        exponents = torch.frexp(values)[1].to(torch.int64) - 1
-        first = int(exponents.min())
+    histogram = {"first_exponent": 0, "counts": [], "zeros": zeros_in, "non_finite": nan + inf_in}
+    exponents = _exponent_histogram(a, zeros_in)
+    if exponents:
+        first, last = min(exponents), max(exponents)
         histogram["first_exponent"] = first
-        histogram["counts"] = [int(c) for c in torch.bincount(exponents - first)]
+        histogram["counts"] = [exponents.get(e, 0) for e in range(first, last + 1)]
     return stats, histogram
 
 
