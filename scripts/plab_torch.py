@@ -103,15 +103,15 @@ class Block(nn.Module):
     """A pre-norm transformer block: x + proj(attention(ln1(x))), then + fc2(gelu(fc1(ln2(.)))).
     Attention as plab computes it: scores = (q k^T) * d^-0.5, softmax, times v."""
 
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, ratio=4):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(width)
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
         self.ln2 = nn.LayerNorm(width)
-        self.fc1 = nn.Linear(width, 4 * width)
-        self.fc2 = nn.Linear(4 * width, width)
+        self.fc1 = nn.Linear(width, ratio * width)
+        self.fc2 = nn.Linear(ratio * width, width)
 
     def forward(self, x):
         n, t, d = x.shape

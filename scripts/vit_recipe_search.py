@@ -20,26 +20,6 @@ torch.set_num_threads(1)
 DATA = P.default_data_dir()
 
 
-class Block(nn.Module):
-    def __init__(self, width, heads, ratio):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
-        self.proj = nn.Linear(width, width)
-        self.ln2 = nn.LayerNorm(width)
-        self.fc1 = nn.Linear(width, ratio * width)
-        self.fc2 = nn.Linear(ratio * width, width)
-
-    def forward(self, x):
-        n, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).reshape(n, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        scores = (q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5
-        a = torch.softmax(scores, dim=-1) @ v
-        x = x + self.proj(a.transpose(1, 2).reshape(n, t, d))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-
 class ViT(nn.Module):
     def __init__(self, width, blocks, heads, patch, ratio=4, pool="mean", embed_ln=False):
         super().__init__()
@@ -50,7 +30,7 @@ class ViT(nn.Module):
         if pool == "cls":
             self.cls = nn.Parameter(torch.zeros(1, 1, width))
         self.pos = nn.Parameter(torch.zeros(tokens + (pool == "cls"), width))
-        self.blocks = nn.ModuleList([Block(width, heads, ratio) for _ in range(blocks)])
+        self.blocks = nn.ModuleList([P.Block(width, heads, ratio) for _ in range(blocks)])
         self.norm = nn.LayerNorm(width)
         self.head = nn.Linear(width, 10)
 
