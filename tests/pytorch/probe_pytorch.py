@@ -25,6 +25,7 @@ Usage: probe_pytorch.py --plab PLAB --work DIR. Exit 77 without PyTorch or data 
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -216,13 +217,15 @@ def main():
     check(("2", "activation_grad") in kinds and ("0", "weight_grad") in kinds,
           f"an in-place ReLU after a module does not stop the probe: {kinds}")
 
-    # FP8 without a scale: the probe's counts against plab convert's rounding (the lab's
-    # own, bit-exact to the OFP8 specification), chunk by chunk over values around every
-    # boundary: each format's smallest subnormal, its halves and ties, the smallest normal,
-    # the largest finite value and past it, and log-uniform values between.
+    # FP8 without a scale, fp16 and bf16: the probe's counts against plab convert's rounding
+    # (the lab's own, bit-exact to the OFP8 and IEEE specifications), chunk by chunk over
+    # values around every boundary: each format's smallest subnormal, its halves and ties,
+    # the smallest normal, the largest finite value and past it (bf16's range reaches float32
+    # subnormals), and log-uniform values between; the log2 histogram against math.frexp.
     from precision_lab import rounding_stats
     gen = torch.Generator().manual_seed(5)
-    for fmt, (low, high) in (("e4m3", (-12, 10)), ("e5m2", (-19, 17))):
+    histograms_agree = True
+    for fmt, (low, high) in (("e4m3", (-12, 10)), ("e5m2", (-19, 17)), ("fp16", (-26, 17)), ("bf16", (-135, 127))):
         edges = []
         for k in range(low, high):
             for m in (1.0, 1.0625, 1.125, 1.1875, 1.25, 1.5, 1.75, 1.875, 1.9375):
@@ -240,13 +243,27 @@ def main():
             # The printed decimal is what plab read: parse it back so both see the same float.
             chunk = torch.tensor([float(f"{v:.9g}") for v in chunk.tolist()], dtype=torch.float32)
             cls = classes[start:start + 50]
-            stats, _ = rounding_stats(chunk, fmt)
+            stats, histogram = rounding_stats(chunk, fmt)
             expected = {"underflow": sum(c == "zero" for c in cls), "subnormal": sum(c == "subnormal" for c in cls),
                         "overflow": sum(c in ("inf", "nan") for c in cls)}
             if any(stats[k] != v for k, v in expected.items()):
                 agree = False
                 print(f"      {fmt} values {start}..{start + len(cls) - 1}: probe {stats}, plab convert {expected}")
+            exponents = [math.frexp(v)[1] - 1 for v in chunk.tolist() if v != 0]
+            first = min(exponents)
+            want = {"first_exponent": first, "counts": [exponents.count(e) for e in range(first, max(exponents) + 1)],
+                    "zeros": 0, "non_finite": 0}
+            if histogram != want:
+                histograms_agree = False
+                print(f"      {fmt} values {start}..: probe histogram {histogram}, math.frexp {want}")
         check(agree, f"{fmt}: the probe's underflow, subnormal and overflow counts equal plab convert's, chunk by chunk")
+    check(histograms_agree, "the probe's log2 histograms equal math.frexp's bins, chunk by chunk")
+    specials = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), 2.0 ** -140, -(2.0 ** -149), 1.0])
+    stats, histogram = rounding_stats(specials, "fp16")
+    check((stats["zeros_in"], stats["nan"], stats["inf_in"], stats["underflow"], stats["overflow"]) == (2, 1, 2, 2, 0)
+          and histogram == {"first_exponent": -149, "counts": [1] + [0] * 8 + [1] + [0] * 139 + [1], "zeros": 2,
+                            "non_finite": 3},
+          f"zeros, NaN, infinities and float32 subnormals: {stats}, {histogram}")
 
     # The lab's readers take the probe's record.
     p = subprocess.run([args.plab, "report", probe_file, lab_fp32, "--json", os.path.join(work, "report")],
