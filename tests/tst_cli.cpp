@@ -9,15 +9,14 @@
 
 #include "backend/backend.h"
 
-#include <QTest>
-#include <QJsonArray>
-#include <QFloat16>
 #include <QFile>
-#include <QProcessEnvironment>
-
-#include <QProcess>
+#include <QFloat16>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QTest>
 
 #include <filesystem>
 #include <fstream>

@@ -409,8 +409,8 @@ private slots:
     // Optimizer state of 16 bits (and Kahan's compensation of 16-bit weights) is held
     // packed, 2 bytes an element, where the backend packs (the CPU's, forced on here), and
     // the updates on it give the weights, state, compensation and counts of the same held
-    // as fp32 values, bit for bit: 5,000 elements (chunks of
-    // the update and a partial one), three steps of gradients spanning six decades.
+    // as fp32 values, bit for bit: 5,000 elements (chunks of the update and a partial one),
+    // three steps of gradients spanning six decades.
     void packedStateUpdatesAsFp32Held_data()
     {
         QTest::addColumn<QString>("kind");

@@ -19,13 +19,12 @@
 #include "train/region_format.h"
 #include "train/trainer.h"
 
-#include <QTest>
-#include <QFloat16>
 #include <QFile>
-#include <QRegularExpression>
-
+#include <QFloat16>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QStandardPaths>
+#include <QTest>
 #include <QXmlStreamReader>
 
 #include <fstream>

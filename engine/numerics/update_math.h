@@ -85,10 +85,9 @@ struct WeightWrite {
 // multiply-add in fp32 (what `param.add_(d, alpha=a)` and `addcdiv_` compile to on the
 // GPU), rounded once to f when stored, by `write`'s rounding; `first` is the index of p[0]
 // in its tensor (the element's random bits), and write.compensation (kahan) is p[0]'s
-// compensation. The update alpha *
-// direction[i] is evaluated in double (exact for two floats) to tell a zero update from a
-// lost one: lost when the stored weight did not change (and, for kahan, neither did the
-// compensation, so nothing of it is kept for a later step).
+// compensation. The update alpha * direction[i] is evaluated in double (exact for two
+// floats) to tell a zero update from a lost one: lost when the stored weight did not change
+// (and, for kahan, neither did the compensation, so nothing of it is kept for a later step).
 void applyUpdate(Format f, float* p, const float* direction, float alpha, std::size_t n, UpdateCounts& counts,
                  const WeightWrite& write = {}, std::size_t first = 0);
 
