@@ -710,6 +710,51 @@ private slots:
         QVERIFY(!packsStorageOn(device));
     }
 
+    // Blocks of a product (Pieces) cover [0, total) without a gap or an empty block, none
+    // wider than largest() says nor than `most` allows where `least` leaves room, every
+    // block but the last starting at a multiple of the granule; with granule 1 they are
+    // the blocks the host always cut (i * total / count), so its sums stay as they were.
+    // The granule is 1 on the host and, on a device, the fewest items that fill 16 bytes.
+    void piecesStartAtTheirGranule()
+    {
+        for (std::int64_t total = 0; total <= 130; ++total) {
+            for (const std::int64_t most : {1, 5, 16, 33, 1000}) {
+                for (const std::int64_t least : {1, 3, 16}) {
+                    for (const std::int64_t granule : {1, 2, 4, 8}) {
+                        const Pieces p = piecesOf(total, most, least, granule);
+                        const QString what = QString("total %1, most %2, least %3, granule %4")
+                                                 .arg(total).arg(most).arg(least).arg(granule);
+                        QVERIFY2(p.count >= 1 && p.begin(0) == 0 && p.begin(p.count) == total, qPrintable(what));
+                        std::int64_t widest = 0;
+                        for (std::int64_t i = 0; i < p.count; ++i) {
+                            const std::int64_t width = p.begin(i + 1) - p.begin(i);
+                            QVERIFY2(width > 0 || total == 0, qPrintable(what));
+                            QVERIFY2(p.begin(i) % granule == 0, qPrintable(what));
+                            if (granule == 1) QVERIFY2(p.begin(i) == i * total / p.count, qPrintable(what));
+                            widest = std::max(widest, width);
+                        }
+                        QVERIFY2(p.largest() == widest || (total == 0 && p.largest() == 0), qPrintable(what));
+                        // As many blocks as `most` asks for, where each still gets `least`
+                        // and a granule.
+                        const std::int64_t fewest = std::max(least, granule);
+                        const std::int64_t wanted = (total + most - 1) / most;
+                        QVERIFY2(p.count == std::max<std::int64_t>(1, std::min(wanted, total / fewest)), qPrintable(what));
+                    }
+                }
+            }
+        }
+        Harness host("amp-fp16");
+        QCOMPARE(deviceGranule(host.ctx, 196 * 2), std::int64_t{1});
+        CheckingBackend device(ConvolutionLibrary::none);
+        StepContext onDevice = host.ctx;
+        onDevice.backend = &device;
+        QCOMPARE(deviceGranule(onDevice, 196 * 2), std::int64_t{2});   // 14 x 14 fp16 planes
+        QCOMPARE(deviceGranule(onDevice, 784 * 2), std::int64_t{1});   // 28 x 28
+        QCOMPARE(deviceGranule(onDevice, 9 * 4), std::int64_t{4});     // 3 x 3 fp32 filters
+        QCOMPARE(deviceGranule(onDevice, 3780 * 4), std::int64_t{1});
+        QCOMPARE(deviceGranule(onDevice, 1), std::int64_t{16});
+    }
+
     // A packed layer's fp32 block is a quarter of its largest packed tensor, within [1/32,
     // 1] of packedBlockValues(); products oneDNN runs natively keep packedBlockValues(),
     // since its sums depend on a product's shape.

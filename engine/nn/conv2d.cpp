@@ -55,10 +55,11 @@ Shape Conv2d::outputShape(const Shape& input) const
     return {outChannels_, g.batch, g.height, g.width};
 }
 
-std::int64_t Conv2d::samplesPerBlock(const ConvGeometry& g) const
+std::int64_t Conv2d::samplesPerBlock(const ConvGeometry& g, std::int64_t granule) const
 {
     const std::int64_t perSample = std::max<std::int64_t>(1, g.patchSize() * g.planeSize());
-    return std::max<std::int64_t>(1, kColsBudget / perSample);
+    const std::int64_t fit = std::max<std::int64_t>(1, kColsBudget / perSample);
+    return fit >= granule ? fit / granule * granule : fit;
 }
 
 Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
@@ -117,7 +118,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
                                     std::min(packedColumnValues(ctx, precision, packed) / K,
                                              packedBlockValues(ctx, precision, packed) / outChannels_) /
                                         hw,
-                                    leastSamples(hw, outChannels_ * K));
+                                    leastSamples(hw, outChannels_ * K), deviceGranule(ctx, hw * 2));
     const std::int64_t widest = samples.largest() * hw;
     // Native 16-bit products read the patterns: the input lowered as they are, the weights
     // taken once for the step's three passes.
@@ -163,11 +164,13 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     // dW (Cout, K) = dY (Cout, N*hw) * cols^T, summed over the same blocks of samples as the
     // unpacked layer lowers (samplesPerBlock), each block's GEMM cut into blocks of dW's rows
     // (output channels, dY widened) and columns (input channels, lowered).
-    const std::int64_t lowering = std::min(samplesPerBlock(g), std::max<std::int64_t>(N, 1));
+    const std::int64_t lowering =
+        std::min(samplesPerBlock(g, deviceGranule(ctx, hw * 2)), std::max<std::int64_t>(N, 1));
     const std::int64_t span = lowering * hw;
     // Channels first (their blocks' columns against all rows), then rows against the
     // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
-    const Pieces channels = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2);
+    const Pieces channels = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
+                                     deviceGranule(ctx, k2 * 4));
     if (readsPatterns(ctx, filterGemm, p, f)) {
         // Native 16-bit products: dY's patterns read where they are, all rows at once.
         prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true);
@@ -188,7 +191,8 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
         filterGradientInSpans(ctx, filterGemm, dY, lowering, cut, budget);
         return;
     }
-    const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span));
+    const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span),
+                                 deviceGranule(ctx, K * 4));
     prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace);
     Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
     for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
@@ -257,7 +261,7 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
                                     std::min(packedColumnValues(ctx, dataGemm, packed) / K,
                                              packedBlockValues(ctx, dataGemm, packed) / std::max(outChannels_, C)) /
                                         hw,
-                                    leastSamples(hw, K * outChannels_));
+                                    leastSamples(hw, K * outChannels_), deviceGranule(ctx, hw * 2));
     const std::int64_t widest = samples.largest() * hw;
     prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
     // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
@@ -306,7 +310,8 @@ void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, s
 void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
 {
     const auto& g = geometry_;
-    colsBlock_ = std::min(samplesPerBlock(g), std::max<std::int64_t>(g.batch, 1));   // >= 1
+    colsBlock_ = std::min(samplesPerBlock(g, deviceGranule(ctx, g.planeSize() * 2)),
+                          std::max<std::int64_t>(g.batch, 1));   // >= 1
     const Shape shape{g.patchSize(), colsBlock_ * g.planeSize()};
     if (p.quantizes())   // the lowered quantised input
         prepareQuantized(cols_, shape, quantizedStorageOf(p, OperandRole::input), ctx, MemoryCategory::workspace);

@@ -37,7 +37,9 @@ public:
 
 private:
     ConvGeometry geometryOf(const Shape& input) const;
-    std::int64_t samplesPerBlock(const ConvGeometry& g) const;
+    // The samples whose columns fit kColsBudget, a multiple of `granule` (deviceGranule) where
+    // more than one granule fits.
+    std::int64_t samplesPerBlock(const ConvGeometry& g, std::int64_t granule) const;
     // Sizes cols_ for one block of samples of geometry_ and sets colsBlock_.
     void prepareColumns(StepContext& ctx, const StepPrecision& p);
     // The im2col + GEMM lowering: output_ from the operands, dW into weight_.grad, and dX

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -171,13 +172,30 @@ std::int64_t leastGemmBlock(std::int64_t others)
                                           std::max<std::int64_t>(others, 1));
 }
 
-Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least)
+Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least, std::int64_t granule)
 {
     Pieces p;
     p.total = std::max<std::int64_t>(total, 0);
+    p.granule = std::max<std::int64_t>(granule, 1);
     const std::int64_t wanted = (p.total + std::max<std::int64_t>(most, 1) - 1) / std::max<std::int64_t>(most, 1);
-    p.count = std::max<std::int64_t>(1, std::min(wanted, p.total / std::max<std::int64_t>(least, 1)));
+    // At most total / granule pieces, so that each is at least one granule (none empty).
+    const std::int64_t fewest = std::max<std::int64_t>(least, p.granule);
+    p.count = std::max<std::int64_t>(1, std::min(wanted, p.total / fewest));
     return p;
+}
+
+std::int64_t Pieces::largest() const
+{
+    if (granule == 1) return (total + count - 1) / count;
+    std::int64_t widest = 0;
+    for (std::int64_t i = 0; i < count; ++i) widest = std::max(widest, begin(i + 1) - begin(i));
+    return widest;
+}
+
+std::int64_t deviceGranule(const StepContext& ctx, std::int64_t itemBytes)
+{
+    if (!ctx.backend->allocator()) return 1;
+    return 16 / std::gcd<std::int64_t>(std::max<std::int64_t>(itemBytes, 1), 16);
 }
 
 QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role)

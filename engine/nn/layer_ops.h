@@ -225,13 +225,21 @@ inline std::int64_t packedColumnValues(const StepContext& ctx, const GemmPrecisi
     return 2 * packedBlockValues(ctx, precision, packedValues);
 }
 // [0, total) cut into `count` pieces of nearly equal size (piece i is [begin(i), begin(i + 1))),
-// each of at most `most` where that leaves each at least `least` (or one piece, the whole).
+// each of at most `most` where that leaves each at least `least` (or one piece, the whole),
+// every piece but the last starting at a multiple of `granule` (deviceGranule).
 struct Pieces {
-    std::int64_t total = 0, count = 1;
-    std::int64_t begin(std::int64_t i) const { return i * total / count; }
-    std::int64_t largest() const { return (total + count - 1) / count; }
+    std::int64_t total = 0, count = 1, granule = 1;
+    std::int64_t begin(std::int64_t i) const { return i >= count ? total : i * total / count / granule * granule; }
+    std::int64_t largest() const;
 };
-Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least);
+Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least, std::int64_t granule = 1);
+// The fewest items of `itemBytes` bytes that make a multiple of 16 bytes, on a backend whose
+// tensors live on a device: there a GEMM whose operands start and are strided on 16-byte
+// boundaries runs cuBLAS's fast tensor-core kernels (8 fp16 values a load), and one that
+// does not runs kernels for 2- or 1-element alignment (measured on an H200, the seed CNN's
+// packed filter gradient: docs/CUDA.md). 1 on the host, whose sums depend on block widths
+// (leastGemmBlock), so that its blocks, and its results, stay as they were.
+std::int64_t deviceGranule(const StepContext& ctx, std::int64_t itemBytes);
 // The fewest rows (or columns) a block of a GEMM whose other two dimensions multiply to
 // `others` may have. A block of rows or columns sums each element as the whole product does
 // when it takes the same kernels; OpenBLAS (0.3.21, measured) gave other sums for blocks 1

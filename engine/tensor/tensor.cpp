@@ -5,6 +5,8 @@
 #include "numerics/storage_convert.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 
@@ -26,6 +28,30 @@ void* filledBlock(DeviceAllocator& device, std::size_t bytes, Fill&& fill)
         throw;
     }
     return block;
+}
+
+// count 16-bit patterns `bits` from `dst` on, written on the device: as fp32 fills of
+// pattern pairs (no host buffer, no transfer, which on a GPU waits for the stream and
+// stages through the host), with a lone pattern at a 4-byte-misaligned start or an odd end
+// uploaded. Pairs whose fp32 reading is not zero or normal (a NaN, infinity or subnormal,
+// which a fill's float might not carry bit for bit) are uploaded whole, as before.
+void fill16(DeviceAllocator& device, std::uint16_t* dst, std::size_t count, std::uint16_t bits)
+{
+    if (count == 0) return;
+    const std::uint32_t pair = (std::uint32_t{bits} << 16) | bits;
+    const std::uint32_t exponent = (pair >> 23) & 0xFFu;
+    if (pair != 0 && (exponent == 0 || exponent == 0xFFu)) {
+        const std::vector<std::uint16_t> patterns(count, bits);
+        device.upload(dst, patterns.data(), count * sizeof(std::uint16_t));
+        return;
+    }
+    if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(float) != 0) {
+        device.upload(dst, &bits, sizeof bits);
+        ++dst;
+        --count;
+    }
+    if (count / 2) device.fill(reinterpret_cast<float*>(dst), count / 2, std::bit_cast<float>(pair));
+    if (count % 2) device.upload(dst + count - 1, &bits, sizeof bits);
 }
 
 }  // namespace
@@ -170,12 +196,10 @@ void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
     // New elements start at zero, as std::vector's do (+0 in the 16-bit formats too).
     const auto zero = [&](void* base, std::int64_t from) {
         const auto n = static_cast<std::size_t>(count - from);
-        if (!packed_) {
+        if (!packed_)
             device_->fill(static_cast<float*>(base) + from, n, 0.0f);
-        } else {
-            const std::vector<std::uint16_t> zeros(n, 0);
-            device_->upload(static_cast<std::uint16_t*>(base) + from, zeros.data(), n * sizeof(std::uint16_t));
-        }
+        else
+            fill16(*device_, static_cast<std::uint16_t*>(base) + from, n, 0);
     };
     if (count <= deviceCapacity_) {
         if (zeroNew && count > keep) zero(deviceData_, keep);
@@ -346,8 +370,8 @@ void Tensor::fill(float v)
         return;
     }
     if (packed_) {
-        const std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_), narrowBits(storage_, v));
-        if (size_) device_->upload(deviceData_, bits.data(), bits.size() * sizeof(std::uint16_t));
+        fill16(*device_, static_cast<std::uint16_t*>(deviceData_), static_cast<std::size_t>(size_),
+               narrowBits(storage_, v));
         return;
     }
     if (!device_) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -63,6 +64,8 @@ void TrackingAllocator::upload(void* dst, const void* host, std::size_t bytes)
     if (failUploads_) throw std::runtime_error("cudaMemcpyAsync failed: unspecified launch failure");
     require(dst, bytes, "upload dst");
     forbid(host, "upload source");
+    ++uploads_;
+    uploadedBytes_ += bytes;
     const HostAccess access(*this);
     std::memcpy(dst, host, bytes);
 }
@@ -78,6 +81,9 @@ void TrackingAllocator::download(void* host, const void* src, std::size_t bytes)
 void TrackingAllocator::fill(float* dst, std::size_t count, float value)
 {
     require(dst, count * sizeof(float), "fill");
+    // A GPU's kernel faults on a float store at an address that is not 4-byte aligned.
+    if (reinterpret_cast<std::uintptr_t>(dst) % alignof(float) != 0)
+        violations_.push_back("fill: misaligned float target");
     const HostAccess access(*this);
     std::fill(dst, dst + count, value);
 }
