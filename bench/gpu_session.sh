@@ -13,6 +13,8 @@
 #             590, amp-fp16 batch 1000); the run records come back as runs.tar.xz
 #   memory    the largest batch of the seed CNN that trains (fp32, amp-fp16 with and without
 #             packed activations), by bisection, and the error at the first batch that does not
+#   budget    the same under a device-memory budget (PLAB_CUDA_MEMORY_BUDGET_MIB=BUDGET, 8192),
+#             against the batch the accountant predicts
 #   packed    packed 16-bit activations on the device against fp32-held ones (plab_bench)
 #   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
 #   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
@@ -196,6 +198,38 @@ phase_memory() {
     done
     echo "LARGEST $recipe packing=$packing seed-cnn batch=$lo (refused at $hi)"
   done
+}
+
+# Issue 31 part 3, the device-memory budget: under PLAB_CUDA_MEMORY_BUDGET_MIB (BUDGET MiB,
+# 8192 unless set) the largest seed-CNN batch per recipe by bisection, against the batch
+# the accountant predicts from the accounted peaks of two batches (fixed + per sample, the
+# sums the app's planner adds up): the goal is within 5%.
+phase_budget() {
+  budget=${BUDGET:-8192}
+  export PLAB_CUDA_MEMORY_BUDGET_MIB=$budget
+  for recipe in fp32 amp-fp16 amp-bf16; do
+    peak() {
+      timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" --batch "$1" \
+        --steps 1 --warmup 1 --repeats 1 2>&1 | sed -n 's/.*training_peak_mib=\([0-9.]*\).*/\1/p'
+    }
+    p1=$(peak 200) p2=$(peak 400)
+    predicted=$(awk -v a="$p1" -v b="$p2" -v m="$budget" 'BEGIN { s = (b - a) / 200; f = a - 200 * s;
+      if (s > 0) printf "%d", (m - f) / s; else print 0 }')
+    echo "PLANNED $recipe budget=${budget}MiB: accounted ${p1} MiB at 200, ${p2} MiB at 400 -> largest batch $predicted"
+    lo=0 hi=0 b=${predicted:-1000}
+    [ "$b" -gt 0 ] || b=1000
+    while :; do
+      out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
+              --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
+      if [ $? -eq 0 ]; then lo=$b; echo "fits    $recipe batch=$b: $out"; else hi=$b; echo "refused $recipe batch=$b: $(echo "$out" | tail -1)"; fi
+      if [ $hi -eq 0 ]; then b=$((b + b / 8 + 1)); continue; fi
+      if [ $lo -eq 0 ]; then b=$((b - b / 8 - 1)); [ $b -gt 0 ] || break; continue; fi
+      [ $((hi - lo)) -le $((lo / 100 + 1)) ] && break
+      b=$(((lo + hi) / 2))
+    done
+    echo "LARGEST $recipe budget=${budget}MiB seed-cnn batch=$lo (refused at $hi), planned $predicted"
+  done
+  unset PLAB_CUDA_MEMORY_BUDGET_MIB
 }
 
 phase_bench() {

@@ -7,6 +7,7 @@
 // Only the status texts and kinds: this program sees no CUDA headers.
 #define PLAB_CUDA_STATUS_TEXT_ONLY
 #include "backend/cuda/cuda_status.h"
+#include "backend/cuda/memory_budget.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -372,6 +373,28 @@ private slots:
                  std::string("cudaStreamSynchronize failed: an illegal memory access was encountered "
                              "(cudaErrorIllegalAddress). The GPU context is lost: restart Precision Lab to use the "
                              "GPU again"));
+    }
+
+    // PLAB_CUDA_MEMORY_BUDGET_MIB: unset or empty is no budget; a whole number of MiB from 1
+    // to 2^40 is that many bytes; anything else is refused, naming the variable and the value.
+    void memoryBudgetIsWholeMib()
+    {
+        using plab::cuda::memoryBudgetBytes;
+        QCOMPARE(memoryBudgetBytes(nullptr), std::uint64_t{0});
+        QCOMPARE(memoryBudgetBytes(""), std::uint64_t{0});
+        QCOMPARE(memoryBudgetBytes("1"), std::uint64_t{1} << 20);
+        QCOMPARE(memoryBudgetBytes("8192"), std::uint64_t{8} << 30);
+        QCOMPARE(memoryBudgetBytes("1099511627776"), std::uint64_t{1} << 60);
+        for (const char* bad : {"0", "-1", "8.5", "8 GiB", " 8", "1099511627777", "99999999999999999999999", "0x10"}) {
+            try {
+                memoryBudgetBytes(bad);
+                QFAIL(qPrintable(QString("accepted \"%1\"").arg(bad)));
+            } catch (const std::invalid_argument& e) {
+                const std::string why = e.what();
+                QVERIFY2(why.find("PLAB_CUDA_MEMORY_BUDGET_MIB") != std::string::npos, e.what());
+                QVERIFY2(why.find(std::string("\"") + bad + "\"") != std::string::npos, e.what());
+            }
+        }
     }
 
     // The probe never crashes and, without a device, says why; the engine refuses to

@@ -6,7 +6,9 @@
 // optimizers in cuda_update_ops.cpp, the probe and the C entry points in cuda_plugin.cpp.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/memory_budget.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace plab::cuda {
@@ -59,7 +61,9 @@ std::string megabytes(std::uint64_t bytes) { return std::to_string(bytes >> 20) 
 }  // namespace
 
 CudaBackend::CudaBackend(int device)
-    : device_(usableDevice(device)), capability_(capabilityOf(device_)), memory_(device_), stream_(device_),
+    : device_(usableDevice(device)), capability_(capabilityOf(device_)),
+      memoryBudget_(memoryBudgetBytes(std::getenv(kMemoryBudgetVariable))), memory_(device_, memoryBudget_),
+      stream_(device_),
       cublas_(stream_.get()), allocator_(device_, stream_.get(), memory_.get()),
       counters_(stream_.get(), memory_.get()), a16_(stream_.get(), memory_.get()), b16_(stream_.get(), memory_.get()),
       c16_(stream_.get(), memory_.get()),
@@ -73,6 +77,16 @@ CudaBackend::CudaBackend(int device)
     info_.reason = "CUDA device " + std::to_string(device_) + " (compute " + std::to_string(capability_.major) + "." +
                    std::to_string(capability_.minor) + "), tensors on the device";
     info_.versions.push_back("device memory at start: " + megabytes(mem.used) + " used of " + megabytes(mem.total));
+    if (memoryBudget_)
+        info_.versions.push_back("device-memory budget: " + megabytes(memoryBudget_) + " (" + kMemoryBudgetVariable +
+                                 "), the backend's pool capped there");
+}
+
+std::optional<DeviceMemoryInfo> CudaBackend::deviceMemory() const
+{
+    if (!memoryBudget_) return queryDeviceMemory(device_);
+    activate();
+    return DeviceMemoryInfo{memory_.reserved(), memoryBudget_};
 }
 
 CudaBackend::~CudaBackend()

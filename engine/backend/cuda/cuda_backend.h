@@ -72,7 +72,9 @@ public:
 
     DeviceAllocator* allocator() override { return &allocator_; }
     void flush() override;
-    std::optional<DeviceMemoryInfo> deviceMemory() const override { return queryDeviceMemory(device_); }
+    // The device's own figures (cudaMemGetInfo); under a device-memory budget
+    // (PLAB_CUDA_MEMORY_BUDGET_MIB) the budget as the total and what the pool holds of it.
+    std::optional<DeviceMemoryInfo> deviceMemory() const override;
 
     // Layer ops (cuda_layer_ops.cpp).
     void addBiasRound(Format f, float* x, std::int64_t n, const float* bias, std::int64_t period,
@@ -178,6 +180,7 @@ private:
     // trimmed and destroyed, with no block of it left allocated.
     int device_ = 0;
     DeviceCapability capability_;
+    std::uint64_t memoryBudget_ = 0;   // bytes the pool may hold (0: no budget; memory_budget.h)
     MemoryPool memory_;          // every stream-ordered block below comes from here
     Stream stream_;
     CublasHandle cublas_;

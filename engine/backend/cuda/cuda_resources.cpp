@@ -16,7 +16,7 @@ std::size_t grownSize(std::size_t bytes) { return bytes + bytes / 2 + 256; }
 
 }  // namespace
 
-MemoryPool::MemoryPool(int device)
+MemoryPool::MemoryPool(int device, std::uint64_t maxBytes)
 {
     int pools = 0;
     PLAB_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
@@ -28,6 +28,7 @@ MemoryPool::MemoryPool(int device)
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
+    props.maxSize = static_cast<std::size_t>(maxBytes);   // 0: as much as the device has
     PLAB_CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
     std::uint64_t threshold = UINT64_MAX;
     if (const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold);
@@ -35,6 +36,13 @@ MemoryPool::MemoryPool(int device)
         (void)cudaMemPoolDestroy(pool_);   // the destructor does not run for a throwing constructor
         throwCudaError(status, "cudaMemPoolSetAttribute");
     }
+}
+
+std::uint64_t MemoryPool::reserved() const
+{
+    std::uint64_t bytes = 0;   // the attribute is a 64-bit unsigned (cuuint64_t)
+    PLAB_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &bytes));
+    return bytes;
 }
 
 MemoryPool::~MemoryPool()

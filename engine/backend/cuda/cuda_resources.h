@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace plab::cuda {
 
@@ -21,14 +22,17 @@ namespace plab::cuda {
 // them back without asking the driver. The destructor trims the pool to nothing and
 // destroys it; it must run after every block was freed and the stream has drained (a
 // block still allocated then makes the driver defer the pool's release until it is freed).
-// Throws std::runtime_error when the device has no stream-ordered memory pools.
+// Throws std::runtime_error when the device has no stream-ordered memory pools. maxBytes,
+// when not 0, caps what the pool may hold (a device-memory budget, memory_budget.h).
 class MemoryPool {
 public:
-    explicit MemoryPool(int device);
+    explicit MemoryPool(int device, std::uint64_t maxBytes = 0);
     ~MemoryPool();
     MemoryPool(const MemoryPool&) = delete;
     MemoryPool& operator=(const MemoryPool&) = delete;
     cudaMemPool_t get() const { return pool_; }
+    // The bytes the pool holds from the device now (cudaMemPoolAttrReservedMemCurrent).
+    std::uint64_t reserved() const;
 
 private:
     cudaMemPool_t pool_ = nullptr;
