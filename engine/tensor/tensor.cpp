@@ -30,10 +30,10 @@ void* filledBlock(DeviceAllocator& device, std::size_t bytes, Fill&& fill)
     return block;
 }
 
-// count 16-bit patterns `bits` from `dst` on, written on the device: as fp32 fills of
-// pattern pairs (no host buffer, no transfer, which on a GPU waits for the stream and
-// stages through the host), with a lone pattern at a 4-byte-misaligned start or an odd end
-// uploaded. Pairs whose fp32 reading is not zero or normal (a NaN, infinity or subnormal,
+// Writes the 16-bit pattern `bits` into `count` elements from `dst` on, on the device: as
+// an fp32 fill of pattern pairs (no host buffer and no transfer, which on a GPU waits for
+// the stream and stages through the host), a lone pattern at a 4-byte-misaligned start or
+// an odd end uploaded. Pairs whose fp32 reading is not zero or normal (a NaN, infinity or subnormal,
 // which a fill's float might not carry bit for bit) are uploaded whole, as before.
 void fill16(DeviceAllocator& device, std::uint16_t* dst, std::size_t count, std::uint16_t bits)
 {
