@@ -691,8 +691,9 @@ private slots:
 
     // Packing follows the setting: by default the backend's own (the CPU backend packs
     // where OpenBLAS sums a product cut into blocks as the whole, which the test support
-    // measures; the checking backend poses as a device, whose packed ops wait for a GPU),
-    // forced on or off for every backend that holds packed tensors.
+    // measures; the checking backend, posing as a device, keeps ComputeBackend's default,
+    // off, so that the suites on it test the unpacked device path unless they ask; the CUDA
+    // backend packs by default), forced on or off for every backend that holds packed tensors.
     void packingFollowsTheSetting()
     {
         const ScopedPackedStorage restored(false);
