@@ -221,8 +221,15 @@ phase_budget() {
     while :; do
       out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
               --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
-      if [ $? -eq 0 ]; then lo=$b; echo "fits    $recipe batch=$b: $out"; else hi=$b; echo "refused $recipe batch=$b: $(echo "$out" | tail -1)"; fi
-      if [ $hi -eq 0 ]; then b=$((b + b / 8 + 1)); continue; fi
+      rc=$?
+      if [ $rc -eq 0 ]; then
+        lo=$b; echo "fits    $recipe batch=$b: $out"
+      elif [ $rc -eq 1 ]; then   # plab_bench's refusal (out of memory), not a timeout or a crash
+        hi=$b; echo "refused $recipe batch=$b (exit 1): $(echo "$out" | tail -1)"
+      else
+        echo "FAILED  $recipe batch=$b (exit $rc): $(echo "$out" | tail -3)"; break
+      fi
+      if [ $hi -eq 0 ]; then b=$((b + b / 8 + 1)); [ $b -gt 4000000 ] && break; continue; fi
       if [ $lo -eq 0 ]; then b=$((b - b / 8 - 1)); [ $b -gt 0 ] || break; continue; fi
       [ $((hi - lo)) -le $((lo / 100 + 1)) ] && break
       b=$(((lo + hi) / 2))

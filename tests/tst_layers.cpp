@@ -712,10 +712,11 @@ private slots:
     }
 
     // Blocks of a product (Pieces) cover [0, total) without a gap or an empty block, none
-    // wider than largest() says nor than `most` allows where `least` leaves room, every
-    // block but the last starting at a multiple of the granule; with granule 1 they are
-    // the blocks the host always cut (i * total / count), so its sums stay as they were.
-    // The granule is 1 on the host and, on a device, the fewest items that fill 16 bytes.
+    // wider than largest() says, none narrower than `least` (unless there is one), none
+    // wider than `most` where `least` leaves room, each starting at a multiple of the
+    // granule (dropped when it is wider than `most`); with granule 1 they are the blocks the
+    // host always cut (i * total / count), so its sums stay as they were. The granule is 1
+    // on the host and, on a device, the fewest items that fill 16 bytes.
     void piecesStartAtTheirGranule()
     {
         for (std::int64_t total = 0; total <= 130; ++total) {
@@ -725,21 +726,28 @@ private slots:
                         const Pieces p = piecesOf(total, most, least, granule);
                         const QString what = QString("total %1, most %2, least %3, granule %4")
                                                  .arg(total).arg(most).arg(least).arg(granule);
+                        const std::int64_t g = granule <= most ? granule : 1;
+                        QCOMPARE(p.granule, g);
                         QVERIFY2(p.count >= 1 && p.begin(0) == 0 && p.begin(p.count) == total, qPrintable(what));
+                        // Fewer blocks than `most` asks for (starts rounded down to the granule
+                        // widen a block by up to g - 1), since each keeps at least `least`
+                        // rounded up to the granule: then a block may be wider than `most`.
+                        const std::int64_t fewest = (least + g - 1) / g * g;
+                        const std::int64_t wanted = (total + most - g) / (most - g + 1);
+                        const bool leastLimits = p.count == std::max<std::int64_t>(1, total / fewest) && p.count < wanted;
                         std::int64_t widest = 0;
                         for (std::int64_t i = 0; i < p.count; ++i) {
                             const std::int64_t width = p.begin(i + 1) - p.begin(i);
                             QVERIFY2(width > 0 || total == 0, qPrintable(what));
-                            QVERIFY2(p.begin(i) % granule == 0, qPrintable(what));
-                            if (granule == 1) QVERIFY2(p.begin(i) == i * total / p.count, qPrintable(what));
+                            QVERIFY2(p.count == 1 || width >= least, qPrintable(what));
+                            QVERIFY2(leastLimits || width <= most || p.count == 1, qPrintable(what));
+                            QVERIFY2(p.begin(i) % g == 0, qPrintable(what));
+                            if (g == 1) QVERIFY2(p.begin(i) == i * total / p.count, qPrintable(what));
                             widest = std::max(widest, width);
                         }
                         QVERIFY2(p.largest() == widest || (total == 0 && p.largest() == 0), qPrintable(what));
-                        // As many blocks as `most` asks for, where each still gets `least`
-                        // and a granule.
-                        const std::int64_t fewest = std::max(least, granule);
-                        const std::int64_t wanted = (total + most - 1) / most;
-                        QVERIFY2(p.count == std::max<std::int64_t>(1, std::min(wanted, total / fewest)), qPrintable(what));
+                        // As many blocks as `most` needs where `least` leaves room for them.
+                        if (!leastLimits) QVERIFY2(p.count == std::max<std::int64_t>(1, wanted), qPrintable(what));
                     }
                 }
             }

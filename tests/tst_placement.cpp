@@ -363,13 +363,18 @@ private slots:
                 t.place(&device);
                 t.pack();
                 const int before = device.uploads();
+                const std::size_t bytesBefore = device.uploadedBytes();
                 t.fill(c.v);
                 QVERIFY2(device.uploads() - before == (c.pairIsNormal ? n % 2 : 1), qPrintable(what));
+                // Only the lone pattern goes up, or every pattern where the pair is no normal number.
+                const std::int64_t uploaded = c.pairIsNormal ? n % 2 : n;
+                QVERIFY2(device.uploadedBytes() - bytesBefore == static_cast<std::size_t>(2 * uploaded), qPrintable(what));
                 for (const std::uint16_t b : patterns(device, t)) QVERIFY2(b == c.bits, qPrintable(what));
 
                 // Grown from n elements: the new ones are +0 (zeros from the device's fill,
                 // the first uploaded where it starts 2 bytes into a 4-byte word), the old kept.
                 const int beforeGrowth = device.uploads();
+                const std::size_t bytesBeforeGrowth = device.uploadedBytes();
                 t.resize({n + 9});
                 const std::vector<std::uint16_t> grown = patterns(device, t);
                 for (std::int64_t i = 0; i < n + 9; ++i)
@@ -377,6 +382,9 @@ private slots:
                 const int misalignedStart = n % 2;
                 const int oddEnd = (9 - misalignedStart) % 2;
                 QVERIFY2(device.uploads() - beforeGrowth == misalignedStart + oddEnd, qPrintable(what));
+                QVERIFY2(device.uploadedBytes() - bytesBeforeGrowth ==
+                             static_cast<std::size_t>(2 * (misalignedStart + oddEnd)),
+                         qPrintable(what));
                 QVERIFY2(device.violations().empty(), qPrintable(what));
             }
         }

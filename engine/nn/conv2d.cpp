@@ -59,7 +59,7 @@ std::int64_t Conv2d::samplesPerBlock(const ConvGeometry& g, std::int64_t granule
 {
     const std::int64_t perSample = std::max<std::int64_t>(1, g.patchSize() * g.planeSize());
     const std::int64_t fit = std::max<std::int64_t>(1, kColsBudget / perSample);
-    return fit >= granule ? fit / granule * granule : fit;
+    return fit >= g.batch || fit < granule ? fit : fit / granule * granule;
 }
 
 Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)

@@ -37,8 +37,8 @@ public:
 
 private:
     ConvGeometry geometryOf(const Shape& input) const;
-    // The samples whose columns fit kColsBudget, a multiple of `granule` (deviceGranule) where
-    // more than one granule fits.
+    // The samples whose columns fit kColsBudget: a multiple of `granule` (deviceGranule) where
+    // the batch does not fit whole and at least one granule does.
     std::int64_t samplesPerBlock(const ConvGeometry& g, std::int64_t granule) const;
     // Sizes cols_ for one block of samples of geometry_ and sets colsBlock_.
     void prepareColumns(StepContext& ctx, const StepPrecision& p);

@@ -176,10 +176,15 @@ Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least, std::
 {
     Pieces p;
     p.total = std::max<std::int64_t>(total, 0);
-    p.granule = std::max<std::int64_t>(granule, 1);
-    const std::int64_t wanted = (p.total + std::max<std::int64_t>(most, 1) - 1) / std::max<std::int64_t>(most, 1);
-    // At most total / granule pieces, so that each is at least one granule (none empty).
-    const std::int64_t fewest = std::max<std::int64_t>(least, p.granule);
+    most = std::max<std::int64_t>(most, 1);
+    // A granule wider than `most` allows would override that budget: then no granule.
+    p.granule = std::max<std::int64_t>(granule, 1) <= most ? std::max<std::int64_t>(granule, 1) : 1;
+    // Starts rounded down to the granule widen a piece by up to granule - 1: pieces of at
+    // most `most` take as many as `most - (granule - 1)` asks for...
+    const std::int64_t narrowed = most - (p.granule - 1);
+    const std::int64_t wanted = (p.total + narrowed - 1) / narrowed;
+    // ... and each keeps at least `least`, rounded up to the granule (none empty).
+    const std::int64_t fewest = (std::max<std::int64_t>(least, 1) + p.granule - 1) / p.granule * p.granule;
     p.count = std::max<std::int64_t>(1, std::min(wanted, p.total / fewest));
     return p;
 }

@@ -226,7 +226,8 @@ inline std::int64_t packedColumnValues(const StepContext& ctx, const GemmPrecisi
 }
 // [0, total) cut into `count` pieces of nearly equal size (piece i is [begin(i), begin(i + 1))),
 // each of at most `most` where that leaves each at least `least` (or one piece, the whole),
-// every piece but the last starting at a multiple of `granule` (deviceGranule).
+// every piece starting at a multiple of `granule` (deviceGranule; dropped when it is wider
+// than `most`).
 struct Pieces {
     std::int64_t total = 0, count = 1, granule = 1;
     std::int64_t begin(std::int64_t i) const { return i >= count ? total : i * total / count / granule * granule; }

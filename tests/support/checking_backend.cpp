@@ -65,6 +65,7 @@ void TrackingAllocator::upload(void* dst, const void* host, std::size_t bytes)
     require(dst, bytes, "upload dst");
     forbid(host, "upload source");
     ++uploads_;
+    uploadedBytes_ += bytes;
     const HostAccess access(*this);
     std::memcpy(dst, host, bytes);
 }

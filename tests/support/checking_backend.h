@@ -63,8 +63,9 @@ public:
     std::size_t live() const { return blocks_.size(); }
     std::size_t liveBytes() const;
     int allocations() const { return allocations_; }
-    // Host-to-device copies (upload) so far.
+    // Host-to-device copies (upload) so far, and the bytes they moved.
     int uploads() const { return uploads_; }
+    std::size_t uploadedBytes() const { return uploadedBytes_; }
     const std::vector<std::string>& violations() const { return violations_; }
 
 private:
@@ -78,6 +79,7 @@ private:
     int accessDepth_ = 0;   // live HostAccess objects
     int allocations_ = 0;
     int uploads_ = 0;
+    std::size_t uploadedBytes_ = 0;
     bool failAllocations_ = false;
     bool failUploads_ = false;
     std::vector<std::string> violations_;

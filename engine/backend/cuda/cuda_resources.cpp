@@ -29,7 +29,11 @@ MemoryPool::MemoryPool(int device, std::uint64_t maxBytes)
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
     props.maxSize = static_cast<std::size_t>(maxBytes);   // 0: as much as the device has
-    PLAB_CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
+    if (const cudaError_t status = cudaMemPoolCreate(&pool_, &props); status != cudaSuccess) {
+        if (!maxBytes) throwCudaError(status, "cudaMemPoolCreate");
+        throwCudaError(status, "cudaMemPoolCreate capped at the device-memory budget of " +
+                                   std::to_string(maxBytes >> 20) + " MiB (PLAB_CUDA_MEMORY_BUDGET_MIB)");
+    }
     std::uint64_t threshold = UINT64_MAX;
     if (const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold);
         status != cudaSuccess) {
