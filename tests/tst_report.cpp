@@ -432,6 +432,46 @@ private slots:
                  qPrintable(why));
     }
 
+    // A device run's figure from before it placed anything (RunStartEvent::deviceBeforeRun)
+    // is written into the record's memory, read back, and given to a replay's start (with
+    // the device's total from the first sample), so that the memory chart can draw what the
+    // run itself holds. A CPU run records none.
+    void deviceFigureBeforeTheRunIsRecorded()
+    {
+        const std::uint64_t before = std::uint64_t{594} << 20, total = std::uint64_t{80} << 30;
+        RunRecorder recorder({}, fixtureSettings("amp-fp16"), data_);
+        RunStartEvent start;
+        start.backend = "cuda";
+        start.deviceBeforeRun = DeviceMemoryInfo{before, total};
+        recorder.onEvent(start);
+        MemoryEvent sample;
+        sample.step = 1;
+        sample.memory.live[0] = sample.memory.totalLive = 1000;
+        sample.device = DeviceMemoryInfo{before + (std::uint64_t{3205} << 20), total};
+        recorder.onEvent(sample);
+        RunResult done;
+        done.status = RunStatus::completed;
+        recorder.finish(done);
+        QCOMPARE(recorder.record()["memory"]["device_before_run"].get<std::uint64_t>(), before);
+        const RunRecord r = recorder.runRecord();
+        QCOMPARE(r.memory.deviceBeforeRun, std::optional<std::uint64_t>(before));
+        const ReplayedRun replay = replayRecord(r);
+        const auto replayedStart = std::find_if(replay.events.begin(), replay.events.end(), [](const TrainerEvent& e) {
+            return std::holds_alternative<RunStartEvent>(e);
+        });
+        QVERIFY(replayedStart != replay.events.end());
+        const auto& replayed = std::get<RunStartEvent>(*replayedStart).deviceBeforeRun;
+        QVERIFY(replayed && replayed->used == before && replayed->total == total);
+
+        RunRecorder cpu({}, fixtureSettings("amp-fp16"), data_);
+        RunStartEvent cpuStart;
+        cpuStart.backend = "cpu";
+        cpu.onEvent(cpuStart);
+        cpu.finish(done);
+        QVERIFY(!cpu.record().contains("memory") || !cpu.record()["memory"].contains("device_before_run"));
+        QVERIFY(!cpu.runRecord().memory.deviceBeforeRun);
+    }
+
     void emptySharesAreNullNotZero()
     {
         RunRecorder recorder({}, fixtureSettings("amp-fp16"), data_);

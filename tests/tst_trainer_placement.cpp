@@ -87,6 +87,7 @@ struct Trace {
     int skipped = 0;
     std::vector<std::string> changes;
     std::vector<std::optional<DeviceMemoryInfo>> deviceMemory;
+    std::optional<DeviceMemoryInfo> deviceBeforeRun;   // RunStartEvent's
 };
 
 void record(Trace& t, const TrainerEvent& event)
@@ -94,6 +95,7 @@ void record(Trace& t, const TrainerEvent& event)
     std::ostringstream out;
     if (const auto* e = std::get_if<RunStartEvent>(&event)) {
         t.backend = e->backend;
+        t.deviceBeforeRun = e->deviceBeforeRun;
         out << "start planned " << e->plannedSteps;
     } else if (const auto* e = std::get_if<StepEvent>(&event)) {
         t.skipped += e->skipped;
@@ -308,8 +310,11 @@ private slots:
         QVERIFY(changed(3, "compute bf16 -> fp32"));
         QCOMPARE(placed.deviceMemory.size(), std::size_t{10});   // every step and the finish
         for (const auto& m : placed.deviceMemory) QVERIFY(m && m->used > 0 && m->used <= m->total);
+        // The device's figure before the run placed anything: the fresh device holds nothing.
+        QVERIFY(placed.deviceBeforeRun && placed.deviceBeforeRun->used == 0);
 
         const Trace reference = cpuReference(s, withoutWorkspace);
+        QVERIFY(!reference.deviceBeforeRun);   // the CPU backend has no device
         compareWithCpu(placed, reference);
     }
 

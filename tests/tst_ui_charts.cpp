@@ -349,6 +349,7 @@ private slots:
     void blockScalesHistogramUnderNvfp4();
     void emptyAndCoincidingPanelsSayWhy();
     void memoryStackPeakAndPlanner();
+    void deviceLinesShowWhatTheRunHolds();
     void throughputAndProgress();
     void settingChangeMarkedOnEveryChart();
     void overlayAddsSeriesPerComparisonRun();
@@ -832,6 +833,48 @@ void TestUiCharts::memoryStackPeakAndPlanner()
     QVERIFY2(table->item(2, 2)->toolTip().contains("measured by a run of this recipe"), qPrintable(table->item(2, 2)->toolTip()));
     QCOMPARE(table->item(0, 2)->text(), QString("–"));   // no FP32 run shown
     QVERIFY(table->item(0, 2)->toolTip().startsWith("No run of this recipe"));
+}
+
+// On a device the chart draws the whole device's figure and, where the run recorded the
+// figure from before it placed anything, what the run itself holds (the difference), the
+// line to set against the stack of the accounted categories.
+void TestUiCharts::deviceLinesShowWhatTheRunHolds()
+{
+    constexpr std::uint64_t kMiB = 1024 * 1024;
+    const auto deviceRun = [&](const char* id, std::optional<DeviceMemoryInfo> before) {
+        const RunPtr run = std::make_shared<RunData>(id, ampSettings());
+        run->setName(id);
+        run->apply(RunStartEvent{"cuda", {}, 2, "", before});
+        for (int i = 1; i <= 2; ++i) {
+            StepEvent e;
+            e.step = i;
+            e.batch = 32;
+            run->apply(e);
+            MemoryEvent m;
+            m.step = i;
+            m.memory.live[0] = m.memory.totalLive = static_cast<std::int64_t>((3000 + i) * kMiB);
+            m.device = DeviceMemoryInfo{(594 + 3205 + static_cast<std::uint64_t>(i)) * kMiB, 80 * 1024 * kMiB};
+            run->apply(m);
+        }
+        return run;
+    };
+    ChartsView view;
+    view.setRuns(deviceRun("gpu", DeviceMemoryInfo{594 * kMiB, 80 * 1024 * kMiB}), {});
+    view.redrawNow();
+    const auto series = view.seriesOf("memory");
+    auto* whole = seriesNamed<QLineSeries>(series, "gpu device memory in use (whole device)");
+    auto* held = seriesNamed<QLineSeries>(
+        series, "gpu device memory held by the run (in use minus the 594.0 MiB in use before it started)");
+    QVERIFY(whole && held);
+    QCOMPARE(whole->at(0).y(), 594.0 + 3205.0 + 1.0);
+    QCOMPARE(held->at(0).y(), 3206.0);
+    QCOMPARE(held->at(held->count() - 1).y(), 3207.0);
+
+    // A record from before the figure was kept: the whole device's line alone.
+    view.setRuns(deviceRun("older", std::nullopt), {});
+    view.redrawNow();
+    QVERIFY(seriesNamed<QLineSeries>(view.seriesOf("memory"), "older device memory in use (whole device)"));
+    QCOMPARE(countContaining(view.seriesOf("memory"), "held by the run"), 0);
 }
 
 void TestUiCharts::throughputAndProgress()

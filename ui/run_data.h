@@ -21,6 +21,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace plab::ui {
@@ -79,6 +80,8 @@ public:
     QString arithmetic() const { return arithmetic_; }
     // Its first word when it is "hardware" or "exact" (16-bit products); empty otherwise.
     QString arithmeticKind() const;
+    // A device backend's bytes in use before the run placed anything (RunStartEvent).
+    std::optional<std::uint64_t> deviceBeforeRun() const { return deviceBeforeRun_; }
 
     // The series: read from the record first when this is a listing (see hasSeries).
     const std::vector<StepPoint>& steps() const { return ensureSeries().steps_; }
@@ -116,6 +119,7 @@ private:
     QString backend_;
     std::vector<std::string> versions_;
     QString arithmetic_;
+    std::optional<std::uint64_t> deviceBeforeRun_;
     std::vector<StepPoint> steps_;
     std::vector<EvalEvent> evals_;
     std::vector<TelemetryEvent> telemetry_;

@@ -414,6 +414,8 @@ RunRecord readRunRecord(const json& doc, const std::string& origin)
         r.memory.peak = peakFromJson(mem, "peak", r.memory.categories);
         r.memory.trainingPeak = peakFromJson(mem, "training_peak", r.memory.categories);
         r.memory.evaluationPeak = peakFromJson(mem, "evaluation_peak", r.memory.categories);
+        if (mem.contains("device_before_run"))
+            r.memory.deviceBeforeRun = static_cast<std::uint64_t>(whole(mem, "device_before_run", Place{"the memory"}));
         for (const auto& m : entries(mem, "samples", emptyList)) {
             MemoryPoint p;
             p.step = whole(m, "step", Place{"a memory sample"});

@@ -73,6 +73,8 @@ struct RecordedMemory {
     RecordedPeak peak;                  // of the whole run
     RecordedPeak trainingPeak;          // of a training step apart from an evaluation's
     RecordedPeak evaluationPeak;
+    // The device's bytes in use before the run placed anything (device backends only).
+    std::optional<std::uint64_t> deviceBeforeRun;
 };
 
 // Over the whole run, per layer, from the record's summary (absent where the recipe has

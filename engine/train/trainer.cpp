@@ -358,6 +358,7 @@ void Trainer::setUp(State& st)
                                                  : createCpuBackend(settings_.threads, settings_.arithmetic);
     if (!st.backend) throw std::runtime_error("no backend to train on");
     useBackendRules(st.backend->info());
+    const std::optional<DeviceMemoryInfo> deviceBeforeRun = st.backend->deviceMemory();   // nothing placed yet
     st.model = Model::create(settings_.model, settings_.seed);
     if (!files_.initialWeights.tensors.empty())
         loadWeights(*st.model, files_.initialWeights, "weights " + settings_.initWeights);
@@ -368,7 +369,7 @@ void Trainer::setUp(State& st)
 
     st.plannedSteps = plannedSteps();
     emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, st.plannedSteps,
-                            arithmeticOf(st.recipe, *st.backend)});
+                            arithmeticOf(st.recipe, *st.backend), deviceBeforeRun});
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     st.params = st.model->parameters();

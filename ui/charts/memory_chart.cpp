@@ -165,11 +165,16 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
     // beyond the engine's accounting (library workspaces, the allocator's cache, context).
     const bool onDevice = std::any_of(events.begin(), events.end(), [](const MemoryEvent& e) { return e.device.has_value(); });
     const QString deviceKey = run.id() + QStringLiteral("/memory/device");
+    // What the run itself holds there: in use minus what was in use before it placed
+    // anything (the CUDA context, other processes), comparable with the accounting.
+    const bool heldByRun = onDevice && run.deviceBeforeRun().has_value();
+    const QString heldKey = run.id() + QStringLiteral("/memory/device-held");
     if (!fresh) {
         for (MemoryCategory c : kStackOrder)   // keep the series alive, unchanged
             pool_.take(run.id() + QStringLiteral("/memory/") + categoryLabel(c),
                        [] { return makeAreaSeries(); }, {steps_, bytes_});
         if (onDevice) pool_.take<QLineSeries>(deviceKey, {steps_, bytes_});
+        if (heldByRun) pool_.take<QLineSeries>(heldKey, {steps_, bytes_});
         if (onDevice) top = std::max(top, deviceTop_);
         return;
     }
@@ -213,7 +218,8 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
     }
     deviceTop_ = 0;
     if (!onDevice) return;
-    QList<QPointF> used;
+    QList<QPointF> used, held;
+    const std::uint64_t before = run.deviceBeforeRun().value_or(0);
     for (std::size_t k = 0; k < picks.size(); ++k) {
         const MemoryEvent& e = events[picks[k]];
         if (!e.device) continue;
@@ -222,6 +228,8 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
         const double v = static_cast<double>(e.device->used) / kMiB;
         used << QPointF(x0, v) << QPointF(x1, v);
         deviceTop_ = std::max(deviceTop_, v);
+        const double h = static_cast<double>(e.device->used > before ? e.device->used - before : 0) / kMiB;
+        held << QPointF(x0, h) << QPointF(x1, h);
     }
     top = std::max(top, deviceTop_);
     auto* line = pool_.take<QLineSeries>(deviceKey, {steps_, bytes_});
@@ -229,6 +237,13 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
     setSeriesPen(line, QPen(palette().color(QPalette::WindowText), 1.5, Qt::DashLine));
     setLegendLabel(chart_, line, tr("device in use"));
     line->replace(used);
+    if (!heldByRun) return;
+    auto* heldLine = pool_.take<QLineSeries>(heldKey, {steps_, bytes_});
+    setSeriesName(heldLine, tr("%1 device memory held by the run (in use minus the %2 in use before it started)")
+                                .arg(run.name(), formatBytes(static_cast<double>(before))));
+    setSeriesPen(heldLine, QPen(palette().color(QPalette::WindowText), 1.5, Qt::DotLine));
+    setLegendLabel(chart_, heldLine, tr("held by the run"));
+    heldLine->replace(held);
 }
 
 void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
