@@ -321,11 +321,6 @@ private slots:
                             switchTo.toStdString());
     }
 
-    // Issue 31: with packed storage on, a device that holds packed tensors (the checking
-    // backend's, as the CUDA plugin's will) keeps the convolutions' 16-bit activations and
-    // their gradients packed in its own memory, 2 bytes an element, and the step gives the
-    // CPU's bits. (Convolutions are the layers that pack, lowering their passes in blocks,
-    // so the library's convolutions do not run; the dense layers read what arrives packed.)
     // A packed tensor on a device is filled there: a fill with a value, and the zeros of a
     // grown tensor, come from the device's fill of pattern pairs, not from a buffer of
     // patterns uploaded from the host (on a GPU such an upload waits for the stream: it made
@@ -357,7 +352,10 @@ private slots:
         for (const Case& c : cases) {
             for (const std::int64_t n : {1, 2, 5, 8}) {
                 const QString what = QString("%1 %2 pattern 0x%3, %4 elements")
-                                         .arg(QString::fromUtf8(std::string(formatName(c.f)))).arg(c.v).arg(c.bits, 4, 16, QChar('0')).arg(n);
+                                         .arg(QString::fromUtf8(std::string(formatName(c.f))))
+                                         .arg(c.v)
+                                         .arg(c.bits, 4, 16, QChar('0'))
+                                         .arg(n);
                 TrackingAllocator device;
                 Tensor t({n}, c.f);
                 t.place(&device);
@@ -390,6 +388,11 @@ private slots:
         }
     }
 
+    // Issue 31: with packed storage on, a device that holds packed tensors (the checking
+    // backend's, as the CUDA plugin's does) keeps the convolutions' 16-bit activations and
+    // their gradients packed in its own memory, 2 bytes an element, and the step gives the
+    // CPU's bits. (Convolutions are the layers that pack, lowering their passes in blocks,
+    // so the library's convolutions do not run; the dense layers read what arrives packed.)
     void packedTrainingStaysOnTheDevice_data()
     {
         QTest::addColumn<QString>("recipe");
