@@ -734,7 +734,8 @@ private slots:
                         // rounded up to the granule: then a block may be wider than `most`.
                         const std::int64_t fewest = (least + g - 1) / g * g;
                         const std::int64_t wanted = (total + most - g) / (most - g + 1);
-                        const bool leastLimits = p.count == std::max<std::int64_t>(1, total / fewest) && p.count < wanted;
+                        const bool leastLimits =
+                            p.count == std::max<std::int64_t>(1, total / fewest) && p.count < wanted;
                         std::int64_t widest = 0;
                         for (std::int64_t i = 0; i < p.count; ++i) {
                             const std::int64_t width = p.begin(i + 1) - p.begin(i);

@@ -366,7 +366,8 @@ private slots:
                 QVERIFY2(device.uploads() - before == (c.pairIsNormal ? n % 2 : 1), qPrintable(what));
                 // Only the lone pattern goes up, or every pattern where the pair is no normal number.
                 const std::int64_t uploaded = c.pairIsNormal ? n % 2 : n;
-                QVERIFY2(device.uploadedBytes() - bytesBefore == static_cast<std::size_t>(2 * uploaded), qPrintable(what));
+                QVERIFY2(device.uploadedBytes() - bytesBefore == static_cast<std::size_t>(2 * uploaded),
+                         qPrintable(what));
                 for (const std::uint16_t b : patterns(device, t)) QVERIFY2(b == c.bits, qPrintable(what));
 
                 // Grown from n elements: the new ones are +0 (zeros from the device's fill,
@@ -401,7 +402,8 @@ private slots:
             QTest::addRow("%s small-cnn", r) << r << qint64{packedBlockValues()};
         // Blocks of one sample on the host, of two on the device (the 16-byte granule of a
         // 14 x 14 plane, deviceGranule): other cuts, the same bits.
-        for (const char* r : {"amp-fp16", "amp-bf16"}) QTest::addRow("%s small-cnn, tiny blocks", r) << r << qint64{500};
+        for (const char* r : {"amp-fp16", "amp-bf16"})
+            QTest::addRow("%s small-cnn, tiny blocks", r) << r << qint64{500};
     }
     void packedTrainingStaysOnTheDevice()
     {
