@@ -87,7 +87,7 @@ struct Trace {
     int skipped = 0;
     std::vector<std::string> changes;
     std::vector<std::optional<DeviceMemoryInfo>> deviceMemory;
-    std::optional<DeviceMemoryInfo> deviceBeforeRun;   // RunStartEvent's
+    std::optional<std::uint64_t> deviceBeforeRun;   // RunStartEvent's
 };
 
 void record(Trace& t, const TrainerEvent& event)
@@ -311,7 +311,7 @@ private slots:
         QCOMPARE(placed.deviceMemory.size(), std::size_t{10});   // every step and the finish
         for (const auto& m : placed.deviceMemory) QVERIFY(m && m->used > 0 && m->used <= m->total);
         // The device's figure before the run placed anything: the fresh device holds nothing.
-        QVERIFY(placed.deviceBeforeRun && placed.deviceBeforeRun->used == 0);
+        QCOMPARE(placed.deviceBeforeRun, std::optional<std::uint64_t>(0));
 
         const Trace reference = cpuReference(s, withoutWorkspace);
         QVERIFY(!reference.deviceBeforeRun);   // the CPU backend has no device

@@ -841,7 +841,7 @@ void TestUiCharts::memoryStackPeakAndPlanner()
 void TestUiCharts::deviceLinesShowWhatTheRunHolds()
 {
     constexpr std::uint64_t kMiB = 1024 * 1024;
-    const auto deviceRun = [&](const char* id, std::optional<DeviceMemoryInfo> before) {
+    const auto deviceRun = [&](const char* id, std::optional<std::uint64_t> before) {
         const RunPtr run = std::make_shared<RunData>(id, ampSettings());
         run->setName(id);
         run->apply(RunStartEvent{"cuda", {}, 2, "", before});
@@ -859,7 +859,7 @@ void TestUiCharts::deviceLinesShowWhatTheRunHolds()
         return run;
     };
     ChartsView view;
-    view.setRuns(deviceRun("gpu", DeviceMemoryInfo{594 * kMiB, 80 * 1024 * kMiB}), {});
+    view.setRuns(deviceRun("gpu", 594 * kMiB), {});
     view.redrawNow();
     const auto series = view.seriesOf("memory");
     auto* whole = seriesNamed<QLineSeries>(series, "gpu device memory in use (whole device)");

@@ -113,7 +113,7 @@ void RunData::apply(const TrainerEvent& event)
         versions_ = e->versions;
         arithmetic_ = QString::fromStdString(e->arithmetic);
         plannedSteps_ = e->plannedSteps;
-        deviceBeforeRun_ = e->deviceBeforeRun ? std::optional<std::uint64_t>(e->deviceBeforeRun->used) : std::nullopt;
+        deviceBeforeRun_ = e->deviceBeforeRun;
     }
 }
 

@@ -43,12 +43,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     start.backend = record.backend;
     start.arithmetic = record.arithmetic.value_or("");
     start.versions = record.versions.backend;
-    if (record.memory.deviceBeforeRun) {
-        const auto sampled = std::find_if(record.memory.samples.begin(), record.memory.samples.end(),
-                                          [](const MemoryPoint& p) { return p.device.has_value(); });
-        start.deviceBeforeRun = DeviceMemoryInfo{*record.memory.deviceBeforeRun,
-                                                 sampled != record.memory.samples.end() ? sampled->device->total : 0};
-    }
+    start.deviceBeforeRun = record.memory.deviceBeforeRun;
     // The plan is not recorded: a completed run did what it planned (whatever batch-size
     // changes did to the plan); any other is measured against its settings' plan.
     start.plannedSteps = record.summary.status == "completed"

@@ -129,7 +129,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
         record_["backend"]["name"] = e->backend;
         if (!e->arithmetic.empty()) record_["backend"]["arithmetic"] = e->arithmetic;
         record_["versions"]["backend"] = e->versions;
-        if (e->deviceBeforeRun) record_["memory"]["device_before_run"] = e->deviceBeforeRun->used;
+        if (e->deviceBeforeRun) record_["memory"]["device_before_run"] = *e->deviceBeforeRun;
     } else if (const auto* e = std::get_if<StepEvent>(&event)) {
         record_["steps"].push_back({{"step", e->step}, {"epoch", e->epoch},
                                     {"loss", std::isfinite(e->loss) ? json(e->loss) : json(nullptr)},

@@ -31,9 +31,9 @@ struct RunStartEvent {
     // The arithmetic of the recipe's products and why (ComputeBackend::arithmeticFor):
     // "hardware: AVX-512 BF16 via oneDNN 2.6.3 (...)", "exact: this CPU has no native fp16 ...".
     std::string arithmetic;
-    // A device backend's figure before the run placed anything on it (the CUDA context,
-    // other processes): what "device in use" minus it leaves is what the run holds.
-    std::optional<DeviceMemoryInfo> deviceBeforeRun;
+    // A device backend's bytes in use before the run placed anything on it (the CUDA
+    // context, other processes): what "device in use" minus it leaves is what the run holds.
+    std::optional<std::uint64_t> deviceBeforeRun;
 };
 
 struct StepEvent {

@@ -358,7 +358,8 @@ void Trainer::setUp(State& st)
                                                  : createCpuBackend(settings_.threads, settings_.arithmetic);
     if (!st.backend) throw std::runtime_error("no backend to train on");
     useBackendRules(st.backend->info());
-    const std::optional<DeviceMemoryInfo> deviceBeforeRun = st.backend->deviceMemory();   // nothing placed yet
+    std::optional<std::uint64_t> deviceBeforeRun;   // taken while nothing is placed yet
+    if (const auto device = st.backend->deviceMemory()) deviceBeforeRun = device->used;
     st.model = Model::create(settings_.model, settings_.seed);
     if (!files_.initialWeights.tensors.empty())
         loadWeights(*st.model, files_.initialWeights, "weights " + settings_.initWeights);
