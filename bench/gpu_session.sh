@@ -172,6 +172,37 @@ phase_train() {
   tar -C /tmp/plab-gpu -cJf "$OUT/runs.tar.xz" runs
 }
 
+# The largest seed-CNN batch of recipe $1 with packing $2 (on, off, default) that trains
+# two steps (a warm-up and one): from batch $3 up ($4: "double" or "eighth") until
+# plab_bench refuses one (exit 1, out of memory), or down by an eighth until one fits,
+# then by bisection until the bounds are within 1/$5 of the fit. Each probe is printed; a
+# timeout or a crash (any other exit) ends the search, printed as the program gave it.
+# Sets lo (0: none fit) and hi (0: none refused).
+largest_batch() {
+  recipe=$1 packing=$2 b=$3 growth=$4 within=$5
+  lo=0 hi=0
+  while :; do
+    out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
+            --packing "$packing" --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      lo=$b; echo "fits    $recipe batch=$b: $out"
+    elif [ $rc -eq 1 ]; then
+      hi=$b; echo "refused $recipe batch=$b (exit 1): $(echo "$out" | tail -3)"
+    else
+      echo "FAILED  $recipe batch=$b (exit $rc): $(echo "$out" | tail -3)"; return
+    fi
+    if [ $hi -eq 0 ]; then
+      if [ "$growth" = double ]; then b=$((b * 2)); else b=$((b + b / 8 + 1)); fi
+      [ $b -gt 4000000 ] && return
+      continue
+    fi
+    if [ $lo -eq 0 ]; then b=$((b - b / 8 - 1)); [ $b -gt 0 ] || return; continue; fi
+    [ $((hi - lo)) -le $((lo / within + 1)) ] && return
+    b=$(((lo + hi) / 2))
+  done
+}
+
 # The largest batch that trains two steps, by bisection between a batch that fits and
 # one that does not; the failure at the first batch that does not is printed as the
 # program gave it (it must be an error message, not a crash).
@@ -180,22 +211,7 @@ phase_train() {
 phase_memory() {
   for run in fp32:off amp-fp16:off amp-fp16:on; do
     recipe=${run%:*} packing=${run#*:}
-    lo=1000 hi=0 b=4000
-    while :; do
-      out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
-              --packing "$packing" --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
-      rc=$?
-      if [ $rc -eq 0 ]; then
-        echo "fits    $recipe batch=$b: $out"
-        lo=$b
-      else
-        echo "refused $recipe batch=$b (exit $rc): $(echo "$out" | tail -3)"
-        hi=$b
-      fi
-      if [ $hi -eq 0 ]; then b=$((b * 2)); [ $b -gt 4000000 ] && break; continue; fi
-      [ $((hi - lo)) -le $((lo / 50 + 1)) ] && break
-      b=$(((lo + hi) / 2))
-    done
+    largest_batch "$recipe" "$packing" 4000 double 50
     echo "LARGEST $recipe packing=$packing seed-cnn batch=$lo (refused at $hi)"
   done
 }
@@ -216,24 +232,9 @@ phase_budget() {
     predicted=$(awk -v a="$p1" -v b="$p2" -v m="$budget" 'BEGIN { s = (b - a) / 200; f = a - 200 * s;
       if (s > 0) printf "%d", (m - f) / s; else print 0 }')
     echo "PLANNED $recipe budget=${budget}MiB: accounted ${p1} MiB at 200, ${p2} MiB at 400 -> largest batch $predicted"
-    lo=0 hi=0 b=${predicted:-1000}
+    b=${predicted:-1000}
     [ "$b" -gt 0 ] || b=1000
-    while :; do
-      out=$(timeout 120 "$bin/plab_bench" train --backend cuda --models seed-cnn --recipes "$recipe" \
-              --batch "$b" --steps 1 --warmup 1 --repeats 1 2>&1)
-      rc=$?
-      if [ $rc -eq 0 ]; then
-        lo=$b; echo "fits    $recipe batch=$b: $out"
-      elif [ $rc -eq 1 ]; then   # plab_bench's refusal (out of memory), not a timeout or a crash
-        hi=$b; echo "refused $recipe batch=$b (exit 1): $(echo "$out" | tail -1)"
-      else
-        echo "FAILED  $recipe batch=$b (exit $rc): $(echo "$out" | tail -3)"; break
-      fi
-      if [ $hi -eq 0 ]; then b=$((b + b / 8 + 1)); [ $b -gt 4000000 ] && break; continue; fi
-      if [ $lo -eq 0 ]; then b=$((b - b / 8 - 1)); [ $b -gt 0 ] || break; continue; fi
-      [ $((hi - lo)) -le $((lo / 100 + 1)) ] && break
-      b=$(((lo + hi) / 2))
-    done
+    largest_batch "$recipe" default "$b" eighth 100
     echo "LARGEST $recipe budget=${budget}MiB seed-cnn batch=$lo (refused at $hi), planned $predicted"
   done
   unset PLAB_CUDA_MEMORY_BUDGET_MIB
