@@ -144,7 +144,7 @@ struct LoweredConvolution {
         cpu.gemm(Transpose::yes, Transpose::no, g.patchSize(), columns(), outChannels, w.data(), g.patchSize(),
                  dy.data(), columns(), 0.0f, dcols.data(), columns(), precision);
         std::vector<float> dx(static_cast<std::size_t>(g.channels * columns()));
-        cpu.col2im(g, dcols.data(), 0, g.batch, dx.data());
+        cpu.col2im(g, dcols.data(), 0, g.batch, dx.data(), 0);
         return dx;
     }
     std::vector<float> backwardFilter(const std::vector<float>& x, const std::vector<float>& dy) const
@@ -524,8 +524,8 @@ private slots:
         QVERIFY(sameBits(dCols.toHost(), cpuCols));
         std::vector<float> cpuDst(src.size(), 7.0f);
         Tensor dDst = onDevice(cpuDst);
-        cuda_->col2im(g, dCols.data(), n0, count, dDst.data());
-        cpu_->col2im(g, cpuCols.data(), n0, count, cpuDst.data());
+        cuda_->col2im(g, dCols.data(), n0, count, dDst.data(), 0);
+        cpu_->col2im(g, cpuCols.data(), n0, count, cpuDst.data(), 0);
         QVERIFY(sameBits(dDst.toHost(), cpuDst));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda_->im2col(g, dSrc.data(), 6, 5, dCols.data()));
     }

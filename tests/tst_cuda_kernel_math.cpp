@@ -291,7 +291,7 @@ private slots:
         QVERIFY(sameBits(kernelCols, cpuCols));
 
         std::vector<float> cpuDst(src.size(), 7.0f), kernelDst(src.size(), 7.0f);
-        cpu->col2im(g, cpuCols.data(), n0, count, cpuDst.data());
+        cpu->col2im(g, cpuCols.data(), n0, count, cpuDst.data(), 0);
         for (std::int64_t i = 0; i < g.channels * count * hw; ++i) {
             float sum = 0.0f;   // the kernel's gather, kk in order from +0
             for (int kk = 0; kk < g.kernel * g.kernel; ++kk)
@@ -301,6 +301,24 @@ private slots:
             kernelDst[static_cast<std::size_t>((c * g.batch + n0 + n) * hw + i % hw)] = sum;
         }
         QVERIFY(sameBits(kernelDst, cpuDst));   // samples outside the range untouched in both
+
+        // The same columns with their rows further apart (colsLd): the same sums, on both.
+        const std::int64_t ld = columns + 5;
+        std::vector<float> strided(static_cast<std::size_t>(g.patchSize() * ld), -3.0f);
+        for (std::int64_t r = 0; r < g.patchSize(); ++r)
+            std::memcpy(strided.data() + r * ld, cpuCols.data() + r * columns, static_cast<std::size_t>(columns) * sizeof(float));
+        std::vector<float> cpuStrided(src.size(), 7.0f), kernelStrided(src.size(), 7.0f);
+        cpu->col2im(g, strided.data(), n0, count, cpuStrided.data(), ld);
+        for (std::int64_t i = 0; i < g.channels * count * hw; ++i) {
+            float sum = 0.0f;
+            for (int kk = 0; kk < g.kernel * g.kernel; ++kk)
+                if (const std::int64_t from = ck::col2imTerm(shape, count, i, kk, ld); from >= 0)
+                    sum += strided[static_cast<std::size_t>(from)];
+            const std::int64_t c = i / (count * hw), n = (i / hw) % count;
+            kernelStrided[static_cast<std::size_t>((c * g.batch + n0 + n) * hw + i % hw)] = sum;
+        }
+        QVERIFY(sameBits(cpuStrided, cpuDst));
+        QVERIFY(sameBits(kernelStrided, cpuDst));
     }
 
     // The statuses the convolutions act on: only shape-class refusals may be dropped (and

@@ -480,7 +480,7 @@ private slots:
         }
         QVERIFY(sameBits(kernelCols, cpuCols));
         std::vector<float> cpuDst(src.size(), 7.0f), kernelDst(src.size(), 7.0f);
-        cpu_->col2im(g, cpuCols.data(), n0, count, cpuDst.data());
+        cpu_->col2im(g, cpuCols.data(), n0, count, cpuDst.data(), 0);
         for (std::int64_t i = 0; i < g.channels * count * hw; ++i) {
             float sum = 0.0f;
             for (int kk = 0; kk < g.kernel * g.kernel; ++kk)

@@ -66,6 +66,16 @@ struct GemmPrecision {
 
 enum class Transpose : std::uint8_t { no, yes };
 
+// How a backend cuts a product for its threads where the cut decides the sums
+// (ComputeBackend::gemmCut): `count` pieces of `width` columns, or rows when !columns, of
+// an extent of `extent`; count 0: any block sums as the whole.
+struct GemmCut {
+    bool columns = true;
+    std::int64_t extent = 0, width = 0, count = 0;
+    // Where piece i starts (extent for i >= count).
+    std::int64_t begin(std::int64_t i) const { return i >= count ? extent : i * width; }
+};
+
 // How a matmul/conv input is quantised below 16 bits (numerics/quantize.h): with
 // one scale for the tensor, or in blocks along the rows or the columns of a row-major
 // (rows, cols) matrix: OCP MX (kMxBlockSize, an E8M0 scale each) or NVFP4
@@ -193,6 +203,27 @@ public:
     {
         return 0;
     }
+    // How gemm of this precision cuts a product with an (M, N) result and a sum of K where
+    // that decides its sums: `count` pieces of `width` columns (rows when !columns) from the
+    // first, the last narrower, each summed as one call of its own shape. A product computed
+    // piece by piece (gemmPieces, any grouping of whole pieces) then has the bits of one gemm
+    // call; a block that cuts a piece need not. count 0 (the default): any block of rows or
+    // columns at least leastGemmBlock wide sums as the whole (docs/ARITHMETIC.md). The CPU
+    // backend on OpenBLAS's Haswell and Zen kernels, which sum each cut in its own order.
+    virtual GemmCut gemmCut(const GemmPrecision&, std::int64_t /*M*/, std::int64_t /*N*/, std::int64_t /*K*/) const
+    {
+        return {};
+    }
+    // Pieces [first, last) of `cut` (gemmCut's for the whole product): gemm of the columns
+    // (or rows) [cut.begin(first), cut.begin(last)) of the whole, A, B and C pointing at
+    // the first piece's, N (or M) that extent. The default is one gemm call.
+    virtual void gemmPieces(const GemmCut& /*cut*/, std::int64_t /*first*/, std::int64_t /*last*/, Transpose transA,
+                            Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
+                            std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                            GemmPrecision precision)
+    {
+        gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision);
+    }
     // C_i = op(A_i) op(B_i) + beta C_i for i < batch, with A_i = A + i * strideA (B_i, C_i
     // alike): gemm's arithmetic for each product, which are independent (their order does
     // not matter). The default calls gemm once a product; a device backend runs them as
@@ -212,9 +243,10 @@ public:
     virtual void im2col(const ConvGeometry& g, const float* src, std::int64_t n0,
                         std::int64_t count, float* cols) = 0;
     // The adjoint: dst (C, N, H, W) samples [n0, n0 + count) are overwritten with the
-    // sums of the cols entries that im2col would have read from them.
+    // sums of the cols entries that im2col would have read from them; cols's rows are
+    // colsLd apart (0: count * H * W, as im2col writes them).
     virtual void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0,
-                        std::int64_t count, float* dst) = 0;
+                        std::int64_t count, float* dst, std::int64_t colsLd) = 0;
 
     // roundArray of engine/numerics over both threads; stats / hist (may be null) get the
     // counts added, exactly as one serial call would.
@@ -562,8 +594,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 6: im2colQuantize; 7: GemmPrecision's FP8 operands, BackendCapabilities::quantizesBlocks;
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
 // which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut;
-// 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation.
-inline constexpr int kCudaPluginAbiVersion = 13;
+// 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
+// 14: gemmCut, gemmPieces, col2im's colsLd.
+inline constexpr int kCudaPluginAbiVersion = 14;
 
 }  // namespace plab
 

@@ -127,6 +127,10 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
         patternsOf(ctx, p.compute, *weightOperand_, weightPatterns_);
     else
         weightPatterns_.discard();
+    if (!multiplies16_ && sumsDependOnCut(ctx, precision, outChannels_, N * hw, K)) {
+        forwardInPieces(ctx, p, precision);
+        return;
+    }
     prepareTensor(cols_, {K, widest}, multiplies16_ ? p.compute : Format::fp32, ctx, MemoryCategory::workspace,
                   multiplies16_);
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
@@ -149,6 +153,53 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     }
 }
 
+std::int64_t Conv2d::unpackedLowering(const StepContext& ctx) const
+{
+    const auto& g = geometry_;
+    return std::min(samplesPerBlock(g, deviceGranule(ctx, g.planeSize() * 2)), std::max<std::int64_t>(g.batch, 1));
+}
+
+void Conv2d::forwardInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    const std::int64_t lowering = unpackedLowering(ctx), packed = outChannels_ * N * hw;
+    const std::int64_t most = std::min(packedColumnValues(ctx, precision, packed) / K,
+                                       packedBlockValues(ctx, precision, packed) / outChannels_);
+    const std::int64_t roomy = std::min(2 * packedBlockValues() / K, packedBlockValues() / outChannels_);
+    // The unpacked layer's products, one a block of `lowering` samples, each in groups of
+    // its pieces: a group's columns lowered from the samples they lie in.
+    auto groupsOf = [&](std::int64_t count) {
+        return pieceGroups(ctx.backend->gemmCut(precision, outChannels_, count * hw, K), true, count * hw, most,
+                           ctx.backend->threads(), roomy);
+    };
+    std::int64_t widest = 0, widestLowered = 0;
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+        const PieceGroups groups = groupsOf(std::min(lowering, N - n0));
+        for (std::int64_t i = 0; i < groups.count(); ++i) {
+            const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1);
+            widest = std::max(widest, c1 - c0);
+            widestLowered = std::max(widestLowered, ((c1 + hw - 1) / hw - c0 / hw) * hw);
+        }
+    }
+    prepareTensor(cols_, {K, widestLowered}, Format::fp32, ctx, MemoryCategory::workspace);
+    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    const auto sink = tapSink(ctx, name(), TensorKind::activation);
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+        const PieceGroups groups = groupsOf(std::min(lowering, N - n0));
+        for (std::int64_t i = 0; i < groups.count(); ++i) {
+            const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1), columns = c1 - c0;
+            const std::int64_t s0 = c0 / hw, s1 = (c1 + hw - 1) / hw;
+            lowerChannels(ctx, 0, g.channels, n0 + s0, s1 - s0);
+            gemmGroup(ctx, groups, i, Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(),
+                      K, cols_.data() + (c0 - s0 * hw), (s1 - s0) * hw, 0.0f, result.data(), columns, precision);
+            ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
+                                          output_.bits16() + n0 * hw + c0, N * hw, outChannels_, columns, sink.stats,
+                                          sink.hist);
+        }
+    }
+}
+
 void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
 {
     const auto& g = geometry_;
@@ -164,14 +215,13 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     // dW (Cout, K) = dY (Cout, N*hw) * cols^T, summed over the same blocks of samples as the
     // unpacked layer lowers (samplesPerBlock), each block's GEMM cut into blocks of dW's rows
     // (output channels, dY widened) and columns (input channels, lowered).
-    const std::int64_t lowering =
-        std::min(samplesPerBlock(g, deviceGranule(ctx, hw * 2)), std::max<std::int64_t>(N, 1));
-    const std::int64_t span = lowering * hw;
+    const std::int64_t lowering = unpackedLowering(ctx), span = lowering * hw;
     // Channels first (their blocks' columns against all rows), then rows against the
     // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
-    const Pieces channels = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
-                                     deviceGranule(ctx, k2 * 4));
+    const Pieces channelBlocks = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
+                                          deviceGranule(ctx, k2 * 4));
     if (readsPatterns(ctx, filterGemm, p, f)) {
+        const Pieces& channels = channelBlocks;
         // Native 16-bit products: dY's patterns read where they are, all rows at once.
         prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true);
         for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
@@ -191,8 +241,13 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
         filterGradientInSpans(ctx, filterGemm, dY, lowering, cut, budget);
         return;
     }
-    const Pieces rows = piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span),
-                                 deviceGranule(ctx, K * 4));
+    // Where the backend's sums depend on the cut (and the sum is too short for spans), the
+    // unpacked layer's products whole: every row of dY's block widened, every channel lowered.
+    const bool whole = sumsDependOnCut(ctx, filterGemm, outChannels_, K, span);
+    const Pieces channels = whole ? piecesOf(C, C, 1) : channelBlocks;
+    const Pieces rows = whole ? piecesOf(outChannels_, outChannels_, 1)
+                              : piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span),
+                                         deviceGranule(ctx, K * 4));
     prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace);
     Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
     for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
@@ -256,6 +311,12 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
     // dX in blocks of samples: dcols (K, n*hw) = W^T (K, Cout) * dY block (widened), folded
     // by col2im into a block of dX's sums, which is rounded and packed into gradInput_.
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
+    // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
+    const bool patterns = readsPatterns(ctx, dataGemm, p, f);
+    if (!patterns && sumsDependOnCut(ctx, dataGemm, K, N * hw, outChannels_)) {
+        inputGradientInPieces(ctx, p, dataGemm, dY);
+        return;
+    }
     const std::int64_t packed = std::max(outChannels_, C) * N * hw;
     const Pieces samples = piecesOf(N,
                                     std::min(packedColumnValues(ctx, dataGemm, packed) / K,
@@ -264,8 +325,6 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
                                     leastSamples(hw, K * outChannels_), deviceGranule(ctx, hw * 2));
     const std::int64_t widest = samples.largest() * hw;
     prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
-    // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
-    const bool patterns = readsPatterns(ctx, dataGemm, p, f);
     Tensor* dYBlock = patterns ? nullptr : &workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
@@ -281,9 +340,58 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
         }
         ConvGeometry part = g;
         part.batch = count;
-        ctx.backend->col2im(part, cols_.data(), 0, count, sums.data());
+        ctx.backend->col2im(part, cols_.data(), 0, count, sums.data(), 0);
         ctx.backend->roundTo16(p.storage, sums.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C, columns,
                                sink.stats, sink.hist);
+    }
+}
+
+void Conv2d::inputGradientInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& dataGemm,
+                                   const Tensor& dY)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
+    const std::int64_t lowering = unpackedLowering(ctx), packed = std::max(outChannels_, C) * N * hw;
+    const std::int64_t most = std::min(packedColumnValues(ctx, dataGemm, packed) / K,
+                                       packedBlockValues(ctx, dataGemm, packed) / std::max(outChannels_, C));
+    const std::int64_t roomy = std::min(2 * packedBlockValues() / K, packedBlockValues() / std::max(outChannels_, C));
+    // The unpacked layer's products, dcols (K, count*hw) = W^T dY of a block of `lowering`
+    // samples, each in groups of its pieces. A group's columns follow the columns of the
+    // sample the last group left unfinished (the carry, under one sample), the samples
+    // completed are folded (col2im over the buffer's rows, ld apart), and the columns of the
+    // next unfinished one move to the buffer's front.
+    auto groupsOf = [&](std::int64_t count) {
+        return pieceGroups(ctx.backend->gemmCut(dataGemm, K, count * hw, outChannels_), true, count * hw, most,
+                           ctx.backend->threads(), roomy);
+    };
+    std::int64_t widest = 0;
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering)
+        widest = std::max(widest, groupsOf(std::min(lowering, N - n0)).largest());
+    const std::int64_t ld = widest + hw - 1;
+    prepareTensor(cols_, {K, ld}, Format::fp32, ctx, MemoryCategory::workspace);
+    Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    Tensor& sums = workBuffer(ctx, 1, {C, ld}, ownWork_[1]);
+    const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+        const PieceGroups groups = groupsOf(std::min(lowering, N - n0));
+        std::int64_t folded = 0;   // the block's samples folded so far
+        for (std::int64_t i = 0; i < groups.count(); ++i) {
+            const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1), columns = c1 - c0;
+            const std::int64_t carry = c0 - folded * hw;
+            ctx.backend->widen16(dY.storage(), dY.bits16() + n0 * hw + c0, N * hw, dYBlock.data(), columns,
+                                 outChannels_, columns);
+            gemmGroup(ctx, groups, i, Transpose::yes, Transpose::no, K, columns, outChannels_, weightOperand_->data(), K,
+                      dYBlock.data(), columns, 0.0f, cols_.data() + carry, ld, dataGemm);
+            const std::int64_t complete = c1 / hw - folded;
+            if (complete == 0) continue;
+            ConvGeometry part = g;
+            part.batch = complete;
+            ctx.backend->col2im(part, cols_.data(), 0, complete, sums.data(), ld);
+            ctx.backend->roundTo16(p.storage, sums.data(), complete * hw, gradInput_.bits16() + (n0 + folded) * hw,
+                                   N * hw, C, complete * hw, sink.stats, sink.hist);
+            folded += complete;
+            copyColumns(ctx, cols_.data() + complete * hw, ld, cols_.data(), ld, K, c1 - folded * hw);
+        }
     }
 }
 
@@ -310,8 +418,7 @@ void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, s
 void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
 {
     const auto& g = geometry_;
-    colsBlock_ = std::min(samplesPerBlock(g, deviceGranule(ctx, g.planeSize() * 2)),
-                          std::max<std::int64_t>(g.batch, 1));   // >= 1
+    colsBlock_ = unpackedLowering(ctx);
     const Shape shape{g.patchSize(), colsBlock_ * g.planeSize()};
     if (p.quantizes())   // the lowered quantised input
         prepareQuantized(cols_, shape, quantizedStorageOf(p, OperandRole::input), ctx, MemoryCategory::workspace);
@@ -474,7 +581,7 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
         ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
                           weightOperand_->data(), K, dYOperand->data() + n0 * hw, N * hw, 0.0f, cols_.data(),
                           count * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput));
-        ctx.backend->col2im(g, cols_.data(), n0, count, target);
+        ctx.backend->col2im(g, cols_.data(), n0, count, target, 0);
     }
 }
 

@@ -55,6 +55,14 @@ private:
     // exists. Every GEMM is a block of rows or columns of the unblocked one, or a span of its
     // sum cut where the BLAS cuts it anyway (gemmReductionCut): the same sums, the same bits.
     void forwardPacked(StepContext& ctx, const StepPrecision& p);
+    // Where the backend's sums depend on how a product is cut (gemmCut): the unpacked
+    // layer's products (one a block of unpackedLowering samples), each computed in groups
+    // of the backend's pieces (pieceGroups), so that the packed layer has its bits.
+    void forwardInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision);
+    void inputGradientInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& dataGemm,
+                               const Tensor& dY);
+    // The samples per block of the unpacked layer's lowering (prepareColumns's colsBlock_).
+    std::int64_t unpackedLowering(const StepContext& ctx) const;
     // The weight and bias gradients rounded to the storage format (when it is not fp32).
     void roundWeightGradients(StepContext& ctx, const StepPrecision& p);
     void filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -195,6 +196,69 @@ std::int64_t Pieces::largest() const
     std::int64_t widest = 0;
     for (std::int64_t i = 0; i < count; ++i) widest = std::max(widest, begin(i + 1) - begin(i));
     return widest;
+}
+
+PieceGroups pieceGroups(const GemmCut& cut, bool columns, std::int64_t extent, std::int64_t most, std::int64_t least,
+                        std::int64_t roomy)
+{
+    PieceGroups g;
+    if (cut.count < 1 || cut.columns != columns || cut.extent != extent) {   // one group, the whole
+        g.cut = {columns, extent, extent, 1};
+        g.firstPiece = {0, 1};
+        return g;
+    }
+    g.cut = cut;
+    g.firstPiece.push_back(0);
+    for (std::int64_t p = 0; p < cut.count;) {
+        // One piece, `least` where they fit in `roomy`, more where they fit in `most`.
+        auto fits = [&](std::int64_t end) {
+            const std::int64_t width = cut.begin(end) - cut.begin(p);
+            return width <= most || (end - p <= least && width <= roomy);
+        };
+        std::int64_t q = p + 1;
+        while (q < cut.count && fits(q + 1)) ++q;
+        g.firstPiece.push_back(q);
+        p = q;
+    }
+    return g;
+}
+
+std::int64_t PieceGroups::largest() const
+{
+    std::int64_t widest = 0;
+    for (std::int64_t i = 0; i < count(); ++i) widest = std::max(widest, begin(i + 1) - begin(i));
+    return widest;
+}
+
+void gemmGroup(StepContext& ctx, const PieceGroups& groups, std::int64_t i, Transpose transA, Transpose transB,
+               std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda, const float* B,
+               std::int64_t ldb, float beta, float* C, std::int64_t ldc, const GemmPrecision& precision)
+{
+    if (groups.count() == 1) {
+        ctx.backend->gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision);
+        return;
+    }
+    const auto first = groups.firstPiece[static_cast<std::size_t>(i)];
+    const auto last = groups.firstPiece[static_cast<std::size_t>(i + 1)];
+    ctx.backend->gemmPieces(groups.cut, first, last, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision);
+}
+
+void copyColumns(StepContext& ctx, const float* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
+                 std::int64_t rows, std::int64_t cols)
+{
+    if (rows <= 0 || cols <= 0) return;
+    const std::size_t bytes = static_cast<std::size_t>(cols) * sizeof(float);
+    DeviceAllocator* device = ctx.backend->allocator();
+    for (std::int64_t r = 0; r < rows; ++r) {
+        if (device) device->copy(dst + r * dstLd, src + r * srcLd, bytes);
+        else std::memmove(dst + r * dstLd, src + r * srcLd, bytes);
+    }
+}
+
+bool sumsDependOnCut(const StepContext& ctx, const GemmPrecision& precision, std::int64_t M, std::int64_t N,
+                     std::int64_t K)
+{
+    return ctx.backend->gemmCut(precision, M, N, K).count > 0;
 }
 
 std::int64_t deviceGranule(const StepContext& ctx, std::int64_t itemBytes)

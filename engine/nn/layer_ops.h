@@ -173,8 +173,7 @@ PackedStorage packedStorageSetting();
 void setPackedStorageEnabled(bool enabled);
 // Whether `backend` holds 16-bit tensors packed: forced on, every backend that handles
 // packed tensors does; by default, as the backend says (packsByDefault: the CPU backend
-// where OpenBLAS sums a product cut into blocks as the whole; no device backend yet, the
-// CUDA plugin's packed ops waiting for a GPU session, docs/CUDA.md).
+// and the CUDA plugin do).
 bool packsStorageOn(const ComputeBackend& backend);
 // The setting set for a scope (tests), and put back as it was when the scope ends.
 class ScopedPackedStorage {
@@ -234,6 +233,35 @@ struct Pieces {
     std::int64_t largest() const;
 };
 Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least, std::int64_t granule = 1);
+// Where the backend's sums depend on how a product is cut (ComputeBackend::gemmCut: the CPU
+// on OpenBLAS's Haswell and Zen kernels), a packed layer computes a product in groups of
+// whole pieces of the backend's cut of the product the unpacked layer computes, so that
+// every element is the sum that layer's one call gives it. Each group holds as many pieces
+// as fit in `most` columns (or rows), at least one, and at least `least` (the backend's
+// threads, which run a group's pieces side by side: a group of one piece runs on one
+// thread) where they fit in `roomy` (the unscaled budget, packedBlockValues()). A cut along
+// the other dimension, or none (count 0), gives one group: the whole.
+struct PieceGroups {
+    GemmCut cut;
+    std::vector<std::int64_t> firstPiece;   // group i is pieces [firstPiece[i], firstPiece[i + 1])
+    std::int64_t count() const { return static_cast<std::int64_t>(firstPiece.size()) - 1; }
+    std::int64_t begin(std::int64_t i) const { return cut.begin(firstPiece[static_cast<std::size_t>(i)]); }
+    std::int64_t largest() const;
+};
+PieceGroups pieceGroups(const GemmCut& cut, bool columns, std::int64_t extent, std::int64_t most, std::int64_t least,
+                        std::int64_t roomy);
+// Copies a (rows, cols) block of fp32 values, rows srcLd and dstLd apart, on the backend's
+// memory (the rows of one buffer may not overlap).
+void copyColumns(StepContext& ctx, const float* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
+                 std::int64_t rows, std::int64_t cols);
+// Group i's product: gemmPieces of its pieces (one gemm call for a whole product that is not
+// cut along the groups' dimension). Arguments as gemm's for the group's block.
+void gemmGroup(StepContext& ctx, const PieceGroups& groups, std::int64_t i, Transpose transA, Transpose transB,
+               std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda, const float* B,
+               std::int64_t ldb, float beta, float* C, std::int64_t ldc, const GemmPrecision& precision);
+// Whether the backend's sums of this product depend on its cut (gemmCut's count > 0).
+bool sumsDependOnCut(const StepContext& ctx, const GemmPrecision& precision, std::int64_t M, std::int64_t N,
+                     std::int64_t K);
 // The fewest items of `itemBytes` bytes that make a multiple of 16 bytes, on a backend whose
 // tensors live on a device: there a GEMM whose operands start and are strided on 16-byte
 // boundaries runs cuBLAS's fast tensor-core kernels (8 fp16 values a load), and one that

@@ -36,11 +36,14 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const auto p = StepPrecision::of(ctx, name());
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
-    // A packed input in the compute format is read in blocks of rows; another
-    // packed input is widened whole into the step's second work buffer, which keeps it for
-    // this layer's backward pass (no layer between uses that buffer).
+    // A packed input in the compute format is read in blocks of rows; another packed input,
+    // or one whose products the backend sums by their cut (gemmCut: the unpacked layer's
+    // calls then, whole), is widened whole into the step's second work buffer, which keeps
+    // it for this layer's backward pass (no layer between uses that buffer). A packed
+    // operand is never quantised: p.gemm() is its products' precision.
     inputArrivedPacked_ = input.packed();
-    readsInBlocks_ = operandAsItIs(input, p);
+    readsInBlocks_ = operandAsItIs(input, p) && (ctx.backend->multiplies16(p.gemm()) ||
+                                                 !sumsDependOnCut(ctx, p.gemm(), N, outFeatures_, inFeatures_));
     const Tensor* in = input.packed() && !readsInBlocks_ ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
     if (p.quant.blockScaled()) {
@@ -136,7 +139,10 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight);
     if (packsGrad) {
-        const Pieces rows = piecesOf(N, packedBlockValues(ctx, dataGemm, N * I) / I, leastGemmBlock(I * O));
+        // In blocks of rows, or whole where the backend's sums depend on the cut.
+        const Pieces rows = sumsDependOnCut(ctx, dataGemm, N, I, O)
+                                ? piecesOf(N, N, 1)
+                                : piecesOf(N, packedBlockValues(ctx, dataGemm, N * I) / I, leastGemmBlock(I * O));
         Tensor& sums = workBuffer(ctx, 0, {rows.largest(), I}, ownGradWork_);
         const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
         for (std::int64_t i = 0; i < rows.count; ++i) {

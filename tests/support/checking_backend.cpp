@@ -229,12 +229,14 @@ void CheckingBackend::im2col(const ConvGeometry& g, const float* src, std::int64
     cpu_->im2col(g, src, n0, count, cols);
 }
 
-void CheckingBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst)
+void CheckingBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,
+                             std::int64_t colsLd)
 {
-    need(cols, g.patchSize() * count * g.planeSize(), "col2im cols");
+    const std::int64_t columns = count * g.planeSize(), ld = colsLd != 0 ? colsLd : columns;
+    if (g.patchSize() > 0 && columns > 0) need(cols, (g.patchSize() - 1) * ld + columns, "col2im cols");
     need(dst, g.channels * g.batch * g.planeSize(), "col2im dst");
     const HostAccess access(device_);
-    cpu_->col2im(g, cols, n0, count, dst);
+    cpu_->col2im(g, cols, n0, count, dst, colsLd);
 }
 
 void CheckingBackend::roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
@@ -288,7 +290,7 @@ bool CheckingBackend::convolutionBackwardData(const ConvGeometry& g, std::int64_
     lowered_.resize(static_cast<std::size_t>(g.patchSize() * cols));
     cpu_->gemm(Transpose::yes, Transpose::no, g.patchSize(), cols, outChannels, w, g.patchSize(), dy, cols, 0.0f,
                lowered_.data(), cols, p);
-    cpu_->col2im(g, lowered_.data(), 0, g.batch, dx);
+    cpu_->col2im(g, lowered_.data(), 0, g.batch, dx, 0);
     return true;
 }
 

@@ -136,7 +136,8 @@ public:
               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
               GemmPrecision p) override;
     void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols) override;
-    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst) override;
+    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,
+                std::int64_t colsLd) override;
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override;
     float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,

@@ -103,13 +103,14 @@ public:
         info_.versions.push_back("bf16/tf32 accumulation: " + emulatedSums);
         const std::string core = openblas_get_corename();
         info_.versions.push_back(
-            cutsSumAlike()
-                ? "16-bit activations and gradients: held in 2 bytes (OpenBLAS's " + core +
-                      " kernels sum a product cut into blocks as the whole, so the packed layers' blocks give the "
-                      "same bits); PLAB_PACKED_STORAGE=off holds them in fp32"
-                : "16-bit activations and gradients: held in fp32 (OpenBLAS's " + core +
-                      " kernels sum a product cut into blocks in another order); PLAB_PACKED_STORAGE=on holds them "
-                      "in 2 bytes, and results move by roundings");
+            "16-bit activations and gradients: held in 2 bytes (" +
+            std::string(cutsSumAlike() ? "OpenBLAS's " + core +
+                                             " kernels sum a product cut into blocks as the whole, so the packed layers' "
+                                             "blocks give the same bits"
+                                       : "OpenBLAS's " + core +
+                                             " kernels sum a product cut into blocks in another order, so the packed "
+                                             "layers compute in the pieces the unpacked layers' products are cut into") +
+            "); PLAB_PACKED_STORAGE=off holds them in fp32");
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
         info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.
@@ -153,8 +154,44 @@ public:
     {
         // Only OpenBLAS's products (fp32 sums): oneDNN's and the emulated sums have no
         // such blocks.
-        if (runsNatively(precision) || !(precision.fp32Accumulate || precision.compute == Format::fp32)) return 0;
+        if (!sumsInBlas(precision)) return 0;
         return cpu::blasReductionCut(mostPieces(), M, N);
+    }
+
+    // Where OpenBLAS sums a cut in its own order (its Haswell and Zen kernels), sgemm's cut
+    // by the product's shape; elsewhere (its SkylakeX kernels, oneDNN, the emulated sums,
+    // which sum each element alone) any block sums as the whole.
+    GemmCut gemmCut(const GemmPrecision& precision, std::int64_t M, std::int64_t N, std::int64_t K) const override
+    {
+        if (cutsSumAlike() || !sumsInBlas(precision) || M <= 0 || N <= 0) return {};
+        const cpu::SgemmCut cut = cpu::sgemmCut(M, N, cpu::sgemmPieces(mostPieces(), M, N, K));
+        return {cut.columns, cut.extent, cut.block, cut.blocks};
+    }
+
+    void gemmPieces(const GemmCut& cut, std::int64_t first, std::int64_t last, Transpose transA, Transpose transB,
+                    std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda, const float* B,
+                    std::int64_t ldb, float beta, float* C, std::int64_t ldc, GemmPrecision precision) override
+    {
+        if (cut.count == 0 || !sumsInBlas(precision) || cutsSumAlike()) {
+            gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc, precision);
+            return;
+        }
+        const std::int64_t base = cut.begin(first);
+        if (first < 0 || last > cut.count || first >= last || (cut.columns ? N : M) != cut.begin(last) - base)
+            throw std::invalid_argument("gemmPieces got pieces that are not the cut's.");
+        if (M == 0 || N == 0) return;
+        if (K == 0) {
+            sgemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
+        if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+        pool_.parallelFor(last - first, 1, [&](std::int64_t b0, std::int64_t b1) {
+            for (std::int64_t piece = first + b0; piece < first + b1; ++piece) {
+                const std::int64_t start = cut.begin(piece) - base, len = cut.begin(piece + 1) - cut.begin(piece);
+                if (cut.columns) sgemmCall(transA, transB, 0, M, start, len, K, A, lda, B, ldb, beta, C, ldc);
+                else sgemmCall(transA, transB, start, len, 0, N, K, A, lda, B, ldb, beta, C, ldc);
+            }
+        });
     }
 
     void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
@@ -163,10 +200,10 @@ public:
         cpu::im2colBatch(pool_, g, src, n0, count, cols);
     }
 
-    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count,
-                float* dst) override
+    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,
+                std::int64_t colsLd) override
     {
-        cpu::col2imBatch(pool_, g, cols, n0, count, dst);
+        cpu::col2imBatch(pool_, g, cols, n0, count, dst, colsLd);
     }
 
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
@@ -262,11 +299,11 @@ public:
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
     bool handlesPackedTensors() const override { return true; }
-    // Where OpenBLAS sums cuts alike (cutsSumAlike): the packed layers' blocks then give the
-    // whole products' bits, and the packed step measured as fast as the unpacked one within
-    // this machine's noise (bench/RESULTS.md, 2026-11-26). Elsewhere packing would move
-    // results by roundings.
-    bool packsByDefault() const override { return cutsSumAlike(); }
+    // The packed layers give the unpacked ones' bits on every kernel family: where OpenBLAS
+    // sums cuts alike (cutsSumAlike) in their own blocks, elsewhere in the pieces of this
+    // backend's cut of the unpacked products (gemmCut, gemmPieces). The packed step measured
+    // as fast as the unpacked one (bench/RESULTS.md).
+    bool packsByDefault() const override { return true; }
     void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
                  std::int64_t rows, std::int64_t cols) override
     {
@@ -443,6 +480,24 @@ private:
     }
 
     static bool cutsSumAlike() { return cpu::blasCutsSumAlike(); }
+    // Whether gemm sums a product of this precision in OpenBLAS (fp32 sums).
+    bool sumsInBlas(const GemmPrecision& precision) const
+    {
+        return !runsNatively(precision) && (precision.fp32Accumulate || precision.compute == Format::fp32);
+    }
+    // One OpenBLAS call (single-threaded once the caller has said so): rows [i0, i0 + m)
+    // and columns [j0, j0 + n) of C = op(A) op(B) + beta C.
+    static void sgemmCall(Transpose transA, Transpose transB, std::int64_t i0, std::int64_t m, std::int64_t j0,
+                          std::int64_t n, std::int64_t K, const float* A, std::int64_t lda, const float* B,
+                          std::int64_t ldb, float beta, float* C, std::int64_t ldc)
+    {
+        const float* a = A + (transA == Transpose::yes ? i0 : i0 * lda);
+        const float* b = B + (transB == Transpose::yes ? j0 * ldb : j0);
+        cblas_sgemm(CblasRowMajor, transA == Transpose::yes ? CblasTrans : CblasNoTrans,
+                    transB == Transpose::yes ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+                    static_cast<blasint>(n), static_cast<blasint>(K), 1.0f, a, static_cast<blasint>(lda), b,
+                    static_cast<blasint>(ldb), beta, C + i0 * ldc + j0, static_cast<blasint>(ldc));
+    }
     // The most pieces sgemm cuts a product into (see there).
     std::int64_t mostPieces() const { return cutsSumAlike() ? 2 * std::int64_t{threads_} : kMostPieces; }
 
@@ -461,14 +516,8 @@ private:
         // sleep, and a busy core only slows the blocks it would have taken. Blocks split M or N (never K), so every element is
         // the same sum as in one call, whichever thread computes it.
         if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-        const CBLAS_TRANSPOSE ta = transA == Transpose::yes ? CblasTrans : CblasNoTrans;
-        const CBLAS_TRANSPOSE tb = transB == Transpose::yes ? CblasTrans : CblasNoTrans;
         auto call = [&](std::int64_t i0, std::int64_t m, std::int64_t j0, std::int64_t n) {
-            const float* a = A + (transA == Transpose::yes ? i0 : i0 * lda);
-            const float* b = B + (transB == Transpose::yes ? j0 * ldb : j0);
-            cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
-                        static_cast<blasint>(K), 1.0f, a, static_cast<blasint>(lda), b,
-                        static_cast<blasint>(ldb), beta, C + i0 * ldc + j0, static_cast<blasint>(ldc));
+            sgemmCall(transA, transB, i0, m, j0, n, K, A, lda, B, ldb, beta, C, ldc);
         };
         // Results never depend on the thread count. OpenBLAS's Haswell and Zen kernels (what
         // AVX2-only CPUs get) sum an element in another order when a product is cut

@@ -144,11 +144,12 @@ void im2colInParts(ThreadPool& pool, const ConvGeometry& g, const float* src, st
 }
 
 void col2imBatch(ThreadPool& pool, const ConvGeometry& g, const float* cols, std::int64_t n0,
-                 std::int64_t count, float* dst)
+                 std::int64_t count, float* dst, std::int64_t colsLd)
 {
     checkGeometry(g, n0, count);
     const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel;
-    const std::int64_t rowLength = count * hw;
+    if (colsLd != 0 && colsLd < count * hw) throw std::invalid_argument("col2im got rows shorter than its columns.");
+    const std::int64_t rowLength = colsLd != 0 ? colsLd : count * hw;
     // One item = one (channel, sample) plane of dst, summed from its k*k rows in a fixed
     // order (deterministic, no write conflicts between threads).
     pool.parallelFor(g.channels * count, std::max<std::int64_t>(1, 4096 / hw),

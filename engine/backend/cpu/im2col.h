@@ -27,7 +27,8 @@ void im2colInParts(ThreadPool& pool, const ConvGeometry& g, const float* src, st
                    float* cols, std::int64_t band,
                    const std::function<void(std::int64_t row0, std::int64_t rows, std::int64_t column0,
                                             std::int64_t columns)>& part);
+// cols's rows colsLd apart (0: count * H * W).
 void col2imBatch(ThreadPool& pool, const ConvGeometry& g, const float* cols, std::int64_t n0,
-                 std::int64_t count, float* dst);
+                 std::int64_t count, float* dst, std::int64_t colsLd = 0);
 
 }  // namespace plab::cpu

@@ -158,12 +158,16 @@ void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std:
     PLAB_CUDA_CHECK(cudakernels::launchIm2col16(shapeOf(g), n0, count, src, cols, stream()));
 }
 
-void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst)
+void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,
+                         std::int64_t colsLd)
 {
     checkGeometry(g, n0, count);
+    if (colsLd != 0 && colsLd < count * g.planeSize())
+        throw std::invalid_argument("col2im got rows shorter than its columns.");
     if (count == 0) return;
     activate();
-    PLAB_CUDA_CHECK(cudakernels::launchCol2im(shapeOf(g), n0, count, cols, dst, stream()));
+    PLAB_CUDA_CHECK(cudakernels::launchCol2im(shapeOf(g), n0, count, cols, colsLd != 0 ? colsLd : count * g.planeSize(),
+                                              dst, stream()));
 }
 
 bool CudaBackend::convolutionForward(const ConvGeometry& g, std::int64_t outChannels, const float* x, const float* w,

@@ -50,8 +50,8 @@ public:
               float* C, std::int64_t ldc, GemmPrecision precision) override;
     void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count,
                 float* cols) override;
-    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count,
-                float* dst) override;
+    void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,
+                std::int64_t colsLd) override;
     void roundArray(Format f, const float* src, float* dst, std::size_t n, RoundingStats* stats,
                     GradientHistogram* hist) override;
 

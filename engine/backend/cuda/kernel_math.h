@@ -214,10 +214,11 @@ PLAB_HOST_DEVICE std::int64_t im2colSource(const ConvShape& g, std::int64_t n0, 
 }
 
 // col2im, the adjoint: for element `dstIndex` of the (C, count, H, W) block being written,
-// the cols index of its kk-th term (kk = ky * k + kx), or -1 where none. The kernel sums
-// the terms in kk order starting from +0, which is the order of the CPU's shiftedAdd.
+// the cols index of its kk-th term (kk = ky * k + kx), or -1 where none, cols's rows colsLd
+// apart (0: count * H * W). The kernel sums the terms in kk order starting from +0, which is
+// the order of the CPU's shiftedAdd.
 PLAB_HOST_DEVICE std::int64_t col2imTerm(const ConvShape& g, std::int64_t count,
-                                         std::int64_t dstIndex, int kk)
+                                         std::int64_t dstIndex, int kk, std::int64_t colsLd = 0)
 {
     const std::int64_t hw = g.height * g.width, k2 = static_cast<std::int64_t>(g.kernel) * g.kernel;
     const std::int64_t plane = dstIndex / hw, p = dstIndex % hw;
@@ -226,7 +227,7 @@ PLAB_HOST_DEVICE std::int64_t col2imTerm(const ConvShape& g, std::int64_t count,
     // cols[(c, ky, kx)][n, oy, ox] reads src[oy + ky - pad][ox + kx - pad]: solve for o.
     const std::int64_t oy = p / g.width - (ky - g.pad), ox = p % g.width - (kx - g.pad);
     if (oy < 0 || oy >= g.height || ox < 0 || ox >= g.width) return -1;
-    return (c * k2 + kk) * (count * hw) + n * hw + oy * g.width + ox;
+    return (c * k2 + kk) * (colsLd != 0 ? colsLd : count * hw) + n * hw + oy * g.width + ox;
 }
 
 // col2im writes element `blockIndex` of the (C, count, H, W) block of samples

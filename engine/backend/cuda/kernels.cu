@@ -95,14 +95,14 @@ __global__ void im2colKernel(ConvShape g, long long n0, long long count, const f
 
 // One thread per output element: a gather in kk order (no atomics, deterministic, and the
 // same additions in the same order as the CPU's col2im, so the results agree bit for bit).
-__global__ void col2imKernel(ConvShape g, long long n0, long long count, const float* cols, float* dst,
-                             long long total)
+__global__ void col2imKernel(ConvShape g, long long n0, long long count, const float* cols, long long colsLd,
+                             float* dst, long long total)
 {
     const int k2 = g.kernel * g.kernel;
     for (long long i = firstIndex(); i < total; i += gridStride()) {
         float sum = 0.0f;
         for (int kk = 0; kk < k2; ++kk) {
-            const long long from = col2imTerm(g, count, i, kk);
+            const long long from = col2imTerm(g, count, i, kk, colsLd);
             if (from >= 0) sum = addRn(sum, cols[from]);
         }
         dst[col2imTarget(g, n0, count, i)] = sum;
@@ -174,13 +174,13 @@ cudaError_t launchIm2col(const ConvShape& g, long long n0, long long count, cons
     return cudaGetLastError();
 }
 
-cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, float* dst,
-                         cudaStream_t stream)
+cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, long long colsLd,
+                         float* dst, cudaStream_t stream)
 {
     const long long total = g.channels * count * g.height * g.width;
     if (total == 0) return cudaSuccess;
-    col2imKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(g, n0, count, cols, dst,
-                                                                                     total);
+    col2imKernel<<<blocksFor(static_cast<std::size_t>(total)), kThreads, 0, stream>>>(g, n0, count, cols, colsLd,
+                                                                                     dst, total);
     return cudaGetLastError();
 }
 

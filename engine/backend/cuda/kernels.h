@@ -66,9 +66,10 @@ cudaError_t launchScaleMatrix(float* c, long long rows, long long cols, long lon
 // cols (patchSize, count * H * W) from samples [n0, n0 + count) of src (C, g.batch, H, W).
 cudaError_t launchIm2col(const ConvShape& g, long long n0, long long count, const float* src, float* cols,
                          cudaStream_t stream);
-// dst (C, g.batch, H, W) samples [n0, n0 + count) overwritten with the col2im sums of cols.
-cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, float* dst,
-                         cudaStream_t stream);
+// dst (C, g.batch, H, W) samples [n0, n0 + count) overwritten with the col2im sums of cols,
+// whose rows are colsLd apart.
+cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, const float* cols, long long colsLd,
+                         float* dst, cudaStream_t stream);
 
 // ---- FP8 recipes (fp8_kernels.cu) --------------------------------------------------------
 
