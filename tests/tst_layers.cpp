@@ -771,6 +771,58 @@ private slots:
         QCOMPARE(deviceGranule(onDevice, 1), std::int64_t{16});
     }
 
+    // ComputeBackend::gemmPieces: any run of whole pieces of the backend's cut (gemmCut)
+    // gives the bits of one gemm call, whether the cut runs along the columns or the rows.
+    // On OpenBLAS's SkylakeX kernels the CPU backend has no cut to keep (count 0); CTest runs
+    // this suite again on the Haswell kernels (tst_layers_simd_avx2), which have one.
+    void gemmPiecesGiveTheWholeProduct_data()
+    {
+        QTest::addColumn<qint64>("M");
+        QTest::addColumn<qint64>("N");
+        QTest::addColumn<qint64>("K");
+        QTest::addRow("columns") << qint64{40} << qint64{1000} << qint64{300};
+        QTest::addRow("rows") << qint64{1000} << qint64{40} << qint64{300};
+    }
+    void gemmPiecesGiveTheWholeProduct()
+    {
+        QFETCH(qint64, M);
+        QFETCH(qint64, N);
+        QFETCH(qint64, K);
+        const auto cpu = createCpuBackend(2);
+        const GemmPrecision fp32;
+        const GemmCut cut = cpu->gemmCut(fp32, M, N, K);
+        if (cut.count == 0) QSKIP("this CPU's BLAS sums any cut of a product alike: no pieces to keep");
+        QCOMPARE(cut.columns, N >= M);
+        QVERIFY(cut.count >= 4);
+        std::uint32_t state = 11;
+        auto next = [&] {
+            state = state * 1664525u + 1013904223u;
+            return static_cast<float>(static_cast<std::int32_t>(state)) / 2147483648.0f;
+        };
+        std::vector<float> A(std::size_t(M * K)), B(std::size_t(K * N)), whole(std::size_t(M * N));
+        for (float& v : A) v = next();
+        for (float& v : B) v = next();
+        cpu->gemm(Transpose::no, Transpose::no, M, N, K, A.data(), K, B.data(), N, 0.0f, whole.data(), N, fp32);
+        for (const std::int64_t group : {1, 2, 3}) {
+            std::vector<float> pieces(whole.size(), -1.0f);
+            for (std::int64_t p = 0; p < cut.count; p += group) {
+                const std::int64_t q = std::min(cut.count, p + group), b = cut.begin(p), e = cut.begin(q);
+                if (cut.columns)
+                    cpu->gemmPieces(cut, p, q, Transpose::no, Transpose::no, M, e - b, K, A.data(), K, B.data() + b, N,
+                                    0.0f, pieces.data() + b, N, fp32);
+                else
+                    cpu->gemmPieces(cut, p, q, Transpose::no, Transpose::no, e - b, N, K, A.data() + b * K, K,
+                                    B.data(), N, 0.0f, pieces.data() + b * N, N, fp32);
+            }
+            QVERIFY2(sameBits(pieces, whole), qPrintable(QString("groups of %1 pieces").arg(group)));
+        }
+        // A block that cuts a piece is refused, not summed in another order.
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 cpu->gemmPieces(cut, 0, 1, Transpose::no, Transpose::no, cut.columns ? M : cut.width - 1,
+                                                 cut.columns ? cut.width - 1 : N, K, A.data(), K, B.data(), N, 0.0f,
+                                                 whole.data(), N, fp32));
+    }
+
     // Groups of a backend's pieces (pieceGroups) cover the extent in whole pieces, each as
     // many as fit in `most`, at least one, and at least `least` where they fit in `roomy`. A
     // cut along the other dimension, or none, is one group.
