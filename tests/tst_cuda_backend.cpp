@@ -527,6 +527,16 @@ private slots:
         cuda_->col2im(g, dCols.data(), n0, count, dDst.data(), 0);
         cpu_->col2im(g, cpuCols.data(), n0, count, cpuDst.data(), 0);
         QVERIFY(sameBits(dDst.toHost(), cpuDst));
+        // The same columns with their rows further apart (colsLd): the same sums.
+        const std::int64_t columns = count * hw, ld = columns + 7;
+        std::vector<float> strided(static_cast<std::size_t>(g.patchSize() * ld), -3.0f);
+        for (std::int64_t r = 0; r < g.patchSize(); ++r)
+            std::copy_n(cpuCols.begin() + r * columns, columns, strided.begin() + r * ld);
+        Tensor dStrided = onDevice(strided), dStridedDst = onDevice(std::vector<float>(src.size(), 7.0f));
+        cuda_->col2im(g, dStrided.data(), n0, count, dStridedDst.data(), ld);
+        QVERIFY(sameBits(dStridedDst.toHost(), cpuDst));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 cuda_->col2im(g, dStrided.data(), n0, count, dStridedDst.data(), columns - 1));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda_->im2col(g, dSrc.data(), 6, 5, dCols.data()));
     }
 

@@ -122,13 +122,16 @@ bool sameTaps(const std::map<TapKey, TapData>& a, const std::map<TapKey, TapData
 // its taps after the backend's flush().
 struct ConvStep {
     std::vector<float> y, dx, dw, db;
+    bool outputPacked = false, gradPacked = false;
     std::map<TapKey, TapData> taps;
 };
 
 // A "conv2" layer (cin -> 2 channels) of a model under `preset` on `backend`: the same
 // weights, input and output gradient for every backend (seeded), in the recipe's formats
 // and placed where the backend keeps its tensors, as a model's applyRecipe does.
-ConvStep convStep(ComputeBackend& backend, const std::string& preset, int cin, int batch, int side)
+// packInputs: the input and dY held packed (a packing layer's step, packing on).
+ConvStep convStep(ComputeBackend& backend, const std::string& preset, int cin, int batch, int side,
+                  bool packInputs = false)
 {
     const PrecisionRecipe recipe = *PrecisionRecipe::fromPreset(preset);
     const Format storage = recipe.storage();
@@ -144,11 +147,16 @@ ConvStep convStep(ComputeBackend& backend, const std::string& preset, int cin, i
     for (Tensor* t : {&x, &dy}) {
         for (std::int64_t i = 0; i < t->size(); ++i) (*t)[i] = roundTo(storage, rng.uniform(-1.0f, 1.0f));
         t->setStorage(storage);
+        if (packInputs) t->pack();
         t->place(backend.allocator());
     }
     ConvStep step;
-    step.y = conv.forward(x, ctx).toHost();
-    step.dx = conv.backward(dy, ctx, true)->toHost();
+    const Tensor& y = conv.forward(x, ctx);
+    step.y = y.toHost();
+    step.outputPacked = y.packed();
+    const Tensor* dx = conv.backward(dy, ctx, true);
+    step.dx = dx->toHost();
+    step.gradPacked = dx->packed();
     step.dw = conv.weight().grad.toHost();
     step.db = conv.bias().grad.toHost();
     backend.flush();
@@ -304,6 +312,39 @@ private slots:
         QVERIFY(sameBits(refused.db, lowered.db));
         QVERIFY(sameTaps(refused.taps, lowered.taps));
         QCOMPARE(refused.taps.empty(), preset == "fp32");   // fp32 has no rounding sites
+    }
+
+    // A packed convolution whose input lowers in several blocks of samples (512 channels:
+    // 9 samples of 28 x 28 a block, so batch 20 is 9 + 9 + 2, each block's pieces cutting its
+    // samples), and one whose filter gradient's sum is too short for spans (batch 3), give
+    // the fp32-held layer's bits and counts.
+    void packedConvolutionInLoweringBlocks_data()
+    {
+        QTest::addColumn<int>("batch");
+        QTest::addRow("three lowering blocks") << 20;
+        QTest::addRow("short sums") << 3;
+    }
+    void packedConvolutionInLoweringBlocks()
+    {
+        QFETCH(int, batch);
+        constexpr int cin = 512, side = 28;
+        QCOMPARE(Conv2d::kColsBudget / (std::int64_t{cin} * 9 * side * side), std::int64_t{9});
+        auto cpu = createCpuBackend(2);
+        ConvStep held, packed;
+        {
+            const ScopedPackedStorage off(false);
+            held = convStep(*cpu, "amp-fp16", cin, batch, side);
+        }
+        {
+            const ScopedPackedStorage on(true);
+            packed = convStep(*cpu, "amp-fp16", cin, batch, side, true);
+        }
+        QVERIFY(packed.outputPacked && packed.gradPacked && !held.outputPacked && !held.gradPacked);
+        QVERIFY(sameBits(packed.y, held.y));
+        QVERIFY(sameBits(packed.dx, held.dx));
+        QVERIFY(sameBits(packed.dw, held.dw));
+        QVERIFY(sameBits(packed.db, held.db));
+        QVERIFY(sameTaps(packed.taps, held.taps));
     }
 
     void im2colIsAdjointOfCol2im()
@@ -772,7 +813,8 @@ private slots:
     }
 
     // ComputeBackend::gemmPieces: any run of whole pieces of the backend's cut (gemmCut)
-    // gives the bits of one gemm call, whether the cut runs along the columns or the rows.
+    // gives the bits of one gemm call, whether the cut runs along the columns or the rows,
+    // with the operands stored as they are or transposed.
     // On OpenBLAS's SkylakeX kernels the CPU backend has no cut to keep (count 0); CTest runs
     // this suite again on the Haswell kernels (tst_layers_simd_avx2), which have one.
     void gemmPiecesGiveTheWholeProduct_data()
@@ -816,10 +858,35 @@ private slots:
             }
             QVERIFY2(sameBits(pieces, whole), qPrintable(QString("groups of %1 pieces").arg(group)));
         }
-        // A block that cuts a piece is refused, not summed in another order.
+        // With A and B stored transposed (the input gradient's op(A) = W^T): the same.
+        std::vector<float> At(A.size()), Bt(B.size()), pieces(whole.size(), -1.0f);
+        for (std::int64_t i = 0; i < M; ++i)
+            for (std::int64_t k = 0; k < K; ++k) At[std::size_t(k * M + i)] = A[std::size_t(i * K + k)];
+        for (std::int64_t k = 0; k < K; ++k)
+            for (std::int64_t j = 0; j < N; ++j) Bt[std::size_t(j * K + k)] = B[std::size_t(k * N + j)];
+        for (std::int64_t p = 0; p < cut.count; p += 2) {
+            const std::int64_t q = std::min(cut.count, p + 2), b = cut.begin(p), e = cut.begin(q);
+            if (cut.columns)
+                cpu->gemmPieces(cut, p, q, Transpose::yes, Transpose::yes, M, e - b, K, At.data(), M,
+                                Bt.data() + b * K, K, 0.0f, pieces.data() + b, N, fp32);
+            else
+                cpu->gemmPieces(cut, p, q, Transpose::yes, Transpose::yes, e - b, N, K, At.data() + b, M, Bt.data(),
+                                K, 0.0f, pieces.data() + b * N, N, fp32);
+        }
+        std::vector<float> wholeT(whole.size());
+        cpu->gemm(Transpose::yes, Transpose::yes, M, N, K, At.data(), M, Bt.data(), K, 0.0f, wholeT.data(), N, fp32);
+        QVERIFY(sameBits(pieces, wholeT));
+        // A block that cuts a piece, or a cut that is not the backend's (another sum length),
+        // is refused, not summed in another order.
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                                  cpu->gemmPieces(cut, 0, 1, Transpose::no, Transpose::no, cut.columns ? M : cut.width - 1,
                                                  cut.columns ? cut.width - 1 : N, K, A.data(), K, B.data(), N, 0.0f,
+                                                 whole.data(), N, fp32));
+        const GemmCut other = cpu->gemmCut(fp32, M, N, 40);
+        QVERIFY(other.count != cut.count || other.width != cut.width);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 cpu->gemmPieces(other, 0, 1, Transpose::no, Transpose::no, cut.columns ? M : other.width,
+                                                 cut.columns ? other.width : N, K, A.data(), K, B.data(), N, 0.0f,
                                                  whole.data(), N, fp32));
     }
 
@@ -891,7 +958,8 @@ private slots:
     }
 
     // Issue 31: a linear layer reading a packed input in blocks of rows (forward, dX) and of
-    // columns (dW), with tiny blocks (4, 8 and 4 blocks here), computes what it computes on
+    // columns (dW), with tiny blocks (4, 8 and 4 blocks where the BLAS sums cuts alike; on
+    // OpenBLAS's Haswell kernels the input widened whole, dX in one block), computes what it computes on
     // the fp32-held input in one product each, bit for bit (as checkPackedAgainstReference
     // judges it).
     void packedLinearInBlocksComputesTheSameBits_data()

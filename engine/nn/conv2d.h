@@ -54,6 +54,9 @@ private:
     // of about packedBlockValues() values, so that no fp32 copy of a whole activation
     // exists. Every GEMM is a block of rows or columns of the unblocked one, or a span of its
     // sum cut where the BLAS cuts it anyway (gemmReductionCut): the same sums, the same bits.
+    // Where the backend's sums depend on the cut (gemmCut), groups of its pieces instead
+    // (forwardInPieces, inputGradientInPieces), and a filter gradient whose sum is too
+    // short for spans takes a lowering block's dY widened whole.
     void forwardPacked(StepContext& ctx, const StepPrecision& p);
     // Where the backend's sums depend on how a product is cut (gemmCut): the unpacked
     // layer's products (one a block of unpackedLowering samples), each computed in groups

@@ -37,7 +37,9 @@ private:
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     bool inputArrivedPacked_ = false;   // then its input gradient is packed too
     // The packed input is the operand as it is, read in blocks of rows (forward,
-    // dX) or columns (dW) widened into a work buffer of at most packedBlockValues() values.
+    // dX) or columns (dW) widened into a work buffer of at most packedBlockValues() values
+    // (not where the backend's sums depend on the cut, gemmCut: then widened whole, and dX
+    // in one block).
     bool readsInBlocks_ = false;
     // ... or, where the backend multiplies 16-bit patterns (gemm16), read whole as they are,
     // with the weights' patterns (forward) and dY's (dW).

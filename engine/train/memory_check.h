@@ -25,7 +25,7 @@ struct MemoryFootprint {
     std::int64_t activationBytesPerSample = 0;             // Model::activationBytesPerSample(recipe)
     // What the CPU backend holds of them per sample: 4 bytes an element without 16-bit
     // packing (the larger of this recipe's count and fp32's), Model::packedHeldBytesPerSample
-    // with it (packsStorageOn: by default where OpenBLAS sums cuts alike, or PLAB_PACKED_STORAGE=on).
+    // with it (packsStorageOn: on the CPU by default, unless PLAB_PACKED_STORAGE=off).
     std::int64_t heldActivationBytesPerSample = 0;
     std::int64_t fixedBytes() const;                       // the sum of `bytes`
     std::int64_t bytesOf(MemoryCategory c) const { return bytes[static_cast<std::size_t>(c)]; }

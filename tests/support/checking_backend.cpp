@@ -182,6 +182,18 @@ void CheckingBackend::gemm(Transpose ta, Transpose tb, std::int64_t M, std::int6
     cpu_->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
 }
 
+void CheckingBackend::gemmPieces(const GemmCut& cut, std::int64_t first, std::int64_t last, Transpose ta, Transpose tb,
+                                 std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda,
+                                 const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                                 GemmPrecision p)
+{
+    need(A, 1, "gemmPieces A");
+    need(B, 1, "gemmPieces B");
+    need(C, ((M - 1) * ldc + N), "gemmPieces C");
+    const HostAccess access(device_);
+    cpu_->gemmPieces(cut, first, last, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
+}
+
 void CheckingBackend::checkFp8(const GemmPrecision& p, Stored a, Stored b, const char* op)
 {
     if (p.a.on != p.b.on) device_.report(std::string(op) + ": one FP8 operand without the other");

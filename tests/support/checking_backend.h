@@ -135,6 +135,15 @@ public:
     void gemm(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
               GemmPrecision p) override;
+    // The CPU backend's cut and pieces (its sums on OpenBLAS's Haswell kernels depend on the
+    // cut), so that the packed layers on this device take the path they take on the host.
+    GemmCut gemmCut(const GemmPrecision& p, std::int64_t M, std::int64_t N, std::int64_t K) const override
+    {
+        return cpu_->gemmCut(p, M, N, K);
+    }
+    void gemmPieces(const GemmCut& cut, std::int64_t first, std::int64_t last, Transpose ta, Transpose tb,
+                    std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda, const float* B,
+                    std::int64_t ldb, float beta, float* C, std::int64_t ldc, GemmPrecision p) override;
     void im2col(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols) override;
     void col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,
                 std::int64_t colsLd) override;
