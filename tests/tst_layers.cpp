@@ -926,6 +926,13 @@ private slots:
             }
             QCOMPARE(g.largest(), widest);
         }
+        // Worked by hand: pieces of 208 columns of 1,000 (the last 168).
+        const GemmCut five{true, 1000, 208, 5};
+        using Firsts = std::vector<std::int64_t>;
+        QCOMPARE(pieceGroups(five, true, 1000, 450, 1, 450).firstPiece, (Firsts{0, 2, 4, 5}));   // 416, 416, 168
+        QCOMPARE(pieceGroups(five, true, 1000, 100, 2, 450).firstPiece, (Firsts{0, 2, 4, 5}));   // pairs: threads
+        QCOMPARE(pieceGroups(five, true, 1000, 100, 2, 300).firstPiece, (Firsts{0, 1, 2, 3, 4, 5}));   // no room
+        QCOMPARE(pieceGroups(five, true, 1000, 1000, 2, 1000).firstPiece, (Firsts{0, 5}));
         const GemmCut rows{false, 300, 48, 7};
         for (const GemmCut& c : {rows, GemmCut{}}) {
             const PieceGroups g = pieceGroups(c, true, 300, 50, 2, 100);
