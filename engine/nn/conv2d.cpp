@@ -159,23 +159,33 @@ std::int64_t Conv2d::unpackedLowering(const StepContext& ctx) const
     return std::min(samplesPerBlock(g, deviceGranule(ctx, g.planeSize() * 2)), std::max<std::int64_t>(g.batch, 1));
 }
 
+std::vector<PieceGroups> Conv2d::loweringGroups(const StepContext& ctx, const GemmPrecision& precision,
+                                               std::int64_t M, std::int64_t sum, std::int64_t rows) const
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), packed = rows * N * hw;
+    const std::int64_t most = std::min(packedColumnValues(ctx, precision, packed) / K,
+                                       packedBlockValues(ctx, precision, packed) / rows);
+    const std::int64_t roomy = std::min(2 * packedBlockValues() / K, packedBlockValues() / rows);
+    const std::int64_t lowering = unpackedLowering(ctx);
+    std::vector<PieceGroups> blocks;
+    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
+        const std::int64_t columns = std::min(lowering, N - n0) * hw;
+        blocks.push_back(pieceGroups(ctx.backend->gemmCut(precision, M, columns, sum), true, columns, most,
+                                     ctx.backend->threads(), roomy));
+    }
+    return blocks;
+}
+
 void Conv2d::forwardInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision)
 {
     const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
-    const std::int64_t lowering = unpackedLowering(ctx), packed = outChannels_ * N * hw;
-    const std::int64_t most = std::min(packedColumnValues(ctx, precision, packed) / K,
-                                       packedBlockValues(ctx, precision, packed) / outChannels_);
-    const std::int64_t roomy = std::min(2 * packedBlockValues() / K, packedBlockValues() / outChannels_);
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), lowering = unpackedLowering(ctx);
     // The unpacked layer's products, one a block of `lowering` samples, each in groups of
     // its pieces: a group's columns lowered from the samples they lie in.
-    auto groupsOf = [&](std::int64_t count) {
-        return pieceGroups(ctx.backend->gemmCut(precision, outChannels_, count * hw, K), true, count * hw, most,
-                           ctx.backend->threads(), roomy);
-    };
+    const std::vector<PieceGroups> blocks = loweringGroups(ctx, precision, outChannels_, K, outChannels_);
     std::int64_t widest = 0, widestLowered = 0;
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-        const PieceGroups groups = groupsOf(std::min(lowering, N - n0));
+    for (const PieceGroups& groups : blocks) {
         for (std::int64_t i = 0; i < groups.count(); ++i) {
             const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1);
             widest = std::max(widest, c1 - c0);
@@ -185,8 +195,9 @@ void Conv2d::forwardInPieces(StepContext& ctx, const StepPrecision& p, const Gem
     prepareTensor(cols_, {K, widestLowered}, Format::fp32, ctx, MemoryCategory::workspace);
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-        const PieceGroups groups = groupsOf(std::min(lowering, N - n0));
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const PieceGroups& groups = blocks[b];
+        const std::int64_t n0 = static_cast<std::int64_t>(b) * lowering;
         for (std::int64_t i = 0; i < groups.count(); ++i) {
             const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1), columns = c1 - c0;
             const std::int64_t s0 = c0 / hw, s1 = (c1 + hw - 1) / hw;
@@ -351,29 +362,23 @@ void Conv2d::inputGradientInPieces(StepContext& ctx, const StepPrecision& p, con
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    const std::int64_t lowering = unpackedLowering(ctx), packed = std::max(outChannels_, C) * N * hw;
-    const std::int64_t most = std::min(packedColumnValues(ctx, dataGemm, packed) / K,
-                                       packedBlockValues(ctx, dataGemm, packed) / std::max(outChannels_, C));
-    const std::int64_t roomy = std::min(2 * packedBlockValues() / K, packedBlockValues() / std::max(outChannels_, C));
+    const std::int64_t lowering = unpackedLowering(ctx);
     // The unpacked layer's products, dcols (K, count*hw) = W^T dY of a block of `lowering`
     // samples, each in groups of its pieces. A group's columns follow the columns of the
     // sample the last group left unfinished (the carry, under one sample), the samples
     // completed are folded (col2im over the buffer's rows, ld apart), and the columns of the
     // next unfinished one move to the buffer's front.
-    auto groupsOf = [&](std::int64_t count) {
-        return pieceGroups(ctx.backend->gemmCut(dataGemm, K, count * hw, outChannels_), true, count * hw, most,
-                           ctx.backend->threads(), roomy);
-    };
+    const std::vector<PieceGroups> blocks = loweringGroups(ctx, dataGemm, K, outChannels_, std::max(outChannels_, C));
     std::int64_t widest = 0;
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering)
-        widest = std::max(widest, groupsOf(std::min(lowering, N - n0)).largest());
+    for (const PieceGroups& groups : blocks) widest = std::max(widest, groups.largest());
     const std::int64_t ld = widest + hw - 1;
     prepareTensor(cols_, {K, ld}, Format::fp32, ctx, MemoryCategory::workspace);
     Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     Tensor& sums = workBuffer(ctx, 1, {C, ld}, ownWork_[1]);
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-        const PieceGroups groups = groupsOf(std::min(lowering, N - n0));
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const PieceGroups& groups = blocks[b];
+        const std::int64_t n0 = static_cast<std::int64_t>(b) * lowering;
         std::int64_t folded = 0;   // the block's samples folded so far
         for (std::int64_t i = 0; i < groups.count(); ++i) {
             const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1), columns = c1 - c0;

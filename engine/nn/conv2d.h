@@ -66,6 +66,12 @@ private:
                                const Tensor& dY);
     // The samples per block of the unpacked layer's lowering (prepareColumns's colsBlock_).
     std::int64_t unpackedLowering(const StepContext& ctx) const;
+    // The groups of pieces (pieceGroups) of a pass's unpacked products, one a lowering block
+    // with an (M, samples * H * W) result and a sum of `sum`, each group's fp32 buffers within
+    // the block budget of a packed tensor of `rows` rows (its columns, patchSize rows, twice
+    // that): one entry a lowering block.
+    std::vector<PieceGroups> loweringGroups(const StepContext& ctx, const GemmPrecision& precision, std::int64_t M,
+                                            std::int64_t sum, std::int64_t rows) const;
     // The weight and bias gradients rounded to the storage format (when it is not fp32).
     void roundWeightGradients(StepContext& ctx, const StepPrecision& p);
     void filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
