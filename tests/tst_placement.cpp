@@ -177,6 +177,48 @@ private slots:
         QCOMPARE(device.live(), std::size_t{0});   // everything released
     }
 
+    // resize's contract for what it adds: NewElements::zero reads as zero (also after a
+    // shrink, within the capacity, where a vector keeps old values), NewElements::undefined
+    // keeps the first elements and, poisoned, reads as NaN: the guard that a buffer the
+    // layers take undefined is never read before it is written (CTest poisons every suite).
+    void newElementsReadAsResizeSays()
+    {
+        const bool was = poisonsNewElements();
+        setPoisonNewElements(true);
+        TrackingAllocator device;
+        for (const bool packed : {false, true}) {
+            for (DeviceAllocator* where : {static_cast<DeviceAllocator*>(nullptr),
+                                           static_cast<DeviceAllocator*>(&device)}) {
+                Tensor t({4}, Format::bf16);
+                const float values[] = {1.0f, 2.0f, 3.0f, 4.0f};
+                t.assignFromHost(values, 4);
+                if (packed) t.pack();
+                t.place(where);
+                t.resize({2});
+                t.resize({6}, NewElements::undefined);   // 2 kept, 4 added
+                std::vector<float> v = t.toHost();
+                QCOMPARE(v[0], 1.0f);
+                QCOMPARE(v[1], 2.0f);
+                for (std::size_t i = 2; i < 6; ++i) QVERIFY2(std::isnan(v[i]), "an undefined element not poisoned");
+                t.resize({1});
+                t.resize({5});   // within the capacity: zeros, not the poison or the old values
+                v = t.toHost();
+                QCOMPARE(v[0], 1.0f);
+                for (std::size_t i = 1; i < 5; ++i) QCOMPARE(std::bit_cast<std::uint32_t>(v[i]), 0u);
+                t.resize({9});   // beyond it: zeros too
+                v = t.toHost();
+                for (std::size_t i = 1; i < 9; ++i) QCOMPARE(std::bit_cast<std::uint32_t>(v[i]), 0u);
+            }
+        }
+        setPoisonNewElements(false);
+        Tensor t({3});
+        t.resize({1});
+        t.resize({3}, NewElements::undefined);   // not poisoned: nothing written, the first kept
+        QCOMPARE(t[0], 0.0f);
+        setPoisonNewElements(was);
+        QVERIFY(device.violations().empty());
+    }
+
     // Issue 31: a tensor packed into its 16-bit storage format holds that format's bits,
     // exactly, keeps its accounted bytes, refuses fp32 access, stays packed (2 bytes an
     // element) on a device, and unpacks before it changes format.

@@ -49,7 +49,8 @@ Tensor& Flatten::forward(Tensor& input, StepContext& ctx)
         output_ = input;
         return output_;
     }
-    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed());
+    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed(),
+                  NewElements::undefined);
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
     // out[n][c*hw + p] = in[c][n][p]
     if (input.packed())
@@ -67,7 +68,8 @@ Tensor* Flatten::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGr
         gradInput_ = gradOutput;
         return &gradInput_;
     }
-    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed());
+    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed(),
+                  NewElements::undefined);
     const std::int64_t C = inputShape_[0], N = inputShape_[1], hw = inputShape_[2] * inputShape_[3];
     // dx[c][n][p] = g[n][c*hw + p]
     if (gradOutput.packed())

@@ -88,7 +88,8 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
         weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     }
 
-    prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations, packs_);
+    prepareTensor(output_, {outChannels_, N, g.height, g.width}, p.storage, ctx, MemoryCategory::activations, packs_,
+                  NewElements::undefined);
     if (packs_) {
         forwardPacked(ctx, p);
         return output_;
@@ -132,7 +133,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
         return;
     }
     prepareTensor(cols_, {K, widest}, multiplies16_ ? p.compute : Format::fp32, ctx, MemoryCategory::workspace,
-                  multiplies16_);
+                  multiplies16_, NewElements::undefined);
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
     for (std::int64_t i = 0; i < samples.count; ++i) {
@@ -192,7 +193,8 @@ void Conv2d::forwardInPieces(StepContext& ctx, const StepPrecision& p, const Gem
             widestLowered = std::max(widestLowered, ((c1 + hw - 1) / hw - c0 / hw) * hw);
         }
     }
-    prepareTensor(cols_, {K, widestLowered}, Format::fp32, ctx, MemoryCategory::workspace);
+    prepareTensor(cols_, {K, widestLowered}, Format::fp32, ctx, MemoryCategory::workspace, false,
+                  NewElements::undefined);
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -234,7 +236,8 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     if (readsPatterns(ctx, filterGemm, p, f)) {
         const Pieces& channels = channelBlocks;
         // Native 16-bit products: dY's patterns read where they are, all rows at once.
-        prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true);
+        prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true,
+                      NewElements::undefined);
         for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
             const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
             for (std::int64_t j = 0; j < channels.count; ++j) {
@@ -259,7 +262,8 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     const Pieces rows = whole ? piecesOf(outChannels_, outChannels_, 1)
                               : piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span),
                                          deviceGranule(ctx, K * 4));
-    prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace);
+    prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace, false,
+                  NewElements::undefined);
     Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
     for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
         const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
@@ -293,7 +297,8 @@ void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filter
     const std::int64_t fits = std::min(budget / outChannels_, packedColumnValues(ctx, filterGemm, dY.size()) / K - 2 * hw);
     const std::int64_t length = std::max<std::int64_t>(1, fits / cut) * cut;
     const std::int64_t widest = std::min(span, length + cut - 1);
-    prepareTensor(cols_, {K, std::min(span, (widest / hw + 2) * hw)}, Format::fp32, ctx, MemoryCategory::workspace);
+    prepareTensor(cols_, {K, std::min(span, (widest / hw + 2) * hw)}, Format::fp32, ctx, MemoryCategory::workspace,
+                  false, NewElements::undefined);
     Tensor& wide = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
         const std::int64_t columns = std::min(lowering, N - n0) * hw;
@@ -335,7 +340,7 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
                                         hw,
                                     leastSamples(hw, K * outChannels_), deviceGranule(ctx, hw * 2));
     const std::int64_t widest = samples.largest() * hw;
-    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace);
+    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
     Tensor* dYBlock = patterns ? nullptr : &workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
@@ -372,7 +377,7 @@ void Conv2d::inputGradientInPieces(StepContext& ctx, const StepPrecision& p, con
     std::int64_t widest = 0;
     for (const PieceGroups& groups : blocks) widest = std::max(widest, groups.largest());
     const std::int64_t ld = widest + hw - 1;
-    prepareTensor(cols_, {K, ld}, Format::fp32, ctx, MemoryCategory::workspace);
+    prepareTensor(cols_, {K, ld}, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
     Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     Tensor& sums = workBuffer(ctx, 1, {C, ld}, ownWork_[1]);
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
@@ -428,7 +433,7 @@ void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
     if (p.quantizes())   // the lowered quantised input
         prepareQuantized(cols_, shape, quantizedStorageOf(p, OperandRole::input), ctx, MemoryCategory::workspace);
     else
-        prepareTensor(cols_, shape, p.compute, ctx, MemoryCategory::workspace);
+        prepareTensor(cols_, shape, p.compute, ctx, MemoryCategory::workspace, false, NewElements::undefined);
 }
 
 void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target)
@@ -480,7 +485,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         roundWeightGradients(ctx, p);
         if (!needInputGrad) return nullptr;
         prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
-                      true);
+                      true, NewElements::undefined);
         inputGradientPacked(ctx, p, gradOutput);
         return &gradInput_;
     }
@@ -513,7 +518,7 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // Packed, col2im sums into the step's second work buffer; rounding packs the result.
     const bool packsGrad = packs_ && p.roundsStorage();
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
-                  packsGrad);
+                  packsGrad, NewElements::undefined);
     Tensor& sums = packsGrad ? workBuffer(ctx, 1, gradInput_.shape(), ownWork_[1]) : gradInput_;
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     if (usesLibrary_ && !ctx.backend->convolutionBackwardData(g, outChannels_, weightOperand_->data(), dY.data(),

@@ -57,16 +57,16 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
 }
 
 void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category,
-                   bool packed)
+                   bool packed, NewElements added)
 {
     t.place(ctx.backend->allocator());
     if (t.packed() != packed || (packed && t.storage() != storage)) t.discard();
     if (packed) {
         t.setStorage(storage);
         t.pack();   // empty: nothing converted
-        t.resize(shape);
+        t.resize(shape, added);
     } else {
-        t.resize(shape);
+        t.resize(shape, added);
         t.setStorage(storage);
     }
     t.track(ctx.memory, category);
@@ -112,7 +112,7 @@ bool packsStorage(const StepContext& ctx, const StepPrecision& p)
 Tensor& workBuffer(StepContext& ctx, int slot, const Shape& shape, Tensor& own)
 {
     Tensor& t = ctx.work ? (*ctx.work)[static_cast<std::size_t>(slot)] : own;
-    prepareTensor(t, shape, Format::fp32, ctx, MemoryCategory::workspace);
+    prepareTensor(t, shape, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
     return t;
 }
 

@@ -153,9 +153,11 @@ void roundTapped(StepContext& ctx, Format f, const float* src, float* dst, std::
 // Sizes `t` for this step where the backend keeps its tensors: shape, modelled storage
 // format, memory accounting under `category`. packed: held packed into its
 // 16-bit storage format. A tensor that changes form is emptied first, never converted:
-// its values are about to be written, and it never holds both forms at once.
+// its values are about to be written, and it never holds both forms at once. Elements it
+// gains read as `added` says: NewElements::undefined only where every element is written
+// before one is read (outputs, lowered columns, work buffers).
 void prepareTensor(Tensor& t, const Shape& shape, Format storage, StepContext& ctx, MemoryCategory category,
-                   bool packed = false);
+                   bool packed = false, NewElements added = NewElements::zero);
 
 // Whether a layer holds its output and its input gradient packed into its 16-bit
 // storage format (Tensor::pack): fp16 or bf16 storage, operands not quantised, on a backend

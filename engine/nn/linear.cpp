@@ -58,7 +58,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
         weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     }
 
-    prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
+    prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations, false, NewElements::undefined);
     // output (N, out) = input (N, in) * W^T (in, out), in blocks of rows when read so.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::input, OperandRole::weight);
     const std::int64_t I = inFeatures_, O = outFeatures_;
@@ -133,7 +133,8 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // dX (N, in) = dY (N, out) * W (out, in); packed when the input arrived packed and the
     // layer packs, block of rows by block (through the first work buffer).
     const bool packsGrad = inputArrivedPacked_ && packsStorage(ctx, p) && p.roundsStorage();
-    prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace, packsGrad);
+    prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace, packsGrad,
+                  NewElements::undefined);
     const Tensor& dYRows =
         mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);

@@ -20,7 +20,8 @@ Tensor& MaxPool2d::forward(Tensor& input, StepContext& ctx)
     const Shape outShape = outputShape(input.shape());
     inputShape_ = input.shape();
     // A max of values of a format is in that format: the storage stays.
-    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed());
+    prepareTensor(output_, outShape, input.storage(), ctx, MemoryCategory::activations, input.packed(),
+                  NewElements::undefined);
     // The window positions are kept for backward as the output is: counted with the activations.
     argmax_.track(ctx.memory, MemoryCategory::activations);
     argmax_.resize(static_cast<std::size_t>(output_.size()), ctx.backend->allocator());
@@ -37,7 +38,8 @@ Tensor* MaxPool2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
 {
     if (!needInputGrad) return nullptr;
     requireGradientShape(name(), gradOutput, output_);
-    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed());
+    prepareTensor(gradInput_, inputShape_, gradOutput.storage(), ctx, MemoryCategory::workspace, gradOutput.packed(),
+                  NewElements::undefined);
     if (gradOutput.packed())
         ctx.backend->maxPool2x2BackwardPacked(gradOutput.bits16(), argmax_.data(), output_.dim(0) * output_.dim(1),
                                               inputShape_[2], inputShape_[3], gradInput_.bits16());

@@ -5,10 +5,14 @@
 #include "numerics/storage_convert.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace plab {
 
@@ -28,6 +32,23 @@ void* filledBlock(DeviceAllocator& device, std::size_t bytes, Fill&& fill)
         throw;
     }
     return block;
+}
+
+// A NaN in fp16 (exponent bits 0x7C00 all set) and in bf16 (0x7F80): what poisoned 16-bit
+// elements hold.
+constexpr std::uint16_t kNaNPattern16 = 0x7FFF;
+
+std::atomic<bool>& poisonSwitch()
+{
+    static std::atomic<bool> poison{[] {
+#if defined(__SANITIZE_ADDRESS__)
+        return true;
+#else
+        const char* v = std::getenv("PLAB_POISON_NEW_ELEMENTS");
+        return v != nullptr && std::string_view(v) == "1";
+#endif
+    }()};
+    return poison;
 }
 
 // Writes the 16-bit pattern `bits` into `count` elements from `dst` on, on the device: as
@@ -55,6 +76,9 @@ void fill16(DeviceAllocator& device, std::uint16_t* dst, std::size_t count, std:
 }
 
 }  // namespace
+
+bool poisonsNewElements() { return poisonSwitch(); }
+void setPoisonNewElements(bool poison) { poisonSwitch() = poison; }
 
 std::int64_t elementCount(const Shape& s)
 {
@@ -90,7 +114,7 @@ Tensor::Tensor(const Tensor& o) : shape_(o.shape_), size_(o.size_), storage_(o.s
         return;
     }
     device_ = o.device_;
-    allocate(size_, 0, false);
+    allocate(size_, 0, NewElements::undefined);
     try {
         if (size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(size_) * elementBytes());
     } catch (...) {
@@ -124,7 +148,7 @@ Tensor& Tensor::operator=(const Tensor& o)
         deviceCapacity_ = o.size_;
     } else {
         packedHost_ = {};
-        allocate(o.size_, 0, false);
+        allocate(o.size_, 0, NewElements::undefined);
         if (o.size_) device_->copy(deviceData_, o.deviceData_, static_cast<std::size_t>(o.size_) * elementBytes());
     }
     shape_ = std::move(shape);
@@ -184,31 +208,38 @@ void Tensor::releaseDevice() noexcept
     deviceCapacity_ = 0;
 }
 
-void Tensor::allocate(std::int64_t count, std::int64_t keep, bool zeroNew)
+void Tensor::allocate(std::int64_t count, std::int64_t keep, NewElements added)
 {
-    if (!device_) {   // zeros are +0 in the 16-bit formats too
+    // New elements read as zero (+0 in the 16-bit formats too), or as NaN where poisoned.
+    const bool poison = added == NewElements::undefined && poisonsNewElements();
+    const bool zeroNew = added == NewElements::zero;
+    if (!device_) {
+        const auto grow = [&](auto& v, auto zero, auto nan) {
+            const std::size_t had = v.size();
+            v.resize(static_cast<std::size_t>(count));
+            if (v.size() > had && (zeroNew || poison)) std::fill(v.begin() + had, v.end(), zeroNew ? zero : nan);
+        };
         if (packed_)
-            packedHost_.resize(static_cast<std::size_t>(count));
+            grow(packedHost_, std::uint16_t{0}, kNaNPattern16);
         else
-            host_.resize(static_cast<std::size_t>(count));
+            grow(host_, 0.0f, std::numeric_limits<float>::quiet_NaN());
         return;
     }
-    // New elements start at zero, as std::vector's do (+0 in the 16-bit formats too).
-    const auto zero = [&](void* base, std::int64_t from) {
+    const auto write = [&](void* base, std::int64_t from) {
         const auto n = static_cast<std::size_t>(count - from);
         if (!packed_)
-            device_->fill(static_cast<float*>(base) + from, n, 0.0f);
+            device_->fill(static_cast<float*>(base) + from, n, zeroNew ? 0.0f : std::numeric_limits<float>::quiet_NaN());
         else
-            fill16(*device_, static_cast<std::uint16_t*>(base) + from, n, 0);
+            fill16(*device_, static_cast<std::uint16_t*>(base) + from, n, zeroNew ? std::uint16_t{0} : kNaNPattern16);
     };
     if (count <= deviceCapacity_) {
-        if (zeroNew && count > keep) zero(deviceData_, keep);
+        if ((zeroNew || poison) && count > keep) write(deviceData_, keep);
         return;
     }
     const std::int64_t kept = std::min(keep, deviceCapacity_);
     void* fresh = filledBlock(*device_, static_cast<std::size_t>(count) * elementBytes(), [&](void* b) {
         if (kept > 0) device_->copy(b, deviceData_, static_cast<std::size_t>(kept) * elementBytes());
-        if (zeroNew && count > kept) zero(b, kept);
+        if ((zeroNew || poison) && count > kept) write(b, kept);
     });
     releaseDevice();
     deviceData_ = fresh;
@@ -225,13 +256,13 @@ void Tensor::place(DeviceAllocator* device)
     const auto bytesOfValues = static_cast<std::size_t>(size_) * elementBytes();
     if (!device) {   // device -> host
         if (packed_) {
-            std::vector<std::uint16_t> bits = patternsOnHost();
+            const std::vector<std::uint16_t> bits = patternsOnHost();
+            packedHost_.assign(bits.begin(), bits.end());
             releaseDevice();
-            packedHost_ = std::move(bits);
         } else {
-            std::vector<float> values = toHost();
+            const std::vector<float> values = toHost();
+            host_.assign(values.begin(), values.end());
             releaseDevice();
-            host_ = std::move(values);
         }
         device_ = nullptr;
         return;
@@ -258,7 +289,7 @@ void Tensor::place(DeviceAllocator* device)
 
 std::vector<std::uint16_t> Tensor::patternsOnHost() const
 {
-    if (!device_) return packedHost_;
+    if (!device_) return {packedHost_.begin(), packedHost_.end()};
     std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
     if (size_) device_->download(bits.data(), deviceData_, bits.size() * sizeof(std::uint16_t));
     return bits;
@@ -281,7 +312,7 @@ std::vector<float> Tensor::toHost() const
         widenArray(storage_, bits.data(), values.data(), values.size());
         return values;
     }
-    if (!device_) return host_;
+    if (!device_) return {host_.begin(), host_.end()};
     std::vector<float> values(static_cast<std::size_t>(size_));
     if (size_) device_->download(values.data(), deviceData_, static_cast<std::size_t>(size_) * sizeof(float));
     return values;
@@ -326,11 +357,11 @@ void Tensor::account(std::int64_t deltaBytes)
     if (accountant_ && deltaBytes) accountant_->add(category_, deltaBytes);
 }
 
-void Tensor::resize(const Shape& shape)
+void Tensor::resize(const Shape& shape, NewElements added)
 {
     const auto before = bytes();
     const std::int64_t count = elementCount(shape);
-    allocate(count, size_, true);
+    allocate(count, size_, added);
     shape_ = shape;
     size_ = count;
     account(bytes() - before);
@@ -399,15 +430,15 @@ void Tensor::pack()
     }
     packedHost_.resize(static_cast<std::size_t>(size_));
     narrowArray(storage_, host_.data(), packedHost_.data(), packedHost_.size());
-    std::vector<float>().swap(host_);   // the memory goes back, not only the size
+    decltype(host_)().swap(host_);   // the memory goes back, not only the size
     packed_ = true;
 }
 
 void Tensor::discard()
 {
     const auto before = bytes();
-    std::vector<float>().swap(host_);
-    std::vector<std::uint16_t>().swap(packedHost_);
+    decltype(host_)().swap(host_);
+    decltype(packedHost_)().swap(packedHost_);
     releaseDevice();
     packed_ = false;
     shape_.clear();
@@ -430,7 +461,7 @@ void Tensor::unpack()
     }
     host_.resize(static_cast<std::size_t>(size_));
     widenArray(storage_, packedHost_.data(), host_.data(), host_.size());
-    std::vector<std::uint16_t>().swap(packedHost_);
+    decltype(packedHost_)().swap(packedHost_);
     packed_ = false;
 }
 

@@ -16,12 +16,48 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace plab {
 
 using Shape = std::vector<std::int64_t>;
+
+// What Tensor::resize leaves in the elements it adds: zeros (as std::vector::resize does),
+// or whatever was there (a buffer the caller overwrites whole before reading: no memset of
+// megabytes each pass).
+enum class NewElements { zero, undefined };
+// Whether undefined new elements are poisoned, written as NaN (16-bit: 0x7FFF, a NaN in fp16
+// and bf16), so that a reader that relied on zeros computes NaN and fails its tests: on in
+// AddressSanitizer builds and with PLAB_POISON_NEW_ELEMENTS=1 (CTest sets it for the suites
+// and lessons), and for a scope in tests.
+bool poisonsNewElements();
+void setPoisonNewElements(bool poison);
+
+// std::allocator that leaves an element constructed without a value uninitialised (so
+// std::vector::resize does not write what it adds); a value given is constructed as usual.
+template <typename T>
+struct UninitialisedAllocator : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+        using other = UninitialisedAllocator<U>;
+    };
+    UninitialisedAllocator() = default;
+    template <typename U>
+    UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}
+    template <typename U>
+    void construct(U* p) noexcept
+    {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... Args>
+    void construct(U* p, Args&&... args)
+    {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
 
 // The size of a quantised copy as FP8/MX/NVFP4 hardware stores it: elementBits
 // per value, one byte of scale per blockSize values (0: none; counted over the whole
@@ -49,8 +85,9 @@ public:
     Tensor& operator=(Tensor&& o) noexcept;
     ~Tensor();
 
-    // Reshapes (reallocating only when the element count grows) and keeps accounting true.
-    void resize(const Shape& shape);
+    // Reshapes (reallocating only when the element count grows) and keeps accounting true;
+    // the elements added read as `added` says.
+    void resize(const Shape& shape, NewElements added = NewElements::zero);
     void reshape(const Shape& shape);   // same element count, new view of the shape
     void setStorage(Format f);          // changes the modelled format (values untouched)
     // Models the tensor as a quantised copy (values untouched) until setStorage().
@@ -142,13 +179,13 @@ private:
     void releaseDevice() noexcept;
     void takeFrom(Tensor& o) noexcept;   // o's contents, leaving o empty (the moves)
     // Makes room for `count` elements where the tensor lives, keeping the first `keep`;
-    // with zeroNew the others read as zero (as std::vector::resize leaves them).
-    void allocate(std::int64_t count, std::int64_t keep, bool zeroNew);
+    // the others as `added` says (on the host, those the vector kept stay as they were).
+    void allocate(std::int64_t count, std::int64_t keep, NewElements added);
 
     Shape shape_;
     std::int64_t size_ = 0;
-    std::vector<float> host_;             // the values when on the host, not packed
-    std::vector<std::uint16_t> packedHost_;   // their bits when packed
+    std::vector<float, UninitialisedAllocator<float>> host_;   // the values when on the host, not packed
+    std::vector<std::uint16_t, UninitialisedAllocator<std::uint16_t>> packedHost_;   // their bits when packed
     bool packed_ = false;
     DeviceAllocator* device_ = nullptr;   // where they are otherwise
     void* deviceData_ = nullptr;           // fp32 values, or 16-bit patterns when packed
