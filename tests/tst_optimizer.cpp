@@ -7,6 +7,7 @@
 #include "nn/layer_ops.h"
 #include "numerics/format.h"
 #include "optim/grad_unscale.h"
+#include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 
 #include <QTest>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 using namespace plab;
@@ -765,6 +767,42 @@ private slots:
         Parameter d = makeParameter({0, 0}, r);
         setGrad(d, {INFINITY, 1.0f});
         QVERIFY(unscaleAndClip({&d}, 1.0f / S, r, 1.0, ClipAt::scaled, *cpu_).foundNonFinite);
+    }
+
+    // Issue 33's schedules, against values worked by hand from their definitions: a linear
+    // warm-up base * (s + 1) / W, then base, or base (1 + cos(pi f)) / 2 over the rest.
+    void scheduledLrFollowsItsDefinition()
+    {
+        const double base = 0.002;
+        const LrSchedule none;
+        QVERIFY(!none.varies());
+        QCOMPARE(scheduledLr(base, none, 0, 100), base);
+        QCOMPARE(scheduledLr(base, none, 99, 100), base);
+
+        const LrSchedule warm{LrShape::constant, 4};
+        QVERIFY(warm.varies());
+        QCOMPARE(scheduledLr(base, warm, 0, 100), 0.0005);   // 1/4
+        QCOMPARE(scheduledLr(base, warm, 2, 100), 0.0015);   // 3/4
+        QCOMPARE(scheduledLr(base, warm, 3, 100), base);     // the last warm-up step reaches it
+        QCOMPARE(scheduledLr(base, warm, 500, 100), base);   // past the plan: still held
+
+        // Cosine after 10 warm-up steps over 110: the rest is 100 steps long.
+        const LrSchedule cosine{LrShape::cosine, 10};
+        QCOMPARE(scheduledLr(base, cosine, 9, 110), base);
+        QCOMPARE(scheduledLr(base, cosine, 10, 110), base);              // f = 0: cos 0 = 1
+        QVERIFY(std::abs(scheduledLr(base, cosine, 60, 110) - 0.001) < 1e-18);   // f = 1/2: half
+        QVERIFY(std::abs(scheduledLr(base, cosine, 35, 110) - base * (2 + std::sqrt(2.0)) / 4) < 1e-18);   // f = 1/4
+        QVERIFY(std::abs(scheduledLr(base, cosine, 85, 110) - base * (2 - std::sqrt(2.0)) / 4) < 1e-18);   // f = 3/4
+        QCOMPARE(scheduledLr(base, cosine, 110, 110), 0.0);   // f = 1 and past it: 0
+        QCOMPARE(scheduledLr(base, cosine, 200, 110), 0.0);
+        // Without warm-up, the first step takes the base rate; a plan no longer than the
+        // warm-up ends at the base rate (the cosine over at least one step).
+        QCOMPARE(scheduledLr(base, LrSchedule{LrShape::cosine, 0}, 0, 50), base);
+        QCOMPARE(scheduledLr(base, LrSchedule{LrShape::cosine, 8}, 7, 8), base);
+        // Names both ways; anything else refused.
+        for (const LrShape shape : {LrShape::constant, LrShape::cosine})
+            QCOMPARE(parseLrShape(lrShapeName(shape)), std::optional<LrShape>(shape));
+        QVERIFY(!parseLrShape("linear"));
     }
 };
 

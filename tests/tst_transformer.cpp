@@ -3,19 +3,28 @@
 // the 16-bit failures they are there to show (a LayerNorm sum of squares and attention
 // scores past fp16's 65504), judged by the format's specification. PyTorch agreement of the
 // whole model is golden_pytorch's.
-// links: plab_nn plab_backend_cpu plab_test_support
+// links: plab_train plab_nn plab_backend_cpu plab_test_support
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "nn/layer_ops.h"
 #include "nn/model.h"
 #include "nn/transformer.h"
 #include "numerics/format.h"
+#include "data/dataset.h"
+#include "error.h"
+#include "optim/lr_schedule.h"
+#include "train/settings.h"
+#include "train/trainer.h"
+#include "weights/safetensors.h"
 
 #include "gradient_check.h"
 #include "test_support.h"
 
 #include <QTest>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -236,6 +245,59 @@ private slots:
             for (std::int64_t i = 0; i < y.size(); ++i) offGrid += roundTo(Format::fp16, y[i]) != y[i];
             QVERIFY2(master ? offGrid > 0 : offGrid == 0, qPrintable(QString::number(offGrid)));
         }
+    }
+
+    // Issue 33's training options through the trainer: zero_init_residual starts every
+    // block's proj and fc2 weights at zero and no other weight; a schedule sets each step's
+    // rate (the StepEvent's lr) as scheduledLr says for the planned steps; a model without
+    // residual branches gets a notice.
+    void vitTrainingOptionsReachTheRun()
+    {
+        testing::TempDir dir;
+        testing::writeSyntheticDataset(dir.path() / "mnist", 160, 40, 5);
+        const DataSplit data = loadDataset("mnist", dir.path());
+        const std::string saved = (dir.path() / "initial.safetensors").string();
+        const nlohmann::json base = {{"model", "vit"}, {"widths", {16, 1, 2, 14}}, {"batch", 16}, {"threads", 1},
+                                     {"histogram_every", 0}};
+        nlohmann::json zeroed = base;
+        zeroed.update({{"epochs", 0}, {"zero_init_residual", true}, {"save_weights", saved}});
+        Trainer untrained(settingsFromJson(zeroed, "test"), data, [](const TrainerEvent&) {});
+        QCOMPARE(untrained.run().status, RunStatus::completed);
+        int zeroBranches = 0;
+        for (const WeightTensor& t : readSafetensors(saved).tensors) {
+            const bool branch = t.name.ends_with(".proj.weight") || t.name.ends_with(".fc2.weight");
+            const bool allZero = std::all_of(t.values.begin(), t.values.end(), [](float v) { return v == 0.0f; });
+            if (t.name.ends_with(".weight")) QVERIFY2(branch == allZero, t.name.c_str());
+            zeroBranches += branch && allZero;
+        }
+        QCOMPARE(zeroBranches, 2);   // one block: proj and fc2
+
+        nlohmann::json scheduled = base;
+        scheduled.update({{"epochs", 1}, {"max_steps", 8}, {"lr", 0.002}, {"lr_schedule", "cosine"},
+                          {"warmup_steps", 3}, {"zero_init_residual", true}});
+        const TrainSettings s = settingsFromJson(scheduled, "test");
+        std::vector<double> rates;
+        std::int64_t planned = 0;
+        Trainer trainer(s, data, [&](const TrainerEvent& e) {
+            if (const auto* st = std::get_if<StepEvent>(&e)) rates.push_back(st->lr);
+            if (const auto* start = std::get_if<RunStartEvent>(&e)) planned = start->plannedSteps;
+        });
+        const RunResult r = trainer.run();
+        QCOMPARE(r.status, RunStatus::completed);
+        QCOMPARE(planned, std::int64_t{8});
+        QCOMPARE(rates.size(), std::size_t{8});
+        for (std::size_t i = 0; i < rates.size(); ++i)
+            QCOMPARE(rates[i], scheduledLr(0.002, s.lrSchedule, static_cast<std::int64_t>(i), 8));
+        QCOMPARE(rates[0], 0.002 / 3);   // the warm-up's first third
+        QVERIFY(rates[7] < rates[3]);    // lowered along the cosine
+        QCOMPARE(r.steps, std::int64_t{8});
+
+        const auto notices = settingsNotices(settingsFromJson(nlohmann::json{{"zero_init_residual", true}}, "test"));
+        QVERIFY(std::any_of(notices.begin(), notices.end(),
+                            [](const std::string& n) { return n.starts_with("zero_init_residual"); }));
+        QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"zero_init_residual", true},
+                                                                             {"init_weights", saved}}, "test"));
+        QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"lr_schedule", "linear"}}, "test"));
     }
 
     void badShapesAreClearErrors()

@@ -533,4 +533,11 @@ std::int64_t TokenMeanPool::keptBytesPerSample(const Shape& input, const Precisi
     return elementCount(outputShape(input)) * bytesOf(recipe.storage());
 }
 
+bool isResidualBranchWeight(const Parameter& p)
+{
+    if (p.name != "weight" || !p.layer.starts_with("block")) return false;
+    const std::string_view layer = p.layer;
+    return layer.ends_with(".proj") || layer.ends_with(".fc2");
+}
+
 }  // namespace plab

@@ -179,4 +179,8 @@ private:
     Tensor gradInput_;
 };
 
+// A block's residual branches end in proj (attention) and fc2 (MLP): their weights, which
+// zero_init_residual starts at zero so that the block begins as the identity.
+bool isResidualBranchWeight(const Parameter& p);
+
 }  // namespace plab

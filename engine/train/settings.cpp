@@ -348,6 +348,22 @@ const std::vector<KeyRule>& keyRules()
         {{"lr", T::number, "Learning rate"},
          [](const Reader& r, TrainSettings& s) { s.optimizer.lr = r.positive("lr"); },
          [](const TrainSettings& s) { return json(s.optimizer.lr); }},
+        {{"lr_schedule", T::text,
+          "constant (lr throughout) or cosine (lr lowered along a half cosine to 0 by the last step), after "
+          "warmup_steps"},
+         [](const Reader& r, TrainSettings& s) {
+             s.lrSchedule.shape = *parseLrShape(oneOf(r, "lr_schedule", {"constant", "cosine"}));
+         },
+         [](const TrainSettings& s) { return json(std::string(lrShapeName(s.lrSchedule.shape))); }},
+        {{"warmup_steps", T::integer, "Steps of linear learning-rate warm-up from lr / N to lr (0: none)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.lrSchedule.warmupSteps = r.integer("warmup_steps", 0, std::int64_t(1) << 40);
+         },
+         [](const TrainSettings& s) { return json(s.lrSchedule.warmupSteps); }},
+        {{"zero_init_residual", T::onOff,
+          "vit: each block's residual branches (proj and fc2 weights) start at zero: on|off"},
+         [](const Reader& r, TrainSettings& s) { s.zeroInitResidual = r.boolean("zero_init_residual"); },
+         [](const TrainSettings& s) { return json(s.zeroInitResidual); }},
         {{"optimizer", T::text, "adam or sgd"},
          [](const Reader& r, TrainSettings& s) { s.optimizer.kind = oneOf(r, "optimizer", {"adam", "sgd"}); },
          [](const TrainSettings& s) { return json(s.optimizer.kind); }},
@@ -485,6 +501,9 @@ TrainSettings settingsFromFile(const std::filesystem::path& file)
 std::vector<std::string> settingsNotices(const TrainSettings& s)
 {
     std::vector<std::string> out = s.recipe.notices();
+    if (s.zeroInitResidual && s.model.kind != "vit")
+        out.push_back("zero_init_residual: model " + s.model.kind +
+                      " has no residual branches (only vit has), so no weight starts at zero");
     if (s.optimizer.kind != "adam") return out;
     const Format state = s.recipe.optimizerStateFormat();
     const std::string name(formatName(state));
@@ -532,6 +551,8 @@ std::string validateSettings(const TrainSettings& s)
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
+    if (s.zeroInitResidual && !s.initWeights.empty())
+        return "zero_init_residual and init_weights together: the weights file gives every initial weight";
     const auto layers = parameterLayerNames(s.model);
     for (const LayerPrecision& l : s.recipe.layers)
         if (std::find(layers.begin(), layers.end(), l.layer) == layers.end())

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "nn/model.h"
 #include "optim/grad_unscale.h"
+#include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,6 +22,11 @@ struct TrainSettings {
     ModelSpec model;                  // "small-cnn" by default
     PrecisionRecipe recipe;           // from a preset plus switch overrides
     OptimizerConfig optimizer;        // Adam, lr 1e-3
+    LrSchedule lrSchedule;            // the rate held at lr, no warm-up
+    // A transformer's residual branches start at zero (each block's proj and fc2 weights),
+    // so that every block begins as the identity (Goyal et al. 2017's zero-gamma trick,
+    // written for the vit's blocks).
+    bool zeroInitResidual = false;
     int batch = 32;
     int epochs = 3;
     std::int64_t maxSteps = 0;        // 0: no limit

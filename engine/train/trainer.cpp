@@ -10,8 +10,10 @@
 #include "backend/backend.h"
 #include "error.h"
 #include "nn/layer_ops.h"
+#include "nn/transformer.h"
 #include "numerics/number_text.h"
 #include "optim/grad_unscale.h"
+#include "optim/lr_schedule.h"
 #include "weights/model_weights.h"
 
 #include <algorithm>
@@ -298,7 +300,10 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
                                                   settings_.clipAt, *st.backend);
     const bool skip = st.scaler.update(unscaled.foundNonFinite);
 
-    // Update, or skip.
+    // Update, or skip; a schedule sets the rate of every step, skipped or not.
+    if (settings_.lrSchedule.varies())
+        st.optimizer->setLearningRate(
+            scheduledLr(settings_.optimizer.lr, settings_.lrSchedule, st.step - 1, st.plannedSteps));
     for (Parameter* p : st.params) p->lastUpdate = {};
     if (!skip) {
         st.optimizer->step(st.params, st.recipe, &st.memory, *st.backend);
@@ -363,6 +368,9 @@ void Trainer::setUp(State& st)
     st.model = Model::create(settings_.model, settings_.seed);
     if (!files_.initialWeights.tensors.empty())
         loadWeights(*st.model, files_.initialWeights, "weights " + settings_.initWeights);
+    if (settings_.zeroInitResidual)
+        for (Parameter* p : st.model->parameters())
+            if (isResidualBranchWeight(*p)) p->stored().zero();
     st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
     st.optimizer = Optimizer::create(settings_.optimizer);
     st.optimizer->setRoundingSeed(settings_.seed);
