@@ -143,6 +143,14 @@ if "optimizer_state" in sb and "optimizer_state" not in sa:
         print(f"{name}: DIFFERS at record.settings.optimizer_state: {sb['optimizer_state']!r}")
         sys.exit(1)
     sb.pop("optimizer_state")
+# Settings keys added after BASE (issue 33's schedule and zero-initialised branches): each
+# must hold its default, which is what BASE did.
+for key, default in (("lr_schedule", "constant"), ("warmup_steps", 0), ("zero_init_residual", False)):
+    if key in sb and key not in sa:
+        if sb[key] != default:
+            print(f"{name}: DIFFERS at record.settings.{key}: {sb[key]!r}, BASE had no such setting")
+            sys.exit(1)
+        sb.pop(key)
 # Update rounding (issue 38): BASE rounded every update to nearest.
 for section, got in (("recipe", rb), ("settings", sb)):
     if "update_rounding" in got and "update_rounding" not in (ra if section == "recipe" else sa):

@@ -49,8 +49,12 @@ if [ "$ui" = 0 ]; then
   # recipes; tst_trainer, tst_layers, tst_transformer, tst_model and their simd-capped
   # copies; the CLI's fault tests). They cost 96 s and 90 s of this pass here, which
   # CI's 45 minutes could no longer spare (README). probe_pytorch stays: plab's readers on a
-  # record written by another program.
-  selection=(-LE lesson -E "^tst_cuda_|^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$")
+  # record written by another program. The `simd` label's copies of the engine's suites
+  # (the same layers, models and trainer on the AVX2 and portable kernels and the other
+  # OpenBLAS kernels) run in the Release build: the kernels of every level run sanitized in
+  # the numerics suites, which compare every level the CPU has by themselves (tst_bulk_round,
+  # tst_quantize, tst_gemm), and the layers above them once here.
+  selection=(-LE "lesson|simd" -E "^tst_cuda_|^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$")
 else
   suites=()
   for src in "$root"/tests/tst_ui_*.cpp; do suites+=("$(basename "$src" .cpp)"); done

@@ -166,6 +166,15 @@ void SettingsPanel::buildUi()
     lossScaling_ = new LossScalingEditor(this);
     optimizer_ = combo("optimizerCombo", {{tr("Adam"), QStringLiteral("adam")}, {tr("SGD + momentum"), QStringLiteral("sgd")}});
     lr_ = edit("lrEdit", tr("Learning rate (live: applied at the next step)"));
+    lrSchedule_ = combo("lrScheduleCombo", {{tr("Constant"), QStringLiteral("constant")},
+                                            {tr("Cosine to 0"), QStringLiteral("cosine")}});
+    lrSchedule_->setToolTip(tr("Constant: the learning rate throughout. Cosine: lowered along a half cosine to 0 "
+                               "by the last step. Either after the warm-up."));
+    warmupSteps_ = edit("warmupStepsEdit", tr("Steps of linear warm-up from lr / N to lr at the start (0: none)"));
+    zeroInitResidual_ = named(new QCheckBox(tr("Residual branches start at zero"), this), "zeroInitResidualCheck");
+    zeroInitResidual_->setToolTip(tr("vit: each block's attention projection and second MLP layer start with zero "
+                                     "weights, so that every block begins as the identity. Other models have no "
+                                     "residual branches."));
     batch_ = edit("batchEdit", tr("Samples per step (live: applied at the next step)"));
     epochs_ = edit("epochsEdit", tr("Passes over the training set (0: no training, the initial weights evaluated once)"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
@@ -232,6 +241,9 @@ void SettingsPanel::buildUi()
     QFormLayout* optim = group(tr("Optimizer"));
     optim->addRow(tr("Optimizer"), optimizer_);
     optim->addRow(tr("Learning rate"), lr_);
+    optim->addRow(tr("Schedule"), lrSchedule_);
+    optim->addRow(tr("Warm-up steps"), warmupSteps_);
+    optim->addRow(zeroInitResidual_);
     optim->addRow(tr("Batch size"), batch_);
 
     liveHint_ = named(new QLabel(tr("A run is training: changes to precision, loss scaling, batch size and "
@@ -264,7 +276,8 @@ void SettingsPanel::buildUi()
     layout->addStretch(1);
 
     lockedDuringRun_ = {model_,         dataset_,       epochs_,  maxSteps_,  seed_,
-                        initWeights_,   browseWeights_, backend_, arithmetic_, optimizer_};
+                        initWeights_,   browseWeights_, backend_, arithmetic_, optimizer_,
+                        lrSchedule_,    warmupSteps_,   zeroInitResidual_};
 
     // Choices commit at once; typed numbers on Enter or when focus leaves.
     auto onChoice = [this] {
@@ -273,7 +286,7 @@ void SettingsPanel::buildUi()
         commitLiveEdit();
     };
     for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, mxScale_, optimizerState_, updateRounding_, optimizer_, backend_,
-                          arithmetic_})
+                          arithmetic_, lrSchedule_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
@@ -286,7 +299,8 @@ void SettingsPanel::buildUi()
         }
         onChoice();
     });
-    for (QCheckBox* c : {masterWeights_, fp32Accumulate_, fp32SensitiveOps_}) connect(c, &QCheckBox::toggled, this, onChoice);
+    for (QCheckBox* c : {masterWeights_, fp32Accumulate_, fp32SensitiveOps_, zeroInitResidual_})
+        connect(c, &QCheckBox::toggled, this, onChoice);
     connect(preset_, &QComboBox::currentIndexChanged, this, [this] {
         if (filling_) return;
         applyPreset();
@@ -304,7 +318,7 @@ void SettingsPanel::buildUi()
                                                        tr("safetensors weights (*.safetensors);;All files (*)"));
         if (!f.isEmpty()) initWeights_->setText(f);
     });
-    for (QLineEdit* e : {lr_, batch_, epochs_, maxSteps_, seed_, initWeights_}) {
+    for (QLineEdit* e : {lr_, warmupSteps_, batch_, epochs_, maxSteps_, seed_, initWeights_}) {
         connect(e, &QLineEdit::textChanged, this, [this] {
             if (!filling_) readControls();
         });
@@ -346,6 +360,9 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     showLayerRows(s.model, s.recipe);
     selectData(optimizer_, QString::fromStdString(s.optimizer.kind));
     lr_->setText(numberText(s.optimizer.lr));
+    selectData(lrSchedule_, QString::fromLatin1(lrShapeName(s.lrSchedule.shape).data()));
+    warmupSteps_->setText(QString::number(s.lrSchedule.warmupSteps));
+    zeroInitResidual_->setChecked(s.zeroInitResidual);
     batch_->setText(QString::number(s.batch));
     epochs_->setText(QString::number(s.epochs));
     maxSteps_->setText(QString::number(s.maxSteps));
@@ -470,6 +487,8 @@ void SettingsPanel::readControls()
     }));
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();
+    s.lrSchedule.shape = parseLrShape(dataOf(lrSchedule_).toStdString()).value_or(LrShape::constant);
+    s.zeroInitResidual = zeroInitResidual_->isChecked();
     s.backend = dataOf(backend_).toStdString();
     s.arithmetic = parseArithmetic(dataOf(arithmetic_).toStdString()).value_or(Arithmetic::hardware);
     if (problem.isEmpty()) {
@@ -480,6 +499,9 @@ void SettingsPanel::readControls()
             s.optimizer.lr = *lr;
     }
     long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
+    long long warmup = s.lrSchedule.warmupSteps;
+    integer(warmupSteps_, tr("Warm-up steps"), 0, 1LL << 40, warmup);
+    s.lrSchedule.warmupSteps = warmup;
     integer(batch_, tr("Batch size"), 1, 65536, batch);
     integer(epochs_, tr("Epochs"), 0, 100000, epochs);
     integer(maxSteps_, tr("Max steps"), 0, 1LL << 40, maxSteps);

@@ -93,6 +93,9 @@ private:
     LossScalingEditor* lossScaling_;
     QComboBox* optimizer_;
     QLineEdit* lr_;
+    QComboBox* lrSchedule_;         // constant or cosine
+    QLineEdit* warmupSteps_;        // linear warm-up steps (0: none)
+    QCheckBox* zeroInitResidual_;   // vit: residual branches start at zero
     QLineEdit* batch_;
     QLineEdit* epochs_;
     QLineEdit* maxSteps_;
