@@ -1072,6 +1072,62 @@ private slots:
         if (s != Format::fp32) QCOMPARE(h.telemetry.taps().count(TapKey{"loss", TensorKind::activationGrad}), std::size_t{1});
     }
 
+    // Label smoothing e against PyTorch's definition in double: loss = mean_n sum_j -t_j
+    // log p_j with t = (1 - e) onehot + e / C, gradient (p - t) / N; fp32 and AMP (fp16 logits,
+    // the loss in fp32); refused where the loss is emulated in 16 bits; evaluation unsmoothed.
+    void labelSmoothingFollowsPyTorchsTargets()
+    {
+        for (const char* preset : {"fp32", "amp-fp16"}) {
+            Harness h(preset);
+            const Format s = h.recipe.storage();
+            Rng rng{13};
+            Tensor logits({5, 10});
+            for (std::int64_t i = 0; i < logits.size(); ++i) logits[i] = roundTo(s, rng.uniform(-4.0f, 4.0f));
+            logits.setStorage(s);
+            const std::vector<std::uint8_t> labels{2, 0, 9, 2, 7};
+            const double e = 0.1;
+            h.ctx.labelSmoothing = static_cast<float>(e);
+            double refLoss = 0, refPlain = 0;
+            std::vector<double> refGrad(50);
+            for (int n = 0; n < 5; ++n) {
+                double m = -INFINITY, sum = 0;
+                for (int j = 0; j < 10; ++j) m = std::max(m, double(logits[n * 10 + j]));
+                for (int j = 0; j < 10; ++j) sum += std::exp(double(logits[n * 10 + j]) - m);
+                for (int j = 0; j < 10; ++j) {
+                    const double target = (1 - e) * (j == labels[n]) + e / 10;
+                    const double logP = double(logits[n * 10 + j]) - m - std::log(sum);
+                    refLoss -= target * logP / 5.0;
+                    if (j == labels[n]) refPlain -= logP / 5.0;
+                    refGrad[n * 10 + j] = (std::exp(logP) - target) / 5.0;
+                }
+            }
+            SoftmaxCrossEntropy loss;
+            const StepOutput out = loss.forward(logits, labels, h.ctx);
+            QVERIFY2(std::fabs(out.loss - refLoss) <= 1e-6 * refLoss,
+                     qPrintable(QString("%1: loss %2, reference %3").arg(preset).arg(out.loss).arg(refLoss)));
+            const float scale = 64.0f;
+            const Tensor& grad = loss.backward(scale, h.ctx);
+            QVERIFY(representable(s, grad));
+            // fp32: a few roundings of fp32; fp16: the gradient rounded once to 11 bits.
+            const double tolerance = s == Format::fp32 ? 1e-6 : 1e-3;
+            for (int i = 0; i < 50; ++i)
+                QVERIFY2(std::fabs(grad[i] / scale - refGrad[i]) <= tolerance * (std::fabs(refGrad[i]) + 0.01),
+                         qPrintable(QString("%1: grad[%2] %3, reference %4").arg(preset).arg(i)
+                                        .arg(grad[i] / scale).arg(refGrad[i])));
+            // Evaluation: the plain cross-entropy.
+            h.ctx.training = false;
+            const StepOutput plain = loss.forward(logits, labels, h.ctx);
+            QVERIFY2(std::fabs(plain.loss - refPlain) <= 1e-6 * refPlain,
+                     qPrintable(QString("%1: evaluation loss %2, plain reference %3").arg(preset).arg(plain.loss).arg(refPlain)));
+            h.ctx.training = true;
+        }
+        Harness fp16("pure-fp16");
+        fp16.ctx.labelSmoothing = 0.1f;
+        Tensor logits({1, 10});
+        logits.setStorage(Format::fp16);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, SoftmaxCrossEntropy().forward(logits, {1}, fp16.ctx));
+    }
+
     // With fp16 compute every conv output and gradient is an fp16 value, and each rounding
     // site reports to its tap: (layer, activation), (layer, activation_grad), (layer, weight_grad).
     void fp16RoundingSitesAndTaps()

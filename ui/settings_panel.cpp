@@ -175,6 +175,9 @@ void SettingsPanel::buildUi()
     zeroInitResidual_->setToolTip(tr("vit: each block's attention projection and second MLP layer start with zero "
                                      "weights, so that every block begins as the identity. Other models have no "
                                      "residual branches."));
+    labelSmoothing_ = edit("labelSmoothingEdit", tr("Label smoothing of the training loss, in [0, 1): the targets are "
+                                                    "(1 - e) on the label and e / 10 on every class (0: none). Needs "
+                                                    "the loss in fp32."));
     batch_ = edit("batchEdit", tr("Samples per step (live: applied at the next step)"));
     epochs_ = edit("epochsEdit", tr("Passes over the training set (0: no training, the initial weights evaluated once)"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
@@ -243,6 +246,7 @@ void SettingsPanel::buildUi()
     optim->addRow(tr("Learning rate"), lr_);
     optim->addRow(tr("Schedule"), lrSchedule_);
     optim->addRow(tr("Warm-up steps"), warmupSteps_);
+    optim->addRow(tr("Label smoothing"), labelSmoothing_);
     optim->addRow(zeroInitResidual_);
     optim->addRow(tr("Batch size"), batch_);
 
@@ -277,7 +281,7 @@ void SettingsPanel::buildUi()
 
     lockedDuringRun_ = {model_,         dataset_,       epochs_,  maxSteps_,  seed_,
                         initWeights_,   browseWeights_, backend_, arithmetic_, optimizer_,
-                        lrSchedule_,    warmupSteps_,   zeroInitResidual_};
+                        lrSchedule_,    warmupSteps_,   zeroInitResidual_, labelSmoothing_};
 
     // Choices commit at once; typed numbers on Enter or when focus leaves.
     auto onChoice = [this] {
@@ -318,7 +322,7 @@ void SettingsPanel::buildUi()
                                                        tr("safetensors weights (*.safetensors);;All files (*)"));
         if (!f.isEmpty()) initWeights_->setText(f);
     });
-    for (QLineEdit* e : {lr_, warmupSteps_, batch_, epochs_, maxSteps_, seed_, initWeights_}) {
+    for (QLineEdit* e : {lr_, warmupSteps_, labelSmoothing_, batch_, epochs_, maxSteps_, seed_, initWeights_}) {
         connect(e, &QLineEdit::textChanged, this, [this] {
             if (!filling_) readControls();
         });
@@ -363,6 +367,7 @@ void SettingsPanel::setSettings(const TrainSettings& s)
     selectData(lrSchedule_, QString::fromLatin1(lrShapeName(s.lrSchedule.shape).data()));
     warmupSteps_->setText(QString::number(s.lrSchedule.warmupSteps));
     zeroInitResidual_->setChecked(s.zeroInitResidual);
+    labelSmoothing_->setText(numberText(s.labelSmoothing));
     batch_->setText(QString::number(s.batch));
     epochs_->setText(QString::number(s.epochs));
     maxSteps_->setText(QString::number(s.maxSteps));
@@ -497,6 +502,15 @@ void SettingsPanel::readControls()
             problem = tr("Learning rate: “%1” is not a number.").arg(lr_->text());
         else
             s.optimizer.lr = *lr;
+    }
+    if (problem.isEmpty()) {
+        const auto smoothing = parseNumberText(labelSmoothing_->text());
+        if (!smoothing)
+            problem = tr("Label smoothing: “%1” is not a number.").arg(labelSmoothing_->text());
+        else if (!(*smoothing >= 0.0 && *smoothing < 1.0))
+            problem = tr("Label smoothing must be at least 0 and below 1, got %1.").arg(labelSmoothing_->text());
+        else
+            s.labelSmoothing = *smoothing;
     }
     long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
     long long warmup = s.lrSchedule.warmupSteps;

@@ -96,6 +96,7 @@ private:
     QComboBox* lrSchedule_;         // constant or cosine
     QLineEdit* warmupSteps_;        // linear warm-up steps (0: none)
     QCheckBox* zeroInitResidual_;   // vit: residual branches start at zero
+    QLineEdit* labelSmoothing_;     // the training loss's label smoothing, [0, 1)
     QLineEdit* batch_;
     QLineEdit* epochs_;
     QLineEdit* maxSteps_;

@@ -5,6 +5,7 @@
 #include "nn/layer_ops.h"
 
 #include <stdexcept>
+#include <vector>
 
 namespace plab {
 
@@ -31,7 +32,20 @@ StepOutput SoftmaxCrossEntropy::forward(const Tensor& logits, const std::vector<
     const Format emulate = (p.fp32SensitiveOps || storage_ == Format::fp32) ? Format::fp32 : storage_;
     const LossResult r = ctx.backend->softmaxCrossEntropy(logits.data(), labels.data(), N, classes, emulate,
                                                           probabilities_.data());
-    return {r.loss, r.correct};
+    smoothing_ = ctx.training ? ctx.labelSmoothing : 0.0f;
+    if (smoothing_ == 0.0f || N == 0) return {r.loss, r.correct};
+    if (emulate != Format::fp32)
+        throw std::invalid_argument("Label smoothing needs the loss in fp32 (fp32 softmax / loss on, or fp32 logits).");
+    // CE + e mean_n(x_label - mean_j x_j), in double from the logits (N x classes, small).
+    const std::vector<float> x = logits.toHost();
+    double shift = 0.0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* row = x.data() + n * classes;
+        double sum = 0.0;
+        for (std::int64_t j = 0; j < classes; ++j) sum += row[j];
+        shift += double(row[labels[static_cast<std::size_t>(n)]]) - sum / double(classes);
+    }
+    return {static_cast<float>(double(r.loss) + double(smoothing_) * shift / double(N)), r.correct};
 }
 
 Tensor& SoftmaxCrossEntropy::backward(float lossScale, StepContext& ctx)
@@ -40,6 +54,18 @@ Tensor& SoftmaxCrossEntropy::backward(float lossScale, StepContext& ctx)
     prepareTensor(gradLogits_, {N, classes}, storage_, ctx, MemoryCategory::workspace);
     ctx.backend->softmaxCrossEntropyBackward(probabilities_.data(), labels_.data(), N, classes, lossScale,
                                              gradLogits_.data());
+    if (smoothing_ != 0.0f && N > 0) {
+        // + e (onehot - 1 / classes) / N * lossScale, element-wise on the backend.
+        const double unit = double(smoothing_) * double(lossScale) / double(N);
+        std::vector<float> term(static_cast<std::size_t>(N * classes), static_cast<float>(-unit / double(classes)));
+        for (std::int64_t n = 0; n < N; ++n)
+            term[static_cast<std::size_t>(n * classes + labels_[static_cast<std::size_t>(n)])] =
+                static_cast<float>(unit - unit / double(classes));
+        prepareTensor(smoothingTerm_, {N, classes}, Format::fp32, ctx, MemoryCategory::workspace, false,
+                      NewElements::undefined);
+        smoothingTerm_.assignFromHost(term.data(), N * classes);
+        ctx.backend->addPeriodic(gradLogits_.data(), N * classes, smoothingTerm_.data(), N * classes);
+    }
     if (storage_ != Format::fp32)
         roundTapped(ctx, storage_, gradLogits_.data(), gradLogits_.data(), gradLogits_.size(), kTapName,
                     TensorKind::activationGrad);

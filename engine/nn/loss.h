@@ -19,6 +19,9 @@ public:
 
     // dL/dlogits * lossScale = (softmax - onehot) / N * lossScale, computed in fp32, then
     // rounded to the storage format (tap "loss", activation_grad). (N, classes)
+    // With label smoothing e (StepContext::labelSmoothing, training only; the loss in fp32):
+    // the loss is (1 - e) CE + e mean_j(-log p_j) = CE + e mean_n(x_label - mean_j x_j), and
+    // e (onehot - 1 / classes) / N * lossScale is added to the gradient before its rounding.
     Tensor& backward(float lossScale, StepContext& ctx);
 
     static constexpr const char* kTapName = "loss";
@@ -27,6 +30,8 @@ private:
     Tensor probabilities_;              // (N, classes) fp32 (storage-rounded when emulated)
     std::vector<std::uint8_t> labels_;  // (N)
     Tensor gradLogits_;                 // (N, classes)
+    Tensor smoothingTerm_;              // (N, classes): label smoothing's part of the gradient
+    float smoothing_ = 0.0f;            // the forward pass's label smoothing
     Format storage_ = Format::fp32;     // the logits' format, of the gradient too
 };
 

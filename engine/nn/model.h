@@ -44,6 +44,9 @@ struct StepContext {
     // fp32 work buffers the layers of a step share (a packed activation is
     // computed or widened here), reused from step to step; null: each layer keeps its own.
     std::array<Tensor, 2>* work = nullptr;
+    // Label smoothing of the training loss (0: none): the cross-entropy's targets are
+    // (1 - e) onehot + e / classes, as torch.nn.functional.cross_entropy's label_smoothing.
+    float labelSmoothing = 0.0f;
 };
 
 struct StepOutput {

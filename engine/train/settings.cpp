@@ -364,6 +364,14 @@ const std::vector<KeyRule>& keyRules()
           "vit: each block's residual branches (proj and fc2 weights) start at zero: on|off"},
          [](const Reader& r, TrainSettings& s) { s.zeroInitResidual = r.boolean("zero_init_residual"); },
          [](const TrainSettings& s) { return json(s.zeroInitResidual); }},
+        {{"label_smoothing", T::number,
+          "Label smoothing of the training loss, in [0, 1): targets (1 - e) onehot + e / classes (0: none; needs "
+          "the loss in fp32)"},
+         [](const Reader& r, TrainSettings& s) {
+             s.labelSmoothing = r.number("label_smoothing");
+             if (!(s.labelSmoothing >= 0.0 && s.labelSmoothing < 1.0)) r.fail("label_smoothing", "must be in [0, 1)");
+         },
+         [](const TrainSettings& s) { return json(s.labelSmoothing); }},
         {{"optimizer", T::text, "adam or sgd"},
          [](const Reader& r, TrainSettings& s) { s.optimizer.kind = oneOf(r, "optimizer", {"adam", "sgd"}); },
          [](const TrainSettings& s) { return json(s.optimizer.kind); }},
@@ -551,6 +559,9 @@ std::string validateSettings(const TrainSettings& s)
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
+    if (s.labelSmoothing > 0 && !s.recipe.fp32SensitiveOps && s.recipe.storage() != Format::fp32)
+        return "label_smoothing needs the loss in fp32: turn fp32_sensitive_ops on (the " +
+               std::string(formatName(s.recipe.storage())) + " loss is emulated op by op)";
     if (s.zeroInitResidual && !s.initWeights.empty())
         return "zero_init_residual and init_weights together: the weights file gives every initial weight";
     const auto layers = parameterLayerNames(s.model);

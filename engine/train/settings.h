@@ -27,6 +27,9 @@ struct TrainSettings {
     // so that every block begins as the identity (Goyal et al. 2017's zero-gamma trick,
     // written for the vit's blocks).
     bool zeroInitResidual = false;
+    // The training loss's label smoothing, in [0, 1) (0: none): targets (1 - e) onehot +
+    // e / classes, as PyTorch's cross_entropy(label_smoothing=e) (Szegedy et al. 2016).
+    double labelSmoothing = 0.0;
     int batch = 32;
     int epochs = 3;
     std::int64_t maxSteps = 0;        // 0: no limit

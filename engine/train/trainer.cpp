@@ -382,7 +382,8 @@ void Trainer::setUp(State& st)
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     st.params = st.model->parameters();
-    st.ctx = StepContext{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true, &st.work};
+    st.ctx = StepContext{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true, &st.work,
+                         static_cast<float>(settings_.labelSmoothing)};
 }
 
 RunResult Trainer::runOrThrow(State& st)

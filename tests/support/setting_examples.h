@@ -43,6 +43,7 @@ inline const nlohmann::json& settingExamples()
         {"lr_schedule", "cosine"},
         {"warmup_steps", 75},
         {"zero_init_residual", true},
+        {"label_smoothing", 0.1},
         {"optimizer", "sgd"},
         {"momentum", 0.5},
         {"seed", 7},
