@@ -145,7 +145,8 @@ if "optimizer_state" in sb and "optimizer_state" not in sa:
     sb.pop("optimizer_state")
 # Settings keys added after BASE (issue 33's schedule and zero-initialised branches): each
 # must hold its default, which is what BASE did.
-for key, default in (("lr_schedule", "constant"), ("warmup_steps", 0), ("zero_init_residual", False)):
+for key, default in (("lr_schedule", "constant"), ("warmup_steps", 0), ("zero_init_residual", False),
+                     ("label_smoothing", 0.0)):
     if key in sb and key not in sa:
         if sb[key] != default:
             print(f"{name}: DIFFERS at record.settings.{key}: {sb[key]!r}, BASE had no such setting")

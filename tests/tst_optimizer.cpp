@@ -799,6 +799,8 @@ private slots:
         // warm-up ends at the base rate (the cosine over at least one step).
         QCOMPARE(scheduledLr(base, LrSchedule{LrShape::cosine, 0}, 0, 50), base);
         QCOMPARE(scheduledLr(base, LrSchedule{LrShape::cosine, 8}, 7, 8), base);
+        QCOMPARE(scheduledLr(base, LrSchedule{LrShape::cosine, 8}, 8, 8), base);   // the rest counted as 1 step
+        QCOMPARE(scheduledLr(base, LrSchedule{LrShape::cosine, 8}, 9, 8), 0.0);
         // Names both ways; anything else refused.
         for (const LrShape shape : {LrShape::constant, LrShape::cosine})
             QCOMPARE(parseLrShape(lrShapeName(shape)), std::optional<LrShape>(shape));

@@ -212,9 +212,15 @@ private slots:
         }
         setPoisonNewElements(false);
         Tensor t({3});
+        const float three[] = {1.0f, 2.0f, 3.0f};
+        t.assignFromHost(three, 3);
         t.resize({1});
-        t.resize({3}, NewElements::undefined);   // not poisoned: nothing written, the first kept
-        QCOMPARE(t[0], 0.0f);
+        // Not poisoned: nothing written, the old values stay (no caller reads them; here
+        // they show that no zero-fill ran).
+        t.resize({3}, NewElements::undefined);
+        QCOMPARE(t[0], 1.0f);
+        QCOMPARE(t[1], 2.0f);
+        QCOMPARE(t[2], 3.0f);
         setPoisonNewElements(was);
         QVERIFY(device.violations().empty());
     }

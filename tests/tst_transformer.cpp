@@ -282,6 +282,8 @@ private slots:
             if (const auto* st = std::get_if<StepEvent>(&e)) rates.push_back(st->lr);
             if (const auto* start = std::get_if<RunStartEvent>(&e)) planned = start->plannedSteps;
         });
+        // The cosine is planned over the run's steps: a batch change is refused.
+        QVERIFY(!trainer.control().requestChange(SettingsChange{std::nullopt, 8, std::nullopt}).empty());
         const RunResult r = trainer.run();
         QCOMPARE(r.status, RunStatus::completed);
         QCOMPARE(planned, std::int64_t{8});
@@ -298,6 +300,15 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"zero_init_residual", true},
                                                                              {"init_weights", saved}}, "test"));
         QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"lr_schedule", "linear"}}, "test"));
+        // Label smoothing needs the loss in fp32: the logits' format is the last layer's own.
+        const std::string last = parameterLayerNames(ModelSpec{}).back();
+        QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"label_smoothing", 0.1},
+                                                                             {"fp32_sensitive_ops", false},
+                                                                             {"layer", last + "=bf16"}}, "test"));
+        QCOMPARE(settingsFromJson(nlohmann::json{{"recipe", "pure-fp16"}, {"label_smoothing", 0.1},
+                                                 {"layer", last + "=fp32"}}, "test").labelSmoothing, 0.1);
+        QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"recipe", "pure-fp16"},
+                                                                             {"label_smoothing", 0.1}}, "test"));
     }
 
     void badShapesAreClearErrors()

@@ -168,16 +168,17 @@ void SettingsPanel::buildUi()
     lr_ = edit("lrEdit", tr("Learning rate (live: applied at the next step)"));
     lrSchedule_ = combo("lrScheduleCombo", {{tr("Constant"), QStringLiteral("constant")},
                                             {tr("Cosine to 0"), QStringLiteral("cosine")}});
-    lrSchedule_->setToolTip(tr("Constant: the learning rate throughout. Cosine: lowered along a half cosine to 0 "
-                               "by the last step. Either after the warm-up."));
+    lrSchedule_->setToolTip(tr("Constant: the learning rate throughout. Cosine: lowered along a half cosine "
+                               "towards 0 over the planned steps (the batch size is then fixed for the run). "
+                               "Either after the warm-up."));
     warmupSteps_ = edit("warmupStepsEdit", tr("Steps of linear warm-up from lr / N to lr at the start (0: none)"));
     zeroInitResidual_ = named(new QCheckBox(tr("Residual branches start at zero"), this), "zeroInitResidualCheck");
     zeroInitResidual_->setToolTip(tr("vit: each block's attention projection and second MLP layer start with zero "
                                      "weights, so that every block begins as the identity. Other models have no "
                                      "residual branches."));
-    labelSmoothing_ = edit("labelSmoothingEdit", tr("Label smoothing of the training loss, in [0, 1): the targets are "
-                                                    "(1 - e) on the label and e / 10 on every class (0: none). Needs "
-                                                    "the loss in fp32."));
+    labelSmoothing_ = edit("labelSmoothingEdit", tr("Label smoothing of the training loss, in [0, 1): each target is "
+                                                    "e / classes on every class plus 1 - e on the label (0: none), as "
+                                                    "PyTorch's cross_entropy. Needs the loss in fp32."));
     batch_ = edit("batchEdit", tr("Samples per step (live: applied at the next step)"));
     epochs_ = edit("epochsEdit", tr("Passes over the training set (0: no training, the initial weights evaluated once)"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));

@@ -18,6 +18,7 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,7 +54,7 @@ struct UninitialisedAllocator : std::allocator<T> {
         ::new (static_cast<void*>(p)) U;
     }
     template <typename U, typename... Args>
-    void construct(U* p, Args&&... args)
+    void construct(U* p, Args&&... args) noexcept(std::is_nothrow_constructible_v<U, Args...>)
     {
         ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     }

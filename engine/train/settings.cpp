@@ -349,7 +349,8 @@ const std::vector<KeyRule>& keyRules()
          [](const Reader& r, TrainSettings& s) { s.optimizer.lr = r.positive("lr"); },
          [](const TrainSettings& s) { return json(s.optimizer.lr); }},
         {{"lr_schedule", T::text,
-          "constant (lr throughout) or cosine (lr lowered along a half cosine to 0 by the last step), after "
+          "constant (lr throughout) or cosine (lr lowered along a half cosine towards 0 over the planned steps; "
+          "the batch is then fixed for the run), after "
           "warmup_steps"},
          [](const Reader& r, TrainSettings& s) {
              s.lrSchedule.shape = *parseLrShape(oneOf(r, "lr_schedule", {"constant", "cosine"}));
@@ -540,6 +541,17 @@ std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages)
     return s.maxSteps > 0 ? std::min(all, s.maxSteps) : all;
 }
 
+std::string labelSmoothingProblem(const PrecisionRecipe& r, const ModelSpec& model, double e)
+{
+    if (!(e > 0)) return {};
+    // As the loss layer decides: the logits come in the last layer's storage format.
+    const auto layers = parameterLayerNames(model);
+    const Format logits = layers.empty() ? r.storage() : r.forLayer(layers.back()).storage();
+    if (r.fp32SensitiveOps || logits == Format::fp32) return {};
+    return "label_smoothing needs the loss in fp32: turn fp32_sensitive_ops on (the " +
+           std::string(formatName(logits)) + " loss is emulated op by op)";
+}
+
 std::string validateSettings(const TrainSettings& s)
 {
     const ModelKind* kind = findModelKind(s.model.kind);
@@ -559,9 +571,7 @@ std::string validateSettings(const TrainSettings& s)
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
-    if (s.labelSmoothing > 0 && !s.recipe.fp32SensitiveOps && s.recipe.storage() != Format::fp32)
-        return "label_smoothing needs the loss in fp32: turn fp32_sensitive_ops on (the " +
-               std::string(formatName(s.recipe.storage())) + " loss is emulated op by op)";
+    if (auto problem = labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing); !problem.empty()) return problem;
     if (s.zeroInitResidual && !s.initWeights.empty())
         return "zero_init_residual and init_weights together: the weights file gives every initial weight";
     const auto layers = parameterLayerNames(s.model);

@@ -101,6 +101,9 @@ TrainSettings settingsFromFile(const std::filesystem::path& file);
 // panel): the recipe's (PrecisionRecipe::notices), and what the optimizer state's format
 // cannot hold: Adam's eps where it rounds to 0, second moments fp16 flushes.
 std::vector<std::string> settingsNotices(const TrainSettings& s);
+// Why label smoothing `e` cannot run with recipe `r` on `model` (empty: it can): it needs the
+// loss in fp32, fp32 softmax / loss on or fp32 logits (the last layer's own format).
+std::string labelSmoothingProblem(const PrecisionRecipe& r, const ModelSpec& model, double e);
 
 // The optimizer steps a run of these settings plans on `trainImages` training images:
 // epochs of ceil(images / batch) steps, capped by maxSteps.

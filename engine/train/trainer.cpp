@@ -120,6 +120,9 @@ Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, 
     files_ = readRunFiles(settings_, data_);
     if (!files_.batches.empty())
         control_->fixBatches("the batches come from " + settings_.readBatches + " (--read-batches)");
+    else if (settings_.lrSchedule.shape == LrShape::cosine)
+        control_->fixBatches("the cosine learning-rate schedule is planned over the run's steps at batch " +
+                             std::to_string(settings_.batch));
 }
 
 Trainer::~Trainer() = default;
@@ -219,7 +222,10 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
 void Trainer::useBackendRules(const BackendInfo& info)
 {
     if (auto problem = recipeProblem(settings_.recipe, info); !problem.empty()) throw InputError(problem);
-    control_->setRecipeCheck([info](const PrecisionRecipe& r) { return recipeProblem(r, info); });
+    control_->setRecipeCheck([info, model = settings_.model, smoothing = settings_.labelSmoothing](const PrecisionRecipe& r) {
+        if (auto problem = labelSmoothingProblem(r, model, smoothing); !problem.empty()) return problem;
+        return recipeProblem(r, info);
+    });
 }
 
 std::string Trainer::describeChange(const State& st, const SettingsChange& change) const
@@ -229,9 +235,9 @@ std::string Trainer::describeChange(const State& st, const SettingsChange& chang
         if (auto text = describeRecipeChange(st.recipe, *change.recipe); !text.empty()) parts.push_back(text);
     if (change.batch && *change.batch != st.batch)
         parts.push_back("batch " + std::to_string(st.batch) + " -> " + std::to_string(*change.batch));
-    if (change.lr && *change.lr != st.optimizer->learningRate()) {
+    if (change.lr && *change.lr != settings_.optimizer.lr) {   // the base rate, which a schedule follows
         std::ostringstream out;
-        out << "lr " << st.optimizer->learningRate() << " -> " << *change.lr;
+        out << "lr " << settings_.optimizer.lr << " -> " << *change.lr;
         parts.push_back(out.str());
     }
     std::string text;
