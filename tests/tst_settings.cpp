@@ -90,6 +90,8 @@ private slots:
                                          << "'update_rounding' must be nearest, stochastic or kahan, got 'up'";
         QTest::addRow("mx scale") << R"({"mx_scale": "nearest"})" << "'mx_scale' must be floor or ceil, got 'nearest'";
         QTest::addRow("unknown model") << R"({"model": "resnet"})" << "model must be mlp";
+        QTest::addRow("label smoothing one") << R"({"label_smoothing": 1})" << "label_smoothing must be in [0, 1)";
+        QTest::addRow("label smoothing negative") << R"({"label_smoothing": -0.1})" << "label_smoothing must be in [0, 1)";
         QTest::addRow("backoff above one") << R"({"loss_scale": "dynamic", "backoff_factor": 2})" << "backoff";
         QTest::addRow("not an object") << R"([1, 2])" << "expected a JSON object";
         QTest::addRow("layer without =") << R"({"layer": "conv1"})" << "'layer' 'conv1' is not layer=precision";

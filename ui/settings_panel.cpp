@@ -508,10 +508,8 @@ void SettingsPanel::readControls()
         const auto smoothing = parseNumberText(labelSmoothing_->text());
         if (!smoothing)
             problem = tr("Label smoothing: “%1” is not a number.").arg(labelSmoothing_->text());
-        else if (!(*smoothing >= 0.0 && *smoothing < 1.0))
-            problem = tr("Label smoothing must be at least 0 and below 1, got %1.").arg(labelSmoothing_->text());
         else
-            s.labelSmoothing = *smoothing;
+            s.labelSmoothing = *smoothing;   // its range: validateSettings, below
     }
     long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
     long long warmup = s.lrSchedule.warmupSteps;

@@ -210,36 +210,40 @@ void Tensor::releaseDevice() noexcept
 
 void Tensor::allocate(std::int64_t count, std::int64_t keep, NewElements added)
 {
-    // New elements read as zero (+0 in the 16-bit formats too), or as NaN where poisoned.
-    const bool poison = added == NewElements::undefined && poisonsNewElements();
-    const bool zeroNew = added == NewElements::zero;
+    // New elements read as zero (+0 in the 16-bit formats too), or as NaN where poisoned,
+    // or are not written at all.
+    const bool zero = added == NewElements::zero;
+    const bool writes = zero || poisonsNewElements();
+    const float value = zero ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    const std::uint16_t bits = zero ? std::uint16_t{0} : kNaNPattern16;
     if (!device_) {
-        const auto grow = [&](auto& v, auto zero, auto nan) {
+        const auto grow = [&](auto& v, auto fill) {
             const std::size_t had = v.size();
             v.resize(static_cast<std::size_t>(count));
-            if (v.size() > had && (zeroNew || poison)) std::fill(v.begin() + had, v.end(), zeroNew ? zero : nan);
+            if (writes && v.size() > had) std::fill(v.begin() + had, v.end(), fill);
         };
         if (packed_)
-            grow(packedHost_, std::uint16_t{0}, kNaNPattern16);
+            grow(packedHost_, bits);
         else
-            grow(host_, 0.0f, std::numeric_limits<float>::quiet_NaN());
+            grow(host_, value);
         return;
     }
     const auto write = [&](void* base, std::int64_t from) {
+        if (!writes || count <= from) return;
         const auto n = static_cast<std::size_t>(count - from);
         if (!packed_)
-            device_->fill(static_cast<float*>(base) + from, n, zeroNew ? 0.0f : std::numeric_limits<float>::quiet_NaN());
+            device_->fill(static_cast<float*>(base) + from, n, value);
         else
-            fill16(*device_, static_cast<std::uint16_t*>(base) + from, n, zeroNew ? std::uint16_t{0} : kNaNPattern16);
+            fill16(*device_, static_cast<std::uint16_t*>(base) + from, n, bits);
     };
     if (count <= deviceCapacity_) {
-        if ((zeroNew || poison) && count > keep) write(deviceData_, keep);
+        write(deviceData_, keep);
         return;
     }
     const std::int64_t kept = std::min(keep, deviceCapacity_);
     void* fresh = filledBlock(*device_, static_cast<std::size_t>(count) * elementBytes(), [&](void* b) {
         if (kept > 0) device_->copy(b, deviceData_, static_cast<std::size_t>(kept) * elementBytes());
-        if ((zeroNew || poison) && count > kept) write(b, kept);
+        write(b, kept);
     });
     releaseDevice();
     deviceData_ = fresh;

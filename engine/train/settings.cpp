@@ -350,8 +350,7 @@ const std::vector<KeyRule>& keyRules()
          [](const TrainSettings& s) { return json(s.optimizer.lr); }},
         {{"lr_schedule", T::text,
           "constant (lr throughout) or cosine (lr lowered along a half cosine towards 0 over the planned steps; "
-          "the batch is then fixed for the run), after "
-          "warmup_steps"},
+          "the batch is then fixed for the run), after warmup_steps"},
          [](const Reader& r, TrainSettings& s) {
              s.lrSchedule.shape = *parseLrShape(oneOf(r, "lr_schedule", {"constant", "cosine"}));
          },
@@ -368,10 +367,7 @@ const std::vector<KeyRule>& keyRules()
         {{"label_smoothing", T::number,
           "Label smoothing of the training loss, in [0, 1): targets (1 - e) onehot + e / classes (0: none; needs "
           "the loss in fp32)"},
-         [](const Reader& r, TrainSettings& s) {
-             s.labelSmoothing = r.number("label_smoothing");
-             if (!(s.labelSmoothing >= 0.0 && s.labelSmoothing < 1.0)) r.fail("label_smoothing", "must be in [0, 1)");
-         },
+         [](const Reader& r, TrainSettings& s) { s.labelSmoothing = r.number("label_smoothing"); },
          [](const TrainSettings& s) { return json(s.labelSmoothing); }},
         {{"optimizer", T::text, "adam or sgd"},
          [](const Reader& r, TrainSettings& s) { s.optimizer.kind = oneOf(r, "optimizer", {"adam", "sgd"}); },
@@ -571,6 +567,7 @@ std::string validateSettings(const TrainSettings& s)
     if (s.batch < 1) return "batch must be at least 1";
     if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
     if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
+    if (!(s.labelSmoothing >= 0.0 && s.labelSmoothing < 1.0)) return "label_smoothing must be in [0, 1)";
     if (auto problem = labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing); !problem.empty()) return problem;
     if (s.zeroInitResidual && !s.initWeights.empty())
         return "zero_init_residual and init_weights together: the weights file gives every initial weight";
