@@ -259,14 +259,22 @@ private slots:
     void convIndexMapsMatchCpu_data()
     {
         QTest::addColumn<int>("kernel");
-        QTest::addRow("3x3 pad 1") << 3;
-        QTest::addRow("5x5 pad 2") << 5;
-        QTest::addRow("1x1 pad 0") << 1;
+        QTest::addColumn<int>("height");
+        QTest::addColumn<int>("width");
+        QTest::addRow("3x3 pad 1") << 3 << 4 << 6;
+        QTest::addRow("5x5 pad 2") << 5 << 4 << 6;
+        QTest::addRow("1x1 pad 0") << 1 << 4 << 6;
+        // Planes no wider (or taller) than a shift: whole rows and columns of padding.
+        QTest::addRow("5x5 pad 2, 2 x 3") << 5 << 2 << 3;
+        QTest::addRow("5x5 pad 2, 3 x 1") << 5 << 3 << 1;
+        QTest::addRow("3x3 pad 1, 1 x 2") << 3 << 1 << 2;
     }
     void convIndexMapsMatchCpu()
     {
         QFETCH(int, kernel);
-        const ConvGeometry g{3, 5, 4, 6, kernel, kernel / 2};   // (C, N, H, W) = (3, 5, 4, 6)
+        QFETCH(int, height);
+        QFETCH(int, width);
+        const ConvGeometry g{3, 5, height, width, kernel, kernel / 2};   // (C, N, H, W)
         const std::int64_t n0 = 1, count = 3, hw = g.planeSize();
         auto cpu = createCpuBackend(2);
         Rng rng{99};

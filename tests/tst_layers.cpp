@@ -490,6 +490,91 @@ private slots:
                                      .arg(o).arg(out[o]).arg(at[o]).arg(want[o]).arg(wantAt[o])));
     }
 
+    // The bias gradients' row sums are each row's in-order double sum (from +0), bit for bit,
+    // however many rows the backend adds at once (backend/cpu/row_sums.h): matrices of 1 to
+    // 11 rows of a few binades and of forty, and rows that only the in-order sum gets right
+    // (the sum reassociated gives another number), NaN, infinities and zeros; fp32, and
+    // packed fp16 and bf16 values.
+    void rowSumsAreTheInOrderSum_data()
+    {
+        QTest::addColumn<int>("format");
+        for (Format f : {Format::fp32, Format::fp16, Format::bf16}) QTest::addRow("%s", formatName(f).data()) << int(f);
+    }
+    void rowSumsAreTheInOrderSum()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        using Matrix = std::vector<std::vector<float>>;
+        Rng rng{29};
+        std::vector<Matrix> matrices;
+        for (int rows : {1, 8, 11})
+            for (int length : {1, 9, 600, 9000}) {
+                Matrix m;
+                for (int r = 0; r < rows; ++r) {
+                    const int binades = r % 2 ? 40 : 3;
+                    std::vector<float> row(static_cast<std::size_t>(length));
+                    for (float& v : row)
+                        v = std::ldexp(rng.uniform(-1.0f, 1.0f), static_cast<int>(rng.next() % binades) - binades / 2);
+                    m.push_back(row);
+                }
+                matrices.push_back(m);
+            }
+        // In order, 1 + 2^60 loses the 1 and the row sums to 0; in another order it keeps both 1s.
+        std::vector<float> lost(17, 0.0f);
+        lost[0] = lost[8] = 1.0f;
+        lost[1] = std::ldexp(1.0f, 60);
+        lost[9] = -lost[1];
+        // 2^30 + 1 + 2^-23 rounds to even in double: in order 1, not 1 + 2^-23.
+        std::vector<float> tie(17, 0.0f);
+        tie[0] = tie[1] = std::ldexp(1.0f, 29);
+        tie[2] = 1.0f + std::ldexp(1.0f, -23);
+        tie[8] = tie[9] = -std::ldexp(1.0f, 29);
+        auto row17 = [](std::vector<float> v) { return v.resize(17, 0.0f), v; };
+        matrices.push_back({lost, tie, row17({1.0f, NAN, -2.0f}), row17({INFINITY, 1.0f, -INFINITY}),
+                            row17({INFINITY, 1.0f, 3.0f}), row17({0.0f, -0.0f, -0.0f}), row17({-0.0f}), lost, tie});
+
+        Harness h;
+        for (const Matrix& m : matrices) {
+            const auto rows = static_cast<std::int64_t>(m.size()), cols = static_cast<std::int64_t>(m[0].size());
+            std::vector<float> values, want;
+            for (const std::vector<float>& row : m) {
+                double inOrder = 0.0;
+                for (float v : row) {
+                    values.push_back(roundTo(f, v));
+                    inOrder += values.back();
+                }
+                want.push_back(static_cast<float>(inOrder));
+            }
+            std::vector<float> got(want.size(), 7.0f);
+            if (f == Format::fp32) {
+                h.backend->sumRows(values.data(), rows, cols, got.data());
+            } else {
+                std::vector<std::uint16_t> bits(values.size());
+                for (std::size_t i = 0; i < bits.size(); ++i)
+                    bits[i] = f == Format::fp16 ? fp32ToFp16Bits(values[i]) : fp32ToBf16Bits(values[i]);
+                h.backend->sumRows16(f, bits.data(), rows, cols, got.data());
+            }
+            for (std::int64_t r = 0; r < rows; ++r)
+                if (std::bit_cast<std::uint32_t>(got[r]) != std::bit_cast<std::uint32_t>(want[r]))
+                    QFAIL(qPrintable(QString("row %1 of %2 x %3: %4, in order %5")
+                                         .arg(r).arg(rows).arg(cols).arg(got[r], 0, 'g', 17).arg(want[r], 0, 'g', 17)));
+        }
+        // The order-sensitive rows are so: summed pairwise they give another number (not in
+        // fp16, whose values, multiples of 2^-24 under 2^16, short rows sum exactly in any
+        // order; nor the tie in bf16, where 1 + 2^-23 is 1).
+        const std::vector<std::vector<float>> sensitive = f == Format::fp32   ? Matrix{lost, tie}
+                                                          : f == Format::bf16 ? Matrix{lost}
+                                                                              : Matrix{};
+        for (const std::vector<float>& row : sensitive) {
+            double pairs[2] = {}, inOrder = 0.0;
+            for (std::size_t i = 0; i < row.size(); ++i) {
+                pairs[i % 2] += roundTo(f, row[i]);
+                inOrder += roundTo(f, row[i]);
+            }
+            QVERIFY(pairs[0] + pairs[1] != inOrder);
+        }
+    }
+
     // Issue 31: the element-wise ops on packed 16-bit tensors give, bit for bit, what the
     // fp32 ops give on the widened values (every result is one of the format's values, so
     // it narrows exactly), with the same positions and rounding counts.

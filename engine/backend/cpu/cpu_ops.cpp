@@ -2,6 +2,7 @@
 // pooling, the (C, N) <-> (N, C) block transpose of Flatten, bias-gradient sums, and
 // softmax cross-entropy in fp32 or emulated in a reduced format.
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/row_sums.h"
 
 #include "numerics/bulk_round.h"
 #include "numerics/format.h"
@@ -152,13 +153,9 @@ void transposeBlocks(ThreadPool& pool, const std::uint16_t* in, std::int64_t A, 
 
 void sumRows(ThreadPool& pool, const float* x, std::int64_t rows, std::int64_t cols, float* out)
 {
-    pool.parallelFor(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
-        for (std::int64_t r = r0; r < r1; ++r) {
-            double sum = 0.0;
-            const float* row = x + r * cols;
-            for (std::int64_t i = 0; i < cols; ++i) sum += row[i];
-            out[r] = static_cast<float>(sum);
-        }
+    pool.parallelFor(rows, 8, [&](std::int64_t r0, std::int64_t r1) {
+        sumRowsInOrder(
+            r0, r1, cols, [&](std::int64_t r, std::int64_t c0, std::int64_t, float*) { return x + r * cols + c0; }, out);
     });
 }
 

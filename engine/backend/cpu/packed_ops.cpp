@@ -2,6 +2,7 @@
 #include "backend/cpu/packed_ops.h"
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/row_sums.h"
 #include "numerics/storage_convert.h"
 
 #include <algorithm>
@@ -80,17 +81,15 @@ void roundTo16(ThreadPool& pool, Format f, Strided<const float> src, Strided<std
 
 void sumRows16(ThreadPool& pool, Format f, const std::uint16_t* x, std::int64_t rows, std::int64_t cols, float* out)
 {
-    pool.parallelFor(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
-        float wide[kChunk];
-        for (std::int64_t r = r0; r < r1; ++r) {
-            double sum = 0.0;   // in order, as sumRows adds
-            for (std::int64_t first = 0; first < cols; first += kChunk) {
-                const std::int64_t n = std::min(kChunk, cols - first);
-                widenArray(f, x + r * cols + first, wide, static_cast<std::size_t>(n));
-                for (std::int64_t i = 0; i < n; ++i) sum += wide[i];
-            }
-            out[r] = static_cast<float>(sum);
-        }
+    // As sumRows adds, the values widened a piece at a time.
+    pool.parallelFor(rows, 8, [&](std::int64_t r0, std::int64_t r1) {
+        sumRowsInOrder(
+            r0, r1, cols,
+            [&](std::int64_t r, std::int64_t c0, std::int64_t n, float* buffer) {
+                widenArray(f, x + r * cols + c0, buffer, static_cast<std::size_t>(n));
+                return static_cast<const float*>(buffer);
+            },
+            out);
     });
 }
 
