@@ -48,6 +48,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
@@ -290,6 +291,66 @@ def fp32_case(plab, data_dir, work, images, labels, kind, own_batches, widths=No
         print(f"      fp32 {kind} SGD: losses within {max(rel):.2e} of float64 over 50 steps")
         check(len(rel) == 50 and max(rel) <= 1e-5,
               f"fp32 {kind}: SGD without momentum, every step's loss within 1e-5 relative of float64 PyTorch's")
+
+
+def options_case(plab, data_dir, work, images, labels, kind="vit", widths=(32, 2, 4, 7)):
+    """Issue 33's training options against PyTorch's own definitions, 50 steps of plain SGD
+    (no amplification, so the strict bound holds in any order), fp32 against float64:
+      - `--lr-schedule cosine --warmup-steps 10`: each step's recorded rate against PyTorch's
+        LinearLR (from 1/10 of the rate) for 10 steps, then CosineAnnealingLR to 0 over the
+        remaining 40 (SequentialLR), within fp32's rounding of the rate;
+      - `--label-smoothing 0.1`: the loss against cross_entropy(label_smoothing=0.1);
+      - both: every step's loss within 1e-5 relative of float64 PyTorch's, which also
+        checks that the smoothed gradient and each step's rate moved the weights alike."""
+    torch.manual_seed(17)
+    model = pt.make_model(kind, widths)
+    init = os.path.join(work, f"{kind}-options-init.safetensors")
+    pt.save_safetensors(init, model.state_dict(), {"format": "pt"})
+    written = os.path.join(work, f"{kind}-options-batches.txt")
+    record = os.path.join(work, f"{kind}-options.json")
+    steps, warmup, lr, smoothing = 50, 10, 0.05, 0.1
+    args = ["--model", kind, "--recipe", "fp32", "--init-weights", init, "--data-dir", data_dir, "--batch", "32",
+            "--widths", ",".join(str(w) for w in widths), "--write-batches", written, "--seed", "5",
+            "--out", record, "--max-steps", str(steps), "--optimizer", "sgd", "--momentum", "0", "--lr", str(lr),
+            "--lr-schedule", "cosine", "--warmup-steps", str(warmup), "--label-smoothing", str(smoothing)]
+    p = run_plab(plab, args)
+    check(p.returncode == 0, f"options {kind}: plab train with a schedule and label smoothing exits 0")
+    if p.returncode != 0:
+        return
+    recorded = record_steps(record)
+    check(len(recorded) == steps, f"options {kind}: {steps} steps")
+
+    reference = pt.make_model(kind, widths)
+    reference.load_state_dict(pt.load_safetensors(init))
+    reference = reference.to(torch.float64)
+    opt = torch.optim.SGD(reference.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.SequentialLR(opt, [
+        torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0 / warmup, end_factor=1.0, total_iters=warmup - 1),
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps - warmup, eta_min=0.0)], milestones=[warmup])
+    rates, losses = [], []
+    for idx in pt.read_batches(written):
+        x, y = pt.batch_tensors(images, labels, idx)
+        opt.zero_grad()
+        loss = F.cross_entropy(reference(x.to(torch.float64)), y, label_smoothing=smoothing)
+        loss.backward()
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        with warnings.catch_warnings():   # SequentialLR passes an epoch to its schedulers itself
+            warnings.simplefilter("ignore", UserWarning)
+            schedule.step()
+        losses.append(loss.item())
+    ours_rates = [s["lr"] for s in recorded]
+    worst_rate = max(abs(a - b) / b for a, b in zip(ours_rates, rates) if b > 0)
+    print(f"      options {kind}: rates {ours_rates[0]:.4g}, {ours_rates[warmup - 1]:.4g}, {ours_rates[-1]:.4g} "
+          f"(PyTorch {rates[0]:.4g}, {rates[warmup - 1]:.4g}, {rates[-1]:.4g}); within {worst_rate:.1e} relative")
+    check(len(ours_rates) == len(rates) and worst_rate <= 2.0 ** -23,
+          f"options {kind}: every step's rate is PyTorch's LinearLR warm-up then CosineAnnealingLR, to fp32 rounding")
+    rel = relative([s["loss"] for s in recorded], losses)
+    print(f"      options {kind}: smoothed losses within {max(rel):.2e} of float64 PyTorch's over {steps} SGD steps "
+          f"(first {recorded[0]['loss']:.6f}, PyTorch {losses[0]:.6f})")
+    check(len(rel) == steps and max(rel) <= 1e-5,
+          f"options {kind}: SGD with the schedule and label smoothing 0.1, every step's loss within 1e-5 relative "
+          f"of float64 PyTorch's")
 
 
 def bf16_case(plab, data_dir, work, images, labels, tolerance, arithmetic, kind="small-cnn", widths=None):
@@ -613,6 +674,7 @@ def main():
     fp32_case(args.plab, args.data_dir, work, images, labels, "deep-mlp", own_batches=True, widths=(32, 8))
     # The transformer: LayerNorm, attention, GELU, positions, pooling (PyTorch's ViT module).
     fp32_case(args.plab, args.data_dir, work, images, labels, "vit", own_batches=True, widths=(32, 2, 4, 7))
+    options_case(args.plab, args.data_dir, work, images, labels)
     if args.fp32_only:
         print(f"{len(failures)} failed" if failures else "all passed")
         return 1 if failures else 0
