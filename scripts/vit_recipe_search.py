@@ -21,11 +21,12 @@ DATA = P.default_data_dir()
 
 
 class ViT(nn.Module):
-    def __init__(self, width, blocks, heads, patch, ratio=4, pool="mean", embed_ln=False):
+    def __init__(self, width, blocks, heads, patch, ratio=4, pool="mean", embed_ln=False, margin=0):
         super().__init__()
-        self.patch, self.pool = patch, pool
+        self.patch, self.pool, self.margin = patch, pool, margin
         tokens = (28 // patch) ** 2
-        self.embed = nn.Linear(patch * patch, width)
+        side = patch + 2 * margin   # a token's window: its patch and `margin` pixels around it
+        self.embed = nn.Linear(side * side, width)
         self.embed_ln = nn.LayerNorm(width) if embed_ln else None
         if pool == "cls":
             self.cls = nn.Parameter(torch.zeros(1, 1, width))
@@ -37,7 +38,11 @@ class ViT(nn.Module):
     def forward(self, x):
         n, p = x.shape[0], self.patch
         g = 28 // p
-        x = x.reshape(n, g, p, g, p).permute(0, 1, 3, 2, 4).reshape(n, g * g, p * p)
+        if self.margin:
+            side = p + 2 * self.margin
+            x = F.unfold(x.reshape(n, 1, 28, 28), side, padding=self.margin, stride=p).transpose(1, 2)
+        else:
+            x = x.reshape(n, g, p, g, p).permute(0, 1, 3, 2, 4).reshape(n, g * g, p * p)
         x = self.embed(x)
         if self.embed_ln is not None:
             x = self.embed_ln(x)
@@ -162,6 +167,7 @@ def main():
     ap.add_argument("--ratio", type=int, default=4)
     ap.add_argument("--pool", default="mean")
     ap.add_argument("--embed-ln", action="store_true")
+    ap.add_argument("--margin", type=int, default=0, help="overlapping windows: each patch and this many pixels around")
     ap.add_argument("--plab-model", action="store_true", help="use plab_torch.ViT itself")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
@@ -210,7 +216,7 @@ def main():
             if a.pos_init == "plab":
                 model.pos.weight.uniform_(-w[0] ** -0.5, w[0] ** -0.5)
     else:
-        model = ViT(*w, ratio=a.ratio, pool=a.pool, embed_ln=a.embed_ln)
+        model = ViT(*w, ratio=a.ratio, pool=a.pool, embed_ln=a.embed_ln, margin=a.margin)
         init_model(model, a)
 
     if a.pca_embed > 0:
