@@ -1025,8 +1025,8 @@ private slots:
             cpuViews.push_back({cpuValues[k].data(), n, formats[k]});
             cudaViews.push_back({tensors[k].data(), n, formats[k]});
         }
-        const SweepResult cuda = cuda_->gradientSweep(cudaViews, 0.3f);
-        const SweepResult cpu = cpu_->gradientSweep(cpuViews, 0.3f);
+        const SweepResult cuda = cuda_->gradientSweep(cudaViews, 0.3f, SweepSquares::summed);
+        const SweepResult cpu = cpu_->gradientSweep(cpuViews, 0.3f, SweepSquares::summed);
         QVERIFY(!cuda.nonFinite && !cpu.nonFinite);
         QVERIFY2(std::abs(cuda.sumOfSquares - cpu.sumOfSquares) <= 1e-12 * cpu.sumOfSquares,
                  qPrintable(QString("cuda %1, cpu %2").arg(cuda.sumOfSquares, 0, 'g', 17).arg(cpu.sumOfSquares, 0, 'g', 17)));
@@ -1035,7 +1035,7 @@ private slots:
         std::vector<float> last = cpuValues[2];
         last[200] = kNaN;
         tensors[2].assignFromHost(last.data(), static_cast<std::int64_t>(last.size()));
-        const SweepResult flagged = cuda_->gradientSweep(cudaViews, 0.5f);
+        const SweepResult flagged = cuda_->gradientSweep(cudaViews, 0.5f, SweepSquares::skipped);
         QVERIFY(flagged.nonFinite);
         QVERIFY(sameBits(tensors[0].toHost(), cpuValues[0]));   // untouched: the flag came first
     }

@@ -256,11 +256,18 @@ private slots:
         std::vector<GradientView> views;
         for (std::size_t k = 0; k < formats.size(); ++k)
             views.push_back({cpuViews[k].data(), static_cast<std::int64_t>(cpuViews[k].size()), formats[k]});
-        const SweepResult cpu = plab::gradientSweep(views.data(), views.size(), multiplier);
+        std::vector<std::vector<float>> unsummed = cpuViews;
+        const SweepResult cpu = plab::gradientSweep(views.data(), views.size(), multiplier, SweepSquares::summed);
         const SweepResult kernel = emulateSweep(kernelViews, formats, multiplier);
         QVERIFY(!cpu.nonFinite && !kernel.nonFinite);
         QVERIFY(kernel.sumOfSquares == cpu.sumOfSquares);   // the same sums in the same order
         for (std::size_t k = 0; k < formats.size(); ++k) QVERIFY(sameBits(kernelViews[k], cpuViews[k]));
+        // Without the sum: the same values, and no sum.
+        for (std::size_t k = 0; k < formats.size(); ++k) views[k].data = unsummed[k].data();
+        const SweepResult skipped = plab::gradientSweep(views.data(), views.size(), multiplier, SweepSquares::skipped);
+        QVERIFY(!skipped.nonFinite);
+        QCOMPARE(skipped.sumOfSquares, 0.0);
+        for (std::size_t k = 0; k < formats.size(); ++k) QVERIFY(sameBits(unsummed[k], cpuViews[k]));
 
         // An inf in the last view: flagged, and no value of any view changes.
         std::vector<std::vector<float>> poisoned = kernelViews;

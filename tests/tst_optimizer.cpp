@@ -676,7 +676,6 @@ private slots:
         b.grad[1] = bad;
         const UnscaleResult result = unscaleGradients({&a, &b}, 1.0f / 1024, r, *cpu_);
         QVERIFY(result.foundNonFinite);
-        QVERIFY(std::isinf(result.gradNorm));
         QCOMPARE(a.grad[0], 1024.0f);   // left as they were: the step is skipped
     }
 
@@ -706,15 +705,12 @@ private slots:
 
         const UnscaleResult result = unscaleGradients({&p}, invScale, r, *cpu_);
         QVERIFY(!result.foundNonFinite);
-        double sum = 0.0;
         for (std::size_t i = 0; i < scaled.size(); ++i) {
             // A product of two floats is exact in double; one rounding to float follows.
             float expected = static_cast<float>(double(stored[i]) * double(invScale));
             if (!r.masterWeights) expected = roundTo(r.storage(), expected);
             QCOMPARE(p.grad[std::int64_t(i)], expected);
-            sum += double(expected) * expected;
         }
-        QCOMPARE(result.gradNorm, std::sqrt(sum));
     }
 
     void clipGradNormByHand()

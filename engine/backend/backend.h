@@ -534,7 +534,8 @@ public:
     // ---- Loss scaling and the optimizers (engine/numerics/update_math.h) ---------------
 
     // gradientSweep of update_math.h over tensors of this backend. Waits for the result.
-    virtual SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) = 0;
+    virtual SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier,
+                                      SweepSquares squares) = 0;
     // One optimizer update of n elements (update_math.h); counts added (after flush()).
     virtual void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer,
                            std::int64_t n, UpdateCounts* counts) = 0;
@@ -595,8 +596,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
 // which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut;
 // 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
-// 14: gemmCut, gemmPieces, col2im's colsLd.
-inline constexpr int kCudaPluginAbiVersion = 14;
+// 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares.
+inline constexpr int kCudaPluginAbiVersion = 15;
 
 }  // namespace plab
 

@@ -351,7 +351,7 @@ void adamUpdatePart(const AdamScalars& s, UpdateFormats f, const UpdateTensors& 
     }
 }
 
-SweepResult gradientSweep(const GradientView* views, std::size_t count, float multiplier)
+SweepResult gradientSweep(const GradientView* views, std::size_t count, float multiplier, SweepSquares squares)
 {
     SweepResult result;
     for (std::size_t k = 0; k < count; ++k) {
@@ -374,6 +374,7 @@ SweepResult gradientSweep(const GradientView* views, std::size_t count, float mu
             for (std::int64_t i = 0; i < g.size; ++i) g.data[i] *= multiplier;
             roundWritten(g.format, g.data, static_cast<std::size_t>(g.size));
         }
+        if (squares == SweepSquares::skipped) continue;
         double sum = 0.0;
         for (std::int64_t i = 0; i < g.size; ++i) {
             const double x = g.data[i];

@@ -180,11 +180,16 @@ struct SweepResult {
     double sumOfSquares = 0.0;    // of the values after it, in double
 };
 
+// Whether a sweep sums the squares of its results: gradient-norm clipping needs them, the
+// unscaling alone does not (in order, the sum was a quarter of an MLP's step).
+enum class SweepSquares : std::uint8_t { skipped, summed };
+
 // Over every view: notes non-finite values; when none is found anywhere, multiplies
 // every value by `multiplier` in fp32 (skipped when it is 1) rounding the products to
-// the view's format, and sums the squares of the results in double, view by view in
-// order. When a non-finite value is found the sum is not computed and the values are
-// left as they were (a device backend may have multiplied them: the step is skipped).
-SweepResult gradientSweep(const GradientView* views, std::size_t count, float multiplier);
+// the view's format, and where `squares` says so sums the squares of the results in
+// double, view by view in order (else sumOfSquares stays 0). When a non-finite value is
+// found the sum is not computed and the values are left as they were (a device backend
+// may have multiplied them: the step is skipped).
+SweepResult gradientSweep(const GradientView* views, std::size_t count, float multiplier, SweepSquares squares);
 
 }  // namespace plab

@@ -34,10 +34,9 @@ UnscaleResult unscaleGradients(const std::vector<Parameter*>& params, float invS
 {
     // Beside fp32 masters the gradients are fp32; without masters they are tensors of
     // the storage format, so the product is stored rounded.
-    const SweepResult sweep = backend.gradientSweep(gradientViews(params, &recipe), invScale);
+    const SweepResult sweep = backend.gradientSweep(gradientViews(params, &recipe), invScale, SweepSquares::skipped);
     UnscaleResult result;
     result.foundNonFinite = sweep.nonFinite;
-    result.gradNorm = sweep.nonFinite ? std::numeric_limits<double>::infinity() : std::sqrt(sweep.sumOfSquares);
     return result;
 }
 
@@ -47,13 +46,13 @@ double clipGradNorm(const std::vector<Parameter*>& params, double maxNorm, Compu
         throw std::invalid_argument("the gradient-norm limit must be a positive finite number, got " +
                                     std::to_string(maxNorm));
     const std::vector<GradientView> views = gradientViews(params);
-    const SweepResult sweep = backend.gradientSweep(views, 1.0f);
+    const SweepResult sweep = backend.gradientSweep(views, 1.0f, SweepSquares::summed);
     if (sweep.nonFinite) return std::numeric_limits<double>::infinity();
     const double total = std::sqrt(sweep.sumOfSquares);
 
     const double clipCoefficient = maxNorm / (total + 1e-6);   // as clip_grad_norm_
     if (clipCoefficient >= 1.0) return total;
-    backend.gradientSweep(views, static_cast<float>(clipCoefficient));
+    backend.gradientSweep(views, static_cast<float>(clipCoefficient), SweepSquares::skipped);
     return total;
 }
 

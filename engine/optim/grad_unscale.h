@@ -16,9 +16,6 @@ class ComputeBackend;
 
 struct UnscaleResult {
     bool foundNonFinite = false;   // some scaled gradient element was inf or NaN
-    // L2 norm of all gradients after unscaling, summed in double; +inf when
-    // foundNonFinite (the gradients are then of no use: the step is skipped).
-    double gradNorm = 0.0;
 };
 
 // Checks every scaled gradient element for inf/NaN. When all are finite, multiplies

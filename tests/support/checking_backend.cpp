@@ -645,11 +645,11 @@ void CheckingBackend::softmaxCrossEntropyBackward(const float* probabilities, co
     cpu_->softmaxCrossEntropyBackward(probabilities, labels, N, classes, lossScale, grad);
 }
 
-SweepResult CheckingBackend::gradientSweep(const std::vector<GradientView>& views, float multiplier)
+SweepResult CheckingBackend::gradientSweep(const std::vector<GradientView>& views, float multiplier, SweepSquares squares)
 {
     for (const auto& v : views) need(v.data, v.size, "gradientSweep");
     const HostAccess access(device_);
-    return cpu_->gradientSweep(views, multiplier);
+    return cpu_->gradientSweep(views, multiplier, squares);
 }
 
 void CheckingBackend::sgdUpdate(const SgdScalars& s, UpdateFormats f, float* w, const float* g, float* buffer, std::int64_t n,

@@ -215,7 +215,7 @@ public:
     void scale(float* x, std::int64_t n, float factor) override;
     void meanTokens(const float* x, std::int64_t N, std::int64_t T, std::int64_t D, float* y) override;
     void meanTokensBackward(const float* g, std::int64_t N, std::int64_t T, std::int64_t D, float* dx) override;
-    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
+    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier, SweepSquares squares) override;
     void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* w, const float* g, float* buffer, std::int64_t n,
                    UpdateCounts* counts) override;
     void adamUpdate(const AdamScalars& s, UpdateFormats f, float* w, const float* g, float* m, float* v, std::int64_t n,

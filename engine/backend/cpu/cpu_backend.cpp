@@ -447,9 +447,9 @@ public:
     {
         cpu::meanTokensBackward(pool_, g, N, T, D, dx);
     }
-    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override
+    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier, SweepSquares squares) override
     {
-        return plab::gradientSweep(views.data(), views.size(), multiplier);
+        return plab::gradientSweep(views.data(), views.size(), multiplier, squares);
     }
     void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer, std::int64_t n,
                    UpdateCounts* counts) override

@@ -153,7 +153,7 @@ public:
     void meanTokensBackward(const float* g, std::int64_t N, std::int64_t T, std::int64_t D, float* dx) override;
 
     // Loss scaling and the optimizers (cuda_update_ops.cpp).
-    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier) override;
+    SweepResult gradientSweep(const std::vector<GradientView>& views, float multiplier, SweepSquares squares) override;
     void sgdUpdate(const SgdScalars& s, UpdateFormats f, float* weights, const float* grad, float* buffer,
                    std::int64_t n, UpdateCounts* counts) override;
     void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m, float* v,

@@ -23,7 +23,7 @@ ck::WeightWriteRule writeRule(const WeightWrite& w, std::int64_t n)
 
 }  // namespace
 
-SweepResult CudaBackend::gradientSweep(const std::vector<GradientView>& views, float multiplier)
+SweepResult CudaBackend::gradientSweep(const std::vector<GradientView>& views, float multiplier, SweepSquares squares)
 {
     SweepResult result;
     if (views.empty()) return result;
@@ -59,7 +59,9 @@ SweepResult CudaBackend::gradientSweep(const std::vector<GradientView>& views, f
         result.nonFinite = true;
         return result;
     }
-    for (std::size_t k = 0; k < count; ++k) result.sumOfSquares += host[1 + k];   // view by view, as the CPU
+    // The kernel sums as it scales (one pass either way); skipped, the sums are left unread.
+    if (squares == SweepSquares::summed)
+        for (std::size_t k = 0; k < count; ++k) result.sumOfSquares += host[1 + k];   // view by view, as the CPU
     return result;
 }
 
