@@ -26,6 +26,7 @@ configure() {   # configure BUILD_DIR [cmake options]
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimise" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimise" \
     -DPLAB_BUILD_BENCH=OFF -DPLAB_WITH_CUDA=OFF -DPLAB_BUILD_MAN_PAGES=OFF -DPLAB_TESTS_WITHOUT_UBSAN=ON \
+    -DPLAB_BUILD_GPU_SUITES=OFF \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" \
@@ -54,7 +55,9 @@ if [ "$ui" = 0 ]; then
   # OpenBLAS kernels) run in the Release build: the kernels of every level run sanitized in
   # the numerics suites, which compare every level the CPU has by themselves (tst_bulk_round,
   # tst_quantize, tst_gemm), and the layers above them once here.
-  selection=(-LE "lesson|simd" -E "^tst_cuda_|^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$")
+  # The GPU's suites are not built here (PLAB_BUILD_GPU_SUITES=OFF); the CUDA kernels'
+  # arithmetic on the host (tst_cuda_kernel_math, tst_cuda_op_math) runs sanitized.
+  selection=(-LE "lesson|simd" -E "^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$")
 else
   suites=()
   for src in "$root"/tests/tst_ui_*.cpp; do suites+=("$(basename "$src" .cpp)"); done
