@@ -208,6 +208,8 @@ def main():
     elif a.norm == "center":
         X, TX = (X - 0.5) / 0.5, (TX - 0.5) / 0.5
 
+    if a.margin and (a.plab_model or a.pca_embed > 0):
+        sys.exit("--margin works with this script's own ViT only, without --pca-embed")
     torch.manual_seed(a.seed)
     w = tuple(int(v) for v in a.widths.split(","))
     if a.plab_model:

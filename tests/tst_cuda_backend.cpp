@@ -1007,8 +1007,9 @@ private slots:
     }
 
     // The sweep: the products bit for bit, the sum of squares as a double sum in another
-    // order (relative 1e-12: far below anything a clip threshold could notice), and with
-    // a non-finite value anywhere the flag set and no value changed.
+    // order (relative 1e-12: far below anything a clip threshold could notice), without the
+    // sum the same products and a sum of 0, and with a non-finite value anywhere the flag
+    // set and no value changed.
     void gradientSweepAgreesWithCpu()
     {
         const std::vector<Format> formats = {Format::fp32, Format::fp16, Format::bf16, Format::fp16};
@@ -1030,6 +1031,12 @@ private slots:
         QVERIFY(!cuda.nonFinite && !cpu.nonFinite);
         QVERIFY2(std::abs(cuda.sumOfSquares - cpu.sumOfSquares) <= 1e-12 * cpu.sumOfSquares,
                  qPrintable(QString("cuda %1, cpu %2").arg(cuda.sumOfSquares, 0, 'g', 17).arg(cpu.sumOfSquares, 0, 'g', 17)));
+        for (std::size_t k = 0; k < formats.size(); ++k) QVERIFY(sameBits(tensors[k].toHost(), cpuValues[k]));
+
+        const SweepResult unsummed = cuda_->gradientSweep(cudaViews, 0.3f, SweepSquares::skipped);
+        cpu_->gradientSweep(cpuViews, 0.3f, SweepSquares::skipped);
+        QVERIFY(!unsummed.nonFinite);
+        QCOMPARE(unsummed.sumOfSquares, 0.0);
         for (std::size_t k = 0; k < formats.size(); ++k) QVERIFY(sameBits(tensors[k].toHost(), cpuValues[k]));
 
         std::vector<float> last = cpuValues[2];

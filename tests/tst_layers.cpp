@@ -559,9 +559,9 @@ private slots:
                     QFAIL(qPrintable(QString("row %1 of %2 x %3: %4, in order %5")
                                          .arg(r).arg(rows).arg(cols).arg(got[r], 0, 'g', 17).arg(want[r], 0, 'g', 17)));
         }
-        // The order-sensitive rows are so: summed pairwise they give another number (not in
-        // fp16, whose values, multiples of 2^-24 under 2^16, short rows sum exactly in any
-        // order; nor the tie in bf16, where 1 + 2^-23 is 1).
+        // The order-sensitive rows are so: summed pairwise they give another number (in fp16
+        // their large values overflow to infinities, so sumRows16's order is checked in bf16;
+        // in bf16 1 + 2^-23 is 1, so only the first).
         const std::vector<std::vector<float>> sensitive = f == Format::fp32   ? Matrix{lost, tie}
                                                           : f == Format::bf16 ? Matrix{lost}
                                                                               : Matrix{};

@@ -14,8 +14,13 @@ Checks (tolerances and why: docs/PYTORCH.md):
               (losses and 99.9% of the final weights within twice what PyTorch's own fp32
               runs, in their order and with each batch's samples permuted, differ from
               float64, and never less than 1e-5 and 1e-4).
-  amp-bf16    small-cnn against torch.autocast("cpu", torch.bfloat16), 20 steps: losses
-              within the tolerance derived in docs/PYTORCH.md.
+              The same for deep-mlp (widths 32,8) and vit (widths 32,2,4,7).
+  options     the vit with `--lr-schedule cosine --warmup-steps 10 --label-smoothing 0.1`,
+              plain SGD over 50 steps, against float64 PyTorch with SequentialLR(LinearLR,
+              CosineAnnealingLR) and cross_entropy(label_smoothing=0.1): every step's rate
+              (2^-23 relative) and loss (1e-5 relative).
+  amp-bf16    small-cnn, deep-mlp and vit against torch.autocast("cpu", torch.bfloat16), 20
+              steps: losses within the tolerance derived in docs/PYTORCH.md.
   scaling     the dynamic loss scale and skipped steps of 200 amp-fp16 steps (overflow
               forced by a large initial scale and a growth interval of 5) equal those of
               PyTorch's GradScaler update rule (torch._amp_update_scale_, or its kernel's
@@ -26,7 +31,7 @@ Checks (tolerances and why: docs/PYTORCH.md):
               (within 0.05 point); plab fine-tunes weights plab_torch.py trained, starting
               from PyTorch's loss of them (1e-5 relative).
 
-With --fp32-only only the two fp32 cases run.
+With --fp32-only only the fp32 cases and the options case run.
 
 With --cuda-amp-fp16 (a GPU session only, not CI: bench/gpu_session.sh's `golden` phase)
 it runs one other case instead:
