@@ -19,6 +19,8 @@
 #   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
 #   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
 #             against torch.autocast("cuda", float16) + GradScaler (issue 13)
+#   fp8speed  FP8 GEMMs against the build before (.gpu/old/libplab_cuda.so), seed CNN
+#   held      seed-CNN records for the memory chart's held-by-the-run line (held.tar.xz)
 #   vitoptions  vit with cosine + warm-up, zero-init residual, label smoothing (issue 33)
 #   app       the app training on CUDA, offscreen, one screenshot (app.png)
 #   stagedata Fashion-MNIST from .gpudata (`scripts/gpu-bundle.sh --data`; a call of its own)
@@ -171,6 +173,40 @@ phase_train() {
   one seed-cnn-fp32-b590 --model seed-cnn --recipe fp32 --batch 590 --epochs 3
   one seed-cnn-amp-fp16-b1000 --model seed-cnn --recipe amp-fp16 --batch 1000 --epochs 3
   tar -C /tmp/plab-gpu -cJf "$OUT/runs.tar.xz" runs
+}
+
+# FP8 GEMMs with cuBLASLt's descriptors and algorithm kept per shape (issue 31 part 4)
+# against the build before, which made them on every GEMM (its plugin carried as
+# .gpu/old/libplab_cuda.so, beside a copy of plab_bench), alternating, twice each.
+phase_fp8speed() {
+  [ -f .gpu/old/libplab_cuda.so ] || { echo "no .gpu/old/libplab_cuda.so"; return; }
+  mkdir -p /tmp/plab-gpu/old && cp .gpu/old/libplab_cuda.so "$bin/plab_bench" /tmp/plab-gpu/old/
+  for round in 1 2; do
+    for build in old new; do
+      exe=$bin/plab_bench
+      [ $build = old ] && exe=/tmp/plab-gpu/old/plab_bench
+      echo "----- $build, round $round"
+      timeout 200 "$exe" train --backend cuda --models seed-cnn --recipes amp-bf16,fp8-delayed,fp8-current \
+        --batch 1000 --steps 10 --warmup 3 --repeats 3 2>&1 | grep -o "recipe=[a-z0-9-]*\|step_ms=[0-9.]*" | paste - -
+    done
+  done
+}
+
+# The memory chart's device lines from real runs (issue 31 part 3, "within 10%"): the seed
+# CNN on the digits, fp32 at 590 and the 16-bit recipes at 1000, 3 epochs; the records come
+# back as held.tar.xz and are read on the build machine (held by the run against the
+# accounted total, step by step).
+phase_held() {
+  runs=/tmp/plab-gpu/held
+  mkdir -p "$runs"
+  for run in fp32:590 amp-fp16:1000 amp-bf16:1000; do
+    recipe=${run%%:*} batch=${run#*:}
+    timeout 120 "$bin/plab" train --backend cuda --data-dir "$data" --model seed-cnn --recipe $recipe \
+      --batch $batch --epochs 3 --seed 1 --quiet --out "$runs/seed-cnn-$recipe-b$batch.json" > "$runs/$recipe.txt" 2>&1
+    echo "----- seed-cnn $recipe batch $batch: exit $?"
+    tail -1 "$runs/$recipe.txt"
+  done
+  tar -C /tmp/plab-gpu -cJf "$OUT/held.tar.xz" held
 }
 
 # Issue 33's training options on the device (label smoothing downloads the logits and adds

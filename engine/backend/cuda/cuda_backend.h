@@ -191,6 +191,12 @@ private:
     DeviceBuffer a16_, b16_, c16_;   // 16-bit GEMM operands: op(A), op(B) as stored, C (M, N); FP8 codes
                                      // of op(A), op(B) and the fp32 result of an FP8 GEMM
     DeviceBuffer ltWorkspace_;       // cuBLASLt's workspace
+    // cuBLASLt's descriptors and chosen algorithm per FP8 GEMM shape (cuda_fp8.cpp).
+    struct Fp8Plans;
+    struct Fp8PlansDeleter {
+        void operator()(Fp8Plans* plans) const;
+    };
+    std::unique_ptr<Fp8Plans, Fp8PlansDeleter> fp8Plans_;
     DeviceBuffer quantizeScratch_;   // the amax key of quantize / amax
     DeviceBuffer labels_;            // (N) labels of the loss
     DeviceBuffer lossScratch_;       // LossTotals, then per-row results (N doubles) and hits (N bytes)

@@ -29,9 +29,12 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace plab::cuda {
 
@@ -56,7 +59,7 @@ cudaDataType fp8Type(MiniFormat f) { return f == MiniFormat::e5m2 ? CUDA_R_8F_E5
 
 std::string fp8Name(MiniFormat f) { return f == MiniFormat::e5m2 ? "E5M2" : "E4M3"; }
 
-// cuBLASLt descriptors, destroyed with the call that made them.
+// cuBLASLt descriptors, destroyed with the plan that holds them.
 struct MatmulDescDeleter {
     void operator()(cublasLtMatmulDescOpaque_t* d) const { (void)cublasLtMatmulDescDestroy(d); }
 };
@@ -104,6 +107,71 @@ void setPreference(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferen
 constexpr std::size_t kLtWorkspaceBytes = std::size_t{32} << 20;
 
 }  // namespace
+
+// One FP8 GEMM shape's cuBLASLt descriptors and the algorithm its heuristic chose, made at
+// the shape's first GEMM and kept for the backend's life (a step runs the same few shapes
+// every time). Keyed by everything the descriptors and the heuristic were given: the
+// padded sizes, the two code formats and the buffers' alignments.
+struct CudaBackend::Fp8Plans {
+    struct Plan {
+        MatmulDesc desc;
+        Layout layoutA, layoutB, layoutD;
+        cublasLtMatmulAlgo_t algo{};
+    };
+    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int, std::uint32_t, std::uint32_t,
+                           std::uint32_t>;
+    std::map<Key, Plan> plans;
+
+    const Plan& get(cublasLtHandle_t handle, std::int64_t M, std::int64_t N, std::int64_t K, MiniFormat aFormat,
+                    MiniFormat bFormat, const void* a8, const void* b8, const void* d)
+    {
+        const std::int64_t Mp = padded16(M), Np = padded16(N), Kp = padded16(K);
+        const Key key{Mp, Np, Kp, static_cast<int>(aFormat), static_cast<int>(bFormat), alignmentOf(a8),
+                      alignmentOf(b8), alignmentOf(d)};
+        if (const auto found = plans.find(key); found != plans.end()) return found->second;
+
+        cublasLtMatmulDesc_t rawDesc = nullptr;
+        PLAB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&rawDesc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        Plan plan{MatmulDesc(rawDesc), {}, {}, {}, {}};
+        setAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+        setAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+        setAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{0});
+        // cuBLASLt's A: our op(B)^T, Np columns of Kp codes; its B: our op(A)^T, Mp columns of
+        // Kp codes; C and D: (Np, Mp) column-major, our (Mp, Np) row-major scratch.
+        plan.layoutA = layout(fp8Type(bFormat), Kp, Np, Kp);
+        plan.layoutB = layout(fp8Type(aFormat), Kp, Mp, Kp);
+        plan.layoutD = layout(CUDA_R_32F, Np, Mp, Np);
+
+        cublasLtMatmulPreference_t rawPreference = nullptr;
+        PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&rawPreference));
+        const Preference preference(rawPreference);
+        setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t{kLtWorkspaceBytes});
+        setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignmentOf(b8));
+        setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignmentOf(a8));
+        setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignmentOf(d));
+        setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignmentOf(d));
+        cublasLtMatmulHeuristicResult_t heuristic{};
+        int found = 0;
+        // NOT_SUPPORTED: no heuristic for this configuration; on success the result's own
+        // state says whether its algorithm can run. Either way the run stops with the shape
+        // rather than multiplying in another arithmetic than arithmeticFor named (nothing
+        // is kept, so the next GEMM of the shape asks again and stops the same way).
+        const cublasStatus_t status =
+            cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.layoutA.get(), plan.layoutB.get(),
+                                           plan.layoutD.get(), plan.layoutD.get(), preference.get(), 1, &heuristic,
+                                           &found);
+        if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+            (status == CUBLAS_STATUS_SUCCESS && (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS)))
+            throw std::runtime_error("cuBLASLt has no FP8 GEMM for " + std::to_string(M) + " x " + std::to_string(N) +
+                                     " x " + std::to_string(K) + " (" + fp8Name(aFormat) + " x " + fp8Name(bFormat) +
+                                     ") on this device");
+        PLAB_CUBLAS_CHECK(status);
+        plan.algo = heuristic.algo;
+        return plans.emplace(key, std::move(plan)).first->second;
+    }
+};
+
+void CudaBackend::Fp8PlansDeleter::operator()(Fp8Plans* plans) const { delete plans; }
 
 bool runsFp8(const GemmPrecision& p, DeviceCapability cap)
 {
@@ -173,45 +241,14 @@ void CudaBackend::fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, st
     PLAB_CUDA_CHECK(ck::launchEncodeFp8(static_cast<int>(precision.b.element), B, shapeB, precision.b.scale, b8,
                                         stream()));
 
-    cublasLtMatmulDesc_t rawDesc = nullptr;
-    PLAB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&rawDesc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const MatmulDesc desc(rawDesc);
-    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
-    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-    setAttribute(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{0});
-    // cuBLASLt's A: our op(B)^T, Np columns of Kp codes; its B: our op(A)^T, Mp columns of
-    // Kp codes; C and D: (Np, Mp) column-major, our (Mp, Np) row-major scratch.
-    const Layout layoutA = layout(fp8Type(precision.b.element), Kp, Np, Kp);
-    const Layout layoutB = layout(fp8Type(precision.a.element), Kp, Mp, Kp);
-    const Layout layoutD = layout(CUDA_R_32F, Np, Mp, Np);
-
-    cublasLtMatmulPreference_t rawPreference = nullptr;
-    PLAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&rawPreference));
-    const Preference preference(rawPreference);
-    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t{kLtWorkspaceBytes});
-    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignmentOf(b8));
-    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignmentOf(a8));
-    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignmentOf(d));
-    setPreference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignmentOf(d));
-    cublasLtMatmulHeuristicResult_t heuristic{};
-    int found = 0;
-    // NOT_SUPPORTED: no heuristic for this configuration; on success the result's own
-    // state says whether its algorithm can run. Either way the run stops with the shape
-    // rather than multiplying in another arithmetic than arithmeticFor named.
-    const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(cublasLt_.get(), desc.get(), layoutA.get(), layoutB.get(), layoutD.get(),
-                                       layoutD.get(), preference.get(), 1, &heuristic, &found);
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
-        (status == CUBLAS_STATUS_SUCCESS && (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS)))
-        throw std::runtime_error("cuBLASLt has no FP8 GEMM for " + std::to_string(M) + " x " + std::to_string(N) +
-                                 " x " + std::to_string(K) + " (" + fp8Name(precision.a.element) + " x " +
-                                 fp8Name(precision.b.element) + ") on this device");
-    PLAB_CUBLAS_CHECK(status);
+    if (!fp8Plans_) fp8Plans_.reset(new Fp8Plans);
+    const Fp8Plans::Plan& plan = fp8Plans_->get(cublasLt_.get(), M, N, K, precision.a.element, precision.b.element,
+                                                a8, b8, d);
     const float alpha = static_cast<float>(double(precision.a.scaleInv) * double(precision.b.scaleInv));
     const float zero = 0.0f;
-    PLAB_CUBLAS_CHECK(cublasLtMatmul(cublasLt_.get(), desc.get(), &alpha, b8, layoutA.get(), a8, layoutB.get(), &zero, d,
-                                     layoutD.get(), d, layoutD.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,
-                                     stream()));
+    PLAB_CUBLAS_CHECK(cublasLtMatmul(cublasLt_.get(), plan.desc.get(), &alpha, b8, plan.layoutA.get(), a8,
+                                     plan.layoutB.get(), &zero, d, plan.layoutD.get(), d, plan.layoutD.get(),
+                                     &plan.algo, workspace, kLtWorkspaceBytes, stream()));
     PLAB_CUDA_CHECK(ck::launchAddScaled(d, Np, M, N, beta, C, ldc, stream()));
 }
 
