@@ -19,6 +19,7 @@
 #   bench     bench/compare_pytorch_gpu.py: ours against PyTorch on the same GPU
 #   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
 #             against torch.autocast("cuda", float16) + GradScaler (issue 13)
+#   cudnnprobe  cuDNN's graph API on 16-bit convolutions (.gpuprobe/cudnn_probe)
 #   fp8speed  FP8 GEMMs against the build before (.gpu/old/libplab_cuda.so), seed CNN
 #   held      seed-CNN records for the memory chart's held-by-the-run line (held.tar.xz)
 #   vitoptions  vit with cosine + warm-up, zero-init residual, label smoothing (issue 33)
@@ -207,6 +208,14 @@ phase_held() {
     tail -1 "$runs/$recipe.txt"
   done
   tar -C /tmp/plab-gpu -cJf "$OUT/held.tar.xz" held
+}
+
+# What cuDNN's graph API offers for the seed CNN's convolutions on 16-bit data, and how
+# fast (bench/cudnn_probe.cpp, built by hand into .gpuprobe/, carried beside .gpu).
+phase_cudnnprobe() {
+  [ -x .gpuprobe/cudnn_probe ] || { echo "no .gpuprobe/cudnn_probe"; return; }
+  timeout ${PROBE_LIMIT:-300} .gpuprobe/cudnn_probe
+  echo "----- cudnn_probe: exit $?"
 }
 
 # Issue 33's training options on the device (label smoothing downloads the logits and adds
