@@ -18,8 +18,6 @@ namespace plab::ui {
 
 namespace {
 
-std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
-
 // Whether `file` holds a run record (else a config), read size- and depth-limited like
 // every JSON input; nothing, with the reading's one sentence in `error`, when unreadable.
 std::optional<bool> holdsRunRecord(const QString& file, QString& error)

@@ -18,8 +18,6 @@ namespace plab::ui {
 
 namespace {
 
-std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
-
 // A free file name in `dir` for `stem`: stem.json, stem-2.json, ...
 QString freeRecordPath(const QString& dir, const QString& stem)
 {
@@ -54,6 +52,8 @@ RunPtr readRun(const QString& file, const QString& id, QString* error)
 }
 
 }  // namespace
+
+std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
 
 RunStore::RunStore(QString runsDir, QObject* parent) : QObject(parent), runsDir_(std::move(runsDir))
 {

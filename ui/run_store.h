@@ -20,10 +20,14 @@
 #include <QTimer>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
 namespace plab::ui {
+
+// A file name the person chose, as the engine's file functions take it (UTF-8).
+std::filesystem::path toPath(const QString& s);
 
 class TrainingController;
 

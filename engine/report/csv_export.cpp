@@ -21,7 +21,7 @@ namespace plab {
 namespace {
 
 // Shortest text that reads back as the same double ("%.17g" always does).
-std::string numberText(double v)
+std::string csvNumber(double v)
 {
     char buf[40];
     for (int digits = 6; digits <= 17; ++digits) {
@@ -33,8 +33,8 @@ std::string numberText(double v)
 
 std::string cell(std::int64_t v) { return std::to_string(v); }
 std::string cell(std::uint64_t v) { return std::to_string(v); }
-std::string cell(double v) { return numberText(v); }
-std::string cell(const std::optional<double>& v) { return v ? numberText(*v) : std::string(); }
+std::string cell(double v) { return csvNumber(v); }
+std::string cell(const std::optional<double>& v) { return v ? csvNumber(*v) : std::string(); }
 std::string cell(bool v) { return v ? "1" : "0"; }
 
 void writeTable(const std::vector<CsvRow>& table, const std::filesystem::path& file)

@@ -14,7 +14,7 @@ namespace plab::ui {
 
 namespace {
 
-QString numberText(double x)
+QString shortNumber(double x)
 {
     if (std::isnan(x)) return QStringLiteral("—");
     if (std::isinf(x)) return x > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
@@ -103,8 +103,8 @@ void FormatRow::setAnatomy(const FormatAnatomy& a)
     value_->setToolTip(a.exact);
     // "spacing ↓a ↑b" wraps as one piece (no-break spaces).
     details_->setText(tr("%1 · error %2 · spacing\u00a0↓%3\u00a0↑%4")
-                          .arg(QString::fromLatin1(valueClassName(a.valueClass).data()), numberText(a.error),
-                               numberText(a.spacingDown), numberText(a.spacingUp)));
+                          .arg(QString::fromLatin1(valueClassName(a.valueClass).data()), shortNumber(a.error),
+                               shortNumber(a.spacingDown), shortNumber(a.spacingUp)));
     // Two lines: the fields, then the formula (each wraps at its spaces when narrow).
     formula_->setText(fieldFormula(format_, a.value));
 }
