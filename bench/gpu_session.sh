@@ -20,6 +20,7 @@
 #   golden    tests/pytorch/golden_pytorch.py --cuda-amp-fp16: amp-fp16 of both backends
 #             against torch.autocast("cuda", float16) + GradScaler (issue 13)
 #   cudnnprobe  cuDNN's graph API on 16-bit convolutions (.gpuprobe/cudnn_probe)
+#   cudnn16   packed forward convolutions and filter gradients through cuDNN (PLAB_CUDNN_16) against the lowering
 #   fp8speed  FP8 GEMMs against the build before (.gpu/old/libplab_cuda.so), seed CNN
 #   held      seed-CNN records for the memory chart's held-by-the-run line (held.tar.xz)
 #   vitoptions  vit with cosine + warm-up, zero-init residual, label smoothing (issue 33)
@@ -216,6 +217,33 @@ phase_cudnnprobe() {
   [ -x .gpuprobe/cudnn_probe ] || { echo "no .gpuprobe/cudnn_probe"; return; }
   timeout ${PROBE_LIMIT:-300} .gpuprobe/cudnn_probe
   echo "----- cudnn_probe: exit $?"
+}
+
+# The packed forward convolutions and filter gradients through cuDNN's graph API on 16-bit
+# NHWC data (PLAB_CUDNN_16=forward, filter or both; cuda_conv16.h) against the lowering,
+# side by side twice; then training with both (small-cnn and the seed CNN, 3 epochs, seed
+# 1) against the lowering's accuracy.
+phase_cudnn16() {
+  for round in 1 2; do
+    for mode in none forward filter forward,filter; do
+      echo "----- PLAB_CUDNN_16=$mode, round $round"
+      PLAB_CUDNN_16=$mode timeout 60 "$bin/plab_bench" train --backend cuda --models seed-cnn \
+        --recipes amp-fp16,amp-bf16 --batch 1000 --steps 10 --warmup 3 --repeats 3 2>&1 |
+        grep -o "recipe=[a-z0-9-]*\|step_ms=[0-9.]*\|training_peak_mib=[0-9.]*\|device_used_mib=[0-9.]*\|error.*" | paste - - - -
+    done
+  done
+  for mode in none forward,filter; do
+    for run in small-cnn:amp-fp16:64 seed-cnn:amp-fp16:1000 seed-cnn:amp-bf16:1000; do
+      IFS=: read -r model recipe batch <<EOF_RUN
+$run
+EOF_RUN
+      start=$(date +%s)
+      PLAB_CUDNN_16=$mode timeout 60 "$bin/plab" train --backend cuda --data-dir "$data" --model $model \
+        --recipe $recipe --batch $batch --epochs 3 --seed 1 --quiet --out /tmp/plab-gpu/c16-$mode-$model-$recipe.json \
+        > /tmp/plab-gpu/c16.txt 2>&1
+      echo "----- $model $recipe batch $batch, PLAB_CUDNN_16=$mode: exit $? in $(( $(date +%s) - start )) s: $(tail -1 /tmp/plab-gpu/c16.txt)"
+    done
+  done
 }
 
 # Issue 33's training options on the device (label smoothing downloads the logits and adds

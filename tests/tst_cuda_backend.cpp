@@ -10,6 +10,7 @@
 #include "tensor/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -723,6 +724,185 @@ private slots:
         for (Format f : {Format::fp16, Format::bf16})
             QTest::addRow("%s", std::string(formatName(f)).c_str()) << static_cast<int>(f);
     }
+    // A second CUDA backend made with PLAB_CUDNN_16 set to `passes` (null after a failed check).
+    std::unique_ptr<ComputeBackend> backendWith16(const char* passes)
+    {
+        qputenv("PLAB_CUDNN_16", passes);
+        std::unique_ptr<ComputeBackend> backend;
+        if (probeCudaBackend().available) {
+            backend = createCudaBackend(0);
+        } else {
+            char error[512] = {};
+            backend.reset(plugin().create(0, error, sizeof error));
+            if (!backend) qWarning("%s", error);
+        }
+        qunsetenv("PLAB_CUDNN_16");
+        return backend;
+    }
+
+    // The packed filter gradient through cuDNN's graph API (PLAB_CUDNN_16=filter): two
+    // blocks of samples (0-1, then 2-4 added with beta 1) of a 6 -> 5 channel 3x3
+    // convolution on a 7 x 4 plane, against the sums in double of the widened patterns. The
+    // sums are fp32 and the result is not rounded to 16 bits: within 2 * K * 2^-23 of the
+    // sum of |products| (K the products of one output, the blocks' addition included).
+    void convolutionBackwardFilter16AgreesWithReference_data() { packedOpsAgreeWithCpu_data(); }
+    void convolutionBackwardFilter16AgreesWithReference()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const std::unique_ptr<ComputeBackend> fast = backendWith16("filter");
+        QVERIFY(fast != nullptr);
+        const GemmPrecision precision{f, true};
+        QVERIFY(fast->convolvesFilter16(precision));
+        QVERIFY(!fast->convolves16(precision));   // the forward pass was not asked for
+
+        const ConvGeometry g{6, 5, 7, 4, 3, 1};   // channels, batch, height, width, kernel, pad
+        const std::int64_t Cout = 5, hw = g.planeSize(), k2 = 9;
+        const auto xCount = static_cast<std::size_t>(g.channels * g.batch * hw);
+        const auto dyCount = static_cast<std::size_t>(Cout * g.batch * hw);
+        const auto wCount = static_cast<std::size_t>(Cout * g.channels * k2);
+        std::vector<std::uint16_t> x(xCount), dy(dyCount);
+        const std::vector<float> xValues = uniformValues(xCount, 1701, -2.0f, 2.0f);
+        const std::vector<float> dyValues = uniformValues(dyCount, 1702, -0.25f, 0.25f);
+        cpu_->roundTo16(f, xValues.data(), 1, x.data(), 1, 1, static_cast<std::int64_t>(xCount), nullptr, nullptr);
+        cpu_->roundTo16(f, dyValues.data(), 1, dy.data(), 1, 1, static_cast<std::int64_t>(dyCount), nullptr, nullptr);
+        std::vector<float> xw(xCount), dyw(dyCount);
+        cpu_->widen16(f, x.data(), 1, xw.data(), 1, 1, static_cast<std::int64_t>(xCount));
+        cpu_->widen16(f, dy.data(), 1, dyw.data(), 1, 1, static_cast<std::int64_t>(dyCount));
+
+        std::vector<float> dw(wCount, std::nanf(""));   // beta 0 must not read it
+        {
+            Tensor dX(Shape{static_cast<std::int64_t>(xCount)}, f), dDy(Shape{static_cast<std::int64_t>(dyCount)}, f);
+            dX.pack();
+            dDy.pack();
+            std::copy(x.begin(), x.end(), dX.bits16());
+            std::copy(dy.begin(), dy.end(), dDy.bits16());
+            dX.place(fast->allocator());
+            dDy.place(fast->allocator());
+            Tensor dW(Shape{static_cast<std::int64_t>(wCount)});
+            dW.assignFromHost(dw.data(), static_cast<std::int64_t>(wCount));
+            dW.place(fast->allocator());
+            fast->convolutionBackwardFilter16(g, Cout, dX.bits16(), dDy.bits16(), 0, 2, 0.0f, dW.data(), precision);
+            fast->convolutionBackwardFilter16(g, Cout, dX.bits16(), dDy.bits16(), 2, 3, 1.0f, dW.data(), precision);
+            dw = dW.toHost();
+        }
+        double worst = 0;
+        for (std::int64_t co = 0; co < Cout; ++co)
+            for (std::int64_t ci = 0; ci < g.channels; ++ci)
+                for (int dr = 0; dr < g.kernel; ++dr)
+                    for (int dc = 0; dc < g.kernel; ++dc) {
+                        double sum = 0, magnitude = 0, terms = 0;
+                        for (std::int64_t n = 0; n < g.batch; ++n)
+                            for (std::int64_t r = 0; r < g.height; ++r)
+                                for (std::int64_t c = 0; c < g.width; ++c) {
+                                    const std::int64_t rr = r + dr - g.pad, cc = c + dc - g.pad;
+                                    if (rr < 0 || rr >= g.height || cc < 0 || cc >= g.width) continue;
+                                    const double product =
+                                        double(dyw[static_cast<std::size_t>(co * g.batch * hw + n * hw + r * g.width +
+                                                                            c)]) *
+                                        double(xw[static_cast<std::size_t>(ci * g.batch * hw + n * hw + rr * g.width +
+                                                                           cc)]);
+                                    sum += product;
+                                    magnitude += std::fabs(product);
+                                    terms += 1;
+                                }
+                        const float got = dw[static_cast<std::size_t>(((co * g.channels + ci) * g.kernel + dr) *
+                                                                          g.kernel + dc)];
+                        QVERIFY2(std::isfinite(got), "a filter gradient was not written");
+                        const double error = std::fabs(double(got) - sum);
+                        const double bound = 2.0 * (terms + 1) * std::ldexp(magnitude, -23) + 1e-30;
+                        worst = std::max(worst, error / bound);
+                        QVERIFY2(error <= bound, qPrintable(QString("dw (%1, %2, %3, %4): %5 against %6 (bound %7)")
+                                                                .arg(co).arg(ci).arg(dr).arg(dc)
+                                                                .arg(got, 0, 'g', 9).arg(sum, 0, 'g', 9)
+                                                                .arg(bound, 0, 'g', 3)));
+                    }
+        qInfo("largest error %.3g of its bound", worst);
+    }
+
+    // The packed forward convolution through cuDNN's graph API (PLAB_CUDNN_16=forward, a
+    // backend of its own made with it set): a block of samples (n0 = 1, count = 2 of 4) of
+    // a 5 -> 7 channel 3x3 convolution on a 6 x 5 plane, against the sum in double of the
+    // widened patterns. cuDNN rounds its fp32 sum once into the format, so each output is
+    // within one unit in the last place of the format (at the larger of the two
+    // magnitudes) plus the fp32 sum's own error, K * 2^-22 of the sum of |products|.
+    void convolutionForward16AgreesWithReference_data() { packedOpsAgreeWithCpu_data(); }
+    void convolutionForward16AgreesWithReference()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const std::unique_ptr<ComputeBackend> fast = backendWith16("forward");
+        QVERIFY(fast != nullptr);
+        const GemmPrecision precision{f, true};
+        QVERIFY(fast->convolves16(precision));
+        QVERIFY(!cuda_->convolves16(precision));   // not asked for: the default backend lowers
+
+        const ConvGeometry g{5, 4, 6, 5, 3, 1};   // channels, batch, height, width, kernel, pad
+        const std::int64_t Cout = 7, hw = g.planeSize(), K = g.patchSize(), n0 = 1, count = 2;
+        const auto xCount = static_cast<std::size_t>(g.channels * g.batch * hw);
+        const auto wCount = static_cast<std::size_t>(Cout * K);
+        std::vector<std::uint16_t> x(xCount), w(wCount);
+        const std::vector<float> xValues = uniformValues(xCount, 1601, -2.0f, 2.0f);
+        const std::vector<float> wValues = uniformValues(wCount, 1602, -0.5f, 0.5f);
+        cpu_->roundTo16(f, xValues.data(), 1, x.data(), 1, 1, static_cast<std::int64_t>(xCount), nullptr, nullptr);
+        cpu_->roundTo16(f, wValues.data(), 1, w.data(), 1, 1, static_cast<std::int64_t>(wCount), nullptr, nullptr);
+        std::vector<float> xw(xCount), ww(wCount);
+        cpu_->widen16(f, x.data(), 1, xw.data(), 1, 1, static_cast<std::int64_t>(xCount));
+        cpu_->widen16(f, w.data(), 1, ww.data(), 1, 1, static_cast<std::int64_t>(wCount));
+
+        std::vector<float> y(static_cast<std::size_t>(Cout * count * hw), std::nanf(""));
+        {
+            // Placed on the fast backend's own allocator (its stream), gone before it is.
+            Tensor dX(Shape{static_cast<std::int64_t>(xCount)}, f), dW(Shape{static_cast<std::int64_t>(wCount)}, f);
+            dX.pack();
+            dW.pack();
+            std::copy(x.begin(), x.end(), dX.bits16());
+            std::copy(w.begin(), w.end(), dW.bits16());
+            dX.place(fast->allocator());
+            dW.place(fast->allocator());
+            Tensor dY(Shape{static_cast<std::int64_t>(y.size())});
+            dY.assignFromHost(y.data(), static_cast<std::int64_t>(y.size()));
+            dY.place(fast->allocator());
+            fast->convolutionForward16(g, Cout, dX.bits16(), n0, count, dW.bits16(), dY.data(), precision);
+            y = dY.toHost();
+        }
+        const int mantissa = f == Format::fp16 ? 10 : 7, leastExponent = f == Format::fp16 ? -24 : -133;
+        const auto ulp = [&](double v) {
+            return std::ldexp(1.0, std::max(leastExponent, v == 0 ? leastExponent : std::ilogb(v) - mantissa));
+        };
+        double worst = 0;
+        for (std::int64_t co = 0; co < Cout; ++co)
+            for (std::int64_t n = 0; n < count; ++n)
+                for (std::int64_t r = 0; r < g.height; ++r)
+                    for (std::int64_t c = 0; c < g.width; ++c) {
+                        double sum = 0, magnitude = 0;
+                        for (std::int64_t ci = 0; ci < g.channels; ++ci)
+                            for (int dr = 0; dr < g.kernel; ++dr)
+                                for (int dc = 0; dc < g.kernel; ++dc) {
+                                    const std::int64_t rr = r + dr - g.pad, cc = c + dc - g.pad;
+                                    if (rr < 0 || rr >= g.height || cc < 0 || cc >= g.width) continue;
+                                    const double product =
+                                        double(ww[static_cast<std::size_t>(((co * g.channels + ci) * g.kernel + dr) *
+                                                                               g.kernel + dc)]) *
+                                        double(xw[static_cast<std::size_t>(ci * g.batch * hw + (n0 + n) * hw +
+                                                                           rr * g.width + cc)]);
+                                    sum += product;
+                                    magnitude += std::fabs(product);
+                                }
+                        const float got = y[static_cast<std::size_t>(co * count * hw + n * hw + r * g.width + c)];
+                        QVERIFY2(std::isfinite(got), "an output was not written");
+                        const double error = std::fabs(double(got) - sum);
+                        const double bound = ulp(std::max(std::fabs(sum), std::fabs(double(got)))) +
+                                             double(K) * std::ldexp(magnitude, -22);
+                        worst = std::max(worst, error / bound);
+                        QVERIFY2(error <= bound, qPrintable(QString("output (%1, %2, %3, %4): %5 against %6 (bound %7)")
+                                                                .arg(co).arg(n).arg(r).arg(c)
+                                                                .arg(got, 0, 'g', 9).arg(sum, 0, 'g', 9)
+                                                                .arg(bound, 0, 'g', 3)));
+                    }
+        qInfo("largest error %.3f of its bound", worst);
+    }
+
     void packedOpsAgreeWithCpu()
     {
         QFETCH(int, format);

@@ -455,6 +455,36 @@ public:
     {
         refusePackedOp("gemm16");
     }
+    // A convolution library that convolves 16-bit patterns itself (cuDNN on the CUDA
+    // backend, when asked for with PLAB_CUDNN_16=forward): whether it takes the packed
+    // layers' forward convolutions of this precision. It rounds each output's fp32 sum into
+    // precision.compute before handing it back (as PyTorch's autocast convolutions do), so
+    // the layer's bias and its one counted rounding come after a rounding it cannot see.
+    virtual bool convolves16(const GemmPrecision&) const { return false; }
+    // y (Cout, count * H * W), fp32 = the widened library result for samples n0..n0+count of
+    // the packed x (C, N, H, W) and the packed w (Cout, C, k, k), both 16-bit patterns of
+    // precision.compute. Only where convolves16(precision); throws when the library has no
+    // way to run the shape.
+    virtual void convolutionForward16(const ConvGeometry&, std::int64_t /*outChannels*/, const std::uint16_t* /*x*/,
+                                      std::int64_t /*n0*/, std::int64_t /*count*/, const std::uint16_t* /*w*/,
+                                      float* /*y*/, GemmPrecision)
+    {
+        refusePackedOp("convolutionForward16");
+    }
+    // Whether that library also takes the packed layers' filter gradients of this precision
+    // (PLAB_CUDNN_16=filter on CUDA): fp32 sums of the 16-bit products into an fp32 result,
+    // as gemm16's, in the library's order; no 16-bit rounding.
+    virtual bool convolvesFilter16(const GemmPrecision&) const { return false; }
+    // dw (Cout, C, k, k), fp32 = beta * dw + the sum over samples n0..n0+count of dy (the
+    // packed (Cout, N, H, W) gradient) times the shifted packed x (C, N, H, W); beta 0 or 1.
+    // Only where convolvesFilter16(precision); throws when the library cannot run the shape.
+    virtual void convolutionBackwardFilter16(const ConvGeometry&, std::int64_t /*outChannels*/,
+                                             const std::uint16_t* /*x*/, const std::uint16_t* /*dy*/,
+                                             std::int64_t /*n0*/, std::int64_t /*count*/, float /*beta*/,
+                                             float* /*dw*/, GemmPrecision)
+    {
+        refusePackedOp("convolutionBackwardFilter16");
+    }
 
     // ---- The vision transformer's ops (nn/transformer.h) ----------------------------
     // Rows of a (rows, cols) tensor are independent: each op below is the same, bit for
@@ -596,8 +626,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 8: QuantizeOp::mxScale; 9: gemmBatched, and the packed 16-bit and transformer ops,
 // which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut;
 // 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
-// 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares.
-inline constexpr int kCudaPluginAbiVersion = 15;
+// 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares; 16: convolves16,
+// convolutionForward16, convolvesFilter16, convolutionBackwardFilter16.
+inline constexpr int kCudaPluginAbiVersion = 16;
 
 }  // namespace plab
 

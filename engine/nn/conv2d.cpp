@@ -132,18 +132,27 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
         forwardInPieces(ctx, p, precision);
         return;
     }
-    prepareTensor(cols_, {K, widest}, multiplies16_ ? p.compute : Format::fp32, ctx, MemoryCategory::workspace,
-                  multiplies16_, NewElements::undefined);
+    // A library that convolves the patterns itself (cuDNN, asked for) lowers nothing here.
+    const bool library16 = multiplies16_ && ctx.backend->convolves16(precision);
+    if (library16)
+        cols_.discard();
+    else
+        prepareTensor(cols_, {K, widest}, multiplies16_ ? p.compute : Format::fp32, ctx, MemoryCategory::workspace,
+                      multiplies16_, NewElements::undefined);
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
     for (std::int64_t i = 0; i < samples.count; ++i) {
         const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
-        // result (Cout, count*hw) = W (Cout, K) * cols: columns n0*hw.. of the whole product
-        lowerChannels(ctx, 0, g.channels, n0, count);
-        if (multiplies16_) {
+        if (library16) {
+            ctx.backend->convolutionForward16(g, outChannels_, inputOperand_->bits16(), n0, count,
+                                              weightPatterns_.bits16(), result.data(), precision);
+        } else if (multiplies16_) {
+            // result (Cout, count*hw) = W (Cout, K) * cols: columns n0*hw.. of the whole product
+            lowerChannels(ctx, 0, g.channels, n0, count);
             ctx.backend->gemm16(Transpose::no, Transpose::no, outChannels_, columns, K, weightPatterns_.bits16(), K,
                                 cols_.bits16(), columns, 0.0f, result.data(), columns, precision);
         } else {
+            lowerChannels(ctx, 0, g.channels, n0, count);
             ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
                               cols_.data(), columns, 0.0f, result.data(), columns, precision);
         }
@@ -233,6 +242,15 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
     const Pieces channelBlocks = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
                                           deviceGranule(ctx, k2 * 4));
+    if (readsPatterns(ctx, filterGemm, p, f) && ctx.backend->convolvesFilter16(filterGemm)) {
+        // A library that convolves the patterns itself (cuDNN, asked for): no lowering.
+        cols_.discard();
+        for (std::int64_t n0 = 0; n0 < N; n0 += lowering)
+            ctx.backend->convolutionBackwardFilter16(g, outChannels_, inputOperand_->bits16(), dYBits, n0,
+                                                     std::min(lowering, N - n0), n0 == 0 ? 0.0f : 1.0f,
+                                                     weight_.grad.data(), filterGemm);
+        return;
+    }
     if (readsPatterns(ctx, filterGemm, p, f)) {
         const Pieces& channels = channelBlocks;
         // Native 16-bit products: dY's patterns read where they are, all rows at once.

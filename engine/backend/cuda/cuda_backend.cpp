@@ -70,13 +70,21 @@ CudaBackend::CudaBackend(int device)
       ltWorkspace_(stream_.get(), memory_.get()), quantizeScratch_(stream_.get(), memory_.get()),
       labels_(stream_.get(), memory_.get()),
       lossScratch_(stream_.get(), memory_.get()), sweepScratch_(stream_.get(), memory_.get()),
-      convolutions_(stream_.get(), memory_.get(), capability_)
+      convolutions_(stream_.get(), memory_.get(), capability_), cudnn16_(CudnnConvolutions16::asked()),
+      convolutions16_(stream_.get(), memory_.get()), nhwcIn_(stream_.get(), memory_.get()),
+      nhwcWeights_(stream_.get(), memory_.get()), nhwcOut_(stream_.get(), memory_.get())
 {
     probeDevices(info_);
     const DeviceMemoryInfo mem = queryDeviceMemory(device_);
     info_.reason = "CUDA device " + std::to_string(device_) + " (compute " + std::to_string(capability_.major) + "." +
                    std::to_string(capability_.minor) + "), tensors on the device";
     info_.versions.push_back("device memory at start: " + megabytes(mem.used) + " used of " + megabytes(mem.total));
+    if (cudnn16_.forward)
+        info_.versions.push_back("packed forward convolutions: cuDNN on 16-bit NHWC data (PLAB_CUDNN_16), "
+                                 "each sum rounded into the format by cuDNN before the bias");
+    if (cudnn16_.filter)
+        info_.versions.push_back("packed filter gradients: cuDNN on 16-bit NHWC data (PLAB_CUDNN_16), fp32 sums "
+                                 "and an fp32 result");
     if (memoryBudget_)
         info_.versions.push_back("device-memory budget: " + megabytes(memoryBudget_) + " (" + kMemoryBudgetVariable +
                                  "), the backend's pool capped there");
@@ -106,7 +114,8 @@ std::int64_t CudaBackend::scratchBytes() const
     const std::size_t own = a16_.capacity() + b16_.capacity() + c16_.capacity() +
                             ltWorkspace_.capacity() + quantizeScratch_.capacity() + labels_.capacity() +
                             lossScratch_.capacity() + sweepScratch_.capacity() + rowScratch_.capacity();
-    return static_cast<std::int64_t>(own + convolutions_.scratchBytes());
+    return static_cast<std::int64_t>(own + nhwcIn_.capacity() + nhwcWeights_.capacity() + nhwcOut_.capacity() +
+                                     convolutions_.scratchBytes() + convolutions16_.scratchBytes());
 }
 
 void CudaBackend::flush()
@@ -156,6 +165,71 @@ void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std:
     if (count == 0) return;
     activate();
     PLAB_CUDA_CHECK(cudakernels::launchIm2col16(shapeOf(g), n0, count, src, cols, stream()));
+}
+
+bool CudaBackend::convolves16(const GemmPrecision& precision) const
+{
+    return cudnn16_.forward && multiplies16(precision) &&
+           (precision.compute == Format::fp16 || precision.compute == Format::bf16);
+}
+
+bool CudaBackend::convolvesFilter16(const GemmPrecision& precision) const
+{
+    return cudnn16_.filter && multiplies16(precision) &&
+           (precision.compute == Format::fp16 || precision.compute == Format::bf16);
+}
+
+void CudaBackend::convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
+                                              const std::uint16_t* dy, std::int64_t n0, std::int64_t count, float beta,
+                                              float* dw, GemmPrecision precision)
+{
+    if (!convolvesFilter16(precision))
+        throw std::logic_error("convolutionBackwardFilter16: not asked for, or not this precision (convolvesFilter16)");
+    checkGeometry(g, n0, count);
+    if (g.kernel != 2 * g.pad + 1 || outChannels <= 0 || (beta != 0.0f && beta != 1.0f))
+        throw std::invalid_argument("convolutionBackwardFilter16 takes a same-size stride-1 convolution, beta 0 or 1.");
+    const std::int64_t C = g.channels, hw = g.planeSize(), k2 = std::int64_t{g.kernel} * g.kernel,
+                       columns = count * hw;
+    activate();
+    if (count == 0) {
+        if (beta == 0.0f) PLAB_CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * outChannels * C * k2, stream()));
+        return;
+    }
+    // x's and dy's blocks (channels, count * hw), rows N * hw apart, to NHWC; cuDNN's
+    // (Cout, k2, C) fp32 result into dw (Cout, C, k2), added when beta is 1.
+    auto* xIn = nhwcIn_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * C));
+    auto* dyIn = nhwcWeights_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * outChannels));
+    auto* result = nhwcOut_.reserveFor<float>(static_cast<std::size_t>(outChannels * k2 * C));
+    PLAB_CUDA_CHECK(cudakernels::launchTranspose16(x + n0 * hw, 1, C, columns, g.batch * hw, 0, xIn, stream()));
+    PLAB_CUDA_CHECK(
+        cudakernels::launchTranspose16(dy + n0 * hw, 1, outChannels, columns, g.batch * hw, 0, dyIn, stream()));
+    convolutions16_.filter(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, xIn, dyIn, result);
+    PLAB_CUDA_CHECK(cudakernels::launchFilterFromKrsc(result, outChannels, C, k2, beta != 0.0f, dw, stream()));
+}
+
+void CudaBackend::convolutionForward16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
+                                       std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* y,
+                                       GemmPrecision precision)
+{
+    if (!convolves16(precision))
+        throw std::logic_error("convolutionForward16: not asked for, or not this precision (convolves16)");
+    checkGeometry(g, n0, count);
+    if (g.kernel != 2 * g.pad + 1 || outChannels <= 0)
+        throw std::invalid_argument("convolutionForward16 takes a same-size stride-1 convolution.");
+    if (count == 0) return;
+    activate();
+    const std::int64_t C = g.channels, hw = g.planeSize(), k2 = std::int64_t{g.kernel} * g.kernel,
+                       columns = count * hw;
+    // x's block (C, count * hw), rows N * hw apart, to NHWC (count * hw, C); w (Cout, C, k2)
+    // to (Cout, k2, C); cuDNN's NHWC y (count * hw, Cout) widened into y (Cout, columns).
+    auto* xIn = nhwcIn_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * C));
+    auto* wIn = nhwcWeights_.reserveFor<std::uint16_t>(static_cast<std::size_t>(outChannels * k2 * C));
+    auto* out = nhwcOut_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * outChannels));
+    PLAB_CUDA_CHECK(cudakernels::launchTranspose16(x + n0 * hw, 1, C, columns, g.batch * hw, 0, xIn, stream()));
+    PLAB_CUDA_CHECK(cudakernels::launchTranspose16(w, outChannels, C, k2, k2, C * k2, wIn, stream()));
+    convolutions16_.forward(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, xIn, wIn, out);
+    PLAB_CUDA_CHECK(cudakernels::launchWidenTransposed16(static_cast<int>(precision.compute), out, columns,
+                                                         outChannels, y, stream()));
 }
 
 void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,

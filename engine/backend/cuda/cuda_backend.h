@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_conv.h"
+#include "backend/cuda/cuda_conv16.h"
 #include "backend/cuda/cuda_counters.h"
 #include "backend/cuda/cuda_precision.h"
 #include "backend/cuda/cuda_resources.h"
@@ -132,6 +133,17 @@ public:
     void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                 const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
                 float* C, std::int64_t ldc, GemmPrecision precision) override;
+    // The packed forward convolutions and filter gradients through cuDNN's graph API in
+    // NHWC (cuda_conv16.h), only as PLAB_CUDNN_16 asks: the forward pass's sums rounded into
+    // the format by cuDNN, the filter gradient's kept in fp32.
+    bool convolves16(const GemmPrecision& precision) const override;
+    void convolutionForward16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
+                              std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* y,
+                              GemmPrecision precision) override;
+    bool convolvesFilter16(const GemmPrecision& precision) const override;
+    void convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
+                                     const std::uint16_t* dy, std::int64_t n0, std::int64_t count, float beta,
+                                     float* dw, GemmPrecision precision) override;
 
     // The vision transformer's ops (cuda_transformer_ops.cpp), checked on the host
     // (transformer_math.h against the CPU's) and on an H200 (docs/CUDA.md).
@@ -204,6 +216,9 @@ private:
     DeviceBuffer rowScratch_{stream_.get(), memory_.get()};   // (rows, parts) partial sums of sumRows
     PinnedBuffer results_;           // what the ops that return a value read back
     CudnnConvolutions convolutions_; // cuDNN's handle, plans and buffers, made at the first convolution
+    CudnnConvolutions16::Passes cudnn16_;   // what PLAB_CUDNN_16 asks for
+    CudnnConvolutions16 convolutions16_;
+    DeviceBuffer nhwcIn_, nhwcWeights_, nhwcOut_;   // the NHWC copies around cuDNN's 16-bit calls
     std::vector<std::uint8_t> labelsOnDevice_;   // what labels_ holds
 };
 

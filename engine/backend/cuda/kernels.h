@@ -149,6 +149,18 @@ cudaError_t launchIm2colPacked(int f, const ConvShape& g, long long n0, long lon
                                float* cols, cudaStream_t stream);
 cudaError_t launchIm2col16(const ConvShape& g, long long n0, long long count, const std::uint16_t* src,
                            std::uint16_t* cols, cudaStream_t stream);
+// cuDNN's 16-bit convolutions in NHWC (cuda_conv16.cpp): out[b][c][r] =
+// in[b * inBatch + r * inLd + c], a batch of (rows, cols) blocks of patterns transposed
+// (through shared memory, 32 x 32 at a time); and out (cols, rows) fp32 = the widened
+// transpose of the packed in (rows, cols).
+cudaError_t launchTranspose16(const std::uint16_t* in, long long batch, long long rows, long long cols,
+                              long long inLd, long long inBatch, std::uint16_t* out, cudaStream_t stream);
+cudaError_t launchWidenTransposed16(int f, const std::uint16_t* in, long long rows, long long cols, float* out,
+                                    cudaStream_t stream);
+// dw (Cout, C, k2) = cuDNN's (Cout, k2, C) fp32 filter gradient, or dw + it when accumulate
+// (one fp32 addition, rounded to nearest).
+cudaError_t launchFilterFromKrsc(const float* in, long long Cout, long long C, long long k2, bool accumulate,
+                                 float* dw, cudaStream_t stream);
 
 // What the loss forward leaves on the device for the host to read. Every byte is written
 // (the spare float too), so the 16 bytes the host copies back are all initialised

@@ -58,6 +58,59 @@ __global__ void transposeBlocksPackedKernel(const std::uint16_t* in, long long A
         out[o] = in[transposeBlocksSource(A, B, inner, o)];
 }
 
+// Tiles of 32 x 32 through shared memory (a padded row, so the column reads do not
+// collide in one bank), 32 x 8 threads: reads and writes both run along rows.
+constexpr int kTile = 32, kTileRows = 8;
+
+template <bool Widen>
+__global__ void transpose16Kernel(int f, const std::uint16_t* in, long long rows, long long cols, long long inLd,
+                                  long long inBatch, void* out)
+{
+    __shared__ std::uint16_t tile[kTile][kTile + 1];
+    const long long b = blockIdx.z, c0 = static_cast<long long>(blockIdx.x) * kTile,
+                    r0 = static_cast<long long>(blockIdx.y) * kTile;
+    const std::uint16_t* src = in + b * inBatch;
+    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+        const long long r = r0 + k, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[k][threadIdx.x] = src[r * inLd + c];
+    }
+    __syncthreads();
+    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+        const long long c = c0 + k, r = r0 + threadIdx.x;
+        if (r >= rows || c >= cols) continue;
+        const std::uint16_t v = tile[threadIdx.x][k];
+        const long long o = b * rows * cols + c * rows + r;
+        if constexpr (Widen)
+            static_cast<float*>(out)[o] = widened(f, v);
+        else
+            static_cast<std::uint16_t*>(out)[o] = v;
+    }
+}
+
+template <bool Widen>
+cudaError_t launchTranspose(int f, const std::uint16_t* in, long long batch, long long rows, long long cols,
+                            long long inLd, long long inBatch, void* out, cudaStream_t stream)
+{
+    if (batch <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
+    const long long tilesAcross = (cols + kTile - 1) / kTile, tilesDown = (rows + kTile - 1) / kTile;
+    if (tilesAcross > 0x7fffffffLL || tilesDown > 65535 || batch > 65535) return cudaErrorInvalidConfiguration;
+    const dim3 grid(static_cast<unsigned>(tilesAcross), static_cast<unsigned>(tilesDown),
+                    static_cast<unsigned>(batch));
+    transpose16Kernel<Widen><<<grid, dim3(kTile, kTileRows), 0, stream>>>(f, in, rows, cols, inLd, inBatch, out);
+    return cudaGetLastError();
+}
+
+__global__ void filterFromKrscKernel(const float* in, long long Cout, long long C, long long k2, bool accumulate,
+                                     float* dw)
+{
+    const long long perRow = C * k2;
+    for (long long o = firstIndex(); o < Cout * perRow; o += gridStride()) {
+        const long long co = o / perRow, rest = o - co * perRow, c = rest / k2, kk = rest - c * k2;
+        const float v = in[(co * k2 + kk) * C + c];
+        dw[o] = accumulate ? __fadd_rn(dw[o], v) : v;
+    }
+}
+
 __global__ void widen16Kernel(int f, const std::uint16_t* src, long long srcLd, float* dst, long long dstLd,
                               long long rows, long long cols)
 {
@@ -150,6 +203,27 @@ cudaError_t launchTransposeBlocksPacked(const std::uint16_t* in, long long A, lo
 {
     if (A * B * inner <= 0) return cudaSuccess;
     transposeBlocksPackedKernel<<<blocksOf(A * B * inner), kThreads, 0, stream>>>(in, A, B, inner, out);
+    return cudaGetLastError();
+}
+
+cudaError_t launchTranspose16(const std::uint16_t* in, long long batch, long long rows, long long cols,
+                              long long inLd, long long inBatch, std::uint16_t* out, cudaStream_t stream)
+{
+    return launchTranspose<false>(0, in, batch, rows, cols, inLd, inBatch, out, stream);
+}
+
+cudaError_t launchWidenTransposed16(int f, const std::uint16_t* in, long long rows, long long cols, float* out,
+                                    cudaStream_t stream)
+{
+    return launchTranspose<true>(f, in, 1, rows, cols, cols, rows * cols, out, stream);
+}
+
+cudaError_t launchFilterFromKrsc(const float* in, long long Cout, long long C, long long k2, bool accumulate,
+                                 float* dw, cudaStream_t stream)
+{
+    const long long total = Cout * C * k2;
+    if (total <= 0) return cudaSuccess;
+    filterFromKrscKernel<<<blocksOf(total), kThreads, 0, stream>>>(in, Cout, C, k2, accumulate, dw);
     return cudaGetLastError();
 }
 

@@ -1,0 +1,62 @@
+// The packed layers' forward convolutions and filter gradients through cuDNN's graph API
+// on 16-bit data (ComputeBackend::convolves16 / convolutionForward16, convolvesFilter16 /
+// convolutionBackwardFilter16), asked for with PLAB_CUDNN_16=forward, filter or both. The
+// filter gradient's output is fp32 (no 16-bit rounding, so no telemetry is changed). A probe on an H200 (bench/cudnn_probe.cpp, docs/CUDA.md) found
+// cuDNN's tensor-core kernels 3 times as fast as the lowering's GEMM on the seed CNN's
+// conv2, but only in NHWC with a 16-bit output: so the activations are transposed to NHWC
+// around the call and cuDNN rounds each fp32 sum into fp16 / bf16 itself, before the
+// layer adds the bias and rounds (and counts) once more. That rounding is not the lab's
+// arithmetic (no tap sees it), which is why it is asked for, not the default.
+// Without cuDNN at build time nothing is ever asked of it (enabled() is false).
+#pragma once
+
+#include "backend/backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace plab::cuda {
+
+class CudnnConvolutions16 {
+public:
+    // Nothing is made until the first convolution.
+    CudnnConvolutions16(cudaStream_t stream, cudaMemPool_t pool);
+    ~CudnnConvolutions16();
+    CudnnConvolutions16(const CudnnConvolutions16&) = delete;
+    CudnnConvolutions16& operator=(const CudnnConvolutions16&) = delete;
+
+    // Which passes PLAB_CUDNN_16 asks for ("forward", "filter", both as "forward,filter";
+    // unset or "none": neither), none without cuDNN built in. Throws std::runtime_error
+    // naming the variable for any other value.
+    struct Passes {
+        bool forward = false, filter = false;
+    };
+    static Passes asked();
+
+    // y (count, H, W, Cout), NHWC = x (count, H, W, C), NHWC, cross-correlated with w
+    // (Cout, k, k, C), padding k/2, stride 1; every tensor 16-bit patterns of `format`
+    // (fp16 or bf16), the sums in fp32, each rounded once into `format`. Throws
+    // std::runtime_error when cuDNN offers no engine for the shape. Nothing waits.
+    void forward(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout, std::int64_t H,
+                 std::int64_t W, std::int64_t k, const std::uint16_t* x, const std::uint16_t* w, std::uint16_t* y);
+
+    // dw (Cout, k, k, C), fp32 = the filter gradient of x (count, H, W, C) and dy (count, H,
+    // W, Cout), both NHWC 16-bit patterns of `format`: fp32 sums of the products, no 16-bit
+    // rounding (a convolution into a virtual fp32 tensor, copied out by an identity op).
+    void filter(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout, std::int64_t H,
+                std::int64_t W, std::int64_t k, const std::uint16_t* x, const std::uint16_t* dy, float* dw);
+
+    // Bytes of device memory held between calls (the workspace).
+    std::size_t scratchBytes() const;
+
+private:
+    struct State;
+    cudaStream_t stream_;
+    cudaMemPool_t pool_;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace plab::cuda
