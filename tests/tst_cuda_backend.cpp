@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace {
 
@@ -724,6 +725,37 @@ private slots:
         for (Format f : {Format::fp16, Format::bf16})
             QTest::addRow("%s", std::string(formatName(f)).c_str()) << static_cast<int>(f);
     }
+    // n uniform values in [lo, hi] rounded into f: their 16-bit patterns and, widened again,
+    // their values.
+    std::pair<std::vector<std::uint16_t>, std::vector<float>> roundedPatterns(std::size_t n, std::uint64_t seed,
+                                                                              float lo, float hi, Format f)
+    {
+        const std::vector<float> values = uniformValues(n, seed, lo, hi);
+        std::vector<std::uint16_t> patterns(n);
+        std::vector<float> widened(n);
+        const auto count = static_cast<std::int64_t>(n);
+        cpu_->roundTo16(f, values.data(), 1, patterns.data(), 1, 1, count, nullptr, nullptr);
+        cpu_->widen16(f, patterns.data(), 1, widened.data(), 1, 1, count);
+        return {patterns, widened};
+    }
+    // A packed tensor of `patterns` placed on `backend`'s allocator (its stream).
+    static Tensor packedOn(ComputeBackend& backend, const std::vector<std::uint16_t>& patterns, Format f)
+    {
+        Tensor t(Shape{static_cast<std::int64_t>(patterns.size())}, f);
+        t.pack();
+        std::copy(patterns.begin(), patterns.end(), t.bits16());
+        t.place(backend.allocator());
+        return t;
+    }
+    // A tensor of `values` placed on `backend`'s allocator.
+    static Tensor valuesOn(ComputeBackend& backend, const std::vector<float>& values)
+    {
+        Tensor t(Shape{static_cast<std::int64_t>(values.size())});
+        t.assignFromHost(values.data(), static_cast<std::int64_t>(values.size()));
+        t.place(backend.allocator());
+        return t;
+    }
+
     // A second CUDA backend made with PLAB_CUDNN_16 set to `passes` (null after a failed check).
     std::unique_ptr<ComputeBackend> backendWith16(const char* passes)
     {
@@ -761,27 +793,12 @@ private slots:
         const auto xCount = static_cast<std::size_t>(g.channels * g.batch * hw);
         const auto dyCount = static_cast<std::size_t>(Cout * g.batch * hw);
         const auto wCount = static_cast<std::size_t>(Cout * g.channels * k2);
-        std::vector<std::uint16_t> x(xCount), dy(dyCount);
-        const std::vector<float> xValues = uniformValues(xCount, 1701, -2.0f, 2.0f);
-        const std::vector<float> dyValues = uniformValues(dyCount, 1702, -0.25f, 0.25f);
-        cpu_->roundTo16(f, xValues.data(), 1, x.data(), 1, 1, static_cast<std::int64_t>(xCount), nullptr, nullptr);
-        cpu_->roundTo16(f, dyValues.data(), 1, dy.data(), 1, 1, static_cast<std::int64_t>(dyCount), nullptr, nullptr);
-        std::vector<float> xw(xCount), dyw(dyCount);
-        cpu_->widen16(f, x.data(), 1, xw.data(), 1, 1, static_cast<std::int64_t>(xCount));
-        cpu_->widen16(f, dy.data(), 1, dyw.data(), 1, 1, static_cast<std::int64_t>(dyCount));
-
+        const auto [x, xw] = roundedPatterns(xCount, 1701, -2.0f, 2.0f, f);
+        const auto [dy, dyw] = roundedPatterns(dyCount, 1702, -0.25f, 0.25f, f);
         std::vector<float> dw(wCount, std::nanf(""));   // beta 0 must not read it
         {
-            Tensor dX(Shape{static_cast<std::int64_t>(xCount)}, f), dDy(Shape{static_cast<std::int64_t>(dyCount)}, f);
-            dX.pack();
-            dDy.pack();
-            std::copy(x.begin(), x.end(), dX.bits16());
-            std::copy(dy.begin(), dy.end(), dDy.bits16());
-            dX.place(fast->allocator());
-            dDy.place(fast->allocator());
-            Tensor dW(Shape{static_cast<std::int64_t>(wCount)});
-            dW.assignFromHost(dw.data(), static_cast<std::int64_t>(wCount));
-            dW.place(fast->allocator());
+            // On the fast backend's own allocator (its stream), gone before it is.
+            Tensor dX = packedOn(*fast, x, f), dDy = packedOn(*fast, dy, f), dW = valuesOn(*fast, dw);
             fast->convolutionBackwardFilter16(g, Cout, dX.bits16(), dDy.bits16(), 0, 2, 0.0f, dW.data(), precision);
             fast->convolutionBackwardFilter16(g, Cout, dX.bits16(), dDy.bits16(), 2, 3, 1.0f, dW.data(), precision);
             dw = dW.toHost();
@@ -841,28 +858,12 @@ private slots:
         const std::int64_t Cout = 7, hw = g.planeSize(), K = g.patchSize(), n0 = 1, count = 2;
         const auto xCount = static_cast<std::size_t>(g.channels * g.batch * hw);
         const auto wCount = static_cast<std::size_t>(Cout * K);
-        std::vector<std::uint16_t> x(xCount), w(wCount);
-        const std::vector<float> xValues = uniformValues(xCount, 1601, -2.0f, 2.0f);
-        const std::vector<float> wValues = uniformValues(wCount, 1602, -0.5f, 0.5f);
-        cpu_->roundTo16(f, xValues.data(), 1, x.data(), 1, 1, static_cast<std::int64_t>(xCount), nullptr, nullptr);
-        cpu_->roundTo16(f, wValues.data(), 1, w.data(), 1, 1, static_cast<std::int64_t>(wCount), nullptr, nullptr);
-        std::vector<float> xw(xCount), ww(wCount);
-        cpu_->widen16(f, x.data(), 1, xw.data(), 1, 1, static_cast<std::int64_t>(xCount));
-        cpu_->widen16(f, w.data(), 1, ww.data(), 1, 1, static_cast<std::int64_t>(wCount));
-
+        const auto [x, xw] = roundedPatterns(xCount, 1601, -2.0f, 2.0f, f);
+        const auto [w, ww] = roundedPatterns(wCount, 1602, -0.5f, 0.5f, f);
         std::vector<float> y(static_cast<std::size_t>(Cout * count * hw), std::nanf(""));
         {
-            // Placed on the fast backend's own allocator (its stream), gone before it is.
-            Tensor dX(Shape{static_cast<std::int64_t>(xCount)}, f), dW(Shape{static_cast<std::int64_t>(wCount)}, f);
-            dX.pack();
-            dW.pack();
-            std::copy(x.begin(), x.end(), dX.bits16());
-            std::copy(w.begin(), w.end(), dW.bits16());
-            dX.place(fast->allocator());
-            dW.place(fast->allocator());
-            Tensor dY(Shape{static_cast<std::int64_t>(y.size())});
-            dY.assignFromHost(y.data(), static_cast<std::int64_t>(y.size()));
-            dY.place(fast->allocator());
+            // On the fast backend's own allocator (its stream), gone before it is.
+            Tensor dX = packedOn(*fast, x, f), dW = packedOn(*fast, w, f), dY = valuesOn(*fast, y);
             fast->convolutionForward16(g, Cout, dX.bits16(), n0, count, dW.bits16(), dY.data(), precision);
             y = dY.toHost();
         }
