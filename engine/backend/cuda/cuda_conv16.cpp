@@ -5,9 +5,10 @@
 // identity pointwise op writes out as FLOAT (the shape in which cuDNN keeps an fp32 output
 // at full speed). Per (count, C, Cout, H, W, k, type, pass) the heuristics (mode A, then
 // the fallback list) rank engine configurations; the first that finalizes with at most
-// kWorkspaceLimit of workspace and is not marked non-deterministic is kept as an execution
-// plan and run from then on. Built as bench/cudnn_probe.cpp builds its graphs, which ran on
-// an H200; the forward pass ran here on an H100 (docs/CUDA.md), the filter gradient not yet.
+// kWorkspaceLimit of workspace and is acceptable (deterministic, fp32 sums: see there) is
+// kept as an execution plan and run from then on. Built as bench/cudnn_probe.cpp builds
+// its graphs, which ran on an H200; the forward pass ran here on an H100 (docs/CUDA.md),
+// the filter gradient not yet.
 #include "backend/cuda/cuda_conv16.h"
 
 #include "backend/cuda/cuda_resources.h"
@@ -94,22 +95,28 @@ struct Plan {
     std::int64_t workspace = 0;
 };
 
-bool nonDeterministic(cudnnBackendDescriptor_t config)
+// Whether an engine configuration computes what these passes promise: deterministic, with
+// fp32 sums of the 16-bit products (not marked non-deterministic, reduced-precision
+// reduction or down-converting inputs). An engine whose notes cannot be read is not kept.
+bool acceptable(cudnnBackendDescriptor_t config)
 {
     Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     std::int64_t count = 0;
     cudnnBackendDescriptor_t raw = engine.get();
     if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
                                  &raw) != CUDNN_STATUS_SUCCESS)
-        return true;   // unknown: not kept
+        return false;
     cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
     std::int64_t noteCount = 0;
     if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                  CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &noteCount, notes) != CUDNN_STATUS_SUCCESS)
-        return true;
+        return false;
     for (std::int64_t i = 0; i < noteCount; ++i)
-        if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return true;
-    return false;
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC ||
+            notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||
+            notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
+            return false;
+    return true;
 }
 
 }  // namespace
@@ -229,7 +236,7 @@ const Plan& CudnnConvolutions16::State::planFor(const Key& key, cudnnDataType_t 
                                      raw.data()) != CUDNN_STATUS_SUCCESS)
             continue;
         for (std::int64_t i = 0; i < got; ++i) {
-            if (nonDeterministic(raw[i])) continue;
+            if (!acceptable(raw[i])) continue;
             Plan candidate;
             cudnnBackendDescriptor_t p = candidate.plan.get();
             if (cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=

@@ -7,6 +7,8 @@
 #include "backend/cuda/device_common.cuh"
 #include "backend/cuda/kernels.h"
 
+#include <algorithm>
+
 namespace plab::cudakernels {
 
 namespace {
@@ -67,23 +69,28 @@ __global__ void transpose16Kernel(int f, const std::uint16_t* in, long long rows
                                   long long inBatch, void* out)
 {
     __shared__ std::uint16_t tile[kTile][kTile + 1];
-    const long long b = blockIdx.z, c0 = static_cast<long long>(blockIdx.x) * kTile,
-                    r0 = static_cast<long long>(blockIdx.y) * kTile;
+    const long long b = blockIdx.z, c0 = static_cast<long long>(blockIdx.x) * kTile;
     const std::uint16_t* src = in + b * inBatch;
-    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-        const long long r = r0 + k, c = c0 + threadIdx.x;
-        if (r < rows && c < cols) tile[k][threadIdx.x] = src[r * inLd + c];
-    }
-    __syncthreads();
-    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-        const long long c = c0 + k, r = r0 + threadIdx.x;
-        if (r >= rows || c >= cols) continue;
-        const std::uint16_t v = tile[threadIdx.x][k];
-        const long long o = b * rows * cols + c * rows + r;
-        if constexpr (Widen)
-            static_cast<float*>(out)[o] = widened(f, v);
-        else
-            static_cast<std::uint16_t*>(out)[o] = v;
+    // Row tiles in a grid-stride loop (gridDim.y is at most 65535); every thread of the
+    // block runs the same number of rounds, so the barriers are reached by all.
+    for (long long r0 = static_cast<long long>(blockIdx.y) * kTile; r0 < rows;
+         r0 += static_cast<long long>(gridDim.y) * kTile) {
+        for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+            const long long r = r0 + k, c = c0 + threadIdx.x;
+            if (r < rows && c < cols) tile[k][threadIdx.x] = src[r * inLd + c];
+        }
+        __syncthreads();
+        for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+            const long long c = c0 + k, r = r0 + threadIdx.x;
+            if (r >= rows || c >= cols) continue;
+            const std::uint16_t v = tile[threadIdx.x][k];
+            const long long o = b * rows * cols + c * rows + r;
+            if constexpr (Widen)
+                static_cast<float*>(out)[o] = widened(f, v);
+            else
+                static_cast<std::uint16_t*>(out)[o] = v;
+        }
+        __syncthreads();   // the tile is read out before the next round fills it
     }
 }
 
@@ -93,8 +100,8 @@ cudaError_t launchTranspose(int f, const std::uint16_t* in, long long batch, lon
 {
     if (batch <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
     const long long tilesAcross = (cols + kTile - 1) / kTile, tilesDown = (rows + kTile - 1) / kTile;
-    if (tilesAcross > 0x7fffffffLL || tilesDown > 65535 || batch > 65535) return cudaErrorInvalidConfiguration;
-    const dim3 grid(static_cast<unsigned>(tilesAcross), static_cast<unsigned>(tilesDown),
+    if (tilesAcross > 0x7fffffffLL || batch > 65535) return cudaErrorInvalidConfiguration;
+    const dim3 grid(static_cast<unsigned>(tilesAcross), static_cast<unsigned>(std::min(tilesDown, 65535LL)),
                     static_cast<unsigned>(batch));
     transpose16Kernel<Widen><<<grid, dim3(kTile, kTileRows), 0, stream>>>(f, in, rows, cols, inLd, inBatch, out);
     return cudaGetLastError();
