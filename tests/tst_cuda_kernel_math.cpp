@@ -7,6 +7,7 @@
 // Only the status texts and kinds: this program sees no CUDA headers.
 #define PLAB_CUDA_STATUS_TEXT_ONLY
 #include "backend/cuda/cuda_status.h"
+#include "backend/cuda/cudnn16_passes.h"
 #include "backend/cuda/memory_budget.h"
 
 #include <QFile>
@@ -418,6 +419,33 @@ private slots:
             } catch (const std::invalid_argument& e) {
                 const std::string why = e.what();
                 QVERIFY2(why.find("PLAB_CUDA_MEMORY_BUDGET_MIB") != std::string::npos, e.what());
+                QVERIFY2(why.find(std::string("\"") + bad + "\"") != std::string::npos, e.what());
+            }
+        }
+    }
+
+    // PLAB_CUDNN_16: the passes it names, and a refusal naming the variable and the value
+    // for anything else (the backend is then not made, with that reason).
+    void cudnn16PassesAreNamed()
+    {
+        using plab::cuda::cudnn16Passes;
+        const auto is = [](plab::cuda::Cudnn16Passes p, bool forward, bool filter) {
+            return p.forward == forward && p.filter == filter;
+        };
+        QVERIFY(is(cudnn16Passes(nullptr), false, false));
+        QVERIFY(is(cudnn16Passes(""), false, false));
+        QVERIFY(is(cudnn16Passes("none"), false, false));
+        QVERIFY(is(cudnn16Passes("forward"), true, false));
+        QVERIFY(is(cudnn16Passes("filter"), false, true));
+        QVERIFY(is(cudnn16Passes("forward,filter"), true, true));
+        QVERIFY(is(cudnn16Passes("filter,forward"), true, true));
+        for (const char* bad : {"all", "Forward", "forward,", ",filter", "forward,,filter", "forward filter", "none,forward"}) {
+            try {
+                cudnn16Passes(bad);
+                QFAIL(qPrintable(QString("accepted \"%1\"").arg(bad)));
+            } catch (const std::invalid_argument& e) {
+                const std::string why = e.what();
+                QVERIFY2(why.find("PLAB_CUDNN_16") != std::string::npos, e.what());
                 QVERIFY2(why.find(std::string("\"") + bad + "\"") != std::string::npos, e.what());
             }
         }

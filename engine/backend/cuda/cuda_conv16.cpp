@@ -269,28 +269,7 @@ const Plan& CudnnConvolutions16::State::planFor(const Key& key, cudnnDataType_t 
 CudnnConvolutions16::CudnnConvolutions16(cudaStream_t stream, cudaMemPool_t pool) : stream_(stream), pool_(pool) {}
 CudnnConvolutions16::~CudnnConvolutions16() = default;
 
-CudnnConvolutions16::Passes CudnnConvolutions16::asked()
-{
-    const char* v = std::getenv("PLAB_CUDNN_16");
-    const std::string value = v ? v : "";
-    Passes passes;
-    if (value.empty() || value == "none") return passes;
-    std::size_t start = 0;
-    while (start <= value.size()) {
-        const std::size_t comma = value.find(',', start);
-        const std::string word = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (word == "forward")
-            passes.forward = true;
-        else if (word == "filter")
-            passes.filter = true;
-        else
-            throw std::runtime_error("PLAB_CUDNN_16 is \"" + value +
-                                     "\"; it takes \"forward\", \"filter\", \"forward,filter\" or \"none\"");
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    return passes;
-}
+CudnnConvolutions16::Passes CudnnConvolutions16::asked() { return cudnn16Passes(std::getenv(kCudnn16Variable)); }
 
 namespace {
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cuda/cudnn16_passes.h"
 
 #include <cuda_runtime_api.h>
 
@@ -28,12 +29,9 @@ public:
     CudnnConvolutions16(const CudnnConvolutions16&) = delete;
     CudnnConvolutions16& operator=(const CudnnConvolutions16&) = delete;
 
-    // Which passes PLAB_CUDNN_16 asks for ("forward", "filter", both as "forward,filter";
-    // unset or "none": neither), none without cuDNN built in. Throws std::runtime_error
-    // naming the variable for any other value.
-    struct Passes {
-        bool forward = false, filter = false;
-    };
+    // Which passes PLAB_CUDNN_16 asks for (cudnn16_passes.h), none without cuDNN built in.
+    // Throws std::invalid_argument naming the variable for a value it does not take.
+    using Passes = Cudnn16Passes;
     static Passes asked();
 
     // y (count, H, W, Cout), NHWC = x (count, H, W, C), NHWC, cross-correlated with w
