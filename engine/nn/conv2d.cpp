@@ -242,7 +242,8 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
     const Pieces channelBlocks = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
                                           deviceGranule(ctx, k2 * 4));
-    if (readsPatterns(ctx, filterGemm, p, f) && ctx.backend->convolvesFilter16(filterGemm)) {
+    const bool patterns = readsPatterns(ctx, filterGemm, p, f);
+    if (patterns && ctx.backend->convolvesFilter16(filterGemm)) {
         // A library that convolves the patterns itself (cuDNN, asked for): no lowering.
         cols_.discard();
         for (std::int64_t n0 = 0; n0 < N; n0 += lowering)
@@ -251,7 +252,7 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
                                                      weight_.grad.data(), filterGemm);
         return;
     }
-    if (readsPatterns(ctx, filterGemm, p, f)) {
+    if (patterns) {
         const Pieces& channels = channelBlocks;
         // Native 16-bit products: dY's patterns read where they are, all rows at once.
         prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true,

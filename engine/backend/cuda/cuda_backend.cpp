@@ -167,16 +167,25 @@ void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std:
     PLAB_CUDA_CHECK(cudakernels::launchIm2col16(shapeOf(g), n0, count, src, cols, stream()));
 }
 
+namespace {
+
+// What cuDNN's 16-bit convolutions take: products of 16-bit patterns with fp32 sums.
+bool sixteenBitOperands(const CudaBackend& backend, const GemmPrecision& precision)
+{
+    return backend.multiplies16(precision) &&
+           (precision.compute == Format::fp16 || precision.compute == Format::bf16);
+}
+
+}  // namespace
+
 bool CudaBackend::convolves16(const GemmPrecision& precision) const
 {
-    return cudnn16_.forward && multiplies16(precision) &&
-           (precision.compute == Format::fp16 || precision.compute == Format::bf16);
+    return cudnn16_.forward && sixteenBitOperands(*this, precision);
 }
 
 bool CudaBackend::convolvesFilter16(const GemmPrecision& precision) const
 {
-    return cudnn16_.filter && multiplies16(precision) &&
-           (precision.compute == Format::fp16 || precision.compute == Format::bf16);
+    return cudnn16_.filter && sixteenBitOperands(*this, precision);
 }
 
 void CudaBackend::convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,

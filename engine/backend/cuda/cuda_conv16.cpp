@@ -295,27 +295,31 @@ cudnnDataType_t dataType(Format format)
 
 }  // namespace
 
-void CudnnConvolutions16::forward(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
-                                  std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
-                                  const std::uint16_t* w, std::uint16_t* y)
+void CudnnConvolutions16::execute(int pass, Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
+                                  std::int64_t H, std::int64_t W, std::int64_t k, const void* a, const void* b,
+                                  void* out)
 {
     const cudnnDataType_t type = dataType(format);
     if (count <= 0) return;
     if (!state_) state_ = std::make_unique<State>(stream_, pool_);
-    const Plan& plan = state_->planFor(Key{count, C, Cout, H, W, k, static_cast<int>(type), 0}, type);
+    const Plan& plan = state_->planFor(Key{count, C, Cout, H, W, k, static_cast<int>(type), pass}, type);
     void* workspace = plan.workspace > 0 ? state_->workspace.reserve(static_cast<std::size_t>(plan.workspace)) : nullptr;
-    run(state_->handle, plan, workspace, 3, x, w, y);
+    // The output's unique id: y (3) forward; the identity op's fp32 copy (4) of the filter gradient.
+    run(state_->handle, plan, workspace, pass == 1 ? 4 : 3, a, b, out);
+}
+
+void CudnnConvolutions16::forward(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
+                                  std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
+                                  const std::uint16_t* w, std::uint16_t* y)
+{
+    execute(0, format, count, C, Cout, H, W, k, x, w, y);
 }
 
 void CudnnConvolutions16::filter(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
                                  std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
                                  const std::uint16_t* dy, float* dw)
 {
-    const cudnnDataType_t type = dataType(format);
-    if (!state_) state_ = std::make_unique<State>(stream_, pool_);
-    const Plan& plan = state_->planFor(Key{count, C, Cout, H, W, k, static_cast<int>(type), 1}, type);
-    void* workspace = plan.workspace > 0 ? state_->workspace.reserve(static_cast<std::size_t>(plan.workspace)) : nullptr;
-    run(state_->handle, plan, workspace, 4, x, dy, dw);
+    execute(1, format, count, C, Cout, H, W, k, x, dy, dw);
 }
 
 std::size_t CudnnConvolutions16::scratchBytes() const { return state_ ? state_->workspace.capacity() : 0; }
@@ -326,15 +330,22 @@ struct CudnnConvolutions16::State {};
 CudnnConvolutions16::CudnnConvolutions16(cudaStream_t stream, cudaMemPool_t pool) : stream_(stream), pool_(pool) {}
 CudnnConvolutions16::~CudnnConvolutions16() = default;
 CudnnConvolutions16::Passes CudnnConvolutions16::asked() { return {}; }
-void CudnnConvolutions16::forward(Format, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                  std::int64_t, const std::uint16_t*, const std::uint16_t*, std::uint16_t*)
+void CudnnConvolutions16::execute(int, Format, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, const void*, const void*, void*)
 {
     throw std::logic_error("cuDNN is not built into this plugin");
 }
-void CudnnConvolutions16::filter(Format, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                 std::int64_t, const std::uint16_t*, const std::uint16_t*, float*)
+void CudnnConvolutions16::forward(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
+                                  std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
+                                  const std::uint16_t* w, std::uint16_t* y)
 {
-    throw std::logic_error("cuDNN is not built into this plugin");
+    execute(0, format, count, C, Cout, H, W, k, x, w, y);
+}
+void CudnnConvolutions16::filter(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
+                                 std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
+                                 const std::uint16_t* dy, float* dw)
+{
+    execute(1, format, count, C, Cout, H, W, k, x, dy, dw);
 }
 std::size_t CudnnConvolutions16::scratchBytes() const { return 0; }
 

@@ -1,13 +1,14 @@
 // The packed layers' forward convolutions and filter gradients through cuDNN's graph API
 // on 16-bit data (ComputeBackend::convolves16 / convolutionForward16, convolvesFilter16 /
-// convolutionBackwardFilter16), asked for with PLAB_CUDNN_16=forward, filter or both. The
-// filter gradient's output is fp32 (no 16-bit rounding, so no telemetry is changed). A probe on an H200 (bench/cudnn_probe.cpp, docs/CUDA.md) found
-// cuDNN's tensor-core kernels 3 times as fast as the lowering's GEMM on the seed CNN's
-// conv2, but only in NHWC with a 16-bit output: so the activations are transposed to NHWC
-// around the call and cuDNN rounds each fp32 sum into fp16 / bf16 itself, before the
-// layer adds the bias and rounds (and counts) once more. That rounding is not the lab's
-// arithmetic (no tap sees it), which is why it is asked for, not the default.
-// Without cuDNN at build time nothing is ever asked of it (enabled() is false).
+// convolutionBackwardFilter16), asked for with PLAB_CUDNN_16=forward, filter or both. A
+// probe on an H200 (bench/cudnn_probe.cpp, docs/CUDA.md) found cuDNN's tensor-core kernels
+// 3 times as fast as the lowering's GEMM on the seed CNN's conv2, but only in NHWC with a
+// 16-bit output: so the activations are transposed to NHWC around the call and, in the
+// forward pass, cuDNN rounds each fp32 sum into fp16 / bf16 itself, before the layer adds
+// the bias and rounds (and counts) once more. That rounding is not the lab's arithmetic (no
+// tap sees it), which is why it is asked for, not the default. The filter gradient's
+// output is fp32 (no 16-bit rounding, so no telemetry is changed). Without cuDNN at build
+// time nothing is ever asked of it (asked() names no pass).
 #pragma once
 
 #include "backend/backend.h"
@@ -52,6 +53,9 @@ public:
 
 private:
     struct State;
+    // One pass (0 forward, 1 filter gradient) of its plan on a and b into out.
+    void execute(int pass, Format format, std::int64_t count, std::int64_t C, std::int64_t Cout, std::int64_t H,
+                 std::int64_t W, std::int64_t k, const void* a, const void* b, void* out);
     cudaStream_t stream_;
     cudaMemPool_t pool_;
     std::unique_ptr<State> state_;
