@@ -308,20 +308,6 @@ void CudnnConvolutions16::execute(int pass, Format format, std::int64_t count, s
     run(state_->handle, plan, workspace, pass == 1 ? 4 : 3, a, b, out);
 }
 
-void CudnnConvolutions16::forward(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
-                                  std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
-                                  const std::uint16_t* w, std::uint16_t* y)
-{
-    execute(0, format, count, C, Cout, H, W, k, x, w, y);
-}
-
-void CudnnConvolutions16::filter(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
-                                 std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
-                                 const std::uint16_t* dy, float* dw)
-{
-    execute(1, format, count, C, Cout, H, W, k, x, dy, dw);
-}
-
 std::size_t CudnnConvolutions16::scratchBytes() const { return state_ ? state_->workspace.capacity() : 0; }
 
 #else   // no cuDNN
@@ -335,20 +321,22 @@ void CudnnConvolutions16::execute(int, Format, std::int64_t, std::int64_t, std::
 {
     throw std::logic_error("cuDNN is not built into this plugin");
 }
+std::size_t CudnnConvolutions16::scratchBytes() const { return 0; }
+
+#endif
+
 void CudnnConvolutions16::forward(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
                                   std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
                                   const std::uint16_t* w, std::uint16_t* y)
 {
     execute(0, format, count, C, Cout, H, W, k, x, w, y);
 }
+
 void CudnnConvolutions16::filter(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
                                  std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* x,
                                  const std::uint16_t* dy, float* dw)
 {
     execute(1, format, count, C, Cout, H, W, k, x, dy, dw);
 }
-std::size_t CudnnConvolutions16::scratchBytes() const { return 0; }
-
-#endif
 
 }  // namespace plab::cuda
