@@ -62,7 +62,8 @@ done
 mlp_epochs="--model mlp --widths 16,8 --recipe amp-fp16 --max-steps 0 --histogram-every 10 --eval-every 0"
 runs+=("epochs|$mlp_epochs --batch 600 --epochs 3 --write-batches $out/epochs.batches")
 runs+=("batch-file|$mlp_epochs --read-batches $out/epochs.batches")
-for recipe in pure-bf16 amp-fp16; do
+# fp8-delayed: its quantised copies held as FP8 codes, conv1's filter gradient decoded in spans.
+for recipe in pure-bf16 amp-fp16 fp8-delayed; do
   runs+=("seed-cnn-$recipe|--model seed-cnn --recipe $recipe --arithmetic exact --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")
 done
 runs+=("seed-cnn-fp16-accumulate|--model seed-cnn --recipe amp-fp16 --fp32-accumulate off --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")

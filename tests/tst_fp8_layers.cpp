@@ -7,7 +7,7 @@
 // leaving it alone); the MX/NVFP4 convolution's gradients, and its lowering quantised in
 // one pass against lowering then quantising; the memory a quantised copy is counted at;
 // the presets, settings keys and their refusals; a backend that cannot quantise refusing
-// the recipes.
+// the recipes; FP8 copies held as codes giving the bits of copies held as values.
 // links: plab_train plab_test_support
 #include "amp/recipe.h"
 #include "backend/backend.h"
@@ -561,26 +561,103 @@ private slots:
                                  backend->im2colQuantize(g, x.data(), 0, 1, cols.data(), wrong, nullptr, nullptr, nullptr));
     }
 
+    // FP8 copies held as codes (the CPU's default) give the layers' results bit for bit as
+    // held as values (PLAB_PACKED_STORAGE=off, the path the references above check): two
+    // training steps (the second with the delayed scale from the first's amaxes) of a
+    // convolution whose filter gradient decodes dY span by span where OpenBLAS cuts the sum
+    // (1 -> 16 channels, 40 samples of 28 x 28), one lowered in blocks, and a Linear layer.
+    void codesGiveTheValuesBits_data()
+    {
+        QTest::addColumn<QString>("preset");
+        QTest::newRow("fp8-delayed") << "fp8-delayed";
+        QTest::newRow("fp8-current") << "fp8-current";
+    }
+    void codesGiveTheValuesBits()
+    {
+        QFETCH(QString, preset);
+        struct Shape4 {
+            std::int64_t C, Co, N, H, W;
+        };
+        auto same = [](const Tensor& a, const Tensor& b) {
+            if (a.shape() != b.shape()) return false;
+            for (std::int64_t i = 0; i < a.size(); ++i)
+                if (bitsOf(a[i]) != bitsOf(b[i])) return false;
+            return true;
+        };
+        for (const Shape4 s : {Shape4{1, 16, 40, 28, 28}, Shape4{5, 6, 3, 6, 5}}) {
+            std::vector<Tensor> results[2];
+            for (const bool codes : {false, true}) {
+                const ScopedPackedStorage held(codes);
+                Harness h(preset.toStdString());
+                Conv2d conv("conv", s.C, s.Co, 3);
+                Rng rng{21};
+                fillBf16(conv.parameters()[0]->value, rng, -0.5f, 0.5f);
+                fillBf16(conv.parameters()[1]->value, rng, -0.1f, 0.1f);
+                for (int step = 0; step < 2; ++step) {
+                    Tensor x({s.C, s.N, s.H, s.W});
+                    fillBf16(x, rng, -1.0f, 1.0f);
+                    const Tensor& y = conv.forward(x, h.ctx);
+                    Tensor dY(y.shape());
+                    fillBf16(dY, rng, -1e-3f, 1e-3f);
+                    results[codes].push_back(y);
+                    results[codes].push_back(*conv.backward(dY, h.ctx, true));
+                    for (Parameter* param : conv.parameters()) results[codes].push_back(param->grad);
+                }
+            }
+            QCOMPARE(results[0].size(), results[1].size());
+            for (std::size_t i = 0; i < results[0].size(); ++i)
+                QVERIFY2(same(results[0][i], results[1][i]), qPrintable(QString("conv %1 -> %2 channels, result %3")
+                                                                            .arg(s.C).arg(s.Co).arg(i)));
+        }
+        std::vector<Tensor> results[2];
+        for (const bool codes : {false, true}) {
+            const ScopedPackedStorage held(codes);
+            Harness h(preset.toStdString());
+            Linear fc("fc", 70, 6);
+            Rng rng{22};
+            fillBf16(fc.parameters()[0]->value, rng, -0.5f, 0.5f);
+            for (int step = 0; step < 2; ++step) {
+                Tensor x({40, 70});
+                fillBf16(x, rng, -1.0f, 1.0f);
+                const Tensor& y = fc.forward(x, h.ctx);
+                Tensor dY(y.shape());
+                fillBf16(dY, rng, -1e-3f, 1e-3f);
+                results[codes].push_back(y);
+                results[codes].push_back(*fc.backward(dY, h.ctx, true));
+                for (Parameter* param : fc.parameters()) results[codes].push_back(param->grad);
+            }
+        }
+        for (std::size_t i = 0; i < results[0].size(); ++i)
+            QVERIFY2(same(results[0][i], results[1][i]), qPrintable(QString("linear result %1").arg(i)));
+    }
+
     void memoryCountsQuantisedCopies_data()
     {
         QTest::addColumn<QString>("preset");
+        QTest::addColumn<bool>("held");   // tensors held in their format's bytes (PLAB_PACKED_STORAGE)
         // bytes of a 40 x 70 input and a 6 x 70 weight, stored as the hardware stores them
         QTest::addColumn<qint64>("expected");
-        // FP8 per tensor: a byte a value and an fp32 scale each.
-        QTest::newRow("fp8-current") << "fp8-current" << qint64(2800 + 4 + 420 + 4);
+        // FP8 per tensor on the CPU: the codes, a byte a value (Fp8Codes; their fp32 scales are
+        // the layer's own few bytes), and, decoded for the GEMM, both operands in fp32 in the
+        // layer's own work buffers (the step here has none to share).
+        QTest::newRow("fp8-current") << "fp8-current" << true << qint64(2800 + 420 + 4 * (2800 + 420));
+        // Held as fp32 values (as a device holds them): counted as the codes with a scale each.
+        QTest::newRow("fp8-current, values") << "fp8-current" << false << qint64(2800 + 4 + 420 + 4);
         // MXFP8: a byte a value and an E8M0 byte per 32 values (2800 / 32 -> 88, 420 / 32 -> 14).
-        QTest::newRow("mxfp8") << "mxfp8" << qint64(2800 + 88 + 420 + 14);
+        QTest::newRow("mxfp8") << "mxfp8" << true << qint64(2800 + 88 + 420 + 14);
         // MXFP4: half a byte a value.
-        QTest::newRow("mxfp4") << "mxfp4" << qint64(1400 + 88 + 210 + 14);
+        QTest::newRow("mxfp4") << "mxfp4" << true << qint64(1400 + 88 + 210 + 14);
         // NVFP4: half a byte a value, an E4M3 byte per 16 (175, 27), an fp32 tensor scale each.
-        QTest::newRow("nvfp4") << "nvfp4" << qint64(1400 + 175 + 4 + 210 + 27 + 4);
+        QTest::newRow("nvfp4") << "nvfp4" << true << qint64(1400 + 175 + 4 + 210 + 27 + 4);
     }
     void memoryCountsQuantisedCopies()
     {
-        // The memory chart counts a quantised operand as the hardware would store it, as it
-        // counts a bf16 tensor at 2 bytes, though the emulation holds both in fp32.
+        // The memory chart counts a quantised operand as the hardware would store it: FP8's
+        // codes are held so on the CPU; MX and NVFP4 copies are still held in fp32 there.
         QFETCH(QString, preset);
+        QFETCH(bool, held);
         QFETCH(qint64, expected);
+        const ScopedPackedStorage packing(held);
         Harness h(preset.toStdString());
         MemoryAccountant memory;
         h.ctx.memory = &memory;

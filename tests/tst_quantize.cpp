@@ -6,7 +6,8 @@
 // Transformer Engine's scale rule against its formula evaluated here; MX blocks along rows
 // and columns (partial blocks, zero, NaN and infinite blocks, saturation) against
 // mxQuantize block by block; NVFP4 blocks the same way against nvfp4Quantize, with the
-// tensor's amax given, block scales that round to 0 and the in-place case.
+// tensor's amax given, block scales that round to 0 and the in-place case; FP8 held as
+// codes (quantizeToCodes, decodeScaled) against the specification's encodings.
 // links: plab_numerics plab_test_support
 #include "numerics/quantize.h"
 
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 using namespace plab;
@@ -175,6 +177,67 @@ private slots:
                 QVERIFY(hist == expectedHist);
             }
         }
+    }
+
+    // FP8 held as codes: each code is the specification's encoding (encodeMini, checked by
+    // tst_minifloat pattern by pattern) of the scalar reference's rounding, and decoding
+    // gives quantizeScaled's values bit for bit, with its counts, histogram and amax, on
+    // every SIMD level; chunk boundaries (1024) crossed, and lengths around them.
+    void codesAreTheEncodingsOfTheValues()
+    {
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
+            for (float scale : {1.0f, 0.3125f, 3.7f, 1024.0f, 1.0f / 65536.0f}) {
+                auto src = probeValues(f, 11u + static_cast<unsigned>(f));
+                src.resize(src.size() + 2500, 0.75f);   // past a few chunks
+                for (std::size_t i = src.size() - 2500; i < src.size(); ++i) src[i] = float(i % 977) * 0.37f - 150.0f;
+                const float scaleInv = 1.0f / scale;
+                std::vector<float> values(src.size());
+                RoundingStats stats;
+                GradientHistogram hist;
+                const float amax = quantizeScaled(f, src.data(), values.data(), src.size(), scale, scaleInv, &stats,
+                                                  &hist);
+                for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+                    ScopedSimdCap cap(level);
+                    for (const bool withHistogram : {false, true}) {
+                        std::vector<std::uint8_t> codes(src.size());
+                        RoundingStats codeStats;
+                        GradientHistogram codeHist;
+                        const float codeAmax = quantizeToCodes(f, src.data(), codes.data(), src.size(), scale,
+                                                               &codeStats, withHistogram ? &codeHist : nullptr);
+                        QVERIFY(std::isnan(codeAmax) && std::isnan(amax));   // the probe values hold a NaN
+                        QCOMPARE(codeStats, stats);
+                        if (withHistogram) QVERIFY(codeHist == hist);
+                        std::vector<float> decoded(src.size());
+                        decodeScaled(f, codes.data(), decoded.data(), codes.size(), scaleInv);
+                        for (std::size_t i = 0; i < src.size(); ++i) {
+                            const auto expected = encodeMini(f, roundToMini(f, src[i] * scale, Overflow::saturate),
+                                                             Overflow::saturate);
+                            if (codes[i] != *expected || !sameValue(decoded[i], values[i]))
+                                QFAIL(qPrintable(QString("%1 scale %2: %3 gave code %4 (expected %5), value %6 "
+                                                         "(quantizeScaled %7)")
+                                                     .arg(QString::fromLatin1(miniFormatInfo(f).name.data()))
+                                                     .arg(double(scale)).arg(double(src[i]), 0, 'g', 9)
+                                                     .arg(codes[i]).arg(*expected).arg(double(decoded[i]), 0, 'g', 9)
+                                                     .arg(double(values[i]), 0, 'g', 9)));
+                        }
+                    }
+                }
+            }
+        }
+        // Every code decodes to its value (the specification's, decodeMini) times the scale's inverse.
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
+            std::vector<std::uint8_t> all(256);
+            for (int c = 0; c < 256; ++c) all[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c);
+            std::vector<float> decoded(256);
+            decodeScaled(f, all.data(), decoded.data(), all.size(), 0.25f);
+            for (int c = 0; c < 256; ++c)
+                QVERIFY(sameValue(decoded[static_cast<std::size_t>(c)], decodeMini(f, static_cast<std::uint8_t>(c)) * 0.25f));
+        }
+        // The formats below 8 bits are refused by name.
+        std::uint8_t code = 0;
+        const float one = 1.0f;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 quantizeToCodes(MiniFormat::e2m1, &one, &code, 1, 1.0f, nullptr, nullptr));
     }
 
     void inPlaceAndAmax()

@@ -279,6 +279,35 @@ public:
         (void)g, (void)src, (void)n0, (void)count, (void)cols, (void)op, (void)stats, (void)hist, (void)blockScales;
         return false;
     }
+    // Per-tensor FP8 operands held as their 1-byte codes (the layers' quantised copies):
+    // whether this backend does (the CPU backend; where false the layers hold the values
+    // quantize writes, in fp32). The three ops below only where it says so; the others
+    // throw std::logic_error.
+    virtual bool holdsFp8Codes() const { return false; }
+    // quantize (per tensor: !op.blocks, op.element E4M3 or E5M2) writing the codes of q =
+    // round(x * op.scale) instead of q * op.scaleInv; the same counts and amax.
+    virtual float quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
+                                  RoundingStats* stats, GradientHistogram* hist)
+    {
+        (void)op, (void)src, (void)codes, (void)n, (void)stats, (void)hist;
+        throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
+    }
+    // dst = the values of the codes (in `element`) times scaleInv: what quantize writes,
+    // bit for bit; `rows` rows of `cols`, each operand's rows its ld apart.
+    virtual void decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd,
+                           float* dst, std::int64_t dstLd, std::int64_t rows, std::int64_t cols)
+    {
+        (void)element, (void)scaleInv, (void)codes, (void)codesLd, (void)dst, (void)dstLd, (void)rows, (void)cols;
+        throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
+    }
+    // im2col of samples [n0, n0 + count) of a (C, N, H, W) tensor held as FP8 codes: the
+    // columns im2col makes from the decoded values (decodeFp8).
+    virtual void im2colFp8(const ConvGeometry& g, MiniFormat element, float scaleInv, const std::uint8_t* src,
+                           std::int64_t n0, std::int64_t count, float* cols)
+    {
+        (void)g, (void)element, (void)scaleInv, (void)src, (void)n0, (void)count, (void)cols;
+        throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
+    }
     // The amax of src: the largest |x|, NaN if one is NaN. Waits for it. Backends that
     // quantize run it; the others throw std::logic_error.
     virtual float amax(const float* src, std::int64_t n)
@@ -627,8 +656,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // which had been added to the vtable without a bump; 10: packsByDefault; 11: gemmReductionCut;
 // 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
 // 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares; 16: convolves16,
-// convolutionForward16, convolvesFilter16, convolutionBackwardFilter16.
-inline constexpr int kCudaPluginAbiVersion = 16;
+// convolutionForward16, convolvesFilter16, convolutionBackwardFilter16; 17: holdsFp8Codes,
+// quantizeToCodes, decodeFp8, im2colFp8.
+inline constexpr int kCudaPluginAbiVersion = 17;
 
 }  // namespace plab
 

@@ -77,12 +77,21 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
     const bool mx = p.quant.blockScaled();
+    codes_ = holdsCodes(ctx, p);
     if (mx) {
         // MX: the reduction runs over the patch (C*k*k): W in blocks along its rows, the
         // lowered columns in blocks down theirs, once lowered (lowerAndMultiply).
         inputOperand_ = &input;
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, g.patchSize(), true, roundedWeight_,
                                        name(), OperandRole::weight);
+    } else if (codes_) {
+        // FP8 codes kept for backward; the input is lowered from them, the weights decoded.
+        inputOperand_ = nullptr;
+        quantizedCodes(ctx, p, input, inputCodes_, name(), OperandRole::input, scalers_.input);
+        quantizedCodes(ctx, p, weight_.value, weightCodes_, name(), OperandRole::weight, scalers_.weight);
+        weightOperand_ = &decodedInto(ctx, 0, weightCodes_, ownWork_[0]);
+        roundedInput_.discard();
+        roundedWeight_.discard();
     } else {
         inputOperand_ = &layerOperand(ctx, p, input, roundedInput_, name(), OperandRole::input, scalers_);
         weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
@@ -97,7 +106,7 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
 
     // A convolution library (cuDNN) takes the whole batch in one call; else im2col + GEMM.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
-    usesLibrary_ = !mx && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
+    usesLibrary_ = !mx && !codes_ && ctx.backend->convolutionForward(g, outChannels_, inputOperand_->data(),
                                                           weightOperand_->data(), output_.data(), precision);
     if (!usesLibrary_) lowerAndMultiply(ctx, p, output_.data());
 
@@ -271,7 +280,10 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     }
     // The BLAS sums a product cut along its pixels as the whole: spans of all rows and columns.
     if (const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K); cut > 0 && span >= 2 * cut) {
-        filterGradientInSpans(ctx, filterGemm, dY, lowering, cut, budget);
+        const ColumnsOfDY widened = [&](std::int64_t at, std::int64_t width, float* dst) {
+            ctx.backend->widen16(f, dYBits + at, N * hw, dst, width, outChannels_, width);
+        };
+        filterGradientInSpans(ctx, filterGemm, widened, lowering, cut, budget);
         return;
     }
     // Where the backend's sums depend on the cut (and the sum is too short for spans), the
@@ -304,7 +316,7 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     }
 }
 
-void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const Tensor& dY,
+void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const ColumnsOfDY& dYColumns,
                                    std::int64_t lowering, std::int64_t cut, std::int64_t budget)
 {
     const auto& g = geometry_;
@@ -313,7 +325,8 @@ void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filter
     // Spans `length` long (a multiple of cut, at least cut), a remainder shorter than cut
     // joining the last: each shorter than length + cut, and its samples' columns at most
     // two samples wider.
-    const std::int64_t fits = std::min(budget / outChannels_, packedColumnValues(ctx, filterGemm, dY.size()) / K - 2 * hw);
+    const std::int64_t fits =
+        std::min(budget / outChannels_, packedColumnValues(ctx, filterGemm, outChannels_ * N * hw) / K - 2 * hw);
     const std::int64_t length = std::max<std::int64_t>(1, fits / cut) * cut;
     const std::int64_t widest = std::min(span, length + cut - 1);
     prepareTensor(cols_, {K, std::min(span, (widest / hw + 2) * hw)}, Format::fp32, ctx, MemoryCategory::workspace,
@@ -328,8 +341,7 @@ void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filter
             const std::int64_t k0 = i * length, k1 = i + 1 == spans ? columns : k0 + length, width = k1 - k0;
             const std::int64_t s0 = k0 / hw, s1 = (k1 + hw - 1) / hw;
             lowerChannels(ctx, 0, g.channels, n0 + s0, s1 - s0);
-            ctx.backend->widen16(dY.storage(), dY.bits16() + n0 * hw + k0, N * hw, wide.data(), width, outChannels_,
-                                 width);
+            dYColumns(n0 * hw + k0, width, wide.data());
             ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, width, wide.data(), width,
                               cols_.data() + (k0 - s0 * hw), (s1 - s0) * hw, n0 == 0 && i == 0 ? 0.0f : 1.0f,
                               weight_.grad.data(), K, filterGemm);
@@ -435,7 +447,10 @@ void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, s
     ConvGeometry part = geometry_;
     part.channels = c1 - c0;
     const std::int64_t offset = c0 * geometry_.batch * geometry_.planeSize();
-    if (cols_.packed())   // 16-bit columns for gemm16: the input's patterns moved
+    if (codes_)
+        ctx.backend->im2colFp8(part, inputCodes_.operand.element, inputCodes_.operand.scaleInv,
+                               inputCodes_.data() + offset, n0, count, cols_.data());
+    else if (cols_.packed())   // 16-bit columns for gemm16: the input's patterns moved
         ctx.backend->im2col16(part, inputOperand_->bits16() + offset, n0, count, cols_.bits16());
     else if (inputOperand_->packed())
         ctx.backend->im2colPacked(part, inputOperand_->storage(), inputOperand_->bits16() + offset, n0, count,
@@ -448,11 +463,9 @@ void Conv2d::prepareColumns(StepContext& ctx, const StepPrecision& p)
 {
     const auto& g = geometry_;
     colsBlock_ = unpackedLowering(ctx);
-    const Shape shape{g.patchSize(), colsBlock_ * g.planeSize()};
-    if (p.quantizes())   // the lowered quantised input
-        prepareQuantized(cols_, shape, quantizedStorageOf(p, OperandRole::input), ctx, MemoryCategory::workspace);
-    else
-        prepareTensor(cols_, shape, p.compute, ctx, MemoryCategory::workspace, false, NewElements::undefined);
+    // Quantised, the columns hold the dequantised values in fp32 (what the GEMM reads).
+    prepareTensor(cols_, {g.patchSize(), colsBlock_ * g.planeSize()}, p.quantizes() ? Format::fp32 : p.compute, ctx,
+                  MemoryCategory::workspace, false, NewElements::undefined);
 }
 
 void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target)
@@ -517,8 +530,14 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // The GEMMs read fp32: a packed gradient is widened into the step's work
     // buffer, which is the operand itself when it is in the compute format.
     const Tensor* arrived = gradOutput.packed() ? &widenedInto(ctx, 0, gradOutput, ownWork_[0]) : &gradOutput;
+    // Held as codes, dY is gradCodes_ (the passes decode it); `dY` below is then only the
+    // gradient as it arrived.
+    if (codes_) {
+        quantizedCodes(ctx, p, *arrived, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
+        roundedGrad_.discard();
+    }
     const Tensor& dY =   // (Cout, N, H, W)
-        p.quant.blockScaled() || operandAsItIs(gradOutput, p)
+        codes_ || p.quant.blockScaled() || operandAsItIs(gradOutput, p)
             ? *arrived
             : layerOperand(ctx, p, *arrived, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
 
@@ -571,6 +590,28 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     // MX: this GEMM sums over pixels, so dY and the columns go in blocks along their rows,
     // block by block of the lowering.
     const bool mx = p.quant.blockScaled();
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    if (codes_) {
+        // dY's columns decoded span by span where the BLAS cuts the sum anyway, else block by block.
+        const ColumnsOfDY decoded = [&](std::int64_t at, std::int64_t width, float* dst) {
+            decodeRows(ctx, gradCodes_, at, N * hw, dst, width, outChannels_, width);
+        };
+        const std::int64_t span = block * hw, cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K);
+        if (cut > 0 && span >= 2 * cut) {
+            filterGradientInSpans(ctx, filterGemm, decoded, block, cut,
+                                  packedBlockValues(ctx, filterGemm, outChannels_ * N * hw));
+            return;
+        }
+        Tensor& wide = workBuffer(ctx, 0, {outChannels_, std::min(block, N) * hw}, ownWork_[0]);
+        for (std::int64_t n0 = 0; n0 < N; n0 += block) {
+            const std::int64_t count = std::min(block, N - n0);
+            decoded(n0 * hw, count * hw, wide.data());
+            if (!colsHoldWholeBatch_) lowerChannels(ctx, 0, g.channels, n0, count);
+            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw, wide.data(), count * hw,
+                              cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
+        }
+        return;
+    }
     if (mx)
         prepareQuantized(roundedGrad_, dY.shape(), quantizedStorageOf(p, OperandRole::gradOutput), ctx,
                          MemoryCategory::workspace);
@@ -588,7 +629,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
         }
         ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
                           dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
-                          weight_.grad.data(), K, layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input));
+                          weight_.grad.data(), K, filterGemm);
     }
 }
 
@@ -599,6 +640,21 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
     // dcols (K, count*hw) = W^T (K, Cout) * dY block; col2im folds them into dX. The cols
     // buffer is free now (dW is done), so it holds dcols. MX: this GEMM sums over Cout, so W
     // and dY go in blocks down their columns.
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
+    if (codes_) {
+        // The spans of the filter gradient may have left narrower columns: one block again.
+        prepareColumns(ctx, p);
+        const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
+        Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+        for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+            const std::int64_t count = std::min(colsBlock_, N - n0);
+            decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock.data(), count * hw, outChannels_, count * hw);
+            ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_, w.data(), K, dYBlock.data(),
+                              count * hw, 0.0f, cols_.data(), count * hw, dataGemm);
+            ctx.backend->col2im(g, cols_.data(), n0, count, target, 0);
+        }
+        return;
+    }
     const Tensor* dYOperand = &dY;
     if (p.quant.blockScaled()) {
         dYOperand = &blockOperand(ctx, p, dY, outChannels_, N * hw, false, roundedGrad_, name(), OperandRole::gradOutput);
@@ -609,7 +665,7 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
         const std::int64_t count = std::min(colsBlock_, N - n0);
         ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_,
                           weightOperand_->data(), K, dYOperand->data() + n0 * hw, N * hw, 0.0f, cols_.data(),
-                          count * hw, layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput));
+                          count * hw, dataGemm);
         ctx.backend->col2im(g, cols_.data(), n0, count, target, 0);
     }
 }

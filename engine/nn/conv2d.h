@@ -12,6 +12,8 @@
 #include "nn/layer.h"
 #include "nn/layer_ops.h"
 
+#include <functional>
+
 namespace plab {
 
 struct StepPrecision;
@@ -80,7 +82,10 @@ private:
     // gemmReductionCut): the whole product's sums from a span of dY widened and the columns
     // of the samples it touches, in at most about `budget` (dY) and packedColumnValues
     // (columns) values.
-    void filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const Tensor& dY,
+    // dYColumns(at, width, dst) writes dY's columns [at, at + width) of every row (rows N * H * W
+    // apart in dY) into dst (rows width apart), as fp32: widened or decoded.
+    using ColumnsOfDY = std::function<void(std::int64_t at, std::int64_t width, float* dst)>;
+    void filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const ColumnsOfDY& dYColumns,
                                std::int64_t lowering, std::int64_t cut, std::int64_t budget);
     void inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     // Whether a backward GEMM of the packed passes reads 16-bit patterns (gemm16): the
@@ -103,6 +108,7 @@ private:
     bool packs_ = false;                     // output and input gradient packed (packsStorage)
     bool multiplies16_ = false;              // the packed forward pass ran gemm16 on weightPatterns_
     bool colsHoldWholeBatch_ = false;        // cols_ holds the whole batch's lowering of this step's input
+    bool codes_ = false;                     // the quantised operands are Fp8Codes (holdsCodes)
     std::int64_t colsBlock_ = 1;             // samples per block of cols_ (>= 1)
 
     Tensor roundedInput_;   // (Cin, N, H, W) tf32 rounding of the input
@@ -112,6 +118,7 @@ private:
     Tensor output_;         // (Cout, N, H, W)
     Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (Cin, N, H, W)
+    Fp8Codes inputCodes_, weightCodes_, gradCodes_;   // the quantised operands when codes_
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     Tensor ownWork_[2];        // fp32 work buffers when the step has none (StepContext::work)
 };

@@ -363,8 +363,10 @@ void OperandScaler::record(const Quantization& q, MiniFormat f, float amax)
     scale_ = fp8ScaleFor(f, reduced, scale_, q.margin);
 }
 
-const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
-                               std::string_view layer, OperandRole role, OperandScaler& scaler)
+namespace {
+
+// The scale for this quantisation of t, and the quantiser's op.
+QuantizeOp scaledOp(StepContext& ctx, const StepPrecision& p, const Tensor& t, OperandRole role, OperandScaler& scaler)
 {
     const MiniFormat f = quantizedFormat(p.quant, role);
     const float currentAmax = p.quant.mode == QuantMode::fp8Current ? ctx.backend->amax(t.data(), t.size()) : 0.0f;
@@ -372,19 +374,69 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
     op.element = f;
     op.scale = scaler.scale(p.quant, f, currentAmax);
     op.scaleInv = 1.0f / op.scale;
-    // The emulation holds the dequantised values in fp32; the accountant counts the FP8
-    // copy a GPU would hold (quantizedStorageOf).
-    prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
-    const auto sink = tapSink(ctx, layer, quantizedKind(role));
-    const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
-    scaler.setOperand({true, f, op.scale, op.scaleInv});
-    if (ctx.training) scaler.record(p.quant, f, amax);
+    return op;
+}
+
+// After quantising with op: the operand the GEMMs read, the amax history, the tap's scale.
+Fp8Operand recordQuantized(StepContext& ctx, const StepPrecision& p, const QuantizeOp& op, float amax,
+                           const TelemetryCollector::Sink& sink, OperandScaler& scaler)
+{
+    const Fp8Operand operand{true, op.element, op.scale, op.scaleInv};
+    scaler.setOperand(operand);
+    if (ctx.training) scaler.record(p.quant, op.element, amax);
     if (sink.scaling) {
         sink.scaling->present = sink.scaling->tensorScale = true;
         sink.scaling->scale = op.scale;
         sink.scaling->amax = amax;
     }
+    return operand;
+}
+
+}  // namespace
+
+const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
+                               std::string_view layer, OperandRole role, OperandScaler& scaler)
+{
+    const QuantizeOp op = scaledOp(ctx, p, t, role, scaler);
+    // The values dequantised, in fp32; the accountant counts the FP8 copy a GPU would hold
+    // (quantizedStorageOf).
+    prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
+    const auto sink = tapSink(ctx, layer, quantizedKind(role));
+    const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
+    recordQuantized(ctx, p, op, amax, sink, scaler);
     return workspace;
+}
+
+bool holdsCodes(const StepContext& ctx, const StepPrecision& p)
+{
+    return p.quantizes() && !p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
+}
+
+const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
+                               std::string_view layer, OperandRole role, OperandScaler& scaler)
+{
+    const QuantizeOp op = scaledOp(ctx, p, t, role, scaler);
+    out.shape = t.shape();
+    out.codes.track(ctx.memory, MemoryCategory::workspace);
+    out.codes.resize(static_cast<std::size_t>(t.size()), ctx.backend->allocator());
+    const auto sink = tapSink(ctx, layer, quantizedKind(role));
+    const float amax = ctx.backend->quantizeToCodes(op, t.data(), out.codes.data(), t.size(), sink.stats, sink.hist);
+    out.operand = recordQuantized(ctx, p, op, amax, sink, scaler);
+    return out;
+}
+
+void decodeRows(StepContext& ctx, const Fp8Codes& codes, std::int64_t at, std::int64_t ld, float* dst,
+                std::int64_t dstLd, std::int64_t rows, std::int64_t cols)
+{
+    ctx.backend->decodeFp8(codes.operand.element, codes.operand.scaleInv, codes.data() + at, ld, dst, dstLd, rows,
+                           cols);
+}
+
+const Tensor& decodedInto(StepContext& ctx, int slot, const Fp8Codes& codes, Tensor& own)
+{
+    Tensor& values = workBuffer(ctx, slot, codes.shape, own);
+    decodeRows(ctx, codes, 0, codes.size(), values.data(), codes.size(), 1, codes.size());
+    return values;
 }
 
 GemmPrecision layerGemm(const StepPrecision& p, const OperandScalers& scalers, OperandRole a, OperandRole b)

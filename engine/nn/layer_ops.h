@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "nn/model.h"
 #include "telemetry/telemetry.h"
+#include "tensor/byte_buffer.h"
 #include "tensor/tensor.h"
 
 #include <cstdint>
@@ -80,6 +81,30 @@ private:
 // scale and amax reported. Only for QuantMode fp8Unscaled / fp8Delayed / fp8Current.
 const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
+
+// A per-tensor FP8 operand held as its codes, a byte a value (counted so), with the format
+// and scale it was quantised with: where the backend holds codes (holdsFp8Codes, the CPU),
+// the layers keep their quantised copies so and decode them for the GEMMs, which read fp32.
+struct Fp8Codes {
+    ByteBuffer codes;
+    Shape shape;
+    Fp8Operand operand;
+    std::int64_t size() const { return elementCount(shape); }
+    const std::uint8_t* data() const { return codes.data(); }
+};
+// Whether a layer of precision p holds its quantised operands as Fp8Codes: per-tensor FP8 on
+// a backend that holds codes, where tensors are held in their format's bytes (packsStorageOn:
+// PLAB_PACKED_STORAGE=off holds FP8 copies as fp32 values too).
+bool holdsCodes(const StepContext& ctx, const StepPrecision& p);
+// quantizedOperand into codes: the same scale, counts, tap and amax history.
+const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
+                               std::string_view layer, OperandRole role, OperandScaler& scaler);
+// The values of codes (what quantizedOperand writes, bit for bit), whole, in the step's fp32
+// work buffer `slot` (or `own`), shaped as the codes.
+const Tensor& decodedInto(StepContext& ctx, int slot, const Fp8Codes& codes, Tensor& own);
+// rows x cols of the codes from `at` (rows ld apart) decoded into dst (rows dstLd apart).
+void decodeRows(StepContext& ctx, const Fp8Codes& codes, std::int64_t at, std::int64_t ld, float* dst,
+                std::int64_t dstLd, std::int64_t rows, std::int64_t cols);
 
 // How the recipe stores a quantised operand of this role, for the memory accountant: FP8
 // per tensor (1 byte a value, an fp32 scale), MX (the element's bits, an E8M0 byte per 32

@@ -46,7 +46,17 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
                                                  !sumsDependOnCut(ctx, p.gemm(), N, outFeatures_, inFeatures_));
     const Tensor* in = input.packed() && !readsInBlocks_ ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
-    if (p.quant.blockScaled()) {
+    codes_ = holdsCodes(ctx, p);
+    if (codes_) {
+        // FP8 codes kept for backward; decoded into the work buffers for the GEMM (the input
+        // after `in`, which may be the second buffer, is quantised).
+        quantizedCodes(ctx, p, *in, inputCodes_, name(), OperandRole::input, scalers_.input);
+        quantizedCodes(ctx, p, weight_.value, weightCodes_, name(), OperandRole::weight, scalers_.weight);
+        inputOperand_ = &decodedInto(ctx, 1, inputCodes_, ownWork_);
+        weightOperand_ = &decodedInto(ctx, 0, weightCodes_, ownGradWork_);
+        roundedInput_.discard();
+        roundedWeight_.discard();
+    } else if (p.quant.blockScaled()) {
         // MX: blocks along the reduction dimension, `in` (the rows of both).
         inputOperand_ = &blockOperand(ctx, p, *in, N, inFeatures_, true, roundedInput_, name(), OperandRole::input);
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
@@ -93,8 +103,16 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const bool mx = p.quant.blockScaled();
     // MX: dW sums over the batch, so dY and X are quantised in blocks down their columns;
     // dX sums over `out`, so dY again along its rows and W down its columns.
-    const Tensor& dY = mx ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
-                          : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
+    if (codes_) {
+        // dY decoded into the first work buffer, the input into the second (the forward
+        // pass's decoded values may be gone: other layers use the buffers in between).
+        quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
+        roundedGrad_.discard();
+        inputOperand_ = &decodedInto(ctx, 1, inputCodes_, ownWork_);
+    }
+    const Tensor& dY = mx      ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
+                       : codes_ ? decodedInto(ctx, 0, gradCodes_, ownGradWork_)
+                               : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
     if (mx) inputOperand_ = &blockOperand(ctx, p, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
     // The bias gradient from the gradient as it arrived (Transformer Engine sums it before
     // the cast); without quantisation that is the operand itself, unless tf32 rounded it.
@@ -138,6 +156,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const Tensor& dYRows =
         mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
     if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
+    if (codes_) weightOperand_ = &decodedInto(ctx, 1, weightCodes_, ownWork_);   // the input is read
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight);
     if (packsGrad) {
         // In blocks of rows, or whole where the backend's sums depend on the cut.

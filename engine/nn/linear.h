@@ -47,6 +47,8 @@ private:
     Tensor patterns_;      // the weights' patterns in forward, dY's in backward
     Tensor ownWork_;       // the widened input (or a block of it) when the step has no work buffers
     Tensor ownGradWork_;   // a block of dX before rounding, likewise
+    bool codes_ = false;   // the quantised operands are Fp8Codes (holdsCodes), decoded for each GEMM
+    Fp8Codes inputCodes_, weightCodes_, gradCodes_;
 };
 
 }  // namespace plab

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace plab {
@@ -179,6 +181,71 @@ float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, 
     }
     counts.finish(n, stats);
     return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+namespace {
+
+void requireFp8(MiniFormat f, const char* what)
+{
+    if (f != MiniFormat::e4m3 && f != MiniFormat::e5m2)
+        throw std::invalid_argument(std::string(what) + " holds FP8 (E4M3 or E5M2) codes only, not " +
+                                    std::string(miniFormatInfo(f).name) + ".");
+}
+
+// The code of q, a value of f (or NaN): sign, biased exponent and the mantissa's top bits
+// for a normal, the multiple of the smallest subnormal for a subnormal.
+std::uint8_t codeOf(const MiniFormatInfo& info, float q)
+{
+    const std::uint32_t bits = bitsOf(q);
+    const std::uint32_t sign = (bits >> 31) << 7, a = bits & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return static_cast<std::uint8_t>(*encodeMini(info.format, q, Overflow::nonFinite));
+    const int e = static_cast<int>(a >> 23) - 127;
+    if (e >= info.minNormalLog2) {
+        const auto biased = static_cast<std::uint32_t>(e + info.bias);
+        return static_cast<std::uint8_t>(sign | biased << info.mantissaBits |
+                                         (a & 0x7FFFFFu) >> (23 - info.mantissaBits));
+    }
+    // A subnormal of f (or zero): an integer multiple of 2^minSubnormalLog2, below 2^mantissaBits.
+    const auto k = static_cast<std::uint32_t>(std::ldexp(floatFromBits(a), -info.minSubnormalLog2));
+    return static_cast<std::uint8_t>(sign | k);
+}
+
+}  // namespace
+
+float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::size_t n, float scale,
+                      RoundingStats* stats, GradientHistogram* hist)
+{
+    requireFp8(f, "quantizeToCodes");
+    const MiniFormatInfo& info = miniFormatInfo(f);
+    // Chunk by chunk through a buffer in the cache: quantizeScaled's values unscaled (its
+    // counts are of x and its rounding, not of what it writes), then their codes.
+    constexpr std::size_t kChunk = 1024;
+    float q[kChunk];
+    float amax = 0.0f;
+    bool nan = false;
+    for (std::size_t b = 0; b < n; b += kChunk) {
+        const std::size_t m = std::min(kChunk, n - b);
+        const float a = quantizeScaled(f, src + b, q, m, scale, 1.0f, stats, hist);
+        nan |= std::isnan(a);
+        amax = std::max(amax, a);
+        for (std::size_t i = 0; i < m; ++i) codes[b + i] = codeOf(info, q[i]);
+    }
+    return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+void decodeScaled(MiniFormat f, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv)
+{
+    requireFp8(f, "decodeScaled");
+    struct Table {
+        float value[256];
+        explicit Table(MiniFormat g)
+        {
+            for (int c = 0; c < 256; ++c) value[c] = decodeMini(g, static_cast<std::uint8_t>(c));
+        }
+    };
+    static const Table e4m3(MiniFormat::e4m3), e5m2(MiniFormat::e5m2);
+    const float* value = (f == MiniFormat::e4m3 ? e4m3 : e5m2).value;
+    for (std::size_t i = 0; i < n; ++i) dst[i] = value[codes[i]] * scaleInv;
 }
 
 float fp8ScaleFor(MiniFormat f, float amax, float previous, int margin)

@@ -33,6 +33,15 @@ float amaxOf(const float* src, std::size_t n);
 float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, float scale, float scaleInv,
                      RoundingStats* stats, GradientHistogram* hist);
 
+// Per-tensor FP8 held as its codes, a byte a value (what FP8 hardware stores): codes[i]
+// is the E4M3 or E5M2 bit pattern of q = round(src[i] * scale), counted into stats / hist
+// as quantizeScaled counts them; returns amaxOf(src, n). Only f = e4m3 or e5m2.
+float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::size_t n, float scale,
+                      RoundingStats* stats, GradientHistogram* hist);
+// dst[i] = the value of codes[i] times scaleInv, in fp32: what quantizeScaled writes for
+// the same scale, bit for bit (a NaN may carry another payload).
+void decodeScaled(MiniFormat f, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv);
+
 // The per-tensor scale of Transformer Engine's delayed and current scaling for an amax:
 // largest finite of f / amax / 2^margin, in fp32; `previous` when amax is 0, NaN or
 // infinite (the tensor gives no information); fp32's largest finite when the ratio

@@ -251,6 +251,42 @@ public:
         return 0.0f;
     }
 
+    bool holdsFp8Codes() const override { return true; }
+    float quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
+                          RoundingStats* stats, GradientHistogram* hist) override
+    {
+        if (op.blocks) throw std::invalid_argument("quantizeToCodes quantises per tensor, not in blocks.");
+        ChunkMerge merge{stats, hist, nullptr};
+        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+            RoundingStats s;
+            GradientHistogram h;
+            const float a = plab::quantizeToCodes(op.element, src + b, codes + b, static_cast<std::size_t>(e - b),
+                                                  op.scale, stats ? &s : nullptr, hist ? &h : nullptr);
+            merge.add(&s, &h, nullptr, a);
+        });
+        return merge.amax();
+    }
+    void decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd, float* dst,
+                   std::int64_t dstLd, std::int64_t rows, std::int64_t cols) override
+    {
+        if (rows <= 0 || cols <= 0) return;
+        // Whole rows, or parts of one row when there are fewer rows than threads' worth.
+        const std::int64_t parts = std::max<std::int64_t>(1, (cols + kRoundGrain - 1) / kRoundGrain);
+        pool_.parallelFor(rows * parts, 1, [&](std::int64_t b, std::int64_t e) {
+            for (std::int64_t item = b; item < e; ++item) {
+                const std::int64_t r = item / parts, c0 = item % parts * kRoundGrain;
+                const std::int64_t width = std::min(kRoundGrain, cols - c0);
+                decodeScaled(element, codes + r * codesLd + c0, dst + r * dstLd + c0, static_cast<std::size_t>(width),
+                             scaleInv);
+            }
+        });
+    }
+    void im2colFp8(const ConvGeometry& g, MiniFormat element, float scaleInv, const std::uint8_t* src,
+                   std::int64_t n0, std::int64_t count, float* cols) override
+    {
+        cpu::im2colBatchDecoded(pool_, element, scaleInv, g, src, n0, count, cols);
+    }
+
     bool im2colQuantize(const ConvGeometry& g, const float* src, std::int64_t n0, std::int64_t count, float* cols,
                         const QuantizeOp& op, RoundingStats* stats, GradientHistogram* hist,
                         GradientHistogram* blockScales) override

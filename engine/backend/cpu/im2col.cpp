@@ -2,6 +2,7 @@
 // planes so that even conv1 (9 rows) splits evenly over the threads.
 #include "backend/cpu/im2col.h"
 
+#include "numerics/quantize.h"
 #include "numerics/storage_convert.h"
 
 #include <algorithm>
@@ -86,25 +87,46 @@ void im2colBatch16(ThreadPool& pool, const ConvGeometry& g, const std::uint16_t*
     lowerRows(pool, g, src, n0, count, cols);
 }
 
-void im2colBatchWidened(ThreadPool& pool, Format f, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
-                        std::int64_t count, float* cols)
+namespace {
+
+// One item = one (channel, sample) plane: widened once into a plane buffer, then its
+// k * k shifted copies, so that no widened copy of the block exists.
+template <typename Widen>
+void lowerWidenedPlanes(ThreadPool& pool, const ConvGeometry& g, std::int64_t n0, std::int64_t count, float* cols,
+                        const Widen& widen)
 {
     checkGeometry(g, n0, count);
     const std::int64_t hw = g.planeSize(), k2 = g.kernel * g.kernel;
     const std::int64_t rowLength = count * hw;
-    // One item = one (channel, sample) plane: widened once (exact), then its k * k shifted
-    // copies, so that no widened copy of the block exists.
     pool.parallelFor(g.channels * count, std::max<std::int64_t>(1, 2048 / hw), [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> plane(static_cast<std::size_t>(hw));
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t c = item / count, n = item % count;
-            widenArray(f, src + (c * g.batch + n0 + n) * hw, plane.data(), plane.size());
+            widen((c * g.batch + n0 + n) * hw, plane.data(), plane.size());
             for (std::int64_t kk = 0; kk < k2; ++kk) {
                 const int ky = static_cast<int>(kk / g.kernel), kx = static_cast<int>(kk % g.kernel);
                 shiftedCopy(plane.data(), cols + (c * k2 + kk) * rowLength + n * hw, g.height, g.width, ky - g.pad,
                             kx - g.pad);
             }
         }
+    });
+}
+
+}  // namespace
+
+void im2colBatchWidened(ThreadPool& pool, Format f, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
+                        std::int64_t count, float* cols)
+{
+    lowerWidenedPlanes(pool, g, n0, count, cols, [&](std::int64_t at, float* plane, std::size_t n) {
+        widenArray(f, src + at, plane, n);
+    });
+}
+
+void im2colBatchDecoded(ThreadPool& pool, MiniFormat element, float scaleInv, const ConvGeometry& g,
+                        const std::uint8_t* src, std::int64_t n0, std::int64_t count, float* cols)
+{
+    lowerWidenedPlanes(pool, g, n0, count, cols, [&](std::int64_t at, float* plane, std::size_t n) {
+        decodeScaled(element, src + at, plane, n, scaleInv);
     });
 }
 

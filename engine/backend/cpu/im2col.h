@@ -18,6 +18,10 @@ void im2colBatch16(ThreadPool& pool, const ConvGeometry& g, const std::uint16_t*
 // im2colBatch makes from the widened values.
 void im2colBatchWidened(ThreadPool& pool, Format f, const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0,
                         std::int64_t count, float* cols);
+// im2colBatch of a source held as FP8 codes (numerics/quantize.h decodeScaled): the columns
+// im2colBatch makes from the decoded values.
+void im2colBatchDecoded(ThreadPool& pool, MiniFormat element, float scaleInv, const ConvGeometry& g,
+                        const std::uint8_t* src, std::int64_t n0, std::int64_t count, float* cols);
 // im2colBatch, handing each part of cols to `part` as soon as it is lowered (while it is in
 // the cache), for the MX and NVFP4 blocks: band == 0, one whole row at a time (part(row, 1,
 // 0, count * H * W)); band > 0, `band` consecutive rows (the last band may be shorter) of
