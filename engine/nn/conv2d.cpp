@@ -687,11 +687,14 @@ std::int64_t Conv2d::loweredBytesPerSample(const Shape& input, const PrecisionRe
         if (recipe.compute == Format::tf32) bytes += g.channels * hw * 4;        // the rounded input
         return bytes;
     }
-    // The lowered input quantised (as quantizedStorageOf stores it), and under per-tensor
-    // FP8 the quantised input it is lowered from (MX quantises the columns only).
-    const QuantizedStorage q = quantizedStorageOf(StepPrecision::of(recipe), OperandRole::input);
-    bytes += quantizedBytes({q.elementBits, q.blockSize, 0}, g.patchSize() * hw);
-    if (!recipe.quantization.blockScaled()) bytes += quantizedBytes({q.elementBits, 0, 0}, g.channels * hw);
+    // The lowered input, its quantised values in fp32 (what the GEMM reads), and under
+    // per-tensor FP8 the quantised input it is lowered from (as quantizedStorageOf stores
+    // it; MX quantises the columns only).
+    bytes += g.patchSize() * hw * 4;
+    if (!recipe.quantization.blockScaled()) {
+        const QuantizedStorage q = quantizedStorageOf(StepPrecision::of(recipe), OperandRole::input);
+        bytes += quantizedBytes({q.elementBits, 0, 0}, g.channels * hw);
+    }
     return bytes;
 }
 
