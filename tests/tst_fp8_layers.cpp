@@ -372,7 +372,8 @@ private slots:
         conv.parameters()[1]->value.fill(0.0f);
         Tensor x({C, N, H, W});
         for (std::int64_t i = 0; i < x.size(); ++i) x[i] = roundTo(Format::bf16, std::ldexp(rng.uniform(0.5f, 1.0f), int(i % 7) - 3));
-        Tensor& y = conv.forward(x, h.ctx);
+        Tensor y = conv.forward(x, h.ctx);
+        y.unpack();   // held packed in bf16 around FP8 codes (the CPU's default)
 
         auto xAt = [&](std::int64_t c, std::int64_t n, std::int64_t yy, std::int64_t xx) -> float {
             if (yy < 0 || yy >= H || xx < 0 || xx >= W) return 0.0f;
@@ -578,7 +579,9 @@ private slots:
         struct Shape4 {
             std::int64_t C, Co, N, H, W;
         };
-        auto same = [](const Tensor& a, const Tensor& b) {
+        auto same = [](Tensor a, Tensor b) {   // copies: held packed or not, compared as values
+            a.unpack();
+            b.unpack();
             if (a.shape() != b.shape()) return false;
             for (std::int64_t i = 0; i < a.size(); ++i)
                 if (bitsOf(a[i]) != bitsOf(b[i])) return false;
@@ -594,11 +597,16 @@ private slots:
                 fillBf16(conv.parameters()[0]->value, rng, -0.5f, 0.5f);
                 fillBf16(conv.parameters()[1]->value, rng, -0.1f, 0.1f);
                 for (int step = 0; step < 2; ++step) {
-                    Tensor x({s.C, s.N, s.H, s.W});
+                    // Held as codes, the input and gradient arrive packed, as the layers
+                    // around hold them (quantised from their patterns, dY summed from them).
+                    Tensor x({s.C, s.N, s.H, s.W}, Format::bf16);
                     fillBf16(x, rng, -1.0f, 1.0f);
+                    if (codes) x.pack();
                     const Tensor& y = conv.forward(x, h.ctx);
-                    Tensor dY(y.shape());
+                    QCOMPARE(y.packed(), codes);
+                    Tensor dY(y.shape(), Format::bf16);
                     fillBf16(dY, rng, -1e-3f, 1e-3f);
+                    if (codes) dY.pack();
                     results[codes].push_back(y);
                     results[codes].push_back(*conv.backward(dY, h.ctx, true));
                     for (Parameter* param : conv.parameters()) results[codes].push_back(param->grad);

@@ -69,15 +69,16 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();
     // A packed input is lowered from its bits when it is the operand as it is (in
-    // the compute format, not quantised); else it is read as fp32.
-    packs_ = packsStorage(ctx, p);
+    // the compute format, not quantised), or quantised from them into codes; else it is
+    // read as fp32.
+    codes_ = holdsCodes(ctx, p);
+    packs_ = codes_ ? packsAroundCodes(ctx, p) : packsStorage(ctx, p);
     multiplies16_ = false;   // forwardPacked says
-    if (input.packed() && !(packs_ && input.storage() == p.compute)) input.unpack();
+    if (input.packed() && !codes_ && !(packs_ && input.storage() == p.compute)) input.unpack();
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
     const bool mx = p.quant.blockScaled();
-    codes_ = holdsCodes(ctx, p);
     if (mx) {
         // MX: the reduction runs over the patch (C*k*k): W in blocks along its rows, the
         // lowered columns in blocks down theirs, once lowered (lowerAndMultiply).
@@ -85,11 +86,12 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, g.patchSize(), true, roundedWeight_,
                                        name(), OperandRole::weight);
     } else if (codes_) {
-        // FP8 codes kept for backward; the input is lowered from them, the weights decoded.
+        // FP8 codes kept for backward; the input is lowered from them, the weights decoded
+        // (into the second work buffer: the packed pass's results take the first).
         inputOperand_ = nullptr;
         quantizedCodes(ctx, p, input, inputCodes_, name(), OperandRole::input, scalers_.input);
         quantizedCodes(ctx, p, weight_.value, weightCodes_, name(), OperandRole::weight, scalers_.weight);
-        weightOperand_ = &decodedInto(ctx, 0, weightCodes_, ownWork_[0]);
+        weightOperand_ = &decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
         roundedInput_.discard();
         roundedWeight_.discard();
     } else {
@@ -132,7 +134,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     const std::int64_t widest = samples.largest() * hw;
     // Native 16-bit products read the patterns: the input lowered as they are, the weights
     // taken once for the step's three passes.
-    multiplies16_ = inputOperand_->packed() && ctx.backend->multiplies16(precision);
+    multiplies16_ = !codes_ && inputOperand_->packed() && ctx.backend->multiplies16(precision);
     if (multiplies16_)
         patternsOf(ctx, p.compute, *weightOperand_, weightPatterns_);
     else
@@ -512,6 +514,10 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     requireGradientShape(name(), gradOutput, output_);
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
+    if (codes_) {
+        backwardFromCodes(ctx, p, gradOutput, needInputGrad);
+        return needInputGrad ? &gradInput_ : nullptr;
+    }
     if (packs_ && operandAsItIs(gradOutput, p)) {   // the passes in blocks
         filterGradientPacked(ctx, p, gradOutput);
         roundWeightGradients(ctx, p);
@@ -530,14 +536,8 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // The GEMMs read fp32: a packed gradient is widened into the step's work
     // buffer, which is the operand itself when it is in the compute format.
     const Tensor* arrived = gradOutput.packed() ? &widenedInto(ctx, 0, gradOutput, ownWork_[0]) : &gradOutput;
-    // Held as codes, dY is gradCodes_ (the passes decode it); `dY` below is then only the
-    // gradient as it arrived.
-    if (codes_) {
-        quantizedCodes(ctx, p, *arrived, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
-        roundedGrad_.discard();
-    }
     const Tensor& dY =   // (Cout, N, H, W)
-        codes_ || p.quant.blockScaled() || operandAsItIs(gradOutput, p)
+        p.quant.blockScaled() || operandAsItIs(gradOutput, p)
             ? *arrived
             : layerOperand(ctx, p, *arrived, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
 
@@ -569,6 +569,70 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
     return &gradInput_;
+}
+
+void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput,
+                               bool needInputGrad)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize();
+    if (packs_) {   // the forward pass left no columns: lowered again, block by block
+        prepareColumns(ctx, p);
+        colsHoldWholeBatch_ = false;
+    }
+    // dY's codes (quantised from the patterns when packed); the bias gradient sums the
+    // gradient as it arrived (Transformer Engine sums it before the cast).
+    quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
+    roundedGrad_.discard();
+    if (gradOutput.packed())
+        ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, N * hw, bias_.grad.data());
+    else
+        ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
+    filterGradientLowered(ctx, p, gradOutput);
+    roundWeightGradients(ctx, p);
+    if (!needInputGrad) return;
+    prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
+                  packs_ && p.roundsStorage(), NewElements::undefined);
+    inputGradientFromCodes(ctx, p);
+}
+
+void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
+    // dcols (K, count*hw) = W^T (K, Cout) * dY's block decoded, as inputGradientLowered, over
+    // the same blocks of samples (the spans of the filter gradient may have left narrower
+    // columns); col2im folds them into dX, or, packed, into a block of sums that is rounded
+    // and packed into its place.
+    prepareColumns(ctx, p);
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
+    const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
+    Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+    const bool packed = gradInput_.packed();
+    if (packed)
+        prepareTensor(blockSums_, {C, colsBlock_ * hw}, Format::fp32, ctx, MemoryCategory::workspace, false,
+                      NewElements::undefined);
+    else
+        blockSums_.discard();
+    const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
+    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
+        decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock.data(), columns, outChannels_, columns);
+        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, w.data(), K, dYBlock.data(), columns,
+                          0.0f, cols_.data(), columns, dataGemm);
+        if (!packed) {
+            ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data(), 0);
+            continue;
+        }
+        ConvGeometry part = g;
+        part.batch = count;
+        ctx.backend->col2im(part, cols_.data(), 0, count, blockSums_.data(), 0);
+        ctx.backend->roundTo16(p.storage, blockSums_.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C,
+                               columns, sink.stats, sink.hist);
+    }
+    if (!packed && p.roundsStorage())
+        roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
+                    TensorKind::activationGrad);
 }
 
 void Conv2d::roundWeightGradients(StepContext& ctx, const StepPrecision& p)
@@ -641,20 +705,6 @@ void Conv2d::inputGradientLowered(StepContext& ctx, const StepPrecision& p, cons
     // buffer is free now (dW is done), so it holds dcols. MX: this GEMM sums over Cout, so W
     // and dY go in blocks down their columns.
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
-    if (codes_) {
-        // The spans of the filter gradient may have left narrower columns: one block again.
-        prepareColumns(ctx, p);
-        const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
-        Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
-        for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
-            const std::int64_t count = std::min(colsBlock_, N - n0);
-            decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock.data(), count * hw, outChannels_, count * hw);
-            ctx.backend->gemm(Transpose::yes, Transpose::no, K, count * hw, outChannels_, w.data(), K, dYBlock.data(),
-                              count * hw, 0.0f, cols_.data(), count * hw, dataGemm);
-            ctx.backend->col2im(g, cols_.data(), n0, count, target, 0);
-        }
-        return;
-    }
     const Tensor* dYOperand = &dY;
     if (p.quant.blockScaled()) {
         dYOperand = &blockOperand(ctx, p, dY, outChannels_, N * hw, false, roundedGrad_, name(), OperandRole::gradOutput);

@@ -48,6 +48,12 @@ private:
     // into gradInput_.
     void lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target);
     void filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
+    // Backward with the quantised operands held as codes (codes_): dY quantised into
+    // gradCodes_, the filter gradient as filterGradientLowered's (dY decoded span by span
+    // or block by block), the input gradient as inputGradientLowered's, into gradInput_
+    // packed block by block where the layer packs (packs_).
+    void backwardFromCodes(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad);
+    void inputGradientFromCodes(StepContext& ctx, const StepPrecision& p);
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
@@ -119,6 +125,7 @@ private:
     Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (Cin, N, H, W)
     Fp8Codes inputCodes_, weightCodes_, gradCodes_;   // the quantised operands when codes_
+    Tensor blockSums_;      // codes_ and packed: a block of dX's sums before rounding
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     Tensor ownWork_[2];        // fp32 work buffers when the step has none (StepContext::work)
 };

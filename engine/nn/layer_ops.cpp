@@ -365,11 +365,13 @@ void OperandScaler::record(const Quantization& q, MiniFormat f, float amax)
 
 namespace {
 
-// The scale for this quantisation of t, and the quantiser's op.
-QuantizeOp scaledOp(StepContext& ctx, const StepPrecision& p, const Tensor& t, OperandRole role, OperandScaler& scaler)
+// The scale for this quantisation of t, and the quantiser's op; current scaling takes t's
+// amax from `amax` (called only then).
+template <class Amax>
+QuantizeOp scaledOp(const StepPrecision& p, OperandRole role, OperandScaler& scaler, const Amax& amax)
 {
     const MiniFormat f = quantizedFormat(p.quant, role);
-    const float currentAmax = p.quant.mode == QuantMode::fp8Current ? ctx.backend->amax(t.data(), t.size()) : 0.0f;
+    const float currentAmax = p.quant.mode == QuantMode::fp8Current ? amax() : 0.0f;
     QuantizeOp op;
     op.element = f;
     op.scale = scaler.scale(p.quant, f, currentAmax);
@@ -397,7 +399,7 @@ Fp8Operand recordQuantized(StepContext& ctx, const StepPrecision& p, const Quant
 const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
                                std::string_view layer, OperandRole role, OperandScaler& scaler)
 {
-    const QuantizeOp op = scaledOp(ctx, p, t, role, scaler);
+    const QuantizeOp op = scaledOp(p, role, scaler, [&] { return ctx.backend->amax(t.data(), t.size()); });
     // The values dequantised, in fp32; the accountant counts the FP8 copy a GPU would hold
     // (quantizedStorageOf).
     prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
@@ -412,17 +414,57 @@ bool holdsCodes(const StepContext& ctx, const StepPrecision& p)
     return p.quantizes() && !p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
 }
 
+namespace {
+
+// The larger amax, NaN where either is.
+float largerAmax(float a, float b) { return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b); }
+
+// fn(values, first, count) over t's values in fp32: at once where t holds fp32, else
+// widened (exactly) block by block into the step's first work buffer (or `own`).
+template <class Fn>
+void forValueBlocks(StepContext& ctx, const Tensor& t, Tensor& own, const Fn& fn)
+{
+    if (!t.packed()) {
+        fn(t.data(), 0, t.size());
+        return;
+    }
+    const std::int64_t block = std::max<std::int64_t>(1, std::min(t.size(), packedBlockValues()));
+    Tensor& wide = workBuffer(ctx, 0, {block}, own);
+    for (std::int64_t b = 0; b < t.size(); b += block) {
+        const std::int64_t n = std::min(block, t.size() - b);
+        ctx.backend->widen16(t.storage(), t.bits16() + b, n, wide.data(), n, 1, n);
+        fn(wide.data(), b, n);
+    }
+}
+
+}  // namespace
+
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler)
 {
-    const QuantizeOp op = scaledOp(ctx, p, t, role, scaler);
+    const QuantizeOp op = scaledOp(p, role, scaler, [&] {
+        float amax = 0.0f;
+        forValueBlocks(ctx, t, out.scratch, [&](const float* values, std::int64_t, std::int64_t n) {
+            amax = largerAmax(amax, ctx.backend->amax(values, n));
+        });
+        return amax;
+    });
     out.shape = t.shape();
     out.codes.track(ctx.memory, MemoryCategory::workspace);
     out.codes.resize(static_cast<std::size_t>(t.size()), ctx.backend->allocator());
     const auto sink = tapSink(ctx, layer, quantizedKind(role));
-    const float amax = ctx.backend->quantizeToCodes(op, t.data(), out.codes.data(), t.size(), sink.stats, sink.hist);
+    float amax = 0.0f;
+    forValueBlocks(ctx, t, out.scratch, [&](const float* values, std::int64_t first, std::int64_t n) {
+        amax = largerAmax(amax, ctx.backend->quantizeToCodes(op, values, out.codes.data() + first, n, sink.stats,
+                                                             sink.hist));
+    });
     out.operand = recordQuantized(ctx, p, op, amax, sink, scaler);
     return out;
+}
+
+bool packsAroundCodes(const StepContext& ctx, const StepPrecision& p)
+{
+    return holdsCodes(ctx, p) && packableStorage(p.storage, false);
 }
 
 void decodeRows(StepContext& ctx, const Fp8Codes& codes, std::int64_t at, std::int64_t ld, float* dst,

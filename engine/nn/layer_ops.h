@@ -89,6 +89,7 @@ struct Fp8Codes {
     ByteBuffer codes;
     Shape shape;
     Fp8Operand operand;
+    Tensor scratch;   // a block of a packed tensor widened to be quantised, when the step has no work buffers
     std::int64_t size() const { return elementCount(shape); }
     const std::uint8_t* data() const { return codes.data(); }
 };
@@ -96,9 +97,14 @@ struct Fp8Codes {
 // a backend that holds codes, where tensors are held in their format's bytes (packsStorageOn:
 // PLAB_PACKED_STORAGE=off holds FP8 copies as fp32 values too).
 bool holdsCodes(const StepContext& ctx, const StepPrecision& p);
-// quantizedOperand into codes: the same scale, counts, tap and amax history.
+// quantizedOperand into codes: the same scale, counts, tap and amax history. A packed t is
+// read block by block, widened into the step's first work buffer.
+
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
+// Whether a layer that holds codes also holds its output and input gradient packed in their
+// 16-bit storage format (as packsStorage, for layers whose operands are not quantised).
+bool packsAroundCodes(const StepContext& ctx, const StepPrecision& p);
 // The values of codes (what quantizedOperand writes, bit for bit), whole, in the step's fp32
 // work buffer `slot` (or `own`), shaped as the codes.
 const Tensor& decodedInto(StepContext& ctx, int slot, const Fp8Codes& codes, Tensor& own);

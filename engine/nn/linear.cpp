@@ -104,14 +104,20 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // MX: dW sums over the batch, so dY and X are quantised in blocks down their columns;
     // dX sums over `out`, so dY again along its rows and W down its columns.
     if (codes_) {
-        // dY decoded into the first work buffer, the input into the second (the forward
-        // pass's decoded values may be gone: other layers use the buffers in between).
+        // dY decoded into the layer's own buffer (the first work buffer may hold dX's sums
+        // below), the input into the second work buffer (the forward pass's decoded values
+        // may be gone: other layers use the buffers in between).
         quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
         roundedGrad_.discard();
         inputOperand_ = &decodedInto(ctx, 1, inputCodes_, ownWork_);
+        prepareTensor(decodedGrad_, gradOutput.shape(), Format::fp32, ctx, MemoryCategory::workspace, false,
+                      NewElements::undefined);
+        decodeRows(ctx, gradCodes_, 0, gradCodes_.size(), decodedGrad_.data(), gradCodes_.size(), 1, gradCodes_.size());
+    } else {
+        decodedGrad_.discard();
     }
     const Tensor& dY = mx      ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
-                       : codes_ ? decodedInto(ctx, 0, gradCodes_, ownGradWork_)
+                       : codes_ ? decodedGrad_
                                : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
     if (mx) inputOperand_ = &blockOperand(ctx, p, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
     // The bias gradient from the gradient as it arrived (Transformer Engine sums it before
@@ -150,7 +156,8 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
 
     // dX (N, in) = dY (N, out) * W (out, in); packed when the input arrived packed and the
     // layer packs, block of rows by block (through the first work buffer).
-    const bool packsGrad = inputArrivedPacked_ && packsStorage(ctx, p) && p.roundsStorage();
+    const bool packsGrad =
+        inputArrivedPacked_ && (codes_ ? packsAroundCodes(ctx, p) : packsStorage(ctx, p)) && p.roundsStorage();
     prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace, packsGrad,
                   NewElements::undefined);
     const Tensor& dYRows =

@@ -49,6 +49,7 @@ private:
     Tensor ownGradWork_;   // a block of dX before rounding, likewise
     bool codes_ = false;   // the quantised operands are Fp8Codes (holdsCodes), decoded for each GEMM
     Fp8Codes inputCodes_, weightCodes_, gradCodes_;
+    Tensor decodedGrad_;   // codes_: dY decoded for backward's GEMMs
 };
 
 }  // namespace plab
