@@ -20,6 +20,7 @@
 
 #include "test_support.h"
 
+#include <QScopeGuard>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -565,17 +566,27 @@ private slots:
     // FP8 copies held as codes (the CPU's default) give the layers' results bit for bit as
     // held as values (PLAB_PACKED_STORAGE=off, the path the references above check): two
     // training steps (the second with the delayed scale from the first's amaxes) of a
-    // convolution whose filter gradient decodes dY span by span where OpenBLAS cuts the sum
-    // (1 -> 16 channels, 40 samples of 28 x 28), one lowered in blocks, and a Linear layer.
+    // convolution whose filter gradient, in small blocks, decodes dY span by span where
+    // OpenBLAS cuts the sum (1 -> 16 channels, 40 samples of 28 x 28), one lowered in
+    // blocks, and a Linear layer.
     void codesGiveTheValuesBits_data()
     {
         QTest::addColumn<QString>("preset");
-        QTest::newRow("fp8-delayed") << "fp8-delayed";
-        QTest::newRow("fp8-current") << "fp8-current";
+        // Blocks of the default size (dY decoded whole for both passes), and small ones (dY
+        // decoded span by span, and block by block for the input gradient).
+        QTest::addColumn<qint64>("blockValues");
+        for (const qint64 block : {qint64(packedBlockValues()), qint64(1) << 15}) {
+            QTest::addRow("fp8-delayed, blocks of %lld", block) << "fp8-delayed" << block;
+            QTest::addRow("fp8-current, blocks of %lld", block) << "fp8-current" << block;
+        }
     }
     void codesGiveTheValuesBits()
     {
         QFETCH(QString, preset);
+        QFETCH(qint64, blockValues);
+        const std::int64_t defaultBlock = packedBlockValues();
+        setPackedBlockValues(blockValues);
+        const auto restore = qScopeGuard([&] { setPackedBlockValues(defaultBlock); });
         struct Shape4 {
             std::int64_t C, Co, N, H, W;
         };

@@ -224,14 +224,18 @@ private slots:
                 }
             }
         }
-        // Every code decodes to its value (the specification's, decodeMini) times the scale's inverse.
-        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
-            std::vector<std::uint8_t> all(256);
-            for (int c = 0; c < 256; ++c) all[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c);
-            std::vector<float> decoded(256);
-            decodeScaled(f, all.data(), decoded.data(), all.size(), 0.25f);
-            for (int c = 0; c < 256; ++c)
-                QVERIFY(sameValue(decoded[static_cast<std::size_t>(c)], decodeMini(f, static_cast<std::uint8_t>(c)) * 0.25f));
+        // Every code decodes to its value (the specification's, decodeMini) times the scale's
+        // inverse, on every SIMD level, a tail after the vectors' lanes included.
+        for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+            ScopedSimdCap cap(level);
+            for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
+                std::vector<std::uint8_t> all(256 + 7);
+                for (std::size_t c = 0; c < all.size(); ++c) all[c] = static_cast<std::uint8_t>((c * 37 + 11) % 256);
+                std::vector<float> decoded(all.size());
+                decodeScaled(f, all.data(), decoded.data(), all.size(), 0.25f);
+                for (std::size_t c = 0; c < all.size(); ++c)
+                    QVERIFY(sameValue(decoded[c], decodeMini(f, all[c]) * 0.25f));
+            }
         }
         // The formats below 8 bits are refused by name.
         std::uint8_t code = 0;

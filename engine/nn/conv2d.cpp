@@ -584,11 +584,14 @@ void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const T
     // gradient as it arrived (Transformer Engine sums it before the cast).
     quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
     roundedGrad_.discard();
+    // A dY within a block's budget is decoded once, whole, for both passes (as the unpacked
+    // layer reads it); a larger one block by block in each pass.
+    decodedGrad_ = gradCodes_.size() <= packedBlockValues() ? &decodedInto(ctx, 0, gradCodes_, ownWork_[0]) : nullptr;
     if (gradOutput.packed())
         ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, N * hw, bias_.grad.data());
     else
         ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
-    filterGradientLowered(ctx, p, gradOutput);
+    filterGradientLowered(ctx, p, decodedGrad_ ? *decodedGrad_ : gradOutput);
     roundWeightGradients(ctx, p);
     if (!needInputGrad) return;
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
@@ -607,7 +610,7 @@ void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
     prepareColumns(ctx, p);
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
-    Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+    Tensor* dYBlock = decodedGrad_ ? nullptr : &workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
     const bool packed = gradInput_.packed();
     if (packed)
         prepareTensor(blockSums_, {C, colsBlock_ * hw}, Format::fp32, ctx, MemoryCategory::workspace, false,
@@ -617,9 +620,11 @@ void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
-        decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock.data(), columns, outChannels_, columns);
-        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, w.data(), K, dYBlock.data(), columns,
-                          0.0f, cols_.data(), columns, dataGemm);
+        const float* dY = decodedGrad_ ? decodedGrad_->data() + n0 * hw : dYBlock->data();
+        if (!decodedGrad_)
+            decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock->data(), columns, outChannels_, columns);
+        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, w.data(), K, dY,
+                          decodedGrad_ ? N * hw : columns, 0.0f, cols_.data(), columns, dataGemm);
         if (!packed) {
             ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data(), 0);
             continue;
@@ -655,7 +660,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     // block by block of the lowering.
     const bool mx = p.quant.blockScaled();
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
-    if (codes_) {
+    if (codes_ && !decodedGrad_) {
         // dY's columns decoded span by span where the BLAS cuts the sum anyway, else block by block.
         const ColumnsOfDY decoded = [&](std::int64_t at, std::int64_t width, float* dst) {
             decodeRows(ctx, gradCodes_, at, N * hw, dst, width, outChannels_, width);

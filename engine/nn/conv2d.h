@@ -126,6 +126,7 @@ private:
     Tensor gradInput_;       // (Cin, N, H, W)
     Fp8Codes inputCodes_, weightCodes_, gradCodes_;   // the quantised operands when codes_
     Tensor blockSums_;      // codes_ and packed: a block of dX's sums before rounding
+    const Tensor* decodedGrad_ = nullptr;   // codes_: dY decoded whole (small enough), or null
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     Tensor ownWork_[2];        // fp32 work buffers when the step has none (StepContext::work)
 };

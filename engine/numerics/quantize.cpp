@@ -98,6 +98,15 @@ float roundSigned(const ElementRule& rule, float x, float* magnitude, bool* satu
 
 namespace detail {
 
+CodeRule CodeRule::of(MiniFormat f)
+{
+    const MiniFormatInfo& i = miniFormatInfo(f);
+    const int infinity = i.hasInf ? (((1 << i.exponentBits) - 1) << i.mantissaBits) : 0x100;
+    const int firstSpecial = i.hasInf ? infinity : 0x7F;   // E4M3: S.1111.111 only
+    return {i.bias, i.mantissaBits, i.minNormalLog2, std::ldexp(1.0f, -i.minSubnormalLog2),
+            std::ldexp(1.0f, i.minSubnormalLog2), firstSpecial, infinity};
+}
+
 ElementRule ElementRule::of(MiniFormat f, MxScaleRounding mxScale)
 {
     const MiniFormatInfo& i = miniFormatInfo(f);
@@ -192,31 +201,14 @@ void requireFp8(MiniFormat f, const char* what)
                                     std::string(miniFormatInfo(f).name) + ".");
 }
 
-// The code of q, a value of f (or NaN): sign, biased exponent and the mantissa's top bits
-// for a normal, the multiple of the smallest subnormal for a subnormal.
-std::uint8_t codeOf(const MiniFormatInfo& info, float q)
-{
-    const std::uint32_t bits = bitsOf(q);
-    const std::uint32_t sign = (bits >> 31) << 7, a = bits & 0x7FFFFFFFu;
-    if (a > 0x7F800000u) return static_cast<std::uint8_t>(*encodeMini(info.format, q, Overflow::nonFinite));
-    const int e = static_cast<int>(a >> 23) - 127;
-    if (e >= info.minNormalLog2) {
-        const auto biased = static_cast<std::uint32_t>(e + info.bias);
-        return static_cast<std::uint8_t>(sign | biased << info.mantissaBits |
-                                         (a & 0x7FFFFFu) >> (23 - info.mantissaBits));
-    }
-    // A subnormal of f (or zero): an integer multiple of 2^minSubnormalLog2, below 2^mantissaBits.
-    const auto k = static_cast<std::uint32_t>(std::ldexp(floatFromBits(a), -info.minSubnormalLog2));
-    return static_cast<std::uint8_t>(sign | k);
-}
-
 }  // namespace
 
 float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::size_t n, float scale,
                       RoundingStats* stats, GradientHistogram* hist)
 {
     requireFp8(f, "quantizeToCodes");
-    const MiniFormatInfo& info = miniFormatInfo(f);
+    const detail::CodeRule rule = detail::CodeRule::of(f);
+    const SimdLevel level = simdLevel();
     // Chunk by chunk through a buffer in the cache: quantizeScaled's values unscaled (its
     // counts are of x and its rounding, not of what it writes), then their codes.
     constexpr std::size_t kChunk = 1024;
@@ -228,7 +220,12 @@ float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::
         const float a = quantizeScaled(f, src + b, q, m, scale, 1.0f, stats, hist);
         nan |= std::isnan(a);
         amax = std::max(amax, a);
-        for (std::size_t i = 0; i < m; ++i) codes[b + i] = codeOf(info, q[i]);
+        if (level == SimdLevel::avx512)
+            detail::encodeCodesAvx512(rule, q, codes + b, m);
+        else if (level == SimdLevel::avx2)
+            detail::encodeCodesAvx2(rule, q, codes + b, m);
+        else
+            for (std::size_t i = 0; i < m; ++i) codes[b + i] = detail::codeOf(rule, q[i]);
     }
     return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
 }
@@ -236,16 +233,13 @@ float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::
 void decodeScaled(MiniFormat f, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv)
 {
     requireFp8(f, "decodeScaled");
-    struct Table {
-        float value[256];
-        explicit Table(MiniFormat g)
-        {
-            for (int c = 0; c < 256; ++c) value[c] = decodeMini(g, static_cast<std::uint8_t>(c));
-        }
-    };
-    static const Table e4m3(MiniFormat::e4m3), e5m2(MiniFormat::e5m2);
-    const float* value = (f == MiniFormat::e4m3 ? e4m3 : e5m2).value;
-    for (std::size_t i = 0; i < n; ++i) dst[i] = value[codes[i]] * scaleInv;
+    const detail::CodeRule rule = detail::CodeRule::of(f);
+    switch (simdLevel()) {
+    case SimdLevel::avx512: detail::decodeCodesAvx512(rule, codes, dst, n, scaleInv); return;
+    case SimdLevel::avx2: detail::decodeCodesAvx2(rule, codes, dst, n, scaleInv); return;
+    default: break;
+    }
+    for (std::size_t i = 0; i < n; ++i) dst[i] = detail::valueOf(rule, codes[i]) * scaleInv;
 }
 
 float fp8ScaleFor(MiniFormat f, float amax, float previous, int margin)

@@ -335,6 +335,59 @@ PLAB_AVX2 void nvfp4BandAvx2(const ElementRule& rule, const Nvfp4Scales& t, cons
     flush(tally, counts);
 }
 
+PLAB_AVX2 void encodeCodesAvx2(const CodeRule& r, const float* q, std::uint8_t* codes, std::size_t n)
+{
+    const __m256i absMask = _mm256_set1_epi32(0x7FFFFFFF), mantissaMask = _mm256_set1_epi32(0x7FFFFF);
+    const __m256i rebias = _mm256_set1_epi32(r.bias - 127), headShift = _mm256_set1_epi32(r.mantissaBits);
+    const __m256i tailShift = _mm256_set1_epi32(23 - r.mantissaBits);
+    const __m256i belowNormal = _mm256_set1_epi32(r.minNormalLog2 + 126), infinity = _mm256_set1_epi32(0x7F800000);
+    const __m256i nanCode = _mm256_set1_epi32(0x7F), signBit = _mm256_set1_epi32(0x80);
+    const __m256 perSubnormal = _mm256_set1_ps(r.perSubnormal);
+    // The low byte of each 32-bit lane, gathered into the low 4 bytes of each 128-bit half.
+    const __m256i lowBytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
+                                              12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i bits = _mm256_castps_si256(_mm256_loadu_ps(q + i));
+        const __m256i a = _mm256_and_si256(bits, absMask);
+        const __m256i field = _mm256_srli_epi32(a, 23);
+        const __m256i normal = _mm256_or_si256(_mm256_sllv_epi32(_mm256_add_epi32(field, rebias), headShift),
+                                               _mm256_srlv_epi32(_mm256_and_si256(a, mantissaMask), tailShift));
+        const __m256i subnormal = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_castsi256_ps(a), perSubnormal));
+        __m256i code = _mm256_blendv_epi8(subnormal, normal, _mm256_cmpgt_epi32(field, belowNormal));
+        code = _mm256_blendv_epi8(code, nanCode, _mm256_cmpgt_epi32(a, infinity));
+        code = _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(bits, 24), signBit));
+        const __m256i packed = _mm256_shuffle_epi8(code, lowBytes);
+        const __m128i eight = _mm_unpacklo_epi32(_mm256_castsi256_si128(packed), _mm256_extracti128_si256(packed, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), eight);
+    }
+    for (; i < n; ++i) codes[i] = codeOf(r, q[i]);
+}
+
+PLAB_AVX2 void decodeCodesAvx2(const CodeRule& r, const std::uint8_t* codes, float* dst, std::size_t n,
+                               float scaleInv)
+{
+    const __m256 inv = _mm256_set1_ps(scaleInv), subnormal = _mm256_set1_ps(r.subnormal);
+    const __m256i magnitudeMask = _mm256_set1_epi32(0x7F), signBit = _mm256_set1_epi32(0x80);
+    const __m256i shift = _mm256_set1_epi32(23 - r.mantissaBits), rebias = _mm256_set1_epi32((127 - r.bias) << 23);
+    const __m256i belowNormal = _mm256_set1_epi32((1 << r.mantissaBits) - 1);
+    const __m256i belowSpecial = _mm256_set1_epi32(r.firstSpecial - 1), infinityCode = _mm256_set1_epi32(r.infinity);
+    const __m256i nan = _mm256_set1_epi32(0x7FC00000), infinity = _mm256_set1_epi32(0x7F800000);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i code = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+        const __m256i magnitude = _mm256_and_si256(code, magnitudeMask);
+        const __m256i normal = _mm256_add_epi32(_mm256_sllv_epi32(magnitude, shift), rebias);
+        const __m256i small = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(magnitude), subnormal));
+        __m256i bits = _mm256_blendv_epi8(small, normal, _mm256_cmpgt_epi32(magnitude, belowNormal));
+        bits = _mm256_blendv_epi8(bits, nan, _mm256_cmpgt_epi32(magnitude, belowSpecial));
+        bits = _mm256_blendv_epi8(bits, infinity, _mm256_cmpeq_epi32(magnitude, infinityCode));
+        bits = _mm256_or_si256(bits, _mm256_slli_epi32(_mm256_and_si256(code, signBit), 24));
+        _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_castsi256_ps(bits), inv));
+    }
+    for (; i < n; ++i) dst[i] = valueOf(r, codes[i]) * scaleInv;
+}
+
 #else
 
 float quantizeScaledAvx2(const ElementRule&, const float*, float*, std::size_t, float, float, LaneCounts&) { return 0; }
@@ -345,6 +398,9 @@ void nvfp4RowAvx2(const ElementRule&, const Nvfp4Scales&, const float*, float*, 
                   GradientHistogram*) {}
 void nvfp4BandAvx2(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, std::int64_t,
                    std::int64_t, LaneCounts&, GradientHistogram*) {}
+
+void encodeCodesAvx2(const CodeRule&, const float*, std::uint8_t*, std::size_t) {}
+void decodeCodesAvx2(const CodeRule&, const std::uint8_t*, float*, std::size_t, float) {}
 
 #endif
 

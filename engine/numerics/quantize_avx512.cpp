@@ -386,6 +386,52 @@ PLAB_AVX512 void nvfp4BandAvx512(const ElementRule& rule, const Nvfp4Scales& t, 
     flush(tally, counts);
 }
 
+PLAB_AVX512 void encodeCodesAvx512(const CodeRule& r, const float* q, std::uint8_t* codes, std::size_t n)
+{
+    const __m512i absMask = _mm512_set1_epi32(0x7FFFFFFF), mantissaMask = _mm512_set1_epi32(0x7FFFFF);
+    const __m512i rebias = _mm512_set1_epi32(r.bias - 127), headShift = _mm512_set1_epi32(r.mantissaBits);
+    const __m512i tailShift = _mm512_set1_epi32(23 - r.mantissaBits);
+    const __m512i leastNormal = _mm512_set1_epi32(r.minNormalLog2 + 127), infinity = _mm512_set1_epi32(0x7F800000);
+    const __m512i nanCode = _mm512_set1_epi32(0x7F), signBit = _mm512_set1_epi32(0x80);
+    const __m512 perSubnormal = _mm512_set1_ps(r.perSubnormal);
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+        const __m512i bits = _mm512_castps_si512(_mm512_maskz_loadu_ps(live, q + i));
+        const __m512i a = _mm512_and_si512(bits, absMask);
+        const __m512i field = _mm512_srli_epi32(a, 23);
+        const __m512i normal = _mm512_or_si512(_mm512_sllv_epi32(_mm512_add_epi32(field, rebias), headShift),
+                                               _mm512_srlv_epi32(_mm512_and_si512(a, mantissaMask), tailShift));
+        const __m512i subnormal = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(a), perSubnormal));
+        __m512i code = _mm512_mask_blend_epi32(_mm512_cmpge_epi32_mask(field, leastNormal), subnormal, normal);
+        code = _mm512_mask_blend_epi32(_mm512_cmpgt_epi32_mask(a, infinity), code, nanCode);
+        code = _mm512_or_si512(code, _mm512_and_si512(_mm512_srli_epi32(bits, 24), signBit));
+        _mm512_mask_cvtepi32_storeu_epi8(codes + i, live, code);
+    }
+}
+
+PLAB_AVX512 void decodeCodesAvx512(const CodeRule& r, const std::uint8_t* codes, float* dst, std::size_t n,
+                                   float scaleInv)
+{
+    const __m512 inv = _mm512_set1_ps(scaleInv), subnormal = _mm512_set1_ps(r.subnormal);
+    const __m512i magnitudeMask = _mm512_set1_epi32(0x7F), signBit = _mm512_set1_epi32(0x80);
+    const __m512i shift = _mm512_set1_epi32(23 - r.mantissaBits), rebias = _mm512_set1_epi32((127 - r.bias) << 23);
+    const __m512i leastNormal = _mm512_set1_epi32(1 << r.mantissaBits);
+    const __m512i firstSpecial = _mm512_set1_epi32(r.firstSpecial), infinityCode = _mm512_set1_epi32(r.infinity);
+    const __m512i nan = _mm512_set1_epi32(0x7FC00000), infinity = _mm512_set1_epi32(0x7F800000);
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+        const __m512i code = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(live, codes + i));
+        const __m512i magnitude = _mm512_and_si512(code, magnitudeMask);
+        const __m512i normal = _mm512_add_epi32(_mm512_sllv_epi32(magnitude, shift), rebias);
+        const __m512i small = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(magnitude), subnormal));
+        __m512i bits = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(magnitude, leastNormal), normal, small);
+        bits = _mm512_mask_blend_epi32(_mm512_cmpge_epi32_mask(magnitude, firstSpecial), bits, nan);
+        bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(magnitude, infinityCode), bits, infinity);
+        bits = _mm512_or_si512(bits, _mm512_slli_epi32(_mm512_and_si512(code, signBit), 24));
+        _mm512_mask_storeu_ps(dst + i, live, _mm512_mul_ps(_mm512_castsi512_ps(bits), inv));
+    }
+}
+
 #else
 
 float quantizeScaledAvx512(const ElementRule&, const float*, float*, std::size_t, float, float, LaneCounts&) { return 0; }
@@ -397,6 +443,9 @@ void nvfp4RowAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*
                     GradientHistogram*) {}
 void nvfp4BandAvx512(const ElementRule&, const Nvfp4Scales&, const float*, float*, std::int64_t, std::int64_t,
                      std::int64_t, LaneCounts&, GradientHistogram*) {}
+
+void encodeCodesAvx512(const CodeRule&, const float*, std::uint8_t*, std::size_t) {}
+void decodeCodesAvx512(const CodeRule&, const std::uint8_t*, float*, std::size_t, float) {}
 
 #endif
 

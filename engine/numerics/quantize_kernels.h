@@ -55,6 +55,55 @@ inline float powerOfTwo(int e)
     return e >= -126 ? floatFromBits(static_cast<std::uint32_t>(e + 127) << 23) : floatFromBits(1u << (e + 149));
 }
 
+// FP8 held as codes (quantizeToCodes, decodeScaled): the fields of an 8-bit format.
+struct CodeRule {
+    int bias;
+    int mantissaBits;
+    int minNormalLog2;
+    float perSubnormal;   // 2^-minSubnormalLog2: a subnormal's magnitude times this is its code
+    float subnormal;      // 2^minSubnormalLog2: the value of code 1
+    int firstSpecial;     // the least magnitude code of an infinity or NaN (E4M3 0x7F, E5M2 0x7C)
+    int infinity;         // the magnitude code of infinity (E5M2 0x7C; E4M3 none: 0x100)
+    static CodeRule of(MiniFormat f);
+};
+
+// The code of q, a value of the format or NaN (S.1111111, E4M3's and E5M2's NaN): sign,
+// biased exponent and the mantissa's top bits for a normal, the multiple of the smallest
+// subnormal for a subnormal (exact: q * perSubnormal is an integer below 2^mantissaBits).
+inline std::uint8_t codeOf(const CodeRule& r, float q)
+{
+    const std::uint32_t bits = bitsOf(q);
+    const std::uint32_t sign = (bits >> 31) << 7, a = bits & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return static_cast<std::uint8_t>(sign | 0x7Fu);
+    const int field = static_cast<int>(a >> 23);
+    if (field >= r.minNormalLog2 + 127)
+        return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(field - 127 + r.bias) << r.mantissaBits |
+                                         (a & 0x7FFFFFu) >> (23 - r.mantissaBits));
+    return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(floatFromBits(a) * r.perSubnormal));
+}
+
+// codes[i] = codeOf(r, q[i]), 16 or 8 lanes at a time.
+void encodeCodesAvx512(const CodeRule& r, const float* q, std::uint8_t* codes, std::size_t n);
+void encodeCodesAvx2(const CodeRule& r, const float* q, std::uint8_t* codes, std::size_t n);
+// dst[i] = the value of codes[i] times scaleInv, from the code's fields (a normal's
+// exponent rebiased, a subnormal's multiple converted and scaled, infinity and NaN
+// patterns), 16 or 8 lanes at a time.
+void decodeCodesAvx512(const CodeRule& r, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv);
+void decodeCodesAvx2(const CodeRule& r, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv);
+// The same for one code.
+inline float valueOf(const CodeRule& r, std::uint8_t code)
+{
+    const std::uint32_t sign = static_cast<std::uint32_t>(code & 0x80) << 24, magnitude = code & 0x7Fu;
+    std::uint32_t bits = 0;
+    if (static_cast<int>(magnitude) >= r.firstSpecial)
+        bits = static_cast<int>(magnitude) == r.infinity ? 0x7F800000u : 0x7FC00000u;
+    else if (magnitude >> r.mantissaBits)
+        bits = (magnitude << (23 - r.mantissaBits)) + (static_cast<std::uint32_t>(127 - r.bias) << 23);
+    else
+        bits = bitsOf(static_cast<float>(magnitude) * r.subnormal);
+    return floatFromBits(bits | sign);
+}
+
 // Per tensor: as quantizeScaled without a histogram; returns the amax of src.
 float quantizeScaledAvx512(const ElementRule& rule, const float* src, float* dst, std::size_t n, float scale,
                            float scaleInv, LaneCounts& counts);
