@@ -14,6 +14,7 @@
 #include "numerics/bulk_round.h"
 #include "numerics/format.h"
 #include "numerics/minifloat.h"
+#include "numerics/storage_convert.h"
 #include "test_support.h"
 
 #include <QTest>
@@ -235,6 +236,29 @@ private slots:
                 decodeScaled(f, all.data(), decoded.data(), all.size(), 0.25f);
                 for (std::size_t c = 0; c < all.size(); ++c)
                     QVERIFY(sameValue(decoded[c], decodeMini(f, all[c]) * 0.25f));
+            }
+        }
+        // From 16-bit patterns (fp16, bf16; every pattern, NaN and infinities included): the
+        // codes, counts and amax of the widened values.
+        for (Format from : {Format::fp16, Format::bf16}) {
+            std::vector<std::uint16_t> patterns(65536 + 100);
+            for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<std::uint16_t>(i * 40503u);
+            std::vector<float> wide(patterns.size());
+            widenArray(from, patterns.data(), wide.data(), wide.size());
+            for (SimdLevel level : testing::simdLevelsOfThisCpu()) {
+                ScopedSimdCap cap(level);
+                std::vector<std::uint8_t> expected(wide.size()), got(wide.size());
+                RoundingStats expectedStats, gotStats;
+                const float a = quantizeToCodes(MiniFormat::e5m2, wide.data(), expected.data(), wide.size(), 0.5f,
+                                                &expectedStats, nullptr);
+                const float b = quantizeToCodes(MiniFormat::e5m2, from, patterns.data(), got.data(), patterns.size(),
+                                                0.5f, &gotStats, nullptr);
+                QVERIFY(expected == got);
+                QCOMPARE(gotStats, expectedStats);
+                QVERIFY(sameValue(a, b) && sameValue(amaxOf(from, patterns.data(), patterns.size()),
+                                                     amaxOf(wide.data(), wide.size())));
+                std::vector<std::uint16_t> finite = {0x3F80, 0xC000, 0x0001};   // 1, -2, a subnormal (bf16)
+                QCOMPARE(amaxOf(Format::bf16, finite.data(), finite.size()), 2.0f);
             }
         }
         // The formats below 8 bits are refused by name.

@@ -292,6 +292,19 @@ public:
         (void)op, (void)src, (void)codes, (void)n, (void)stats, (void)hist;
         throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
     }
+    // quantizeToCodes of values packed as `from`'s 16-bit patterns (fp16 or bf16), widened on
+    // the way; and amax of such values.
+    virtual float quantize16ToCodes(const QuantizeOp& op, Format from, const std::uint16_t* src, std::uint8_t* codes,
+                                    std::int64_t n, RoundingStats* stats, GradientHistogram* hist)
+    {
+        (void)op, (void)from, (void)src, (void)codes, (void)n, (void)stats, (void)hist;
+        throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
+    }
+    virtual float amax16(Format from, const std::uint16_t* src, std::int64_t n)
+    {
+        (void)from, (void)src, (void)n;
+        throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
+    }
     // dst = the values of the codes (in `element`) times scaleInv: what quantize writes,
     // bit for bit; `rows` rows of `cols`, each operand's rows its ld apart.
     virtual void decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd,
@@ -657,7 +670,7 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
 // 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares; 16: convolves16,
 // convolutionForward16, convolvesFilter16, convolutionBackwardFilter16; 17: holdsFp8Codes,
-// quantizeToCodes, decodeFp8, im2colFp8.
+// quantizeToCodes, quantize16ToCodes, amax16, decodeFp8, im2colFp8.
 inline constexpr int kCudaPluginAbiVersion = 17;
 
 }  // namespace plab

@@ -414,50 +414,21 @@ bool holdsCodes(const StepContext& ctx, const StepPrecision& p)
     return p.quantizes() && !p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
 }
 
-namespace {
-
-// The larger amax, NaN where either is.
-float largerAmax(float a, float b) { return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b); }
-
-// fn(values, first, count) over t's values in fp32: at once where t holds fp32, else
-// widened (exactly) block by block into the step's first work buffer (or `own`).
-template <class Fn>
-void forValueBlocks(StepContext& ctx, const Tensor& t, Tensor& own, const Fn& fn)
-{
-    if (!t.packed()) {
-        fn(t.data(), 0, t.size());
-        return;
-    }
-    const std::int64_t block = std::max<std::int64_t>(1, std::min(t.size(), packedBlockValues()));
-    Tensor& wide = workBuffer(ctx, 0, {block}, own);
-    for (std::int64_t b = 0; b < t.size(); b += block) {
-        const std::int64_t n = std::min(block, t.size() - b);
-        ctx.backend->widen16(t.storage(), t.bits16() + b, n, wide.data(), n, 1, n);
-        fn(wide.data(), b, n);
-    }
-}
-
-}  // namespace
-
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler)
 {
     const QuantizeOp op = scaledOp(p, role, scaler, [&] {
-        float amax = 0.0f;
-        forValueBlocks(ctx, t, out.scratch, [&](const float* values, std::int64_t, std::int64_t n) {
-            amax = largerAmax(amax, ctx.backend->amax(values, n));
-        });
-        return amax;
+        return t.packed() ? ctx.backend->amax16(t.storage(), t.bits16(), t.size()) : ctx.backend->amax(t.data(), t.size());
     });
     out.shape = t.shape();
     out.codes.track(ctx.memory, MemoryCategory::workspace);
     out.codes.resize(static_cast<std::size_t>(t.size()), ctx.backend->allocator());
     const auto sink = tapSink(ctx, layer, quantizedKind(role));
-    float amax = 0.0f;
-    forValueBlocks(ctx, t, out.scratch, [&](const float* values, std::int64_t first, std::int64_t n) {
-        amax = largerAmax(amax, ctx.backend->quantizeToCodes(op, values, out.codes.data() + first, n, sink.stats,
-                                                             sink.hist));
-    });
+    const float amax =
+        t.packed()
+            ? ctx.backend->quantize16ToCodes(op, t.storage(), t.bits16(), out.codes.data(), t.size(), sink.stats,
+                                             sink.hist)
+            : ctx.backend->quantizeToCodes(op, t.data(), out.codes.data(), t.size(), sink.stats, sink.hist);
     out.operand = recordQuantized(ctx, p, op, amax, sink, scaler);
     return out;
 }

@@ -89,7 +89,6 @@ struct Fp8Codes {
     ByteBuffer codes;
     Shape shape;
     Fp8Operand operand;
-    Tensor scratch;   // a block of a packed tensor widened to be quantised, when the step has no work buffers
     std::int64_t size() const { return elementCount(shape); }
     const std::uint8_t* data() const { return codes.data(); }
 };
@@ -97,8 +96,8 @@ struct Fp8Codes {
 // a backend that holds codes, where tensors are held in their format's bytes (packsStorageOn:
 // PLAB_PACKED_STORAGE=off holds FP8 copies as fp32 values too).
 bool holdsCodes(const StepContext& ctx, const StepPrecision& p);
-// quantizedOperand into codes: the same scale, counts, tap and amax history. A packed t is
-// read block by block, widened into the step's first work buffer.
+// quantizedOperand into codes: the same scale, counts, tap and amax history (a packed t
+// read from its patterns).
 
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);

@@ -8,6 +8,7 @@
 #include "numerics/format.h"
 #include "numerics/quantize_kernels.h"
 #include "numerics/simd_support.h"
+#include "numerics/storage_convert.h"
 
 #include <algorithm>
 #include <cmath>
@@ -228,6 +229,40 @@ float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::
             for (std::size_t i = 0; i < m; ++i) codes[b + i] = detail::codeOf(rule, q[i]);
     }
     return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+namespace {
+constexpr std::size_t kWidenChunk = 1024;
+}  // namespace
+
+float quantizeToCodes(MiniFormat f, Format from, const std::uint16_t* src, std::uint8_t* codes, std::size_t n,
+                      float scale, RoundingStats* stats, GradientHistogram* hist)
+{
+    float wide[kWidenChunk];
+    float amax = 0.0f;
+    bool nan = false;
+    for (std::size_t b = 0; b < n; b += kWidenChunk) {
+        const std::size_t m = std::min(kWidenChunk, n - b);
+        widenArray(from, src + b, wide, m);
+        const float a = quantizeToCodes(f, wide, codes + b, m, scale, stats, hist);
+        nan |= std::isnan(a);
+        amax = std::max(amax, a);
+    }
+    return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+float amaxOf(Format from, const std::uint16_t* src, std::size_t n)
+{
+    float wide[kWidenChunk];
+    float amax = 0.0f;
+    for (std::size_t b = 0; b < n; b += kWidenChunk) {
+        const std::size_t m = std::min(kWidenChunk, n - b);
+        widenArray(from, src + b, wide, m);
+        const float a = amaxOf(wide, m);
+        if (std::isnan(a)) return a;
+        amax = std::max(amax, a);
+    }
+    return amax;
 }
 
 void decodeScaled(MiniFormat f, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv)

@@ -17,6 +17,7 @@
 // roundToMini / mxQuantize of minifloat.h (the tests compare them over every pattern).
 #pragma once
 
+#include "numerics/format.h"
 #include "numerics/minifloat.h"
 #include "numerics/rounding_stats.h"
 
@@ -38,6 +39,12 @@ float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, 
 // as quantizeScaled counts them; returns amaxOf(src, n). Only f = e4m3 or e5m2.
 float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::size_t n, float scale,
                       RoundingStats* stats, GradientHistogram* hist);
+// The same for values packed as `from`'s 16-bit patterns (fp16 or bf16), widened (exactly)
+// a cache-sized chunk at a time.
+float quantizeToCodes(MiniFormat f, Format from, const std::uint16_t* src, std::uint8_t* codes, std::size_t n,
+                      float scale, RoundingStats* stats, GradientHistogram* hist);
+// amaxOf of values packed so.
+float amaxOf(Format from, const std::uint16_t* src, std::size_t n);
 // dst[i] = the value of codes[i] times scaleInv, in fp32: what quantizeScaled writes for
 // the same scale, bit for bit (a NaN may carry another payload).
 void decodeScaled(MiniFormat f, const std::uint8_t* codes, float* dst, std::size_t n, float scaleInv);

@@ -266,6 +266,28 @@ public:
         });
         return merge.amax();
     }
+    float quantize16ToCodes(const QuantizeOp& op, Format from, const std::uint16_t* src, std::uint8_t* codes,
+                            std::int64_t n, RoundingStats* stats, GradientHistogram* hist) override
+    {
+        if (op.blocks) throw std::invalid_argument("quantize16ToCodes quantises per tensor, not in blocks.");
+        ChunkMerge merge{stats, hist, nullptr};
+        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+            RoundingStats s;
+            GradientHistogram h;
+            const float a = plab::quantizeToCodes(op.element, from, src + b, codes + b, static_cast<std::size_t>(e - b),
+                                                  op.scale, stats ? &s : nullptr, hist ? &h : nullptr);
+            merge.add(&s, &h, nullptr, a);
+        });
+        return merge.amax();
+    }
+    float amax16(Format from, const std::uint16_t* src, std::int64_t n) override
+    {
+        ChunkMerge merge{nullptr, nullptr, nullptr};
+        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+            merge.add(nullptr, nullptr, nullptr, amaxOf(from, src + b, static_cast<std::size_t>(e - b)));
+        });
+        return merge.amax();
+    }
     void decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd, float* dst,
                    std::int64_t dstLd, std::int64_t rows, std::int64_t cols) override
     {
