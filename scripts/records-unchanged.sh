@@ -47,6 +47,8 @@ runs+=("bf16-bf16-accumulate|$cnn --recipe amp-bf16 --fp32-accumulate off")
 runs+=("tf32-tf32-accumulate|$cnn --recipe tf32 --fp32-accumulate off")
 runs+=("pure-fp16-fp16-accumulate|$cnn --recipe pure-fp16 --fp32-accumulate off --loss-scale dynamic")
 runs+=("per-layer|$cnn --recipe amp-bf16 --layer conv1=fp32,fc1=fp8-current")
+# FP8 layers in an fp32 run: codes, fp32 activations (nothing packed).
+runs+=("per-layer-fp32-fp8|$cnn --recipe fp32 --layer conv2=fp8-current,fc1=fp8-delayed")
 runs+=("mlp-pure-fp16|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale dynamic")
 # The weights' write rounded stochastically or Kahan-compensated (SGD and Adam), 16-bit weights.
 for rounding in stochastic kahan; do

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -563,26 +564,33 @@ private slots:
                                  backend->im2colQuantize(g, x.data(), 0, 1, cols.data(), wrong, nullptr, nullptr, nullptr));
     }
 
-    // FP8 copies held as codes (the CPU's default) give the layers' results bit for bit as
-    // held as values (PLAB_PACKED_STORAGE=off, the path the references above check): two
-    // training steps (the second with the delayed scale from the first's amaxes) of a
-    // convolution whose filter gradient, in small blocks, decodes dY span by span where
-    // OpenBLAS cuts the sum (1 -> 16 channels, 40 samples of 28 x 28), one lowered in
-    // blocks, and a Linear layer.
+    // FP8 copies held as codes (the CPU's default, which the references above check) give
+    // the layers' results, and their taps' counts, bit for bit as held as values
+    // (PLAB_PACKED_STORAGE=off): two training steps (the second with the delayed scale from
+    // the first's amaxes), the layers sharing a step's work buffers, of a convolution whose
+    // filter gradient, in small blocks, decodes dY span by span where OpenBLAS cuts the sum
+    // (1 -> 16 channels, 40 samples of 28 x 28; the test does not see which way it went),
+    // one whose backward passes run over two blocks of the lowering (64 -> 16 channels, 80
+    // samples), a small one, and a Linear layer; with bf16 activations (packed around the
+    // codes) and with fp32 ones (compute fp32 under FP8: codes, nothing packed).
     void codesGiveTheValuesBits_data()
     {
         QTest::addColumn<QString>("preset");
+        QTest::addColumn<bool>("fp32Storage");
         // Blocks of the default size (dY decoded whole for both passes), and small ones (dY
         // decoded span by span, and block by block for the input gradient).
         QTest::addColumn<qint64>("blockValues");
-        for (const qint64 block : {qint64(packedBlockValues()), qint64(1) << 15}) {
-            QTest::addRow("fp8-delayed, blocks of %lld", block) << "fp8-delayed" << block;
-            QTest::addRow("fp8-current, blocks of %lld", block) << "fp8-current" << block;
-        }
+        for (const qint64 block : {qint64(packedBlockValues()), qint64(1) << 15})
+            for (const bool fp32Storage : {false, true}) {
+                const char* storage = fp32Storage ? "fp32" : "bf16";
+                QTest::addRow("fp8-delayed, %s, blocks of %lld", storage, block) << "fp8-delayed" << fp32Storage << block;
+                QTest::addRow("fp8-current, %s, blocks of %lld", storage, block) << "fp8-current" << fp32Storage << block;
+            }
     }
     void codesGiveTheValuesBits()
     {
         QFETCH(QString, preset);
+        QFETCH(bool, fp32Storage);
         QFETCH(qint64, blockValues);
         const std::int64_t defaultBlock = packedBlockValues();
         setPackedBlockValues(blockValues);
@@ -598,56 +606,54 @@ private slots:
                 if (bitsOf(a[i]) != bitsOf(b[i])) return false;
             return true;
         };
-        for (const Shape4 s : {Shape4{1, 16, 40, 28, 28}, Shape4{5, 6, 3, 6, 5}}) {
+        const Format storage = fp32Storage ? Format::fp32 : Format::bf16;
+        // Two training steps of `layer` on inputs of `shape`, held as values and as codes:
+        // outputs, input gradients, parameter gradients and each tap's counts compared.
+        // Held as codes, a bf16 input and gradient arrive packed, as the layers around hold
+        // them (quantised from their patterns, dY summed from them).
+        auto compare = [&](const std::function<std::unique_ptr<Layer>()>& makeLayer, const Shape& shape,
+                           const QString& what) {
             std::vector<Tensor> results[2];
+            std::vector<std::pair<std::string, RoundingStats>> taps[2];
             for (const bool codes : {false, true}) {
                 const ScopedPackedStorage held(codes);
                 Harness h(preset.toStdString());
-                Conv2d conv("conv", s.C, s.Co, 3);
+                if (fp32Storage) h.recipe.compute = Format::fp32;
+                std::array<Tensor, 2> work;
+                h.ctx.work = &work;
+                const std::unique_ptr<Layer> layer = makeLayer();
                 Rng rng{21};
-                fillBf16(conv.parameters()[0]->value, rng, -0.5f, 0.5f);
-                fillBf16(conv.parameters()[1]->value, rng, -0.1f, 0.1f);
+                for (Parameter* param : layer->parameters()) fillBf16(param->value, rng, -0.5f, 0.5f);
+                const bool packs = codes && !fp32Storage && shape.size() == 4;   // a convolution's
                 for (int step = 0; step < 2; ++step) {
-                    // Held as codes, the input and gradient arrive packed, as the layers
-                    // around hold them (quantised from their patterns, dY summed from them).
-                    Tensor x({s.C, s.N, s.H, s.W}, Format::bf16);
+                    Tensor x(shape, storage);
                     fillBf16(x, rng, -1.0f, 1.0f);
-                    if (codes) x.pack();
-                    const Tensor& y = conv.forward(x, h.ctx);
-                    QCOMPARE(y.packed(), codes);
-                    Tensor dY(y.shape(), Format::bf16);
+                    if (packs) x.pack();
+                    const Tensor& y = layer->forward(x, h.ctx);
+                    QCOMPARE(y.packed(), packs);
+                    Tensor dY(y.shape(), storage);
                     fillBf16(dY, rng, -1e-3f, 1e-3f);
-                    if (codes) dY.pack();
+                    if (packs) dY.pack();
                     results[codes].push_back(y);
-                    results[codes].push_back(*conv.backward(dY, h.ctx, true));
-                    for (Parameter* param : conv.parameters()) results[codes].push_back(param->grad);
+                    results[codes].push_back(*layer->backward(dY, h.ctx, true));
+                    for (Parameter* param : layer->parameters()) results[codes].push_back(param->grad);
                 }
+                for (const auto& [key, tap] : h.telemetry.taps())
+                    taps[codes].emplace_back(key.layer + "/" + std::to_string(int(key.kind)), tap.step);
             }
             QCOMPARE(results[0].size(), results[1].size());
             for (std::size_t i = 0; i < results[0].size(); ++i)
-                QVERIFY2(same(results[0][i], results[1][i]), qPrintable(QString("conv %1 -> %2 channels, result %3")
-                                                                            .arg(s.C).arg(s.Co).arg(i)));
+                QVERIFY2(same(results[0][i], results[1][i]), qPrintable(what + QString(", result %1").arg(i)));
+            QVERIFY2(taps[0] == taps[1], qPrintable(what + ": the taps' counts"));
+        };
+        std::vector<Shape4> shapes = {Shape4{1, 16, 40, 28, 28}, Shape4{5, 6, 3, 6, 5}};
+        if (blockValues == defaultBlock) shapes.push_back(Shape4{64, 16, 80, 28, 28});
+        for (const Shape4 s : shapes) {
+            compare([&] { return std::make_unique<Conv2d>("conv", s.C, s.Co, 3); }, {s.C, s.N, s.H, s.W},
+                    QString("conv %1 -> %2 channels").arg(s.C).arg(s.Co));
+            if (QTest::currentTestFailed()) return;
         }
-        std::vector<Tensor> results[2];
-        for (const bool codes : {false, true}) {
-            const ScopedPackedStorage held(codes);
-            Harness h(preset.toStdString());
-            Linear fc("fc", 70, 6);
-            Rng rng{22};
-            fillBf16(fc.parameters()[0]->value, rng, -0.5f, 0.5f);
-            for (int step = 0; step < 2; ++step) {
-                Tensor x({40, 70});
-                fillBf16(x, rng, -1.0f, 1.0f);
-                const Tensor& y = fc.forward(x, h.ctx);
-                Tensor dY(y.shape());
-                fillBf16(dY, rng, -1e-3f, 1e-3f);
-                results[codes].push_back(y);
-                results[codes].push_back(*fc.backward(dY, h.ctx, true));
-                for (Parameter* param : fc.parameters()) results[codes].push_back(param->grad);
-            }
-        }
-        for (std::size_t i = 0; i < results[0].size(); ++i)
-            QVERIFY2(same(results[0][i], results[1][i]), qPrintable(QString("linear result %1").arg(i)));
+        compare([] { return std::make_unique<Linear>("fc", 70, 6); }, {40, 70}, "linear");
     }
 
     void memoryCountsQuantisedCopies_data()

@@ -281,7 +281,7 @@ public:
     }
     // Per-tensor FP8 operands held as their 1-byte codes (the layers' quantised copies):
     // whether this backend does (the CPU backend; where false the layers hold the values
-    // quantize writes, in fp32). The three ops below only where it says so; the others
+    // quantize writes, in fp32). The five ops below only where it says so; the others
     // throw std::logic_error.
     virtual bool holdsFp8Codes() const { return false; }
     // quantize (per tensor: !op.blocks, op.element E4M3 or E5M2) writing the codes of q =

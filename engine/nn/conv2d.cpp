@@ -75,6 +75,10 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     packs_ = codes_ ? packsAroundCodes(ctx, p) : packsStorage(ctx, p);
     multiplies16_ = false;   // forwardPacked says
     if (input.packed() && !codes_ && !(packs_ && input.storage() == p.compute)) input.unpack();
+    if (!codes_) {   // (a recipe changed mid-run: codes held before are freed)
+        for (Fp8Codes* c : {&inputCodes_, &weightCodes_, &gradCodes_}) c->discard();
+        blockSums_.discard();
+    }
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
@@ -617,7 +621,10 @@ void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
                       NewElements::undefined);
     else
         blockSums_.discard();
-    const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
+    // The tap where the values path has one: packed, the rounding of each block; else
+    // roundTapped below, where the storage format rounds.
+    const auto sink =
+        packed ? tapSink(ctx, name(), TensorKind::activationGrad) : TelemetryCollector::Sink{nullptr, nullptr};
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
         const float* dY = decodedGrad_ ? decodedGrad_->data() + n0 * hw : dYBlock->data();

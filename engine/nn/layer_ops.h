@@ -91,6 +91,12 @@ struct Fp8Codes {
     Fp8Operand operand;
     std::int64_t size() const { return elementCount(shape); }
     const std::uint8_t* data() const { return codes.data(); }
+    // Frees the codes (a layer that stopped holding codes: no longer counted).
+    void discard()
+    {
+        codes.clear();
+        shape.clear();
+    }
 };
 // Whether a layer of precision p holds its quantised operands as Fp8Codes: per-tensor FP8 on
 // a backend that holds codes, where tensors are held in their format's bytes (packsStorageOn:
@@ -98,7 +104,6 @@ struct Fp8Codes {
 bool holdsCodes(const StepContext& ctx, const StepPrecision& p);
 // quantizedOperand into codes: the same scale, counts, tap and amax history (a packed t
 // read from its patterns).
-
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
 // Whether a layer that holds codes also holds its output and input gradient packed in their

@@ -47,6 +47,12 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const Tensor* in = input.packed() && !readsInBlocks_ ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
     codes_ = holdsCodes(ctx, p);
+    // (A recipe changed mid-run: codes held before are freed.) A codes layer uses both work
+    // buffers in both passes, so a packed input kept in the second (above) must not wait
+    // for its backward pass across one; none does in these models (only the CNN's last
+    // layer takes a packed input).
+    if (!codes_)
+        for (Fp8Codes* c : {&inputCodes_, &weightCodes_, &gradCodes_}) c->discard();
     if (codes_) {
         // FP8 codes kept for backward; decoded into the work buffers for the GEMM (the input
         // after `in`, which may be the second buffer, is quantised).

@@ -24,6 +24,14 @@ void ByteBuffer::release() noexcept
     capacity_ = 0;
 }
 
+void ByteBuffer::clear()
+{
+    if (accountant_) accountant_->remove(category_, static_cast<std::int64_t>(size_));
+    size_ = 0;
+    release();
+    std::vector<std::uint8_t>().swap(host_);
+}
+
 void ByteBuffer::resize(std::size_t n, DeviceAllocator* device)
 {
     if (device != device_) {

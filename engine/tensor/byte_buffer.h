@@ -20,6 +20,8 @@ public:
 
     // Room for n bytes on `device` (nullptr: host memory); contents undefined afterwards.
     void resize(std::size_t n, DeviceAllocator* device);
+    // Frees the bytes (no longer counted), keeping the registration.
+    void clear();
     std::uint8_t* data() { return device_ ? deviceData_ : host_.data(); }
     const std::uint8_t* data() const { return device_ ? deviceData_ : host_.data(); }
     std::size_t size() const { return size_; }
