@@ -15,6 +15,8 @@
 // finite value, saturated to it. The histogram is of |x * scale| (|x / 2^e|) before
 // rounding, so f's range can be drawn over it. Every value the kernels write equals
 // roundToMini / mxQuantize of minifloat.h (the tests compare them over every pattern).
+// Per tensor, FP8 can also be held as its codes, a byte a value (quantizeToCodes), and
+// decoded into the values above (decodeScaled), bit for bit.
 #pragma once
 
 #include "numerics/format.h"
