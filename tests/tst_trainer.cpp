@@ -282,7 +282,8 @@ private slots:
                                 .arg(e.perSampleBytes * s.batch).arg(held)));
     }
 
-    // 16-bit activations and gradients packed into 2 bytes (PLAB_PACKED_STORAGE=on), and
+    // 16-bit activations and gradients packed into 2 bytes (PLAB_PACKED_STORAGE=on; with them
+    // FP8 copies held as codes), and
     // 16-bit optimizer state held so between steps (SGD's momentum, Adam's moments), give
     // the record fp32-held ones give, bit for bit: where the CPU's BLAS sums a cut product as
     // the whole, the packed layers cut theirs into blocks (conv1's forward into four with the
@@ -301,6 +302,12 @@ private slots:
             << "pure-fp16" << "exact" << R"({"optimizer": "sgd", "lr": 0.05, "loss_scale": "dynamic"})";
         QTest::addRow("pure-bf16 stochastic rounding, mlp")
             << "pure-bf16" << "exact" << R"({"model": "mlp", "update_rounding": "stochastic"})";
+        // Per-tensor FP8: the copies held as 1-byte codes, the activations packed around them
+        // (docs/FP8.md), against copies held as fp32 values; FP8 layers in an fp32 run (codes,
+        // nothing packed): taps, scales and amax histories included.
+        QTest::addRow("fp8-delayed") << "fp8-delayed" << "exact" << "{}";
+        QTest::addRow("fp8-current hardware") << "fp8-current" << "hardware" << "{}";
+        QTest::addRow("fp8 layers in fp32") << "fp32" << "exact" << R"({"layer": "conv2=fp8-current,fc1=fp8-delayed"})";
     }
     void packedStorageGivesTheSameRecord()
     {
