@@ -226,17 +226,12 @@ public:
         if (op.blocks && op.rows * op.cols != n)
             throw std::invalid_argument("quantize got " + std::to_string(n) + " values for a " +
                                         std::to_string(op.rows) + " x " + std::to_string(op.cols) + " matrix.");
-        ChunkMerge merge{stats, hist, blockScales};
         if (!op.blocks) {
-            pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
-                RoundingStats s;
-                GradientHistogram h;
-                const float a = quantizeScaled(op.element, src + b, dst + b, static_cast<std::size_t>(e - b), op.scale,
-                                               op.scaleInv, stats ? &s : nullptr, hist ? &h : nullptr);
-                merge.add(&s, &h, nullptr, a);
+            return perTensorInParts(n, stats, hist, [&](std::int64_t b, std::size_t m, RoundingStats* s, GradientHistogram* h) {
+                return quantizeScaled(op.element, src + b, dst + b, m, op.scale, op.scaleInv, s, h);
             });
-            return merge.amax();
         }
+        ChunkMerge merge{stats, hist, blockScales};
         checkBlocks(op);
         // Blocks along rows: split the rows; along columns: split the columns (each task
         // takes whole bands of blocks down its columns).
@@ -256,29 +251,17 @@ public:
                           RoundingStats* stats, GradientHistogram* hist) override
     {
         if (op.blocks) throw std::invalid_argument("quantizeToCodes quantises per tensor, not in blocks.");
-        ChunkMerge merge{stats, hist, nullptr};
-        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
-            RoundingStats s;
-            GradientHistogram h;
-            const float a = plab::quantizeToCodes(op.element, src + b, codes + b, static_cast<std::size_t>(e - b),
-                                                  op.scale, stats ? &s : nullptr, hist ? &h : nullptr);
-            merge.add(&s, &h, nullptr, a);
+        return perTensorInParts(n, stats, hist, [&](std::int64_t b, std::size_t m, RoundingStats* s, GradientHistogram* h) {
+            return plab::quantizeToCodes(op.element, src + b, codes + b, m, op.scale, s, h);
         });
-        return merge.amax();
     }
     float quantize16ToCodes(const QuantizeOp& op, Format from, const std::uint16_t* src, std::uint8_t* codes,
                             std::int64_t n, RoundingStats* stats, GradientHistogram* hist) override
     {
         if (op.blocks) throw std::invalid_argument("quantize16ToCodes quantises per tensor, not in blocks.");
-        ChunkMerge merge{stats, hist, nullptr};
-        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
-            RoundingStats s;
-            GradientHistogram h;
-            const float a = plab::quantizeToCodes(op.element, from, src + b, codes + b, static_cast<std::size_t>(e - b),
-                                                  op.scale, stats ? &s : nullptr, hist ? &h : nullptr);
-            merge.add(&s, &h, nullptr, a);
+        return perTensorInParts(n, stats, hist, [&](std::int64_t b, std::size_t m, RoundingStats* s, GradientHistogram* h) {
+            return plab::quantizeToCodes(op.element, from, src + b, codes + b, m, op.scale, s, h);
         });
-        return merge.amax();
     }
     float amax16(Format from, const std::uint16_t* src, std::int64_t n) override
     {
@@ -534,6 +517,23 @@ public:
 
 private:
     static constexpr std::int64_t kRoundGrain = 1 << 15;
+
+    // A per-tensor quantisation of n values on the pool's threads: part(first, count, stats,
+    // hist) quantises values [first, first + count) into its own counters (null where the
+    // caller asks for none) and returns their amax; the counts are merged and the amax is
+    // the whole's (NaN where a part saw one).
+    template <class Part>
+    float perTensorInParts(std::int64_t n, RoundingStats* stats, GradientHistogram* hist, const Part& part)
+    {
+        ChunkMerge merge{stats, hist, nullptr};
+        pool_.parallelFor(n, kRoundGrain, [&](std::int64_t b, std::int64_t e) {
+            RoundingStats s;
+            GradientHistogram h;
+            const float a = part(b, static_cast<std::size_t>(e - b), stats ? &s : nullptr, hist ? &h : nullptr);
+            merge.add(&s, &h, nullptr, a);
+        });
+        return merge.amax();
+    }
     static constexpr std::int64_t kMostPieces = 8;   // a GEMM's blocks: up to 8 threads share one
 
     // Whether gemm hands this precision to oneDNN: the hardware arithmetic, fp32 sums, and a
