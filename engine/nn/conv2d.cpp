@@ -11,15 +11,6 @@
 
 namespace plab {
 
-namespace {
-// The fewest samples whose columns make a block of a GEMM whose other two dimensions
-// multiply to `others` (leastGemmBlock).
-std::int64_t leastSamples(std::int64_t planeSize, std::int64_t others)
-{
-    return (leastGemmBlock(others) + planeSize - 1) / std::max<std::int64_t>(planeSize, 1);
-}
-}  // namespace
-
 Conv2d::Conv2d(std::string name, std::int64_t inChannels, std::int64_t outChannels, int kernel)
     : Layer(std::move(name)), inChannels_(inChannels), outChannels_(outChannels), kernel_(kernel)
 {
@@ -119,327 +110,6 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     // Bias in fp32 (one value per output row of N * hw), then one rounding to the storage format.
     addBiasAndRound(ctx, p.storage, output_, bias_.value, outChannels_, N * hw, name(), TensorKind::activation);
     return output_;
-}
-
-void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
-    usesLibrary_ = colsHoldWholeBatch_ = false;
-    const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
-    // Blocks of samples whose columns (K, n * hw) fit packedColumnValues and whose result
-    // (Cout, n * hw) fits a block, both scaled to the output.
-    const std::int64_t packed = outChannels_ * N * hw;
-    const Pieces samples = piecesOf(N,
-                                    std::min(packedColumnValues(ctx, precision, packed) / K,
-                                             packedBlockValues(ctx, precision, packed) / outChannels_) /
-                                        hw,
-                                    leastSamples(hw, outChannels_ * K), deviceGranule(ctx, hw * 2));
-    const std::int64_t widest = samples.largest() * hw;
-    // Native 16-bit products read the patterns: the input lowered as they are, the weights
-    // taken once for the step's three passes.
-    multiplies16_ = !codes_ && inputOperand_->packed() && ctx.backend->multiplies16(precision);
-    if (multiplies16_)
-        patternsOf(ctx, p.compute, *weightOperand_, weightPatterns_);
-    else
-        weightPatterns_.discard();
-    if (!multiplies16_ && sumsDependOnCut(ctx, precision, outChannels_, N * hw, K)) {
-        forwardInPieces(ctx, p, precision);
-        return;
-    }
-    // A library that convolves the patterns itself (cuDNN, asked for) lowers nothing here.
-    const bool library16 = multiplies16_ && ctx.backend->convolves16(precision);
-    if (library16)
-        cols_.discard();
-    else
-        prepareTensor(cols_, {K, widest}, multiplies16_ ? p.compute : Format::fp32, ctx, MemoryCategory::workspace,
-                      multiplies16_, NewElements::undefined);
-    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
-    const auto sink = tapSink(ctx, name(), TensorKind::activation);
-    for (std::int64_t i = 0; i < samples.count; ++i) {
-        const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
-        if (library16) {
-            ctx.backend->convolutionForward16(g, outChannels_, inputOperand_->bits16(), n0, count,
-                                              weightPatterns_.bits16(), result.data(), precision);
-        } else if (multiplies16_) {
-            // result (Cout, count*hw) = W (Cout, K) * cols: columns n0*hw.. of the whole product
-            lowerChannels(ctx, 0, g.channels, n0, count);
-            ctx.backend->gemm16(Transpose::no, Transpose::no, outChannels_, columns, K, weightPatterns_.bits16(), K,
-                                cols_.bits16(), columns, 0.0f, result.data(), columns, precision);
-        } else {
-            lowerChannels(ctx, 0, g.channels, n0, count);
-            ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
-                              cols_.data(), columns, 0.0f, result.data(), columns, precision);
-        }
-        // Bias in fp32, one rounding to the storage format, packed into the output's block.
-        ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
-                                      output_.bits16() + n0 * hw, N * hw, outChannels_, columns, sink.stats,
-                                      sink.hist);
-    }
-}
-
-std::int64_t Conv2d::unpackedLowering(const StepContext& ctx) const
-{
-    const auto& g = geometry_;
-    return std::min(samplesPerBlock(g, deviceGranule(ctx, g.planeSize() * 2)), std::max<std::int64_t>(g.batch, 1));
-}
-
-std::vector<PieceGroups> Conv2d::loweringGroups(const StepContext& ctx, const GemmPrecision& precision,
-                                               std::int64_t M, std::int64_t sum, std::int64_t rows) const
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), packed = rows * N * hw;
-    const std::int64_t most = std::min(packedColumnValues(ctx, precision, packed) / K,
-                                       packedBlockValues(ctx, precision, packed) / rows);
-    const std::int64_t roomy = std::min(2 * packedBlockValues() / K, packedBlockValues() / rows);
-    const std::int64_t lowering = unpackedLowering(ctx);
-    std::vector<PieceGroups> blocks;
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-        const std::int64_t columns = std::min(lowering, N - n0) * hw;
-        blocks.push_back(pieceGroups(ctx.backend->gemmCut(precision, M, columns, sum), true, columns, most,
-                                     ctx.backend->threads(), roomy));
-    }
-    return blocks;
-}
-
-void Conv2d::forwardInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), lowering = unpackedLowering(ctx);
-    // The unpacked layer's products, one a block of `lowering` samples, each in groups of
-    // its pieces: a group's columns lowered from the samples they lie in.
-    const std::vector<PieceGroups> blocks = loweringGroups(ctx, precision, outChannels_, K, outChannels_);
-    std::int64_t widest = 0, widestLowered = 0;
-    for (const PieceGroups& groups : blocks) {
-        for (std::int64_t i = 0; i < groups.count(); ++i) {
-            const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1);
-            widest = std::max(widest, c1 - c0);
-            widestLowered = std::max(widestLowered, ((c1 + hw - 1) / hw - c0 / hw) * hw);
-        }
-    }
-    prepareTensor(cols_, {K, widestLowered}, Format::fp32, ctx, MemoryCategory::workspace, false,
-                  NewElements::undefined);
-    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
-    const auto sink = tapSink(ctx, name(), TensorKind::activation);
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-        const PieceGroups& groups = blocks[b];
-        const std::int64_t n0 = static_cast<std::int64_t>(b) * lowering;
-        for (std::int64_t i = 0; i < groups.count(); ++i) {
-            const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1), columns = c1 - c0;
-            const std::int64_t s0 = c0 / hw, s1 = (c1 + hw - 1) / hw;
-            lowerChannels(ctx, 0, g.channels, n0 + s0, s1 - s0);
-            gemmGroup(ctx, groups, i, Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(),
-                      K, cols_.data() + (c0 - s0 * hw), (s1 - s0) * hw, 0.0f, result.data(), columns, precision);
-            ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
-                                          output_.bits16() + n0 * hw + c0, N * hw, outChannels_, columns, sink.stats,
-                                          sink.hist);
-        }
-    }
-}
-
-void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
-    const std::int64_t k2 = std::int64_t{kernel_} * kernel_, budget = packedBlockValues(ctx, filterGemm, dY.size());
-    const Format f = dY.storage();
-    const std::uint16_t* dYBits = dY.bits16();
-
-    // db (Cout) = row sums of dY, in double, in the order sumRows adds them.
-    ctx.backend->sumRows16(f, dYBits, outChannels_, N * hw, bias_.grad.data());
-
-    // dW (Cout, K) = dY (Cout, N*hw) * cols^T, summed over the same blocks of samples as the
-    // unpacked layer lowers (samplesPerBlock), each block's GEMM cut into blocks of dW's rows
-    // (output channels, dY widened) and columns (input channels, lowered).
-    const std::int64_t lowering = unpackedLowering(ctx), span = lowering * hw;
-    // Channels first (their blocks' columns against all rows), then rows against the
-    // narrowest block of columns, so that every block is as wide as leastGemmBlock says.
-    const Pieces channelBlocks = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
-                                          deviceGranule(ctx, k2 * 4));
-    const bool patterns = readsPatterns(ctx, filterGemm, p, f);
-    if (patterns && ctx.backend->convolvesFilter16(filterGemm)) {
-        // A library that convolves the patterns itself (cuDNN, asked for): no lowering.
-        cols_.discard();
-        for (std::int64_t n0 = 0; n0 < N; n0 += lowering)
-            ctx.backend->convolutionBackwardFilter16(g, outChannels_, inputOperand_->bits16(), dYBits, n0,
-                                                     std::min(lowering, N - n0), n0 == 0 ? 0.0f : 1.0f,
-                                                     weight_.grad.data(), filterGemm);
-        return;
-    }
-    if (patterns) {
-        const Pieces& channels = channelBlocks;
-        // Native 16-bit products: dY's patterns read where they are, all rows at once.
-        prepareTensor(cols_, {channels.largest() * k2, span}, p.compute, ctx, MemoryCategory::workspace, true,
-                      NewElements::undefined);
-        for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-            const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
-            for (std::int64_t j = 0; j < channels.count; ++j) {
-                const std::int64_t c0 = channels.begin(j), c1 = channels.begin(j + 1);
-                lowerChannels(ctx, c0, c1, n0, count);
-                ctx.backend->gemm16(Transpose::no, Transpose::yes, outChannels_, (c1 - c0) * k2, columns,
-                                    dYBits + n0 * hw, N * hw, cols_.bits16(), columns, n0 == 0 ? 0.0f : 1.0f,
-                                    weight_.grad.data() + c0 * k2, K, filterGemm);
-            }
-        }
-        return;
-    }
-    // The BLAS sums a product cut along its pixels as the whole: spans of all rows and columns.
-    if (const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K); cut > 0 && span >= 2 * cut) {
-        const ColumnsOfDY widened = [&](std::int64_t at, std::int64_t width, float* dst) {
-            ctx.backend->widen16(f, dYBits + at, N * hw, dst, width, outChannels_, width);
-        };
-        filterGradientInSpans(ctx, filterGemm, widened, lowering, cut, budget);
-        return;
-    }
-    // Where the backend's sums depend on the cut (and the sum is too short for spans), the
-    // unpacked layer's products whole: every row of dY's block widened, every channel lowered.
-    const bool whole = sumsDependOnCut(ctx, filterGemm, outChannels_, K, span);
-    const Pieces channels = whole ? piecesOf(C, C, 1) : channelBlocks;
-    const Pieces rows = whole ? piecesOf(outChannels_, outChannels_, 1)
-                              : piecesOf(outChannels_, budget / span, leastGemmBlock(C / channels.count * k2 * span),
-                                         deviceGranule(ctx, K * 4));
-    prepareTensor(cols_, {channels.largest() * k2, span}, Format::fp32, ctx, MemoryCategory::workspace, false,
-                  NewElements::undefined);
-    Tensor& wide = workBuffer(ctx, 0, {rows.largest(), span}, ownWork_[0]);
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-        const std::int64_t count = std::min(lowering, N - n0), columns = count * hw;
-        auto widenRows = [&](std::int64_t r0, std::int64_t r1) {
-            ctx.backend->widen16(f, dYBits + r0 * N * hw + n0 * hw, N * hw, wide.data(), columns, r1 - r0, columns);
-        };
-        if (rows.count == 1) widenRows(0, outChannels_);
-        for (std::int64_t j = 0; j < channels.count; ++j) {
-            const std::int64_t c0 = channels.begin(j), c1 = channels.begin(j + 1);
-            lowerChannels(ctx, c0, c1, n0, count);
-            for (std::int64_t i = 0; i < rows.count; ++i) {
-                const std::int64_t r0 = rows.begin(i), r1 = rows.begin(i + 1);
-                if (rows.count > 1) widenRows(r0, r1);
-                ctx.backend->gemm(Transpose::no, Transpose::yes, r1 - r0, (c1 - c0) * k2, columns, wide.data(),
-                                  columns, cols_.data(), columns, n0 == 0 ? 0.0f : 1.0f,
-                                  weight_.grad.data() + r0 * K + c0 * k2, K, filterGemm);
-            }
-        }
-    }
-}
-
-void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const ColumnsOfDY& dYColumns,
-                                   std::int64_t lowering, std::int64_t cut, std::int64_t budget)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
-    const std::int64_t span = std::min(lowering, N) * hw;
-    // Spans `length` long (a multiple of cut, at least cut), a remainder shorter than cut
-    // joining the last: each shorter than length + cut, and its samples' columns at most
-    // two samples wider.
-    const std::int64_t fits =
-        std::min(budget / outChannels_, packedColumnValues(ctx, filterGemm, outChannels_ * N * hw) / K - 2 * hw);
-    const std::int64_t length = std::max<std::int64_t>(1, fits / cut) * cut;
-    const std::int64_t widest = std::min(span, length + cut - 1);
-    prepareTensor(cols_, {K, std::min(span, (widest / hw + 2) * hw)}, Format::fp32, ctx, MemoryCategory::workspace,
-                  false, NewElements::undefined);
-    Tensor& wide = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
-    for (std::int64_t n0 = 0; n0 < N; n0 += lowering) {
-        const std::int64_t columns = std::min(lowering, N - n0) * hw;
-        std::int64_t spans = std::max<std::int64_t>(1, columns / length);
-        if (columns - spans * length >= cut) ++spans;
-        for (std::int64_t i = 0; i < spans; ++i) {
-            // Pixels [k0, k1) of the block: dY's columns widened, the samples they lie in lowered.
-            const std::int64_t k0 = i * length, k1 = i + 1 == spans ? columns : k0 + length, width = k1 - k0;
-            const std::int64_t s0 = k0 / hw, s1 = (k1 + hw - 1) / hw;
-            lowerChannels(ctx, 0, g.channels, n0 + s0, s1 - s0);
-            dYColumns(n0 * hw + k0, width, wide.data());
-            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, width, wide.data(), width,
-                              cols_.data() + (k0 - s0 * hw), (s1 - s0) * hw, n0 == 0 && i == 0 ? 0.0f : 1.0f,
-                              weight_.grad.data(), K, filterGemm);
-        }
-    }
-}
-
-void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    const Format f = dY.storage();
-    const std::uint16_t* dYBits = dY.bits16();
-    // dX in blocks of samples: dcols (K, n*hw) = W^T (K, Cout) * dY block (widened), folded
-    // by col2im into a block of dX's sums, which is rounded and packed into gradInput_.
-    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
-    // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
-    const bool patterns = readsPatterns(ctx, dataGemm, p, f);
-    if (!patterns && sumsDependOnCut(ctx, dataGemm, K, N * hw, outChannels_)) {
-        inputGradientInPieces(ctx, p, dataGemm, dY);
-        return;
-    }
-    const std::int64_t packed = std::max(outChannels_, C) * N * hw;
-    const Pieces samples = piecesOf(N,
-                                    std::min(packedColumnValues(ctx, dataGemm, packed) / K,
-                                             packedBlockValues(ctx, dataGemm, packed) / std::max(outChannels_, C)) /
-                                        hw,
-                                    leastSamples(hw, K * outChannels_), deviceGranule(ctx, hw * 2));
-    const std::int64_t widest = samples.largest() * hw;
-    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
-    Tensor* dYBlock = patterns ? nullptr : &workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
-    Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
-    const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
-    for (std::int64_t i = 0; i < samples.count; ++i) {
-        const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
-        if (patterns) {
-            ctx.backend->gemm16(Transpose::yes, Transpose::no, K, columns, outChannels_, weightPatterns_.bits16(), K,
-                                dYBits + n0 * hw, N * hw, 0.0f, cols_.data(), columns, dataGemm);
-        } else {
-            ctx.backend->widen16(f, dYBits + n0 * hw, N * hw, dYBlock->data(), columns, outChannels_, columns);
-            ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, weightOperand_->data(), K,
-                              dYBlock->data(), columns, 0.0f, cols_.data(), columns, dataGemm);
-        }
-        ConvGeometry part = g;
-        part.batch = count;
-        ctx.backend->col2im(part, cols_.data(), 0, count, sums.data(), 0);
-        ctx.backend->roundTo16(p.storage, sums.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C, columns,
-                               sink.stats, sink.hist);
-    }
-}
-
-void Conv2d::inputGradientInPieces(StepContext& ctx, const StepPrecision& p, const GemmPrecision& dataGemm,
-                                   const Tensor& dY)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    const std::int64_t lowering = unpackedLowering(ctx);
-    // The unpacked layer's products, dcols (K, count*hw) = W^T dY of a block of `lowering`
-    // samples, each in groups of its pieces. A group's columns follow the columns of the
-    // sample the last group left unfinished (the carry, under one sample), the samples
-    // completed are folded (col2im over the buffer's rows, ld apart), and the columns of the
-    // next unfinished one move to the buffer's front.
-    const std::vector<PieceGroups> blocks = loweringGroups(ctx, dataGemm, K, outChannels_, std::max(outChannels_, C));
-    std::int64_t widest = 0;
-    for (const PieceGroups& groups : blocks) widest = std::max(widest, groups.largest());
-    const std::int64_t ld = widest + hw - 1;
-    prepareTensor(cols_, {K, ld}, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
-    Tensor& dYBlock = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
-    Tensor& sums = workBuffer(ctx, 1, {C, ld}, ownWork_[1]);
-    const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-        const PieceGroups& groups = blocks[b];
-        const std::int64_t n0 = static_cast<std::int64_t>(b) * lowering;
-        std::int64_t folded = 0;   // the block's samples folded so far
-        for (std::int64_t i = 0; i < groups.count(); ++i) {
-            const std::int64_t c0 = groups.begin(i), c1 = groups.begin(i + 1), columns = c1 - c0;
-            const std::int64_t carry = c0 - folded * hw;
-            ctx.backend->widen16(dY.storage(), dY.bits16() + n0 * hw + c0, N * hw, dYBlock.data(), columns,
-                                 outChannels_, columns);
-            gemmGroup(ctx, groups, i, Transpose::yes, Transpose::no, K, columns, outChannels_, weightOperand_->data(), K,
-                      dYBlock.data(), columns, 0.0f, cols_.data() + carry, ld, dataGemm);
-            const std::int64_t complete = c1 / hw - folded;
-            if (complete == 0) continue;
-            ConvGeometry part = g;
-            part.batch = complete;
-            ctx.backend->col2im(part, cols_.data(), 0, complete, sums.data(), ld);
-            ctx.backend->roundTo16(p.storage, sums.data(), complete * hw, gradInput_.bits16() + (n0 + folded) * hw,
-                                   N * hw, C, complete * hw, sink.stats, sink.hist);
-            folded += complete;
-            copyColumns(ctx, cols_.data() + complete * hw, ld, cols_.data(), ld, K, c1 - folded * hw);
-        }
-    }
 }
 
 bool Conv2d::readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, const StepPrecision& p, Format f) const
@@ -575,78 +245,6 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     return &gradInput_;
 }
 
-void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput,
-                               bool needInputGrad)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize();
-    if (packs_) {   // the forward pass left no columns: lowered again, block by block
-        prepareColumns(ctx, p);
-        colsHoldWholeBatch_ = false;
-    }
-    // dY's codes (quantised from the patterns when packed); the bias gradient sums the
-    // gradient as it arrived (Transformer Engine sums it before the cast).
-    quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
-    roundedGrad_.discard();
-    // A dY within a block's budget is decoded once, whole, for both passes (as the unpacked
-    // layer reads it); a larger one block by block in each pass.
-    decodedGrad_ = gradCodes_.size() <= packedBlockValues() ? &decodedInto(ctx, 0, gradCodes_, ownWork_[0]) : nullptr;
-    if (gradOutput.packed())
-        ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, N * hw, bias_.grad.data());
-    else
-        ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
-    filterGradientLowered(ctx, p, decodedGrad_ ? *decodedGrad_ : gradOutput);
-    roundWeightGradients(ctx, p);
-    if (!needInputGrad) return;
-    prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
-                  packs_ && p.roundsStorage(), NewElements::undefined);
-    inputGradientFromCodes(ctx, p);
-}
-
-void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    // dcols (K, count*hw) = W^T (K, Cout) * dY's block decoded, as inputGradientLowered, over
-    // the same blocks of samples (the spans of the filter gradient may have left narrower
-    // columns); col2im folds them into dX, or, packed, into a block of sums that is rounded
-    // and packed into its place.
-    prepareColumns(ctx, p);
-    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
-    const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
-    Tensor* dYBlock = decodedGrad_ ? nullptr : &workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
-    const bool packed = gradInput_.packed();
-    if (packed)
-        prepareTensor(blockSums_, {C, colsBlock_ * hw}, Format::fp32, ctx, MemoryCategory::workspace, false,
-                      NewElements::undefined);
-    else
-        blockSums_.discard();
-    // The tap where the values path has one: packed, the rounding of each block; else
-    // roundTapped below, where the storage format rounds.
-    const auto sink =
-        packed ? tapSink(ctx, name(), TensorKind::activationGrad) : TelemetryCollector::Sink{nullptr, nullptr};
-    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
-        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
-        const float* dY = decodedGrad_ ? decodedGrad_->data() + n0 * hw : dYBlock->data();
-        if (!decodedGrad_)
-            decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock->data(), columns, outChannels_, columns);
-        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, w.data(), K, dY,
-                          decodedGrad_ ? N * hw : columns, 0.0f, cols_.data(), columns, dataGemm);
-        if (!packed) {
-            ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data(), 0);
-            continue;
-        }
-        ConvGeometry part = g;
-        part.batch = count;
-        ctx.backend->col2im(part, cols_.data(), 0, count, blockSums_.data(), 0);
-        ctx.backend->roundTo16(p.storage, blockSums_.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C,
-                               columns, sink.stats, sink.hist);
-    }
-    if (!packed && p.roundsStorage())
-        roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
-                    TensorKind::activationGrad);
-}
-
 void Conv2d::roundWeightGradients(StepContext& ctx, const StepPrecision& p)
 {
     if (!p.roundsStorage()) return;
@@ -667,34 +265,36 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     // block by block of the lowering.
     const bool mx = p.quant.blockScaled();
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
-    if (codes_ && !decodedGrad_) {
-        // dY's columns decoded span by span where the BLAS cuts the sum anyway, else block by block.
-        const ColumnsOfDY decoded = [&](std::int64_t at, std::int64_t width, float* dst) {
-            decodeRows(ctx, gradCodes_, at, N * hw, dst, width, outChannels_, width);
-        };
-        const std::int64_t span = block * hw, cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K);
-        if (cut > 0 && span >= 2 * cut) {
+    // Held as codes and not decoded whole: dY's columns decoded span by span where the BLAS
+    // cuts the sum anyway, else block by block into the first work buffer.
+    const bool decodes = codes_ && !decodedGrad_;
+    const ColumnsOfDY decoded = [&](std::int64_t at, std::int64_t width, float* dst) {
+        decodeRows(ctx, gradCodes_, at, N * hw, dst, width, outChannels_, width);
+    };
+    if (decodes) {
+        const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K);
+        if (cut > 0 && block * hw >= 2 * cut) {
             filterGradientInSpans(ctx, filterGemm, decoded, block, cut,
                                   packedBlockValues(ctx, filterGemm, outChannels_ * N * hw));
             return;
         }
-        Tensor& wide = workBuffer(ctx, 0, {outChannels_, std::min(block, N) * hw}, ownWork_[0]);
-        for (std::int64_t n0 = 0; n0 < N; n0 += block) {
-            const std::int64_t count = std::min(block, N - n0);
-            decoded(n0 * hw, count * hw, wide.data());
-            if (!colsHoldWholeBatch_) lowerChannels(ctx, 0, g.channels, n0, count);
-            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw, wide.data(), count * hw,
-                              cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
-        }
-        return;
     }
+    Tensor* wide = decodes ? &workBuffer(ctx, 0, {outChannels_, std::min(block, N) * hw}, ownWork_[0]) : nullptr;
     if (mx)
         prepareQuantized(roundedGrad_, dY.shape(), quantizedStorageOf(p, OperandRole::gradOutput), ctx,
                          MemoryCategory::workspace);
     const float gradAmax = mx ? nvfp4TensorAmax(ctx, p, dY) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += block) {
         const std::int64_t count = std::min(block, N - n0);
-        const float* dYBlock = dY.data() + n0 * hw;
+        const float* dYBlock = nullptr;
+        std::int64_t ld = N * hw;
+        if (decodes) {
+            decoded(n0 * hw, count * hw, wide->data());
+            dYBlock = wide->data();
+            ld = count * hw;
+        } else {
+            dYBlock = dY.data() + n0 * hw;
+        }
         if (mx) {
             quantizeBlocks(ctx, p, dYBlock, roundedGrad_.data() + n0 * hw, outChannels_, count * hw, N * hw, true,
                            name(), OperandRole::gradOutput, gradAmax);
@@ -703,9 +303,8 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
         } else if (!colsHoldWholeBatch_) {
             lowerChannels(ctx, 0, g.channels, n0, count);
         }
-        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw,
-                          dYBlock, N * hw, cols_.data(), count * hw, n0 == 0 ? 0.0f : 1.0f,
-                          weight_.grad.data(), K, filterGemm);
+        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, count * hw, dYBlock, ld, cols_.data(),
+                          count * hw, n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
     }
 }
 
