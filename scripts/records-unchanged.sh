@@ -10,6 +10,7 @@
 #   scripts/records-unchanged.sh BASE [this tree's plab, default build/app/plab]
 # The environment goes to both (PLAB_PACKED_STORAGE=on checks the packed 16-bit path, whose
 # memory figures differ by design: RECORDS_IGNORE_MEMORY=1 leaves the "memory" key out).
+# RECORDS_ONLY=REGEX runs only the runs whose names match (grep -E), for a quick look.
 # Needs the data the set-up fetches (~/.local/share/precision-lab/data).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -64,8 +65,9 @@ done
 mlp_epochs="--model mlp --widths 16,8 --recipe amp-fp16 --max-steps 0 --histogram-every 10 --eval-every 0"
 runs+=("epochs|$mlp_epochs --batch 600 --epochs 3 --write-batches $out/epochs.batches")
 runs+=("batch-file|$mlp_epochs --read-batches $out/epochs.batches")
-# fp8-delayed: its quantised copies held as FP8 codes, conv1's filter gradient decoded in spans.
-for recipe in pure-bf16 amp-fp16 fp8-delayed; do
+# fp8-delayed: its quantised copies held as FP8 codes, conv1's filter gradient decoded in spans;
+# mxfp8 and nvfp4: dY quantised a lowering block at a time, activations packed around them.
+for recipe in pure-bf16 amp-fp16 fp8-delayed mxfp8 nvfp4; do
   runs+=("seed-cnn-$recipe|--model seed-cnn --recipe $recipe --arithmetic exact --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")
 done
 runs+=("seed-cnn-fp16-accumulate|--model seed-cnn --recipe amp-fp16 --fp32-accumulate off --batch 64 --max-steps 3 --histogram-every 1 --eval-every 0")
@@ -74,6 +76,7 @@ failed=0
 for entry in "${runs[@]}"; do
   name="${entry%%|*}"
   flags="${entry#*|}"
+  if [ -n "${RECORDS_ONLY:-}" ] && ! grep -Eq -- "$RECORDS_ONLY" <<<"$name"; then continue; fi
   common="--threads 1 --seed 3 --quiet"
   case "$flags" in
     *--epochs*|*--read-batches*) ;;

@@ -465,8 +465,11 @@ private slots:
         for (std::int64_t i = 0; i < dY.size(); ++i)
             dY[i] = roundTo(Format::bf16, (i % 2 ? -1.0f : 1.0f) * std::ldexp(rng.uniform(0.5f, 1.0f), int(i % 5) - 8));
         const Tensor dY0 = dY;
-        const Tensor* dX = conv.backward(dY, h.ctx, true);
-        QVERIFY(dX);
+        const Tensor* packedDX = conv.backward(dY, h.ctx, true);
+        QVERIFY(packedDX);
+        Tensor dXValues = *packedDX;
+        dXValues.unpack();   // held packed in bf16 around quantised operands (the CPU's default)
+        const Tensor* dX = &dXValues;
 
         // cols (K, P): row c*9 + ky*3 + kx, column n*hw + y*W + x, zero outside the input.
         auto col = [&](std::int64_t row, std::int64_t pixel) -> float {
@@ -572,7 +575,9 @@ private slots:
     // (1 -> 16 channels, 40 samples of 28 x 28; the test does not see which way it went),
     // one whose backward passes run over two blocks of the lowering (64 -> 16 channels, 80
     // samples), a small one, and a Linear layer; with bf16 activations (packed around the
-    // codes) and with fp32 ones (compute fp32 under FP8: codes, nothing packed).
+    // codes) and with fp32 ones (compute fp32 under FP8: codes, nothing packed). MX and
+    // NVFP4 likewise: quantised a block of the lowering at a time (mxInBlocks), the
+    // activations packed around them, against a whole copy of each operand in the layer.
     void codesGiveTheValuesBits_data()
     {
         QTest::addColumn<QString>("preset");
@@ -585,6 +590,10 @@ private slots:
                 const char* storage = fp32Storage ? "fp32" : "bf16";
                 QTest::addRow("fp8-delayed, %s, blocks of %lld", storage, block) << "fp8-delayed" << fp32Storage << block;
                 QTest::addRow("fp8-current, %s, blocks of %lld", storage, block) << "fp8-current" << fp32Storage << block;
+                // MX and NVFP4 quantised block by block of the lowering (mxInBlocks) against
+                // whole copies in each layer.
+                for (const char* mx : {"mxfp8", "mxfp4", "nvfp4"})
+                    QTest::addRow("%s, %s, blocks of %lld", mx, storage, block) << mx << fp32Storage << block;
             }
     }
     void codesGiveTheValuesBits()
@@ -668,17 +677,23 @@ private slots:
         QTest::newRow("fp8-current") << "fp8-current" << true << qint64(2800 + 420 + 4 * (2800 + 420));
         // Held as fp32 values (as a device holds them): counted as the codes with a scale each.
         QTest::newRow("fp8-current, values") << "fp8-current" << false << qint64(2800 + 4 + 420 + 4);
+        // MX and NVFP4 on the CPU (mxInBlocks): no whole quantised copy is kept; what the GEMM
+        // reads is fp32 and counted so: the input's values in the layer's own work buffer, the
+        // weights' in the layer's copy.
+        for (const char* preset : {"mxfp8", "mxfp4", "nvfp4"})
+            QTest::addRow("%s", preset) << preset << true << qint64(4 * 2800 + 4 * 420);
+        // Held as a device holds them: counted as the format stores them.
         // MXFP8: a byte a value and an E8M0 byte per 32 values (2800 / 32 -> 88, 420 / 32 -> 14).
-        QTest::newRow("mxfp8") << "mxfp8" << true << qint64(2800 + 88 + 420 + 14);
+        QTest::newRow("mxfp8, values") << "mxfp8" << false << qint64(2800 + 88 + 420 + 14);
         // MXFP4: half a byte a value.
-        QTest::newRow("mxfp4") << "mxfp4" << true << qint64(1400 + 88 + 210 + 14);
+        QTest::newRow("mxfp4, values") << "mxfp4" << false << qint64(1400 + 88 + 210 + 14);
         // NVFP4: half a byte a value, an E4M3 byte per 16 (175, 27), an fp32 tensor scale each.
-        QTest::newRow("nvfp4") << "nvfp4" << true << qint64(1400 + 175 + 4 + 210 + 27 + 4);
+        QTest::newRow("nvfp4, values") << "nvfp4" << false << qint64(1400 + 175 + 4 + 210 + 27 + 4);
     }
     void memoryCountsQuantisedCopies()
     {
         // The memory chart counts a quantised operand as the hardware would store it: FP8's
-        // codes are held so on the CPU; MX and NVFP4 copies are still held in fp32 there.
+        // codes are held so on the CPU; MX and NVFP4 ones are fp32 there, as counted.
         QFETCH(QString, preset);
         QFETCH(bool, held);
         QFETCH(qint64, expected);

@@ -308,6 +308,10 @@ private slots:
         QTest::addRow("fp8-delayed") << "fp8-delayed" << "exact" << "{}";
         QTest::addRow("fp8-current hardware") << "fp8-current" << "hardware" << "{}";
         QTest::addRow("fp8 layers in fp32") << "fp32" << "exact" << R"({"layer": "conv2=fp8-current,fc1=fp8-delayed"})";
+        // MX and NVFP4: quantised block by block, the activations packed around them, against
+        // whole copies in each layer.
+        QTest::addRow("mxfp8") << "mxfp8" << "exact" << "{}";
+        QTest::addRow("nvfp4 hardware") << "nvfp4" << "hardware" << "{}";
     }
     void packedStorageGivesTheSameRecord()
     {

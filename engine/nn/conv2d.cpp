@@ -63,21 +63,24 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
     // the compute format, not quantised), or quantised from them into codes; else it is
     // read as fp32.
     codes_ = holdsCodes(ctx, p);
-    packs_ = codes_ ? packsAroundCodes(ctx, p) : packsStorage(ctx, p);
+    mxInBlocks_ = mxInBlocks(ctx, p);
+    packs_ = codes_ || mxInBlocks_ ? packsAroundQuantized(ctx, p) : packsStorage(ctx, p);
     multiplies16_ = false;   // forwardPacked says
-    if (input.packed() && !codes_ && !(packs_ && input.storage() == p.compute)) input.unpack();
-    if (!codes_) {   // (a recipe changed mid-run: codes held before are freed)
+    if (input.packed() && !codes_ && !mxInBlocks_ && !(packs_ && input.storage() == p.compute)) input.unpack();
+    if (!codes_)   // (a recipe changed mid-run: codes held before are freed)
         for (Fp8Codes* c : {&inputCodes_, &weightCodes_, &gradCodes_}) c->discard();
-        blockSums_.discard();
-    }
+    if (!codes_ && !mxInBlocks_) blockSums_.discard();
 
     // tf32 rounds the fp32 activation operand here (its outputs stay fp32, so this is the
     // rounding site telemetry shows for tf32); fp16/bf16 inputs already are in the format.
     const bool mx = p.quant.blockScaled();
     if (mx) {
         // MX: the reduction runs over the patch (C*k*k): W in blocks along its rows, the
-        // lowered columns in blocks down theirs, once lowered (lowerAndMultiply).
+        // lowered columns in blocks down theirs, once lowered (lowerAndMultiply; from the
+        // patterns of a packed input under mxInBlocks_). The lowered input holds every input
+        // value (and padding zeros): under NVFP4 its amax is the columns' tensor amax.
         inputOperand_ = &input;
+        inputAmax_ = nvfp4TensorAmax(ctx, p, input);
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, g.patchSize(), true, roundedWeight_,
                                        name(), OperandRole::weight);
     } else if (codes_) {
@@ -117,6 +120,14 @@ bool Conv2d::readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, co
     return multiplies16_ && f == p.compute && ctx.backend->multiplies16(gemm);
 }
 
+void Conv2d::lowerInput(StepContext& ctx, const StepPrecision& p, std::int64_t n0, std::int64_t count)
+{
+    if (p.quant.blockScaled())   // lowered and quantised in one pass (blocks down the columns)
+        lowerInBlocks(ctx, p, geometry_, *inputOperand_, n0, count, cols_.data(), false, name(), inputAmax_);
+    else
+        lowerChannels(ctx, 0, geometry_.channels, n0, count);
+}
+
 void Conv2d::lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count)
 {
     // The input is (C, N, H, W): channels [c0, c1) are a smaller tensor of the same batch.
@@ -154,15 +165,9 @@ void Conv2d::lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* t
     const bool mx = p.quant.blockScaled();
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
     colsHoldWholeBatch_ = colsBlock_ >= N && !mx;
-    // The lowered columns hold every input value (and padding zeros): the input's amax,
-    // kept for the filter gradient's lowering.
-    inputAmax_ = mx ? nvfp4TensorAmax(ctx, p, *inputOperand_) : 0.0f;
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0);
-        if (mx)   // lowered and quantised in one pass
-            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), false, name(), inputAmax_);
-        else
-            lowerChannels(ctx, 0, g.channels, n0, count);
+        lowerInput(ctx, p, n0, count);
         // output[:, n0:n0+count] (Cout, count*hw) = W (Cout, K) * cols (K, count*hw)
         ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, count * hw, K,
                           weightOperand_->data(), K, cols_.data(), count * hw, 0.0f,
@@ -188,8 +193,11 @@ Tensor* Conv2d::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     requireGradientShape(name(), gradOutput, output_);
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
-    if (codes_) {
-        backwardFromCodes(ctx, p, gradOutput, needInputGrad);
+    if (codes_ || mxInBlocks_) {
+        if (codes_)
+            backwardFromCodes(ctx, p, gradOutput, needInputGrad);
+        else
+            backwardInBlocks(ctx, p, gradOutput, needInputGrad);
         return needInputGrad ? &gradInput_ : nullptr;
     }
     if (packs_ && operandAsItIs(gradOutput, p)) {   // the passes in blocks
@@ -299,7 +307,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
             quantizeBlocks(ctx, p, dYBlock, roundedGrad_.data() + n0 * hw, outChannels_, count * hw, N * hw, true,
                            name(), OperandRole::gradOutput, gradAmax);
             dYBlock = roundedGrad_.data() + n0 * hw;
-            lowerInBlocks(ctx, p, g, inputOperand_->data(), n0, count, cols_.data(), true, name(), inputAmax_);
+            lowerInBlocks(ctx, p, g, *inputOperand_, n0, count, cols_.data(), true, name(), inputAmax_);
         } else if (!colsHoldWholeBatch_) {
             lowerChannels(ctx, 0, g.channels, n0, count);
         }

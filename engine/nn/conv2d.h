@@ -54,6 +54,16 @@ private:
     // packed block by block where the layer packs (packs_).
     void backwardFromCodes(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad);
     void inputGradientFromCodes(StepContext& ctx, const StepPrecision& p);
+    // Backward under mxInBlocks_: dY quantised a block of samples at a time into the step's
+    // first work buffer (widened from its patterns when packed), never whole; the input
+    // lowered and quantised block by block as forward; dX packed block by block where the
+    // layer packs.
+    void backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad);
+    // dX from the weight operand w (fp32 values) and dY's blocks of the lowering:
+    // dYBlock(n0, count, ld) returns samples [n0, n0 + count) of dY (fp32 values, rows ld
+    // apart); into gradInput_ (packed block by block when it is packed).
+    using BlockOfDY = std::function<const float*(std::int64_t n0, std::int64_t count, std::int64_t& ld)>;
+    void inputGradientBySamples(StepContext& ctx, const StepPrecision& p, const Tensor& w, const BlockOfDY& dYBlock);
     void inputGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY, float* target);
     // The library refused a backward pass: the rest of the step's backward is lowered.
     void lowerAfterRefusal(StepContext& ctx, const StepPrecision& p);
@@ -100,6 +110,9 @@ private:
     // im2col of input channels [c0, c1) of samples [n0, n0 + count) of the input operand into
     // cols_, in the form cols_ holds: 16-bit patterns when packed (gemm16), else fp32.
     void lowerChannels(StepContext& ctx, std::int64_t c0, std::int64_t c1, std::int64_t n0, std::int64_t count);
+    // Every channel of samples [n0, n0 + count) into cols_ as the forward pass reads them:
+    // lowerChannels, or under MX lowered and quantised in blocks down the columns.
+    void lowerInput(StepContext& ctx, const StepPrecision& p, std::int64_t n0, std::int64_t count);
 
     std::int64_t inChannels_, outChannels_;
     int kernel_;
@@ -115,6 +128,7 @@ private:
     bool multiplies16_ = false;              // the packed forward pass ran gemm16 on weightPatterns_
     bool colsHoldWholeBatch_ = false;        // cols_ holds the whole batch's lowering of this step's input
     bool codes_ = false;                     // the quantised operands are Fp8Codes (holdsCodes)
+    bool mxInBlocks_ = false;                // MX / NVFP4 quantised block by block (mxInBlocks)
     std::int64_t colsBlock_ = 1;             // samples per block of cols_ (>= 1)
 
     Tensor roundedInput_;   // (Cin, N, H, W) tf32 rounding of the input
@@ -125,7 +139,7 @@ private:
     Tensor roundedGrad_;    // (Cout, N, H, W) tf32 rounding of dL/doutput
     Tensor gradInput_;       // (Cin, N, H, W)
     Fp8Codes inputCodes_, weightCodes_, gradCodes_;   // the quantised operands when codes_
-    Tensor blockSums_;      // codes_ and packed: a block of dX's sums before rounding
+    Tensor blockSums_;      // codes_ or mxInBlocks_, packed: a block of dX's sums before rounding
     const Tensor* decodedGrad_ = nullptr;   // codes_: dY decoded whole (small enough), or null
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     Tensor ownWork_[2];        // fp32 work buffers when the step has none (StepContext::work)

@@ -26,6 +26,24 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     usesLibrary_ = colsHoldWholeBatch_ = false;
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
+    if (p.quant.blockScaled()) {
+        // MX: the unpacked layer's products, a lowering block each (the pieces of
+        // forwardInPieces would lower, and count, a sample their cut splits twice), each
+        // block's result biased, rounded and packed into its place.
+        prepareColumns(ctx, p);
+        Tensor& result = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+        const auto sink = tapSink(ctx, name(), TensorKind::activation);
+        for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+            const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
+            lowerInput(ctx, p, n0, count);
+            ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
+                              cols_.data(), columns, 0.0f, result.data(), columns, precision);
+            ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
+                                          output_.bits16() + n0 * hw, N * hw, outChannels_, columns, sink.stats,
+                                          sink.hist);
+        }
+        return;
+    }
     // Blocks of samples whose columns (K, n * hw) fit packedColumnValues and whose result
     // (Cout, n * hw) fits a block, both scaled to the output.
     const std::int64_t packed = outChannels_ * N * hw;
@@ -371,16 +389,31 @@ void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const T
 
 void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
 {
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
-    // dcols (K, count*hw) = W^T (K, Cout) * dY's block decoded, as inputGradientLowered, over
-    // the same blocks of samples (the spans of the filter gradient may have left narrower
-    // columns); col2im folds them into dX, or, packed, into a block of sums that is rounded
-    // and packed into its place.
+    const std::int64_t N = geometry_.batch, hw = geometry_.planeSize();
     prepareColumns(ctx, p);
-    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
     Tensor* dYBlock = decodedGrad_ ? nullptr : &workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+    inputGradientBySamples(ctx, p, w, [&](std::int64_t n0, std::int64_t count, std::int64_t& ld) -> const float* {
+        if (decodedGrad_) {
+            ld = N * hw;
+            return decodedGrad_->data() + n0 * hw;
+        }
+        ld = count * hw;
+        decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock->data(), ld, outChannels_, ld);
+        return dYBlock->data();
+    });
+}
+
+void Conv2d::inputGradientBySamples(StepContext& ctx, const StepPrecision& p, const Tensor& w,
+                                    const BlockOfDY& dYBlock)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize(), C = g.channels;
+    // dcols (K, count*hw) = W^T (K, Cout) * dY's block, as inputGradientLowered, over the
+    // same blocks of samples (the spans of the filter gradient may have left narrower
+    // columns); col2im folds them into dX, or, packed, into a block of sums that is rounded
+    // and packed into its place.
+    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     const bool packed = gradInput_.packed();
     if (packed)
         prepareTensor(blockSums_, {C, colsBlock_ * hw}, Format::fp32, ctx, MemoryCategory::workspace, false,
@@ -393,11 +426,10 @@ void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
         packed ? tapSink(ctx, name(), TensorKind::activationGrad) : TelemetryCollector::Sink{nullptr, nullptr};
     for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
         const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
-        const float* dY = decodedGrad_ ? decodedGrad_->data() + n0 * hw : dYBlock->data();
-        if (!decodedGrad_)
-            decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock->data(), columns, outChannels_, columns);
-        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, w.data(), K, dY,
-                          decodedGrad_ ? N * hw : columns, 0.0f, cols_.data(), columns, dataGemm);
+        std::int64_t ld = 0;
+        const float* dY = dYBlock(n0, count, ld);
+        ctx.backend->gemm(Transpose::yes, Transpose::no, K, columns, outChannels_, w.data(), K, dY, ld, 0.0f,
+                          cols_.data(), columns, dataGemm);
         if (!packed) {
             ctx.backend->col2im(g, cols_.data(), n0, count, gradInput_.data(), 0);
             continue;
@@ -411,6 +443,61 @@ void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
     if (!packed && p.roundsStorage())
         roundTapped(ctx, p.storage, gradInput_.data(), gradInput_.data(), gradInput_.size(), name(),
                     TensorKind::activationGrad);
+}
+
+void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    // As filterGradientLowered and inputGradientLowered quantise dY under MX, but a block of
+    // samples at a time, in the step's first work buffer: its columns of the lowering block
+    // copied (widened when packed) and quantised there, in blocks along its rows for the
+    // filter gradient (blocks start where the lowering block does, as there) and down its
+    // columns for the input gradient (each column on its own). No whole quantised copy.
+    prepareColumns(ctx, p);
+    roundedGrad_.discard();
+    const float gradAmax = nvfp4TensorAmax(ctx, p, gradOutput);
+    Tensor& block = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+    const auto quantizedBlock = [&](std::int64_t n0, std::int64_t count, bool alongRows) {
+        const std::int64_t columns = count * hw;
+        if (gradOutput.packed())
+            ctx.backend->widen16(gradOutput.storage(), gradOutput.bits16() + n0 * hw, N * hw, block.data(), columns,
+                                 outChannels_, columns);
+        else
+            copyColumns(ctx, gradOutput.data() + n0 * hw, N * hw, block.data(), columns, outChannels_, columns);
+        quantizeBlocks(ctx, p, block.data(), block.data(), outChannels_, columns, columns, alongRows, name(),
+                       OperandRole::gradOutput, gradAmax);
+        return block.data();
+    };
+    // The bias gradient sums the gradient as it arrived (Transformer Engine sums it before the cast).
+    if (gradOutput.packed())
+        ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, N * hw, bias_.grad.data());
+    else
+        ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
+
+    // dW (Cout, K) = dY (Cout, N*hw) * cols^T: this GEMM sums over pixels, so dY and the
+    // columns go in blocks along their rows.
+    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
+        const float* dY = quantizedBlock(n0, count, true);
+        lowerInBlocks(ctx, p, g, *inputOperand_, n0, count, cols_.data(), true, name(), inputAmax_);
+        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, columns, dY, columns, cols_.data(), columns,
+                          n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
+    }
+    roundWeightGradients(ctx, p);
+    if (!needInputGrad) return;
+
+    // dX: this GEMM sums over Cout, so W and dY go in blocks down their columns.
+    prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
+                  packs_ && p.roundsStorage(), NewElements::undefined);
+    weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, K, false, roundedWeight_, name(),
+                                   OperandRole::weight);
+    inputGradientBySamples(ctx, p, *weightOperand_,
+                           [&](std::int64_t n0, std::int64_t count, std::int64_t& ld) -> const float* {
+        ld = count * hw;
+        return quantizedBlock(n0, count, false);
+    });
 }
 
 }  // namespace plab

@@ -433,9 +433,14 @@ const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const T
     return out;
 }
 
-bool packsAroundCodes(const StepContext& ctx, const StepPrecision& p)
+bool mxInBlocks(const StepContext& ctx, const StepPrecision& p)
 {
-    return holdsCodes(ctx, p) && packableStorage(p.storage, false);
+    return p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
+}
+
+bool packsAroundQuantized(const StepContext& ctx, const StepPrecision& p)
+{
+    return (holdsCodes(ctx, p) || mxInBlocks(ctx, p)) && packableStorage(p.storage, false);
 }
 
 void decodeRows(StepContext& ctx, const Fp8Codes& codes, std::int64_t at, std::int64_t ld, float* dst,
@@ -475,7 +480,8 @@ const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tenso
 
 float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t)
 {
-    return p.quant.mode == QuantMode::nvfp4 ? ctx.backend->amax(t.data(), t.size()) : 0.0f;
+    if (p.quant.mode != QuantMode::nvfp4) return 0.0f;
+    return t.packed() ? ctx.backend->amax16(t.storage(), t.bits16(), t.size()) : ctx.backend->amax(t.data(), t.size());
 }
 
 namespace {
@@ -525,7 +531,7 @@ void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, 
     });
 }
 
-void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry& g, const float* src,
+void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry& g, const Tensor& src,
                    std::int64_t n0, std::int64_t count, float* cols, bool alongRows, std::string_view layer,
                    float tensorAmax)
 {
@@ -533,8 +539,12 @@ void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry&
     const QuantizeOp op = blockOp(p, OperandRole::input, K, columns, columns, alongRows, tensorAmax);
     tappedBlocks(ctx, op, layer, OperandRole::input,
                  [&](RoundingStats* stats, GradientHistogram* hist, GradientHistogram* scales) {
-        if (ctx.backend->im2colQuantize(g, src, n0, count, cols, op, stats, hist, scales)) return;
-        ctx.backend->im2col(g, src, n0, count, cols);
+        if (src.packed())
+            ctx.backend->im2colPacked(g, src.storage(), src.bits16(), n0, count, cols);
+        else if (ctx.backend->im2colQuantize(g, src.data(), n0, count, cols, op, stats, hist, scales))
+            return;
+        else
+            ctx.backend->im2col(g, src.data(), n0, count, cols);
         ctx.backend->quantize(op, cols, cols, K * columns, stats, hist, scales);
     });
 }
@@ -547,10 +557,30 @@ const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tenso
         throw std::invalid_argument("Layer " + std::string(layer) + " quantises a tensor of " +
                                     std::to_string(t.size()) + " values as " + std::to_string(rows) + " x " +
                                     std::to_string(cols) + ".");
-    prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
+    // Held as the fp32 values the GEMM reads; counted so where whole copies are not the
+    // rule (mxInBlocks: these are the weights' and a linear layer's small dY), else as the
+    // format stores them (a device's MX copy).
+    if (mxInBlocks(ctx, p))
+        prepareTensor(workspace, t.shape(), Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
+    else
+        prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
     quantizeBlocks(ctx, p, t.data(), workspace.data(), rows, cols, cols, alongRows, layer, role,
                    nvfp4TensorAmax(ctx, p, t));
     return workspace;
+}
+
+const Tensor& blockOperandInto(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
+                               std::int64_t cols, bool alongRows, int slot, Tensor& own, std::string_view layer,
+                               OperandRole role)
+{
+    if (rows * cols != t.size() || t.packed())
+        throw std::invalid_argument("Layer " + std::string(layer) + " quantises a tensor of " +
+                                    std::to_string(t.size()) + " values as " + std::to_string(rows) + " x " +
+                                    std::to_string(cols) + (t.packed() ? " from its 16-bit patterns." : "."));
+    Tensor& values = workBuffer(ctx, slot, t.shape(), own);
+    quantizeBlocks(ctx, p, t.data(), values.data(), rows, cols, cols, alongRows, layer, role,
+                   nvfp4TensorAmax(ctx, p, t));
+    return values;
 }
 
 }  // namespace plab

@@ -106,9 +106,17 @@ bool holdsCodes(const StepContext& ctx, const StepPrecision& p);
 // read from its patterns).
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
-// Whether a layer that holds codes also holds its output and input gradient packed in their
-// 16-bit storage format (as packsStorage, for layers whose operands are not quantised).
-bool packsAroundCodes(const StepContext& ctx, const StepPrecision& p);
+// Whether a layer of precision p quantises in MX or NVFP4 blocks without holding a whole
+// quantised copy: each block of samples (or the whole operand, for a linear layer) is
+// quantised into a step work buffer just before the GEMM that reads it, as fp32 values
+// (counted so). On a backend that holds FP8 codes (the CPU), where tensors are held in their
+// format's bytes (packsStorageOn; PLAB_PACKED_STORAGE=off keeps a whole copy per operand
+// in each layer, as the CUDA backend does).
+bool mxInBlocks(const StepContext& ctx, const StepPrecision& p);
+// Whether a layer that quantises so (holdsCodes or mxInBlocks) also holds its output and
+// input gradient packed in their 16-bit storage format (as packsStorage, for layers whose
+// operands are not quantised).
+bool packsAroundQuantized(const StepContext& ctx, const StepPrecision& p);
 // The values of codes (what quantizedOperand writes, bit for bit), whole, in the step's fp32
 // work buffer `slot` (or `own`), shaped as the codes.
 const Tensor& decodedInto(StepContext& ctx, int slot, const Fp8Codes& codes, Tensor& own);
@@ -138,11 +146,18 @@ void quantizeBlocks(StepContext& ctx, const StepPrecision& p, const float* src, 
 // src into cols (patchSize, count * H * W) and quantised in blocks as quantizeBlocks does
 // with the input's role, in one pass where the backend has im2colQuantize (the same values
 // and counts as im2col then quantizeBlocks, which it falls back to).
-void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry& g, const float* src,
+// A packed src is lowered from its patterns (widened), then quantised.
+void lowerInBlocks(StepContext& ctx, const StepPrecision& p, const ConvGeometry& g, const Tensor& src,
                    std::int64_t n0, std::int64_t count, float* cols, bool alongRows, std::string_view layer,
                    float tensorAmax);
-// The amax of t under NVFP4 (on the backend), 0 under the other recipes (they need none).
+// The amax of t (packed or not) under NVFP4 (on the backend), 0 under the other recipes
+// (they need none).
 float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t);
+// blockOperand into the step's work buffer `slot` (or `own`): the quantised values, in fp32,
+// for GEMMs that read them before another layer runs (mxInBlocks).
+const Tensor& blockOperandInto(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
+                               std::int64_t cols, bool alongRows, int slot, Tensor& own, std::string_view layer,
+                               OperandRole role);
 // The same for a whole tensor viewed as (rows, cols), into `workspace`, which it returns.
 const Tensor& blockOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, std::int64_t rows,
                            std::int64_t cols, bool alongRows, Tensor& workspace, std::string_view layer,

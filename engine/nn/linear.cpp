@@ -47,6 +47,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     const Tensor* in = input.packed() && !readsInBlocks_ ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
     codes_ = holdsCodes(ctx, p);
+    mxInBlocks_ = mxInBlocks(ctx, p);
     // (A recipe changed mid-run: codes held before are freed.) A codes layer uses both work
     // buffers in both passes, so a packed input kept in the second (above) must not wait
     // for its backward pass across one; none does in these models (only the CNN's last
@@ -63,8 +64,13 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
         roundedInput_.discard();
         roundedWeight_.discard();
     } else if (p.quant.blockScaled()) {
-        // MX: blocks along the reduction dimension, `in` (the rows of both).
-        inputOperand_ = &blockOperand(ctx, p, *in, N, inFeatures_, true, roundedInput_, name(), OperandRole::input);
+        // MX: blocks along the reduction dimension, `in` (the rows of both); under mxInBlocks_
+        // the input's quantised values only for this GEMM, in the first work buffer.
+        if (mxInBlocks_) roundedInput_.discard();
+        inputOperand_ = mxInBlocks_ ? &blockOperandInto(ctx, p, *in, N, inFeatures_, true, 0, ownGradWork_, name(),
+                                                        OperandRole::input)
+                                    : &blockOperand(ctx, p, *in, N, inFeatures_, true, roundedInput_, name(),
+                                                    OperandRole::input);
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
                                        OperandRole::weight);
     } else {
@@ -125,7 +131,10 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     const Tensor& dY = mx      ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
                        : codes_ ? decodedGrad_
                                : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
-    if (mx) inputOperand_ = &blockOperand(ctx, p, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
+    if (mx)   // (the first work buffer is free until dX's sums below)
+        inputOperand_ = mxInBlocks_
+                            ? &blockOperandInto(ctx, p, *input_, N, I, false, 0, ownGradWork_, name(), OperandRole::input)
+                            : &blockOperand(ctx, p, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
     // The bias gradient from the gradient as it arrived (Transformer Engine sums it before
     // the cast); without quantisation that is the operand itself, unless tf32 rounded it.
     const Tensor& dYForBias = p.quantizes() ? gradOutput : dY;   // (N, out)
@@ -163,7 +172,8 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // dX (N, in) = dY (N, out) * W (out, in); packed when the input arrived packed and the
     // layer packs, block of rows by block (through the first work buffer).
     const bool packsGrad =
-        inputArrivedPacked_ && (codes_ ? packsAroundCodes(ctx, p) : packsStorage(ctx, p)) && p.roundsStorage();
+        inputArrivedPacked_ && (codes_ || mxInBlocks_ ? packsAroundQuantized(ctx, p) : packsStorage(ctx, p)) &&
+        p.roundsStorage();
     prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace, packsGrad,
                   NewElements::undefined);
     const Tensor& dYRows =

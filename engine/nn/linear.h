@@ -48,6 +48,7 @@ private:
     Tensor ownWork_;       // the widened input (or a block of it) when the step has no work buffers
     Tensor ownGradWork_;   // a block of dX before rounding, likewise
     bool codes_ = false;   // the quantised operands are Fp8Codes (holdsCodes), decoded for each GEMM
+    bool mxInBlocks_ = false;   // MX / NVFP4: the input's quantised values in a work buffer (mxInBlocks)
     Fp8Codes inputCodes_, weightCodes_, gradCodes_;
     Tensor decodedGrad_;   // codes_: dY decoded for backward's GEMMs
 };

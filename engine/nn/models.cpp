@@ -211,7 +211,7 @@ private:
         // there): conv1 then lowers the compute format's patterns as the others do. A
         // linear first layer would widen them again, block by block, to save 2 bytes a
         // pixel (the MLPs' packed steps measured 3-8% slower so, bench/RESULTS.md).
-        const bool packs = packsImages_ && (packsStorage(ctx, p) || packsAroundCodes(ctx, p)) &&
+        const bool packs = packsImages_ && (packsStorage(ctx, p) || packsAroundQuantized(ctx, p)) &&
                            !ctx.backend->allocator();   // fp16 or bf16
         prepareTensor(input_, {1, count, kImageSide, kImageSide}, p.storage, ctx, MemoryCategory::activations, packs);
         if (packs) {
