@@ -59,6 +59,12 @@ private:
     // lowered and quantised block by block as forward; dX packed block by block where the
     // layer packs.
     void backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad);
+    // Its filter gradient a lowering block at a time: dYOf(n0, count, alongRows) returns the
+    // block's quantised dY (rows count * H * W apart).
+    void filterGradientByLoweringBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& filterGemm,
+                                        const std::function<const float*(std::int64_t, std::int64_t, bool)>& dYOf);
+    // The packed forward pass under MX (forwardPacked).
+    void forwardInBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision);
     // dX from the weight operand w (fp32 values) and dY's blocks of the lowering:
     // dYBlock(n0, count, ld) returns samples [n0, n0 + count) of dY (fp32 values, rows ld
     // apart); into gradInput_ (packed block by block when it is packed).
@@ -101,8 +107,12 @@ private:
     // dYColumns(at, width, dst) writes dY's columns [at, at + width) of every row (rows N * H * W
     // apart in dY) into dst (rows width apart), as fp32: widened or decoded.
     using ColumnsOfDY = std::function<void(std::int64_t at, std::int64_t width, float* dst)>;
+    // quantizeColumns (may be empty; MX) is called on each span's columns once lowered
+    // (width columns from `columns`, rows ld apart).
+    using SpanOfColumns = std::function<void(float* columns, std::int64_t ld, std::int64_t width)>;
     void filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const ColumnsOfDY& dYColumns,
-                               std::int64_t lowering, std::int64_t cut, std::int64_t budget);
+                               std::int64_t lowering, std::int64_t cut, std::int64_t budget,
+                               const SpanOfColumns& quantizeColumns = {});
     void inputGradientPacked(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
     // Whether a backward GEMM of the packed passes reads 16-bit patterns (gemm16): the
     // forward pass did, and dY (stored in f) is in the compute format.

@@ -27,21 +27,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     usesLibrary_ = colsHoldWholeBatch_ = false;
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::weight, OperandRole::input);
     if (p.quant.blockScaled()) {
-        // MX: the unpacked layer's products, a lowering block each (the pieces of
-        // forwardInPieces would lower, and count, a sample their cut splits twice), each
-        // block's result biased, rounded and packed into its place.
-        prepareColumns(ctx, p);
-        Tensor& result = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
-        const auto sink = tapSink(ctx, name(), TensorKind::activation);
-        for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
-            const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
-            lowerInput(ctx, p, n0, count);
-            ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, columns, K, weightOperand_->data(), K,
-                              cols_.data(), columns, 0.0f, result.data(), columns, precision);
-            ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
-                                          output_.bits16() + n0 * hw, N * hw, outChannels_, columns, sink.stats,
-                                          sink.hist);
-        }
+        forwardInBlocks(ctx, p, precision);
         return;
     }
     // Blocks of samples whose columns (K, n * hw) fit packedColumnValues and whose result
@@ -92,6 +78,59 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
         ctx.backend->addBiasRoundTo16(p.storage, result.data(), columns, bias_.value.data(),
                                       output_.bits16() + n0 * hw, N * hw, outChannels_, columns, sink.stats,
                                       sink.hist);
+    }
+}
+
+void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    // MX: each block of the unpacked layer's lowering lowered and quantised once, whole (the
+    // pieces of forwardInPieces would lower, and count, a sample their cut splits twice;
+    // quantised down the columns, a block of columns is the whole's). Its product in blocks
+    // of columns: groups of the backend's pieces where its sums depend on the cut, else
+    // blocks of at most a block's budget; each biased, rounded and packed into its place.
+    prepareColumns(ctx, p);
+    const std::vector<PieceGroups> blocks = loweringGroups(ctx, precision, outChannels_, K, outChannels_);
+    const std::int64_t most = packedBlockValues(ctx, precision, outChannels_ * N * hw) / outChannels_;
+    const std::int64_t least = leastGemmBlock(outChannels_ * K);
+    // Block b's column blocks: [begin(i), begin(i + 1)).
+    const auto columnBlocks = [&](std::size_t b, std::int64_t columns) {
+        std::vector<std::int64_t> begins;
+        if (blocks[b].cut.count > 0) {
+            for (std::int64_t i = 0; i <= blocks[b].count(); ++i) begins.push_back(blocks[b].begin(i));
+        } else {
+            const Pieces pieces = piecesOf(columns, most, least);
+            for (std::int64_t i = 0; i <= pieces.count; ++i) begins.push_back(pieces.begin(i));
+        }
+        return begins;
+    };
+    std::int64_t widest = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const std::int64_t n0 = static_cast<std::int64_t>(b) * colsBlock_;
+        const auto begins = columnBlocks(b, std::min(colsBlock_, N - n0) * hw);
+        for (std::size_t i = 0; i + 1 < begins.size(); ++i) widest = std::max(widest, begins[i + 1] - begins[i]);
+    }
+    Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
+    const auto sink = tapSink(ctx, name(), TensorKind::activation);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const std::int64_t n0 = static_cast<std::int64_t>(b) * colsBlock_;
+        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
+        lowerInput(ctx, p, n0, count);
+        const auto begins = columnBlocks(b, columns);
+        for (std::size_t i = 0; i + 1 < begins.size(); ++i) {
+            const std::int64_t c0 = begins[i], width = begins[i + 1] - c0;
+            if (blocks[b].cut.count > 0)
+                gemmGroup(ctx, blocks[b], static_cast<std::int64_t>(i), Transpose::no, Transpose::no, outChannels_,
+                          width, K, weightOperand_->data(), K, cols_.data() + c0, columns, 0.0f, result.data(), width,
+                          precision);
+            else
+                ctx.backend->gemm(Transpose::no, Transpose::no, outChannels_, width, K, weightOperand_->data(), K,
+                                  cols_.data() + c0, columns, 0.0f, result.data(), width, precision);
+            ctx.backend->addBiasRoundTo16(p.storage, result.data(), width, bias_.value.data(),
+                                          output_.bits16() + n0 * hw + c0, N * hw, outChannels_, width, sink.stats,
+                                          sink.hist);
+        }
     }
 }
 
@@ -240,7 +279,8 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
 }
 
 void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filterGemm, const ColumnsOfDY& dYColumns,
-                                   std::int64_t lowering, std::int64_t cut, std::int64_t budget)
+                                   std::int64_t lowering, std::int64_t cut, std::int64_t budget,
+                                   const SpanOfColumns& quantizeColumns)
 {
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
@@ -264,6 +304,7 @@ void Conv2d::filterGradientInSpans(StepContext& ctx, const GemmPrecision& filter
             const std::int64_t k0 = i * length, k1 = i + 1 == spans ? columns : k0 + length, width = k1 - k0;
             const std::int64_t s0 = k0 / hw, s1 = (k1 + hw - 1) / hw;
             lowerChannels(ctx, 0, g.channels, n0 + s0, s1 - s0);
+            if (quantizeColumns) quantizeColumns(cols_.data() + (k0 - s0 * hw), (s1 - s0) * hw, width);
             dYColumns(n0 * hw + k0, width, wide.data());
             ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, width, wide.data(), width,
                               cols_.data() + (k0 - s0 * hw), (s1 - s0) * hw, n0 == 0 && i == 0 ? 0.0f : 1.0f,
@@ -457,16 +498,20 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
     prepareColumns(ctx, p);
     roundedGrad_.discard();
     const float gradAmax = nvfp4TensorAmax(ctx, p, gradOutput);
-    Tensor& block = workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
-    const auto quantizedBlock = [&](std::int64_t n0, std::int64_t count, bool alongRows) {
-        const std::int64_t columns = count * hw;
+    // dY's columns [at, at + width) of every row copied (widened when packed) into dst (rows
+    // width apart) and quantised there; a block of samples so in the first work buffer.
+    const auto quantizedColumns = [&](std::int64_t at, std::int64_t width, float* dst, bool alongRows) {
         if (gradOutput.packed())
-            ctx.backend->widen16(gradOutput.storage(), gradOutput.bits16() + n0 * hw, N * hw, block.data(), columns,
-                                 outChannels_, columns);
+            ctx.backend->widen16(gradOutput.storage(), gradOutput.bits16() + at, N * hw, dst, width, outChannels_,
+                                 width);
         else
-            copyColumns(ctx, gradOutput.data() + n0 * hw, N * hw, block.data(), columns, outChannels_, columns);
-        quantizeBlocks(ctx, p, block.data(), block.data(), outChannels_, columns, columns, alongRows, name(),
-                       OperandRole::gradOutput, gradAmax);
+            copyColumns(ctx, gradOutput.data() + at, N * hw, dst, width, outChannels_, width);
+        quantizeBlocks(ctx, p, dst, dst, outChannels_, width, width, alongRows, name(), OperandRole::gradOutput,
+                       gradAmax);
+    };
+    const auto quantizedBlock = [&](std::int64_t n0, std::int64_t count, bool alongRows) -> const float* {
+        Tensor& block = workBuffer(ctx, 0, {outChannels_, count * hw}, ownWork_[0]);
+        quantizedColumns(n0 * hw, count * hw, block.data(), alongRows);
         return block.data();
     };
     // The bias gradient sums the gradient as it arrived (Transformer Engine sums it before the cast).
@@ -476,19 +521,30 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
         ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
 
     // dW (Cout, K) = dY (Cout, N*hw) * cols^T: this GEMM sums over pixels, so dY and the
-    // columns go in blocks along their rows.
+    // columns go in blocks along their rows, which start where the lowering block does.
+    // Where the BLAS cuts the sum anyway, into spans whose starts are whole blocks apart:
+    // span by span, lowered, copied and quantised there (each value once; the blocks are
+    // the same), within a block's budget.
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
-    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
-        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
-        const float* dY = quantizedBlock(n0, count, true);
-        lowerInBlocks(ctx, p, g, *inputOperand_, n0, count, cols_.data(), true, name(), inputAmax_);
-        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, columns, dY, columns, cols_.data(), columns,
-                          n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
+    const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K);
+    const std::int64_t blockSize = p.quant.mode == QuantMode::nvfp4 ? kNvfp4BlockSize : kMxBlockSize;
+    if (cut > 0 && cut % blockSize == 0 && std::min(colsBlock_, N) * hw >= 2 * cut) {
+        const ColumnsOfDY spanOfDY = [&](std::int64_t at, std::int64_t width, float* dst) {
+            quantizedColumns(at, width, dst, true);
+        };
+        const SpanOfColumns spanOfColumns = [&](float* columns, std::int64_t ld, std::int64_t width) {
+            quantizeBlocks(ctx, p, columns, columns, K, width, ld, true, name(), OperandRole::input, inputAmax_);
+        };
+        filterGradientInSpans(ctx, filterGemm, spanOfDY, colsBlock_, cut,
+                              packedBlockValues(ctx, filterGemm, outChannels_ * N * hw), spanOfColumns);
+    } else {
+        filterGradientByLoweringBlocks(ctx, p, filterGemm, quantizedBlock);
     }
     roundWeightGradients(ctx, p);
     if (!needInputGrad) return;
 
     // dX: this GEMM sums over Cout, so W and dY go in blocks down their columns.
+    prepareColumns(ctx, p);   // (the spans may have left narrower columns)
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
                   packs_ && p.roundsStorage(), NewElements::undefined);
     weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, K, false, roundedWeight_, name(),
@@ -498,6 +554,20 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
         ld = count * hw;
         return quantizedBlock(n0, count, false);
     });
+}
+
+void Conv2d::filterGradientByLoweringBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& filterGemm,
+                                            const std::function<const float*(std::int64_t, std::int64_t, bool)>& dYOf)
+{
+    const auto& g = geometry_;
+    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
+    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
+        const float* dY = dYOf(n0, count, true);
+        lowerInBlocks(ctx, p, g, *inputOperand_, n0, count, cols_.data(), true, name(), inputAmax_);
+        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, columns, dY, columns, cols_.data(), columns,
+                          n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
+    }
 }
 
 }  // namespace plab
