@@ -264,6 +264,9 @@ private slots:
         QTest::addColumn<QString>("recipe");
         QTest::addRow("pure-bf16") << "pure-bf16";
         QTest::addRow("amp-fp16") << "amp-fp16";
+        // Packed around FP8 codes and MX blocks.
+        QTest::addRow("fp8-delayed") << "fp8-delayed";
+        QTest::addRow("mxfp8") << "mxfp8";
     }
     void memoryEstimateStaysALowerBoundWithPacking()
     {

@@ -172,7 +172,8 @@ public:
         const PrecisionRecipe fp32;
         std::int64_t bytes = kImageSide * kImageSide * 4;   // the batch's images, fp32
         forEachLayerInput(recipe, [&](const Layer& layer, const Shape& shape, const PrecisionRecipe& current) {
-            if (packableStorage(current.storage(), current.quantization.on()))
+            // 16-bit outputs are packed, around quantised operands too (FP8 codes, MX blocks).
+            if (packableStorage(current.storage(), false))
                 bytes += layer.keptBytesPerSample(shape, current) - layer.loweredBytesPerSample(shape, current);
             else
                 bytes += std::max(layer.keptBytesPerSample(shape, current), layer.keptBytesPerSample(shape, fp32));
