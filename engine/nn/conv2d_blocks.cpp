@@ -87,17 +87,22 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
     const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
     // MX: each block of the unpacked layer's lowering lowered and quantised once, whole (the
     // pieces of forwardInPieces would lower, and count, a sample their cut splits twice;
-    // quantised down the columns, a block of columns is the whole's). Its product in blocks
+    // quantised down the columns, a block of columns is the whole's). Its product whole
+    // where its result fits two blocks' budget (one call, on every thread), else in blocks
     // of columns: groups of the backend's pieces where its sums depend on the cut, else
     // blocks of at most a block's budget; each biased, rounded and packed into its place.
     prepareColumns(ctx, p);
     const std::vector<PieceGroups> blocks = loweringGroups(ctx, precision, outChannels_, K, outChannels_);
-    const std::int64_t most = packedBlockValues(ctx, precision, outChannels_ * N * hw) / outChannels_;
+    const std::int64_t packed = outChannels_ * N * hw;
+    const bool whole = outChannels_ * std::min(colsBlock_, N) * hw <= packedColumnValues(ctx, precision, packed);
+    const std::int64_t most = packedBlockValues(ctx, precision, packed) / outChannels_;
     const std::int64_t least = leastGemmBlock(outChannels_ * K);
     // Block b's column blocks: [begin(i), begin(i + 1)).
     const auto columnBlocks = [&](std::size_t b, std::int64_t columns) {
         std::vector<std::int64_t> begins;
-        if (blocks[b].cut.count > 0) {
+        if (whole) {
+            begins = {0, columns};
+        } else if (blocks[b].cut.count > 0) {
             for (std::int64_t i = 0; i <= blocks[b].count(); ++i) begins.push_back(blocks[b].begin(i));
         } else {
             const Pieces pieces = piecesOf(columns, most, least);
@@ -120,7 +125,7 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
         const auto begins = columnBlocks(b, columns);
         for (std::size_t i = 0; i + 1 < begins.size(); ++i) {
             const std::int64_t c0 = begins[i], width = begins[i + 1] - c0;
-            if (blocks[b].cut.count > 0)
+            if (!whole && blocks[b].cut.count > 0)
                 gemmGroup(ctx, blocks[b], static_cast<std::int64_t>(i), Transpose::no, Transpose::no, outChannels_,
                           width, K, weightOperand_->data(), K, cols_.data() + c0, columns, 0.0f, result.data(), width,
                           precision);
@@ -522,13 +527,16 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
 
     // dW (Cout, K) = dY (Cout, N*hw) * cols^T: this GEMM sums over pixels, so dY and the
     // columns go in blocks along their rows, which start where the lowering block does.
-    // Where the BLAS cuts the sum anyway, into spans whose starts are whole blocks apart:
-    // span by span, lowered, copied and quantised there (each value once; the blocks are
-    // the same), within a block's budget.
+    // Where a lowering block's dY would not fit two blocks' budget and the BLAS cuts the sum
+    // anyway, into spans whose starts are whole blocks apart: span by span, lowered, copied
+    // and quantised there (each value once; the blocks are the same), within a block's
+    // budget (a span lowers the samples it touches, so short spans lower more).
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K);
     const std::int64_t blockSize = p.quant.mode == QuantMode::nvfp4 ? kNvfp4BlockSize : kMxBlockSize;
-    if (cut > 0 && cut % blockSize == 0 && std::min(colsBlock_, N) * hw >= 2 * cut) {
+    const std::int64_t span = std::min(colsBlock_, N) * hw;
+    if (outChannels_ * span > packedColumnValues(ctx, filterGemm, outChannels_ * N * hw) && cut > 0 &&
+        cut % blockSize == 0 && span >= 2 * cut) {
         const ColumnsOfDY spanOfDY = [&](std::int64_t at, std::int64_t width, float* dst) {
             quantizedColumns(at, width, dst, true);
         };
