@@ -976,8 +976,9 @@ private slots:
     }
 
     // Groups of a backend's pieces (pieceGroups) cover the extent in whole pieces, each as
-    // many as fit in `most`, at least one, and at least `least` where they fit in `roomy`. A
-    // cut along the other dimension, or none, is one group.
+    // many as fit in `most`, at least one, and at least `least` where they fit in `roomy`;
+    // more than `least` rounded down to a multiple of it. A cut along the other dimension,
+    // or none, is one group.
     void pieceGroupsAreWholePieces()
     {
         struct Case {
@@ -1007,7 +1008,9 @@ private slots:
                 widest = std::max(widest, cut.begin(q) - cut.begin(p));
                 QVERIFY2(q > p, qPrintable(what));
                 QVERIFY2(q == p + 1 || fits(p, q), qPrintable(what));
-                QVERIFY2(q == cut.count || !fits(p, q + 1), qPrintable(what));   // as many as fit
+                std::int64_t most = 1;   // as many as fit, rounded down to a multiple of least
+                while (p + most < cut.count && fits(p, p + most + 1)) ++most;
+                QCOMPARE(q - p, c.least > 1 && most > c.least ? most / c.least * c.least : most);
             }
             QCOMPARE(g.largest(), widest);
         }
@@ -1017,7 +1020,9 @@ private slots:
         QCOMPARE(pieceGroups(five, true, 1000, 450, 1, 450).firstPiece, (Firsts{0, 2, 4, 5}));   // 416, 416, 168
         QCOMPARE(pieceGroups(five, true, 1000, 100, 2, 450).firstPiece, (Firsts{0, 2, 4, 5}));   // pairs: threads
         QCOMPARE(pieceGroups(five, true, 1000, 100, 2, 300).firstPiece, (Firsts{0, 1, 2, 3, 4, 5}));   // no room
-        QCOMPARE(pieceGroups(five, true, 1000, 1000, 2, 1000).firstPiece, (Firsts{0, 5}));
+        QCOMPARE(pieceGroups(five, true, 1000, 1000, 1, 1000).firstPiece, (Firsts{0, 5}));
+        QCOMPARE(pieceGroups(five, true, 1000, 1000, 2, 1000).firstPiece, (Firsts{0, 4, 5}));   // 4 of 5 in pairs
+        QCOMPARE(pieceGroups(five, true, 1000, 650, 2, 650).firstPiece, (Firsts{0, 2, 4, 5}));   // 3 fit: 2
         const GemmCut rows{false, 300, 48, 7};
         for (const GemmCut& c : {rows, GemmCut{}}) {
             const PieceGroups g = pieceGroups(c, true, 300, 50, 2, 100);

@@ -217,6 +217,10 @@ PieceGroups pieceGroups(const GemmCut& cut, bool columns, std::int64_t extent, s
         };
         std::int64_t q = p + 1;
         while (q < cut.count && fits(q + 1)) ++q;
+        // A multiple of `least` pieces where more fit: the threads take a group's pieces side
+        // by side, so a group of 3 on 2 threads leaves one idle for its last piece (the seed
+        // CNN's conv2 in groups of 3, 3 and 2 rather than 2, 2, 2 and 2).
+        if (least > 1 && q - p > least) q = p + (q - p) / least * least;
         g.firstPiece.push_back(q);
         p = q;
     }

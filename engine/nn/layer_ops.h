@@ -291,8 +291,9 @@ Pieces piecesOf(std::int64_t total, std::int64_t most, std::int64_t least, std::
 // every element is the sum that layer's one call gives it. Each group holds as many pieces
 // as fit in `most` columns (or rows), at least one, and at least `least` (the backend's
 // threads, which run a group's pieces side by side: a group of one piece runs on one
-// thread) where they fit in `roomy` (the unscaled budget, packedBlockValues()). A cut along
-// the other dimension, or none (count 0), gives one group: the whole.
+// thread) where they fit in `roomy` (the unscaled budget, packedBlockValues()); more than
+// `least`, a multiple of it (no thread idles for a group's last piece). A cut along the
+// other dimension, or none (count 0), gives one group: the whole.
 struct PieceGroups {
     GemmCut cut;
     std::vector<std::int64_t> firstPiece;   // group i is pieces [firstPiece[i], firstPiece[i + 1])
