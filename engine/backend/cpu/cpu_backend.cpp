@@ -110,7 +110,8 @@ public:
                                        : "OpenBLAS's " + core +
                                              " kernels sum a product cut into blocks in another order, so the packed "
                                              "layers compute in the pieces the unpacked layers' products are cut into") +
-            "); per-tensor FP8 copies: held as 1-byte codes; PLAB_PACKED_STORAGE=off holds both in fp32");
+            "); per-tensor FP8 copies: held as 1-byte codes; MX and NVFP4: quantised a block of the lowering at a "
+            "time, no whole copy kept; PLAB_PACKED_STORAGE=off holds all of them in fp32");
         info_.versions.push_back("native bf16: " + cpu::nativeSupportText(Format::bf16));
         info_.versions.push_back("native fp16: " + cpu::nativeSupportText(Format::fp16));
         // Every format, and sums in each of them: the CPU emulates what it lacks.
