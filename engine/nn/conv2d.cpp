@@ -81,6 +81,8 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
         // value (and padding zeros): under NVFP4 its amax is the columns' tensor amax.
         inputOperand_ = &input;
         inputAmax_ = nvfp4TensorAmax(ctx, p, input);
+        roundedInput_.discard();   // (held under another recipe before a mid-run change)
+        weightPatterns_.discard();
         weightOperand_ = &blockOperand(ctx, p, weight_.value, outChannels_, g.patchSize(), true, roundedWeight_,
                                        name(), OperandRole::weight);
     } else if (codes_) {

@@ -105,7 +105,8 @@ private:
     // of the samples it touches, in at most about `budget` (dY) and packedColumnValues
     // (columns) values.
     // dYColumns(at, width, dst) writes dY's columns [at, at + width) of every row (rows N * H * W
-    // apart in dY) into dst (rows width apart), as fp32: widened or decoded.
+    // apart in dY) into dst (rows width apart), as fp32: widened, decoded, or (MX) copied and
+    // quantised.
     using ColumnsOfDY = std::function<void(std::int64_t at, std::int64_t width, float* dst)>;
     // quantizeColumns (may be empty; MX) is called on each span's columns once lowered
     // (width columns from `columns`, rows ld apart).

@@ -88,25 +88,38 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
     // MX: each block of the unpacked layer's lowering lowered and quantised once, whole (the
     // pieces of forwardInPieces would lower, and count, a sample their cut splits twice;
     // quantised down the columns, a block of columns is the whole's). Its product whole
-    // where its result fits two blocks' budget (one call, on every thread), else in blocks
-    // of columns: groups of the backend's pieces where its sums depend on the cut, else
-    // blocks of at most a block's budget; each biased, rounded and packed into its place.
+    // where its result fits two blocks' budget (one call, on every thread), where the
+    // backend's sums depend on a cut along the rows, or where it multiplies natively; else
+    // in blocks of columns: groups of the backend's pieces where its sums depend on their
+    // cut, blocks of at most a block's budget where they do not (gemmCut none); each
+    // biased, rounded and packed into its place.
     prepareColumns(ctx, p);
     const std::vector<PieceGroups> blocks = loweringGroups(ctx, precision, outChannels_, K, outChannels_);
     const std::int64_t packed = outChannels_ * N * hw;
-    const bool whole = outChannels_ * std::min(colsBlock_, N) * hw <= packedColumnValues(ctx, precision, packed);
+    const bool whole = outChannels_ * std::min(colsBlock_, N) * hw <= packedColumnValues(ctx, precision, packed) ||
+                       ctx.backend->multiplies16(precision);
     const std::int64_t most = packedBlockValues(ctx, precision, packed) / outChannels_;
     const std::int64_t least = leastGemmBlock(outChannels_ * K);
+    enum class Cut : std::uint8_t { whole, groups, blocks };
+    const auto cutOf = [&](std::int64_t columns) {
+        if (whole) return Cut::whole;
+        const GemmCut c = ctx.backend->gemmCut(precision, outChannels_, columns, K);
+        if (c.count == 0) return Cut::blocks;
+        return c.columns ? Cut::groups : Cut::whole;
+    };
     // Block b's column blocks: [begin(i), begin(i + 1)).
     const auto columnBlocks = [&](std::size_t b, std::int64_t columns) {
         std::vector<std::int64_t> begins;
-        if (whole) {
-            begins = {0, columns};
-        } else if (blocks[b].cut.count > 0) {
+        switch (cutOf(columns)) {
+        case Cut::whole: begins = {0, columns}; break;
+        case Cut::groups:
             for (std::int64_t i = 0; i <= blocks[b].count(); ++i) begins.push_back(blocks[b].begin(i));
-        } else {
+            break;
+        case Cut::blocks: {
             const Pieces pieces = piecesOf(columns, most, least);
             for (std::int64_t i = 0; i <= pieces.count; ++i) begins.push_back(pieces.begin(i));
+            break;
+        }
         }
         return begins;
     };
@@ -125,7 +138,7 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
         const auto begins = columnBlocks(b, columns);
         for (std::size_t i = 0; i + 1 < begins.size(); ++i) {
             const std::int64_t c0 = begins[i], width = begins[i + 1] - c0;
-            if (!whole && blocks[b].cut.count > 0)
+            if (cutOf(columns) == Cut::groups)
                 gemmGroup(ctx, blocks[b], static_cast<std::int64_t>(i), Transpose::no, Transpose::no, outChannels_,
                           width, K, weightOperand_->data(), K, cols_.data() + c0, columns, 0.0f, result.data(), width,
                           precision);

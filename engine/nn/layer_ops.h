@@ -111,7 +111,7 @@ const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const T
 // quantised into a step work buffer just before the GEMM that reads it, as fp32 values
 // (counted so). On a backend that holds FP8 codes (the CPU), where tensors are held in their
 // format's bytes (packsStorageOn; PLAB_PACKED_STORAGE=off keeps a whole copy per operand
-// in each layer, as the CUDA backend does).
+// in each layer; the CUDA backend refuses MX and NVFP4).
 bool mxInBlocks(const StepContext& ctx, const StepPrecision& p);
 // Whether a layer that quantises so (holdsCodes or mxInBlocks) also holds its output and
 // input gradient packed in their 16-bit storage format (as packsStorage, for layers whose

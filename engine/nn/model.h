@@ -86,10 +86,11 @@ public:
     // Bytes per sample of activations kept for backward, in the recipe's storage format,
     // for the batch-size planner.
     virtual std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const = 0;
-    // What the CPU backend holds per sample with 16-bit packing on: a layer whose
-    // storage is fp16 or bf16 (quantised or not: FP8 codes and MX blocks pack around them)
-    // keeps its output packed (2 bytes an element) and lowers its input in bounded blocks;
-    // any other keeps 4-byte values, or its recipe's bytes where those are more.
+    // What the CPU backend holds per sample with 16-bit packing on, a lower bound: a layer
+    // whose storage is fp16 or bf16 (quantised or not: FP8 codes and MX blocks pack around
+    // them) counts its output packed (2 bytes an element; a linear layer's, held in fp32, is
+    // small) and lowers its input in bounded blocks; any other keeps 4-byte values, or its
+    // recipe's bytes where those are more.
     virtual std::int64_t packedHeldBytesPerSample(const PrecisionRecipe& recipe) const = 0;
 };
 
