@@ -59,10 +59,9 @@ private:
     // lowered and quantised block by block as forward; dX packed block by block where the
     // layer packs.
     void backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad);
-    // Its filter gradient a lowering block at a time: dYOf(n0, count, alongRows) returns the
-    // block's quantised dY (rows count * H * W apart).
-    void filterGradientByLoweringBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& filterGemm,
-                                        const std::function<const float*(std::int64_t, std::int64_t, bool)>& dYOf);
+    // db (Cout) = row sums of dY as it arrived (packed or not), before any quantisation
+    // (Transformer Engine sums it before the cast).
+    void biasGradientAsArrived(StepContext& ctx, const Tensor& gradOutput);
     // The packed forward pass under MX (forwardPacked).
     void forwardInBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& precision);
     // dX from the weight operand w (fp32 values) and dY's blocks of the lowering:

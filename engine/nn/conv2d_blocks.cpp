@@ -107,27 +107,30 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
         if (c.count == 0) return Cut::blocks;
         return c.columns ? Cut::groups : Cut::whole;
     };
-    // Block b's column blocks: [begin(i), begin(i + 1)).
-    const auto columnBlocks = [&](std::size_t b, std::int64_t columns) {
+    // Each lowering block's cut and its column blocks [begins[i], begins[i + 1]).
+    struct Plan {
+        Cut cut = Cut::whole;
         std::vector<std::int64_t> begins;
-        switch (cutOf(columns)) {
-        case Cut::whole: begins = {0, columns}; break;
+    };
+    std::vector<Plan> plans(blocks.size());
+    std::int64_t widest = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const std::int64_t columns = std::min(colsBlock_, N - static_cast<std::int64_t>(b) * colsBlock_) * hw;
+        Plan& plan = plans[b];
+        plan.cut = cutOf(columns);
+        switch (plan.cut) {
+        case Cut::whole: plan.begins = {0, columns}; break;
         case Cut::groups:
-            for (std::int64_t i = 0; i <= blocks[b].count(); ++i) begins.push_back(blocks[b].begin(i));
+            for (std::int64_t i = 0; i <= blocks[b].count(); ++i) plan.begins.push_back(blocks[b].begin(i));
             break;
         case Cut::blocks: {
             const Pieces pieces = piecesOf(columns, most, least);
-            for (std::int64_t i = 0; i <= pieces.count; ++i) begins.push_back(pieces.begin(i));
+            for (std::int64_t i = 0; i <= pieces.count; ++i) plan.begins.push_back(pieces.begin(i));
             break;
         }
         }
-        return begins;
-    };
-    std::int64_t widest = 0;
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-        const std::int64_t n0 = static_cast<std::int64_t>(b) * colsBlock_;
-        const auto begins = columnBlocks(b, std::min(colsBlock_, N - n0) * hw);
-        for (std::size_t i = 0; i + 1 < begins.size(); ++i) widest = std::max(widest, begins[i + 1] - begins[i]);
+        for (std::size_t i = 0; i + 1 < plan.begins.size(); ++i)
+            widest = std::max(widest, plan.begins[i + 1] - plan.begins[i]);
     }
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
@@ -135,10 +138,10 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
         const std::int64_t n0 = static_cast<std::int64_t>(b) * colsBlock_;
         const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
         lowerInput(ctx, p, n0, count);
-        const auto begins = columnBlocks(b, columns);
-        for (std::size_t i = 0; i + 1 < begins.size(); ++i) {
-            const std::int64_t c0 = begins[i], width = begins[i + 1] - c0;
-            if (cutOf(columns) == Cut::groups)
+        const Plan& plan = plans[b];
+        for (std::size_t i = 0; i + 1 < plan.begins.size(); ++i) {
+            const std::int64_t c0 = plan.begins[i], width = plan.begins[i + 1] - c0;
+            if (plan.cut == Cut::groups)
                 gemmGroup(ctx, blocks[b], static_cast<std::int64_t>(i), Transpose::no, Transpose::no, outChannels_,
                           width, K, weightOperand_->data(), K, cols_.data() + c0, columns, 0.0f, result.data(), width,
                           precision);
@@ -418,11 +421,20 @@ void Conv2d::inputGradientInPieces(StepContext& ctx, const StepPrecision& p, con
     }
 }
 
+void Conv2d::biasGradientAsArrived(StepContext& ctx, const Tensor& gradOutput)
+{
+    const std::int64_t rows = geometry_.batch * geometry_.planeSize();
+    if (gradOutput.packed())
+        ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, rows, bias_.grad.data());
+    else
+        ctx.backend->sumRows(gradOutput.data(), outChannels_, rows, bias_.grad.data());
+}
+
 void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput,
                                bool needInputGrad)
 {
     const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize();
+    const std::int64_t N = g.batch;
     if (packs_) {   // the forward pass left no columns: lowered again, block by block
         prepareColumns(ctx, p);
         colsHoldWholeBatch_ = false;
@@ -434,10 +446,7 @@ void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const T
     // A dY within a block's budget is decoded once, whole, for both passes (as the unpacked
     // layer reads it); a larger one block by block in each pass.
     decodedGrad_ = gradCodes_.size() <= packedBlockValues() ? &decodedInto(ctx, 0, gradCodes_, ownWork_[0]) : nullptr;
-    if (gradOutput.packed())
-        ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, N * hw, bias_.grad.data());
-    else
-        ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
+    biasGradientAsArrived(ctx, gradOutput);
     filterGradientLowered(ctx, p, decodedGrad_ ? *decodedGrad_ : gradOutput);
     roundWeightGradients(ctx, p);
     if (!needInputGrad) return;
@@ -532,11 +541,7 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
         quantizedColumns(n0 * hw, count * hw, block.data(), alongRows);
         return block.data();
     };
-    // The bias gradient sums the gradient as it arrived (Transformer Engine sums it before the cast).
-    if (gradOutput.packed())
-        ctx.backend->sumRows16(gradOutput.storage(), gradOutput.bits16(), outChannels_, N * hw, bias_.grad.data());
-    else
-        ctx.backend->sumRows(gradOutput.data(), outChannels_, N * hw, bias_.grad.data());
+    biasGradientAsArrived(ctx, gradOutput);
 
     // dW (Cout, K) = dY (Cout, N*hw) * cols^T: this GEMM sums over pixels, so dY and the
     // columns go in blocks along their rows, which start where the lowering block does.
@@ -559,7 +564,13 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
         filterGradientInSpans(ctx, filterGemm, spanOfDY, colsBlock_, cut,
                               packedBlockValues(ctx, filterGemm, outChannels_ * N * hw), spanOfColumns);
     } else {
-        filterGradientByLoweringBlocks(ctx, p, filterGemm, quantizedBlock);
+        for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
+            const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
+            const float* dY = quantizedBlock(n0, count, true);
+            lowerInBlocks(ctx, p, g, *inputOperand_, n0, count, cols_.data(), true, name(), inputAmax_);
+            ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, columns, dY, columns, cols_.data(),
+                              columns, n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
+        }
     }
     roundWeightGradients(ctx, p);
     if (!needInputGrad) return;
@@ -575,20 +586,6 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
         ld = count * hw;
         return quantizedBlock(n0, count, false);
     });
-}
-
-void Conv2d::filterGradientByLoweringBlocks(StepContext& ctx, const StepPrecision& p, const GemmPrecision& filterGemm,
-                                            const std::function<const float*(std::int64_t, std::int64_t, bool)>& dYOf)
-{
-    const auto& g = geometry_;
-    const std::int64_t N = g.batch, hw = g.planeSize(), K = g.patchSize();
-    for (std::int64_t n0 = 0; n0 < N; n0 += colsBlock_) {
-        const std::int64_t count = std::min(colsBlock_, N - n0), columns = count * hw;
-        const float* dY = dYOf(n0, count, true);
-        lowerInBlocks(ctx, p, g, *inputOperand_, n0, count, cols_.data(), true, name(), inputAmax_);
-        ctx.backend->gemm(Transpose::no, Transpose::yes, outChannels_, K, columns, dY, columns, cols_.data(), columns,
-                          n0 == 0 ? 0.0f : 1.0f, weight_.grad.data(), K, filterGemm);
-    }
 }
 
 }  // namespace plab
