@@ -239,7 +239,7 @@ private slots:
             }
         }
         // From 16-bit patterns (fp16, bf16; every pattern, NaN and infinities included): the
-        // codes, counts and amax of the widened values.
+        // codes, counts and amax of the widened values, and (quantizeScaled) their values.
         for (Format from : {Format::fp16, Format::bf16}) {
             std::vector<std::uint16_t> patterns(65536 + 100);
             for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<std::uint16_t>(i * 40503u);
@@ -255,6 +255,23 @@ private slots:
                                                 0.5f, &gotStats, nullptr);
                 QVERIFY(expected == got);
                 QCOMPARE(gotStats, expectedStats);
+                // ... and quantizeScaled's values, counts, histogram and amax (quantizeScaled
+                // checked against the specification above), with a histogram and without.
+                for (const bool withHistogram : {false, true}) {
+                    std::vector<float> values(wide.size()), fromPatterns(wide.size());
+                    RoundingStats valueStats, patternStats;
+                    GradientHistogram valueHist, patternHist;
+                    const float c = quantizeScaled(MiniFormat::e5m2, wide.data(), values.data(), wide.size(), 0.5f,
+                                                   2.0f, &valueStats, withHistogram ? &valueHist : nullptr);
+                    const float d = quantizeScaled(MiniFormat::e5m2, from, patterns.data(), fromPatterns.data(),
+                                                   patterns.size(), 0.5f, 2.0f, &patternStats,
+                                                   withHistogram ? &patternHist : nullptr);
+                    for (std::size_t i = 0; i < wide.size(); ++i)
+                        if (!sameValue(values[i], fromPatterns[i])) QFAIL(qPrintable(QString("pattern %1").arg(i)));
+                    QCOMPARE(patternStats, valueStats);
+                    QVERIFY(patternHist == valueHist);
+                    QVERIFY(sameValue(c, d) && std::isnan(d));   // the patterns hold NaNs
+                }
                 QVERIFY(sameValue(a, b) && sameValue(amaxOf(from, patterns.data(), patterns.size()),
                                                      amaxOf(wide.data(), wide.size())));
                 std::vector<std::uint16_t> finite = {0x3F80, 0xC000, 0x0001};   // 1, -2, a subnormal (bf16)

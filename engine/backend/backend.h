@@ -281,9 +281,18 @@ public:
     }
     // Per-tensor FP8 operands held as their 1-byte codes (the layers' quantised copies):
     // whether this backend does (the CPU backend; where false the layers hold the values
-    // quantize writes, in fp32). The five ops below only where it says so; the others
+    // quantize writes, in fp32). The six ops below only where it says so; the others
     // throw std::logic_error.
     virtual bool holdsFp8Codes() const { return false; }
+    // quantize (per tensor) of values packed as `from`'s 16-bit patterns (fp16 or bf16),
+    // widened on the way, into fp32 values: for a layer that holds codes but reads an
+    // operand once, whole, in fp32 (no codes to decode).
+    virtual float quantize16(const QuantizeOp& op, Format from, const std::uint16_t* src, float* dst, std::int64_t n,
+                             RoundingStats* stats, GradientHistogram* hist)
+    {
+        (void)op, (void)from, (void)src, (void)dst, (void)n, (void)stats, (void)hist;
+        throw std::logic_error("The " + info().name + " backend does not hold FP8 codes.");
+    }
     // quantize (per tensor: !op.blocks, op.element E4M3 or E5M2) writing the codes of q =
     // round(x * op.scale) instead of q * op.scaleInv; the same counts and amax.
     virtual float quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
@@ -670,8 +679,8 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
 // 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares; 16: convolves16,
 // convolutionForward16, convolvesFilter16, convolutionBackwardFilter16; 17: holdsFp8Codes,
-// quantizeToCodes, quantize16ToCodes, amax16, decodeFp8, im2colFp8.
-inline constexpr int kCudaPluginAbiVersion = 17;
+// quantizeToCodes, quantize16ToCodes, amax16, decodeFp8, im2colFp8; 18: quantize16.
+inline constexpr int kCudaPluginAbiVersion = 18;
 
 }  // namespace plab
 

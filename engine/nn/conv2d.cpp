@@ -277,7 +277,7 @@ void Conv2d::filterGradientLowered(StepContext& ctx, const StepPrecision& p, con
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     // Held as codes and not decoded whole: dY's columns decoded span by span where the BLAS
     // cuts the sum anyway, else block by block into the first work buffer.
-    const bool decodes = codes_ && !decodedGrad_;
+    const bool decodes = codes_ && !quantizedGrad_;
     const ColumnsOfDY decoded = [&](std::int64_t at, std::int64_t width, float* dst) {
         decodeRows(ctx, gradCodes_, at, N * hw, dst, width, outChannels_, width);
     };

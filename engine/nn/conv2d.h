@@ -48,9 +48,10 @@ private:
     // into gradInput_.
     void lowerAndMultiply(StepContext& ctx, const StepPrecision& p, float* target);
     void filterGradientLowered(StepContext& ctx, const StepPrecision& p, const Tensor& dY);
-    // Backward with the quantised operands held as codes (codes_): dY quantised into
-    // gradCodes_, the filter gradient as filterGradientLowered's (dY decoded span by span
-    // or block by block), the input gradient as inputGradientLowered's, into gradInput_
+    // Backward with the quantised operands held as codes (codes_): dY quantised whole into
+    // the first work buffer as values where it fits a block's budget, else into gradCodes_,
+    // the filter gradient as filterGradientLowered's (dY then decoded span by span or block
+    // by block), the input gradient as inputGradientLowered's, into gradInput_
     // packed block by block where the layer packs (packs_).
     void backwardFromCodes(StepContext& ctx, const StepPrecision& p, const Tensor& gradOutput, bool needInputGrad);
     void inputGradientFromCodes(StepContext& ctx, const StepPrecision& p);
@@ -150,7 +151,7 @@ private:
     Tensor gradInput_;       // (Cin, N, H, W)
     Fp8Codes inputCodes_, weightCodes_, gradCodes_;   // the quantised operands when codes_
     Tensor blockSums_;      // codes_ or mxInBlocks_, packed: a block of dX's sums before rounding
-    const Tensor* decodedGrad_ = nullptr;   // codes_: dY decoded whole (small enough), or null
+    const Tensor* quantizedGrad_ = nullptr;   // codes_: dY's quantised values, whole (small enough), or null
     OperandScalers scalers_;   // FP8 recipes: the operands' scales across steps
     Tensor ownWork_[2];        // fp32 work buffers when the step has none (StepContext::work)
 };

@@ -439,15 +439,23 @@ void Conv2d::backwardFromCodes(StepContext& ctx, const StepPrecision& p, const T
         prepareColumns(ctx, p);
         colsHoldWholeBatch_ = false;
     }
-    // dY's codes (quantised from the patterns when packed); the bias gradient sums the
-    // gradient as it arrived (Transformer Engine sums it before the cast).
-    quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
+    // A dY within a block's budget is quantised once, whole, into the first work buffer as
+    // the values both passes read (as the unpacked layer reads it; no codes to decode); a
+    // larger one into codes (from the patterns when packed), decoded block by block in each
+    // pass. The bias gradient sums the gradient as it arrived (Transformer Engine sums it
+    // before the cast).
     roundedGrad_.discard();
-    // A dY within a block's budget is decoded once, whole, for both passes (as the unpacked
-    // layer reads it); a larger one block by block in each pass.
-    decodedGrad_ = gradCodes_.size() <= packedBlockValues() ? &decodedInto(ctx, 0, gradCodes_, ownWork_[0]) : nullptr;
+    if (gradOutput.size() <= packedBlockValues()) {
+        gradCodes_.discard();
+        Tensor& values = workBuffer(ctx, 0, gradOutput.shape(), ownWork_[0]);
+        quantizedValuesInto(ctx, p, gradOutput, values, name(), OperandRole::gradOutput, scalers_.gradOutput);
+        quantizedGrad_ = &values;
+    } else {
+        quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
+        quantizedGrad_ = nullptr;
+    }
     biasGradientAsArrived(ctx, gradOutput);
-    filterGradientLowered(ctx, p, decodedGrad_ ? *decodedGrad_ : gradOutput);
+    filterGradientLowered(ctx, p, quantizedGrad_ ? *quantizedGrad_ : gradOutput);
     roundWeightGradients(ctx, p);
     if (!needInputGrad) return;
     prepareTensor(gradInput_, {g.channels, N, g.height, g.width}, p.storage, ctx, MemoryCategory::workspace,
@@ -460,11 +468,11 @@ void Conv2d::inputGradientFromCodes(StepContext& ctx, const StepPrecision& p)
     const std::int64_t N = geometry_.batch, hw = geometry_.planeSize();
     prepareColumns(ctx, p);
     const Tensor& w = decodedInto(ctx, 1, weightCodes_, ownWork_[1]);
-    Tensor* dYBlock = decodedGrad_ ? nullptr : &workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
+    Tensor* dYBlock = quantizedGrad_ ? nullptr : &workBuffer(ctx, 0, {outChannels_, colsBlock_ * hw}, ownWork_[0]);
     inputGradientBySamples(ctx, p, w, [&](std::int64_t n0, std::int64_t count, std::int64_t& ld) -> const float* {
-        if (decodedGrad_) {
+        if (quantizedGrad_) {
             ld = N * hw;
-            return decodedGrad_->data() + n0 * hw;
+            return quantizedGrad_->data() + n0 * hw;
         }
         ld = count * hw;
         decodeRows(ctx, gradCodes_, n0 * hw, N * hw, dYBlock->data(), ld, outChannels_, ld);

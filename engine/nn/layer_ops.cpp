@@ -418,12 +418,21 @@ bool holdsCodes(const StepContext& ctx, const StepPrecision& p)
     return p.quantizes() && !p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
 }
 
+namespace {
+// The per-tensor op for t (held packed or not) under its scaler.
+QuantizeOp scaledOpOf(StepContext& ctx, const StepPrecision& p, const Tensor& t, OperandRole role,
+                      OperandScaler& scaler)
+{
+    return scaledOp(p, role, scaler, [&] {
+        return t.packed() ? ctx.backend->amax16(t.storage(), t.bits16(), t.size()) : ctx.backend->amax(t.data(), t.size());
+    });
+}
+}  // namespace
+
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler)
 {
-    const QuantizeOp op = scaledOp(p, role, scaler, [&] {
-        return t.packed() ? ctx.backend->amax16(t.storage(), t.bits16(), t.size()) : ctx.backend->amax(t.data(), t.size());
-    });
+    const QuantizeOp op = scaledOpOf(ctx, p, t, role, scaler);
     out.shape = t.shape();
     out.codes.track(ctx.memory, MemoryCategory::workspace);
     out.codes.resize(static_cast<std::size_t>(t.size()), ctx.backend->allocator());
@@ -435,6 +444,20 @@ const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const T
             : ctx.backend->quantizeToCodes(op, t.data(), out.codes.data(), t.size(), sink.stats, sink.hist);
     out.operand = recordQuantized(ctx, p, op, amax, sink, scaler);
     return out;
+}
+
+void quantizedValuesInto(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& values,
+                         std::string_view layer, OperandRole role, OperandScaler& scaler)
+{
+    if (values.shape() != t.shape() || values.packed())
+        throw std::logic_error("quantizedValuesInto needs an fp32 buffer shaped as the operand.");
+    const QuantizeOp op = scaledOpOf(ctx, p, t, role, scaler);
+    const auto sink = tapSink(ctx, layer, quantizedKind(role));
+    const float amax = t.packed() ? ctx.backend->quantize16(op, t.storage(), t.bits16(), values.data(), t.size(),
+                                                            sink.stats, sink.hist)
+                                  : ctx.backend->quantize(op, t.data(), values.data(), t.size(), sink.stats, sink.hist,
+                                                          nullptr);
+    recordQuantized(ctx, p, op, amax, sink, scaler);
 }
 
 bool mxInBlocks(const StepContext& ctx, const StepPrecision& p)

@@ -106,6 +106,12 @@ bool holdsCodes(const StepContext& ctx, const StepPrecision& p);
 // read from its patterns).
 const Fp8Codes& quantizedCodes(StepContext& ctx, const StepPrecision& p, const Tensor& t, Fp8Codes& out,
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
+// The values quantizedCodes' codes decode to, written straight into `values` (fp32, shaped
+// as t, prepared by the caller) in one pass from t (its patterns when packed): for a dY
+// that a layer holding codes reads whole, at once (no codes kept to decode). The same
+// scale, counts, tap and amax history.
+void quantizedValuesInto(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& values,
+                         std::string_view layer, OperandRole role, OperandScaler& scaler);
 // Whether a layer of precision p quantises in MX or NVFP4 blocks without holding a whole
 // quantised copy: each block of samples (or the whole operand, for a linear layer) is
 // quantised into a step work buffer just before the GEMM that reads it, as fp32 values

@@ -53,7 +53,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     // for its backward pass across one; none does in these models (only the CNN's last
     // layer takes a packed input).
     if (!codes_)
-        for (Fp8Codes* c : {&inputCodes_, &weightCodes_, &gradCodes_}) c->discard();
+        for (Fp8Codes* c : {&inputCodes_, &weightCodes_}) c->discard();
     if (codes_) {
         // FP8 codes kept for backward; decoded into the work buffers for the GEMM (the input
         // after `in`, which may be the second buffer, is quantised).
@@ -116,20 +116,20 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     // MX: dW sums over the batch, so dY and X are quantised in blocks down their columns;
     // dX sums over `out`, so dY again along its rows and W down its columns.
     if (codes_) {
-        // dY decoded into the layer's own buffer (the first work buffer may hold dX's sums
-        // below), the input into the second work buffer (the forward pass's decoded values
-        // may be gone: other layers use the buffers in between).
-        quantizedCodes(ctx, p, gradOutput, gradCodes_, name(), OperandRole::gradOutput, scalers_.gradOutput);
+        // dY quantised straight into the values both GEMMs read, in the layer's own buffer
+        // (the first work buffer may hold dX's sums below; read whole at once, it is held
+        // as no codes), the input decoded into the second work buffer (the forward pass's
+        // decoded values may be gone: other layers use the buffers in between).
         roundedGrad_.discard();
         inputOperand_ = &decodedInto(ctx, 1, inputCodes_, ownWork_);
-        prepareTensor(decodedGrad_, gradOutput.shape(), Format::fp32, ctx, MemoryCategory::workspace, false,
+        prepareTensor(quantizedGrad_, gradOutput.shape(), Format::fp32, ctx, MemoryCategory::workspace, false,
                       NewElements::undefined);
-        decodeRows(ctx, gradCodes_, 0, gradCodes_.size(), decodedGrad_.data(), gradCodes_.size(), 1, gradCodes_.size());
+        quantizedValuesInto(ctx, p, gradOutput, quantizedGrad_, name(), OperandRole::gradOutput, scalers_.gradOutput);
     } else {
-        decodedGrad_.discard();
+        quantizedGrad_.discard();
     }
     const Tensor& dY = mx      ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
-                       : codes_ ? decodedGrad_
+                       : codes_ ? quantizedGrad_
                                : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
     if (mx)   // (the first work buffer is free until dX's sums below)
         inputOperand_ = mxInBlocks_

@@ -49,8 +49,8 @@ private:
     Tensor ownGradWork_;   // a block of dX before rounding, likewise
     bool codes_ = false;   // the quantised operands are Fp8Codes (holdsCodes), decoded for each GEMM
     bool mxInBlocks_ = false;   // MX / NVFP4: the input's quantised values in a work buffer (mxInBlocks)
-    Fp8Codes inputCodes_, weightCodes_, gradCodes_;
-    Tensor decodedGrad_;   // codes_: dY decoded for backward's GEMMs
+    Fp8Codes inputCodes_, weightCodes_;
+    Tensor quantizedGrad_;   // codes_: dY's quantised values for backward's GEMMs (no codes)
 };
 
 }  // namespace plab

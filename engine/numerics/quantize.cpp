@@ -251,6 +251,22 @@ float quantizeToCodes(MiniFormat f, Format from, const std::uint16_t* src, std::
     return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
 }
 
+float quantizeScaled(MiniFormat f, Format from, const std::uint16_t* src, float* dst, std::size_t n, float scale,
+                     float scaleInv, RoundingStats* stats, GradientHistogram* hist)
+{
+    float wide[kWidenChunk];
+    float amax = 0.0f;
+    bool nan = false;
+    for (std::size_t b = 0; b < n; b += kWidenChunk) {
+        const std::size_t m = std::min(kWidenChunk, n - b);
+        widenArray(from, src + b, wide, m);
+        const float a = quantizeScaled(f, wide, dst + b, m, scale, scaleInv, stats, hist);
+        nan |= std::isnan(a);
+        amax = std::max(amax, a);
+    }
+    return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
 float amaxOf(Format from, const std::uint16_t* src, std::size_t n)
 {
     float wide[kWidenChunk];

@@ -36,6 +36,11 @@ float amaxOf(const float* src, std::size_t n);
 float quantizeScaled(MiniFormat f, const float* src, float* dst, std::size_t n, float scale, float scaleInv,
                      RoundingStats* stats, GradientHistogram* hist);
 
+// quantizeScaled of values packed as `from`'s 16-bit patterns (fp16 or bf16), widened
+// (exactly) a cache-sized chunk at a time: one pass from the patterns to the values.
+float quantizeScaled(MiniFormat f, Format from, const std::uint16_t* src, float* dst, std::size_t n, float scale,
+                     float scaleInv, RoundingStats* stats, GradientHistogram* hist);
+
 // Per-tensor FP8 held as its codes, a byte a value (what FP8 hardware stores): codes[i]
 // is the E4M3 or E5M2 bit pattern of q = round(src[i] * scale), counted into stats / hist
 // as quantizeScaled counts them; returns amaxOf(src, n). Only f = e4m3 or e5m2.

@@ -256,6 +256,14 @@ public:
             return plab::quantizeToCodes(op.element, src + b, codes + b, m, op.scale, s, h);
         });
     }
+    float quantize16(const QuantizeOp& op, Format from, const std::uint16_t* src, float* dst, std::int64_t n,
+                     RoundingStats* stats, GradientHistogram* hist) override
+    {
+        if (op.blocks) throw std::invalid_argument("quantize16 quantises per tensor, not in blocks.");
+        return perTensorInParts(n, stats, hist, [&](std::int64_t b, std::size_t m, RoundingStats* s, GradientHistogram* h) {
+            return quantizeScaled(op.element, from, src + b, dst + b, m, op.scale, op.scaleInv, s, h);
+        });
+    }
     float quantize16ToCodes(const QuantizeOp& op, Format from, const std::uint16_t* src, std::uint8_t* codes,
                             std::int64_t n, RoundingStats* stats, GradientHistogram* hist) override
     {
