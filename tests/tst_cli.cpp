@@ -118,7 +118,7 @@ private slots:
             flag.replace(QLatin1Char('_'), QLatin1Char('-'));
             QVERIFY2(r.out.contains(flag + QLatin1Char(' ')), qPrintable(flag));
         }
-        QVERIFY(r.out.contains(QStringLiteral("Batch size (default 32)")));
+        QVERIFY(r.out.contains(QStringLiteral("Batch size (default 32; vit: 16)")));
         QVERIFY(r.out.contains(QStringLiteral("(default small-cnn)")));
     }
 
@@ -202,6 +202,29 @@ private slots:
         QCOMPARE(rec["settings"].toObject()["batch"].toInt(), 4);          // the flag wins
         QCOMPARE(rec["recipe"].toObject()["compute"].toString(), QString("bf16"));   // from the config
         QCOMPARE(rec["steps"].toArray().size(), 3);
+    }
+
+    // `plab train --model vit` takes the vit's own defaults where no flag gives a value,
+    // says so, and its record holds them (here a config gives the batch, a flag the
+    // schedule; --epochs 0 evaluates the initial weights only).
+    void vitTakesItsOwnDefaults()
+    {
+        const auto config = dir_.path() / "vit.json";
+        std::ofstream(config) << R"({"model": "vit", "batch": 8})";
+        const QString out = QString::fromStdString((dir_.path() / "vit-run.json").string());
+        const Result r = runPlab({"train", "--config", QString::fromStdString(config.string()), "--data-dir", dataDir_,
+                                  "--lr-schedule", "constant", "--epochs", "0", "--quiet", "--out", out});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("vit's own defaults: label_smoothing 0.1, warmup_steps 150, widths 128,3,8,7, "
+                                "zero_init_residual on (a flag overrides each)"),
+                 qPrintable(r.err));
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto settings = QJsonDocument::fromJson(f.readAll()).object()["settings"].toObject();
+        QCOMPARE(settings["batch"].toInt(), 8);
+        QCOMPARE(settings["lr_schedule"].toString(), QString("constant"));
+        QCOMPARE(settings["widths"].toArray(), (QJsonArray{128, 3, 8, 7}));
+        QCOMPARE(settings["zero_init_residual"].toBool(), true);
     }
 
     void divergingRunExitsThree()

@@ -34,6 +34,77 @@ private slots:
         QCOMPARE(s.dataset, std::string("mnist"));
     }
 
+    // A model's own training defaults (the vit's, docs/TRANSFORMER.md) fill what a new run's
+    // patch leaves out; what it gives wins; stored settings (a record's) never take them.
+    void modelsOwnDefaults()
+    {
+        const TrainSettings vit = settingsFromJson(json{{"model", "vit"}}, "test");
+        QCOMPARE(vit.model.widths, (std::vector<int>{128, 3, 8, 7}));
+        QCOMPARE(vit.batch, 16);
+        QCOMPARE(vit.lrSchedule.shape, LrShape::cosine);
+        QCOMPARE(vit.lrSchedule.warmupSteps, std::int64_t(150));
+        QVERIFY(vit.zeroInitResidual);
+        QCOMPARE(vit.labelSmoothing, 0.1);
+        QCOMPARE(vit.optimizer.lr, 1e-3);
+        QCOMPARE(modelDefaultsTaken(json{{"model", "vit"}}),
+                 std::string("batch 16, label_smoothing 0.1, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, "
+                             "zero_init_residual on"));
+        // What the patch gives wins, and is no longer listed as taken.
+        const json patch = {{"model", "vit"}, {"batch", 64}, {"widths", {64, 2, 4, 7}}, {"zero_init_residual", false}};
+        const TrainSettings given = settingsFromJson(patch, "test");
+        QCOMPARE(given.batch, 64);
+        QCOMPARE(given.model.widths, (std::vector<int>{64, 2, 4, 7}));
+        QVERIFY(!given.zeroInitResidual);
+        QCOMPARE(given.labelSmoothing, 0.1);
+        QCOMPARE(modelDefaultsTaken(patch), std::string("label_smoothing 0.1, lr_schedule cosine, warmup_steps 150"));
+        // Initial weights from a file give every weight: no zero-initialised branches.
+        const json weights = {{"model", "vit"}, {"init_weights", "w.safetensors"}};
+        QVERIFY(!settingsFromJson(weights, "test").zeroInitResidual);
+        QCOMPARE(settingsFromJson(weights, "test").batch, 16);
+        QVERIFY(modelDefaultsTaken(weights).find("zero_init_residual") == std::string::npos);
+        json withWeights = settingsToJson(settingsFromJson(json{{"init_weights", "w.safetensors"}}, "test"));
+        withWeights["model"] = "vit";
+        QCOMPARE(followModelDefaults(withWeights, "small-cnn", "vit")["zero_init_residual"], json(false));
+        // The other models have none.
+        for (const char* kind : {"mlp", "deep-mlp", "small-cnn", "seed-cnn"}) {
+            QVERIFY(modelTrainingDefaults(kind).empty());
+            QCOMPARE(settingsFromJson(json{{"model", kind}}, "test").batch, 32);
+        }
+        // A record's settings mean what they meant when written: every model's defaults.
+        const TrainSettings stored = storedSettingsFromJson(json{{"model", "vit"}}, "test");
+        QVERIFY(stored.model.widths.empty());
+        QCOMPARE(stored.batch, 32);
+        QCOMPARE(stored.lrSchedule.shape, LrShape::constant);
+        QVERIFY(!stored.zeroInitResidual);
+        QCOMPARE(stored.labelSmoothing, 0.0);
+        QVERIFY_THROWS_EXCEPTION(InputError, storedSettingsFromJson(json{{"batchsize", 3}}, "test"));
+    }
+
+    // A settings panel's model change: the widths become the new model's; settings left at
+    // the old model's defaults take the new one's; what the user changed stays.
+    void modelChangeFollowsTheDefaults()
+    {
+        json s = settingsToJson(settingsFromJson(json{{"batch", 64}, {"widths", {6, 8}}}, "test"));
+        s["model"] = "vit";
+        const json toVit = followModelDefaults(s, "small-cnn", "vit");
+        QCOMPARE(toVit["widths"], json({128, 3, 8, 7}));
+        QCOMPARE(toVit["batch"], json(64));   // changed by the user
+        QCOMPARE(toVit["lr_schedule"], json("cosine"));
+        QCOMPARE(toVit["warmup_steps"], json(150));
+        QCOMPARE(toVit["zero_init_residual"], json(true));
+        QCOMPARE(toVit["label_smoothing"], json(0.1));
+        json edited = settingsToJson(settingsFromJson(json{{"model", "vit"}, {"label_smoothing", 0.2}}, "test"));
+        edited["model"] = "mlp";
+        const json back = followModelDefaults(edited, "vit", "mlp");
+        QCOMPARE(back["widths"], json::array());
+        QCOMPARE(back["batch"], json(32));
+        QCOMPARE(back["lr_schedule"], json("constant"));
+        QCOMPARE(back["warmup_steps"], json(0));
+        QCOMPARE(back["zero_init_residual"], json(false));
+        QCOMPARE(back["label_smoothing"], json(0.2));   // changed by the user
+        QCOMPARE(storedSettingsFromJson(back, "test").model.kind, std::string("mlp"));
+    }
+
     void presetThenSwitches()
     {
         const TrainSettings s = settingsFromJson(
@@ -113,7 +184,7 @@ private slots:
                                    << "model vit: the patch side must divide 28";
         QTest::addRow("vit two widths") << R"({"model": "vit", "widths": [64, 2]})"
                                         << "model vit takes 4 widths, got 2 (width, number of blocks, heads, patch side)";
-        QTest::addRow("vit layer") << R"({"model": "vit", "layer": "block3.qkv=fp32"})" << "model vit has no layer 'block3.qkv'";
+        QTest::addRow("vit layer") << R"({"model": "vit", "layer": "block4.qkv=fp32"})" << "model vit has no layer 'block4.qkv'";
     }
     // Issue 38: the optimizer state apart from the master weights. Unset, it follows
     // PyTorch's rule (the parameter's dtype); set, the master-weights switch leaves it be.

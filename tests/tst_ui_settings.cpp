@@ -309,6 +309,26 @@ private slots:
         QCOMPARE(table->item(2, 0)->text(), QStringLiteral("fc3"));
         QVERIFY(panel.settings().recipe.layers.empty());
         QVERIFY(panel.isValid());
+
+        // The vit's own defaults come with it where the user left every model's, and go
+        // with it; a batch the user typed stays.
+        auto* batch = child<QLineEdit>(panel, "batchEdit");
+        batch->setText(QStringLiteral("48"));
+        QCOMPARE(panel.settings().batch, 48);
+        auto* model = child<QComboBox>(panel, "modelCombo");
+        model->setCurrentIndex(model->findData("vit"));
+        QCOMPARE(panel.settings().model.widths, (std::vector<int>{128, 3, 8, 7}));
+        QCOMPARE(panel.settings().lrSchedule.shape, LrShape::cosine);
+        QVERIFY(panel.settings().zeroInitResidual);
+        QCOMPARE(panel.settings().batch, 48);
+        QCOMPARE(batch->text(), QStringLiteral("48"));
+        QVERIFY(child<QCheckBox>(panel, "zeroInitResidualCheck")->isChecked());
+        model->setCurrentIndex(model->findData("mlp"));
+        QVERIFY(panel.settings().model.widths.empty());
+        QCOMPARE(panel.settings().lrSchedule.shape, LrShape::constant);
+        QVERIFY(!panel.settings().zeroInitResidual);
+        QCOMPARE(panel.settings().labelSmoothing, 0.0);
+        QVERIFY(panel.isValid());
     }
 
     void keysWithoutControlsAreKept()

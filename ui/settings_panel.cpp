@@ -3,7 +3,11 @@
 #include "settings_panel.h"
 
 #include "loss_scaling_editor.h"
+#include "error.h"
 #include "nn/model_kinds.h"
+#include "train/settings.h"
+
+#include <nlohmann/json.hpp>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -295,12 +299,20 @@ void SettingsPanel::buildUi()
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
-            // Widths and per-layer precision belong to the model they were set for.
-            current_.model.widths.clear();
+            // Widths, per-layer precision and a model's own training defaults belong to the
+            // model they were set for: the widths become the new model's, and what was left
+            // at the old model's defaults takes the new one's (followModelDefaults).
+            const std::string from = current_.model.kind, to = dataOf(model_).toStdString();
             current_.recipe.layers.clear();
-            filling_ = true;
-            showLayerRows(ModelSpec{dataOf(model_).toStdString(), {}}, current_.recipe);
-            filling_ = false;
+            current_.model = ModelSpec{to, {}};
+            try {
+                setSettings(storedSettingsFromJson(followModelDefaults(settingsToJson(current_), from, to),
+                                                   "the model's defaults"));
+            } catch (const InputError&) {   // settings the new model refuses: shown by readControls
+                filling_ = true;
+                showLayerRows(current_.model, current_.recipe);
+                filling_ = false;
+            }
         }
         onChoice();
     });
@@ -536,6 +548,9 @@ void SettingsPanel::readControls()
     const bool wasValid = problem_.isEmpty();
     problem_ = problem;
     notices_.clear();
+    if (const std::string own = modelDefaultsTaken(nlohmann::json{{"model", s.model.kind}}); !own.empty())
+        notices_ << tr("Choosing %1 sets its own defaults: %2; a value you change stays.")
+                        .arg(QString::fromStdString(s.model.kind), QString::fromStdString(own));
     for (const auto& n : settingsNotices(s)) notices_ << QString::fromStdString(n);
 
     customMark_->setVisible(isCustomRecipe());

@@ -4,6 +4,7 @@
 
 #include "error.h"
 #include "json/json_input.h"
+#include "nn/model_kinds.h"
 
 #include <algorithm>
 #include <atomic>
@@ -42,8 +43,15 @@ const std::vector<FlagSpec>& trainFlags()
             std::string flag = std::string("--") + k.key;
             std::replace(flag.begin(), flag.end(), '_', '-');
             std::string help = k.help;
-            if (const std::string d = defaultText(defaultSettingsJson().at(k.key)); !d.empty())
-                help += " (default " + d + ")";
+            std::string d = defaultText(defaultSettingsJson().at(k.key));
+            // A model's own defaults (modelTrainingDefaults), after every model's.
+            for (const ModelKind& kind : modelKinds())
+                if (const json& own = modelTrainingDefaults(kind.name); own.contains(k.key)) {
+                    std::string v = defaultText(own.at(k.key));
+                    if (own.at(k.key).is_array()) v = v.substr(1, v.size() - 2);
+                    d += (d.empty() ? "" : "; ") + std::string(kind.name) + ": " + v;
+                }
+            if (!d.empty()) help += " (default " + d + ")";
             out.push_back({flag, k.key, k.type, help});
         }
         return out;

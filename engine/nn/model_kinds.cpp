@@ -56,7 +56,7 @@ const ModelKind kKinds[] = {
     {"small-cnn", "Small CNN", {{"conv1 channels", 32, 1, kMaxWidth}, {"conv2 channels", 64, 1, kMaxWidth}}, cnnCount},
     {"seed-cnn", "Seed CNN (420/1000 channels)",
      {{"conv1 channels", 420, 1, kMaxWidth}, {"conv2 channels", 1000, 1, kMaxWidth}}, cnnCount},
-    {"vit", "Vision transformer (2 blocks of 64, 4 heads, 7x7 patches)",
+    {"vit", "Vision transformer (7x7 patches)",
      {{"width", 64, 16, 4096}, {"number of blocks", 2, 1, 24}, {"heads", 4, 1, 256}, {"patch side", 7, 2, 28}},
      vitCount, vitTogether},
 };

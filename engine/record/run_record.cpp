@@ -211,7 +211,7 @@ std::optional<RecordedEvent> eventFromJson(const json& ev, std::size_t index, co
         const auto it = ev.find("settings");
         if (it == ev.end() || !it->is_object()) refuseField(at, "settings", "an object of settings", ev.value("settings", json()));
         return SettingChangeEvent{step, text(ev, "description", at).value_or(""),
-                                  settingsFromJson(*it, origin + " events[" + std::to_string(index) + "] settings")};
+                                  storedSettingsFromJson(*it, origin + " events[" + std::to_string(index) + "] settings")};
     }
     if (type == "change_refused")
         return ChangeRefusedEvent{step, text(ev, "description", at).value_or(""), text(ev, "reason", at).value_or("")};
@@ -332,7 +332,7 @@ RunRecord readRunRecord(const json& doc, const std::string& origin)
         r.formatVersion = wholeInt(doc, "format_version", top, 0, kRunRecordFormatVersion);
         r.name = text(doc, "name", top).value_or("");
         r.createdAt = text(doc, "created_at", top).value_or("");
-        r.settings = settingsFromJson(doc["settings"], origin + " settings");
+        r.settings = storedSettingsFromJson(doc["settings"], origin + " settings");
         for (const auto& [key, value] : doc["settings"].items()) r.settingKeys.push_back(key);
 
         const json none = json::object();

@@ -96,6 +96,13 @@ def run_plab(plab, args, expect=0, env=None):
     # The exact arithmetic (the same bits on every CPU) unless a case asks for the hardware's.
     if "--arithmetic" not in args:
         args = ["--arithmetic", "exact"] + args
+    # Every model's training defaults, not a model's own (the vit's schedule and smoothing:
+    # train/settings.h modelTrainingDefaults): plain training, as the PyTorch side does,
+    # unless a case names an option.
+    for flag, value in (("--lr-schedule", "constant"), ("--warmup-steps", "0"), ("--label-smoothing", "0"),
+                        ("--zero-init-residual", "off")):
+        if flag not in args:
+            args = [flag, value] + args
     p = subprocess.run([plab, "train", "--quiet", "--threads", "2", "--histogram-every", "0"] + args,
                        capture_output=True, text=True, env=None if env is None else {**os.environ, **env})
     if p.returncode != expect:
