@@ -9,6 +9,7 @@
 // links: plab_engine plab_report_render
 
 #include "error.h"
+#include "report/runs_index.h"
 #include "report/csv_export.h"
 #include "report/report_summary.h"
 #include "report/run_comparison.h"
@@ -418,6 +419,29 @@ private slots:
         const ReplayedRun replay = replayRecord(r);
         QCOMPARE(replay.result.steps, r.lastStep());
         QCOMPARE(replay.result.status, RunStatus::completed);
+
+        // A vit run's settings from before the vit had its own training defaults lack their
+        // keys: read as every model's defaults, as they meant then, in the record and in a
+        // saved run's listing (storedSettingsFromJson), never as the vit's own.
+        json oldVit = fp32_;
+        oldVit["settings"]["model"] = "vit";
+        oldVit["settings"]["widths"] = json::array();
+        for (const char* key : {"lr_schedule", "warmup_steps", "zero_init_residual", "label_smoothing"})
+            oldVit["settings"].erase(key);
+        const RunRecord vit = readRunRecord(oldVit, "old-vit.json");
+        RunListing listing;
+        listing.name = "old-vit";
+        listing.settings = listing.current = vit.settings;
+        json listed = listingToJson(listing);
+        listed["settings"] = oldVit["settings"];
+        const RunListing read = listingFromJson(listed, "index");
+        for (const TrainSettings& s : {vit.settings, read.settings}) {
+            QVERIFY(s.model.widths.empty());   // the vit's 64,2,4,7
+            QCOMPARE(s.lrSchedule.shape, LrShape::constant);
+            QCOMPARE(s.lrSchedule.warmupSteps, std::int64_t(0));
+            QVERIFY(!s.zeroInitResidual);
+            QCOMPARE(s.labelSmoothing, 0.0);
+        }
 
         json unknownKind = fp32_;
         unknownKind["telemetry"][0]["layers"][0]["kind"] = "gradient";

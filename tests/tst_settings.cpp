@@ -65,6 +65,24 @@ private slots:
         json withWeights = settingsToJson(settingsFromJson(json{{"init_weights", "w.safetensors"}}, "test"));
         withWeights["model"] = "vit";
         QCOMPARE(followModelDefaults(withWeights, "small-cnn", "vit")["zero_init_residual"], json(false));
+        // A recipe that keeps the loss in 16 bits refuses label smoothing: the vit's own
+        // smoothing stays off there rather than refuse the run (the user's own is refused).
+        for (const char* preset : {"pure-fp16", "pure-bf16"}) {
+            const json pure = {{"model", "vit"}, {"recipe", preset}};
+            QCOMPARE(settingsFromJson(pure, "test").labelSmoothing, 0.0);
+            QCOMPARE(settingsFromJson(pure, "test").batch, 16);
+            QVERIFY(modelDefaultsTaken(pure).find("label_smoothing") == std::string::npos);
+            json withSmoothing = pure;
+            withSmoothing["label_smoothing"] = 0.1;
+            QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(withSmoothing, "test"));
+            json panel = settingsToJson(settingsFromJson(json{{"recipe", preset}}, "test"));
+            panel["model"] = "vit";
+            QCOMPARE(followModelDefaults(panel, "small-cnn", "vit")["label_smoothing"], json(0.0));
+        }
+        QCOMPARE(modelDefaultsHeld(settingsFromJson(json{{"model", "vit"}, {"batch", 32}}, "test")),
+                 std::string("label_smoothing 0.1, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, "
+                             "zero_init_residual on"));
+        QCOMPARE(modelDefaultsHeld(settingsFromJson(json{{"batch", 16}}, "test")), std::string());
         // The other models have none.
         for (const char* kind : {"mlp", "deep-mlp", "small-cnn", "seed-cnn"}) {
             QVERIFY(modelTrainingDefaults(kind).empty());

@@ -502,7 +502,7 @@ void MainWindow::restoreState()
     const QString last = settings_->value(QStringLiteral("settings/last")).toString();
     if (!last.isEmpty()) {
         try {
-            panel_->setSettings(settingsFromJson(nlohmann::json::parse(last.toStdString()), "last settings"));
+            panel_->setSettings(storedSettingsFromJson(nlohmann::json::parse(last.toStdString()), "last settings"));
         } catch (const std::exception&) {
             // Settings of an older version: start from the defaults.
         }

@@ -305,10 +305,10 @@ void SettingsPanel::buildUi()
             const std::string from = current_.model.kind, to = dataOf(model_).toStdString();
             current_.recipe.layers.clear();
             current_.model = ModelSpec{to, {}};
-            try {
-                setSettings(storedSettingsFromJson(followModelDefaults(settingsToJson(current_), from, to),
-                                                   "the model's defaults"));
-            } catch (const InputError&) {   // settings the new model refuses: shown by readControls
+            try {   // (a problem the settings have is shown by readControls, as for any edit)
+                setSettings(storedSettingsUnchecked(followModelDefaults(settingsToJson(current_), from, to),
+                                                    "the model's defaults"));
+            } catch (const InputError&) {
                 filling_ = true;
                 showLayerRows(current_.model, current_.recipe);
                 filling_ = false;
@@ -548,8 +548,8 @@ void SettingsPanel::readControls()
     const bool wasValid = problem_.isEmpty();
     problem_ = problem;
     notices_.clear();
-    if (const std::string own = modelDefaultsTaken(nlohmann::json{{"model", s.model.kind}}); !own.empty())
-        notices_ << tr("Choosing %1 sets its own defaults: %2; a value you change stays.")
+    if (const std::string own = modelDefaultsHeld(s); !own.empty())
+        notices_ << tr("%1's own defaults, set when it was chosen: %2.")
                         .arg(QString::fromStdString(s.model.kind), QString::fromStdString(own));
     for (const auto& n : settingsNotices(s)) notices_ << QString::fromStdString(n);
 

@@ -43,6 +43,9 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         patch.erase("max_steps");
     }
     const TrainSettings settings = settingsFromJson(patch, origin);
+    // Said first: a weights file of other widths is refused below.
+    if (const std::string own = modelDefaultsTaken(patch); !own.empty())
+        std::cerr << "plab: " << settings.model.kind << "'s own defaults: " << own << " (a flag overrides each)\n";
     // Memory before anything is loaded: a batch this machine cannot hold is refused with
     // the largest that fits, not found out by the kernel's OOM killer.
     if (const std::string problem = checkRunMemory(settings, parseMemoryLimit(opts.memoryLimit)); !problem.empty())
@@ -54,8 +57,6 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
                      {{"--config", opts.flags.config}, {"--init-weights", settings.initWeights}, {"--read-batches", settings.readBatches}});
     const DataSplit data = loadTrainingData(settings);
     readRunFiles(settings, data);   // a bad weights or batch file: exit 2 before a record exists
-    if (const std::string own = modelDefaultsTaken(patch); !own.empty())
-        std::cerr << "plab: " << settings.model.kind << "'s own defaults: " << own << " (a flag overrides each)\n";
     for (const auto& n : settingsNotices(settings)) std::cerr << "plab: notice: " << n << '\n';
     std::cerr << "plab: " << settings.recipe.describe() << '\n';
     if (settings.backend != "cuda" && usableCpuThreads(settings.threads) < settings.threads)

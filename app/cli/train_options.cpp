@@ -20,20 +20,6 @@ namespace plab::cli {
 
 using nlohmann::json;
 
-namespace {
-
-// A default as the help shows it: on/off for switches, numbers and text as JSON has them;
-// empty when there is nothing to show (no value, an empty text or list).
-std::string defaultText(const json& v)
-{
-    if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_null() || (v.is_array() && v.empty())) return {};
-    return v.dump();
-}
-
-}  // namespace
-
 const std::vector<FlagSpec>& trainFlags()
 {
     // One flag per settings key (settingKeys(), the one table): --max-steps for max_steps.
@@ -43,14 +29,11 @@ const std::vector<FlagSpec>& trainFlags()
             std::string flag = std::string("--") + k.key;
             std::replace(flag.begin(), flag.end(), '_', '-');
             std::string help = k.help;
-            std::string d = defaultText(defaultSettingsJson().at(k.key));
+            std::string d = settingFlagText(defaultSettingsJson().at(k.key));
             // A model's own defaults (modelTrainingDefaults), after every model's.
             for (const ModelKind& kind : modelKinds())
-                if (const json& own = modelTrainingDefaults(kind.name); own.contains(k.key)) {
-                    std::string v = defaultText(own.at(k.key));
-                    if (own.at(k.key).is_array()) v = v.substr(1, v.size() - 2);
-                    d += (d.empty() ? "" : "; ") + std::string(kind.name) + ": " + v;
-                }
+                if (const json& own = modelTrainingDefaults(kind.name); own.contains(k.key))
+                    d += (d.empty() ? "" : "; ") + std::string(kind.name) + ": " + settingFlagText(own.at(k.key));
             if (!d.empty()) help += " (default " + d + ")";
             out.push_back({flag, k.key, k.type, help});
         }

@@ -196,7 +196,8 @@ const char* widthsHelp()
             const ModelKind& k = kinds[i];
             h += std::string(i == 0 ? " " : "; ") + std::string(k.name) + " " + widthMeanings(k);
         }
-        return h;
+        return h + ". An empty list, as settings written before 2026-11-28 hold it: the model's base widths "
+                   "(vit 64,2,4,7)";
     }();
     return help.c_str();
 }
@@ -468,7 +469,7 @@ json settingsToJson(const TrainSettings& s)
 
 namespace {
 
-TrainSettings readOverDefaults(const json& patch, const std::string& origin)
+TrainSettings readOverDefaults(const json& patch, const std::string& origin, bool validate = true)
 {
     const auto& rules = keyRules();
     const Reader r(patch, origin);
@@ -476,6 +477,7 @@ TrainSettings readOverDefaults(const json& patch, const std::string& origin)
     s.recipe = *PrecisionRecipe::fromPreset("fp32");
     for (const auto& rule : rules)
         if (r.has(rule.info.key)) rule.read(r, s);
+    if (!validate) return s;
     if (auto problem = validateSettings(s); !problem.empty()) throw InputError(origin + ": " + problem);
     return s;
 }
@@ -497,18 +499,51 @@ std::string patchModel(const json& patch)
     return it != patch.end() && it->is_string() ? it->get<std::string>() : TrainSettings{}.model.kind;
 }
 
-// The patch's model's own defaults that it leaves to them (initial weights from a file give
-// every weight: no zero-initialised branches then).
+// The patch's model's own defaults that it leaves to them. Not the zero-initialised branches
+// beside initial weights from a file (they give every weight), nor label smoothing where
+// the patch's recipe keeps the loss in 16 bits (labelSmoothingProblem): the model's default
+// must not refuse a run the user's own settings allow.
 json ownDefaultsFor(const json& patch)
 {
     json own = modelTrainingDefaults(patchModel(patch));
     if (const auto w = patch.find("init_weights"); w != patch.end() && w->is_string() && !w->get<std::string>().empty())
         own.erase("zero_init_residual");
     for (const auto& [key, value] : patch.items()) own.erase(key);
+    if (const auto smoothing = own.find("label_smoothing"); smoothing != own.end()) {
+        json trial = own;
+        trial.erase("label_smoothing");
+        for (const auto& [key, value] : patch.items()) trial[key] = value;
+        try {
+            const TrainSettings s = readOverDefaults(trial, "the model's defaults", false);
+            if (!labelSmoothingProblem(s.recipe, s.model, smoothing->get<double>()).empty()) own.erase("label_smoothing");
+        } catch (const InputError&) {   // the patch's own problem: settingsFromJson names it
+        }
+    }
     return own;
 }
 
+std::string listed(const json& keysAndValues)
+{
+    std::string text;
+    for (const auto& [key, value] : keysAndValues.items())
+        text += (text.empty() ? "" : ", ") + key + " " + settingFlagText(value);
+    return text;
+}
+
 }  // namespace
+
+std::string settingFlagText(const json& v)
+{
+    if (v.is_null()) return {};
+    if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+        std::string text;
+        for (const json& e : v) text += (text.empty() ? "" : ",") + settingFlagText(e);
+        return text;
+    }
+    return v.dump();
+}
 
 const nlohmann::json& modelTrainingDefaults(std::string_view kind)
 {
@@ -534,16 +569,16 @@ const nlohmann::json& modelTrainingDefaults(std::string_view kind)
 
 std::string modelDefaultsTaken(const json& patch)
 {
-    std::string taken;
-    const json own = ownDefaultsFor(patch);
-    for (const auto& [key, value] : own.items()) {
-        std::string text = value.is_boolean() ? (value.get<bool>() ? "on" : "off")
-                           : value.is_string() ? value.get<std::string>()
-                                               : value.dump();
-        if (value.is_array()) text = text.substr(1, text.size() - 2);
-        taken += (taken.empty() ? "" : ", ") + key + " " + text;
-    }
-    return taken;
+    return listed(ownDefaultsFor(patch));
+}
+
+std::string modelDefaultsHeld(const TrainSettings& s)
+{
+    const json now = settingsToJson(s);
+    json held = json::object();
+    for (const auto& [key, value] : modelTrainingDefaults(s.model.kind).items())
+        if (now.at(key) == value) held[key] = value;
+    return listed(held);
 }
 
 json followModelDefaults(const json& settings, std::string_view from, std::string_view to)
@@ -564,6 +599,15 @@ json followModelDefaults(const json& settings, std::string_view from, std::strin
             out.at(key) == defaultOf(own, key))
             out[key] = defaultOf(next, key);
     out["widths"] = defaultOf(next, "widths");
+    // Not a label smoothing the recipe refuses (a loss kept in 16 bits): it stays as it was.
+    if (out.contains("label_smoothing") && out["label_smoothing"] != settings.value("label_smoothing", json())) {
+        try {
+            const TrainSettings s = readOverDefaults(out, "the model's defaults", false);
+            if (!labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing).empty())
+                out["label_smoothing"] = settings.at("label_smoothing");
+        } catch (const InputError&) {   // settings the panel reports itself
+        }
+    }
     return out;
 }
 
@@ -579,6 +623,12 @@ TrainSettings storedSettingsFromJson(const json& stored, const std::string& orig
 {
     requireSettingsObject(stored, origin);
     return readOverDefaults(stored, origin);
+}
+
+TrainSettings storedSettingsUnchecked(const json& stored, const std::string& origin)
+{
+    requireSettingsObject(stored, origin);
+    return readOverDefaults(stored, origin, false);
 }
 
 nlohmann::json settingsPatchFromFile(const std::filesystem::path& file)

@@ -85,6 +85,11 @@ const nlohmann::json& modelTrainingDefaults(std::string_view kind);
 // The model's own defaults a patch leaves to them, as a list ("widths 128,3,8,7, batch 16,
 // ..."); empty where it leaves none.
 std::string modelDefaultsTaken(const nlohmann::json& patch);
+// Those of the model's own defaults the settings hold, listed so.
+std::string modelDefaultsHeld(const TrainSettings& s);
+// A setting's JSON value as its flag takes it: on/off, text, a list as 1,2,3 (empty for
+// none), a number as JSON writes it; empty for null.
+std::string settingFlagText(const nlohmann::json& value);
 // A settings panel's model change, on settingsToJson's values: the widths become the new
 // model's default (widths belong to their model), and each setting either model's training
 // defaults name that still holds the old model's default takes the new model's (not the
@@ -96,7 +101,8 @@ nlohmann::json followModelDefaults(const nlohmann::json& settings, std::string_v
 nlohmann::json settingsToJson(const TrainSettings& s);
 
 // Builds settings from defaults (the patch's model's own, modelTrainingDefaults, over every
-// model's; not its zero-initialised branches where the patch gives initial weights) overlaid
+// model's; not its zero-initialised branches where the patch gives initial weights, nor its
+// label smoothing where the patch's recipe keeps the loss in 16 bits) overlaid
 // with `patch` (keys as in settingsToJson; the preset "recipe" is applied
 // before the switch keys). Throws InputError naming the key and the problem (`origin` is
 // put in front, e.g. "config run.json"). Unknown keys are errors too: a typo must not
@@ -105,6 +111,8 @@ TrainSettings settingsFromJson(const nlohmann::json& patch, const std::string& o
 // settingsFromJson of settings a run stored (a record, the runs index): a key they lack
 // means every model's default, as it did when they were written, never a model's own.
 TrainSettings storedSettingsFromJson(const nlohmann::json& stored, const std::string& origin);
+// The same without validateSettings: for a panel that shows what is wrong itself.
+TrainSettings storedSettingsUnchecked(const nlohmann::json& stored, const std::string& origin);
 
 // A settings (config) file as its JSON object, size- and depth-limited like every JSON
 // input; throws InputError naming the file ("config <file>: ...").
