@@ -233,10 +233,11 @@ float quantizeToCodes(MiniFormat f, const float* src, std::uint8_t* codes, std::
 
 namespace {
 constexpr std::size_t kWidenChunk = 1024;
-}  // namespace
 
-float quantizeToCodes(MiniFormat f, Format from, const std::uint16_t* src, std::uint8_t* codes, std::size_t n,
-                      float scale, RoundingStats* stats, GradientHistogram* hist)
+// part(wide, b, m) for each cache-sized chunk [b, b + m) of the patterns, widened; the
+// largest amax part returns (NaN if one is NaN).
+template <class Part>
+float inWidenedChunks(Format from, const std::uint16_t* src, std::size_t n, const Part& part)
 {
     float wide[kWidenChunk];
     float amax = 0.0f;
@@ -244,27 +245,28 @@ float quantizeToCodes(MiniFormat f, Format from, const std::uint16_t* src, std::
     for (std::size_t b = 0; b < n; b += kWidenChunk) {
         const std::size_t m = std::min(kWidenChunk, n - b);
         widenArray(from, src + b, wide, m);
-        const float a = quantizeToCodes(f, wide, codes + b, m, scale, stats, hist);
+        const float a = part(wide, b, m);
         nan |= std::isnan(a);
         amax = std::max(amax, a);
     }
     return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
 }
+}  // namespace
+
+float quantizeToCodes(MiniFormat f, Format from, const std::uint16_t* src, std::uint8_t* codes, std::size_t n,
+                      float scale, RoundingStats* stats, GradientHistogram* hist)
+{
+    return inWidenedChunks(from, src, n, [&](const float* wide, std::size_t b, std::size_t m) {
+        return quantizeToCodes(f, wide, codes + b, m, scale, stats, hist);
+    });
+}
 
 float quantizeScaled(MiniFormat f, Format from, const std::uint16_t* src, float* dst, std::size_t n, float scale,
                      float scaleInv, RoundingStats* stats, GradientHistogram* hist)
 {
-    float wide[kWidenChunk];
-    float amax = 0.0f;
-    bool nan = false;
-    for (std::size_t b = 0; b < n; b += kWidenChunk) {
-        const std::size_t m = std::min(kWidenChunk, n - b);
-        widenArray(from, src + b, wide, m);
-        const float a = quantizeScaled(f, wide, dst + b, m, scale, scaleInv, stats, hist);
-        nan |= std::isnan(a);
-        amax = std::max(amax, a);
-    }
-    return nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+    return inWidenedChunks(from, src, n, [&](const float* wide, std::size_t b, std::size_t m) {
+        return quantizeScaled(f, wide, dst + b, m, scale, scaleInv, stats, hist);
+    });
 }
 
 float amaxOf(Format from, const std::uint16_t* src, std::size_t n)
