@@ -425,18 +425,17 @@ private slots:
         // saved run's listing (storedSettingsFromJson), never as the vit's own.
         json oldVit = fp32_;
         oldVit["settings"]["model"] = "vit";
-        oldVit["settings"]["widths"] = json::array();
-        for (const char* key : {"lr_schedule", "warmup_steps", "zero_init_residual", "label_smoothing"})
+        for (const char* key : {"widths", "lr_schedule", "warmup_steps", "zero_init_residual", "label_smoothing"})
             oldVit["settings"].erase(key);
         const RunRecord vit = readRunRecord(oldVit, "old-vit.json");
         RunListing listing;
         listing.name = "old-vit";
         listing.settings = listing.current = vit.settings;
         json listed = listingToJson(listing);
-        listed["settings"] = oldVit["settings"];
+        listed["settings"] = listed["current"] = oldVit["settings"];
         const RunListing read = listingFromJson(listed, "index");
-        for (const TrainSettings& s : {vit.settings, read.settings}) {
-            QVERIFY(s.model.widths.empty());   // the vit's 64,2,4,7
+        for (const TrainSettings& s : {vit.settings, read.settings, read.current}) {
+            QVERIFY(s.model.widths.empty());   // the vit's 64,2,4,7, not its own 128,3,8,7
             QCOMPARE(s.lrSchedule.shape, LrShape::constant);
             QCOMPARE(s.lrSchedule.warmupSteps, std::int64_t(0));
             QVERIFY(!s.zeroInitResidual);

@@ -82,7 +82,8 @@ private slots:
         QCOMPARE(modelDefaultsHeld(settingsFromJson(json{{"model", "vit"}, {"batch", 32}}, "test")),
                  std::string("label_smoothing 0.1, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, "
                              "zero_init_residual on"));
-        QCOMPARE(modelDefaultsHeld(settingsFromJson(json{{"batch", 16}}, "test")), std::string());
+        QCOMPARE(modelDefaultsHeld(settingsFromJson(json{{"model", "vit"}, {"recipe", "pure-bf16"}}, "test")),
+                 std::string("batch 16, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, zero_init_residual on"));
         // The other models have none.
         for (const char* kind : {"mlp", "deep-mlp", "small-cnn", "seed-cnn"}) {
             QVERIFY(modelTrainingDefaults(kind).empty());

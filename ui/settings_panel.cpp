@@ -549,7 +549,7 @@ void SettingsPanel::readControls()
     problem_ = problem;
     notices_.clear();
     if (const std::string own = modelDefaultsHeld(s); !own.empty())
-        notices_ << tr("%1's own defaults, set when it was chosen: %2.")
+        notices_ << tr("Of %1's own defaults these settings hold: %2.")
                         .arg(QString::fromStdString(s.model.kind), QString::fromStdString(own));
     for (const auto& n : settingsNotices(s)) notices_ << QString::fromStdString(n);
 
