@@ -403,13 +403,10 @@ Fp8Operand recordQuantized(StepContext& ctx, const StepPrecision& p, const Quant
 const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const Tensor& t, Tensor& workspace,
                                std::string_view layer, OperandRole role, OperandScaler& scaler)
 {
-    const QuantizeOp op = scaledOp(p, role, scaler, [&] { return ctx.backend->amax(t.data(), t.size()); });
     // The values dequantised, in fp32; the accountant counts the FP8 copy a GPU would hold
     // (quantizedStorageOf).
     prepareQuantized(workspace, t.shape(), quantizedStorageOf(p, role), ctx, MemoryCategory::workspace);
-    const auto sink = tapSink(ctx, layer, quantizedKind(role));
-    const float amax = ctx.backend->quantize(op, t.data(), workspace.data(), t.size(), sink.stats, sink.hist, nullptr);
-    recordQuantized(ctx, p, op, amax, sink, scaler);
+    quantizedValuesInto(ctx, p, t, workspace, layer, role, scaler);
     return workspace;
 }
 

@@ -499,6 +499,25 @@ std::string patchModel(const json& patch)
     return it != patch.end() && it->is_string() ? it->get<std::string>() : TrainSettings{}.model.kind;
 }
 
+// Whether settings name initial weights from a file (which give every weight).
+bool givesWeights(const json& settings)
+{
+    const auto w = settings.find("init_weights");
+    return w != settings.end() && w->is_string() && !w->get<std::string>().empty();
+}
+
+// Whether the settings' recipe refuses label smoothing e (labelSmoothingProblem: a loss kept
+// in 16 bits); false where they cannot be read (their own problem is reported elsewhere).
+bool refusesSmoothing(const json& settings, double e)
+{
+    try {
+        const TrainSettings s = readOverDefaults(settings, "the model's defaults", false);
+        return !labelSmoothingProblem(s.recipe, s.model, e).empty();
+    } catch (const InputError&) {
+        return false;
+    }
+}
+
 // The patch's model's own defaults that it leaves to them. Not the zero-initialised branches
 // beside initial weights from a file (they give every weight), nor label smoothing where
 // the patch's recipe keeps the loss in 16 bits (labelSmoothingProblem): the model's default
@@ -506,18 +525,12 @@ std::string patchModel(const json& patch)
 json ownDefaultsFor(const json& patch)
 {
     json own = modelTrainingDefaults(patchModel(patch));
-    if (const auto w = patch.find("init_weights"); w != patch.end() && w->is_string() && !w->get<std::string>().empty())
-        own.erase("zero_init_residual");
+    if (givesWeights(patch)) own.erase("zero_init_residual");
     for (const auto& [key, value] : patch.items()) own.erase(key);
     if (const auto smoothing = own.find("label_smoothing"); smoothing != own.end()) {
         json trial = own;
-        trial.erase("label_smoothing");
         for (const auto& [key, value] : patch.items()) trial[key] = value;
-        try {
-            const TrainSettings s = readOverDefaults(trial, "the model's defaults", false);
-            if (!labelSmoothingProblem(s.recipe, s.model, smoothing->get<double>()).empty()) own.erase("label_smoothing");
-        } catch (const InputError&) {   // the patch's own problem: settingsFromJson names it
-        }
+        if (refusesSmoothing(trial, smoothing->get<double>())) own.erase("label_smoothing");
     }
     return own;
 }
@@ -592,22 +605,16 @@ json followModelDefaults(const json& settings, std::string_view from, std::strin
     std::vector<std::string> keys;
     for (const json* m : {&own, &next})
         for (const auto& [key, value] : m->items()) keys.push_back(key);
-    const auto weights = out.find("init_weights");
-    const bool givenWeights = weights != out.end() && weights->is_string() && !weights->get<std::string>().empty();
+    const bool weights = givesWeights(out);
     for (const std::string& key : keys)
-        if (key != "widths" && !(givenWeights && key == "zero_init_residual") && out.contains(key) &&
+        if (key != "widths" && !(weights && key == "zero_init_residual") && out.contains(key) &&
             out.at(key) == defaultOf(own, key))
             out[key] = defaultOf(next, key);
     out["widths"] = defaultOf(next, "widths");
     // Not a label smoothing the recipe refuses (a loss kept in 16 bits): it stays as it was.
-    if (out.contains("label_smoothing") && out["label_smoothing"] != settings.value("label_smoothing", json())) {
-        try {
-            const TrainSettings s = readOverDefaults(out, "the model's defaults", false);
-            if (!labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing).empty())
-                out["label_smoothing"] = settings.at("label_smoothing");
-        } catch (const InputError&) {   // settings the panel reports itself
-        }
-    }
+    if (out.contains("label_smoothing") && out["label_smoothing"] != settings.value("label_smoothing", json()) &&
+        refusesSmoothing(out, out["label_smoothing"].get<double>()))
+        out["label_smoothing"] = settings.at("label_smoothing");
     return out;
 }
 
