@@ -66,11 +66,13 @@ constexpr Range kPositive{std::numeric_limits<double>::min(), std::numeric_limit
 constexpr Range kFinite{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), "a number"};
 
 // A number in its range; nullopt when absent or null (what was not measured, or a loss that
-// was not finite).
+// was not finite). A document still in memory holds such a loss as the NaN or infinity
+// itself, which its file form writes as null: read alike.
 std::optional<double> number(const json& obj, const char* key, const Place& at, const Range& range)
 {
     const auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (it->is_number_float() && !std::isfinite(it->get<double>())) return std::nullopt;
     if (!it->is_number()) refuseField(at, key, range.must, *it);
     const double v = it->get<double>();
     if (!(v >= range.lo && v <= range.hi)) refuseField(at, key, range.must, *it);   // NaN fails too
