@@ -1,5 +1,6 @@
 // Tests the CUDA backend's FP8 recipes on a device (issue 15): per-tensor quantisation and
-// the amax against the CPU backend bit for bit (values, statistics, histogram), and the
+// the amax against the CPU backend bit for bit (values, statistics, histogram; operands
+// held as 1-byte codes too: quantised into codes, decoded, lowered by im2col), and the
 // GEMM on FP8 codes (cuBLASLt, compute capability 8.9 and newer; the dequantised values in
 // fp32 before) against a double-precision sum of the same dequantised operands, within a
 // bound derived from fp32 accumulation. Without a device the suite is skipped with the
@@ -7,6 +8,7 @@
 // tst_cuda_kernel_math.)
 // links: plab_backend_cpu plab_backend plab_test_support
 #include "cuda_test_support.h"
+#include "tensor/byte_buffer.h"
 #include "tensor/tensor.h"
 
 #include <tuple>
@@ -138,6 +140,100 @@ private slots:
         QVERIFY(sameFloat(cuda_->amax(finite.data(), static_cast<std::int64_t>(values.size())),
                           cpu_->amax(values.data(), static_cast<std::int64_t>(values.size()))));
         QCOMPARE(cuda_->amax(finite.data(), 0), 0.0f);
+    }
+
+    // Per-tensor FP8 operands held as codes on the device (holdsFp8Codes), against the CPU
+    // backend bit for bit: codes from fp32 and from fp16 / bf16 patterns, a 16-bit dY
+    // straight into values, the amax of patterns, the codes decoded (rows with leading
+    // dimensions) and lowered by im2col; the same counts and histograms.
+    void codesMatchCpuExactly_data() { quantizeMatchesCpuExactly_data(); }
+    void codesMatchCpuExactly()
+    {
+        QFETCH(int, format);
+        QFETCH(float, scale);
+        QVERIFY(cuda_->holdsFp8Codes());
+        std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
+        const std::vector<float> spread = telemetryData((1u << 18) + 5, 500 + static_cast<std::uint64_t>(format));
+        in.insert(in.end(), spread.begin(), spread.end());
+        QuantizeOp op;
+        op.element = static_cast<MiniFormat>(format);
+        op.scale = scale;
+        op.scaleInv = 1.0f / scale;
+        const auto n = static_cast<std::int64_t>(in.size());
+        const auto bytes = static_cast<std::size_t>(n);
+        auto codesOnHost = [&](const ByteBuffer& b) {
+            std::vector<std::uint8_t> host(b.size());
+            cuda_->allocator()->download(host.data(), b.data(), b.size());
+            return host;
+        };
+
+        Tensor dIn = onDevice(in);
+        ByteBuffer dCodes;
+        dCodes.resize(bytes, cuda_->allocator());
+        std::vector<std::uint8_t> cpuCodes(bytes);
+        RoundingStats cudaStats, cpuStats;
+        GradientHistogram cudaHist, cpuHist;
+        QVERIFY(sameFloat(cuda_->quantizeToCodes(op, dIn.data(), dCodes.data(), n, &cudaStats, &cudaHist),
+                          cpu_->quantizeToCodes(op, in.data(), cpuCodes.data(), n, &cpuStats, &cpuHist)));
+        cuda_->flush();
+        QVERIFY(codesOnHost(dCodes) == cpuCodes);
+        QCOMPARE(cudaStats, cpuStats);
+        QVERIFY(cudaHist == cpuHist);
+
+        // Decoded whole, and as rows of 1000 with leading dimensions (a gap left as it was).
+        std::vector<float> cpuDecoded(in.size());
+        cpu_->decodeFp8(op.element, op.scaleInv, cpuCodes.data(), n, cpuDecoded.data(), n, 1, n);
+        Tensor dDecoded = onDevice(std::vector<float>(in.size(), 5.0f));
+        cuda_->decodeFp8(op.element, op.scaleInv, dCodes.data(), n, dDecoded.data(), n, 1, n);
+        QVERIFY(sameValues(dDecoded.toHost(), cpuDecoded));
+        const std::int64_t rows = n / 1000, cols = 990;
+        std::vector<float> cpuRows(static_cast<std::size_t>(rows * 1003), 5.0f);
+        Tensor dRows = onDevice(cpuRows);
+        cpu_->decodeFp8(op.element, op.scaleInv, cpuCodes.data(), 1000, cpuRows.data(), 1003, rows, cols);
+        cuda_->decodeFp8(op.element, op.scaleInv, dCodes.data(), 1000, dRows.data(), 1003, rows, cols);
+        QVERIFY(sameValues(dRows.toHost(), cpuRows));
+
+        // im2col of a (C, N, H, W) tensor held as codes, a sample range of its batch.
+        const ConvGeometry g{4, 6, 10, 12, 3, 1};
+        const std::int64_t n0 = 2, count = 3;
+        const auto colsSize = static_cast<std::size_t>(g.patchSize() * count * g.planeSize());
+        QVERIFY(g.channels * g.batch * g.planeSize() <= n);
+        std::vector<float> cpuCols(colsSize);
+        Tensor dCols = onDevice(std::vector<float>(colsSize, 5.0f));
+        cpu_->im2colFp8(g, op.element, op.scaleInv, cpuCodes.data(), n0, count, cpuCols.data());
+        cuda_->im2colFp8(g, op.element, op.scaleInv, dCodes.data(), n0, count, dCols.data());
+        QVERIFY(sameValues(dCols.toHost(), cpuCols));
+
+        for (Format from : {Format::fp16, Format::bf16}) {
+            std::vector<float> representable(in.size());
+            for (std::size_t i = 0; i < in.size(); ++i)
+                representable[i] = ck::floatFromBits(ck::widenBits16(
+                    static_cast<int>(from), ck::narrowBits16(static_cast<int>(from), ck::floatBits(in[i]))));
+            Tensor host(Shape{n}, from);
+            host.assignFromHost(representable.data(), n);
+            host.pack();
+            const std::vector<std::uint16_t> bits(host.bits16(), host.bits16() + n);
+            Tensor packed(host);
+            packed.place(cuda_->allocator());
+            QVERIFY(packed.packed());
+
+            RoundingStats cs, gs, cvs, gvs;
+            GradientHistogram ch, gh, cvh, gvh;
+            std::vector<std::uint8_t> cpuCodes16(bytes);
+            QVERIFY(sameFloat(cuda_->quantize16ToCodes(op, from, packed.bits16(), dCodes.data(), n, &gs, &gh),
+                              cpu_->quantize16ToCodes(op, from, bits.data(), cpuCodes16.data(), n, &cs, &ch)));
+            std::vector<float> cpuValues(in.size());
+            Tensor dValues = onDevice(std::vector<float>(in.size()));
+            QVERIFY(sameFloat(cuda_->quantize16(op, from, packed.bits16(), dValues.data(), n, &gvs, &gvh),
+                              cpu_->quantize16(op, from, bits.data(), cpuValues.data(), n, &cvs, &cvh)));
+            cuda_->flush();
+            QVERIFY(codesOnHost(dCodes) == cpuCodes16);
+            QVERIFY(sameValues(dValues.toHost(), cpuValues));
+            QCOMPARE(gs, cs);
+            QCOMPARE(gvs, cvs);
+            QVERIFY(gh == ch && gvh == cvh);
+            QVERIFY(sameFloat(cuda_->amax16(from, packed.bits16(), n), cpu_->amax16(from, bits.data(), n)));
+        }
     }
 
     // Block formats are not quantised here: the trainer refuses MX and NVFP4 on this backend.

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "backend/cuda/cudnn16_passes.h"
 #include "backend/cuda/memory_budget.h"
+#include "numerics/simd_level.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -253,6 +254,123 @@ private slots:
         QVERIFY(subnormalOperands > 0);   // the scale 3e38 reaches them
         qInfo("checked %llu operands; %llu fp32-subnormal operands left out", static_cast<unsigned long long>(checked),
               static_cast<unsigned long long>(subnormalOperands));
+    }
+
+    // The kernels that hold codes (quantise into codes, from fp32 or from 16-bit patterns,
+    // and a 16-bit dY straight into values) against the CPU's quantizeToCodes and
+    // quantizeScaled: the same codes, values, statistics, histogram and amax, over the
+    // boundaries and spread data of fp8QuantizeMatchesCpu (the 16-bit data are those values
+    // rounded to fp16 and to bf16).
+    void fp8CodesMatchCpu_data() { fp8QuantizeMatchesCpu_data(); }
+    void fp8CodesMatchCpu()
+    {
+        QFETCH(int, format);
+        QFETCH(float, scale);
+        const auto f = static_cast<MiniFormat>(format);
+        std::vector<float> in = fp8Boundaries(f, scale);
+        const std::vector<float> spread = telemetryData(50000, 171 + static_cast<std::uint64_t>(format));
+        in.insert(in.end(), spread.begin(), spread.end());
+        const float scaleInv = 1.0f / scale;
+
+        std::vector<float> kernelOut;
+        std::vector<std::uint8_t> kernelCodes, cpuCodes(in.size());
+        RoundingStats kernelStats, cpuStats;
+        GradientHistogram kernelHist, cpuHist;
+        const float kernelAmax =
+            emulateQuantizeFp8Kernel(f, in, scale, scaleInv, kernelOut, kernelStats, kernelHist, &kernelCodes);
+        const float cpuAmax = quantizeToCodes(f, in.data(), cpuCodes.data(), in.size(), scale, &cpuStats, &cpuHist);
+        QVERIFY(kernelCodes == cpuCodes);
+        QCOMPARE(kernelStats, cpuStats);
+        QVERIFY(kernelHist == cpuHist);
+        QVERIFY(sameFloat(kernelAmax, cpuAmax));
+        QVERIFY(kernelStats.underflow > 0 && kernelStats.overflow > 0 && kernelStats.nan > 0);
+
+        for (Format from : {Format::fp16, Format::bf16}) {
+            const int f16 = static_cast<int>(from);
+            std::vector<std::uint16_t> bits(in.size());
+            std::vector<float> widened(in.size());
+            for (std::size_t i = 0; i < in.size(); ++i) {
+                bits[i] = ck::narrowBits16(f16, ck::floatBits(in[i]));
+                widened[i] = ck::floatFromBits(ck::widenBits16(f16, bits[i]));
+            }
+            std::vector<float> values16, cpuValues16(in.size());
+            std::vector<std::uint8_t> codes16, cpuCodes16(in.size());
+            RoundingStats ks, cs, vs;
+            GradientHistogram kh, ch, vh;
+            const float amax16 = emulateQuantizeFp8Kernel(f, widened, scale, scaleInv, values16, ks, kh, &codes16);
+            const float cpuAmax16 =
+                quantizeToCodes(f, from, bits.data(), cpuCodes16.data(), bits.size(), scale, &cs, &ch);
+            const float cpuValuesAmax = quantizeScaled(f, from, bits.data(), cpuValues16.data(), bits.size(), scale,
+                                                       scaleInv, &vs, &vh);
+            QVERIFY(codes16 == cpuCodes16);
+            QVERIFY(sameValues(values16, cpuValues16));
+            QCOMPARE(ks, cs);
+            QCOMPARE(ks, vs);
+            QVERIFY(kh == ch && kh == vh);
+            QVERIFY(sameFloat(amax16, cpuAmax16) && sameFloat(amax16, cpuValuesAmax));
+        }
+    }
+
+    // A held code decodes to what the CPU's decodeScaled gives (every SIMD path it has
+    // here: capped to scalar, AVX2, AVX-512), every code of both formats, several copies so
+    // the vector loops and their tails run, for scales of 1, TE-like ratios and the extremes;
+    // and the values equal what quantisation writes for the same q (q * scaleInv).
+    void fp8DecodeMatchesCpu()
+    {
+        std::vector<std::uint8_t> codes;
+        for (int copy = 0; copy < 3; ++copy)
+            for (unsigned c = 0; c < 256; ++c) codes.push_back(static_cast<std::uint8_t>(c * 37 + copy));
+        for (unsigned c = 0; c < 13; ++c) codes.push_back(static_cast<std::uint8_t>(c));
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2})
+            for (float scale : {1.0f, 448.0f / 3.7f, 0x1.0p-20f, 3.0e30f, 57344.0f / 0.0123f}) {
+                const float scaleInv = 1.0f / scale;
+                std::vector<float> kernel(codes.size());
+                for (std::size_t i = 0; i < codes.size(); ++i)
+                    kernel[i] = ck::fp8Decoded(static_cast<int>(f), codes[i], scaleInv);
+                for (SimdLevel cap : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
+                    const ScopedSimdCap capped(cap);
+                    std::vector<float> cpu(codes.size());
+                    decodeScaled(f, codes.data(), cpu.data(), codes.size(), scaleInv);
+                    QVERIFY2(sameValues(kernel, cpu), qPrintable(QString("%1, scale %2, cap %3")
+                                                                     .arg(miniFormatInfo(f).name.data())
+                                                                     .arg(static_cast<double>(scale))
+                                                                     .arg(static_cast<int>(cap))));
+                }
+                for (unsigned c = 0; c < 256; ++c) {
+                    const float v = decodeMini(f, static_cast<std::uint8_t>(c));
+                    if (!std::isfinite(v)) continue;
+                    QVERIFY(sameFloat(ck::fp8Decoded(static_cast<int>(f), static_cast<std::uint8_t>(c), scaleInv),
+                                      ck::mulRn(v, scaleInv)));
+                }
+            }
+    }
+
+    // im2col from codes (the kernel's index map and decoding) gives the CPU backend's
+    // im2colFp8 columns bit for bit, padding included, over a sample range of the batch.
+    void im2colFp8MatchesCpu()
+    {
+        const ConvGeometry g{3, 5, 4, 6, 5, 2};
+        const std::int64_t n0 = 1, count = 3, hw = g.planeSize();
+        auto cpu = createCpuBackend(2);
+        Rng rng{7};
+        std::vector<std::uint8_t> src(static_cast<std::size_t>(g.channels * g.batch * hw));
+        for (auto& c : src) c = static_cast<std::uint8_t>(rng.uniform() * 256.0);
+        const float scaleInv = 1.0f / 37.5f;
+        const auto colsSize = static_cast<std::size_t>(g.patchSize() * count * hw);
+        const ck::ConvShape shape{g.channels, g.batch, g.height, g.width, g.kernel, g.pad};
+        const std::int64_t columns = count * hw;
+        for (MiniFormat f : {MiniFormat::e4m3, MiniFormat::e5m2}) {
+            std::vector<float> cpuCols(colsSize, 9.0f), kernelCols(colsSize);
+            cpu->im2colFp8(g, f, scaleInv, src.data(), n0, count, cpuCols.data());
+            for (std::size_t i = 0; i < colsSize; ++i) {
+                const std::int64_t from = ck::im2colSource(shape, n0, count, static_cast<std::int64_t>(i) / columns,
+                                                           static_cast<std::int64_t>(i) % columns);
+                kernelCols[i] =
+                    from < 0 ? 0.0f : ck::fp8Decoded(static_cast<int>(f), src[static_cast<std::size_t>(from)], scaleInv);
+            }
+            QVERIFY(sameValues(kernelCols, cpuCols));
+            QVERIFY(std::count(kernelCols.begin(), kernelCols.end(), 0.0f) > 0);   // padding reached
+        }
     }
 
     // im2col / col2im index maps of the kernels reproduce the CPU backend bit for bit,

@@ -95,25 +95,26 @@ void emulateRoundKernel(Format f, const std::vector<float>& in, std::vector<floa
     addCounters(counters, in.size(), stats, hist);
 }
 
-// What the FP8 quantisation kernel computes (fp8_kernels.cu), element after element on the
-// host; returns the amax it folds.
+// What the FP8 quantisation kernels compute (fp8_kernels.cu), element after element on the
+// host: the values q * scaleInv into out, and, where codes is given, q's code into it;
+// returns the amax it folds.
 float emulateQuantizeFp8Kernel(MiniFormat f, const std::vector<float>& in, float scale, float scaleInv,
-                               std::vector<float>& out, RoundingStats& stats, GradientHistogram& hist)
+                               std::vector<float>& out, RoundingStats& stats, GradientHistogram& hist,
+                               std::vector<std::uint8_t>* codes = nullptr)
 {
     const ck::Fp8Rule rule = ck::fp8Rule(static_cast<int>(f));
     std::vector<std::uint64_t> counters(ck::kCounterSlots, 0);
     std::uint32_t key = 0;
     out.resize(in.size());
+    if (codes) codes->resize(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         key = std::max(key, ck::amaxKey(in[i]));
-        const float x = ck::mulRn(in[i], scale);
-        float r = 0.0f;
-        bool saturated = false;
-        out[i] = ck::mulRn(ck::fp8Quantize(rule, x, &r, &saturated), scaleInv);
-        const std::uint32_t bits = ck::floatBits(x);
-        for (unsigned mask = ck::fp8StatMask(rule, bits, r, saturated); mask != 0; mask &= mask - 1)
+        const ck::Fp8Element e = ck::fp8Element(rule, in[i], scale);
+        out[i] = ck::mulRn(e.q, scaleInv);
+        if (codes) (*codes)[i] = ck::fp8Code(static_cast<int>(f), e.q);
+        for (unsigned mask = e.statMask; mask != 0; mask &= mask - 1)
             ++counters[static_cast<std::size_t>(std::countr_zero(mask))];
-        ++counters[static_cast<std::size_t>(ck::histogramSlot(bits))];
+        ++counters[static_cast<std::size_t>(ck::histogramSlot(ck::floatBits(e.x)))];
     }
     addCounters(counters, in.size(), stats, hist);
     return ck::amaxFromKey(key);

@@ -167,6 +167,20 @@ void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std:
     PLAB_CUDA_CHECK(cudakernels::launchIm2col16(shapeOf(g), n0, count, src, cols, stream()));
 }
 
+// im2col from FP8 codes (cuda_fp8.cpp has the other FP8 ops): each column element the
+// code's value times scaleInv.
+void CudaBackend::im2colFp8(const ConvGeometry& g, MiniFormat element, float scaleInv, const std::uint8_t* src,
+                            std::int64_t n0, std::int64_t count, float* cols)
+{
+    checkGeometry(g, n0, count);
+    if (element != MiniFormat::e4m3 && element != MiniFormat::e5m2)
+        throw std::invalid_argument("im2colFp8 decodes FP8 E4M3 or E5M2 codes only.");
+    if (count == 0) return;
+    activate();
+    PLAB_CUDA_CHECK(cudakernels::launchIm2colFp8(static_cast<int>(element), scaleInv, shapeOf(g), n0, count, src,
+                                                 cols, stream()));
+}
+
 namespace {
 
 // What cuDNN's 16-bit convolutions take: products of 16-bit patterns with fp32 sums.

@@ -61,6 +61,21 @@ public:
     float quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
                    GradientHistogram* hist, GradientHistogram* blockScales) override;
     float amax(const float* src, std::int64_t n) override;
+    // Per-tensor FP8 operands held as 1-byte codes on the device, as on the CPU: quantised
+    // into codes (from fp32 or 16-bit patterns), decoded for the GEMMs (whole rows, or
+    // lowered by im2col), and a 16-bit dY quantised straight into fp32 values.
+    bool holdsFp8Codes() const override { return true; }
+    float quantize16(const QuantizeOp& op, Format from, const std::uint16_t* src, float* dst, std::int64_t n,
+                     RoundingStats* stats, GradientHistogram* hist) override;
+    float quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
+                          RoundingStats* stats, GradientHistogram* hist) override;
+    float quantize16ToCodes(const QuantizeOp& op, Format from, const std::uint16_t* src, std::uint8_t* codes,
+                            std::int64_t n, RoundingStats* stats, GradientHistogram* hist) override;
+    float amax16(Format from, const std::uint16_t* src, std::int64_t n) override;
+    void decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd, float* dst,
+                   std::int64_t dstLd, std::int64_t rows, std::int64_t cols) override;
+    void im2colFp8(const ConvGeometry& g, MiniFormat element, float scaleInv, const std::uint8_t* src,
+                   std::int64_t n0, std::int64_t count, float* cols) override;
 
     // Whole-batch convolutions through cuDNN (cuda_conv.cpp); false without cuDNN, or when
     // cuDNN has no suitable algorithm for the shape (the layer then lowers them).
@@ -181,6 +196,13 @@ private:
     void fp8Gemm(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                  const GemmPrecision& precision);
+    // A per-tensor FP8 quantisation of n elements: `launch(counting)` starts its kernel
+    // with the counters stats and hist want and the zeroed amax key; returns the amax.
+    template <typename Launch>
+    float quantizedPerTensor(std::int64_t n, RoundingStats* stats, GradientHistogram* hist, Launch&& launch);
+    // The amax of n elements whose kernel `launch(key)` folds into the zeroed key.
+    template <typename Launch>
+    float amaxOf(std::int64_t n, Launch&& launch);
     // Waits for the amax key at deviceKey and returns it as a float (amaxFromKey).
     float readAmax(const unsigned* deviceKey);
     // The labels of the loss on the device: uploaded when they differ from the last ones,

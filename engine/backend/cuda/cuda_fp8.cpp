@@ -179,37 +179,123 @@ bool runsFp8(const GemmPrecision& p, DeviceCapability cap)
            isFp8(p.b.element) && !(p.a.element == MiniFormat::e5m2 && p.b.element == MiniFormat::e5m2);
 }
 
-float CudaBackend::quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
-                            GradientHistogram* hist, GradientHistogram* blockScales)
+namespace {
+
+// The per-tensor FP8 quantisations' contract (the CPU's too).
+void checkPerTensor(const QuantizeOp& op, std::int64_t n, const char* what)
 {
-    (void)blockScales;   // no blocks here
     if (op.blocks)
-        throw std::logic_error("The CUDA backend quantises per tensor only; block-scaled formats (MX, NVFP4) need "
-                               "compute capability 10.0 and are emulated on the CPU backend.");
+        throw std::logic_error(std::string("The CUDA backend quantises per tensor only (") + what +
+                               "); block-scaled formats (MX, NVFP4) need compute capability 10.0 and are emulated "
+                               "on the CPU backend.");
     if (!isFp8(op.element))
         throw std::logic_error("The CUDA backend quantises per tensor to FP8 E4M3 or E5M2 only.");
-    if (n < 0) throw std::invalid_argument("quantize got a negative size.");
+    if (n < 0) throw std::invalid_argument(std::string(what) + " got a negative size.");
+}
+
+int format16(Format f, const char* what)
+{
+    if (f != Format::fp16 && f != Format::bf16)
+        throw std::invalid_argument(std::string(what) + ": a packed tensor's format is fp16 or bf16.");
+    return static_cast<int>(f);
+}
+
+void checkFp8(MiniFormat f, const char* what)
+{
+    if (!isFp8(f)) throw std::invalid_argument(std::string(what) + " decodes FP8 E4M3 or E5M2 codes only.");
+}
+
+}  // namespace
+
+template <typename Launch>
+float CudaBackend::quantizedPerTensor(std::int64_t n, RoundingStats* stats, GradientHistogram* hist, Launch&& launch)
+{
     if (n == 0) return 0.0f;
     activate();
     auto* amax = quantizeScratch_.reserveFor<unsigned>(1);
     PLAB_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(unsigned), stream()));
     const bool counted = stats || hist;
-    unsigned long long* slots = counted ? counters_.roundingSlots(stats, hist) : nullptr;
-    PLAB_CUDA_CHECK(ck::launchQuantizeFp8(static_cast<int>(op.element), src, dst, n, op.scale, op.scaleInv, slots,
-                                          stats != nullptr, hist != nullptr, amax, stream()));
+    const ck::Fp8Counting counting{counted ? counters_.roundingSlots(stats, hist) : nullptr, stats != nullptr,
+                                   hist != nullptr, amax};
+    PLAB_CUDA_CHECK(launch(counting));
     if (counted) counters_.addElements(stats, hist, static_cast<std::size_t>(n));
     return readAmax(amax);
 }
 
-float CudaBackend::amax(const float* src, std::int64_t n)
+template <typename Launch>
+float CudaBackend::amaxOf(std::int64_t n, Launch&& launch)
 {
     if (n < 0) throw std::invalid_argument("amax got a negative size.");
     if (n == 0) return 0.0f;
     activate();
     auto* amax = quantizeScratch_.reserveFor<unsigned>(1);
     PLAB_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(unsigned), stream()));
-    PLAB_CUDA_CHECK(ck::launchAmax(src, n, amax, stream()));
+    PLAB_CUDA_CHECK(launch(amax));
     return readAmax(amax);
+}
+
+float CudaBackend::quantize(const QuantizeOp& op, const float* src, float* dst, std::int64_t n, RoundingStats* stats,
+                            GradientHistogram* hist, GradientHistogram* blockScales)
+{
+    (void)blockScales;   // no blocks here
+    checkPerTensor(op, n, "quantize");
+    return quantizedPerTensor(n, stats, hist, [&](const ck::Fp8Counting& c) {
+        return ck::launchQuantizeFp8(static_cast<int>(op.element), src, dst, n, op.scale, op.scaleInv, c, stream());
+    });
+}
+
+float CudaBackend::quantize16(const QuantizeOp& op, Format from, const std::uint16_t* src, float* dst, std::int64_t n,
+                              RoundingStats* stats, GradientHistogram* hist)
+{
+    checkPerTensor(op, n, "quantize16");
+    const int f = format16(from, "quantize16");
+    return quantizedPerTensor(n, stats, hist, [&](const ck::Fp8Counting& c) {
+        return ck::launchQuantizeFp8From16(static_cast<int>(op.element), f, src, dst, n, op.scale, op.scaleInv, c,
+                                           stream());
+    });
+}
+
+float CudaBackend::quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
+                                   RoundingStats* stats, GradientHistogram* hist)
+{
+    checkPerTensor(op, n, "quantizeToCodes");
+    return quantizedPerTensor(n, stats, hist, [&](const ck::Fp8Counting& c) {
+        return ck::launchQuantizeFp8Codes(static_cast<int>(op.element), src, codes, n, op.scale, c, stream());
+    });
+}
+
+float CudaBackend::quantize16ToCodes(const QuantizeOp& op, Format from, const std::uint16_t* src, std::uint8_t* codes,
+                                     std::int64_t n, RoundingStats* stats, GradientHistogram* hist)
+{
+    checkPerTensor(op, n, "quantize16ToCodes");
+    const int f = format16(from, "quantize16ToCodes");
+    return quantizedPerTensor(n, stats, hist, [&](const ck::Fp8Counting& c) {
+        return ck::launchQuantizeFp8CodesFrom16(static_cast<int>(op.element), f, src, codes, n, op.scale, c,
+                                                stream());
+    });
+}
+
+float CudaBackend::amax(const float* src, std::int64_t n)
+{
+    return amaxOf(n, [&](unsigned* key) { return ck::launchAmax(src, n, key, stream()); });
+}
+
+float CudaBackend::amax16(Format from, const std::uint16_t* src, std::int64_t n)
+{
+    const int f = format16(from, "amax16");
+    return amaxOf(n, [&](unsigned* key) { return ck::launchAmax16(f, src, n, key, stream()); });
+}
+
+void CudaBackend::decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd,
+                            float* dst, std::int64_t dstLd, std::int64_t rows, std::int64_t cols)
+{
+    checkFp8(element, "decodeFp8");
+    if (rows <= 0 || cols <= 0) return;
+    if (rows > 1 && (codesLd < cols || dstLd < cols))
+        throw std::invalid_argument("decodeFp8: a leading dimension is shorter than a row.");
+    activate();
+    PLAB_CUDA_CHECK(ck::launchDecodeFp8(static_cast<int>(element), scaleInv, codes, codesLd, dst, dstLd, rows, cols,
+                                        stream()));
 }
 
 float CudaBackend::readAmax(const unsigned* deviceKey)

@@ -84,6 +84,25 @@ PLAB_HOST_DEVICE unsigned fp8StatMask(const Fp8Rule& rule, std::uint32_t x, floa
     return mask;
 }
 
+// One element of the per-tensor quantisation, as the kernels and their host emulation
+// compute it: x = in * scale, q its value in the format (fp8Quantize), the counters' mask
+// (fp8StatMask); the value written is q * scaleInv, or q's code (fp8Code) where the
+// operand is held as codes.
+struct Fp8Element {
+    float x;
+    float q;
+    unsigned statMask;
+};
+PLAB_HOST_DEVICE Fp8Element fp8Element(const Fp8Rule& rule, float in, float scale)
+{
+    Fp8Element e{mulRn(in, scale), 0.0f, 0u};
+    float r = 0.0f;
+    bool saturated = false;
+    e.q = fp8Quantize(rule, e.x, &r, &saturated);
+    e.statMask = fp8StatMask(rule, floatBits(e.x), r, saturated);
+    return e;
+}
+
 // The amax as an unsigned key: |x|'s bit pattern, ordered as the magnitudes are, with every
 // NaN above infinity. The largest key of a tensor is its amax; amaxFromKey makes it a float
 // (NaN when a NaN was there), as numerics' amaxOf returns it.
@@ -117,6 +136,33 @@ PLAB_HOST_DEVICE std::uint8_t fp8Code(int format, float q)
     const std::uint32_t exponent = static_cast<std::uint32_t>(e + rule.bias);
     const std::uint32_t mantissa = (a & 0x007FFFFFu) >> (23 - rule.mantissaBits);
     return static_cast<std::uint8_t>(sign | (exponent << rule.mantissaBits) | mantissa);
+}
+
+// The value of an FP8 code (sign, exponent, mantissa) of `format`: a normal's exponent
+// rebiased, a subnormal's multiple of the smallest subnormal (exact), E5M2's infinities,
+// and NaN (E4M3 S.1111.111, E5M2 S.11111.xx) as fp32's quiet NaN of that sign; as the
+// CPU's decoding (numerics/quantize_kernels.h, valueOf) gives it.
+PLAB_HOST_DEVICE float fp8Value(int format, std::uint8_t code)
+{
+    const Fp8Rule rule = fp8Rule(format);
+    const std::uint32_t sign = static_cast<std::uint32_t>(code & 0x80u) << 24, magnitude = code & 0x7Fu;
+    const std::uint32_t firstSpecial = format == kE5m2 ? 0x7Cu : 0x7Fu;
+    std::uint32_t bits = 0;
+    if (magnitude >= firstSpecial)
+        bits = format == kE5m2 && magnitude == 0x7Cu ? kInfBits : 0x7FC00000u;
+    else if (magnitude >> rule.mantissaBits)
+        bits = (magnitude << (23 - rule.mantissaBits)) + (static_cast<std::uint32_t>(127 - rule.bias) << 23);
+    else   // magnitude * 2^(minNormalLog2 - mantissaBits): both exact
+        bits = floatBits(mulRn(static_cast<float>(magnitude),
+                               floatFromBits(static_cast<std::uint32_t>(127 + rule.minNormalLog2 - rule.mantissaBits)
+                                             << 23)));
+    return floatFromBits(bits | sign);
+}
+// What a held code stands for in the arithmetic: its value times the scale's inverse,
+// rounded once (the value quantisation writes, q * scaleInv).
+PLAB_HOST_DEVICE float fp8Decoded(int format, std::uint8_t code, float scaleInv)
+{
+    return mulRn(fp8Value(format, code), scaleInv);
 }
 
 // The code of an operand value the quantiser wrote (x = q * scaleInv, rounded once in fp32):

@@ -73,14 +73,36 @@ cudaError_t launchCol2im(const ConvShape& g, long long n0, long long count, cons
 
 // ---- FP8 recipes (fp8_kernels.cu) --------------------------------------------------------
 
-// dst[i] = fp8Quantize(src[i] * scale) * scaleInv for i < n (src may alias dst), counts of
-// the scaled values added to counters as launchRound adds them, and the largest amaxKey of
-// src folded into *amax by atomicMax (the caller zeroes it first).
+// Where a quantisation kernel counts: RoundingStats and histogram slots added to counters
+// as launchRound adds them (nullptr: none), and the largest amaxKey of its source folded
+// into *amax by atomicMax (the caller zeroes it first).
+struct Fp8Counting {
+    unsigned long long* counters;
+    bool wantStats, wantHist;
+    unsigned* amax;
+};
+// dst[i] = fp8Quantize(src[i] * scale) * scaleInv for i < n (src may alias dst), counted
+// as `counting` says. From16: src holds 16-bit patterns of format `from` (kFp16 or kBf16),
+// widened first. Codes: codes[i] = fp8Code(format, fp8Quantize(src[i] * scale)) instead of
+// the value (a byte an element; the same counts and amax).
 cudaError_t launchQuantizeFp8(int format, const float* src, float* dst, long long n, float scale, float scaleInv,
-                              unsigned long long* counters, bool wantStats, bool wantHist, unsigned* amax,
-                              cudaStream_t stream);
-// The largest amaxKey of src[0..n) folded into *amax (atomicMax; the caller zeroes it first).
+                              const Fp8Counting& counting, cudaStream_t stream);
+cudaError_t launchQuantizeFp8From16(int format, int from, const std::uint16_t* src, float* dst, long long n,
+                                    float scale, float scaleInv, const Fp8Counting& counting, cudaStream_t stream);
+cudaError_t launchQuantizeFp8Codes(int format, const float* src, std::uint8_t* codes, long long n, float scale,
+                                   const Fp8Counting& counting, cudaStream_t stream);
+cudaError_t launchQuantizeFp8CodesFrom16(int format, int from, const std::uint16_t* src, std::uint8_t* codes,
+                                         long long n, float scale, const Fp8Counting& counting, cudaStream_t stream);
+// The largest amaxKey of src[0..n) (fp32, or 16-bit patterns of format `from` widened)
+// folded into *amax (atomicMax; the caller zeroes it first).
 cudaError_t launchAmax(const float* src, long long n, unsigned* amax, cudaStream_t stream);
+cudaError_t launchAmax16(int from, const std::uint16_t* src, long long n, unsigned* amax, cudaStream_t stream);
+// dst (rows, cols; leading dimension dstLd) = fp8Decoded of the codes (leading codesLd).
+cudaError_t launchDecodeFp8(int format, float scaleInv, const std::uint8_t* codes, long long codesLd, float* dst,
+                            long long dstLd, long long rows, long long cols, cudaStream_t stream);
+// launchIm2col from a (C, batch, H, W) tensor held as codes: each element fp8Decoded.
+cudaError_t launchIm2colFp8(int format, float scaleInv, const ConvShape& g, long long n0, long long count,
+                            const std::uint8_t* codes, float* cols, cudaStream_t stream);
 
 // An operand for cuBLASLt's FP8 GEMM: dst (outerPadded, kPadded) bytes, dense, K running
 // fastest, = fp8CodeOfOperand of element (o, k) of the row-major matrix at src (leading
