@@ -165,6 +165,28 @@ for section, got in (("recipe", rb), ("settings", sb)):
             print(f"{name}: DIFFERS at record.{section}.update_rounding: {got['update_rounding']!r}")
             sys.exit(1)
         got.pop("update_rounding")
+# Run totals of every rounding site (2026-11-28): each at least the sum of BASE's snapshots
+# of that site, and equal to it where every step was a snapshot; a site BASE's snapshots
+# rounded is there.
+sma, smb = a.get("summary", {}), b.get("summary", {})
+if "run_rounding" in smb and "run_rounding" not in sma:
+    sums = {}
+    for snap in a.get("telemetry", []):
+        for l in snap.get("layers", []):
+            key = (l["layer"], l["kind"])
+            acc = sums.setdefault(key, {})
+            for k, v in l.get("stats", {}).items():
+                acc[k] = acc.get(k, 0) + v
+    every = len(a.get("telemetry", [])) == sma.get("steps")
+    totals = {(t["layer"], t["kind"]): t["stats"] for t in smb["run_rounding"]}
+    for key, acc in sums.items():
+        if acc.get("count", 0) == 0:
+            continue
+        got = totals.get(key)
+        if got is None or any((got.get(k, 0) != v) if every else (got.get(k, 0) < v) for k, v in acc.items()):
+            print(f"{name}: DIFFERS at record.summary.run_rounding {key}: {got!r} against BASE's snapshots {acc!r}")
+            sys.exit(1)
+    smb.pop("run_rounding")
 # Where the gradient norm is clipped (issue 38): BASE clipped after unscaling.
 if "clip_grad_at" in sb and "clip_grad_at" not in sa:
     if sb["clip_grad_at"] != "unscaled":

@@ -330,7 +330,24 @@ private slots:
             {{"layer", "fc1"}, {"kind", "activation"}, {"histogram", {{"first_exponent", -3}, {"counts", {1}}}}}})}});
         const RunRecord seenRecord = typed(seen);
         QCOMPARE(evaluateMetric("snapshots_largest:fc1,activation", &seenRecord).value_or(-1.0), std::ldexp(1.0, 17));
+        // Over every step of the run (the summary's run totals), not only the snapshots'.
         std::string why;
+        QVERIFY(!evaluateMetric("run_overflow:loss,activation_grad", &r, &why));   // an older record: none
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no run totals")), why.c_str());
+        json totals = doc;
+        totals["summary"]["run_rounding"] = json::array({
+            {{"layer", "loss"}, {"kind", "activation_grad"},
+             {"stats", {{"count", 400}, {"zeros_in", 100}, {"underflow", 30}, {"overflow", 6}, {"nan", 0}, {"inf_in", 0}}}},
+            {{"layer", "fc1"}, {"kind", "activation"}, {"stats", {{"count", 50}, {"zeros_in", 0}, {"underflow", 0}}}}});
+        const RunRecord withTotals = typed(totals);
+        QCOMPARE(evaluateMetric("run_overflow:loss,activation_grad", &withTotals).value_or(-1.0), 6.0 / 300.0);
+        QCOMPARE(evaluateMetric("run_underflow:loss,activation_grad", &withTotals).value_or(-1.0), 30.0 / 300.0);
+        QCOMPARE(evaluateMetric("run_overflow:fc1,activation", &withTotals).value_or(-1.0), 0.0);
+        QVERIFY(!evaluateMetric("run_overflow:fc1,weight_grad", &withTotals, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("were rounded in this run")), why.c_str());
+        json badTotals = doc;
+        badTotals["summary"]["run_rounding"] = json::array({{{"layer", "fc1"}, {"kind", "gradient"}}});
+        QVERIFY_THROWS_EXCEPTION(InputError, typed(badTotals));
         QVERIFY(!evaluateMetric("snapshots_overflow:conv2,activation_grad", &r, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no activation_grad telemetry for conv2")), why.c_str());
         QVERIFY(!evaluateMetric("snapshot_underflow:loss,activation_grad,25", &r, &why));

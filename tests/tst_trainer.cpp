@@ -7,6 +7,7 @@
 #include "data/dataset.h"
 #include "nn/layer_ops.h"
 #include "record/record_writer.h"
+#include "record/run_record.h"
 #include "test_support.h"
 #include "train/memory_check.h"
 #include "train/trainer.h"
@@ -14,6 +15,7 @@
 #include <QTest>
 #include <QFloat16>
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -110,6 +112,52 @@ private slots:
         }));
         QVERIFY(o.record["memory"]["peak"]["total"].get<std::int64_t>() > 0);
         QVERIFY(!o.record["telemetry"].empty());
+    }
+
+    // The summary's run totals count every step: a run whose snapshots fall every 5 steps
+    // has, per rounding site, the sum of every step's counts, which the same run with a
+    // snapshot at every step lists one by one.
+    void runTotalsCountEveryStep()
+    {
+        TrainSettings every = smallRun("amp-fp16");
+        every.histogramEvery = 1;
+        const Outcome all = train(every, data_);
+        const Outcome some = train(smallRun("amp-fp16"), data_);
+        QCOMPARE(all.record["telemetry"].size(), std::size_t(30));
+        std::map<std::pair<std::string, std::string>, json> sums;
+        for (const auto& snap : all.record["telemetry"])
+            for (const auto& l : snap["layers"]) {
+                json& acc = sums[{l["layer"], l["kind"]}];
+                if (acc.is_null()) acc = json::object();
+                for (const auto& [k, v] : l["stats"].items()) acc[k] = acc.value(k, std::uint64_t{0}) + v.get<std::uint64_t>();
+            }
+        const auto& totals = some.record["summary"]["run_rounding"];
+        QVERIFY(!totals.empty());
+        std::size_t rounded = 0;
+        for (const auto& [site, acc] : sums) {
+            if (acc.value("count", std::uint64_t{0}) == 0) continue;
+            ++rounded;
+            const auto t = std::find_if(totals.begin(), totals.end(), [&](const json& e) {
+                return e["layer"] == site.first && e["kind"] == site.second;
+            });
+            QVERIFY2(t != totals.end(), site.first.c_str());
+            QCOMPARE((*t)["stats"], acc);
+        }
+        QCOMPARE(totals.size(), rounded);
+        // The every-5 run's snapshots hold some of the steps: conv1's weight gradients (the
+        // same number each step) counted at those, against all 30 in the totals.
+        std::uint64_t snapshotCount = 0, snapshots = 0;
+        for (const auto& snap : some.record["telemetry"])
+            for (const auto& l : snap["layers"])
+                if (l["layer"] == "conv1" && l["kind"] == "weight_grad") {
+                    snapshotCount += l["stats"]["count"].get<std::uint64_t>();
+                    ++snapshots;
+                }
+        QVERIFY(snapshots > 0 && snapshots < 30);
+        const RunRecord read = readRunRecord(some.record, "test");
+        const auto* conv1 = read.summary.runTotals("conv1", TensorKind::weightGrad);
+        QVERIFY(read.summary.hasRunRounding && conv1 != nullptr);
+        QCOMPARE(conv1->stats.count, snapshotCount / snapshots * 30);
     }
 
     void fp8RunsRecordTheirScalesAndArithmetic()

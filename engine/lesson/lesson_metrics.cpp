@@ -49,6 +49,8 @@ const std::vector<MetricInfo> kMetrics = {
     {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf (quantised kinds: saturated) at one telemetry step (fraction)", MetricUnit::fraction, true},
     {"snapshots_underflow", "LAYER,KIND", "nonzero values rounded to 0, summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
     {"snapshots_overflow", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated), summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
+    {"run_underflow", "LAYER,KIND", "nonzero values rounded to 0 over every step of the run, not only the telemetry steps (fraction; records since 2026-11-28)", MetricUnit::fraction, true},
+    {"run_overflow", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated) over every step of the run, not only the telemetry steps (fraction; records since 2026-11-28)", MetricUnit::fraction, true},
     {"snapshots_largest", "LAYER,KIND", "a power of two above every finite |value| the histograms saw over the run's telemetry steps (the upper edge of the largest nonzero bin; values before rounding, so past a format's range too)", MetricUnit::scale, true},
     {"snapshot_scale", "LAYER,KIND,STEP", "the per-tensor scale of a quantised kind at one telemetry step (FP8 recipes)", MetricUnit::scale, true},
     {"snapshot_lost_updates", "LAYER,STEP", "lost updates at one telemetry step (fraction of nonzero updates)", MetricUnit::fraction, true},
@@ -413,6 +415,21 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         }
         const auto share = name == "snapshots_underflow" ? underflowShare(s) : overflowShare(s);
         if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at any telemetry step";
+        return share;
+    }
+    if (name == "run_underflow" || name == "run_overflow") {
+        if (!r.summary.hasRunRounding) {
+            if (why) *why = "the record has no run totals (summary.run_rounding: records since 2026-11-28)";
+            return std::nullopt;
+        }
+        const auto kind = parseTensorKind(a[1]);
+        const RecordedSummary::SiteTotals* totals = kind ? r.summary.runTotals(a[0], *kind) : nullptr;
+        if (!totals) {
+            if (why) *why = "no " + a[1] + " values of " + a[0] + " were rounded in this run";
+            return std::nullopt;
+        }
+        const auto share = name == "run_underflow" ? underflowShare(totals->stats) : overflowShare(totals->stats);
+        if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " in the run";
         return share;
     }
     if (name == "snapshots_largest") {

@@ -251,6 +251,14 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     s["weights_made_non_finite"] = madeNonFinite;
     s["optimizer_state_flushed"] = stateFlushed;
     s["optimizer_state_made_non_finite"] = stateNonFinite;
+    // Every rounding site's counts over every step of the run (the snapshots count only
+    // theirs): what overflowed at a step no snapshot fell on is here too.
+    json runRounding = json::array();
+    for (const LayerTotals& t : lastTotals_)
+        if (t.stats.count > 0)
+            runRounding.push_back({{"layer", t.layer}, {"kind", std::string(tensorKindName(t.kind))},
+                                   {"stats", roundingStatsToJson(t.stats)}});
+    s["run_rounding"] = std::move(runRounding);
 }
 
 void RunRecorder::finish(const RunResult& result)

@@ -200,6 +200,21 @@ void readSummary(const json& s, RecordedSummary& out)
                                      Place{"the summary's optimizer_state_made_non_finite"});
         out.layers.push_back(std::move(f));
     }
+
+    if (s.contains("run_rounding")) {
+        out.hasRunRounding = true;
+        const json none = json::array();
+        for (const json& e : entries(s, "run_rounding", none)) {
+            const Place at{"the summary's run_rounding"};
+            RecordedSummary::SiteTotals t;
+            t.layer = text(e, "layer", at).value_or("");
+            const auto kind = parseTensorKind(text(e, "kind", at).value_or(""));
+            if (!kind) refuseField(at, "kind", "a tensor kind", e.value("kind", json()));
+            t.kind = *kind;
+            t.stats = roundingStatsFromJson(section(e, "stats", json::object()));
+            out.runRounding.push_back(std::move(t));
+        }
+    }
 }
 
 // nullopt for a type this build does not know (a newer writer's): skipped, as a reader of
@@ -301,6 +316,13 @@ const LayerFractions* RecordedSummary::layer(const std::string& name) const
 {
     for (const auto& l : layers)
         if (l.layer == name) return &l;
+    return nullptr;
+}
+
+const RecordedSummary::SiteTotals* RecordedSummary::runTotals(const std::string& layer, TensorKind kind) const
+{
+    for (const auto& t : runRounding)
+        if (t.layer == layer && t.kind == kind) return &t;
     return nullptr;
 }
 

@@ -100,6 +100,16 @@ struct RecordedSummary {
     std::string finishedAt;
     std::vector<LayerFractions> layers;   // the input first, the loss last, the rest as recorded
     const LayerFractions* layer(const std::string& name) const;
+    // Every rounding site's counts over every step of the run (records since 2026-11-28;
+    // hasRunRounding false before), where the snapshots hold only their steps'.
+    struct SiteTotals {
+        std::string layer;
+        TensorKind kind = TensorKind::activation;
+        RoundingStats stats;
+    };
+    bool hasRunRounding = false;
+    std::vector<SiteTotals> runRounding;
+    const SiteTotals* runTotals(const std::string& layer, TensorKind kind) const;
 };
 
 // Where the run ran: facts shown as they were recorded (absent ones stay empty).
