@@ -225,6 +225,20 @@ private slots:
         QCOMPARE(settings["lr_schedule"].toString(), QString("constant"));
         QCOMPARE(settings["widths"].toArray(), (QJsonArray{128, 3, 8, 7}));
         QCOMPARE(settings["zero_init_residual"].toBool(), true);
+
+        // Under a recipe that keeps the loss in 16 bits the smoothing is left off, and said so.
+        const QString weights = QString::fromStdString((dir_.path() / "vit.safetensors").string());
+        const Result pure = runPlab({"train", "--model", "vit", "--recipe", "pure-bf16", "--data-dir", dataDir_,
+                                     "--epochs", "0", "--quiet", "--save-weights", weights});
+        QVERIFY2(pure.exitCode == 0, qPrintable(pure.err));
+        QVERIFY2(pure.err.contains("vit's own defaults left off: label_smoothing 0.1 (the recipe keeps the loss in 16 bits)"),
+                 qPrintable(pure.err));
+        QVERIFY2(!pure.err.contains("vit's own defaults: label_smoothing"), qPrintable(pure.err));
+        // Evaluating trains nothing: only the widths the model takes are named.
+        const Result eval = runPlab({"eval", "--model", "vit", "--weights", weights, "--data-dir", dataDir_, "--quiet"});
+        QVERIFY2(eval.exitCode == 0, qPrintable(eval.err));
+        QVERIFY2(eval.err.contains("vit's own defaults: widths 128,3,8,7 (a flag overrides each)"), qPrintable(eval.err));
+        QVERIFY2(!eval.err.contains("left off"), qPrintable(eval.err));
     }
 
     void divergingRunExitsThree()

@@ -329,6 +329,22 @@ private slots:
         QVERIFY(!panel.settings().zeroInitResidual);
         QCOMPARE(panel.settings().labelSmoothing, 0.0);
         QVERIFY(panel.isValid());
+
+        // A learning rate the reader refuses outright stays as typed, its problem shown, and
+        // the model change still brings the vit's defaults.
+        auto* lr = child<QLineEdit>(panel, "lrEdit");
+        lr->setText(QStringLiteral("-0.5"));
+        QVERIFY(!panel.isValid());
+        model->setCurrentIndex(model->findData("vit"));
+        QCOMPARE(panel.settings().model.kind, std::string("vit"));
+        QCOMPARE(panel.settings().model.widths, (std::vector<int>{128, 3, 8, 7}));
+        QCOMPARE(panel.settings().lrSchedule.shape, LrShape::cosine);
+        QVERIFY(panel.settings().zeroInitResidual);
+        QCOMPARE(panel.settings().batch, 48);
+        QCOMPARE(lr->text(), QStringLiteral("-0.5"));
+        QVERIFY(!panel.isValid());
+        lr->setText(QStringLiteral("0.001"));
+        QVERIFY(panel.isValid());
     }
 
     void keysWithoutControlsAreKept()

@@ -305,13 +305,29 @@ void SettingsPanel::buildUi()
             const std::string from = current_.model.kind, to = dataOf(model_).toStdString();
             current_.recipe.layers.clear();
             current_.model = ModelSpec{to, {}};
+            const nlohmann::json followed = followModelDefaults(settingsToJson(current_), from, to);
             try {   // (a problem the settings have is shown by readControls, as for any edit)
-                setSettings(storedSettingsUnchecked(followModelDefaults(settingsToJson(current_), from, to),
-                                                    "the model's defaults"));
+                setSettings(storedSettingsUnchecked(followed, "the model's defaults"));
             } catch (const InputError&) {
-                filling_ = true;
-                showLayerRows(current_.model, current_.recipe);
-                filling_ = false;
+                // A typed value the reader refuses outright (a learning rate <= 0): every
+                // other setting, the new model's defaults among them, is still taken, and
+                // that value stays as typed, its problem shown.
+                const QString typedLr = lr_->text();
+                nlohmann::json readable = defaultSettingsJson();
+                readable["model"] = to;
+                bool lrRefused = false;
+                for (const auto& [key, value] : followed.items()) {
+                    nlohmann::json trial = readable;
+                    trial[key] = value;
+                    try {
+                        (void)storedSettingsUnchecked(trial, "the model's defaults");
+                        readable = std::move(trial);
+                    } catch (const InputError&) {
+                        lrRefused = lrRefused || key == "lr";
+                    }
+                }
+                setSettings(storedSettingsUnchecked(readable, "the model's defaults"));
+                if (lrRefused) lr_->setText(typedLr);
             }
         }
         onChoice();

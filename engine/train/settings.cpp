@@ -522,18 +522,33 @@ bool refusesSmoothing(const json& settings, double e)
 // beside initial weights from a file (they give every weight), nor label smoothing where
 // the patch's recipe keeps the loss in 16 bits (labelSmoothingProblem): the model's default
 // must not refuse a run the user's own settings allow.
-json ownDefaultsFor(const json& patch)
+struct OwnDefaults {
+    json taken = json::object();
+    std::vector<std::string> leftOff;   // "key value (why)"
+};
+OwnDefaults ownDefaultsOf(const json& patch)
 {
-    json own = modelTrainingDefaults(patchModel(patch));
-    if (givesWeights(patch)) own.erase("zero_init_residual");
+    OwnDefaults out;
+    out.taken = modelTrainingDefaults(patchModel(patch));
+    json& own = out.taken;
     for (const auto& [key, value] : patch.items()) own.erase(key);
+    if (givesWeights(patch) && own.contains("zero_init_residual")) {
+        out.leftOff.push_back("zero_init_residual " + settingFlagText(own["zero_init_residual"]) +
+                              " (the initial weights from a file give every weight)");
+        own.erase("zero_init_residual");
+    }
     if (const auto smoothing = own.find("label_smoothing"); smoothing != own.end()) {
         json trial = own;
         for (const auto& [key, value] : patch.items()) trial[key] = value;
-        if (refusesSmoothing(trial, smoothing->get<double>())) own.erase("label_smoothing");
+        if (refusesSmoothing(trial, smoothing->get<double>())) {
+            out.leftOff.push_back("label_smoothing " + settingFlagText(*smoothing) +
+                                  " (the recipe keeps the loss in 16 bits)");
+            own.erase("label_smoothing");
+        }
     }
-    return own;
+    return out;
 }
+json ownDefaultsFor(const json& patch) { return ownDefaultsOf(patch).taken; }
 
 std::string listed(const json& keysAndValues)
 {
@@ -580,9 +595,19 @@ const nlohmann::json& modelTrainingDefaults(std::string_view kind)
     return vit;
 }
 
-std::string modelDefaultsTaken(const json& patch)
+std::string modelDefaultsTaken(const json& patch, bool training)
 {
-    return listed(ownDefaultsFor(patch));
+    json taken = ownDefaultsFor(patch);
+    if (!training)
+        for (auto it = taken.begin(); it != taken.end();) it = it.key() == "widths" ? std::next(it) : taken.erase(it);
+    return listed(taken);
+}
+
+std::string modelDefaultsLeftOff(const json& patch)
+{
+    std::string text;
+    for (const std::string& d : ownDefaultsOf(patch).leftOff) text += (text.empty() ? "" : ", ") + d;
+    return text;
 }
 
 std::string modelDefaultsHeld(const TrainSettings& s)

@@ -83,8 +83,12 @@ const nlohmann::json& defaultSettingsJson();
 // others: none.
 const nlohmann::json& modelTrainingDefaults(std::string_view kind);
 // The model's own defaults a patch leaves to them, as a list ("widths 128,3,8,7, batch 16,
-// ..."); empty where it leaves none.
-std::string modelDefaultsTaken(const nlohmann::json& patch);
+// ..."); empty where it leaves none. !training: only those that shape the model (the
+// widths), for a run that trains nothing.
+std::string modelDefaultsTaken(const nlohmann::json& patch, bool training = true);
+// The model's own defaults a patch leaves to them that a new run does not take, each with
+// why ("label_smoothing 0.1 (the recipe keeps the loss in 16 bits)"); empty where none.
+std::string modelDefaultsLeftOff(const nlohmann::json& patch);
 // Those of the model's own defaults the settings hold, listed so.
 std::string modelDefaultsHeld(const TrainSettings& s);
 // A setting's JSON value as its flag takes it: on/off, text, a list as 1,2,3 (empty for
