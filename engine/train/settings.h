@@ -82,6 +82,9 @@ const nlohmann::json& defaultSettingsJson();
 // smoothing 0.1 (96% on the 10,000-digit MNIST in 3 epochs, docs/TRANSFORMER.md); the
 // others: none.
 const nlohmann::json& modelTrainingDefaults(std::string_view kind);
+// The model's own defaults a patch leaves to them and a new run takes (the notices' and
+// the panel's exceptions applied, below), as settings JSON (model_defaults.cpp).
+nlohmann::json modelDefaultsPatch(const nlohmann::json& patch);
 // The model's own defaults a patch leaves to them, as a list ("widths 128,3,8,7, batch 16,
 // ..."); empty where it leaves none. !training: only those that shape the model (the
 // widths), for a run that trains nothing.
