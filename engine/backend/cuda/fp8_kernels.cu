@@ -1,7 +1,8 @@
 // The kernels of the FP8 recipes: per-tensor quantisation with its statistics,
 // histogram and amax in one pass (from fp32 or 16-bit patterns, into fp32 values or 1-byte
-// codes), the amax alone, codes decoded (whole or lowered by im2col), and the operands and result of cuBLASLt's
-// FP8 GEMM (codes in the K-major, padded layout it wants; the padded result added into C).
+// codes), the amax alone, codes decoded (whole or lowered by im2col), and the operands and
+// result of cuBLASLt's FP8 GEMM (codes in the K-major, padded layout it wants; the padded
+// result added into C).
 // The per-element arithmetic is kernel_fp8.h's, checked on the host against the CPU.
 #include "backend/cuda/device_common.cuh"
 #include "backend/cuda/kernels.h"
