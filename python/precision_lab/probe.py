@@ -226,6 +226,8 @@ class Probe:
                         "overflow_fraction": {}, "activation_grad_underflow_fraction": {}, "lost_update_fraction": {},
                         "weights_made_non_finite": {},
                         # The probe does not see inside the optimizer's arithmetic: no state counts.
+                        # It counts at its telemetry steps only: no run totals over every step
+                        # ("run_rounding", which the lab's writer adds; readers then say so).
                         "optimizer_state_flushed": {}, "optimizer_state_made_non_finite": {}},
         }
         self._skipped = 0
