@@ -284,6 +284,17 @@ private slots:
         QVERIFY(kernelHist == cpuHist);
         QVERIFY(sameFloat(kernelAmax, cpuAmax));
         QVERIFY(kernelStats.underflow > 0 && kernelStats.overflow > 0 && kernelStats.nan > 0);
+        // A NaN is not multiplied (the device's multiply would give its positive canonical
+        // NaN, and a negative NaN's code its sign bit): a signalling one comes through as it
+        // is, which no multiply leaves it, and codes as the CPU's, sign included.
+        for (const std::uint32_t nanBits : {0xFF800001u, 0x7F800001u, 0xFFC00000u}) {
+            const float nan = ck::floatFromBits(nanBits);
+            QCOMPARE(ck::floatBits(ck::fp8Element(ck::fp8Rule(format), nan, scale).x), nanBits);
+            std::uint8_t cpuCode = 0;
+            quantizeToCodes(f, &nan, &cpuCode, 1, scale, nullptr, nullptr);
+            QCOMPARE(ck::fp8Code(format, ck::fp8Element(ck::fp8Rule(format), nan, scale).q), cpuCode);
+            QCOMPARE(cpuCode & 0x80, static_cast<int>(nanBits >> 31) << 7);
+        }
 
         for (Format from : {Format::fp16, Format::bf16}) {
             const int f16 = static_cast<int>(from);

@@ -85,7 +85,7 @@ PLAB_HOST_DEVICE unsigned fp8StatMask(const Fp8Rule& rule, std::uint32_t x, floa
 }
 
 // One element of the per-tensor quantisation, as the kernels and their host emulation
-// compute it: x = in * scale, q its value in the format (fp8Quantize), the counters' mask
+// compute it: x = in * scale (a NaN as it is), q its value in the format (fp8Quantize), the counters' mask
 // (fp8StatMask); the value written is q * scaleInv, or q's code (fp8Code) where the
 // operand is held as codes.
 struct Fp8Element {
@@ -95,7 +95,10 @@ struct Fp8Element {
 };
 PLAB_HOST_DEVICE Fp8Element fp8Element(const Fp8Rule& rule, float in, float scale)
 {
-    Fp8Element e{mulRn(in, scale), 0.0f, 0u};
+    // A NaN is not multiplied: the device's multiply returns its canonical NaN (positive),
+    // where the CPU's keeps the operand's sign, which the NaN's code carries (S.1111111).
+    const bool nan = (floatBits(in) & kAbsMask) > kInfBits;
+    Fp8Element e{nan ? in : mulRn(in, scale), 0.0f, 0u};
     float r = 0.0f;
     bool saturated = false;
     e.q = fp8Quantize(rule, e.x, &r, &saturated);
