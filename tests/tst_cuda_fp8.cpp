@@ -12,6 +12,7 @@
 #include "tensor/tensor.h"
 
 #include <tuple>
+#include <utility>
 
 namespace {
 
@@ -39,6 +40,20 @@ Fp8Matrix fp8Matrix(MiniFormat f, std::int64_t rows, std::int64_t cols, std::int
     for (std::int64_t r = 0; r < rows; ++r)
         std::copy_n(dense.begin() + r * cols, cols, m.values.begin() + r * ld);
     return m;
+}
+
+// The data of a per-tensor quantisation test: every rounding boundary of the format at
+// this scale, then `spread` telemetry-like values (every special class), and the op.
+std::pair<std::vector<float>, QuantizeOp> quantizeCase(int format, float scale, std::size_t spread, std::uint64_t seed)
+{
+    std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
+    const std::vector<float> more = telemetryData(spread, seed + static_cast<std::uint64_t>(format));
+    in.insert(in.end(), more.begin(), more.end());
+    QuantizeOp op;
+    op.element = static_cast<MiniFormat>(format);
+    op.scale = scale;
+    op.scaleInv = 1.0f / scale;
+    return {std::move(in), op};
 }
 
 }  // namespace
@@ -106,13 +121,7 @@ private slots:
     {
         QFETCH(int, format);
         QFETCH(float, scale);
-        std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
-        const std::vector<float> spread = telemetryData((1u << 20) + 3, 300 + static_cast<std::uint64_t>(format));
-        in.insert(in.end(), spread.begin(), spread.end());
-        QuantizeOp op;
-        op.element = static_cast<MiniFormat>(format);
-        op.scale = scale;
-        op.scaleInv = 1.0f / scale;
+        auto [in, op] = quantizeCase(format, scale, (1u << 20) + 3, 300);
         const auto n = static_cast<std::int64_t>(in.size());
         std::vector<float> cpuOut(in.size());
         Tensor dIn = onDevice(in), dOut = onDevice(std::vector<float>(in.size()));
@@ -152,13 +161,7 @@ private slots:
         QFETCH(int, format);
         QFETCH(float, scale);
         QVERIFY(cuda_->holdsFp8Codes());
-        std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
-        const std::vector<float> spread = telemetryData((1u << 18) + 5, 500 + static_cast<std::uint64_t>(format));
-        in.insert(in.end(), spread.begin(), spread.end());
-        QuantizeOp op;
-        op.element = static_cast<MiniFormat>(format);
-        op.scale = scale;
-        op.scaleInv = 1.0f / scale;
+        auto [in, op] = quantizeCase(format, scale, (1u << 18) + 5, 500);
         const auto n = static_cast<std::int64_t>(in.size());
         const auto bytes = static_cast<std::size_t>(n);
         auto codesOnHost = [&](const ByteBuffer& b) {
