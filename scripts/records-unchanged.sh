@@ -187,6 +187,9 @@ if "run_rounding" in smb and "run_rounding" not in sma:
             print(f"{name}: DIFFERS at record.summary.run_rounding {key}: {got!r} against BASE's snapshots {acc!r}")
             sys.exit(1)
     smb.pop("run_rounding")
+    if smb.pop("run_rounding_through_step", None) != smb.get("steps"):
+        print(f"{name}: DIFFERS at record.summary.run_rounding_through_step: not the run's {smb.get('steps')} steps")
+        sys.exit(1)
 # Where the gradient norm is clipped (issue 38): BASE clipped after unscaling.
 if "clip_grad_at" in sb and "clip_grad_at" not in sa:
     if sb["clip_grad_at"] != "unscaled":

@@ -345,9 +345,27 @@ private slots:
         QCOMPARE(evaluateMetric("run_overflow:fc1,activation", &withTotals).value_or(-1.0), 0.0);
         QVERIFY(!evaluateMetric("run_overflow:fc1,weight_grad", &withTotals, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("were rounded in this run")), why.c_str());
-        json badTotals = doc;
-        badTotals["summary"]["run_rounding"] = json::array({{{"layer", "fc1"}, {"kind", "gradient"}}});
-        QVERIFY_THROWS_EXCEPTION(InputError, typed(badTotals));
+        // A file from someone else: each malformed entry is one clear refusal.
+        const json okStats = {{"count", 10}, {"zeros_in", 2}, {"underflow", 1}, {"overflow", 1}};
+        for (const json& bad : {json::array({{{"layer", "fc1"}, {"kind", "gradient"}, {"stats", okStats}}}),
+                                json::array({{{"kind", "activation"}, {"stats", okStats}}}),
+                                json::array({{{"layer", "fc1"}, {"kind", "activation"}}}),
+                                json::array({{{"layer", "fc1"}, {"kind", "activation"},
+                                              {"stats", {{"count", 10}, {"overflow", 50}}}}}),
+                                json::array({{{"layer", "fc1"}, {"kind", "activation"}, {"stats", okStats}},
+                                             {{"layer", "fc1"}, {"kind", "activation"}, {"stats", okStats}}}),
+                                json("everything")}) {
+            json badTotals = doc;
+            badTotals["summary"]["run_rounding"] = bad;
+            QVERIFY_THROWS_EXCEPTION(InputError, typed(badTotals));
+        }
+        // Totals that stop short of the run's steps (a record cut short) back no claim.
+        json shortTotals = totals;
+        shortTotals["summary"]["run_rounding_through_step"] = 1;
+        shortTotals["summary"]["steps"] = 4;
+        const RunRecord shortRead = typed(shortTotals);
+        QVERIFY(!evaluateMetric("run_overflow:loss,activation_grad", &shortRead, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("reach step 1 of its 4")), why.c_str());
         QVERIFY(!evaluateMetric("snapshots_overflow:conv2,activation_grad", &r, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no activation_grad telemetry for conv2")), why.c_str());
         QVERIFY(!evaluateMetric("snapshot_underflow:loss,activation_grad,25", &r, &why));

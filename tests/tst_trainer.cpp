@@ -122,7 +122,9 @@ private slots:
         TrainSettings every = smallRun("amp-fp16");
         every.histogramEvery = 1;
         const Outcome all = train(every, data_);
-        const Outcome some = train(smallRun("amp-fp16"), data_);
+        TrainSettings sparse = smallRun("amp-fp16");
+        sparse.histogramEvery = 7;   // the last snapshot at step 28: the run's end sends the totals
+        const Outcome some = train(sparse, data_);
         QCOMPARE(all.record["telemetry"].size(), std::size_t(30));
         std::map<std::pair<std::string, std::string>, json> sums;
         for (const auto& snap : all.record["telemetry"])
@@ -158,6 +160,19 @@ private slots:
         const auto* conv1 = read.summary.runTotals("conv1", TensorKind::weightGrad);
         QVERIFY(read.summary.hasRunRounding && conv1 != nullptr);
         QCOMPARE(conv1->stats.count, snapshotCount / snapshots * 30);
+        QCOMPARE(read.summary.runRoundingThroughStep, std::int64_t{30});
+
+        // A run that fails (here its event handler throws after step 12) keeps the totals of
+        // the steps it completed, and says how far they reach.
+        const Outcome failed = train(sparse, data_, [](const TrainerEvent& e, Trainer&) {
+            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 12) throw std::runtime_error("disk full");
+        });
+        QCOMPARE(failed.result.status, RunStatus::failed);
+        const RunRecord failedRead = readRunRecord(failed.record, "test");
+        QCOMPARE(failedRead.summary.runRoundingThroughStep, std::int64_t{12});
+        const auto* conv1Failed = failedRead.summary.runTotals("conv1", TensorKind::weightGrad);
+        QVERIFY(conv1Failed != nullptr);
+        QCOMPARE(conv1Failed->stats.count, snapshotCount / snapshots * 12);
     }
 
     void fp8RunsRecordTheirScalesAndArithmetic()

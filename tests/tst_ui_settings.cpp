@@ -345,6 +345,17 @@ private slots:
         QVERIFY(!panel.isValid());
         lr->setText(QStringLiteral("0.001"));
         QVERIFY(panel.isValid());
+
+        // The refused learning rate says nothing about the loss: under a recipe that keeps
+        // it in 16 bits the vit's smoothing stays off, as it does with a valid rate.
+        model->setCurrentIndex(model->findData("mlp"));
+        auto* preset = child<QComboBox>(panel, "presetCombo");
+        preset->setCurrentIndex(preset->findData("pure-bf16"));
+        lr->setText(QStringLiteral("-0.5"));
+        model->setCurrentIndex(model->findData("vit"));
+        QCOMPARE(panel.settings().labelSmoothing, 0.0);
+        lr->setText(QStringLiteral("0.001"));
+        QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
     }
 
     void keysWithoutControlsAreKept()

@@ -312,22 +312,12 @@ void SettingsPanel::buildUi()
                 // A typed value the reader refuses outright (a learning rate <= 0): every
                 // other setting, the new model's defaults among them, is still taken, and
                 // that value stays as typed, its problem shown.
+                // (Only the learning rate's text reaches the reader unchecked: the panel's
+                // other fields are checked as they are read.)
                 const QString typedLr = lr_->text();
-                nlohmann::json readable = defaultSettingsJson();
-                readable["model"] = to;
-                bool lrRefused = false;
-                for (const auto& [key, value] : followed.items()) {
-                    nlohmann::json trial = readable;
-                    trial[key] = value;
-                    try {
-                        (void)storedSettingsUnchecked(trial, "the model's defaults");
-                        readable = std::move(trial);
-                    } catch (const InputError&) {
-                        lrRefused = lrRefused || key == "lr";
-                    }
-                }
-                setSettings(storedSettingsUnchecked(readable, "the model's defaults"));
-                if (lrRefused) lr_->setText(typedLr);
+                std::vector<std::string> refused;
+                setSettings(storedSettingsUnchecked(readableSettings(followed, &refused), "the model's defaults"));
+                if (std::find(refused.begin(), refused.end(), "lr") != refused.end()) lr_->setText(typedLr);
             }
         }
         onChoice();

@@ -419,7 +419,15 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
     }
     if (name == "run_underflow" || name == "run_overflow") {
         if (!r.summary.hasRunRounding) {
-            if (why) *why = "the record has no run totals (summary.run_rounding: records since 2026-11-28)";
+            if (why)
+                *why = "the record has no run totals (summary.run_rounding: written by plab since 2026-11-28; "
+                       "older records and the PyTorch probe's have none)";
+            return std::nullopt;
+        }
+        if (r.summary.runRoundingThroughStep < r.summary.steps) {
+            if (why)
+                *why = "the record's run totals reach step " + std::to_string(r.summary.runRoundingThroughStep) +
+                       " of its " + std::to_string(r.summary.steps);
             return std::nullopt;
         }
         const auto kind = parseTensorKind(a[1]);

@@ -146,6 +146,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
         json layers = json::array();
         lastTotals_.clear();
+        lastTotalsStep_ = e->step;
         for (const auto& l : e->layers) {
             json entry = {{"layer", l.layer}, {"kind", std::string(tensorKindName(l.kind))},
                           {"stats", roundingStatsToJson(l.stats)}};
@@ -259,6 +260,7 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
             runRounding.push_back({{"layer", t.layer}, {"kind", std::string(tensorKindName(t.kind))},
                                    {"stats", roundingStatsToJson(t.stats)}});
     s["run_rounding"] = std::move(runRounding);
+    s["run_rounding_through_step"] = lastTotalsStep_;
 }
 
 void RunRecorder::finish(const RunResult& result)

@@ -59,6 +59,7 @@ private:
         UpdateCounts updates;
     };
     std::vector<LayerTotals> lastTotals_;
+    std::int64_t lastTotalsStep_ = 0;   // the step lastTotals_ reach
     double bestAccuracy_ = -1.0;
     std::string status_ = "starting";
     std::string writeError_;

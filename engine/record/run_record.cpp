@@ -204,16 +204,33 @@ void readSummary(const json& s, RecordedSummary& out)
     if (s.contains("run_rounding")) {
         out.hasRunRounding = true;
         const json none = json::array();
+        const Place at{"the summary's run_rounding"};
         for (const json& e : entries(s, "run_rounding", none)) {
-            const Place at{"the summary's run_rounding"};
             RecordedSummary::SiteTotals t;
             t.layer = text(e, "layer", at).value_or("");
+            if (t.layer.empty()) refuseField(at, "layer", "a layer's name", e.value("layer", json()));
             const auto kind = parseTensorKind(text(e, "kind", at).value_or(""));
             if (!kind) refuseField(at, "kind", "a tensor kind", e.value("kind", json()));
             t.kind = *kind;
-            t.stats = roundingStatsFromJson(section(e, "stats", json::object()));
+            const auto stats = e.find("stats");
+            if (stats == e.end() || !stats->is_object()) refuseField(at, "stats", "an object of counts", e.value("stats", json()));
+            try {
+                t.stats = roundingStatsFromJson(*stats);
+            } catch (const InputError& problem) {
+                throw InputError(at.text() + " (" + t.layer + "): " + problem.what());
+            }
+            // Each element is counted once: zeros, NaN and infinities in, and of the others
+            // those that underflowed or overflowed, are apart.
+            const RoundingStats& c = t.stats;
+            if (c.zerosIn + c.nan + c.infIn + c.underflow + c.overflow > c.count)
+                throw InputError(at.text() + " (" + t.layer + "): counts above the " + std::to_string(c.count) +
+                                 " values rounded");
+            if (out.runTotals(t.layer, t.kind))
+                throw InputError(at.text() + ": " + t.layer + " " + std::string(tensorKindName(t.kind)) +
+                                 " is listed twice");
             out.runRounding.push_back(std::move(t));
         }
+        out.runRoundingThroughStep = whole(s, "run_rounding_through_step", at, 0, out.steps);
     }
 }
 

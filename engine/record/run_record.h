@@ -109,6 +109,9 @@ struct RecordedSummary {
     };
     bool hasRunRounding = false;
     std::vector<SiteTotals> runRounding;
+    // The step the totals reach: summary.steps, unless the record ended before the run's
+    // last telemetry (a run still going, or one whose record was cut short).
+    std::int64_t runRoundingThroughStep = 0;
     const SiteTotals* runTotals(const std::string& layer, TensorKind kind) const;
 };
 

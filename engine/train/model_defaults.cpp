@@ -32,11 +32,12 @@ bool givesWeights(const json& settings)
 }
 
 // Whether the settings' recipe refuses label smoothing e (labelSmoothingProblem: a loss kept
-// in 16 bits); false where they cannot be read (their own problem is reported elsewhere).
+// in 16 bits), read from what of them can be read (a refused learning rate says nothing
+// about the loss); false where not even that can (their own problem is reported elsewhere).
 bool refusesSmoothing(const json& settings, double e)
 {
     try {
-        const TrainSettings s = storedSettingsUnchecked(settings, "the model's defaults");
+        const TrainSettings s = storedSettingsUnchecked(readableSettings(settings), "the model's defaults");
         return !labelSmoothingProblem(s.recipe, s.model, e).empty();
     } catch (const InputError&) {
         return false;
@@ -171,5 +172,24 @@ json followModelDefaults(const json& settings, std::string_view from, std::strin
 }
 
 json modelDefaultsPatch(const json& patch) { return ownDefaultsOf(patch).taken; }
+
+json readableSettings(const json& settings, std::vector<std::string>* refused)
+{
+    json readable = json::object();   // a patch stays a patch (a preset's keys are not overridden)
+    const auto take = [&](const std::string& key, const json& value) {
+        json trial = readable;
+        trial[key] = value;
+        try {
+            (void)storedSettingsUnchecked(trial, "the settings");
+            readable = std::move(trial);
+        } catch (const InputError&) {
+            if (refused) refused->push_back(key);
+        }
+    };
+    if (const auto model = settings.find("model"); model != settings.end()) take("model", *model);
+    for (const auto& [key, value] : settings.items())
+        if (key != "model") take(key, value);
+    return readable;
+}
 
 }  // namespace plab

@@ -87,6 +87,7 @@ struct Trainer::State {
     double lastAccuracy = 0.0;
     std::int64_t lastEvalStep = -1;
     std::int64_t lastTelemetryStep = -1;
+    std::int64_t foldedStep = 0;   // the last step whose counts the run totals hold
     // Per layer: the optimizer's update counts of the last step and of the run.
     std::map<std::string, std::pair<UpdateCounts, UpdateCounts>> updates;
     std::chrono::steady_clock::time_point started;
@@ -145,6 +146,15 @@ RunResult Trainer::run()
         r.message = e.what();
         r.steps = st.step;
         r.skippedSteps = st.skipped;
+        // The run totals of the steps that completed, as a run that ends otherwise sends them
+        // (not where sending is what failed: a record that cannot be written).
+        const std::int64_t attempted = st.step;
+        st.step = st.foldedStep;   // a step that failed midway counted nothing into them
+        try {
+            if (st.model && st.lastTelemetryStep != st.step && st.step > 0) emitTelemetry(st, st.scaler.scale(), false);
+        } catch (const std::exception&) {
+        }
+        st.step = attempted;
         emitEvent(StatusEvent{RunStatus::failed, st.step, r.message});
         return r;
     }
@@ -320,6 +330,7 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     // Telemetry: the step's rounding and update counts are complete after the flush.
     st.backend->flush();
     st.telemetry.endStep();
+    st.foldedStep = st.step;
     countUpdates(st);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     st.trainSeconds += ms / 1000.0;

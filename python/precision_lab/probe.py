@@ -227,7 +227,8 @@ class Probe:
                         "weights_made_non_finite": {},
                         # The probe does not see inside the optimizer's arithmetic: no state counts.
                         # It counts at its telemetry steps only: no run totals over every step
-                        # ("run_rounding", which the lab's writer adds; readers then say so).
+                        # ("run_rounding" and "run_rounding_through_step", which the lab's
+                        # writer adds; readers then say so).
                         "optimizer_state_flushed": {}, "optimizer_state_made_non_finite": {}},
         }
         self._skipped = 0
