@@ -85,9 +85,9 @@ const nlohmann::json& modelTrainingDefaults(std::string_view kind);
 // The model's own defaults a patch leaves to them and a new run takes (the notices' and
 // the panel's exceptions applied, below), as settings JSON (model_defaults.cpp).
 nlohmann::json modelDefaultsPatch(const nlohmann::json& patch);
-// settings (a patch, or settingsToJson's keys) with each value the reader refuses outright (a learning
-// rate <= 0) put back to its default, those keys listed in *refused: what of them can be
-// read (the model first, its widths after it).
+// settings (a patch, or settingsToJson's keys) without the values the reader refuses
+// outright (a learning rate <= 0: left to its default), those keys listed in *refused; what
+// of them can be read (the model first, its widths after it).
 nlohmann::json readableSettings(const nlohmann::json& settings, std::vector<std::string>* refused = nullptr);
 // The model's own defaults a patch leaves to them, as a list ("widths 128,3,8,7, batch 16,
 // ..."); empty where it leaves none. !training: only those that shape the model (the
