@@ -151,11 +151,10 @@ void CudaBackend::im2colPacked(const ConvGeometry& g, Format f, const std::uint1
                                std::int64_t count, float* cols)
 {
     checkGeometry(g, n0, count);
-    if (f != Format::fp16 && f != Format::bf16)
-        throw std::invalid_argument("im2colPacked: a packed tensor's format is fp16 or bf16.");
+    const int fmt = format16(f, "im2colPacked");
     if (count == 0) return;
     activate();
-    PLAB_CUDA_CHECK(cudakernels::launchIm2colPacked(static_cast<int>(f), shapeOf(g), n0, count, src, cols, stream()));
+    PLAB_CUDA_CHECK(cudakernels::launchIm2colPacked(fmt, shapeOf(g), n0, count, src, cols, stream()));
 }
 
 void CudaBackend::im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
@@ -173,12 +172,10 @@ void CudaBackend::im2colFp8(const ConvGeometry& g, MiniFormat element, float sca
                             std::int64_t n0, std::int64_t count, float* cols)
 {
     checkGeometry(g, n0, count);
-    if (element != MiniFormat::e4m3 && element != MiniFormat::e5m2)
-        throw std::invalid_argument("im2colFp8 decodes FP8 E4M3 or E5M2 codes only.");
+    const int f = fp8Format(element, "im2colFp8");
     if (count == 0) return;
     activate();
-    PLAB_CUDA_CHECK(cudakernels::launchIm2colFp8(static_cast<int>(element), scaleInv, shapeOf(g), n0, count, src,
-                                                 cols, stream()));
+    PLAB_CUDA_CHECK(cudakernels::launchIm2colFp8(f, scaleInv, shapeOf(g), n0, count, src, cols, stream()));
 }
 
 namespace {

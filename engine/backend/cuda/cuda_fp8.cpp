@@ -193,19 +193,13 @@ void checkPerTensor(const QuantizeOp& op, std::int64_t n, const char* what)
     if (n < 0) throw std::invalid_argument(std::string(what) + " got a negative size.");
 }
 
-int format16(Format f, const char* what)
-{
-    if (f != Format::fp16 && f != Format::bf16)
-        throw std::invalid_argument(std::string(what) + ": a packed tensor's format is fp16 or bf16.");
-    return static_cast<int>(f);
-}
+}  // namespace
 
-void checkFp8(MiniFormat f, const char* what)
+int fp8Format(MiniFormat f, const char* what)
 {
     if (!isFp8(f)) throw std::invalid_argument(std::string(what) + " decodes FP8 E4M3 or E5M2 codes only.");
+    return static_cast<int>(f);
 }
-
-}  // namespace
 
 template <typename Launch>
 float CudaBackend::quantizedPerTensor(std::int64_t n, RoundingStats* stats, GradientHistogram* hist, Launch&& launch)
@@ -289,13 +283,12 @@ float CudaBackend::amax16(Format from, const std::uint16_t* src, std::int64_t n)
 void CudaBackend::decodeFp8(MiniFormat element, float scaleInv, const std::uint8_t* codes, std::int64_t codesLd,
                             float* dst, std::int64_t dstLd, std::int64_t rows, std::int64_t cols)
 {
-    checkFp8(element, "decodeFp8");
+    const int f = fp8Format(element, "decodeFp8");
     if (rows <= 0 || cols <= 0) return;
     if (rows > 1 && (codesLd < cols || dstLd < cols))
         throw std::invalid_argument("decodeFp8: a leading dimension is shorter than a row.");
     activate();
-    PLAB_CUDA_CHECK(ck::launchDecodeFp8(static_cast<int>(element), scaleInv, codes, codesLd, dst, dstLd, rows, cols,
-                                        stream()));
+    PLAB_CUDA_CHECK(ck::launchDecodeFp8(f, scaleInv, codes, codesLd, dst, dstLd, rows, cols, stream()));
 }
 
 float CudaBackend::readAmax(const unsigned* deviceKey)

@@ -12,14 +12,14 @@ namespace plab::cuda {
 
 namespace ck = cudakernels;
 
-namespace {
-
-int format16(Format f, const char* op)
+int format16(Format f, const char* what)
 {
     if (f != Format::fp16 && f != Format::bf16)
-        throw std::invalid_argument(std::string(op) + ": a packed tensor's format is fp16 or bf16.");
+        throw std::invalid_argument(std::string(what) + ": a packed tensor's format is fp16 or bf16.");
     return static_cast<int>(f);
 }
+
+namespace {
 
 void checkSizes(const char* op, std::initializer_list<std::int64_t> sizes)
 {

@@ -26,6 +26,12 @@ struct DeviceCapability {
 // The convolutions of such a p are refused, so that the layer lowers them to these GEMMs.
 bool runsFp8(const GemmPrecision& p, DeviceCapability cap);
 
+// The kernels' number of a packed tensor's format, fp16 or bf16 (cuda_packed_ops.cpp), and
+// of FP8 codes' element, E4M3 or E5M2 (cuda_fp8.cpp); std::invalid_argument naming the op
+// `what` for any other.
+int format16(Format f, const char* what);
+int fp8Format(MiniFormat f, const char* what);
+
 // The arithmetic a GemmPrecision asks of the GPU:
 //   fp32 (either accumulation)  -> fp32Strict: fp32 FMAs, no TF32
 //   tf32, fp32 accumulation     -> tf32: tensor cores on tf32 operands, fp32-wide sums

@@ -85,9 +85,9 @@ PLAB_HOST_DEVICE unsigned fp8StatMask(const Fp8Rule& rule, std::uint32_t x, floa
 }
 
 // One element of the per-tensor quantisation, as the kernels and their host emulation
-// compute it: x = in * scale (a NaN as it is), q its value in the format (fp8Quantize), the counters' mask
-// (fp8StatMask); the value written is q * scaleInv, or q's code (fp8Code) where the
-// operand is held as codes.
+// compute it: x = in * scale (a NaN as it is), q its value in the format (fp8Quantize),
+// the counters' mask (fp8StatMask); the value written is q * scaleInv, or q's code
+// (fp8Code) where the operand is held as codes.
 struct Fp8Element {
     float x;
     float q;
