@@ -230,7 +230,13 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     json underflow = json::object(), overflow = json::object(), lost = json::object();
     json actUnderflow = json::object(), madeNonFinite = json::object();
     json stateFlushed = json::object(), stateNonFinite = json::object();
+    // And every rounding site's counts over every step of the run (the snapshots count only
+    // theirs): what overflowed at a step no snapshot fell on is there too.
+    json runRounding = json::array();
     for (const LayerTotals& t : lastTotals_) {
+        if (t.stats.count > 0)
+            runRounding.push_back({{"layer", t.layer}, {"kind", std::string(tensorKindName(t.kind))},
+                                   {"stats", roundingStatsToJson(t.stats)}});
         if (t.kind == TensorKind::weightGrad) {
             // A layer whose gradients are never rounded (fp32) has update counts only.
             if (t.stats.count > 0) {
@@ -252,13 +258,6 @@ void RunRecorder::updateSummary(const std::string& status, const std::string& me
     s["weights_made_non_finite"] = madeNonFinite;
     s["optimizer_state_flushed"] = stateFlushed;
     s["optimizer_state_made_non_finite"] = stateNonFinite;
-    // Every rounding site's counts over every step of the run (the snapshots count only
-    // theirs): what overflowed at a step no snapshot fell on is here too.
-    json runRounding = json::array();
-    for (const LayerTotals& t : lastTotals_)
-        if (t.stats.count > 0)
-            runRounding.push_back({{"layer", t.layer}, {"kind", std::string(tensorKindName(t.kind))},
-                                   {"stats", roundingStatsToJson(t.stats)}});
     s["run_rounding"] = std::move(runRounding);
     s["run_rounding_through_step"] = lastTotalsStep_;
 }

@@ -75,12 +75,20 @@ OwnDefaults ownDefaultsOf(const json& patch)
     return out;
 }
 
-std::string listed(const json& keysAndValues)
+// "a, b, c".
+std::string commaList(const std::vector<std::string>& items)
 {
     std::string text;
-    for (const auto& [key, value] : keysAndValues.items())
-        text += (text.empty() ? "" : ", ") + key + " " + settingFlagText(value);
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
     return text;
+}
+
+// "key value, key value" as the flags take the values.
+std::string listed(const json& keysAndValues)
+{
+    std::vector<std::string> items;
+    for (const auto& [key, value] : keysAndValues.items()) items.push_back(key + " " + settingFlagText(value));
+    return commaList(items);
 }
 
 }  // namespace
@@ -131,12 +139,7 @@ std::string modelDefaultsTaken(const json& patch, bool training)
     return listed(taken);
 }
 
-std::string modelDefaultsLeftOff(const json& patch)
-{
-    std::string text;
-    for (const std::string& d : ownDefaultsOf(patch).leftOff) text += (text.empty() ? "" : ", ") + d;
-    return text;
-}
+std::string modelDefaultsLeftOff(const json& patch) { return commaList(ownDefaultsOf(patch).leftOff); }
 
 std::string modelDefaultsHeld(const TrainSettings& s)
 {
