@@ -42,20 +42,6 @@ Fp8Matrix fp8Matrix(MiniFormat f, std::int64_t rows, std::int64_t cols, std::int
     return m;
 }
 
-// The data of a per-tensor quantisation test: every rounding boundary of the format at
-// this scale, then `spread` telemetry-like values (every special class), and the op.
-std::pair<std::vector<float>, QuantizeOp> quantizeCase(int format, float scale, std::size_t spread, std::uint64_t seed)
-{
-    std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
-    const std::vector<float> more = telemetryData(spread, seed + static_cast<std::uint64_t>(format));
-    in.insert(in.end(), more.begin(), more.end());
-    QuantizeOp op;
-    op.element = static_cast<MiniFormat>(format);
-    op.scale = scale;
-    op.scaleInv = 1.0f / scale;
-    return {std::move(in), op};
-}
-
 }  // namespace
 
 class TestCudaFp8 : public QObject {

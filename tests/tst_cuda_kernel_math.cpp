@@ -170,10 +170,8 @@ private slots:
         QFETCH(int, format);
         QFETCH(float, scale);
         const auto f = static_cast<MiniFormat>(format);
-        std::vector<float> in = fp8Boundaries(f, scale);
-        const std::vector<float> spread = telemetryData(100000, 71 + static_cast<std::uint64_t>(format));
-        in.insert(in.end(), spread.begin(), spread.end());
-        const float scaleInv = 1.0f / scale;
+        const auto [in, op] = quantizeCase(format, scale, 100000, 71);
+        const float scaleInv = op.scaleInv;
         std::vector<float> kernelOut;
         RoundingStats kernelStats;
         GradientHistogram kernelHist;
@@ -196,9 +194,9 @@ private slots:
         // The data reach every counter the test pins.
         QVERIFY(kernelStats.underflow > 0 && kernelStats.overflow > 0 && kernelStats.subnormal > 0);
         QVERIFY(kernelStats.nan > 0 && kernelStats.infIn > 0 && kernelStats.zerosIn > 0);
-        // Without the NaN the amax is the largest magnitude, an infinity included.
+        // Without the NaNs the amax is the largest magnitude, an infinity included.
         std::vector<float> finite;
-        for (float x : spread)
+        for (float x : in)
             if (!std::isnan(x)) finite.push_back(x);
         std::vector<float> ignored;
         RoundingStats s;
@@ -267,10 +265,8 @@ private slots:
         QFETCH(int, format);
         QFETCH(float, scale);
         const auto f = static_cast<MiniFormat>(format);
-        std::vector<float> in = fp8Boundaries(f, scale);
-        const std::vector<float> spread = telemetryData(50000, 171 + static_cast<std::uint64_t>(format));
-        in.insert(in.end(), spread.begin(), spread.end());
-        const float scaleInv = 1.0f / scale;
+        const auto [in, op] = quantizeCase(format, scale, 50000, 171);
+        const float scaleInv = op.scaleInv;
 
         std::vector<float> kernelOut;
         std::vector<std::uint8_t> kernelCodes, cpuCodes(in.size());

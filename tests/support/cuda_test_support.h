@@ -29,6 +29,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 
@@ -148,6 +149,20 @@ std::vector<float> fp8Boundaries(MiniFormat f, float scale)
                     std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f})
         values.push_back(x / scale);
     return values;
+}
+
+// The data of a per-tensor quantisation test: every rounding boundary of the format at
+// this scale, then `spread` telemetry-like values (every special class), and the op.
+std::pair<std::vector<float>, QuantizeOp> quantizeCase(int format, float scale, std::size_t spread, std::uint64_t seed)
+{
+    std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
+    const std::vector<float> more = telemetryData(spread, seed + static_cast<std::uint64_t>(format));
+    in.insert(in.end(), more.begin(), more.end());
+    QuantizeOp op;
+    op.element = static_cast<MiniFormat>(format);
+    op.scale = scale;
+    op.scaleInv = 1.0f / scale;
+    return {std::move(in), op};
 }
 
 // ---- The step kernels on the host (kernels.cu / step_kernels.cu, thread by thread) --------
