@@ -4,6 +4,7 @@
 #include "tensorboard/tensorboard_export.h"
 
 #include "error.h"
+#include "files/output_paths.h"
 #include "report/csv_export.h"
 #include "record/record_writer.h"
 #include "report_document.h"
@@ -79,26 +80,45 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
     auto proceed = [&](const char* step) { return !progress.beforeStep || progress.beforeStep(step); };
     auto wrote = [&](const std::filesystem::path& file) { if (progress.wrote) progress.wrote(file); };
 
+    // Files named after the runs never replace a file already there: a run named "Victim"
+    // writes victim-2.json beside an unrelated victim.json. Every folder is checked first.
+    for (const auto& [folder, what] : {std::pair{outputs.jsonDir, "--json"}, std::pair{outputs.csvDir, "--csv"},
+                                       std::pair{outputs.tensorboardDir, "--tensorboard"}})
+        if (!folder.empty()) makeOutputFolder(folder, what);
+    auto note = [&](bool cut, const std::string& label, const std::string& stem) {
+        if (cut && progress.note)
+            progress.note("the run name " + quotedExcerpt(label, 40) + " is too long for a file name: its files are " +
+                          stem + "*");
+    };
     if (!outputs.jsonDir.empty()) {
         if (!proceed("Writing the run records")) return comparison;
-        std::error_code ec;
-        std::filesystem::create_directories(outputs.jsonDir, ec);
-        if (ec) throw std::runtime_error(outputs.jsonDir + ": cannot create the folder (" + ec.message() + ")");
+        std::vector<std::string> taken;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            const auto file = std::filesystem::path(outputs.jsonDir) / (stems[i] + ".json");
+            bool cut = false;
+            const std::string stem = freeOutputStem(outputs.jsonDir, stems[i], {".json"}, taken, &cut);
+            note(cut, comparison.runs[i].label, stem);
+            const auto file = std::filesystem::path(outputs.jsonDir) / (stem + ".json");
             writeJsonAtomically(file, runs[i].document);
             wrote(file);
         }
     }
     if (!outputs.csvDir.empty()) {
         if (!proceed("Writing the CSV tables")) return comparison;
-        for (std::size_t i = 0; i < runs.size(); ++i)
-            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stems[i]))
+        std::vector<std::string> taken;
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            bool cut = false;
+            const std::string stem = freeOutputStem(outputs.csvDir, stems[i], csvSuffixes(), taken, &cut);
+            note(cut, comparison.runs[i].label, stem);
+            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stem))
                 wrote(file);
+        }
     }
     if (!outputs.tensorboardDir.empty()) {
         if (!proceed("Writing the TensorBoard event files")) return comparison;
-        for (const auto& file : writeTensorBoardRuns(comparison, outputs.tensorboardDir)) wrote(file.file);
+        std::vector<std::string> notes;
+        for (const auto& file : writeTensorBoardRuns(comparison, outputs.tensorboardDir, &notes)) wrote(file.file);
+        if (progress.note)
+            for (const auto& n : notes) progress.note(n);
     }
     if (outputs.pdf.empty() && outputs.html.empty()) return comparison;
 

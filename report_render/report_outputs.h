@@ -18,7 +18,7 @@ namespace plab::report {
 
 struct ReportOutputs {
     std::string pdf, html, csvDir, jsonDir;
-    std::string tensorboardDir;   // <dir>/<run>/events.out.tfevents.* (tensorboard/tensorboard_export.h)
+    std::string tensorboardDir;   // <dir>/<run>-<id>/events.out.tfevents.* (tensorboard/tensorboard_export.h)
     std::string title;
     std::vector<std::int64_t> histogramSteps;
     std::string histogramLayer;
@@ -40,13 +40,17 @@ struct LoadedRun {
 std::vector<LoadedRun> loadRunRecords(const std::vector<std::string>& files);
 
 // Told before each output is written ("Writing the PDF report"): returns false to stop
-// there. And told of each file written.
+// there. Told of each file written, and of each name cut to fit a file name.
 struct ReportProgress {
     std::function<bool(const std::string& step)> beforeStep;
     std::function<void(const std::filesystem::path& file)> wrote;
+    std::function<void(const std::string& sentence)> note;
 };
 
-// Writes every output asked for; returns the comparison it reported on. Starts an
+// Writes every output asked for; returns the comparison it reported on. The run records
+// and CSV tables take free names: a file already in the folder is never replaced (a
+// suffix -2, -3, ... instead); the output folders are checked before anything is written
+// (InputError naming the flag). Starts an
 // offscreen QGuiApplication when none exists (QT_QPA_PLATFORM defaults to offscreen).
 // Throws std::runtime_error naming a file that cannot be written.
 RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const ReportOutputs& outputs,

@@ -16,6 +16,7 @@
 #include "record/record_writer.h"
 #include "report_document.h"
 #include "telemetry/format_regions.h"
+#include "tensorboard/tensorboard_export.h"
 #include "test_support.h"
 #include "train/region_format.h"
 #include "train/trainer.h"
@@ -246,6 +247,14 @@ private slots:
         std::size_t layers = 0;
         for (const auto& t : scaled_["telemetry"]) layers += t["layers"].size();
         QCOMPARE(telemetry.size(), layers + 1);
+
+        // Issue 66, finding 10: a name a spreadsheet would run as a formula is written as text.
+        const fs::path folder3 = dir_.path() / "csv3";
+        writeRunCsv(readRunRecord(scaled_, "scaled"), "=HYPERLINK(\"http://x\",\"y\")", folder3, "formula");
+        const auto formula = readCsvFile(folder3 / "formula-steps.csv");
+        QCOMPARE(formula[1][0], std::string("'=HYPERLINK(\"http://x\",\"y\")"));
+        for (const char* text : {"+1", "-1", "@SUM(A1)", "\tx"}) QCOMPARE(csvText(text), std::string("'") + text);
+        QCOMPARE(csvText("AMP FP16"), std::string("AMP FP16"));
     }
 
     void summaryComparesLossScaling()
@@ -527,6 +536,7 @@ private slots:
         recorder.onEvent(t);
         RunResult done;
         done.status = RunStatus::completed;
+        done.steps = 1;   // the run's totals reach step 1, so it ran at least that far
         recorder.finish(done);
         const json& summary = recorder.record()["summary"];
         QVERIFY2(summary["underflow_fraction"]["conv1"].is_null(), summary.dump().c_str());
@@ -624,6 +634,84 @@ private slots:
             QVERIFY2(fs::exists(in / f), f);
         QVERIFY2(r.out.contains("AMP FP16 without loss scaling"), qPrintable(r.out));   // the table
         QCOMPARE(loadRunRecordDocument(in / "json" / "amp-fp16.json"), scaled_);
+    }
+
+    // Issue 66, findings 3, 9 and 10: no output is chosen by text inside an input. A run
+    // named "Victim" writes beside an unrelated victim.json, never over it; two runs whose
+    // names map to one stem get a TensorBoard folder each, the same ones again on a second
+    // export; a name too long for a file is cut with a note; a dangling link as the folder is
+    // exit 2 naming it; a date no run can have had is no date.
+    void outputsNamedByRunsNeverReplaceAFile()
+    {
+        const fs::path in = dir_.path() / "named";
+        fs::create_directories(in / "json");
+        fs::create_directories(in / "csv");
+        json victim = scaled_;
+        victim["name"] = "Victim";
+        writeJson(in / "victim-run.json", victim);
+        { std::ofstream(in / "json" / "victim.json") << "unrelated"; }
+        { std::ofstream(in / "csv" / "victim-steps.csv") << "unrelated"; }
+        const QString base = QString::fromStdString(in.string());
+        Tool r = runTool(PLAB_CLI_PATH, {"report", base + "/victim-run.json", "--json", base + "/json", "--csv", base + "/csv"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const auto text = [](const fs::path& f) {
+            std::ifstream s(f);
+            return std::string((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+        };
+        QCOMPARE(text(in / "json" / "victim.json"), std::string("unrelated"));
+        QCOMPARE(text(in / "csv" / "victim-steps.csv"), std::string("unrelated"));
+        QCOMPARE(loadRunRecordDocument(in / "json" / "victim-2.json"), victim);
+        QVERIFY(fs::exists(in / "csv" / "victim-2-steps.csv") && fs::exists(in / "csv" / "victim-2-telemetry.csv"));
+
+        // Non-ASCII names both become the stem "run": a folder each, found again on re-export.
+        json a = scaled_, b = unscaled_;
+        a["name"] = "中文";
+        b["name"] = "日本語";
+        writeJson(in / "a.json", a);
+        writeJson(in / "b.json", b);
+        const auto folders = [&](const fs::path& dir) {
+            QStringList names;
+            for (const auto& e : fs::directory_iterator(dir))
+                if (e.is_directory()) names << QString::fromStdString(e.path().filename().string());
+            names.sort();
+            return names;
+        };
+        for (int round = 0; round < 2; ++round) {
+            r = runTool(PLAB_CLI_PATH, {"export", "--tensorboard", base + "/tb", base + "/a.json", base + "/b.json"});
+            QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        }
+        const QStringList tb = folders(in / "tb");
+        QCOMPARE(tb.size(), 2);
+        for (const QString& f : tb) {
+            QVERIFY2(f.startsWith(QStringLiteral("run-")), qPrintable(f));
+            int events = 0;
+            for (const auto& e : fs::directory_iterator(in / "tb" / f.toStdString())) events += e.is_regular_file();
+            QCOMPARE(events, 1);   // the second export replaced its own file
+        }
+
+        // A name longer than a file name may be: cut, with a note, and exit 0.
+        json longName = scaled_;
+        longName["name"] = std::string(5000, 'x');
+        writeJson(in / "long.json", longName);
+        r = runTool(PLAB_CLI_PATH, {"report", base + "/long.json", "--json", base + "/json-long"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("too long for a file name") && r.err.size() < 2000, qPrintable(r.err.left(2000)));
+        for (const auto& e : fs::directory_iterator(in / "json-long")) QVERIFY(e.path().filename().string().size() <= 255);
+        r = runTool(PLAB_CLI_PATH, {"export", "--tensorboard", base + "/tb-long", base + "/long.json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("too long for a folder name") && r.err.size() < 2000, qPrintable(r.err.left(2000)));
+
+        // A dangling link where the folder should be: exit 2, one line naming it.
+        fs::create_symlink(in / "nowhere", in / "dangling");
+        r = runTool(PLAB_CLI_PATH, {"export", "--tensorboard", base + "/dangling", base + "/a.json"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("dangling") && r.err.contains("link to nothing") && r.err.trimmed().count('\n') == 0,
+                 qPrintable(r.err));
+
+        QCOMPARE(epochSeconds("-2147483648-01-01T00:00:00Z"), 0.0);
+        QCOMPARE(epochSeconds("2147483647-01-01T00:00:00Z"), 0.0);
+        QCOMPARE(epochSeconds("2026-13-01T00:00:00Z"), 0.0);
+        QCOMPARE(epochSeconds("2026-11-28T00:00:00Z"), 1795824000.0);
     }
 
     void cliReportRejectsBadRecords_data()

@@ -5,6 +5,7 @@
 #include "commands.h"
 
 #include "error.h"
+#include "files/output_paths.h"
 #include "report/run_comparison.h"
 #include "record/record_writer.h"
 #include "tensorboard/tensorboard_export.h"
@@ -24,13 +25,14 @@ struct ExportOptions {
 int runExport(const ExportOptions& opts)
 {
     if (opts.tensorboardDir.empty()) throw InputError("export: give the output: --tensorboard DIR");
-    std::error_code ec;
-    if (std::filesystem::exists(opts.tensorboardDir, ec) && !std::filesystem::is_directory(opts.tensorboardDir, ec))
-        throw InputError("export: --tensorboard " + opts.tensorboardDir + " is a file, not a folder");
     std::vector<RunDigest> digests;
     for (const auto& file : opts.records) digests.push_back(digestRunRecord(loadRunRecord(file), file));
     const RunComparison runs = compareRuns(std::move(digests));
-    for (const TensorBoardFile& f : writeTensorBoardRuns(runs, opts.tensorboardDir))
+    makeOutputFolder(opts.tensorboardDir, "export: --tensorboard");   // exit 2 naming the folder
+    std::vector<std::string> notes;
+    const auto files = writeTensorBoardRuns(runs, opts.tensorboardDir, &notes);
+    for (const auto& note : notes) std::cerr << "plab: " << note << '\n';
+    for (const TensorBoardFile& f : files)
         std::cerr << "plab: wrote " << f.file.string() << " (" << f.scalars << " scalars, " << f.histograms
                   << " histograms)\n";
     std::cout << "tensorboard --logdir " << opts.tensorboardDir << '\n';
@@ -45,8 +47,8 @@ void addExportCommand(CLI::App& app, std::function<int()>& run)
     auto opts = std::make_shared<ExportOptions>();
     cmd->add_option("records", opts->records, "Run records (JSON) written by plab train, plab sweep or the app")->required();
     cmd->add_option("--tensorboard", opts->tensorboardDir,
-                    "Folder for the event files: DIR/<run>/events.out.tfevents.* (created when missing; a run exported "
-                    "again replaces its file)")
+                    "Folder for the event files: DIR/<run>-<id>/events.out.tfevents.* (created when missing; a run "
+                    "exported again replaces its own file)")
         ->required();
     cmd->callback([&run, opts] { run = [opts] { return runExport(*opts); }; });
 }

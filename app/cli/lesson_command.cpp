@@ -5,6 +5,8 @@
 // held and every sentence is backed; 4 when not (the lesson suite in CTest runs this for
 // seeds 1-3). `--check` only loads the lesson; `--metrics` lists what a lesson can claim.
 #include "commands.h"
+
+#include "files/output_paths.h"
 #include "progress_printer.h"
 #include "train_options.h"
 
@@ -61,7 +63,18 @@ int runLesson(const LessonOptions& opts)
     }
 
     const std::filesystem::path outDir = opts.outDir.empty() ? std::filesystem::path("lesson-runs") : std::filesystem::path(opts.outDir);
-    std::filesystem::create_directories(outDir);
+    makeOutputFolder(outDir, "plab lesson: --out-dir");
+    // Each run's record is named after its id, which the lesson chose: a file already
+    // there is never replaced (the record takes a free name, said here, before any run).
+    std::vector<std::filesystem::path> recordFiles;
+    std::vector<std::string> taken;
+    for (const LessonRun& run : lesson.runs) {
+        const std::string stem = freeOutputStem(outDir, run.id, {".json"}, taken);
+        if (stem != run.id)
+            std::cerr << "plab: " << (outDir / (run.id + ".json")).string() << " is there already: lesson run " << run.id
+                      << " writes " << (outDir / (stem + ".json")).string() << '\n';
+        recordFiles.push_back(outDir / (stem + ".json"));
+    }
     std::vector<RunRecord> records;
     for (std::size_t i = 0; i < lesson.runs.size(); ++i) {
         LessonRun& run = lesson.runs[i];
@@ -70,9 +83,9 @@ int runLesson(const LessonOptions& opts)
         if (!opts.dataDir.empty()) run.settings.dataDir = opts.dataDir;
         const DataSplit data = loadTrainingData(run.settings);
         std::cerr << "plab: lesson run " << (i + 1) << "/" << lesson.runs.size() << ": " << run.name << '\n';
-        const auto lock = lockRecord(outDir / (run.id + ".json"), "the record of lesson run");
+        const auto lock = lockRecord(recordFiles[i], "the record of lesson run");
         ProgressPrinter progress(std::cerr, opts.quiet);
-        const auto [result, recorded] = runRecordedTraining(run.settings, data, outDir / (run.id + ".json"), run.name, progress);
+        const auto [result, recorded] = runRecordedTraining(run.settings, data, recordFiles[i], run.name, progress);
         if (result.status == RunStatus::stopped) {
             std::cerr << "plab: the lesson was stopped; its claims are not judged\n";
             return kExitInterrupted;

@@ -19,6 +19,7 @@ report::ReportProgress printFilesWritten()
 {
     report::ReportProgress progress;
     progress.wrote = [](const std::filesystem::path& file) { std::cerr << "plab: wrote " << file.string() << '\n'; };
+    progress.note = [](const std::string& sentence) { std::cerr << "plab: " << sentence << '\n'; };
     return progress;
 }
 

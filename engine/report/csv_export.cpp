@@ -36,6 +36,7 @@ std::string cell(std::uint64_t v) { return std::to_string(v); }
 std::string cell(double v) { return csvNumber(v); }
 std::string cell(const std::optional<double>& v) { return v ? csvNumber(*v) : std::string(); }
 std::string cell(bool v) { return v ? "1" : "0"; }
+std::string cell(const std::string& text) { return csvText(text); }
 
 void writeTable(const std::vector<CsvRow>& table, const std::filesystem::path& file)
 {
@@ -46,6 +47,12 @@ void writeTable(const std::vector<CsvRow>& table, const std::filesystem::path& f
 }
 
 }  // namespace
+
+std::string csvText(const std::string& text)
+{
+    if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) return "'" + text;
+    return text;
+}
 
 std::string csvField(const std::string& text)
 {
@@ -134,7 +141,7 @@ std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms"}};
     for (const StepPoint& s : record.steps)
-        t.push_back({run, cell(s.step), cell(std::int64_t{s.epoch}), cell(s.loss), cell(s.lossScale), cell(s.skipped),
+        t.push_back({cell(run), cell(s.step), cell(std::int64_t{s.epoch}), cell(s.loss), cell(s.lossScale), cell(s.skipped),
                      cell(s.lr), cell(std::int64_t{s.batch}), cell(s.timeMs)});
     return t;
 }
@@ -143,7 +150,7 @@ std::vector<CsvRow> evalsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "test_accuracy", "test_loss"}};
     for (const EvalPoint& e : record.evals)
-        t.push_back({run, cell(e.step), cell(std::int64_t{e.epoch}), cell(e.testAccuracy), cell(e.testLoss)});
+        t.push_back({cell(run), cell(e.step), cell(std::int64_t{e.epoch}), cell(e.testAccuracy), cell(e.testLoss)});
     return t;
 }
 
@@ -155,7 +162,7 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
     for (const TelemetryPoint& snap : record.telemetry)
         for (const LayerSnapshot& l : snap.layers) {
             const RoundingStats& s = l.stats;
-            CsvRow row = {run, cell(snap.step), cell(snap.lossScale), l.layer, std::string(tensorKindName(l.kind)),
+            CsvRow row = {cell(run), cell(snap.step), cell(snap.lossScale), cell(l.layer), std::string(tensorKindName(l.kind)),
                           cell(s.count), cell(s.zerosIn), cell(s.underflow), cell(s.subnormal), cell(s.overflow),
                           cell(s.nan), cell(s.infIn)};
             // The update counts belong to the weight gradients' entries (empty for the others).
@@ -168,16 +175,23 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
     return t;
 }
 
+const std::vector<std::string>& csvSuffixes()
+{
+    static const std::vector<std::string> suffixes{"-steps.csv", "-evals.csv", "-telemetry.csv"};
+    return suffixes;
+}
+
 std::vector<std::filesystem::path> writeRunCsv(const RunRecord& record, const std::string& run,
                                                const std::filesystem::path& folder, const std::string& stem)
 {
     std::error_code ec;
     std::filesystem::create_directories(folder, ec);
     if (ec) throw std::runtime_error(folder.string() + ": cannot create the folder (" + ec.message() + ")");
+    const auto& suffix = csvSuffixes();
     const std::vector<std::pair<std::string, std::vector<CsvRow>>> tables = {
-        {"-steps.csv", stepsTable(record, run)},
-        {"-evals.csv", evalsTable(record, run)},
-        {"-telemetry.csv", telemetryTable(record, run)},
+        {suffix[0], stepsTable(record, run)},
+        {suffix[1], evalsTable(record, run)},
+        {suffix[2], telemetryTable(record, run)},
     };
     std::vector<std::filesystem::path> written;
     for (const auto& [suffix, table] : tables) {

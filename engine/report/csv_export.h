@@ -17,6 +17,10 @@ using CsvRow = std::vector<std::string>;
 
 // One field as RFC 4180 wants it (quoted only when needed).
 std::string csvField(const std::string& text);
+// A text cell (a run's name, a layer's): one that begins with =, +, -, @, a tab or a carriage
+// return gets a leading apostrophe, so a spreadsheet shows it as text and never runs it as a
+// formula (=HYPERLINK(...) in a run's name).
+std::string csvText(const std::string& text);
 void writeCsvRow(std::ostream& out, const CsvRow& row);
 
 // Parses a whole CSV document. Throws InputError (naming `origin`) for an unterminated
@@ -37,6 +41,8 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
 // the file when one cannot be written.
 std::vector<std::filesystem::path> writeRunCsv(const RunRecord& record, const std::string& run,
                                                const std::filesystem::path& folder, const std::string& stem);
+// What writeRunCsv puts after the stem: "-steps.csv", "-evals.csv", "-telemetry.csv".
+const std::vector<std::string>& csvSuffixes();
 
 // A file-name-safe form of a run label: letters, digits, '-', '_' and '.'.
 std::string fileStem(const std::string& label);

@@ -2,9 +2,13 @@
 #include "tensorboard/tensorboard_export.h"
 
 #include "files/atomic_file.h"
+#include "files/output_paths.h"
+
+#include "error.h"
 #include "report/csv_export.h"
 #include "tensorboard/tensorboard_event.pb.h"   // made by protoc in the build folder
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -30,17 +34,6 @@ constexpr std::array<std::uint32_t, 256> makeCrc32cTable()
 constexpr auto kCrc32cTable = makeCrc32cTable();
 
 // "2026-11-22T13:25:24Z" as seconds since 1970 (UTC); 0 when it does not parse.
-double epochSeconds(const std::string& iso)
-{
-    std::tm tm{};
-    if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                    &tm.tm_sec) != 6)
-        return 0.0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    const std::time_t t = timegm(&tm);
-    return t < 0 ? 0.0 : double(t);
-}
 
 // Builds the events of one run in step order; events of the same step share one Event.
 class EventWriter {
@@ -197,18 +190,60 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
     return w.bytes();
 }
 
-std::vector<TensorBoardFile> writeTensorBoardRuns(const RunComparison& runs, const std::filesystem::path& dir)
+double epochSeconds(const std::string& iso)
 {
-    std::vector<std::string> labels;
-    for (const RunDigest& r : runs.runs) labels.push_back(r.label);
-    const auto stems = uniqueFileStems(labels);
+    int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+    if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d", &year, &month, &day, &hour, &minute, &second) != 6) return 0.0;
+    // A date a run can have been made on; anything else (year -2147483648, whose year - 1900
+    // overflowed) is unknown, never another date.
+    if (year < 1970 || year > 9999 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+        minute < 0 || minute > 59 || second < 0 || second > 60)
+        return 0.0;
+    std::tm tm{};
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    tm.tm_sec = second;
+    const std::time_t t = timegm(&tm);
+    return t < 0 ? 0.0 : double(t);
+}
+
+std::string tensorBoardRunId(const RunDigest& run)
+{
+    // FNV-1a over what makes the run this run: when it started and its settings (seed included).
+    std::uint64_t h = 14695981039346656037ull;
+    for (const std::string& part : {run.createdAt, std::string("\n"), run.settings.dump()})
+        for (const unsigned char c : part) h = (h ^ c) * 1099511628211ull;
+    char id[8];
+    std::snprintf(id, sizeof id, "%06llx", static_cast<unsigned long long>(h & 0xFFFFFF));
+    return id;
+}
+
+std::vector<TensorBoardFile> writeTensorBoardRuns(const RunComparison& runs, const std::filesystem::path& dir,
+                                                  std::vector<std::string>* notes)
+{
+    makeOutputFolder(dir, "the TensorBoard folder");
+    // A folder per run: its name plus a short id of the run, so two runs whose names map to
+    // one stem never share a folder, and the same run exported again finds its own.
+    std::vector<std::string> stems;
+    for (const RunDigest& r : runs.runs) {
+        const std::string id = tensorBoardRunId(r);
+        bool cut = false;
+        std::string folder = fitFileName(fileStem(r.label), id.size() + 8, &cut) + "-" + id;
+        if (cut && notes)
+            notes->push_back("the run name " + quotedExcerpt(r.label, 40) + " is too long for a folder name: its folder is " + folder);
+        const std::string base = folder;
+        for (int n = 2; std::find(stems.begin(), stems.end(), folder) != stems.end(); ++n)
+            folder = base + "-" + std::to_string(n);   // the same run given twice
+        stems.push_back(folder);
+    }
     std::vector<TensorBoardFile> written;
     for (std::size_t i = 0; i < runs.runs.size(); ++i) {
         const RunDigest& run = runs.runs[i];
         const auto folder = dir / stems[i];
-        std::error_code ec;
-        std::filesystem::create_directories(folder, ec);
-        if (ec) throw std::runtime_error(folder.string() + ": cannot create the folder (" + ec.message() + ")");
+        makeOutputFolder(folder, "the TensorBoard folder of run " + quotedExcerpt(run.label, 60));
         TensorBoardFile file;
         const std::string bytes = tensorBoardEvents(run, &file);
         const auto seconds = static_cast<long long>(epochSeconds(run.createdAt));

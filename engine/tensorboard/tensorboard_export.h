@@ -46,9 +46,21 @@ struct TensorBoardFile {
 // The event file of one run, as bytes (the file's contents), with its counts.
 std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts = nullptr);
 
-// Writes each run of the comparison (its labels unique) into dir/<file stem of its label>/,
-// atomically; a second export of the same run replaces its file. Throws
-// std::runtime_error naming a folder or file that cannot be written.
-std::vector<TensorBoardFile> writeTensorBoardRuns(const RunComparison& runs, const std::filesystem::path& dir);
+// Seconds since 1970 of a record's "created_at" (UTC, "2026-11-28T12:00:00Z"): the wall time
+// of its events and its event file's name. 0 for a date it cannot be (before 1970, after 9999,
+// a month 13) or text that is none.
+double epochSeconds(const std::string& iso);
+
+// The short id of a run in its TensorBoard folder's name: six hex digits of a hash of when it
+// started and its settings.
+std::string tensorBoardRunId(const RunDigest& run);
+
+// Writes each run of the comparison into dir/<file stem of its label>-<its id>/, atomically:
+// two runs never share a folder (even when their names map to one stem), and the same run
+// exported again replaces its own file. A name too long for a folder is cut (`notes` says
+// so). Throws InputError for a folder that cannot be made (a file or dangling link in the
+// way), std::runtime_error for a file that cannot be written.
+std::vector<TensorBoardFile> writeTensorBoardRuns(const RunComparison& runs, const std::filesystem::path& dir,
+                                                  std::vector<std::string>* notes = nullptr);
 
 }  // namespace plab

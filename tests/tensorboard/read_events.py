@@ -254,8 +254,12 @@ def main():
     folders = sorted(p for p in out.iterdir() if p.is_dir())
     if len(folders) != 2:
         failures.append(f"expected a folder per run, found {[p.name for p in folders]}")
+    def run_folder(name):
+        # DIR/<name>-<six hex digits of the run's id>
+        found = [p for p in folders if p.name.startswith(name + "-") and len(p.name) == len(name) + 7]
+        return found[0] if len(found) == 1 else out / name
     for name in runs:
-        folder = out / name
+        folder = run_folder(name)
         files = list(folder.glob("events.out.tfevents.*"))
         if len(files) != 1:
             failures.append(f"{folder}: expected one event file, found {len(files)}")
@@ -263,17 +267,17 @@ def main():
         n_scalars, n_histos = check_run(work / f"{name}.json", files[0], failures)
         print(f"{name}: {n_scalars} scalars and {n_histos} histograms read back and equal to the record's")
     # Kinds of value the two runs must have produced, so that the comparison above is not empty.
-    amp_events = [decode_event(p) for p in records(next((out / "amp").glob("events.*")).read_bytes())]
+    amp_events = [decode_event(p) for p in records(next(run_folder("amp").glob("events.*")).read_bytes())]
     tags = {v["tag"].split("/")[0] for e in amp_events for v in e["values"]}
     for kind in ("loss", "accuracy", "loss_scale", "skipped_steps", "underflow", "overflow", "lost_updates",
                  "memory_mib", "log2_abs"):
         if kind not in tags:
             failures.append(f"the AMP run's events have no {kind}/* value")
-    fp32_events = [decode_event(p) for p in records(next((out / "fp32").glob("events.*")).read_bytes())]
+    fp32_events = [decode_event(p) for p in records(next(run_folder("fp32").glob("events.*")).read_bytes())]
     if not any(v["tag"].startswith("lost_updates/") for e in fp32_events for v in e["values"]):
         failures.append("the FP32 run's events have no lost_updates")
     # A damaged file is told apart: one flipped payload byte fails its CRC.
-    blob = bytearray(next((out / "fp32").glob("events.*")).read_bytes())
+    blob = bytearray(next(run_folder("fp32").glob("events.*")).read_bytes())
     blob[20] ^= 0x01
     try:
         list(records(bytes(blob)))
