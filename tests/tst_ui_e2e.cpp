@@ -13,6 +13,7 @@
 #include "training_controller.h"
 #include "checking_backend.h"
 #include "record/record_writer.h"
+#include "record/run_record.h"
 #include "weights/safetensors.h"
 #include "data/dataset.h"
 #include "train/trainer.h"
@@ -25,6 +26,7 @@
 #include <QLineEdit>
 #include <QTableView>
 #include <QMenu>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QXYSeries>
 #include <QTest>
@@ -203,7 +205,10 @@ private slots:
         TrainSettings expected = window.runListModel()->runAt(0)->settings();
         QVERIFY(!expected.saveWeights.empty());
         expected.saveWeights.clear();
+        expected.dataDir.clear();   // the app's own (--data-dir), given again when the run starts
         QCOMPARE(settingsToJson(window.settingsPanel()->settings()).dump(), settingsToJson(expected).dump());
+        QVERIFY2(window.settingsPanel()->notices().filter(QStringLiteral("Not taken")).isEmpty(),
+                 qPrintable(window.settingsPanel()->notices().join(QLatin1Char('\n'))));
         std::unique_ptr<QMenu> menu(window.runContextMenu());
         QStringList offered;
         for (QAction* a : menu->actions())
@@ -258,6 +263,61 @@ private slots:
         QVERIFY(QFileInfo::exists(QDir(o.runsDir).filePath(QStringLiteral("trash/") + first + QStringLiteral(".safetensors"))));
         window.findChild<QAction*>(QStringLiteral("undoDeleteAction"))->trigger();
         QVERIFY(QFileInfo::exists(saved));
+    }
+
+    // Issue 66, finding 1: a record from someone else whose settings name files (batches to
+    // write over, batches and data to read): Use These Settings (Ctrl+U) and Start write
+    // nothing there; the panel says which paths it did not take.
+    void recordSettingsNeverNameAnOutput()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-hostile").string());
+        const fs::path victim = dir_.path() / "notes.txt";
+        { std::ofstream(victim) << "my notes\n"; }
+        QString id;
+        {
+            MainWindow window(o);
+            QTRY_VERIFY(window.runsLoaded());
+            window.settingsPanel()->setSettings(settingsFromJson(
+                json{{"recipe", "fp32"}, {"widths", {4, 8}}, {"batch", 16}, {"max_steps", 3}, {"threads", 1},
+                     {"histogram_every", 0}},
+                "test"));
+            QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+            window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+            id = finished.at(0).at(0).toString();
+        }
+        const fs::path record = fs::path(o.runsDir.toStdString()) / (id.toStdString() + ".json");
+        json doc = loadRunRecordDocument(record);
+        doc["settings"]["write_batches"] = victim.string();
+        doc["settings"]["read_batches"] = (dir_.path() / "elsewhere.txt").string();
+        doc["settings"]["data_dir"] = "/nonexistent-data";
+        doc["settings"]["save_weights"] = victim.string();
+        std::ofstream(record) << doc.dump();
+
+        MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());
+        window.show();
+        QTRY_COMPARE(window.runListModel()->rowCount(), 1);
+        window.runListView()->selectRow(0);
+        auto* useSettings = window.findChild<QAction*>(QStringLiteral("useSettingsAction"));
+        QTRY_VERIFY(useSettings->isEnabled());
+        useSettings->trigger();   // Run > Use These Settings (Ctrl+U)
+        const TrainSettings taken = window.settingsPanel()->settings();
+        QVERIFY(taken.writeBatches.empty() && taken.readBatches.empty() && taken.dataDir.empty() && taken.saveWeights.empty());
+        const QString notice = window.settingsPanel()->notices().filter(QStringLiteral("Not taken")).join(QString());
+        for (const char* key : {"write_batches", "read_batches", "data_dir"})
+            QVERIFY2(notice.contains(QLatin1String(key)), qPrintable(notice));
+        QVERIFY2(window.settingsPanel()->findChild<QPushButton*>(QStringLiteral("startButton"))
+                     ->toolTip().contains(QDir::toNativeSeparators(o.runsDir)),
+                 "Start says where the run writes");
+        QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(finished.at(0).at(1).value<RunResult>().status, RunStatus::completed);
+        std::ifstream in(victim);
+        const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        QCOMPARE(kept, std::string("my notes\n"));
     }
 
     void badDataFolderShowsOneSentence()

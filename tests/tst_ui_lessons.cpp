@@ -16,6 +16,8 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QLabel>
+#include <QScreen>
+#include <QGuiApplication>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTest>
@@ -297,6 +299,63 @@ private slots:
         const QString why = window.openLesson(lessonFile);
         QVERIFY2(why.contains(QStringLiteral("unknown metric \"mmm")) && why.size() < 300 && !why.contains(QChar(0x1b)),
                  qPrintable(why));
+    }
+
+    // Issue 66, finding 7: text from a file cannot size the window. A 5,000-character
+    // unbroken title (and question, prompt, choice, run name) wraps inside the lesson panel;
+    // a saved geometry wider than the screen is clamped when it is restored.
+    void longLessonTextNeverSizesTheWindow()
+    {
+        const auto writeLesson = [&](const std::string& word, const char* name) {
+            const nlohmann::json lesson = {
+                {"format", 2}, {"title", word}, {"question", word + "?"},
+                {"predict", {{"prompt", word}, {"choices", {word, "b"}}, {"answer", "{a.steps|int}"}}},
+                {"runs", {{{"id", "a"}, {"name", word}, {"settings", {{"widths", {4, 8}}, {"max_steps", 2}}}}}},
+                {"charts", {"loss"}}, {"explanation", "E."}, {"background", {{{"sentence", "E."}, {"source", "s"}}}}};
+            const QString file = QString::fromStdString((dir_.path() / name).string());
+            QFile f(file);
+            if (f.open(QIODevice::WriteOnly)) f.write(QByteArray::fromStdString(lesson.dump()));
+            return file;
+        };
+        const std::string word(5000, 'W');
+        const QString lessonFile = writeLesson(word, "long-title.json");
+        const QString shortFile = writeLesson("Short", "short-title.json");
+        MainWindowOptions o;
+        o.dataDir = QString::fromStdString(dir_.path().string());
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-long").string());
+        o.settingsFile = QString::fromStdString((dir_.path() / "settings-long.ini").string());
+        const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+        {
+            MainWindow window(o);
+            QTRY_VERIFY(window.runsLoaded());
+            window.resize(std::min(1280, screen.width()), std::min(720, screen.height()));
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QCOMPARE(window.openLesson(shortFile), QString());   // the same lesson with short texts
+            QCoreApplication::processEvents();
+            const int minimumBefore = window.minimumSizeHint().width(), widthBefore = window.width();
+            const int panelBefore = window.lessonPanel()->minimumSizeHint().width();
+            QCOMPARE(window.openLesson(lessonFile), QString());
+            QCoreApplication::processEvents();
+            // (The title alone had made the window's minimum 57,022 px under a window manager;
+            // the offscreen platform does not pass size hints up, so the panel's is checked too.)
+            const int panelAfter = window.lessonPanel()->minimumSizeHint().width();
+            QVERIFY2(panelAfter <= panelBefore + 20 && window.minimumSizeHint().width() <= minimumBefore + 20 &&
+                         window.width() <= widthBefore + 20,
+                     qPrintable(QStringLiteral("window %1 px (before %2), its minimum %3 px (before %4), the lesson panel's "
+                                               "minimum %5 px (before %6)")
+                                    .arg(window.width()).arg(widthBefore).arg(window.minimumSizeHint().width()).arg(minimumBefore)
+                                    .arg(panelAfter).arg(panelBefore)));
+            auto* title = window.lessonPanel()->findChild<QLabel*>(QStringLiteral("lessonTitle"));
+            QVERIFY(title->width() <= window.width());
+            QCOMPARE(title->text().remove(QChar(0x200B)), QString::fromStdString(word));   // all of it, wrapped
+            window.resize(57022, 700);   // what the title had done; saved on close
+            window.close();
+        }
+        MainWindow again(o);
+        QTRY_VERIFY(again.runsLoaded());
+        QVERIFY2(again.width() <= std::max(screen.width(), again.minimumSizeHint().width()),
+                 qPrintable(QString::number(again.width())));
     }
 
     // Part 8 for runs that are not a lesson's: a new lesson of the runs shown, each with the

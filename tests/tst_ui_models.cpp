@@ -191,6 +191,43 @@ private slots:
         QVERIFY(!store.undoRemove().isEmpty());
     }
 
+    // A record whose settings name another record (or any file) as its weights: deleting it
+    // moves only its own record and the weights file the app named for it ("<id>.safetensors"
+    // beside it), never a path read from the record (issue 66, finding 2).
+    void deleteTouchesOnlyWhatTheAppMadeForTheRun()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "a");
+        writeRecord(runs.path() / "victim.json", "fp32", "victim");
+        json hostile = loadRunRecordDocument(runs.path() / "run-a.json");
+        hostile["settings"]["save_weights"] = (runs.path() / "victim.json").string();
+        std::ofstream(runs.path() / "run-a.json") << hostile.dump();
+        { std::ofstream(runs.path() / "run-a.safetensors") << "its own weights"; }
+        RunStore store(q(runs.path()));
+        store.loadAll();
+        QCOMPARE(store.count(), 2);
+        QCOMPARE(store.remove(QStringLiteral("run-a")), QString());
+        QVERIFY(fs::exists(runs.path() / "victim.json"));   // untouched
+        QVERIFY(!fs::exists(runs.path() / "trash" / "victim.json"));
+        QVERIFY(fs::exists(runs.path() / "trash" / "run-a.json"));
+        QVERIFY(fs::exists(runs.path() / "trash" / "run-a.safetensors"));   // its own weights went with it
+        QVERIFY(!fs::exists(runs.path() / "run-a.safetensors"));
+        QVERIFY(store.run(QStringLiteral("victim")));
+        QCOMPARE(store.undoRemove(), QString());
+        QVERIFY(fs::exists(runs.path() / "run-a.json"));
+        QVERIFY(fs::exists(runs.path() / "run-a.safetensors"));   // back beside its record
+        QVERIFY(fs::exists(runs.path() / "victim.json"));
+
+        // A link named like the run's weights is not followed: only the record moves.
+        fs::create_symlink(runs.path() / "victim.json", runs.path() / "run-b.safetensors");
+        writeRecord(runs.path() / "run-b.json", "fp32", "b");
+        RunStore again(q(runs.path()));
+        again.loadAll();
+        QCOMPARE(again.remove(QStringLiteral("run-b")), QString());
+        QVERIFY(fs::is_symlink(runs.path() / "run-b.safetensors"));
+        QVERIFY(fs::exists(runs.path() / "victim.json"));
+    }
+
     void interruptedRecordReopensAsInterrupted()
     {
         testing::TempDir runs;

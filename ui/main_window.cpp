@@ -40,6 +40,7 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QTime>
+#include <QScreen>
 #include <QTimer>
 #include <QToolButton>
 #include <QUrl>
@@ -66,6 +67,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     store_->trackController(controller_);
     model_ = new RunListModel(store_, this);
     panel_ = new SettingsPanel;
+    panel_->setOutputFolder(store_->runsDir());
     charts_ = new ChartsView;
 
     // Centre: the error banner above the charts.
@@ -421,6 +423,7 @@ QString MainWindow::useSelectedRunSettings()
     }
     TrainSettings settings = run->settings();
     settings.saveWeights.clear();   // the run's own weights file is never a new run's output
+    if (settings.dataDir == dataDir_.toStdString()) settings.dataDir.clear();   // the app's own, given at Start
     panel_->setSettings(settings);
     statusBar()->showMessage(tr("The settings of “%1” are in the settings panel: Start (Ctrl+R) runs it again").arg(run->name()),
                              10000);
@@ -488,7 +491,17 @@ QString MainWindow::bannerText() const { return banner_->isHidden() ? QString() 
 
 void MainWindow::restoreState()
 {
-    if (!restoreGeometry(settings_->value(QStringLiteral("window/geometry")).toByteArray())) resize(1500, 950);
+    if (!restoreGeometry(settings_->value(QStringLiteral("window/geometry")).toByteArray())) {
+        resize(1500, 950);
+    } else if (const QScreen* screen = this->screen()) {
+        // Clamped to the screen: a geometry saved when something had made the window too
+        // large (a lesson title once made it 57,022 px wide) never comes back.
+        const QRect room = screen->availableGeometry();
+        if (width() > room.width() || height() > room.height()) {
+            resize(std::min(width(), room.width()), std::min(height(), room.height()));
+            move(room.topLeft());
+        }
+    }
     if (!QMainWindow::restoreState(settings_->value(QStringLiteral("window/state")).toByteArray())) {
         // First start: the charts get the height, the runs list a few rows.
         QTimer::singleShot(0, this, [this] {

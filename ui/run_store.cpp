@@ -19,12 +19,17 @@ namespace plab::ui {
 namespace {
 
 // A free file name in `dir` for `stem`: stem.json, stem-2.json, ...
+// (A name whose weights file "<name>.safetensors" is there is taken too: that file is
+// another run's, and it goes with the record's name.)
 QString freeRecordPath(const QString& dir, const QString& stem)
 {
-    QString path = QDir(dir).filePath(stem + QStringLiteral(".json"));
-    for (int n = 2; QFileInfo::exists(path); ++n)
-        path = QDir(dir).filePath(stem + QStringLiteral("-%1.json").arg(n));
-    return path;
+    const auto taken = [&](const QString& name) {
+        return QFileInfo::exists(QDir(dir).filePath(name + QStringLiteral(".json"))) ||
+               QFileInfo::exists(QDir(dir).filePath(name + QStringLiteral(".safetensors")));
+    };
+    QString name = stem;
+    for (int n = 2; taken(name); ++n) name = stem + QStringLiteral("-%1").arg(n);
+    return QDir(dir).filePath(name + QStringLiteral(".json"));
 }
 
 // A record read whole and replayed into a run, as a live run would have built it.
@@ -52,6 +57,17 @@ RunPtr readRun(const QString& file, const QString& id, QString* error)
 }
 
 }  // namespace
+
+// The weights file the app names for the run whose record is `recordPath`: "<id>.safetensors"
+// beside it, when the record lies in the runs folder and that file is a regular file (not a
+// link); empty otherwise.
+QString RunStore::appWeightsFile(const QString& recordPath) const
+{
+    const QFileInfo record(recordPath);
+    if (recordPath.isEmpty() || record.absoluteDir() != QDir(runsDir_)) return {};
+    const QFileInfo weights(record.dir().filePath(record.completeBaseName() + QStringLiteral(".safetensors")));
+    return weights.isFile() && !weights.isSymLink() ? weights.absoluteFilePath() : QString();
+}
 
 std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
 
@@ -316,10 +332,12 @@ QString RunStore::remove(const QString& id)
         trashPath = freeRecordPath(trashDir(), run->id());
         if (!QFile::rename(run->recordPath(), trashPath))
             return tr("Could not move %1 to the trash folder.").arg(run->recordPath());
-        // The final weights the app saved beside the record go with it (a file the run's
-        // settings put elsewhere is the user's, left where it is).
-        const QString weights = QString::fromStdString(run->settings().saveWeights);
-        if (!weights.isEmpty() && QFileInfo(weights).absoluteDir() == QDir(runsDir_) && QFileInfo::exists(weights)) {
+        // The final weights the app saved for the run go with it: "<id>.safetensors" beside
+        // "<id>.json" in the runs folder, recognised by name and place alone. A path read
+        // from the record is never followed (a record from someone else may name another
+        // run's file); a file the run's settings put elsewhere is the user's.
+        const QString weights = appWeightsFile(run->recordPath());
+        if (!weights.isEmpty()) {
             weightsTrashPath = QDir(trashDir()).filePath(QFileInfo(trashPath).completeBaseName() + QStringLiteral(".safetensors"));
             if (!QFile::rename(weights, weightsTrashPath)) {
                 QFile::rename(trashPath, run->recordPath());
@@ -353,9 +371,10 @@ QString RunStore::undoRemove()
         t.run->setRecordPath(target);
     }
     if (!t.weightsTrashPath.isEmpty()) {
-        // Back where the record says; if that name is taken meanwhile, it stays in the trash.
-        const QString weights = QString::fromStdString(t.run->settings().saveWeights);
-        if (!QFileInfo::exists(weights)) QFile::rename(t.weightsTrashPath, weights);
+        // Beside the record again; if that name is taken meanwhile, it stays in the trash.
+        const QFileInfo record(t.run->recordPath());
+        const QString weights = record.dir().filePath(record.completeBaseName() + QStringLiteral(".safetensors"));
+        if (!QFileInfo::exists(weights) && !QFileInfo(weights).isSymLink()) QFile::rename(t.weightsTrashPath, weights);
     }
     trash_.pop_back();
     insertRun(t.run, t.row);

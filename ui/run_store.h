@@ -98,6 +98,7 @@ private:
         QString trashPath;
         QString weightsTrashPath;   // its final weights, moved with it (empty: none moved)
     };
+    QString appWeightsFile(const QString& recordPath) const;
     void addScanned(std::vector<ScannedRecord>&& records, QStringList* problems);
     RunData::SeriesLoader seriesLoader();
     void insertRun(const RunPtr& run, int row) { insertRuns({run}, row); }

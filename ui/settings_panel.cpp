@@ -11,6 +11,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -372,8 +373,33 @@ void SettingsPanel::setCudaInfo(const BackendInfo& info)
     if (!filling_) readControls();
 }
 
-void SettingsPanel::setSettings(const TrainSettings& s)
+void SettingsPanel::setOutputFolder(const QString& runsDir)
 {
+    start_->setToolTip(tr("Start a run with these settings (Ctrl+R). It writes its record and its final weights "
+                          "into the runs folder %1, and no other file.")
+                           .arg(QDir::toNativeSeparators(runsDir)));
+}
+
+void SettingsPanel::setSettings(const TrainSettings& given)
+{
+    // Paths the panel does not show are not taken: settings from a record, a config or the
+    // clipboard may come from someone else, and a run started here reads and writes only
+    // files the person can see (the initial weights have their own field; the data folder is
+    // the app's; the record and weights go to the runs folder).
+    TrainSettings s = given;
+    QStringList dropped;
+    for (auto [value, key] : {std::pair{&s.writeBatches, "write_batches"}, std::pair{&s.saveWeights, "save_weights"},
+                              std::pair{&s.readBatches, "read_batches"}, std::pair{&s.dataDir, "data_dir"}}) {
+        if (value->empty()) continue;
+        QString path = QString::fromStdString(*value);
+        if (path.size() > 60) path = path.left(28) + QStringLiteral("…") + path.right(28);
+        dropped << QStringLiteral("%1 “%2”").arg(QLatin1String(key), path);
+        value->clear();
+    }
+    droppedPaths_ = dropped.isEmpty() ? QString()
+                                      : tr("Not taken from these settings (the panel does not show them, so a run "
+                                           "never reads or writes a file you did not choose): %1.")
+                                            .arg(dropped.join(QStringLiteral(", ")));
     filling_ = true;
     current_ = s;
     selectData(model_, QString::fromStdString(s.model.kind));
@@ -554,6 +580,7 @@ void SettingsPanel::readControls()
     const bool wasValid = problem_.isEmpty();
     problem_ = problem;
     notices_.clear();
+    if (!droppedPaths_.isEmpty()) notices_ << droppedPaths_;
     if (const std::string own = modelDefaultsHeld(s); !own.empty())
         notices_ << tr("Of %1's own defaults these settings hold: %2.")
                         .arg(QString::fromStdString(s.model.kind), QString::fromStdString(own));

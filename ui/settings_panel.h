@@ -32,6 +32,8 @@ public:
 
     // Shows `settings`; keys without a control (widths, threads, data_dir, ...) are kept.
     void setSettings(const TrainSettings& settings);
+    // Where a run started here writes (its record and final weights): said on Start.
+    void setOutputFolder(const QString& runsDir);
     // The settings the controls describe (meaningful when isValid()).
     TrainSettings settings() const { return current_; }
     bool isValid() const { return problem_.isEmpty(); }
@@ -71,6 +73,7 @@ private:
     TrainSettings runSettings_;   // the live run's settings incl. the changes sent to it
     QString problem_;
     QStringList notices_;
+    QString droppedPaths_;   // which paths the last setSettings did not take (empty: none)
     QString changeError_;
     bool live_ = false;
     bool filling_ = false;

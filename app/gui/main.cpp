@@ -26,12 +26,14 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string_view>
 
 int main(int argc, char** argv)
 {
+    std::signal(SIGXFSZ, SIG_IGN);   // past ulimit -f a write fails (an error shown), never the process
     // --help and --version only print: they answer without a display. QApplication aborts
     // where it finds none, so a text-only application parses the same options for them.
     const bool textOnly = std::any_of(argv + 1, argv + argc, [](const char* a) {

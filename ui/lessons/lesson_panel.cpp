@@ -32,6 +32,24 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
+// Text from a lesson file may hold a word of any length: a zero-width space every 40
+// characters of an unbroken run lets a wrapping label break it, so no text sizes the window.
+QString breakable(const QString& text)
+{
+    QString out;
+    out.reserve(text.size() + text.size() / 20);
+    int run = 0;
+    for (const QChar c : text) {
+        run = c.isSpace() ? 0 : run + 1;
+        if (run > 40) {
+            out += QChar(0x200B);
+            run = 1;
+        }
+        out += c;
+    }
+    return out;
+}
+
 }  // namespace
 
 LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
@@ -57,6 +75,8 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     predictPrompt_->setTextFormat(Qt::PlainText);
     predictChoices_ = new QComboBox(predictBox_);
     predictChoices_->setObjectName(QStringLiteral("lessonPredictChoices"));
+    predictChoices_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);   // a long choice never widens the panel
+    predictChoices_->setMinimumContentsLength(12);
     predictNumber_ = new QLineEdit(predictBox_);
     predictNumber_->setObjectName(QStringLiteral("lessonPredictNumber"));
     predictNumber_->setPlaceholderText(tr("your estimate"));
@@ -103,6 +123,7 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     QSizePolicy wrapped(QSizePolicy::Ignored, QSizePolicy::Preferred);
     wrapped.setHeightForWidth(true);
     explanation_->setSizePolicy(wrapped);
+    for (QLabel* label : {title_, question_, predictPrompt_, verdict_}) label->setSizePolicy(wrapped);
     explanationArea_ = new QScrollArea(this);
     explanationArea_->setObjectName(QStringLiteral("lessonExplanationArea"));
     explanationArea_->setWidget(explanation_);
@@ -126,12 +147,12 @@ LessonPanel::LessonPanel(TrainingController* controller, QWidget* parent)
     connect(reveal_, &QPushButton::clicked, this, [this] { explanationShown() ? showExplanationArea(false) : reveal(); });
     connect(runner_, &LessonRunner::runStarted, this, [this](int index, const QString&) {
         if (QListWidgetItem* item = runs_->item(index))
-            item->setText(tr("▶ %1 (training)").arg(q(lesson_->runs[static_cast<std::size_t>(index)].name)));
+            item->setText(tr("▶ %1 (training)").arg(breakable(q(lesson_->runs[static_cast<std::size_t>(index)].name))));
         refreshButtons();
     });
     connect(runner_, &LessonRunner::runFinished, this, [this](int index, const QString&, const RunResult& result) {
         if (QListWidgetItem* item = runs_->item(index))
-            item->setText(tr("✓ %1 (%2)").arg(q(lesson_->runs[static_cast<std::size_t>(index)].name),
+            item->setText(tr("✓ %1 (%2)").arg(breakable(q(lesson_->runs[static_cast<std::size_t>(index)].name)),
                                                QString::fromLatin1(runStatusName(result.status).data())));
     });
     connect(runner_, &LessonRunner::finished, this, [this](bool stopped) {
@@ -155,11 +176,11 @@ void LessonPanel::setLesson(const Lesson& lesson)
     lesson_ = lesson;
     finishedOnce_ = false;
     prediction_.clear();
-    title_->setText(q(lesson.title));
-    question_->setText(tr("<b>Question:</b> %1").arg(q(lesson.question).toHtmlEscaped()));
+    title_->setText(breakable(q(lesson.title)));
+    question_->setText(tr("<b>Question:</b> %1").arg(breakable(q(lesson.question)).toHtmlEscaped()));
     predictBox_->setVisible(lesson.predict.has_value());
     if (lesson.predict) {
-        predictPrompt_->setText(q(lesson.predict->prompt));
+        predictPrompt_->setText(breakable(q(lesson.predict->prompt)));
         predictChoices_->clear();
         predictChoices_->addItem(tr("(choose before running)"));
         for (const auto& c : lesson.predict->choices) predictChoices_->addItem(q(c));
@@ -170,7 +191,7 @@ void LessonPanel::setLesson(const Lesson& lesson)
                                                                         : tr("your estimate, in %1").arg(q(lesson.predict->unit)));
     }
     runs_->clear();
-    for (const LessonRun& r : lesson.runs) runs_->addItem(tr("○ %1").arg(q(r.name)));
+    for (const LessonRun& r : lesson.runs) runs_->addItem(tr("○ %1").arg(breakable(q(r.name))));
     verdict_->clear();
     explanation_->clear();
     showExplanationArea(false);
@@ -205,7 +226,7 @@ void LessonPanel::runLesson()
         predictNumber_->setEnabled(false);
     }
     for (int i = 0; i < runs_->count(); ++i)
-        runs_->item(i)->setText(tr("○ %1").arg(q(lesson_->runs[static_cast<std::size_t>(i)].name)));
+        runs_->item(i)->setText(tr("○ %1").arg(breakable(q(lesson_->runs[static_cast<std::size_t>(i)].name))));
     runner_->start(*lesson_, dataDir_);
     refreshButtons();
 }
