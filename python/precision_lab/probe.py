@@ -3,18 +3,19 @@
 beside the lab's own.
 
     from precision_lab import Probe
-    probe = Probe(model, "my-run.plab.json", fmt="fp16", every=50, optimizer=opt, scaler=scaler)
-    for x, y in loader:
-        probe.begin_step()
-        opt.zero_grad()
-        with torch.autocast("cuda", torch.float16):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        probe.end_step(loss, batch=len(x))
-    probe.evaluate(test_accuracy, test_loss)   # any time; optional
-    probe.close()
+    with Probe(model, "my-run.plab.json", fmt="fp16", every=50, optimizer=opt, scaler=scaler) as probe:
+        for x, y in loader:
+            probe.begin_step()
+            opt.zero_grad()
+            with torch.autocast("cuda", torch.float16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            probe.end_step(loss, batch=len(x))
+        probe.evaluate(test_accuracy, test_loss)   # any time; optional
+    # closed here: "completed", or "failed" naming the exception that escaped ("stopped" for
+    # Ctrl-C); without `with`, call probe.close() at the end.
 
 What it records, every step: the loss, the loss scale the step used and whether GradScaler
 skipped it (its scale fell). Every `every` steps (and at step 1), per module that holds
@@ -28,9 +29,16 @@ weight did not change; "nonzero" read from the optimizer's state: SGD's momentum
 the gradient without one; Adam's first moment). On a GPU, the device's peak memory.
 
 Cheap between telemetry steps: the hooks return at once, and only the loss is read. The
-record is rewritten atomically (a temporary file, then a rename) at most once a second and
-at close(), with the lab's writer lock beside it until close(): a record written into the
-app's runs folder is followed live as it grows. Pure Python on torch; no other package.
+record is rewritten atomically (a temporary file beside it, mode 0644 less the umask, then a
+rename) at most once a second and at close(), with the lab's writer lock beside it until
+close(): a record written into the app's runs folder is followed live as it grows. A number
+that is not finite (a NaN loss, accuracy or learning rate) is written as null, as the lab's
+writer writes it: the file is always valid JSON. The record's path must be a regular file or
+not exist yet (a FIFO, device, socket or folder is refused: the rename would replace it; a
+link is replaced by the file, as the lab's writer does). A probe that is dropped without
+close() (garbage, or the interpreter exiting) releases its lock, so the record reads as
+interrupted and a new Probe of this process may write it. Pure Python on torch; no other
+package.
 """
 
 import datetime
@@ -38,9 +46,11 @@ import json
 import math
 import os
 import platform
+import secrets
 import socket
-import tempfile
+import stat
 import time
+import weakref
 
 import torch
 
@@ -127,30 +137,139 @@ def rounding_stats(x, fmt):
     return stats, histogram
 
 
+def _finite(x):
+    """x as a float, or None (JSON's null) where it is not finite: JSON has no NaN or
+    infinity, and the lab's writer writes them as null, which its reader reads as "none"."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _finite_all(value):
+    """`value` (dicts, lists, numbers: what json writes) with every non-finite float None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_all(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_all(v) for v in value]
+    return value
+
+
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_record_path(record):
+    """The checks of the lab's outputs (engine/files/output_paths.cpp), before anything is
+    written: the record's folder exists and is writable, and the record is a regular file or
+    does not exist yet, links followed as the lab follows them. Unlike the lab, which writes
+    a device in place (plab train --out /dev/stdout), the probe refuses one: it rewrites its
+    record by renaming a new file over it, which would put a regular file in its place."""
+    try:
+        mode = os.stat(record).st_mode
+    except FileNotFoundError:    # not there yet (or a link to nothing, replaced by the file)
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise ValueError(f"cannot write the record {record!r}: it is a folder, not a file")
+    for test, kind in _SPECIAL_FILES:
+        if mode is not None and test(mode):
+            raise ValueError(f"cannot write the record {record!r}: it is {kind}, not a regular file, and the "
+                             "probe would replace it (it rewrites its record by renaming a new file over it)")
+    folder = os.path.dirname(os.path.abspath(record))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write the record {record!r}: the folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write the record {record!r}: the folder {folder!r} is not writable")
+    if mode is not None and not os.access(record, os.W_OK):
+        raise PermissionError(f"cannot write the record {record!r}: the file exists and is not writable")
+
+
+# The locks this process's open probes hold (absolute paths): a lock naming this process is
+# an open Probe's, or else one a closed or collected Probe left, which a new Probe takes over.
+_held_locks = set()
+
+
+def _lock_holder(lock):
+    """(pid, host) a lock names; None where it is not a regular file (never opened: a FIFO
+    would block) or not yet written whole (engine/files/record_lock.cpp's readHolder)."""
+    try:
+        if not stat.S_ISREG(os.lstat(lock).st_mode):
+            return None
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd) as f:
+            pid, host = f.read().split()[:2]
+        return int(pid), host
+    except (OSError, ValueError):
+        return None
+
+
+def _holder_alive(lock, holder):
+    """Whether the lock's writer may still be writing, as the lab decides (record_lock.cpp's
+    alive): another host's is; one not yet readable is for a minute after it was written; a
+    process of this host while it runs; this process while an open Probe holds the lock."""
+    if holder is None:
+        try:
+            return time.time() - os.lstat(lock).st_mtime < 60
+        except OSError:
+            return False
+    pid, host = holder
+    if host != socket.gethostname():
+        return True
+    if pid == os.getpid():
+        return lock in _held_locks
+    return pid > 0 and _process_runs(pid)
+
+
 def _take_lock(record):
     """The lab's writer lock (engine/files/record_lock.h): ".<name>.lock" beside the record,
     created exclusively, holding "pid host". While it exists and its process runs, the app
-    follows the record as it grows instead of calling it interrupted. A lock left by a
-    process of this host that is gone is taken over; a live one is an error."""
+    follows the record as it grows instead of calling it interrupted. A lock whose writer is
+    gone (a process of this host that ended, a Probe of this process that was closed or
+    collected) is taken over; a live one is an error."""
     folder, name = os.path.split(os.path.abspath(record))
     lock = os.path.join(folder, "." + name + ".lock")
     for attempt in range(2):
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except FileExistsError:
-            try:
-                pid, host = open(lock).read().split()[:2]
-                gone = host == socket.gethostname() and not _process_runs(int(pid))
-            except (OSError, ValueError):
-                gone = False
-            if attempt == 0 and gone:
-                os.unlink(lock)
+            holder = _lock_holder(lock)
+            if attempt == 0 and not _holder_alive(lock, holder):
+                try:
+                    os.unlink(lock)
+                except FileNotFoundError:
+                    pass
                 continue
-            raise RuntimeError(f"{record} is being written by another process (its lock {lock} exists)")
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {socket.gethostname()}\n")
+            if holder is not None and holder == (os.getpid(), socket.gethostname()):
+                raise RuntimeError(f"{record} is being written by another Probe of this process, still open: "
+                                   "close() it first (`with Probe(...) as probe:` closes it at the block's end)")
+            who = f"pid {holder[0]} on {holder[1]}" if holder is not None else "another process"
+            raise RuntimeError(f"{record} is being written by {who} (its lock {lock} exists)")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{os.getpid()} {socket.gethostname()}\n")
+        except BaseException:
+            os.unlink(lock)
+            raise
+        _held_locks.add(lock)
         return lock
-    return None
+    raise RuntimeError(f"{record}: its lock {lock} could not be taken")
+
+
+def _release(lock, owner, hooks):
+    """Removes a probe's hooks and its lock: at close(), or when the Probe is collected or the
+    interpreter exits without close() (weakref.finalize), or when its __init__ fails. Only
+    in the process that took the lock: a forked child (a DataLoader's worker) holds a copy of
+    the Probe and must not remove its parent's lock."""
+    for h in hooks:
+        h.remove()
+    hooks.clear()
+    if os.getpid() != owner:
+        return
+    _held_locks.discard(lock)
+    try:
+        os.unlink(lock)
+    except FileNotFoundError:
+        pass
 
 
 def _process_runs(pid):
@@ -173,6 +292,7 @@ class Probe:
         if every < 1:
             raise ValueError("every must be at least 1")
         self.path = os.fspath(path)
+        _check_record_path(self.path)
         self.fmt = fmt
         self.every = every
         self.optimizer = optimizer
@@ -188,8 +308,7 @@ class Probe:
         self._named = [(n, m) for n, m in model.named_modules()
                        if n and any(True for _ in m.parameters(recurse=False))]
         self._hooks = []
-        for name_, module in self._named:
-            self._hooks.append(module.register_forward_hook(self._forward_hook(name_)))
+        self._closed = False
         device = next(model.parameters()).device if any(True for _ in model.parameters()) else torch.device("cpu")
         self._cuda = device.type == "cuda"
         recipe = {"preset": "custom", "custom": True, "display_name": f"PyTorch ({fmt} telemetry)",
@@ -208,7 +327,8 @@ class Probe:
             # (FP8: the lab's unscaled FP8 recipe, E4M3 throughout for e4m3.)
             "settings": {**({"recipe": "amp-" + fmt} if fmt in _FORMATS else
                             {"recipe": "fp8-unscaled", **({"fp8_format": "e4m3"} if fmt == "e4m3" else {})}),
-                         "loss_scale": "dynamic" if scaler is not None else "off", **(settings or {})},
+                         "loss_scale": "dynamic" if scaler is not None else "off",
+                         **_finite_all(dict(settings or {}))},
             "seed": 0,
             "machine": {"cpu": platform.processor() or platform.machine(), "logical_cores": os.cpu_count() or 1,
                         "threads": torch.get_num_threads(), "os": f"{platform.system()} {platform.release()}",
@@ -235,20 +355,48 @@ class Probe:
         self._totals = {}          # (layer, kind) -> [underflow, overflow, nonzero finite]
         self._lost = {}            # layer -> [lost, nonzero, made non-finite]
         self._lock = _take_lock(self.path)
-        self._flush(force=True)
+        # The hooks and the lock go with the Probe: at close(), or when it is collected unclosed
+        # (the hooks hold it weakly) or the interpreter exits, or here if __init__ fails.
+        self._finalizer = weakref.finalize(self, _release, self._lock, os.getpid(), self._hooks)
+        try:
+            for name_, module in self._named:
+                self._hooks.append(module.register_forward_hook(self._forward_hook(name_)))
+            self._flush(force=True)
+        except BaseException:
+            self._finalizer()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        """Closes the record: "completed", or "failed" naming the exception that escapes the
+        block ("stopped" for KeyboardInterrupt: Ctrl-C is how a notebook stops a run)."""
+        if not self._closed:
+            if exc_type is None:
+                self.close()
+            elif issubclass(exc_type, KeyboardInterrupt):
+                self.close("stopped", f"stopped by KeyboardInterrupt at step {self.step}")
+            else:
+                text = str(exc).strip()
+                self.close("failed", f"{exc_type.__name__}{': ' + text if text else ''} (at step {self.step})")
+        return False
 
     # -- hooks -------------------------------------------------------------------------
     def _forward_hook(self, layer):
+        ref = weakref.ref(self)   # the model does not keep an abandoned probe (and its lock) alive
+
         def hook(module, inputs, output):
-            if not self._capture:
+            probe = ref()
+            if probe is None or not probe._capture:
                 return
             if torch.is_tensor(output):
-                self._add(layer, "activation", output)
+                probe._add(layer, "activation", output)
             # The gradient of the module's input, from a hook on that tensor (not a full
             # backward hook: those refuse a module whose output is then changed in place,
             # as nn.ReLU(inplace=True) does).
             if inputs and torch.is_tensor(inputs[0]) and inputs[0].requires_grad:
-                inputs[0].register_hook(lambda grad: self._add(layer, "activation_grad", grad))
+                inputs[0].register_hook(lambda grad: probe._add(layer, "activation_grad", grad))
         return hook
 
     def _add(self, layer, kind, tensor, extra=None):
@@ -264,6 +412,7 @@ class Probe:
     # -- the loop ------------------------------------------------------------------------
     def begin_step(self):
         """Call at the start of each step, before the forward pass."""
+        self._check_open()
         self.step += 1
         self._step_started = time.monotonic()
         self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
@@ -277,6 +426,7 @@ class Probe:
 
     def end_step(self, loss, batch=0, lr=None):
         """Call after the optimizer's step (and scaler.update()) with the step's loss."""
+        self._check_open()
         value = float(loss.detach()) if torch.is_tensor(loss) else float(loss)
         skipped = False
         if self.scaler is not None:
@@ -285,8 +435,9 @@ class Probe:
         if lr is None and self.optimizer is not None and self.optimizer.param_groups:
             lr = self.optimizer.param_groups[0].get("lr", 0.0)
         elapsed = (time.monotonic() - self._step_started) * 1000 if self._step_started else 0.0
-        self.record["steps"].append({"step": self.step, "epoch": 0, "loss": value if math.isfinite(value) else None,
-                                     "loss_scale": self._scale, "skipped": skipped, "lr": float(lr or 0.0),
+        self.record["steps"].append({"step": self.step, "epoch": 0, "loss": _finite(value),
+                                     "loss_scale": _finite(self._scale), "skipped": skipped,
+                                     "lr": _finite(lr) if lr is not None else 0.0,
                                      "batch": int(batch) if batch else 1, "time_ms": elapsed})
         if self._capture:
             self._capture = False
@@ -301,7 +452,8 @@ class Probe:
                 counts[0] += lost
                 counts[1] += nonzero
                 counts[2] += made_non_finite
-            self.record["telemetry"].append({"step": self.step, "loss_scale": self._scale, "layers": self._layers})
+            self.record["telemetry"].append({"step": self.step, "loss_scale": _finite(self._scale),
+                                             "layers": self._layers})
             self._layers = []
             self._before = {}
         if self._cuda:
@@ -336,19 +488,38 @@ class Probe:
         return lost, nonzero, made_non_finite
 
     def evaluate(self, test_accuracy, test_loss=float("nan")):
-        """Records an evaluation at the current step (accuracy as a fraction 0-1)."""
-        self.record["evals"].append({"step": self.step, "epoch": 0, "test_accuracy": float(test_accuracy),
-                                     "test_loss": float(test_loss)})
-        self.record["summary"]["test_accuracy"] = float(test_accuracy)
-        best = self.record["summary"].get("best_test_accuracy")
-        self.record["summary"]["best_test_accuracy"] = max(float(test_accuracy), best if best is not None else 0.0)
+        """Records an evaluation at the current step: the accuracy a fraction 0-1, the loss
+        optional. Either written as null where it is not finite (not measured, or NaN)."""
+        self._check_open()
+        accuracy = _finite(test_accuracy)
+        if accuracy is not None and not 0.0 <= accuracy <= 1.0:
+            raise ValueError(f"test_accuracy is a fraction from 0 to 1, not {accuracy!r}"
+                             + (" (a percentage? divide it by 100)" if 1.0 < accuracy <= 100.0 else ""))
+        self.record["evals"].append({"step": self.step, "epoch": 0, "test_accuracy": accuracy,
+                                     "test_loss": _finite(test_loss)})
+        summary = self.record["summary"]
+        summary["test_accuracy"] = accuracy
+        if accuracy is not None:
+            best = summary.get("best_test_accuracy")
+            summary["best_test_accuracy"] = max(accuracy, best) if best is not None else accuracy
         self._flush()
 
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError(f"the probe of {self.path} is closed: its record is complete")
+
     def close(self, status="completed", message=""):
-        """Ends the record (status: completed, stopped, diverged or failed) and removes the hooks."""
-        for h in self._hooks:
-            h.remove()
-        self._hooks = []
+        """Ends the record (status: completed, stopped, diverged or failed), removes the hooks
+        and releases the lock (also when the last write fails). A second close() does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._finish(status, message)
+        finally:
+            self._finalizer()
+
+    def _finish(self, status, message):
         summary = self.record["summary"]
         summary["status"] = status
         summary["message"] = message or f"recorded by the Precision Lab probe ({self.step} steps)"
@@ -364,26 +535,38 @@ class Probe:
             summary[key] = {layer: share(t[index], t[2]) for (layer, k), t in self._totals.items() if k == kind}
         summary["lost_update_fraction"] = {layer: share(c[0], c[1]) for layer, c in self._lost.items()}
         summary["weights_made_non_finite"] = {layer: c[2] for layer, c in self._lost.items()}
-        self._flush(force=True)
-        if self._lock:
-            try:
-                os.unlink(self._lock)   # after the record is complete, as the lab's writer does
-            except FileNotFoundError:
-                pass
-            self._lock = None
+        self._flush(force=True)   # the lock goes after this last write, as the lab's writer does
 
     def _flush(self, force=False):
         now = time.monotonic()
         if not force and now - self._last_flush < 1.0:
             return
         self._last_flush = now
-        folder = os.path.dirname(os.path.abspath(self.path))
-        fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=folder)
+        try:
+            text = json.dumps(self.record, allow_nan=False)
+        except ValueError:   # a non-finite number no site above made null (a user's value): null too
+            text = json.dumps(_finite_all(self.record), allow_nan=False)
+        # A temporary beside the record, named as the lab's writer names its own
+        # (engine/files/atomic_file.cpp), created exclusively with mode 0644, from which the
+        # umask takes its bits as from any new file (mkstemp's 0600 would keep the record from
+        # the app of another user, and from a reader in a container).
+        folder, name = os.path.split(os.path.abspath(self.path))
+        for _ in range(100):
+            tmp = os.path.join(folder, f".{name}.{secrets.token_hex(3)}.tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"cannot write {self.path}: no free name for a temporary file in {folder}")
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump(self.record, f)
+                f.write(text)
             os.replace(tmp, self.path)
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            try:
+                os.unlink(tmp)   # never leave a partial temporary behind
+            except FileNotFoundError:
+                pass
             raise

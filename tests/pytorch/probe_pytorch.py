@@ -19,6 +19,12 @@ that the lab's readers take.
               PyTorch cannot run a bf16 convolution: CPUs without AVX-512).
   fp8         the probe's unscaled E4M3/E5M2 counts against `plab convert`, chunk by chunk.
   readers     `plab report --json` and `plab export --tensorboard` read the probe's record.
+  files       (issue 66) the record is valid JSON with NaN losses, rates and accuracies (null,
+              as the lab writes them), and plab reads it; a FIFO as the record is refused and
+              left a FIFO; the record's mode is 0644 less the umask; `with Probe(...)`
+              closes the record as failed when an exception escapes and releases the lock,
+              so a new Probe of the same process writes the path, as it does after a Probe
+              is dropped unclosed or fails in its __init__.
 
 Usage: probe_pytorch.py --plab PLAB --work DIR. Exit 77 without PyTorch or data (a skip).
 """
@@ -27,7 +33,9 @@ import argparse
 import json
 import math
 import os
+import gc
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -80,6 +88,179 @@ def flushed_shares(record, steps, kind):
             u[0] += st["underflow"]
             u[1] += st["count"] - st["zeros_in"] - st["nan"] - st["inf_in"]
     return {layer: u / n for layer, (u, n) in totals.items() if n}
+
+
+def strict_json(path):
+    """The file parsed as JSON allows it: no NaN, Infinity or -Infinity (Python's json takes them)."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    with open(path) as f:
+        return json.loads(f.read(), parse_constant=refuse)
+
+
+def tiny_model():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+
+
+def one_step(probe, model, loss=None):
+    probe.begin_step()
+    out = model(torch.randn(2, 4)).sum()
+    out.backward()
+    probe.end_step(out if loss is None else loss, batch=2)
+
+
+def check_record_files(plab, work):
+    """Issue 66 item 4: the probe writes valid, readable records, and leaves no lock behind."""
+    folder = os.path.join(work, "files")
+    os.makedirs(folder)
+    lock_of = lambda record: os.path.join(folder, "." + os.path.basename(record) + ".lock")
+    leftovers = lambda: sorted(n for n in os.listdir(folder) if n.endswith(".tmp") or n.startswith(".probe-"))
+
+    # NaN in the loss, the learning rate, the accuracy and evaluate()'s default test loss:
+    # null in the file, as the lab's writer writes them, and the lab reads the record.
+    nan_file = os.path.join(folder, "nan.plab.json")
+    model = tiny_model()
+    probe = Probe(model, nan_file, every=1)
+    one_step(probe, model, loss=float("nan"))
+    probe.begin_step()
+    probe.end_step(0.25, batch=2, lr=float("nan"))
+    probe.evaluate(0.5)                        # test_loss not given: NaN
+    probe.evaluate(float("nan"), float("inf"))
+    try:
+        probe.evaluate(95.0)                   # a percentage, not a fraction
+        refused = False
+    except ValueError:
+        refused = True
+    probe.close()
+    try:
+        record = strict_json(nan_file)
+        why = ""
+    except ValueError as e:
+        record, why = None, str(e)
+    check(record is not None, "issue 66: a record with NaN losses, rates and accuracies is strict JSON" +
+          (": " + why if why else ""))
+    record = record or json.load(open(nan_file))   # Python's json reads NaN: the values below are shown
+    evals, summary = record["evals"], record["summary"]
+    check(record["steps"][0]["loss"] is None and record["steps"][1]["lr"] is None
+          and [(e["test_accuracy"], e["test_loss"]) for e in evals] == [(0.5, None), (None, None)]
+          and summary["test_accuracy"] is None and summary["best_test_accuracy"] == 0.5,
+          f"issue 66: NaN loss, lr, accuracy and the default test_loss written as null: steps "
+          f"{[(s['loss'], s['lr']) for s in record['steps']]}, evals "
+          f"{[(e['test_accuracy'], e['test_loss']) for e in evals]}")
+    check(refused, "issue 66: evaluate(95.0), an accuracy outside 0..1, is refused (ValueError)")
+    report = os.path.join(folder, "report")
+    p = subprocess.run([plab, "report", nan_file, "--json", report], capture_output=True, text=True)
+    copies = [os.path.join(report, n) for n in os.listdir(report)] if os.path.isdir(report) else []
+    try:
+        copied = bool(copies) and all(strict_json(c) is not None for c in copies)
+    except ValueError:
+        copied = False
+    check(p.returncode == 0 and copied, "issue 66: plab report --json reads the record with NaNs, and its copy is "
+          "strict JSON" + ("" if p.returncode == 0 else ": " + p.stderr.strip()))
+
+    # A FIFO given as the record: refused at construction, left a FIFO, no lock left.
+    fifo = os.path.join(folder, "fifo.plab.json")
+    os.mkfifo(fifo)
+    model = tiny_model()
+    try:
+        Probe(model, fifo).close()
+        why = "accepted"
+    except ValueError as e:
+        why = str(e)
+    check("FIFO" in why and stat.S_ISFIFO(os.lstat(fifo).st_mode) and not os.path.exists(lock_of(fifo)),
+          f"issue 66: a FIFO as the record is refused and left a FIFO ({why})")
+
+    # The record's mode: 0644 less the umask, as any new file (not mkstemp's 0600).
+    modes = []
+    for umask in (0o022, 0o077):
+        mode_file = os.path.join(folder, f"mode-{umask:03o}.plab.json")
+        old = os.umask(umask)
+        try:
+            probe = Probe(tiny_model(), mode_file)
+            probe.close()
+        finally:
+            os.umask(old)
+        modes.append(stat.S_IMODE(os.stat(mode_file).st_mode))
+    check(modes == [0o644, 0o600], "issue 66: the record is mode 0644 under umask 022 and 0600 under umask 077: "
+          + ", ".join(f"{m:o}" for m in modes))
+
+    # An exception inside `with Probe(...)`: the record says failed and names it, the lock
+    # is gone, and a new Probe of this same process (a notebook's next cell) writes the path.
+    failed_file = os.path.join(folder, "failed.plab.json")
+    model = tiny_model()
+    try:
+        with Probe(model, failed_file, every=1) as probe:
+            one_step(probe, model)
+            raise ZeroDivisionError("the data ran out")
+    except ZeroDivisionError:
+        pass
+    except Exception as e:   # a probe without __enter__/__exit__
+        print(f"      with Probe(...): {type(e).__name__}: {e}")
+    summary = json.load(open(failed_file))["summary"]
+    check(summary["status"] == "failed" and "ZeroDivisionError: the data ran out" in summary["message"]
+          and not os.path.exists(lock_of(failed_file)),
+          f"issue 66: an exception inside `with Probe(...)` closes the record as failed, naming it, and removes the "
+          f"lock: {summary['status']}, {summary['message']!r}")
+    try:
+        with Probe(model, failed_file, every=1) as probe:
+            one_step(probe, model)
+        status, why = json.load(open(failed_file))["summary"]["status"], ""
+    except Exception as e:
+        status, why = None, f"{type(e).__name__}: {e}"
+    check(status == "completed" and not os.path.exists(lock_of(failed_file)),
+          f"issue 66: a new Probe of the same process writes the record after the failed one: {status or why}")
+    model = tiny_model()
+    try:
+        with Probe(model, os.path.join(folder, "stopped.plab.json"), every=1) as probe:
+            one_step(probe, model)
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    except Exception as e:
+        print(f"      with Probe(...): {type(e).__name__}: {e}")
+    summary = json.load(open(os.path.join(folder, "stopped.plab.json")))["summary"]
+    check(summary["status"] == "stopped", f"issue 66: Ctrl-C inside `with Probe(...)` closes the record as stopped: "
+          f"{summary['status']}")
+
+    # A Probe dropped unclosed: while it is open a second Probe of the path is refused; once
+    # it is garbage, its lock is gone and a new Probe writes the path.
+    dropped_file = os.path.join(folder, "dropped.plab.json")
+    model = tiny_model()
+    probe = Probe(model, dropped_file, every=1)
+    one_step(probe, model)
+    try:
+        Probe(model, dropped_file).close()
+        second = "accepted"
+    except RuntimeError:
+        second = "refused"
+    del probe
+    gc.collect()
+    released = not os.path.exists(lock_of(dropped_file))
+    try:
+        probe = Probe(model, dropped_file)
+        one_step(probe, model)
+        probe.close()
+        again = "written"
+    except Exception as e:
+        again = f"{type(e).__name__}: {e}"
+    check(second == "refused" and released and again == "written",
+          f"issue 66: a second Probe of an open Probe's path is {second}; once that one is garbage, its lock "
+          f"{'is gone' if released else 'stays'} and a new Probe: {again}")
+
+    # A Probe whose __init__ fails after it took the lock (settings json cannot write): no
+    # lock, no temporary file and no hooks left on the model.
+    broken_file = os.path.join(folder, "broken.plab.json")
+    model = tiny_model()
+    try:
+        Probe(model, broken_file, settings={"data": object()})
+        why = "accepted"
+    except TypeError as e:
+        why = str(e)
+    hooks = sum(len(m._forward_hooks) for m in model.modules())
+    check(not os.path.exists(lock_of(broken_file)) and not leftovers() and hooks == 0,
+          f"issue 66: a Probe whose __init__ fails ({why}) leaves no lock, no temporary ({leftovers()}) and no hooks "
+          f"({hooks})")
 
 
 def main():
@@ -276,6 +457,7 @@ def main():
     p = subprocess.run([args.plab, "export", "--tensorboard", os.path.join(work, "tb"), probe_file],
                        capture_output=True, text=True)
     check(p.returncode == 0, "plab export --tensorboard reads the probe's record" + ("" if p.returncode == 0 else ": " + p.stderr))
+    check_record_files(args.plab, work)
     sys.exit(1 if failures else 0)
 
 
