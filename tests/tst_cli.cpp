@@ -359,6 +359,24 @@ private slots:
         QCOMPARE(std::string(std::istreambuf_iterator<char>(in), {}), std::string(R"({"max_steps": 2, "widths": [4, 8]})"));
     }
 
+    // Issue 66, finding 10: past the file-size limit (ulimit -f) a write is an error said in
+    // one line, not a SIGXFSZ that kills plab; the record on disk stays a whole record.
+    void fileSizeLimitIsAClearError()
+    {
+        const fs::path out = dir_.path() / "limited.json";
+        QStringList train = quickTrain();
+        train << "--histogram-every" << "1" << "--out" << QString::fromStdString(out.string());
+        QString command = QStringLiteral("ulimit -f 16; exec '%1'").arg(QStringLiteral(PLAB_CLI_PATH));
+        for (const QString& a : train) command += QStringLiteral(" '%1'").arg(a);
+        const Result r = runProgram(QStringLiteral("bash"), {QStringLiteral("-c"), command});
+        QVERIFY2(!r.crashed, qPrintable(r.err));
+        QVERIFY2(r.exitCode != 0 && r.exitCode < 128, qPrintable(QString::number(r.exitCode) + r.err));   // not killed by a signal
+        QVERIFY2(r.err.contains(QStringLiteral("File too large")), qPrintable(r.err));
+        QVERIFY(fs::exists(out));
+        std::ifstream in(out);
+        QVERIFY(nlohmann::json::accept(in));   // whole, as last written
+    }
+
     // Issue 37: anything that is not a regular file is refused at once by name (a FIFO
     // blocked every reader forever; /dev/zero grew until the kernel killed the process).
     void nonRegularInputsAreRefusedAtOnce_data()
@@ -481,6 +499,18 @@ private slots:
         std::sort(records.begin(), records.end());
         QCOMPARE(records, (std::vector<std::string>{"fp32_lr0.001_s1.json", "fp32_lr0.001_s2.json", "fp32_lr0.01_s1.json",
                                                      "fp32_lr0.01_s2.json"}));
+        // Issue 66, finding 9: a file name keeps the value's sign and exponent (lr 1e+3 had
+        // been saved as ..._lr1e-3.json). Written as a Slurm job: nothing trains.
+        const fs::path job = dir_.path() / "sweep-exponents";
+        const Result named = runPlab({"sweep", "--recipes", "fp32", "--lr", "1e+3,1e-3", "--data-dir", dataDir_, "--out-dir",
+                                      QString::fromStdString((dir_.path() / "sweep-exponent-runs").string()), "--slurm",
+                                      QString::fromStdString(job.string())});
+        QVERIFY2(named.exitCode == 0, qPrintable(named.err));
+        QFile array(QString::fromStdString((job / "sweep.sbatch").string()));
+        QVERIFY(array.open(QIODevice::ReadOnly));
+        const QString script = QString::fromUtf8(array.readAll());
+        QVERIFY2(script.contains(QStringLiteral("fp32_lr1e3.json")) && script.contains(QStringLiteral("fp32_lr1e-3.json")),
+                 qPrintable(script));
         const auto record = nlohmann::json::parse(std::ifstream(out / "fp32_lr0.01_s2.json"));
         QCOMPARE(record.at("settings").at("seed").get<int>(), 2);
         QCOMPARE(record.at("settings").at("lr").get<double>(), 0.01);

@@ -248,6 +248,28 @@ private slots:
         QVERIFY2(refusalOf(folder / "fifo").contains("lesson fifo: it is a FIFO"), qPrintable(refusalOf(folder / "fifo")));
         QVERIFY2(refusalOf("/dev/zero").contains("it is a device"), qPrintable(refusalOf("/dev/zero")));
         QVERIFY2(refusalOf(folder / "w").contains("it is a folder"), qPrintable(refusalOf(folder / "w")));
+
+        // Issue 66, finding 8: checked after resolving links. A link beside the lesson to a
+        // file elsewhere is refused, and the message shows nothing of that file; a link to a
+        // file inside the lesson's folder is read where it leads.
+        QTemporaryDir elsewhere;
+        QVERIFY(elsewhere.isValid());
+        const std::filesystem::path secret = elsewhere.path().toStdString() + "/shadow";
+        writeText(secret, "root:$6$secret:19000:0:99999:7:::\n");
+        std::filesystem::create_symlink(secret, folder / "b.txt");
+        lesson["runs"][0]["settings"].erase("init_weights");
+        lesson["runs"][0]["settings"]["read_batches"] = "b.txt";
+        writeText(folder / "l.json", lesson.dump());
+        const QString escaped = refusalOf(folder / "l.json");
+        QVERIFY2(escaped.contains("\"read_batches\" \"b.txt\": it leads outside the lesson's folder"), qPrintable(escaped));
+        QVERIFY2(!escaped.contains("root") && !escaped.contains("secret"), qPrintable(escaped));
+        std::filesystem::create_directory(folder / "sub");
+        std::filesystem::create_symlink(folder / "w" / "init.safetensors", folder / "sub" / "inside");
+        lesson["runs"][0]["settings"].erase("read_batches");
+        lesson["runs"][0]["settings"]["init_weights"] = "sub/inside";
+        writeText(folder / "l.json", lesson.dump());
+        QCOMPARE(loadLessonFile(folder / "l.json").runs[0].settings.initWeights,
+                 std::filesystem::canonical(folder / "w" / "init.safetensors").string());
     }
 
     // What a lesson is saved as names no file of this machine, and reads back.
@@ -354,11 +376,20 @@ private slots:
                                               {"stats", {{"count", 10}, {"overflow", 50}}}}}),
                                 json::array({{{"layer", "fc1"}, {"kind", "activation"}, {"stats", okStats}},
                                              {{"layer", "fc1"}, {"kind", "activation"}, {"stats", okStats}}}),
+                                // Issue 66, finding 9: four counts of 2^62 wrap a 64-bit sum to 0.
+                                json::array({{{"layer", "fc1"}, {"kind", "activation"},
+                                              {"stats", {{"count", 10}, {"zeros_in", std::uint64_t{1} << 62},
+                                                         {"nan", std::uint64_t{1} << 62}, {"inf_in", std::uint64_t{1} << 62},
+                                                         {"underflow", std::uint64_t{1} << 62}}}}}),
                                 json("everything")}) {
             json badTotals = doc;
             badTotals["summary"]["run_rounding"] = bad;
             QVERIFY_THROWS_EXCEPTION(InputError, typed(badTotals));
         }
+        json pastTheEnd = totals;   // totals said to reach past the run's steps: refused
+        pastTheEnd["summary"]["steps"] = 4;
+        pastTheEnd["summary"]["run_rounding_through_step"] = 5;
+        QVERIFY_THROWS_EXCEPTION(InputError, typed(pastTheEnd));
         // Totals that stop short of the run's steps (a record cut short) back no claim.
         json shortTotals = totals;
         shortTotals["summary"]["run_rounding_through_step"] = 1;
@@ -437,6 +468,17 @@ private slots:
         QCOMPARE(fillPlaceholders("{format_max:fp32|int}", lesson, {&off, &dyn}), std::string("3.4e+38"));
         QCOMPARE(formatMetricValue(-std::ldexp(1.0, 63), "int", MetricUnit::count), std::string("-9.22e+18"));
         QCOMPARE(formatMetricValue(-std::ldexp(1.0, 62), "int", MetricUnit::count), std::string("-4,611,686,018,427,387,904"));
+        // Issue 66, finding 9: every style keeps its unit at any magnitude (fp32's range over
+        // its smallest subnormal is 2^277: 63 digits had filled the buffer, " MiB" cut off).
+        QCOMPARE(fillPlaceholders("{format_max:fp32 / format_min_subnormal:fp32|mib}", lesson, {&off, &dyn}),
+                 std::string("2.32e+77 MiB"));
+        QCOMPARE(fillPlaceholders("{format_max:fp32 / format_min_subnormal:fp32}", lesson, {&off, &dyn}),
+                 std::string("x2.43e+83"));
+        QCOMPARE(formatMetricValue(3e38, "pct2", MetricUnit::fraction), std::string("3e+40%"));
+        QCOMPARE(formatMetricValue(-1e300, "pts", MetricUnit::fraction), std::string("-1e+302 points"));
+        QCOMPARE(formatMetricValue(0x1p100, "pow2", MetricUnit::scale), std::string("2^100"));
+        QCOMPARE(formatMetricValue(1234.5, "mib", MetricUnit::bytes), std::string("0.0 MiB"));
+        QCOMPARE(formatMetricValue(2.5, "x", MetricUnit::plain), std::string("x2.5"));
     }
 
     void everySentenceMustBeBacked()

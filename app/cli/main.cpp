@@ -4,12 +4,16 @@
 
 #include "error.h"
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
 int main(int argc, char** argv)
 {
     using namespace plab::cli;
+    // A write past the file-size limit (ulimit -f) fails with EFBIG, said as an error, instead
+    // of killing plab mid-run: the record on disk stays the last complete one.
+    std::signal(SIGXFSZ, SIG_IGN);
     CLI::App app{"Precision Lab: see what FP16, BF16 and TF32 do to training.", "plab"};
     app.set_version_flag("--version", std::string("plab ") + PLAB_VERSION);
     app.require_subcommand(1);

@@ -36,6 +36,19 @@ namespace plab::cli {
 
 namespace {
 
+// A value as part of a file name, its sign and exponent kept: "1e+3" -> "1e3", "1e-3" ->
+// "1e-3", "-0.5" -> "-0.5", "static:1024" -> "static-1024". (fileStem would make "1e+3" and
+// "1e-3" one name.)
+std::string valueStem(const std::string& value)
+{
+    std::string stem;
+    for (const unsigned char c : value) {
+        if (std::isalnum(c) || c == '.' || c == '-') stem += static_cast<char>(std::tolower(c));
+        else if (c != '+') stem += '-';
+    }
+    return stem.empty() ? "value" : stem;
+}
+
 using nlohmann::json;
 
 struct SweepOptions {
@@ -94,7 +107,7 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
                         std::string file = recipe;
                         if (!scale.empty()) {
                             patch["loss_scale"] = scale;
-                            file += "_ls-" + fileStem(scale);
+                            file += "_ls-" + valueStem(scale);
                         }
                         if (!batch.empty()) {
                             patch["batch"] = flagValue(batchSpec, batch);
@@ -102,7 +115,7 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
                         }
                         if (!lr.empty()) {
                             patch["lr"] = flagValue(lrSpec, lr);
-                            file += "_lr" + fileStem(lr);
+                            file += "_lr" + valueStem(lr);
                         }
                         if (!seed.empty()) {
                             patch["seed"] = flagValue(seedSpec, seed);

@@ -58,8 +58,10 @@ StepBatches parseBatchFile(const std::string& text, std::int64_t trainCount, con
             const std::size_t used = static_cast<std::size_t>(end - (line.data() + pos));
             if (ec != std::errc() || (pos + used < line.size() && line[pos + used] != ' ' && line[pos + used] != '\t' &&
                                       line[pos + used] != '\r'))
-                throw fail("expected sample indices (whole numbers from 0) separated by spaces, got '" +
-                           std::string(line.substr(pos, std::min<std::size_t>(20, line.size() - pos))) + "'");
+                // The column only, never the text: a file named by someone else's lesson or record
+                // may be one the message must not show.
+                throw fail("column " + std::to_string(pos + 1) +
+                           ": expected sample indices (whole numbers from 0) separated by spaces");
             if (v >= static_cast<std::uint64_t>(trainCount))
                 throw fail("index " + std::to_string(v) + " is past the training set's " + std::to_string(trainCount) +
                            " images");

@@ -40,13 +40,22 @@ void resolveLessonInputs(Lesson& lesson, const std::filesystem::path& folder)
             if (value->empty()) continue;
             const std::string where = lesson.origin + ": run " + std::to_string(index) + ": \"" + key + "\" " + quotedExcerpt(*value);
             if (const std::string why = lessonInputProblem(*value); !why.empty()) throw InputError(where + ": " + why + ".");
-            const std::filesystem::path file = (folder.empty() ? std::filesystem::path(".") : folder) / *value;
+            const std::filesystem::path base = folder.empty() ? std::filesystem::path(".") : folder;
+            const std::filesystem::path file = base / *value;
             try {
                 openRegularFile(file, where);   // a regular file that exists: a FIFO or a device is refused here
             } catch (const InputError& e) {
                 throw InputError(std::string(e.what()) + ".");
             }
-            *value = std::filesystem::absolute(file).lexically_normal().string();
+            // Checked where it leads, not by its text: a link beside the lesson to a file
+            // elsewhere (/etc/shadow) is refused, and the run reads the file that was checked.
+            std::error_code fileError, folderError;
+            const auto real = std::filesystem::canonical(file, fileError);
+            const auto home = std::filesystem::canonical(base, folderError);
+            const auto rel = real.lexically_relative(home);
+            if (fileError || folderError || rel.empty() || *rel.begin() == "..")
+                throw InputError(where + ": it leads outside the lesson's folder (a link to a file elsewhere).");
+            *value = real.string();
         }
     }
 }

@@ -517,15 +517,21 @@ std::string formatMetricValue(double v, std::string_view style, MetricUnit unit)
         default: style = "num"; break;
         }
     }
-    char buf[64];
+    // A fixed number of decimals where the value fits a line, else three significant digits
+    // in powers of ten: any magnitude keeps its unit (a value over 1e15 had filled the buffer).
+    const auto fixed = [](double x, int decimals) {
+        if (!(std::fabs(x) < 1e15)) return significant(x, 3);
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+        return std::string(buf);
+    };
     if (style == "pct" || style == "pct0" || style == "pct2" || style == "pts") {
         const double p = 100.0 * v;
         const char* suffix = style == "pts" ? " points" : "%";
-        if (style == "pct0") std::snprintf(buf, sizeof buf, "%.0f%s", p, suffix);
-        else if (style == "pct2") std::snprintf(buf, sizeof buf, "%.2f%s", p, suffix);
-        else if (p != 0 && std::fabs(p) < 0.1) return significant(p, 2) + suffix;
-        else std::snprintf(buf, sizeof buf, "%.1f%s", p, suffix);
-        return buf;
+        if (style == "pct0") return fixed(p, 0) + suffix;
+        if (style == "pct2") return fixed(p, 2) + suffix;
+        if (p != 0 && std::fabs(p) < 0.1) return significant(p, 2) + suffix;
+        return fixed(p, 1) + suffix;
     }
     if (style == "int") {
         // A whole number as long as one is exact in a long long; beyond (fp32's largest
@@ -533,19 +539,12 @@ std::string formatMetricValue(double v, std::string_view style, MetricUnit unit)
         if (std::fabs(v) < 0x1p63) return withThousands(std::llround(v));
         return significant(v, 3);
     }
-    if (style == "mib") {
-        std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024.0));
-        return buf;
-    }
-    if (style == "x") {
-        std::snprintf(buf, sizeof buf, "x%.1f", v);
-        return buf;
-    }
+    if (style == "mib") return fixed(v / (1024.0 * 1024.0), 1) + " MiB";
+    if (style == "x") return "x" + fixed(v, 1);
     if (style == "pow2" && v > 0) {
         const double e = std::log2(v);
         if (e == std::round(e)) return "2^" + std::to_string(static_cast<long long>(e));
-        std::snprintf(buf, sizeof buf, "2^%.1f", e);
-        return buf;
+        return "2^" + fixed(e, 1);
     }
     return significant(v, 3);
 }

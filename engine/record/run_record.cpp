@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,7 @@ struct Place {
     std::string text() const { return step >= 0 ? std::string(what) + " " + std::to_string(step) : what; }
 };
 
-[[noreturn]] void refuseField(const Place& at, const char* key, const char* must, const json& got)
+[[noreturn]] void refuseField(const Place& at, const char* key, const std::string& must, const json& got)
 {
     throw InputError(at.text() + ": \"" + key + "\" must be " + must + ", got " + jsonExcerpt(got));
 }
@@ -46,7 +47,11 @@ std::int64_t whole(const json& obj, const char* key, const Place& at, std::int64
     try {
         return jsonWhole(*it, lo, hi, key);
     } catch (const InputError&) {
-        refuseField(at, key, lo == 0 ? "a whole number of at least 0" : "a whole number of at least 1", *it);
+        refuseField(at, key,
+                    hi != kMaxWhole && hi != kMaxInt
+                        ? "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi)
+                        : (lo == 0 ? "a whole number of at least 0" : "a whole number of at least 1"),
+                    *it);
     }
 }
 
@@ -168,13 +173,14 @@ void readSummary(const json& s, RecordedSummary& out)
     out.finishedAt = text(s, "finished_at", summary).value_or("");
 
     std::vector<std::string> names;
+    std::unordered_set<std::string> seen;   // a record may list many layers: no linear search per name
     for (const char* key : {"underflow_fraction", "overflow_fraction", "lost_update_fraction",
                             "activation_grad_underflow_fraction", "weights_made_non_finite",
                             "optimizer_state_flushed", "optimizer_state_made_non_finite"})
         if (const auto it = s.find(key); it != s.end()) {
             if (!it->is_object()) refuseField(summary, key, "an object of layers", *it);
             for (const auto& [layer, v] : it->items())
-                if (std::find(names.begin(), names.end(), layer) == names.end()) names.push_back(layer);
+                if (seen.insert(layer).second) names.push_back(layer);
         }
     sortLayersInModelOrder(names);
     const json none = json::object();
@@ -205,6 +211,7 @@ void readSummary(const json& s, RecordedSummary& out)
         out.hasRunRounding = true;
         const json none = json::array();
         const Place at{"the summary's run_rounding"};
+        std::unordered_set<std::string> sites;   // "layer kind", each once
         for (const json& e : entries(s, "run_rounding", none)) {
             RecordedSummary::SiteTotals t;
             t.layer = text(e, "layer", at).value_or("");
@@ -221,16 +228,22 @@ void readSummary(const json& s, RecordedSummary& out)
             }
             // Each element is counted once: zeros, NaN and infinities in, and of the others
             // those that underflowed or overflowed, are apart.
+            // Summed without wrapping: each part is subtracted from what is left of the count.
             const RoundingStats& c = t.stats;
-            if (c.zerosIn + c.nan + c.infIn + c.underflow + c.overflow > c.count)
-                throw InputError(at.text() + " (" + t.layer + "): counts above the " + std::to_string(c.count) +
-                                 " values rounded");
-            if (out.runTotals(t.layer, t.kind))
+            std::uint64_t left = c.count;
+            for (const std::uint64_t part : {c.zerosIn, c.nan, c.infIn, c.underflow, c.overflow}) {
+                if (part > left)
+                    throw InputError(at.text() + " (" + t.layer + "): counts above the " + std::to_string(c.count) +
+                                     " values rounded");
+                left -= part;
+            }
+            if (!sites.insert(t.layer + ' ' + std::string(tensorKindName(t.kind))).second)
                 throw InputError(at.text() + ": " + t.layer + " " + std::string(tensorKindName(t.kind)) +
                                  " is listed twice");
             out.runRounding.push_back(std::move(t));
         }
-        out.runRoundingThroughStep = whole(s, "run_rounding_through_step", at, 0, out.steps);
+        // Absent (records before the key): the run's steps; present: at most those.
+        out.runRoundingThroughStep = whole(s, "run_rounding_through_step", at, 0, out.steps, out.steps);
     }
 }
 

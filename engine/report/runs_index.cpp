@@ -29,10 +29,23 @@ constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
 
 json accuracyJson(double a) { return std::isfinite(a) ? json(a) : json(nullptr); }
 
+// Checked as a record's are (an index is a cache anyone can edit): a listing outside the
+// ranges is refused, and the record is read instead.
 double accuracyFrom(const json& j, const char* key)
 {
     const json& v = j.at(key);
-    return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : jsonReal(v, key);
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    const double a = jsonReal(v, key);
+    if (!(a >= 0.0 && a <= 1.0)) throw InputError(std::string(key) + " must be a fraction from 0 to 1, got " + jsonExcerpt(v));
+    return a;
+}
+
+double nonNegativeFrom(const json& j, const char* key)
+{
+    const json& v = j.at(key);
+    const double x = jsonReal(v, key);
+    if (!(x >= 0.0 && std::isfinite(x))) throw InputError(std::string(key) + " must be a number from 0, got " + jsonExcerpt(v));
+    return x;
 }
 
 RunStatus statusNamed(const std::string& name, const std::string& origin)
@@ -124,8 +137,9 @@ RunListing listingFromJson(const json& j, const std::string& origin)
         l.plannedSteps = jsonWhole(j.at("planned_steps"), 0, kMaxStep, "planned_steps");
         l.skippedSteps = jsonWhole(j.at("skipped_steps"), 0, kMaxStep, "skipped_steps");
         l.images = jsonWhole(j.at("images"), 0, kMaxCount, "images");
-        l.stepMs = jsonReal(j.at("step_ms"), "step_ms");
-        l.imagesPerSecond = jsonReal(j.at("images_per_second"), "images_per_second");
+        if (l.skippedSteps > l.steps) throw InputError("skipped_steps is above steps");
+        l.stepMs = nonNegativeFrom(j, "step_ms");
+        l.imagesPerSecond = nonNegativeFrom(j, "images_per_second");
         l.lastAccuracy = accuracyFrom(j, "last_accuracy");
         l.bestAccuracy = accuracyFrom(j, "best_accuracy");
         l.backend = j.at("backend").get<std::string>();
