@@ -429,6 +429,27 @@ private slots:
         const ReplayedRun replay = replayRecord(r);
         QCOMPARE(replay.result.steps, r.lastStep());
         QCOMPARE(replay.result.status, RunStatus::completed);
+        // In the trainer's order: the start, then by step, and within a step the step's own
+        // event before its evaluation and telemetry (the events are sorted in place).
+        QVERIFY(std::holds_alternative<RunStartEvent>(replay.events.front()));
+        std::int64_t lastStep = -1;
+        int lastKind = 0;
+        std::size_t stepEvents = 0;
+        for (std::size_t i = 1; i < replay.events.size(); ++i) {
+            const TrainerEvent& e = replay.events[i];
+            const int kind = std::holds_alternative<StepEvent>(e) ? 1 : std::holds_alternative<EvalEvent>(e) ? 4
+                           : std::holds_alternative<TelemetryEvent>(e) ? 5 : 0;
+            if (kind == 0) continue;
+            const std::int64_t step = std::visit([](const auto& v) -> std::int64_t {
+                if constexpr (requires { v.step; }) return v.step; else return -1;
+            }, e);
+            QVERIFY2(step > lastStep || (step == lastStep && kind >= lastKind),
+                     qPrintable(QStringLiteral("event %1 (step %2) after step %3").arg(i).arg(step).arg(lastStep)));
+            lastStep = step;
+            lastKind = kind;
+            stepEvents += kind == 1;
+        }
+        QCOMPARE(stepEvents, r.steps.size());
 
         // A vit run's settings from before the vit had its own training defaults lack their
         // keys: read as every model's defaults, as they meant then, in the record and in a

@@ -81,6 +81,7 @@ RunStore::~RunStore()
 {
     cancelScan_ = true;
     if (scanThread_.joinable()) scanThread_.join();
+    if (followThread_.joinable()) followThread_.join();   // what it posts is dropped with this object
 }
 
 RunData::SeriesLoader RunStore::seriesLoader()
@@ -142,26 +143,47 @@ void RunStore::follow(const RunPtr& run)
 
 void RunStore::refreshFollowed()
 {
+    if (followBusy_) return;   // the last re-read is still under way
+    std::vector<std::pair<QString, QString>> due;   // run id, record path
     for (auto it = followed_.begin(); it != followed_.end();) {
         const RunPtr r = run(it.key());
-        if (!r) {
+        if (!r || !r->isLive()) {
             it = followed_.erase(it);
             continue;
         }
         // Re-read when the record changed, and once a second regardless, since a writer
         // that is killed leaves the record as it was: only its lock tells.
         const QDateTime modified = QFileInfo(r->recordPath()).lastModified();
-        const bool writerGone = !recordWriterAlive(toPath(r->recordPath()));
-        if (modified != it.value() || writerGone) {
+        if (modified != it.value() || !recordWriterAlive(toPath(r->recordPath()))) {
             it.value() = modified;
-            if (RunPtr fresh = readRun(r->recordPath(), r->id(), nullptr)) {
-                r->replaceContents(*fresh);
-                emit runChanged(indexOf(r->id()));
-            }
+            due.emplace_back(r->id(), r->recordPath());
         }
-        it = r->isLive() ? std::next(it) : followed_.erase(it);
+        ++it;
     }
     if (followed_.isEmpty()) followTimer_.stop();
+    if (due.empty()) return;
+    // Read off the GUI thread (a long record takes a while to parse): the window stays live,
+    // and the runs are updated when the reading is done.
+    if (followThread_.joinable()) followThread_.join();   // done: followBusy_ was cleared
+    followBusy_ = true;
+    followThread_ = std::thread([this, due = std::move(due)] {
+        auto fresh = std::make_shared<std::vector<std::pair<QString, RunPtr>>>();
+        for (const auto& [id, path] : due)
+            if (RunPtr read = readRun(path, id, nullptr)) fresh->emplace_back(id, std::move(read));
+        QMetaObject::invokeMethod(this, [this, fresh] {
+            followBusy_ = false;
+            for (const auto& [id, read] : *fresh)
+                if (const RunPtr r = run(id); r && r->isLive()) {
+                    r->replaceContents(*read);
+                    emit runChanged(indexOf(id));
+                }
+            for (auto it = followed_.begin(); it != followed_.end();) {
+                const RunPtr r = run(it.key());
+                it = r && r->isLive() ? std::next(it) : followed_.erase(it);
+            }
+            if (followed_.isEmpty()) followTimer_.stop();
+        }, Qt::QueuedConnection);
+    });
 }
 
 QStringList RunStore::loadAll()
@@ -404,27 +426,31 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
         follow(here);
         return here;
     }
-    // Check it first, so that nothing unreadable lands in the runs folder.
-    QString problem;
-    RunPtr probe = readRun(info.absoluteFilePath(), info.completeBaseName(), &problem);
-    if (!probe) {
-        if (error) *error = problem;
-        return nullptr;
-    }
+    // Check it first, so that nothing unreadable lands in the runs folder; read once, as
+    // the run its copy will be (a long record takes a second to read).
     if (!QDir().mkpath(runsDir_)) {
         if (error) *error = tr("Could not create the runs folder %1.").arg(runsDir_);
         return nullptr;
     }
     const QString target = freeRecordPath(runsDir_, info.completeBaseName());
-    if (!QFile::copy(info.absoluteFilePath(), target)) {
-        if (error) *error = tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_);
-        return nullptr;
-    }
-    RunPtr run = readRun(target, QFileInfo(target).completeBaseName(), &problem);
+    QString problem;
+    RunPtr run = readRun(info.absoluteFilePath(), QFileInfo(target).completeBaseName(), &problem);
     if (!run) {
         if (error) *error = problem;
         return nullptr;
     }
+    if (!QFile::copy(info.absoluteFilePath(), target)) {
+        if (error) *error = tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_);
+        return nullptr;
+    }
+    // A record still being written elsewhere is copied as it stands: read the copy, which
+    // no writer follows (interrupted where it ends).
+    if (run->isLive()) run = readRun(target, QFileInfo(target).completeBaseName(), &problem);
+    if (!run) {
+        if (error) *error = problem;
+        return nullptr;
+    }
+    run->setRecordPath(target);
     if (run->name() == run->id() && run->id() != info.completeBaseName()) run->setName(info.completeBaseName());
     insertRun(run, count());
     return run;

@@ -106,7 +106,8 @@ private:
     void reloadFromRecord(const RunPtr& run);
     QColor nextColor();
     // Records another process is still writing (a live plab train --out, another app):
-    // re-read once a second until they end, or until their writer is gone (interrupted).
+    // re-read once a second, on a thread of their own, until they end, or until their
+    // writer is gone (interrupted).
     void follow(const RunPtr& run);
     void refreshFollowed();
 
@@ -120,6 +121,8 @@ private:
     QSet<QString> ids_;              // of runs_, for the scan's "already listed" test
     QStringList recentlyShown_;      // run ids, the most recent first
     std::thread scanThread_;
+    std::thread followThread_;       // re-reads followed records off the GUI thread
+    bool followBusy_ = false;        // a re-read is under way (set and cleared on the GUI thread)
     std::atomic<bool> cancelScan_{false};
     bool loadingDone_ = false;
     QStringList loadingProblems_;

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -69,69 +72,110 @@ void excerpt(const json& v, std::string& out, std::size_t room, int levels)
     }
 }
 
-}  // namespace
-
-// nlohmann's DOM builder behind a depth counter. (Its callback parser, which could count
-// depth too, searches the enclosing object for discarded values each time an object ends,
-// so a document of n objects took time in n squared: a 1.6 MB record of 400k empty objects
-// took over a minute.) Every event is the builder's, so the document is the same.
-class DepthLimitedBuilder {
+// The document built from the parser's events (nlohmann's SAX interface), with a depth
+// counter, and optionally one array of the top-level object handed out an element at a
+// time. (nlohmann's callback parser, which could count depth too, searches the enclosing
+// object for discarded values each time an object ends, so a document of n objects took
+// time in n squared: a 1.6 MB record of 400k empty objects took over a minute.) The
+// document is the one nlohmann's own builder makes: a repeated key keeps its last value.
+class Builder {
 public:
-    DepthLimitedBuilder(json& result, int maxDepth) : dom_(result, true), maxDepth_(maxDepth) {}
+    Builder(json& root, int maxDepth, std::string_view streamKey = {}, const JsonElementSink* sink = nullptr)
+        : root_(root), maxDepth_(maxDepth), streamKey_(streamKey), sink_(sink)
+    {
+    }
 
-    bool null() { return dom_.null(); }
-    bool boolean(bool v) { return dom_.boolean(v); }
-    bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-    bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-    bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
-    bool string(json::string_t& v) { return dom_.string(v); }
-    bool binary(json::binary_t& v) { return dom_.binary(v); }
-    bool key(json::string_t& v) { return dom_.key(v); }
-    bool start_object(std::size_t n)
+    bool null() { return value(nullptr); }
+    bool boolean(bool v) { return value(v); }
+    bool number_integer(json::number_integer_t v) { return value(v); }
+    bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+    bool number_float(json::number_float_t v, const json::string_t&) { return value(v); }
+    bool string(json::string_t& v) { return value(std::move(v)); }
+    bool binary(json::binary_t& v) { return value(json::binary(std::move(v))); }
+    bool key(json::string_t& k)
     {
-        enter();
-        return dom_.start_object(n);
+        json& object = *stack_.back();
+        if (stack_.size() == 1) topKey_ = k;
+        slot_ = &object[std::move(k)];
+        return true;
     }
-    bool end_object()
+    bool start_object(std::size_t) { return open(json::object()); }
+    bool start_array(std::size_t)
     {
-        --depth_;
-        return dom_.end_object();
+        const bool streamed = sink_ && stack_.size() == 1 && stack_.back()->is_object() && topKey_ == streamKey_;
+        open(json::array());
+        if (streamed) stream_ = stack_.back();
+        return true;
     }
-    bool start_array(std::size_t n)
-    {
-        enter();
-        return dom_.start_array(n);
-    }
+    bool end_object() { return close(); }
     bool end_array()
     {
-        --depth_;
-        return dom_.end_array();
+        if (stack_.back() == stream_) stream_ = nullptr;
+        return close();
     }
     template <class Exception>
-    bool parse_error(std::size_t at, const std::string& token, const Exception& e)
+    bool parse_error(std::size_t, const std::string&, const Exception& e)
     {
-        return dom_.parse_error(at, token, e);   // throws e
+        throw e;
     }
 
 private:
-    void enter()
+    // Where the next value goes: the root, the end of the open array, or the key just read.
+    json& place(json&& v)
     {
-        if (++depth_ > maxDepth_) throw TooDeep{};
+        if (stack_.empty()) return root_ = std::move(v);
+        json& top = *stack_.back();
+        if (top.is_array()) {
+            top.push_back(std::move(v));
+            return top.back();
+        }
+        return *slot_ = std::move(v);
+    }
+    bool value(json&& v)
+    {
+        place(std::move(v));
+        handOut();
+        return true;
+    }
+    bool open(json&& container)
+    {
+        if (static_cast<int>(stack_.size()) >= maxDepth_) throw TooDeep{};
+        stack_.push_back(&place(std::move(container)));
+        return true;
+    }
+    bool close()
+    {
+        stack_.pop_back();
+        handOut();
+        return true;
+    }
+    // An element of the streamed array that is complete goes to the sink, not the document.
+    void handOut()
+    {
+        if (!stream_ || stack_.empty() || stack_.back() != stream_ || stream_->empty()) return;
+        (*sink_)(std::move(stream_->back()));
+        stream_->get_ref<json::array_t&>().pop_back();
     }
 
-    nlohmann::detail::json_sax_dom_parser<json> dom_;
-    int depth_ = 0;
+    json& root_;
+    std::vector<json*> stack_;   // the open containers, the innermost last
+    json* slot_ = nullptr;       // the value of the key just read
     int maxDepth_;
+    std::string topKey_;         // the last key of the top-level object
+    std::string_view streamKey_;
+    const JsonElementSink* sink_;
+    json* stream_ = nullptr;     // the streamed array while it is open
 };
 
-json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits limits)
+json parseWith(std::string_view text, const std::string& origin, JsonLimits limits, std::string_view streamKey,
+               const JsonElementSink* sink)
 {
     if (text.size() > limits.maxBytes)
         throw InputError(origin + ": the file is too large (" + std::to_string(text.size() >> 20) +
                          " MiB; at most " + std::to_string(limits.maxBytes >> 20) + " MiB are read)");
     try {
         json result;
-        DepthLimitedBuilder builder(result, limits.maxDepth);
+        Builder builder(result, limits.maxDepth, streamKey, sink);
         json::sax_parse(text.begin(), text.end(), &builder);
         return result;
     } catch (const TooDeep&) {
@@ -144,6 +188,19 @@ json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits
         if (what.size() > 160) what = what.substr(0, 160) + "…";
         throw InputError(origin + ": not valid JSON (" + what + ")");
     }
+}
+
+}  // namespace
+
+json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits limits)
+{
+    return parseWith(text, origin, limits, {}, nullptr);
+}
+
+json parseJsonInputStreaming(std::string_view text, const std::string& origin, std::string_view key,
+                             const JsonElementSink& element, JsonLimits limits)
+{
+    return parseWith(text, origin, limits, key, &element);
 }
 
 json readJsonFile(const std::filesystem::path& file, const std::string& origin, JsonLimits limits)

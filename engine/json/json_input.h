@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,14 @@ struct JsonLimits {
 // Parses `text`; throws InputError "<origin>: <problem>" for invalid JSON, a document over
 // the size limit or one nested deeper than the depth limit.
 nlohmann::json parseJsonInput(std::string_view text, const std::string& origin, JsonLimits limits = {});
+
+// The same, but each element of the top-level object's array `key` is handed to `element`
+// as soon as it is complete, and not kept: in the document returned that array is empty. A
+// long array (a record's steps) then never stands as a whole document in memory. An
+// exception from `element` ends the parse and reaches the caller as it was thrown.
+using JsonElementSink = std::function<void(nlohmann::json&&)>;
+nlohmann::json parseJsonInputStreaming(std::string_view text, const std::string& origin, std::string_view key,
+                                       const JsonElementSink& element, JsonLimits limits = {});
 
 // Reads and parses a file the same way; a missing or unreadable file, a folder, or a file
 // over the size limit is an InputError. `origin` names the file ("config /x/c.json"):

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <limits>
 
 namespace plab {
@@ -11,10 +12,17 @@ namespace {
 
 // Every event with the step it belongs to, so that the merge keeps the trainer's order:
 // within one step, changes come before the step, evaluations and telemetry after it.
+// The events are large (a TrainerEvent is as large as its largest kind, a setting change's
+// whole settings): they are kept once, in out.events, and sorted through their keys.
 struct Timed {
-    std::int64_t step;
-    int order;
-    TrainerEvent event;
+    std::vector<std::pair<std::int64_t, int>> keys;   // (step, order) of each event
+    std::vector<TrainerEvent>& events;
+
+    void push_back(std::pair<std::int64_t, int> key, TrainerEvent&& event)
+    {
+        keys.push_back(key);
+        events.push_back(std::move(event));
+    }
 };
 
 void copyPeak(const RecordedPeak& from, const std::vector<std::string>& categories,
@@ -36,7 +44,11 @@ ReplayedRun replayRecord(const RunRecord& record)
 {
     ReplayedRun out;
     out.settings = record.settings;
-    std::vector<Timed> timed;
+    Timed timed{{}, out.events};
+    const std::size_t count = record.steps.size() + record.events.size() + record.evals.size() +
+                              record.telemetry.size() + record.memory.samples.size() + 2;
+    timed.keys.reserve(count);
+    out.events.reserve(count);
     const std::int64_t lastStep = record.lastStep();
 
     RunStartEvent start;
@@ -49,7 +61,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     start.plannedSteps = record.summary.status == "completed"
                              ? lastStep
                              : std::max(lastStep, plannedSteps(record.settings, record.data.trainImages));
-    timed.push_back({-1, 0, start});
+    timed.push_back({-1, 0}, start);
 
     std::int64_t skipped = 0;
     for (const StepPoint& p : record.steps) {
@@ -64,13 +76,13 @@ ReplayedRun replayRecord(const RunRecord& record)
         e.timeMs = p.timeMs;
         skipped += e.skipped ? 1 : 0;
         e.skippedSoFar = skipped;
-        timed.push_back({e.step, 1, e});
+        timed.push_back({e.step, 1}, e);
     }
     for (const RecordedEvent& ev : record.events) {
         const int order = std::holds_alternative<StatusEvent>(ev) ? 3 : 2;
-        std::visit([&](const auto& e) { timed.push_back({e.step, order, e}); }, ev);
+        std::visit([&](const auto& e) { timed.push_back({e.step, order}, e); }, ev);
     }
-    for (const EvalPoint& e : record.evals) timed.push_back({e.step, 4, EvalEvent{e.step, e.epoch, e.testAccuracy, e.testLoss}});
+    for (const EvalPoint& e : record.evals) timed.push_back({e.step, 4}, EvalEvent{e.step, e.epoch, e.testAccuracy, e.testLoss});
     for (const TelemetryPoint& t : record.telemetry) {
         TelemetryEvent e;
         e.step = t.step;
@@ -85,7 +97,7 @@ ReplayedRun replayRecord(const RunRecord& record)
             lt.update = l.updates;
             e.layers.push_back(std::move(lt));
         }
-        timed.push_back({e.step, 5, std::move(e)});
+        timed.push_back({e.step, 5}, std::move(e));
     }
     for (const MemoryPoint& m : record.memory.samples) {
         MemoryEvent e;
@@ -95,11 +107,11 @@ ReplayedRun replayRecord(const RunRecord& record)
             e.memory.live[static_cast<std::size_t>(c)] = m.bytes[static_cast<std::size_t>(c)];
         e.memory.totalLive = m.total;
         e.device = m.device;
-        timed.push_back({e.step, 6, e});
+        timed.push_back({e.step, 6}, e);
     }
     // The peaks of the whole run, on a last memory sample.
     if (record.memory.peak.recorded && !record.memory.samples.empty()) {
-        MemoryEvent e = std::get<MemoryEvent>(timed.back().event);
+        MemoryEvent e = std::get<MemoryEvent>(out.events.back());
         copyPeak(record.memory.peak, record.memory.categories, e.memory.peak, e.memory.totalPeak);
         // A training step's peak apart from an evaluation's (older records have none and
         // keep zeros).
@@ -109,13 +121,28 @@ ReplayedRun replayRecord(const RunRecord& record)
             MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
             copyPeak(*peak, record.memory.categories, p.bytes, p.total);
         }
-        timed.push_back({std::numeric_limits<std::int64_t>::max(), 6, e});
+        timed.push_back({std::numeric_limits<std::int64_t>::max(), 6}, e);
     }
-    std::stable_sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) {
-        return a.step != b.step ? a.step < b.step : a.order < b.order;
-    });
-    out.events.reserve(timed.size());
-    for (auto& t : timed) out.events.push_back(std::move(t.event));
+    // Sorted by (step, order) through an index, then put in that order in place (each cycle
+    // of the permutation followed once): the events are never copied.
+    const auto& keys = timed.keys;
+    std::vector<std::uint32_t> order(keys.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+    for (std::size_t start = 0; start < order.size(); ++start) {
+        if (order[start] == start) continue;
+        // Position i takes the event at order[i]; follow the cycle from `start`.
+        TrainerEvent held = std::move(out.events[start]);
+        std::size_t at = start;
+        while (order[at] != start) {
+            const std::size_t from = order[at];
+            out.events[at] = std::move(out.events[from]);
+            order[at] = static_cast<std::uint32_t>(at);
+            at = from;
+        }
+        out.events[at] = std::move(held);
+        order[at] = static_cast<std::uint32_t>(at);
+    }
 
     out.interrupted = record.interrupted();
     out.result.status = out.interrupted ? RunStatus::stopped : parseRunStatus(record.summary.status).value_or(RunStatus::failed);

@@ -1,6 +1,7 @@
 // Reading a run record into a RunRecord (run_record.h); replay is in record_replay.cpp.
 #include "record/run_record.h"
 
+#include "files/input_file.h"
 #include "json/json_input.h"
 
 #include "error.h"
@@ -247,6 +248,23 @@ void readSummary(const json& s, RecordedSummary& out)
     }
 }
 
+StepPoint stepFromJson(const json& st)
+{
+    StepPoint p;
+    p.step = whole(st, "step", Place{"a step"});
+    const Place at{"step", p.step};
+    p.epoch = wholeInt(st, "epoch", at);
+    p.batch = wholeInt(st, "batch", at, 1);
+    p.loss = number(st, "loss", at, kFinite);
+    p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
+    if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
+        refuseField(at, "skipped", "true or false", *it);
+    p.skipped = st.value("skipped", false);
+    p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
+    p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
+    return p;
+}
+
 // nullopt for a type this build does not know (a newer writer's): skipped, as a reader of
 // the same format version must.
 std::optional<RecordedEvent> eventFromJson(const json& ev, std::size_t index, const std::string& origin)
@@ -371,7 +389,9 @@ bool RunRecord::interrupted() const
 
 std::int64_t RunRecord::lastStep() const { return steps.empty() ? 0 : steps.back().step; }
 
-RunRecord readRunRecord(const json& doc, const std::string& origin)
+namespace {
+
+RunRecord readRecord(const json& doc, const std::string& origin, std::vector<StepPoint>* streamedSteps)
 {
     auto bad = [&](const std::string& what) { return InputError(origin + ": not a usable run record: " + what); };
     if (!doc.is_object()) throw bad("expected a JSON object");
@@ -422,21 +442,8 @@ RunRecord readRunRecord(const json& doc, const std::string& origin)
         readSummary(doc["summary"], r.summary);
 
         const json emptyList = json::array();
-        for (const auto& st : entries(doc, "steps", emptyList)) {
-            StepPoint p;
-            p.step = whole(st, "step", Place{"a step"});
-            const Place at{"step", p.step};
-            p.epoch = wholeInt(st, "epoch", at);
-            p.batch = wholeInt(st, "batch", at, 1);
-            p.loss = number(st, "loss", at, kFinite);
-            p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
-            if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
-                refuseField(at, "skipped", "true or false", *it);
-            p.skipped = st.value("skipped", false);
-            p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
-            p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
-            r.steps.push_back(p);
-        }
+        if (streamedSteps) r.steps = std::move(*streamedSteps);
+        for (const auto& st : entries(doc, "steps", emptyList)) r.steps.push_back(stepFromJson(st));
         const json& events = entries(doc, "events", emptyList);
         for (std::size_t i = 0; i < events.size(); ++i)
             if (auto e = eventFromJson(events[i], i, origin)) r.events.push_back(std::move(*e));
@@ -503,15 +510,28 @@ RunRecord readRunRecord(const json& doc, const std::string& origin)
     return r;
 }
 
-json loadRunRecordDocument(const std::filesystem::path& file)
+}  // namespace
+
+RunRecord readRunRecord(const json& doc, const std::string& origin) { return readRecord(doc, origin, nullptr); }
+
+namespace {
+
+void checkRunRecordDocument(const json& doc, const std::filesystem::path& file)
 {
-    json doc = readJsonFile(file, file.string() + ": run record");
     if (!doc.is_object()) throw InputError(file.string() + ": not a run record (not a JSON object)");
     if (!doc.contains("format_version") || !doc["format_version"].is_number_integer())
         throw InputError(file.string() + ": not a run record (no format_version)");
     if (doc["format_version"].get<int>() > kRunRecordFormatVersion)
         throw InputError(file.string() + ": run record format " + jsonExcerpt(doc["format_version"]) +
                          " is newer than this version of Precision Lab understands");
+}
+
+}  // namespace
+
+json loadRunRecordDocument(const std::filesystem::path& file)
+{
+    json doc = readJsonFile(file, file.string() + ": run record");
+    checkRunRecordDocument(doc, file);
     return doc;
 }
 
@@ -519,7 +539,24 @@ bool isRunRecordDocument(const json& doc) { return doc.is_object() && doc.contai
 
 RunRecord loadRunRecord(const std::filesystem::path& file)
 {
-    return readRunRecord(loadRunRecordDocument(file), file.string());
+    // The steps read as they are parsed: a record of 400,000 steps had stood in memory as
+    // 3.2 million JSON values (about 400 MB) before any was read.
+    const std::string origin = file.string();
+    std::vector<StepPoint> steps;
+    std::string badStep;   // the first step's problem, said after the document's own checks
+    const json doc = parseJsonInputStreaming(
+        readRegularFile(file, origin + ": run record", JsonLimits{}.maxBytes), origin + ": run record", "steps",
+        [&](json&& step) {
+            if (!badStep.empty()) return;
+            try {
+                steps.push_back(stepFromJson(step));
+            } catch (const std::exception& e) {   // InputError, or a JSON type error
+                badStep = e.what();
+            }
+        });
+    checkRunRecordDocument(doc, file);
+    if (!badStep.empty()) throw InputError(origin + ": not a usable run record: " + badStep);
+    return readRecord(doc, origin, &steps);
 }
 
 }  // namespace plab

@@ -172,18 +172,18 @@ RunsIndex RunsIndex::load(const std::filesystem::path& folder)
 {
     RunsIndex index;
     try {
-        const json doc = readJsonFile(folder / kRunsIndexFileName, "runs index");
+        json doc = readJsonFile(folder / kRunsIndexFileName, "runs index");
         if (!doc.is_object() || doc.value("format", std::string()) != kIndexFormat ||
             doc.value("version", 0) != kIndexVersion || !doc.contains("records") || !doc["records"].is_object())
             return index;
-        for (const auto& [name, entry] : doc["records"].items()) {
+        for (auto&& [name, entry] : doc["records"].items()) {
             if (!entry.is_object() || !entry.contains("listing")) continue;
             try {
                 const RecordStamp stamp{static_cast<std::uint64_t>(jsonWhole(entry.at("size"), 0, kMaxCount, "size")),
                                         jsonWhole(entry.at("modified_ns"), std::numeric_limits<std::int64_t>::min(),
                                                   std::numeric_limits<std::int64_t>::max(), "modified_ns"),
                                         static_cast<std::uint64_t>(jsonWhole(entry.at("inode"), 0, kMaxCount, "inode"))};
-                index.entries_[name] = {stamp, entry["listing"]};
+                index.entries_[name] = {stamp, std::move(entry["listing"])};   // moved, not copied: an index may be large
             } catch (const std::exception&) {
                 index.changed_ = true;   // a bad entry: dropped, the record is read again
             }
