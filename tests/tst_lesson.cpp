@@ -186,6 +186,14 @@ private slots:
         QTest::addRow("input not text") << "/runs/0/settings/init_weights" << "7" << "\"init_weights\" 7: must be the name";
         QTest::addRow("hours of training") << "/runs/0/settings" << R"({"epochs": 100000})"
                                            << "more than 2000000 images in all";
+        // Issue 66, finding 6: few images, but a model a thousand times the work of the
+        // lessons' (and evaluations count): refused saying by how much.
+        QTest::addRow("hours of a wide model")
+            << "/runs/0/settings" << R"({"model": "deep-mlp", "widths": [4096, 16], "batch": 1000, "epochs": 40, "max_steps": 2000})"
+            << "multiply-adds, 116.3 times the budget of 1.3e+13";
+        QTest::addRow("evaluations count")
+            << "/runs/0/settings" << R"({"model": "deep-mlp", "widths": [4096, 16], "batch": 1, "max_steps": 100, "eval_every": 1})"
+            << "times the budget";
         QTest::addRow("a long control-laden metric") << "/expect/0/metric" << ("\"" + QString(5000, QLatin1Char('m')) + "\\u001b[2J\"")
                                                      << "unknown metric \"mmmm";
     }

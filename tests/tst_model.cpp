@@ -8,6 +8,7 @@
 
 #include <QTest>
 
+#include <atomic>
 #include <cmath>
 
 using namespace plab;
@@ -261,6 +262,44 @@ private slots:
         const StepOutput eval = model->evaluate(images, labels, ctx);
         QCOMPARE(bitsOf(eval.loss), bitsOf(train.loss));
         QCOMPARE(eval.correct, train.correct);
+    }
+
+    // Issue 66, finding 6: a stop asked for ends a step between two layers (a long step had
+    // run to its end first), before anything is updated; unasked, the step runs whole.
+    void stopEndsAStepBetweenLayers()
+    {
+        auto backend = createCpuBackend(2);
+        const auto r = preset("fp32");
+        auto model = Model::create(ModelSpec{"small-cnn", {4, 8}}, 5);
+        model->applyRecipe(r, nullptr, *cpu_);
+        Tensor images;
+        std::vector<std::uint8_t> labels;
+        syntheticBatch(10, images, labels);
+        std::atomic<bool> stop{true};
+        StepContext ctx{&r, backend.get(), nullptr, nullptr, true};
+        ctx.stop = &stop;
+        const Tensor before = model->parameters()[0]->value;
+        QVERIFY_THROWS_EXCEPTION(StepStopped, model->trainStep(images, labels, 1.0f, ctx));
+        QVERIFY_THROWS_EXCEPTION(StepStopped, model->evaluate(images, labels, ctx));
+        for (std::int64_t i = 0; i < before.size(); ++i) QCOMPARE(model->parameters()[0]->value[i], before[i]);
+        stop = false;
+        QVERIFY(std::isfinite(model->trainStep(images, labels, 1.0f, ctx).loss));
+    }
+
+    // The forward multiply-adds a lesson's cost is estimated by, against the layer shapes
+    // worked out by hand: 3 x 3 convolutions at 28 x 28 and 14 x 14 positions, linear layers'
+    // weights, a vit's per-patch products and its scores.
+    void multiplyAddsOfEachKind()
+    {
+        const auto of = [](const char* kind, std::vector<int> w) { return findModelKind(kind)->multiplyAdds(w); };
+        QCOMPARE(of("mlp", {512, 256}), 784.0 * 512 + 512.0 * 256 + 256.0 * 10);
+        QCOMPARE(of("deep-mlp", {128, 16}), 784.0 * 128 + 14.0 * 128 * 128 + 128.0 * 10);
+        // small-cnn 32,64: conv1 225,792 + conv2 3,612,672 + fc 31,360
+        QCOMPARE(of("small-cnn", {32, 64}), 3869824.0);
+        // vit 64,2,4,7: 16 patches of 49 pixels to 64 (50,176), per block 12 x 16 x 64^2 +
+        // 2 x 16^2 x 64 (819,200), the head 640
+        QCOMPARE(of("vit", {64, 2, 4, 7}), 50176.0 + 2 * 819200.0 + 640.0);
+        for (const ModelKind& k : modelKinds()) QVERIFY(k.multiplyAdds(defaultWidths(k)) > k.parameterCount(defaultWidths(k)) * 0.5);
     }
 
     // fp32 -> pure-fp16 rounds the weights; -> amp-fp16 promotes a master that holds exactly

@@ -441,6 +441,22 @@ private slots:
         QCOMPARE(o.record["summary"]["status"], "stopped");
     }
 
+    // Issue 66, finding 6: a stop reaches into an evaluation (and a step) between layers: a
+    // stop asked for as step 5 is reported ends the evaluation that follows it, not after it.
+    void stopEndsAnEvaluationBetweenLayers()
+    {
+        TrainSettings s = smallRun("fp32");
+        s.evalEvery = 5;
+        const Outcome o = train(s, data_, [](const TrainerEvent& e, Trainer& t) {
+            if (const auto* st = std::get_if<StepEvent>(&e); st && st->step == 5) t.control().stop();
+        });
+        QCOMPARE(o.result.status, RunStatus::stopped);
+        QCOMPARE(o.result.steps, 5);
+        QVERIFY2(o.result.message.find("stopped during the evaluation after step 5") != std::string::npos,
+                 o.result.message.c_str());
+        for (const json& e : o.record["evals"]) QVERIFY(e["step"].get<int>() != 5);   // it was not completed
+    }
+
     void pauseWaitsForResume()
     {
         TrainSettings s = smallRun("fp32");

@@ -24,6 +24,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
+#include <QStatusBar>
 #include <QTableView>
 #include <QMenu>
 #include <QPushButton>
@@ -261,8 +262,11 @@ private slots:
         window.findChild<QAction*>(QStringLiteral("deleteAction"))->trigger();
         QVERIFY(!QFileInfo::exists(saved));
         QVERIFY(QFileInfo::exists(QDir(o.runsDir).filePath(QStringLiteral("trash/") + first + QStringLiteral(".safetensors"))));
+        QVERIFY(window.statusBar()->currentMessage().startsWith(QStringLiteral("Deleted")));
         window.findChild<QAction*>(QStringLiteral("undoDeleteAction"))->trigger();
         QVERIFY(QFileInfo::exists(saved));
+        // The status bar says what is true now (issue 67, item 8): not "Deleted" after the undo.
+        QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Restored the deleted run"));
     }
 
     // Issue 66, finding 1: a record from someone else whose settings name files (batches to
@@ -318,6 +322,35 @@ private slots:
         std::ifstream in(victim);
         const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         QCOMPARE(kept, std::string("my notes\n"));
+    }
+
+    // Issue 67, item 8: the status bar follows the run: "Paused" while paused (it said
+    // "Training" then), "Training" again on resume.
+    void statusBarFollowsTheRunsState()
+    {
+        MainWindowOptions o = options();
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-status").string());
+        MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());
+        window.settingsPanel()->setSettings(settingsFromJson(
+            json{{"recipe", "fp32"}, {"widths", {4, 8}}, {"batch", 16}, {"epochs", 1000}, {"threads", 1},
+                 {"histogram_every", 0}},
+            "test"));
+        QSignalSpy finished(window.controller(), &TrainingController::runFinished);
+        window.findChild<QAction*>(QStringLiteral("startAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(window.controller()->state(), TrainingController::State::training, 30000);
+        QTRY_VERIFY(window.statusBar()->currentMessage().startsWith(QStringLiteral("Training")));
+        auto* pause = window.findChild<QAction*>(QStringLiteral("pauseAction"));
+        pause->trigger();
+        QTRY_COMPARE(window.controller()->state(), TrainingController::State::paused);
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Paused")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        pause->trigger();   // Resume
+        QTRY_COMPARE(window.controller()->state(), TrainingController::State::training);
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Training")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        window.findChild<QAction*>(QStringLiteral("stopAction"))->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     }
 
     void badDataFolderShowsOneSentence()

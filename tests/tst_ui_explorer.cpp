@@ -20,6 +20,8 @@
 #include <QTest>
 
 #include <cmath>
+#include <random>
+#include <vector>
 
 using namespace plab;
 using namespace plab::ui;
@@ -123,6 +125,39 @@ private slots:
         QVERIFY(tiny.endsWith(QLatin1Char('5')));
         QCOMPARE(describe(Format::fp16, 0.1).shortest, QStringLiteral("0.1"));
         QCOMPARE(describe(Format::fp16, 0.1).exact, QStringLiteral("0.0999755859375"));
+    }
+
+    // Issue 67, item 4: the decimal a row shows is the value the format holds: exactly, or
+    // marked "≈" with enough digits to read back to it. For 65520, tf32 and bf16 hold
+    // 65536 and show it (they had shown "65540" and "65500" beside "exactly 65536"); for
+    // every worked example and 10,000 random inputs, in every format, the text shown read
+    // back and rounded to the format is the format's value, and unmarked text is that value.
+    void shownDecimalIsTheFormatsValue()
+    {
+        for (const Format f : {Format::tf32, Format::bf16}) QCOMPARE(describe(f, 65520.0).shown, QStringLiteral("65536"));
+        QCOMPARE(describe(Format::fp16, 0.1).shown, QString::fromUtf8("≈0.1"));
+        QCOMPARE(describe(Format::fp16, 65520.0).shown, QStringLiteral("inf"));
+        FormatExplorer explorer;
+        explorer.setValue(65520.0);
+        QVERIFY2(explorer.row(Format::tf32)->valueText().startsWith(QStringLiteral("<b>65536</b> =")),
+                 qPrintable(explorer.row(Format::tf32)->valueText()));
+        std::vector<double> inputs;
+        for (const WorkedExample& e : plab::ui::workedExamples()) inputs.push_back(e.input);
+        std::mt19937_64 rng(66);
+        std::uniform_real_distribution<double> mantissa(-2.0, 2.0);
+        std::uniform_int_distribution<int> exponent(-150, 130);
+        for (int i = 0; i < 10000; ++i) inputs.push_back(std::ldexp(mantissa(rng), exponent(rng)));
+        for (const double x : inputs)
+            for (const Format f : {Format::fp32, Format::tf32, Format::fp16, Format::bf16}) {
+                const FormatAnatomy a = describe(f, x);
+                if (!std::isfinite(a.value)) continue;
+                const bool approximate = a.shown.startsWith(QString::fromUtf8("≈"));
+                const QString digits = approximate ? a.shown.mid(1) : a.shown;
+                const double read = std::strtod(digits.toLatin1().constData(), nullptr);
+                QVERIFY2(roundDoubleTo(f, read) == a.value || (read == 0 && a.value == 0),
+                         qPrintable(QStringLiteral("%1 in %2: shows %3").arg(x).arg(int(f)).arg(a.shown)));
+                if (!approximate) QVERIFY2(read == double(a.value), qPrintable(a.shown));
+            }
     }
 
     void spacingAndError()

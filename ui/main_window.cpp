@@ -292,6 +292,15 @@ void MainWindow::connectController()
     });
     connect(controller_, &TrainingController::stateChanged, this, [this](TrainingController::State state) {
         if (state == TrainingController::State::idle && panel_->isLive()) panel_->setLive(false);
+        // The status bar says what the run is doing now ("Training" stayed while paused).
+        const RunPtr run = store_->run(controller_->currentRunId());
+        const QString name = run ? run->name() : controller_->currentRunId();
+        if (state == TrainingController::State::paused)
+            statusBar()->showMessage(tr("Paused %1 (Space or Run > Resume goes on)").arg(name));
+        else if (state == TrainingController::State::training && statusBar()->currentMessage().startsWith(tr("Paused")))
+            statusBar()->showMessage(tr("Training %1").arg(name));
+        else if (state == TrainingController::State::stopping)
+            statusBar()->showMessage(tr("Stopping %1…").arg(name));
         refreshActions();
     });
 }
@@ -476,7 +485,10 @@ void MainWindow::deleteSelected()
 
 void MainWindow::undoDelete()
 {
-    if (const QString error = store_->undoRemove(); !error.isEmpty()) showError(error);
+    if (const QString error = store_->undoRemove(); !error.isEmpty())
+        showError(error);
+    else
+        statusBar()->showMessage(tr("Restored the deleted run"), 8000);   // "Deleted …" is no longer true
     refreshActions();
 }
 

@@ -3,6 +3,7 @@
 #include "settings_panel.h"
 
 #include "loss_scaling_editor.h"
+#include "wheel_guard.h"
 #include "error.h"
 #include "nn/model_kinds.h"
 #include "train/settings.h"
@@ -77,9 +78,10 @@ QList<QPair<QString, QString>> formatChoices()
 
 }  // namespace
 
-SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent)
+SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent), wheelGuard_(new WheelGuard(this))
 {
     buildUi();
+    wheelGuard_->guard(this);
     setCudaInfo(probeCudaBackend());
     setSettings(TrainSettings{});
 }
@@ -465,6 +467,7 @@ void SettingsPanel::showLayerRows(const ModelSpec& model, const PrecisionRecipe&
         const LayerPrecision* own = recipe.layerPrecision(name);
         selectData(choice, own ? QString::fromStdString(own->precision) : QString());
     }
+    wheelGuard_->guard(layers_);   // the rows' new choices too
     layers_->resizeRowsToContents();
     int height = layers_->horizontalHeader()->height() + 2 * layers_->frameWidth();
     for (int row = 0; row < layers_->rowCount(); ++row) height += layers_->rowHeight(row);

@@ -23,6 +23,8 @@ QT_END_NAMESPACE
 
 namespace plab::ui {
 
+class WheelGuard;
+
 class LossScalingEditor;
 
 class SettingsPanel : public QWidget {
@@ -74,6 +76,7 @@ private:
     QString problem_;
     QStringList notices_;
     QString droppedPaths_;   // which paths the last setSettings did not take (empty: none)
+    WheelGuard* wheelGuard_;   // the wheel scrolls the panel unless a control has the focus
     QString changeError_;
     bool live_ = false;
     bool filling_ = false;

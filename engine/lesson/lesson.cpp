@@ -7,10 +7,12 @@
 #include "json/json_input.h"
 #include "lesson/lesson_metrics.h"
 #include "lesson/lesson_text.h"
+#include "nn/model_kinds.h"
 #include "telemetry/telemetry.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +20,19 @@
 namespace plab {
 
 using nlohmann::json;
+
+double runWork(const TrainSettings& s)
+{
+    const ModelKind* kind = findModelKind(s.model.kind);
+    if (!kind) return 0.0;
+    const std::vector<int> widths = s.model.widths.empty() ? defaultWidths(*kind) : s.model.widths;
+    const double perImage = kind->multiplyAdds(widths);
+    const double steps = static_cast<double>(plannedSteps(s, kLessonBudgetTrainingSet));
+    const double images = steps * s.batch;
+    const double epochs = std::ceil(images / static_cast<double>(kLessonBudgetTrainingSet));
+    const double evaluations = (s.evalEvery > 0 ? std::floor(steps / s.evalEvery) : 0.0) + epochs + 1.0;
+    return perImage * (3.0 * images + evaluations * static_cast<double>(kLessonBudgetTestSet));
+}
 
 std::string lessonInputProblem(const std::string& path)
 {
@@ -317,8 +332,10 @@ Lesson lessonFromJson(const json& doc, const std::string& origin)
     }
 
     // A lesson is a demonstration of minutes: one that would train for hours (epochs:
-    // 100000 and no max_steps) is refused before anything runs.
+    // 100000 and no max_steps, or a model a thousand times wider) is refused before
+    // anything runs, saying by how much it is over.
     std::int64_t images = 0;
+    double work = 0.0;
     for (const LessonRun& r : lesson.runs) {
         const std::int64_t runImages = plannedSteps(r.settings, kLessonBudgetTrainingSet) * r.settings.batch;
         images = runImages > kLessonImageBudget ? kLessonImageBudget + 1 : images + runImages;
@@ -326,6 +343,15 @@ Lesson lessonFromJson(const json& doc, const std::string& origin)
             fail("its runs would train on more than " + std::to_string(kLessonImageBudget) +
                  " images in all (steps x batch, counting 60000 training images an epoch): give \"max_steps\" or fewer "
                  "\"epochs\" (run " + quotedExcerpt(r.id) + " alone trains on " + std::to_string(runImages) + ")");
+        const double runCost = runWork(r.settings);
+        work += runCost;
+        if (work > kLessonWorkBudget) {
+            char text[160];
+            std::snprintf(text, sizeof text,
+                          "its runs would take about %.2g multiply-adds, %.1f times the budget of %.2g (run %s alone: %.2g)",
+                          work, work / kLessonWorkBudget, kLessonWorkBudget, quotedExcerpt(r.id).c_str(), runCost);
+            fail(std::string(text) + ": give \"max_steps\", fewer \"epochs\", a smaller batch or narrower \"widths\"");
+        }
     }
 
     if (!doc.contains("charts") || !doc.at("charts").is_array() || doc.at("charts").empty())

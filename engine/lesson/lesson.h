@@ -110,6 +110,18 @@ const std::vector<std::string>& lessonChartNames();
 // lesson. More is refused when the lesson is loaded (`plab lesson --check`, the app).
 inline constexpr std::int64_t kLessonImageBudget = 2'000'000;
 inline constexpr std::int64_t kLessonBudgetTrainingSet = 60'000;
+inline constexpr std::int64_t kLessonBudgetTestSet = 10'000;   // MNIST's test images, each evaluation
+
+// The work of one run, in multiply-adds, as the budget counts it: its planned steps x
+// batch x 3 (the forward pass and the two gradients of each product) plus its evaluations
+// (each epoch's end, every eval_every steps, the last) x 10000 test images, each times its
+// model's forward multiply-adds per image (model_kinds.h).
+double runWork(const TrainSettings& settings);
+// And the budget of a lesson's runs together: ten times the largest shipped lesson's work
+// (lesson 12's five runs, about 1.3e12: a minute or two on two cores). A wide deep-mlp
+// (widths 4096,16, batch 1000, 2000 steps: 1.4e15) had passed the image budget alone and
+// would have trained for hours.
+inline constexpr double kLessonWorkBudget = 1.3e13;
 
 // Parses lesson JSON text; throws InputError "<origin>: <problem>." naming the key. A
 // lesson names no output file (save_weights, write_batches, out) and no data_dir; the

@@ -9,6 +9,7 @@
 #include "tensor/tensor.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,7 +48,19 @@ struct StepContext {
     // Label smoothing of the training loss (0: none): the cross-entropy's targets are
     // (1 - e) onehot + e / classes, as torch.nn.functional.cross_entropy's label_smoothing.
     float labelSmoothing = 0.0f;
+    // Set when the run is asked to stop (null: never): a step checks it between layers and
+    // ends with StepStopped, so a stop never waits for a long step to finish.
+    const std::atomic<bool>* stop = nullptr;
 };
+
+// Thrown by trainStep and evaluate between two layers once ctx.stop is set: the step is
+// abandoned (nothing was updated: the optimizer runs after trainStep returns).
+struct StepStopped {};
+
+inline void stopIfAsked(const StepContext& ctx)
+{
+    if (ctx.stop && ctx.stop->load(std::memory_order_relaxed)) throw StepStopped{};
+}
 
 struct StepOutput {
     float loss = 0.0f;          // mean cross-entropy of the batch, unscaled, as computed

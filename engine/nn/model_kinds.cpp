@@ -40,6 +40,35 @@ double vitCount(std::span<const int> w)
     return P * P * D + D + T * D + blocks * (12 * D * D + 13 * D) + 2 * D + 10 * D + 10;
 }
 
+// Forward multiply-adds of one image, the products only (biases and element-wise ops are a
+// small share): a linear layer's are its weights; a 3 x 3 convolution's, its weights times
+// the positions it is applied at (28 x 28, then 14 x 14 after the first pooling).
+double mlpMultiplyAdds(std::span<const int> w)
+{
+    const double a = d(w[0]), b = d(w[1]);
+    return 784 * a + a * b + b * 10;
+}
+
+double deepMlpMultiplyAdds(std::span<const int> w)
+{
+    const double a = d(w[0]), b = d(w[1]);
+    return 784 * a + (b - 2) * a * a + a * 10;
+}
+
+double cnnMultiplyAdds(std::span<const int> w)
+{
+    const double a = d(w[0]), b = d(w[1]);
+    return 28 * 28 * 9 * a + 14 * 14 * 9 * a * b + 49 * b * 10;
+}
+
+// vit over T patches: the embedding, per block qkv, the scores and their weighted sum
+// (2 T^2 D), the projection and the 4x MLP (12 T D^2 in all), and the head.
+double vitMultiplyAdds(std::span<const int> w)
+{
+    const double D = d(w[0]), blocks = d(w[1]), P = d(w[3]), T = (28 / P) * (28 / P);
+    return T * P * P * D + blocks * (12 * T * D * D + 2 * T * T * D) + 10 * D;
+}
+
 std::string vitTogether(std::span<const int> w)
 {
     if (w[0] % w[2] != 0)
@@ -50,15 +79,16 @@ std::string vitTogether(std::span<const int> w)
 
 const ModelKind kKinds[] = {
     {"mlp", "MLP 784-512-256-10",
-     {{"first hidden width", 512, 1, kMaxWidth}, {"second hidden width", 256, 1, kMaxWidth}}, mlpCount},
+     {{"first hidden width", 512, 1, kMaxWidth}, {"second hidden width", 256, 1, kMaxWidth}}, mlpCount, mlpMultiplyAdds},
     {"deep-mlp", "Deep MLP (16 layers of 128, no normalisation)",
-     {{"hidden width", 128, 1, kMaxWidth}, {"number of linear layers", 16, 2, 64}}, deepMlpCount},
-    {"small-cnn", "Small CNN", {{"conv1 channels", 32, 1, kMaxWidth}, {"conv2 channels", 64, 1, kMaxWidth}}, cnnCount},
+     {{"hidden width", 128, 1, kMaxWidth}, {"number of linear layers", 16, 2, 64}}, deepMlpCount, deepMlpMultiplyAdds},
+    {"small-cnn", "Small CNN", {{"conv1 channels", 32, 1, kMaxWidth}, {"conv2 channels", 64, 1, kMaxWidth}}, cnnCount,
+     cnnMultiplyAdds},
     {"seed-cnn", "Seed CNN (420/1000 channels)",
-     {{"conv1 channels", 420, 1, kMaxWidth}, {"conv2 channels", 1000, 1, kMaxWidth}}, cnnCount},
+     {{"conv1 channels", 420, 1, kMaxWidth}, {"conv2 channels", 1000, 1, kMaxWidth}}, cnnCount, cnnMultiplyAdds},
     {"vit", "Vision transformer (7x7 patches)",
      {{"width", 64, 16, 4096}, {"number of blocks", 2, 1, 24}, {"heads", 4, 1, 256}, {"patch side", 7, 2, 28}},
-     vitCount, vitTogether},
+     vitCount, vitMultiplyAdds, vitTogether},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The model kinds, one row each: name, title, what each of its widths means with its
-// default and range, a check of widths together, and the parameter count of given widths. The CLI's help, the
+// default and range, a check of widths together, and the parameter count and forward
+// multiply-adds of given widths. The CLI's help, the
 // settings' validation, the settings panel and Model::create read them; adding a model is a
 // row here and its layer stack in models.cpp.
 #pragma once
@@ -25,6 +26,10 @@ struct ModelKind {
     // Parameters (weights and biases) of the model with these widths (one per rule), in
     // double so that absurd widths are counted without overflow.
     double (*parameterCount)(std::span<const int> w);
+    // Multiply-adds of one image's forward pass with these widths (a training step is about
+    // three times that per image: the forward pass and the two gradients of each product).
+    // What a lesson's cost is estimated by before it runs.
+    double (*multiplyAdds)(std::span<const int> w);
     // What is wrong with widths that each keep their rule together ("the heads must
     // divide the width"), empty for nothing; null where any such widths go together.
     std::string (*widthsTogether)(std::span<const int> w) = nullptr;

@@ -124,11 +124,16 @@ public:
     {
         const auto p = StepPrecision::of(ctx, firstLayerName());
         Tensor* x = &prepareInput(images, images.size() > 0 ? images.dim(0) : 0, 0, ctx, p);
-        for (auto& layer : layers_) x = &layer->forward(*x, ctx);
+        for (auto& layer : layers_) {
+            stopIfAsked(ctx);
+            x = &layer->forward(*x, ctx);
+        }
         const StepOutput out = loss_.forward(*x, labels, ctx);
         Tensor* grad = &loss_.backward(lossScale, ctx);
-        for (int i = static_cast<int>(layers_.size()) - 1; i >= firstParameterLayer_; --i)
+        for (int i = static_cast<int>(layers_.size()) - 1; i >= firstParameterLayer_; --i) {
+            stopIfAsked(ctx);
             grad = layers_[static_cast<std::size_t>(i)]->backward(*grad, ctx, i > firstParameterLayer_);
+        }
         return out;
     }
 
@@ -147,7 +152,10 @@ public:
         for (std::int64_t n0 = 0; n0 < N; n0 += kEvaluationSlice) {
             const std::int64_t count = std::min(kEvaluationSlice, N - n0);
             Tensor* x = &prepareInput(images, count, n0, evalCtx, p);
-            for (auto& layer : layers_) x = &layer->forward(*x, evalCtx);
+            for (auto& layer : layers_) {
+                stopIfAsked(evalCtx);
+                x = &layer->forward(*x, evalCtx);
+            }
             const std::vector<std::uint8_t> sliceLabels(labels.begin() + n0, labels.begin() + n0 + count);
             const StepOutput out = loss_.forward(*x, sliceLabels, evalCtx);
             total.correct += out.correct;

@@ -164,6 +164,7 @@ void Trainer::evaluate(State& st)
 {
     constexpr std::int64_t kEvalBatch = 500;
     StepContext ctx{&st.recipe, st.backend.get(), nullptr, &st.memory, false, &st.work};
+    ctx.stop = control_->stopFlag();
     const Dataset& test = data_.test;
     std::vector<std::uint32_t> idx(static_cast<std::size_t>(test.count));
     for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
@@ -400,7 +401,7 @@ void Trainer::setUp(State& st)
 
     st.params = st.model->parameters();
     st.ctx = StepContext{&st.recipe, st.backend.get(), &st.telemetry, &st.memory, true, &st.work,
-                         static_cast<float>(settings_.labelSmoothing)};
+                         static_cast<float>(settings_.labelSmoothing), control_->stopFlag()};
 }
 
 RunResult Trainer::runOrThrow(State& st)
@@ -413,9 +414,16 @@ RunResult Trainer::runOrThrow(State& st)
         reportRefusedChanges(st);   // refused after the last step, the record still says so
         // Evaluated at the end unless it just was, or nothing trained (a run stopped before
         // its first step); an evaluation-only run (epochs 0) is that one evaluation.
+        // A stopped run is not held up by it: the stop reaches into the evaluation too, and
+        // the run ends with the last evaluation it had.
         if (st.lastEvalStep != st.step && status != RunStatus::diverged && status != RunStatus::failed &&
-            (st.step > 0 || evaluationOnly()))
-            evaluate(st);
+            (st.step > 0 || evaluationOnly())) {
+            try {
+                evaluate(st);
+            } catch (const StepStopped&) {
+                message += "; not evaluated after the stop";
+            }
+        }
         if (auto problem = writeOutputFiles(st, status); !problem.empty()) {
             status = RunStatus::failed;
             message += "; " + problem;
@@ -470,11 +478,23 @@ RunResult Trainer::runOrThrow(State& st)
     st.epoch = 0;
     while (!source.done()) {
         if (auto end = beforeStep()) return *end;
-        const BatchSource::Batch batch = source.next(st.batch);
-        if (auto end = step(batch.indices, batch.count)) return *end;
-        if (source.epochEnded()) {
-            evaluate(st);
-            st.epoch = source.epoch();
+        try {
+            const BatchSource::Batch batch = source.next(st.batch);
+            if (auto end = step(batch.indices, batch.count)) return *end;
+            if (source.epochEnded()) {
+                evaluate(st);
+                st.epoch = source.epoch();
+            }
+        } catch (const StepStopped&) {
+            // Stopped between two layers of a step (or of an evaluation): that step is
+            // abandoned before its update, so the run ends with the last step completed.
+            const std::int64_t abandoned = st.step;
+            st.step = st.foldedStep;
+            return finish(RunStatus::stopped,
+                          abandoned == st.step
+                              ? "stopped during the evaluation after step " + std::to_string(st.step)
+                              : "stopped during step " + std::to_string(abandoned) +
+                                    " (not applied); the last step completed is " + std::to_string(st.step));
         }
     }
     if (evaluationOnly()) return finish(RunStatus::completed, "evaluated the initial weights (epochs 0: no training)");

@@ -55,6 +55,8 @@ public:
     [[nodiscard]] std::string requestChange(const SettingsChange& change);
 
     bool stopRequested() const { return stop_.load(std::memory_order_relaxed); }
+    // The flag itself, for a step to check between its layers (StepContext::stop).
+    const std::atomic<bool>* stopFlag() const { return &stop_; }
 
     // For the trainer: blocks while paused (returns early on stop); returns the pending
     // change, if any, and clears it. `onPause`/`onResume` run on the trainer's thread.

@@ -435,10 +435,16 @@ class Probe:
         if lr is None and self.optimizer is not None and self.optimizer.param_groups:
             lr = self.optimizer.param_groups[0].get("lr", 0.0)
         elapsed = (time.monotonic() - self._step_started) * 1000 if self._step_started else 0.0
+        if batch and int(batch) < 1:
+            raise ValueError(f"batch must be the number of samples in the step (at least 1), not {batch!r}")
+        # A learning rate the lab cannot show (negative, NaN, infinite) is written as none: the
+        # lab's records hold rates from 0 up (found by tests/fuzz/fuzz_probe.py).
+        rate = _finite(lr) if lr is not None else 0.0
+        if rate is not None and rate < 0:
+            rate = None
         self.record["steps"].append({"step": self.step, "epoch": 0, "loss": _finite(value),
                                      "loss_scale": _finite(self._scale), "skipped": skipped,
-                                     "lr": _finite(lr) if lr is not None else 0.0,
-                                     "batch": int(batch) if batch else 1, "time_ms": elapsed})
+                                     "lr": rate, "batch": int(batch) if batch else 1, "time_ms": elapsed})
         if self._capture:
             self._capture = False
             for layer, module in self._named:
@@ -543,9 +549,12 @@ class Probe:
             return
         self._last_flush = now
         try:
-            text = json.dumps(self.record, allow_nan=False)
+            text = json.dumps(self.record, allow_nan=False, ensure_ascii=False)
         except ValueError:   # a non-finite number no site above made null (a user's value): null too
-            text = json.dumps(_finite_all(self.record), allow_nan=False)
+            text = json.dumps(_finite_all(self.record), allow_nan=False, ensure_ascii=False)
+        # UTF-8, as the lab reads: text that is no Unicode (a lone surrogate in a name, which
+        # ensure_ascii would have written as an escape the lab refuses) becomes "?".
+        data = text.encode("utf-8", errors="replace")
         # A temporary beside the record, named as the lab's writer names its own
         # (engine/files/atomic_file.cpp), created exclusively with mode 0644, from which the
         # umask takes its bits as from any new file (mkstemp's 0600 would keep the record from
@@ -561,8 +570,8 @@ class Probe:
         else:
             raise FileExistsError(f"cannot write {self.path}: no free name for a temporary file in {folder}")
         try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
             os.replace(tmp, self.path)
         except BaseException:
             try:

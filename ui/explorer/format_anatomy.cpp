@@ -93,6 +93,18 @@ FormatAnatomy describe(Format f, double input)
     a.valueClass = classify(f, a.value);
     a.shortest = QString::fromStdString(shortestDecimal(f, a.value));
     a.exact = exactDecimal(a.value);
+    int significant = 0;
+    bool leading = true;
+    for (const QChar c : a.exact) {
+        if (!c.isDigit()) continue;
+        if (leading && c == QLatin1Char('0')) continue;
+        leading = false;
+        ++significant;
+    }
+    // Trailing zeros of a whole number are not significant (65536000 has 5).
+    if (!a.exact.contains(QLatin1Char('.')))
+        for (qsizetype i = a.exact.size() - 1; i >= 0 && a.exact[i] == QLatin1Char('0') && significant > 1; --i) --significant;
+    a.shown = !std::isfinite(a.value) || significant <= 9 ? a.exact : QStringLiteral("≈") + a.shortest;
     const double v = a.value;
     a.error = std::isfinite(v) && std::isfinite(input) ? v - input : std::numeric_limits<double>::quiet_NaN();
     if (!std::isfinite(v)) {

@@ -30,6 +30,11 @@ struct FormatAnatomy {
     ValueClass valueClass = ValueClass::zero;
     QString shortest;            // shortestDecimal(): the shortest decimal that reads back
     QString exact;               // the exact decimal expansion of value ("nan", "inf" too)
+    // What a row shows as the value: the exact expansion where it is short (at most 9
+    // significant digits: 65536, 0.75), else "≈" and the shortest decimal that reads back to
+    // it (≈0.1 for fp16's 0.0999755859375). Never a decimal the format does not hold shown
+    // as if it did (tf32's 65536 had read "65540").
+    QString shown;
     double error = 0.0;          // value - input (NaN when either is not finite)
     double spacingUp = 0.0;      // distance from |value| to the next larger magnitude
     double spacingDown = 0.0;    // distance to the next smaller magnitude (0 at zero)

@@ -99,7 +99,7 @@ void FormatRow::setAnatomy(const FormatAnatomy& a)
     QString exact = a.exact;
     if (exact.size() > 90) exact = exact.left(44) + QStringLiteral("…") + exact.right(44);
     value_->setText(tr("<b>%1</b> = %2&nbsp;&nbsp; exactly %3")
-                        .arg(a.shortest, powerOfTwoForm(a.value).toHtmlEscaped(), breakableDigits(exact)));
+                        .arg(a.shown, powerOfTwoForm(a.value).toHtmlEscaped(), breakableDigits(exact)));
     value_->setToolTip(a.exact);
     // "spacing ↓a ↑b" wraps as one piece (no-break spaces).
     details_->setText(tr("%1 · error %2 · spacing\u00a0↓%3\u00a0↑%4")
