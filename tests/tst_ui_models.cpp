@@ -228,6 +228,42 @@ private slots:
         QVERIFY(fs::exists(runs.path() / "victim.json"));
     }
 
+    // Issue 67, item 1: the runs folder is watched. A record that another process writes
+    // there after start-up (plab train --out) joins the list while it is written, is followed
+    // to its end, and a rename or removal by another program is seen too; no fixed sleep.
+    void recordsWrittenByOthersAppearAndLeave()
+    {
+        testing::TempDir runs;
+        writeRecord(runs.path() / "run-a.json", "fp32", "a");
+        RunStore store(q(runs.path()));
+        QCOMPARE(store.loadAll(), QStringList());
+        store.watchFolder();
+        RunListModel model(&store);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QProcess plab;
+        plab.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        plab.start(QStringLiteral(PLAB_CLI_PATH),
+                   {"train", "--data-dir", q(data_.path()), "--widths", "4,8", "--batch", "16", "--epochs", "40",
+                    "--threads", "1", "--quiet", "--name", "from the CLI", "--out", q(runs.path() / "cli.json")});
+        QVERIFY(plab.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(store.run(QStringLiteral("cli")), 20000);
+        const RunPtr cli = store.run(QStringLiteral("cli"));
+        QCOMPARE(cli->name(), QStringLiteral("from the CLI"));
+        if (plab.state() == QProcess::Running) QVERIFY(cli->isLive());   // followed while written
+        QVERIFY(plab.waitForFinished(120000));
+        QCOMPARE(plab.exitCode(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(!cli->isLive(), 10000);
+        QCOMPARE(cli->status(), RunStatus::completed);
+        QCOMPARE(cli->steps().back().step, std::int64_t(40 * 20));   // all of it, 320 images / 16 a step
+        // Renamed by another program: the old entry leaves, the new one comes.
+        fs::rename(runs.path() / "cli.json", runs.path() / "cli-renamed.json");
+        QTRY_VERIFY_WITH_TIMEOUT(store.run(QStringLiteral("cli-renamed")) && !store.run(QStringLiteral("cli")), 10000);
+        // Removed by another program: it leaves the list.
+        fs::remove(runs.path() / "run-a.json");
+        QTRY_VERIFY_WITH_TIMEOUT(!store.run(QStringLiteral("run-a")), 10000);
+        QCOMPARE(model.rowCount(), 1);
+    }
+
     void interruptedRecordReopensAsInterrupted()
     {
         testing::TempDir runs;

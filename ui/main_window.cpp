@@ -116,6 +116,7 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
         statusBar()->clearMessage();
         if (!problems.isEmpty()) showError(problems.join(QLatin1Char(' ')));
         if (watchedId_.isEmpty() && store_->count() > 0) watchRun(store_->runs().back()->id());
+        store_->watchFolder();   // from now on, runs other programs write there appear by themselves
         refreshActions();
     });
     store_->loadAllInBackground();

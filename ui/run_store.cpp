@@ -9,10 +9,12 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QPointer>
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <set>
 
 namespace plab::ui {
 
@@ -82,6 +84,76 @@ RunStore::~RunStore()
     cancelScan_ = true;
     if (scanThread_.joinable()) scanThread_.join();
     if (followThread_.joinable()) followThread_.join();   // what it posts is dropped with this object
+    if (rescanThread_.joinable()) rescanThread_.join();   // it stops reading at cancelScan_
+}
+
+void RunStore::watchFolder()
+{
+    if (watcher_) return;
+    QDir().mkpath(runsDir_);
+    watcher_ = new QFileSystemWatcher(QStringList{runsDir_}, this);
+    rescanTimer_.setSingleShot(true);
+    rescanTimer_.setInterval(200);
+    connect(watcher_, &QFileSystemWatcher::directoryChanged, &rescanTimer_, qOverload<>(&QTimer::start));
+    connect(&rescanTimer_, &QTimer::timeout, this, &RunStore::rescanFolder);
+    rescanTimer_.start();   // what changed between the first listing and now
+}
+
+void RunStore::rescanFolder()
+{
+    if (rescanBusy_) {
+        rescanAgain_ = true;
+        return;
+    }
+    // The records of this folder the list holds, by file name, for the thread to compare.
+    std::set<std::string> known;
+    for (const RunPtr& r : std::as_const(runs_)) {
+        const QFileInfo f(r->recordPath());
+        if (!r->recordPath().isEmpty() && f.absoluteDir() == QDir(runsDir_)) known.insert(f.fileName().toStdString());
+    }
+    if (rescanThread_.joinable()) rescanThread_.join();   // done: rescanBusy_ was cleared
+    rescanBusy_ = true;
+    rescanThread_ = std::thread([this, known = std::move(known), folder = toPath(runsDir_)] {
+        const std::vector<std::string> names = recordFileNames(folder);
+        const std::set<std::string> present(names.begin(), names.end());
+        auto added = std::make_shared<std::vector<ScannedRecord>>();
+        std::vector<std::string> gone;
+        for (const std::string& name : names)
+            if (!known.count(name) && !cancelScan_) added->push_back(scanRecord(folder / name));
+        for (const std::string& name : known)
+            if (!present.count(name)) gone.push_back(name);
+        QMetaObject::invokeMethod(this, [this, added, gone = std::move(gone)] { applyRescan(std::move(*added), gone); },
+                                  Qt::QueuedConnection);
+    });
+}
+
+void RunStore::applyRescan(std::vector<ScannedRecord>&& added, const std::vector<std::string>& gone)
+{
+    rescanBusy_ = false;
+    // Records that left the folder (removed or renamed by another program) leave the list;
+    // a run still training here, or one whose record is back meanwhile, stays.
+    for (const std::string& name : gone) {
+        const int row = indexOf(QFileInfo(QString::fromStdString(name)).completeBaseName());
+        if (row < 0) continue;
+        const RunPtr run = runs_[row];
+        if (run->isLive() || QFileInfo::exists(run->recordPath())) continue;
+        emit runAboutToBeRemoved(row);
+        runs_.removeAt(row);
+        ids_.remove(run->id());
+        followed_.remove(run->id());
+        emit runRemoved(row);
+    }
+    QStringList problems;
+    addScanned(std::move(added), &problems);   // a record still being written is followed
+    for (const QString& p : std::as_const(problems))
+        if (!reported_.contains(p)) {
+            reported_.insert(p);
+            emit problem(p);
+        }
+    if (rescanAgain_) {
+        rescanAgain_ = false;
+        rescanTimer_.start();
+    }
 }
 
 RunData::SeriesLoader RunStore::seriesLoader()

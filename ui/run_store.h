@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+class QFileSystemWatcher;
+
 namespace plab::ui {
 
 // A file name the person chose, as the engine's file functions take it (UTF-8).
@@ -73,6 +75,12 @@ public:
     QString undoRemoveText() const;   // "Undo delete of “AMP FP16 14:02”"
     QString undoRemove();
 
+    // Watches the runs folder from now on: records that another program creates (plab
+    // train --out, a sweep, the PyTorch probe, another app), renames or removes there join,
+    // follow or leave the list within a second or so, read off the GUI thread; one still
+    // being written is followed as it grows.
+    void watchFolder();
+
     // Opens a run record from anywhere (e.g. `plab train --out`): a file already in the
     // runs folder is simply found; any other is copied in, so the original is never
     // touched. Returns the run, or null with `error` set.
@@ -110,6 +118,8 @@ private:
     // writer is gone (interrupted).
     void follow(const RunPtr& run);
     void refreshFollowed();
+    void rescanFolder();
+    void applyRescan(std::vector<ScannedRecord>&& added, const std::vector<std::string>& gone);
 
     QString runsDir_;
     QList<RunPtr> runs_;
@@ -122,6 +132,11 @@ private:
     QStringList recentlyShown_;      // run ids, the most recent first
     std::thread scanThread_;
     std::thread followThread_;       // re-reads followed records off the GUI thread
+    QFileSystemWatcher* watcher_ = nullptr;
+    QTimer rescanTimer_;             // gathers a burst of the folder's changes into one rescan
+    std::thread rescanThread_;       // lists the folder and reads new records
+    bool rescanBusy_ = false, rescanAgain_ = false;   // (GUI thread only)
+    QSet<QString> reported_;         // problems of watched records already said
     bool followBusy_ = false;        // a re-read is under way (set and cleared on the GUI thread)
     std::atomic<bool> cancelScan_{false};
     bool loadingDone_ = false;

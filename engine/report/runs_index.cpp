@@ -252,9 +252,7 @@ void readRecord(ScannedRecord& out)
 
 }  // namespace
 
-std::size_t scanRunsFolder(const std::filesystem::path& folder,
-                           const std::function<void(std::vector<ScannedRecord>&&)>& deliver,
-                           const std::atomic<bool>& cancelled, RunsScanOptions options)
+std::vector<std::string> recordFileNames(const std::filesystem::path& folder)
 {
     std::vector<std::string> names;
     std::error_code ec;
@@ -268,6 +266,24 @@ std::size_t scanRunsFolder(const std::filesystem::path& folder,
         names.push_back(name);
     }
     std::sort(names.begin(), names.end());
+    return names;
+}
+
+ScannedRecord scanRecord(const std::filesystem::path& file)
+{
+    ScannedRecord r;
+    r.file = file;
+    r.id = file.stem().string();
+    readRecord(r);
+    if (r.listing && r.listing->unfinished) r.writerAlive = recordWriterAlive(r.file);
+    return r;
+}
+
+std::size_t scanRunsFolder(const std::filesystem::path& folder,
+                           const std::function<void(std::vector<ScannedRecord>&&)>& deliver,
+                           const std::atomic<bool>& cancelled, RunsScanOptions options)
+{
+    const std::vector<std::string> names = recordFileNames(folder);
 
     RunsIndex index = RunsIndex::load(folder);
     index.keepOnly(names);

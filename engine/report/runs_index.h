@@ -112,6 +112,13 @@ struct RunsScanOptions {
     int threads = 2;               // for records the index does not hold
 };
 
+// The file names of the records in `folder` ("*.json", not hidden, regular files or links),
+// sorted: what a scan reads.
+std::vector<std::string> recordFileNames(const std::filesystem::path& folder);
+// One record's listing, read from the record (parsed and replayed whole), with whether a
+// live process still writes it: what a scan delivers for a record the index does not hold.
+ScannedRecord scanRecord(const std::filesystem::path& file);
+
 // Reads the listing of every record in `folder` ("*.json", not hidden, not folders), in
 // file-name order: from the index where it is current, from the record otherwise (parsed
 // and replayed whole, so a damaged record is found now, as before the index existed).
