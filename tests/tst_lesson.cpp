@@ -278,6 +278,19 @@ private slots:
         writeText(folder / "l.json", lesson.dump());
         QCOMPARE(loadLessonFile(folder / "l.json").runs[0].settings.initWeights,
                  std::filesystem::canonical(folder / "w" / "init.safetensors").string());
+
+        // A batch file's lines are what a run trains: its work is counted from the file (a
+        // wide model for 200 steps of batch 1 planned, but 200 lines of 1,000 samples).
+        std::string wide;
+        for (int line = 0; line < 200; ++line) {
+            for (int i = 0; i < 1000; ++i) wide += std::to_string(i) + (i + 1 < 1000 ? " " : "\n");
+        }
+        writeText(folder / "wide.txt", wide);
+        lesson["runs"][0]["settings"] = {{"model", "deep-mlp"}, {"widths", {4096, 16}}, {"batch", 1}, {"max_steps", 200},
+                                         {"read_batches", "wide.txt"}};
+        writeText(folder / "l.json", lesson.dump());
+        const QString wideWhy = refusalOf(folder / "l.json");
+        QVERIFY2(wideWhy.contains("times the budget") && wideWhy.contains("with its batch file"), qPrintable(wideWhy));
     }
 
     // What a lesson is saved as names no file of this machine, and reads back.

@@ -735,6 +735,43 @@ private slots:
         QCOMPARE(epochSeconds("2026-11-28T00:00:00Z"), 1795824000.0);
     }
 
+    // From the review: the reader that streams a record's steps reads what the whole-document
+    // reader reads, or refuses it the same way: a repeated "steps" key is refused (the
+    // document keeps the last, the stream had taken the first), a step that is no object
+    // named as such.
+    void streamedStepsReadAsTheDocument()
+    {
+        const fs::path file = dir_.path() / "streamed.json";
+        std::string text = scaled_.dump();
+        writeJson(file, scaled_);
+        const RunRecord streamed = loadRunRecord(file);
+        const RunRecord whole = readRunRecord(loadRunRecordDocument(file), file.string());
+        QCOMPARE(streamed.steps.size(), whole.steps.size());
+        for (std::size_t i = 0; i < whole.steps.size(); ++i) {
+            QCOMPARE(streamed.steps[i].step, whole.steps[i].step);
+            QVERIFY(streamed.steps[i].loss == whole.steps[i].loss);
+            QCOMPARE(streamed.steps[i].lossScale, whole.steps[i].lossScale);
+        }
+        const auto refusal = [&](const std::string& body) {
+            { std::ofstream(file) << body; }
+            try {
+                (void)loadRunRecord(file);
+            } catch (const InputError& e) {
+                return QString::fromStdString(e.what());
+            }
+            return QString();
+        };
+        json twice = scaled_;
+        const std::string again = twice.dump();
+        // The same key twice, as JSON text allows.
+        const std::string doubled = "{\"steps\": [{\"step\": 99}], " + again.substr(1);
+        QVERIFY2(refusal(doubled).contains(QStringLiteral("\"steps\" appears twice")), qPrintable(refusal(doubled)));
+        json notObject = scaled_;
+        notObject["steps"] = json::array({5});
+        QVERIFY2(refusal(notObject.dump()).contains(QStringLiteral("every entry of \"steps\" must be an object, got 5")),
+                 qPrintable(refusal(notObject.dump())));
+    }
+
     void cliReportRejectsBadRecords_data()
     {
         QTest::addColumn<QByteArray>("content");

@@ -457,6 +457,19 @@ private slots:
         for (const json& e : o.record["evals"]) QVERIFY(e["step"].get<int>() != 5);   // it was not completed
     }
 
+    // From the review: a stop that reaches the final evaluation (here of an evaluation-only
+    // run) ends the run as stopped, not as completed without its evaluation.
+    void stopDuringTheFinalEvaluationIsAStop()
+    {
+        TrainSettings s = smallRun("fp32");
+        s.epochs = 0;   // evaluation only
+        Trainer t(s, data_, [](const TrainerEvent&) {});
+        t.control().stop();
+        const RunResult r = t.run();
+        QCOMPARE(r.status, RunStatus::stopped);
+        QVERIFY2(r.message.find("stopped during the final evaluation") != std::string::npos, r.message.c_str());
+    }
+
     void pauseWaitsForResume()
     {
         TrainSettings s = smallRun("fp32");

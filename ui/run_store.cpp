@@ -498,31 +498,26 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
         follow(here);
         return here;
     }
-    // Check it first, so that nothing unreadable lands in the runs folder; read once, as
-    // the run its copy will be (a long record takes a second to read).
+    // Copied in, then the copy read (once: a long record takes a second): what is read is
+    // what stays, and a copy that cannot be read is removed again, so nothing unreadable
+    // lands in the runs folder. A record still being written elsewhere is copied as it
+    // stands, and no writer follows the copy (interrupted where it ends).
     if (!QDir().mkpath(runsDir_)) {
         if (error) *error = tr("Could not create the runs folder %1.").arg(runsDir_);
         return nullptr;
     }
     const QString target = freeRecordPath(runsDir_, info.completeBaseName());
-    QString problem;
-    RunPtr run = readRun(info.absoluteFilePath(), QFileInfo(target).completeBaseName(), &problem);
-    if (!run) {
-        if (error) *error = problem;
-        return nullptr;
-    }
     if (!QFile::copy(info.absoluteFilePath(), target)) {
         if (error) *error = tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_);
         return nullptr;
     }
-    // A record still being written elsewhere is copied as it stands: read the copy, which
-    // no writer follows (interrupted where it ends).
-    if (run->isLive()) run = readRun(target, QFileInfo(target).completeBaseName(), &problem);
+    QString problem;
+    RunPtr run = readRun(target, QFileInfo(target).completeBaseName(), &problem);
     if (!run) {
-        if (error) *error = problem;
+        QFile::remove(target);
+        if (error) *error = problem.replace(target, info.absoluteFilePath());   // named as the person knows it
         return nullptr;
     }
-    run->setRecordPath(target);
     if (run->name() == run->id() && run->id() != info.completeBaseName()) run->setName(info.completeBaseName());
     insertRun(run, count());
     return run;

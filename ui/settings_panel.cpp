@@ -368,10 +368,13 @@ void SettingsPanel::setCudaInfo(const BackendInfo& info)
         cuda->setToolTip(info.available ? QString() : QString::fromStdString(info.reason));
     }
     const QString reason = QString::fromStdString(info.reason);
-    backendNote_->setText(info.available ? tr("CUDA: available")
+    const QString forPeople = QString::fromStdString(cudaReasonForPeople(info.reason));
+    backendNote_->setText(info.available                ? tr("CUDA: available")
+                          : forPeople != reason         ? tr("CUDA: %1").arg(forPeople)
                           : reason.startsWith(QLatin1String("unavailable")) ? tr("CUDA %1").arg(reason)
                                                                              : tr("CUDA: not available: %1").arg(reason));
-    backendNote_->setToolTip(backendNote_->text());
+    // The raw reason as the detail (what the CUDA runtime said).
+    backendNote_->setToolTip(info.available ? backendNote_->text() : tr("CUDA %1").arg(reason));
     if (!filling_) readControls();
 }
 

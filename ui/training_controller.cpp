@@ -56,7 +56,10 @@ QString TrainingController::newRunId(const QString& folder, std::shared_ptr<Reco
     for (int n = 1;; ++n) {
         const QString id = n == 1 ? base : base + QStringLiteral("-%1").arg(n);
         const QString record = QDir(folder).filePath(id + QStringLiteral(".json"));
-        if (QFileInfo::exists(record) || (taken && taken(id))) continue;
+        // A weights file of that name is taken too: the run's own goes there, and Delete moves it.
+        if (QFileInfo::exists(record) || QFileInfo::exists(QDir(folder).filePath(id + QStringLiteral(".safetensors"))) ||
+            (taken && taken(id)))
+            continue;
         if (!lock) return id;
         RecordLock::Outcome outcome{};
         std::unique_ptr<RecordLock> taken = RecordLock::acquire(record.toStdString(), &outcome);

@@ -23,7 +23,12 @@ void addInfoCommand(CLI::App& app, std::function<int()>& run)
             for (const auto& v : cpu.versions) std::cout << "; " << v;
             std::cout << '\n';
             const auto cuda = probeCudaBackend();
-            std::cout << "backend cuda: " << (cuda.available ? "available" : cuda.reason) << '\n';
+            const std::string forPeople = cudaReasonForPeople(cuda.reason);
+            std::cout << "backend cuda: "
+                      << (cuda.available ? "available"
+                          : forPeople != cuda.reason ? forPeople + " (the CUDA runtime: " + cuda.reason + ")"
+                                                     : cuda.reason)
+                      << '\n';
             std::cout << "recipes:";
             for (const auto& n : PrecisionRecipe::presetNames()) std::cout << ' ' << n;
             std::cout << "\nframework recipes:";

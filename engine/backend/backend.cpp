@@ -171,6 +171,14 @@ std::string_view arithmeticKind(std::string_view phrase)
 
 BackendInfo probeCudaBackend() { return probePlugin(loadPlugin()); }
 
+std::string cudaReasonForPeople(const std::string& reason)
+{
+    for (const char* noDevice : {"driver version is insufficient for CUDA runtime", "no CUDA-capable device",
+                                 "no CUDA device"})
+        if (reason.find(noDevice) != std::string::npos) return "No NVIDIA GPU found (the CUDA backend needs one)";
+    return reason;
+}
+
 BackendInfo probeCudaPluginFile(const std::string& path)
 {
     PluginHandle plugin = openPlugin(path);

@@ -655,6 +655,12 @@ int usableCpuThreads(int requested);
 // whether a device is usable. Never throws; available = false with a reason when absent.
 BackendInfo probeCudaBackend();
 
+// A probe's reason as a person should read it: where no NVIDIA GPU or driver is there (the
+// runtime then reports "CUDA driver version is insufficient for CUDA runtime version" or
+// "no CUDA-capable device", which read as a broken driver), "No NVIDIA GPU found (the CUDA
+// backend needs one)"; any other reason as it is. The raw reason stays the detail.
+std::string cudaReasonForPeople(const std::string& reason);
+
 // Loads the CUDA plugin and creates its backend; throws std::runtime_error with the
 // probe's reason when it is not available.
 std::unique_ptr<ComputeBackend> createCudaBackend(int deviceIndex);

@@ -22,6 +22,7 @@ using nlohmann::json;
 namespace {
 
 struct TooDeep {};
+struct StreamedTwice {};
 
 void appendEscaped(std::string& out, std::string_view s, std::size_t room)
 {
@@ -103,8 +104,12 @@ public:
     bool start_array(std::size_t)
     {
         const bool streamed = sink_ && stack_.size() == 1 && stack_.back()->is_object() && topKey_ == streamKey_;
+        if (streamed && streamedOnce_) throw StreamedTwice{};   // the sink has the first one's elements
         open(json::array());
-        if (streamed) stream_ = stack_.back();
+        if (streamed) {
+            stream_ = stack_.back();
+            streamedOnce_ = true;
+        }
         return true;
     }
     bool end_object() { return close(); }
@@ -165,6 +170,7 @@ private:
     std::string_view streamKey_;
     const JsonElementSink* sink_;
     json* stream_ = nullptr;     // the streamed array while it is open
+    bool streamedOnce_ = false;
 };
 
 json parseWith(std::string_view text, const std::string& origin, JsonLimits limits, std::string_view streamKey,
@@ -180,6 +186,10 @@ json parseWith(std::string_view text, const std::string& origin, JsonLimits limi
         return result;
     } catch (const TooDeep&) {
         throw InputError(origin + ": JSON nested more than " + std::to_string(limits.maxDepth) + " levels deep");
+    } catch (const StreamedTwice&) {
+        // nlohmann's document keeps a repeated key's last value; the streamed elements of the
+        // first are gone to the sink already, so a repeat of that key is refused.
+        throw InputError(origin + ": the key \"" + std::string(streamKey) + "\" appears twice");
     } catch (const json::exception& e) {
         // A syntax error, or a number too large for a double (1e400). The library's
         // message names the byte; keep its sentence, not its prefix.

@@ -3,6 +3,7 @@
 #include "lesson/lesson.h"
 
 #include "error.h"
+#include "data/batch_file.h"
 #include "files/input_file.h"
 #include "json/json_input.h"
 #include "lesson/lesson_metrics.h"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -21,17 +23,35 @@ namespace plab {
 
 using nlohmann::json;
 
-double runWork(const TrainSettings& s)
+namespace {
+
+// The work of a run of `steps` steps on `images` images in all.
+double workOf(const TrainSettings& s, double steps, double images)
 {
     const ModelKind* kind = findModelKind(s.model.kind);
     if (!kind) return 0.0;
     const std::vector<int> widths = s.model.widths.empty() ? defaultWidths(*kind) : s.model.widths;
     const double perImage = kind->multiplyAdds(widths);
-    const double steps = static_cast<double>(plannedSteps(s, kLessonBudgetTrainingSet));
-    const double images = steps * s.batch;
     const double epochs = std::ceil(images / static_cast<double>(kLessonBudgetTrainingSet));
     const double evaluations = (s.evalEvery > 0 ? std::floor(steps / s.evalEvery) : 0.0) + epochs + 1.0;
     return perImage * (3.0 * images + evaluations * static_cast<double>(kLessonBudgetTestSet));
+}
+
+std::string overBudget(double work, const std::string& id, double runCost)
+{
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "its runs would take about %.2g multiply-adds, %.1f times the budget of %.2g (run %s alone: %.2g)", work,
+                  work / kLessonWorkBudget, kLessonWorkBudget, quotedExcerpt(id).c_str(), runCost);
+    return text;
+}
+
+}  // namespace
+
+double runWork(const TrainSettings& s)
+{
+    const double steps = static_cast<double>(plannedSteps(s, kLessonBudgetTrainingSet));
+    return workOf(s, steps, steps * s.batch);
 }
 
 std::string lessonInputProblem(const std::string& path)
@@ -72,6 +92,24 @@ void resolveLessonInputs(Lesson& lesson, const std::filesystem::path& folder)
                 throw InputError(where + ": it leads outside the lesson's folder (a link to a file elsewhere).");
             *value = real.string();
         }
+    }
+    // With a batch file a run trains its lines, each as wide as it is, not epochs of its
+    // batch: its work counted again from the file (a lesson could pass the budget otherwise).
+    double work = 0.0;
+    for (const LessonRun& run : lesson.runs) {
+        double cost = runWork(run.settings);
+        if (!run.settings.readBatches.empty()) {
+            const StepBatches batches = readBatchFile(run.settings.readBatches, std::numeric_limits<std::int64_t>::max());
+            std::size_t steps = batches.size();
+            if (run.settings.maxSteps > 0) steps = std::min<std::size_t>(steps, static_cast<std::size_t>(run.settings.maxSteps));
+            double images = 0.0;
+            for (std::size_t i = 0; i < steps; ++i) images += static_cast<double>(batches[i].size());
+            cost = workOf(run.settings, static_cast<double>(steps), images);
+        }
+        work += cost;
+        if (work > kLessonWorkBudget)
+            throw InputError(lesson.origin + ": " + overBudget(work, run.id, cost) +
+                             " (with its batch file): give \"max_steps\" or a shorter \"read_batches\" file.");
     }
 }
 
@@ -345,13 +383,9 @@ Lesson lessonFromJson(const json& doc, const std::string& origin)
                  "\"epochs\" (run " + quotedExcerpt(r.id) + " alone trains on " + std::to_string(runImages) + ")");
         const double runCost = runWork(r.settings);
         work += runCost;
-        if (work > kLessonWorkBudget) {
-            char text[160];
-            std::snprintf(text, sizeof text,
-                          "its runs would take about %.2g multiply-adds, %.1f times the budget of %.2g (run %s alone: %.2g)",
-                          work, work / kLessonWorkBudget, kLessonWorkBudget, quotedExcerpt(r.id).c_str(), runCost);
-            fail(std::string(text) + ": give \"max_steps\", fewer \"epochs\", a smaller batch or narrower \"widths\"");
-        }
+        if (work > kLessonWorkBudget)
+            fail(overBudget(work, r.id, runCost) +
+                 ": give \"max_steps\", fewer \"epochs\", a smaller batch or narrower \"widths\"");
     }
 
     if (!doc.contains("charts") || !doc.at("charts").is_array() || doc.at("charts").empty())

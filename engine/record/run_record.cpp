@@ -548,6 +548,10 @@ RunRecord loadRunRecord(const std::filesystem::path& file)
         readRegularFile(file, origin + ": run record", JsonLimits{}.maxBytes), origin + ": run record", "steps",
         [&](json&& step) {
             if (!badStep.empty()) return;
+            if (!step.is_object()) {   // as entries() says it of a document's steps
+                badStep = "every entry of \"steps\" must be an object, got " + jsonExcerpt(step);
+                return;
+            }
             try {
                 steps.push_back(stepFromJson(step));
             } catch (const std::exception& e) {   // InputError, or a JSON type error

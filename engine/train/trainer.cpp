@@ -421,7 +421,14 @@ RunResult Trainer::runOrThrow(State& st)
             try {
                 evaluate(st);
             } catch (const StepStopped&) {
-                message += "; not evaluated after the stop";
+                // Stopped during it: the run was stopped, whatever ended it (a step limit
+                // reached, an evaluation-only run), and it has no final evaluation.
+                if (status == RunStatus::completed) {
+                    status = RunStatus::stopped;
+                    message = "stopped during the final evaluation (" + message + ")";
+                } else {
+                    message += "; not evaluated after the stop";
+                }
             }
         }
         if (auto problem = writeOutputFiles(st, status); !problem.empty()) {
@@ -488,8 +495,14 @@ RunResult Trainer::runOrThrow(State& st)
         } catch (const StepStopped&) {
             // Stopped between two layers of a step (or of an evaluation): that step is
             // abandoned before its update, so the run ends with the last step completed.
+            // Nothing of it stays: its partial counts (the closing snapshot would have shown
+            // them as the last step's) and its entry in the batches written.
             const std::int64_t abandoned = st.step;
             st.step = st.foldedStep;
+            if (abandoned != st.step) {
+                st.telemetry.beginStep(false);
+                if (!settings_.writeBatches.empty() && !st.batchLog.empty()) st.batchLog.pop_back();
+            }
             return finish(RunStatus::stopped,
                           abandoned == st.step
                               ? "stopped during the evaluation after step " + std::to_string(st.step)

@@ -442,8 +442,13 @@ class Probe:
         rate = _finite(lr) if lr is not None else 0.0
         if rate is not None and rate < 0:
             rate = None
+        # GradScaler halves its scale on every skipped step without a floor: a diverged run
+        # reaches 0, which the lab's records never hold (a scale is positive): none then.
+        scale = _finite(self._scale)
+        if scale is not None and scale <= 0:
+            scale = None
         self.record["steps"].append({"step": self.step, "epoch": 0, "loss": _finite(value),
-                                     "loss_scale": _finite(self._scale), "skipped": skipped,
+                                     "loss_scale": scale, "skipped": skipped,
                                      "lr": rate, "batch": int(batch) if batch else 1, "time_ms": elapsed})
         if self._capture:
             self._capture = False
@@ -458,7 +463,7 @@ class Probe:
                 counts[0] += lost
                 counts[1] += nonzero
                 counts[2] += made_non_finite
-            self.record["telemetry"].append({"step": self.step, "loss_scale": _finite(self._scale),
+            self.record["telemetry"].append({"step": self.step, "loss_scale": scale,
                                              "layers": self._layers})
             self._layers = []
             self._before = {}
