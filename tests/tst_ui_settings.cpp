@@ -371,6 +371,30 @@ private slots:
         QVERIFY2(panel.isValid(), qPrintable(panel.problem()));
     }
 
+    // Issue 67, item 8: the threads a run computes on are a field of the panel, locked while
+    // a run trains; out of 1..256 they are refused, naming the field.
+    void threadsAreAField()
+    {
+        SettingsPanel panel;
+        auto* threads = child<QLineEdit>(panel, "threadsEdit");
+        TrainSettings s;
+        s.threads = 3;
+        panel.setSettings(s);
+        QCOMPARE(threads->text(), QStringLiteral("3"));
+        threads->setText(QStringLiteral("1"));
+        threads->editingFinished();
+        QCOMPARE(panel.settings().threads, 1);
+        threads->setText(QStringLiteral("0"));
+        threads->editingFinished();
+        QVERIFY(!panel.isValid());
+        QVERIFY2(panel.problem().contains(QStringLiteral("Threads")), qPrintable(panel.problem()));
+        threads->setText(QStringLiteral("2"));
+        threads->editingFinished();
+        QVERIFY(panel.isValid());
+        panel.setLive(true, panel.settings());
+        QVERIFY(!threads->isEnabled());
+    }
+
     void keysWithoutControlsAreKept()
     {
         SettingsPanel panel;

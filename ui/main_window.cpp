@@ -8,6 +8,7 @@
 #include "json/json_input.h"
 
 #include "about_dialog.h"
+#include "help_dialogs.h"
 #include "app_theme.h"
 #include "charts/charts_view.h"
 #include "error.h"
@@ -273,6 +274,10 @@ void MainWindow::buildMenus()
     connect(presentationAction_, &QAction::toggled, this, &MainWindow::setPresentationMode);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    action(help, tr("&User Guide"), "userGuideAction", {QKeySequence::HelpContents}, [this] { showUserGuide(this); });
+    action(help, tr("&Keyboard Shortcuts"), "keyboardShortcutsAction", {QKeySequence(tr("Ctrl+/"))},
+           [this] { showKeyboardShortcuts(this); });
+    help->addSeparator();
     action(help, tr("&About Precision Lab"), "aboutAction", {}, [this] { showAboutDialog(this); });
 }
 

@@ -24,6 +24,7 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QDialog>
+#include <QHBoxLayout>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
@@ -369,7 +370,24 @@ void MainWindow::showExportDialog()
     boxes[4]->setObjectName(QStringLiteral("exportTensorBoard"));
     boxes[4]->setToolTip(tr("One folder per run under tensorboard/: open it with tensorboard --logdir, "
                             "or upload it with wandb sync"));
-    form->addRow(tr("Folder:"), folder);
+    dialog.setObjectName(QStringLiteral("exportDialog"));
+    folder->setObjectName(QStringLiteral("exportFolder"));
+    title->setObjectName(QStringLiteral("exportTitle"));
+    // Wide enough for the whole path and title (they had been cut), with Browse for the folder.
+    const int wide = std::max(420, folder->fontMetrics().horizontalAdvance(folder->text() + QStringLiteral("MMMM")));
+    folder->setMinimumWidth(wide);
+    title->setMinimumWidth(std::max(wide, title->fontMetrics().horizontalAdvance(title->text() + QStringLiteral("MMMM"))));
+    auto* browse = new QPushButton(tr("Browse…"), &dialog);
+    browse->setObjectName(QStringLiteral("exportBrowse"));
+    browse->setToolTip(tr("Choose the folder the reports and files go to"));
+    connect(browse, &QPushButton::clicked, &dialog, [&dialog, folder] {
+        const QString chosen = QFileDialog::getExistingDirectory(&dialog, tr("Export Folder"), folder->text());
+        if (!chosen.isEmpty()) folder->setText(chosen);
+    });
+    auto* folderRow = new QHBoxLayout;
+    folderRow->addWidget(folder, 1);
+    folderRow->addWidget(browse);
+    form->addRow(tr("Folder:"), folderRow);
     form->addRow(tr("Title:"), title);
     for (QCheckBox* b : boxes) {
         b->setChecked(b != boxes[4]);

@@ -24,6 +24,7 @@
 #include <QHeaderView>
 #include <QStandardItemModel>
 #include <QTableWidget>
+#include <QThread>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -190,6 +191,9 @@ void SettingsPanel::buildUi()
     epochs_ = edit("epochsEdit", tr("Passes over the training set (0: no training, the initial weights evaluated once)"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
     seed_ = edit("seedEdit", tr("Seed of the weights and of the shuffling"));
+    threads_ = edit("threadsEdit", tr("CPU threads the run computes on (1 to 256; more than this machine's %1 logical "
+                                      "cores are cut down to them). The numbers do not depend on it.")
+                                       .arg(QThread::idealThreadCount()));
     initWeights_ = edit("initWeightsEdit", tr("Start from these weights: a safetensors file with PyTorch's tensor names "
                                               "(File > Export Weights writes one; docs/WEIGHTS.md). Empty: random "
                                               "weights from the seed."));
@@ -223,6 +227,7 @@ void SettingsPanel::buildUi()
     run->addRow(tr("Epochs"), epochs_);
     run->addRow(tr("Max steps"), maxSteps_);
     run->addRow(tr("Seed"), seed_);
+    run->addRow(tr("Threads"), threads_);
     auto* weightsRow = new QHBoxLayout;
     weightsRow->addWidget(initWeights_, 1);
     weightsRow->addWidget(browseWeights_);
@@ -287,7 +292,7 @@ void SettingsPanel::buildUi()
     layout->addWidget(start_);
     layout->addStretch(1);
 
-    lockedDuringRun_ = {model_,         dataset_,       epochs_,  maxSteps_,  seed_,
+    lockedDuringRun_ = {model_,         dataset_,       epochs_,  maxSteps_,  seed_, threads_,
                         initWeights_,   browseWeights_, backend_, arithmetic_, optimizer_,
                         lrSchedule_,    warmupSteps_,   zeroInitResidual_, labelSmoothing_};
 
@@ -344,7 +349,7 @@ void SettingsPanel::buildUi()
                                                        tr("safetensors weights (*.safetensors);;All files (*)"));
         if (!f.isEmpty()) initWeights_->setText(f);
     });
-    for (QLineEdit* e : {lr_, warmupSteps_, labelSmoothing_, batch_, epochs_, maxSteps_, seed_, initWeights_}) {
+    for (QLineEdit* e : {lr_, warmupSteps_, labelSmoothing_, batch_, epochs_, maxSteps_, seed_, threads_, initWeights_}) {
         connect(e, &QLineEdit::textChanged, this, [this] {
             if (!filling_) readControls();
         });
@@ -422,6 +427,7 @@ void SettingsPanel::setSettings(const TrainSettings& given)
     epochs_->setText(QString::number(s.epochs));
     maxSteps_->setText(QString::number(s.maxSteps));
     seed_->setText(QString::number(s.seed));
+    threads_->setText(QString::number(s.threads));
     initWeights_->setText(QString::fromStdString(s.initWeights));
     selectData(backend_, QString::fromStdString(s.backend));
     selectData(arithmetic_, QString::fromLatin1(arithmeticName(s.arithmetic).data()));
@@ -569,6 +575,9 @@ void SettingsPanel::readControls()
     integer(epochs_, tr("Epochs"), 0, 100000, epochs);
     integer(maxSteps_, tr("Max steps"), 0, 1LL << 40, maxSteps);
     integer(seed_, tr("Seed"), 0, std::numeric_limits<long long>::max(), seed);
+    long long threads = s.threads;
+    integer(threads_, tr("Threads"), 1, 256, threads);
+    s.threads = static_cast<int>(threads);
     s.batch = static_cast<int>(batch);
     s.epochs = static_cast<int>(epochs);
     s.maxSteps = maxSteps;

@@ -107,6 +107,7 @@ private:
     QLineEdit* epochs_;
     QLineEdit* maxSteps_;
     QLineEdit* seed_;
+    QLineEdit* threads_;             // the run's CPU threads
     QComboBox* arithmetic_;         // the CPU's 16-bit products: hardware or exact
     QLineEdit* initWeights_;        // a safetensors file; empty: random weights from the seed
     QPushButton* browseWeights_;
