@@ -506,18 +506,26 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
         if (error) *error = tr("Could not create the runs folder %1.").arg(runsDir_);
         return nullptr;
     }
+    // The copy is read under a hidden name, which no scan of the folder lists (the start-up
+    // scan had read a long record a second time beside this read), then takes its own.
     const QString target = freeRecordPath(runsDir_, info.completeBaseName());
-    if (!QFile::copy(info.absoluteFilePath(), target)) {
+    const QString hidden = QDir(runsDir_).filePath(QStringLiteral(".") + QFileInfo(target).fileName() +
+                                                   QStringLiteral(".opening"));
+    QFile::remove(hidden);
+    if (!QFile::copy(info.absoluteFilePath(), hidden)) {
         if (error) *error = tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_);
         return nullptr;
     }
     QString problem;
-    RunPtr run = readRun(target, QFileInfo(target).completeBaseName(), &problem);
-    if (!run) {
-        QFile::remove(target);
-        if (error) *error = problem.replace(target, info.absoluteFilePath());   // named as the person knows it
+    RunPtr run = readRun(hidden, QFileInfo(target).completeBaseName(), &problem);
+    if (!run || !QFile::rename(hidden, target)) {
+        QFile::remove(hidden);
+        if (error)
+            *error = run ? tr("Could not copy %1 into the runs folder %2.").arg(file, runsDir_)
+                         : problem.replace(hidden, info.absoluteFilePath());   // named as the person knows it
         return nullptr;
     }
+    run->setRecordPath(target);
     if (run->name() == run->id() && run->id() != info.completeBaseName()) run->setName(info.completeBaseName());
     insertRun(run, count());
     return run;
