@@ -15,6 +15,7 @@
 #include "lesson/lesson_text.h"
 
 #include <QTest>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 
 #include <cmath>
@@ -102,6 +103,28 @@ QString refusal(const json& lesson)
 class TestLesson : public QObject {
     Q_OBJECT
 private slots:
+    // Issue 67, item 5: a shipped lesson cites only files the repository has (lesson 01 had
+    // cited "DESIGN.md section 2", which it does not hold): every path-like name in a
+    // lesson's texts and sources (dir/file.ext, or a bare NAME.md) exists in the source tree.
+    void shippedLessonsCiteOnlyFilesThatExist()
+    {
+        const std::filesystem::path root = PLAB_SOURCE_DIR;
+        const QRegularExpression cited(QStringLiteral(R"((?:\b(?:docs|engine|tests|resources|scripts|bench|ui|app|python)/[\w./-]*\w\.\w+)|(?:\b[A-Z][A-Z_]+\.md\b))"));
+        int checked = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(root / "resources" / "lessons")) {
+            if (entry.path().extension() != ".json") continue;
+            std::ifstream in(entry.path());
+            const QString text = QString::fromStdString(std::string(std::istreambuf_iterator<char>(in), {}));
+            for (auto m = cited.globalMatch(text); m.hasNext();) {
+                const std::string name = m.next().captured(0).toStdString();
+                const bool exists = std::filesystem::exists(root / name) || std::filesystem::exists(root / "docs" / name);
+                QVERIFY2(exists, (entry.path().filename().string() + " cites " + name + ", which the repository lacks").c_str());
+                ++checked;
+            }
+        }
+        QVERIFY(checked > 0);
+    }
+
     void formatTwoLoadsAndRoundTrips()
     {
         const Lesson a = parseLesson(baseLesson().dump(), "lesson t.json");

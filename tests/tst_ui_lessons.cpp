@@ -138,7 +138,8 @@ private slots:
                    "view": {"watch": "a", "histogram": {"layer": "loss", "kind": "activation_grad", "step": 4}},
                    "expect": [{"run": "b", "metric": "steps", "op": "==", "value": 6, "backs": "Both ran {b.steps|int} steps."},
                               {"run": "a", "metric": "test_accuracy", "op": ">", "value": 2, "backs": "It beat the impossible."}],
-                   "explanation": "Both ran {b.steps|int} steps. It beat the impossible."})");
+                   "explanation": "Both ran {b.steps|int} steps. It beat the impossible.",
+                   "background": [{"sentence": "Tiny networks train in seconds.", "source": "the timing of the lab"}]})");
         f.close();
         MainWindowOptions o;
         o.dataDir = QString::fromStdString(dir_.path().string());
@@ -178,6 +179,10 @@ private slots:
         // Issue 38: the outcome belongs to the runs and their seed, not to the machine.
         QVERIFY2(text.contains(QStringLiteral("did not hold in these runs (seed ")), qPrintable(text));
         QVERIFY2(!text.contains(QStringLiteral("this machine")), qPrintable(text));
+        // Issue 67, item 5: background the explanation does not quote is shown, with its source.
+        QVERIFY2(text.contains(QStringLiteral("Background:")) && text.contains(QStringLiteral("Tiny networks train in seconds.")) &&
+                     text.contains(QStringLiteral("source: the timing of the lab")),
+                 qPrintable(text));
         QVERIFY(window.bannerText().isEmpty());
 
         // Issue 38 item 5: projected, the verdict (which claims held) is in view without

@@ -350,6 +350,20 @@ void LessonPanel::showExplanation()
                 }
         html += QLatin1Char(' ');
     }
+    // Background the explanation does not quote is shown too, with its source: a lesson's
+    // references are never hidden (lesson 16's only one had been).
+    QStringList unquoted;
+    for (const auto& b : lesson_->background) {
+        bool quoted = false;
+        for (const std::string& sentence : explanationSentences(lesson_->explanation))
+            quoted = quoted || sentenceKey(sentence) == sentenceKey(b.sentence);
+        if (!quoted)
+            unquoted << QStringLiteral("<li>%1 <span style='color:%2'>[%3]</span></li>")
+                            .arg(breakable(q(b.sentence)).toHtmlEscaped(), muted,
+                                 tr("source: %1").arg(q(b.source)).toHtmlEscaped());
+    }
+    if (!unquoted.isEmpty())
+        html += tr("<p><b>Background:</b></p><ul>%1</ul>").arg(unquoted.join(QString()));
     explanation_->setText(html);
 }
 
