@@ -35,6 +35,7 @@
 #include <QScrollBar>
 #include <QTableWidget>
 #include <QTest>
+#include <QValueAxis>
 #include <QSignalSpy>
 #include <QCheckBox>
 
@@ -403,6 +404,25 @@ void TestUiCharts::lossAndAccuracySeries()
         norm = 0.5 * norm + 0.5;
         if (i == 0 || i == 9 || i == 999) QCOMPARE(smooth->at(i).y(), average / norm);
     }
+
+    // Issue 67, item 7: the accuracy axis is fitted to the accuracies shown, in whole
+    // percents (this run's go from 54% to 90%), and 0-100 when asked.
+    QValueAxis* axis = loss->accuracyAxis();
+    QCOMPARE(axis->min(), 53.0);
+    QCOMPARE(axis->max(), 91.0);
+    loss->findChild<QCheckBox*>("accuracyFullRange")->setChecked(true);
+    QCOMPARE(axis->min(), 0.0);
+    QCOMPARE(axis->max(), 100.0);
+    loss->setAccuracyFullRange(false);
+    QCOMPARE(axis->max(), 91.0);
+    // Two runs at 96.9% and 97.0%: an axis 2 points wide, where they lie 5% of it apart.
+    const RunPtr a = makeRun("a", 50, Qt::red), b = makeRun("b", 50, Qt::green);   // no evaluation of their own
+    a->apply(EvalEvent{50, 0, 0.969, 0.1});
+    b->apply(EvalEvent{50, 0, 0.970, 0.1});
+    view.setRuns(a, {b});
+    view.redrawNow();
+    QCOMPARE(axis->min(), 95.0);
+    QCOMPARE(axis->max(), 98.0);
 }
 
 void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()

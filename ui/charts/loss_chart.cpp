@@ -6,6 +6,7 @@
 #include "charts/series_reduction.h"
 #include "report/smoothing.h"
 
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace plab::ui {
 
@@ -50,6 +52,11 @@ LossChart::LossChart(QWidget* parent)
     controls->addWidget(smoothingLabel);
     controls->addWidget(smoothingSlider_, 1);
     controls->addWidget(smoothingValue_);
+    fullRange_ = new QCheckBox(tr("Accuracy 0–100 %"));
+    fullRange_->setObjectName(QStringLiteral("accuracyFullRange"));
+    fullRange_->setToolTip(tr("The accuracy axis from 0 to 100 % instead of fitted to the accuracies shown"));
+    connect(fullRange_, &QCheckBox::toggled, this, &LossChart::setAccuracyFullRange);
+    controls->addWidget(fullRange_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this), 1);
@@ -72,6 +79,14 @@ void LossChart::setSmoothing(double weight)
     if (smoothingSlider_->value() != thousandths) smoothingSlider_->setValue(thousandths);
     smoothingValue_->setText(QString::number(weight, 'f', 3));
     reduced_.clear();   // the smoothed curves are made again
+    redraw(current_, compare_);
+}
+
+void LossChart::setAccuracyFullRange(bool full)
+{
+    if (fullRange_->isChecked() != full) fullRange_->setChecked(full);
+    if (full == accuracyFullRange_) return;
+    accuracyFullRange_ = full;
     redraw(current_, compare_);
 }
 
@@ -101,6 +116,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     markers_->beginLabels();
 
     double lastStep = 1, smoothedMax = 0, rawMax = 0;
+    double accuracyLow = std::numeric_limits<double>::infinity(), accuracyHigh = -accuracyLow;
     std::vector<std::pair<RunPtr, QList<QPointF>>> smoothedLines;   // shared copies: cache entries move
     for (const RunPtr& run : runs) {
         const auto& steps = run->steps();
@@ -138,7 +154,13 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 
         QList<QPointF> accuracy;
         accuracy.reserve(static_cast<qsizetype>(run->evals().size()));
-        for (const EvalEvent& e : run->evals()) accuracy.append(QPointF(e.step, 100.0 * e.testAccuracy));
+        for (const EvalEvent& e : run->evals()) {
+            accuracy.append(QPointF(e.step, 100.0 * e.testAccuracy));
+            if (std::isfinite(e.testAccuracy)) {
+                accuracyLow = std::min(accuracyLow, 100.0 * e.testAccuracy);
+                accuracyHigh = std::max(accuracyHigh, 100.0 * e.testAccuracy);
+            }
+        }
         auto* accuracySeries = pool_.take<QLineSeries>(run->id() + QStringLiteral("/accuracy"), {steps_, accuracy_});
         setSeriesName(accuracySeries, tr("%1 test accuracy").arg(run->name()));
         setSeriesPen(accuracySeries, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
@@ -154,6 +176,21 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     if (!(top > 0)) top = 1.0;
     setStableRange(steps_, 0, lastStep, 0.6);
     setStableRange(loss_, 0, top * 1.05, 0.5);
+    // Accuracy fitted to the data: whole percents around what the runs reached (at least 2
+    // points wide), so that 96.9% and 97.0% are told apart; 0-100 before any evaluation.
+    if (accuracyFullRange_ || !(accuracyHigh >= accuracyLow)) {
+        setAxisRange(accuracy_, 0, 100);
+    } else {
+        double low = std::max(0.0, std::floor(accuracyLow) - 1.0);
+        double high = std::min(100.0, std::ceil(accuracyHigh) + 1.0);
+        if (high - low < 2.0) {
+            if (low + 2.0 <= 100.0)
+                high = low + 2.0;
+            else
+                low = high - 2.0;
+        }
+        setAxisRange(accuracy_, low, high);
+    }
     for (const RunPtr& run : runs) markers_->addRun(*run, steps_, loss_, 0, loss_->max());
     pool_.end();
     markers_->placeLabels();

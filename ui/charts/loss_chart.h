@@ -10,6 +10,8 @@
 class QLabel;
 class QSlider;
 
+class QCheckBox;
+
 namespace plab::ui {
 
 class LossChart : public ChartGroup {
@@ -25,6 +27,11 @@ public:
     void setSmoothing(double weight);
     // The note: which runs' curves coincide ("" when none), for tests.
     QString noteText() const { return noteText_; }
+    // The accuracy axis: fitted to the accuracies shown, in whole percents (96.9% and 97.0%
+    // had looked the same on 0-100), or 0-100 when asked (the check box under the chart).
+    bool accuracyFullRange() const { return accuracyFullRange_; }
+    void setAccuracyFullRange(bool full);
+    QValueAxis* accuracyAxis() const { return accuracy_; }
 
 protected:
     // Presentation mode shows the curves, not the smoothing control (set it before).
@@ -47,6 +54,8 @@ private:
     QWidget* smoothingRow_;
     QSlider* smoothingSlider_;
     QLabel* smoothingValue_;
+    QCheckBox* fullRange_;
+    bool accuracyFullRange_ = false;
     double smoothing_;
     RunPtr current_;          // the runs of the last redraw, drawn again when the smoothing moves
     QList<RunPtr> compare_;
