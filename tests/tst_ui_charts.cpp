@@ -40,6 +40,7 @@
 #include <QCheckBox>
 
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <memory>
 
@@ -340,6 +341,7 @@ private slots:
 
     void lossAndAccuracySeries();
     void lossScaleOnLog2AxisWithSkippedSteps();
+    void divergedRunShowsItsFiniteStepsAndWhy();
     void skippedRunIsOneBandAndLevelsAreLabelled();
     void histogramSharesMatchHandComputationForFp16();
     void histogramBinClickEmitsTheBin();
@@ -423,6 +425,41 @@ void TestUiCharts::lossAndAccuracySeries()
     view.redrawNow();
     QCOMPARE(axis->min(), 95.0);
     QCOMPARE(axis->max(), 98.0);
+}
+
+// Issue 67, item 7: a run that diverged at once (step 1's loss finite, then none) still
+// shows that step, and the chart says where and why it diverged.
+void TestUiCharts::divergedRunShowsItsFiniteStepsAndWhy()
+{
+    auto run = std::make_shared<RunData>(QStringLiteral("id-d"), ampSettings());
+    run->setName(QStringLiteral("pure"));
+    run->setColor(Qt::red);
+    run->apply(RunStartEvent{"cpu", {}, 10});
+    for (std::int64_t i = 1; i <= 4; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = i == 1 ? 2.29f : std::numeric_limits<float>::quiet_NaN();
+        e.lossScale = 1.0;
+        e.batch = 32;
+        e.totalSteps = 10;
+        run->apply(e);
+    }
+    RunResult r;
+    r.status = RunStatus::diverged;
+    r.message = "diverged: the loss was not finite for 3 steps in a row, up to step 4";
+    r.steps = 4;
+    run->finish(r);
+    ChartsView view;
+    view.setRuns(run, {});
+    view.redrawNow();
+    auto* raw = seriesNamed<QLineSeries>(view.seriesOf("loss"), "pure loss");
+    QVERIFY(raw);
+    QCOMPARE(raw->count(), 1);
+    QCOMPARE(raw->at(0), QPointF(1, 2.29f));
+    QVERIFY(raw->pointsVisible());   // one point, drawn as one
+    auto* loss = qobject_cast<LossChart*>(view.group("loss"));
+    QVERIFY2(loss->noteText().contains(QStringLiteral("diverged: the loss was not finite for 3 steps in a row, up to step 4")),
+             qPrintable(loss->noteText()));
 }
 
 void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()

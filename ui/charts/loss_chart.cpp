@@ -149,6 +149,10 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             return reduceMinMaxPerColumn(steps.size(), stepAt, [&](std::size_t i) { return smoothed[i]; }, columns);
         });
         smoothedLines.emplace_back(run, smooth);
+        // A run with only a few finite losses (one that diverged at once) is drawn as points:
+        // a line of one point draws nothing, and the chart had looked empty.
+        rawSeries->setPointsVisible(raw.size() < 3);
+        smoothSeries->setPointsVisible(smooth.size() < 3);
         for (const QPointF& p : raw) rawMax = std::max(rawMax, p.y());
         for (const QPointF& p : smooth) smoothedMax = std::max(smoothedMax, p.y());
 
@@ -212,6 +216,11 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                         .arg(runLabel(above, runs), runLabel(below, runs));
             break;   // one note per hidden run
         }
+    // A diverged run says where and why (its finite steps are drawn up to there).
+    for (const RunPtr& run : runs)
+        if (run->status() == RunStatus::diverged)
+            same << tr("%1 %2").arg(runLabel(run, runs), run->statusMessage().isEmpty() ? tr("diverged")
+                                                                                        : run->statusMessage());
     noteText_ = runs.isEmpty() ? tr("No run to show: start a run (Ctrl+R), or pick runs in the run list.")
                                : same.join(QLatin1Char('\n'));
     showNote();
