@@ -377,6 +377,34 @@ private slots:
         QVERIFY(nlohmann::json::accept(in));   // whole, as last written
     }
 
+    // Issue 66, findings 3 and 10: a lesson's run ids choose no file to replace: a record of
+    // that name already in --out-dir is left alone (the run takes a free name, said first);
+    // an --out-dir that is a file is exit 2 naming it.
+    void lessonRecordsNeverReplaceAFile()
+    {
+        const fs::path lesson = dir_.path() / "victim-lesson.json";
+        std::ofstream(lesson) << R"({"format": 2, "title": "T", "question": "Q?",
+            "runs": [{"id": "victim", "name": "v", "settings": {"widths": [4, 8], "batch": 16, "max_steps": 2, "threads": 1}}],
+            "charts": ["loss"], "expect": [{"run": "victim", "metric": "steps", "op": "==", "value": 2, "backs": "It ran {victim.steps|int} steps."}],
+            "explanation": "It ran {victim.steps|int} steps."})";
+        const fs::path out = dir_.path() / "lesson-out";
+        fs::create_directories(out);
+        { std::ofstream(out / "victim.json") << "unrelated"; }
+        const Result r = runPlab({"lesson", QString::fromStdString(lesson.string()), "--data-dir", dataDir_, "--quiet",
+                                  "--out-dir", QString::fromStdString(out.string())});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        std::ifstream kept(out / "victim.json");
+        QCOMPARE(std::string(std::istreambuf_iterator<char>(kept), {}), std::string("unrelated"));
+        QVERIFY(fs::exists(out / "victim-2.json"));
+        QVERIFY2(r.err.contains(QStringLiteral("is there already")), qPrintable(r.err));
+        const Result file = runPlab({"lesson", QString::fromStdString(lesson.string()), "--data-dir", dataDir_, "--quiet",
+                                     "--out-dir", QString::fromStdString((out / "victim.json").string())});
+        QCOMPARE(file.exitCode, 2);
+        QVERIFY2(file.err.contains(QStringLiteral("--out-dir")) && file.err.contains(QStringLiteral("victim.json")) &&
+                     file.err.contains(QStringLiteral("not a folder")) && file.err.trimmed().count('\n') == 0,
+                 qPrintable(file.err));
+    }
+
     // Issue 37: anything that is not a regular file is refused at once by name (a FIFO
     // blocked every reader forever; /dev/zero grew until the kernel killed the process).
     void nonRegularInputsAreRefusedAtOnce_data()
