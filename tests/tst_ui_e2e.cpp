@@ -353,6 +353,32 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     }
 
+    // Issue 67, item 1: a watched run whose record another program removes leaves the list
+    // and the charts; the next run is watched.
+    void runRemovedByAnotherProgramLeavesTheWindow()
+    {
+        MainWindowOptions o = options();
+        const fs::path runs = dir_.path() / "runs-removed";
+        fs::create_directories(runs);
+        o.runsDir = QString::fromStdString(runs.string());
+        const DataSplit data = loadDataset("mnist", dir_.path());
+        for (const char* id : {"run-a", "run-b"}) {
+            const TrainSettings s = settingsFromJson(json{{"widths", {4, 8}}, {"batch", 16}, {"max_steps", 2}, {"threads", 1}}, "test");
+            RunRecorder recorder(runs / (std::string(id) + ".json"), s, data, id);
+            Trainer trainer(s, data, [&](const TrainerEvent& e) { recorder.onEvent(e); });
+            recorder.finish(trainer.run());
+        }
+        MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());
+        QTRY_COMPARE(window.runListModel()->rowCount(), 2);
+        for (int row = 0; row < window.runListModel()->rowCount(); ++row)
+            if (window.runListModel()->runAt(row)->id() == QStringLiteral("run-b")) window.runListView()->selectRow(row);
+        QTRY_COMPARE(window.watchedRunId(), QStringLiteral("run-b"));
+        fs::remove(runs / "run-b.json");
+        QTRY_COMPARE_WITH_TIMEOUT(window.runListModel()->rowCount(), 1, 10000);
+        QTRY_VERIFY(window.watchedRunId() != QStringLiteral("run-b"));
+    }
+
     void badDataFolderShowsOneSentence()
     {
         MainWindowOptions o = options();

@@ -120,6 +120,17 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
         store_->watchFolder();   // from now on, runs other programs write there appear by themselves
         refreshActions();
     });
+    // A run that leaves the list (deleted here, or its record removed or renamed by another
+    // program) is no longer watched or drawn: the next one in the list is.
+    connect(store_, &RunStore::runRemoved, this, [this] {
+        if (watchedId_.isEmpty() || store_->run(watchedId_)) return;
+        watchedId_.clear();
+        if (const RunPtr next = model_->runAt(runList_->currentIndex().row()))
+            watchRun(next->id());
+        else
+            refreshCharts();
+        refreshActions();
+    });
     store_->loadAllInBackground();
     refreshActions();
 }
@@ -477,14 +488,7 @@ void MainWindow::deleteSelected()
         showError(error);
         return;
     }
-    if (run->id() == watchedId_) {
-        watchedId_.clear();
-        const RunPtr next = model_->runAt(runList_->currentIndex().row());
-        if (next)
-            watchRun(next->id());
-        else
-            refreshCharts();
-    }
+    // (The watched run, if this was it, moved on with the store's runRemoved.)
     statusBar()->showMessage(tr("Deleted “%1” (moved to the trash folder; Edit > Undo restores it)").arg(name), 8000);
     refreshActions();
 }
