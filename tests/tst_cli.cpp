@@ -294,6 +294,12 @@ private slots:
         QTest::addRow("bad loss scale") << QStringList{"train", "--loss-scale", "static:-4"} << "loss_scale";
         QTest::addRow("missing config") << QStringList{"train", "--config", "/nonexistent/c.json"} << "config /nonexistent/c.json: no such file";
         QTest::addRow("no subcommand") << QStringList{} << "subcommand";
+        // Issue 68, item 5: a typo says what was meant.
+        QTest::addRow("misspelt command") << QStringList{"traine"} << "unknown command \"traine\" (did you mean 'train'?)";
+        QTest::addRow("misspelt option") << QStringList{"train", "--recipes", "fp32"}
+                                         << "unknown option \"--recipes\" (did you mean '--recipe'?)";
+        QTest::addRow("misspelt recipe") << QStringList{"train", "--recipe", "amp-fp61"} << "(did you mean 'amp-fp16'?)";
+        QTest::addRow("misspelt optimizer") << QStringList{"train", "--optimizer", "adma"} << "(did you mean 'adam'?)";
         // Issue 11: bad input, exit 2 naming the key, before anything trains or allocates.
         QTest::addRow("subnormal initial scale") << QStringList{"train", "--loss-scale", "dynamic", "--init-scale", "1e-45"}
                                                  << "normal fp32 number";

@@ -4,6 +4,7 @@
 
 #include "error.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -30,8 +31,33 @@ int main(int argc, char** argv)
     addReportCommand(app, run);
 #endif
 
+    // A typo says what was meant: "plab traine" names `train`, "--recipes" names --recipe.
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+    if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+        std::cerr << "plab: unknown command " << plab::quotedExcerpt(argv[1], 40)
+                  << plab::didYouMean(argv[1], commands) << "; the commands are " << plab::alternatives(commands)
+                  << " (plab --help)\n";
+        return kExitBadInput;
+    }
     try {
         app.parse(argc, argv);
+    } catch (const CLI::ExtrasError& e) {
+        // Arguments no option took: name the first option-like one with its nearest option.
+        for (const CLI::App* sub : app.get_subcommands()) {
+            std::vector<std::string> options;
+            for (const CLI::Option* o : sub->get_options())
+                for (const std::string& name : o->get_lnames()) options.push_back("--" + name);
+            for (int i = 2; i < argc; ++i) {
+                const std::string arg = std::string(argv[i]).substr(0, std::string(argv[i]).find('='));
+                if (arg.rfind("--", 0) != 0 || std::find(options.begin(), options.end(), arg) != options.end()) continue;
+                std::cerr << "plab " << sub->get_name() << ": unknown option " << plab::quotedExcerpt(arg, 40)
+                          << plab::didYouMean(arg, options) << " (plab " << sub->get_name() << " --help)\n";
+                return kExitBadInput;
+            }
+        }
+        const int code = app.exit(e);
+        return code == 0 ? kExitOk : kExitBadInput;
     } catch (const CLI::ParseError& e) {
         const int code = app.exit(e);   // prints help, version or the usage error
         return code == 0 ? kExitOk : kExitBadInput;

@@ -142,7 +142,7 @@ std::string oneOf(const Reader& r, const char* key, const std::vector<std::strin
 {
     std::string value = r.text(key);
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
-    r.fail(key, "must be " + alternatives(allowed) + ", got '" + value + "'");
+    r.fail(key, "must be " + alternatives(allowed) + ", got '" + value + "'" + didYouMean(value, allowed));
 }
 
 // The names of the formats' and quantisation modes' tables.
@@ -222,7 +222,8 @@ const std::vector<KeyRule>& keyRules()
              if (!preset) {
                  std::string names;
                  for (const auto& n : PrecisionRecipe::allPresetNames()) names += (names.empty() ? "" : ", ") + n;
-                 r.fail("recipe", "must be one of " + names + ", got '" + name + "'");
+                 r.fail("recipe", "must be one of " + names + ", got '" + name + "'" +
+                                      didYouMean(name, PrecisionRecipe::allPresetNames()));
              }
              s.recipe = *preset;
          },
