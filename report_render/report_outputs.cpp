@@ -85,18 +85,21 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
     for (const auto& [folder, what] : {std::pair{outputs.jsonDir, "--json"}, std::pair{outputs.csvDir, "--csv"},
                                        std::pair{outputs.tensorboardDir, "--tensorboard"}})
         if (!folder.empty()) makeOutputFolder(folder, what);
-    auto note = [&](bool cut, const std::string& label, const std::string& stem) {
+    // Run i's free stem in `folder` (`taken`: the stems this output gave so far), said when cut.
+    auto freeStem = [&](const std::string& folder, const std::vector<std::string>& suffixes,
+                        std::vector<std::string>& taken, std::size_t i) {
+        bool cut = false;
+        const std::string stem = freeOutputStem(folder, stems[i], suffixes, taken, &cut);
         if (cut && progress.note)
-            progress.note("the run name " + quotedExcerpt(label, 40) + " is too long for a file name: its files are " +
-                          stem + "*");
+            progress.note("the run name " + quotedExcerpt(comparison.runs[i].label, 40) +
+                          " is too long for a file name: its files are " + stem + "*");
+        return stem;
     };
     if (!outputs.jsonDir.empty()) {
         if (!proceed("Writing the run records")) return comparison;
         std::vector<std::string> taken;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            bool cut = false;
-            const std::string stem = freeOutputStem(outputs.jsonDir, stems[i], {".json"}, taken, &cut);
-            note(cut, comparison.runs[i].label, stem);
+            const std::string stem = freeStem(outputs.jsonDir, {".json"}, taken, i);
             const auto file = std::filesystem::path(outputs.jsonDir) / (stem + ".json");
             writeJsonAtomically(file, runs[i].document);
             wrote(file);
@@ -105,13 +108,10 @@ RunComparison writeReportOutputs(const std::vector<LoadedRun>& runs, const Repor
     if (!outputs.csvDir.empty()) {
         if (!proceed("Writing the CSV tables")) return comparison;
         std::vector<std::string> taken;
-        for (std::size_t i = 0; i < runs.size(); ++i) {
-            bool cut = false;
-            const std::string stem = freeOutputStem(outputs.csvDir, stems[i], csvSuffixes(), taken, &cut);
-            note(cut, comparison.runs[i].label, stem);
-            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir, stem))
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            for (const auto& file : writeRunCsv(runs[i].record, comparison.runs[i].label, outputs.csvDir,
+                                                freeStem(outputs.csvDir, csvSuffixes(), taken, i)))
                 wrote(file);
-        }
     }
     if (!outputs.tensorboardDir.empty()) {
         if (!proceed("Writing the TensorBoard event files")) return comparison;

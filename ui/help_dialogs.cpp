@@ -38,14 +38,34 @@ QString pageText(const char* resource)
     return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
 }
 
+// A non-modal dialog, deleted when closed.
+QDialog* newDialog(QWidget* parent, const QString& objectName, const QString& title)
+{
+    auto* dialog = new QDialog(parent);
+    dialog->setObjectName(objectName);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(title);
+    return dialog;
+}
+
+// `body` above a Close button, shown at `size`.
+QDialog* showWithClose(QDialog* dialog, QLayout* body, QSize size)
+{
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addLayout(body, 1);
+    layout->addWidget(buttons);
+    dialog->resize(size);
+    dialog->show();
+    return dialog;
+}
+
 }  // namespace
 
 QDialog* showUserGuide(QWidget* parent)
 {
-    auto* dialog = new QDialog(parent);
-    dialog->setObjectName(QStringLiteral("userGuideDialog"));
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setWindowTitle(QDialog::tr("Precision Lab User Guide"));
+    QDialog* dialog = newDialog(parent, QStringLiteral("userGuideDialog"), QDialog::tr("Precision Lab User Guide"));
     auto* pages = new QListWidget(dialog);
     pages->setObjectName(QStringLiteral("userGuidePages"));
     for (const GuidePage& p : kPages) pages->addItem(QCoreApplication::translate("Help", p.title));
@@ -59,25 +79,15 @@ QDialog* showUserGuide(QWidget* parent)
         text->setMarkdown(pageText(kPages[row].resource));
     });
     pages->setCurrentRow(0);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
-    QObject::connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
     auto* row = new QHBoxLayout;
     row->addWidget(pages);
     row->addWidget(text, 1);
-    auto* layout = new QVBoxLayout(dialog);
-    layout->addLayout(row, 1);
-    layout->addWidget(buttons);
-    dialog->resize(1000, 720);
-    dialog->show();
-    return dialog;
+    return showWithClose(dialog, row, QSize(1000, 720));
 }
 
 QDialog* showKeyboardShortcuts(QWidget* window)
 {
-    auto* dialog = new QDialog(window);
-    dialog->setObjectName(QStringLiteral("keyboardShortcutsDialog"));
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setWindowTitle(QDialog::tr("Keyboard Shortcuts"));
+    QDialog* dialog = newDialog(window, QStringLiteral("keyboardShortcutsDialog"), QDialog::tr("Keyboard Shortcuts"));
     auto* table = new QTableWidget(0, 3, dialog);
     table->setObjectName(QStringLiteral("keyboardShortcutsTable"));
     table->setHorizontalHeaderLabels({QDialog::tr("Menu"), QDialog::tr("Action"), QDialog::tr("Keys")});
@@ -107,14 +117,9 @@ QDialog* showKeyboardShortcuts(QWidget* window)
         if (!seen.contains(a)) add(QDialog::tr("Window"), a);
     table->resizeColumnsToContents();
     table->horizontalHeader()->setStretchLastSection(true);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
-    QObject::connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
-    auto* layout = new QVBoxLayout(dialog);
-    layout->addWidget(table, 1);
-    layout->addWidget(buttons);
-    dialog->resize(640, 560);
-    dialog->show();
-    return dialog;
+    auto* body = new QVBoxLayout;
+    body->addWidget(table);
+    return showWithClose(dialog, body, QSize(640, 560));
 }
 
 }  // namespace plab::ui

@@ -60,14 +60,23 @@ RunPtr readRun(const QString& file, const QString& id, QString* error)
 
 }  // namespace
 
-// The weights file the app names for the run whose record is `recordPath`: "<id>.safetensors"
-// beside it, when the record lies in the runs folder and that file is a regular file (not a
-// link); empty otherwise.
-QString RunStore::appWeightsFile(const QString& recordPath) const
+namespace {
+
+// "<id>.safetensors" beside the record "<id>.json": where the app puts a run's weights.
+QString weightsBeside(const QString& recordPath)
 {
     const QFileInfo record(recordPath);
-    if (recordPath.isEmpty() || record.absoluteDir() != QDir(runsDir_)) return {};
-    const QFileInfo weights(record.dir().filePath(record.completeBaseName() + QStringLiteral(".safetensors")));
+    return record.dir().filePath(record.completeBaseName() + QStringLiteral(".safetensors"));
+}
+
+}  // namespace
+
+// The weights file the app names for the run whose record is `recordPath`, when the record
+// lies in the runs folder and that file is a regular file (not a link); empty otherwise.
+QString RunStore::appWeightsFile(const QString& recordPath) const
+{
+    if (recordPath.isEmpty() || QFileInfo(recordPath).absoluteDir() != QDir(runsDir_)) return {};
+    const QFileInfo weights(weightsBeside(recordPath));
     return weights.isFile() && !weights.isSymLink() ? weights.absoluteFilePath() : QString();
 }
 
@@ -432,7 +441,7 @@ QString RunStore::remove(const QString& id)
         // run's file); a file the run's settings put elsewhere is the user's.
         const QString weights = appWeightsFile(run->recordPath());
         if (!weights.isEmpty()) {
-            weightsTrashPath = QDir(trashDir()).filePath(QFileInfo(trashPath).completeBaseName() + QStringLiteral(".safetensors"));
+            weightsTrashPath = weightsBeside(trashPath);
             if (!QFile::rename(weights, weightsTrashPath)) {
                 QFile::rename(trashPath, run->recordPath());
                 return tr("Could not move %1 to the trash folder.").arg(weights);
@@ -466,8 +475,7 @@ QString RunStore::undoRemove()
     }
     if (!t.weightsTrashPath.isEmpty()) {
         // Beside the record again; if that name is taken meanwhile, it stays in the trash.
-        const QFileInfo record(t.run->recordPath());
-        const QString weights = record.dir().filePath(record.completeBaseName() + QStringLiteral(".safetensors"));
+        const QString weights = weightsBeside(t.run->recordPath());
         if (!QFileInfo::exists(weights) && !QFileInfo(weights).isSymLink()) QFile::rename(t.weightsTrashPath, weights);
     }
     trash_.pop_back();
@@ -498,16 +506,15 @@ RunPtr RunStore::openRecord(const QString& file, QString* error)
         follow(here);
         return here;
     }
-    // Copied in, then the copy read (once: a long record takes a second): what is read is
-    // what stays, and a copy that cannot be read is removed again, so nothing unreadable
-    // lands in the runs folder. A record still being written elsewhere is copied as it
-    // stands, and no writer follows the copy (interrupted where it ends).
+    // Copied in under a hidden name, which no scan of the folder lists (the start-up scan had
+    // read a long record a second time beside this read), the copy read once, then given its
+    // own name: what is read is what stays, and a copy that cannot be read is removed again,
+    // so nothing unreadable lands in the runs folder. A record still being written elsewhere
+    // is copied as it stands, and no writer follows the copy (interrupted where it ends).
     if (!QDir().mkpath(runsDir_)) {
         if (error) *error = tr("Could not create the runs folder %1.").arg(runsDir_);
         return nullptr;
     }
-    // The copy is read under a hidden name, which no scan of the folder lists (the start-up
-    // scan had read a long record a second time beside this read), then takes its own.
     const QString target = freeRecordPath(runsDir_, info.completeBaseName());
     const QString hidden = QDir(runsDir_).filePath(QStringLiteral(".") + QFileInfo(target).fileName() +
                                                    QStringLiteral(".opening"));

@@ -87,11 +87,10 @@ void makeOutputFolder(const fs::path& folder, const std::string& what)
 {
     const std::string named = what + " " + quotedExcerpt(folder.string(), 200);
     std::error_code ec;
-    const auto status = fs::symlink_status(folder, ec);
-    if (fs::is_symlink(status) && !fs::exists(fs::status(folder, ec)))
+    const auto target = fs::status(folder, ec);   // where a link leads
+    if (!fs::exists(target) && fs::is_symlink(fs::symlink_status(folder, ec)))
         throw InputError(named + ": it is a link to nothing (a dangling symbolic link), not a folder");
-    if (fs::exists(fs::status(folder, ec)) && !fs::is_directory(fs::status(folder, ec)))
-        throw InputError(named + ": it is a file, not a folder");
+    if (fs::exists(target) && !fs::is_directory(target)) throw InputError(named + ": it is a file, not a folder");
     fs::create_directories(folder, ec);
     if (ec) throw InputError(named + ": cannot create the folder (" + ec.message() + ")");
     if (::access(folder.c_str(), W_OK | X_OK) != 0) throw InputError(named + ": the folder is not writable");

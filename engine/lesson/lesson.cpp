@@ -37,6 +37,8 @@ double workOf(const TrainSettings& s, double steps, double images)
     return perImage * (3.0 * images + evaluations * static_cast<double>(kLessonBudgetTestSet));
 }
 
+// The sentence for runs whose work, summed up to the run `id` (its own `runCost`), is past
+// kLessonWorkBudget: by how much.
 std::string overBudget(double work, const std::string& id, double runCost)
 {
     char text[160];
@@ -94,7 +96,9 @@ void resolveLessonInputs(Lesson& lesson, const std::filesystem::path& folder)
         }
     }
     // With a batch file a run trains its lines, each as wide as it is, not epochs of its
-    // batch: its work counted again from the file (a lesson could pass the budget otherwise).
+    // batch: the budget is counted again with the files' work (a lesson could pass it otherwise).
+    if (std::none_of(lesson.runs.begin(), lesson.runs.end(), [](const LessonRun& r) { return !r.settings.readBatches.empty(); }))
+        return;
     double work = 0.0;
     for (const LessonRun& run : lesson.runs) {
         double cost = runWork(run.settings);

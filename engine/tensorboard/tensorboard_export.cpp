@@ -33,8 +33,6 @@ constexpr std::array<std::uint32_t, 256> makeCrc32cTable()
 }
 constexpr auto kCrc32cTable = makeCrc32cTable();
 
-// "2026-11-22T13:25:24Z" as seconds since 1970 (UTC); 0 when it does not parse.
-
 // Builds the events of one run in step order; events of the same step share one Event.
 class EventWriter {
 public:
