@@ -10,10 +10,13 @@
 #include "lessons/presentation_mode.h"
 #include "main_window.h"
 #include "run_list_model.h"
+#include "settings_panel.h"
 #include "test_support.h"
 #include "training_controller.h"
 
 #include <QDir>
+#include <QDockWidget>
+#include <QTimer>
 #include <QFileInfo>
 #include <QLabel>
 #include <QScreen>
@@ -242,6 +245,10 @@ private slots:
         QCOMPARE(again.lesson->view.histogram->layer, std::string("loss"));
         QCOMPARE(again.lesson->view.histogram->step, std::int64_t{4});
         QCOMPARE(again.lesson->charts, (std::vector<std::string>{"loss", "histogram"}));
+        // Nothing is written where the lesson cannot go, and the reason is given.
+        QVERIFY(window.saveLesson(QStringLiteral("/no/such/folder/x.json"), QStringLiteral("t"), QStringLiteral("q"),
+                                  QStringLiteral("e.")).startsWith(QStringLiteral("Could not save the lesson to /no/such/folder/x.json")));
+        // Opened again, the saved lesson takes the view (issue 67 item 5: only its runs, none yet).
         QCOMPARE(window.openLesson(saved), QString());
         // Issue 37: no path of this machine in it (the runs' weights went to the runs folder).
         {
@@ -250,9 +257,6 @@ private slots:
             const QByteArray text = s.readAll();
             QVERIFY2(!text.contains("save_weights") && !text.contains(QFile::encodeName(o.runsDir)), text.constData());
         }
-        // Nothing is written where the lesson cannot go, and the reason is given.
-        QVERIFY(window.saveLesson(QStringLiteral("/no/such/folder/x.json"), QStringLiteral("t"), QStringLiteral("q"),
-                                  QStringLiteral("e.")).startsWith(QStringLiteral("Could not save the lesson to /no/such/folder/x.json")));
 
         const QString bad = QString::fromStdString((dir_.path() / "bad.json").string());
         QFile b(bad);
@@ -260,6 +264,92 @@ private slots:
         b.write("{");
         b.close();
         QVERIFY(window.openLesson(bad).contains(QStringLiteral("not valid JSON")));
+        window.close();
+    }
+
+    // Issue 67 item 5: a lesson owns its view. Opening it unticks the person's runs; while
+    // its runs train, the settings panel shows their settings and takes no edit; its view
+    // shows only its runs; leaving it (the dock's close button) brings back the ticks, the
+    // watched run and the panel's settings.
+    void lessonOwnsItsView()
+    {
+        testing::writeSyntheticDataset(dir_.path() / "own" / "mnist", 128, 32, 5);
+        const QString lessonFile = QString::fromStdString((dir_.path() / "own.json").string());
+        QFile f(lessonFile);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"format": 2, "title": "Own view", "question": "Whose runs?",
+                   "runs": [{"id": "a", "name": "fp32 own", "settings": {"recipe": "fp32", "widths": [4, 8], "batch": 16, "max_steps": 3, "threads": 1}},
+                            {"id": "b", "name": "fp16 own", "settings": {"recipe": "amp-fp16", "widths": [4, 8], "batch": 8, "max_steps": 3, "threads": 1}}],
+                   "charts": ["loss", "scale"],
+                   "view": {"watch": "a"},
+                   "expect": [{"run": "b", "metric": "steps", "op": "==", "value": 3, "backs": "Both ran {b.steps|int} steps."}],
+                   "explanation": "Both ran {b.steps|int} steps."})");
+        f.close();
+        MainWindowOptions o;
+        o.dataDir = QString::fromStdString((dir_.path() / "own").string());
+        o.runsDir = QString::fromStdString((dir_.path() / "runs-own").string());
+        o.settingsFile = QString::fromStdString((dir_.path() / "settings-own.ini").string());
+        MainWindow window(o);
+        QTRY_VERIFY(window.runsLoaded());
+        window.show();
+        // The person's own run, ticked and watched, and the next run's settings in the panel.
+        SettingsPanel* settings = window.settingsPanel();
+        settings->setSettings(settingsFromJson(nlohmann::json{{"recipe", "amp-bf16"}, {"widths", {4, 8}}, {"batch", 12},
+                                                              {"max_steps", 2}, {"threads", 1}},
+                                               "test"));
+        QSignalSpy trained(window.controller(), &TrainingController::runFinished);
+        window.startRun();
+        QTRY_COMPARE_WITH_TIMEOUT(trained.count(), 1, 60000);
+        const QString mine = window.watchedRunId();
+        QVERIFY(!mine.isEmpty());
+        window.runListModel()->setCompared(mine, true);
+        QCOMPARE(window.runListModel()->comparedRuns().size(), 1);
+
+        QCOMPARE(window.openLesson(lessonFile), QString());
+        QVERIFY(window.runListModel()->comparedRuns().isEmpty());   // the lesson's view: none of mine
+        QVERIFY(window.watchedRunId().isEmpty());
+        LessonPanel* panel = window.lessonPanel();
+        QSignalSpy finished(panel->runner(), &LessonRunner::finished);
+        bool sawLessonSettings = false, sawEditable = false;
+        QObject::connect(window.controller(), &TrainingController::runStarted, &window,
+                         [&](const QString&, const TrainSettings&) {
+                             QTimer::singleShot(0, &window, [&] {
+                                 sawLessonSettings = sawLessonSettings || (!settings->isEnabled() && settings->settings().batch != 12);
+                                 sawEditable = sawEditable || settings->isEnabled();
+                             });
+                         });
+        panel->runButton()->click();
+        QTRY_VERIFY(!settings->isEnabled());   // read-only while the lesson trains
+        QVERIFY(settings->settings().recipe.preset == "fp32" || settings->settings().recipe.preset == "amp-fp16");
+        QCOMPARE(settings->settings().model.widths, (std::vector<int>{4, 8}));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(sawLessonSettings);
+        QVERIFY(!sawEditable);
+        // Only the lesson's runs are shown; the panel is the person's again.
+        const QStringList ids = panel->runner()->runIds();
+        QCOMPARE(ids.size(), 2);
+        QStringList compared;
+        for (const RunPtr& run : window.runListModel()->comparedRuns()) compared << run->id();
+        compared.sort();
+        QStringList expected = ids;
+        expected.sort();
+        QCOMPARE(compared, expected);
+        QCOMPARE(window.watchedRunId(), ids.at(0));
+        QVERIFY(settings->isEnabled());
+        QCOMPARE(settings->settings().recipe.preset, std::string("amp-bf16"));
+        QCOMPARE(settings->settings().batch, 12);
+
+        // Leaving the lesson by its dock's close button: my ticks and my watched run again.
+        auto* dock = window.findChild<QDockWidget*>(QStringLiteral("lessonDock"));
+        QVERIFY(dock && dock->isVisible());
+        dock->close();
+        QTRY_VERIFY(!panel->lesson());
+        compared.clear();
+        for (const RunPtr& run : window.runListModel()->comparedRuns()) compared << run->id();
+        QCOMPARE(compared, QStringList{mine});
+        QCOMPARE(window.watchedRunId(), mine);
+        for (const QString& name : ChartsView::groupNames())   // every chart group again
+            QVERIFY2(!window.chartsView()->group(name)->isHidden(), qPrintable(name));
         window.close();
     }
 

@@ -296,7 +296,10 @@ void MainWindow::connectController()
 {
     connect(controller_, &TrainingController::runStarted, this,
             [this](const QString& runId, const TrainSettings& settings) {
-                if (lessonPanel_->runner()->ownsRun(runId)) model_->setCompared(runId, true);   // overlay the lesson's runs
+                if (lessonPanel_->runner()->ownsRun(runId)) {
+                    model_->setCompared(runId, true);   // overlay the lesson's runs
+                    onLessonRunStarted(runId, settings);
+                }
                 if (runId != controller_->currentRunId()) return;
                 watchRun(runId);
                 panel_->setLive(true, settings);

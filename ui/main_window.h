@@ -11,6 +11,7 @@
 #include <QPointer>
 
 #include <memory>
+#include <optional>
 
 QT_BEGIN_NAMESPACE
 class QAction;
@@ -108,9 +109,13 @@ public:
     QString watchedRunId() const;
     FormatExplorer* formatExplorer() const { return explorer_; }
     LessonPanel* lessonPanel() const { return lessonPanel_; }
+    // Leaves the open lesson (its dock's close button): the runs ticked and watched before
+    // it opened, and the settings panel's settings, come back.
+    void closeLesson();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;   // the lesson dock's close
 
 private:
     void buildMenus();
@@ -127,6 +132,11 @@ private:
     void buildClassroomDocks();
     void buildLessonsMenu(QMenu* menu);
     void showLessonCharts();
+    // A lesson owns the view while it is open: only its runs are ticked, and while one of
+    // its runs trains the settings panel shows that run's settings, read-only.
+    void enterLessonView();
+    void onLessonRunStarted(const QString& runId, const TrainSettings& settings);
+    void endLessonRuns();   // the lesson's runs ended: the panel is the person's again
     // After a lesson's runs: watch, overlay and select in the charts what its "view" says.
     void applyLessonView();
     void showSaveLessonDialog();
@@ -147,6 +157,14 @@ private:
     QWidget* banner_;
     QLabel* bannerLabel_;
     QString watchedId_;
+    // What the person had before a lesson took the view (restored by closeLesson).
+    struct ViewBeforeLesson {
+        QStringList compared;
+        QString watched;
+        QStringList hiddenCharts;   // chart groups the person had hidden
+        std::optional<TrainSettings> panel;   // while a lesson's run shows its settings
+    };
+    std::optional<ViewBeforeLesson> beforeLesson_;
     FormatExplorer* explorer_ = nullptr;
     LessonPanel* lessonPanel_ = nullptr;
     PresentationMode* presentation_ = nullptr;

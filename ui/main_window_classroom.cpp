@@ -42,6 +42,7 @@
 #include <QScrollBar>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTimer>
 #include <nlohmann/json.hpp>
 
 namespace plab::ui {
@@ -108,9 +109,13 @@ void MainWindow::buildClassroomDocks()
         }
     });
     connect(lessonPanel_, &LessonPanel::lessonChanged, this, [this, lessonDock] {
+        enterLessonView();
         lessonDock->show();
         showLessonCharts();
     });
+    connect(lessonPanel_->runner(), &LessonRunner::finished, this, [this] { endLessonRuns(); });
+    // The dock's close button leaves the lesson.
+    lessonDock->installEventFilter(this);
     connect(lessonPanel_, &LessonPanel::lessonFinished, this, [this] {
         applyLessonView();
         statusBar()->showMessage(tr("Lesson finished: %1 of %2 claims held; press Reveal for the explanation")
@@ -143,6 +148,63 @@ QString MainWindow::openLesson(const QString& file)
     return {};
 }
 
+void MainWindow::enterLessonView()
+{
+    if (!beforeLesson_) {   // a second lesson opened over one keeps the first's "before"
+        ViewBeforeLesson before;
+        for (const RunPtr& run : model_->comparedRuns()) before.compared << run->id();
+        before.watched = watchedId_;
+        for (const QString& name : ChartsView::groupNames())
+            if (charts_->group(name)->isHidden()) before.hiddenCharts << name;
+        beforeLesson_ = before;
+    }
+    for (const RunPtr& run : model_->comparedRuns()) model_->setCompared(run->id(), false);
+    watchRun(QString());
+}
+
+void MainWindow::onLessonRunStarted(const QString& runId, const TrainSettings& settings)
+{
+    if (!beforeLesson_ || !lessonPanel_->runner()->ownsRun(runId)) return;
+    if (!beforeLesson_->panel) beforeLesson_->panel = panel_->settings();
+    panel_->setSettings(settings);
+    panel_->setEnabled(false);
+    panel_->setToolTip(tr("The lesson's run: its settings, shown read-only until the lesson's runs end"));
+}
+
+void MainWindow::endLessonRuns()
+{
+    if (!beforeLesson_ || !beforeLesson_->panel) return;
+    panel_->setSettings(*beforeLesson_->panel);
+    beforeLesson_->panel.reset();
+    panel_->setEnabled(true);
+    panel_->setToolTip(QString());
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event)
+{
+    // The lesson dock's close button leaves the lesson, once the dock has closed.
+    if (event->type() == QEvent::Close && watched->objectName() == QLatin1String("lessonDock") && lessonPanel_->lesson())
+        QTimer::singleShot(0, this, [this] { closeLesson(); });
+    return QMainWindow::eventFilter(watched, event);
+}
+
+void MainWindow::closeLesson()
+{
+    if (presentationMode()) setPresentationMode(false);
+    lessonPanel_->clearLesson();
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("lessonDock"))) dock->hide();
+    if (!beforeLesson_) return;
+    endLessonRuns();
+    const ViewBeforeLesson before = *beforeLesson_;
+    beforeLesson_.reset();
+    for (const RunPtr& run : model_->comparedRuns()) model_->setCompared(run->id(), false);
+    for (const QString& id : before.compared)
+        if (store_->run(id)) model_->setCompared(id, true);
+    watchRun(store_->run(before.watched) ? before.watched : QString());
+    // The chart groups the person had (the lesson showed only its own).
+    for (const QString& name : ChartsView::groupNames()) charts_->group(name)->setVisible(!before.hiddenCharts.contains(name));
+}
+
 void MainWindow::applyLessonView()
 {
     if (!lessonPanel_->lesson()) return;
@@ -150,6 +212,8 @@ void MainWindow::applyLessonView()
     const QStringList ids = lessonPanel_->runner()->runIds();
     if (ids.size() != static_cast<qsizetype>(lesson.runs.size())) return;
     const QString watched = ids[lesson.watchedRun()];
+    for (const RunPtr& run : model_->comparedRuns())   // only the lesson's runs
+        if (!ids.contains(run->id())) model_->setCompared(run->id(), false);
     for (std::size_t i = 0; i < lesson.runs.size(); ++i) {
         const bool overlaid = lesson.view.overlayAll ||
                               std::find(lesson.view.overlay.begin(), lesson.view.overlay.end(), lesson.runs[i].id) !=

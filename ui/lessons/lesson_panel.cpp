@@ -199,6 +199,24 @@ void LessonPanel::setLesson(const Lesson& lesson)
     emit lessonChanged();
 }
 
+void LessonPanel::clearLesson()
+{
+    runner_->stop();
+    lesson_.reset();
+    results_.clear();
+    records_.clear();
+    finishedOnce_ = false;
+    prediction_.clear();
+    title_->clear();
+    question_->clear();
+    predictBox_->hide();
+    runs_->clear();
+    verdict_->clear();
+    explanation_->clear();
+    showExplanationArea(false);
+    refreshButtons();
+}
+
 void LessonPanel::setPredictionAnswer(const QString& text)
 {
     if (predictChoices_->isVisible() || (lesson_ && lesson_->predict && !lesson_->predict->choices.empty())) {

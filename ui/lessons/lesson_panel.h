@@ -37,6 +37,8 @@ public:
     explicit LessonPanel(TrainingController* controller, QWidget* parent = nullptr);
 
     void setLesson(const Lesson& lesson);
+    // No lesson open (the window left it): its runs stopped, the panel empty.
+    void clearLesson();
     const std::optional<Lesson>& lesson() const { return lesson_; }
     void setDataDir(const QString& dir) { dataDir_ = dir; }
 
