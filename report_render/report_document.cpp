@@ -71,6 +71,22 @@ QString resultsSection(const RunComparison& c)
                       QString::number(r.imagesPerSecond, 'f', 0), esc(formatMebibytes(r.peakTotal)));
     h += QStringLiteral("</table>\n");
 
+    // Why steps skipped: the rounding site that overflowed first, per stretch of steps.
+    bool anySkipped = false;
+    for (const auto& r : c.runs) anySkipped = anySkipped || !skipCauseRows(r.stepSeries, 1).empty();
+    if (anySkipped) {
+        h += QStringLiteral("<h3>Why steps skipped</h3>\n<table%1>\n<tr><th>run</th><th>skipped steps</th>"
+                            "<th>the first rounding to make inf or NaN</th></tr>\n")
+                 .arg(QLatin1String(kTableAttrs));
+        for (const auto& r : c.runs)
+            for (const auto& row : skipCauseRows(r.stepSeries))
+                h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td></tr>\n")
+                         .arg(esc(r.label), esc(row.steps), esc(row.cause));
+        h += QStringLiteral("</table>\n<p>A step skips when its gradients hold inf or NaN; the site named is the "
+                            "first, in the order the step ran, whose rounding made a finite value infinite (or, "
+                            "where none did, the first to meet inf or NaN).</p>\n");
+    }
+
     // Peak memory per category.
     std::vector<std::string> categories;
     for (const auto& r : c.runs)

@@ -8,6 +8,7 @@
 #include <QTest>
 
 #include <cfloat>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -108,6 +109,7 @@ Reference referenceCount(Format f, const std::vector<float>& in)
             ++r.hist.nonFinite;
             continue;
         }
+        r.stats.largestFinite = std::max(r.stats.largestFinite, std::fabs(x));
         if (x == 0.0f) {
             ++r.stats.zerosIn;
             ++r.hist.zeros;
@@ -123,8 +125,9 @@ Reference referenceCount(Format f, const std::vector<float>& in)
 
 QString describe(const RoundingStats& s)
 {
-    return QStringLiteral("count %1 zerosIn %2 underflow %3 subnormal %4 overflow %5 nan %6 infIn %7")
-        .arg(s.count).arg(s.zerosIn).arg(s.underflow).arg(s.subnormal).arg(s.overflow).arg(s.nan).arg(s.infIn);
+    return QStringLiteral("count %1 zerosIn %2 underflow %3 subnormal %4 overflow %5 nan %6 infIn %7 largest %8")
+        .arg(s.count).arg(s.zerosIn).arg(s.underflow).arg(s.subnormal).arg(s.overflow).arg(s.nan).arg(s.infIn)
+        .arg(static_cast<double>(s.largestFinite), 0, 'g', 9);
 }
 
 SimdLevel levelFromName(const QString& name)

@@ -215,13 +215,69 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(plab::InputError, readCsv(stray, "stray"));
     }
 
+    // Issue 67 item 9: why steps skipped reaches plab report's table, the HTML/PDF report and
+    // the CSV: the first site per stretch of skipped steps, a record without sites said so.
+    void skipCausesReachEveryOutput()
+    {
+        json record = scaled_;
+        auto& steps = record["steps"];
+        QVERIFY(steps.size() >= 6);
+        const json nanFirst = {{"layer", "fc1"}, {"kind", "activation"}, {"overflow", 0}, {"inf_in", 0}, {"nan", 4},
+                               {"format", "fp16"}, {"format_max", 65504.0}};
+        const json lossOverflow = {{"layer", "loss"}, {"kind", "activation_grad"}, {"overflow", 3}, {"inf_in", 0},
+                                   {"nan", 0}, {"largest_finite", std::ldexp(1.5, 17)}, {"format", "fp16"},
+                                   {"format_max", 65504.0}};
+        const json conv2Overflow = {{"layer", "conv2"}, {"kind", "activation"}, {"overflow", 1}, {"inf_in", 0},
+                                    {"nan", 0}, {"format", "fp16"}, {"format_max", 65504.0}};
+        for (int i : {1, 2, 3}) steps[i]["skipped"] = true, steps[i]["non_finite"] = json::array({nanFirst, lossOverflow});
+        steps[4]["skipped"] = true;   // a record that does not say
+        steps[5]["skipped"] = true, steps[5]["non_finite"] = json::array({conv2Overflow});
+        const std::string loss = "loss activation_grad overflowed first: 2^17.6 > 65504 (fp16's largest)";
+        const std::string conv2 = "conv2 activation overflowed first: 1 value past 65504 (fp16's largest)";
+
+        const RunRecord read = readRunRecord(record, "skips");
+        const auto rows = skipCauseRows(read.steps);
+        QCOMPARE(rows.size(), std::size_t{3});
+        QCOMPARE(rows[0].steps, std::string("steps 2-4 (3 skipped)"));
+        QCOMPARE(rows[0].cause, loss + ", at the first");
+        QCOMPARE(rows[1].steps, std::string("step 5"));
+        QCOMPARE(rows[1].cause, std::string("the record names no site that made inf or NaN"));
+        QCOMPARE(rows[2].steps, std::string("step 6"));
+        QCOMPARE(rows[2].cause, conv2);
+        // At most maxRows stretches, then a count of the steps left out.
+        const auto capped = skipCauseRows(read.steps, 1);
+        QCOMPARE(capped.size(), std::size_t{2});
+        QCOMPARE(capped[1].steps, std::string("and 2 more skipped steps"));
+
+        const RunComparison c = compareRuns({digestRunRecord(read, "skips")});
+        const std::string table = comparisonTableText(c);
+        QVERIFY2(table.find("\nWhy " + c.runs[0].label + " skipped:\n  steps 2-4 (3 skipped): " + loss) != std::string::npos,
+                 table.c_str());
+        const QString html = report::reportHtml(report::prepareReport(c), report::ChartEmbedding::inlineSvg);
+        QVERIFY(html.contains("<h3>Why steps skipped</h3>"));
+        QVERIFY(html.contains(QString::fromStdString(conv2)));
+        // No such section where nothing skipped.
+        QVERIFY(!report::reportHtml(report::prepareReport(comparisonOf({fp32_})), report::ChartEmbedding::inlineSvg)
+                     .contains("Why steps skipped"));
+
+        const fs::path folder = dir_.path() / "csv-skips";
+        writeRunCsv(read, "skips", folder, "skips");
+        const auto csv = readCsvFile(folder / "skips-steps.csv");
+        QCOMPARE(csv[2][9], std::string("loss activation_grad"));
+        QCOMPARE(csv[2][10], loss);
+        QCOMPARE(csv[5][9], std::string());
+        QCOMPARE(csv[6][10], conv2);
+        QCOMPARE(csv[1][10], std::string());   // not skipped
+    }
+
     void csvFilesRoundTripTheRecord()
     {
         const fs::path folder = dir_.path() / "csv";
         const auto files = writeRunCsv(readRunRecord(diverged_, "diverged"), "Pure, \"FP16\"", folder, "pure-fp16");
         QCOMPARE(files.size(), std::size_t(3));
         const auto steps = readCsvFile(folder / "pure-fp16-steps.csv");
-        QCOMPARE(steps.front(), (CsvRow{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms"}));
+        QCOMPARE(steps.front(), (CsvRow{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms",
+                                        "skip_site", "skip_cause"}));
         QCOMPARE(steps.size(), diverged_["steps"].size() + 1);
         for (std::size_t i = 0; i < diverged_["steps"].size(); ++i) {
             const json& s = diverged_["steps"][i];

@@ -19,6 +19,7 @@
 #include "charts/throughput_chart.h"
 #include "charts/underflow_chart.h"
 #include "charts/updates_chart.h"
+#include "train/memory_check.h"
 
 #include <QAreaSeries>
 #include <QChart>
@@ -84,6 +85,11 @@ RunPtr makeRun(const QString& name, std::int64_t steps, QColor color, double los
         e.loss = static_cast<float>(lossOffset + 2.3 * std::exp(-static_cast<double>(i) / 300.0));
         e.skipped = i % 97 == 0 && i <= kChangeStep;
         if (e.skipped) scale /= 2, ++skipped;
+        // Why the first skipped step skipped (the later ones, as an older record, say nothing).
+        if (i == 97)
+            e.nonFinite = {NonFiniteSite{"fc1", TensorKind::activation, 0, 0, 4, std::nullopt, "fp16", 65504},
+                           NonFiniteSite{"loss", TensorKind::activationGrad, 3, 0, 0, std::ldexp(1.5, 17), "fp16", 65504},
+                           NonFiniteSite{"fc1", TensorKind::activationGrad, 0, 12, 0, 1.0, "fp16", 65504}};
         e.lossScale = i <= kChangeStep ? scale : 1.0;
         e.batch = 32;
         e.timeMs = 4.0;
@@ -341,6 +347,7 @@ private slots:
 
     void lossAndAccuracySeries();
     void lossScaleOnLog2AxisWithSkippedSteps();
+    void skippedStepSaysWhyOnHoverAndClick();
     void divergedRunShowsItsFiniteStepsAndWhy();
     void skippedRunIsOneBandAndLevelsAreLabelled();
     void histogramSharesMatchHandComputationForFp16();
@@ -352,6 +359,7 @@ private slots:
     void blockScalesHistogramUnderNvfp4();
     void emptyAndCoincidingPanelsSayWhy();
     void memoryStackPeakAndPlanner();
+    void memoryPeakIsNeverASum();
     void deviceLinesShowWhatTheRunHolds();
     void throughputAndProgress();
     void settingChangeMarkedOnEveryChart();
@@ -482,6 +490,39 @@ void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()
     QVERIFY(log2);
     auto* group = qobject_cast<LossScaleChart*>(view.group("scale"));
     QVERIFY(group->countsText().contains("amp: 5 skipped of 1000 steps"));
+}
+
+// Issue 67 item 9: a skipped step's marker says, on hover and on a click, which rounding
+// overflowed first (not the NaN met before it) and the sites in the order they ran.
+void TestUiCharts::skippedStepSaysWhyOnHoverAndClick()
+{
+    ChartsView view;
+    view.resize(1400, 900);
+    const RunPtr run = makeRun("amp", 1000, Qt::blue);
+    view.setRuns(run, {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+    auto* group = qobject_cast<LossScaleChart*>(view.group("scale"));
+    auto* chartView = group->findChild<TimedChartView*>();
+    auto* skipped = seriesNamed<QScatterSeries>(view.seriesOf("scale"), "amp skipped steps (5)");
+    QVERIFY(chartView && skipped);
+    QChart* chart = group->charts().first();
+    const QString why = QStringLiteral("Step 97 skipped: loss activation_grad overflowed first: 2^17.6 > 65504 (fp16's largest)\n"
+                                       "in the order they ran: fc1 activation (4 NaN), fc1 activation_grad (12 inf in)");
+    const QPoint at = chartView->mapFromScene(chart->mapToPosition(QPointF(97, 15), skipped));
+    QCOMPARE(chartView->valueTextAt(at), QStringLiteral("amp skipped steps (5)\nstep 97 · loss scale S 2^15\n") + why);
+    // A step whose record names no site says so.
+    const QPoint second = chartView->mapFromScene(chart->mapToPosition(QPointF(194, 14), skipped));
+    QVERIFY(chartView->valueTextAt(second).endsWith("Step 194 skipped: the record names no site that made inf or NaN"));
+
+    // A click keeps it under the chart; a click away from any skipped step clears it.
+    QCOMPARE(group->clickedSkipText(), QString());
+    QTest::mouseClick(chartView->viewport(), Qt::LeftButton, {}, at);
+    QCOMPARE(group->clickedSkipText(), why);
+    const QRect plot = chartView->mapFromScene(chart->plotArea()).boundingRect();
+    QTest::mouseClick(chartView->viewport(), Qt::LeftButton, {}, QPoint(plot.right() - 5, plot.top() + 5));
+    QCOMPARE(group->clickedSkipText(), QString());
 }
 
 // Issue 38 item 5 (lesson 02 projected): a run whose 300 steps all skip drew 300 markers
@@ -883,13 +924,46 @@ void TestUiCharts::memoryStackPeakAndPlanner()
     const int fp16 = table->item(2, 0)->text().toInt();
     QVERIFY(fp32 > 0);
     QVERIFY(fp16 > fp32 * 3 / 2);   // fp16 activations roughly double the batch
-    QCOMPARE(table->columnCount(), 3);   // seed-cnn, ratio, and the run's small-cnn
-    // Issue 10: each recipe plans with the workspace a run of that recipe measured (the
-    // amp run: 6 MiB over batch 32); a recipe no run shown has measured gets no number.
-    QVERIFY(table->item(2, 2)->text().toInt() > 0);
-    QVERIFY2(table->item(2, 2)->toolTip().contains("measured by a run of this recipe"), qPrintable(table->item(2, 2)->toolTip()));
-    QCOMPARE(table->item(0, 2)->text(), QString("–"));   // no FP32 run shown
-    QVERIFY(table->item(0, 2)->toolTip().startsWith("No run of this recipe"));
+    // Issue 67 item 3: each number is what the engine's memory check admits for that recipe
+    // (train/memory_check.h; tst_ui_reduction checks the check admits it and not one more).
+    const std::int64_t budget = std::int64_t{4} << 30;
+    TrainSettings seed;
+    seed.model.kind = "seed-cnn";
+    seed.model.widths.clear();
+    const auto seedRows = presetEstimates(seed);
+    const auto runRows = presetEstimates(ampSettings());
+    for (int r = 0; r < 6; ++r) {
+        QCOMPARE(table->item(r, 0)->text().toLongLong(), largestBatchWithin(seedRows[static_cast<std::size_t>(r)].estimate, budget));
+        QCOMPARE(table->item(r, 2)->text().toLongLong(), largestBatchWithin(runRows[static_cast<std::size_t>(r)].estimate, budget));
+    }
+    QCOMPARE(table->columnCount(), 4);   // seed-cnn, ratio, the run's small-cnn, and with the measured workspace
+    QCOMPARE(table->horizontalHeaderItem(2)->text(), QString("small-cnn"));
+    // The workspace a run of the recipe measured (the amp run: 6 MiB over batch 32) is added
+    // in its own column; a recipe no run shown has measured gets no number there.
+    QVERIFY(table->item(2, 3)->text().toInt() > 0);
+    QVERIFY(table->item(2, 3)->text().toInt() < table->item(2, 2)->text().toInt());
+    QVERIFY2(table->item(2, 3)->toolTip().contains("measured by a run of this recipe"), qPrintable(table->item(2, 3)->toolTip()));
+    QCOMPARE(table->item(0, 3)->text(), QString("–"));   // no FP32 run shown
+    QVERIFY(table->item(0, 3)->toolTip().startsWith("No run of this recipe"));
+}
+
+// Issue 67 item 3: the peak is one figure, the sum's highest and when it was reached; the
+// phases' figures, sampled at a phase's end, stand apart, never as its parts.
+void TestUiCharts::memoryPeakIsNeverASum()
+{
+    constexpr std::int64_t kMiB = 1024 * 1024;
+    MemorySnapshot peak;
+    peak.totalPeak = 454 * kMiB / 10;
+    peak.peakPhase = MemoryPhase::evaluation;
+    peak.peak[static_cast<std::size_t>(MemoryCategory::workspace)] = 175 * kMiB / 10;
+    peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)].total = 117 * kMiB / 10;
+    peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)].total = 390 * kMiB / 10;
+    QCOMPARE(MemoryChart::peakLine("AMP FP16", peak),
+             QString::fromUtf8("AMP FP16: peak 45.4 MiB during an evaluation, workspace up to 17.5 MiB · held at the end: "
+                               "a step's 11.7 MiB, an evaluation's 39.0 MiB"));
+    peak.peakPhase.reset();   // an older record
+    peak.phasePeak = {};
+    QCOMPARE(MemoryChart::peakLine("AMP FP16", peak), QString("AMP FP16: peak 45.4 MiB, workspace up to 17.5 MiB"));
 }
 
 // On a device the chart draws the whole device's figure and, where the run recorded the

@@ -5,7 +5,8 @@
 // run_data.h (through underflow_chart.h) first: engine/train/trainer.h names a member emit(),
 // which Qt's emit macro would break once a Qt header came before it.
 #include "charts/underflow_chart.h"
-#include "charts/batch_planner.h"
+#include "train/memory_check.h"
+#include "train/settings.h"
 #include "telemetry/format_regions.h"
 #include "charts/series_reduction.h"
 #include "report/smoothing.h"
@@ -232,47 +233,50 @@ void TestUiReduction::parameterBytesPerRecipe()
 
 void TestUiReduction::plannerArithmeticByHand()
 {
-    BatchPlanInput in;
-    in.parameterBytes = 1000 * 18;
-    in.activationBytesPerSample = 500;
-    in.workspaceBytesPerSample = 100;
-    in.reservedBytes = 2000;
-    const BatchPlan p = planBatch(in, 1'000'000);
-    QCOMPARE(p.fixedBytes, std::int64_t{1000 * 18 + 2000});
-    QCOMPARE(p.perSampleBytes, std::int64_t{600});
-    QCOMPARE(p.largestBatch, std::int64_t{(1'000'000 - 20'000) / 600});   // 1633
-    QVERIFY(p.bytesAt(p.largestBatch) <= 1'000'000);
-    QVERIFY(p.bytesAt(p.largestBatch + 1) > 1'000'000);
-    QCOMPARE(planBatch(in, 10'000).largestBatch, std::int64_t{0});   // not even the fixed part fits
+    MemoryEstimate e;
+    e.fixedBytes = 1000 * 18 + 2000;
+    e.perSampleBytes = 600;
+    QCOMPARE(largestBatchWithin(e, 1'000'000), std::int64_t{(1'000'000 - 20'000) / 600});   // 1633
+    QVERIFY(e.bytesAt(largestBatchWithin(e, 1'000'000)) <= 1'000'000);
+    QVERIFY(e.bytesAt(largestBatchWithin(e, 1'000'000) + 1) > 1'000'000);
+    QCOMPARE(largestBatchWithin(e, 10'000), std::int64_t{0});   // not even the fixed part fits
+    e.perSampleBytes = 0;
+    QCOMPARE(largestBatchWithin(e, 1'000'000), std::int64_t{0});
 }
 
+// Issue 67 item 3: the planner's row for each preset is what the memory check before a run
+// admits, batch for batch: the largest batch it plans passes the check, one more is refused.
 void TestUiReduction::plannerForASmallModel()
 {
     // mlp 784-4-3-10: 784*4+4 + 4*3+3 + 3*10+10 = 3195 parameters.
-    ModelSpec spec;
-    spec.kind = "mlp";
-    spec.widths = {4, 3};
-    const ModelFootprint f = modelFootprint(spec, OptimizerConfig{});
-    QCOMPARE(f.parameters, std::int64_t{3195});
-    QCOMPARE(f.presets.size(), PrecisionRecipe::presetNames().size());
-    const auto model = Model::create(spec, 1);
-    for (const PresetFootprint& p : f.presets) {
-        QCOMPARE(p.memory.activationBytesPerSample, model->activationBytesPerSample(p.recipe));
-        // One model taking the presets in turn counts what a model built for each holds.
-        const MemoryFootprint alone = memoryFootprint(spec, p.recipe, OptimizerConfig{});
-        QCOMPARE(p.memory.bytes, alone.bytes);
-        QCOMPARE(p.memory.heldElements, alone.heldElements);
-    }
-
-    const std::int64_t budget = kGiB / 64;   // 16 MiB
-    const auto rows = planPresets(f, budget);
+    TrainSettings s;
+    s.model.kind = "mlp";
+    s.model.widths = {4, 3};
+    const std::vector<PresetEstimate> rows = presetEstimates(s);
+    QCOMPARE(rows.size(), PrecisionRecipe::presetNames().size());
     QCOMPARE(rows.front().displayName, std::string("FP32"));
-    const PresetFootprint& fp32 = f.presets.front();
-    const std::int64_t byHand = (budget - 3195 * 16) / fp32.memory.activationBytesPerSample;
-    QCOMPARE(rows.front().plan.largestBatch, byHand);
-    // Halving the activation bytes (fp16 storage) fits more.
-    for (const PresetPlan& r : rows)
-        if (r.displayName == "AMP FP16") QVERIFY(r.plan.largestBatch > rows.front().plan.largestBatch);
+    const std::int64_t budget = std::int64_t{1} << 24;   // 16 MiB
+    for (const PresetEstimate& row : rows) {
+        TrainSettings run = s;
+        run.recipe = row.recipe;
+        const MemoryEstimate alone = estimateRunMemory(run);   // one model built for this recipe
+        QCOMPARE(row.estimate.fixedBytes, alone.fixedBytes);
+        QCOMPARE(row.estimate.perSampleBytes, alone.perSampleBytes);
+        // The CPU holds every parameter tensor's element at 4 bytes.
+        QCOMPARE(row.estimate.fixedBytes % (3195 * 4), std::int64_t{0});
+        run.batch = static_cast<int>(largestBatchWithin(row.estimate, budget));
+        QVERIFY(run.batch > 0);
+        QVERIFY2(checkRunMemory(run, budget, "the budget").empty(), row.preset.c_str());
+        ++run.batch;
+        QVERIFY2(!checkRunMemory(run, budget, "the budget").empty(), row.preset.c_str());
+        QVERIFY2(checkRunMemory(run, budget, "the budget").find("the largest batch that fits is " +
+                                                                std::to_string(run.batch - 1)) != std::string::npos,
+                 checkRunMemory(run, budget, "the budget").c_str());
+    }
+    // 16-bit activations fit more than fp32's.
+    for (const PresetEstimate& r : rows)
+        if (r.displayName == "AMP FP16")
+            QVERIFY(largestBatchWithin(r.estimate, budget) > largestBatchWithin(rows.front().estimate, budget));
 }
 
 QTEST_GUILESS_MAIN(TestUiReduction)

@@ -34,7 +34,8 @@ int runExport(const ExportOptions& opts)
     for (const auto& note : notes) std::cerr << "plab: " << note << '\n';
     for (const TensorBoardFile& f : files)
         std::cerr << "plab: wrote " << f.file.string() << " (" << f.scalars << " scalars, " << f.histograms
-                  << " histograms)\n";
+                  << " histograms" << (f.texts > 0 ? ", " + std::to_string(f.texts) + " skip causes" : std::string())
+                  << ")\n";
     std::cout << "tensorboard --logdir " << opts.tensorboardDir << '\n';
     return kExitOk;
 }
@@ -43,7 +44,7 @@ int runExport(const ExportOptions& opts)
 
 void addExportCommand(CLI::App& app, std::function<int()>& run)
 {
-    auto* cmd = app.add_subcommand("export", "Write run records as TensorBoard event files (scalars and log2 histograms)");
+    auto* cmd = app.add_subcommand("export", "Write run records as TensorBoard event files (scalars, log2 histograms, why steps skipped)");
     auto opts = std::make_shared<ExportOptions>();
     cmd->add_option("records", opts->records, "Run records (JSON) written by plab train, plab sweep or the app")->required();
     cmd->add_option("--tensorboard", opts->tensorboardDir,

@@ -6,6 +6,7 @@
 
 #include "numerics/simd_support.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace plab {
@@ -50,6 +51,7 @@ void roundArrayScalar(Format f, const float* src, float* dst, std::size_t n, Rou
     std::uint64_t byteCounts[4][256] = {};
     std::uint64_t subnormalInputs = 0;
     RoundingStats local;
+    std::uint32_t largestFiniteBits = 0;
     const std::uint32_t minNormalBits = (f == Format::fp16) ? 0x38800000u : 0x00800000u;
 
     for (std::size_t i = 0; i < n; ++i) {
@@ -74,10 +76,12 @@ void roundArrayScalar(Format f, const float* src, float* dst, std::size_t n, Rou
             local.underflow += (a != 0 && aOut == 0);
             local.overflow += (a != kInfBits && aOut == kInfBits);
             local.subnormal += (aOut != 0 && aOut < minNormalBits);
+            if (a < kInfBits) largestFiniteBits = std::max(largestFiniteBits, a);
         }
     }
     if (stats) {
         local.count = n;
+        local.largestFinite = floatFromBits(largestFiniteBits);
         *stats += local;
     }
     if (hist) {

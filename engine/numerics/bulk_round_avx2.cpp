@@ -29,11 +29,13 @@ constexpr std::size_t kFlushEvery = std::size_t{1} << 28;
 
 struct LaneCounters {
     __m256i zerosIn, nan, infIn, underflow, overflow, subnormal;
+    __m256i largestFinite;   // per lane, the largest finite |x| as bits (not a count)
 };
 
 PLAB_AVX2 inline void clearCounters(LaneCounters& c)
 {
     c.zerosIn = c.nan = c.infIn = c.underflow = c.overflow = c.subnormal = _mm256_setzero_si256();
+    c.largestFinite = _mm256_setzero_si256();
 }
 
 PLAB_AVX2 inline void flushCounters(LaneCounters& c, RoundingStats& s)
@@ -44,6 +46,9 @@ PLAB_AVX2 inline void flushCounters(LaneCounters& c, RoundingStats& s)
     s.underflow += laneSum(c.underflow);
     s.overflow += laneSum(c.overflow);
     s.subnormal += laneSum(c.subnormal);
+    alignas(32) std::uint32_t largest[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(largest), c.largestFinite);
+    s.largestFinite = std::max(s.largestFinite, floatFromBits(*std::max_element(largest, largest + 8)));
     clearCounters(c);
 }
 
@@ -101,6 +106,9 @@ struct Kernel {
             const __m256i subnormalOut =
                 _mm256_andnot_si256(_mm256_cmpeq_epi32(aOut, zero), _mm256_cmpgt_epi32(set1(minNormal), aOut));
             counters.subnormal = countLanes(counters.subnormal, _mm256_and_si256(valid, subnormalOut));
+            // Finite inputs (abs bits below inf's, a signed compare of non-negative lanes).
+            const __m256i finite = _mm256_and_si256(valid, _mm256_cmpgt_epi32(set1(kInfBits), a));
+            counters.largestFinite = _mm256_max_epu32(counters.largestFinite, _mm256_and_si256(finite, a));
         }
         return out;
     }

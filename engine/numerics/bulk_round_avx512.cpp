@@ -36,11 +36,13 @@ constexpr std::size_t kFlushEvery = std::size_t{1} << 28;
 // Per-lane counters of one call, flushed into RoundingStats before they could overflow.
 struct LaneCounters {
     __m512i zerosIn, nan, infIn, underflow, overflow, subnormal;
+    __m512i largestFinite;   // per lane, the largest finite |x| as bits (not a count)
 };
 
 PLAB_AVX512 inline void clearCounters(LaneCounters& c)
 {
     c.zerosIn = c.nan = c.infIn = c.underflow = c.overflow = c.subnormal = _mm512_setzero_si512();
+    c.largestFinite = _mm512_setzero_si512();
 }
 
 PLAB_AVX512 inline std::uint64_t laneSum(__m512i v)
@@ -57,6 +59,7 @@ PLAB_AVX512 inline void flushCounters(LaneCounters& c, RoundingStats& s)
     s.underflow += laneSum(c.underflow);
     s.overflow += laneSum(c.overflow);
     s.subnormal += laneSum(c.subnormal);
+    s.largestFinite = std::max(s.largestFinite, floatFromBits(_mm512_reduce_max_epu32(c.largestFinite)));
     clearCounters(c);
 }
 
@@ -220,6 +223,8 @@ PLAB_AVX512 void roundKernel(const float* src, float* dst, std::size_t n, Roundi
                 counters.subnormal = countLanes(
                     counters.subnormal,
                     _mm512_mask_cmplt_epu32_mask(valid, _mm512_sub_epi32(aOut, one), minNormalLess1));
+                counters.largestFinite = _mm512_mask_max_epu32(
+                    counters.largestFinite, _mm512_mask_cmplt_epu32_mask(valid, a, infBits), counters.largestFinite, a);
             }
         }
         if constexpr (kHist) {

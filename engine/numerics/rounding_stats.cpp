@@ -1,6 +1,7 @@
 // Adding up rounding statistics and histograms (per step, per run, across threads).
 #include "numerics/rounding_stats.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace plab {
@@ -23,6 +24,7 @@ RoundingStats& RoundingStats::operator+=(const RoundingStats& o)
     overflow += o.overflow;
     nan += o.nan;
     infIn += o.infIn;
+    largestFinite = std::max(largestFinite, o.largestFinite);
     return *this;
 }
 

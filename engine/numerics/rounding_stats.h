@@ -16,6 +16,10 @@ struct RoundingStats {
     std::uint64_t overflow = 0;    // finite inputs that became +-inf
     std::uint64_t nan = 0;         // NaN inputs (NaN stays NaN)
     std::uint64_t infIn = 0;       // inputs that were already +-inf
+    // The largest finite |x| before rounding (0 when none was finite and nonzero, and where
+    // a backend does not measure it: the CUDA plugin's counters do not). Adding stats takes
+    // the larger. What made an overflow, against the format's largest finite value.
+    float largestFinite = 0.0f;
 
     // 0 rather than a wrapped count when the parts exceed `count` (a malformed record).
     std::uint64_t nonzeroFinite() const { return count >= zerosIn + nan + infIn ? count - zerosIn - nan - infIn : 0; }

@@ -74,6 +74,7 @@ ReplayedRun replayRecord(const RunRecord& record)
         e.batch = p.batch;
         e.skipped = p.skipped;
         e.timeMs = p.timeMs;
+        e.nonFinite = p.nonFinite;
         skipped += e.skipped ? 1 : 0;
         e.skippedSoFar = skipped;
         timed.push_back({e.step, 1}, e);
@@ -113,6 +114,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     if (record.memory.peak.recorded && !record.memory.samples.empty()) {
         MemoryEvent e = std::get<MemoryEvent>(out.events.back());
         copyPeak(record.memory.peak, record.memory.categories, e.memory.peak, e.memory.totalPeak);
+        e.memory.peakPhase = record.memory.peakPhase;
         // A training step's peak apart from an evaluation's (older records have none and
         // keep zeros).
         for (const auto& [phase, peak] : {std::pair{MemoryPhase::training, &record.memory.trainingPeak},

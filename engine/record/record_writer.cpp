@@ -131,10 +131,12 @@ void RunRecorder::onEvent(const TrainerEvent& event)
         record_["versions"]["backend"] = e->versions;
         if (e->deviceBeforeRun) record_["memory"]["device_before_run"] = *e->deviceBeforeRun;
     } else if (const auto* e = std::get_if<StepEvent>(&event)) {
-        record_["steps"].push_back({{"step", e->step}, {"epoch", e->epoch},
-                                    {"loss", std::isfinite(e->loss) ? json(e->loss) : json(nullptr)},
-                                    {"loss_scale", e->lossScale}, {"skipped", e->skipped},
-                                    {"lr", e->lr}, {"batch", e->batch}, {"time_ms", e->timeMs}});
+        json step = {{"step", e->step}, {"epoch", e->epoch},
+                     {"loss", std::isfinite(e->loss) ? json(e->loss) : json(nullptr)},
+                     {"loss_scale", e->lossScale}, {"skipped", e->skipped},
+                     {"lr", e->lr}, {"batch", e->batch}, {"time_ms", e->timeMs}};
+        if (!e->nonFinite.empty()) step["non_finite"] = nonFiniteSitesToJson(e->nonFinite);
+        record_["steps"].push_back(std::move(step));
         record_["summary"]["steps"] = e->step;
         record_["summary"]["skipped_steps"] = e->skippedSoFar;
     } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
@@ -189,6 +191,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
             peak[std::string(memoryCategoryName(static_cast<MemoryCategory>(c)))] = e->memory.peak[static_cast<std::size_t>(c)];
         peak["total"] = e->memory.totalPeak;
         record_["memory"]["peak"] = peak;
+        if (e->memory.peakPhase) record_["memory"]["peak_phase"] = memoryPhaseName(*e->memory.peakPhase);
         // The same per phase: a training step's peak apart from an evaluation's.
         for (const auto& [phase, key] : {std::pair{MemoryPhase::training, "training_peak"},
                                          std::pair{MemoryPhase::evaluation, "evaluation_peak"}}) {

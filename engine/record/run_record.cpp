@@ -262,6 +262,21 @@ StepPoint stepFromJson(const json& st)
     p.skipped = st.value("skipped", false);
     p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
     p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
+    const json empty = json::array();
+    for (const json& site : entries(st, "non_finite", empty)) {
+        NonFiniteSite n;
+        n.layer = text(site, "layer", at).value_or("");
+        const auto kind = parseTensorKind(text(site, "kind", at).value_or(""));
+        if (!kind) refuseField(at, "kind", "a tensor kind", site.value("kind", json()));
+        n.kind = *kind;
+        n.overflow = static_cast<std::uint64_t>(whole(site, "overflow", at));
+        n.infIn = static_cast<std::uint64_t>(whole(site, "inf_in", at));
+        n.nan = static_cast<std::uint64_t>(whole(site, "nan", at));
+        n.largestFinite = number(site, "largest_finite", at, kNonNegative);
+        n.format = text(site, "format", at).value_or("");
+        n.formatMax = number(site, "format_max", at, kNonNegative).value_or(0.0);
+        p.nonFinite.push_back(std::move(n));
+    }
     return p;
 }
 
@@ -292,9 +307,23 @@ std::optional<RecordedEvent> eventFromJson(const json& ev, std::size_t index, co
 
 json roundingStatsToJson(const RoundingStats& s)
 {
-    return {{"count", s.count},         {"zeros_in", s.zerosIn},   {"underflow", s.underflow},
-            {"subnormal", s.subnormal}, {"overflow", s.overflow}, {"nan", s.nan},
-            {"inf_in", s.infIn}};
+    json j = {{"count", s.count},         {"zeros_in", s.zerosIn},   {"underflow", s.underflow},
+              {"subnormal", s.subnormal}, {"overflow", s.overflow}, {"nan", s.nan},
+              {"inf_in", s.infIn}};
+    if (s.largestFinite > 0) j["largest_finite"] = s.largestFinite;
+    return j;
+}
+
+json nonFiniteSitesToJson(const std::vector<NonFiniteSite>& sites)
+{
+    json out = json::array();
+    for (const NonFiniteSite& n : sites) {
+        json site = {{"layer", n.layer}, {"kind", tensorKindName(n.kind)}, {"overflow", n.overflow},
+                     {"inf_in", n.infIn}, {"nan", n.nan}, {"format", n.format}, {"format_max", n.formatMax}};
+        if (n.largestFinite) site["largest_finite"] = *n.largestFinite;
+        out.push_back(std::move(site));
+    }
+    return out;
 }
 
 RoundingStats roundingStatsFromJson(const json& j)
@@ -308,6 +337,10 @@ RoundingStats roundingStatsFromJson(const json& j)
     s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxWhole));
     s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxWhole));
     s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxWhole));
+    // The largest finite |x| rounded: fp32's range (records before the key: 0, not measured).
+    constexpr Range kFp32Magnitude{0.0, std::numeric_limits<float>::max(), "a finite fp32 magnitude"};
+    if (const auto v = number(j, "largest_finite", Place{"rounding counts"}, kFp32Magnitude))
+        s.largestFinite = static_cast<float>(*v);
     return s;
 }
 
@@ -475,6 +508,10 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
         r.memory.peak = peakFromJson(mem, "peak", r.memory.categories);
         r.memory.trainingPeak = peakFromJson(mem, "training_peak", r.memory.categories);
         r.memory.evaluationPeak = peakFromJson(mem, "evaluation_peak", r.memory.categories);
+        if (const auto phase = text(mem, "peak_phase", Place{"the memory"})) {
+            r.memory.peakPhase = parseMemoryPhase(*phase);
+            if (!r.memory.peakPhase) refuseField(Place{"the memory"}, "peak_phase", "training or evaluation", mem.at("peak_phase"));
+        }
         if (mem.contains("device_before_run"))
             r.memory.deviceBeforeRun = static_cast<std::uint64_t>(whole(mem, "device_before_run", Place{"the memory"}));
         for (const auto& m : entries(mem, "samples", emptyList)) {

@@ -73,6 +73,7 @@ struct RecordedMemory {
     RecordedPeak peak;                  // of the whole run
     RecordedPeak trainingPeak;          // of a training step apart from an evaluation's
     RecordedPeak evaluationPeak;
+    std::optional<MemoryPhase> peakPhase;   // when the whole run's peak was reached ("peak_phase")
     // The device's bytes in use before the run placed anything (device backends only).
     std::optional<std::uint64_t> deviceBeforeRun;
 };
@@ -193,5 +194,7 @@ GradientHistogram histogramFromJson(const nlohmann::json& j);
 nlohmann::json roundingStatsToJson(const RoundingStats& s);
 // The inverse; a missing count reads as 0 (records written before a field existed).
 RoundingStats roundingStatsFromJson(const nlohmann::json& j);
+// A skipped step's sites (StepPoint::nonFinite) as a step's "non_finite" array.
+nlohmann::json nonFiniteSitesToJson(const std::vector<NonFiniteSite>& sites);
 
 }  // namespace plab

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <vector>
 
 namespace plab {
 
@@ -20,12 +21,13 @@ struct StepPoint {
     double lr = 0.0;
     int batch = 0;
     double timeMs = 0.0;
+    std::vector<NonFiniteSite> nonFinite;   // a skipped step's sites (StepEvent::nonFinite)
 
     double lossOrNaN() const { return loss.value_or(std::numeric_limits<double>::quiet_NaN()); }
     static StepPoint of(const StepEvent& e)
     {
         return {e.step,      e.epoch, std::isfinite(e.loss) ? std::optional<double>(e.loss) : std::nullopt,
-                e.lossScale, e.skipped, e.lr, e.batch, e.timeMs};
+                e.lossScale, e.skipped, e.lr, e.batch, e.timeMs, e.nonFinite};
     }
 };
 

@@ -2,6 +2,7 @@
 #include "report/csv_export.h"
 
 #include "record/record_writer.h"
+#include "telemetry/non_finite_sites.h"
 
 #include "error.h"
 #include "files/input_file.h"
@@ -139,10 +140,16 @@ std::vector<CsvRow> readCsvFile(const std::filesystem::path& file)
 
 std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
 {
-    std::vector<CsvRow> t = {{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms"}};
-    for (const StepPoint& s : record.steps)
+    std::vector<CsvRow> t = {{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms",
+                              "skip_site", "skip_cause"}};
+    for (const StepPoint& s : record.steps) {
+        // A skipped step's first non-finite site ("loss activation_grad") and the sentence.
+        const NonFiniteSite* cause = firstNonFiniteCause(s.nonFinite);
         t.push_back({cell(run), cell(s.step), cell(std::int64_t{s.epoch}), cell(s.loss), cell(s.lossScale), cell(s.skipped),
-                     cell(s.lr), cell(std::int64_t{s.batch}), cell(s.timeMs)});
+                     cell(s.lr), cell(std::int64_t{s.batch}), cell(s.timeMs),
+                     cause ? cause->layer + " " + std::string(tensorKindName(cause->kind)) : std::string(),
+                     skipCauseText(s.nonFinite)});
+    }
     return t;
 }
 

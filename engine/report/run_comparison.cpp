@@ -7,6 +7,7 @@
 #include "amp/recipe.h"
 #include "error.h"
 #include "report/recipe_phrase.h"
+#include "telemetry/non_finite_sites.h"
 #include "train/settings.h"
 
 #include <algorithm>
@@ -176,7 +177,61 @@ std::string comparisonTableText(const RunComparison& comparison)
     };
     line(head);
     for (const auto& row : rows) line(row);
+    for (const auto& r : comparison.runs) {
+        const auto why = skipCauseRows(r.stepSeries);
+        if (why.empty()) continue;
+        out << "\nWhy " << r.label << " skipped:\n";
+        for (const auto& row : why) out << "  " << row.steps << ": " << row.cause << '\n';
+    }
     return out.str();
+}
+
+std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std::size_t maxRows)
+{
+    // The site a stretch is about: its first cause's layer and kind, and whether it overflowed.
+    auto siteOf = [](const StepPoint& p) -> std::string {
+        const NonFiniteSite* s = firstNonFiniteCause(p.nonFinite);
+        if (!s) return {};
+        return s->layer + '\n' + std::string(tensorKindName(s->kind)) + (s->overflow > 0 ? "\no" : "\nm");
+    };
+    std::vector<SkipCauseRow> rows;
+    std::vector<std::int64_t> members;   // the current stretch's steps
+    std::string site;
+    std::int64_t leftOut = 0;
+    const StepPoint* first = nullptr;
+    auto close = [&] {
+        if (members.empty()) return;
+        if (rows.size() >= maxRows) {
+            leftOut += static_cast<std::int64_t>(members.size());
+        } else {
+            SkipCauseRow row{members.front(), members.back(), static_cast<std::int64_t>(members.size()), {}, {}};
+            const bool contiguous = row.lastStep - row.firstStep + 1 == row.count;
+            if (row.count == 1) row.steps = "step " + std::to_string(row.firstStep);
+            else if (row.count == 2) row.steps = "steps " + std::to_string(row.firstStep) + ", " + std::to_string(row.lastStep);
+            else
+                row.steps = "steps " + std::to_string(row.firstStep) + (contiguous ? "-" : " to ") +
+                            std::to_string(row.lastStep) + " (" + formatCount(row.count) + " skipped)";
+            row.cause = first->nonFinite.empty() ? "the record names no site that made inf or NaN"
+                                                 : skipCauseText(first->nonFinite) + (row.count > 1 ? ", at the first" : "");
+            rows.push_back(std::move(row));
+        }
+        members.clear();
+    };
+    for (const StepPoint& p : steps) {
+        if (!p.skipped) continue;
+        std::string s = siteOf(p);
+        if (members.empty() || s != site) {
+            close();
+            site = std::move(s);
+            first = &p;
+        }
+        members.push_back(p.step);
+    }
+    close();
+    if (leftOut > 0)
+        rows.push_back({0, 0, leftOut, "and " + formatCount(leftOut) + " more skipped steps",
+                        "not listed (the first " + std::to_string(maxRows) + " stretches are)"});
+    return rows;
 }
 
 std::string formatPercent(double fraction)

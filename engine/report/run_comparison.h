@@ -85,8 +85,22 @@ struct RunComparison {
 // tell equal labels apart) and builds the settings table.
 RunComparison compareRuns(std::vector<RunDigest> runs);
 
-// The comparison as a fixed-width text table (one row per run) for the terminal.
+// The comparison as a fixed-width text table (one row per run) for the terminal, then, for
+// runs that skipped steps, why (skipCauseRows).
 std::string comparisonTableText(const RunComparison& comparison);
+
+// Why a run's steps skipped, one row per stretch of skipped steps whose first non-finite
+// site (firstNonFiniteCause: layer, tensor kind, overflow or not) is the same, in step
+// order: "steps 1-300 (300)", "loss activation_grad overflowed first: 2^94.5 > 65504
+// (fp16's largest)" as at the stretch's first step. Steps whose record names no site (an
+// older record, the probe's) are a stretch of their own saying so. At most maxRows rows;
+// a last row counts the steps left out.
+struct SkipCauseRow {
+    std::int64_t firstStep = 0, lastStep = 0, count = 0;
+    std::string steps;   // "97", "1-300 (300 steps)", "12, 14"
+    std::string cause;
+};
+std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std::size_t maxRows = 20);
 
 // Text forms shared by the table, the summary and the reports.
 std::string formatPercent(double fraction);          // two significant digits: "1.4%", "0.13%"

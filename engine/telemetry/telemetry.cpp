@@ -33,6 +33,8 @@ bool isQuantizedKind(TensorKind k)
 void TelemetryCollector::beginStep(bool histogramStep)
 {
     histogramStep_ = histogramStep;
+    ++steps_;
+    stepOrder_.clear();
     for (auto& [key, tap] : taps_) {
         tap.step = {};
         tap.histogram = {};
@@ -42,7 +44,12 @@ void TelemetryCollector::beginStep(bool histogramStep)
 
 TelemetryCollector::Sink TelemetryCollector::sink(std::string_view layer, TensorKind kind)
 {
-    TapData& tap = taps_[TapKey{std::string(layer), kind}];
+    const auto [it, added] = taps_.try_emplace(TapKey{std::string(layer), kind});
+    TapData& tap = it->second;
+    if (tap.lastSunk != steps_ || added) {
+        tap.lastSunk = steps_;
+        stepOrder_.push_back(&it->first);
+    }
     return {&tap.step, histogramStep_ ? &tap.histogram : nullptr, &tap.scaling};
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace plab {
 
@@ -47,6 +48,7 @@ struct TapData {
     RoundingStats run;             // accumulated over the run
     GradientHistogram histogram;   // this step, filled only on histogram steps
     TensorScaling scaling;         // this step, quantised kinds only
+    std::uint64_t lastSunk = 0;    // the collector's step count when a site last asked for it
 };
 
 class TelemetryCollector {
@@ -69,10 +71,19 @@ public:
     void endStep();
 
     const std::map<TapKey, TapData>& taps() const { return taps_; }
-    void clear() { taps_.clear(); }
+    // This step's sites in the order they first asked for a sink: the order they ran (the
+    // layers ask just before each rounding, on one thread). Valid until the next beginStep().
+    const std::vector<const TapKey*>& stepOrder() const { return stepOrder_; }
+    void clear()
+    {
+        taps_.clear();
+        stepOrder_.clear();
+    }
 
 private:
     std::map<TapKey, TapData> taps_;
+    std::vector<const TapKey*> stepOrder_;   // into taps_'s nodes (stable)
+    std::uint64_t steps_ = 0;                // beginStep() calls
     bool histogramStep_ = false;
 };
 

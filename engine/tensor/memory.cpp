@@ -18,6 +18,18 @@ std::string_view memoryCategoryName(MemoryCategory c)
     return "unknown";
 }
 
+std::string_view memoryPhaseName(MemoryPhase p)
+{
+    return p == MemoryPhase::evaluation ? "evaluation" : "training";
+}
+
+std::optional<MemoryPhase> parseMemoryPhase(std::string_view name)
+{
+    if (name == "training") return MemoryPhase::training;
+    if (name == "evaluation") return MemoryPhase::evaluation;
+    return std::nullopt;
+}
+
 void MemoryAccountant::add(MemoryCategory c, std::int64_t bytes)
 {
     std::lock_guard lock(mutex_);
@@ -25,7 +37,16 @@ void MemoryAccountant::add(MemoryCategory c, std::int64_t bytes)
     state_.live[i] += bytes;
     state_.peak[i] = std::max(state_.peak[i], state_.live[i]);
     state_.totalLive += bytes;
-    state_.totalPeak = std::max(state_.totalPeak, state_.totalLive);
+    if (state_.totalLive > state_.totalPeak || !state_.peakPhase) {
+        state_.totalPeak = std::max(state_.totalPeak, state_.totalLive);
+        state_.peakPhase = phase_;
+    }
+}
+
+void MemoryAccountant::enterPhase(MemoryPhase phase)
+{
+    std::lock_guard lock(mutex_);
+    phase_ = phase;
 }
 
 void MemoryAccountant::samplePhase(MemoryPhase phase)
@@ -49,6 +70,7 @@ void MemoryAccountant::resetPeaks()
     std::lock_guard lock(mutex_);
     state_.peak = state_.live;
     state_.totalPeak = state_.totalLive;
+    state_.peakPhase = phase_;
     state_.phasePeak = {};
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 namespace plab {
@@ -30,6 +31,8 @@ std::string_view memoryCategoryName(MemoryCategory c);
 // resizes them, do not count as training memory.
 enum class MemoryPhase : std::uint8_t { training, evaluation };
 inline constexpr int kMemoryPhases = 2;
+std::string_view memoryPhaseName(MemoryPhase p);   // "training", "evaluation"
+std::optional<MemoryPhase> parseMemoryPhase(std::string_view name);
 
 struct MemoryPeaks {
     std::array<std::int64_t, kMemoryCategories> bytes{};
@@ -41,6 +44,11 @@ struct MemorySnapshot {
     std::array<std::int64_t, kMemoryCategories> peak{};
     std::int64_t totalLive = 0;
     std::int64_t totalPeak = 0;    // peak of the sum, not the sum of peaks
+    // The phase the engine was in when the sum reached totalPeak (MemoryAccountant::
+    // enterPhase); empty in a record written before it was kept. The peak of the sum can lie
+    // above both phases' peaks: those are sampled at a phase's end, the sum's at every
+    // allocation (a step's temporaries, an evaluation's buffers still held as a step begins).
+    std::optional<MemoryPhase> peakPhase;
     std::array<MemoryPeaks, kMemoryPhases> phasePeak{};   // indexed by MemoryPhase
 };
 
@@ -52,10 +60,14 @@ public:
     void resetPeaks();
     // Folds what is live now into `phase`'s peaks.
     void samplePhase(MemoryPhase phase);
+    // What the engine does from now on (a training step until told otherwise): the phase a
+    // new peak of the sum is put down to (MemorySnapshot::peakPhase).
+    void enterPhase(MemoryPhase phase);
 
 private:
     mutable std::mutex mutex_;
     MemorySnapshot state_;
+    MemoryPhase phase_ = MemoryPhase::training;
 };
 
 }  // namespace plab

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "report/csv_export.h"
+#include "telemetry/non_finite_sites.h"
 #include "tensorboard/tensorboard_event.pb.h"   // made by protoc in the build folder
 
 #include <algorithm>
@@ -46,6 +47,20 @@ public:
         v->set_tag(tag);
         v->set_simple_value(static_cast<float>(value));
         ++scalars_;
+    }
+
+    // A text for TensorBoard's text plugin: a scalar string tensor (DT_STRING).
+    void text(std::int64_t step, const std::string& tag, const std::string& value)
+    {
+        constexpr int kDtString = 7;
+        auto* v = summaryAt(step)->add_value();
+        v->set_tag(tag);
+        v->mutable_metadata()->mutable_plugin_data()->set_plugin_name("text");
+        auto* tensor = v->mutable_tensor();
+        tensor->set_dtype(kDtString);
+        tensor->mutable_tensor_shape();
+        tensor->add_string_val(value);
+        ++texts_;
     }
 
     // A histogram of log2|x|: the record's bins [2^e, 2^(e+1)) become buckets whose right
@@ -99,6 +114,7 @@ public:
 
     std::int64_t scalars() const { return scalars_; }
     std::int64_t histograms() const { return histograms_; }
+    std::int64_t texts() const { return texts_; }
 
 private:
     tensorboard::Summary* summaryAt(std::int64_t step) { return &summaries_[step]; }
@@ -113,7 +129,7 @@ private:
     double start_;
     std::map<std::int64_t, tensorboard::Summary> summaries_;
     std::map<std::int64_t, double> wallTimes_;
-    std::int64_t scalars_ = 0, histograms_ = 0;
+    std::int64_t scalars_ = 0, histograms_ = 0, texts_ = 0;
 };
 
 }  // namespace
@@ -159,6 +175,7 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
         w.scalar(s.step, "lr", s.lr);
         if (s.skipped) ++skipped;
         w.scalar(s.step, "skipped_steps", double(skipped));
+        if (s.skipped && !s.nonFinite.empty()) w.text(s.step, "skip_cause", skipCauseText(s.nonFinite));
     }
     for (const EvalPoint& e : run.evals) {
         w.scalar(e.step, "accuracy/test", e.testAccuracy);
@@ -184,6 +201,7 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
     if (counts) {
         counts->scalars = w.scalars();
         counts->histograms = w.histograms();
+        counts->texts = w.texts();
     }
     return w.bytes();
 }

@@ -11,6 +11,8 @@
 //       of the nonzero finite values rounded, the share that became 0 or +-inf
 //   lost_updates/<layer>       the share of nonzero updates that left the weight unchanged
 //   memory_mib/<category>, memory_mib/total                                each memory sample
+//   skip_cause                 a text (TensorBoard's text plugin) at each skipped step
+//                              whose record names its sites: skipCauseText's sentence
 //   log2_abs/<layer>/<kind>    a histogram of log2|x| of the nonzero finite values: the
 //                              record's bin [2^e, 2^(e+1)) is TensorBoard's bucket (e-1, e]
 //                              shifted to [e, e+1), so the horizontal axis reads log2|x|
@@ -41,6 +43,7 @@ struct TensorBoardFile {
     std::filesystem::path file;
     std::int64_t scalars = 0;      // scalar values written
     std::int64_t histograms = 0;   // histograms written
+    std::int64_t texts = 0;        // texts written (skip_cause)
 };
 
 // The event file of one run, as bytes (the file's contents), with its counts.

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "nn/parameter.h"
 #include "numerics/rounding_stats.h"
+#include "telemetry/non_finite_sites.h"
 #include "telemetry/telemetry.h"
 #include "tensor/memory.h"
 #include "train/settings.h"
@@ -47,6 +48,9 @@ struct StepEvent {
     double timeMs = 0.0;          // wall time of the step (timing field)
     std::int64_t totalSteps = 0;  // planned steps of the run, for progress
     std::int64_t skippedSoFar = 0;
+    // A skipped step's why: the rounding sites that made or met inf/NaN, in the order they
+    // ran (empty on steps that were not skipped).
+    std::vector<NonFiniteSite> nonFinite;
 };
 
 struct EvalEvent {

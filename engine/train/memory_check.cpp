@@ -46,13 +46,40 @@ MemoryFootprint memoryFootprint(const ModelSpec& spec, const PrecisionRecipe& re
     return memoryFootprints(spec, {recipe}, optimizer).front();
 }
 
+std::vector<MemoryEstimate> estimateRunMemories(const TrainSettings& settings, const std::vector<PrecisionRecipe>& recipes)
+{
+    std::vector<MemoryEstimate> out;
+    for (const MemoryFootprint& footprint : memoryFootprints(settings.model, recipes, settings.optimizer)) {
+        MemoryEstimate& e = out.emplace_back();
+        e.fixedBytes = footprint.heldElements * static_cast<std::int64_t>(sizeof(float));
+        e.perSampleBytes = footprint.heldActivationBytesPerSample;
+    }
+    return out;
+}
+
 MemoryEstimate estimateRunMemory(const TrainSettings& settings)
 {
-    const MemoryFootprint footprint = memoryFootprint(settings.model, settings.recipe, settings.optimizer);
-    MemoryEstimate e;
-    e.fixedBytes = footprint.heldElements * static_cast<std::int64_t>(sizeof(float));
-    e.perSampleBytes = footprint.heldActivationBytesPerSample;
-    return e;
+    return estimateRunMemories(settings, {settings.recipe}).front();
+}
+
+std::int64_t largestBatchWithin(const MemoryEstimate& e, std::int64_t limitBytes)
+{
+    if (e.perSampleBytes <= 0 || limitBytes <= e.fixedBytes) return 0;
+    return (limitBytes - e.fixedBytes) / e.perSampleBytes;
+}
+
+std::vector<PresetEstimate> presetEstimates(const TrainSettings& settings)
+{
+    std::vector<PresetEstimate> rows;
+    std::vector<PrecisionRecipe> recipes;
+    for (const std::string& name : PrecisionRecipe::presetNames())
+        if (const auto recipe = PrecisionRecipe::fromPreset(name)) {
+            rows.push_back({name, PrecisionRecipe::displayName(name), *recipe, {}});
+            recipes.push_back(*recipe);
+        }
+    const std::vector<MemoryEstimate> estimates = estimateRunMemories(settings, recipes);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].estimate = estimates[i];
+    return rows;
 }
 
 std::int64_t availableMemoryBytes()
@@ -74,7 +101,7 @@ std::string checkRunMemory(const TrainSettings& settings, std::int64_t limitByte
     const MemoryEstimate e = estimateRunMemory(settings);
     const std::int64_t need = e.bytesAt(settings.batch);
     if (need <= limitBytes) return {};
-    const std::int64_t largest = e.perSampleBytes > 0 && limitBytes > e.fixedBytes ? (limitBytes - e.fixedBytes) / e.perSampleBytes : 0;
+    const std::int64_t largest = largestBatchWithin(e, limitBytes);
     std::string sentence = "batch " + std::to_string(settings.batch) + " of " + settings.model.kind + " needs at least " +
                            byteSizeText(static_cast<std::uint64_t>(need)) + " (" +
                            byteSizeText(static_cast<std::uint64_t>(e.perSampleBytes)) + " of activations a sample), more than " +

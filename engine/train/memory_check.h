@@ -49,6 +49,23 @@ struct MemoryEstimate {
 // lower bound of what the process takes: the check refuses only runs that cannot fit,
 // never one that would.
 MemoryEstimate estimateRunMemory(const TrainSettings& settings);
+// The same for each of `recipes` in place of the settings' own (one model built).
+std::vector<MemoryEstimate> estimateRunMemories(const TrainSettings& settings, const std::vector<PrecisionRecipe>& recipes);
+
+// The largest batch whose estimate fits in limitBytes, 0 when not even the fixed part does:
+// what checkRunMemory admits and names, and what the app's batch planner shows.
+std::int64_t largestBatchWithin(const MemoryEstimate& estimate, std::int64_t limitBytes);
+
+// Each preset recipe (PrecisionRecipe::presetNames(), in that order) in place of the
+// settings' own, estimated as the memory check estimates a run: the batch planner's rows.
+struct PresetEstimate {
+    std::string preset;        // "amp-fp16"
+    std::string displayName;   // "AMP FP16"
+    PrecisionRecipe recipe;
+    MemoryEstimate estimate;
+};
+// Throws std::invalid_argument for a bad model spec or optimizer.
+std::vector<PresetEstimate> presetEstimates(const TrainSettings& settings);
 
 // The memory this machine has free for a run: MemAvailable of /proc/meminfo, 0 when unknown.
 std::int64_t availableMemoryBytes();

@@ -5,6 +5,7 @@
 #include "train/backend_support.h"
 #include "train/batch_source.h"
 #include "train/memory_check.h"
+#include "train/region_format.h"
 
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
@@ -163,6 +164,7 @@ RunResult Trainer::run()
 void Trainer::evaluate(State& st)
 {
     constexpr std::int64_t kEvalBatch = 500;
+    st.memory.enterPhase(MemoryPhase::evaluation);
     StepContext ctx{&st.recipe, st.backend.get(), nullptr, &st.memory, false, &st.work};
     ctx.stop = control_->stopFlag();
     const Dataset& test = data_.test;
@@ -302,6 +304,7 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     ++st.step;
+    st.memory.enterPhase(MemoryPhase::training);
     const bool histogramStep = settings_.histogramEvery > 0 && (st.step == 1 || st.step % settings_.histogramEvery == 0);
     st.telemetry.beginStep(histogramStep);
 
@@ -337,10 +340,15 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     st.trainSeconds += ms / 1000.0;
     st.imagesTrained += n;
 
-    // Events.
-    emitEvent(StepEvent{.step = st.step, .epoch = st.epoch, .loss = out.loss, .lossScale = scale, .skipped = skip,
-                        .lr = st.optimizer->learningRate(), .batch = static_cast<int>(n), .timeMs = ms,
-                        .totalSteps = st.plannedSteps, .skippedSoFar = st.skipped});
+    // Events; a skipped step names the sites that made or met inf/NaN.
+    StepEvent event{.step = st.step, .epoch = st.epoch, .loss = out.loss, .lossScale = scale, .skipped = skip,
+                    .lr = st.optimizer->learningRate(), .batch = static_cast<int>(n), .timeMs = ms,
+                    .totalSteps = st.plannedSteps, .skippedSoFar = st.skipped, .nonFinite = {}};
+    if (skip)
+        event.nonFinite = nonFiniteSites(st.telemetry, [&](const std::string& layer, TensorKind kind) {
+            return regionFormatFor(settings_, layer, kind);
+        });
+    emitEvent(std::move(event));
     if (histogramStep) emitTelemetry(st, scale, true);
     countBackendScratch(st);
     st.memory.samplePhase(MemoryPhase::training);

@@ -259,6 +259,7 @@ void CheckingBackend::roundArray(Format f, const float* src, float* dst, std::si
     device_.forbid(stats, "roundArray stats");
     device_.forbid(hist, "roundArray hist");
     const HostAccess access(device_);
+    if (observer_ && stats) observer_(f, std::vector<float>(src, src + n), stats);
     cpu_->roundArray(f, src, dst, n, held(stats_, stats), held(hists_, hist));
 }
 
@@ -334,6 +335,11 @@ void CheckingBackend::addBiasRound(Format f, float* x, std::int64_t n, const flo
     device_.forbid(stats, "addBiasRound stats");
     device_.forbid(hist, "addBiasRound hist");
     const HostAccess access(device_);
+    if (observer_ && stats) {
+        std::vector<float> sums(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) sums[static_cast<std::size_t>(i)] = x[i] + bias[(i / repeat) % period];
+        observer_(f, sums, stats);
+    }
     cpu_->addBiasRound(f, x, n, bias, period, repeat, held(stats_, stats), held(hists_, hist));
 }
 
@@ -512,6 +518,11 @@ void CheckingBackend::roundTo16(Format f, const float* src, std::int64_t srcLd, 
     device_.forbid(stats, "roundTo16 stats");
     device_.forbid(hist, "roundTo16 hist");
     const HostAccess access(device_);
+    if (observer_ && stats) {
+        std::vector<float> values;
+        for (std::int64_t r = 0; r < rows; ++r) values.insert(values.end(), src + r * srcLd, src + r * srcLd + cols);
+        observer_(f, values, stats);
+    }
     cpu_->roundTo16(f, src, srcLd, dst, dstLd, rows, cols, held(stats_, stats), held(hists_, hist));
 }
 
@@ -525,6 +536,12 @@ void CheckingBackend::addBiasRoundTo16(Format f, const float* x, std::int64_t xL
     device_.forbid(stats, "addBiasRoundTo16 stats");
     device_.forbid(hist, "addBiasRoundTo16 hist");
     const HostAccess access(device_);
+    if (observer_ && stats) {
+        std::vector<float> sums;
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) sums.push_back(x[r * xLd + c] + bias[r]);
+        observer_(f, sums, stats);
+    }
     cpu_->addBiasRoundTo16(f, x, xLd, bias, out, outLd, rows, cols, held(stats_, stats), held(hists_, hist));
 }
 

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -119,6 +120,13 @@ public:
     int fp8Products() const { return fp8Products_; }
     int packedCalls() const { return packedCalls_; }   // packed 16-bit operands the ops were handed
     bool countsPending() const { return !stats_.empty() || !hists_.empty() || !updates_.empty(); }
+
+    // Called before each rounding that counts into a sink (roundArray, addBiasRound,
+    // roundTo16, addBiasRoundTo16), in the order the ops run, with the format and the fp32
+    // values about to be rounded (x + bias for the bias ops, as their fp32 sum): a test's
+    // own look at each rounding site, independent of the counts (tst_skip_cause).
+    using RoundingObserver = std::function<void(Format, const std::vector<float>& values, const RoundingStats* sink)>;
+    void observeRoundings(RoundingObserver observer) { observer_ = std::move(observer); }
 
     // What the trainer may run on it (the CPU's capabilities unless restricted, to stand
     // for a device that lacks a format).
@@ -278,6 +286,7 @@ private:
     Pending<RoundingStats> stats_;
     Pending<GradientHistogram> hists_;
     Pending<UpdateCounts> updates_;
+    RoundingObserver observer_;
 };
 
 }  // namespace plab::testing

@@ -64,6 +64,15 @@ std::vector<float> telemetryData(std::size_t n, std::uint64_t seed)
     return v;
 }
 
+// The CPU's counts as the CUDA plugin's counters can hold them: those do not measure
+// RoundingStats::largestFinite (0, "not measured": a skipped step then names its overflow by
+// count, docs/RUN_RECORD.md), so it is compared cleared.
+RoundingStats asDeviceCounts(RoundingStats s)
+{
+    s.largestFinite = 0.0f;
+    return s;
+}
+
 // Counter block -> the engine's structs, the same mapping as CudaBackend::roundArray.
 void addCounters(const std::vector<std::uint64_t>& c, std::size_t n, RoundingStats& stats, GradientHistogram& hist)
 {

@@ -9,8 +9,10 @@ protobuf nor plab's CRC), and compared with the run records they came from.
 - Protocol buffers' wire format (varints, 64-bit, length-delimited, 32-bit fields) decoded
   by hand with TensorBoard's field numbers: Event {1 wall_time double, 2 step int64,
   3 file_version string, 5 summary}, Summary {1 value}, Summary.Value {1 tag, 2
-  simple_value float, 5 histo}, HistogramProto {1 min, 2 max, 3 num, 4 sum, 5 sum_squares,
-  6 bucket_limit packed double, 7 bucket packed double}.
+  simple_value float, 5 histo, 8 tensor, 9 metadata}, HistogramProto {1 min, 2 max, 3 num,
+  4 sum, 5 sum_squares, 6 bucket_limit packed double, 7 bucket packed double}; a text
+  (TensorBoard's text plugin): SummaryMetadata {1 plugin_data {1 plugin_name "text"}},
+  TensorProto {1 dtype 7 (DT_STRING), 2 tensor_shape (a scalar: no dims), 8 string_val}.
 
 The expected values are computed here from the record's JSON (docs/RUN_RECORD.md), not
 from plab's digest. Usage: read_events.py --plab PLAB --work DIR
@@ -129,6 +131,22 @@ def decode_event(buf):
                         entry["simple_value"] = struct.unpack("<f", vv)[0]
                     elif vn == 5:
                         entry["histo"] = decode_histogram(vv)
+                    elif vn == 9:
+                        for mn, _, mv in fields(vv):
+                            if mn == 1:
+                                for pn, _, pv in fields(mv):
+                                    if pn == 1:
+                                        entry["plugin"] = pv.decode()
+                    elif vn == 8:
+                        tensor = {"dtype": 0, "dims": [], "strings": []}
+                        for tn, _, tv in fields(vv):
+                            if tn == 1:
+                                tensor["dtype"] = tv
+                            elif tn == 2:
+                                tensor["dims"] = [d for dn, _, d in fields(tv) if dn == 2]
+                            elif tn == 8:
+                                tensor["strings"].append(tv.decode())
+                        entry["tensor"] = tensor
                 event["values"].append(entry)
     return event
 
@@ -137,9 +155,33 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def skip_cause(sites):
+    """Why a step skipped, from its record's "non_finite" list: the first site that
+    overflowed, its largest finite magnitude against its format's largest value; where none
+    overflowed, the first that met inf or NaN."""
+    site = next((s for s in sites if s["overflow"] > 0), sites[0])
+    where = f'{site["layer"]} {site["kind"]}'
+    fmt_max = site["format_max"]
+    max_text = f"{fmt_max:.3g}" if fmt_max >= 1e7 else f"{fmt_max:.0f}"
+    if site["overflow"] > 0:
+        if "largest_finite" in site:
+            text = f'{where} overflowed first: 2^{math.log2(site["largest_finite"]):.1f} > {max_text}'
+        else:
+            n = site["overflow"]
+            text = f'{where} overflowed first: {n} value{"" if n == 1 else "s"} past {max_text}'
+        return text + f' ({site["format"]}\'s largest)'
+    met = []
+    if site["inf_in"] > 0:
+        met.append(f'{site["inf_in"]} inf')
+    if site["nan"] > 0:
+        met.append(f'{site["nan"]} NaN')
+    return f'{where} met inf/NaN first ({", ".join(met)}): made by arithmetic before any rounding overflowed'
+
+
 def expected_from_record(record):
-    """{(step, tag): value} scalars and {(step, tag): (limits, counts)} histograms."""
-    scalars, histos = {}, {}
+    """{(step, tag): value} scalars, {(step, tag): (limits, counts)} histograms and
+    {(step, tag): text} texts."""
+    scalars, histos, texts = {}, {}, {}
     skipped = 0
     for s in record["steps"]:
         if s["loss"] is not None:
@@ -148,6 +190,8 @@ def expected_from_record(record):
         scalars[(s["step"], "lr")] = s["lr"]
         skipped += 1 if s["skipped"] else 0
         scalars[(s["step"], "skipped_steps")] = skipped
+        if s["skipped"] and s.get("non_finite"):
+            texts[(s["step"], "skip_cause")] = skip_cause(s["non_finite"])
     for e in record["evals"]:
         scalars[(e["step"], "accuracy/test")] = e["test_accuracy"]
         scalars[(e["step"], "loss/test")] = e["test_loss"]
@@ -175,7 +219,7 @@ def expected_from_record(record):
         for name, value in zip(categories, m["bytes"]):
             scalars[(m["step"], "memory_mib/" + name)] = value / mib
         scalars[(m["step"], "memory_mib/total")] = m["total"] / mib
-    return scalars, histos
+    return scalars, histos, texts
 
 
 def check_run(record_file, event_file, failures):
@@ -183,7 +227,7 @@ def check_run(record_file, event_file, failures):
     events = [decode_event(p) for p in records(pathlib.Path(event_file).read_bytes())]
     if events[0].get("file_version") != "brain.Event:2":
         failures.append(f"{event_file}: the first event is not the file version")
-    got_scalars, got_histos = {}, {}
+    got_scalars, got_histos, got_texts = {}, {}, {}
     last_step, last_wall = -1, 0.0
     for e in events[1:]:
         if e["step"] <= last_step or e["wall_time"] < last_wall:
@@ -191,13 +235,22 @@ def check_run(record_file, event_file, failures):
         last_step, last_wall = e["step"], e["wall_time"]
         for v in e["values"]:
             key = (e["step"], v["tag"])
-            if key in got_scalars or key in got_histos:
+            if key in got_scalars or key in got_histos or key in got_texts:
                 failures.append(f"{event_file}: {key} written twice")
             if "simple_value" in v:
                 got_scalars[key] = v["simple_value"]
             elif "histo" in v:
                 got_histos[key] = v["histo"]
-    scalars, histos = expected_from_record(record)
+            elif "tensor" in v:
+                t = v["tensor"]
+                if v.get("plugin") != "text" or t["dtype"] != 7 or t["dims"] or len(t["strings"]) != 1:
+                    failures.append(f"{event_file}: {key} is not a text summary: {v}")
+                else:
+                    got_texts[key] = t["strings"][0]
+    scalars, histos, texts = expected_from_record(record)
+    if got_texts != texts:
+        failures.append(f"{event_file}: texts {sorted(got_texts.items())[:3]} differ from the record's "
+                        f"{sorted(texts.items())[:3]} ({len(got_texts)} against {len(texts)})")
     for key in sorted(set(scalars) | set(got_scalars)):
         if key not in got_scalars:
             failures.append(f"{event_file}: scalar {key} missing")
@@ -214,7 +267,7 @@ def check_run(record_file, event_file, failures):
         if h["bucket_limit"] != limits or h["bucket"] != counts or h.get("min") != low or h.get("max") != limits[-1] \
                 or h.get("num") != sum(counts):
             failures.append(f"{event_file}: histogram {key} differs from the record's bins")
-    return len(got_scalars), len(got_histos)
+    return len(got_scalars), len(got_histos), len(got_texts)
 
 
 def main():
@@ -264,13 +317,13 @@ def main():
         if len(files) != 1:
             failures.append(f"{folder}: expected one event file, found {len(files)}")
             continue
-        n_scalars, n_histos = check_run(work / f"{name}.json", files[0], failures)
-        print(f"{name}: {n_scalars} scalars and {n_histos} histograms read back and equal to the record's")
+        n_scalars, n_histos, n_texts = check_run(work / f"{name}.json", files[0], failures)
+        print(f"{name}: {n_scalars} scalars, {n_histos} histograms and {n_texts} texts read back and equal to the record's")
     # Kinds of value the two runs must have produced, so that the comparison above is not empty.
     amp_events = [decode_event(p) for p in records(next(run_folder("amp").glob("events.*")).read_bytes())]
     tags = {v["tag"].split("/")[0] for e in amp_events for v in e["values"]}
-    for kind in ("loss", "accuracy", "loss_scale", "skipped_steps", "underflow", "overflow", "lost_updates",
-                 "memory_mib", "log2_abs"):
+    for kind in ("loss", "accuracy", "loss_scale", "skipped_steps", "skip_cause", "underflow", "overflow",
+                 "lost_updates", "memory_mib", "log2_abs"):
         if kind not in tags:
             failures.append(f"the AMP run's events have no {kind}/* value")
     fp32_events = [decode_event(p) for p in records(next(run_folder("fp32").glob("events.*")).read_bytes())]

@@ -88,13 +88,37 @@ void TimedChartView::resetZoom()
     if (zoomNote_) zoomNote_->hide();
 }
 
+ChartGroup* TimedChartView::group() const
+{
+    for (QWidget* w = parentWidget(); w; w = w->parentWidget())
+        if (auto* g = qobject_cast<ChartGroup*>(w)) return g;
+    return nullptr;
+}
+
 QString TimedChartView::valueTextAt(const QPoint& viewPos) const
+{
+    const Nearest near = nearestPoint(viewPos);
+    if (!near.series) return {};
+    const ChartGroup* g = group();
+    const QString detail = g ? g->pointDetail(near.series, near.value) : QString();
+    return detail.isEmpty() ? near.text : near.text + QLatin1Char('\n') + detail;
+}
+
+void TimedChartView::clickAt(const QPoint& viewPos)
+{
+    if (ChartGroup* g = group()) {
+        const Nearest near = nearestPoint(viewPos);
+        g->pointClicked(near.series, near.value);
+    }
+}
+
+TimedChartView::Nearest TimedChartView::nearestPoint(const QPoint& viewPos) const
 {
     const QPointF at = mapToScene(viewPos);
     if (!chart()->plotArea().contains(at)) return {};
     constexpr double kReach = 12.0;
     double best = kReach * kReach;
-    QString text;
+    Nearest nearest;
     auto number = [](const QAbstractAxis* axis, double v) {
         const auto* value = qobject_cast<const QValueAxis*>(axis);
         // A log2 axis ("2^%d") holds exponents: say the power.
@@ -108,15 +132,19 @@ QString TimedChartView::valueTextAt(const QPoint& viewPos) const
         auto consider = [&](qsizetype i) {
             const QPointF p = chart()->mapToPosition(points[i], s);
             const double d = (p.x() - at.x()) * (p.x() - at.x()) + (p.y() - at.y()) * (p.y() - at.y());
-            if (!(d < best)) return;
+            // Markers are drawn over lines: at the same distance, a scatter point is the one seen.
+            if (!(d < best || (d == best && s->type() == QAbstractSeries::SeriesTypeScatter))) return;
             best = d;
             const QList<QAbstractAxis*> xs = s->attachedAxes();
             const QAbstractAxis* xAxis = nullptr;
             const QAbstractAxis* yAxis = nullptr;
             for (const QAbstractAxis* a : xs) (a->orientation() == Qt::Horizontal ? xAxis : yAxis) = a;
-            text = QStringLiteral("%1\n%2 %3 · %4 %5")
-                       .arg(xy->name(), xAxis ? xAxis->titleText() : QStringLiteral("x"), number(xAxis, points[i].x()),
-                            yAxis ? yAxis->titleText() : QStringLiteral("y"), number(yAxis, points[i].y()));
+            nearest.series = s;
+            nearest.value = points[i];
+            nearest.text = QStringLiteral("%1\n%2 %3 · %4 %5")
+                               .arg(xy->name(), xAxis ? xAxis->titleText() : QStringLiteral("x"),
+                                    number(xAxis, points[i].x()), yAxis ? yAxis->titleText() : QStringLiteral("y"),
+                                    number(yAxis, points[i].y()));
         };
         if (s->type() == QAbstractSeries::SeriesTypeLine) {
             // x-sorted (steps, reduced per column, a histogram's outline): the neighbours of
@@ -129,7 +157,7 @@ QString TimedChartView::valueTextAt(const QPoint& viewPos) const
             for (qsizetype k = 0; k < points.size(); ++k) consider(k);
         }
     }
-    return text;
+    return nearest;
 }
 
 void TimedChartView::mousePressEvent(QMouseEvent* event)
@@ -159,7 +187,7 @@ void TimedChartView::mouseReleaseEvent(QMouseEvent* event)
 {
     if (event->button() == Qt::LeftButton && band_ && band_->isVisible()) {
         band_->hide();
-        zoomTo(QRect(bandOrigin_, event->position().toPoint()).normalized());
+        if (!zoomTo(QRect(bandOrigin_, event->position().toPoint()).normalized())) clickAt(event->position().toPoint());
     } else if (event->button() == Qt::RightButton) {
         resetZoom();
     }

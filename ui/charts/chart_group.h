@@ -17,6 +17,8 @@
 
 namespace plab::ui {
 
+class ChartGroup;
+
 // A chart view that measures how long its last paint took (ChartsView budgets each frame
 // with redraw + paint time) and is set up to paint cheaply: no scene index (series items
 // change geometry every frame, an index would be rebuilt each time), one full-viewport
@@ -24,7 +26,9 @@ namespace plab::ui {
 //
 // It also zooms and tells values: drag a rectangle over the plot to zoom into it (the axes
 // then stay there while runs train on); a right click or a double click shows the whole
-// range again. Hovering shows the value of the nearest point (within 12 px) as a tool tip.
+// range again. Hovering shows the value of the nearest point (within 12 px) as a tool tip,
+// with what the chart's group says of it (ChartGroup::pointDetail); a click on a point
+// tells the group (ChartGroup::pointClicked).
 class TimedChartView : public QChartView {
 public:
     TimedChartView(QChart* chart, QWidget* parent);
@@ -36,8 +40,10 @@ public:
     void resetZoom();
     bool zoomed() const { return zoomed_; }
     // "<series>\n<x axis> <x> · <y axis> <y>" of the point nearest `viewPos` within 12 px,
-    // or "" (what the hover tool tip shows).
+    // and its group's pointDetail on further lines, or "" (what the hover tool tip shows).
     QString valueTextAt(const QPoint& viewPos) const;
+    // A click at viewPos: the group's pointClicked with the nearest point (none: null).
+    void clickAt(const QPoint& viewPos);
 
     // The size that keeps axes readable. Also the size hint: QGraphicsView's would be the
     // scene rect, which QChartView sets to the size the view last had, so a grid once laid
@@ -53,6 +59,14 @@ protected:
     void mouseDoubleClickEvent(QMouseEvent* event) override;
 
 private:
+    struct Nearest {
+        const QAbstractSeries* series = nullptr;
+        QPointF value;   // in the series' axes
+        QString text;
+    };
+    Nearest nearestPoint(const QPoint& viewPos) const;
+    ChartGroup* group() const;   // the group this view is in, or null
+
     qint64 lastPaintNs_ = 0;
     QRubberBand* band_ = nullptr;
     QPoint bandOrigin_;
@@ -97,6 +111,13 @@ public:
 
     // Follows the palette: dark theme when the window color is dark.
     virtual void applyPalette(const QPalette& palette);
+
+    // What a point of one of its series means beyond its value, for the hover tool tip (the
+    // loss-scale chart: why a skipped step skipped); "" for nothing more.
+    virtual QString pointDetail(const QAbstractSeries* /*series*/, const QPointF& /*value*/) const { return {}; }
+    // A click on the plot: the nearest point within 12 px (series null: none), so a group
+    // can keep its detail in view.
+    virtual void pointClicked(const QAbstractSeries* /*series*/, const QPointF& /*value*/) {}
 
 protected:
     // What else a group lays out differently in presentation mode (called after the mode

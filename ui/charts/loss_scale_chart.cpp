@@ -3,6 +3,7 @@
 
 #include "charts/chart_caption.h"
 #include "charts/series_reduction.h"
+#include "telemetry/non_finite_sites.h"
 
 #include <QLabel>
 #include <QFontMetricsF>
@@ -42,6 +43,55 @@ LossScaleChart::LossScaleChart(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(makeChartView(chart_, this), 1);
     layout->addWidget(countsBelow_);
+    skipCause_ = makeLabelUnderChart(this, QStringLiteral("skipCause"), Qt::PlainText);
+    skipCause_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(skipCause_);
+}
+
+namespace {
+
+// "Step 17 skipped: conv2 activation_grad overflowed first: 2^16.2 > 65504 (fp16's
+// largest)", and the sites after it; "" when the step at `step` was not skipped.
+QString skipText(const RunData& run, double step)
+{
+    const auto& steps = run.steps();
+    const auto it = std::lower_bound(steps.begin(), steps.end(), step,
+                                     [](const StepPoint& p, double s) { return static_cast<double>(p.step) < s; });
+    if (it == steps.end() || static_cast<double>(it->step) != step || !it->skipped) return {};
+    if (it->nonFinite.empty())
+        return LossScaleChart::tr("Step %1 skipped: the record names no site that made inf or NaN").arg(it->step);
+    QString text = LossScaleChart::tr("Step %1 skipped: %2")
+                       .arg(it->step)
+                       .arg(QString::fromStdString(skipCauseText(it->nonFinite)));
+    const NonFiniteSite* cause = firstNonFiniteCause(it->nonFinite);
+    QStringList others;
+    for (const NonFiniteSite& s : it->nonFinite)
+        if (&s != cause)
+            others << QStringLiteral("%1 %2 (%3)")
+                          .arg(QString::fromStdString(s.layer), QString::fromLatin1(tensorKindName(s.kind)),
+                               QString::fromStdString(siteCountsText(s)));
+    if (!others.isEmpty()) text += LossScaleChart::tr("\nin the order they ran: %1").arg(others.join(QStringLiteral(", ")));
+    return text;
+}
+
+}  // namespace
+
+QString LossScaleChart::pointDetail(const QAbstractSeries* series, const QPointF& value) const
+{
+    const auto it = skipSeries_.find(series);
+    return it == skipSeries_.end() ? QString() : skipText(*it->second, value.x());
+}
+
+void LossScaleChart::pointClicked(const QAbstractSeries* series, const QPointF& value)
+{
+    const QString text = pointDetail(series, value);
+    skipCause_->setText(text);
+    skipCause_->setVisible(!text.isEmpty());
+}
+
+QString LossScaleChart::clickedSkipText() const
+{
+    return skipCause_->isVisible() ? skipCause_->text() : QString();
 }
 
 void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
@@ -51,6 +101,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     pool_.begin();
     markers_->beginLabels();
 
+    skipSeries_.clear();
     bool anyFp8 = false;
     double lastStep = 1, lowest = 0, highest = 16;   // log2 S: the usual span 1 .. 65536, so the axis rarely moves
     QStringList counts;
@@ -98,6 +149,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         }
         const QString marksKey = run->id() + QStringLiteral("/skipped");
         auto* marks = pool_.take<QScatterSeries>(marksKey, {steps_, scale_});
+        skipSeries_[marks] = run;
         const auto skippedCount = static_cast<qlonglong>(run->skippedSteps());
         setSeriesName(marks, tr("%1 skipped steps (%2)").arg(run->name()).arg(skippedCount));
         setLegendLabel(chart_, marks, tr("skipped (%1)").arg(skippedCount));
@@ -115,6 +167,7 @@ void LossScaleChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             const auto [first, last] = bands[b];
             const QString bandKey = run->id() + QStringLiteral("/skipped-band/") + QString::number(b);
             auto* band = pool_.take<QLineSeries>(bandKey, {steps_, scale_});
+            skipSeries_[band] = run;
             setSeriesName(band, tr("%1 skipped steps %2-%3").arg(run->name()).arg(steps[first].step).arg(steps[last].step));
             setLegendVisible(chart_, band, false);
             QColor shade = run->color();

@@ -7,13 +7,16 @@
 // run ends at is labelled on the right in the run's colour (2^17 against 2^18), and a faint
 // grid line marks every power of two between ticks. Under a per-tensor FP8 recipe, each
 // layer's gradient scale (quantized_activation_grad) at the histogram steps, dashed, on the
-// same axis.
+// same axis. Hovering a skipped step's marker or band says why it skipped (the rounding
+// site that overflowed first, from the record's StepPoint::nonFinite); a click keeps that
+// under the chart.
 #pragma once
 
 #include "charts/chart_support.h"
 
 #include <QColor>
 
+#include <map>
 #include <vector>
 
 QT_BEGIN_NAMESPACE
@@ -31,6 +34,11 @@ public:
     QString countsText() const { return counts_->text(); }
     // The labels beside the plot's right edge: each run's last level (tests).
     QStringList levelLabels() const;
+    // The line under the chart a click on a skipped step left ("" when none is shown).
+    QString clickedSkipText() const;
+
+    QString pointDetail(const QAbstractSeries* series, const QPointF& value) const override;
+    void pointClicked(const QAbstractSeries* series, const QPointF& value) override;
 
     static constexpr std::size_t kBandSteps = 10;
     static constexpr qreal kBandWidth = 14.0;
@@ -48,6 +56,8 @@ private:
     std::vector<Level> levels_;   // each run's last log2 S, watched run first
     std::vector<QGraphicsSimpleTextItem*> levelLabels_;   // owned by the chart
     QLabel* countsBelow_;
+    QLabel* skipCause_;   // a clicked skipped step's why
+    std::map<const QAbstractSeries*, RunPtr> skipSeries_;   // markers and bands -> their run
     SeriesPool pool_;
     ChangeMarkers* markers_;
     ReducedPointsCache reduced_;

@@ -19,6 +19,7 @@ namespace plab::ui {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
 // Bottom to top of the stack: what is fixed by the model first, then what grows with the batch.
 constexpr MemoryCategory kStackOrder[] = {MemoryCategory::weights,        MemoryCategory::masterWeights,
@@ -40,6 +41,22 @@ QColor categoryColor(MemoryCategory c)
 QString categoryLabel(MemoryCategory c)
 {
     return QString::fromUtf8(memoryCategoryName(c)).replace(QLatin1Char('_'), QLatin1Char(' '));
+}
+
+// What a category holds, where its name does not say: the legend's words.
+QString categoryLegend(MemoryCategory c)
+{
+    if (c == MemoryCategory::workspace) return MemoryChart::tr("workspace (kernels' scratch)");
+    return categoryLabel(c);
+}
+
+// What a category holds, for the hover text, where its name does not say ("" elsewhere).
+QString categoryMeaning(MemoryCategory c)
+{
+    if (c == MemoryCategory::workspace)
+        return MemoryChart::tr(": the layers' scratch (gradients passed between layers, lowered convolutions) and "
+                               "the native kernels' (packed operands, oneDNN's scratchpads)");
+    return {};
 }
 
 std::string specKey(const ModelSpec& spec)
@@ -110,11 +127,11 @@ MemoryChart::MemoryChart(QWidget* parent)
     budget_->setSuffix(tr(" GiB"));
     budget_->setValue(4.0);
     const QString assumption =
-        tr("Memory = parameters x (weights + master weights + gradients + optimizer state bytes, in the recipe's "
-           "storage formats, as the engine accounts them) + batch x (activations kept for backward, "
-           "Model::activationBytesPerSample). The seed-cnn column leaves out workspace; the run's column adds "
-           "the run's measured workspace per sample. Not counted: the CUDA context, cuDNN workspaces, the "
-           "allocator's slack and fragmentation, so a real GPU fits fewer.");
+        tr("The largest batch the engine's memory check admits before a run (train/memory_check.h): every "
+           "weight, master weight, gradient and optimizer-state element at the 4 bytes the CPU backend holds, "
+           "plus batch x the activations it keeps for backward (16-bit ones packed). The last column adds the "
+           "workspace a shown run of that recipe measured per sample. Not counted: the CUDA context, cuDNN "
+           "workspaces, the allocator's slack, so a real GPU fits a different number.");
     budget_->setToolTip(assumption);
     connect(budget_, &QDoubleSpinBox::valueChanged, this, &MemoryChart::updatePlanner);
 
@@ -208,8 +225,9 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
             run.id() + QStringLiteral("/memory/") + categoryLabel(c),
             [] { return makeAreaSeries(); }, {steps_, bytes_}));
         const qint64 peak = events.empty() ? 0 : events.back().memory.peak[ci];
-        setSeriesName(area, tr("%1 %2 (peak %3)").arg(run.name(), categoryLabel(c), formatBytes(static_cast<double>(peak))));
-        setLegendLabel(chart_, area, categoryLabel(c));
+        setSeriesName(area, tr("%1 %2 (peak %3)%4")
+                                .arg(run.name(), categoryLabel(c), formatBytes(static_cast<double>(peak)), categoryMeaning(c)));
+        setLegendLabel(chart_, area, categoryLegend(c));
         area->upperSeries()->replace(upper);
         area->lowerSeries()->replace(lower);
         if (area->brush().color() != categoryColor(c)) area->setBrush(categoryColor(c));
@@ -262,12 +280,7 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         // A training step's peak apart from an evaluation's (its buffers are not training memory).
         const auto& training = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
         const auto& evaluation = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
-        QString line = tr("%1: peak %2").arg(runLabel(run, runs), formatBytes(static_cast<double>(peak.totalPeak)));
-        if (training.total > 0)
-            line += tr(" (training step %1, evaluation %2)")
-                        .arg(formatBytes(static_cast<double>(training.total)),
-                             evaluation.total > 0 ? formatBytes(static_cast<double>(evaluation.total)) : tr("none yet"));
-        peaks << line;
+        peaks << peakLine(runLabel(run, runs), peak);
         if (run == runs.front()) {
             drawStack(*run, columns, top);
         } else {
@@ -294,12 +307,12 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             });
         }
         // The peak of the sum as a dashed line.
-        auto* peakLine = pool_.take<QLineSeries>(run->id() + QStringLiteral("/memory/peak"), {steps_, bytes_});
-        setSeriesName(peakLine, tr("%1 peak %2").arg(run->name(), formatBytes(static_cast<double>(peak.totalPeak))));
-        setSeriesPen(peakLine, runPen(run->color(), 1.2, Qt::DotLine));
+        auto* peakSeries = pool_.take<QLineSeries>(run->id() + QStringLiteral("/memory/peak"), {steps_, bytes_});
+        setSeriesName(peakSeries, tr("%1 peak %2").arg(run->name(), formatBytes(static_cast<double>(peak.totalPeak))));
+        setSeriesPen(peakSeries, runPen(run->color(), 1.2, Qt::DotLine));
         const double peakMiB = static_cast<double>(peak.totalPeak) / kMiB;
-        if (const QList<QPointF> flat{{0.0, peakMiB}, {lastStep, peakMiB}}; peakLine->points() != flat) peakLine->replace(flat);
-        setLegendVisible(chart_, peakLine, false);
+        if (const QList<QPointF> flat{{0.0, peakMiB}, {lastStep, peakMiB}}; peakSeries->points() != flat) peakSeries->replace(flat);
+        setLegendVisible(chart_, peakSeries, false);
     }
     const double high = top > 0 ? top * 1.12 : 1.0;
     setStableRange(steps_, 0, lastStep, 0.6);
@@ -313,40 +326,69 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     peak_->setText(peaks.join(QLatin1Char('\n')));
     peak_->setPos(chart_->plotArea().left() + 6, chart_->plotArea().top() + 4);
 
-    // The planner's third column follows the run being watched: its model, and for each
-    // preset the workspace a run of that preset measured (runs shown of the same model).
-    std::optional<ModelSpec> model;
-    std::map<std::string, double> workspace;
+    // The planner's third column follows the run being watched: its model and settings, and
+    // the workspace the runs shown of that model measured, with their recipes.
+    std::optional<TrainSettings> watched;
+    std::vector<std::pair<PrecisionRecipe, double>> workspace;
     if (!runs.isEmpty()) {
-        model = runs.front()->settings().model;
+        watched = runs.front()->settings();
         for (const RunPtr& run : runs) {
-            if (!(run->settings().model == *model) || run->memory().empty()) continue;
-            const std::string preset = memoryPresetOf(run->settings().recipe);
-            if (preset.empty() || workspace.count(preset)) continue;
+            if (!(run->settings().model == watched->model) || run->memory().empty()) continue;
             const MemorySnapshot peak = run->peakMemory();
             const auto ws = static_cast<std::size_t>(MemoryCategory::workspace);
             const std::int64_t trainingWorkspace = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)].bytes[ws];
             const std::int64_t bytes = trainingWorkspace > 0 ? trainingWorkspace : peak.peak[ws];
             const int batch = run->settings().batch;
-            if (batch > 0 && bytes > 0) workspace[preset] = static_cast<double>(bytes) / batch;
+            if (batch > 0 && bytes > 0) workspace.emplace_back(run->settings().recipe, static_cast<double>(bytes) / batch);
         }
     }
-    if (model != plannedRunModel_ || workspace != measuredWorkspace_ || current_ != current) {
-        plannedRunModel_ = model;
+    if (watched != plannedRun_ || workspace != measuredWorkspace_ || current_ != current) {
+        plannedRun_ = watched;
         measuredWorkspace_ = workspace;
         current_ = current;
         updatePlanner();
     }
 }
 
-const ModelFootprint* MemoryChart::footprintOf(const ModelSpec& spec, const OptimizerConfig& optimizer)
+namespace {
+
+// Two recipes that hold the same memory: loss scaling takes none.
+bool sameMemory(const PrecisionRecipe& a, PrecisionRecipe b)
 {
-    // The footprint depends on the optimizer's state tensors alone, not its rates.
-    const std::string key = specKey(spec) + '|' + optimizer.kind + (optimizer.momentum != 0.0 ? "|momentum" : "");
-    auto [it, added] = footprints_.try_emplace(key);
+    b.lossScaling = a.lossScaling;
+    return a == b;
+}
+
+}  // namespace
+
+QString MemoryChart::peakLine(const QString& run, const MemorySnapshot& peak)
+{
+    // One peak, the highest the sum reached, and when; the phases' own figures beside it as
+    // what they are (each sampled at a phase's end), never as parts of a sum.
+    const auto& training = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+    const auto& evaluation = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
+    QString line = tr("%1: peak %2").arg(run, formatBytes(static_cast<double>(peak.totalPeak)));
+    if (peak.peakPhase)
+        line += *peak.peakPhase == MemoryPhase::evaluation ? tr(" during an evaluation") : tr(" during a training step");
+    const std::int64_t workspace = peak.peak[static_cast<std::size_t>(MemoryCategory::workspace)];
+    if (workspace > 0) line += tr(", workspace up to %1").arg(formatBytes(static_cast<double>(workspace)));
+    QStringList ends;
+    if (training.total > 0) ends << tr("a step's %1").arg(formatBytes(static_cast<double>(training.total)));
+    if (evaluation.total > 0) ends << tr("an evaluation's %1").arg(formatBytes(static_cast<double>(evaluation.total)));
+    if (!ends.isEmpty()) line += tr(" · held at the end: %1").arg(ends.join(tr(", ")));
+    return line;
+}
+
+const std::vector<PresetEstimate>* MemoryChart::estimatesFor(const TrainSettings& settings)
+{
+    // The presets replace the recipe: the estimate depends on the model and the optimizer's
+    // state alone.
+    const std::string key = specKey(settings.model) + '|' + settings.optimizer.kind +
+                            (settings.optimizer.momentum != 0.0 ? "|momentum" : "");
+    auto [it, added] = estimates_.try_emplace(key);
     if (added) {
         try {
-            it->second = modelFootprint(spec, optimizer);
+            it->second = presetEstimates(settings);
         } catch (const std::exception&) {
             it->second.reset();   // a bad spec: no column for it
         }
@@ -357,67 +399,96 @@ const ModelFootprint* MemoryChart::footprintOf(const ModelSpec& spec, const Opti
 void MemoryChart::updatePlanner()
 {
     const auto budget = static_cast<std::int64_t>(budget_->value() * static_cast<double>(kGiB));
-    ModelSpec seed;
-    seed.kind = "seed-cnn";
-    const OptimizerConfig optimizer = current_ ? current_->currentSettings().optimizer : OptimizerConfig{};
-    const ModelFootprint* seedModel = footprintOf(seed, optimizer);
-    const ModelFootprint* runModel =
-        plannedRunModel_ && !(*plannedRunModel_ == seed) ? footprintOf(*plannedRunModel_, optimizer) : nullptr;
+    TrainSettings seed;
+    seed.model.kind = "seed-cnn";
+    seed.model.widths.clear();
+    if (current_) seed.optimizer = current_->currentSettings().optimizer;
+    const std::vector<PresetEstimate>* seedRows = estimatesFor(seed);
+    const bool runColumn = plannedRun_ && !(plannedRun_->model == seed.model);
+    const std::vector<PresetEstimate>* runRows = runColumn ? estimatesFor(*plannedRun_) : nullptr;
+
+    // The rows: the presets, and the watched run's own recipe where it is none of them.
+    struct Row {
+        QString name;
+        PrecisionRecipe recipe;
+        std::optional<MemoryEstimate> seed, run;
+    };
+    std::vector<Row> rows;
+    if (seedRows)
+        for (std::size_t i = 0; i < seedRows->size(); ++i) {
+            const PresetEstimate& p = (*seedRows)[i];
+            Row row{QString::fromStdString(p.displayName), p.recipe, p.estimate, std::nullopt};
+            if (runRows && i < runRows->size()) row.run = (*runRows)[i].estimate;
+            rows.push_back(std::move(row));
+        }
+    if (plannedRun_ && std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return sameMemory(r.recipe, plannedRun_->recipe); })) {
+        Row own{tr("this run's recipe"), plannedRun_->recipe, std::nullopt, std::nullopt};
+        try {
+            own.run = estimateRunMemory(*plannedRun_);
+        } catch (const std::exception&) {
+        }
+        if (!runColumn) std::swap(own.seed, own.run);   // the run is of the seed CNN itself
+        rows.push_back(std::move(own));
+    }
+    const bool anyMeasured = runColumn && !measuredWorkspace_.empty();
 
     QStringList headers{tr("seed-cnn"), tr("vs FP32")};
-    if (runModel) headers << QString::fromStdString(runModel->spec.kind) + tr(" (measured)");
-    const auto seedRows = seedModel ? planPresets(*seedModel, budget) : std::vector<PresetPlan>{};
-    // One plan per preset, each with the workspace a run of that recipe measured; a preset no
-    // run shown has measured gets no number (the accounting without workspace would flatter it).
-    std::vector<std::optional<BatchPlan>> runRows;
-    if (runModel)
-        for (const auto& preset : runModel->presets) {
-            const auto it = measuredWorkspace_.find(preset.preset);
-            if (it == measuredWorkspace_.end()) {
-                runRows.emplace_back();
-                continue;
-            }
-            runRows.push_back(planPreset(preset, budget, static_cast<std::int64_t>(std::ceil(it->second))));
-        }
+    if (runColumn) headers << QString::fromStdString(plannedRun_->model.kind);
+    if (anyMeasured) headers << tr("+ measured workspace");
     planner_->setColumnCount(static_cast<int>(headers.size()));
     planner_->setHorizontalHeaderLabels(headers);
-    planner_->setRowCount(static_cast<int>(seedRows.size()));
+    planner_->setRowCount(static_cast<int>(rows.size()));
+    const auto cell = [&](int row, int column, const QString& text, const QString& tip) {
+        auto* item = new QTableWidgetItem(text);
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        item->setToolTip(tip);
+        planner_->setItem(row, column, item);
+    };
+    const auto estimateTip = [&](const MemoryEstimate& e) {
+        return tr("fixed %1 + %2 per sample, as the memory check before a run counts them on the CPU backend")
+            .arg(formatBytes(static_cast<double>(e.fixedBytes)), formatBytes(static_cast<double>(e.perSampleBytes)));
+    };
     QStringList rowNames;
-    const double fp32Batch = seedRows.empty() ? 0.0 : static_cast<double>(seedRows.front().plan.largestBatch);
-    for (std::size_t r = 0; r < seedRows.size(); ++r) {
+    const double fp32Batch =
+        !rows.empty() && rows.front().seed ? static_cast<double>(largestBatchWithin(*rows.front().seed, budget)) : 0.0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
         const auto row = static_cast<int>(r);
-        rowNames << QString::fromStdString(seedRows[r].displayName);
-        const BatchPlan& p = seedRows[r].plan;
-        auto* batch = new QTableWidgetItem(QString::number(p.largestBatch));
-        batch->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        batch->setToolTip(tr("fixed %1 + %2 per sample").arg(formatBytes(static_cast<double>(p.fixedBytes)),
-                                                             formatBytes(static_cast<double>(p.perSampleBytes))));
-        planner_->setItem(row, 0, batch);
-        auto* ratio = new QTableWidgetItem(
-            fp32Batch > 0 ? QStringLiteral("x%1").arg(static_cast<double>(p.largestBatch) / fp32Batch, 0, 'f', 2) : QStringLiteral("–"));
-        ratio->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        planner_->setItem(row, 1, ratio);
-        if (r < runRows.size()) {
-            QTableWidgetItem* item;
-            if (const auto& q = runRows[r]) {
-                const auto it = measuredWorkspace_.find(runModel->presets[r].preset);
-                item = new QTableWidgetItem(QString::number(q->largestBatch));
-                item->setToolTip(tr("fixed %1 + %2 per sample (workspace %3 per sample, measured by a run of this recipe)")
-                                     .arg(formatBytes(static_cast<double>(q->fixedBytes)),
-                                          formatBytes(static_cast<double>(q->perSampleBytes)), formatBytes(it->second)));
-            } else {
-                item = new QTableWidgetItem(QStringLiteral("–"));
-                item->setToolTip(tr("No run of this recipe with this model is shown: its workspace is not measured. "
-                                    "Overlay one to plan with it."));
-            }
-            item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            planner_->setItem(row, 2, item);
+        const Row& x = rows[r];
+        rowNames << x.name;
+        if (x.seed) {
+            const std::int64_t batch = largestBatchWithin(*x.seed, budget);
+            cell(row, 0, QString::number(batch), estimateTip(*x.seed));
+            cell(row, 1,
+                 fp32Batch > 0 ? QStringLiteral("x%1").arg(static_cast<double>(batch) / fp32Batch, 0, 'f', 2)
+                               : QStringLiteral("–"),
+                 {});
+        } else {
+            cell(row, 0, QStringLiteral("–"), tr("The run's own recipe is planned for its own model only."));
+            cell(row, 1, QStringLiteral("–"), {});
         }
+        if (!runColumn) continue;
+        if (x.run) cell(row, 2, QString::number(largestBatchWithin(*x.run, budget)), estimateTip(*x.run));
+        else cell(row, 2, QStringLiteral("–"), {});
+        if (!anyMeasured) continue;
+        const auto measured = std::find_if(measuredWorkspace_.begin(), measuredWorkspace_.end(),
+                                           [&](const auto& m) { return sameMemory(m.first, x.recipe); });
+        if (measured == measuredWorkspace_.end() || !x.run) {
+            cell(row, 3, QStringLiteral("–"),
+                 tr("No run of this recipe with this model is shown: its workspace is not measured. Overlay one to "
+                    "plan with it."));
+            continue;
+        }
+        MemoryEstimate with = *x.run;
+        with.perSampleBytes += static_cast<std::int64_t>(std::ceil(measured->second));
+        cell(row, 3, QString::number(largestBatchWithin(with, budget)),
+             tr("%1, plus %2 of workspace per sample measured by a run of this recipe (the memory check leaves "
+                "workspace out)")
+                 .arg(estimateTip(*x.run), formatBytes(measured->second)));
     }
     planner_->setVerticalHeaderLabels(rowNames);
-    plannerNote_->setText(tr("The seed walkthrough fit 590 images in fp32 and 1000 in fp16 (x1.69) on a 2021 GPU; "
-                             "this accounting of weights, gradients, state and activations alone predicts a larger "
-                             "gain (see the tooltip for what it leaves out)."));
+    plannerNote_->setText(tr("The largest batch the memory check before a run admits (weights, gradients, state and "
+                             "activations as the CPU backend holds them). The seed walkthrough fit 590 images in fp32 "
+                             "and 1000 in fp16 (x1.69) on a 2021 GPU."));
 }
 
 }  // namespace plab::ui

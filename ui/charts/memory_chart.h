@@ -2,11 +2,12 @@
 // state, activations, workspace) of the current run as a stacked area over steps, the
 // peak written and drawn, comparison runs' totals overlaid, and the batch-size planner:
 // the largest batch that fits in N GiB under each precision preset (the seed CNN's
-// "590 in fp32 vs 1000 in fp16" question) from the engine's accounting.
+// "590 in fp32 vs 1000 in fp16" question), as the engine's memory check admits it
+// (train/memory_check.h: one model of memory for the check and the planner).
 #pragma once
 
-#include "charts/batch_planner.h"
 #include "charts/chart_support.h"
+#include "train/memory_check.h"
 
 #include <map>
 #include <optional>
@@ -29,6 +30,10 @@ public:
     QTableWidget* plannerTable() const { return planner_; }
     void setBudgetGiB(double gib);
     QString peakText() const { return peak_->text(); }
+    // "AMP FP16: peak 45.4 MiB during an evaluation, workspace up to 17.5 MiB · held at the
+    // end: a step's 11.7 MiB, an evaluation's 39.0 MiB": the peak of the sum and when it was
+    // reached, the phases' end figures apart.
+    static QString peakLine(const QString& run, const MemorySnapshot& peak);
 
 protected:
     void presentationModeChanged() override;
@@ -38,7 +43,9 @@ private:
     static constexpr int kPlannerStretch = 2;
     void drawStack(const RunData& run, int columns, double& top);
     void updatePlanner();
-    const ModelFootprint* footprintOf(const ModelSpec& spec, const OptimizerConfig& optimizer);
+    // The presets' estimates for these settings (cached by what the estimate depends on:
+    // the model, the optimizer's state, the recipe's other fields); null for a bad spec.
+    const std::vector<PresetEstimate>* estimatesFor(const TrainSettings& settings);
 
     QChart* chart_;
     QValueAxis* steps_;
@@ -50,12 +57,12 @@ private:
     ReducedPointsCache totals_;   // comparison runs' total lines
     QTableWidget* planner_;
     QLabel* plannerNote_;
-    std::map<std::string, std::optional<ModelFootprint>> footprints_;   // by model kind + widths + optimizer state
+    std::map<std::string, std::optional<std::vector<PresetEstimate>>> estimates_;
     RunPtr current_;
-    std::optional<ModelSpec> plannedRunModel_;
-    // Workspace per sample as measured by the runs shown of the watched run's model, by preset
-    // (a training step's peak over its batch): each recipe plans with its own.
-    std::map<std::string, double> measuredWorkspace_;
+    std::optional<TrainSettings> plannedRun_;   // the watched run's settings
+    // Workspace per sample measured by the runs shown of the watched run's model, with their
+    // recipes (a training step's workspace over its batch): what the memory check leaves out.
+    std::vector<std::pair<PrecisionRecipe, double>> measuredWorkspace_;
     // What the stack was last built from: rebuilt only when the run moved.
     const RunData* stackRun_ = nullptr;
     std::uint64_t stackRevision_ = 0;
