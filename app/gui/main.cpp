@@ -134,7 +134,15 @@ int main(int argc, char** argv)
     // asked for here is then shown beside the lesson panel.
     if (parser.isSet(presentation)) window.setPresentationMode(true);
     if (parser.isSet(explore)) {
-        if (auto* dock = window.findChild<QDockWidget*>(QStringLiteral("explorerDock"))) dock->show();
+        if (auto* dock = window.findChild<QDockWidget*>(QStringLiteral("explorerDock"))) {
+            dock->show();
+            // Room for every format's row (asked for, the explorer is what is looked at), once
+            // the window is laid out.
+            QTimer::singleShot(0, &window, [&window, dock] {
+                window.resizeDocks({dock}, {std::max(dock->height(), window.height() * 2 / 3)}, Qt::Vertical);
+                window.resizeDocks({dock}, {std::max(dock->width(), 560)}, Qt::Horizontal);
+            });
+        }
         window.formatExplorer()->setText(parser.value(explore));
     }
 

@@ -287,7 +287,25 @@ void ChartGroup::setPresentationMode(bool on)
         setFont(QFont());
     }
     applyPalette(palette_);
+    fitChartHeights();
     presentationModeChanged();
+}
+
+int ChartGroup::chartMinimumHeight(bool presentation, int fontPixels)
+{
+    const int normal = TimedChartView::kMinimumSize.height();
+    if (!presentation) return normal;
+    if (fontPixels <= 0) return kPresentationChartHeight;
+    // Titles, legends and tick labels scale with the fonts, the chart's margins do not: a
+    // part that does not scale (120 px), so the plot keeps its share at 1280x720's 16 px.
+    constexpr double kFixed = 120;
+    return std::max(normal, static_cast<int>(std::lround(kFixed + (kPresentationChartHeight - kFixed) * fontPixels / 24.0)));
+}
+
+void ChartGroup::fitChartHeights()
+{
+    const int h = chartMinimumHeight(presentation_, presentationPixels_);
+    for (TimedChartView* view : findChildren<TimedChartView*>()) view->setMinimumHeight(h);
 }
 
 void ChartGroup::setPresentationFontPixels(int pixels)
@@ -297,6 +315,7 @@ void ChartGroup::setPresentationFontPixels(int pixels)
     if (!presentation_) return;
     setFont(presentationFont(1.0));
     applyFonts();
+    fitChartHeights();
     for (auto it = titles_.cbegin(); it != titles_.cend(); ++it) fitTitle(it.key());
 }
 

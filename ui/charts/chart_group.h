@@ -97,6 +97,13 @@ public:
     // normal fonts. Applies at once while presentation mode is on, and when it next is.
     void setPresentationFontPixels(int pixels);
     int presentationFontPixels() const { return presentationPixels_; }
+    // The smallest height each chart of a group is given: TimedChartView::kMinimumSize's;
+    // in presentation mode growing with the fonts, kPresentationChartHeight at 1920x1080's
+    // 24 px (240 at 1280x720's 16 px), so that a projected chart's ticks and
+    // axis titles have room whatever else its group holds (ChartsView lets the group grow
+    // to fit, and scrolls).
+    static constexpr int kPresentationChartHeight = 300;
+    static int chartMinimumHeight(bool presentation, int fontPixels);
 
     // Rebuilds what is drawn from the runs (current may be null). Called by ChartsView's
     // frame timer only when some run's revision() moved, or the runs or theme changed.
@@ -148,6 +155,7 @@ protected:
 
 private:
     void applyFonts();
+    void fitChartHeights();   // chartMinimumHeight on each chart view
     // A presentation-mode font `factor` times the base size: presentationPixels_, or 1.5x
     // the normal font when none is set.
     QFont presentationFont(qreal factor) const;

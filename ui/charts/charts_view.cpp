@@ -48,11 +48,8 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     // Two columns of groups (arrangeGroups); the memory chart shares its group with the
     // batch planner's table and note, so it gets a taller minimum; the scroll area scrolls
     // when the window is smaller than the grid.
-    for (ChartGroup* g : groups_) {
-        g->setMinimumHeight(300);
-        g->installEventFilter(this);
-    }
-    memory->setMinimumHeight(400);
+    for (ChartGroup* g : groups_) g->installEventFilter(this);
+    fitGroupHeights();
     arrangeGroups();
     scroll_ = new QScrollArea(this);
     scroll_->setWidgetResizable(true);
@@ -144,10 +141,27 @@ void ChartsView::setPresentationMode(bool on)
     presentation_ = on;
     for (ChartGroup* g : groups_) g->setPresentationMode(on);
     updateRunKey();
+    fitGroupHeights();
     twoColumnMinimum_ = 0;   // fonts and arrangement changed: measured again
     arrangeGroups();
     fitColumnsToWidth();
     forceRedraw_ = true;   // pens are chosen during a redraw
+}
+
+void ChartsView::fitGroupHeights()
+{
+    // A group's height: kGroupMinimum (the memory group, which holds the planner, more); in
+    // presentation mode at least what its charts' minimum heights and its large-font
+    // captions and controls add up to (a fixed minimum had squeezed the update charts of a
+    // lesson to 40 px under their captions).
+    for (ChartGroup* g : groups_) {
+        int h = g->groupName() == QLatin1String("memory") ? kMemoryGroupMinimum : kGroupMinimum;
+        if (presentation_ && g->layout()) {
+            g->layout()->invalidate();
+            h = std::max(h, g->layout()->minimumSize().height());
+        }
+        g->setMinimumHeight(h);
+    }
 }
 
 void ChartsView::setPresentationFontPixels(int pixels)
@@ -158,6 +172,7 @@ void ChartsView::setPresentationFontPixels(int pixels)
         g->setPresentationFontPixels(pixels);
     }
     if (!changed || !presentation_) return;
+    fitGroupHeights();
     twoColumnMinimum_ = 0;   // fonts changed: the grid's minimum width is measured again
     fitColumnsToWidth();
     forceRedraw_ = true;     // captions and notes are placed during a redraw

@@ -85,6 +85,9 @@ private:
     // Two columns while the viewport is at least as wide as the two-column grid's minimum
     // width (measured from the layout when it last had two columns), else one.
     void fitColumnsToWidth();
+    void fitGroupHeights();   // each group's minimum height (presentation mode: what it holds)
+    static constexpr int kGroupMinimum = 300;
+    static constexpr int kMemoryGroupMinimum = 400;   // the chart beside the planner's table
     void onFrameTimer();
     bool runsChanged() const;
     void redrawAll();

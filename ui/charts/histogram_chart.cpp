@@ -134,7 +134,9 @@ void HistogramChart::setAxisTitles(bool blockScales)
                       : presentationMode() ? tr("log2 |x| (scaled, before rounding)")
                                            : tr("log2 |x|");
     if (exponents_->titleText() != x) exponents_->setTitleText(x);
-    const QString y = blockScales ? tr("% of blocks") : tr("% of nonzero");
+    // Projected, a vertical title has the height of a short plot: "%" (the table under the
+    // chart says of what).
+    const QString y = presentationMode() ? tr("%") : blockScales ? tr("% of blocks") : tr("% of nonzero");
     if (share_->titleText() != y) share_->setTitleText(y);
 }
 

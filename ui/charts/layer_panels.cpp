@@ -6,6 +6,7 @@
 #include "nn/model.h"
 
 #include <QCheckBox>
+#include <QFontMetricsF>
 #include <QSignalBlocker>
 #include <QLabel>
 #include <QLegend>
@@ -147,13 +148,16 @@ QLabel* LayerPanelsGroup::keyLabel()
         key_ = new QLabel(this);
         key_->setObjectName(groupName() + QStringLiteral("Key"));
         key_->setWordWrap(true);
+        key_->setTextFormat(Qt::RichText);
     }
     return key_;
 }
 
 void LayerPanelsGroup::updateKey(const QList<RunPtr>& runs, TensorKind kind)
 {
-    const QString key = layerKey(runs, kind);
+    QString key = layerKey(runs, kind);
+    // The notes that do not fit their plots, after the key (drawPanel runs before this).
+    for (const QString& note : notesBelow()) key += (key.isEmpty() ? QString() : QStringLiteral("<br>")) + note.toHtmlEscaped();
     QLabel* label = keyLabel();
     if (label->text() != key) label->setText(key);
     label->setVisible(!key.isEmpty());
@@ -359,8 +363,35 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
             }
         note = lines.join(QLatin1Char('\n'));
     }
-    setChartCaption(panel.chart, panel.note, note);
+    placeNote(panel, note);
     return any;
+}
+
+void LayerPanelsGroup::placeNote(Panel& panel, const QString& note)
+{
+    // On the plot where the wrapped note takes at most half its height; else under the panels.
+    const QRectF plot = panel.chart->plotArea();
+    const QString wrapped = wrapToWidth(note, panel.note->font(), std::max<qreal>(80, plot.width() - 12));
+    const qreal height = QFontMetricsF(panel.note->font()).lineSpacing() * (wrapped.count(QLatin1Char('\n')) + 1);
+    const bool below = !note.isEmpty() && (presentationMode() || plot.height() <= 0 || height > plot.height() / 2);
+    auto it = std::find_if(notesBelow_.begin(), notesBelow_.end(), [&](const auto& n) { return n.first == panel.chart; });
+    if (it == notesBelow_.end()) it = notesBelow_.insert(notesBelow_.end(), {panel.chart, QString()});
+    it->second = below ? tr("%1: %2").arg(panel.chart->title().section(QLatin1Char('\n'), 0, 0), QString(note).replace(QLatin1Char('\n'), QLatin1Char(' ')))
+                       : QString();
+    if (!below) {
+        setChartCaption(panel.chart, panel.note, note);
+        return;
+    }
+    setChartCaption(panel.chart, panel.note, QString());
+    panel.note->setToolTip(note);   // noteText() still says it
+}
+
+QStringList LayerPanelsGroup::notesBelow() const
+{
+    QStringList notes;
+    for (const auto& [chart, note] : notesBelow_)
+        if (!note.isEmpty()) notes << note;
+    return notes;
 }
 
 }  // namespace plab::ui

@@ -67,8 +67,13 @@ protected:
     // Draws the quantity for every run and layer. Returns whether any point was drawn.
     bool drawPanel(Panel& panel, const QList<RunPtr>& runs, const Quantity& quantity);
 
-    // The note under the panel's title: "<a> and <b> coincide" lines, or the empty reason.
+    // The panel's note: "<a> and <b> coincide" lines, or the empty reason. Drawn on the
+    // plot where it fits clear of the title; in presentation mode, or where it does not fit
+    // (lines of large text over a short plot covered the title and each other), written under
+    // the panels with the key instead, after the panel's name.
     static QString noteText(const Panel& panel) { return panel.note ? panel.note->toolTip() : QString(); }
+    // The notes written under the panels (tests).
+    QStringList notesBelow() const;
 
     // A key for panels too narrow for their own legends: one line per run, the run's name,
     // then a swatch and the name of each of its layers (rich text).
@@ -92,7 +97,9 @@ protected:
 private:
     // layersOfKind within the chosen block.
     std::vector<std::string> layersInChoice(const RunData& run, TensorKind kind) const;
+    void placeNote(Panel& panel, const QString& note);
     QLabel* key_ = nullptr;
+    std::vector<std::pair<QChart*, QString>> notesBelow_;   // panel -> "<name>: <note>", in panel order
     QCheckBox* allLayers_ = nullptr;
     QComboBox* block_ = nullptr;
 };
