@@ -1345,43 +1345,49 @@ void TestUiCharts::emptyChartsLabelTheirTicksTruly()
     QVERIFY(axesChecked >= 8);   // the step axes of five groups, their value axes
 }
 
-// The rule behind it (fitTicksToLabels, through setAxisRange): an axis written with "%d"
-// keeps its even ticks where they are whole numbers, and otherwise gets ticks at a round
-// whole interval; "%.1f" the same in tenths; "%.3g" writes any value and keeps even ticks.
+// The rule behind it (fitTicksToLabels, through setAxisRange), issue 67 item 7: ticks at
+// multiples of 1, 2 or 5 times a power of ten, at most one more than the tick count (5),
+// each a value the labels write: "%d" whole numbers, "%.1f" tenths.
 void TestUiCharts::ticksLandOnWhatLabelsWrite_data()
 {
     QTest::addColumn<QString>("format");
+    QTest::addColumn<double>("low");
     QTest::addColumn<double>("max");
-    QTest::addColumn<double>("interval");   // 0: the even ticks stay
-    QTest::addRow("%%d empty 0..1") << "%d" << 1.0 << 1.0;
-    QTest::addRow("%%d empty 0..1.2") << "%d" << 1.2 << 1.0;
-    QTest::addRow("%%d 0..4.8: 1, not 1.2") << "%d" << 4.8 << 1.0;
-    QTest::addRow("%%d 0..6: 2, not 1.5") << "%d" << 6.0 << 2.0;
-    QTest::addRow("%%d 0..10: 5, not 2.5") << "%d" << 10.0 << 5.0;
-    QTest::addRow("%%d 0..1200 stays even (300)") << "%d" << 1200.0 << 0.0;
-    QTest::addRow("%%d 0..40 stays even (10)") << "%d" << 40.0 << 0.0;
-    QTest::addRow("%%.1f 0..0.3: 0.1, not 0.075") << "%.1f" << 0.3 << 0.1;
-    QTest::addRow("%%.3g 0..1.2 stays even") << "%.3g" << 1.2 << 0.0;
+    QTest::addColumn<double>("interval");
+    QTest::addRow("%%d empty 0..1") << "%d" << 0.0 << 1.0 << 1.0;
+    QTest::addRow("%%d 0..1.2: 1, not 0.3") << "%d" << 0.0 << 1.2 << 1.0;
+    QTest::addRow("%%d 0..4.8: 1, not 1.2") << "%d" << 0.0 << 4.8 << 1.0;
+    QTest::addRow("%%d 0..6: 2, not 1.5") << "%d" << 0.0 << 6.0 << 2.0;
+    QTest::addRow("%%d 0..10: 2, not 2.5") << "%d" << 0.0 << 10.0 << 2.0;
+    QTest::addRow("%%d 0..1200: 500, not 300") << "%d" << 0.0 << 1200.0 << 500.0;
+    QTest::addRow("%%d 0..40: 10") << "%d" << 0.0 << 40.0 << 10.0;
+    QTest::addRow("%%d 0..320 steps: 100, not 80") << "%d" << 0.0 << 320.0 << 100.0;
+    QTest::addRow("%%.1f 0..0.3: 0.1, not 0.075") << "%.1f" << 0.0 << 0.3 << 0.1;
+    QTest::addRow("%%.3g 0..1.2: 0.5, not 0.3") << "%.3g" << 0.0 << 1.2 << 0.5;
+    QTest::addRow("%%.3g 0..25.5: 5, not 6.38") << "%.3g" << 0.0 << 25.5 << 5.0;
+    QTest::addRow("%%.3g 0..103 percent: 20, not 25.75") << "%.3g" << 0.0 << 103.0 << 20.0;
+    QTest::addRow("%%.3g 83..96 accuracy: 5") << "%.3g" << 83.0 << 96.0 << 5.0;
+    QTest::addRow("%%d -47..-3 log2: 10, not 11") << "%d" << -47.0 << -3.0 << 10.0;
 }
 
 void TestUiCharts::ticksLandOnWhatLabelsWrite()
 {
     QFETCH(QString, format);
+    QFETCH(double, low);
     QFETCH(double, max);
     QFETCH(double, interval);
     QCOMPARE(labelResolution(QStringLiteral("%d")), 1.0);
     QCOMPARE(labelResolution(QStringLiteral("%.2f")), 0.01);
     QCOMPARE(labelResolution(QStringLiteral("%.3g")), 0.0);
     std::unique_ptr<QValueAxis> axis(makeValueAxis(QStringLiteral("step"), format));
-    setAxisRange(axis.get(), 0, max);
-    QCOMPARE(axis->tickType() == QValueAxis::TicksFixed, interval == 0);
-    if (interval > 0) {
-        QCOMPARE(axis->tickInterval(), interval);
-        QCOMPARE(axis->tickAnchor(), 0.0);
-    }
-    // Back to a range of even whole ticks: even ticks again.
-    setAxisRange(axis.get(), 0, 1200);
-    QCOMPARE(axis->tickType(), QValueAxis::TicksFixed);
+    setAxisRange(axis.get(), low, max);
+    QCOMPARE(axis->tickType(), QValueAxis::TicksDynamic);
+    QCOMPARE(axis->tickInterval(), interval);
+    QCOMPARE(axis->tickAnchor(), 0.0);
+    // Every tick a multiple of 1, 2 or 5 times a power of ten, at most 6 in the range.
+    const double mantissa = interval / std::pow(10.0, std::floor(std::log10(interval)));
+    QVERIFY(std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 || std::abs(mantissa - 5) < 1e-9);
+    QVERIFY(std::floor(max / interval + 1e-9) - std::ceil(low / interval - 1e-9) + 1 <= 6);
 }
 
 // Issue 34: a dragged rectangle zooms a chart and the zoom stays while the run goes on; a

@@ -65,34 +65,32 @@ double labelResolution(const QString& labelFormat)
 
 void fitTicksToLabels(QValueAxis* axis)
 {
+    // Ticks at round values, as a reader counts: multiples of 1, 2 or 5 times a power of ten
+    // (25.5 / 19.1 / 12.8 / 6.38 had to be decoded), at most one more than the axis' tick
+    // count, each a value its labels write exactly ("%d": whole numbers, so never five
+    // labels "0 0 0 0 1"; on a log2 axis written "2^%d" whole powers of two).
     const double resolution = labelResolution(axis->labelFormat());
     const double low = axis->min(), high = axis->max(), span = high - low;
-    const int count = std::max(2, axis->tickCount());
-    // A value the labels write exactly: a whole number of resolutions (to rounding error).
+    const int most = std::max(2, axis->tickCount()) + 1;
     auto writable = [&](double v) {
+        if (resolution <= 0) return true;
         const double units = v / resolution;
         return std::abs(units - std::round(units)) <= 1e-9 + 1e-12 * std::abs(units);
     };
-    bool evenTicksFit = true;
-    if (resolution > 0 && span > 0 && std::isfinite(span))
-        for (int i = 0; i < count && evenTicksFit; ++i) evenTicksFit = writable(low + span * i / (count - 1));
-    if (evenTicksFit) {
-        if (axis->tickType() != QValueAxis::TicksFixed) axis->setTickType(QValueAxis::TicksFixed);
-        return;
-    }
-    // The smallest round interval that puts at most `count` ticks in the range.
     double interval = 0;
-    double decade = std::pow(10.0, std::floor(std::log10(std::max(span / (count - 1), resolution))));
-    for (int decades = 0; decades < 4 && interval == 0; ++decades, decade *= 10)
-        for (double m : {1.0, 2.0, 2.5, 5.0}) {
-            const double candidate = m * decade;
-            if (candidate < resolution * (1 - 1e-9) || !writable(candidate)) continue;
-            if (std::floor(high / candidate) - std::ceil(low / candidate) + 1 <= count) {
-                interval = candidate;
-                break;
+    if (span > 0 && std::isfinite(span)) {
+        double decade = std::pow(10.0, std::floor(std::log10(span / (most - 1))));
+        for (int decades = 0; decades < 4 && interval == 0; ++decades, decade *= 10)
+            for (double m : {1.0, 2.0, 5.0}) {
+                const double candidate = m * decade;
+                if (candidate < resolution * (1 - 1e-9) || !writable(candidate)) continue;
+                if (std::floor(high / candidate + 1e-9) - std::ceil(low / candidate - 1e-9) + 1 <= most) {
+                    interval = candidate;
+                    break;
+                }
             }
-        }
-    if (interval == 0) {   // not for a finite range (1 x 10^k is found within two decades); a safety net
+    }
+    if (interval == 0) {   // an empty or infinite range: the even ticks
         if (axis->tickType() != QValueAxis::TicksFixed) axis->setTickType(QValueAxis::TicksFixed);
         return;
     }
