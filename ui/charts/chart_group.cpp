@@ -215,11 +215,19 @@ qint64 ChartGroup::lastPaintNs() const
 QColor ChartGroup::layerColor(const QColor& runColor, std::size_t li)
 {
     if (li == 0) return runColor;
-    // Five shades beside the run's own, then the same again: further "lighter" steps near
-    // the background (a 16-layer model's last layers were drawn nearly white).
-    static constexpr int kFactors[] = {125, -140, 175, -180, 150};   // lighter, or darker where negative
-    const int f = kFactors[(li - 1) % std::size(kFactors)];
-    return f > 0 ? runColor.lighter(f) : runColor.darker(-f);
+    // A run's layers differ in hue as well as lightness (shades of one hue were hard to tell
+    // apart), the hue within 20 degrees of the run's so the run stays recognisable beside
+    // the others (their colours are 30 degrees and more apart); then the same again.
+    // Chosen so that any two of a run's first six layers are at least 38 apart in RGB for
+    // each of the first six colours the run store hands out.
+    static constexpr int kHue[] = {-20, -15, 20, -15, 15};
+    static constexpr int kLightness[] = {45, -30, 15, -60, 60};   // of HSL's 0..255
+    const std::size_t k = (li - 1) % std::size(kHue);
+    int h = 0, s = 0, l = 0, a = 0;
+    runColor.getHsl(&h, &s, &l, &a);
+    if (h < 0) h = 0;   // grey: lightness alone
+    const int hue = s > 0 ? (h + kHue[k] + 360) % 360 : h;
+    return QColor::fromHsl(hue, s, std::clamp(l + kLightness[k], 40, 200), a);
 }
 
 QPen ChartGroup::runPen(const QColor& color, qreal width, Qt::PenStyle style) const

@@ -363,6 +363,7 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
             }
         note = lines.join(QLatin1Char('\n'));
     }
+    if (any && !quantity.remark.isEmpty()) note += (note.isEmpty() ? QString() : QStringLiteral("\n")) + quantity.remark;
     placeNote(panel, note);
     return any;
 }

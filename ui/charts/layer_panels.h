@@ -63,6 +63,9 @@ protected:
         QString emptyReason;
         // The group has a tensor-kind choice: an empty panel lists the kinds with data.
         bool kindSelectable = true;
+        // A line the note ends with where the panel has data (the lost-updates panel's fp32
+        // reference).
+        QString remark = {};
     };
     // Draws the quantity for every run and layer. Returns whether any point was drawn.
     bool drawPanel(Panel& panel, const QList<RunPtr>& runs, const Quantity& quantity);

@@ -92,7 +92,13 @@ void LossChart::setAccuracyFullRange(bool full)
 
 void LossChart::showNote()
 {
-    const bool below = presentationMode() && !noteText_.isEmpty();
+    // On the plot where a corner leaves every curve clear; else (and projected) under it.
+    bool below = presentationMode() && !noteText_.isEmpty();
+    if (!below && !noteText_.isEmpty()) {
+        setChartCaption(chart_, note_, noteText_);
+        below = placeCaptionClearOfData(chart_, note_) > 0 ||
+                note_->boundingRect().height() > chart_->plotArea().height() / 2;
+    }
     setChartCaption(chart_, note_, below ? QString() : noteText_);
     const QString wrapped = below ? wrapToWidth(noteText_, noteBelow_->font(), std::max(80, width() - 8)) : QString();
     if (noteBelow_->text() != wrapped) noteBelow_->setText(wrapped);
@@ -199,7 +205,9 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     pool_.end();
     markers_->placeLabels();
 
-    // Curves within 1% of the loss axis (about a line's width) hide each other: say so.
+    // Curves within 1% of their axis (about a line's width) hide each other: say so, of the
+    // loss and, only where they lie as close on the accuracy axis, of the accuracy.
+    const double accuracyTolerance = 0.01 * (accuracy_->max() - accuracy_->min()) / 100.0;   // a fraction
     QStringList same;
     for (std::size_t j = 1; j < smoothedLines.size(); ++j)
         for (std::size_t i = 0; i < j; ++i) {   // one note per run that an earlier run's curves hide or cover
@@ -209,8 +217,9 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             const auto& a = above->evals();
             const auto& b = below->evals();
             const bool accuracyToo = !a.empty() && a.size() == b.size() &&
-                                     std::equal(a.begin(), a.end(), b.begin(), [](const EvalEvent& x, const EvalEvent& y) {
-                                         return x.step == y.step && std::abs(x.testAccuracy - y.testAccuracy) <= 0.005;
+                                     std::equal(a.begin(), a.end(), b.begin(), [accuracyTolerance](const EvalEvent& x, const EvalEvent& y) {
+                                         return x.step == y.step &&
+                                                std::abs(x.testAccuracy - y.testAccuracy) <= accuracyTolerance;
                                      });
             same << (accuracyToo ? tr("%1 and %2 coincide: loss and accuracy") : tr("%1 and %2 coincide: loss"))
                         .arg(runLabel(above, runs), runLabel(below, runs));

@@ -75,6 +75,22 @@ void UpdatesChart::presentationModeChanged()
     for (int i = 0; i < 3; ++i) panels_[i].values->setTitleText(titles[i]);
 }
 
+QString UpdatesChart::fp32Reference(const QList<RunPtr>& runs) const
+{
+    // fp32 rounds too: an update below half an fp32 weight's spacing (Adam's small steps) is
+    // lost in FP32 itself. The same model's FP32 run, where one is shown, is the reference a
+    // share is read against; else the note says so.
+    if (runs.isEmpty()) return {};
+    const ModelSpec& model = runs.front()->settings().model;
+    for (const RunPtr& run : runs) {
+        const PrecisionRecipe& r = run->settings().recipe;
+        if (run->settings().model == model && r.compute == Format::fp32 && r.storage() == Format::fp32 &&
+            r.layers.empty())
+            return tr("fp32 reference: %1 (what it loses, fp32 itself rounds away)").arg(runLabel(run, runs));
+    }
+    return tr("fp32 loses small updates too: overlay an FP32 run of this model to compare");
+}
+
 void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     current_ = current;
@@ -85,7 +101,8 @@ void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     setChartTitle(lost_, tr("Lost to rounding"), runs);
     setChartTitle(zero_, tr("Zero gradient"), runs);
     setChartTitle(nonFinite_, tr("Made inf/NaN"), runs);
-    drawPanel(panels_[0], runs, {TensorKind::weightGrad, tr("lost updates"), lostUpdatePercent, noWeights, false});
+    drawPanel(panels_[0], runs,
+              {TensorKind::weightGrad, tr("lost updates"), lostUpdatePercent, noWeights, false, fp32Reference(runs)});
     drawPanel(panels_[1], runs, {TensorKind::weightGrad, tr("zero gradients"), zeroGradientPercent, noWeights, false});
     drawPanel(panels_[2], runs,
               {TensorKind::weightGrad, tr("weights made non-finite"),

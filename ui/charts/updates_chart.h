@@ -17,6 +17,9 @@ class UpdatesChart : public LayerPanelsGroup {
 public:
     explicit UpdatesChart(QWidget* parent = nullptr);
     void redraw(const RunPtr& current, const QList<RunPtr>& compare) override;
+    // The lost-updates panel's last note line: the shown FP32 run of the watched run's model
+    // named as the reference, or a note that fp32 loses updates too.
+    QString fp32Reference(const QList<RunPtr>& runs) const;
     QList<QChart*> charts() const override { return {lost_, zero_, nonFinite_}; }
 
     // The note on each panel (why it is empty, which lines coincide), for tests.
