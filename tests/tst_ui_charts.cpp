@@ -1486,6 +1486,14 @@ void TestUiCharts::zoomStaysWhileRunsTrainAndHoverTellsValues()
     QVERIFY(!chartView->zoomTo(QRect(plot.center(), QSize(3, 3))));
     QVERIFY(chartView->zoomTo(QRect(plot.topLeft(), QSize(plot.width() / 4, plot.height() - 2))));
     QVERIFY(chartView->zoomed());
+    // Issue 67 item 7: the "zoomed" note lies inside the plot, clear of the title above it.
+    bool noteSeen = false;
+    for (QGraphicsItem* item : chart->childItems())
+        if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(item); text && text->text().startsWith("zoomed")) {
+            noteSeen = text->isVisible();
+            QVERIFY(chart->plotArea().contains(text->mapRectToParent(text->boundingRect())));
+        }
+    QVERIFY(noteSeen);
     const double zoomedMax = steps->max();
     QVERIFY2(zoomedMax < fullMax / 2, qPrintable(QString::number(zoomedMax)));
     // The run trains on: its curves grow, the zoomed range stays.

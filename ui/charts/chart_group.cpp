@@ -74,7 +74,8 @@ bool TimedChartView::zoomTo(const QRect& rect)
         zoomNote_->setZValue(25);
     }
     zoomNote_->setBrush(chart()->titleBrush());
-    zoomNote_->setPos(area.right() - zoomNote_->boundingRect().width() - 4, area.top() - zoomNote_->boundingRect().height());
+    // Inside the plot's top right corner: above it, the note ran into the chart's title.
+    zoomNote_->setPos(area.right() - zoomNote_->boundingRect().width() - 4, area.top() + 2);
     zoomNote_->show();
     return true;
 }
