@@ -7,9 +7,9 @@
 // then, at each step, the scalars and the histograms the record holds:
 //   loss/train, loss_scale, lr, skipped_steps (the count so far)          every step
 //   loss/test, accuracy/test                                              every evaluation
-//   underflow/<layer>/<kind>, overflow/<layer>/<kind>                     every telemetry step
-//       of the nonzero finite values rounded, the share that became 0 or +-inf
-//   lost_updates/<layer>       the share of nonzero updates that left the weight unchanged
+//   underflow_pct/<layer>/<kind>, overflow_pct/<layer>/<kind>             every telemetry step
+//       of the nonzero finite values rounded, the percent that became 0 or +-inf
+//   lost_updates_pct/<layer>   the percent of nonzero updates that left the weight unchanged
 //   memory_mib/<category>, memory_mib/total                                each memory sample
 //   skip_cause                 a text (TensorBoard's text plugin) at each skipped step
 //                              whose record names its sites: skipCauseText's sentence

@@ -200,11 +200,12 @@ def expected_from_record(record):
             where = f'{entry["layer"]}/{entry["kind"]}'
             st = entry["stats"]
             rounded = st["count"] - st["zeros_in"] - st["nan"] - st["inf_in"]
-            if rounded > 0:
-                scalars[(t["step"], "underflow/" + where)] = st["underflow"] / rounded
-                scalars[(t["step"], "overflow/" + where)] = st["overflow"] / rounded
+            if rounded > 0:   # percent, as the tags say; the record holds counts
+                scalars[(t["step"], "underflow_pct/" + where)] = st["underflow"] / rounded * 100.0
+                scalars[(t["step"], "overflow_pct/" + where)] = st["overflow"] / rounded * 100.0
             if entry["kind"] == "weight_grad" and entry.get("nonzero_updates", 0) > 0:
-                scalars[(t["step"], "lost_updates/" + entry["layer"])] = entry["lost_updates"] / entry["nonzero_updates"]
+                scalars[(t["step"], "lost_updates_pct/" + entry["layer"])] = \
+                    entry["lost_updates"] / entry["nonzero_updates"] * 100.0
             h = entry.get("histogram")
             if h and any(h["counts"]):
                 counts = h["counts"]
@@ -322,12 +323,12 @@ def main():
     # Kinds of value the two runs must have produced, so that the comparison above is not empty.
     amp_events = [decode_event(p) for p in records(next(run_folder("amp").glob("events.*")).read_bytes())]
     tags = {v["tag"].split("/")[0] for e in amp_events for v in e["values"]}
-    for kind in ("loss", "accuracy", "loss_scale", "skipped_steps", "skip_cause", "underflow", "overflow",
-                 "lost_updates", "memory_mib", "log2_abs"):
+    for kind in ("loss", "accuracy", "loss_scale", "skipped_steps", "skip_cause", "underflow_pct", "overflow_pct",
+                 "lost_updates_pct", "memory_mib", "log2_abs"):
         if kind not in tags:
             failures.append(f"the AMP run's events have no {kind}/* value")
     fp32_events = [decode_event(p) for p in records(next(run_folder("fp32").glob("events.*")).read_bytes())]
-    if not any(v["tag"].startswith("lost_updates/") for e in fp32_events for v in e["values"]):
+    if not any(v["tag"].startswith("lost_updates_pct/") for e in fp32_events for v in e["values"]):
         failures.append("the FP32 run's events have no lost_updates")
     # A damaged file is told apart: one flipped payload byte fails its CRC.
     blob = bytearray(next(run_folder("fp32").glob("events.*")).read_bytes())
