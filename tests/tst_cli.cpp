@@ -5,6 +5,7 @@
 // last line and a valid run record; a diverging run exits 3; `plab convert` works.
 
 #include "setting_examples.h"
+#include "amp/recipe.h"
 #include "test_support.h"
 
 #include "backend/backend.h"
@@ -248,6 +249,36 @@ private slots:
         QCOMPARE(r.exitCode, 3);
         QVERIFY(!r.crashed);
         QVERIFY2(r.err.contains("diverged"), qPrintable(r.err));
+    }
+
+    // Issue 68 item 5: a sweep point that diverged said "plab: diverged: diverged: ...".
+    void divergedSweepPointSaysItOnce()
+    {
+        const Result r = runPlab({"sweep", "--recipes", "fp32", "--optimizer", "sgd", "--lr", "1e30", "--divergence-steps", "2",
+                                  "--max-steps", "6", "--widths", "4,8", "--threads", "1", "--data-dir", dataDir_, "--quiet",
+                                  "--out-dir", QString::fromStdString((dir_.path() / "sweep-diverged").string())});
+        QVERIFY2(r.err.contains("plab: diverged: the loss was not finite"), qPrintable(r.err));
+        QVERIFY2(!r.err.contains("diverged: diverged"), qPrintable(r.err));
+    }
+
+    // Issue 68 item 5: plab info names every recipe family and the machine in words; --json
+    // gives the same as one object.
+    void infoListsEveryRecipeFamily()
+    {
+        const Result r = runPlab({"info"});
+        QCOMPARE(r.exitCode, 0);
+        for (const auto* list : {&plab::PrecisionRecipe::presetNames(), &plab::PrecisionRecipe::frameworkPresetNames(),
+                                 &plab::PrecisionRecipe::lowPrecisionPresetNames()})
+            for (const std::string& name : *list)
+                QVERIFY2(r.out.contains(QString::fromStdString(" " + name)), name.c_str());
+        QVERIFY2(r.out.contains(QStringLiteral("logical cores")) && !r.out.contains(QStringLiteral("\"threads\"")),
+                 qPrintable(r.out));
+        const Result j = runPlab({"info", "--json"});
+        QCOMPARE(j.exitCode, 0);
+        const auto info = nlohmann::json::parse(j.out.toStdString());
+        QCOMPARE(info.at("recipes").at("below_16_bits").get<std::vector<std::string>>(), plab::PrecisionRecipe::lowPrecisionPresetNames());
+        QVERIFY(!info.at("machine").contains("threads"));
+        QVERIFY(info.at("backends").at("cpu").at("available").get<bool>());
     }
 
     void badInputGivesOneClearError_data()
@@ -587,6 +618,24 @@ private slots:
         QVERIFY(!r.crashed);
         QVERIFY2(r.err.contains("deep-record.json") && r.err.contains("nested"), qPrintable(r.err));
         QVERIFY(!fs::exists(dir_.path() / "deep.html"));
+    }
+
+    // Issue 68 item 5: an output path that cannot be written is bad usage (exit 2, naming the
+    // flag and the folder), said before any record is read; so is an output over a record.
+    void reportOutputsThatCannotBeWrittenAreUsageErrors()
+    {
+        const auto record = dir_.path() / "not-read.json";
+        std::ofstream(record) << "{";   // never read: the outputs are checked first
+        const Result missing = runPlab({"report", QString::fromStdString(record.string()), "--pdf", "/nonexistent/x.pdf"});
+        QCOMPARE(missing.exitCode, 2);
+        QVERIFY2(missing.err.contains("--pdf") && missing.err.contains("/nonexistent") && missing.err.contains("does not exist"),
+                 qPrintable(missing.err));
+        const Result over = runPlab({"report", QString::fromStdString(record.string()), "--html",
+                                     QString::fromStdString(record.string())});
+        QCOMPARE(over.exitCode, 2);
+        QVERIFY2(over.err.contains("--html") && over.err.contains("the same file as the record"), qPrintable(over.err));
+        std::ifstream kept(record);
+        QCOMPARE(std::string(std::istreambuf_iterator<char>(kept), {}), std::string("{"));
     }
 
     // Issue 11: plab report accepted records that break the schema (62 of 85 damaged records

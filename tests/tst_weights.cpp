@@ -209,7 +209,11 @@ private slots:
             "a PyTorch file written by torch.save (a zip archive)");
         add("torch.save legacy pickle", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14),
             "a PyTorch file written by torch.save (a Python pickle)");
-
+        // Issue 68 item 5: a run record (JSON) given as weights is named as such, not read as
+        // a header length of 7.7e18.
+        add("a run record", R"({"format": 3, "settings": {"recipe": "fp32"}, "steps": []})",
+            "this is a JSON file (a run record or a config?), not safetensors weights");
+        add("a JSON list", "\n  [1, 2, 3, 4, 5, 6, 7, 8]", "this is a JSON file");
     }
     void malformedFilesAreRefused()
     {

@@ -5,6 +5,7 @@
 #include "report_outputs.h"
 
 #include "error.h"
+#include "files/output_paths.h"
 
 #include <iostream>
 #include <memory>
@@ -34,6 +35,10 @@ int runReport(const ReportCommandOptions& opts)
 {
     if (!opts.outputs.any())
         throw InputError("report: give at least one output: --pdf FILE, --html FILE, --csv DIR or --json DIR");
+    // A file that cannot be written is bad usage (exit 2), said before anything is read.
+    std::vector<NamedPath> inputs;
+    for (const std::string& r : opts.records) inputs.push_back({"the record", r});
+    checkOutputPaths({{"--pdf", opts.outputs.pdf}, {"--html", opts.outputs.html}}, inputs);
     const auto runs = loadRunRecords(opts.records);
     const RunComparison comparison = writeReportOutputs(runs, opts.outputs, printFilesWritten());
     std::cout << comparisonTableText(comparison);

@@ -375,7 +375,12 @@ int runSweep(CLI::App& cmd, const SweepOptions& opts)
         ProgressPrinter progress(std::cerr, opts.quiet);
         const RunResult result = runRecordedTraining(point.settings, data, file, {}, progress).result;
         files.push_back(file.string());
-        std::cerr << "plab: " << runStatusName(result.status) << ": " << result.message << "; record " << file.string() << '\n';
+        // The status, unless the message already starts with it ("diverged: the loss was ...").
+        const std::string status(runStatusName(result.status));
+        const std::string said = result.message.rfind(status, 0) == 0 ? result.message
+                                 : result.message.empty()              ? status
+                                                                       : status + ": " + result.message;
+        std::cerr << "plab: " << said << "; record " << file.string() << '\n';
         if (result.status == RunStatus::failed) failed = true;
         if (result.status == RunStatus::stopped) {
             interrupted = true;

@@ -203,6 +203,13 @@ WeightsFile decodeSafetensors(std::string_view bytes, const std::string& origin)
                          " bytes, too short for a safetensors file (an 8-byte header length comes first)");
     std::uint64_t n = 0;
     std::memcpy(&n, bytes.data(), 8);
+    // A JSON file (a run record, a config) handed over as weights: its first 8 bytes read as
+    // a header length that cannot be one. Say what it is.
+    const auto first = bytes.find_first_not_of(" \t\r\n");
+    if ((n > kMaxSafetensorsHeader || n > bytes.size() - 8) && first != std::string_view::npos &&
+        (bytes[first] == '{' || bytes[first] == '['))
+        throw InputError(origin + ": this is a JSON file (a run record or a config?), not safetensors weights; a run's "
+                                  "weights are the .safetensors file written beside its record (--save-weights)");
     if (n > kMaxSafetensorsHeader)
         throw InputError(origin + ": the header length " + std::to_string(n) + " is over the 100 MB limit");
     if (n > bytes.size() - 8)
