@@ -331,6 +331,12 @@ private slots:
                                          << "unknown option \"--recipes\" (did you mean '--recipe'?)";
         QTest::addRow("misspelt recipe") << QStringList{"train", "--recipe", "amp-fp61"} << "(did you mean 'amp-fp16'?)";
         QTest::addRow("misspelt optimizer") << QStringList{"train", "--optimizer", "adma"} << "(did you mean 'adam'?)";
+        QTest::addRow("misspelt model") << QStringList{"train", "--model", "smal-cnn"} << "got 'smal-cnn' (did you mean 'small-cnn'?)";
+        QTest::addRow("misspelt compute format") << QStringList{"train", "--compute", "fp61"} << "got 'fp61' (did you mean 'fp16'?)";
+        QTest::addRow("misspelt layer precision") << QStringList{"train", "--layer", "conv1=bf61"} << "(did you mean 'bf16'?)";
+        QTest::addRow("misspelt convert format") << QStringList{"convert", "--format", "bf61"}
+                                                 << "--format must be tf32, fp16, bf16";
+        QTest::addRow("misspelt convert format, nearest") << QStringList{"convert", "--format", "bf61"} << "(did you mean 'bf16'?)";
         // Issue 11: bad input, exit 2 naming the key, before anything trains or allocates.
         QTest::addRow("subnormal initial scale") << QStringList{"train", "--loss-scale", "dynamic", "--init-scale", "1e-45"}
                                                  << "normal fp32 number";

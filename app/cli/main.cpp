@@ -8,6 +8,10 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
 
 int main(int argc, char** argv)
 {
@@ -55,6 +59,22 @@ int main(int argc, char** argv)
                           << plab::didYouMean(arg, options) << " (plab " << sub->get_name() << " --help)\n";
                 return kExitBadInput;
             }
+        }
+        const int code = app.exit(e);
+        return code == 0 ? kExitOk : kExitBadInput;
+    } catch (const CLI::ValidationError& e) {
+        // A value outside an option's fixed set ("--format: bf61 not in {tf32,fp16,...}"):
+        // the set in words and the nearest member.
+        static const std::regex notIn(R"(^(--?[A-Za-z0-9-]+): (.*) not in \{(.*)\}$)");
+        std::smatch m;
+        const std::string what = e.what();
+        if (std::regex_match(what, m, notIn)) {
+            std::vector<std::string> names;
+            std::stringstream members(m[3].str());
+            for (std::string name; std::getline(members, name, ',');) names.push_back(name);
+            std::cerr << "plab: " << m[1].str() << " must be " << plab::alternatives(names) << ", got "
+                      << plab::quotedExcerpt(m[2].str(), 40) << plab::didYouMean(m[2].str(), names) << '\n';
+            return kExitBadInput;
         }
         const int code = app.exit(e);
         return code == 0 ? kExitOk : kExitBadInput;

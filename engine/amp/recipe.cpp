@@ -377,7 +377,7 @@ std::optional<std::vector<LayerPrecision>> parseLayerPrecisions(std::string_view
         const auto& names = layerPrecisionNames();
         if (std::find(names.begin(), names.end(), precision) == names.end())
             return fail(excerpt(layer) + ": precision must be " + alternatives(names) + ", got '" + excerpt(precision) +
-                        "'");
+                        "'" + didYouMean(precision, names));
         if (std::any_of(out.begin(), out.end(), [&](const LayerPrecision& l) { return l.layer == layer; }))
             return fail(excerpt(layer) + " is given twice");
         out.push_back({layer, precision});

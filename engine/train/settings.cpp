@@ -230,8 +230,11 @@ const std::vector<KeyRule>& keyRules()
          [](const TrainSettings& s) { return json(s.recipe.preset); }},
         {{"compute", T::text, computeHelp()},
          [](const Reader& r, TrainSettings& s) {
-             const auto f = parseFormat(r.text("compute"));
-             if (!f) r.fail("compute", "must be " + alternatives(formatNames()));
+             const std::string text = r.text("compute");
+             const auto f = parseFormat(text);
+             if (!f)
+                 r.fail("compute", "must be " + alternatives(formatNames()) + ", got '" + text + "'" +
+                                       didYouMean(text, formatNames()));
              s.recipe.compute = *f;
          },
          [](const TrainSettings& s) { return json(std::string(formatName(s.recipe.compute))); }},
@@ -582,7 +585,11 @@ std::string labelSmoothingProblem(const PrecisionRecipe& r, const ModelSpec& mod
 std::string validateSettings(const TrainSettings& s)
 {
     const ModelKind* kind = findModelKind(s.model.kind);
-    if (!kind) return "model must be " + modelKindNames() + ", got '" + s.model.kind + "'";
+    if (!kind) {
+        std::vector<std::string> names;
+        for (const ModelKind& k : modelKinds()) names.emplace_back(k.name);
+        return "model must be " + modelKindNames() + ", got '" + s.model.kind + "'" + didYouMean(s.model.kind, names);
+    }
     // The model's size before anything is allocated: widths its row does not take, or
     // widths whose parameters alone would not fit in memory (65536 x 65536 ran out of memory).
     if (const std::string problem = widthsProblem(*kind, s.model.widths); !problem.empty())
