@@ -188,7 +188,7 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
 {
     ReportChart chart{QStringLiteral("histogram-%1").arg(index + 1), {}, {}};
     // Judged in the format the app's histogram judges this layer's weight gradients in.
-    const RegionFormat format = regionFormatFor(r.finalSettings, layer, TensorKind::weightGrad);
+    const RegionFormat format = regionFormatFor(r.finalSettings, r.judgedFormat, layer, TensorKind::weightGrad);
     int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
     QStringList scales;
     for (std::size_t k = 0; k < snaps.size(); ++k) {

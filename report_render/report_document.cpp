@@ -161,7 +161,13 @@ QString configurationSection(const RunComparison& c)
                                "highlighted and marked \u2260, settings that are the same are shown once.</p>\n");
     std::vector<SettingRow> recipeRows;
     SettingRow phrase{"recipe (as run)", {}, false};
-    for (const auto& r : c.runs) phrase.values.push_back(r.recipePhrase);
+    // A probe's record: what the PyTorch training ran as, and the format its telemetry judged
+    // the tensors against (what that format would do to them), apart.
+    for (const auto& r : c.runs)
+        phrase.values.push_back(r.judgedFormat.empty()
+                                    ? r.recipePhrase
+                                    : "PyTorch, " + (r.sourceAsRun.empty() ? std::string("as recorded") : r.sourceAsRun) +
+                                          "; the telemetry says what " + r.judgedFormat + " rounding would do to its tensors");
     phrase.differs = std::adjacent_find(phrase.values.begin(), phrase.values.end(), std::not_equal_to<>()) != phrase.values.end();
     recipeRows.push_back(phrase);
     for (const auto& row : c.settings) recipeRows.push_back(row);

@@ -270,6 +270,31 @@ private slots:
         QCOMPARE(csv[1][10], std::string());   // not skipped
     }
 
+    // Issue 68 item 3: a probe's record says what ran and what its telemetry judged against;
+    // the reader takes both, refuses a format it does not know, and the charts judge in it.
+    void probeRecordsSayWhatRanAndWhatWasJudged()
+    {
+        json record = fp32_;
+        record["source"] = {{"kind", "pytorch-probe"}, {"as_run", "fp32"}, {"judged_format", "fp16"}};
+        const RunRecord read = readRunRecord(record, "probe");
+        QCOMPARE(read.sourceAsRun, std::string("fp32"));
+        QCOMPARE(read.judgedFormat, std::string("fp16"));
+        QCOMPARE(read.settings.recipe.compute, Format::fp32);   // as it ran
+        QCOMPARE(regionFormatFor(read.settings, read.judgedFormat, "conv1", TensorKind::weightGrad).name, std::string("fp16"));
+        QCOMPARE(regionFormatFor(read.settings, std::string(), "conv1", TensorKind::weightGrad).name, std::string("fp32"));
+        record["source"]["judged_format"] = "e4m3";
+        QCOMPARE(regionFormatFor(readRunRecord(record, "probe").settings, "e4m3", "fc1", TensorKind::activation).name,
+                 std::string("e4m3"));
+        record["source"]["judged_format"] = "fp61";
+        bool refused = false;
+        try {
+            readRunRecord(record, "probe");
+        } catch (const InputError& e) {
+            refused = std::string(e.what()).find("judged_format") != std::string::npos;
+        }
+        QVERIFY(refused);
+    }
+
     void csvFilesRoundTripTheRecord()
     {
         const fs::path folder = dir_.path() / "csv";

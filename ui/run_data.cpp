@@ -114,6 +114,8 @@ void RunData::apply(const TrainerEvent& event)
         arithmetic_ = QString::fromStdString(e->arithmetic);
         plannedSteps_ = e->plannedSteps;
         deviceBeforeRun_ = e->deviceBeforeRun;
+        judgedFormat_ = e->judgedFormat;
+        sourceAsRun_ = e->sourceAsRun;
     }
 }
 

@@ -82,6 +82,10 @@ public:
     QString arithmeticKind() const;
     // A device backend's bytes in use before the run placed anything (RunStartEvent).
     std::optional<std::uint64_t> deviceBeforeRun() const { return deviceBeforeRun_; }
+    // A PyTorch probe's record: the format its telemetry judged against ("fp16") and what the
+    // training ran as ("fp32"); empty for the lab's own runs (RunStartEvent::judgedFormat).
+    const std::string& judgedFormat() const { return judgedFormat_; }
+    const std::string& sourceAsRun() const { return sourceAsRun_; }
 
     // The series: read from the record first when this is a listing (see hasSeries).
     const std::vector<StepPoint>& steps() const { return ensureSeries().steps_; }
@@ -120,6 +124,7 @@ private:
     std::vector<std::string> versions_;
     QString arithmetic_;
     std::optional<std::uint64_t> deviceBeforeRun_;
+    std::string judgedFormat_, sourceAsRun_;
     std::vector<StepPoint> steps_;
     std::vector<EvalEvent> evals_;
     std::vector<TelemetryEvent> telemetry_;

@@ -56,6 +56,8 @@ ReplayedRun replayRecord(const RunRecord& record)
     start.arithmetic = record.arithmetic.value_or("");
     start.versions = record.versions.backend;
     start.deviceBeforeRun = record.memory.deviceBeforeRun;
+    start.judgedFormat = record.judgedFormat;
+    start.sourceAsRun = record.sourceAsRun;
     // The plan is not recorded: a completed run did what it planned (whatever batch-size
     // changes did to the plan); any other is measured against its settings' plan.
     start.plannedSteps = record.summary.status == "completed"

@@ -3,6 +3,8 @@
 
 #include "files/input_file.h"
 #include "json/json_input.h"
+#include "numerics/format.h"
+#include "numerics/minifloat.h"
 
 #include "error.h"
 
@@ -462,6 +464,12 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
                 r.versions.backend.push_back(v.get<std::string>());
             }
         }
+        const json& source = section(doc, "source", none);
+        const Place sourcePlace{"the source"};
+        r.sourceAsRun = text(source, "as_run", sourcePlace).value_or("");
+        r.judgedFormat = text(source, "judged_format", sourcePlace).value_or("");
+        if (!r.judgedFormat.empty() && !parseFormat(r.judgedFormat) && !parseMiniFormat(r.judgedFormat))
+            refuseField(sourcePlace, "judged_format", "a format name (fp16, bf16, e4m3, ...)", source.at("judged_format"));
         const json& backend = section(doc, "backend", none);
         r.backend = text(backend, "name", Place{"the backend"}).value_or("cpu");
         r.arithmetic = text(backend, "arithmetic", Place{"the backend"});

@@ -149,6 +149,12 @@ struct RunRecord {
     RecordedVersions versions;
     std::string backend = "cpu";
     std::optional<std::string> arithmetic;   // ComputeBackend::arithmeticFor, where recorded
+    // A record from the PyTorch probe ("source"): what the user's training ran as ("fp32",
+    // "autocast fp16", with "GradScaler"), and the format its telemetry judged the tensors
+    // against ("fp16": what fp16 rounding would do to them), which need not be the one the
+    // training ran in. Empty for the lab's own runs, whose recipe says both.
+    std::string sourceAsRun;
+    std::string judgedFormat;
     RecordedData data;
     std::vector<StepPoint> steps;
     std::vector<RecordedEvent> events;

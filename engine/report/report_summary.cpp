@@ -230,9 +230,19 @@ void underflowSentences(const RunComparison& c, std::vector<SummarySentence>& ou
         const LayerFractions* worst = nullptr;
         for (const auto& l : r.layers)
             if (l.underflow && (!worst || *l.underflow > *worst->underflow)) worst = &l;
-        if (worst && *worst->underflow > 0.0)
+        // A probe's record measured what a format would do to tensors that ran in another
+        // (an fp32 run judged against fp16): it says "would", and what ran.
+        const bool judged = !r.judgedFormat.empty();
+        const std::string ranAs = r.sourceAsRun.empty() ? std::string() : " (which ran as " + r.sourceAsRun + ")";
+        if (worst && *worst->underflow > 0.0 && judged)
+            out.push_back({"underflow", r.judgedFormat + " rounding would flush " + formatPercent(*worst->underflow) +
+                                            " of layer " + worst->layer + "'s weight gradients of " + r.label + ranAs +
+                                            " to 0, the most of any layer."});
+        else if (worst && *worst->underflow > 0.0)
             out.push_back({"underflow", r.label + " lost " + formatPercent(*worst->underflow) + " of layer " + worst->layer +
                                             "'s weight gradients to underflow over the run, the most of any layer."});
+        else if (worst && judged)
+            out.push_back({"underflow", "No weight gradient of " + r.label + ranAs + " would underflow in " + r.judgedFormat + "."});
         else if (worst)
             out.push_back({"underflow", "No weight gradient of " + r.label + " underflowed to 0."});
     }

@@ -54,6 +54,8 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
         if (std::find(record.settingKeys.begin(), record.settingKeys.end(), key) != record.settingKeys.end())
             d.settings[key] = value;
     d.finalSettings = record.finalSettings();
+    d.sourceAsRun = record.sourceAsRun;
+    d.judgedFormat = record.judgedFormat;
     d.machine = record.machine;
     d.versions = record.versions;
     d.backend = record.backend;

@@ -35,6 +35,10 @@ struct RunDigest {
     std::optional<std::string> arithmetic;  // where recorded
     RecordedData data;
     std::string createdAt;
+    // A PyTorch probe's record: what the training ran as and the format its telemetry judged
+    // against (RunRecord::sourceAsRun, judgedFormat); empty for the lab's own runs.
+    std::string sourceAsRun;
+    std::string judgedFormat;
 
     std::string compute;           // "fp16"
     std::string storage;           // "fp16"

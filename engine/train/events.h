@@ -35,6 +35,10 @@ struct RunStartEvent {
     // A device backend's bytes in use before the run placed anything on it (the CUDA
     // context, other processes): what "device in use" minus it leaves is what the run holds.
     std::optional<std::uint64_t> deviceBeforeRun;
+    // A probe record's (RunRecord::judgedFormat, sourceAsRun): the format its telemetry was
+    // judged against, and what the training ran as; empty for the lab's own runs.
+    std::string judgedFormat;
+    std::string sourceAsRun;
 };
 
 struct StepEvent {

@@ -3,6 +3,8 @@
 
 #include "nn/loss.h"
 #include "nn/model.h"
+#include "numerics/format.h"
+#include "numerics/minifloat.h"
 
 namespace plab {
 
@@ -18,6 +20,14 @@ RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& l
         return RegionFormat::of(kind == TensorKind::quantizedActivationGrad ? recipe.quantization.gradientFormat()
                                                                             : recipe.quantization.forwardFormat());
     return RegionFormat::of(recipe.compute);
+}
+
+RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& judgedFormat, const std::string& layer,
+                             TensorKind kind)
+{
+    if (const auto f = parseFormat(judgedFormat)) return RegionFormat::of(*f);
+    if (const auto m = parseMiniFormat(judgedFormat)) return RegionFormat::of(*m);
+    return regionFormatFor(settings, layer, kind);
 }
 
 }  // namespace plab

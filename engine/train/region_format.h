@@ -15,5 +15,9 @@ namespace plab {
 // recipe gave those values to. With per-layer precision the input is rounded as the first
 // layer with weights and the loss gradient as the logits, the last layer's output.
 RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& layer, TensorKind kind);
+// The same, unless a probe record names the format its telemetry judged against
+// (RunRecord::judgedFormat, "" for the lab's own runs): then that one, for every site.
+RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& judgedFormat, const std::string& layer,
+                             TensorKind kind);
 
 }  // namespace plab

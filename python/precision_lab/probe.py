@@ -305,6 +305,8 @@ class Probe:
         self._started = time.monotonic()
         self._step_started = None
         self._last_flush = 0.0
+        self._user_settings = dict(settings or {})
+        self._autocast = None    # the autocast dtype seen in the forward pass ("fp16", "bf16"), "" for none
         self._named = [(n, m) for n, m in model.named_modules()
                        if n and any(True for _ in m.parameters(recurse=False))]
         self._hooks = []
@@ -319,16 +321,18 @@ class Probe:
             "format_version": 1,
             "name": name,
             "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "source": {"kind": "pytorch-probe", "model": type(model).__name__, "torch": torch.__version__},
+            # What ran apart from what was measured: the training as it ran (as_run, from the
+            # autocast state the forward pass saw and whether a GradScaler was given; "fp32"
+            # until a telemetry step has seen it) and the format the telemetry judged the
+            # tensors against: what that rounding would do to them (judged_format).
+            "source": {"kind": "pytorch-probe", "model": type(model).__name__, "torch": torch.__version__,
+                       "as_run": self._as_run_text(""), "judged_format": fmt},
             "recipe": recipe,
             # Settings the lab reads (its keys, docs/RUN_RECORD.md): AMP in the probe's format,
             # so the app judges the histograms in the format the telemetry measured; what the
             # probe cannot know keeps the lab's default. settings={...} says more (model, lr).
             # (FP8: the lab's unscaled FP8 recipe, E4M3 throughout for e4m3.)
-            "settings": {**({"recipe": "amp-" + fmt} if fmt in _FORMATS else
-                            {"recipe": "fp8-unscaled", **({"fp8_format": "e4m3"} if fmt == "e4m3" else {})}),
-                         "loss_scale": "dynamic" if scaler is not None else "off",
-                         **_finite_all(dict(settings or {}))},
+            "settings": self._settings_as_run(""),
             "seed": 0,
             "machine": {"cpu": platform.processor() or platform.machine(), "logical_cores": os.cpu_count() or 1,
                         "threads": torch.get_num_threads(), "os": f"{platform.system()} {platform.release()}",
@@ -366,6 +370,32 @@ class Probe:
             self._finalizer()
             raise
 
+    def _as_run_text(self, autocast):
+        text = f"autocast {autocast}" if autocast else "fp32"
+        return text + (" with GradScaler" if self.scaler is not None else "")
+
+    def _settings_as_run(self, autocast):
+        """The lab's settings keys for the training as it ran: its recipe from the autocast
+        state (fp32, or AMP in the autocast's format), loss scaling from the GradScaler; what
+        the probe cannot know keeps the lab's default. settings={...} says more (model, lr)."""
+        return {"recipe": "amp-" + autocast if autocast else "fp32",
+                "loss_scale": "dynamic" if self.scaler is not None else "off",
+                **_finite_all(self._user_settings)}
+
+    def _see_autocast(self):
+        """Called in a forward hook: the autocast state the module's forward ran under."""
+        dtype = None
+        if self._cuda and torch.is_autocast_enabled():
+            dtype = torch.get_autocast_gpu_dtype()
+        elif not self._cuda and hasattr(torch, "is_autocast_cpu_enabled") and torch.is_autocast_cpu_enabled():
+            dtype = torch.get_autocast_cpu_dtype()
+        seen = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype, "")
+        if self._autocast is None or (seen and not self._autocast):
+            self._autocast = seen
+            self.record["source"]["as_run"] = self._as_run_text(seen)
+            self.record["settings"] = self._settings_as_run(seen)
+            self.record["recipe"]["display_name"] = f"PyTorch {self._as_run_text(seen)} ({self.fmt} telemetry)"
+
     def __enter__(self):
         return self
 
@@ -390,6 +420,7 @@ class Probe:
             probe = ref()
             if probe is None or not probe._capture:
                 return
+            probe._see_autocast()
             if torch.is_tensor(output):
                 probe._add(layer, "activation", output)
             # The gradient of the module's input, from a hook on that tensor (not a full

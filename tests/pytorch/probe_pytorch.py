@@ -318,6 +318,21 @@ def main():
     diffs = [abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(ours["steps"], lab["steps"])]
     print(f"      largest relative loss difference {max(diffs):.2e}")
     check(len(ours["steps"]) == 20 and max(diffs) <= 1e-5, "every step's loss within 1e-5 relative of the lab's fp32 run")
+    # Issue 68 item 3: what ran apart from what was measured: an fp32 run judged against fp16
+    # is recorded as fp32 (not "AMP FP16"), its telemetry as fp16's judgement, and the report
+    # words it so.
+    check(ours["settings"]["recipe"] == "fp32" and ours["settings"]["loss_scale"] == "off",
+          f"an fp32 PyTorch run is recorded as fp32: {ours['settings']}")
+    check(ours["source"]["as_run"] == "fp32" and ours["source"]["judged_format"] == "fp16",
+          f"the record says it ran as fp32 and was judged against fp16: {ours['source']}")
+    html = os.path.join(work, "probe-report.html")
+    done = subprocess.run([args.plab, "report", probe_file, "--html", html], capture_output=True, text=True)
+    page = open(html).read() if done.returncode == 0 else ""
+    check("PyTorch, fp32; the telemetry says what fp16 rounding would do to its tensors" in page,
+          "the report's recipe row says what ran and what the telemetry judged")
+    check("fp16 rounding would flush" in page or "would underflow in fp16" in page,
+          "the report's summary says what fp16 would do, not what the run lost")
+    check("AMP FP16" not in page, "the report never calls the fp32 run AMP FP16")
 
     # Every key the lab's own record has, at the top and in the summary (the app's replay
     # reads them), the probe's record has too.
@@ -384,6 +399,8 @@ def main():
             print(f"      bf16 autocast: largest relative loss difference {max(diffs):.2e}")
             check(len(ours16["steps"]) == 10 and max(diffs) <= 2.0 ** -7,
                   "bf16 autocast with the probe: every loss within 2^-7 relative of the lab's amp-bf16 run")
+            check(ours16["settings"]["recipe"] == "amp-bf16" and ours16["source"]["as_run"] == "autocast bf16",
+                  f"a bf16 autocast run is recorded as AMP BF16, as it ran: {ours16['settings']} {ours16['source']}")
             kinds = {e["kind"] for t in ours16["telemetry"] for e in t["layers"]}
             check(kinds == {"activation", "activation_grad", "weight_grad"}, f"bf16 autocast telemetry kinds: {sorted(kinds)}")
         except RuntimeError as e:   # PyTorch 1.13's bf16 convolution needs AVX-512 (golden_pytorch says the same)

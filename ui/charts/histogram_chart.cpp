@@ -281,11 +281,12 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         return;
     }
 
-    const RegionFormat format = chosen ? regionFormatFor(chosen->currentSettings(), layerName, kind()) : RegionFormat::of(Format::fp16);
+    const RegionFormat format = chosen ? regionFormatFor(chosen->currentSettings(), chosen->judgedFormat(), layerName, kind())
+                                       : RegionFormat::of(Format::fp16);
     // The formats of the drawn runs other than the chosen run's: their boundaries are lines.
     std::vector<std::pair<RunPtr, RegionFormat>> otherFormats;
     for (const Drawn& d : drawn) {
-        const RegionFormat f = regionFormatFor(d.run->currentSettings(), layerName, kind());
+        const RegionFormat f = regionFormatFor(d.run->currentSettings(), d.run->judgedFormat(), layerName, kind());
         const bool seen = std::any_of(otherFormats.begin(), otherFormats.end(), [&](const auto& o) { return o.second == f; });
         if (f != format && !seen) otherFormats.emplace_back(d.run, f);
     }

@@ -161,7 +161,7 @@ std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::v
         showComparisonInLegend(chart_, line, d.run == chosen);
         if (line->points() != outline) line->replace(outline);
 
-        const RegionFormat own = regionFormatFor(d.run->currentSettings(), layer().toStdString(), kind());
+        const RegionFormat own = regionFormatFor(d.run->currentSettings(), d.run->judgedFormat(), layer().toStdString(), kind());
         shares.push_back({runLabel(d.run, runs), QString::fromStdString(own.name), regionShares(h, own.regions)});
     }
     return shares;
