@@ -68,7 +68,8 @@ QString resultsSection(const RunComparison& c)
                             "<td class=\"num\" align=\"right\">%7</td><td class=\"num\" align=\"right\">%8</td></tr>\n")
                  .arg(esc(r.label), esc(r.status), esc(formatCount(r.steps)), esc(formatCount(r.skippedSteps)),
                       esc(formatAccuracy(r.finalAccuracy)), esc(formatAccuracy(r.bestAccuracy)),
-                      QString::number(r.imagesPerSecond, 'f', 0), esc(formatMebibytes(r.peakTotal)));
+                      QString::number(r.imagesPerSecond, 'f', 0),
+                      r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal)) : QStringLiteral("not measured"));
     h += QStringLiteral("</table>\n");
 
     // Why steps skipped: the rounding site that overflowed first, per stretch of steps.
@@ -101,13 +102,15 @@ QString resultsSection(const RunComparison& c)
             const auto it = std::find(r.memoryCategories.begin(), r.memoryCategories.end(), k);
             const auto idx = static_cast<std::size_t>(it - r.memoryCategories.begin());
             h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td>")
-                     .arg(it != r.memoryCategories.end() && idx < r.peakBytes.size() ? esc(formatMebibytes(r.peakBytes[idx]))
-                                                                                      : QStringLiteral("-"));
+                     .arg(r.peakTotal > 0 && it != r.memoryCategories.end() && idx < r.peakBytes.size()
+                              ? esc(formatMebibytes(r.peakBytes[idx]))
+                              : QStringLiteral("-"));
         }
         auto orDash = [&](std::int64_t bytes) { return bytes > 0 ? esc(formatMebibytes(bytes)) : QStringLiteral("-"); };
         h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td><td class=\"num\" align=\"right\">%2</td>"
                             "<td class=\"num\" align=\"right\">%3</td></tr>\n")
-                 .arg(esc(formatMebibytes(r.peakTotal)), orDash(r.trainingPeakTotal), orDash(r.evaluationPeakTotal));
+                 .arg(r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal)) : QStringLiteral("not measured"),
+                      orDash(r.trainingPeakTotal), orDash(r.evaluationPeakTotal));
     }
     h += QStringLiteral("</table>\n<p>A training step's peak and an evaluation's are measured apart: evaluation "
                         "runs its own batches, whose buffers are not training memory.</p>\n");

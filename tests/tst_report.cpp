@@ -285,6 +285,14 @@ private slots:
         record["source"]["judged_format"] = "e4m3";
         QCOMPARE(regionFormatFor(readRunRecord(record, "probe").settings, "e4m3", "fc1", TensorKind::activation).name,
                  std::string("e4m3"));
+        // No memory measured (the probe on the CPU): "not measured", never 0.00 MiB.
+        json noMemory = fp32_;
+        noMemory.erase("memory");
+        const RunComparison c = compareRuns({digestRunRecord(readRunRecord(noMemory, "probe"), "probe")});
+        const std::string table = comparisonTableText(c);
+        QVERIFY2(table.find("not measured") != std::string::npos && table.find("0.00 MiB") == std::string::npos, table.c_str());
+        const QString html = report::reportHtml(report::prepareReport(c), report::ChartEmbedding::inlineSvg);
+        QVERIFY(html.contains("not measured") && !html.contains("0.00 MiB"));
         record["source"]["judged_format"] = "fp61";
         bool refused = false;
         try {

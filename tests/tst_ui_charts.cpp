@@ -1029,6 +1029,8 @@ void TestUiCharts::memoryPeakIsNeverASum()
     peak.peakPhase.reset();   // an older record
     peak.phasePeak = {};
     QCOMPARE(MemoryChart::peakLine("AMP FP16", peak), QString("AMP FP16: peak 45.4 MiB, workspace up to 17.5 MiB"));
+    // Issue 68 item 3: a record without memory (the probe on the CPU) says so, not "peak 0 B".
+    QCOMPARE(MemoryChart::peakLine("PyTorch", MemorySnapshot{}), QString("PyTorch: memory not measured"));
 }
 
 // On a device the chart draws the whole device's figure and, where the run recorded the

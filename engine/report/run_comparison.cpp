@@ -164,7 +164,7 @@ std::string comparisonTableText(const RunComparison& comparison)
         std::snprintf(ips, sizeof ips, "%.0f", r.imagesPerSecond);
         rows.push_back({r.label, r.status, std::to_string(r.steps), std::to_string(r.skippedSteps),
                         formatAccuracy(r.finalAccuracy), formatAccuracy(r.bestAccuracy), ips,
-                        formatMebibytes(r.peakTotal), maxUnderflow});
+                        r.peakTotal > 0 ? formatMebibytes(r.peakTotal) : "not measured", maxUnderflow});
     }
     std::vector<std::size_t> width(head.size());
     for (std::size_t i = 0; i < head.size(); ++i) width[i] = head[i].size();

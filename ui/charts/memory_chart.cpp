@@ -367,6 +367,8 @@ QString MemoryChart::peakLine(const QString& run, const MemorySnapshot& peak)
     // what they are (each sampled at a phase's end), never as parts of a sum.
     const auto& training = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
     const auto& evaluation = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
+    // A record without memory (the PyTorch probe on the CPU) says so, never "peak 0 B".
+    if (peak.totalPeak <= 0) return tr("%1: memory not measured").arg(run);
     QString line = tr("%1: peak %2").arg(run, formatBytes(static_cast<double>(peak.totalPeak)));
     if (peak.peakPhase)
         line += *peak.peakPhase == MemoryPhase::evaluation ? tr(" during an evaluation") : tr(" during a training step");
