@@ -24,7 +24,7 @@ if [ "${1:-}" = "--tests" ]; then
   packages+=(
     xvfb xauth
     poppler-utils desktop-file-utils appstream dpkg-dev lintian man-db shared-mime-info
-    python3-torch python3-numpy python3-crcmod
+    python3-torch python3-numpy python3-crcmod python3-venv python3-pip
     slurm-wlm munge
   )
 fi
