@@ -307,7 +307,9 @@ class Probe:
         self._last_flush = 0.0
         self._user_settings = dict(settings or {})
         self._autocast = None    # the autocast dtype seen in the forward pass ("fp16", "bf16"), "" for none
-        self._named = [(n, m) for n, m in model.named_modules()
+        # Each module with parameters by its path in the model and its type, "features.1
+        # (Conv2d)": an nn.Sequential's children are named only "0", "1", ...
+        self._named = [(f"{n} ({type(m).__name__})", m) for n, m in model.named_modules()
                        if n and any(True for _ in m.parameters(recurse=False))]
         self._hooks = []
         self._closed = False

@@ -84,7 +84,7 @@ def flushed_shares(record, steps, kind):
             if e["kind"] != kind or e["stats"]["count"] == 0:
                 continue
             st = e["stats"]
-            u = totals.setdefault(e["layer"], [0, 0])
+            u = totals.setdefault(e["layer"].split(" (")[0], [0, 0])   # the probe's "conv1 (Conv2d)" is the lab's conv1
             u[0] += st["underflow"]
             u[1] += st["count"] - st["zeros_in"] - st["nan"] - st["inf_in"]
     return {layer: u / n for layer, (u, n) in totals.items() if n}
@@ -416,8 +416,10 @@ def main():
     probe.end_step(0.0)
     probe.close()
     kinds = sorted((e["layer"], e["kind"]) for e in json.load(open(tiny_file))["telemetry"][0]["layers"])
-    check(("2", "activation_grad") in kinds and ("0", "weight_grad") in kinds,
+    check(("2 (Linear)", "activation_grad") in kinds and ("0 (Linear)", "weight_grad") in kinds,
           f"an in-place ReLU after a module does not stop the probe: {kinds}")
+    # Issue 68 item 3: an nn.Sequential's layers are named by path and type, not "0" and "2".
+    check({layer for layer, _ in kinds} == {"0 (Linear)", "2 (Linear)"}, f"layers named with their type: {kinds}")
 
     # FP8 without a scale, fp16 and bf16: the probe's counts against plab convert's rounding
     # (the lab's own, bit-exact to the OFP8 and IEEE specifications), chunk by chunk over
