@@ -7,6 +7,10 @@
 // run_data.h first: engine/train/trainer.h names a member emit(), which Qt's emit macro
 // would break once a Qt header came before it.
 #include "run_data.h"
+#include "run_progress_widget.h"
+#include "record/run_record.h"
+
+#include <nlohmann/json.hpp>
 #include "nn/model.h"
 
 #include "charts/chart_caption.h"
@@ -376,6 +380,7 @@ private slots:
     void emptyAndCoincidingPanelsSayWhy();
     void memoryStackPeakAndPlanner();
     void memoryPeakIsNeverASum();
+    void probeRecordWhileWrittenShowsItsStep();
     void deviceLinesShowWhatTheRunHolds();
     void throughputAndProgress();
     void settingChangeMarkedOnEveryChart();
@@ -1010,6 +1015,28 @@ void TestUiCharts::memoryStackPeakAndPlanner()
     QVERIFY2(table->item(2, 3)->toolTip().contains("measured by a run of this recipe"), qPrintable(table->item(2, 3)->toolTip()));
     QCOMPARE(table->item(0, 3)->text(), QString("–"));   // no FP32 run shown
     QVERIFY(table->item(0, 3)->toolTip().startsWith("No run of this recipe"));
+}
+
+// Issue 68 item 3: a PyTorch probe's record still being written knows no plan: the progress
+// says its step and that it runs, not "2050 / 2050 (100%)".
+void TestUiCharts::probeRecordWhileWrittenShowsItsStep()
+{
+    nlohmann::json record = {{"format_version", 1},
+                             {"source", {{"kind", "pytorch-probe"}, {"as_run", "fp32"}, {"judged_format", "fp16"}}},
+                             {"settings", {{"recipe", "fp32"}}},
+                             {"steps", nlohmann::json::array()},
+                             {"events", {{{"step", 0}, {"type", "status"}, {"status", "running"}, {"message", ""}}}},
+                             {"summary", {{"status", "running"}, {"steps", 40}}}};
+    for (int i = 1; i <= 40; ++i)
+        record["steps"].push_back({{"step", i}, {"epoch", 0}, {"loss", 1.0}, {"loss_scale", 1.0}, {"skipped", false},
+                                   {"lr", 0.001}, {"batch", 64}, {"time_ms", 5.0}});
+    const ReplayedRun replay = replayRecord(readRunRecord(record, "probe"));
+    auto run = std::make_shared<RunData>(QStringLiteral("probe"), replay.settings);
+    for (const auto& e : replay.events) run->apply(e);
+    RunProgressWidget progress;
+    progress.showRun(run.get());
+    QCOMPARE(progress.progressText(), QString::fromUtf8("step 40 · running"));
+    QCOMPARE(run->judgedFormat(), std::string("fp16"));
 }
 
 // Issue 67 item 3: the peak is one figure, the sum's highest and when it was reached; the

@@ -47,7 +47,10 @@ void RunProgressWidget::showRun(const RunData* run)
     const std::int64_t planned = progress.plannedSteps;
     const int percent = planned > 0 ? static_cast<int>(std::min<std::int64_t>(100, 100 * done / planned)) : 0;
     bar_->setValue(run->isLive() ? percent : (run->status() == RunStatus::completed ? 100 : percent));
-    bar_->setFormat(tr("step %1 / %2").arg(done).arg(planned));
+    if (planned > 0)
+        bar_->setFormat(tr("step %1 / %2").arg(done).arg(planned));
+    else   // no plan known (a PyTorch probe's record while it is written): the step, not a share
+        bar_->setFormat(run->status() == RunStatus::running ? tr("step %1 · running").arg(done) : tr("step %1").arg(done));
     QString time = tr("elapsed %1").arg(formatDuration(progress.elapsedSeconds));
     if (run->isLive() && done > 0 && planned > done && std::isfinite(progress.remainingSeconds))
         time += tr(" · remaining %1").arg(formatDuration(progress.remainingSeconds));
@@ -64,5 +67,7 @@ void RunProgressWidget::showRun(const RunData* run)
 QString RunProgressWidget::timeText() const { return time_->text(); }
 QString RunProgressWidget::throughputText() const { return throughput_->text(); }
 int RunProgressWidget::progressPercent() const { return bar_->value(); }
+
+QString RunProgressWidget::progressText() const { return bar_->format(); }
 
 }  // namespace plab::ui

@@ -22,6 +22,7 @@ public:
     QString timeText() const;
     QString throughputText() const;
     int progressPercent() const;
+    QString progressText() const;   // the bar's words: "step 40 / 300", "step 40 · running"
 
 
 private:

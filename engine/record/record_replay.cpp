@@ -60,9 +60,10 @@ ReplayedRun replayRecord(const RunRecord& record)
     start.sourceAsRun = record.sourceAsRun;
     // The plan is not recorded: a completed run did what it planned (whatever batch-size
     // changes did to the plan); any other is measured against its settings' plan.
-    start.plannedSteps = record.summary.status == "completed"
-                             ? lastStep
-                             : std::max(lastStep, plannedSteps(record.settings, record.data.trainImages));
+    // A probe's record knows no plan (the user's loop decides): none until it completes.
+    start.plannedSteps = record.summary.status == "completed" ? lastStep
+                         : !record.sourceAsRun.empty()        ? 0
+                                                              : std::max(lastStep, plannedSteps(record.settings, record.data.trainImages));
     timed.push_back({-1, 0}, start);
 
     std::int64_t skipped = 0;
