@@ -63,6 +63,16 @@ TrainSettings ampSettings()
     return s;
 }
 
+// The view at 1400x900 on screen, watching `run`, drawn.
+void showOnScreen(ChartsView& view, const RunPtr& run)
+{
+    view.resize(1400, 900);
+    view.setRuns(run, {});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.redrawNow();
+}
+
 // A histogram with counts 1..5 at exponents -30, -20, -10, 0, 20 (see the fp16 shares test).
 GradientHistogram handHistogram()
 {
@@ -518,12 +528,8 @@ void TestUiCharts::lossScaleOnLog2AxisWithSkippedSteps()
 void TestUiCharts::skippedStepSaysWhyOnHoverAndClick()
 {
     ChartsView view;
-    view.resize(1400, 900);
     const RunPtr run = makeRun("amp", 1000, Qt::blue);
-    view.setRuns(run, {});
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.redrawNow();
+    showOnScreen(view, run);
     auto* group = qobject_cast<LossScaleChart*>(view.group("scale"));
     auto* chartView = group->findChild<TimedChartView*>();
     auto* skipped = seriesNamed<QScatterSeries>(view.seriesOf("scale"), "amp skipped steps (5)");
@@ -1489,12 +1495,8 @@ void TestUiCharts::ticksLandOnWhatLabelsWrite()
 void TestUiCharts::zoomStaysWhileRunsTrainAndHoverTellsValues()
 {
     ChartsView view;
-    view.resize(1400, 900);
     const RunPtr run = makeRun("amp", 1000, Qt::blue);
-    view.setRuns(run, {});
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.redrawNow();
+    showOnScreen(view, run);
     auto* loss = qobject_cast<LossChart*>(view.group("loss"));
     auto* chartView = loss->findChild<TimedChartView*>();
     QVERIFY(chartView);
