@@ -1,7 +1,7 @@
 // Over 500 lines: each op of the backend interface against the CPU backend, one case each, on one device context.
 // Tests the CUDA backend's ops on a device (issue 5): every op on device tensors (placed on
-// the backend's allocator) against the CPU backend, within DESIGN.md section 3's
-// tolerances, and the cuDNN convolutions against the layer's im2col + gemm lowering on the
+// the backend's allocator) against the CPU backend, within the
+// backend-agreement tolerances (kTolerances below), and the cuDNN convolutions against the layer's im2col + gemm lowering on the
 // CPU. Without a device the suite is skipped with the reason, and CTest reports it as
 // skipped. (The same arithmetic on the host, everywhere: tst_cuda_op_math and
 // tst_cuda_kernel_math.)
@@ -19,7 +19,7 @@
 
 namespace {
 
-// Backend agreement, DESIGN.md §3: relative error ||cuda - cpu|| / ||cpu|| per tensor,
+// Backend agreement: relative error ||cuda - cpu|| / ||cpu|| per tensor,
 // keyed by the GEMM's compute format and accumulation. NaN and inf must match exactly.
 struct Tolerance {
     Format compute;
@@ -543,7 +543,7 @@ private slots:
     }
 
     // Issue 5: the three convolution passes through cuDNN, in every precision mode, against
-    // the layer's im2col + gemm lowering on the CPU within DESIGN.md section 3's table (a
+    // the layer's im2col + gemm lowering on the CPU within kTolerances (a
     // 16-bit result is rounded once more, to 16 bits, well inside it). Outputs start as NaN,
     // so an element the library leaves unwritten fails the comparison.
     void convolutionsAgreeWithLowering_data()

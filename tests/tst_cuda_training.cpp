@@ -105,7 +105,7 @@ private slots:
         QTest::addColumn<QString>("recipe");
         QTest::addColumn<double>("tolerance");   // |loss_cuda - loss_cpu| / loss_cpu per step
         // Summation order differs (cuBLAS vs OpenBLAS, device reductions), and 40 Adam
-        // steps amplify it; the tolerances are DESIGN.md's per-tensor ones, widened for that.
+        // steps amplify it; the tolerances are the per-tensor backend-agreement ones (tst_cuda_backend's kTolerances), widened for that.
         QTest::addRow("fp32") << "fp32" << 1e-3;
         QTest::addRow("tf32") << "tf32" << 2e-2;
         QTest::addRow("amp-fp16") << "amp-fp16" << 2e-2;

@@ -53,7 +53,7 @@ json baseLesson()
         {"run": "off", "metric": "test_accuracy", "op": "within", "than": "dyn", "value": 0.01,
          "backs": "Accuracy was {off.test_accuracy|pct2} and {dyn.test_accuracy|pct2}."}
       ],
-      "background": [{"sentence": "Scaling multiplies the loss by S.", "source": "DESIGN.md"}],
+      "background": [{"sentence": "Scaling multiplies the loss by S.", "source": "the lab notes"}],
       "predict": {"prompt": "How many?", "choices": ["none", "some"], "answer": "{off.activation_grad_underflow:loss|pct}"},
       "explanation": "Without scaling {off.activation_grad_underflow:loss|pct} were flushed. Scaling multiplies the loss by S. Accuracy was {off.test_accuracy|pct2} and {dyn.test_accuracy|pct2}."
     })");
@@ -104,7 +104,7 @@ class TestLesson : public QObject {
     Q_OBJECT
 private slots:
     // Issue 67, item 5: a shipped lesson cites only files the repository has (lesson 01 had
-    // cited "DESIGN.md section 2", which it does not hold): every path-like name in a
+    // cited a design document that is not in it): every path-like name in a
     // lesson's texts and sources (dir/file.ext, or a bare NAME.md) exists in the source tree.
     void shippedLessonsCiteOnlyFilesThatExist()
     {

@@ -1,5 +1,5 @@
 // Over 500 lines: every preset and switch of the recipe table, with its notices.
-// Tests precision recipes and loss-scaling settings: the presets of DESIGN.md section 4
+// Tests precision recipes and loss-scaling settings: the presets (amp/recipe.h)
 // and of issue 2 section 4, storage formats, notices for unusual combinations,
 // validate() for impossible values, describe(), and the --loss-scale parser.
 // links: plab_amp
@@ -58,7 +58,7 @@ private slots:
         QCOMPARE(QString::fromStdString(layerPrecisionNames().back()), QString("nvfp4"));
     }
 
-    // The table of DESIGN.md section 4, one row per preset.
+    // The presets' switches, one row per preset, written here from what each preset is meant to be.
     void presetSwitches_data()
     {
         QTest::addColumn<QString>("name");

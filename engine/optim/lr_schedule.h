@@ -1,4 +1,4 @@
-// Learning-rate schedules (issue 33): a linear warm-up over the first updates, then the
+// Learning-rate schedules: a linear warm-up over the first updates, then the
 // base rate held (constant) or lowered along a half cosine towards 0 over the planned updates,
 // as vision transformers are trained (Dosovitskiy et al. 2021: a linear warm-up, then a
 // cosine or linear decay); scripts/vit_recipe_search.py's lr_at is the same rule in PyTorch.

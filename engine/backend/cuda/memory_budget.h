@@ -1,4 +1,4 @@
-// The CUDA backend's device-memory budget (issue 31): PLAB_CUDA_MEMORY_BUDGET_MIB caps the
+// The CUDA backend's device-memory budget: PLAB_CUDA_MEMORY_BUDGET_MIB caps the
 // backend's memory pool (cudaMemPoolProps::maxSize), so that a run meets the out-of-memory
 // refusal a card with that much free memory would give, and the memory chart's device
 // figure is what the pool holds of the budget. Everything the plugin allocates comes from
