@@ -57,12 +57,15 @@ if [ "$ui" = 0 ]; then
   # tst_quantize, tst_gemm), and the layers above them once here.
   # The GPU's suites are not built here (PLAB_BUILD_GPU_SUITES=OFF); the CUDA kernels'
   # arithmetic on the host (tst_cuda_kernel_math, tst_cuda_op_math) runs sanitized.
-  selection=(-LE "lesson|simd" -E "^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$")
+  # tst_ui_xvfb runs the app on a real X server (the xcb platform), whose libdbus leaks 1,032
+  # bytes at exit in a system library; the app's own code runs sanitized offscreen in the
+  # other UI suites, and the X server suite in the Release build.
+  selection=(-LE "lesson|simd" -E "^tst_packaging$|^golden_pytorch$|^golden_pytorch_avx2$|^tst_ui_xvfb$")
 else
   suites=()
   for src in "$root"/tests/tst_ui_*.cpp; do suites+=("$(basename "$src" .cpp)"); done
   cmake --build "$build" -j"$(nproc)" --target precision-lab "${suites[@]}"
-  selection=(-R "^tst_ui_")
+  selection=(-R "^tst_ui_" -E "^tst_ui_xvfb$")
 fi
 export QT_QPA_PLATFORM=offscreen
 cd "$build"
