@@ -283,8 +283,8 @@ private slots:
         QCOMPARE(regionFormatFor(read.settings, read.judgedFormat, "conv1", TensorKind::weightGrad).name, std::string("fp16"));
         QCOMPARE(regionFormatFor(read.settings, std::string(), "conv1", TensorKind::weightGrad).name, std::string("fp32"));
         record["source"]["judged_format"] = "e4m3";
-        QCOMPARE(regionFormatFor(readRunRecord(record, "probe").settings, "e4m3", "fc1", TensorKind::activation).name,
-                 std::string("e4m3"));
+        const RunRecord fp8 = readRunRecord(record, "probe");
+        QCOMPARE(regionFormatFor(fp8.settings, fp8.judgedFormat, "fc1", TensorKind::activation).name, std::string("e4m3"));
         // No memory measured (the probe on the CPU): "not measured", never 0.00 MiB.
         json noMemory = fp32_;
         noMemory.erase("memory");
@@ -293,6 +293,10 @@ private slots:
         QVERIFY2(table.find("not measured") != std::string::npos && table.find("0.00 MiB") == std::string::npos, table.c_str());
         const QString html = report::reportHtml(report::prepareReport(c), report::ChartEmbedding::inlineSvg);
         QVERIFY(html.contains("not measured") && !html.contains("0.00 MiB"));
+        // The runs index keeps both, so a probe's record listed at start-up is judged the same.
+        const RunListing listed = listingFromJson(listingToJson(listingOf(replayRecord(read), "probe")), "index");
+        QCOMPARE(listed.judgedFormat, std::string("fp16"));
+        QCOMPARE(listed.sourceAsRun, std::string("fp32"));
         record["source"]["judged_format"] = "fp61";
         bool refused = false;
         try {

@@ -307,6 +307,22 @@ private slots:
         for (std::size_t i = 0; i < steps.size(); ++i) QVERIFY(record.steps[i].nonFinite == steps[i].nonFinite);
     }
 
+    // A quantised site's overflow count holds saturations (to the largest finite value, no
+    // inf): it is no cause; the site that made an inf after it is.
+    void saturationIsNoCause()
+    {
+        TelemetryCollector telemetry;
+        telemetry.beginStep(false);
+        telemetry.sink("conv1", TensorKind::quantizedActivationGrad).stats->overflow = 5;   // saturated
+        auto sink = telemetry.sink("fc1", TensorKind::activationGrad);
+        sink.stats->overflow = 1;
+        sink.stats->largestFinite = 70000.0f;
+        const auto sites = nonFiniteSites(telemetry, [](const std::string&, TensorKind) { return RegionFormat::of(Format::fp16); });
+        QCOMPARE(sites.size(), std::size_t{1});
+        QCOMPARE(sites.front().layer, std::string("fc1"));
+        QVERIFY2(skipCauseText(sites).rfind("fc1 activation_grad overflowed first", 0) == 0, skipCauseText(sites).c_str());
+    }
+
     // A step that did not skip keeps no list, and a record without lists (an older one)
     // reads back with empty ones.
     void finiteStepsKeepNoList()

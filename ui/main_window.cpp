@@ -296,7 +296,7 @@ void MainWindow::connectController()
 {
     connect(controller_, &TrainingController::runStarted, this,
             [this](const QString& runId, const TrainSettings& settings) {
-                if (lessonPanel_->runner()->ownsRun(runId)) {
+                if (lessonPanel_->lesson() && lessonPanel_->runner()->ownsRun(runId)) {
                     model_->setCompared(runId, true);   // overlay the lesson's runs
                     onLessonRunStarted(runId, settings);
                 }

@@ -25,6 +25,8 @@ std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, S
     run->backend_ = QString::fromStdString(l.backend);
     run->versions_ = l.versions;
     run->arithmetic_ = QString::fromStdString(l.arithmetic);
+    run->judgedFormat_ = l.judgedFormat;
+    run->sourceAsRun_ = l.sourceAsRun;
     run->changes_ = l.changes;
     run->refusals_ = l.refusals;
     run->skipped_ = l.skippedSteps;

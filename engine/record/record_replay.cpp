@@ -62,7 +62,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     // changes did to the plan); any other is measured against its settings' plan.
     // A probe's record knows no plan (the user's loop decides): none until it completes.
     start.plannedSteps = record.summary.status == "completed" ? lastStep
-                         : !record.sourceAsRun.empty()        ? 0
+                         : !record.sourceKind.empty()         ? 0
                                                               : std::max(lastStep, plannedSteps(record.settings, record.data.trainImages));
     timed.push_back({-1, 0}, start);
 

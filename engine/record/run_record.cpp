@@ -268,6 +268,7 @@ StepPoint stepFromJson(const json& st)
     for (const json& site : entries(st, "non_finite", empty)) {
         NonFiniteSite n;
         n.layer = text(site, "layer", at).value_or("");
+        if (n.layer.empty()) refuseField(at, "layer", "a layer's name", site.value("layer", json()));
         const auto kind = parseTensorKind(text(site, "kind", at).value_or(""));
         if (!kind) refuseField(at, "kind", "a tensor kind", site.value("kind", json()));
         n.kind = *kind;
@@ -276,7 +277,10 @@ StepPoint stepFromJson(const json& st)
         n.nan = static_cast<std::uint64_t>(whole(site, "nan", at));
         n.largestFinite = number(site, "largest_finite", at, kNonNegative);
         n.format = text(site, "format", at).value_or("");
+        if (!parseFormat(n.format) && !parseMiniFormat(n.format))
+            refuseField(at, "format", "a format name (fp16, bf16, e4m3, ...)", site.value("format", json()));
         n.formatMax = number(site, "format_max", at, kNonNegative).value_or(0.0);
+        if (!(n.formatMax > 0)) refuseField(at, "format_max", "the format's largest finite value", site.value("format_max", json()));
         p.nonFinite.push_back(std::move(n));
     }
     return p;
@@ -466,6 +470,7 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
         }
         const json& source = section(doc, "source", none);
         const Place sourcePlace{"the source"};
+        r.sourceKind = text(source, "kind", sourcePlace).value_or("");
         r.sourceAsRun = text(source, "as_run", sourcePlace).value_or("");
         r.judgedFormat = text(source, "judged_format", sourcePlace).value_or("");
         if (!r.judgedFormat.empty() && !parseFormat(r.judgedFormat) && !parseMiniFormat(r.judgedFormat))

@@ -153,6 +153,7 @@ struct RunRecord {
     // "autocast fp16", with "GradScaler"), and the format its telemetry judged the tensors
     // against ("fp16": what fp16 rounding would do to them), which need not be the one the
     // training ran in. Empty for the lab's own runs, whose recipe says both.
+    std::string sourceKind;   // "pytorch-probe"; "" for the lab's own
     std::string sourceAsRun;
     std::string judgedFormat;
     RecordedData data;

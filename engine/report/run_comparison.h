@@ -95,13 +95,14 @@ std::string comparisonTableText(const RunComparison& comparison);
 
 // Why a run's steps skipped, one row per stretch of skipped steps whose first non-finite
 // site (firstNonFiniteCause: layer, tensor kind, overflow or not) is the same, in step
-// order: "steps 1-300 (300)", "loss activation_grad overflowed first: 2^94.5 > 65504
-// (fp16's largest)" as at the stretch's first step. Steps whose record names no site (an
+// order: "steps 1-300 (300 skipped)" (a gap: "steps 80 to 141 (4 skipped)"), "loss
+// activation_grad overflowed first: 2^94.5 > 65504 (fp16's largest), at the first" as at
+// the stretch's first step. Steps whose record names no site (an
 // older record, the probe's) are a stretch of their own saying so. At most maxRows rows;
 // a last row counts the steps left out.
 struct SkipCauseRow {
     std::int64_t firstStep = 0, lastStep = 0, count = 0;
-    std::string steps;   // "97", "1-300 (300 steps)", "12, 14"
+    std::string steps;   // "step 97", "steps 1-300 (300 skipped)", "steps 12, 14"
     std::string cause;
 };
 std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std::size_t maxRows = 20);

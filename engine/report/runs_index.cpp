@@ -23,7 +23,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kIndexFormat = "precision-lab runs index";
-constexpr int kIndexVersion = 1;
+constexpr int kIndexVersion = 2;   // 2: a probe record's judged_format and as_run
 constexpr std::int64_t kMaxStep = std::int64_t{1} << 53;
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
 
@@ -80,6 +80,8 @@ RunListing listingOf(const ReplayedRun& replay, std::string name)
             l.backend = e->backend;
             l.versions = e->versions;
             l.arithmetic = e->arithmetic;
+            l.judgedFormat = e->judgedFormat;
+            l.sourceAsRun = e->sourceAsRun;
             l.plannedSteps = e->plannedSteps;
         }
     }
@@ -115,6 +117,8 @@ json listingToJson(const RunListing& l)
               {"backend", l.backend},
               {"versions", l.versions},
               {"arithmetic", l.arithmetic},
+              {"judged_format", l.judgedFormat},
+              {"as_run", l.sourceAsRun},
               {"changes", std::move(changes)},
               {"refusals", std::move(refusals)}};
     // Most runs never change a setting: the current settings only where they differ.
@@ -145,6 +149,8 @@ RunListing listingFromJson(const json& j, const std::string& origin)
         l.backend = j.at("backend").get<std::string>();
         l.versions = j.at("versions").get<std::vector<std::string>>();
         l.arithmetic = j.at("arithmetic").get<std::string>();
+        l.judgedFormat = j.at("judged_format").get<std::string>();
+        l.sourceAsRun = j.at("as_run").get<std::string>();
         for (const auto& c : j.at("changes"))
             l.changes.push_back({jsonWhole(c.at("step"), 0, kMaxStep, "step"), c.at("description").get<std::string>(),
                                  storedSettingsFromJson(c.at("settings"), origin + " change settings")});

@@ -49,6 +49,7 @@ struct RunListing {
     std::string backend;
     std::vector<std::string> versions;
     std::string arithmetic;
+    std::string judgedFormat, sourceAsRun;   // a PyTorch probe's record (RunStartEvent)
     std::vector<SettingChangeEvent> changes;
     std::vector<ChangeRefusedEvent> refusals;
 };

@@ -12,7 +12,11 @@ std::vector<NonFiniteSite> nonFiniteSites(const TelemetryCollector& telemetry,
     std::vector<NonFiniteSite> out;
     bool overflowKept = false;
     for (const TapKey* key : telemetry.stepOrder()) {
-        const RoundingStats& s = telemetry.taps().at(*key).step;
+        RoundingStats s = telemetry.taps().at(*key).step;
+        // A quantised site's overflow count holds saturations too (a clip to the largest
+        // finite value, engine/numerics/quantize.cpp): it makes no inf, so only what
+        // arrives as inf or NaN there counts.
+        if (isQuantizedKind(key->kind)) s.overflow = 0;
         if (s.overflow == 0 && s.infIn == 0 && s.nan == 0) continue;
         if (out.size() >= kMaxNonFiniteSites && (overflowKept || s.overflow == 0)) continue;
         overflowKept = overflowKept || s.overflow > 0;

@@ -32,7 +32,8 @@ struct NonFiniteSite {
 };
 
 // This step's sites (TelemetryCollector::stepOrder) whose counts show an overflow, an inf
-// or a NaN, in the order they ran; formatOf names the format each site rounds to. At most
+// or a NaN, in the order they ran (a quantised kind's overflow, which counts saturation to
+// a finite value too, is left out: only its inf and NaN inputs count); formatOf names the format each site rounds to. At most
 // kMaxNonFiniteSites of them (a step that skips is usually non-finite everywhere after its
 // first site, and a record keeps every skipped step's list), plus the first that overflowed
 // where it came later.

@@ -386,10 +386,11 @@ class Probe:
 
     def _see_autocast(self):
         """Called in a forward hook: the autocast state the module's forward ran under."""
+        # Both devices' states: the model may have moved after the probe was made.
         dtype = None
-        if self._cuda and torch.is_autocast_enabled():
+        if torch.is_autocast_enabled():
             dtype = torch.get_autocast_gpu_dtype()
-        elif not self._cuda and hasattr(torch, "is_autocast_cpu_enabled") and torch.is_autocast_cpu_enabled():
+        elif hasattr(torch, "is_autocast_cpu_enabled") and torch.is_autocast_cpu_enabled():
             dtype = torch.get_autocast_cpu_dtype()
         seen = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype, "")
         if self._autocast is None or (seen and not self._autocast):

@@ -79,7 +79,7 @@ void fitTicksToLabels(QValueAxis* axis)
     };
     double interval = 0;
     if (span > 0 && std::isfinite(span)) {
-        double decade = std::pow(10.0, std::floor(std::log10(span / (most - 1))));
+        double decade = std::pow(10.0, std::floor(std::log10(std::max(span / (most - 1), resolution))));
         for (int decades = 0; decades < 4 && interval == 0; ++decades, decade *= 10)
             for (double m : {1.0, 2.0, 5.0}) {
                 const double candidate = m * decade;

@@ -133,8 +133,9 @@ TimedChartView::Nearest TimedChartView::nearestPoint(const QPoint& viewPos) cons
         auto consider = [&](qsizetype i) {
             const QPointF p = chart()->mapToPosition(points[i], s);
             const double d = (p.x() - at.x()) * (p.x() - at.x()) + (p.y() - at.y()) * (p.y() - at.y());
-            // Markers are drawn over lines: at the same distance, a scatter point is the one seen.
-            if (!(d < best || (d == best && s->type() == QAbstractSeries::SeriesTypeScatter))) return;
+            // At the same distance the series drawn later, over the other, is the one seen (a
+            // skipped step's marker or band over the scale line it sits on).
+            if (!(d <= best)) return;
             best = d;
             const QList<QAbstractAxis*> xs = s->attachedAxes();
             const QAbstractAxis* xAxis = nullptr;

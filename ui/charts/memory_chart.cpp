@@ -277,10 +277,7 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         if (!run->steps().empty()) lastStep = std::max(lastStep, static_cast<double>(run->steps().back().step));
         const MemorySnapshot peak = run->peakMemory();
         top = std::max(top, static_cast<double>(peak.totalPeak) / kMiB);
-        // A training step's peak apart from an evaluation's (its buffers are not training memory).
-        const auto& training = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
-        const auto& evaluation = peak.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
-        peaks << peakLine(runLabel(run, runs), peak);
+        peaks << peakLine(runLabel(run, runs), peak);   // the peak, and the phases' end figures apart
         if (run == runs.front()) {
             drawStack(*run, columns, top);
         } else {

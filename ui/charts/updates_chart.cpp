@@ -84,8 +84,8 @@ QString UpdatesChart::fp32Reference(const QList<RunPtr>& runs) const
     const ModelSpec& model = runs.front()->settings().model;
     for (const RunPtr& run : runs) {
         const PrecisionRecipe& r = run->settings().recipe;
-        if (run->settings().model == model && r.compute == Format::fp32 && r.storage() == Format::fp32 &&
-            r.layers.empty())
+        if (run->sourceAsRun().empty() && run->settings().model == model && r.compute == Format::fp32 &&
+            r.storage() == Format::fp32 && r.layers.empty())   // the lab's own run (a probe's model is the user's)
             return tr("fp32 reference: %1 (what it loses, fp32 itself rounds away)").arg(runLabel(run, runs));
     }
     return tr("fp32 loses small updates too: overlay an FP32 run of this model to compare");
