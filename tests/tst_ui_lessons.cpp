@@ -311,20 +311,24 @@ private slots:
         LessonPanel* panel = window.lessonPanel();
         QSignalSpy finished(panel->runner(), &LessonRunner::finished);
         bool sawLessonSettings = false, sawEditable = false;
+        QStringList shownPresets;                 // what the panel showed as each run started
+        std::vector<std::vector<int>> shownWidths;
+        // Checked as each run starts, after the window's own slot (connected first): a check
+        // posted for later could run after a three-step run had already ended.
         QObject::connect(window.controller(), &TrainingController::runStarted, &window,
                          [&](const QString&, const TrainSettings&) {
-                             QTimer::singleShot(0, &window, [&] {
-                                 sawLessonSettings = sawLessonSettings || (!settings->isEnabled() && settings->settings().batch != 12);
-                                 sawEditable = sawEditable || settings->isEnabled();
-                             });
+                             sawLessonSettings = sawLessonSettings || (!settings->isEnabled() && settings->settings().batch != 12);
+                             sawEditable = sawEditable || settings->isEnabled();
+                             shownPresets << QString::fromStdString(settings->settings().recipe.preset);
+                             shownWidths.push_back(settings->settings().model.widths);
                          });
         panel->runButton()->click();
-        QTRY_VERIFY(!settings->isEnabled());   // read-only while the lesson trains
-        QVERIFY(settings->settings().recipe.preset == "fp32" || settings->settings().recipe.preset == "amp-fp16");
-        QCOMPARE(settings->settings().model.widths, (std::vector<int>{4, 8}));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        // Read-only, with each lesson run's own settings, as each started.
         QVERIFY(sawLessonSettings);
         QVERIFY(!sawEditable);
+        QCOMPARE(shownPresets, (QStringList{"fp32", "amp-fp16"}));
+        for (const auto& widths : shownWidths) QCOMPARE(widths, (std::vector<int>{4, 8}));
         // Only the lesson's runs are shown; the panel is the person's again.
         const QStringList ids = panel->runner()->runIds();
         QCOMPARE(ids.size(), 2);
