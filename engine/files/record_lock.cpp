@@ -1,6 +1,8 @@
 // Record locks (see record_lock.h).
 #include "files/record_lock.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -64,6 +66,30 @@ std::filesystem::path recordLockPath(const std::filesystem::path& record)
     return record.has_parent_path() ? record.parent_path() / name : std::filesystem::path(name);
 }
 
+namespace {
+
+// Every writer of a record holds its lock, so once the lock is ours, a temporary of this
+// record beside it (".<name>.XXXXXX.tmp": writeFileAtomically's and the probe's) is a dead
+// writer's, left by a kill during a write: it is removed (it was never read as a record).
+void removeStaleTemporaries(const std::filesystem::path& record)
+{
+    const std::string prefix = "." + record.filename().string() + ".";
+    const std::filesystem::path folder = record.has_parent_path() ? record.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() != prefix.size() + 6 + 4 || name.compare(0, prefix.size(), prefix) != 0 ||
+            name.compare(name.size() - 4, 4, ".tmp") != 0)
+            continue;
+        const std::string middle = name.substr(prefix.size(), 6);
+        if (!std::all_of(middle.begin(), middle.end(), [](unsigned char c) { return std::isalnum(c); })) continue;
+        std::error_code kind;
+        if (it->is_regular_file(kind) && !it->is_symlink(kind)) std::filesystem::remove(it->path(), kind);
+    }
+}
+
+}  // namespace
+
 std::unique_ptr<RecordLock> RecordLock::acquire(const std::filesystem::path& record, Outcome* outcome, std::string* holder,
                                                 std::string* why)
 {
@@ -79,6 +105,7 @@ std::unique_ptr<RecordLock> RecordLock::acquire(const std::filesystem::path& rec
                 break;
             }
             *outcome = Outcome::created;
+            removeStaleTemporaries(record);
             return std::unique_ptr<RecordLock>(new RecordLock(lock));
         }
         if (errno != EEXIST) {

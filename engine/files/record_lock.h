@@ -17,7 +17,8 @@ public:
     enum class Outcome { created, held, failed };   // held: another live writer has it
 
     // Creates the lock of `record`. A lock left by a writer that is gone (a process of this
-    // host that no longer runs) is taken over. `holder` gets "pid 123 on host" when held;
+    // host that no longer runs) is taken over. Once created, the record's temporaries that
+    // dead writers left beside it (a kill during a write) are removed. `holder` gets "pid 123 on host" when held;
     // `why` the system's reason when failed (an unwritable folder).
     static std::unique_ptr<RecordLock> acquire(const std::filesystem::path& record, Outcome* outcome,
                                                std::string* holder = nullptr, std::string* why = nullptr);
