@@ -115,7 +115,7 @@ RunPtr filledRun(const QString& name, std::int64_t steps, QColor color, double l
     auto run = std::make_shared<RunData>(QStringLiteral("bench-") + name, settingsFor("amp-fp16"));
     run->setName(name);
     run->setColor(color);
-    run->apply(RunStartEvent{"cpu", {}, steps, {}, {}});
+    run->apply(RunStartEvent{"cpu", {}, steps, {}, {}, {}, {}});
     std::mt19937 rng(static_cast<unsigned>(name.size()));
     for (std::int64_t i = 1; i <= steps; ++i)
         for (const TrainerEvent& e : stepEvents(i, steps, rng, lossOffset)) run->apply(e);

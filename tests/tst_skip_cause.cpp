@@ -124,21 +124,6 @@ void compareCounts(const std::vector<NonFiniteSite>& sites, const std::vector<Se
     }
 }
 
-// A learnable batch of 12: class c lights a block whose position depends on c.
-void syntheticBatch(Tensor& images, std::vector<std::uint8_t>& labels)
-{
-    const int count = 12;
-    images = Tensor({count, 1, 28, 28});
-    labels.resize(count);
-    for (int i = 0; i < count; ++i) {
-        const int c = i % 10;
-        labels[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(c);
-        for (int p = 0; p < 784; ++p) images[i * 784 + p] = static_cast<float>((p * 37 + i * 11) % 41) / 255.0f;
-        for (int y = 2 + (c / 5) * 13; y < 12 + (c / 5) * 13; ++y)
-            for (int x = 1 + (c % 5) * 5; x < 7 + (c % 5) * 5; ++x) images[i * 784 + y * 28 + x] = 220.0f / 255.0f;
-    }
-}
-
 }  // namespace
 
 class TestSkipCause : public QObject {
@@ -172,7 +157,7 @@ private slots:
         QFETCH(QString, recipe);
         Tensor images;
         std::vector<std::uint8_t> labels;
-        syntheticBatch(images, labels);
+        testing::syntheticBatch(12, images, labels);
         const PrecisionRecipe r = *PrecisionRecipe::fromPreset(recipe.toStdString());
         // A ladder of loss scales at the initial weights (the loss gradient grows with the
         // scale), then of weight gains at scale 1 (the forward activations grow with them).

@@ -147,7 +147,7 @@ std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
         const NonFiniteSite* cause = firstNonFiniteCause(s.nonFinite);
         t.push_back({cell(run), cell(s.step), cell(std::int64_t{s.epoch}), cell(s.loss), cell(s.lossScale), cell(s.skipped),
                      cell(s.lr), cell(std::int64_t{s.batch}), cell(s.timeMs),
-                     cause ? cause->layer + " " + std::string(tensorKindName(cause->kind)) : std::string(),
+                     cause ? siteName(*cause) : std::string(),
                      skipCauseText(s.nonFinite)});
     }
     return t;

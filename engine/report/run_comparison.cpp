@@ -194,7 +194,7 @@ std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std
     auto siteOf = [](const StepPoint& p) -> std::string {
         const NonFiniteSite* s = firstNonFiniteCause(p.nonFinite);
         if (!s) return {};
-        return s->layer + '\n' + std::string(tensorKindName(s->kind)) + (s->overflow > 0 ? "\no" : "\nm");
+        return siteName(*s) + (s->overflow > 0 ? " overflowed" : " met");
     };
     std::vector<SkipCauseRow> rows;
     std::vector<std::int64_t> members;   // the current stretch's steps

@@ -54,6 +54,8 @@ std::string countText(std::uint64_t n, const char* what)
 
 }  // namespace
 
+std::string siteName(const NonFiniteSite& site) { return site.layer + " " + std::string(tensorKindName(site.kind)); }
+
 std::string siteCountsText(const NonFiniteSite& site)
 {
     std::string text;
@@ -71,7 +73,7 @@ std::string skipCauseText(const std::vector<NonFiniteSite>& sites)
 {
     const NonFiniteSite* s = firstNonFiniteCause(sites);
     if (!s) return {};
-    const std::string where = s->layer + " " + std::string(tensorKindName(s->kind));
+    const std::string where = siteName(*s);
     if (s->overflow > 0) {
         std::string text = where + " overflowed first";
         if (s->largestFinite) {

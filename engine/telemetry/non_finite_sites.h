@@ -46,6 +46,9 @@ std::vector<NonFiniteSite> nonFiniteSites(const TelemetryCollector& telemetry,
 // Null for an empty list.
 const NonFiniteSite* firstNonFiniteCause(const std::vector<NonFiniteSite>& sites);
 
+// The site as people name it: "conv2 activation_grad".
+std::string siteName(const NonFiniteSite& site);
+
 // What one site did, for people: "4 overflowed, 12 inf in, 3 NaN" (the non-zero counts).
 std::string siteCountsText(const NonFiniteSite& site);
 

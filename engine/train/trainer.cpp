@@ -404,7 +404,8 @@ void Trainer::setUp(State& st)
 
     st.plannedSteps = plannedSteps();
     emitEvent(RunStartEvent{st.backend->info().name, st.backend->info().versions, st.plannedSteps,
-                            arithmeticOf(st.recipe, *st.backend), deviceBeforeRun});
+                            arithmeticOf(st.recipe, *st.backend), deviceBeforeRun, /*judgedFormat*/ {},
+                            /*sourceAsRun*/ {}});   // the lab's own run: its recipe says both
     emitEvent(StatusEvent{RunStatus::running, 0, "training " + settings_.model.kind + " on " + data_.description});
 
     st.params = st.model->parameters();

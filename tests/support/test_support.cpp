@@ -114,4 +114,18 @@ bool blasSumsCutsAlike()
     return std::memcmp(whole.data(), cut.data(), whole.size() * sizeof(float)) == 0;
 }
 
+void syntheticBatch(int count, Tensor& images, std::vector<std::uint8_t>& labels)
+{
+    images = Tensor({count, 1, 28, 28});
+    labels.resize(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const int c = i % 10;
+        labels[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(c);
+        const int top = 2 + (c / 5) * 13, left = 1 + (c % 5) * 5;
+        for (int p = 0; p < 784; ++p) images[i * 784 + p] = static_cast<float>((p * 37 + i * 11) % 41) / 255.0f;
+        for (int y = top; y < top + 10; ++y)
+            for (int x = left; x < left + 6; ++x) images[i * 784 + y * 28 + x] = 220.0f / 255.0f;
+    }
+}
+
 }  // namespace plab::testing

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "numerics/simd_level.h"
+#include "tensor/tensor.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -50,6 +51,10 @@ public:
 private:
     std::filesystem::path path_;
 };
+
+// A learnable batch of `count` images: class i % 10 lights a block whose position depends
+// on the class, over a fixed pattern (tst_model, tst_skip_cause).
+void syntheticBatch(int count, Tensor& images, std::vector<std::uint8_t>& labels);
 
 // Writes DIR/<name>/ with the four standard IDX files of a small synthetic digit task:
 // each class is a distinct blob pattern plus seeded noise, learnable in a few steps.

@@ -152,4 +152,16 @@ void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QStr
     if (!text.isEmpty()) placeCaptionClearOfData(chart, caption);
 }
 
+bool setChartCaptionIfClear(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text, bool onPlot)
+{
+    setChartCaption(chart, caption, onPlot ? text : QString());
+    if (text.isEmpty()) return true;
+    if (onPlot && caption->boundingRect().height() <= chart->plotArea().height() / 2 &&
+        placeCaptionClearOfData(chart, caption) == 0)
+        return true;
+    setChartCaption(chart, caption, QString());
+    caption->setToolTip(text);
+    return false;
+}
+
 }  // namespace plab::ui

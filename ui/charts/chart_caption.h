@@ -32,5 +32,10 @@ QString wrapToWidth(const QString& text, const QFont& font, qreal width);
 // wrapped at spaces to the plot's width (long run names must not run off the chart),
 // then placed clear of the data. The full text stays in the caption's tool tip.
 void setChartCaption(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text);
+// setChartCaption where the caption fits on the plot: at most half its height, in a corner
+// that leaves every curve clear (and `onPlot`: presentation mode writes notes under the
+// charts). Where it does not, false: the caption is left empty (its tool tip still the
+// text) and the caller writes the text elsewhere (under the chart).
+bool setChartCaptionIfClear(QChart* chart, QGraphicsSimpleTextItem* caption, const QString& text, bool onPlot = true);
 
 }  // namespace plab::ui

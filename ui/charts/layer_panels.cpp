@@ -6,7 +6,6 @@
 #include "nn/model.h"
 
 #include <QCheckBox>
-#include <QFontMetricsF>
 #include <QSignalBlocker>
 #include <QLabel>
 #include <QLegend>
@@ -370,26 +369,13 @@ bool LayerPanelsGroup::drawPanel(Panel& panel, const QList<RunPtr>& runs, const 
 
 void LayerPanelsGroup::placeNote(Panel& panel, const QString& note)
 {
-    // On the plot where the wrapped note takes at most half its height and a corner leaves
-    // every curve clear; else under the panels.
-    const QRectF plot = panel.chart->plotArea();
-    const QString wrapped = wrapToWidth(note, panel.note->font(), std::max<qreal>(80, plot.width() - 12));
-    const qreal height = QFontMetricsF(panel.note->font()).lineSpacing() * (wrapped.count(QLatin1Char('\n')) + 1);
-    bool below = !note.isEmpty() && (presentationMode() || plot.height() <= 0 || height > plot.height() / 2);
-    if (!below && !note.isEmpty()) {
-        setChartCaption(panel.chart, panel.note, note);
-        below = placeCaptionClearOfData(panel.chart, panel.note) > 0;
-    }
+    // On the plot where it fits clear of the curves; else (and projected) under the panels,
+    // the caption empty with its tool tip still the note (noteText() says it).
+    const bool below = !setChartCaptionIfClear(panel.chart, panel.note, note, !presentationMode());
     auto it = std::find_if(notesBelow_.begin(), notesBelow_.end(), [&](const auto& n) { return n.first == panel.chart; });
     if (it == notesBelow_.end()) it = notesBelow_.insert(notesBelow_.end(), {panel.chart, QString()});
     it->second = below ? tr("%1: %2").arg(panel.chart->title().section(QLatin1Char('\n'), 0, 0), QString(note).replace(QLatin1Char('\n'), QLatin1Char(' ')))
                        : QString();
-    if (!below) {
-        setChartCaption(panel.chart, panel.note, note);
-        return;
-    }
-    setChartCaption(panel.chart, panel.note, QString());
-    panel.note->setToolTip(note);   // noteText() still says it
 }
 
 QStringList LayerPanelsGroup::notesBelow() const

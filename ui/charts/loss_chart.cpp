@@ -92,14 +92,8 @@ void LossChart::setAccuracyFullRange(bool full)
 
 void LossChart::showNote()
 {
-    // On the plot where a corner leaves every curve clear; else (and projected) under it.
-    bool below = presentationMode() && !noteText_.isEmpty();
-    if (!below && !noteText_.isEmpty()) {
-        setChartCaption(chart_, note_, noteText_);
-        below = placeCaptionClearOfData(chart_, note_) > 0 ||
-                note_->boundingRect().height() > chart_->plotArea().height() / 2;
-    }
-    setChartCaption(chart_, note_, below ? QString() : noteText_);
+    // On the plot where it fits clear of the curves; else (and projected) under it.
+    const bool below = !setChartCaptionIfClear(chart_, note_, noteText_, !presentationMode());
     const QString wrapped = below ? wrapToWidth(noteText_, noteBelow_->font(), std::max(80, width() - 8)) : QString();
     if (noteBelow_->text() != wrapped) noteBelow_->setText(wrapped);
     noteBelow_->setVisible(below);

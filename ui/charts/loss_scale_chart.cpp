@@ -67,9 +67,8 @@ QString skipText(const RunData& run, double step)
     QStringList others;
     for (const NonFiniteSite& s : it->nonFinite)
         if (&s != cause)
-            others << QStringLiteral("%1 %2 (%3)")
-                          .arg(QString::fromStdString(s.layer), QString::fromLatin1(tensorKindName(s.kind)),
-                               QString::fromStdString(siteCountsText(s)));
+            others << QStringLiteral("%1 (%2)").arg(QString::fromStdString(siteName(s)),
+                                                     QString::fromStdString(siteCountsText(s)));
     if (!others.isEmpty()) text += LossScaleChart::tr("\nin the order they ran: %1").arg(others.join(QStringLiteral(", ")));
     return text;
 }
