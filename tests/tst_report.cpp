@@ -307,6 +307,50 @@ private slots:
         QVERIFY(refused);
     }
 
+    // Issue 68 item 3: the values a PyTorch script logged (probe.log) read back in order, a
+    // null as NaN, replayed as events; a name that is empty, too long or not text, and a value
+    // that is not a number, refuse the record naming the field; the CSV holds them.
+    void loggedScalarsReadBackAndAreChecked()
+    {
+        json record = fp32_;
+        record["scalars"] = {{{"step", 1}, {"name", "grad_norm"}, {"value", 2.5}},
+                             {{"step", 2}, {"name", "lr"}, {"value", 0.001}},
+                             {{"step", 2}, {"name", "grad_norm"}, {"value", nullptr}}};
+        const RunRecord read = readRunRecord(record, "probe");
+        QCOMPARE(read.scalars.size(), std::size_t(3));
+        QCOMPARE(read.scalars[0].name, std::string("grad_norm"));
+        QCOMPARE(read.scalars[0].value, 2.5);
+        QCOMPARE(read.scalars[1].step, std::int64_t(2));
+        QVERIFY(std::isnan(read.scalars[2].value));
+        QCOMPARE(read.scalarNames(), (std::vector<std::string>{"grad_norm", "lr"}));
+        std::vector<ScalarEvent> replayed;
+        for (const auto& e : replayRecord(read).events)
+            if (const auto* s = std::get_if<ScalarEvent>(&e)) replayed.push_back(*s);
+        QCOMPARE(replayed.size(), std::size_t(3));
+        QCOMPARE(replayed[1].name, std::string("lr"));
+        const auto table = scalarsTable(read, "probe");
+        QCOMPARE(table.size(), std::size_t(4));
+        QCOMPARE(table[1], (CsvRow{"probe", "1", "grad_norm", "2.5"}));
+        QCOMPARE(table[3][3], std::string());   // not finite: empty
+        QVERIFY(readRunRecord(fp32_, "lab").scalars.empty());   // the lab's own runs log none
+        const auto refuses = [&](json bad, const char* field) {
+            json r = fp32_;
+            r["scalars"] = {std::move(bad)};
+            try {
+                readRunRecord(r, "probe");
+            } catch (const InputError& e) {
+                return std::string(e.what()).find(field) != std::string::npos;
+            }
+            return false;
+        };
+        QVERIFY(refuses({{"step", 1}, {"name", ""}, {"value", 1.0}}, "\"name\""));
+        QVERIFY(refuses({{"step", 1}, {"name", std::string(201, 'x')}, {"value", 1.0}}, "\"name\""));
+        QVERIFY(refuses({{"step", 1}, {"name", 7}, {"value", 1.0}}, "\"name\""));
+        QVERIFY(refuses({{"step", 1}, {"value", 1.0}}, "\"name\""));
+        QVERIFY(refuses({{"step", 1}, {"name", "lr"}, {"value", "1.5"}}, "\"value\""));
+        QVERIFY(refuses({{"step", -1}, {"name", "lr"}, {"value", 1.0}}, "\"step\""));
+    }
+
     void csvFilesRoundTripTheRecord()
     {
         const fs::path folder = dir_.path() / "csv";

@@ -20,6 +20,7 @@
 #include "charts/loss_chart.h"
 #include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
+#include "charts/scalars_chart.h"
 #include "charts/throughput_chart.h"
 #include "charts/underflow_chart.h"
 #include "charts/updates_chart.h"
@@ -391,6 +392,7 @@ private slots:
     void memoryStackPeakAndPlanner();
     void memoryPeakIsNeverASum();
     void probeRecordWhileWrittenShowsItsStep();
+    void loggedValuesChartShowsWhatWasLogged();
     void deviceLinesShowWhatTheRunHolds();
     void throughputAndProgress();
     void settingChangeMarkedOnEveryChart();
@@ -1044,6 +1046,67 @@ void TestUiCharts::probeRecordWhileWrittenShowsItsStep()
     progress.showRun(run.get());
     QCOMPARE(progress.progressText(), QString::fromUtf8("step 40 · running"));
     QCOMPARE(run->judgedFormat(), std::string("fp16"));
+}
+
+// Issue 68 item 3: what a PyTorch script logged of its own (probe.log) is drawn in the
+// "scalars" group, one name at a time, a line per run that logged it; the group shows only
+// while a shown run has such values.
+void TestUiCharts::loggedValuesChartShowsWhatWasLogged()
+{
+    const auto runWith = [](const char* id, const std::vector<ScalarEvent>& scalars) {
+        nlohmann::json record = {{"format_version", 1}, {"settings", {{"recipe", "fp32"}}},
+                                 {"steps", nlohmann::json::array()}, {"summary", {{"status", "completed"}}},
+                                 {"scalars", nlohmann::json::array()}};
+        for (int i = 1; i <= 10; ++i)
+            record["steps"].push_back({{"step", i}, {"loss", 1.0}, {"batch", 8}, {"time_ms", 1.0}});
+        for (const ScalarEvent& s : scalars)
+            record["scalars"].push_back({{"step", s.step}, {"name", s.name},
+                                         {"value", std::isfinite(s.value) ? nlohmann::json(s.value) : nlohmann::json()}});
+        const ReplayedRun replay = replayRecord(readRunRecord(record, id));
+        auto run = std::make_shared<RunData>(QString::fromLatin1(id), replay.settings);
+        for (const auto& e : replay.events) run->apply(e);
+        run->setName(QString::fromLatin1(id));
+        return run;
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const RunPtr plain = runWith("plain", {});
+    const RunPtr mine = runWith("mine", {{1, "grad_norm", 4.0}, {5, "grad_norm", 2.0}, {5, "lr", 0.1},
+                                         {10, "grad_norm", 1.0}, {10, "lr", 0.05}, {10, "val/acc", nan}});
+    const RunPtr theirs = runWith("theirs", {{2, "grad_norm", 3.0}, {8, "grad_norm", 0.5}});
+    ChartsView view;
+    view.resize(1400, 1800);
+    view.show();
+    auto* group = qobject_cast<ScalarsChart*>(view.group("scalars"));
+    QVERIFY(group);
+    QVERIFY(!ChartsView::groupNames().contains("scalars"));   // lessons do not name it
+    view.setRuns(plain, {});
+    view.redrawNow();
+    QVERIFY(group->isHidden());   // the lab's own runs log nothing: no empty group
+    view.setRuns(mine, {theirs, plain});
+    view.redrawNow();
+    QVERIFY(!group->isHidden());
+    QCOMPARE(group->names(), (QStringList{"grad_norm", "lr", "val/acc"}));
+    QCOMPARE(group->shownName(), QString("grad_norm"));
+    const auto pointsOf = [&](const QString& run) {
+        for (QAbstractSeries* s : view.seriesOf("scalars"))
+            if (s->name().startsWith(run + " ")) return qobject_cast<QXYSeries*>(s)->points();
+        return QList<QPointF>();
+    };
+    QCOMPARE(pointsOf("mine"), (QList<QPointF>{{1, 4.0}, {5, 2.0}, {10, 1.0}}));
+    QCOMPARE(pointsOf("theirs"), (QList<QPointF>{{2, 3.0}, {8, 0.5}}));
+    QVERIFY(pointsOf("plain").isEmpty());
+    auto* note = group->findChild<QLabel*>("scalarsNote");
+    QVERIFY(note);
+    QVERIFY2(note->text().contains("not logged by plain"), qPrintable(note->text()));
+    group->showName("lr");   // the chooser redraws at once
+    QCOMPARE(pointsOf("mine"), (QList<QPointF>{{5, 0.1}, {10, 0.05}}));
+    QVERIFY(pointsOf("theirs").isEmpty());
+    group->showName("val/acc");
+    QVERIFY(pointsOf("mine").isEmpty());
+    QCOMPARE(note->text(), QString::fromUtf8("1 value logged as NaN or infinity, not drawn · not logged by theirs, plain"));
+    view.setRuns(plain, {});
+    view.redrawNow();
+    QVERIFY(group->isHidden());
 }
 
 // Issue 67 item 3: the peak is one figure, the sum's highest and when it was reached; the

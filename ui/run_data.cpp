@@ -58,6 +58,7 @@ void RunData::adoptSeries(RunData&& full)
     evals_ = std::move(full.evals_);
     telemetry_ = std::move(full.telemetry_);
     memory_ = std::move(full.memory_);
+    scalars_ = std::move(full.scalars_);
     loader_ = nullptr;
     ++revision_;
 }
@@ -78,6 +79,7 @@ void RunData::releaseSeries(SeriesLoader loader)
     std::vector<EvalEvent>().swap(evals_);
     std::vector<TelemetryEvent>().swap(telemetry_);
     std::vector<MemoryEvent>().swap(memory_);
+    std::vector<ScalarEvent>().swap(scalars_);
     loader_ = std::move(loader);
     ++revision_;
 }
@@ -110,6 +112,8 @@ void RunData::apply(const TrainerEvent& event)
         current_ = e->settings;
     } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
         refusals_.push_back(*e);
+    } else if (const auto* e = std::get_if<ScalarEvent>(&event)) {
+        scalars_.push_back(*e);
     } else if (const auto* e = std::get_if<RunStartEvent>(&event)) {
         backend_ = QString::fromStdString(e->backend);
         versions_ = e->versions;

@@ -3,7 +3,7 @@
 // touched by the GUI thread only; charts read it when they redraw.
 //
 // A saved run may be known from its listing only (the runs folder index): the
-// runs list's facts are there, and its series (steps, evaluations, telemetry, memory)
+// runs list's facts are there, and its series (steps, evaluations, telemetry, memory, logged scalars)
 // are read from its record the first time anything asks for them, so a folder of
 // thousands costs memory for what is shown.
 #pragma once
@@ -92,6 +92,8 @@ public:
     const std::vector<EvalEvent>& evals() const { return ensureSeries().evals_; }
     const std::vector<TelemetryEvent>& telemetry() const { return ensureSeries().telemetry_; }
     const std::vector<MemoryEvent>& memory() const { return ensureSeries().memory_; }
+    // Values the training logged of its own (a probe's probe.log), in the order logged.
+    const std::vector<ScalarEvent>& scalars() const { return ensureSeries().scalars_; }
     const std::vector<SettingChangeEvent>& changes() const { return changes_; }
     // Changes asked for while the run went on and refused (nothing changed).
     const std::vector<ChangeRefusedEvent>& refusals() const { return refusals_; }
@@ -129,6 +131,7 @@ private:
     std::vector<EvalEvent> evals_;
     std::vector<TelemetryEvent> telemetry_;
     std::vector<MemoryEvent> memory_;
+    std::vector<ScalarEvent> scalars_;
     std::vector<SettingChangeEvent> changes_;
     std::vector<ChangeRefusedEvent> refusals_;
     std::int64_t skipped_ = 0;

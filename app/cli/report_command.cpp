@@ -54,7 +54,7 @@ void addReportCommand(CLI::App& app, std::function<int()>& run)
     cmd->add_option("records", opts->records, "Run records (JSON) written by plab train or plab sweep")->required();
     cmd->add_option("--pdf", opts->outputs.pdf, "Write the report as PDF to this file");
     cmd->add_option("--html", opts->outputs.html, "Write the report as self-contained HTML to this file");
-    cmd->add_option("--csv", opts->outputs.csvDir, "Write per-step, per-evaluation and telemetry CSV files into this folder");
+    cmd->add_option("--csv", opts->outputs.csvDir, "Write per-step, per-evaluation and telemetry CSV files (and the logged values of a PyTorch probe's record) into this folder");
     cmd->add_option("--json", opts->outputs.jsonDir, "Copy the run records into this folder");
     cmd->add_option("--title", opts->outputs.title, "Title of the report");
     cmd->add_option("--note", opts->outputs.notes, "A sentence shown before the summary (repeatable)");

@@ -46,7 +46,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     out.settings = record.settings;
     Timed timed{{}, out.events};
     const std::size_t count = record.steps.size() + record.events.size() + record.evals.size() +
-                              record.telemetry.size() + record.memory.samples.size() + 2;
+                              record.telemetry.size() + record.memory.samples.size() + record.scalars.size() + 2;
     timed.keys.reserve(count);
     out.events.reserve(count);
     const std::int64_t lastStep = record.lastStep();
@@ -87,6 +87,7 @@ ReplayedRun replayRecord(const RunRecord& record)
         std::visit([&](const auto& e) { timed.push_back({e.step, order}, e); }, ev);
     }
     for (const EvalPoint& e : record.evals) timed.push_back({e.step, 4}, EvalEvent{e.step, e.epoch, e.testAccuracy, e.testLoss});
+    for (const ScalarEvent& e : record.scalars) timed.push_back({e.step, 4}, e);
     for (const TelemetryPoint& t : record.telemetry) {
         TelemetryEvent e;
         e.step = t.step;

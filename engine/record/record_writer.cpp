@@ -215,6 +215,7 @@ void RunRecorder::onEvent(const TrainerEvent& event)
         record_["events"].push_back({{"step", e->step}, {"type", "change_refused"},
                                      {"description", e->description}, {"reason", e->reason}});
     }
+    // ScalarEvent: the lab's trainer logs no values of its own; the probe writes them.
     flushIfDue();
 }
 

@@ -40,6 +40,7 @@ struct Place {
 
 constexpr std::int64_t kMaxWhole = std::int64_t{1} << 62;
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr std::size_t kMaxScalarName = 200;   // a logged scalar's name, in bytes (the probe checks the same)
 
 // A whole number from lo to hi (counts, steps, epochs, batches); `fallback` when absent.
 std::int64_t whole(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0,
@@ -428,6 +429,14 @@ bool RunRecord::interrupted() const
 
 std::int64_t RunRecord::lastStep() const { return steps.empty() ? 0 : steps.back().step; }
 
+std::vector<std::string> RunRecord::scalarNames() const
+{
+    std::vector<std::string> names;
+    for (const ScalarEvent& s : scalars)
+        if (std::find(names.begin(), names.end(), s.name) == names.end()) names.push_back(s.name);
+    return names;
+}
+
 namespace {
 
 RunRecord readRecord(const json& doc, const std::string& origin, std::vector<StepPoint>* streamedSteps)
@@ -498,6 +507,17 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
             const Place at{"the evaluation at step", step};
             r.evals.push_back({step, wholeInt(e, "epoch", at), number(e, "test_accuracy", at, kFraction).value_or(0.0),
                                number(e, "test_loss", at, kFinite).value_or(0.0)});
+        }
+        for (const auto& v : entries(doc, "scalars", emptyList)) {
+            ScalarEvent e;
+            e.step = whole(v, "step", Place{"a logged scalar"});
+            const Place at{"the logged scalar at step", e.step};
+            const auto name = text(v, "name", at);
+            if (!name || name->empty() || name->size() > kMaxScalarName)
+                refuseField(at, "name", "a name of 1 to 200 characters", v.contains("name") ? v.at("name") : json());
+            e.name = *name;
+            e.value = number(v, "value", at, kFinite).value_or(std::numeric_limits<double>::quiet_NaN());
+            r.scalars.push_back(std::move(e));
         }
         for (const auto& t : entries(doc, "telemetry", emptyList)) {
             TelemetryPoint p;

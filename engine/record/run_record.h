@@ -161,8 +161,13 @@ struct RunRecord {
     std::vector<RecordedEvent> events;
     std::vector<EvalPoint> evals;
     std::vector<TelemetryPoint> telemetry;
+    // Values the training logged of its own (a probe's probe.log), in the record's order.
+    std::vector<ScalarEvent> scalars;
     RecordedMemory memory;
     RecordedSummary summary;
+
+    // The names of `scalars`, each once, in the order first logged.
+    std::vector<std::string> scalarNames() const;
 
     // The settings the run ended with: the last setting change's, else the start's.
     const TrainSettings& finalSettings() const;

@@ -182,9 +182,17 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
     return t;
 }
 
+std::vector<CsvRow> scalarsTable(const RunRecord& record, const std::string& run)
+{
+    std::vector<CsvRow> t = {{"run", "step", "name", "value"}};
+    for (const ScalarEvent& s : record.scalars)
+        t.push_back({cell(run), cell(s.step), csvText(s.name), std::isfinite(s.value) ? cell(s.value) : std::string()});
+    return t;
+}
+
 const std::vector<std::string>& csvSuffixes()
 {
-    static const std::vector<std::string> suffixes{"-steps.csv", "-evals.csv", "-telemetry.csv"};
+    static const std::vector<std::string> suffixes{"-steps.csv", "-evals.csv", "-telemetry.csv", "-scalars.csv"};
     return suffixes;
 }
 
@@ -195,11 +203,12 @@ std::vector<std::filesystem::path> writeRunCsv(const RunRecord& record, const st
     std::filesystem::create_directories(folder, ec);
     if (ec) throw std::runtime_error(folder.string() + ": cannot create the folder (" + ec.message() + ")");
     const auto& suffix = csvSuffixes();
-    const std::vector<std::pair<std::string, std::vector<CsvRow>>> tables = {
+    std::vector<std::pair<std::string, std::vector<CsvRow>>> tables = {
         {suffix[0], stepsTable(record, run)},
         {suffix[1], evalsTable(record, run)},
         {suffix[2], telemetryTable(record, run)},
     };
+    if (!record.scalars.empty()) tables.emplace_back(suffix[3], scalarsTable(record, run));
     std::vector<std::filesystem::path> written;
     for (const auto& [suffix, table] : tables) {
         const auto file = folder / (stem + suffix);

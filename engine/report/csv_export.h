@@ -35,13 +35,18 @@ std::vector<CsvRow> readCsvFile(const std::filesystem::path& file);
 std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run);     // run,step,epoch,loss,...
 std::vector<CsvRow> evalsTable(const RunRecord& record, const std::string& run);     // run,step,epoch,test_accuracy,...
 std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& run); // run,step,loss_scale,layer,...
+// The values the training logged of its own (a probe's probe.log): run,step,name,value (a
+// value that was not finite is an empty field).
+std::vector<CsvRow> scalarsTable(const RunRecord& record, const std::string& run);
 
 // Writes <stem>-steps.csv, <stem>-evals.csv and <stem>-telemetry.csv into `folder`
-// (created when missing); returns the files written. Throws std::runtime_error naming
+// (created when missing), and <stem>-scalars.csv when the record has logged values;
+// returns the files written. Throws std::runtime_error naming
 // the file when one cannot be written.
 std::vector<std::filesystem::path> writeRunCsv(const RunRecord& record, const std::string& run,
                                                const std::filesystem::path& folder, const std::string& stem);
-// What writeRunCsv puts after the stem: "-steps.csv", "-evals.csv", "-telemetry.csv".
+// What writeRunCsv may put after the stem: "-steps.csv", "-evals.csv", "-telemetry.csv",
+// "-scalars.csv".
 const std::vector<std::string>& csvSuffixes();
 
 // A file-name-safe form of a run label: letters, digits, '-', '_' and '.'.

@@ -92,6 +92,7 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
     d.trainingPeakTotal = record.memory.trainingPeak.total;
     d.evaluationPeakTotal = record.memory.evaluationPeak.total;
     d.memory = record.memory.samples;
+    d.scalars = record.scalars;
     return d;
 }
 

@@ -66,6 +66,7 @@ struct RunDigest {
     std::vector<EvalPoint> evals;
     std::vector<TelemetryPoint> telemetry;
     std::vector<MemoryPoint> memory;
+    std::vector<ScalarEvent> scalars;      // what the training logged of its own (a probe's probe.log)
 
     const LayerFractions* layer(const std::string& name) const;
 };

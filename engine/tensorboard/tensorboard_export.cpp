@@ -193,6 +193,10 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
             w.log2Histogram(t.step, "log2_abs/" + where, l.histogram);
         }
     }
+    // The values a PyTorch script logged of its own, under its names (NaN and infinities,
+    // null in the record, are left out as the loss's are).
+    for (const ScalarEvent& s : run.scalars)
+        if (std::isfinite(s.value)) w.scalar(s.step, "logged/" + s.name, s.value);
     constexpr double kMiB = 1024.0 * 1024.0;
     for (const MemoryPoint& m : run.memory) {
         for (std::size_t c = 0; c < m.bytes.size() && c < run.memoryCategories.size(); ++c)

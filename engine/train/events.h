@@ -112,7 +112,15 @@ struct ChangeRefusedEvent {
     std::string reason;           // why not, one sentence for people
 };
 
+// A value the training logged of its own at a step: a PyTorch script's probe.log(name, value)
+// (docs/PYTORCH.md). The lab's trainer sends none; a record holds them in "scalars".
+struct ScalarEvent {
+    std::int64_t step = 0;
+    std::string name;             // the user's, e.g. "grad_norm"
+    double value = 0.0;           // NaN where the logged value was not a finite number
+};
+
 using TrainerEvent = std::variant<RunStartEvent, StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent,
-                                  SettingChangeEvent, ChangeRefusedEvent>;
+                                  SettingChangeEvent, ChangeRefusedEvent, ScalarEvent>;
 
 }  // namespace plab

@@ -13,6 +13,7 @@ beside the lab's own.
             scaler.step(opt)
             scaler.update()
             probe.end_step(loss, batch=len(x))
+            probe.log("grad_norm", norm)             # a value of your own; optional
         probe.evaluate(test_accuracy, test_loss)   # any time; optional
     # closed here: "completed", or "failed" naming the exception that escaped ("stopped" for
     # Ctrl-C); without `with`, call probe.close() at the end.
@@ -53,6 +54,8 @@ import time
 import weakref
 
 import torch
+
+_MAX_SCALAR_NAME = 200   # a logged value's name, in UTF-8 bytes (the lab's reader checks the same)
 
 _FORMATS = {
     # name: (dtype, smallest normal)
@@ -547,6 +550,30 @@ class Probe:
         if accuracy is not None:
             best = summary.get("best_test_accuracy")
             summary["best_test_accuracy"] = max(accuracy, best) if best is not None else accuracy
+        self._flush()
+
+    def log(self, name, value):
+        """Records a value of your own at the current step (after begin_step(), or 0 before
+        the first): a gradient norm, a learning rate, a validation metric. The app draws it in
+        its "Logged values" chart, the exports carry it (CSV's -scalars.csv, TensorBoard's
+        logged/<name>). `name` is text of 1 to 200 characters (UTF-8 bytes); `value` a number
+        or a one-element tensor, written as null where it is not finite."""
+        self._check_open()
+        if not isinstance(name, str) or not name or len(name.encode("utf-8", errors="replace")) > _MAX_SCALAR_NAME:
+            raise ValueError(f"name must be text of 1 to {_MAX_SCALAR_NAME} characters, not {name!r}")
+        if torch.is_tensor(value):
+            if value.numel() != 1:
+                raise ValueError(f"value must be one number, not a tensor of {value.numel()} elements")
+            value = value.detach().item()
+        if isinstance(value, (str, bytes)):
+            raise ValueError(f"value must be a number, not the text {value!r}")
+        try:
+            value = float(value)   # ints, floats, numpy scalars
+        except OverflowError:      # an int beyond any float
+            value = math.inf
+        except (TypeError, ValueError):
+            raise ValueError(f"value must be a number, not {value!r}") from None
+        self.record.setdefault("scalars", []).append({"step": self.step, "name": name, "value": _finite(value)})
         self._flush()
 
     def _check_open(self):

@@ -214,6 +214,9 @@ def expected_from_record(record):
                 limits = [h["first_exponent"] + i + 1 for i in range(first, last + 1)]
                 histos[(t["step"], "log2_abs/" + where)] = (h["first_exponent"] + first, limits,
                                                             [float(c) for c in counts[first:last + 1]])
+    for v in record.get("scalars", []):   # values a PyTorch script logged (probe.log); null: left out
+        if v["value"] is not None:
+            scalars[(v["step"], "logged/" + v["name"])] = v["value"]
     mib = 1024.0 * 1024.0
     categories = record["memory"]["categories"]
     for m in record["memory"]["samples"]:
@@ -297,6 +300,15 @@ def main():
             print(done.stderr)
             print("FAIL: plab train", name)
             sys.exit(1)
+    # A record with values the training logged of its own, as the PyTorch probe's
+    # probe.log(name, value) writes them (docs/RUN_RECORD.md "scalars"): the FP32 run's with
+    # a list added, one value not finite (null), one name with a slash.
+    logged = json.loads((work / "fp32.json").read_text())
+    logged["name"] = "logged"
+    logged["scalars"] = [{"step": s, "name": "grad_norm", "value": 1.0 / s} for s in range(1, 41)] + \
+                        [{"step": 20, "name": "val/top5", "value": 0.75}, {"step": 40, "name": "val/top5", "value": None}]
+    (work / "logged.json").write_text(json.dumps(logged))
+    runs["logged"] = []
     out = work / "tb"
     done = subprocess.run([args.plab, "export", "--tensorboard", str(out)] + [str(work / f"{n}.json") for n in runs],
                           capture_output=True, text=True)
@@ -306,7 +318,7 @@ def main():
         sys.exit(1)
     failures = []
     folders = sorted(p for p in out.iterdir() if p.is_dir())
-    if len(folders) != 2:
+    if len(folders) != len(runs):
         failures.append(f"expected a folder per run, found {[p.name for p in folders]}")
     def run_folder(name):
         # DIR/<name>-<six hex digits of the run's id>
@@ -330,6 +342,10 @@ def main():
     fp32_events = [decode_event(p) for p in records(next(run_folder("fp32").glob("events.*")).read_bytes())]
     if not any(v["tag"].startswith("lost_updates_pct/") for e in fp32_events for v in e["values"]):
         failures.append("the FP32 run's events have no lost_updates")
+    logged_events = [decode_event(p) for p in records(next(run_folder("logged").glob("events.*")).read_bytes())]
+    logged_tags = sorted({v["tag"] for e in logged_events for v in e["values"] if v["tag"].startswith("logged/")})
+    if logged_tags != ["logged/grad_norm", "logged/val/top5"]:
+        failures.append(f"the logged values' tags are {logged_tags}")
     # A damaged file is told apart: one flipped payload byte fails its CRC.
     blob = bytearray(next(run_folder("fp32").glob("events.*")).read_bytes())
     blob[20] ^= 0x01

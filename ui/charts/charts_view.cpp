@@ -7,6 +7,7 @@
 #include "charts/loss_chart.h"
 #include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
+#include "charts/scalars_chart.h"
 #include "charts/throughput_chart.h"
 #include "charts/underflow_chart.h"
 #include "charts/updates_chart.h"
@@ -37,7 +38,9 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     auto* updates = new UpdatesChart;
     auto* memory = new MemoryChart;
     auto* throughput = new ThroughputChart;
-    groups_ = {loss, scale, histogram, underflow, updates, memory, throughput};
+    // Hidden until a shown run has values a PyTorch script logged of its own.
+    auto* scalars = new ScalarsChart;
+    groups_ = {loss, scale, histogram, underflow, updates, memory, throughput, scalars};
     costs_.resize(static_cast<std::size_t>(groups_.size()));
     connect(histogram, &HistogramChart::binPicked, this, &ChartsView::histogramBinPicked);
 
@@ -225,8 +228,10 @@ void ChartsView::arrangeGroups()
         int row = 0;
         for (ChartGroup* g : groups_) cells.append({g, row++, 0, 2});
     } else if (!presentation_) {
-        // loss | scale, histogram | underflow, then updates, memory and throughput across both columns.
-        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {2, 0, 2}, {3, 0, 2}, {4, 0, 2}};
+        // loss | scale, histogram | underflow, then updates, memory, throughput and the logged
+        // values across both columns.
+        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1},
+                                             {2, 0, 2}, {3, 0, 2}, {4, 0, 2}, {5, 0, 2}};
         for (qsizetype i = 0; i < groups_.size(); ++i) cells.append({groups_[i], kNormal[i][0], kNormal[i][1], kNormal[i][2]});
     } else {
         const QStringList wide{QStringLiteral("underflow"), QStringLiteral("updates"), QStringLiteral("memory")};

@@ -1,6 +1,7 @@
 // The seven live chart groups of Precision Lab (loss/accuracy, loss scale, gradient
 // histograms, underflow/overflow, updates lost/zero/non-finite, memory with the
-// batch-size planner, throughput) for the
+// batch-size planner, throughput), and an eighth of the values a PyTorch script logged of
+// its own (shown only while a shown run has some), for the
 // run being watched and the runs overlaid for comparison. Data arrival only marks the view
 // dirty; one ~25 Hz timer redraws the groups when some run's revision() moved, in turn
 // (round robin), each tick only as many as fit a budget measured with their painting, so
@@ -38,7 +39,9 @@ public:
     // The run being watched (may be null) and the runs selected for comparison (overlays).
     void setRuns(RunPtr current, const QList<RunPtr>& compare);
 
-    // The chart groups: "loss", "scale", "histogram", "underflow", "updates", "memory", "throughput".
+    // The chart groups: "loss", "scale", "histogram", "underflow", "updates", "memory",
+    // "throughput" (groupNames: the ones lessons name and show or hide), and "scalars", which
+    // shows and hides itself with what the shown runs logged.
     QWidget* group(const QString& name) const;
     static QStringList groupNames();
 
