@@ -220,7 +220,8 @@ void paintBars(QPainter& p, const QRectF& plot, const ChartSpec& spec, const Axi
             p.fillRect(bar.normalized(), spec.barSets[s].color);
             if (spec.stacked) stackTop = top;
             else {
-                const QString text = QString::number(v, 'g', spec.valueDecimals) + spec.valueSuffix;
+                const QStringList& labels = spec.barSets[s].labels;
+                const QString text = c < labels.size() ? labels[c] : QString::number(v, 'g', spec.valueDecimals) + spec.valueSuffix;
                 p.save();
                 p.translate(bar.center().x() + fm.ascent() / 2 - 2, bar.top() - 3);
                 p.rotate(-90);
@@ -228,8 +229,17 @@ void paintBars(QPainter& p, const QRectF& plot, const ChartSpec& spec, const Axi
                 p.restore();
             }
         }
+        if (spec.stacked && c < spec.stackMarks.size() && std::isfinite(spec.stackMarks[c])) {
+            const double y = ya.map(spec.stackMarks[c]);
+            const double left = groupLeft + (groupW - barW) / 2 - 6;
+            p.save();
+            p.setPen(QPen(Qt::black, 2));
+            p.drawLine(QPointF(left, y), QPointF(left + barW + 12, y));
+            p.restore();
+        }
         if (spec.stacked && stackTop > 0) {
-            const QString text = QString::number(stackTop, 'g', spec.valueDecimals + 1) + spec.valueSuffix;
+            const QString text = c < spec.stackLabels.size() ? spec.stackLabels[c]
+                                                             : QString::number(stackTop, 'g', spec.valueDecimals + 1) + spec.valueSuffix;
             p.drawText(QRectF(groupLeft - slot * 0.1, ya.map(stackTop) - fm.height() - 2, groupW + slot * 0.2, fm.height()),
                        Qt::AlignCenter, text);
         }
@@ -239,6 +249,37 @@ void paintBars(QPainter& p, const QRectF& plot, const ChartSpec& spec, const Axi
 }
 
 }  // namespace
+
+bool linesCoincide(const QVector<QPointF>& a, const QVector<QPointF>& b, double tolerance)
+{
+    if (a.size() < 2 || a.size() != b.size()) return false;
+    for (qsizetype i = 0; i < a.size(); ++i) {
+        if (a[i].x() != b[i].x()) return false;
+        const double ya = a[i].y(), yb = b[i].y();
+        if (std::isnan(ya) != std::isnan(yb)) return false;
+        if (!std::isnan(ya) && std::abs(ya - yb) > tolerance) return false;
+    }
+    return true;
+}
+
+QStringList wrapText(const QString& text, const QFontMetricsF& fm, double width)
+{
+    QStringList lines;
+    for (const QString& paragraph : text.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+        QString line;
+        for (const QString& word : paragraph.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+            const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+            if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
+                lines << line;
+                line = word;   // a word wider than the line stands alone on its own line
+            } else {
+                line = longer;
+            }
+        }
+        if (!line.isEmpty()) lines << line;
+    }
+    return lines;
+}
 
 QColor seriesColor(int index)
 {
@@ -268,9 +309,12 @@ void paintChart(QPainter& p, const QRectF& area, const ChartSpec& spec)
     const auto legend = legendOf(spec);
     const QRectF legendArea(area.left() + 60, 0, area.width() - 76, 1e6);
     const double legendH = paintLegend(p, legendArea, legend, false);
-    const double noteH = spec.note.isEmpty() ? 0.0 : fm.height() + 2;
+    // The note is wrapped at spaces to the plot's width, each line drawn apart, never cut.
+    const double plotWidth = area.width() - 64 - 16;
+    const QStringList noteLines = wrapText(spec.note, fm, plotWidth);
+    const double noteH = noteLines.isEmpty() ? 0.0 : fm.height() * noteLines.size() + 2;
     const double xLabelsH = fm.height() * 2 + 10;
-    const QRectF plot(area.left() + 64, area.top() + titleH + 6, area.width() - 64 - 16,
+    const QRectF plot(area.left() + 64, area.top() + titleH + 6, plotWidth,
                       area.height() - titleH - 6 - xLabelsH - noteH - legendH - 8);
 
     p.setFont(titleFont);
@@ -359,11 +403,14 @@ void paintChart(QPainter& p, const QRectF& area, const ChartSpec& spec)
     p.drawText(QRectF(-plot.height() / 2, 0, plot.height(), fm.height() + 2), Qt::AlignHCenter | Qt::AlignTop, spec.yLabel);
     p.restore();
     double y = plot.bottom() + xLabelsH;
-    if (!spec.note.isEmpty()) {
+    if (!noteLines.isEmpty()) {
         p.setPen(QColor(0x44, 0x44, 0x44));
-        p.drawText(QRectF(plot.left(), y, plot.width(), fm.height()), Qt::AlignLeft, spec.note);
+        for (const QString& line : noteLines) {
+            p.drawText(QRectF(plot.left(), y, plot.width(), fm.height()), Qt::AlignLeft, line);
+            y += fm.height();
+        }
         p.setPen(Qt::black);
-        y += noteH;
+        y += 2;
     }
     paintLegend(p, QRectF(area.left() + 60, y + 2, area.width() - 76, legendH), legend, true);
     p.restore();

@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+class QFontMetricsF;
 class QPainter;
 
 namespace plab::report {
@@ -41,13 +42,16 @@ struct BarSet {
     QString name;
     QColor color;
     QVector<double> values;         // one per category; NaN: no bar
+    // The bars' value labels, one per category, as the report's tables write the same
+    // numbers; empty: the value with ChartSpec::valueDecimals digits.
+    QStringList labels;
 };
 
 struct ChartSpec {
     enum class Kind { lines, bars } kind = Kind::lines;
     QString title;
     QString xLabel, yLabel;
-    QString note;                   // one small line under the plot
+    QString note;                   // small text under the plot, wrapped to its width (lines: '\n')
     AxisScale xScale = AxisScale::linear, yScale = AxisScale::linear;
     std::optional<double> yMin, yMax, xMin, xMax;   // data units; default from the data
     std::vector<ChartSeries> series;     // lines
@@ -55,12 +59,26 @@ struct ChartSpec {
     QStringList categories;              // bars
     std::vector<BarSet> barSets;         // bars
     bool stacked = false;                // bars
+    // Stacked bars: a label over each stack (one per category; empty: the sum, as a number)
+    // and a mark across it at a value of its own (NaN: none), e.g. the peak of a sum that
+    // the table states, which can lie below the stack of each part's own peak.
+    QStringList stackLabels;
+    QVector<double> stackMarks;
     QString valueSuffix;                 // bars: appended to value labels ("%")
     int valueDecimals = 2;               // bars: significant digits of value labels
 };
 
 // Paints the whole chart (title, axes, plot, legend) into `area`.
 void paintChart(QPainter& painter, const QRectF& area, const ChartSpec& spec);
+
+// Whether two polylines drawn with the same x values lie within `tolerance` of each other
+// in y everywhere they share an x (and share at least two points): one hides the other.
+// The app's charts and the report's say so with the same rule.
+bool linesCoincide(const QVector<QPointF>& a, const QVector<QPointF>& b, double tolerance);
+
+// `text` broken into lines no wider than `width` at spaces (and at its own line breaks),
+// never inside a word: a note under a chart is drawn whole.
+QStringList wrapText(const QString& text, const QFontMetricsF& fm, double width);
 
 // A fixed palette that stays apart in print and for common colour blindness.
 QColor seriesColor(int index);

@@ -22,6 +22,56 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// "A, B and C" of names.
+QString listOfNames(const QStringList& names)
+{
+    if (names.size() < 2) return names.join(QString());
+    return names.mid(0, names.size() - 1).join(QStringLiteral(", ")) + QStringLiteral(" and ") + names.last();
+}
+
+// Which series lie on top of each other (within `tolerance` in y at every shared x,
+// linesCoincide; with `minPoints` points at least), as the app's charts say it: "FP32, TF32
+// and AMP BF16 coincide: AMP BF16, drawn last, hides the others." Runs in the order drawn;
+// "" when none coincide.
+QString coincideNote(const std::vector<ChartSeries>& series, double tolerance, qsizetype minPoints)
+{
+    std::vector<int> group(series.size(), -1);
+    for (std::size_t j = 0; j < series.size(); ++j)
+        for (std::size_t i = 0; i < j; ++i) {
+            const auto& a = series[i].points;
+            const auto& b = series[j].points;
+            if (a.size() < minPoints) continue;
+            const bool same = a.size() >= 2 ? linesCoincide(a, b, tolerance)
+                                            : a.size() == b.size() && a[0].x() == b[0].x() &&
+                                                  std::abs(a[0].y() - b[0].y()) <= tolerance;
+            if (same) {
+                group[j] = group[i] >= 0 ? group[i] : static_cast<int>(i);
+                if (group[i] < 0) group[i] = static_cast<int>(i);
+                break;
+            }
+        }
+    QStringList notes;
+    for (std::size_t first = 0; first < series.size(); ++first) {
+        if (group[first] != static_cast<int>(first)) continue;
+        QStringList names;
+        for (std::size_t k = 0; k < series.size(); ++k)
+            if (group[k] == static_cast<int>(first)) names << series[k].name;
+        notes << QStringLiteral("%1 coincide: %2, drawn last, hides %3.")
+                     .arg(listOfNames(names), names.last(), names.size() == 2 ? names.first() : QStringLiteral("the others"));
+    }
+    return notes.join(QLatin1Char('\n'));
+}
+
+// The data's largest finite y (0 without any).
+double largestY(const std::vector<ChartSeries>& series)
+{
+    double top = 0.0;
+    for (const auto& s : series)
+        for (const auto& p : s.points)
+            if (std::isfinite(p.y())) top = std::max(top, p.y());
+    return top;
+}
+
 ReportChart lossChart(const RunComparison& c, double smoothing)
 {
     ReportChart chart{QStringLiteral("loss"), {}, {}};
@@ -48,6 +98,10 @@ ReportChart lossChart(const RunComparison& c, double smoothing)
                                            "(bias-corrected); gaps where the loss was not finite.")
                                 .arg(smoothing, 0, 'f', 3)
                           : QStringLiteral("Not smoothed (weight 0); gaps where the loss was not finite.");
+    // Curves within 1% of the axis (about a line's width) hide each other: say which, as
+    // the app's loss chart does.
+    const QString same = coincideNote(chart.spec.series, 0.01 * largestY(chart.spec.series) * 1.05, 2);
+    if (!same.isEmpty()) chart.spec.note = same + QLatin1Char('\n') + chart.spec.note;
     chart.caption = QStringLiteral("Training loss of each run, step by step.");
     return chart;
 }
@@ -63,6 +117,18 @@ ReportChart accuracyChart(const RunComparison& c)
     chart.spec.title = QStringLiteral("Test accuracy");
     chart.spec.xLabel = QStringLiteral("step");
     chart.spec.yLabel = QStringLiteral("accuracy (%)");
+    // Over the steps the runs took, as the loss chart (not 199.6 to 200.4 around one evaluation).
+    double lastStep = 1.0;
+    for (const auto& r : c.runs)
+        if (!r.stepSeries.empty()) lastStep = std::max(lastStep, double(r.stepSeries.back().step));
+    chart.spec.xMin = 0.0;
+    chart.spec.xMax = lastStep;
+    // Points within 1% of the axis's span (the painter's: the data's, padded 5% each way) hide each other.
+    double low = 100.0, high = 0.0;
+    for (const auto& s : chart.spec.series)
+        for (const auto& p : s.points) low = std::min(low, p.y()), high = std::max(high, p.y());
+    const double span = high > low ? (high - low) * 1.1 : 1.0;
+    chart.spec.note = coincideNote(chart.spec.series, 0.01 * span, 1);
     chart.caption = QStringLiteral("Test accuracy at each evaluation (a run that diverged before its first evaluation has none).");
     return chart;
 }
@@ -111,12 +177,13 @@ std::optional<ReportChart> layerFractionChart(const RunComparison& c, const QStr
             if (const auto* l = r.layer(name); l && (l->*field) && !layers.contains(qs(name))) layers << qs(name);
     if (layers.isEmpty()) return std::nullopt;
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
-        BarSet set{qs(c.runs[i].label), seriesColor(int(i)), {}};
+        BarSet set{qs(c.runs[i].label), seriesColor(int(i)), {}, {}};
         bool any = false;
         for (const auto& name : layers) {
             const auto* l = c.runs[i].layer(name.toStdString());
             const bool has = l && (l->*field);
             set.values.push_back(has ? 100.0 * *(l->*field) : kNaN);
+            set.labels << (has ? qs(formatPercent(*(l->*field))) : QString());   // as the tables write it
             any = any || has;
         }
         if (any) chart.spec.barSets.push_back(std::move(set));
@@ -140,7 +207,7 @@ ReportChart memoryChart(const RunComparison& c)
             if (std::find(categories.begin(), categories.end(), k) == categories.end()) categories.push_back(k);
     for (const auto& r : c.runs) chart.spec.categories << qs(r.label);
     for (std::size_t k = 0; k < categories.size(); ++k) {
-        BarSet set{qs(categories[k]).replace('_', ' '), seriesColor(int(k) + 4), {}};
+        BarSet set{qs(categories[k]).replace('_', ' '), seriesColor(int(k) + 4), {}, {}};
         for (const auto& r : c.runs) {
             const auto it = std::find(r.memoryCategories.begin(), r.memoryCategories.end(), categories[k]);
             const auto idx = static_cast<std::size_t>(it - r.memoryCategories.begin());
@@ -149,14 +216,23 @@ ReportChart memoryChart(const RunComparison& c)
         }
         chart.spec.barSets.push_back(std::move(set));
     }
+    // Over each stack the peak of the sum as the tables state it (the same value, in the same
+    // style), and a mark at its height: each category's own peak, stacked, can reach higher.
+    std::vector<std::int64_t> totals;
+    for (const auto& r : c.runs) totals.push_back(r.peakTotal);
+    const int decimals = mebibyteDecimals(totals);
+    for (const auto& r : c.runs) {
+        chart.spec.stackLabels << (r.peakTotal > 0 ? QStringLiteral("peak %1").arg(qs(formatMebibytes(r.peakTotal, decimals)))
+                                                   : QStringLiteral("not measured"));
+        chart.spec.stackMarks << (r.peakTotal > 0 ? double(r.peakTotal) / (1024.0 * 1024.0) : kNaN);
+    }
     chart.spec.title = QStringLiteral("Peak memory per category");
     chart.spec.xLabel = QStringLiteral("run");
     chart.spec.yLabel = QStringLiteral("MiB");
-    chart.spec.valueDecimals = 3;
-    chart.spec.valueSuffix = QStringLiteral(" MiB");
-    chart.spec.note = QStringLiteral("Each category at its own peak, in the bytes of the modelled storage format.");
-    chart.caption = QStringLiteral("Peak memory of each category, stacked (the peak of the total, in the table above, "
-                                   "can be lower than this sum).");
+    chart.spec.note = QStringLiteral("Each category at its own peak, in the bytes of the modelled storage format; the black "
+                                     "mark and the number over each bar are the peak of the sum, as in the tables.");
+    chart.caption = QStringLiteral("Peak memory of each category, stacked: the categories peak at different moments, so "
+                                   "the stack can reach above the peak of the total (the mark).");
     return chart;
 }
 

@@ -57,8 +57,18 @@ QString summarySection(const ReportContent& c)
     return h + QStringLiteral("</ul>\n");
 }
 
+// The peaks of the sum, the results' column and the memory table's total: one style (and
+// the memory chart's labels, report_charts.cpp, the same).
+int peakTotalDecimals(const RunComparison& c)
+{
+    std::vector<std::int64_t> totals;
+    for (const auto& r : c.runs) totals.push_back(r.peakTotal);
+    return mebibyteDecimals(totals);
+}
+
 QString resultsSection(const RunComparison& c)
 {
+    const int peakDecimals = peakTotalDecimals(c);
     QString h = QStringLiteral("<h2>Results</h2>\n<table%1>\n<tr><th>run</th><th>status</th><th>steps</th><th>skipped steps</th>"
                                "<th>final accuracy</th><th>best accuracy</th><th>images/s</th><th>peak memory</th></tr>\n")
                     .arg(QLatin1String(kTableAttrs));
@@ -69,7 +79,7 @@ QString resultsSection(const RunComparison& c)
                  .arg(esc(r.label), esc(r.status), esc(formatCount(r.steps)), esc(formatCount(r.skippedSteps)),
                       esc(formatAccuracy(r.finalAccuracy)), esc(formatAccuracy(r.bestAccuracy)),
                       QString::number(r.imagesPerSecond, 'f', 0),
-                      r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal)) : QStringLiteral("not measured"));
+                      r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal, peakDecimals)) : QStringLiteral("not measured"));
     h += QStringLiteral("</table>\n");
 
     // Why steps skipped: the rounding site that overflowed first, per stretch of steps.
@@ -93,27 +103,57 @@ QString resultsSection(const RunComparison& c)
     for (const auto& r : c.runs)
         for (const auto& k : r.memoryCategories)
             if (std::find(categories.begin(), categories.end(), k) == categories.end()) categories.push_back(k);
+    // A category's bytes in a run (nullopt: the run has no such category, or no memory).
+    const auto categoryBytes = [](const RunDigest& r, const std::string& k) -> std::optional<std::int64_t> {
+        const auto it = std::find(r.memoryCategories.begin(), r.memoryCategories.end(), k);
+        const auto idx = static_cast<std::size_t>(it - r.memoryCategories.begin());
+        if (r.peakTotal <= 0 || it == r.memoryCategories.end() || idx >= r.peakBytes.size()) return std::nullopt;
+        return r.peakBytes[idx];
+    };
+    // Each column in one style (mebibyteDecimals of its values); the phases' peaks in a
+    // table of their own, so that no header is squeezed until a word breaks.
     h += QStringLiteral("<h3>Peak memory per category</h3>\n<table%1>\n<tr><th>run</th>").arg(QLatin1String(kTableAttrs));
     for (const auto& k : categories) h += QStringLiteral("<th>%1</th>").arg(esc(qs(k).replace('_', ' ')));
-    h += QStringLiteral("<th>total (peak of the sum)</th><th>training step peak</th><th>evaluation peak</th></tr>\n");
+    h += QStringLiteral("<th>total (peak of the sum)</th></tr>\n");
+    std::vector<int> decimals;
+    for (const auto& k : categories) {
+        std::vector<std::int64_t> column;
+        for (const auto& r : c.runs)
+            if (const auto b = categoryBytes(r, k)) column.push_back(*b);
+        decimals.push_back(mebibyteDecimals(column));
+    }
     for (const auto& r : c.runs) {
         h += QStringLiteral("<tr><td>%1</td>").arg(esc(r.label));
-        for (const auto& k : categories) {
-            const auto it = std::find(r.memoryCategories.begin(), r.memoryCategories.end(), k);
-            const auto idx = static_cast<std::size_t>(it - r.memoryCategories.begin());
+        for (std::size_t k = 0; k < categories.size(); ++k) {
+            const auto b = categoryBytes(r, categories[k]);
             h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td>")
-                     .arg(r.peakTotal > 0 && it != r.memoryCategories.end() && idx < r.peakBytes.size()
-                              ? esc(formatMebibytes(r.peakBytes[idx]))
-                              : QStringLiteral("-"));
+                     .arg(b ? esc(formatMebibytes(*b, decimals[k])) : QStringLiteral("-"));
         }
-        auto orDash = [&](std::int64_t bytes) { return bytes > 0 ? esc(formatMebibytes(bytes)) : QStringLiteral("-"); };
-        h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td><td class=\"num\" align=\"right\">%2</td>"
-                            "<td class=\"num\" align=\"right\">%3</td></tr>\n")
-                 .arg(r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal)) : QStringLiteral("not measured"),
-                      orDash(r.trainingPeakTotal), orDash(r.evaluationPeakTotal));
+        h += QStringLiteral("<td class=\"num\" align=\"right\">%1</td></tr>\n")
+                 .arg(r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal, peakDecimals)) : QStringLiteral("not measured"));
     }
-    h += QStringLiteral("</table>\n<p>A training step's peak and an evaluation's are measured apart: evaluation "
-                        "runs its own batches, whose buffers are not training memory.</p>\n");
+    h += QStringLiteral("</table>\n");
+    bool anyPhase = false;
+    std::vector<std::int64_t> training, evaluation;
+    for (const auto& r : c.runs) {
+        anyPhase = anyPhase || r.trainingPeakTotal > 0 || r.evaluationPeakTotal > 0;
+        training.push_back(r.trainingPeakTotal);
+        evaluation.push_back(r.evaluationPeakTotal);
+    }
+    if (anyPhase) {
+        const int trainingDecimals = mebibyteDecimals(training), evaluationDecimals = mebibyteDecimals(evaluation);
+        h += QStringLiteral("<h3>Peak of a training step and of an evaluation</h3>\n<table%1>\n<tr><th>run</th>"
+                            "<th>training step peak</th><th>evaluation peak</th></tr>\n")
+                 .arg(QLatin1String(kTableAttrs));
+        for (const auto& r : c.runs) {
+            const auto orDash = [&](std::int64_t bytes, int d) { return bytes > 0 ? esc(formatMebibytes(bytes, d)) : QStringLiteral("-"); };
+            h += QStringLiteral("<tr><td>%1</td><td class=\"num\" align=\"right\">%2</td><td class=\"num\" align=\"right\">%3</td></tr>\n")
+                     .arg(esc(r.label), orDash(r.trainingPeakTotal, trainingDecimals),
+                          orDash(r.evaluationPeakTotal, evaluationDecimals));
+        }
+        h += QStringLiteral("</table>\n<p>A training step's peak and an evaluation's are measured apart: evaluation "
+                            "runs its own batches, whose buffers are not training memory.</p>\n");
+    }
 
     // Per-layer fractions over the run.
     h += QStringLiteral("<h3>Per layer, over the whole run</h3>\n<table%1>\n<tr><th>run</th><th>layer</th>"
@@ -288,19 +328,29 @@ void writeHtmlReport(const ReportContent& content, const QString& file)
     writeFileAtomically(file.toStdString(), std::string_view(html.constData(), static_cast<std::size_t>(html.size())));
 }
 
-int writePdfReport(const ReportContent& content, const QString& file)
-{
-    // Rendered in memory, then written whole or not at all (QPdfWriter reports no write error).
-    QBuffer pdf;
-    pdf.open(QIODevice::WriteOnly);
-    QPdfWriter writer(&pdf);
-    writer.setTitle(content.options.title);
-    writer.setCreator(QStringLiteral("Precision Lab"));
-    writer.setResolution(300);
-    writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(15, 15, 15, 15),
-                                     QPageLayout::Millimeter));
+namespace {
 
-    QTextDocument doc;
+const QPageLayout& pdfPageLayout()
+{
+    static const QPageLayout layout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(15, 15, 15, 15),
+                                    QPageLayout::Millimeter);
+    return layout;
+}
+
+constexpr int kPdfResolution = 300;
+
+// A page's body in the document's units (1/96 inch), the footer's room taken off.
+QSizeF pdfPageBody()
+{
+    const double scale = kPdfResolution / 96.0;
+    const QRectF body = pdfPageLayout().paintRectPixels(kPdfResolution);
+    return QSizeF(body.width() / scale, body.height() / scale - 24.0);
+}
+
+}  // namespace
+
+void layOutPdfDocument(const ReportContent& content, QTextDocument& doc)
+{
     QFont font(QStringLiteral("DejaVu Sans"));
     font.setPointSizeF(8.5);
     font.setStyleStrategy(QFont::PreferNoShaping);   // no "fi" ligatures: the PDF's text copies as typed
@@ -311,16 +361,29 @@ int writePdfReport(const ReportContent& content, const QString& file)
         doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("chart:") + chart.id),
                         chartToImage(chart.spec, kChartSize, 3.0));
     doc.setHtml(reportHtml(content, ChartEmbedding::imageResources));
+    doc.setPageSize(pdfPageBody());
+}
 
-    // Lay the document out on the printable area in its own units (1/96 inch) and draw
-    // it page by page, scaled to the writer's resolution, with a page number below.
+int writePdfReport(const ReportContent& content, const QString& file)
+{
+    // Rendered in memory, then written whole or not at all (QPdfWriter reports no write error).
+    QBuffer pdf;
+    pdf.open(QIODevice::WriteOnly);
+    QPdfWriter writer(&pdf);
+    writer.setTitle(content.options.title);
+    writer.setCreator(QStringLiteral("Precision Lab"));
+    writer.setResolution(kPdfResolution);
+    writer.setPageLayout(pdfPageLayout());
+
+    // The document laid out on the printable area in its own units (1/96 inch), drawn page
+    // by page, scaled to the writer's resolution, with a page number below.
+    QTextDocument doc;
+    layOutPdfDocument(content, doc);
     const double scale = writer.resolution() / 96.0;
-    const QRectF body = writer.pageLayout().paintRectPixels(writer.resolution());
-    const QSizeF page(body.width() / scale, body.height() / scale - 24.0);   // room for the footer
-    doc.setPageSize(page);
+    const QSizeF page = doc.pageSize();
     const int pages = doc.pageCount();
     QPainter painter(&writer);
-    QFont footer = font;
+    QFont footer = doc.defaultFont();
     footer.setPixelSize(10);   // document units (1/96 inch), like everything drawn here
     for (int i = 0; i < pages; ++i) {
         if (i > 0) writer.newPage();

@@ -11,6 +11,8 @@
 
 #include <QString>
 
+class QTextDocument;
+
 #include <vector>
 
 namespace plab::report {
@@ -37,5 +39,8 @@ QString reportHtml(const ReportContent& content, ChartEmbedding embedding);
 void writeHtmlReport(const ReportContent& content, const QString& file);
 // Returns the number of pages written.
 int writePdfReport(const ReportContent& content, const QString& file);
+// The document the PDF's pages are drawn from, laid out on an A4 page's printable area
+// (tests read its lines: no word is broken across two).
+void layOutPdfDocument(const ReportContent& content, QTextDocument& doc);
 
 }  // namespace plab::report

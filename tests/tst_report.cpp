@@ -28,6 +28,10 @@
 #include <QStandardPaths>
 #include <QTest>
 #include <QXmlStreamReader>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextLayout>
+#include <QFontMetricsF>
 
 #include <fstream>
 #include <limits>
@@ -774,6 +778,82 @@ private slots:
         const Tool images = runTool("pdfimages", {"-list", file});
         const int imageCount = images.out.split('\n', Qt::SkipEmptyParts).size() - 2;   // two header lines
         QCOMPARE(imageCount, int(content.charts.size()));
+    }
+
+    // Issue 68 item 4: the PDF shows every curve and cuts no text. Curves that lie on each
+    // other are named in the chart's note; notes wrap inside the chart; no word in the laid-out
+    // document (headers, cells, captions) is broken across two lines; the bars say the tables'
+    // numbers; the configuration's arithmetic is the one the run's products ran in.
+    void pdfShowsEveryCurveAndBreaksNoWord()
+    {
+        json first = unscaled_, twin = unscaled_;
+        first["name"] = "first";
+        twin["name"] = "twin";   // the same steps and evaluations: every curve of one on the other's
+        json exact = diverged_;
+        exact["backend"]["arithmetic"] = "exact: this CPU has no native fp16 matrix multiplication";
+        exact["settings"]["arithmetic"] = "hardware";
+        const auto content = report::prepareReport(comparisonOf({first, twin, exact}));
+        const auto chart = [&](const QString& id) -> const report::ReportChart& {
+            for (const auto& c : content.charts)
+                if (c.id == id) return c;
+            throw std::runtime_error("no chart " + id.toStdString());
+        };
+        QVERIFY2(chart("loss").spec.note.startsWith("first and twin coincide: twin, drawn last, hides first."),
+                 qPrintable(chart("loss").spec.note));
+        QVERIFY2(chart("accuracy").spec.note.contains("first and twin coincide"), qPrintable(chart("accuracy").spec.note));
+        QVERIFY(!chart("loss").spec.note.contains(QString::fromStdString(content.comparison.runs[2].label)));   // one that differs is not named
+
+        // Every line of a chart's note lies inside the chart (the loss chart's was cut at
+        // "gaps where the loss"), its words all there.
+        QFont font(QStringLiteral("DejaVu Sans"));
+        font.setPixelSize(11);
+        const QFontMetricsF fm(font);
+        for (const auto& c : content.charts) {
+            QXmlStreamReader svg(report::chartToSvg(c.spec));
+            QString drawn;
+            while (!svg.atEnd())
+                if (svg.readNext() == QXmlStreamReader::StartElement && svg.name() == QLatin1String("text")) {
+                    const double x = svg.attributes().value("x").toDouble();
+                    const QString text = svg.readElementText();
+                    if (!c.spec.note.contains(text.trimmed()) || text.trimmed().size() < 8) continue;   // not the note's
+                    drawn += text + QLatin1Char(' ');
+                    QVERIFY2(x + fm.horizontalAdvance(text) <= report::kChartSize.width() + 0.5,
+                             qPrintable(QString("%1: \"%2\" ends at %3").arg(c.id, text).arg(x + fm.horizontalAdvance(text))));
+                }
+            QCOMPARE(drawn.simplified(), QString(c.spec.note).replace('\n', ' ').simplified());
+        }
+
+        QTextDocument doc;
+        report::layOutPdfDocument(content, doc);
+        QVERIFY(doc.pageCount() >= 3);   // laid out (each block's lines are made by the layout)
+        int lines = 0;
+        for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
+            const QTextLayout* layout = b.layout();
+            const QString text = b.text();
+            for (int i = 1; i < layout->lineCount(); ++i) {
+                ++lines;
+                const int at = layout->lineAt(i).textStart();
+                QVERIFY2(at <= 0 || at >= text.size() || !(text[at - 1].isLetterOrNumber() && text[at].isLetterOrNumber()),
+                         qPrintable(QString("\"%1\" is broken inside a word at %2").arg(text).arg(at)));
+            }
+        }
+        QVERIFY(lines > 5);   // wrapped lines were there to check
+
+        // The memory bars' numbers are the tables': the peak of the sum in the columns' style.
+        const QString html = report::reportHtml(content, report::ChartEmbedding::imageResources);
+        const auto& memory = chart("memory").spec;
+        QCOMPARE(memory.stackLabels.size(), qsizetype(3));
+        for (qsizetype i = 0; i < 3; ++i) {
+            const QString value = memory.stackLabels[i].mid(QStringLiteral("peak ").size());
+            QVERIFY2(html.contains(QStringLiteral(">%1</td></tr>").arg(value)), qPrintable(value));   // the table's total column
+            QCOMPARE(memory.stackMarks[i], double(content.comparison.runs[std::size_t(i)].peakTotal) / (1024.0 * 1024.0));
+        }
+        for (const auto& set : chart("underflow").spec.barSets)
+            for (const QString& label : set.labels) QVERIFY2(label.isEmpty() || !label.contains('e'), qPrintable(label));
+        const auto arithmetic = std::find_if(content.comparison.settings.begin(), content.comparison.settings.end(),
+                                             [](const SettingRow& r) { return r.key == "arithmetic (as run)"; });
+        QVERIFY(arithmetic != content.comparison.settings.end());
+        QCOMPARE(arithmetic->values[2], std::string("exact (asked: hardware)"));
     }
 
     void cliReportWritesEveryFormat()

@@ -108,6 +108,17 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
         SettingRow row;
         row.key = k;
         for (const auto& r : runs) row.values.push_back(r.settings.contains(k) ? settingValueText(r.settings[k]) : "-");
+        // The arithmetic as the run's products ran (the record's backend says, "exact: this CPU
+        // has no native fp16 ..."), and what was asked where that differs: asked for hardware
+        // units, an AMP FP16 run on a CPU without them ran exact.
+        if (k == "arithmetic") {
+            row.key = "arithmetic (as run)";
+            for (std::size_t i = 0; i < runs.size(); ++i) {
+                if (!runs[i].arithmetic || runs[i].arithmetic->empty()) continue;
+                const std::string ran = runs[i].arithmetic->substr(0, runs[i].arithmetic->find(':'));
+                if (ran != row.values[i]) row.values[i] = ran + " (asked: " + row.values[i] + ")";
+            }
+        }
         row.differs = std::adjacent_find(row.values.begin(), row.values.end(), std::not_equal_to<>()) != row.values.end();
         c.settings.push_back(std::move(row));
     }
@@ -260,10 +271,21 @@ std::string formatAccuracy(std::optional<double> a)
 
 std::string formatMebibytes(std::int64_t bytes)
 {
-    char buf[32];
-    const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
-    std::snprintf(buf, sizeof buf, mib < 10.0 ? "%.2f MiB" : "%.1f MiB", mib);
+    return formatMebibytes(bytes, static_cast<double>(bytes) < 10.0 * 1024.0 * 1024.0 ? 2 : 1);
+}
+
+std::string formatMebibytes(std::int64_t bytes, int decimals)
+{
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f MiB", decimals, static_cast<double>(bytes) / (1024.0 * 1024.0));
     return buf;
+}
+
+int mebibyteDecimals(const std::vector<std::int64_t>& column)
+{
+    std::int64_t largest = 0;
+    for (std::int64_t b : column) largest = std::max(largest, b);
+    return static_cast<double>(largest) < 10.0 * 1024.0 * 1024.0 ? 2 : 1;
 }
 
 std::string formatCount(std::int64_t n)

@@ -111,7 +111,11 @@ std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std
 // Text forms shared by the table, the summary and the reports.
 std::string formatPercent(double fraction);          // two significant digits: "1.4%", "0.13%"
 std::string formatAccuracy(std::optional<double> a); // "96.85%" or "-"
-std::string formatMebibytes(std::int64_t bytes);     // "59.8 MiB"
+std::string formatMebibytes(std::int64_t bytes);     // "59.8 MiB" ("0.19 MiB" under 10 MiB)
+// A column of a table (or the labels of a chart) in one style: `decimals` for every value,
+// mebibyteDecimals of the column's values (2 where all are under 10 MiB, else 1).
+std::string formatMebibytes(std::int64_t bytes, int decimals);
+int mebibyteDecimals(const std::vector<std::int64_t>& column);
 std::string formatCount(std::int64_t n);             // "18,496"
 std::string settingValueText(const nlohmann::json& v);
 

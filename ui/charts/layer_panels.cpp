@@ -93,18 +93,6 @@ bool layerNameLess(const std::string& a, const std::string& b)
     return a.size() - i < b.size() - j;
 }
 
-bool linesCoincide(const QList<QPointF>& a, const QList<QPointF>& b, double tolerance)
-{
-    if (a.size() < 2 || a.size() != b.size()) return false;
-    for (qsizetype i = 0; i < a.size(); ++i) {
-        if (a[i].x() != b[i].x()) return false;
-        const double ya = a[i].y(), yb = b[i].y();
-        if (std::isnan(ya) != std::isnan(yb)) return false;
-        if (!std::isnan(ya) && std::abs(ya - yb) > tolerance) return false;
-    }
-    return true;
-}
-
 QString kindsWithData(const QList<RunPtr>& runs)
 {
     QStringList kinds;

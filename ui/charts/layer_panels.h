@@ -7,6 +7,7 @@
 #pragma once
 
 #include "charts/chart_support.h"
+#include "chart_painter.h"   // linesCoincide: the app's charts and the report's share the rule
 
 #include <QComboBox>
 #include <QGraphicsSimpleTextItem>
@@ -21,6 +22,8 @@ QT_END_NAMESPACE
 #include <vector>
 
 namespace plab::ui {
+
+using report::linesCoincide;   // the app's charts and the report's: one rule for curves that hide each other
 
 class LayerPanelsGroup : public ChartGroup {
     Q_OBJECT
@@ -127,9 +130,6 @@ void sortInModelOrder(std::vector<std::string>& names, const std::vector<std::st
 // (fc2 before fc10, as deep-mlp's layers come), the rest as text.
 bool layerNameLess(const std::string& a, const std::string& b);
 
-// Whether two polylines drawn with the same x values lie within `tolerance` of each other
-// in y everywhere they share an x (and share at least two points).
-bool linesCoincide(const QList<QPointF>& a, const QList<QPointF>& b, double tolerance);
 
 // "Tensor kinds with data: activation, activation grad" for an empty chart's note; empty
 // when no run has telemetry at all.
