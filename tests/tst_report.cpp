@@ -389,6 +389,19 @@ private slots:
         std::size_t layers = 0;
         for (const auto& t : scaled_["telemetry"]) layers += t["layers"].size();
         QCOMPARE(telemetry.size(), layers + 1);
+        // What the counts are of: the run's own rounding, in each site's format.
+        QCOMPARE(telemetry[0][17], std::string("format"));
+        QCOMPARE(telemetry[0][18], std::string("counted"));
+        for (std::size_t i = 1; i < telemetry.size(); ++i) QCOMPARE(telemetry[i][18], std::string("as run"));
+        // A probe's record: what the judged format's rounding would have done (issue 68 item 3).
+        json probed = fp32_;
+        probed["source"] = {{"kind", "pytorch-probe"}, {"as_run", "fp32"}, {"judged_format", "fp16"}};
+        const auto judged = telemetryTable(readRunRecord(probed, "probe"), "probe");
+        QVERIFY(judged.size() > 1);
+        for (std::size_t i = 1; i < judged.size(); ++i) {
+            QCOMPARE(judged[i][17], std::string("fp16"));
+            QCOMPARE(judged[i][18], std::string("judged, not run"));
+        }
 
         // Issue 66, finding 10: a name a spreadsheet would run as a formula is written as text.
         const fs::path folder3 = dir_.path() / "csv3";

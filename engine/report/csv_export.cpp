@@ -3,6 +3,7 @@
 
 #include "record/record_writer.h"
 #include "telemetry/non_finite_sites.h"
+#include "train/region_format.h"
 
 #include "error.h"
 #include "files/input_file.h"
@@ -165,7 +166,11 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
 {
     std::vector<CsvRow> t = {{"run", "step", "loss_scale", "layer", "kind", "count", "zeros_in", "underflow",
                               "subnormal", "overflow", "nan", "inf_in", "nonzero_updates", "lost_updates",
-                              "non_finite_updates", "state_flushed", "state_non_finite"}};
+                              "non_finite_updates", "state_flushed", "state_non_finite", "format", "counted"}};
+    // What the counts are of: the run's own rounding into `format` ("as run"), or, in a
+    // PyTorch probe's record, what rounding into the format it judged against would have done
+    // to the tensors the training made ("judged, not run").
+    const std::string counted = record.judgedFormat.empty() ? "as run" : "judged, not run";
     for (const TelemetryPoint& snap : record.telemetry)
         for (const LayerSnapshot& l : snap.layers) {
             const RoundingStats& s = l.stats;
@@ -177,6 +182,8 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
             for (std::int64_t n : {l.updates.nonzero, l.updates.lost, l.updates.nonFinite, l.updates.stateFlushed,
                                     l.updates.stateNonFinite})
                 row.push_back(updates ? cell(n) : std::string());
+            row.push_back(regionFormatFor(record.finalSettings(), record.judgedFormat, l.layer, l.kind).name);
+            row.push_back(counted);
             t.push_back(std::move(row));
         }
     return t;
