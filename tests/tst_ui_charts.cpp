@@ -55,6 +55,15 @@ using namespace plab::ui;
 
 namespace {
 
+// The first event of a run planned for `steps` steps on `backend` (the other facts empty).
+RunStartEvent runStart(std::int64_t steps, const char* backend = "cpu")
+{
+    RunStartEvent e;
+    e.backend = backend;
+    e.plannedSteps = steps;
+    return e;
+}
+
 constexpr std::int64_t kChangeStep = 500;
 
 TrainSettings ampSettings()
@@ -91,7 +100,7 @@ RunPtr makeRun(const QString& name, std::int64_t steps, QColor color, double los
     auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, ampSettings());
     run->setName(name);
     run->setColor(color);
-    run->apply(RunStartEvent{"cpu", {}, steps});
+    run->apply(runStart(steps));
     double scale = 65536.0;
     std::int64_t skipped = 0;
     for (std::int64_t i = 1; i <= steps; ++i) {
@@ -207,7 +216,7 @@ RunPtr runWithLayers(const QString& name, const TrainSettings& settings, const s
     auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, settings);
     run->setName(name);
     run->setColor(Qt::blue);
-    run->apply(RunStartEvent{"cpu", {}, 100});
+    run->apply(runStart(100));
     for (std::int64_t i = 1; i <= 100; ++i) {
         StepEvent e;
         e.step = i;
@@ -475,7 +484,7 @@ void TestUiCharts::divergedRunShowsItsFiniteStepsAndWhy()
     auto run = std::make_shared<RunData>(QStringLiteral("id-d"), ampSettings());
     run->setName(QStringLiteral("pure"));
     run->setColor(Qt::red);
-    run->apply(RunStartEvent{"cpu", {}, 10});
+    run->apply(runStart(10));
     for (std::int64_t i = 1; i <= 4; ++i) {
         StepEvent e;
         e.step = i;
@@ -566,7 +575,7 @@ void TestUiCharts::skippedRunIsOneBandAndLevelsAreLabelled()
         auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, ampSettings());
         run->setName(name);
         run->setColor(color);
-        run->apply(RunStartEvent{"cpu", {}, 300});
+        run->apply(runStart(300));
         std::int64_t skipped = 0;
         for (std::int64_t i = 1; i <= 300; ++i) {
             StepEvent e;
@@ -752,7 +761,7 @@ static std::shared_ptr<RunData> startedRun(const std::string& preset, const QStr
     settings.recipe = *PrecisionRecipe::fromPreset(preset);
     auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, settings);
     run->setName(name);
-    run->apply(RunStartEvent{"cpu", {}, 10});
+    run->apply(runStart(10));
     return run;
 }
 
@@ -958,7 +967,7 @@ void TestUiCharts::emptyAndCoincidingPanelsSayWhy()
     // A run without weight rounding (fp32): no update is counted, and the panel says why.
     auto fp32 = std::make_shared<RunData>(QStringLiteral("id-fp32"), ampSettings());
     fp32->setName("fp32");
-    fp32->apply(RunStartEvent{"cpu", {}, 10});
+    fp32->apply(runStart(10));
     view.setRuns(fp32, {});
     view.redrawNow();
     QVERIFY(updates->lostNote().startsWith("No histogram step yet"));   // before its first snapshot
@@ -1139,7 +1148,9 @@ void TestUiCharts::deviceLinesShowWhatTheRunHolds()
     const auto deviceRun = [&](const char* id, std::optional<std::uint64_t> before) {
         const RunPtr run = std::make_shared<RunData>(id, ampSettings());
         run->setName(id);
-        run->apply(RunStartEvent{"cuda", {}, 2, "", before});
+        RunStartEvent start = runStart(2, "cuda");
+        start.deviceBeforeRun = before;
+        run->apply(start);
         for (int i = 1; i <= 2; ++i) {
             StepEvent e;
             e.step = i;
@@ -1177,7 +1188,9 @@ void TestUiCharts::throughputAndProgress()
     ChartsView view;
     const RunPtr run = std::make_shared<RunData>("id-half", ampSettings());
     run->setName("half");
-    run->apply(RunStartEvent{"cpu", {}, 400, "hardware: AVX-512 BF16 via oneDNN 2.6.3 (brg:avx512_core_bf16)"});
+    RunStartEvent start = runStart(400);
+    start.arithmetic = "hardware: AVX-512 BF16 via oneDNN 2.6.3 (brg:avx512_core_bf16)";
+    run->apply(start);
     for (int i = 1; i <= 100; ++i) {
         StepEvent e;
         e.step = i;

@@ -331,7 +331,7 @@ private slots:
         const qint64 gonePid = gone.processId();
         QVERIFY(gone.waitForFinished());
         writeJsonAtomically(runs.path() / "run-dead.json", partial);
-        std::ofstream(recordLockPath(runs.path() / "run-dead.json")) << gone.processId() << ' '
+        std::ofstream(recordLockPath(runs.path() / "run-dead.json")) << gonePid << ' '
                                                                      << QSysInfo::machineHostName().toStdString() << '\n';
         RunStore again(q(runs.path()));
         QCOMPARE(again.loadAll(), QStringList());

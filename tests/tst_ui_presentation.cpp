@@ -50,6 +50,15 @@ using nlohmann::json;
 
 namespace {
 
+// The first event of a run planned for `steps` steps on `backend` (the other facts empty).
+RunStartEvent runStart(std::int64_t steps, const char* backend = "cpu")
+{
+    RunStartEvent e;
+    e.backend = backend;
+    e.plannedSteps = steps;
+    return e;
+}
+
 // A finished run shaped like one of lesson 1's: 400 steps of a falling loss, an evaluation
 // every 100 steps, weight-gradient histograms of conv1, conv2 and fc1 every 25 steps
 // (centred at 2^center).
@@ -60,7 +69,7 @@ RunPtr lessonRun(const QString& name, QColor color, int center)
     auto run = std::make_shared<RunData>(QStringLiteral("id-") + name, settings);
     run->setName(name);
     run->setColor(color);
-    run->apply(RunStartEvent{"cpu", {}, 400});
+    run->apply(runStart(400));
     for (std::int64_t i = 1; i <= 400; ++i) {
         StepEvent e;
         e.step = i;

@@ -213,16 +213,16 @@ private slots:
     void cudaUnavailableIsExplained()
     {
         SettingsPanel panel;
-        panel.setCudaInfo(BackendInfo{"cuda", false, "no CUDA device was found", {}});
+        panel.setCudaInfo(BackendInfo{"cuda", false, "no CUDA device was found", {}, {}});
         QVERIFY(child<QLabel>(panel, "backendNote")->text().contains(QStringLiteral("No NVIDIA GPU found")));
         // Issue 67, item 3: a machine without an NVIDIA driver is told as one, not as a broken
         // driver; what the runtime said is the detail.
         const std::string raw = "unavailable: CUDA driver version is insufficient for CUDA runtime version (cudaGetDeviceCount)";
-        panel.setCudaInfo(BackendInfo{"cuda", false, raw, {}});
+        panel.setCudaInfo(BackendInfo{"cuda", false, raw, {}, {}});
         QCOMPARE(child<QLabel>(panel, "backendNote")->text(),
                  QStringLiteral("CUDA: No NVIDIA GPU found (the CUDA backend needs one)"));
         QVERIFY(child<QLabel>(panel, "backendNote")->toolTip().contains(QString::fromStdString(raw)));
-        panel.setCudaInfo(BackendInfo{"cuda", false, "unavailable: the plugin libplab_cuda.so was not found", {}});
+        panel.setCudaInfo(BackendInfo{"cuda", false, "unavailable: the plugin libplab_cuda.so was not found", {}, {}});
         QVERIFY(child<QLabel>(panel, "backendNote")->text().contains(QStringLiteral("libplab_cuda.so")));   // others as they are
         TrainSettings s;
         s.backend = "cuda";

@@ -37,14 +37,14 @@ using namespace plab;
 namespace ck = plab::cudakernels;
 
 
-namespace {  // internal to each test program
+namespace {  // internal to each test program; inline, as each program uses only some of them
 
 // splitmix64: the same data on every machine.
 using Rng = plab::testing::SplitMix64;
 
 // Values spread over the whole fp32 range plus every special class the rounding counts:
 // zeros of both signs, fp32 subnormals, values that under/overflow fp16 and bf16, ties.
-std::vector<float> telemetryData(std::size_t n, std::uint64_t seed)
+inline std::vector<float> telemetryData(std::size_t n, std::uint64_t seed)
 {
     Rng rng{seed};
     const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
@@ -67,14 +67,14 @@ std::vector<float> telemetryData(std::size_t n, std::uint64_t seed)
 // The CPU's counts as the CUDA plugin's counters can hold them: those do not measure
 // RoundingStats::largestFinite (0, "not measured": a skipped step then names its overflow by
 // count, docs/RUN_RECORD.md), so it is compared cleared.
-RoundingStats asDeviceCounts(RoundingStats s)
+inline RoundingStats asDeviceCounts(RoundingStats s)
 {
     s.largestFinite = 0.0f;
     return s;
 }
 
 // Counter block -> the engine's structs, the same mapping as CudaBackend::roundArray.
-void addCounters(const std::vector<std::uint64_t>& c, std::size_t n, RoundingStats& stats, GradientHistogram& hist)
+inline void addCounters(const std::vector<std::uint64_t>& c, std::size_t n, RoundingStats& stats, GradientHistogram& hist)
 {
     stats.count += n;
     stats.zerosIn += c[ck::kZerosIn];
@@ -89,7 +89,7 @@ void addCounters(const std::vector<std::uint64_t>& c, std::size_t n, RoundingSta
 }
 
 // What the rounding kernel computes, one element after the other on the host.
-void emulateRoundKernel(Format f, const std::vector<float>& in, std::vector<float>& out, RoundingStats& stats,
+inline void emulateRoundKernel(Format f, const std::vector<float>& in, std::vector<float>& out, RoundingStats& stats,
                         GradientHistogram& hist)
 {
     std::vector<std::uint64_t> counters(ck::kCounterSlots, 0);
@@ -108,7 +108,7 @@ void emulateRoundKernel(Format f, const std::vector<float>& in, std::vector<floa
 // What the FP8 quantisation kernels compute (fp8_kernels.cu), element after element on the
 // host: the values q * scaleInv into out, and, where codes is given, q's code into it;
 // returns the amax it folds.
-float emulateQuantizeFp8Kernel(MiniFormat f, const std::vector<float>& in, float scale, float scaleInv,
+inline float emulateQuantizeFp8Kernel(MiniFormat f, const std::vector<float>& in, float scale, float scaleInv,
                                std::vector<float>& out, RoundingStats& stats, GradientHistogram& hist,
                                std::vector<std::uint8_t>* codes = nullptr)
 {
@@ -134,7 +134,7 @@ float emulateQuantizeFp8Kernel(MiniFormat f, const std::vector<float>& in, float
 // at and next to its rounding boundaries: each value, its fp32 neighbours, the midpoint to
 // the next value (a tie) and the midpoint's neighbours, both signs; then values beyond the
 // largest (saturation), half the smallest subnormal (a tie to zero), infinities and NaN.
-std::vector<float> fp8Boundaries(MiniFormat f, float scale)
+inline std::vector<float> fp8Boundaries(MiniFormat f, float scale)
 {
     std::vector<float> values;
     std::vector<float> finite;
@@ -162,7 +162,7 @@ std::vector<float> fp8Boundaries(MiniFormat f, float scale)
 
 // The data of a per-tensor quantisation test: every rounding boundary of the format at
 // this scale, then `spread` telemetry-like values (every special class), and the op.
-std::pair<std::vector<float>, QuantizeOp> quantizeCase(int format, float scale, std::size_t spread, std::uint64_t seed)
+inline std::pair<std::vector<float>, QuantizeOp> quantizeCase(int format, float scale, std::size_t spread, std::uint64_t seed)
 {
     std::vector<float> in = fp8Boundaries(static_cast<MiniFormat>(format), scale);
     const std::vector<float> more = telemetryData(spread, seed + static_cast<std::uint64_t>(format));
@@ -177,7 +177,7 @@ std::pair<std::vector<float>, QuantizeOp> quantizeCase(int format, float scale, 
 // ---- The step kernels on the host (kernels.cu / step_kernels.cu, thread by thread) --------
 
 // addBiasRound: the bias added in fp32, then rounded and counted; fp32 is no rounding site.
-void emulateAddBiasRound(Format f, std::vector<float>& x, const std::vector<float>& bias, std::int64_t period,
+inline void emulateAddBiasRound(Format f, std::vector<float>& x, const std::vector<float>& bias, std::int64_t period,
                          std::int64_t repeat, RoundingStats& stats, GradientHistogram& hist)
 {
     std::vector<std::uint64_t> counters(ck::kCounterSlots, 0);
@@ -194,7 +194,7 @@ void emulateAddBiasRound(Format f, std::vector<float>& x, const std::vector<floa
 }
 
 // maxPool2x2 forward (one thread per output) and backward (one thread per input).
-void emulateMaxPool(const ck::PoolShape& s, const std::vector<float>& in, std::vector<float>& out,
+inline void emulateMaxPool(const ck::PoolShape& s, const std::vector<float>& in, std::vector<float>& out,
                     std::vector<std::uint8_t>& argmax)
 {
     const std::int64_t total = s.planes * s.outHeight() * s.outWidth();
@@ -209,7 +209,7 @@ void emulateMaxPool(const ck::PoolShape& s, const std::vector<float>& in, std::v
     }
 }
 
-void emulateMaxPoolBackward(const ck::PoolShape& s, const std::vector<float>& g, const std::vector<std::uint8_t>& argmax,
+inline void emulateMaxPoolBackward(const ck::PoolShape& s, const std::vector<float>& g, const std::vector<std::uint8_t>& argmax,
                             std::vector<float>& dx)
 {
     dx.assign(static_cast<std::size_t>(s.planes * s.height * s.width), 0.0f);
@@ -221,7 +221,7 @@ void emulateMaxPoolBackward(const ck::PoolShape& s, const std::vector<float>& g,
 }
 
 // Softmax cross-entropy: one "thread" per row, then the total in row order.
-LossResult emulateSoftmax(Format emulate, const std::vector<float>& logits, const std::vector<std::uint8_t>& labels,
+inline LossResult emulateSoftmax(Format emulate, const std::vector<float>& logits, const std::vector<std::uint8_t>& labels,
                           std::int64_t classes, std::vector<float>& prob)
 {
     const auto N = static_cast<std::int64_t>(labels.size());
@@ -242,7 +242,7 @@ LossResult emulateSoftmax(Format emulate, const std::vector<float>& logits, cons
     return result;
 }
 
-void emulateSoftmaxBackward(const std::vector<float>& prob, const std::vector<std::uint8_t>& labels,
+inline void emulateSoftmaxBackward(const std::vector<float>& prob, const std::vector<std::uint8_t>& labels,
                             std::int64_t classes, float lossScale, std::vector<float>& grad)
 {
     const float batch = static_cast<float>(labels.size());
@@ -253,7 +253,7 @@ void emulateSoftmaxBackward(const std::vector<float>& prob, const std::vector<st
     }
 }
 
-void addUpdateMask(UpdateCounts& counts, unsigned mask)
+inline void addUpdateMask(UpdateCounts& counts, unsigned mask)
 {
     counts.nonzero += (mask >> ck::kUpdateNonzero) & 1u;
     counts.lost += (mask >> ck::kUpdateLost) & 1u;
@@ -263,14 +263,14 @@ void addUpdateMask(UpdateCounts& counts, unsigned mask)
 }
 
 // The kernels' rule for f's weights write (its compensation is passed apart: the kernel's own).
-ck::WeightWriteRule ruleOf(const UpdateFormats& f)
+inline ck::WeightWriteRule ruleOf(const UpdateFormats& f)
 {
     return ck::WeightWriteRule{static_cast<int>(f.write.rounding), static_cast<unsigned long long>(f.write.key)};
 }
 
 // One optimizer update, element after element (buffer may be empty without momentum;
 // comp is Kahan's compensation, empty otherwise).
-UpdateCounts emulateSgd(const SgdScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
+inline UpdateCounts emulateSgd(const SgdScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
                         std::vector<float>& buffer, std::vector<float>* comp = nullptr)
 {
     const ck::SgdStep step{s.momentum, s.negLr, s.useMomentum, s.firstStep};
@@ -284,7 +284,7 @@ UpdateCounts emulateSgd(const SgdScalars& s, UpdateFormats f, std::vector<float>
     return counts;
 }
 
-UpdateCounts emulateAdam(const AdamScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
+inline UpdateCounts emulateAdam(const AdamScalars& s, UpdateFormats f, std::vector<float>& w, const std::vector<float>& g,
                          std::vector<float>& m, std::vector<float>& v, std::vector<float>* comp = nullptr)
 {
     const ck::AdamStep step{s.beta1, s.oneMinusBeta1, s.beta2, s.oneMinusBeta2, s.invBiasCorrection2Sqrt, s.eps,
@@ -298,7 +298,7 @@ UpdateCounts emulateAdam(const AdamScalars& s, UpdateFormats f, std::vector<floa
 
 // The gradient sweep: the flag over every view first, then scale and square view by view
 // (the device sums each view's squares in a tree; here in order, as the CPU does).
-SweepResult emulateSweep(std::vector<std::vector<float>>& views, const std::vector<Format>& formats, float multiplier)
+inline SweepResult emulateSweep(std::vector<std::vector<float>>& views, const std::vector<Format>& formats, float multiplier)
 {
     SweepResult result;
     for (const auto& v : views)
@@ -316,7 +316,7 @@ SweepResult emulateSweep(std::vector<std::vector<float>>& views, const std::vect
 }
 
 // Adam's scalars at step t, as engine/optim/adam.cpp computes them from Python floats.
-AdamScalars adamScalars(int step, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8)
+inline AdamScalars adamScalars(int step, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8)
 {
     const double bc1 = 1.0 - std::pow(beta1, step), bc2 = 1.0 - std::pow(beta2, step);
     return {static_cast<float>(beta1), static_cast<float>(1.0 - beta1),   static_cast<float>(beta2),
@@ -326,7 +326,7 @@ AdamScalars adamScalars(int step, double lr = 1e-3, double beta1 = 0.9, double b
 
 // Values of format f for optimizer tests: mostly spread over [2^-30, 2^10] with both signs,
 // and about one in six from `specials` (zeros, NaN, the format's edges, ...).
-std::vector<float> valuesWithSpecials(Format f, std::size_t n, std::uint64_t seed, const std::vector<float>& specials)
+inline std::vector<float> valuesWithSpecials(Format f, std::size_t n, std::uint64_t seed, const std::vector<float>& specials)
 {
     Rng rng{seed};
     std::vector<float> v(n);
@@ -344,7 +344,7 @@ std::vector<float> valuesWithSpecials(Format f, std::size_t n, std::uint64_t see
 
 // Equal as stored values: the same bits, or NaN on both sides (a NaN's payload and sign
 // are not part of any op's contract: x86 and CUDA make different default NaNs).
-bool sameValues(const std::vector<float>& a, const std::vector<float>& b)
+inline bool sameValues(const std::vector<float>& a, const std::vector<float>& b)
 {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
@@ -353,7 +353,7 @@ bool sameValues(const std::vector<float>& a, const std::vector<float>& b)
     return true;
 }
 
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
+inline bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
 {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -368,7 +368,7 @@ struct Plugin {
     PlabCudaCreateBackendFn create = nullptr;
 };
 
-const Plugin& plugin()
+inline const Plugin& plugin()
 {
     static const Plugin p = [] {
         Plugin r;
@@ -395,7 +395,7 @@ const Plugin& plugin()
 }
 
 // Where a CUDA backend can come from: the engine's own loader, else the build tree's plugin.
-BackendInfo probeAnyCuda()
+inline BackendInfo probeAnyCuda()
 {
     BackendInfo engine = probeCudaBackend();
     if (engine.available || !plugin().probe) return engine;
@@ -412,19 +412,19 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Gradients of format f over what an optimizer meets: zeros, values that underflow fp16
 // (1e-8, below half its smallest subnormal 2^-24), its smallest subnormal, its largest
 // value, NaN and inf.
-std::vector<float> gradients(Format f, std::size_t n, std::uint64_t seed)
+inline std::vector<float> gradients(Format f, std::size_t n, std::uint64_t seed)
 {
     return valuesWithSpecials(f, n, seed, {0.0f, -0.0f, 1e-8f, 0x1.0p-24f, 65504.0f, -65504.0f, kNaN, kInf});
 }
 
 // Weights of format f: zeros, values whose ulp swallows small updates (2048: fp16's ulp is
 // 2), the largest fp16 (an update overflows it), tiny values, NaN.
-std::vector<float> weights(Format f, std::size_t n, std::uint64_t seed)
+inline std::vector<float> weights(Format f, std::size_t n, std::uint64_t seed)
 {
     return valuesWithSpecials(f, n, seed, {0.0f, -0.0f, 1.0f, 2048.0f, 65504.0f, -65504.0f, 1e-7f, kNaN});
 }
 
-std::vector<float> uniformValues(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f)
+inline std::vector<float> uniformValues(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f)
 {
     Rng rng{seed};
     std::vector<float> v(n);
@@ -433,7 +433,7 @@ std::vector<float> uniformValues(std::size_t n, std::uint64_t seed, float lo = -
 }
 
 // Labels < classes, seeded.
-std::vector<std::uint8_t> labelsFor(std::size_t n, std::int64_t classes, std::uint64_t seed)
+inline std::vector<std::uint8_t> labelsFor(std::size_t n, std::int64_t classes, std::uint64_t seed)
 {
     Rng rng{seed};
     std::vector<std::uint8_t> y(n);
@@ -443,7 +443,7 @@ std::vector<std::uint8_t> labelsFor(std::size_t n, std::int64_t classes, std::ui
 
 // Logits (N, classes) with rows that stress the loss: random, one dominant logit (its
 // neighbours' exponentials underflow), all equal (the first maximum wins), large offsets.
-std::vector<float> logitsFor(std::int64_t N, std::int64_t classes, std::uint64_t seed)
+inline std::vector<float> logitsFor(std::int64_t N, std::int64_t classes, std::uint64_t seed)
 {
     Rng rng{seed};
     std::vector<float> x(static_cast<std::size_t>(N * classes));
@@ -458,14 +458,14 @@ std::vector<float> logitsFor(std::int64_t N, std::int64_t classes, std::uint64_t
     return x;
 }
 
-bool sameFloat(float a, float b)
+inline bool sameFloat(float a, float b)
 {
     return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
 
 // Rows of the addBiasRound tests: every format, in Linear's layout (period out, repeat 1)
 // and Conv2d's (period Cout, repeat N*H*W).
-void addBiasRoundRows(qlonglong convPeriod, qlonglong convRepeat)
+inline void addBiasRoundRows(qlonglong convPeriod, qlonglong convRepeat)
 {
     QTest::addColumn<int>("format");
     QTest::addColumn<qlonglong>("period");
