@@ -1,14 +1,12 @@
 // The lesson panel (see lesson_panel.h).
 #include "lessons/lesson_panel.h"
 
-#include "files/atomic_file.h"
+#include "lesson/lesson_session.h"
 #include "lesson/lesson_text.h"
 #include "record/run_record.h"
 
 #include <QComboBox>
 #include <QDateTime>
-#include <QDir>
-#include <QFileInfo>
 #include <QEvent>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -24,7 +22,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <nlohmann/json.hpp>
 
 namespace plab::ui {
 
@@ -279,39 +276,14 @@ void LessonPanel::writeSession()
     sessionFile_.clear();
     const QStringList paths = runner_->recordPaths();
     if (paths.isEmpty() || paths.front().isEmpty()) return;
-    const LessonRecords refs = recordRefs();
-    nlohmann::json doc;
-    doc["format"] = 1;
-    doc["lesson"] = lesson_->title;
-    doc["origin"] = lesson_->origin;
-    doc["finished_at"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
-    nlohmann::json runs = nlohmann::json::array();
-    for (std::size_t i = 0; i < lesson_->runs.size(); ++i)
-        runs.push_back({{"id", lesson_->runs[i].id},
-                        {"name", lesson_->runs[i].name},
-                        {"record", i < static_cast<std::size_t>(paths.size()) ? QFileInfo(paths[static_cast<qsizetype>(i)]).fileName().toStdString()
-                                                                                : std::string()}});
-    doc["runs"] = runs;
-    if (lesson_->predict)
-        doc["prediction"] = {{"prompt", lesson_->predict->prompt},
-                             {"given", prediction_.toStdString()},
-                             {"measured", fillPlaceholders(lesson_->predict->answer, *lesson_, refs)}};
-    nlohmann::json claims = nlohmann::json::array();
-    for (const ExpectationResult& r : results_)
-        claims.push_back({{"claim", describeExpectation(*r.expectation)},
-                          {"backs", fillPlaceholders(r.expectation->backs, *lesson_, refs)},
-                          {"state", r.state == ExpectationState::held ? "held" : r.state == ExpectationState::notHeld ? "not held" : "not measured"},
-                          {"measured", r.state == ExpectationState::notMeasured ? r.why : r.measured}});
-    doc["claims"] = claims;
-    // Beside the records, in a folder of its own: the run list reads only the records.
-    QDir dir(QFileInfo(paths.front()).absolutePath());
-    if (!dir.mkpath(QStringLiteral("lesson-sessions"))) return;
-    dir.cd(QStringLiteral("lesson-sessions"));
-    const QString stem = QFileInfo(paths.front()).completeBaseName();
-    const QString file = dir.filePath(stem + QStringLiteral(".lesson.json"));
+    LessonSession session;
+    session.lesson = &*lesson_;
+    for (const QString& p : paths) session.records.emplace_back(p.toStdString());
+    session.prediction = prediction_.toStdString();
+    session.results = results_;
+    session.finishedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
     try {
-        writeFileAtomically(file.toStdString(), doc.dump(2) + "\n");
-        sessionFile_ = file;
+        sessionFile_ = QString::fromStdString(writeLessonSession(session, recordRefs()).string());
     } catch (const std::exception&) {
         // The lesson itself is judged and shown; only its session file is missing.
     }
