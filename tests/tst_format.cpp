@@ -104,6 +104,7 @@ private slots:
     void formatInfoMatchesDefinitions();
     void fp16AllPatternsRoundTrip();
     void bf16AllPatternsRoundTrip();
+    void encodingsAndTraitsFollowTheSpecifications();
     void roundingBoundaries_data();
     void roundingBoundaries();
     void nanStaysNanWithSign_data();
@@ -131,6 +132,45 @@ void TestFormat::formatInfoMatchesDefinitions()
         QCOMPARE(info.minSubnormalLog2, info.minNormalLog2 - info.mantissaBits);
     }
     QVERIFY(!parseFormat("fp8"));
+}
+
+// The format rows' traits against the formats' definitions (IEEE 754 binary16 and
+// binary32, bfloat16, NVIDIA's TF32: widths 16, 32, 16, 19; biases 15, 127, 127, 127), and
+// the encodings: every finite pattern of each format decodes to the value its sign,
+// exponent and fraction give and encodes back to itself; tf32's is the top 19 bits of its
+// fp32 container, which storedBits writes; fp16's and bf16's are stored as they are.
+void TestFormat::encodingsAndTraitsFollowTheSpecifications()
+{
+    struct Spec {
+        Format f;
+        int bits, bias;
+        bool packable16;
+    };
+    for (const Spec& s : {Spec{Format::fp32, 32, 127, false}, Spec{Format::tf32, 19, 127, false},
+                          Spec{Format::fp16, 16, 15, true}, Spec{Format::bf16, 16, 127, true}}) {
+        const FormatInfo& info = formatInfo(s.f);
+        QCOMPARE(info.bits(), s.bits);
+        QCOMPARE(info.exponentBias(), s.bias);
+        QCOMPARE(info.packable16(), s.packable16);
+        QCOMPARE(info.storageBytes == 2, s.packable16);
+        if (s.f == Format::fp32) continue;   // 2^32 patterns: the others cover the code
+        const int m = info.mantissaBits;
+        for (std::uint32_t pattern = 0; pattern < (std::uint32_t{1} << s.bits); ++pattern) {
+            const std::uint32_t exponent = (pattern >> m) & ((1u << info.exponentBits) - 1);
+            const std::uint32_t fraction = pattern & ((1u << m) - 1);
+            if (exponent == (1u << info.exponentBits) - 1) continue;   // inf and NaN
+            const double magnitude = exponent == 0 ? std::ldexp(double(fraction), 1 - s.bias - m)
+                                                   : std::ldexp(double(fraction + (1u << m)), int(exponent) - s.bias - m);
+            const double value = (pattern >> (s.bits - 1)) ? -magnitude : magnitude;
+            const float decoded = decodeBits(s.f, pattern);
+            if (double(decoded) != value || encodeBits(s.f, decoded) != pattern)
+                QFAIL(qPrintable(QString("%1 pattern 0x%2: decoded %3, expected %4")
+                                     .arg(QString::fromUtf8(info.name.data(), int(info.name.size())))
+                                     .arg(pattern, 0, 16).arg(double(decoded), 0, 'g', 17).arg(value, 0, 'g', 17)));
+            const std::uint32_t stored = storedBits(s.f, decoded);
+            QCOMPARE(stored, s.packable16 ? pattern : pattern << (23 - m));
+        }
+    }
 }
 
 // Every fp16 pattern converts to fp32 exactly (checked against the value computed from

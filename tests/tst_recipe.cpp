@@ -58,6 +58,40 @@ private slots:
         QCOMPARE(QString::fromStdString(layerPrecisionNames().back()), QString("nvfp4"));
     }
 
+    // Each mode's row carries its rules, written here from the formats' definitions: OCP MX
+    // v1.0 (blocks of 32 with an E8M0 scale; MXFP8 E4M3 or E5M2 elements, MXFP4 E2M1),
+    // NVIDIA's NVFP4 (blocks of 16 E2M1 with an E4M3 scale and an fp32 tensor scale),
+    // Transformer Engine's per-tensor FP8 (E4M3 forward, E5M2 gradients when hybrid).
+    void quantModeRowsCarryTheirRules()
+    {
+        struct Want {
+            QuantMode mode;
+            QuantScale scale;
+            int block;
+            MiniFormat forward, hybridGradient, plainGradient;
+        };
+        for (const Want& w : {Want{QuantMode::fp8Unscaled, QuantScale::unscaled, 0, MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e4m3},
+                              Want{QuantMode::fp8Delayed, QuantScale::tensorDelayed, 0, MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e4m3},
+                              Want{QuantMode::fp8Current, QuantScale::tensorCurrent, 0, MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e4m3},
+                              Want{QuantMode::mxfp8, QuantScale::blockE8M0, 32, MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e4m3},
+                              Want{QuantMode::mxfp4, QuantScale::blockE8M0, 32, MiniFormat::e2m1, MiniFormat::e2m1, MiniFormat::e2m1},
+                              Want{QuantMode::nvfp4, QuantScale::blockE4M3, 16, MiniFormat::e2m1, MiniFormat::e2m1, MiniFormat::e2m1}}) {
+            Quantization q;
+            q.mode = w.mode;
+            QCOMPARE(q.info().mode, w.mode);
+            QCOMPARE(q.info().scale, w.scale);
+            QCOMPARE(q.info().blockSize, w.block);
+            QCOMPARE(q.blockScaled(), w.block > 0);
+            QCOMPARE(q.forwardFormat(), w.forward);
+            q.hybrid = true;
+            QCOMPARE(q.gradientFormat(), w.hybridGradient);
+            q.hybrid = false;
+            QCOMPARE(q.gradientFormat(), w.plainGradient);
+            QCOMPARE(q.fp8Elements(), miniFormatInfo(w.forward).bits() == 8);
+        }
+        QVERIFY(!Quantization{}.on() && !Quantization{}.blockScaled() && !Quantization{}.fp8Elements());
+    }
+
     // The presets' switches, one row per preset, written here from what each preset is meant to be.
     void presetSwitches_data()
     {

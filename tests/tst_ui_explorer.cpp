@@ -111,7 +111,7 @@ private slots:
         QCOMPARE(describe(Format::fp16, pow2(-24)).pattern, 0x0001u);
         QCOMPARE(describe(Format::bf16, 1.0).pattern, 0x3f80u);
         QCOMPARE(describe(Format::tf32, 1.0).pattern, 0x3f800000u >> 13);
-        QCOMPARE(patternWidth(Format::tf32), 19);
+        QCOMPARE(formatInfo(Format::tf32).bits(), 19);
     }
 
     void exactDecimals()
@@ -331,7 +331,7 @@ private slots:
             const Format f = info.format;
             FormatRow* row = explorer->row(f);
             QVERIFY(visible.contains(QRect(row->mapTo(explorer, QPoint(0, 0)), row->size())));
-            for (int bit = 0; bit < patternWidth(f); ++bit) {
+            for (int bit = 0; bit < formatInfo(f).bits(); ++bit) {
                 QToolButton* b = row->bitButton(bit);
                 const QRect r(b->mapTo(row, QPoint(0, 0)), b->size());
                 QVERIFY2(row->contentsRect().contains(r),

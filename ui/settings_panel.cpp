@@ -545,7 +545,7 @@ void SettingsPanel::readControls()
     // MXFP4 does: the recipe or a layer of its own.
     fp8Formats_->setEnabled(anyLayerQuantizes(s.recipe, [](const Quantization& q) { return q.fp8Elements(); }));
     mxScale_->setEnabled(anyLayerQuantizes(s.recipe, [](const Quantization& q) {
-        return q.mode == QuantMode::mxfp8 || q.mode == QuantMode::mxfp4;
+        return q.info().scale == QuantScale::blockE8M0;
     }));
     if (const auto scaling = lossScaling_->lossScaling(&problem)) s.recipe.lossScaling = *scaling;
     s.optimizer.kind = dataOf(optimizer_).toStdString();

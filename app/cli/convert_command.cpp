@@ -36,13 +36,9 @@ std::string_view withoutSurroundingSpace(std::string_view s)
 
 std::string hexBits(Format f, float rounded)
 {
+    // As it is stored: 16 bits for fp16 and bf16, tf32 in its fp32 container.
     char text[16];
-    switch (f) {
-    case Format::fp16: std::snprintf(text, sizeof text, "0x%04x", unsigned{fp32ToFp16Bits(rounded)}); break;
-    case Format::bf16: std::snprintf(text, sizeof text, "0x%04x", unsigned{fp32ToBf16Bits(rounded)}); break;
-    case Format::tf32:
-    case Format::fp32: std::snprintf(text, sizeof text, "0x%08x", unsigned{bitsOf(rounded)}); break;
-    }
+    std::snprintf(text, sizeof text, "0x%0*x", 2 * formatInfo(f).storageBytes, unsigned{storedBits(f, rounded)});
     return text;
 }
 

@@ -260,19 +260,27 @@ std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::stri
 
 namespace {
 
+// One row per mode, in the enum's order: its names, how it scales, its block, its elements.
 constexpr std::array<QuantModeInfo, 7> kQuantModes{{
-    {QuantMode::off, "off", "in the compute format"},
-    {QuantMode::fp8Unscaled, "fp8-unscaled", "FP8, no scaling"},
-    {QuantMode::fp8Delayed, "fp8-delayed", "FP8, delayed scaling"},
-    {QuantMode::fp8Current, "fp8-current", "FP8, current scaling"},
-    {QuantMode::mxfp8, "mxfp8", "MXFP8 (blocks of 32)"},
-    {QuantMode::mxfp4, "mxfp4", "MXFP4 (blocks of 32)"},
-    {QuantMode::nvfp4, "nvfp4", "NVFP4 (blocks of 16)"},
+    {QuantMode::off, "off", "in the compute format", "", QuantScale::none, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
+    {QuantMode::fp8Unscaled, "fp8-unscaled", "FP8, no scaling", "FP8", QuantScale::unscaled, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
+    {QuantMode::fp8Delayed, "fp8-delayed", "FP8, delayed scaling", "FP8", QuantScale::tensorDelayed, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
+    {QuantMode::fp8Current, "fp8-current", "FP8, current scaling", "FP8", QuantScale::tensorCurrent, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
+    {QuantMode::mxfp8, "mxfp8", "MXFP8 (blocks of 32)", "MXFP8", QuantScale::blockE8M0, kMxBlockSize, MiniFormat::e4m3, MiniFormat::e5m2, true},
+    {QuantMode::mxfp4, "mxfp4", "MXFP4 (blocks of 32)", "MXFP4", QuantScale::blockE8M0, kMxBlockSize, MiniFormat::e2m1, MiniFormat::e2m1, false},
+    {QuantMode::nvfp4, "nvfp4", "NVFP4 (blocks of 16)", "NVFP4", QuantScale::blockE4M3, kNvfp4BlockSize, MiniFormat::e2m1, MiniFormat::e2m1, false},
 }};
+static_assert([] {
+    for (std::size_t i = 0; i < kQuantModes.size(); ++i)
+        if (static_cast<std::size_t>(kQuantModes[i].mode) != i) return false;
+    return true;
+}(), "the quantisation modes' rows are in the enum's order");
 
 }  // namespace
 
 std::span<const QuantModeInfo> quantModes() { return kQuantModes; }
+
+const QuantModeInfo& quantModeInfo(QuantMode m) { return kQuantModes[static_cast<std::size_t>(m)]; }
 
 std::string_view quantModeName(QuantMode m)
 {
@@ -297,15 +305,11 @@ std::optional<AmaxAlgorithm> parseAmaxAlgorithm(std::string_view name)
     return std::nullopt;
 }
 
-MiniFormat Quantization::forwardFormat() const
-{
-    return on() && !fp8Elements() ? MiniFormat::e2m1 : MiniFormat::e4m3;
-}
+MiniFormat Quantization::forwardFormat() const { return info().elements; }
 
 MiniFormat Quantization::gradientFormat() const
 {
-    if (on() && !fp8Elements()) return MiniFormat::e2m1;
-    return hybrid ? MiniFormat::e5m2 : MiniFormat::e4m3;
+    return info().fp8Elements && !hybrid ? info().elements : info().gradients;
 }
 
 std::string Quantization::validate() const
@@ -421,7 +425,7 @@ PrecisionRecipe PrecisionRecipe::forLayer(std::string_view layer) const
 Format PrecisionRecipe::storage() const
 {
     // tf32 only changes matmul/conv operands; what is stored stays fp32.
-    return compute == Format::fp16 || compute == Format::bf16 ? compute : Format::fp32;
+    return formatInfo(compute).packable16() ? compute : Format::fp32;
 }
 
 bool PrecisionRecipe::keepsMasterCopy() const { return masterWeights && compute != Format::fp32; }

@@ -58,12 +58,30 @@ enum class QuantMode : std::uint8_t {
 };
 // The quantisation modes, one row each: what settings, the CLI's help, the settings panel
 // and per-layer precision offer.
+// How a quantisation mode scales its elements.
+enum class QuantScale : std::uint8_t {
+    none,            // off: operands in the compute format
+    unscaled,        // FP8 with scale 1
+    tensorDelayed,   // one scale per tensor from an amax history
+    tensorCurrent,   // one scale per tensor from the tensor's own amax
+    blockE8M0,       // OCP MX: a power-of-two (E8M0) scale per block, no tensor scale
+    blockE4M3,       // NVFP4: an E4M3 scale per block and an fp32 scale per tensor
+};
 struct QuantModeInfo {
     QuantMode mode;
     std::string_view name;    // "fp8-delayed", as settings and records spell it
     std::string_view title;   // the settings panel's choice: "FP8, delayed scaling"
+    std::string_view label;   // in sentences: "FP8", "MXFP8", "NVFP4"
+    QuantScale scale;
+    int blockSize;            // elements sharing a block scale; 0: scaled per tensor
+    MiniFormat elements;      // the activations' and weights' elements
+    MiniFormat gradients;     // the activation gradients' elements
+    // FP8 elements, where Quantization::hybrid chooses the gradients': `gradients` (E5M2)
+    // when on, `elements` (E4M3 throughout) when off. Other modes' are always `gradients`.
+    bool fp8Elements;
 };
 std::span<const QuantModeInfo> quantModes();   // in the order of the enum
+const QuantModeInfo& quantModeInfo(QuantMode m);
 std::string_view quantModeName(QuantMode m);   // "off", "fp8-unscaled", "fp8-delayed", ...
 std::optional<QuantMode> parseQuantMode(std::string_view name);
 
@@ -89,9 +107,10 @@ struct Quantization {
     static constexpr int kMaxMargin = 32;
 
     bool on() const { return mode != QuantMode::off; }
-    bool blockScaled() const { return mode == QuantMode::mxfp8 || mode == QuantMode::mxfp4 || mode == QuantMode::nvfp4; }
+    const QuantModeInfo& info() const { return quantModeInfo(mode); }   // the mode's row
+    bool blockScaled() const { return info().blockSize > 0; }
     // FP8 elements, where `hybrid` chooses the gradients' format (not MXFP4, NVFP4).
-    bool fp8Elements() const { return on() && mode != QuantMode::mxfp4 && mode != QuantMode::nvfp4; }
+    bool fp8Elements() const { return on() && info().fp8Elements; }
     MiniFormat forwardFormat() const;    // activations and weights
     MiniFormat gradientFormat() const;   // activation gradients
     // "FP8 delayed scaling (E4M3 forward, E5M2 gradients, amax history 1024 max, margin 0)".

@@ -11,24 +11,25 @@ std::string Quantization::describe() const
     if (mode == QuantMode::off) return "operands in the compute format";
     const std::string fwd(miniFormatInfo(forwardFormat()).name);
     const std::string bwd(miniFormatInfo(gradientFormat()).name);
-    const std::string formats = !fp8Elements() ? "fp4-e2m1 elements"
-                                : fwd == bwd              ? fwd + " throughout"
-                                                          : fwd + " forward, " + bwd + " gradients";
-    switch (mode) {
-    case QuantMode::off: break;
-    case QuantMode::fp8Unscaled: return "FP8 without scaling (" + formats + ", scale 1)";
-    case QuantMode::fp8Delayed:
-        return "FP8 delayed scaling (" + formats + ", amax history " + std::to_string(amaxHistory) + " " +
+    const std::string formats = fwd != bwd       ? fwd + " forward, " + bwd + " gradients"
+                                : fp8Elements() ? fwd + " throughout"
+                                                : fwd + " elements";
+    // By how the mode scales (its row), so a mode added as a row is described too.
+    const std::string label(info().label);
+    const std::string blocks = "blocks of " + std::to_string(info().blockSize);
+    switch (info().scale) {
+    case QuantScale::none: break;
+    case QuantScale::unscaled: return label + " without scaling (" + formats + ", scale 1)";
+    case QuantScale::tensorDelayed:
+        return label + " delayed scaling (" + formats + ", amax history " + std::to_string(amaxHistory) + " " +
                std::string(amaxAlgorithmName(algorithm)) + ", margin " + std::to_string(margin) + ")";
-    case QuantMode::fp8Current:
-        return "FP8 current scaling (" + formats + ", margin " + std::to_string(margin) + ")";
-    case QuantMode::mxfp8:
-    case QuantMode::mxfp4:
-        return std::string(mode == QuantMode::mxfp8 ? "MXFP8 (" : "MXFP4 (") + formats +
-               ", blocks of 32 with an E8M0 scale" +
+    case QuantScale::tensorCurrent:
+        return label + " current scaling (" + formats + ", margin " + std::to_string(margin) + ")";
+    case QuantScale::blockE8M0:
+        return label + " (" + formats + ", " + blocks + " with an E8M0 scale" +
                (mxScale == MxScaleRounding::ceil ? ", exponent rounded up" : "") + ")";
-    case QuantMode::nvfp4:
-        return "NVFP4 (" + formats + ", blocks of 16 with an E4M3 scale, an fp32 scale per tensor)";
+    case QuantScale::blockE4M3:
+        return label + " (" + formats + ", " + blocks + " with an E4M3 scale, an fp32 scale per tensor)";
     }
     return {};
 }
@@ -56,7 +57,7 @@ std::vector<std::string> PrecisionRecipe::notices() const
         out.push_back("fp32 accumulation off has no effect with fp32 compute.");
     // Pure fp16/bf16 (model.half()) run softmax in the compute format by definition;
     // in a mixed-precision recipe it is a deliberate departure from autocast.
-    if (!fp32SensitiveOps && masterWeights && (compute == Format::fp16 || compute == Format::bf16))
+    if (!fp32SensitiveOps && masterWeights && formatInfo(compute).packable16())
         out.push_back("Softmax and cross-entropy in " + computeName +
                       ": autocast keeps them in fp32 because exp() overflows and sums lose precision "
                       "in reduced precision.");

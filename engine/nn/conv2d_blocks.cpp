@@ -559,7 +559,7 @@ void Conv2d::backwardInBlocks(StepContext& ctx, const StepPrecision& p, const Te
     // budget (a span lowers the samples it touches, so short spans lower more).
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
     const std::int64_t cut = ctx.backend->gemmReductionCut(filterGemm, outChannels_, K);
-    const std::int64_t blockSize = p.quant.mode == QuantMode::nvfp4 ? kNvfp4BlockSize : kMxBlockSize;
+    const std::int64_t blockSize = p.quant.info().blockSize;
     const std::int64_t span = std::min(colsBlock_, N) * hw;
     if (outChannels_ * span > packedColumnValues(ctx, filterGemm, outChannels_ * N * hw) && cut > 0 &&
         cut % blockSize == 0 && span >= 2 * cut) {

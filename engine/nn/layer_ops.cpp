@@ -101,7 +101,7 @@ bool packsStorageOn(const ComputeBackend& backend)
 
 bool packableStorage(Format storage, bool quantizes)
 {
-    return (storage == Format::fp16 || storage == Format::bf16) && !quantizes;
+    return formatInfo(storage).packable16() && !quantizes;
 }
 
 bool packsStorage(const StepContext& ctx, const StepPrecision& p)
@@ -275,11 +275,9 @@ QuantizedStorage quantizedStorageOf(const StepPrecision& p, OperandRole role)
 {
     QuantizedStorage q;
     q.elementBits = miniFormatInfo(quantizedFormat(p.quant, role)).bits();
-    if (p.quant.mode == QuantMode::nvfp4) {
-        q.blockSize = kNvfp4BlockSize;
-    } else if (p.quant.blockScaled()) {
-        q.blockSize = kMxBlockSize;
-        q.tensorBytes = 0;
+    if (p.quant.blockScaled()) {
+        q.blockSize = p.quant.info().blockSize;
+        if (p.quant.info().scale == QuantScale::blockE8M0) q.tensorBytes = 0;   // MX: block scales only
     }
     return q;
 }
@@ -343,10 +341,10 @@ void OperandScaler::adopt(const Quantization& q)
 float OperandScaler::scale(const Quantization& q, MiniFormat f, float currentAmax)
 {
     adopt(q);
-    switch (q.mode) {
-    case QuantMode::fp8Delayed: return scale_;
+    switch (q.info().scale) {
+    case QuantScale::tensorDelayed: return scale_;
     // Transformer Engine's current scaling: a tensor of zeros keeps scale 1.
-    case QuantMode::fp8Current: return fp8ScaleFor(f, currentAmax, 1.0f, q.margin);
+    case QuantScale::tensorCurrent: return fp8ScaleFor(f, currentAmax, 1.0f, q.margin);
     default: return 1.0f;
     }
 }
@@ -354,7 +352,7 @@ float OperandScaler::scale(const Quantization& q, MiniFormat f, float currentAma
 void OperandScaler::record(const Quantization& q, MiniFormat f, float amax)
 {
     adopt(q);
-    if (q.mode != QuantMode::fp8Delayed) return;
+    if (q.info().scale != QuantScale::tensorDelayed) return;
     history_[next_] = amax;
     next_ = (next_ + 1) % history_.size();
     filled_ = std::min(filled_ + 1, history_.size());
@@ -375,7 +373,7 @@ template <class Amax>
 QuantizeOp scaledOp(const StepPrecision& p, OperandRole role, OperandScaler& scaler, const Amax& amax)
 {
     const MiniFormat f = quantizedFormat(p.quant, role);
-    const float currentAmax = p.quant.mode == QuantMode::fp8Current ? amax() : 0.0f;
+    const float currentAmax = p.quant.info().scale == QuantScale::tensorCurrent ? amax() : 0.0f;
     QuantizeOp op;
     op.element = f;
     op.scale = scaler.scale(p.quant, f, currentAmax);
@@ -504,7 +502,7 @@ const Tensor& layerOperand(StepContext& ctx, const StepPrecision& p, const Tenso
 
 float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t)
 {
-    if (p.quant.mode != QuantMode::nvfp4) return 0.0f;
+    if (p.quant.info().scale != QuantScale::blockE4M3) return 0.0f;   // no tensor scale over the blocks'
     return t.packed() ? ctx.backend->amax16(t.storage(), t.bits16(), t.size()) : ctx.backend->amax(t.data(), t.size());
 }
 
@@ -516,7 +514,7 @@ QuantizeOp blockOp(const StepPrecision& p, OperandRole role, std::int64_t rows, 
     QuantizeOp op;
     op.element = quantizedFormat(p.quant, role);
     op.blocks = true;
-    op.blockScaling = p.quant.mode == QuantMode::nvfp4 ? BlockScaling::nvfp4 : BlockScaling::mx;
+    op.blockScaling = p.quant.info().scale == QuantScale::blockE4M3 ? BlockScaling::nvfp4 : BlockScaling::mx;
     op.mxScale = p.quant.mxScale;
     op.tensorAmax = tensorAmax;
     op.rows = rows;

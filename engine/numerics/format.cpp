@@ -33,6 +33,33 @@ const std::array<FormatInfo, 4> kFormatInfos{{
 
 const FormatInfo& formatInfo(Format f) { return kFormatInfos[static_cast<std::size_t>(f)]; }
 
+std::uint32_t encodeBits(Format f, float representable)
+{
+    switch (f) {
+    case Format::fp16: return fp32ToFp16Bits(representable);
+    case Format::bf16: return fp32ToBf16Bits(representable);
+    case Format::tf32: return bitsOf(representable) >> (23 - formatInfo(f).mantissaBits);
+    case Format::fp32: break;
+    }
+    return bitsOf(representable);
+}
+
+float decodeBits(Format f, std::uint32_t encoding)
+{
+    switch (f) {
+    case Format::fp16: return fp16BitsToFp32(static_cast<std::uint16_t>(encoding));
+    case Format::bf16: return bf16BitsToFp32(static_cast<std::uint16_t>(encoding));
+    case Format::tf32: return floatFromBits(encoding << (23 - formatInfo(f).mantissaBits));
+    case Format::fp32: break;
+    }
+    return floatFromBits(encoding);
+}
+
+std::uint32_t storedBits(Format f, float representable)
+{
+    return formatInfo(f).packable16() ? encodeBits(f, representable) : bitsOf(representable);
+}
+
 std::span<const FormatInfo> formats() { return kFormatInfos; }
 
 std::string_view formatName(Format f) { return formatInfo(f).name; }

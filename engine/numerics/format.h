@@ -15,6 +15,11 @@ namespace plab {
 
 enum class Format : std::uint8_t { fp32, tf32, fp16, bf16 };
 
+// Whether an element of f is a 16-bit pattern in memory (fp16, bf16: packed storage and
+// 16-bit products take exactly these; FormatInfo::storageBytes 2, which tst_format checks).
+// Header-only, for the CUDA plugin, which links no engine library.
+constexpr bool packable16(Format f) { return f == Format::fp16 || f == Format::bf16; }
+
 // Static facts about a format, from its definition (IEEE 754 for fp16, fp32).
 struct FormatInfo {
     Format format;
@@ -26,6 +31,12 @@ struct FormatInfo {
     int minNormalLog2;            // log2 of the smallest positive normal
     int maxExponent;              // largest finite value is (2 - 2^-mantissaBits) * 2^maxExponent
     double maxFinite;
+
+    // Traits that follow from the row: the encoding's width (sign, exponent, fraction: 19
+    // for tf32), the exponent's bias, and whether an element is a 16-bit pattern in memory.
+    constexpr int bits() const { return 1 + exponentBits + mantissaBits; }
+    constexpr int exponentBias() const { return (1 << (exponentBits - 1)) - 1; }
+    constexpr bool packable16() const { return plab::packable16(format); }
 };
 
 const FormatInfo& formatInfo(Format f);
@@ -41,6 +52,13 @@ float fp16BitsToFp32(std::uint16_t h);
 std::uint16_t fp32ToBf16Bits(float x);
 float bf16BitsToFp32(std::uint16_t b);
 float roundToTf32(float x);
+
+// A value of format f (already rounded to it) as its encoding, sign, exponent and fraction
+// in the low bits() bits (tf32: 19 bits), and back; and as it is stored in memory,
+// storageBytes wide (tf32: its fp32 container).
+std::uint32_t encodeBits(Format f, float representable);
+float decodeBits(Format f, std::uint32_t encoding);
+std::uint32_t storedBits(Format f, float representable);
 
 // x rounded to format f, returned as the fp32 value that represents it exactly.
 float roundTo(Format f, float x);

@@ -172,6 +172,47 @@ const char* quantizeHelp()
     return help.c_str();
 }
 
+// ", "-joined names.
+std::string listed(const std::vector<std::string>& names)
+{
+    std::string text;
+    for (const auto& n : names) text += (text.empty() ? "" : ", ") + n;
+    return text;
+}
+
+// The presets from the recipes' tables (a preset added there is offered and named here).
+const char* recipeHelp()
+{
+    static const std::string help = "Preset: " + listed(PrecisionRecipe::presetNames()) +
+                                    ", or by a framework's name: " + listed(PrecisionRecipe::frameworkPresetNames()) +
+                                    ", or below 16 bits: " + listed(PrecisionRecipe::lowPrecisionPresetNames());
+    return help.c_str();
+}
+
+// The modes with an E8M0 block scale, from their table.
+const char* mxScaleHelp()
+{
+    static const std::string help = [] {
+        std::string modes;
+        for (const QuantModeInfo& q : quantModes())
+            if (q.scale == QuantScale::blockE8M0) modes += (modes.empty() ? "" : "/") + std::string(q.label);
+        return modes + " block scale: floor (OCP MX reference, the block's largest value may saturate) or ceil "
+                       "(Transformer Engine's MXFP8, the smallest scale that fits the block)";
+    }();
+    return help.c_str();
+}
+
+// The compute formats and the quantisation modes from their tables.
+const char* layerHelp()
+{
+    std::vector<std::string> modes = quantModeNames();
+    modes.erase(modes.begin());   // "off" is no layer's precision
+    static const std::string help = "Per-layer precision: layer=precision pairs, comma-separated (e.g. "
+                                    "conv1=fp32,fc1=bf16); a precision is a compute format (" +
+                                    listed(formatNames()) + ") or a quantisation (" + listed(modes) + ")";
+    return help.c_str();
+}
+
 // The help of the model keys, from the model kinds' table.
 const char* modelKindHelp()
 {
@@ -212,10 +253,7 @@ const std::vector<KeyRule>& keyRules()
         {{"widths", T::intList, widthsHelp()},
          [](const Reader& r, TrainSettings& s) { s.model.widths = r.widths("widths"); },
          [](const TrainSettings& s) { return json(s.model.widths); }},
-        {{"recipe", T::text,
-          "Preset: fp32, tf32, amp-fp16, amp-bf16, pure-fp16, pure-bf16, or by a framework's name: "
-          "apex-O0, apex-O1, apex-O2, apex-O3, mixed_float16, mixed_bfloat16, autocast-fp16, "
-          "autocast-bf16, allow-tf32, or below 16 bits: fp8-unscaled, fp8-delayed, fp8-current, mxfp8, mxfp4, nvfp4"},
+        {{"recipe", T::text, recipeHelp()},
          [](const Reader& r, TrainSettings& s) {
              const auto name = r.text("recipe");
              const auto preset = PrecisionRecipe::fromPreset(name);
@@ -307,9 +345,7 @@ const std::vector<KeyRule>& keyRules()
              s.recipe.quantization.hybrid = oneOf(r, "fp8_format", {"hybrid", "e4m3"}) == "hybrid";
          },
          [](const TrainSettings& s) { return json(s.recipe.quantization.hybrid ? "hybrid" : "e4m3"); }},
-        {{"mx_scale", T::text,
-          "MXFP8/MXFP4 block scale: floor (OCP MX reference, the block's largest value may saturate) or ceil "
-          "(Transformer Engine's MXFP8, the smallest scale that fits the block)"},
+        {{"mx_scale", T::text, mxScaleHelp()},
          [](const Reader& r, TrainSettings& s) {
              s.recipe.quantization.mxScale = *parseMxScaleRounding(oneOf(r, "mx_scale", {"floor", "ceil"}));
          },
@@ -330,10 +366,7 @@ const std::vector<KeyRule>& keyRules()
                  whole<int>(r, "fp8_margin", -Quantization::kMaxMargin, Quantization::kMaxMargin);
          },
          [](const TrainSettings& s) { return json(s.recipe.quantization.margin); }},
-        {{"layer", T::text,
-          "Per-layer precision: layer=precision pairs, comma-separated (e.g. conv1=fp32,fc1=bf16); a precision is "
-          "a compute format (fp32, tf32, fp16, bf16) or a quantisation (fp8-unscaled, fp8-delayed, fp8-current, "
-          "mxfp8, mxfp4, nvfp4)"},
+        {{"layer", T::text, layerHelp()},
          [](const Reader& r, TrainSettings& s) {
              std::string error;
              auto layers = parseLayerPrecisions(r.text("layer"), &error);

@@ -51,7 +51,7 @@ BitPattern::BitPattern(Format format, QWidget* parent) : QWidget(parent), format
 {
     setObjectName(QStringLiteral("bitPattern_%1").arg(QString::fromLatin1(formatName(format).data())));
     const FormatInfo& info = formatInfo(format);
-    const int width = patternWidth(format);
+    const int width = formatInfo(format).bits();
     bits_.resize(width);
     for (int bit = width - 1; bit >= 0; --bit) {
         const bool sign = bit == width - 1;

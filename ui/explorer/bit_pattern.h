@@ -25,7 +25,7 @@ class BitPattern : public QWidget {
 public:
     explicit BitPattern(Format format, QWidget* parent = nullptr);
 
-    void setPattern(std::uint32_t pattern);   // patternWidth(format) bits
+    void setPattern(std::uint32_t pattern);   // FormatInfo::bits() of the format
     QToolButton* bitButton(int bit) const;    // 0 = last mantissa bit
     int lineCount() const;                    // lines at the current width
 

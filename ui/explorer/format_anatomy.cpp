@@ -15,26 +15,7 @@
 
 namespace plab::ui {
 
-int patternWidth(Format f)
-{
-    const FormatInfo& info = formatInfo(f);
-    return 1 + info.exponentBits + info.mantissaBits;
-}
-
 namespace {
-
-constexpr int kTf32DroppedBits = 13;   // a tf32 value is an fp32 pattern with the low 13 bits zero
-
-std::uint32_t patternOf(Format f, float exactValue)
-{
-    switch (f) {
-    case Format::fp32: return bitsOf(exactValue);
-    case Format::tf32: return bitsOf(exactValue) >> kTf32DroppedBits;
-    case Format::fp16: return fp32ToFp16Bits(exactValue);
-    case Format::bf16: return fp32ToBf16Bits(exactValue);
-    }
-    return 0;
-}
 
 // Distance between consecutive values of f at magnitudes in [2^e, 2^(e+1)), e clamped
 // to the normal range (subnormals are evenly spaced like the smallest normal binade).
@@ -45,20 +26,9 @@ double spacingAtExponent(const FormatInfo& info, int e)
 
 }  // namespace
 
-float valueFromPattern(Format f, std::uint32_t pattern)
-{
-    switch (f) {
-    case Format::fp32: return floatFromBits(pattern);
-    case Format::tf32: return floatFromBits(pattern << kTf32DroppedBits);
-    case Format::fp16: return fp16BitsToFp32(static_cast<std::uint16_t>(pattern));
-    case Format::bf16: return bf16BitsToFp32(static_cast<std::uint16_t>(pattern));
-    }
-    return 0.0f;
-}
-
 float flipBit(Format f, float value, int bit)
 {
-    return valueFromPattern(f, patternOf(f, roundTo(f, value)) ^ (std::uint32_t{1} << bit));
+    return decodeBits(f, encodeBits(f, roundTo(f, value)) ^ (std::uint32_t{1} << bit));
 }
 
 QString exactDecimal(double x)
@@ -89,7 +59,7 @@ FormatAnatomy describe(Format f, double input)
     a.format = f;
     a.input = input;
     a.value = roundDoubleTo(f, input);
-    a.pattern = patternOf(f, a.value);
+    a.pattern = encodeBits(f, a.value);
     a.valueClass = classify(f, a.value);
     a.shortest = QString::fromStdString(shortestDecimal(f, a.value));
     a.exact = exactDecimal(a.value);
@@ -171,9 +141,9 @@ ParsedNumber parseExplorerNumber(const QString& text, Format sixteenBit)
             return fail(QObject::tr("“%1” has %2 hex digits: a bit pattern has 8 (fp32), 5 (tf32) or 4 (%3).")
                             .arg(t).arg(digits.size()).arg(QString::fromLatin1(formatName(sixteenBit).data())));
         const std::uint32_t bits = digits.toUInt(nullptr, 16);
-        if (*f == Format::tf32 && bits >= (std::uint32_t{1} << patternWidth(Format::tf32)))
+        if (*f == Format::tf32 && bits >= (std::uint32_t{1} << formatInfo(Format::tf32).bits()))
             return fail(QObject::tr("“%1” is wider than tf32's 19 bits (at most 0x7ffff).").arg(t));
-        out.value = static_cast<double>(valueFromPattern(*f, bits));
+        out.value = static_cast<double>(decodeBits(*f, bits));
         out.pattern = f;
         return out;
     }
@@ -250,7 +220,7 @@ MiniAnatomy describeMini(MiniFormat f, float value)
 QString fieldFormula(Format f, float value)
 {
     const FormatInfo& info = formatInfo(f);
-    const std::uint32_t pattern = patternOf(f, roundTo(f, value));
+    const std::uint32_t pattern = encodeBits(f, roundTo(f, value));
     const int E = info.exponentBits, M = info.mantissaBits;
     const int bias = (1 << (E - 1)) - 1;
     const std::uint32_t sign = pattern >> (E + M);

@@ -18,15 +18,11 @@
 
 namespace plab::ui {
 
-// Bits of a format's own pattern: 1 + exponentBits + mantissaBits (fp32 32, tf32 19,
-// fp16 16, bf16 16). Bit 0 is the last mantissa bit.
-int patternWidth(Format f);
-
 struct FormatAnatomy {
     Format format;
     double input = 0.0;          // the number asked about (a double: the typed decimal)
     float value = 0.0f;          // input rounded to the format (held exactly in fp32)
-    std::uint32_t pattern = 0;   // the format's own bit pattern of value (patternWidth bits)
+    std::uint32_t pattern = 0;   // value's encoding in the format (encodeBits: FormatInfo::bits() wide, bit 0 the last mantissa bit)
     ValueClass valueClass = ValueClass::zero;
     QString shortest;            // shortestDecimal(): the shortest decimal that reads back
     QString exact;               // the exact decimal expansion of value ("nan", "inf" too)
@@ -44,8 +40,6 @@ struct FormatAnatomy {
 // decimal's own rounding error shows in the fp32 row).
 FormatAnatomy describe(Format f, double input);
 
-// The value whose pattern in f is `pattern` (patternWidth(f) bits).
-float valueFromPattern(Format f, std::uint32_t pattern);
 // The value with bit `bit` of its pattern in f flipped (value must be exact in f).
 float flipBit(Format f, float value, int bit);
 

@@ -184,7 +184,7 @@ namespace {
 bool sixteenBitOperands(const CudaBackend& backend, const GemmPrecision& precision)
 {
     return backend.multiplies16(precision) &&
-           (precision.compute == Format::fp16 || precision.compute == Format::bf16);
+           packable16(precision.compute);
 }
 
 }  // namespace
