@@ -289,6 +289,7 @@ private slots:
         QTest::newRow("mxfp8") << "mxfp8";
         QTest::newRow("mxfp4") << "mxfp4";
         QTest::newRow("nvfp4") << "nvfp4";
+        QTest::newRow("mxfp6") << "mxfp6";
     }
     void linearMx()
     {
@@ -592,7 +593,7 @@ private slots:
                 QTest::addRow("fp8-current, %s, blocks of %lld", storage, block) << "fp8-current" << fp32Storage << block;
                 // MX and NVFP4 quantised block by block of the lowering (mxInBlocks) against
                 // whole copies in each layer.
-                for (const char* mx : {"mxfp8", "mxfp4", "nvfp4"})
+                for (const char* mx : {"mxfp8", "mxfp4", "nvfp4", "mxfp6"})
                     QTest::addRow("%s, %s, blocks of %lld", mx, storage, block) << mx << fp32Storage << block;
             }
     }
@@ -680,13 +681,15 @@ private slots:
         // MX and NVFP4 on the CPU (mxInBlocks): no whole quantised copy is kept; what the GEMM
         // reads is fp32 and counted so: the input's values in the layer's own work buffer, the
         // weights' in the layer's copy.
-        for (const char* preset : {"mxfp8", "mxfp4", "nvfp4"})
+        for (const char* preset : {"mxfp8", "mxfp4", "nvfp4", "mxfp6"})
             QTest::addRow("%s", preset) << preset << true << qint64(4 * 2800 + 4 * 420);
         // Held as a device holds them: counted as the format stores them.
         // MXFP8: a byte a value and an E8M0 byte per 32 values (2800 / 32 -> 88, 420 / 32 -> 14).
         QTest::newRow("mxfp8, values") << "mxfp8" << false << qint64(2800 + 88 + 420 + 14);
         // MXFP4: half a byte a value.
         QTest::newRow("mxfp4, values") << "mxfp4" << false << qint64(1400 + 88 + 210 + 14);
+        // MXFP6: three quarters of a byte a value (2100, 315), an E8M0 byte per 32.
+        QTest::newRow("mxfp6, values") << "mxfp6" << false << qint64(2100 + 88 + 315 + 14);
         // NVFP4: half a byte a value, an E4M3 byte per 16 (175, 27), an fp32 tensor scale each.
         QTest::newRow("nvfp4, values") << "nvfp4" << false << qint64(1400 + 175 + 4 + 210 + 27 + 4);
     }
@@ -719,7 +722,13 @@ private slots:
     {
         const auto names = PrecisionRecipe::lowPrecisionPresetNames();
         QCOMPARE(names, (std::vector<std::string>{"fp8-unscaled", "fp8-delayed", "fp8-current", "mxfp8", "mxfp4",
-                                                  "nvfp4"}));
+                                                  "nvfp4", "mxfp6"}));
+        // MXFP6 (OCP MX): E2M3 forward, E3M2 gradients, blocks of 32 with an E8M0 scale.
+        const auto mx6 = *PrecisionRecipe::fromPreset("mxfp6");
+        QCOMPARE(mx6.quantization.forwardFormat(), MiniFormat::e2m3);
+        QCOMPARE(mx6.quantization.gradientFormat(), MiniFormat::e3m2);
+        QCOMPARE(mx6.quantization.describe(),
+                 std::string("MXFP6 (fp6-e2m3 forward, fp6-e3m2 gradients, blocks of 32 with an E8M0 scale)"));
         const auto delayed = *PrecisionRecipe::fromPreset("fp8-delayed");
         QCOMPARE(delayed.quantization.mode, QuantMode::fp8Delayed);
         QVERIFY(delayed.quantization.hybrid);
@@ -777,7 +786,7 @@ private slots:
         QVERIFY(recipeProblem(fp8, info).empty());
         // Per tensor but not in blocks (the CUDA backend below compute capability 10.0).
         info.capabilities.blocksLimitation = "block-scaled GEMMs need compute capability 10.0";
-        for (const char* preset : {"mxfp8", "mxfp4", "nvfp4"}) {
+        for (const char* preset : {"mxfp8", "mxfp4", "nvfp4", "mxfp6"}) {
             const QString problem = QString::fromStdString(recipeProblem(*PrecisionRecipe::fromPreset(preset), info));
             QVERIFY2(problem.contains("cannot quantise in blocks") && problem.contains("compute capability 10.0") &&
                          problem.contains(preset),

@@ -53,9 +53,9 @@ private slots:
             if (q.mode != QuantMode::off) expected.emplace_back(q.name);
             ++modes;
         }
-        QCOMPARE(modes, 7);
+        QCOMPARE(modes, 8);
         QCOMPARE(layerPrecisionNames(), expected);
-        QCOMPARE(QString::fromStdString(layerPrecisionNames().back()), QString("nvfp4"));
+        QCOMPARE(QString::fromStdString(layerPrecisionNames().back()), QString("mxfp6"));
     }
 
     // Each mode's row carries its rules, written here from the formats' definitions: OCP MX
@@ -75,7 +75,8 @@ private slots:
                               Want{QuantMode::fp8Current, QuantScale::tensorCurrent, 0, MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e4m3},
                               Want{QuantMode::mxfp8, QuantScale::blockE8M0, 32, MiniFormat::e4m3, MiniFormat::e5m2, MiniFormat::e4m3},
                               Want{QuantMode::mxfp4, QuantScale::blockE8M0, 32, MiniFormat::e2m1, MiniFormat::e2m1, MiniFormat::e2m1},
-                              Want{QuantMode::nvfp4, QuantScale::blockE4M3, 16, MiniFormat::e2m1, MiniFormat::e2m1, MiniFormat::e2m1}}) {
+                              Want{QuantMode::nvfp4, QuantScale::blockE4M3, 16, MiniFormat::e2m1, MiniFormat::e2m1, MiniFormat::e2m1},
+                              Want{QuantMode::mxfp6, QuantScale::blockE8M0, 32, MiniFormat::e2m3, MiniFormat::e3m2, MiniFormat::e3m2}}) {
             Quantization q;
             q.mode = w.mode;
             QCOMPARE(q.info().mode, w.mode);

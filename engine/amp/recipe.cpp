@@ -110,13 +110,14 @@ constexpr std::array<NamedRecipe, 9> kFrameworkRecipes{{
 // NVFP4 format of TE's NVFP4BlockScaling in blocks of 16 along the reduction dimension for
 // every operand (TE's recipe adds 16 x 16 weight blocks, random Hadamard transforms and
 // stochastic rounding of gradients, which the emulation does not: docs/FP8.md).
-constexpr std::array<NamedRecipe, 6> kLowPrecisionRecipes{{
+constexpr std::array<NamedRecipe, 7> kLowPrecisionRecipes{{
     {"fp8-unscaled", "FP8 without scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Unscaled, true},
     {"fp8-delayed", "FP8 delayed scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Delayed, true},
     {"fp8-current", "FP8 current scaling", Format::bf16, true, true, true, nullptr, QuantMode::fp8Current, true},
     {"mxfp8", "MXFP8", Format::bf16, true, true, true, nullptr, QuantMode::mxfp8, false},
     {"mxfp4", "MXFP4", Format::bf16, true, true, true, nullptr, QuantMode::mxfp4, false},
     {"nvfp4", "NVFP4", Format::bf16, true, true, true, nullptr, QuantMode::nvfp4, false},
+    {"mxfp6", "MXFP6", Format::bf16, true, true, true, nullptr, QuantMode::mxfp6, false},
 }};
 
 template <std::size_t N>
@@ -261,7 +262,7 @@ std::optional<LossScaling> parseLossScaleOption(std::string_view text, std::stri
 namespace {
 
 // One row per mode, in the enum's order: its names, how it scales, its block, its elements.
-constexpr std::array<QuantModeInfo, 7> kQuantModes{{
+constexpr std::array<QuantModeInfo, 8> kQuantModes{{
     {QuantMode::off, "off", "in the compute format", "", QuantScale::none, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
     {QuantMode::fp8Unscaled, "fp8-unscaled", "FP8, no scaling", "FP8", QuantScale::unscaled, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
     {QuantMode::fp8Delayed, "fp8-delayed", "FP8, delayed scaling", "FP8", QuantScale::tensorDelayed, 0, MiniFormat::e4m3, MiniFormat::e5m2, true},
@@ -269,6 +270,9 @@ constexpr std::array<QuantModeInfo, 7> kQuantModes{{
     {QuantMode::mxfp8, "mxfp8", "MXFP8 (blocks of 32)", "MXFP8", QuantScale::blockE8M0, kMxBlockSize, MiniFormat::e4m3, MiniFormat::e5m2, true},
     {QuantMode::mxfp4, "mxfp4", "MXFP4 (blocks of 32)", "MXFP4", QuantScale::blockE8M0, kMxBlockSize, MiniFormat::e2m1, MiniFormat::e2m1, false},
     {QuantMode::nvfp4, "nvfp4", "NVFP4 (blocks of 16)", "NVFP4", QuantScale::blockE4M3, kNvfp4BlockSize, MiniFormat::e2m1, MiniFormat::e2m1, false},
+    // OCP MX's two FP6 formats: E2M3's finer steps forward, E3M2's wider range for gradients
+    // (as FP8 recipes take E4M3 and E5M2).
+    {QuantMode::mxfp6, "mxfp6", "MXFP6 (blocks of 32)", "MXFP6", QuantScale::blockE8M0, kMxBlockSize, MiniFormat::e2m3, MiniFormat::e3m2, false},
 }};
 static_assert([] {
     for (std::size_t i = 0; i < kQuantModes.size(); ++i)

@@ -55,6 +55,7 @@ enum class QuantMode : std::uint8_t {
     mxfp8,        // OCP MX: blocks of 32 along the reduction dimension, E8M0 scale, FP8 elements
     mxfp4,        // OCP MX: the same with FP4 E2M1 elements
     nvfp4,        // NVFP4: blocks of 16 FP4 E2M1 elements, E4M3 block scales, an fp32 tensor scale
+    mxfp6,        // OCP MX: blocks of 32, E8M0 scale, FP6 elements (E2M3 forward, E3M2 gradients)
 };
 // The quantisation modes, one row each: what settings, the CLI's help, the settings panel
 // and per-layer precision offer.
