@@ -128,9 +128,12 @@
     var xScale = { time: false };
     if (spec.xMin !== undefined || spec.xMax !== undefined) {
       xScale.range = function (u, lo, hi) {
-        // A zoom sets its own range; the spec's holds only for the whole view.
-        if (u.plabZoomed) return [lo, hi];
-        return [spec.xMin !== undefined ? spec.xMin : lo, spec.xMax !== undefined ? spec.xMax : hi];
+        // The spec's range for the whole view (uPlot asks with the data's own range, at the
+        // start and after a double click); a zoom's range as it is.
+        var xs = u.data[0];
+        var whole = !xs.length || (lo <= xs[0] && hi >= xs[xs.length - 1]);
+        if (!whole) return [lo, hi];
+        return [spec.xMin !== undefined ? Math.min(spec.xMin, lo) : lo, spec.xMax !== undefined ? Math.max(spec.xMax, hi) : hi];
       };
     }
     var opts = {
@@ -147,12 +150,7 @@
       legend: { live: true },
       hooks: {
         drawClear: spec.bands.length ? [drawBands(spec)] : [],
-        draw: [drawCrosses],
-        setSelect: [function (u) { u.plabZoomed = u.select.width > 0; }],
-        ready: [function (u) {
-          // A double click shows the whole range again (the spec's, not only the data's).
-          u.over.addEventListener("dblclick", function () { u.plabZoomed = false; });
-        }]
+        draw: [drawCrosses]
       }
     };
     target.textContent = "";

@@ -96,15 +96,13 @@ window.addEventListener("load", function () {
                       return out;
                     }),
                     svgHidden: document.querySelector("#chart-" + c.id + " .static").style.display === "none" };
-      if (c.id === "loss") {
-        var x = u.data[0];
-        var i = Math.floor(x.length / 2);
-        var top = u.bbox.height / devicePixelRatio / 2;
-        mouse(u, u.over, "mousemove", u.valToPos(x[i], "x"), top);
-        await later();
-        entry.hover = { step: x[i], idx: u.cursor.idx, legend: legendValues(u) };
+      var x = u.data[0];
+      var top = u.bbox.height / devicePixelRatio / 2;
+      // A drag across the middle half of the steps, then a double click.
+      if (c.id === "loss" || c.id === "histogram-1") {
         var a = u.valToPos(x[Math.floor(x.length / 4)], "x"), b = u.valToPos(x[Math.floor(3 * x.length / 4)], "x");
         entry.zoomWanted = [u.posToVal(a, "x"), u.posToVal(b, "x")];
+        entry.before = [u.scales.x.min, u.scales.x.max];
         mouse(u, u.over, "mousedown", a, top);
         mouse(u, u.over, "mousemove", (a + b) / 2, top);
         mouse(u, u.over, "mousemove", b, top);
@@ -114,6 +112,12 @@ window.addEventListener("load", function () {
         mouse(u, u.over, "dblclick", a, top);
         await later();
         entry.unzoomed = [u.scales.x.min, u.scales.x.max];
+      }
+      if (c.id === "loss") {
+        var i = Math.floor(x.length / 2);
+        mouse(u, u.over, "mousemove", u.valToPos(x[i], "x"), top);
+        await later();
+        entry.hover = { step: x[i], idx: u.cursor.idx, legend: legendValues(u) };
         var rows = u.root.querySelectorAll(".u-legend .u-series");
         rows[1].querySelector(".u-label").click();
         await later();
@@ -219,16 +223,24 @@ def main():
             shown = legend.get(name, "")
             check(shown not in ("", "–") and want.get(step) is not None and abs(float(shown) - want[step]) <= 1e-3 * abs(want[step]),
                   f"hovering step {step} shows {name}'s loss there in the legend: {shown!r} (record: {want.get(step)})")
-        wanted, zoomed, unzoomed = loss.get("zoomWanted"), loss.get("zoomed"), loss.get("unzoomed")
-        # Within 1% of the steps shown (about a pixel: uPlot rounds the drag to pixels).
-        check(wanted and zoomed and all(abs(a - b) <= 0.01 * (x[-1] - x[0]) for a, b in zip(zoomed, wanted))
-              and zoomed[1] - zoomed[0] < 0.6 * (x[-1] - x[0]),
-              f"a drag zooms the steps to the dragged range: {zoomed} for {wanted}")
-        check(unzoomed and unzoomed[0] <= x[0] and unzoomed[1] >= x[-1],
-              f"a double click shows every step again: {unzoomed} over steps {x[0]}..{x[-1]}")
         hidden = loss.get("afterHide", {})
         check(hidden.get("show") is False and hidden["legend"][1]["off"], "a click on a run's legend entry hides its line")
         check(loss.get("afterShow", {}).get("show") is True, "a second click shows it again")
+
+    # Zoom, in the loss chart and in a histogram (whose whole view is wider than its data:
+    # the format's regions around it).
+    for chart in (charts.get("loss"), charts.get("histogram-1")):
+        if not chart:
+            continue
+        x = chart["data"][0]
+        wanted, zoomed, unzoomed, before = (chart.get(k) for k in ("zoomWanted", "zoomed", "unzoomed", "before"))
+        span = before[1] - before[0] if before else 1.0
+        # Within 1% of the range shown (about a pixel: uPlot rounds the drag to pixels).
+        check(wanted and zoomed and all(abs(a - b) <= 0.01 * span for a, b in zip(zoomed, wanted))
+              and zoomed[1] - zoomed[0] < 0.8 * span,
+              f"{chart['id']}: a drag zooms to the dragged range: {zoomed} for {wanted}")
+        check(unzoomed and before and all(abs(a - b) <= 1e-9 * max(1.0, abs(b)) for a, b in zip(unzoomed, before)),
+              f"{chart['id']}: a double click shows the whole view again: {unzoomed}, before the drag {before}")
 
     accuracy = charts.get("accuracy")
     if accuracy:
