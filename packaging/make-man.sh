@@ -29,7 +29,9 @@ section() {
     /^  [^ ]/ {
       flush()
       line = substr($0, 3)
-      if (match(line, /  +/)) { spec = substr(line, 1, RSTART - 1); desc = substr(line, RSTART + RLENGTH) }
+      # An option and its type that reach the description column leave one space before it.
+      if (match(line, /^[^ ]+ [A-Z<][^ ]* [^ ]/)) { spec = substr(line, 1, RLENGTH - 2); desc = substr(line, RLENGTH) }
+      else if (match(line, /  +/)) { spec = substr(line, 1, RSTART - 1); desc = substr(line, RSTART + RLENGTH) }
       else { spec = line; desc = "" }
       if (spec ~ /^-h,--help$/) { skip = 1; next }
       skip = 0

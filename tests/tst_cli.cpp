@@ -119,8 +119,16 @@ private slots:
             flag.replace(QLatin1Char('_'), QLatin1Char('-'));
             QVERIFY2(r.out.contains(flag + QLatin1Char(' ')), qPrintable(flag));
         }
-        QVERIFY(r.out.contains(QStringLiteral("Batch size (default 32; vit: 16)")));
+        QVERIFY(r.out.contains(QStringLiteral("Batch size; between 1 and 65536 (default 32; vit: 16)")));
         QVERIFY(r.out.contains(QStringLiteral("(default small-cnn)")));
+        // From the settings rows: the flags under their groups, a closed set of values as
+        // CLI11 shows one (which the bash completion offers), what each choice means.
+        for (const char* heading : {"\nModel and data:\n", "\nPrecision:\n", "\nOptimizer:\n", "\nFiles:\n"})
+            QVERIFY2(r.out.contains(QString::fromLatin1(heading)), heading);
+        QVERIFY(r.out.contains(QStringLiteral("--optimizer TEXT:{adam,sgd}")));
+        QVERIFY(r.out.contains(QStringLiteral("--update-rounding TEXT:{nearest,stochastic,kahan}")));
+        QVERIFY(r.out.contains(QStringLiteral("kahan (a compensation buffer carries what rounding lost)")));
+        QVERIFY(r.out.contains(QStringLiteral("Learning rate; greater than 0")));
     }
 
     // `plab sweep --slurm`: a job array and a report job. Run here as Slurm would run them
@@ -331,8 +339,8 @@ private slots:
                                          << "unknown option \"--recipes\" (did you mean '--recipe'?)";
         QTest::addRow("misspelt recipe") << QStringList{"train", "--recipe", "amp-fp61"} << "(did you mean 'amp-fp16'?)";
         QTest::addRow("misspelt optimizer") << QStringList{"train", "--optimizer", "adma"} << "(did you mean 'adam'?)";
-        QTest::addRow("misspelt model") << QStringList{"train", "--model", "smal-cnn"} << "got 'smal-cnn' (did you mean 'small-cnn'?)";
-        QTest::addRow("misspelt compute format") << QStringList{"train", "--compute", "fp61"} << "got 'fp61' (did you mean 'fp16'?)";
+        QTest::addRow("misspelt model") << QStringList{"train", "--model", "smal-cnn"} << "got \"smal-cnn\" (did you mean 'small-cnn'?)";
+        QTest::addRow("misspelt compute format") << QStringList{"train", "--compute", "fp61"} << "got \"fp61\" (did you mean 'fp16'?)";
         QTest::addRow("misspelt layer precision") << QStringList{"train", "--layer", "conv1=bf61"} << "(did you mean 'bf16'?)";
         QTest::addRow("misspelt convert format") << QStringList{"convert", "--format", "bf61"}
                                                  << "--format must be tf32, fp16, bf16";

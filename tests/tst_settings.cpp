@@ -6,9 +6,11 @@
 #include "error.h"
 #include "setting_examples.h"
 #include "train/settings.h"
+#include "train/trainer.h"
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <QTest>
@@ -170,18 +172,18 @@ private slots:
         QTest::addRow("batch zero") << R"({"batch": 0})" << "'batch' must be between 1";
         QTest::addRow("batch text") << R"({"batch": "x"})" << "'batch' must be a whole number";
         QTest::addRow("lr negative") << R"({"lr": -1})" << "'lr' must be greater than 0";
-        QTest::addRow("unknown recipe") << R"({"recipe": "fp8"})" << "'recipe' must be one of";
+        QTest::addRow("unknown recipe") << R"({"recipe": "fp8"})" << "'recipe' must be fp32, ";
         QTest::addRow("unknown compute") << R"({"compute": "fp64"})" << "'compute' must be fp32";
         QTest::addRow("bad loss scale") << R"({"loss_scale": "static:0"})" << "'loss_scale'";
         QTest::addRow("bad switch") << R"({"master_weights": "maybe"})" << "'master_weights' must be on or off";
         QTest::addRow("optimizer state tf32") << R"({"optimizer_state": "tf32"})"
-                                              << "'optimizer_state' must be auto, fp32, bf16 or fp16, got 'tf32'";
+                                              << "'optimizer_state' must be auto, fp32, bf16 or fp16, got \"tf32\"";
         QTest::addRow("update rounding") << R"({"update_rounding": "up"})"
-                                         << "'update_rounding' must be nearest, stochastic or kahan, got 'up'";
-        QTest::addRow("mx scale") << R"({"mx_scale": "nearest"})" << "'mx_scale' must be floor or ceil, got 'nearest'";
-        QTest::addRow("unknown model") << R"({"model": "resnet"})" << "model must be mlp";
-        QTest::addRow("label smoothing one") << R"({"label_smoothing": 1})" << "label_smoothing must be in [0, 1)";
-        QTest::addRow("label smoothing negative") << R"({"label_smoothing": -0.1})" << "label_smoothing must be in [0, 1)";
+                                         << "'update_rounding' must be nearest, stochastic or kahan, got \"up\"";
+        QTest::addRow("mx scale") << R"({"mx_scale": "nearest"})" << "'mx_scale' must be floor or ceil, got \"nearest\"";
+        QTest::addRow("unknown model") << R"({"model": "resnet"})" << "'model' must be mlp";
+        QTest::addRow("label smoothing one") << R"({"label_smoothing": 1})" << "'label_smoothing' must be in [0, 1), got 1";
+        QTest::addRow("label smoothing negative") << R"({"label_smoothing": -0.1})" << "'label_smoothing' must be in [0, 1), got -0.1";
         QTest::addRow("backoff above one") << R"({"loss_scale": "dynamic", "backoff_factor": 2})" << "backoff";
         QTest::addRow("not an object") << R"([1, 2])" << "expected a JSON object";
         QTest::addRow("layer without =") << R"({"layer": "conv1"})" << "'layer' 'conv1' is not layer=precision";
@@ -295,6 +297,127 @@ private slots:
             const QString message = QString::fromUtf8(e.what());
             QVERIFY2(message.contains(expected), qPrintable(message));
             QVERIFY2(message.startsWith("config x.json"), qPrintable(message));
+        }
+    }
+
+    // The rows' ranges and choices are the rules every reader applies: each is written here
+    // by hand, as the help and docs state them, and each bound is tried on the JSON reader (a
+    // row whose reading checks another range, or none, fails here).
+    void rowsCarryTheRangesTheReaderApplies()
+    {
+        struct Expected {
+            const char* key;
+            const char* range;
+            json inside, outside;   // just within the range, just beyond it
+        };
+        const Expected expected[] = {
+            {"growth_interval", "between 1 and 1000000000", 1000000000, 1000000001},
+            {"amax_history", "between 1 and 100000", 1, 0},
+            {"fp8_margin", "between -32 and 32", -32, -33},
+            {"batch", "between 1 and 65536", 65536, 65537},
+            {"epochs", "between 0 and 100000", 0, -1},
+            {"max_steps", "between 0 and 1099511627776", std::int64_t(1) << 40, (std::int64_t(1) << 40) + 1},
+            {"warmup_steps", "between 0 and 1099511627776", 0, -1},
+            {"seed", "between 0 and 9223372036854775807", INT64_MAX, std::uint64_t(INT64_MAX) + 1},
+            {"threads", "between 1 and 256", 256, 257},
+            {"histogram_every", "between 0 and 1000000000", 0, -1},
+            {"eval_every", "between 0 and 1000000000", 1000000000, 1000000001},
+            {"divergence_steps", "between 1 and 1000000", 1, 0},
+            {"init_scale", "greater than 0", 1e-30, 0.0},
+            {"min_scale", "greater than 0", 1e-30, 0.0},
+            {"max_scale", "greater than 0", 1e-30, -1.0},
+            {"lr", "greater than 0", 1e-12, 0.0},
+            {"label_smoothing", "in [0, 1)", 0.0, 1.0},
+            {"momentum", "in [0, 1)", 0.999, 1.0},
+            {"clip_grad_norm", "0 or more", 0.0, -1e-9},
+        };
+        std::set<std::string> ranged;
+        for (const SettingKey& k : settingKeys())
+            if (k.range) ranged.insert(k.key);
+        QCOMPARE(ranged.size(), std::size(expected));
+        for (const Expected& e : expected) {
+            const SettingKey* row = findSettingKey(e.key);
+            QVERIFY2(row && row->range, e.key);
+            QCOMPARE(QString::fromStdString(settingRangeText(*row)), QString::fromLatin1(e.range));
+            QVERIFY2(QString::fromStdString(settingHelp(*row)).endsWith(QString::fromLatin1(e.range)), e.key);
+            json patch = {{e.key, e.inside}};
+            if (std::string_view(e.key) == "label_smoothing") patch["fp32_sensitive_ops"] = true;
+            try {
+                (void)settingsFromJson(patch, "test");
+            } catch (const InputError& error) {
+                QFAIL((std::string(e.key) + " refused a value within its range: " + error.what()).c_str());
+            }
+            try {
+                (void)settingsFromJson(json{{e.key, e.outside}}, "config x.json");
+                QFAIL((std::string(e.key) + " took a value beyond its range").c_str());
+            } catch (const InputError& error) {
+                const std::string said = "config x.json: '" + std::string(e.key) + "' must be " + e.range + ", got";
+                QVERIFY2(std::string(error.what()).starts_with(said), error.what());
+            }
+        }
+        // The live change of a training run is checked by the same rows.
+        TrainerControl control;
+        SettingsChange zeroBatch;
+        zeroBatch.batch = 0;
+        QCOMPARE(QString::fromStdString(control.requestChange(zeroBatch)), QString("batch must be between 1 and 65536, got 0"));
+        SettingsChange negativeLr;
+        negativeLr.lr = -1.0;
+        QCOMPARE(QString::fromStdString(control.requestChange(negativeLr)), QString("lr must be greater than 0, got -1"));
+        // Settings built in code (the panel builds its own) are checked by them too.
+        TrainSettings s;
+        s.optimizer.momentum = 1.0;
+        QCOMPARE(QString::fromStdString(validateSettings(s)), QString("momentum must be in [0, 1), got 1"));
+    }
+
+    // Every text key with a closed set of values lists them in its row; each is read and
+    // written back as given, and anything else is refused with the list and the nearest.
+    void rowsCarryTheChoicesTheReaderTakes()
+    {
+        // Written here by hand; the tables' keys (model, recipe, compute, quantize) against theirs.
+        const std::map<std::string, std::vector<std::string>> expected = {
+            {"optimizer_state", {"auto", "fp32", "bf16", "fp16"}},
+            {"update_rounding", {"nearest", "stochastic", "kahan"}},
+            {"fp8_format", {"hybrid", "e4m3"}},
+            {"mx_scale", {"floor", "ceil"}},
+            {"amax_algorithm", {"max", "most_recent"}},
+            {"lr_schedule", {"constant", "cosine"}},
+            {"optimizer", {"adam", "sgd"}},
+            {"dataset", {"mnist", "fashion-mnist"}},
+            {"clip_grad_at", {"unscaled", "scaled"}},
+            {"backend", {"cpu", "cuda"}},
+            {"arithmetic", {"hardware", "exact"}},
+            {"model", {"mlp", "deep-mlp", "small-cnn", "seed-cnn", "vit"}},
+            {"compute", {"fp32", "tf32", "fp16", "bf16"}},
+            {"recipe", PrecisionRecipe::allPresetNames()},
+            {"quantize", [] {
+                 std::vector<std::string> names;
+                 for (const QuantModeInfo& q : quantModes()) names.emplace_back(q.name);
+                 return names;
+             }()},
+        };
+        std::set<std::string> withChoices;
+        for (const SettingKey& k : settingKeys())
+            if (!k.choices.empty()) withChoices.insert(k.key);
+        QCOMPARE(withChoices.size(), expected.size());
+        for (const auto& [key, values] : expected) {
+            const SettingKey* row = findSettingKey(key);
+            QVERIFY2(row, key.c_str());
+            QCOMPARE(settingChoiceValues(*row), values);
+            for (const std::string& v : values) {
+                if (key == "backend" && v == "cuda") continue;   // validated against the machine
+                json patch = {{key, v}};
+                if (key == "compute" && v == "tf32") patch["recipe"] = "tf32";
+                const TrainSettings s = settingsFromJson(patch, "test");
+                QCOMPARE(settingsToJson(s).at(key).get<std::string>(), v);
+            }
+            const std::string typo = values.front() + "q";
+            try {
+                (void)settingsFromJson(json{{key, typo}}, "config x.json");
+                QFAIL((key + " took " + typo).c_str());
+            } catch (const InputError& error) {
+                const std::string said = "config x.json: '" + key + "' must be " + alternatives(values) + ", got \"" + typo + "\"";
+                QVERIFY2(std::string(error.what()).starts_with(said), error.what());
+            }
         }
     }
 

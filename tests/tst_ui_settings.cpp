@@ -11,6 +11,8 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -22,6 +24,9 @@
 #include <QScrollArea>
 #include <QApplication>
 #include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
 
 using namespace plab;
 using namespace plab::ui;
@@ -72,6 +77,91 @@ private slots:
         QCOMPARE(data("modelCombo"), kindNames);
         QCOMPARE(formatNames, (QStringList{"fp32", "tf32", "fp16", "bf16"}));
         QVERIFY(kindNames.contains("deep-mlp"));
+    }
+
+    // Each control is made from its settings row (train/settings.h): its label is the row's
+    // title, a choice lists the row's values with their titles, its group box is the row's
+    // group, and a training run locks exactly the controls of keys it cannot take live. The
+    // panel's objects are paired with their keys here by hand.
+    void controlsAreTheSettingsRows()
+    {
+        SettingsPanel panel;
+        const std::map<std::string, const char*> controls = {
+            {"model", "modelCombo"},           {"dataset", "datasetCombo"},       {"epochs", "epochsEdit"},
+            {"max_steps", "maxStepsEdit"},     {"seed", "seedEdit"},              {"threads", "threadsEdit"},
+            {"init_weights", "initWeightsEdit"}, {"backend", "backendCombo"},     {"arithmetic", "arithmeticCombo"},
+            {"recipe", "presetCombo"},         {"compute", "computeCombo"},       {"quantize", "quantizeCombo"},
+            {"fp8_format", "fp8FormatsCombo"}, {"mx_scale", "mxScaleCombo"},      {"master_weights", "masterWeightsCheck"},
+            {"optimizer_state", "optimizerStateCombo"}, {"update_rounding", "updateRoundingCombo"},
+            {"fp32_accumulate", "fp32AccumulateCheck"}, {"fp32_sensitive_ops", "fp32SensitiveOpsCheck"},
+            {"loss_scale", "lossScaleMode"},   {"layer", "layerTable"},           {"optimizer", "optimizerCombo"},
+            {"lr", "lrEdit"},                  {"lr_schedule", "lrScheduleCombo"}, {"warmup_steps", "warmupStepsEdit"},
+            {"label_smoothing", "labelSmoothingEdit"}, {"zero_init_residual", "zeroInitResidualCheck"},
+            {"batch", "batchEdit"},
+        };
+        // The keys a run takes at its next step, as the live hint says: precision, loss
+        // scaling, batch size and learning rate.
+        std::set<std::string> live = {"batch", "lr"};
+        for (const SettingKey& k : settingKeys())
+            if (k.group == SettingGroup::precision) live.insert(k.key);
+        for (const SettingKey& k : settingKeys()) QCOMPARE(k.live, live.count(k.key) == 1);
+
+        TrainSettings run;
+        panel.setSettings(run);
+        panel.setLive(true, run);
+        for (const auto& [key, name] : controls) {
+            const SettingKey& row = *findSettingKey(key);
+            auto* w = panel.findChild<QWidget*>(QString::fromLatin1(name));
+            QVERIFY2(w, name);
+            if (key != "fp8_format" && key != "mx_scale")   // (enabled only where FP8 or MX quantises)
+                QVERIFY2(w->isEnabled() == row.live, name);
+            // The group box the control sits in.
+            QWidget* box = w->parentWidget();
+            while (box && !qobject_cast<QGroupBox*>(box)) box = box->parentWidget();
+            QVERIFY2(box, name);
+            QCOMPARE(qobject_cast<QGroupBox*>(box)->title(), QString::fromUtf8(settingGroupTitle(row.group).data()));
+            // Its label: the row's title, beside it or on it.
+            const QString title = QString::fromUtf8(row.title);
+            if (auto* check = qobject_cast<QCheckBox*>(w)) {
+                QCOMPARE(check->text(), title);
+            } else if (auto* form = qobject_cast<QFormLayout*>(box->layout()); form && key != "loss_scale") {
+                QWidget* label = form->labelForField(w);
+                if (!label)   // a field in a row of its own (the weights' edit and its button, the preset)
+                    for (int i = 0; i < form->rowCount() && !label; ++i)
+                        if (QLayoutItem* f = form->itemAt(i, QFormLayout::FieldRole); f && f->layout() &&
+                                                                                        f->layout()->indexOf(w) >= 0)
+                            if (QLayoutItem* l = form->itemAt(i, QFormLayout::LabelRole)) label = l->widget();
+                if (!label && key == "layer") {   // the table under its title
+                    int row = -1;
+                    QFormLayout::ItemRole role;
+                    form->getWidgetPosition(w, &row, &role);
+                    label = form->itemAt(row - 1, QFormLayout::SpanningRole)->widget();
+                }
+                QVERIFY2(label, name);
+                QCOMPARE(qobject_cast<QLabel*>(label)->text(), title);
+            }
+            if (row.choices.empty()) continue;
+            auto* combo = qobject_cast<QComboBox*>(w);
+            QVERIFY2(combo, name);
+            QStringList values, titles;
+            for (int i = 0; i < combo->count(); ++i)
+                if (!combo->itemData(i).toString().isEmpty()) {   // (the preset's separators)
+                    values << combo->itemData(i).toString();
+                    titles << combo->itemText(i);
+                }
+            QStringList rowValues, rowTitles;
+            for (const SettingChoice& c : row.choices) {
+                rowValues << QString::fromUtf8(c.value);
+                rowTitles << QString::fromUtf8(c.title);
+            }
+            QCOMPARE(values, rowValues);
+            QCOMPARE(titles, rowTitles);
+        }
+        panel.setLive(false);
+        for (const auto& [key, name] : controls)
+            QVERIFY2(panel.findChild<QWidget*>(QString::fromLatin1(name))->isEnabled() || key == "fp8_format" ||
+                         key == "mx_scale",   // (enabled only where FP8 or MX quantises)
+                     name);
     }
 
     void initTestCase() { registerTrainerMetaTypes(); }
@@ -171,8 +261,9 @@ private slots:
         QTest::addColumn<QString>("mentions");
         QTest::addRow("batch 0") << "batchEdit" << "0" << "Batch size";
         QTest::addRow("batch not a number") << "batchEdit" << "lots" << "Batch size";
-        QTest::addRow("batch too large") << "batchEdit" << "100000" << "Batch size";
-        QTest::addRow("negative lr") << "lrEdit" << "-0.1" << "lr";
+        QTest::addRow("batch too large") << "batchEdit" << "100000" << "Batch size must be between 1 and 65536, got 100000";
+        QTest::addRow("negative lr") << "lrEdit" << "-0.1" << "Learning rate must be greater than 0, got -0.1";
+        QTest::addRow("label smoothing 1") << "labelSmoothingEdit" << "1" << "Label smoothing must be in [0, 1), got 1";
         QTest::addRow("lr not a number") << "lrEdit" << "fast" << "Learning rate";
         QTest::addRow("epochs negative") << "epochsEdit" << "-1" << "Epochs";   // 0 is an evaluation-only run
         QTest::addRow("growth factor 1") << "growthFactorEdit" << "1" << "growth factor";

@@ -1,6 +1,11 @@
 // Loss-scaling controls.
 #include "loss_scaling_editor.h"
 
+#include "train/settings.h"
+
+#include <nlohmann/json.hpp>
+
+
 #include <QComboBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -177,11 +182,10 @@ std::optional<LossScaling> LossScalingEditor::lossScaling(QString* problem) cons
         bool ok = false;
         const qlonglong interval = interval_->text().trimmed().toLongLong(&ok);
         if (!ok) return fail(tr("Growth interval: “%1” is not a whole number of steps.").arg(interval_->text()));
-        // Beyond int: said here, before the engine's own check of the value.
-        if (interval < 1 || interval > LossScaling::kMaxGrowthInterval)
-            return fail(tr("Growth interval must be between 1 and %1 steps, got %2.")
-                            .arg(LossScaling::kMaxGrowthInterval)
-                            .arg(interval));
+        // Beyond int: said here, by the settings row's range, before the engine's own check.
+        const SettingKey& key = *findSettingKey("growth_interval");
+        if (const std::string outside = settingValueProblem(key, nlohmann::json(interval)); !outside.empty())
+            return fail(tr("%1 %2.").arg(QString::fromUtf8(key.title), QString::fromStdString(outside)));
         l.growthInterval = static_cast<int>(interval);
         for (auto [edit, target, what] : {std::tuple{minScale_, &l.minScale, tr("Min scale")},
                                           std::tuple{maxScale_, &l.maxScale, tr("Max scale")}}) {

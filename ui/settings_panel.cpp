@@ -28,7 +28,6 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <limits>
 
 namespace plab::ui {
 
@@ -61,20 +60,23 @@ QString dataOf(const QComboBox* combo) { return combo->currentData().toString();
 
 QString fromView(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
-// The operand choices: the recipe's Operands combo and each layer's quantisation.
-QList<QPair<QString, QString>> quantizeChoices()
+// The settings key's row (train/settings.h): every key the panel shows has one.
+const SettingKey& row(const char* key)
 {
-    QList<QPair<QString, QString>> choices;
-    for (const QuantModeInfo& q : quantModes()) choices.append({fromView(q.title), fromView(q.name)});
-    return choices;
+    const SettingKey* k = findSettingKey(key);
+    Q_ASSERT(k);
+    return *k;
 }
 
-// The formats' table: the Compute combo and each layer's format.
-QList<QPair<QString, QString>> formatChoices()
+// A key's label in the panel: its row's title.
+QString titleOf(const char* key) { return QString::fromUtf8(row(key).title); }
+
+// A key's choices as the panel's items: each row choice's title and value.
+QList<QPair<QString, QString>> choicesOf(const char* key)
 {
-    QList<QPair<QString, QString>> choices;
-    for (const FormatInfo& f : formats()) choices.append({fromView(f.name), fromView(f.name)});
-    return choices;
+    QList<QPair<QString, QString>> items;
+    for (const SettingChoice& c : row(key).choices) items.append({QString::fromUtf8(c.title), QString::fromUtf8(c.value)});
+    return items;
 }
 
 }  // namespace
@@ -104,11 +106,8 @@ void SettingsPanel::buildUi()
         return e;
     };
 
-    QList<QPair<QString, QString>> models;
-    for (const ModelKind& k : modelKinds()) models.append({fromView(k.title), fromView(k.name)});
-    model_ = combo("modelCombo", models);
-    dataset_ = combo("datasetCombo", {{tr("MNIST"), QStringLiteral("mnist")},
-                                      {tr("Fashion-MNIST"), QStringLiteral("fashion-mnist")}});
+    model_ = combo("modelCombo", choicesOf("model"));
+    dataset_ = combo("datasetCombo", choicesOf("dataset"));
     QList<QPair<QString, QString>> presets;
     for (const auto& name : PrecisionRecipe::presetNames())
         presets.append({QString::fromStdString(PrecisionRecipe::displayName(name)), QString::fromStdString(name)});
@@ -127,16 +126,14 @@ void SettingsPanel::buildUi()
     QFont italic = customMark_->font();
     italic.setItalic(true);
     customMark_->setFont(italic);
-    compute_ = combo("computeCombo", formatChoices());
-    quantize_ = combo("quantizeCombo", quantizeChoices());
+    compute_ = combo("computeCombo", choicesOf("compute"));
+    quantize_ = combo("quantizeCombo", choicesOf("quantize"));
     quantize_->setToolTip(tr("Matmul and convolution inputs: rounded to the compute format, or quantised below 16 "
                              "bits with a scale per tensor (FP8), per block of 32 (OCP MX) or per block of 16 with a "
                              "tensor scale too (NVFP4). The compute format is then that of the outputs."));
-    fp8Formats_ = combo("fp8FormatsCombo", {{tr("E4M3 forward, E5M2 gradients"), QStringLiteral("hybrid")},
-                                            {tr("E4M3 throughout"), QStringLiteral("e4m3")}});
+    fp8Formats_ = combo("fp8FormatsCombo", choicesOf("fp8_format"));
     fp8Formats_->setToolTip(tr("FP8 formats: E5M2 has the range gradients need, E4M3 the precision"));
-    mxScale_ = combo("mxScaleCombo", {{tr("rounded down (OCP MX)"), QStringLiteral("floor")},
-                                      {tr("rounded up (Transformer Engine)"), QStringLiteral("ceil")}});
+    mxScale_ = combo("mxScaleCombo", choicesOf("mx_scale"));
     mxScale_->setToolTip(tr("MXFP8 / MXFP4 block scale. Rounded down (the OCP MX v1.0 reference) leaves a block's "
                             "largest value between 2^emax and 2^(emax+1), where E4M3 clips what is above 448; "
                             "rounded up (Transformer Engine's MXFP8) takes the smallest power of two that fits the "
@@ -152,35 +149,29 @@ void SettingsPanel::buildUi()
     layers_->setToolTip(tr("Per-layer precision (selective autocast): a layer can keep a higher precision than the "
                            "recipe (FP8 practice keeps the first and last layers in bf16) or take another one. Its "
                            "operands, outputs and weights follow its own choice; the recipe's other switches apply."));
-    masterWeights_ = named(new QCheckBox(tr("fp32 master weights"), this), "masterWeightsCheck");
-    optimizerState_ = combo("optimizerStateCombo", {{tr("as the weights (PyTorch)"), QStringLiteral("auto")},
-                                                    {QStringLiteral("fp32"), QStringLiteral("fp32")},
-                                                    {QStringLiteral("bf16"), QStringLiteral("bf16")},
-                                                    {QStringLiteral("fp16"), QStringLiteral("fp16")}});
+    masterWeights_ = named(new QCheckBox(titleOf("master_weights"), this), "masterWeightsCheck");
+    optimizerState_ = combo("optimizerStateCombo", choicesOf("optimizer_state"));
     optimizerState_->setToolTip(tr("The format of SGD's momentum and Adam's moments. As the weights: fp32 beside "
                                    "fp32 master weights, else the weights' 16-bit format, as PyTorch keeps them. "
                                    "Set it apart to see what the weights' format does and what the optimizer "
                                    "arithmetic does."));
-    updateRounding_ = combo("updateRoundingCombo", {{tr("to nearest (PyTorch)"), QStringLiteral("nearest")},
-                                                    {tr("stochastic"), QStringLiteral("stochastic")},
-                                                    {tr("Kahan-compensated"), QStringLiteral("kahan")}});
+    updateRounding_ = combo("updateRoundingCombo", choicesOf("update_rounding"));
     updateRounding_->setToolTip(tr("How the optimizer rounds its write to the weights. To nearest, an update below "
                                    "half the weights' spacing is lost; stochastic rounding rounds up or down with "
                                    "the probabilities that keep it on average; Kahan keeps what rounding lost in a "
                                    "compensation buffer (one more tensor in the weights' format) and adds it back. "
                                    "Meant for 16-bit weights without master weights."));
-    fp32Accumulate_ = named(new QCheckBox(tr("fp32 accumulation"), this), "fp32AccumulateCheck");
-    fp32SensitiveOps_ = named(new QCheckBox(tr("fp32 softmax / loss"), this), "fp32SensitiveOpsCheck");
+    fp32Accumulate_ = named(new QCheckBox(titleOf("fp32_accumulate"), this), "fp32AccumulateCheck");
+    fp32SensitiveOps_ = named(new QCheckBox(titleOf("fp32_sensitive_ops"), this), "fp32SensitiveOpsCheck");
     lossScaling_ = new LossScalingEditor(this);
-    optimizer_ = combo("optimizerCombo", {{tr("Adam"), QStringLiteral("adam")}, {tr("SGD + momentum"), QStringLiteral("sgd")}});
+    optimizer_ = combo("optimizerCombo", choicesOf("optimizer"));
     lr_ = edit("lrEdit", tr("Learning rate (live: applied at the next step)"));
-    lrSchedule_ = combo("lrScheduleCombo", {{tr("Constant"), QStringLiteral("constant")},
-                                            {tr("Cosine to 0"), QStringLiteral("cosine")}});
+    lrSchedule_ = combo("lrScheduleCombo", choicesOf("lr_schedule"));
     lrSchedule_->setToolTip(tr("Constant: the learning rate throughout. Cosine: lowered along a half cosine "
                                "towards 0 over the planned steps (the batch size is then fixed for the run). "
                                "Either after the warm-up."));
     warmupSteps_ = edit("warmupStepsEdit", tr("Steps of linear warm-up from lr / N to lr at the start (0: none)"));
-    zeroInitResidual_ = named(new QCheckBox(tr("Residual branches start at zero"), this), "zeroInitResidualCheck");
+    zeroInitResidual_ = named(new QCheckBox(titleOf("zero_init_residual"), this), "zeroInitResidualCheck");
     zeroInitResidual_->setToolTip(tr("vit: each block's attention projection and second MLP layer start with zero "
                                      "weights, so that every block begins as the identity. Other models have no "
                                      "residual branches."));
@@ -201,11 +192,10 @@ void SettingsPanel::buildUi()
     initWeights_->setClearButtonEnabled(true);
     browseWeights_ = named(new QPushButton(tr("Browse…"), this), "browseWeightsButton");
     browseWeights_->setToolTip(tr("Choose a safetensors weights file"));
-    backend_ = combo("backendCombo", {{tr("CPU"), QStringLiteral("cpu")}, {tr("CUDA"), QStringLiteral("cuda")}});
+    backend_ = combo("backendCombo", choicesOf("backend"));
     backendNote_ = named(new QLabel(this), "backendNote");
     backendNote_->setWordWrap(true);
-    arithmetic_ = combo("arithmeticCombo", {{tr("Hardware (native 16-bit units)"), QStringLiteral("hardware")},
-                                            {tr("Exact (emulated, same bits on every CPU)"), QStringLiteral("exact")}});
+    arithmetic_ = combo("arithmeticCombo", choicesOf("arithmetic"));
     arithmetic_->setToolTip(
         tr("How the CPU multiplies bf16/fp16 operands: on its native units through oneDNN where it has them "
            "(faster; the sums run in the hardware's order), or emulated on fp32 arithmetic (the reference). "
@@ -214,54 +204,83 @@ void SettingsPanel::buildUi()
                  QString::fromStdString(cpuArithmeticFor(Arithmetic::hardware, {Format::fp16, true}))));
 
     auto* layout = new QVBoxLayout(this);
-    auto group = [&](const QString& title) {
-        auto* box = new QGroupBox(title, this);
-        auto* form = new QFormLayout(box);
-        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-        layout->addWidget(box);
-        return form;
-    };
-    QFormLayout* run = group(tr("Model and data"));
-    run->addRow(tr("Model"), model_);
-    run->addRow(tr("Dataset"), dataset_);
-    run->addRow(tr("Epochs"), epochs_);
-    run->addRow(tr("Max steps"), maxSteps_);
-    run->addRow(tr("Seed"), seed_);
-    run->addRow(tr("Threads"), threads_);
+    // Each setting's control under its row's group and title (train/settings.h), in the
+    // panel's order; a check box or an editor of its own carries its title itself.
     auto* weightsRow = new QHBoxLayout;
     weightsRow->addWidget(initWeights_, 1);
     weightsRow->addWidget(browseWeights_);
-    run->addRow(tr("Initial weights"), weightsRow);
-    run->addRow(tr("Backend"), backend_);
-    run->addRow(tr("Arithmetic"), arithmetic_);
-    run->addRow(backendNote_);
-
-    QFormLayout* precision = group(tr("Precision"));
     auto* presetRow = new QHBoxLayout;
     presetRow->addWidget(preset_, 1);
     presetRow->addWidget(customMark_);
-    precision->addRow(tr("Preset"), presetRow);
-    precision->addRow(tr("Compute"), compute_);
-    precision->addRow(tr("Operands"), quantize_);
-    precision->addRow(tr("FP8 formats"), fp8Formats_);
-    precision->addRow(tr("MX scale"), mxScale_);
-    precision->addRow(masterWeights_);
-    precision->addRow(tr("Optimizer state"), optimizerState_);
-    precision->addRow(tr("Update rounding"), updateRounding_);
-    precision->addRow(fp32Accumulate_);
-    precision->addRow(fp32SensitiveOps_);
-    precision->addRow(lossScaling_);
-    precision->addRow(new QLabel(tr("Per layer"), this));
-    precision->addRow(layers_);
-
-    QFormLayout* optim = group(tr("Optimizer"));
-    optim->addRow(tr("Optimizer"), optimizer_);
-    optim->addRow(tr("Learning rate"), lr_);
-    optim->addRow(tr("Schedule"), lrSchedule_);
-    optim->addRow(tr("Warm-up steps"), warmupSteps_);
-    optim->addRow(tr("Label smoothing"), labelSmoothing_);
-    optim->addRow(zeroInitResidual_);
-    optim->addRow(tr("Batch size"), batch_);
+    struct Placed {
+        const char* key;
+        QWidget* field;
+        QLayout* fields = nullptr;   // several widgets on one row
+        bool labelled = true;
+    };
+    const Placed placed[] = {
+        {"model", model_},
+        {"dataset", dataset_},
+        {"epochs", epochs_},
+        {"max_steps", maxSteps_},
+        {"seed", seed_},
+        {"threads", threads_},
+        {"init_weights", nullptr, weightsRow},
+        {"backend", backend_},
+        {"arithmetic", arithmetic_},
+        {"recipe", nullptr, presetRow},
+        {"compute", compute_},
+        {"quantize", quantize_},
+        {"fp8_format", fp8Formats_},
+        {"mx_scale", mxScale_},
+        {"master_weights", masterWeights_, nullptr, false},
+        {"optimizer_state", optimizerState_},
+        {"update_rounding", updateRounding_},
+        {"fp32_accumulate", fp32Accumulate_, nullptr, false},
+        {"fp32_sensitive_ops", fp32SensitiveOps_, nullptr, false},
+        {"loss_scale", lossScaling_, nullptr, false},
+        {"layer", layers_},
+        {"optimizer", optimizer_},
+        {"lr", lr_},
+        {"lr_schedule", lrSchedule_},
+        {"warmup_steps", warmupSteps_},
+        {"label_smoothing", labelSmoothing_},
+        {"zero_init_residual", zeroInitResidual_, nullptr, false},
+        {"batch", batch_},
+    };
+    std::vector<std::pair<SettingGroup, QFormLayout*>> forms;   // in the order first used
+    auto formOf = [&](SettingGroup g) {
+        for (const auto& [group, form] : forms)
+            if (group == g) return form;
+        auto* box = new QGroupBox(fromView(settingGroupTitle(g)), this);
+        auto* form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        layout->addWidget(box);
+        forms.emplace_back(g, form);
+        return form;
+    };
+    for (const Placed& p : placed) {
+        const SettingKey& key = row(p.key);
+        QFormLayout* form = formOf(key.group);
+        if (p.field == layers_) {   // the table under its title, across the form
+            form->addRow(new QLabel(titleOf(p.key), this));
+            form->addRow(layers_);
+        } else if (p.fields) {
+            form->addRow(titleOf(p.key), p.fields);
+        } else if (p.labelled) {
+            form->addRow(titleOf(p.key), p.field);
+        } else {
+            form->addRow(p.field);
+        }
+        if (p.key == std::string_view("arithmetic")) form->addRow(backendNote_);   // what the backends can do here
+        // What a training run cannot take at its next step stays as the run began.
+        if (!key.live) {
+            if (p.field) lockedDuringRun_.append(p.field);
+            if (p.fields)
+                for (int i = 0; i < p.fields->count(); ++i)
+                    if (QWidget* w = p.fields->itemAt(i)->widget()) lockedDuringRun_.append(w);
+        }
+    }
 
     liveHint_ = named(new QLabel(tr("A run is training: changes to precision, loss scaling, batch size and "
                                     "learning rate apply at its next step."), this), "liveHint");
@@ -291,10 +310,6 @@ void SettingsPanel::buildUi()
     layout->addWidget(problemLabel_);
     layout->addWidget(start_);
     layout->addStretch(1);
-
-    lockedDuringRun_ = {model_,         dataset_,       epochs_,  maxSteps_,  seed_, threads_,
-                        initWeights_,   browseWeights_, backend_, arithmetic_, optimizer_,
-                        lrSchedule_,    warmupSteps_,   zeroInitResidual_, labelSmoothing_};
 
     // Choices commit at once; typed numbers on Enter or when focus leaves.
     auto onChoice = [this] {
@@ -462,8 +477,8 @@ void SettingsPanel::showLayerRows(const ModelSpec& model, const PrecisionRecipe&
         if (!choice) {
             choice = new QComboBox(layers_);
             choice->addItem(tr("as the recipe"), QString());
-            for (const auto& [text, value] : formatChoices()) choice->addItem(text, value);
-            for (const auto& [text, value] : quantizeChoices())
+            for (const auto& [text, value] : choicesOf("compute")) choice->addItem(text, value);
+            for (const auto& [text, value] : choicesOf("quantize"))
                 if (value != QLatin1String("off")) choice->addItem(text, value);
             connect(choice, &QComboBox::currentIndexChanged, this, [this] {
                 if (filling_) return;
@@ -516,14 +531,15 @@ void SettingsPanel::readControls()
 {
     TrainSettings s = current_;
     QString problem;
-    auto integer = [&](QLineEdit* e, const QString& what, long long min, long long max, long long& out) {
+    // A typed whole number within its settings row's range.
+    auto integer = [&](QLineEdit* e, const char* key, long long& out) {
         if (!problem.isEmpty()) return;
         bool ok = false;
         const long long v = e->text().trimmed().toLongLong(&ok);
         if (!ok)
-            problem = tr("%1: “%2” is not a whole number.").arg(what, e->text());
-        else if (v < min || v > max)
-            problem = tr("%1 must be between %2 and %3, got %4.").arg(what).arg(min).arg(max).arg(v);
+            problem = tr("%1: “%2” is not a whole number.").arg(titleOf(key), e->text());
+        else if (const std::string outside = settingValueProblem(row(key), nlohmann::json(v)); !outside.empty())
+            problem = tr("%1 %2.").arg(titleOf(key), QString::fromStdString(outside));
         else
             out = v;
     };
@@ -556,27 +572,27 @@ void SettingsPanel::readControls()
     if (problem.isEmpty()) {
         const auto lr = parseNumberText(lr_->text());
         if (!lr)
-            problem = tr("Learning rate: “%1” is not a number.").arg(lr_->text());
+            problem = tr("%1: “%2” is not a number.").arg(titleOf("lr"), lr_->text());
         else
             s.optimizer.lr = *lr;
     }
     if (problem.isEmpty()) {
         const auto smoothing = parseNumberText(labelSmoothing_->text());
         if (!smoothing)
-            problem = tr("Label smoothing: “%1” is not a number.").arg(labelSmoothing_->text());
+            problem = tr("%1: “%2” is not a number.").arg(titleOf("label_smoothing"), labelSmoothing_->text());
         else
             s.labelSmoothing = *smoothing;   // its range: validateSettings, below
     }
     long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
     long long warmup = s.lrSchedule.warmupSteps;
-    integer(warmupSteps_, tr("Warm-up steps"), 0, 1LL << 40, warmup);
+    integer(warmupSteps_, "warmup_steps", warmup);
     s.lrSchedule.warmupSteps = warmup;
-    integer(batch_, tr("Batch size"), 1, 65536, batch);
-    integer(epochs_, tr("Epochs"), 0, 100000, epochs);
-    integer(maxSteps_, tr("Max steps"), 0, 1LL << 40, maxSteps);
-    integer(seed_, tr("Seed"), 0, std::numeric_limits<long long>::max(), seed);
+    integer(batch_, "batch", batch);
+    integer(epochs_, "epochs", epochs);
+    integer(maxSteps_, "max_steps", maxSteps);
+    integer(seed_, "seed", seed);
     long long threads = s.threads;
-    integer(threads_, tr("Threads"), 1, 256, threads);
+    integer(threads_, "threads", threads);
     s.threads = static_cast<int>(threads);
     s.batch = static_cast<int>(batch);
     s.epochs = static_cast<int>(epochs);
@@ -587,6 +603,14 @@ void SettingsPanel::readControls()
     s.initWeights = initWeights_->text().trimmed().toStdString();
     if (problem.isEmpty() && !s.initWeights.empty() && !QFileInfo(initWeights_->text().trimmed()).isFile())
         problem = tr("Initial weights: there is no file “%1”.").arg(initWeights_->text().trimmed());
+    if (problem.isEmpty()) {   // each value against its row, named by the panel's label
+        const nlohmann::json written = settingsToJson(s);
+        for (const SettingKey& k : settingKeys())
+            if (const std::string outside = settingValueProblem(k, written.at(k.key)); !outside.empty()) {
+                problem = tr("%1 %2.").arg(QString::fromUtf8(k.title), QString::fromStdString(outside));
+                break;
+            }
+    }
     if (problem.isEmpty()) problem = QString::fromStdString(validateSettings(s)).isEmpty() ? QString() : sentence(validateSettings(s));
     if (problem.isEmpty() && s.backend == "cuda" && !cudaAvailable_)
         problem = tr("The CUDA backend is not available here; choose the CPU.");

@@ -28,14 +28,14 @@ const std::vector<FlagSpec>& trainFlags()
         for (const SettingKey& k : settingKeys()) {
             std::string flag = std::string("--") + k.key;
             std::replace(flag.begin(), flag.end(), '_', '-');
-            std::string help = k.help;
+            std::string help = settingHelp(k);
             std::string d = settingFlagText(defaultSettingsJson().at(k.key));
             // A model's own defaults (modelTrainingDefaults), after every model's.
             for (const ModelKind& kind : modelKinds())
                 if (const json& own = modelTrainingDefaults(kind.name); own.contains(k.key))
                     d += (d.empty() ? "" : "; ") + std::string(kind.name) + ": " + settingFlagText(own.at(k.key));
             if (!d.empty()) help += " (default " + d + ")";
-            out.push_back({flag, k.key, k.type, help});
+            out.push_back({flag, k.key, k.type, help, &k});
         }
         return out;
     }();
@@ -87,8 +87,26 @@ json flagValue(const FlagSpec& spec, const std::string& text)
 
 void addTrainFlags(CLI::App& cmd, TrainFlagValues& values)
 {
-    for (const auto& spec : trainFlags())
-        if (!values.omitted.count(spec.flag)) cmd.add_option(spec.flag, values.values[spec.flag], spec.help);
+    // Under their rows' groups; a closed set of values shown as CLI11 shows its own
+    // ("TEXT:{adam,sgd}"), which the bash completion offers.
+    for (const auto& spec : trainFlags()) {
+        if (values.omitted.count(spec.flag)) continue;
+        CLI::Option* option = cmd.add_option(spec.flag, values.values[spec.flag], spec.help);
+        option->group(std::string(settingGroupTitle(spec.row->group)));
+        if (!spec.row->choices.empty()) {
+            std::string names;
+            for (const SettingChoice& c : spec.row->choices) names += (names.empty() ? "" : ",") + std::string(c.value);
+            option->type_name("TEXT:{" + names + "}");
+        } else if (spec.type == SettingType::onOff) {
+            option->type_name("TEXT:{on,off}");
+        } else if (spec.type == SettingType::integer) {
+            option->type_name("INT");
+        } else if (spec.type == SettingType::number) {
+            option->type_name("NUMBER");
+        } else if (spec.type == SettingType::intList) {
+            option->type_name("INT,...");
+        }
+    }
     cmd.add_option("--config", values.config, "JSON file with the same settings (flags override it)");
 }
 

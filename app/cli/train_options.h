@@ -27,7 +27,8 @@ struct FlagSpec {
     std::string flag;      // "--batch"
     std::string key;       // settings key, "batch"
     SettingType type;
-    std::string help;      // the key's help and its default
+    std::string help;      // the key's help (settingHelp) and its default
+    const SettingKey* row; // its settings row: the --help group and choices
 };
 
 // One flag per settings key, derived from settingKeys().

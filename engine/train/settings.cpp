@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -58,17 +59,15 @@ public:
         return d;
     }
 
-    std::int64_t integer(const char* key, std::int64_t min, std::int64_t max) const
+    // A whole number the row's range has admitted (settingValueProblem).
+    std::int64_t integer(const char* key) const
     {
         const auto& v = j_.at(key);
         if (!v.is_number_integer())
             fail(key, "must be a whole number, got " + jsonExcerpt(v));
         // An unsigned value above 2^63 must not wrap to a negative one (2^64-1 read as -1).
-        const bool inRange = v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max) &&
-                                                          static_cast<std::int64_t>(v.get<std::uint64_t>()) >= min
-                                                    : v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max;
-        if (!inRange)
-            fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + jsonExcerpt(v));
+        if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+            fail(key, "must be at most " + std::to_string(INT64_MAX) + ", got " + jsonExcerpt(v));
         return v.get<std::int64_t>();
     }
 
@@ -83,13 +82,6 @@ public:
             out.push_back(v.get<int>());
         }
         return out;
-    }
-
-    double positive(const char* key) const
-    {
-        const double d = number(key);
-        if (!(d > 0)) fail(key, "must be greater than 0, got " + jsonExcerpt(j_.at(key)));
-        return d;
     }
 
 private:
@@ -113,10 +105,12 @@ std::string formatScale(double s)
     return out.str();
 }
 
-// One row per settings key: its type and help (the CLI's flag and the docs derive from
-// these), how a value is read into the settings with its checks, and how it is written
-// back. Rows are read in this order: the preset ("recipe") before the switches that
-// override it, the loss-scaling mode before its knobs.
+// One row per settings key: what the rest of the lab knows of it (SettingKey: its type,
+// title, group, whether a run takes it live, its range or choices, its help), how a value
+// is read into the settings, and how it is written back. The reader checks a value against
+// the row's range and choices before the row reads it. Rows are read in this order: the
+// preset ("recipe") before the switches that override it, the loss-scaling mode before its
+// knobs.
 struct KeyRule {
     SettingKey info;
     void (*read)(const Reader& r, TrainSettings& s);
@@ -131,18 +125,11 @@ std::string lossScaleText(const LossScaling& l)
 
 json optionalScale(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-template <typename T>
-T whole(const Reader& r, const char* key, std::int64_t min, std::int64_t max)
+// Text that lives as long as the tables do: the choices made from other tables' strings.
+const char* kept(std::string text)
 {
-    return static_cast<T>(r.integer(key, min, max));
-}
-
-// The text value of `key` when it is one of `allowed`; else "must be a, b or c, got 'x'".
-std::string oneOf(const Reader& r, const char* key, const std::vector<std::string>& allowed)
-{
-    std::string value = r.text(key);
-    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
-    r.fail(key, "must be " + alternatives(allowed) + ", got '" + value + "'" + didYouMean(value, allowed));
+    static std::deque<std::string> texts;
+    return texts.emplace_back(std::move(text)).c_str();
 }
 
 // The names of the formats' and quantisation modes' tables.
@@ -160,15 +147,46 @@ std::vector<std::string> quantModeNames()
     return names;
 }
 
-const char* computeHelp()
+// The choices of the keys whose values another table holds: the models, the presets (ours,
+// then the frameworks', then those below 16 bits), the formats, the quantisation modes.
+std::vector<SettingChoice> modelChoices()
 {
-    static const std::string help = "Compute format: " + alternatives(formatNames());
-    return help.c_str();
+    std::vector<SettingChoice> out;
+    for (const ModelKind& k : modelKinds()) out.push_back({kept(std::string(k.name)), kept(std::string(k.title))});
+    return out;
 }
 
-const char* quantizeHelp()
+std::vector<SettingChoice> presetChoices()
 {
-    static const std::string help = "Matmul/conv inputs below 16 bits: " + alternatives(quantModeNames());
+    std::vector<SettingChoice> out;
+    for (const auto& name : PrecisionRecipe::allPresetNames())
+        out.push_back({kept(name), kept(PrecisionRecipe::displayName(name))});
+    return out;
+}
+
+std::vector<SettingChoice> formatChoices()
+{
+    std::vector<SettingChoice> out;
+    for (const std::string& name : formatNames()) out.push_back({kept(name), kept(name)});
+    return out;
+}
+
+std::vector<SettingChoice> quantModeChoices()
+{
+    std::vector<SettingChoice> out;
+    for (const QuantModeInfo& q : quantModes()) out.push_back({kept(std::string(q.name)), kept(std::string(q.title))});
+    return out;
+}
+
+// The modes with an E8M0 block scale, from their table.
+const char* mxScaleHelp()
+{
+    static const std::string help = [] {
+        std::string modes;
+        for (const QuantModeInfo& q : quantModes())
+            if (q.scale == QuantScale::blockE8M0) modes += (modes.empty() ? "" : "/") + std::string(q.label);
+        return modes + " block scale";
+    }();
     return help.c_str();
 }
 
@@ -180,28 +198,6 @@ std::string listed(const std::vector<std::string>& names)
     return text;
 }
 
-// The presets from the recipes' tables (a preset added there is offered and named here).
-const char* recipeHelp()
-{
-    static const std::string help = "Preset: " + listed(PrecisionRecipe::presetNames()) +
-                                    ", or by a framework's name: " + listed(PrecisionRecipe::frameworkPresetNames()) +
-                                    ", or below 16 bits: " + listed(PrecisionRecipe::lowPrecisionPresetNames());
-    return help.c_str();
-}
-
-// The modes with an E8M0 block scale, from their table.
-const char* mxScaleHelp()
-{
-    static const std::string help = [] {
-        std::string modes;
-        for (const QuantModeInfo& q : quantModes())
-            if (q.scale == QuantScale::blockE8M0) modes += (modes.empty() ? "" : "/") + std::string(q.label);
-        return modes + " block scale: floor (OCP MX reference, the block's largest value may saturate) or ceil "
-                       "(Transformer Engine's MXFP8, the smallest scale that fits the block)";
-    }();
-    return help.c_str();
-}
-
 // The compute formats and the quantisation modes from their tables.
 const char* layerHelp()
 {
@@ -210,13 +206,6 @@ const char* layerHelp()
     static const std::string help = "Per-layer precision: layer=precision pairs, comma-separated (e.g. "
                                     "conv1=fp32,fc1=bf16); a precision is a compute format (" +
                                     listed(formatNames()) + ") or a quantisation (" + listed(modes) + ")";
-    return help.c_str();
-}
-
-// The help of the model keys, from the model kinds' table.
-const char* modelKindHelp()
-{
-    static const std::string help = modelKindNames();
     return help.c_str();
 }
 
@@ -243,47 +232,49 @@ const char* widthsHelp()
     return help.c_str();
 }
 
+// Ranges: whole numbers from a to b; numbers greater than a; a or more; in [a, b).
+SettingRange wholes(std::int64_t min, std::int64_t max) { return {min, max, 0, 0, false, false}; }
+SettingRange above(double min) { return {0, 0, min, HUGE_VAL, true, false}; }
+SettingRange atLeast(double min) { return {0, 0, min, HUGE_VAL, false, false}; }
+SettingRange fromUpTo(double min, double max) { return {0, 0, min, max, false, true}; }
+
+// A whole-number key's value, once the reader has checked it against its row's range.
+template <typename T>
+T whole(const Reader& r, const char* key)
+{
+    return static_cast<T>(r.integer(key));
+}
+
 const std::vector<KeyRule>& keyRules()
 {
     using T = SettingType;
+    using G = SettingGroup;
+    constexpr bool live = true;
     static const std::vector<KeyRule> rules = {
-        {{"model", T::text, modelKindHelp()},
+        {{"model", T::text, "Model", G::modelAndData, false, {}, modelChoices(), "The model"},
          [](const Reader& r, TrainSettings& s) { s.model.kind = r.text("model"); },
          [](const TrainSettings& s) { return json(s.model.kind); }},
-        {{"widths", T::intList, widthsHelp()},
+        {{"widths", T::intList, "Widths", G::modelAndData, false, {}, {}, widthsHelp()},
          [](const Reader& r, TrainSettings& s) { s.model.widths = r.widths("widths"); },
          [](const TrainSettings& s) { return json(s.model.widths); }},
-        {{"recipe", T::text, recipeHelp()},
-         [](const Reader& r, TrainSettings& s) {
-             const auto name = r.text("recipe");
-             const auto preset = PrecisionRecipe::fromPreset(name);
-             if (!preset) {
-                 std::string names;
-                 for (const auto& n : PrecisionRecipe::allPresetNames()) names += (names.empty() ? "" : ", ") + n;
-                 r.fail("recipe", "must be one of " + names + ", got '" + name + "'" +
-                                      didYouMean(name, PrecisionRecipe::allPresetNames()));
-             }
-             s.recipe = *preset;
-         },
+        {{"recipe", T::text, "Preset", G::precision, live, {}, presetChoices(),
+          "Preset: ours, a framework's by its own name (docs/FRAMEWORK_PRESETS.md), or below 16 bits"},
+         [](const Reader& r, TrainSettings& s) { s.recipe = *PrecisionRecipe::fromPreset(r.text("recipe")); },
          [](const TrainSettings& s) { return json(s.recipe.preset); }},
-        {{"compute", T::text, computeHelp()},
-         [](const Reader& r, TrainSettings& s) {
-             const std::string text = r.text("compute");
-             const auto f = parseFormat(text);
-             if (!f)
-                 r.fail("compute", "must be " + alternatives(formatNames()) + ", got '" + text + "'" +
-                                       didYouMean(text, formatNames()));
-             s.recipe.compute = *f;
-         },
+        {{"compute", T::text, "Compute", G::precision, live, {}, formatChoices(), "Compute format"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.compute = *parseFormat(r.text("compute")); },
          [](const TrainSettings& s) { return json(std::string(formatName(s.recipe.compute))); }},
-        {{"master_weights", T::onOff, "fp32 master weights: on|off"},
+        {{"master_weights", T::onOff, "fp32 master weights", G::precision, live, {}, {}, "fp32 master weights"},
          [](const Reader& r, TrainSettings& s) { s.recipe.masterWeights = r.boolean("master_weights"); },
          [](const TrainSettings& s) { return json(s.recipe.masterWeights); }},
-        {{"optimizer_state", T::text,
-          "Optimizer state (momentum, Adam's moments): fp32, bf16, fp16, or auto (fp32 with master weights, "
-          "else the weights' format)"},
+        {{"optimizer_state", T::text, "Optimizer state", G::precision, live, {},
+          {{"auto", "as the weights (PyTorch)", "fp32 with master weights, else the weights' format"},
+           {"fp32", "fp32"},
+           {"bf16", "bf16"},
+           {"fp16", "fp16"}},
+          "Optimizer state (momentum, Adam's moments)"},
          [](const Reader& r, TrainSettings& s) {
-             const std::string text = oneOf(r, "optimizer_state", {"auto", "fp32", "bf16", "fp16"});
+             const std::string text = r.text("optimizer_state");
              if (text == "auto")
                  s.recipe.optimizerState.reset();
              else
@@ -292,22 +283,22 @@ const std::vector<KeyRule>& keyRules()
          [](const TrainSettings& s) {
              return json(s.recipe.optimizerState ? std::string(formatName(*s.recipe.optimizerState)) : "auto");
          }},
-        {{"update_rounding", T::text,
-          "How the optimizer rounds its write to the weights: nearest, stochastic (up or down with the "
-          "probabilities that keep the update on average), or kahan (a compensation buffer carries what "
-          "rounding lost); for weights kept in 16 bits"},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.updateRounding =
-                 *parseUpdateRounding(oneOf(r, "update_rounding", {"nearest", "stochastic", "kahan"}));
-         },
+        {{"update_rounding", T::text, "Update rounding", G::precision, live, {},
+          {{"nearest", "to nearest (PyTorch)"},
+           {"stochastic", "stochastic", "up or down with the probabilities that keep the update on average"},
+           {"kahan", "Kahan-compensated", "a compensation buffer carries what rounding lost"}},
+          "How the optimizer rounds its write to the weights, for weights kept in 16 bits"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.updateRounding = *parseUpdateRounding(r.text("update_rounding")); },
          [](const TrainSettings& s) { return json(std::string(updateRoundingName(s.recipe.updateRounding))); }},
-        {{"fp32_accumulate", T::onOff, "Accumulate matmul/conv in fp32: on|off"},
+        {{"fp32_accumulate", T::onOff, "fp32 accumulation", G::precision, live, {}, {}, "Accumulate matmul/conv in fp32"},
          [](const Reader& r, TrainSettings& s) { s.recipe.fp32Accumulate = r.boolean("fp32_accumulate"); },
          [](const TrainSettings& s) { return json(s.recipe.fp32Accumulate); }},
-        {{"fp32_sensitive_ops", T::onOff, "Softmax/cross-entropy in fp32: on|off"},
+        {{"fp32_sensitive_ops", T::onOff, "fp32 softmax / loss", G::precision, live, {}, {},
+          "Softmax/cross-entropy in fp32"},
          [](const Reader& r, TrainSettings& s) { s.recipe.fp32SensitiveOps = r.boolean("fp32_sensitive_ops"); },
          [](const TrainSettings& s) { return json(s.recipe.fp32SensitiveOps); }},
-        {{"loss_scale", T::text, "off, static:S, dynamic, pytorch, tensorflow or apex"},
+        {{"loss_scale", T::text, "Loss scaling", G::precision, live, {}, {},
+          "off, static:S, dynamic, pytorch, tensorflow or apex"},
          [](const Reader& r, TrainSettings& s) {
              std::string error;
              auto parsed = parseLossScaleOption(r.text("loss_scale"), &error);
@@ -315,58 +306,56 @@ const std::vector<KeyRule>& keyRules()
              s.recipe.lossScaling = *parsed;
          },
          [](const TrainSettings& s) { return json(lossScaleText(s.recipe.lossScaling)); }},
-        {{"init_scale", T::number, "Initial (or static) loss scale"},
-         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.initScale = r.positive("init_scale"); },
+        {{"init_scale", T::number, "Initial scale", G::precision, live, above(0), {}, "Initial (or static) loss scale"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.initScale = r.number("init_scale"); },
          [](const TrainSettings& s) { return json(s.recipe.lossScaling.initScale); }},
-        {{"growth_factor", T::number, "Dynamic scaling: growth factor"},
+        {{"growth_factor", T::number, "Growth factor", G::precision, live, {}, {}, "Dynamic scaling: growth factor"},
          [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.growthFactor = r.number("growth_factor"); },
          [](const TrainSettings& s) { return json(s.recipe.lossScaling.growthFactor); }},
-        {{"backoff_factor", T::number, "Dynamic scaling: backoff factor"},
+        {{"backoff_factor", T::number, "Backoff factor", G::precision, live, {}, {}, "Dynamic scaling: backoff factor"},
          [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.backoffFactor = r.number("backoff_factor"); },
          [](const TrainSettings& s) { return json(s.recipe.lossScaling.backoffFactor); }},
-        {{"growth_interval", T::integer, "Dynamic scaling: clean steps before growth"},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.lossScaling.growthInterval = whole<int>(r, "growth_interval", 1, LossScaling::kMaxGrowthInterval);
-         },
+        {{"growth_interval", T::integer, "Growth interval", G::precision, live, wholes(1, LossScaling::kMaxGrowthInterval),
+          {}, "Dynamic scaling: clean steps before growth"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.growthInterval = whole<int>(r, "growth_interval"); },
          [](const TrainSettings& s) { return json(s.recipe.lossScaling.growthInterval); }},
-        {{"min_scale", T::number, "Dynamic scaling: floor"},
-         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.minScale = r.positive("min_scale"); },
+        {{"min_scale", T::number, "Minimum scale", G::precision, live, above(0), {}, "Dynamic scaling: floor"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.minScale = r.number("min_scale"); },
          [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.minScale); }},
-        {{"max_scale", T::number, "Dynamic scaling: cap"},
-         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.maxScale = r.positive("max_scale"); },
+        {{"max_scale", T::number, "Maximum scale", G::precision, live, above(0), {}, "Dynamic scaling: cap"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.lossScaling.maxScale = r.number("max_scale"); },
          [](const TrainSettings& s) { return optionalScale(s.recipe.lossScaling.maxScale); }},
-        {{"quantize", T::text, quantizeHelp()},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.quantization.mode = *parseQuantMode(oneOf(r, "quantize", quantModeNames()));
-         },
+        {{"quantize", T::text, "Operands", G::precision, live, {}, quantModeChoices(), "Matmul/conv inputs below 16 bits"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.quantization.mode = *parseQuantMode(r.text("quantize")); },
          [](const TrainSettings& s) { return json(std::string(quantModeName(s.recipe.quantization.mode))); }},
-        {{"fp8_format", T::text, "FP8 formats: hybrid (E4M3 forward, E5M2 gradients) or e4m3 (throughout)"},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.quantization.hybrid = oneOf(r, "fp8_format", {"hybrid", "e4m3"}) == "hybrid";
-         },
+        {{"fp8_format", T::text, "FP8 formats", G::precision, live, {},
+          {{"hybrid", "E4M3 forward, E5M2 gradients", "E4M3 forward, E5M2 gradients"},
+           {"e4m3", "E4M3 throughout", "E4M3 throughout"}},
+          "FP8 formats"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.quantization.hybrid = r.text("fp8_format") == "hybrid"; },
          [](const TrainSettings& s) { return json(s.recipe.quantization.hybrid ? "hybrid" : "e4m3"); }},
-        {{"mx_scale", T::text, mxScaleHelp()},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.quantization.mxScale = *parseMxScaleRounding(oneOf(r, "mx_scale", {"floor", "ceil"}));
-         },
+        {{"mx_scale", T::text, "MX scale", G::precision, live, {},
+          {{"floor", "rounded down (OCP MX)", "the OCP MX reference: the block's largest value may saturate"},
+           {"ceil", "rounded up (Transformer Engine)",
+            "Transformer Engine's MXFP8: the smallest scale that fits the block"}},
+          mxScaleHelp()},
+         [](const Reader& r, TrainSettings& s) { s.recipe.quantization.mxScale = *parseMxScaleRounding(r.text("mx_scale")); },
          [](const TrainSettings& s) { return json(std::string(mxScaleRoundingName(s.recipe.quantization.mxScale))); }},
-        {{"amax_history", T::integer, "FP8 delayed scaling: steps of amax history"},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.quantization.amaxHistory = whole<int>(r, "amax_history", 1, Quantization::kMaxAmaxHistory);
-         },
+        {{"amax_history", T::integer, "Amax history", G::precision, live, wholes(1, Quantization::kMaxAmaxHistory), {},
+          "FP8 delayed scaling: steps of amax history"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.quantization.amaxHistory = whole<int>(r, "amax_history"); },
          [](const TrainSettings& s) { return json(s.recipe.quantization.amaxHistory); }},
-        {{"amax_algorithm", T::text, "FP8 delayed scaling: max or most_recent amax of the history"},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.quantization.algorithm = *parseAmaxAlgorithm(oneOf(r, "amax_algorithm", {"max", "most_recent"}));
-         },
+        {{"amax_algorithm", T::text, "Amax algorithm", G::precision, live, {},
+          {{"max", "the history's largest"}, {"most_recent", "the most recent"}},
+          "FP8 delayed scaling: the amax the history gives"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.quantization.algorithm = *parseAmaxAlgorithm(r.text("amax_algorithm")); },
          [](const TrainSettings& s) { return json(std::string(amaxAlgorithmName(s.recipe.quantization.algorithm))); }},
-        {{"fp8_margin", T::integer, "FP8 scaling: margin, the scale divided by 2^margin"},
-         [](const Reader& r, TrainSettings& s) {
-             s.recipe.quantization.margin =
-                 whole<int>(r, "fp8_margin", -Quantization::kMaxMargin, Quantization::kMaxMargin);
-         },
+        {{"fp8_margin", T::integer, "FP8 margin", G::precision, live,
+          wholes(-Quantization::kMaxMargin, Quantization::kMaxMargin), {},
+          "FP8 scaling: margin, the scale divided by 2^margin"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.quantization.margin = whole<int>(r, "fp8_margin"); },
          [](const TrainSettings& s) { return json(s.recipe.quantization.margin); }},
-        {{"layer", T::text, layerHelp()},
+        {{"layer", T::text, "Per layer", G::precision, live, {}, {}, layerHelp()},
          [](const Reader& r, TrainSettings& s) {
              std::string error;
              auto layers = parseLayerPrecisions(r.text("layer"), &error);
@@ -374,102 +363,107 @@ const std::vector<KeyRule>& keyRules()
              s.recipe.layers = std::move(*layers);
          },
          [](const TrainSettings& s) { return json(layerPrecisionsText(s.recipe.layers)); }},
-        {{"batch", T::integer, "Batch size"},
-         [](const Reader& r, TrainSettings& s) { s.batch = whole<int>(r, "batch", 1, 65536); },
+        {{"batch", T::integer, "Batch size", G::optimizer, live, wholes(1, 65536), {}, "Batch size"},
+         [](const Reader& r, TrainSettings& s) { s.batch = whole<int>(r, "batch"); },
          [](const TrainSettings& s) { return json(s.batch); }},
-        {{"epochs", T::integer, "Epochs (0: no training, the initial weights evaluated once)"},
-         [](const Reader& r, TrainSettings& s) { s.epochs = whole<int>(r, "epochs", 0, 100000); },
+        {{"epochs", T::integer, "Epochs", G::modelAndData, false, wholes(0, 100000), {},
+          "Epochs (0: no training, the initial weights evaluated once)"},
+         [](const Reader& r, TrainSettings& s) { s.epochs = whole<int>(r, "epochs"); },
          [](const TrainSettings& s) { return json(s.epochs); }},
-        {{"max_steps", T::integer, "Stop after this many steps (0: no limit)"},
-         [](const Reader& r, TrainSettings& s) { s.maxSteps = r.integer("max_steps", 0, std::int64_t(1) << 40); },
+        {{"max_steps", T::integer, "Max steps", G::modelAndData, false, wholes(0, std::int64_t(1) << 40), {},
+          "Stop after this many steps (0: no limit)"},
+         [](const Reader& r, TrainSettings& s) { s.maxSteps = r.integer("max_steps"); },
          [](const TrainSettings& s) { return json(s.maxSteps); }},
-        {{"lr", T::number, "Learning rate"},
-         [](const Reader& r, TrainSettings& s) { s.optimizer.lr = r.positive("lr"); },
+        {{"lr", T::number, "Learning rate", G::optimizer, live, above(0), {}, "Learning rate"},
+         [](const Reader& r, TrainSettings& s) { s.optimizer.lr = r.number("lr"); },
          [](const TrainSettings& s) { return json(s.optimizer.lr); }},
-        {{"lr_schedule", T::text,
-          "constant (lr throughout) or cosine (lr lowered along a half cosine towards 0 over the planned steps; "
-          "the batch is then fixed for the run), after warmup_steps"},
-         [](const Reader& r, TrainSettings& s) {
-             s.lrSchedule.shape = *parseLrShape(oneOf(r, "lr_schedule", {"constant", "cosine"}));
-         },
+        {{"lr_schedule", T::text, "Schedule", G::optimizer, false, {},
+          {{"constant", "Constant", "lr throughout"},
+           {"cosine", "Cosine to 0",
+            "lr lowered along a half cosine towards 0 over the planned steps; the batch is then fixed for the run"}},
+          "The learning rate's schedule, after warmup_steps"},
+         [](const Reader& r, TrainSettings& s) { s.lrSchedule.shape = *parseLrShape(r.text("lr_schedule")); },
          [](const TrainSettings& s) { return json(std::string(lrShapeName(s.lrSchedule.shape))); }},
-        {{"warmup_steps", T::integer, "Steps of linear learning-rate warm-up from lr / N to lr (0: none)"},
-         [](const Reader& r, TrainSettings& s) {
-             s.lrSchedule.warmupSteps = r.integer("warmup_steps", 0, std::int64_t(1) << 40);
-         },
+        {{"warmup_steps", T::integer, "Warm-up steps", G::optimizer, false, wholes(0, std::int64_t(1) << 40), {},
+          "Steps of linear learning-rate warm-up from lr / N to lr (0: none)"},
+         [](const Reader& r, TrainSettings& s) { s.lrSchedule.warmupSteps = r.integer("warmup_steps"); },
          [](const TrainSettings& s) { return json(s.lrSchedule.warmupSteps); }},
-        {{"zero_init_residual", T::onOff,
-          "vit: each block's residual branches (proj and fc2 weights) start at zero: on|off"},
+        {{"zero_init_residual", T::onOff, "Residual branches start at zero", G::optimizer, false, {}, {},
+          "vit: each block's residual branches (proj and fc2 weights) start at zero"},
          [](const Reader& r, TrainSettings& s) { s.zeroInitResidual = r.boolean("zero_init_residual"); },
          [](const TrainSettings& s) { return json(s.zeroInitResidual); }},
-        {{"label_smoothing", T::number,
-          "Label smoothing of the training loss, in [0, 1): targets (1 - e) onehot + e / classes (0: none; needs "
-          "the loss in fp32)"},
+        {{"label_smoothing", T::number, "Label smoothing", G::optimizer, false, fromUpTo(0, 1), {},
+          "Label smoothing of the training loss: targets (1 - e) onehot + e / classes (0: none; needs the loss in "
+          "fp32)"},
          [](const Reader& r, TrainSettings& s) { s.labelSmoothing = r.number("label_smoothing"); },
          [](const TrainSettings& s) { return json(s.labelSmoothing); }},
-        {{"optimizer", T::text, "adam or sgd"},
-         [](const Reader& r, TrainSettings& s) { s.optimizer.kind = oneOf(r, "optimizer", {"adam", "sgd"}); },
+        {{"optimizer", T::text, "Optimizer", G::optimizer, false, {}, {{"adam", "Adam"}, {"sgd", "SGD + momentum"}},
+          "The optimizer"},
+         [](const Reader& r, TrainSettings& s) { s.optimizer.kind = r.text("optimizer"); },
          [](const TrainSettings& s) { return json(s.optimizer.kind); }},
-        {{"momentum", T::number, "SGD momentum, in [0, 1)"},
-         [](const Reader& r, TrainSettings& s) {
-             s.optimizer.momentum = r.number("momentum");
-             if (s.optimizer.momentum < 0 || s.optimizer.momentum >= 1) r.fail("momentum", "must be in [0, 1)");
-         },
+        {{"momentum", T::number, "Momentum", G::optimizer, false, fromUpTo(0, 1), {}, "SGD momentum"},
+         [](const Reader& r, TrainSettings& s) { s.optimizer.momentum = r.number("momentum"); },
          [](const TrainSettings& s) { return json(s.optimizer.momentum); }},
-        {{"seed", T::integer, "Seed of weights and shuffling"},
-         [](const Reader& r, TrainSettings& s) { s.seed = whole<std::uint64_t>(r, "seed", 0, INT64_MAX); },
+        {{"seed", T::integer, "Seed", G::modelAndData, false, wholes(0, INT64_MAX), {}, "Seed of weights and shuffling"},
+         [](const Reader& r, TrainSettings& s) { s.seed = whole<std::uint64_t>(r, "seed"); },
          [](const TrainSettings& s) { return json(s.seed); }},
-        {{"dataset", T::text, "mnist or fashion-mnist"},
-         [](const Reader& r, TrainSettings& s) { s.dataset = oneOf(r, "dataset", {"mnist", "fashion-mnist"}); },
+        {{"dataset", T::text, "Dataset", G::modelAndData, false, {},
+          {{"mnist", "MNIST"}, {"fashion-mnist", "Fashion-MNIST"}}, "The dataset"},
+         [](const Reader& r, TrainSettings& s) { s.dataset = r.text("dataset"); },
          [](const TrainSettings& s) { return json(s.dataset); }},
-        {{"data_dir", T::text, "Data folder (empty: the per-user folder the set-up fills)"},
+        {{"data_dir", T::text, "Data folder", G::files, false, {}, {},
+          "Data folder (empty: the per-user folder the set-up fills)"},
          [](const Reader& r, TrainSettings& s) { s.dataDir = r.text("data_dir"); },
          [](const TrainSettings& s) { return json(s.dataDir); }},
-        {{"threads", T::integer, "CPU threads"},
-         [](const Reader& r, TrainSettings& s) { s.threads = whole<int>(r, "threads", 1, 256); },
+        {{"threads", T::integer, "Threads", G::modelAndData, false, wholes(1, 256), {}, "CPU threads"},
+         [](const Reader& r, TrainSettings& s) { s.threads = whole<int>(r, "threads"); },
          [](const TrainSettings& s) { return json(s.threads); }},
-        {{"histogram_every", T::integer, "Telemetry snapshot every N steps (0: never)"},
-         [](const Reader& r, TrainSettings& s) { s.histogramEvery = whole<int>(r, "histogram_every", 0, 1'000'000'000); },
+        {{"histogram_every", T::integer, "Telemetry every", G::run, false, wholes(0, 1'000'000'000), {},
+          "Telemetry snapshot every N steps (0: never)"},
+         [](const Reader& r, TrainSettings& s) { s.histogramEvery = whole<int>(r, "histogram_every"); },
          [](const TrainSettings& s) { return json(s.histogramEvery); }},
-        {{"eval_every", T::integer, "Also evaluate every N steps (0: per epoch only)"},
-         [](const Reader& r, TrainSettings& s) { s.evalEvery = whole<int>(r, "eval_every", 0, 1'000'000'000); },
+        {{"eval_every", T::integer, "Evaluate every", G::run, false, wholes(0, 1'000'000'000), {},
+          "Also evaluate every N steps (0: per epoch only)"},
+         [](const Reader& r, TrainSettings& s) { s.evalEvery = whole<int>(r, "eval_every"); },
          [](const TrainSettings& s) { return json(s.evalEvery); }},
-        {{"divergence_steps", T::integer, "Non-finite losses in a row that end a run"},
-         [](const Reader& r, TrainSettings& s) { s.divergenceSteps = whole<int>(r, "divergence_steps", 1, 1'000'000); },
+        {{"divergence_steps", T::integer, "Divergence steps", G::run, false, wholes(1, 1'000'000), {},
+          "Non-finite losses in a row that end a run"},
+         [](const Reader& r, TrainSettings& s) { s.divergenceSteps = whole<int>(r, "divergence_steps"); },
          [](const TrainSettings& s) { return json(s.divergenceSteps); }},
-        {{"clip_grad_norm", T::number, "Clip the gradient norm to this (0: off); clip_grad_at says whether before or after unscaling"},
-         [](const Reader& r, TrainSettings& s) {
-             s.clipGradNorm = r.number("clip_grad_norm");
-             if (s.clipGradNorm < 0) r.fail("clip_grad_norm", "must be 0 (off) or positive");
-         },
+        {{"clip_grad_norm", T::number, "Clip gradient norm", G::optimizer, false, atLeast(0), {},
+          "Clip the gradient norm to this (0: off); clip_grad_at says whether before or after unscaling"},
+         [](const Reader& r, TrainSettings& s) { s.clipGradNorm = r.number("clip_grad_norm"); },
          [](const TrainSettings& s) { return json(s.clipGradNorm); }},
-        {{"clip_grad_at", T::text,
-          "Where clip_grad_norm clips: unscaled (after unscaling, as PyTorch's AMP examples do) or scaled (before "
-          "it: the mistake, the limit then applies to S times the gradients)"},
+        {{"clip_grad_at", T::text, "Clip at", G::optimizer, false, {},
+          {{"unscaled", "after unscaling", "after unscaling, as PyTorch's AMP examples do"},
+           {"scaled", "before unscaling", "before it: the mistake, the limit then applies to S times the gradients"}},
+          "Where clip_grad_norm clips"},
          [](const Reader& r, TrainSettings& s) {
-             s.clipAt = oneOf(r, "clip_grad_at", {"unscaled", "scaled"}) == "scaled" ? ClipAt::scaled : ClipAt::unscaled;
+             s.clipAt = r.text("clip_grad_at") == "scaled" ? ClipAt::scaled : ClipAt::unscaled;
          },
          [](const TrainSettings& s) { return json(std::string(clipAtName(s.clipAt))); }},
-        {{"backend", T::text, "cpu or cuda"},
-         [](const Reader& r, TrainSettings& s) { s.backend = oneOf(r, "backend", {"cpu", "cuda"}); },
+        {{"backend", T::text, "Backend", G::modelAndData, false, {}, {{"cpu", "CPU"}, {"cuda", "CUDA"}}, "The backend"},
+         [](const Reader& r, TrainSettings& s) { s.backend = r.text("backend"); },
          [](const TrainSettings& s) { return json(s.backend); }},
-        {{"arithmetic", T::text,
-          "CPU products of bf16/fp16 operands: hardware (native units via oneDNN where the CPU has them) or exact "
-          "(emulated, the same bits on every CPU)"},
-         [](const Reader& r, TrainSettings& s) {
-             s.arithmetic = *parseArithmetic(oneOf(r, "arithmetic", {"exact", "hardware"}));
-         },
+        {{"arithmetic", T::text, "Arithmetic", G::modelAndData, false, {},
+          {{"hardware", "Hardware (native 16-bit units)", "native units via oneDNN where the CPU has them"},
+           {"exact", "Exact (emulated, same bits on every CPU)", "emulated, the same bits on every CPU"}},
+          "CPU products of bf16/fp16 operands"},
+         [](const Reader& r, TrainSettings& s) { s.arithmetic = *parseArithmetic(r.text("arithmetic")); },
          [](const TrainSettings& s) { return json(std::string(arithmeticName(s.arithmetic))); }},
-        {{"init_weights", T::text, "Initial weights: a safetensors file with PyTorch's tensor names"},
+        {{"init_weights", T::text, "Initial weights", G::modelAndData, false, {}, {},
+          "Initial weights: a safetensors file with PyTorch's tensor names"},
          [](const Reader& r, TrainSettings& s) { s.initWeights = r.text("init_weights"); },
          [](const TrainSettings& s) { return json(s.initWeights); }},
-        {{"save_weights", T::text, "Write the final weights here (safetensors)"},
+        {{"save_weights", T::text, "Save weights", G::files, false, {}, {}, "Write the final weights here (safetensors)"},
          [](const Reader& r, TrainSettings& s) { s.saveWeights = r.text("save_weights"); },
          [](const TrainSettings& s) { return json(s.saveWeights); }},
-        {{"write_batches", T::text, "Write every step's sample indices here (text, one line per step)"},
+        {{"write_batches", T::text, "Write batches", G::files, false, {}, {},
+          "Write every step's sample indices here (text, one line per step)"},
          [](const Reader& r, TrainSettings& s) { s.writeBatches = r.text("write_batches"); },
          [](const TrainSettings& s) { return json(s.writeBatches); }},
-        {{"read_batches", T::text, "Train on the batches of this file (as --write-batches writes it)"},
+        {{"read_batches", T::text, "Read batches", G::files, false, {}, {},
+          "Train on the batches of this file (as --write-batches writes it)"},
          [](const Reader& r, TrainSettings& s) { s.readBatches = r.text("read_batches"); },
          [](const TrainSettings& s) { return json(s.readBatches); }},
     };
@@ -489,6 +483,88 @@ const std::vector<SettingKey>& settingKeys()
         return out;
     }();
     return keys;
+}
+
+std::string_view settingGroupTitle(SettingGroup g)
+{
+    switch (g) {
+    case SettingGroup::modelAndData: return "Model and data";
+    case SettingGroup::precision: return "Precision";
+    case SettingGroup::optimizer: return "Optimizer";
+    case SettingGroup::run: return "Telemetry and stopping";
+    case SettingGroup::files: return "Files";
+    }
+    return {};
+}
+
+const SettingKey* findSettingKey(std::string_view key)
+{
+    for (const SettingKey& k : settingKeys())
+        if (key == k.key) return &k;
+    return nullptr;
+}
+
+std::vector<std::string> settingChoiceValues(const SettingKey& key)
+{
+    std::vector<std::string> values;
+    for (const SettingChoice& c : key.choices) values.emplace_back(c.value);
+    return values;
+}
+
+std::string settingRangeText(const SettingKey& key)
+{
+    if (!key.range) return {};
+    const SettingRange& r = *key.range;
+    if (key.type == SettingType::integer)
+        return "between " + std::to_string(r.wholeMin) + " and " + std::to_string(r.wholeMax);
+    if (std::isinf(r.max)) return r.minOpen ? "greater than " + formatScale(r.min) : formatScale(r.min) + " or more";
+    return std::string("in ") + (r.minOpen ? "(" : "[") + formatScale(r.min) + ", " + formatScale(r.max) +
+           (r.maxOpen ? ")" : "]");
+}
+
+std::string settingValueProblem(const SettingKey& key, const json& value)
+{
+    if (key.range && value.is_number()) {
+        const SettingRange& r = *key.range;
+        bool inside = false;
+        if (key.type == SettingType::integer) {
+            if (!value.is_number_integer()) return {};   // the reader's to refuse: not a whole number
+            inside = value.is_number_unsigned()
+                         ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX) &&
+                               value.get<std::int64_t>() >= r.wholeMin && value.get<std::int64_t>() <= r.wholeMax
+                         : value.get<std::int64_t>() >= r.wholeMin && value.get<std::int64_t>() <= r.wholeMax;
+        } else {
+            const double v = value.get<double>();
+            if (!std::isfinite(v)) return "must be a finite number";
+            inside = (r.minOpen ? v > r.min : v >= r.min) && (r.maxOpen ? v < r.max : v <= r.max);
+        }
+        if (!inside)
+            return "must be " + settingRangeText(key) + ", got " +
+                   (key.type == SettingType::integer ? jsonExcerpt(value) : formatScale(value.get<double>()));
+    }
+    if (!key.choices.empty() && value.is_string()) {
+        const std::string text = value.get<std::string>();
+        const std::vector<std::string> values = settingChoiceValues(key);
+        if (std::find(values.begin(), values.end(), text) == values.end())
+            return "must be " + alternatives(values) + ", got " + jsonExcerpt(value) + didYouMean(text, values);
+    }
+    return {};
+}
+
+std::string settingHelp(const SettingKey& key)
+{
+    std::string help = key.help;
+    // The choices where one needs saying what it means (the flag's {a,b} lists them all).
+    const bool meanings = std::any_of(key.choices.begin(), key.choices.end(),
+                                      [](const SettingChoice& c) { return c.meaning != nullptr; });
+    if (meanings) {
+        std::vector<std::string> said;
+        for (const SettingChoice& c : key.choices)
+            said.push_back(std::string(c.value) + (c.meaning ? " (" + std::string(c.meaning) + ")" : ""));
+        help += ": " + alternatives(said);
+    }
+    if (key.range) help += "; " + settingRangeText(key);
+    return help;
 }
 
 const nlohmann::json& defaultSettingsJson()
@@ -512,8 +588,12 @@ TrainSettings readOverDefaults(const json& patch, const std::string& origin, boo
     const Reader r(patch, origin);
     TrainSettings s;
     s.recipe = *PrecisionRecipe::fromPreset("fp32");
-    for (const auto& rule : rules)
-        if (r.has(rule.info.key)) rule.read(r, s);
+    for (const auto& rule : rules) {
+        if (!r.has(rule.info.key)) continue;
+        if (const std::string problem = settingValueProblem(rule.info, patch.at(rule.info.key)); !problem.empty())
+            r.fail(rule.info.key, problem);
+        rule.read(r, s);
+    }
     if (!validate) return s;
     if (auto problem = validateSettings(s); !problem.empty()) throw InputError(origin + ": " + problem);
     return s;
@@ -617,12 +697,11 @@ std::string labelSmoothingProblem(const PrecisionRecipe& r, const ModelSpec& mod
 
 std::string validateSettings(const TrainSettings& s)
 {
+    // Each key's value against its row: its range, its choices (the model among them).
+    for (const KeyRule& rule : keyRules())
+        if (const std::string problem = settingValueProblem(rule.info, rule.write(s)); !problem.empty())
+            return std::string(rule.info.key) + " " + problem;
     const ModelKind* kind = findModelKind(s.model.kind);
-    if (!kind) {
-        std::vector<std::string> names;
-        for (const ModelKind& k : modelKinds()) names.emplace_back(k.name);
-        return "model must be " + modelKindNames() + ", got '" + s.model.kind + "'" + didYouMean(s.model.kind, names);
-    }
     // The model's size before anything is allocated: widths its row does not take, or
     // widths whose parameters alone would not fit in memory (65536 x 65536 ran out of memory).
     if (const std::string problem = widthsProblem(*kind, s.model.widths); !problem.empty())
@@ -635,10 +714,6 @@ std::string validateSettings(const TrainSettings& s)
                    " parameters, more than this lab trains (at most 268,435,456: 1 GiB of fp32 weights, 4 with "
                    "gradients and Adam's state)";
     }
-    if (s.batch < 1) return "batch must be at least 1";
-    if (s.epochs < 0) return "epochs must be 0 (evaluate only) or more";
-    if (!(s.optimizer.lr > 0) || !std::isfinite(s.optimizer.lr)) return "lr must be a positive number";
-    if (!(s.labelSmoothing >= 0.0 && s.labelSmoothing < 1.0)) return "label_smoothing must be in [0, 1)";
     if (auto problem = labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing); !problem.empty()) return problem;
     if (s.zeroInitResidual && !s.initWeights.empty())
         return "zero_init_residual and init_weights together: the weights file gives every initial weight";

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -59,16 +61,58 @@ struct TrainSettings {
     bool operator==(const TrainSettings&) const = default;
 };
 
-// The settings keys, in one table (settings.cpp): the JSON form, the config file, `plab
-// train`'s flags (--key-with-dashes) and their help all derive from it. Each key's
-// reading, checks and writing live in its row.
+// The settings keys, in one table (settings.cpp): the JSON form and its checks, the config
+// file, `plab train`'s flags (--key-with-dashes) and their help, the man page made from that
+// help, and the settings panel's controls (their labels, choices, limits, groups and which
+// stay open while a run trains) all derive from it. Each key's reading, checks and writing
+// live in its row.
 enum class SettingType { text, integer, number, onOff, intList };
+
+// Where a key belongs: the settings panel's group boxes and the headings of `plab train --help`.
+enum class SettingGroup { modelAndData, precision, optimizer, run, files };
+std::string_view settingGroupTitle(SettingGroup g);   // "Model and data"
+
+// One value of a key with a closed set of them.
+struct SettingChoice {
+    const char* value;              // "sgd": the JSON value and the flag's
+    const char* title;              // "SGD + momentum": the settings panel's item
+    const char* meaning = nullptr;  // for --help where the value alone does not say it
+};
+
+// The values an integer or number key takes. Whole numbers from wholeMin to wholeMax (integer
+// keys), or numbers between min and max, each end open or closed (number keys).
+struct SettingRange {
+    std::int64_t wholeMin = 0, wholeMax = 0;
+    double min = 0, max = 0;
+    bool minOpen = false, maxOpen = false;
+};
 
 struct SettingKey {
     const char* key;     // "batch"
     SettingType type;
-    const char* help;    // one line; the default is defaultSettingsJson()[key]
+    const char* title;   // "Batch size": the panel's label, a message's name for the key
+    SettingGroup group;
+    // Whether a training run takes a change of it at its next step (TrainerControl):
+    // the recipe's switches, the batch size and the learning rate.
+    bool live = false;
+    std::optional<SettingRange> range;      // integer and number keys that have one
+    std::vector<SettingChoice> choices;     // text keys with a closed set of values
+    const char* help = "";                  // one line; --help adds the choices and the default
 };
+
+// The key's range as a sentence reads it: "from 1 to 65536", "greater than 0", "0 or more",
+// "in [0, 1)"; empty where it has none.
+std::string settingRangeText(const SettingKey& key);
+// The key's row; nullptr for a name that is none.
+const SettingKey* findSettingKey(std::string_view key);
+// The row's choices' values ("adam", "sgd").
+std::vector<std::string> settingChoiceValues(const SettingKey& key);
+// Why `value` is not a value of the key (outside its range, not one of its choices), as
+// "batch must be from 1 to 65536, got 0"; empty where it is (or the key has neither).
+std::string settingValueProblem(const SettingKey& key, const nlohmann::json& value);
+// The key's help as --help prints it: the row's help, then its choices with their meanings,
+// and its range.
+std::string settingHelp(const SettingKey& key);
 
 const std::vector<SettingKey>& settingKeys();
 

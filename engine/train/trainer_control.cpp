@@ -2,6 +2,10 @@
 // checked by the run's rules, queued for the trainer or kept as refusals for its record.
 #include "train/trainer.h"
 
+#include "train/settings.h"
+
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <utility>
 
@@ -39,9 +43,13 @@ std::string TrainerControl::problemWith(const SettingsChange& change,
         if (check)
             if (auto problem = check(*change.recipe); !problem.empty()) return problem;
     }
-    if (change.batch && *change.batch < 1) return "batch must be at least 1";
+    // The batch size and the learning rate against their settings rows' ranges.
+    for (const auto& [key, value] : {std::pair{"batch", change.batch ? nlohmann::json(*change.batch) : nullptr},
+                                     std::pair{"lr", change.lr ? nlohmann::json(*change.lr) : nullptr}})
+        if (!value.is_null())
+            if (auto problem = settingValueProblem(*findSettingKey(key), value); !problem.empty())
+                return std::string(key) + " " + problem;
     if (change.batch && !batchesFixed_.empty()) return batchesFixed_;
-    if (change.lr && !(*change.lr > 0 && std::isfinite(*change.lr))) return "lr must be a positive number";
     return {};
 }
 
