@@ -51,6 +51,10 @@ runs+=("per-layer|$cnn --recipe amp-bf16 --layer conv1=fp32,fc1=fp8-current")
 # FP8 layers in an fp32 run: codes, fp32 activations (nothing packed).
 runs+=("per-layer-fp32-fp8|$cnn --recipe fp32 --layer conv2=fp8-current,fc1=fp8-delayed")
 runs+=("mlp-pure-fp16|--model mlp --widths 64,32 --recipe pure-fp16 --loss-scale dynamic")
+# Each model row's stack (nn/model_stacks.cpp): a deep MLP, and a small vit with its own
+# training defaults (cosine schedule, warm-up, zero-initialised branches, label smoothing).
+runs+=("deep-mlp-amp-bf16|--model deep-mlp --widths 32,6 --recipe amp-bf16")
+runs+=("vit-amp-fp16|--model vit --widths 32,1,2,7 --recipe amp-fp16 --batch 16 --max-steps 20 --histogram-every 5 --eval-every 10")
 # The weights' write rounded stochastically or Kahan-compensated (SGD and Adam), 16-bit weights.
 for rounding in stochastic kahan; do
   runs+=("mlp-bf16-sgd-$rounding|--model mlp --widths 64,32 --recipe amp-bf16 --master-weights off --optimizer sgd --update-rounding $rounding")

@@ -4,11 +4,13 @@
 #include "backend/backend.h"
 #include "nn/model.h"
 #include "nn/model_kinds.h"
+#include "nn/transformer.h"
 #include "numerics/format.h"
 #include "test_support.h"
 
 #include <QTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -95,6 +97,16 @@ private slots:
                 const auto model = Model::create(ModelSpec{name, widths}, 1);
                 const std::vector<int> w = widths.empty() ? defaultWidths(k) : widths;
                 QCOMPARE(qint64(k.parameterCount(w)), parameterCount(*model));
+                // The row's names are those of the stack its builder makes, every one a tap;
+                // it says it has residual branches where the stack has their weights.
+                QCOMPARE(k.layerNames(w), model->layerNames());
+                const std::vector<std::string> taps = tapLayerNames(ModelSpec{name, widths});
+                for (const std::string& layer : model->layerNames())
+                    QVERIFY2(std::find(taps.begin(), taps.end(), layer) != taps.end(), layer.c_str());
+                const auto params = model->parameters();
+                QCOMPARE(k.residualBranches, std::any_of(params.begin(), params.end(), [](const Parameter* p) {
+                             return isResidualBranchWeight(*p);
+                         }));
             }
             for (std::size_t i = 0; i < k.widths.size(); ++i) {
                 std::vector<int> w = defaultWidths(k);

@@ -1,16 +1,21 @@
 // The model kinds, one row each: name, title, what each of its widths means with its
-// default and range, a check of widths together, and the parameter count and forward
-// multiply-adds of given widths. The CLI's help, the
-// settings' validation, the settings panel and Model::create read them; adding a model is a
-// row here and its layer stack in models.cpp.
+// default and range, a check of widths together, the parameter count and forward
+// multiply-adds of given widths, its layer stack (the builder), the names of its layers with
+// weights and of its taps, whether it has residual branches, and its own training defaults.
+// The CLI's help, the settings (their validation, a model's defaults), the settings panel,
+// per-layer precision, the layer charts and Model::create read them; adding a model is a row
+// here and its stack in model_stacks.cpp.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace plab {
+
+class Layer;
 
 struct WidthRule {
     std::string_view meaning;   // "conv1 channels"
@@ -33,6 +38,18 @@ struct ModelKind {
     // What is wrong with widths that each keep their rule together ("the heads must
     // divide the width"), empty for nothing; null where any such widths go together.
     std::string (*widthsTogether)(std::span<const int> w) = nullptr;
+    // The layers of the model with these widths (checked, defaults filled in), in order.
+    std::vector<std::unique_ptr<Layer>> (*layers)(std::span<const int> w) = nullptr;
+    // The names of its layers that hold weights, in model order (a transformer block's own
+    // layers, "block1.qkv", not the block's), as the built model's layerNames() gives them.
+    std::vector<std::string> (*layerNames)(std::span<const int> w) = nullptr;
+    // Its taps, the layers telemetry watches, in model order: null for its layers with weights.
+    std::vector<std::string> (*tapNames)(std::span<const int> w) = nullptr;
+    // Whether it has residual branches (zero_init_residual starts them at zero).
+    bool residualBranches = false;
+    // Its own training defaults where they differ from every model's, as settings JSON (an
+    // object of settings keys; empty: none). Read by train/model_defaults.cpp.
+    std::string_view trainingDefaults;
 };
 
 std::span<const ModelKind> modelKinds();

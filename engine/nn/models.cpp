@@ -1,15 +1,11 @@
-// The models (mlp, deep-mlp, small-cnn, seed-cnn) as one sequential stack of layers, their
-// seeded initialisation, the recipe switch of their weights, and one training step.
-#include "nn/activation.h"
+// The models as one sequential stack of layers (their model kind's row builds it,
+// model_kinds.h), their seeded initialisation, the recipe switch of their weights, and one training step.
 #include "nn/conv2d.h"
 #include "nn/init.h"
-#include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/model.h"
 #include "nn/model_kinds.h"
 #include "nn/parameter_copies.h"
-#include "nn/pool.h"
-#include "nn/transformer.h"
 #include "nn/layer_ops.h"
 #include "backend/backend.h"
 
@@ -21,10 +17,9 @@ namespace plab {
 
 namespace {
 
-constexpr std::int64_t kImageSide = 28;
-constexpr std::int64_t kClasses = 10;
 // evaluate() runs larger batches in slices of this many images to bound activation memory.
 constexpr std::int64_t kEvaluationSlice = 256;
+constexpr std::int64_t kImageSide = 28;   // MNIST's 28 x 28 images
 
 // The spec's widths, or its kind's defaults; throws std::invalid_argument for an unknown
 // kind or widths out of its row's rules.
@@ -40,54 +35,14 @@ std::vector<int> widthsFor(const ModelSpec& spec)
     return defaultWidths(*kind);
 }
 
-// The hidden widths of an mlp or deep-mlp with widths w (widthsFor's): one per ReLU
-// between two linear layers.
-std::vector<int> hiddenWidths(const std::string& kind, const std::vector<int>& w)
-{
-    if (kind == "deep-mlp") return std::vector<int>(static_cast<std::size_t>(w[1] - 1), w[0]);
-    return w;
-}
-
 class SequentialModel final : public Model {
 public:
     SequentialModel(ModelSpec spec, std::uint64_t seed) : spec_(std::move(spec))
     {
         const auto w = widthsFor(spec_);   // throws for a bad spec
-        if (spec_.kind == "mlp" || spec_.kind == "deep-mlp") {
-            // Linear layers fc1 ... fcN with a ReLU between two, no normalisation.
-            layers_.push_back(std::make_unique<Flatten>("flatten"));
-            std::int64_t in = kImageSide * kImageSide;
-            int n = 1;
-            for (int width : hiddenWidths(spec_.kind, w)) {
-                layers_.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, width));
-                layers_.push_back(std::make_unique<ReLU>("relu" + std::to_string(n)));
-                in = width;
-                ++n;
-            }
-            layers_.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, kClasses));
-        } else if (spec_.kind == "vit") {
-            // Patches embedded, positions added, pre-norm blocks, mean pooling, a final
-            // LayerNorm, the head.
-            const std::int64_t D = w[0], patch = w[3], T = (kImageSide / patch) * (kImageSide / patch);
-            layers_.push_back(std::make_unique<Patchify>("patches", kImageSide, patch));
-            layers_.push_back(std::make_unique<Linear>("embed", patch * patch, D));
-            layers_.push_back(std::make_unique<PositionEmbedding>("pos", T, D));
-            for (int b = 1; b <= w[1]; ++b)
-                layers_.push_back(std::make_unique<TransformerBlock>("block" + std::to_string(b), T, D, w[2]));
-            layers_.push_back(std::make_unique<TokenMeanPool>("pool", T));
-            layers_.push_back(std::make_unique<LayerNorm>("norm", D));
-            layers_.push_back(std::make_unique<Linear>("head", D, kClasses));
-        } else {   // small-cnn and seed-cnn share the shape, not the widths
-            packsImages_ = true;
-            layers_.push_back(std::make_unique<Conv2d>("conv1", 1, w[0]));
-            layers_.push_back(std::make_unique<ReLU>("relu1"));
-            layers_.push_back(std::make_unique<MaxPool2d>("pool1"));
-            layers_.push_back(std::make_unique<Conv2d>("conv2", w[0], w[1]));
-            layers_.push_back(std::make_unique<ReLU>("relu2"));
-            layers_.push_back(std::make_unique<MaxPool2d>("pool2"));
-            layers_.push_back(std::make_unique<Flatten>("flatten"));
-            layers_.push_back(std::make_unique<Linear>("fc1", std::int64_t{w[1]} * 7 * 7, kClasses));
-        }
+        layers_ = findModelKind(spec_.kind)->layers(w);
+        // Images go to a first convolution packed (prepareInput).
+        packsImages_ = dynamic_cast<const Conv2d*>(layers_.front().get()) != nullptr;
         firstParameterLayer_ = -1;
         int parameterLayer = 0;
         for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -269,56 +224,25 @@ void SequentialModel::applyRecipe(const PrecisionRecipe& recipe, MemoryAccountan
 
 std::vector<std::string> parameterLayerNames(const ModelSpec& spec)
 {
-    // The constructor's stacks above, their layers with parameters (tst_models checks that
-    // these equal a built model's layerNames()).
-    if (spec.kind == "mlp" || spec.kind == "deep-mlp") {
-        std::vector<int> hidden;
-        try {
-            hidden = hiddenWidths(spec.kind, widthsFor(spec));
-        } catch (const std::invalid_argument&) {
-            return {};
-        }
-        std::vector<std::string> names;
-        for (std::size_t n = 1; n <= hidden.size() + 1; ++n) names.push_back("fc" + std::to_string(n));
-        return names;
+    // The row's names of the stack it builds (tst_models checks that these equal a built
+    // model's layerNames()); none for a spec that builds no model.
+    try {
+        const std::vector<int> w = widthsFor(spec);   // throws for an unknown kind, before its row is read
+        return findModelKind(spec.kind)->layerNames(w);
+    } catch (const std::invalid_argument&) {
+        return {};
     }
-    if (spec.kind == "small-cnn" || spec.kind == "seed-cnn") return {"conv1", "conv2", "fc1"};
-    if (spec.kind == "vit") {
-        std::vector<int> w;
-        try {
-            w = widthsFor(spec);
-        } catch (const std::invalid_argument&) {
-            return {};
-        }
-        std::vector<std::string> names{"embed", "pos"};
-        for (int b = 1; b <= w[1]; ++b)
-            for (const char* layer : {"ln1", "qkv", "proj", "ln2", "fc1", "fc2"})
-                names.push_back("block" + std::to_string(b) + "." + layer);
-        names.push_back("norm");
-        names.push_back("head");
-        return names;
-    }
-    return {};
 }
 
 std::vector<std::string> tapLayerNames(const ModelSpec& spec)
 {
-    if (spec.kind != "vit") return parameterLayerNames(spec);
-    // The vit's taps beside its layers with weights (transformer.h says where each is).
-    std::vector<std::string> names;
-    for (const std::string& layer : parameterLayerNames(spec)) {
-        const auto dot = layer.find('.');
-        const std::string part = dot == std::string::npos ? layer : layer.substr(dot + 1);
-        const std::string block = dot == std::string::npos ? "" : layer.substr(0, dot + 1);
-        if (layer == "norm") names.push_back("pool");
-        names.push_back(layer);
-        if (part == "ln1" || part == "ln2" || layer == "norm") names.push_back(layer + ".sumsq");
-        if (part == "qkv")
-            for (const char* tap : {"attn", "attn.scores", "attn.softmax"}) names.push_back(block + tap);
-        if (part == "proj") names.push_back(block + "residual");   // both adds of the block
-        if (part == "fc1") names.push_back(block + "gelu");
+    try {
+        const std::vector<int> w = widthsFor(spec);
+        const ModelKind& kind = *findModelKind(spec.kind);
+        return kind.tapNames ? kind.tapNames(w) : kind.layerNames(w);
+    } catch (const std::invalid_argument&) {
+        return {};
     }
-    return names;
 }
 
 std::vector<std::string> parameterLayerNames(const std::string& kind)

@@ -4,7 +4,9 @@
 #include "train/settings.h"
 
 #include "error.h"
+#include "nn/model_kinds.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -111,24 +113,30 @@ std::string settingFlagText(const json& v)
 
 const nlohmann::json& modelTrainingDefaults(std::string_view kind)
 {
-    static const json none = json::object();
-    if (kind != "vit") return none;
-    // docs/TRANSFORMER.md: 96.00 / 96.30 / 96.20% for seeds 1-3 in 3 epochs.
-    static const json vit = [] {
-        TrainSettings s = storedSettingsFromJson(json::object(), "the defaults");
-        s.model = ModelSpec{"vit", {128, 3, 8, 7}};
-        s.batch = 16;
-        s.lrSchedule.shape = LrShape::cosine;
-        s.lrSchedule.warmupSteps = 150;
-        s.zeroInitResidual = true;
-        s.labelSmoothing = 0.1;
-        const json all = settingsToJson(s), base = defaultSettingsJson();
-        json out = json::object();
-        for (const auto& [key, value] : all.items())
-            if (key != "model" && value != base.at(key)) out[key] = value;
+    // Each model row's own defaults (ModelKind::trainingDefaults), read once by the settings
+    // reader (a bad row fails loudly at the first use) and kept as settingsToJson writes
+    // them, where they differ from every model's.
+    static const std::map<std::string, json, std::less<>> byKind = [] {
+        std::map<std::string, json, std::less<>> out;
+        // Every model's defaults as a stored record reads them (not defaultSettingsJson(),
+        // whose reading asks for these).
+        const json base = settingsToJson(storedSettingsFromJson(json::object(), "the defaults"));
+        for (const ModelKind& k : modelKinds()) {
+            json own = json::object();
+            if (!k.trainingDefaults.empty()) {
+                json stored = json::parse(k.trainingDefaults);
+                stored["model"] = std::string(k.name);
+                const json all = settingsToJson(storedSettingsFromJson(stored, "model " + std::string(k.name) + "'s defaults"));
+                for (const auto& [key, value] : all.items())
+                    if (key != "model" && value != base.at(key)) own[key] = value;
+            }
+            out.emplace(std::string(k.name), std::move(own));
+        }
         return out;
     }();
-    return vit;
+    static const json none = json::object();
+    const auto it = byKind.find(kind);
+    return it == byKind.end() ? none : it->second;
 }
 
 std::string modelDefaultsTaken(const json& patch, bool training)

@@ -653,9 +653,13 @@ TrainSettings settingsFromFile(const std::filesystem::path& file)
 std::vector<std::string> settingsNotices(const TrainSettings& s)
 {
     std::vector<std::string> out = s.recipe.notices();
-    if (s.zeroInitResidual && s.model.kind != "vit")
-        out.push_back("zero_init_residual: model " + s.model.kind +
-                      " has no residual branches (only vit has), so no weight starts at zero");
+    if (const ModelKind* kind = findModelKind(s.model.kind); s.zeroInitResidual && kind && !kind->residualBranches) {
+        std::vector<std::string> with;
+        for (const ModelKind& k : modelKinds())
+            if (k.residualBranches) with.emplace_back(k.name);
+        out.push_back("zero_init_residual: model " + s.model.kind + " has no residual branches (only " +
+                      alternatives(with) + " has), so no weight starts at zero");
+    }
     if (s.optimizer.kind != "adam") return out;
     const Format state = s.recipe.optimizerStateFormat();
     const std::string name(formatName(state));

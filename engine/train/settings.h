@@ -121,10 +121,10 @@ const nlohmann::json& defaultSettingsJson();
 
 // The settings a model kind is trained with by default where they differ from every
 // model's (defaultSettingsJson), as a patch of settingsToJson's values: a new run's settings
-// (settingsFromJson) take each where the patch gives none. vit: widths 128,3,8,7, batch 16,
-// a cosine schedule with 150 warm-up steps, zero-initialised residual branches and label
-// smoothing 0.1 (96% on the 10,000-digit MNIST in 3 epochs, docs/TRANSFORMER.md); the
-// others: none.
+// (settingsFromJson) take each where the patch gives none. Each is its model row's
+// (ModelKind::trainingDefaults, nn/model_kinds.cpp): vit's widths 128,3,8,7, batch 16, a
+// cosine schedule with 150 warm-up steps, zero-initialised residual branches and label
+// smoothing 0.1; the others: none.
 const nlohmann::json& modelTrainingDefaults(std::string_view kind);
 // The model's own defaults a patch leaves to them and a new run takes (the notices' and
 // the panel's exceptions applied, below), as settings JSON (model_defaults.cpp).
