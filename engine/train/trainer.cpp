@@ -1,6 +1,10 @@
 // The training loop of docs/ARCHITECTURE.md#one-training-step: forward, backward, unscale and check,
-// update or skip; evaluation per epoch; commands and setting changes between steps.
+// update or skip; evaluation per epoch; commands between steps. The run's state is
+// trainer_state.h's; its telemetry and memory events are assembled in trainer_telemetry.cpp,
+// its live setting changes applied in trainer_changes.cpp, its output files written in
+// trainer_outputs.cpp.
 #include "train/trainer.h"
+#include "train/trainer_state.h"
 
 #include "train/backend_support.h"
 #include "train/batch_source.h"
@@ -18,15 +22,12 @@
 #include "weights/model_weights.h"
 
 #include <algorithm>
-#include <tuple>
 #include <utility>
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <optional>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
 namespace plab {
@@ -52,56 +53,6 @@ std::optional<RunStatus> parseRunStatus(std::string_view name)
         if (runStatusName(s) == name) return s;
     return std::nullopt;
 }
-
-RunFiles readRunFiles(const TrainSettings& settings, const DataSplit& data)
-{
-    RunFiles files;
-    if (!settings.initWeights.empty()) {
-        files.initialWeights = readSafetensors(settings.initWeights);
-        const auto model = Model::create(settings.model, settings.seed);   // the shapes to check against
-        checkWeightsFit(*model, files.initialWeights, "weights " + settings.initWeights);
-    }
-    if (!settings.readBatches.empty()) files.batches = readBatchFile(settings.readBatches, data.train.count);
-    return files;
-}
-
-// ---- Trainer ------------------------------------------------------------------------
-
-struct Trainer::State {
-    // Members are destroyed in reverse order: the accountant outlives every tensor that
-    // reports to it (their destructors remove their bytes), the telemetry outlives the
-    // backend that may hold pointers into it until a flush, and the backend outlives the
-    // tensors placed on its allocator.
-    MemoryAccountant memory;
-    TelemetryCollector telemetry;
-    std::unique_ptr<ComputeBackend> backend;
-    std::unique_ptr<Model> model;
-    std::unique_ptr<Optimizer> optimizer;
-    LossScaler scaler;
-    PrecisionRecipe recipe;
-    int batch = 32;
-    std::int64_t step = 0;
-    int epoch = 0;
-    std::int64_t skipped = 0;
-    std::int64_t imagesTrained = 0;
-    double trainSeconds = 0.0;
-    double lastAccuracy = 0.0;
-    std::int64_t lastEvalStep = -1;
-    std::int64_t lastTelemetryStep = -1;
-    std::int64_t foldedStep = 0;   // the last step whose counts the run totals hold
-    // Per layer: the optimizer's update counts of the last step and of the run.
-    std::map<std::string, std::pair<UpdateCounts, UpdateCounts>> updates;
-    std::chrono::steady_clock::time_point started;
-    std::int64_t plannedSteps = 0;
-    std::int64_t backendScratch = 0;   // the backend's own scratch, counted as workspace
-    // The step's inputs (after the backend: released before it) and what the ops see.
-    std::vector<Parameter*> params;
-    std::array<Tensor, 2> work;   // the layers' shared fp32 work buffers (StepContext::work)
-    StepContext ctx;
-    Tensor images;
-    std::vector<std::uint8_t> labels;
-    StepBatches batchLog;   // every step's sample indices, when settings ask to write them
-};
 
 Trainer::Trainer(TrainSettings settings, const DataSplit& data, EventSink sink, BackendFactory makeBackend,
                  std::shared_ptr<TrainerControl> control)
@@ -194,111 +145,6 @@ void Trainer::evaluate(State& st)
 }
 
 
-void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
-{
-    TelemetryEvent te;
-    te.step = st.step;
-    te.lossScale = lossScale;
-    te.hasHistograms = withHistograms;
-    for (const auto& [key, tap] : st.telemetry.taps()) {
-        LayerTelemetry lt;
-        lt.layer = key.layer;
-        lt.kind = key.kind;
-        lt.stats = tap.step;
-        if (withHistograms) lt.histogram = tap.histogram;
-        lt.runStats = tap.run;
-        lt.scaling = tap.scaling;
-        if (!withHistograms) lt.scaling.blockScales = {};
-        if (key.kind == TensorKind::weightGrad) {
-            std::tie(lt.update, lt.runUpdate) = st.updates[key.layer];
-        }
-        te.layers.push_back(std::move(lt));
-    }
-    // Layers whose weight gradients have no rounding tap (fp32 storage: nothing is rounded)
-    // still have updates that fp32 itself can lose: their counts go out as a weight_grad
-    // entry without values (count 0), so an fp32 run's lost updates are measured like any.
-    for (const auto& [layer, counts] : st.updates) {
-        const bool tapped = std::any_of(te.layers.begin(), te.layers.end(), [&](const LayerTelemetry& l) {
-            return l.layer == layer && l.kind == TensorKind::weightGrad;
-        });
-        if (tapped) continue;
-        LayerTelemetry lt;
-        lt.layer = layer;
-        lt.kind = TensorKind::weightGrad;
-        std::tie(lt.update, lt.runUpdate) = counts;
-        te.layers.push_back(std::move(lt));
-    }
-    st.lastTelemetryStep = st.step;
-    emitEvent(te);
-}
-
-void Trainer::useBackendRules(const BackendInfo& info)
-{
-    if (auto problem = recipeProblem(settings_.recipe, info); !problem.empty()) throw InputError(problem);
-    control_->setRecipeCheck([info, model = settings_.model, smoothing = settings_.labelSmoothing](const PrecisionRecipe& r) {
-        if (auto problem = labelSmoothingProblem(r, model, smoothing); !problem.empty()) return problem;
-        return recipeProblem(r, info);
-    });
-}
-
-std::string Trainer::describeChange(const State& st, const SettingsChange& change) const
-{
-    std::vector<std::string> parts;
-    if (change.recipe && !(*change.recipe == st.recipe))
-        if (auto text = describeRecipeChange(st.recipe, *change.recipe); !text.empty()) parts.push_back(text);
-    if (change.batch && *change.batch != st.batch)
-        parts.push_back("batch " + std::to_string(st.batch) + " -> " + std::to_string(*change.batch));
-    if (change.lr && *change.lr != settings_.optimizer.lr) {   // the base rate, which a schedule follows
-        std::ostringstream out;
-        out << "lr " << settings_.optimizer.lr << " -> " << *change.lr;
-        parts.push_back(out.str());
-    }
-    std::string text;
-    for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
-    return text;
-}
-
-void Trainer::reportRefusedChanges(const State& st)
-{
-    for (const RefusedChange& r : control_->takeRefused())
-        emitEvent(ChangeRefusedEvent{st.step, describeChange(st, r.change), r.reason});
-}
-
-void Trainer::applyChange(State& st, const SettingsChange& change)
-{
-    const std::string text = describeChange(st, change);
-    if (text.empty()) return;
-    if (change.recipe && !(*change.recipe == st.recipe)) {
-        const bool scalingChanged = !(change.recipe->lossScaling == st.recipe.lossScaling);
-        st.recipe = *change.recipe;
-        st.model->applyRecipe(st.recipe, &st.memory, *st.backend);
-        if (scalingChanged) st.scaler.reconfigure(st.recipe.lossScaling);
-        settings_.recipe = st.recipe;
-    }
-    if (change.batch) st.batch = settings_.batch = *change.batch;
-    if (change.lr) {
-        st.optimizer->setLearningRate(*change.lr);
-        settings_.optimizer.lr = *change.lr;
-    }
-    emitEvent(SettingChangeEvent{st.step, text, settings_});
-}
-
-void Trainer::countBackendScratch(State& st)
-{
-    const std::int64_t now = st.backend->scratchBytes();
-    if (now > st.backendScratch) st.memory.add(MemoryCategory::workspace, now - st.backendScratch);
-    if (now < st.backendScratch) st.memory.remove(MemoryCategory::workspace, st.backendScratch - now);
-    st.backendScratch = now;
-}
-
-void Trainer::emitMemory(State& st)
-{
-    using Clock = std::chrono::steady_clock;
-    MemoryEvent e{st.step, std::chrono::duration<double, std::milli>(Clock::now() - st.started).count(),
-                  st.memory.snapshot(), st.backend ? st.backend->deviceMemory() : std::nullopt};
-    emitEvent(e);
-}
-
 float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_t n)
 {
     using Clock = std::chrono::steady_clock;
@@ -364,16 +210,6 @@ bool Trainer::obeyCommands(State& st)
     if (control_->stopRequested()) return true;
     if (auto change = control_->takePending(); !change.empty()) applyChange(st, change);
     return false;
-}
-
-void Trainer::countUpdates(State& st)
-{
-    for (auto& [layer, counts] : st.updates) counts.first = {};
-    for (const Parameter* p : st.params) {
-        auto& [thisStep, run] = st.updates[p->layer];
-        thisStep += p->lastUpdate;
-        run += p->lastUpdate;
-    }
 }
 
 void Trainer::setUp(State& st)
@@ -521,31 +357,6 @@ RunResult Trainer::runOrThrow(State& st)
     }
     if (evaluationOnly()) return finish(RunStatus::completed, "evaluated the initial weights (epochs 0: no training)");
     return finish(RunStatus::completed, source.completedText(st.step));
-}
-
-std::string Trainer::writeOutputFiles(State& st, RunStatus status)
-{
-    std::string problems;
-    auto attempt = [&](const std::string& what, const std::function<void()>& write) {
-        try {
-            write();
-        } catch (const std::exception& e) {
-            problems += (problems.empty() ? "" : "; ") + ("the " + what + " were not written: " + e.what());
-        }
-    };
-    if (!settings_.writeBatches.empty())
-        attempt("batches", [&] {
-            writeBatchFile(settings_.writeBatches, st.batchLog,
-                           data_.name + ", " + std::to_string(data_.train.count) + " training images, seed " +
-                               std::to_string(settings_.seed));
-        });
-    // The weights of a run that failed may be half-updated: not written.
-    if (!settings_.saveWeights.empty() && status != RunStatus::failed && st.model)
-        attempt("weights", [&] {
-            st.backend->flush();
-            writeSafetensors(settings_.saveWeights, modelWeights(*st.model));
-        });
-    return problems;
 }
 
 }  // namespace plab
