@@ -762,7 +762,7 @@ private slots:
     QString without16BitConvolutions(const ComputeBackend& backend, const GemmPrecision& precision) const
     {
         if (!cudnnConvolutions()) return "not supported: cuDNN is not built in";
-        if (!backend.multiplies16(precision))
+        if (!backend.supports(BackendOp::gemm16, precision))
             return QString("not supported: this device does not multiply %1 on 16-bit operands")
                 .arg(QString::fromLatin1(formatName(precision.compute).data()));
         return {};
@@ -798,8 +798,8 @@ private slots:
         QVERIFY(fast != nullptr);
         const GemmPrecision precision{f, true};
         if (const QString why = without16BitConvolutions(*fast, precision); !why.isEmpty()) QSKIP(qPrintable(why));
-        QVERIFY(fast->convolvesFilter16(precision));
-        QVERIFY(!fast->convolves16(precision));   // the forward pass was not asked for
+        QVERIFY(fast->supports(BackendOp::convolutionFilter16, precision));
+        QVERIFY(!fast->supports(BackendOp::convolution16, precision));   // the forward pass was not asked for
 
         const ConvGeometry g{6, 5, 7, 4, 3, 1};   // channels, batch, height, width, kernel, pad
         const std::int64_t Cout = 3, hw = g.planeSize(), k2 = 9;
@@ -871,8 +871,8 @@ private slots:
         QVERIFY(fast != nullptr);
         const GemmPrecision precision{f, true};
         if (const QString why = without16BitConvolutions(*fast, precision); !why.isEmpty()) QSKIP(qPrintable(why));
-        QVERIFY(fast->convolves16(precision));
-        QVERIFY(!cuda_->convolves16(precision));   // not asked for: the default backend lowers
+        QVERIFY(fast->supports(BackendOp::convolution16, precision));
+        QVERIFY(!cuda_->supports(BackendOp::convolution16, precision));   // not asked for: the default backend lowers
 
         const ConvGeometry g{5, 4, 6, 7, 3, 1};   // channels, batch, height, width, kernel, pad
         const std::int64_t Cout = 7, hw = g.planeSize(), K = g.patchSize(), n0 = 1, count = 2;
@@ -932,7 +932,7 @@ private slots:
     {
         QFETCH(int, format);
         const auto f = static_cast<Format>(format);
-        QVERIFY(cuda_->handlesPackedTensors());
+        QVERIFY(cuda_->supports(BackendOp::packedTensors));
         std::vector<std::uint16_t> all(65536);
         for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
         const auto n = static_cast<std::int64_t>(all.size());
@@ -1036,7 +1036,7 @@ private slots:
         GemmPrecision p;
         p.compute = f;
         p.fp32Accumulate = true;
-        QVERIFY(cuda_->multiplies16(p));
+        QVERIFY(cuda_->supports(BackendOp::gemm16, p));
         const std::int64_t M = 37, N = 45, K = 70;
         const std::vector<std::uint16_t> a(rounded.begin(), rounded.begin() + M * K),
             b(rounded.begin() + M * K, rounded.begin() + M * K + K * N);
@@ -1051,7 +1051,7 @@ private slots:
         GemmPrecision fp8;
         fp8.a = {true, MiniFormat::e4m3, 1.0f, 1.0f};
         fp8.b = fp8.a;
-        QVERIFY(!cuda_->multiplies16(fp8));
+        QVERIFY(!cuda_->supports(BackendOp::gemm16, fp8));
     }
 
     // The bias gradients: column sums in the CPU's order (exact), row sums in a tree of

@@ -137,7 +137,7 @@ private slots:
         QCOMPARE(cuda_->amax(finite.data(), 0), 0.0f);
     }
 
-    // Per-tensor FP8 operands held as codes on the device (holdsFp8Codes), against the CPU
+    // Per-tensor FP8 operands held as codes on the device (BackendOp::fp8Codes), against the CPU
     // backend bit for bit: codes from fp32 and from fp16 / bf16 patterns, a 16-bit dY
     // straight into values, the amax of patterns, the codes decoded (rows with leading
     // dimensions) and lowered by im2col; the same counts and histograms.
@@ -146,7 +146,7 @@ private slots:
     {
         QFETCH(int, format);
         QFETCH(float, scale);
-        QVERIFY(cuda_->holdsFp8Codes());
+        QVERIFY(cuda_->supports(BackendOp::fp8Codes));
         auto [in, op] = quantizeCase(format, scale, (1u << 18) + 5, 500);
         const auto n = static_cast<std::int64_t>(in.size());
         const auto bytes = static_cast<std::size_t>(n);

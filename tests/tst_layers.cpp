@@ -833,7 +833,7 @@ private slots:
         CheckingBackend device(ConvolutionLibrary::none);
         setPackedStorage(PackedStorage::byDefault);
         QVERIFY(packsStorageOn(*cpu));
-        QVERIFY(device.handlesPackedTensors());
+        QVERIFY(device.supports(BackendOp::packedTensors));
         QVERIFY(!packsStorageOn(device));
         setPackedStorage(PackedStorage::on);
         QVERIFY(packsStorageOn(*cpu));
@@ -1051,7 +1051,7 @@ private slots:
         QCOMPARE(least, most / 32);
         QCOMPARE(largest, most);
         QCOMPARE(columns, std::int64_t{2000000});
-        QCOMPARE(native, hardware.backend->multiplies16(bf16) ? most : std::int64_t{1000000});
+        QCOMPARE(native, hardware.backend->supports(BackendOp::gemm16, bf16) ? most : std::int64_t{1000000});
     }
 
     // Issue 31: a linear layer reading a packed input in blocks of rows (forward, dX) and of

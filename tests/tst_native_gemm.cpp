@@ -165,10 +165,10 @@ private slots:
         const auto [f, ta, tb, M, N, K, beta] = fetchedRow();
         auto hardware = createCpuBackend(2, Arithmetic::hardware);
         auto exact = createCpuBackend(2, Arithmetic::exact);
-        QVERIFY(!exact->multiplies16({f, true}));
-        QVERIFY(!hardware->multiplies16({f, false}));   // sums in the format: emulated
-        QCOMPARE(hardware->multiplies16({f, true}), cpu::nativelySupported(f));
-        if (!hardware->multiplies16({f, true})) {
+        QVERIFY(!exact->supports(BackendOp::gemm16, {f, true}));
+        QVERIFY(!hardware->supports(BackendOp::gemm16, {f, false}));   // sums in the format: emulated
+        QCOMPARE(hardware->supports(BackendOp::gemm16, {f, true}), cpu::nativelySupported(f));
+        if (!hardware->supports(BackendOp::gemm16, {f, true})) {
             std::vector<std::uint16_t> a(16), b(16);
             std::vector<float> c(16);
             QVERIFY_THROWS_EXCEPTION(std::logic_error, hardware->gemm16(Transpose::no, Transpose::no, 4, 4, 4, a.data(),

@@ -92,9 +92,9 @@ std::vector<GridPoint> planGrid(const CLI::App& cmd, const SweepOptions& opts)
     const auto batches = axis(opts.batches, "--batch");
     const auto seeds = axis(opts.seeds, "--seed");
     const auto lrs = axis(opts.lrs, "--lr");
-    static const FlagSpec batchSpec{"--batch", "batch", SettingType::integer, ""};
-    static const FlagSpec seedSpec{"--seed", "seed", SettingType::integer, ""};
-    static const FlagSpec lrSpec{"--lr", "lr", SettingType::number, ""};
+    static const FlagSpec batchSpec{"--batch", "batch", SettingType::integer, "", findSettingKey("batch")};
+    static const FlagSpec seedSpec{"--seed", "seed", SettingType::integer, "", findSettingKey("seed")};
+    static const FlagSpec lrSpec{"--lr", "lr", SettingType::number, "", findSettingKey("lr")};
 
     std::vector<GridPoint> grid;
     for (const auto& recipe : recipes)

@@ -159,18 +159,55 @@ std::optional<Arithmetic> parseArithmetic(std::string_view name);
 // two for 16-bit products); empty otherwise (fp32, the GPU's, none recorded).
 std::string_view arithmeticKind(std::string_view phrase);
 
+// What a backend runs beyond the ops every backend has, asked in one place
+// (ComputeBackend::supports, as ggml's backends answer supports_op): each names a family of
+// ops below, which a backend that does not support it never gets (each throws
+// std::logic_error). The 16-bit products are asked with their precision.
+enum class BackendOp : std::uint8_t {
+    // Per-tensor FP8 operands held as their 1-byte codes (the layers' quantised copies; the
+    // CPU backend): quantize16, quantizeToCodes and the ops that decode codes. Elsewhere the
+    // layers hold the values quantize writes, in fp32.
+    fp8Codes,
+    // Activations and their gradients held packed in their 16-bit format (Tensor::pack; the
+    // CPU backend in host memory, CUDA in device memory): relu16, im2col16 and the other
+    // packed ops, each giving the fp32 op's bits on the widened values, narrowed again.
+    packedTensors,
+    // And packing unless told otherwise (nn/packed_storage.h, packsStorageOn): where the
+    // packed layers' blocks give the bits whole products give, and the packed ops were
+    // checked on the hardware they run on.
+    packsByDefault,
+    // gemm16 of operands of this precision as their 16-bit patterns, as gemm multiplies
+    // their values (the CPU's hardware arithmetic on native units: fp32 sums, bf16 or fp16,
+    // no FP8). Elsewhere the layers widen packed operands into fp32 for gemm.
+    gemm16,
+    // convolutionForward16 of this precision: a convolution library that convolves 16-bit
+    // patterns itself (cuDNN, PLAB_CUDNN_16=forward), rounding each output's fp32 sum into
+    // the compute format before handing it back (as PyTorch's autocast convolutions do), so
+    // the layer's bias and its one counted rounding come after a rounding it cannot see.
+    convolution16,
+    // convolutionBackwardFilter16 of this precision (PLAB_CUDNN_16=filter on CUDA): fp32 sums
+    // of the 16-bit products into an fp32 result, in the library's order; no 16-bit rounding.
+    convolutionFilter16,
+    // The vision transformer's ops (nn/transformer.h).
+    transformer,
+    // sgdUpdatePacked and adamUpdatePacked: the updates on operands that may be packed (the
+    // optimizer then keeps 16-bit state in 2 bytes an element where packsStorageOn says the
+    // backend packs).
+    packedUpdates,
+};
+
 // ComputeBackend's packed-tensor ops on a backend without them (a caller's mistake).
 [[noreturn]] inline void refusePackedOp(const char* op)
 {
     throw std::logic_error(std::string("ComputeBackend::") + op +
-                           ": this backend holds no packed 16-bit tensors (handlesPackedTensors() is false)");
+                           ": this backend holds no packed 16-bit tensors (it does not support BackendOp::packedTensors)");
 }
 
 // ComputeBackend's transformer ops on a backend without them.
 [[noreturn]] inline void refuseTransformerOp(const char* op)
 {
     throw std::logic_error(std::string("ComputeBackend::") + op +
-                           ": this backend has no transformer ops (handlesTransformerOps() is false)");
+                           ": this backend has no transformer ops (it does not support BackendOp::transformer)");
 }
 
 class ComputeBackend {
@@ -178,6 +215,9 @@ public:
     virtual ~ComputeBackend() = default;
 
     virtual const BackendInfo& info() const = 0;
+    // Whether it runs `op` (BackendOp above; the 16-bit products with `precision`). (Defined
+    // here, not in backend.cpp: the CUDA plugin links none of the engine's code.)
+    virtual bool supports(BackendOp /*op*/, const GemmPrecision& /*precision*/ = {}) const { return false; }
     virtual int threads() const = 0;
     // The arithmetic products of this precision run in, and why, in one phrase for the
     // record, the status bar and the report: "hardware: AVX-512 BF16 via oneDNN 2.6.3
@@ -279,11 +319,6 @@ public:
         (void)g, (void)src, (void)n0, (void)count, (void)cols, (void)op, (void)stats, (void)hist, (void)blockScales;
         return false;
     }
-    // Per-tensor FP8 operands held as their 1-byte codes (the layers' quantised copies):
-    // whether this backend does (the CPU backend; where false the layers hold the values
-    // quantize writes, in fp32). The six ops below only where it says so; the others
-    // throw std::logic_error.
-    virtual bool holdsFp8Codes() const { return false; }
     // quantize (per tensor) of values packed as `from`'s 16-bit patterns (fp16 or bf16),
     // widened on the way, into fp32 values: for a layer that holds codes but reads an
     // operand once, whole, in fp32 (no codes to decode).
@@ -419,16 +454,6 @@ public:
                                              float* grad) = 0;
 
     // ---- Tensors packed into their 16-bit storage format ---------------------
-    // Whether the layers may hold activations and their gradients packed (Tensor::pack) on
-    // this backend: the CPU backend, in host memory. On a backend that says no the layers
-    // pack nothing, and none of the ops below is called (each throws std::logic_error).
-    // Each gives, bit for bit, the fp32 op above on the widened values, narrowed again.
-    // (Defined here, not in backend.cpp: the CUDA plugin links none of the engine's code.)
-    virtual bool handlesPackedTensors() const { return false; }
-    // Whether it does so unless told otherwise (layer_ops.h, packsStorageOn): where the packed
-    // layers' blocks give the bits whole products give, and the packed ops were checked on
-    // the hardware they run on.
-    virtual bool packsByDefault() const { return false; }
     virtual void relu16(Format, std::uint16_t*, std::int64_t) { refusePackedOp("relu16"); }
     virtual void reluBackward16(Format, const std::uint16_t* /*y*/, std::uint16_t* /*g*/, std::int64_t)
     {
@@ -492,43 +517,29 @@ public:
     {
         refusePackedOp("im2col16");
     }
-    // Whether gemm16 multiplies operands of this precision as their 16-bit patterns, as
-    // gemm would multiply their values (the CPU's hardware arithmetic on native units:
-    // fp32 sums, compute bf16 or fp16, no FP8). Where false the layers widen packed
-    // operands into fp32 for gemm.
-    virtual bool multiplies16(const GemmPrecision&) const { return false; }
     // gemm with both operands as 16-bit patterns of precision.compute (strided as gemm's
     // are): the same products and sums as gemm on their widened values. Only where
-    // multiplies16(precision).
+    // supports(BackendOp::gemm16, precision).
     virtual void gemm16(Transpose, Transpose, std::int64_t /*M*/, std::int64_t /*N*/, std::int64_t /*K*/,
                         const std::uint16_t* /*A*/, std::int64_t /*lda*/, const std::uint16_t* /*B*/,
                         std::int64_t /*ldb*/, float /*beta*/, float* /*C*/, std::int64_t /*ldc*/, GemmPrecision)
     {
         refusePackedOp("gemm16");
     }
-    // A convolution library that convolves 16-bit patterns itself (cuDNN on the CUDA
-    // backend, when asked for with PLAB_CUDNN_16=forward): whether it takes the packed
-    // layers' forward convolutions of this precision. It rounds each output's fp32 sum into
-    // precision.compute before handing it back (as PyTorch's autocast convolutions do), so
-    // the layer's bias and its one counted rounding come after a rounding it cannot see.
-    virtual bool convolves16(const GemmPrecision&) const { return false; }
     // y (Cout, count * H * W), fp32 = the widened library result for samples n0..n0+count of
     // the packed x (C, N, H, W) and the packed w (Cout, C, k, k), both 16-bit patterns of
-    // precision.compute. Only where convolves16(precision); throws when the library has no
-    // way to run the shape.
+    // precision.compute. Only where supports(BackendOp::convolution16, precision); throws
+    // when the library has no way to run the shape.
     virtual void convolutionForward16(const ConvGeometry&, std::int64_t /*outChannels*/, const std::uint16_t* /*x*/,
                                       std::int64_t /*n0*/, std::int64_t /*count*/, const std::uint16_t* /*w*/,
                                       float* /*y*/, GemmPrecision)
     {
         refusePackedOp("convolutionForward16");
     }
-    // Whether that library also takes the packed layers' filter gradients of this precision
-    // (PLAB_CUDNN_16=filter on CUDA): fp32 sums of the 16-bit products into an fp32 result,
-    // as gemm16's, in the library's order; no 16-bit rounding.
-    virtual bool convolvesFilter16(const GemmPrecision&) const { return false; }
     // dw (Cout, C, k, k), fp32 = beta * dw + the sum over samples n0..n0+count of dy (the
     // packed (Cout, N, H, W) gradient) times the shifted packed x (C, N, H, W); beta 0 or 1.
-    // Only where convolvesFilter16(precision); throws when the library cannot run the shape.
+    // Only where supports(BackendOp::convolutionFilter16, precision); throws when the
+    // library cannot run the shape.
     virtual void convolutionBackwardFilter16(const ConvGeometry&, std::int64_t /*outChannels*/,
                                              const std::uint16_t* /*x*/, const std::uint16_t* /*dy*/,
                                              std::int64_t /*n0*/, std::int64_t /*count*/, float /*beta*/,
@@ -542,7 +553,6 @@ public:
     // bit, however its rows are shared among threads. Where a Format `emulate` is not fp32,
     // every sum, quotient and product of the statistics is rounded to it (the
     // fp32-sensitive-ops switch off); fp32 is autocast's fp32, its sums in double.
-    virtual bool handlesTransformerOps() const { return false; }
     // out (N * T, P * P): patch t of image n (row-major over the (side/P)^2 grid), its
     // pixels row-major, from images (N, side, side).
     virtual void patchify(const float* /*images*/, std::int64_t /*N*/, std::int64_t /*side*/, std::int64_t /*patch*/,
@@ -622,10 +632,6 @@ public:
                            std::int64_t n, UpdateCounts* counts) = 0;
     virtual void adamUpdate(const AdamScalars& s, UpdateFormats f, float* weights, const float* grad, float* m,
                             float* v, std::int64_t n, UpdateCounts* counts) = 0;
-    // Whether the updates below take operands held packed (the optimizer then keeps
-    // 16-bit optimizer state in 2 bytes an element where packsStorageOn says the backend
-    // packs): the CPU backend. Elsewhere they are never called.
-    virtual bool updatesPacked() const { return false; }
     // The same updates with operands that may be packed (update_math.h's UpdateTensors):
     // the same results, counts and random bits, bit for bit.
     virtual void sgdUpdatePacked(const SgdScalars&, UpdateFormats, const UpdateTensors&, std::int64_t /*n*/,
@@ -685,8 +691,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 12: updatesPacked, sgdUpdatePacked, adamUpdatePacked; 13: UpdateTensors::compensation;
 // 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares; 16: convolves16,
 // convolutionForward16, convolvesFilter16, convolutionBackwardFilter16; 17: holdsFp8Codes,
-// quantizeToCodes, quantize16ToCodes, amax16, decodeFp8, im2colFp8; 18: quantize16.
-inline constexpr int kCudaPluginAbiVersion = 18;
+// quantizeToCodes, quantize16ToCodes, amax16, decodeFp8, im2colFp8; 18: quantize16;
+// 19: supports(BackendOp) in place of the eight boolean queries.
+inline constexpr int kCudaPluginAbiVersion = 19;
 
 }  // namespace plab
 

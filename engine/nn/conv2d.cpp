@@ -119,7 +119,7 @@ Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
 
 bool Conv2d::readsPatterns(const StepContext& ctx, const GemmPrecision& gemm, const StepPrecision& p, Format f) const
 {
-    return multiplies16_ && f == p.compute && ctx.backend->multiplies16(gemm);
+    return multiplies16_ && f == p.compute && ctx.backend->supports(BackendOp::gemm16, gemm);
 }
 
 void Conv2d::lowerInput(StepContext& ctx, const StepPrecision& p, std::int64_t n0, std::int64_t count)

@@ -41,7 +41,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
     const std::int64_t widest = samples.largest() * hw;
     // Native 16-bit products read the patterns: the input lowered as they are, the weights
     // taken once for the step's three passes.
-    multiplies16_ = !codes_ && inputOperand_->packed() && ctx.backend->multiplies16(precision);
+    multiplies16_ = !codes_ && inputOperand_->packed() && ctx.backend->supports(BackendOp::gemm16, precision);
     if (multiplies16_)
         patternsOf(ctx, p.compute, *weightOperand_, weightPatterns_);
     else
@@ -51,7 +51,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
         return;
     }
     // A library that convolves the patterns itself (cuDNN, asked for) lowers nothing here.
-    const bool library16 = multiplies16_ && ctx.backend->convolves16(precision);
+    const bool library16 = multiplies16_ && ctx.backend->supports(BackendOp::convolution16, precision);
     if (library16)
         cols_.discard();
     else
@@ -97,7 +97,7 @@ void Conv2d::forwardInBlocks(StepContext& ctx, const StepPrecision& p, const Gem
     const std::vector<PieceGroups> blocks = loweringGroups(ctx, precision, outChannels_, K, outChannels_);
     const std::int64_t packed = outChannels_ * N * hw;
     const bool whole = outChannels_ * std::min(colsBlock_, N) * hw <= packedColumnValues(ctx, precision, packed) ||
-                       ctx.backend->multiplies16(precision);
+                       ctx.backend->supports(BackendOp::gemm16, precision);
     const std::int64_t most = packedBlockValues(ctx, precision, packed) / outChannels_;
     const std::int64_t least = leastGemmBlock(outChannels_ * K);
     enum class Cut : std::uint8_t { whole, groups, blocks };
@@ -235,7 +235,7 @@ void Conv2d::filterGradientPacked(StepContext& ctx, const StepPrecision& p, cons
     const Pieces channelBlocks = piecesOf(C, budget / (k2 * span), (leastGemmBlock(outChannels_ * span) + k2 - 1) / k2,
                                           deviceGranule(ctx, k2 * 4));
     const bool patterns = readsPatterns(ctx, filterGemm, p, f);
-    if (patterns && ctx.backend->convolvesFilter16(filterGemm)) {
+    if (patterns && ctx.backend->supports(BackendOp::convolutionFilter16, filterGemm)) {
         // A library that convolves the patterns itself (cuDNN, asked for): no lowering.
         cols_.discard();
         for (std::int64_t n0 = 0; n0 < N; n0 += lowering)

@@ -98,7 +98,7 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
 
 bool holdsCodes(const StepContext& ctx, const StepPrecision& p)
 {
-    return p.quantizes() && !p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
+    return p.quantizes() && !p.quant.blockScaled() && ctx.backend->supports(BackendOp::fp8Codes) && packsStorageOn(*ctx.backend);
 }
 
 namespace {

@@ -49,7 +49,7 @@ const Tensor& quantizedOperand(StepContext& ctx, const StepPrecision& p, const T
                                std::string_view layer, OperandRole role, OperandScaler& scaler);
 
 // A per-tensor FP8 operand held as its codes, a byte a value (counted so), with the format
-// and scale it was quantised with: where the backend holds codes (holdsFp8Codes, the CPU),
+// and scale it was quantised with: where the backend holds codes (BackendOp::fp8Codes, the CPU),
 // the layers keep their quantised copies so and decode them for the GEMMs, which read fp32.
 struct Fp8Codes {
     ByteBuffer codes;

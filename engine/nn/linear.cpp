@@ -42,7 +42,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     // it for this layer's backward pass (no layer between uses that buffer). A packed
     // operand is never quantised: p.gemm() is its products' precision.
     inputArrivedPacked_ = input.packed();
-    readsInBlocks_ = operandAsItIs(input, p) && (ctx.backend->multiplies16(p.gemm()) ||
+    readsInBlocks_ = operandAsItIs(input, p) && (ctx.backend->supports(BackendOp::gemm16, p.gemm()) ||
                                                  !sumsDependOnCut(ctx, p.gemm(), N, outFeatures_, inFeatures_));
     const Tensor* in = input.packed() && !readsInBlocks_ ? &widenedInto(ctx, 1, input, ownWork_) : &input;
     input_ = in;
@@ -84,7 +84,7 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
     // output (N, out) = input (N, in) * W^T (in, out), in blocks of rows when read so.
     const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::input, OperandRole::weight);
     const std::int64_t I = inFeatures_, O = outFeatures_;
-    multiplies16_ = readsInBlocks_ && ctx.backend->multiplies16(precision);
+    multiplies16_ = readsInBlocks_ && ctx.backend->supports(BackendOp::gemm16, precision);
     if (!multiplies16_) patterns_.discard();
     if (multiplies16_) {
         ctx.backend->gemm16(Transpose::no, Transpose::yes, N, O, I, input.bits16(), I,
@@ -142,7 +142,7 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     // dW (out, in) = dY^T (out, N) * X (N, in), in blocks of dW's columns when X is read so.
     const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
-    if (multiplies16_ && ctx.backend->multiplies16(filterGemm)) {
+    if (multiplies16_ && ctx.backend->supports(BackendOp::gemm16, filterGemm)) {
         ctx.backend->gemm16(Transpose::yes, Transpose::no, O, I, N, patternsOf(ctx, p.compute, dY, patterns_), O,
                             input_->bits16(), I, 0.0f, weight_.grad.data(), I, filterGemm);
     } else if (readsInBlocks_) {

@@ -36,7 +36,7 @@ StepOutput SoftmaxCrossEntropy::forward(const Tensor& logits, const std::vector<
     if (smoothing_ == 0.0f || N == 0) return {r.loss, r.correct};
     if (emulate != Format::fp32)
         throw std::invalid_argument("Label smoothing needs the loss in fp32 (fp32 softmax / loss on, or fp32 logits).");
-    if (!ctx.backend->handlesTransformerOps())   // its gradient term is added with addPeriodic
+    if (!ctx.backend->supports(BackendOp::transformer))   // its gradient term is added with addPeriodic
         throw std::invalid_argument("Label smoothing needs a backend with the element-wise ops of the transformer.");
     // CE + e mean_n(x_label - mean_j x_j), in double from the logits (N x classes, small).
     const std::vector<float> x = logits.toHost();

@@ -19,7 +19,7 @@ namespace plab {
 
 bool mxInBlocks(const StepContext& ctx, const StepPrecision& p)
 {
-    return p.quant.blockScaled() && ctx.backend->holdsFp8Codes() && packsStorageOn(*ctx.backend);
+    return p.quant.blockScaled() && ctx.backend->supports(BackendOp::fp8Codes) && packsStorageOn(*ctx.backend);
 }
 
 float nvfp4TensorAmax(StepContext& ctx, const StepPrecision& p, const Tensor& t)

@@ -35,13 +35,13 @@ void setPackedStorageEnabled(bool enabled) { setPackedStorage(enabled ? PackedSt
 
 bool packsStorageOn(const ComputeBackend& backend)
 {
-    if (!backend.handlesPackedTensors()) return false;
+    if (!backend.supports(BackendOp::packedTensors)) return false;
     switch (packedStorageSetting()) {
     case PackedStorage::on: return true;
     case PackedStorage::off: return false;
     case PackedStorage::byDefault: break;
     }
-    return backend.packsByDefault();
+    return backend.supports(BackendOp::packsByDefault);
 }
 
 bool packableStorage(Format storage, bool quantizes)
@@ -100,7 +100,7 @@ void setPackedBlockValues(std::int64_t values) { packedBlockSetting() = std::max
 std::int64_t packedBlockValues(const StepContext& ctx, const GemmPrecision& precision, std::int64_t packedValues)
 {
     const std::int64_t most = packedBlockValues();
-    if (ctx.backend->multiplies16(precision)) return most;
+    if (ctx.backend->supports(BackendOp::gemm16, precision)) return most;
     return std::clamp(packedValues / 4, std::max<std::int64_t>(1, most / 32), most);
 }
 

@@ -16,7 +16,7 @@ namespace plab {
 
 // Whether a layer holds its output and its input gradient packed into its 16-bit
 // storage format (Tensor::pack): fp16 or bf16 storage, operands not quantised, on a backend
-// that holds packed tensors (handlesPackedTensors: the CPU's in host memory, or a device's
+// that holds packed tensors (BackendOp::packedTensors: the CPU's in host memory, or a device's
 // in its own). Values are the same either way; bytes are halved.
 bool packsStorage(const StepContext& ctx, const StepPrecision& p);
 // The part of that which is the format's: fp16 or bf16 storage, operands not quantised.

@@ -17,7 +17,7 @@ namespace {
 
 void requireOps(const StepContext& ctx, const std::string& layer)
 {
-    if (!ctx.backend->handlesTransformerOps())
+    if (!ctx.backend->supports(BackendOp::transformer))
         throw std::invalid_argument("Layer " + layer + " (model vit) needs the transformer ops, which this backend does "
                                     "not have (the CPU backend has them).");
 }

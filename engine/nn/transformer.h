@@ -11,7 +11,7 @@
 // with a 16-bit accumulator rounds it. The attention matmuls take the compute format and
 // the accumulation switch as Linear's do; their results are rounded to storage.
 // Every op runs on the backend: the GEMMs, and LayerNorm, softmax, GELU and the data
-// movement as its transformer ops (ComputeBackend::handlesTransformerOps). The CUDA
+// movement as its transformer ops (BackendOp::transformer). The CUDA
 // plugin's are written but not yet run on a GPU, so settings refuse vit there.
 #pragma once
 

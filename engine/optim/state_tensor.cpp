@@ -8,7 +8,7 @@ namespace plab {
 
 bool holdsStatePacked(Format format, const ComputeBackend& backend)
 {
-    return formatInfo(format).packable16() && backend.updatesPacked() && packsStorageOn(backend);
+    return formatInfo(format).packable16() && backend.supports(BackendOp::packedUpdates) && packsStorageOn(backend);
 }
 
 bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, MemoryAccountant* memory,

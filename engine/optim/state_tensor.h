@@ -22,7 +22,7 @@ bool prepareStateTensor(Tensor& state, const Shape& shape, Format format, Memory
 
 // Whether optimizer state of `format` is held packed, 2 bytes an element: fp16 or bf16, on
 // a backend that packs 16-bit tensors (packsStorageOn) and whose updates take packed
-// operands (ComputeBackend::updatesPacked: the CPU's).
+// operands (BackendOp::packedUpdates: the CPU's).
 bool holdsStatePacked(Format format, const ComputeBackend& backend);
 
 // t as an operand of the backend's updates: its fp32 values, or its patterns when packed.

@@ -133,6 +133,17 @@ public:
     void setCapabilities(BackendCapabilities c) { info_.capabilities = std::move(c); }
 
     const BackendInfo& info() const override { return info_; }
+    // Packed tensors and gemm16 as the CPU backend it checks against, the transformer's ops;
+    // not FP8 codes, not packing by default, no packed updates, no convolution library.
+    bool supports(BackendOp op, const GemmPrecision& p = {}) const override
+    {
+        switch (op) {
+        case BackendOp::packedTensors:
+        case BackendOp::gemm16: return cpu_->supports(op, p);
+        case BackendOp::transformer: return true;
+        default: return false;
+        }
+    }
     int threads() const override { return cpu_->threads(); }
     std::string arithmeticFor(const GemmPrecision& precision) const override { return cpu_->arithmeticFor(precision); }
     DeviceAllocator* allocator() override { return &device_; }
@@ -182,7 +193,6 @@ public:
     void softmaxCrossEntropyBackward(const float* probabilities, const std::uint8_t* labels, std::int64_t N,
                                      std::int64_t classes, float lossScale, float* grad) override;
     // Packed 16-bit tensors on the "device": the CPU's ops on them, every pointer checked.
-    bool handlesPackedTensors() const override { return cpu_->handlesPackedTensors(); }
     void relu16(Format f, std::uint16_t* x, std::int64_t n) override;
     void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override;
     void maxPool2x2Packed(Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H, std::int64_t W,
@@ -203,11 +213,9 @@ public:
                       float* cols) override;
     void im2col16(const ConvGeometry& g, const std::uint16_t* src, std::int64_t n0, std::int64_t count,
                   std::uint16_t* cols) override;
-    bool multiplies16(const GemmPrecision& p) const override { return cpu_->multiplies16(p); }
     void gemm16(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const std::uint16_t* A,
                 std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                 GemmPrecision p) override;
-    bool handlesTransformerOps() const override { return true; }
     void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override;
     void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override;
     void sumPeriodic(const float* x, std::int64_t n, std::int64_t period, float* out) override;

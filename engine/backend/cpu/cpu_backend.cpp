@@ -121,6 +121,28 @@ public:
     }
 
     const BackendInfo& info() const override { return info_; }
+    // FP8 codes, packed tensors (packed by default), the transformer's ops and the packed
+    // updates; gemm16 where the hardware arithmetic multiplies the precision on native units,
+    // no convolution library. The packed layers give the unpacked ones' bits on every kernel
+    // family: where OpenBLAS sums cuts alike (cutsSumAlike) in their own blocks, elsewhere in
+    // the pieces of this backend's cut of the unpacked products (gemmCut, gemmPieces). The
+    // packed step measured as fast as the unpacked one on the seed CNN and 1.15-1.22 times
+    // as long on small-cnn's 16-bit recipes on an AMD EPYC, with either kind of cut
+    // (bench/RESULTS.md).
+    bool supports(BackendOp op, const GemmPrecision& precision = {}) const override
+    {
+        switch (op) {
+        case BackendOp::fp8Codes:
+        case BackendOp::packedTensors:
+        case BackendOp::packsByDefault:
+        case BackendOp::transformer:
+        case BackendOp::packedUpdates: return true;
+        case BackendOp::gemm16: return runsNatively(precision) && !precision.fp8();
+        case BackendOp::convolution16:
+        case BackendOp::convolutionFilter16: return false;
+        }
+        return false;
+    }
     int threads() const override { return threads_; }
 
     std::string arithmeticFor(const GemmPrecision& precision) const override
@@ -247,7 +269,6 @@ public:
         return 0.0f;
     }
 
-    bool holdsFp8Codes() const override { return true; }
     float quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
                           RoundingStats* stats, GradientHistogram* hist) override
     {
@@ -353,13 +374,6 @@ public:
     {
         cpu::transposeBlocks(pool_, in, A, B, inner, out);
     }
-    bool handlesPackedTensors() const override { return true; }
-    // The packed layers give the unpacked ones' bits on every kernel family: where OpenBLAS
-    // sums cuts alike (cutsSumAlike) in their own blocks, elsewhere in the pieces of this
-    // backend's cut of the unpacked products (gemmCut, gemmPieces). The packed step measured
-    // as fast as the unpacked one on the seed CNN and 1.15-1.22 times as long on small-cnn's
-    // 16-bit recipes on an AMD EPYC, with either kind of cut (bench/RESULTS.md).
-    bool packsByDefault() const override { return true; }
     void widen16(Format f, const std::uint16_t* src, std::int64_t srcLd, float* dst, std::int64_t dstLd,
                  std::int64_t rows, std::int64_t cols) override
     {
@@ -410,15 +424,11 @@ public:
     {
         cpu::im2colBatch16(pool_, g, src, n0, count, cols);
     }
-    bool multiplies16(const GemmPrecision& precision) const override
-    {
-        return runsNatively(precision) && !precision.fp8();
-    }
     void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                 const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
                 float* C, std::int64_t ldc, GemmPrecision precision) override
     {
-        if (!multiplies16(precision)) refusePackedOp("gemm16 (this precision is not multiplied natively)");
+        if (!supports(BackendOp::gemm16, precision)) refusePackedOp("gemm16 (this precision is not multiplied natively)");
         if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm got a negative dimension.");
         if (M == 0 || N == 0) return;
         if (native_->run16(precision.compute, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc)) return;
@@ -454,7 +464,6 @@ public:
     {
         cpu::softmaxCrossEntropyBackward(probabilities, labels, N, classes, lossScale, grad);
     }
-    bool handlesTransformerOps() const override { return true; }
     void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override
     {
         cpu::patchify(pool_, images, N, side, patch, out);
@@ -512,7 +521,6 @@ public:
     {
         cpu::adamUpdate(pool_, s, f, UpdateTensors::held(weights, grad, m, v), n, counts);
     }
-    bool updatesPacked() const override { return true; }
     void sgdUpdatePacked(const SgdScalars& s, UpdateFormats f, const UpdateTensors& t, std::int64_t n,
                          UpdateCounts* counts) override
     {

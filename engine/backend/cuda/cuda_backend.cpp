@@ -183,11 +183,25 @@ namespace {
 // What cuDNN's 16-bit convolutions take: products of 16-bit patterns with fp32 sums.
 bool sixteenBitOperands(const CudaBackend& backend, const GemmPrecision& precision)
 {
-    return backend.multiplies16(precision) &&
-           packable16(precision.compute);
+    return backend.multiplies16(precision) && packable16(precision.compute);
 }
 
 }  // namespace
+
+bool CudaBackend::supports(BackendOp op, const GemmPrecision& precision) const
+{
+    switch (op) {
+    case BackendOp::fp8Codes:
+    case BackendOp::packedTensors:
+    case BackendOp::packsByDefault:
+    case BackendOp::transformer: return true;
+    case BackendOp::gemm16: return multiplies16(precision);
+    case BackendOp::convolution16: return convolves16(precision);
+    case BackendOp::convolutionFilter16: return convolvesFilter16(precision);
+    case BackendOp::packedUpdates: return false;
+    }
+    return false;
+}
 
 bool CudaBackend::convolves16(const GemmPrecision& precision) const
 {

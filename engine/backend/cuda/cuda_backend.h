@@ -39,6 +39,10 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     const BackendInfo& info() const override { return info_; }
+    // FP8 codes, packed tensors (packed by default) and the transformer's ops; gemm16 and
+    // cuDNN's 16-bit convolutions of a precision as the functions below say; no packed
+    // updates (the optimizer's state stays in fp32 values on the device).
+    bool supports(BackendOp op, const GemmPrecision& precision = {}) const override;
     int threads() const override { return 1; }   // host work runs on the caller
     std::string arithmeticFor(const GemmPrecision& precision) const override;
     // The device memory the backend's own buffers hold between calls (GEMM operand copies,
@@ -64,7 +68,6 @@ public:
     // Per-tensor FP8 operands held as 1-byte codes on the device, as on the CPU: quantised
     // into codes (from fp32 or 16-bit patterns), decoded for the GEMMs (whole rows, or
     // lowered by im2col), and a 16-bit dY quantised straight into fp32 values.
-    bool holdsFp8Codes() const override { return true; }
     float quantize16(const QuantizeOp& op, Format from, const std::uint16_t* src, float* dst, std::int64_t n,
                      RoundingStats* stats, GradientHistogram* hist) override;
     float quantizeToCodes(const QuantizeOp& op, const float* src, std::uint8_t* codes, std::int64_t n,
@@ -115,8 +118,6 @@ public:
     // 16-bit activations and gradients in 2 bytes an element, by default. On an H200 (fifth
     // GPU session) that halved the seed CNN's device memory at batch 1000 and took 0.94
     // times the step held as fp32 (small-cnn at batch 256: 1.06 times); docs/CUDA.md.
-    bool handlesPackedTensors() const override { return true; }
-    bool packsByDefault() const override { return true; }
     void relu16(Format f, std::uint16_t* x, std::int64_t n) override;
     void reluBackward16(Format f, const std::uint16_t* y, std::uint16_t* g, std::int64_t n) override;
     void maxPool2x2Packed(Format f, const std::uint16_t* in, std::int64_t planes, std::int64_t H, std::int64_t W,
@@ -144,25 +145,24 @@ public:
                      std::int64_t strideB, float beta, float* C, std::int64_t ldc, std::int64_t strideC,
                      std::int64_t batch, GemmPrecision precision) override;
     // 16-bit operands with fp32 sums go to cuBLAS as they are (no conversion copies).
-    bool multiplies16(const GemmPrecision& precision) const override;
+    bool multiplies16(const GemmPrecision& precision) const;   // supports(BackendOp::gemm16)
     void gemm16(Transpose transA, Transpose transB, std::int64_t M, std::int64_t N, std::int64_t K,
                 const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
                 float* C, std::int64_t ldc, GemmPrecision precision) override;
     // The packed forward convolutions and filter gradients through cuDNN's graph API in
     // NHWC (cuda_conv16.h), only as PLAB_CUDNN_16 asks: the forward pass's sums rounded into
     // the format by cuDNN, the filter gradient's kept in fp32.
-    bool convolves16(const GemmPrecision& precision) const override;
+    bool convolves16(const GemmPrecision& precision) const;   // supports(BackendOp::convolution16)
     void convolutionForward16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
                               std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* y,
                               GemmPrecision precision) override;
-    bool convolvesFilter16(const GemmPrecision& precision) const override;
+    bool convolvesFilter16(const GemmPrecision& precision) const;   // supports(...::convolutionFilter16)
     void convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
                                      const std::uint16_t* dy, std::int64_t n0, std::int64_t count, float beta,
                                      float* dw, GemmPrecision precision) override;
 
     // The vision transformer's ops (cuda_transformer_ops.cpp), checked on the host
     // (transformer_math.h against the CPU's) and on an H200 (docs/CUDA.md).
-    bool handlesTransformerOps() const override { return true; }
     void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override;
     void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override;
     void sumPeriodic(const float* x, std::int64_t n, std::int64_t period, float* out) override;

@@ -1,5 +1,5 @@
 // The packed layers' forward convolutions and filter gradients through cuDNN's graph API
-// on 16-bit data (ComputeBackend::convolves16 / convolutionForward16, convolvesFilter16 /
+// on 16-bit data (BackendOp::convolution16 / convolutionForward16, BackendOp::convolutionFilter16 /
 // convolutionBackwardFilter16), asked for with PLAB_CUDNN_16=forward, filter or both. A
 // probe on an H200 (bench/cudnn_probe.cpp, docs/CUDA.md) found cuDNN's tensor-core kernels
 // 3 times as fast as the lowering's GEMM on the seed CNN's conv2, but only in NHWC with a
