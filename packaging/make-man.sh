@@ -24,7 +24,7 @@ section() {
     function text(s) { gsub(/\\/, "\\e", s); sub(/^[.'\'']/, "\\\\\\&&", s); return s }
     function flush() { if (tag != "") { print ".TP"; print "\\fB" esc(tag) "\\fR" (arg != "" ? " " breakable(esc(arg)) : ""); print text(desc) }
                        tag = ""; arg = ""; desc = "" }
-    BEGIN { print ".SS \"" title "\"" }
+    BEGIN { print ".SS \"" title "\""; print ".ad l" }   # ragged right: a long {a,b,...} list cannot be justified
     /^(Options|Positionals|Subcommands):$/ { flush(); next }
     /^  [^ ]/ {
       flush()
