@@ -165,8 +165,8 @@ std::string_view arithmeticKind(std::string_view phrase);
 // std::logic_error). The 16-bit products are asked with their precision.
 enum class BackendOp : std::uint8_t {
     // Per-tensor FP8 operands held as their 1-byte codes (the layers' quantised copies; the
-    // CPU backend): quantize16, quantizeToCodes and the ops that decode codes. Elsewhere the
-    // layers hold the values quantize writes, in fp32.
+    // CPU and CUDA backends): quantize16, quantizeToCodes and the ops that decode codes.
+    // Elsewhere the layers hold the values quantize writes, in fp32.
     fp8Codes,
     // Activations and their gradients held packed in their 16-bit format (Tensor::pack; the
     // CPU backend in host memory, CUDA in device memory): relu16, im2col16 and the other
