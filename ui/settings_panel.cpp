@@ -581,7 +581,7 @@ void SettingsPanel::readControls()
         if (!smoothing)
             problem = tr("%1: “%2” is not a number.").arg(titleOf("label_smoothing"), labelSmoothing_->text());
         else
-            s.labelSmoothing = *smoothing;   // its range: validateSettings, below
+            s.labelSmoothing = *smoothing;   // its range: its settings row's, below
     }
     long long batch = s.batch, epochs = s.epochs, maxSteps = s.maxSteps, seed = static_cast<long long>(s.seed);
     long long warmup = s.lrSchedule.warmupSteps;
@@ -611,7 +611,8 @@ void SettingsPanel::readControls()
                 break;
             }
     }
-    if (problem.isEmpty()) problem = QString::fromStdString(validateSettings(s)).isEmpty() ? QString() : sentence(validateSettings(s));
+    if (problem.isEmpty())
+        if (const std::string invalid = validateSettings(s); !invalid.empty()) problem = sentence(invalid);
     if (problem.isEmpty() && s.backend == "cuda" && !cudaAvailable_)
         problem = tr("The CUDA backend is not available here; choose the CPU.");
 

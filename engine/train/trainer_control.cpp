@@ -44,11 +44,14 @@ std::string TrainerControl::problemWith(const SettingsChange& change,
             if (auto problem = check(*change.recipe); !problem.empty()) return problem;
     }
     // The batch size and the learning rate against their settings rows' ranges.
-    for (const auto& [key, value] : {std::pair{"batch", change.batch ? nlohmann::json(*change.batch) : nullptr},
-                                     std::pair{"lr", change.lr ? nlohmann::json(*change.lr) : nullptr}})
-        if (!value.is_null())
-            if (auto problem = settingValueProblem(*findSettingKey(key), value); !problem.empty())
-                return std::string(key) + " " + problem;
+    const auto outside = [](const char* key, const nlohmann::json& value) {
+        const std::string problem = settingValueProblem(*findSettingKey(key), value);
+        return problem.empty() ? problem : std::string(key) + " " + problem;
+    };
+    if (change.batch)
+        if (auto problem = outside("batch", *change.batch); !problem.empty()) return problem;
+    if (change.lr)
+        if (auto problem = outside("lr", *change.lr); !problem.empty()) return problem;
     if (change.batch && !batchesFixed_.empty()) return batchesFixed_;
     return {};
 }
