@@ -6,7 +6,8 @@
 // a document of 400,000 empty objects into DIR (default: a temporary folder), then times, as
 // medians of --repeats: the JSON parse (parseJsonInput, nlohmann's SAX DOM builder behind a
 // depth counter), the whole read of a record (loadRunRecord: parse and typed record) and the
-// index's load. Side by side in the same run, the parse the lab used before (nlohmann's
+// index's load, and a recorder's write of each record (typed record to JSON to text) beside
+// the text alone. Side by side in the same run, the parse the lab used before (nlohmann's
 // callback parser with the same depth guard), on the sizes where it ends in reasonable time.
 #include "json/json_input.h"
 #include "record/run_record.h"
@@ -128,11 +129,18 @@ int main(int argc, char** argv)
         const double read = medianMs(repeats, [&] { (void)plab::loadRunRecord(file); });
         const plab::RunRecord record = plab::loadRunRecord(file);
         const double replay = medianMs(repeats, [&] { (void)plab::replayRecord(record); });
+        // A recorder's write of it (once a second as a run goes): the typed record as JSON,
+        // then its text; side by side, the text alone (the recorder kept a JSON document
+        // until 2026-11-29 and wrote only that).
+        const json document = plab::runRecordToJson(record);
+        const double write = medianMs(repeats, [&] { (void)plab::runRecordToJson(record).dump(1); });
+        const double dumpOnly = medianMs(repeats, [&] { (void)document.dump(1); });
         double before = -1.0;
         if (steps <= 100000) before = medianMs(std::min(repeats, 3), [&] { (void)callbackParse(text); }) / mb;
-        std::printf("%-34s %9.2f %12.1f %10.1f %12.1f %12s   (replayed into events: %.0f ms)\n",
+        std::printf("%-34s %9.2f %12.1f %10.1f %12.1f %12s   (replayed into events: %.0f ms; written: %.0f ms, "
+                    "its text alone %.0f ms)\n",
                     ("record, " + std::to_string(steps) + " steps").c_str(), mb, parse, parse / mb, read,
-                    before < 0 ? "-" : std::to_string(static_cast<int>(before + 0.5)).c_str(), replay);
+                    before < 0 ? "-" : std::to_string(static_cast<int>(before + 0.5)).c_str(), replay, write, dumpOnly);
     }
     {
         writeIndex(folder, 300000);

@@ -101,11 +101,12 @@ private slots:
         const auto doc = QJsonDocument::fromJson(f.readAll());
         QVERIFY(doc.isObject());
         const auto rec = doc.object();
-        for (const char* key : {"format_version", "recipe", "settings", "seed", "machine", "versions",
+        for (const char* key : {"format_version", "settings", "seed", "machine", "versions",
                                 "backend", "steps", "events", "evals", "telemetry", "memory", "summary"})
             QVERIFY2(rec.contains(key), key);
+        QVERIFY(!rec.contains("recipe"));   // the settings say the recipe (records before 2026-11-29 spelled it out)
         QCOMPARE(rec["summary"].toObject()["status"].toString(), QString("completed"));
-        QCOMPARE(rec["recipe"].toObject()["preset"].toString(), QString("amp-fp16"));
+        QCOMPARE(rec["settings"].toObject()["recipe"].toString(), QString("amp-fp16"));
     }
 
     // `plab train --help` offers a flag for every settings key (--max-steps for max_steps),
@@ -209,7 +210,7 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const auto rec = QJsonDocument::fromJson(f.readAll()).object();
         QCOMPARE(rec["settings"].toObject()["batch"].toInt(), 4);          // the flag wins
-        QCOMPARE(rec["recipe"].toObject()["compute"].toString(), QString("bf16"));   // from the config
+        QCOMPARE(rec["settings"].toObject()["compute"].toString(), QString("bf16"));   // from the config
         QCOMPARE(rec["steps"].toArray().size(), 3);
     }
 

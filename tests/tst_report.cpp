@@ -51,7 +51,7 @@ json trainRecord(const TrainSettings& s, const DataSplit& data, const std::strin
     RunRecorder recorder({}, s, data, name);
     Trainer trainer(s, data, [&](const TrainerEvent& e) { recorder.onEvent(e); });
     recorder.finish(trainer.run());
-    return recorder.record();
+    return recorder.recordJson();
 }
 
 TrainSettings fixtureSettings(const std::string& recipe)
@@ -133,14 +133,110 @@ private slots:
         QCOMPARE(diverged_["summary"]["status"], "diverged");
     }
 
-    // A record of `record`'s run with `recipe`, in both places a record keeps it.
+    // A record of `record`'s run with `recipe`.
     static json withRecipe(json record, const PrecisionRecipe& recipe)
     {
         TrainSettings settings = settingsFromJson(record["settings"], "fixture settings");
         settings.recipe = recipe;
         record["settings"] = settingsToJson(settings);
-        record["recipe"] = recipeToJson(recipe);
         return record;
+    }
+
+    // A record built from events is written and read by one pair of functions: every field
+    // of a record that sets every field comes back (record -> JSON -> text -> record), and
+    // its JSON again is the same document.
+    void recordRoundTripsEveryField()
+    {
+        TrainSettings settings = fixtureSettings("fp8-delayed");
+        RunRecord r = RunRecord::start(settings, data_, "every field");
+        r.sourceKind = "pytorch-probe";   // no event sets it: a probe's writer does
+        RunStartEvent start{"cuda", {"cuBLAS 13.0", "cuDNN 9.1"}, 3, "hardware: tensor cores", 4096, "fp16", "fp32"};
+        r.apply(start);
+        r.apply(StatusEvent{RunStatus::running, 0, "training"});
+        r.apply(StepEvent{1, 0, 2.25f, 1024.0, false, 0.01, 96, 12.5, 3, 0, {}});
+        NonFiniteSite site{"fc1", TensorKind::activationGrad, 3, 1, 2, 60000.0, "fp16", 65504.0};
+        r.apply(StepEvent{2, 0, std::numeric_limits<float>::infinity(), 512.0, true, 0.01, 96, 11.0, 3, 1, {site}});
+        TrainSettings changed = settings;
+        changed.optimizer.lr = 0.005;
+        r.apply(SettingChangeEvent{2, "lr: 0.01 -> 0.005", changed});
+        r.apply(ChangeRefusedEvent{2, "compute fp32 -> bf16", "the recipe quantises its products"});
+        r.apply(EvalEvent{2, 0, 0.625, 1.5});
+        r.apply(ScalarEvent{2, "grad_norm", 3.5});
+
+        RoundingStats stats{100, 5, 4, 3, 2, 1, 1, 2.5f};
+        GradientHistogram histogram;
+        histogram.bins[static_cast<std::size_t>(GradientHistogram::binOf(-20))] = 7;
+        histogram.bins[static_cast<std::size_t>(GradientHistogram::binOf(-3))] = 9;
+        histogram.zeros = 5;
+        histogram.nonFinite = 2;
+        TelemetryEvent telemetry{2, 512.0, true, {}};
+        LayerTelemetry weights{"fc1", TensorKind::weightGrad, stats, histogram, {}, stats, {}, {}};
+        weights.update = {40, 6, 1, 2, 3};
+        weights.runUpdate = {80, 12, 1, 2, 3};
+        LayerTelemetry input{"fc1", TensorKind::activationGrad, stats, histogram, {}, stats, {}, {}};
+        LayerTelemetry quantised{"conv1", TensorKind::quantizedWeight, stats, histogram, {}, stats, {}, {}};
+        quantised.scaling = {true, true, true, 0.5f, 3.0f, histogram};
+        telemetry.layers = {weights, input, quantised};
+        r.apply(telemetry);
+        telemetry.hasHistograms = false;   // the run totals at the end
+        r.apply(telemetry);
+
+        MemoryEvent memory;
+        memory.step = 1;
+        memory.elapsedMs = 20.0;
+        memory.memory.live = {1, 2, 3, 4, 5, 6};
+        memory.memory.peak = {2, 3, 4, 5, 6, 7};
+        memory.memory.totalLive = 21;
+        memory.memory.totalPeak = 27;
+        memory.memory.peakPhase = MemoryPhase::evaluation;
+        memory.memory.phasePeak[0] = {{1, 1, 1, 1, 1, 1}, 6};
+        memory.memory.phasePeak[1] = {{2, 2, 2, 2, 2, 2}, 12};
+        memory.device = DeviceMemoryInfo{1 << 20, 1 << 30};
+        r.apply(memory);
+        memory.step = 2;
+        r.apply(memory);   // the same bytes: no new sample
+        QCOMPARE(r.memory.samples.size(), std::size_t{1});
+        r.finish({RunStatus::completed, "done", 0.625, 2, 1, 1234.5});
+
+        // Every part was set (a field left at its default would round-trip unseen).
+        const RunRecord empty;
+        QVERIFY(r.name != empty.name && r.createdAt != empty.createdAt && !r.settingKeys.empty());
+        QVERIFY(r.machine != empty.machine && r.versions.precisionLab && !r.versions.backend.empty());
+        QVERIFY(r.backend != empty.backend && r.arithmetic && !r.sourceAsRun.empty() && !r.judgedFormat.empty());
+        QVERIFY(r.data != empty.data && r.steps.size() == 2 && r.events.size() == 3 && r.evals.size() == 1);
+        QVERIFY(r.scalars.size() == 1 && r.telemetry.size() == 1 && r.telemetry[0].layers.size() == 3);
+        QVERIFY(r.memory.peak.recorded && r.memory.trainingPeak.recorded && r.memory.evaluationPeak.recorded);
+        QVERIFY(r.memory.peakPhase && r.memory.deviceBeforeRun && r.memory.samples[0].device);
+        QVERIFY(r.summary.testAccuracy && r.summary.bestTestAccuracy && !r.summary.finishedAt.empty());
+        QVERIFY(r.summary.imagesPerSecond > 0 && r.summary.skippedSteps == 1 && !r.summary.message.empty());
+        QCOMPARE(r.summary.layers.size(), std::size_t{1});
+        QCOMPARE(r.summary.layers[0].listed, std::uint8_t{127});   // every per-layer entry
+        QVERIFY(r.summary.layers[0].underflow && r.summary.layers[0].lostUpdate && r.summary.layers[0].stateFlushed);
+        QCOMPARE(r.summary.runRounding.size(), std::size_t{3});
+        QCOMPARE(r.summary.runRoundingThroughStep, std::int64_t{2});
+
+        const json written = runRecordToJson(r);
+        const RunRecord back = readRunRecord(json::parse(written.dump(1)), "the round trip");
+        QVERIFY(back == r);
+        QCOMPARE(runRecordToJson(back), written);
+        // The parts one at a time, so that a failure names the part.
+        QVERIFY(back.steps == r.steps && back.events == r.events && back.telemetry == r.telemetry);
+        QVERIFY(back.memory == r.memory && back.summary == r.summary && back.scalars == r.scalars);
+    }
+
+    // A real run's record in memory (what the app and the lessons read) is what its file
+    // reads back as, a mid-run setting change, FP8 scales and memory samples included.
+    void recordedRunReadsBackAsItWasBuilt()
+    {
+        TrainSettings s = fixtureSettings("fp8-delayed");
+        s.maxSteps = 6;
+        s.histogramEvery = 2;
+        RunRecorder recorder({}, s, data_, "fp8");
+        Trainer trainer(s, data_, [&](const TrainerEvent& e) { recorder.onEvent(e); });
+        recorder.finish(trainer.run());
+        const RunRecord& built = recorder.runRecord();
+        QVERIFY(!built.telemetry.empty() && !built.memory.samples.empty() && !built.summary.layers.empty());
+        QVERIFY(readRunRecord(json::parse(recorder.recordJson().dump(1)), "fp8") == built);
     }
 
     void quantisedRecipesSayHowTheyDiffer()
@@ -670,7 +766,7 @@ private slots:
         RunResult done;
         done.status = RunStatus::completed;
         recorder.finish(done);
-        QCOMPARE(recorder.record()["memory"]["device_before_run"].get<std::uint64_t>(), before);
+        QCOMPARE(recorder.recordJson()["memory"]["device_before_run"].get<std::uint64_t>(), before);
         const RunRecord r = recorder.runRecord();
         QCOMPARE(r.memory.deviceBeforeRun, std::optional<std::uint64_t>(before));
         const ReplayedRun replay = replayRecord(r);
@@ -685,7 +781,7 @@ private slots:
         cpuStart.backend = "cpu";
         cpu.onEvent(cpuStart);
         cpu.finish(done);
-        QVERIFY(!cpu.record().contains("memory") || !cpu.record()["memory"].contains("device_before_run"));
+        QVERIFY(!cpu.recordJson()["memory"].contains("device_before_run"));
         QVERIFY(!cpu.runRecord().memory.deviceBeforeRun);
     }
 
@@ -714,7 +810,7 @@ private slots:
         done.status = RunStatus::completed;
         done.steps = 1;   // the run's totals reach step 1, so it ran at least that far
         recorder.finish(done);
-        const json& summary = recorder.record()["summary"];
+        const json summary = recorder.recordJson()["summary"];
         QVERIFY2(summary["underflow_fraction"]["conv1"].is_null(), summary.dump().c_str());
         QVERIFY(summary["lost_update_fraction"]["conv1"].is_null());
         QCOMPARE(summary["underflow_fraction"]["fc1"].get<double>(), 0.25);

@@ -325,7 +325,7 @@ private slots:
             }
         });
         recorder.finish(trainer.run());
-        for (const auto& step : recorder.record().at("steps")) QVERIFY(!step.contains("non_finite"));
+        for (const auto& step : recorder.recordJson().at("steps")) QVERIFY(!step.contains("non_finite"));
     }
 };
 

@@ -27,9 +27,10 @@ std::string joined(const std::vector<std::string>& names, const char* separator 
 
 int printInfo(bool asJson)
 {
-    nlohmann::json machine = machineInfo(0);
-    machine.erase("threads");   // a run's setting, not the machine's
-    const nlohmann::json versions = versionInfo();
+    RecordedMachine thisOne = thisMachine(0);
+    thisOne.threads.reset();   // a run's setting, not the machine's
+    const nlohmann::json machine = machineToJson(thisOne);
+    const nlohmann::json versions = versionsToJson(thisBuild());
     const auto cpu = createCpuBackend(0)->info();
     const auto cuda = probeCudaBackend();
     const std::string forPeople = cudaReasonForPeople(cuda.reason);

@@ -123,6 +123,7 @@ struct LossResult {
 struct DeviceMemoryInfo {
     std::uint64_t used = 0;
     std::uint64_t total = 0;
+    bool operator==(const DeviceMemoryInfo&) const = default;
 };
 
 // What a backend can run: the trainer refuses a recipe (at the start and in a mid-run

@@ -86,7 +86,7 @@ ReplayedRun replayRecord(const RunRecord& record)
         const int order = std::holds_alternative<StatusEvent>(ev) ? 3 : 2;
         std::visit([&](const auto& e) { timed.push_back({e.step, order}, e); }, ev);
     }
-    for (const EvalPoint& e : record.evals) timed.push_back({e.step, 4}, EvalEvent{e.step, e.epoch, e.testAccuracy, e.testLoss});
+    for (const EvalEvent& e : record.evals) timed.push_back({e.step, 4}, e);
     for (const ScalarEvent& e : record.scalars) timed.push_back({e.step, 4}, e);
     for (const TelemetryPoint& t : record.telemetry) {
         TelemetryEvent e;

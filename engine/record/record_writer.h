@@ -1,7 +1,7 @@
-// Writing run records: one JSON document per run (schema in docs/RUN_RECORD.md; read back
-// by readRunRecord, run_record.h), built from the trainer's events and rewritten atomically
-// (temp file + rename) at most about once a second and at the end, so it is valid at every
-// moment and a crash loses at most the last second.
+// Writing run records: a RunRecord built from the trainer's events (RunRecord::apply) and
+// written as one JSON document (runRecordToJson; schema in docs/RUN_RECORD.md), rewritten
+// atomically (temp file + rename) at most about once a second and at the end, so it is valid
+// at every moment and a crash loses at most the last second.
 #pragma once
 
 #include "data/dataset.h"
@@ -31,9 +31,9 @@ public:
     // Writes the summary of the finished run and the record, whatever the status.
     void finish(const RunResult& result);
 
-    const nlohmann::json& record() const { return record_; }
-    // The record as written so far, read back (readRunRecord).
-    RunRecord runRecord() const;
+    // The record so far, and its JSON (what the file holds after the next write).
+    const RunRecord& runRecord() const { return record_; }
+    nlohmann::json recordJson() const { return runRecordToJson(record_); }
     const std::filesystem::path& path() const { return out_; }
     // Writes now (atomically). Throws std::runtime_error naming the file on failure.
     void flush();
@@ -44,24 +44,10 @@ public:
 
 private:
     void flushIfDue();
-    void updateSummary(const std::string& status, const std::string& message);
 
     std::filesystem::path out_;
-    nlohmann::json record_;
+    RunRecord record_;
     std::chrono::steady_clock::time_point lastFlush_;
-    std::chrono::steady_clock::time_point started_;
-    nlohmann::json lastMemoryBytes_;
-    // The run totals of the latest telemetry event, per tap, for the summary's fractions.
-    struct LayerTotals {
-        std::string layer;
-        TensorKind kind;
-        RoundingStats stats;
-        UpdateCounts updates;
-    };
-    std::vector<LayerTotals> lastTotals_;
-    std::int64_t lastTotalsStep_ = 0;   // the step lastTotals_ reach
-    double bestAccuracy_ = -1.0;
-    std::string status_ = "starting";
     std::string writeError_;
 };
 
@@ -70,9 +56,5 @@ void writeJsonAtomically(const std::filesystem::path& file, const nlohmann::json
 
 // Gives the saved record `file` a new name (rewritten atomically, nothing else changed).
 void renameRunRecord(const std::filesystem::path& file, const std::string& name);
-
-// Facts about this machine and build for the record's "machine" and "versions".
-nlohmann::json machineInfo(int threads);
-nlohmann::json versionInfo();
 
 }  // namespace plab

@@ -1,389 +1,104 @@
-// Reading a run record into a RunRecord (run_record.h); replay is in record_replay.cpp.
+// A run's record as the trainer's events build it, and what it is asked (run_record.h);
+// its JSON both ways is in run_record_json.cpp, replay in record_replay.cpp.
 #include "record/run_record.h"
 
-#include "files/input_file.h"
-#include "json/json_input.h"
-#include "numerics/format.h"
-#include "numerics/minifloat.h"
-
-#include "error.h"
+#include "tensor/memory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <ctime>
+#include <fstream>
 #include <limits>
-#include <unordered_set>
+#include <map>
+#include <thread>
+#include <unistd.h>
+#include <sys/utsname.h>
 
 #include <nlohmann/json.hpp>
 
 namespace plab {
 
-using nlohmann::json;
-
 namespace {
 
-// ---- The schema's readers (docs/RUN_RECORD.md) ---------------------------------------------
-// An absent key reads as its default (older records lack newer fields); a present one must
-// have its documented type and range, or the record is refused naming the place and the key.
-// Messages are built only on failure.
-
-// Where a field is: "the summary", "step 12", "the evaluation at step 40", ...
-struct Place {
-    const char* what;
-    std::int64_t step = -1;   // appended when not negative
-    std::string text() const { return step >= 0 ? std::string(what) + " " + std::to_string(step) : what; }
-};
-
-[[noreturn]] void refuseField(const Place& at, const char* key, const std::string& must, const json& got)
+std::string isoNow()
 {
-    throw InputError(at.text() + ": \"" + key + "\" must be " + must + ", got " + jsonExcerpt(got));
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
 }
 
-constexpr std::int64_t kMaxWhole = std::int64_t{1} << 62;
-constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr std::size_t kMaxScalarName = 200;   // a logged scalar's name, in bytes (the probe checks the same)
-
-// A whole number from lo to hi (counts, steps, epochs, batches); `fallback` when absent.
-std::int64_t whole(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0,
-                   std::int64_t hi = kMaxWhole)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    try {
-        return jsonWhole(*it, lo, hi, key);
-    } catch (const InputError&) {
-        refuseField(at, key,
-                    hi != kMaxWhole && hi != kMaxInt
-                        ? "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi)
-                        : (lo == 0 ? "a whole number of at least 0" : "a whole number of at least 1"),
-                    *it);
-    }
-}
-
-int wholeInt(const json& obj, const char* key, const Place& at, std::int64_t lo = 0, std::int64_t fallback = 0)
-{
-    return static_cast<int>(whole(obj, key, at, lo, fallback, kMaxInt));
-}
-
-// The ranges of the schema's real numbers.
-struct Range {
-    double lo, hi;
-    const char* must;
-};
-constexpr Range kFraction{0.0, 1.0, "a number from 0 to 1"};
-constexpr Range kNonNegative{0.0, std::numeric_limits<double>::max(), "a number of at least 0"};
-constexpr Range kPositive{std::numeric_limits<double>::min(), std::numeric_limits<double>::max(), "a positive number"};
-constexpr Range kFinite{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max(), "a number"};
-
-// A number in its range; nullopt when absent or null (what was not measured, or a loss that
-// was not finite). A document still in memory holds such a loss as the NaN or infinity
-// itself, which its file form writes as null: read alike.
-std::optional<double> number(const json& obj, const char* key, const Place& at, const Range& range)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return std::nullopt;
-    if (it->is_number_float() && !std::isfinite(it->get<double>())) return std::nullopt;
-    if (!it->is_number()) refuseField(at, key, range.must, *it);
-    const double v = it->get<double>();
-    if (!(v >= range.lo && v <= range.hi)) refuseField(at, key, range.must, *it);   // NaN fails too
-    return v;
-}
-
-std::optional<std::string> text(const json& obj, const char* key, const Place& at)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return std::nullopt;
-    if (!it->is_string()) refuseField(at, key, "text", *it);
-    return it->get<std::string>();
-}
-
-// An object section; `empty` when absent.
-const json& section(const json& obj, const char* key, const json& empty)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end()) return empty;
-    if (!it->is_object()) throw InputError(std::string("\"") + key + "\" must be an object, got " + jsonExcerpt(*it));
-    return *it;
-}
-
-// The elements of an array section, each an object.
-const json& entries(const json& obj, const char* key, const json& empty)
-{
-    const auto it = obj.find(key);
-    if (it == obj.end()) return empty;
-    if (!it->is_array()) throw InputError(std::string("\"") + key + "\" must be an array, got " + jsonExcerpt(*it));
-    for (const json& e : *it)
-        if (!e.is_object())
-            throw InputError(std::string("every entry of \"") + key + "\" must be an object, got " + jsonExcerpt(e));
-    return *it;
-}
-
-LayerSnapshot snapshotFromJson(const json& l, const Place& at)
+// A telemetry layer as a snapshot holds it: what the record keeps of it (update counts of
+// weight gradients only; a tensor's scale and amax, or its blocks' scales, where quantised;
+// an amax that is not finite as NaN, as the record writes it).
+LayerSnapshot snapshotOf(const LayerTelemetry& l)
 {
     LayerSnapshot s;
-    s.layer = text(l, "layer", at).value_or("");
-    const std::string kind = text(l, "kind", at).value_or("");
-    const auto parsed = parseTensorKind(kind);
-    if (!parsed) refuseField(at, "kind", "a tensor kind", l.at("kind"));
-    s.kind = *parsed;
-    s.stats = roundingStatsFromJson(section(l, "stats", json::object()));
-    s.updates.lost = whole(l, "lost_updates", at);
-    s.updates.nonzero = whole(l, "nonzero_updates", at);
-    s.updates.nonFinite = whole(l, "non_finite_updates", at);
-    s.updates.stateFlushed = whole(l, "state_flushed", at);   // older records: none
-    s.updates.stateNonFinite = whole(l, "state_non_finite", at);
-    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) {
-        s.hasHistogram = true;
-        s.histogram = histogramFromJson(*h);
-    }
-    if (l.contains("scale")) {
+    s.layer = l.layer;
+    s.kind = l.kind;
+    s.stats = l.stats;
+    if (l.kind == TensorKind::weightGrad) s.updates = l.update;
+    s.hasHistogram = true;
+    s.histogram = l.histogram;
+    if (l.scaling.present && l.scaling.tensorScale) {
         s.scaling.present = s.scaling.tensorScale = true;
-        s.scaling.scale = static_cast<float>(number(l, "scale", at, kFinite).value_or(1.0));
-        s.scaling.amax = static_cast<float>(number(l, "amax", at, kFinite).value_or(std::numeric_limits<double>::quiet_NaN()));
+        s.scaling.scale = l.scaling.scale;
+        s.scaling.amax = std::isfinite(l.scaling.amax) ? l.scaling.amax : std::numeric_limits<float>::quiet_NaN();
     }
-    if (const auto b = l.find("block_scales"); b != l.end()) {
-        if (!b->is_object()) refuseField(at, "block_scales", "a histogram", *b);
+    if (l.scaling.present && l.scaling.blocks) {
         s.scaling.present = s.scaling.blocks = true;
-        s.scaling.blockScales = histogramFromJson(*b);
+        s.scaling.blockScales = l.scaling.blockScales;
     }
     return s;
 }
 
-RecordedPeak peakFromJson(const json& memory, const char* key, const std::vector<std::string>& categories)
+RecordedPeak peakOf(const std::array<std::int64_t, kMemoryCategories>& bytes, std::int64_t total)
 {
-    RecordedPeak p;
-    const auto it = memory.find(key);
-    if (it == memory.end() || !it->is_object() || it->empty()) return p;
-    const Place at{key};
-    p.recorded = true;
-    for (const auto& c : categories) p.bytes.push_back(whole(*it, c.c_str(), at));
-    p.total = whole(*it, "total", at);
-    return p;
-}
-
-void readSummary(const json& s, RecordedSummary& out)
-{
-    const Place summary{"the summary"};
-    if (const auto it = s.find("status"); it != s.end() && !it->is_string())
-        refuseField(summary, "status", "a run status", *it);
-    out.status = jsonTextOr(s, "status", "running");
-    if (!parseRunStatus(out.status))
-        throw InputError("\"status\" " + jsonExcerpt(s.at("status")) + " is not a run status");
-    out.message = text(s, "message", summary).value_or("");
-    out.steps = whole(s, "steps", summary);
-    out.skippedSteps = whole(s, "skipped_steps", summary);
-    out.testAccuracy = number(s, "test_accuracy", summary, kFraction);
-    out.bestTestAccuracy = number(s, "best_test_accuracy", summary, kFraction);
-    out.imagesPerSecond = number(s, "images_per_second", summary, kNonNegative).value_or(0.0);
-    out.finishedAt = text(s, "finished_at", summary).value_or("");
-
-    std::vector<std::string> names;
-    std::unordered_set<std::string> seen;   // a record may list many layers: no linear search per name
-    for (const char* key : {"underflow_fraction", "overflow_fraction", "lost_update_fraction",
-                            "activation_grad_underflow_fraction", "weights_made_non_finite",
-                            "optimizer_state_flushed", "optimizer_state_made_non_finite"})
-        if (const auto it = s.find(key); it != s.end()) {
-            if (!it->is_object()) refuseField(summary, key, "an object of layers", *it);
-            for (const auto& [layer, v] : it->items())
-                if (seen.insert(layer).second) names.push_back(layer);
-        }
-    sortLayersInModelOrder(names);
-    const json none = json::object();
-    const auto perLayer = [&](const char* key) -> const json& {
-        const auto it = s.find(key);
-        return it == s.end() ? none : *it;
-    };
-    for (const auto& name : names) {
-        const char* layer = name.c_str();
-        LayerFractions f;
-        f.layer = name;
-        f.underflow = number(perLayer("underflow_fraction"), layer, Place{"the summary's underflow_fraction"}, kFraction);
-        f.overflow = number(perLayer("overflow_fraction"), layer, Place{"the summary's overflow_fraction"}, kFraction);
-        f.activationGradUnderflow = number(perLayer("activation_grad_underflow_fraction"), layer,
-                                           Place{"the summary's activation_grad_underflow_fraction"}, kFraction);
-        f.lostUpdate = number(perLayer("lost_update_fraction"), layer, Place{"the summary's lost_update_fraction"},
-                              kFraction);
-        f.weightsMadeNonFinite = whole(perLayer("weights_made_non_finite"), layer,
-                                       Place{"the summary's weights_made_non_finite"});
-        // Records before the state was counted have none: 0.
-        f.stateFlushed = whole(perLayer("optimizer_state_flushed"), layer, Place{"the summary's optimizer_state_flushed"});
-        f.stateMadeNonFinite = whole(perLayer("optimizer_state_made_non_finite"), layer,
-                                     Place{"the summary's optimizer_state_made_non_finite"});
-        out.layers.push_back(std::move(f));
-    }
-
-    if (s.contains("run_rounding")) {
-        out.hasRunRounding = true;
-        const json none = json::array();
-        const Place at{"the summary's run_rounding"};
-        std::unordered_set<std::string> sites;   // "layer kind", each once
-        for (const json& e : entries(s, "run_rounding", none)) {
-            RecordedSummary::SiteTotals t;
-            t.layer = text(e, "layer", at).value_or("");
-            if (t.layer.empty()) refuseField(at, "layer", "a layer's name", e.value("layer", json()));
-            const auto kind = parseTensorKind(text(e, "kind", at).value_or(""));
-            if (!kind) refuseField(at, "kind", "a tensor kind", e.value("kind", json()));
-            t.kind = *kind;
-            const auto stats = e.find("stats");
-            if (stats == e.end() || !stats->is_object()) refuseField(at, "stats", "an object of counts", e.value("stats", json()));
-            try {
-                t.stats = roundingStatsFromJson(*stats);
-            } catch (const InputError& problem) {
-                throw InputError(at.text() + " (" + t.layer + "): " + problem.what());
-            }
-            // Each element is counted once: zeros, NaN and infinities in, and of the others
-            // those that underflowed or overflowed, are apart.
-            // Summed without wrapping: each part is subtracted from what is left of the count.
-            const RoundingStats& c = t.stats;
-            std::uint64_t left = c.count;
-            for (const std::uint64_t part : {c.zerosIn, c.nan, c.infIn, c.underflow, c.overflow}) {
-                if (part > left)
-                    throw InputError(at.text() + " (" + t.layer + "): counts above the " + std::to_string(c.count) +
-                                     " values rounded");
-                left -= part;
-            }
-            if (!sites.insert(t.layer + ' ' + std::string(tensorKindName(t.kind))).second)
-                throw InputError(at.text() + ": " + t.layer + " " + std::string(tensorKindName(t.kind)) +
-                                 " is listed twice");
-            out.runRounding.push_back(std::move(t));
-        }
-        // Absent (records before the key): the run's steps; present: at most those.
-        out.runRoundingThroughStep = whole(s, "run_rounding_through_step", at, 0, out.steps, out.steps);
-    }
-}
-
-StepPoint stepFromJson(const json& st)
-{
-    StepPoint p;
-    p.step = whole(st, "step", Place{"a step"});
-    const Place at{"step", p.step};
-    p.epoch = wholeInt(st, "epoch", at);
-    p.batch = wholeInt(st, "batch", at, 1);
-    p.loss = number(st, "loss", at, kFinite);
-    p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
-    if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
-        refuseField(at, "skipped", "true or false", *it);
-    p.skipped = st.value("skipped", false);
-    p.lr = number(st, "lr", at, kNonNegative).value_or(0.0);
-    p.timeMs = number(st, "time_ms", at, kNonNegative).value_or(0.0);
-    const json empty = json::array();
-    for (const json& site : entries(st, "non_finite", empty)) {
-        NonFiniteSite n;
-        n.layer = text(site, "layer", at).value_or("");
-        if (n.layer.empty()) refuseField(at, "layer", "a layer's name", site.value("layer", json()));
-        const auto kind = parseTensorKind(text(site, "kind", at).value_or(""));
-        if (!kind) refuseField(at, "kind", "a tensor kind", site.value("kind", json()));
-        n.kind = *kind;
-        n.overflow = static_cast<std::uint64_t>(whole(site, "overflow", at));
-        n.infIn = static_cast<std::uint64_t>(whole(site, "inf_in", at));
-        n.nan = static_cast<std::uint64_t>(whole(site, "nan", at));
-        n.largestFinite = number(site, "largest_finite", at, kNonNegative);
-        n.format = text(site, "format", at).value_or("");
-        if (!parseFormat(n.format) && !parseMiniFormat(n.format))
-            refuseField(at, "format", "a format name (fp16, bf16, e4m3, ...)", site.value("format", json()));
-        n.formatMax = number(site, "format_max", at, kNonNegative).value_or(0.0);
-        if (!(n.formatMax > 0)) refuseField(at, "format_max", "the format's largest finite value", site.value("format_max", json()));
-        p.nonFinite.push_back(std::move(n));
-    }
-    return p;
-}
-
-// nullopt for a type this build does not know (a newer writer's): skipped, as a reader of
-// the same format version must.
-std::optional<RecordedEvent> eventFromJson(const json& ev, std::size_t index, const std::string& origin)
-{
-    const std::int64_t step = whole(ev, "step", Place{"an event"});
-    const Place at{"the event at step", step};
-    const std::string type = text(ev, "type", at).value_or("");
-    if (type == "setting_change") {
-        const auto it = ev.find("settings");
-        if (it == ev.end() || !it->is_object()) refuseField(at, "settings", "an object of settings", ev.value("settings", json()));
-        return SettingChangeEvent{step, text(ev, "description", at).value_or(""),
-                                  storedSettingsFromJson(*it, origin + " events[" + std::to_string(index) + "] settings")};
-    }
-    if (type == "change_refused")
-        return ChangeRefusedEvent{step, text(ev, "description", at).value_or(""), text(ev, "reason", at).value_or("")};
-    if (type == "status") {
-        // An unknown status reads as failed.
-        const auto status = parseRunStatus(text(ev, "status", at).value_or("")).value_or(RunStatus::failed);
-        return StatusEvent{status, step, text(ev, "message", at).value_or("")};
-    }
-    return std::nullopt;
+    return {true, std::vector<std::int64_t>(bytes.begin(), bytes.end()), total};
 }
 
 }  // namespace
 
-json roundingStatsToJson(const RoundingStats& s)
+RecordedMachine thisMachine(int threads)
 {
-    json j = {{"count", s.count},         {"zeros_in", s.zerosIn},   {"underflow", s.underflow},
-              {"subnormal", s.subnormal}, {"overflow", s.overflow}, {"nan", s.nan},
-              {"inf_in", s.infIn}};
-    if (s.largestFinite > 0) j["largest_finite"] = s.largestFinite;
-    return j;
-}
-
-json nonFiniteSitesToJson(const std::vector<NonFiniteSite>& sites)
-{
-    json out = json::array();
-    for (const NonFiniteSite& n : sites) {
-        json site = {{"layer", n.layer}, {"kind", tensorKindName(n.kind)}, {"overflow", n.overflow},
-                     {"inf_in", n.infIn}, {"nan", n.nan}, {"format", n.format}, {"format_max", n.formatMax}};
-        if (n.largestFinite) site["largest_finite"] = *n.largestFinite;
-        out.push_back(std::move(site));
-    }
-    return out;
-}
-
-RoundingStats roundingStatsFromJson(const json& j)
-{
-    RoundingStats s;
-    // Counts, range-checked before conversion (0 when absent).
-    s.count = static_cast<std::uint64_t>(jsonWholeOr(j, "count", 0, kMaxWhole));
-    s.zerosIn = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros_in", 0, kMaxWhole));
-    s.underflow = static_cast<std::uint64_t>(jsonWholeOr(j, "underflow", 0, kMaxWhole));
-    s.subnormal = static_cast<std::uint64_t>(jsonWholeOr(j, "subnormal", 0, kMaxWhole));
-    s.overflow = static_cast<std::uint64_t>(jsonWholeOr(j, "overflow", 0, kMaxWhole));
-    s.nan = static_cast<std::uint64_t>(jsonWholeOr(j, "nan", 0, kMaxWhole));
-    s.infIn = static_cast<std::uint64_t>(jsonWholeOr(j, "inf_in", 0, kMaxWhole));
-    // The largest finite |x| rounded: fp32's range (records before the key: 0, not measured).
-    constexpr Range kFp32Magnitude{0.0, std::numeric_limits<float>::max(), "a finite fp32 magnitude"};
-    if (const auto v = number(j, "largest_finite", Place{"rounding counts"}, kFp32Magnitude))
-        s.largestFinite = static_cast<float>(*v);
-    return s;
-}
-
-json histogramToJson(const GradientHistogram& h)
-{
-    int first = GradientHistogram::kBins, last = -1;
-    for (int b = 0; b < GradientHistogram::kBins; ++b)
-        if (h.bins[static_cast<std::size_t>(b)]) {
-            first = std::min(first, b);
-            last = b;
+    RecordedMachine m;
+    std::string cpu = "unknown";
+    std::ifstream info("/proc/cpuinfo");
+    for (std::string line; std::getline(info, line);)
+        if (line.rfind("model name", 0) == 0) {
+            cpu = line.substr(line.find(':') + 2);
+            break;
         }
-    json counts = json::array();
-    for (int b = first; b <= last; ++b) counts.push_back(h.bins[static_cast<std::size_t>(b)]);
-    return {{"first_exponent", last >= 0 ? GradientHistogram::exponentOf(first) : 0},
-            {"counts", counts},
-            {"zeros", h.zeros},
-            {"non_finite", h.nonFinite}};
+    utsname u{};
+    uname(&u);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    m.cpu = cpu;
+    m.logicalCores = static_cast<std::int64_t>(std::thread::hardware_concurrency());
+    m.threads = threads;
+    m.os = std::string(u.sysname) + " " + u.release + " " + u.machine;
+    m.hostname = host;
+    return m;
 }
 
-GradientHistogram histogramFromJson(const json& j)
+RecordedVersions thisBuild()
 {
-    GradientHistogram h;
-    const auto first = jsonWhole(j.at("first_exponent"), GradientHistogram::kMinExponent - 1,
-                                 GradientHistogram::kMaxExponent + 1, "histogram \"first_exponent\"");
-    const auto& counts = j.at("counts");
-    // More counts than bins cannot all land in range (and first + i stays an int below).
-    if (counts.size() > static_cast<std::size_t>(GradientHistogram::kBins)) throw InputError("histogram exponent out of range");
-    for (std::size_t i = 0; i < counts.size(); ++i) {
-        const int bin = GradientHistogram::binOf(static_cast<int>(first) + static_cast<int>(i));
-        if (bin < 0 || bin >= GradientHistogram::kBins) throw InputError("histogram exponent out of range");
-        h.bins[static_cast<std::size_t>(bin)] =
-            static_cast<std::uint64_t>(jsonWhole(counts[i], 0, kMaxWhole, "histogram \"counts\""));
-    }
-    h.zeros = static_cast<std::uint64_t>(jsonWholeOr(j, "zeros", 0, kMaxWhole));
-    h.nonFinite = static_cast<std::uint64_t>(jsonWholeOr(j, "non_finite", 0, kMaxWhole));
-    return h;
+    RecordedVersions v;
+#ifdef PLAB_VERSION
+    v.precisionLab = PLAB_VERSION;
+#endif
+#if defined(__clang__)
+    v.compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    v.compiler = std::string("g++ ") + __VERSION__;
+#endif
+    v.nlohmannJson = std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." + std::to_string(NLOHMANN_JSON_VERSION_MINOR) +
+                     "." + std::to_string(NLOHMANN_JSON_VERSION_PATCH);
+    return v;
 }
 
 void sortLayersInModelOrder(std::vector<std::string>& layers)
@@ -391,6 +106,19 @@ void sortLayersInModelOrder(std::vector<std::string>& layers)
     const auto rank = [](const std::string& layer) { return layer == "input" ? 0 : layer == "loss" ? 2 : 1; };
     std::stable_sort(layers.begin(), layers.end(),
                      [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+}
+
+std::vector<LayerFractions> summaryLayersInOrder(std::map<std::string, LayerFractions> byLayer)
+{
+    std::vector<std::string> names;
+    for (std::uint8_t bit = 1; bit != 0 && bit <= kListsStateMadeNonFinite; bit = static_cast<std::uint8_t>(bit << 1))
+        for (const auto& [name, f] : byLayer)
+            if ((f.listed & bit) && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    sortLayersInModelOrder(names);
+    std::vector<LayerFractions> out;
+    out.reserve(names.size());
+    for (const auto& name : names) out.push_back(std::move(byLayer.at(name)));
+    return out;
 }
 
 const LayerSnapshot* TelemetryPoint::find(const std::string& layer, TensorKind kind) const
@@ -414,6 +142,116 @@ const RecordedSummary::SiteTotals* RecordedSummary::runTotals(const std::string&
     return nullptr;
 }
 
+RunRecord RunRecord::start(const TrainSettings& settings, const DataSplit& data, std::string name)
+{
+    RunRecord r;
+    r.name = std::move(name);
+    r.createdAt = isoNow();
+    r.settings = settings;
+    const nlohmann::json keys = settingsToJson(settings);
+    for (const auto& [key, value] : keys.items()) r.settingKeys.push_back(key);
+    r.machine = thisMachine(settings.threads);
+    r.versions = thisBuild();
+    r.backend = settings.backend;
+    r.data = {data.name, data.description, data.train.count, data.test.count};
+    for (int c = 0; c < kMemoryCategories; ++c)
+        r.memory.categories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
+    r.summary.status = std::string(runStatusName(RunStatus::starting));
+    r.summary.hasRunRounding = true;
+    return r;
+}
+
+void RunRecord::apply(const TrainerEvent& event)
+{
+    if (const auto* e = std::get_if<RunStartEvent>(&event)) {
+        backend = e->backend;
+        if (!e->arithmetic.empty()) arithmetic = e->arithmetic;
+        versions.backend = e->versions;
+        if (e->deviceBeforeRun) memory.deviceBeforeRun = e->deviceBeforeRun;
+        judgedFormat = e->judgedFormat;
+        sourceAsRun = e->sourceAsRun;
+    } else if (const auto* e = std::get_if<StepEvent>(&event)) {
+        steps.push_back(StepPoint::of(*e));
+        summary.steps = e->step;
+        summary.skippedSteps = e->skippedSoFar;
+    } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
+        evals.push_back(*e);
+        summary.testAccuracy = e->testAccuracy;
+        summary.bestTestAccuracy = std::max(summary.bestTestAccuracy.value_or(e->testAccuracy), e->testAccuracy);
+    } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
+        // A snapshot on histogram steps; the run totals (every event's, the last one's at
+        // the run's end) are the summary's.
+        if (e->hasHistograms) {
+            TelemetryPoint p{e->step, e->lossScale, {}};
+            p.layers.reserve(e->layers.size());
+            for (const LayerTelemetry& l : e->layers) p.layers.push_back(snapshotOf(l));
+            telemetry.push_back(std::move(p));
+        }
+        // For gradients, the nonzero values that became zero (or +-inf) over the nonzero
+        // values rounded; a layer whose gradients are never rounded (fp32) has update counts only.
+        std::map<std::string, LayerFractions> byLayer;
+        summary.runRounding.clear();
+        for (const LayerTelemetry& l : e->layers) {
+            if (l.runStats.count > 0) summary.runRounding.push_back({l.layer, l.kind, l.runStats});
+            if (l.kind != TensorKind::weightGrad && l.kind != TensorKind::activationGrad) continue;
+            LayerFractions& f = byLayer[l.layer];
+            f.layer = l.layer;
+            if (l.kind == TensorKind::activationGrad) {
+                f.activationGradUnderflow = underflowShare(l.runStats);
+                f.listed |= kListsActivationGradUnderflow;
+                continue;
+            }
+            if (l.runStats.count > 0) {
+                f.underflow = underflowShare(l.runStats);
+                f.overflow = overflowShare(l.runStats);
+                f.listed |= kListsUnderflow | kListsOverflow;
+            }
+            f.lostUpdate = l.runUpdate.lostShare();
+            f.weightsMadeNonFinite = l.runUpdate.nonFinite;
+            f.stateFlushed = l.runUpdate.stateFlushed;
+            f.stateMadeNonFinite = l.runUpdate.stateNonFinite;
+            f.listed |= kListsLostUpdate | kListsWeightsMadeNonFinite | kListsStateFlushed | kListsStateMadeNonFinite;
+        }
+        summary.layers = summaryLayersInOrder(std::move(byLayer));
+        summary.hasRunRounding = true;
+        summary.runRoundingThroughStep = e->step;
+    } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
+        // A sample when something changed (the device's bytes in use included), so a long
+        // run's series stays small.
+        MemoryPoint p{e->step, std::vector<std::int64_t>(e->memory.live.begin(), e->memory.live.end()),
+                      e->memory.totalLive, e->elapsedMs, e->device};
+        const auto used = [](const MemoryPoint& m) { return m.device ? std::optional(m.device->used) : std::nullopt; };
+        if (memory.samples.empty() || memory.samples.back().bytes != p.bytes || used(memory.samples.back()) != used(p))
+            memory.samples.push_back(std::move(p));
+        memory.peak = peakOf(e->memory.peak, e->memory.totalPeak);
+        if (e->memory.peakPhase) memory.peakPhase = e->memory.peakPhase;
+        // The same per phase: a training step's peak apart from an evaluation's.
+        const auto& training = e->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+        const auto& evaluation = e->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
+        memory.trainingPeak = peakOf(training.bytes, training.total);
+        memory.evaluationPeak = peakOf(evaluation.bytes, evaluation.total);
+    } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
+        summary.status = std::string(runStatusName(e->status));
+        events.emplace_back(*e);
+    } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
+        events.emplace_back(*e);
+    } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
+        events.emplace_back(*e);
+    } else if (const auto* e = std::get_if<ScalarEvent>(&event)) {
+        scalars.push_back(*e);   // the lab's trainer logs none; a probe's training does
+    }
+}
+
+void RunRecord::finish(const RunResult& result)
+{
+    summary.status = std::string(runStatusName(result.status));
+    summary.message = result.message;
+    summary.steps = result.steps;
+    summary.skippedSteps = result.skippedSteps;
+    summary.imagesPerSecond = result.imagesPerSecond;
+    summary.finishedAt = isoNow();
+}
+
 const TrainSettings& RunRecord::finalSettings() const
 {
     const TrainSettings* last = &settings;
@@ -435,202 +273,6 @@ std::vector<std::string> RunRecord::scalarNames() const
     for (const ScalarEvent& s : scalars)
         if (std::find(names.begin(), names.end(), s.name) == names.end()) names.push_back(s.name);
     return names;
-}
-
-namespace {
-
-RunRecord readRecord(const json& doc, const std::string& origin, std::vector<StepPoint>* streamedSteps)
-{
-    auto bad = [&](const std::string& what) { return InputError(origin + ": not a usable run record: " + what); };
-    if (!doc.is_object()) throw bad("expected a JSON object");
-    for (const char* key : {"settings", "summary", "steps"})
-        if (!doc.contains(key)) throw bad(std::string("the \"") + key + "\" section is missing");
-    if (!doc["settings"].is_object() || !doc["summary"].is_object() || !doc["steps"].is_array())
-        throw bad("settings and summary must be objects and steps an array");
-
-    RunRecord r;
-    try {
-        const Place top{"the record"};
-        r.formatVersion = wholeInt(doc, "format_version", top, 0, kRunRecordFormatVersion);
-        r.name = text(doc, "name", top).value_or("");
-        r.createdAt = text(doc, "created_at", top).value_or("");
-        r.settings = storedSettingsFromJson(doc["settings"], origin + " settings");
-        for (const auto& [key, value] : doc["settings"].items()) r.settingKeys.push_back(key);
-
-        const json none = json::object();
-        const json& machine = section(doc, "machine", none);
-        const Place machinePlace{"the machine"};
-        r.machine.cpu = text(machine, "cpu", machinePlace);
-        r.machine.os = text(machine, "os", machinePlace);
-        r.machine.hostname = text(machine, "hostname", machinePlace);
-        if (machine.contains("logical_cores")) r.machine.logicalCores = whole(machine, "logical_cores", machinePlace);
-        if (machine.contains("threads")) r.machine.threads = whole(machine, "threads", machinePlace);
-        const json& versions = section(doc, "versions", none);
-        const Place versionsPlace{"the versions"};
-        r.versions.precisionLab = text(versions, "precision_lab", versionsPlace);
-        r.versions.compiler = text(versions, "compiler", versionsPlace);
-        r.versions.nlohmannJson = text(versions, "nlohmann_json", versionsPlace);
-        if (const auto it = versions.find("backend"); it != versions.end()) {
-            if (!it->is_array()) refuseField(versionsPlace, "backend", "a list of libraries", *it);
-            for (const json& v : *it) {
-                if (!v.is_string()) refuseField(versionsPlace, "backend", "a list of libraries", *it);
-                r.versions.backend.push_back(v.get<std::string>());
-            }
-        }
-        const json& source = section(doc, "source", none);
-        const Place sourcePlace{"the source"};
-        r.sourceKind = text(source, "kind", sourcePlace).value_or("");
-        r.sourceAsRun = text(source, "as_run", sourcePlace).value_or("");
-        r.judgedFormat = text(source, "judged_format", sourcePlace).value_or("");
-        if (!r.judgedFormat.empty() && !parseFormat(r.judgedFormat) && !parseMiniFormat(r.judgedFormat))
-            refuseField(sourcePlace, "judged_format", "a format name (fp16, bf16, e4m3, ...)", source.at("judged_format"));
-        const json& backend = section(doc, "backend", none);
-        r.backend = text(backend, "name", Place{"the backend"}).value_or("cpu");
-        r.arithmetic = text(backend, "arithmetic", Place{"the backend"});
-        const json& data = section(doc, "data", none);
-        const Place dataPlace{"the data"};
-        r.data.name = text(data, "name", dataPlace).value_or("");
-        r.data.description = text(data, "description", dataPlace).value_or("");
-        r.data.trainImages = whole(data, "train_images", dataPlace);
-        r.data.testImages = whole(data, "test_images", dataPlace);
-
-        readSummary(doc["summary"], r.summary);
-
-        const json emptyList = json::array();
-        if (streamedSteps) r.steps = std::move(*streamedSteps);
-        for (const auto& st : entries(doc, "steps", emptyList)) r.steps.push_back(stepFromJson(st));
-        const json& events = entries(doc, "events", emptyList);
-        for (std::size_t i = 0; i < events.size(); ++i)
-            if (auto e = eventFromJson(events[i], i, origin)) r.events.push_back(std::move(*e));
-        for (const auto& e : entries(doc, "evals", emptyList)) {
-            const std::int64_t step = whole(e, "step", Place{"an evaluation"});
-            const Place at{"the evaluation at step", step};
-            r.evals.push_back({step, wholeInt(e, "epoch", at), number(e, "test_accuracy", at, kFraction).value_or(0.0),
-                               number(e, "test_loss", at, kFinite).value_or(0.0)});
-        }
-        for (const auto& v : entries(doc, "scalars", emptyList)) {
-            ScalarEvent e;
-            e.step = whole(v, "step", Place{"a logged scalar"});
-            const Place at{"the logged scalar at step", e.step};
-            const auto name = text(v, "name", at);
-            if (!name || name->empty() || name->size() > kMaxScalarName)
-                refuseField(at, "name", "a name of 1 to 200 characters", v.contains("name") ? v.at("name") : json());
-            e.name = *name;
-            e.value = number(v, "value", at, kFinite).value_or(std::numeric_limits<double>::quiet_NaN());
-            r.scalars.push_back(std::move(e));
-        }
-        for (const auto& t : entries(doc, "telemetry", emptyList)) {
-            TelemetryPoint p;
-            p.step = whole(t, "step", Place{"a telemetry entry"});
-            const Place at{"the telemetry at step", p.step};
-            p.lossScale = number(t, "loss_scale", at, kPositive).value_or(1.0);
-            for (const auto& l : entries(t, "layers", emptyList)) p.layers.push_back(snapshotFromJson(l, at));
-            r.telemetry.push_back(std::move(p));
-        }
-        const json& mem = section(doc, "memory", none);
-        if (const auto it = mem.find("categories"); it != mem.end()) {
-            if (!it->is_array()) refuseField(Place{"the memory"}, "categories", "a list of names", *it);
-            for (const json& c : *it) {
-                if (!c.is_string()) refuseField(Place{"the memory"}, "categories", "a list of names", *it);
-                r.memory.categories.push_back(c.get<std::string>());
-            }
-        } else {
-            for (int c = 0; c < kMemoryCategories; ++c)   // records before the list: this build's order
-                r.memory.categories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
-        }
-        r.memory.peak = peakFromJson(mem, "peak", r.memory.categories);
-        r.memory.trainingPeak = peakFromJson(mem, "training_peak", r.memory.categories);
-        r.memory.evaluationPeak = peakFromJson(mem, "evaluation_peak", r.memory.categories);
-        if (const auto phase = text(mem, "peak_phase", Place{"the memory"})) {
-            r.memory.peakPhase = parseMemoryPhase(*phase);
-            if (!r.memory.peakPhase) refuseField(Place{"the memory"}, "peak_phase", "training or evaluation", mem.at("peak_phase"));
-        }
-        if (mem.contains("device_before_run"))
-            r.memory.deviceBeforeRun = static_cast<std::uint64_t>(whole(mem, "device_before_run", Place{"the memory"}));
-        for (const auto& m : entries(mem, "samples", emptyList)) {
-            MemoryPoint p;
-            p.step = whole(m, "step", Place{"a memory sample"});
-            const Place at{"the memory sample at step", p.step};
-            if (const auto it = m.find("bytes"); it != m.end()) {
-                if (!it->is_array()) refuseField(at, "bytes", "an array of byte counts", *it);
-                for (const json& b : *it) {
-                    if (!b.is_number()) refuseField(at, "bytes", "an array of byte counts", *it);
-                    try {
-                        p.bytes.push_back(jsonWhole(b, 0, kMaxWhole, "bytes"));
-                    } catch (const InputError&) {
-                        refuseField(at, "bytes", "an array of byte counts", *it);
-                    }
-                }
-            }
-            p.total = whole(m, "total", at);
-            p.elapsedMs = number(m, "elapsed_ms", at, kNonNegative).value_or(0.0);
-            if (m.contains("device_used"))
-                p.device = DeviceMemoryInfo{static_cast<std::uint64_t>(whole(m, "device_used", at)),
-                                            static_cast<std::uint64_t>(whole(m, "device_total", at))};
-            r.memory.samples.push_back(std::move(p));
-        }
-    } catch (const json::exception& e) {
-        throw bad(e.what());
-    } catch (const InputError& e) {
-        // A field's own check (a number out of range) names the field; this adds the file.
-        const std::string what = e.what();
-        if (what.rfind(origin, 0) == 0) throw;
-        throw bad(what);
-    }
-    return r;
-}
-
-}  // namespace
-
-RunRecord readRunRecord(const json& doc, const std::string& origin) { return readRecord(doc, origin, nullptr); }
-
-namespace {
-
-void checkRunRecordDocument(const json& doc, const std::filesystem::path& file)
-{
-    if (!doc.is_object()) throw InputError(file.string() + ": not a run record (not a JSON object)");
-    if (!doc.contains("format_version") || !doc["format_version"].is_number_integer())
-        throw InputError(file.string() + ": not a run record (no format_version)");
-    if (doc["format_version"].get<int>() > kRunRecordFormatVersion)
-        throw InputError(file.string() + ": run record format " + jsonExcerpt(doc["format_version"]) +
-                         " is newer than this version of Precision Lab understands");
-}
-
-}  // namespace
-
-json loadRunRecordDocument(const std::filesystem::path& file)
-{
-    json doc = readJsonFile(file, file.string() + ": run record");
-    checkRunRecordDocument(doc, file);
-    return doc;
-}
-
-bool isRunRecordDocument(const json& doc) { return doc.is_object() && doc.contains("format_version"); }
-
-RunRecord loadRunRecord(const std::filesystem::path& file)
-{
-    // The steps read as they are parsed: a record of 400,000 steps had stood in memory as
-    // 3.2 million JSON values (about 400 MB) before any was read.
-    const std::string origin = file.string();
-    std::vector<StepPoint> steps;
-    std::string badStep;   // the first step's problem, said after the document's own checks
-    const json doc = parseJsonInputStreaming(
-        readRegularFile(file, origin + ": run record", JsonLimits{}.maxBytes), origin + ": run record", "steps",
-        [&](json&& step) {
-            if (!badStep.empty()) return;
-            if (!step.is_object()) {   // as entries() says it of a document's steps
-                badStep = "every entry of \"steps\" must be an object, got " + jsonExcerpt(step);
-                return;
-            }
-            try {
-                steps.push_back(stepFromJson(step));
-            } catch (const std::exception& e) {   // InputError, or a JSON type error
-                badStep = e.what();
-            }
-        });
-    checkRunRecordDocument(doc, file);
-    if (!badStep.empty()) throw InputError(origin + ": not a usable run record: " + badStep);
-    return readRecord(doc, origin, &steps);
 }
 
 }  // namespace plab

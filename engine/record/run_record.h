@@ -1,14 +1,18 @@
 // A run record, typed: what `plab train --out`, the app and the lessons write (schema in
-// docs/RUN_RECORD.md; RunRecorder in record_writer.h writes it). One reader turns the JSON
-// into a RunRecord; replay (the trainer's own events, so that a saved run shows exactly as
-// a live one), reports, CSV, lesson metrics and the app's run list are functions of it.
-// Nothing outside engine/record/ reads a record's JSON.
+// docs/RUN_RECORD.md). A run's record is built from the trainer's events as they arrive
+// (RunRecord::apply; RunRecorder in record_writer.h keeps one and writes it), and written
+// and read by one pair of functions, runRecordToJson and readRunRecord
+// (run_record_json.cpp: the schema both ways, in one file). Replay (the trainer's own
+// events, so that a saved run shows exactly as a live one), reports, CSV, lesson metrics
+// and the app's run list are functions of it. Nothing outside engine/record/ reads or
+// writes a record's JSON.
 #pragma once
 
 #include "numerics/rounding_stats.h"
 #include "numerics/update_math.h"
 #include "record/step_point.h"
 #include "telemetry/telemetry.h"
+#include "data/dataset.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -17,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -25,13 +30,6 @@
 namespace plab {
 
 inline constexpr int kRunRecordFormatVersion = 1;
-
-struct EvalPoint {
-    std::int64_t step = 0;
-    int epoch = 0;
-    double testAccuracy = 0.0;
-    double testLoss = 0.0;
-};
 
 // One tensor kind of one layer at one telemetry step.
 struct LayerSnapshot {
@@ -42,6 +40,7 @@ struct LayerSnapshot {
     bool hasHistogram = false;
     GradientHistogram histogram;   // empty unless hasHistogram
     TensorScaling scaling;         // quantised kinds: the scale, and block scales where recorded
+    bool operator==(const LayerSnapshot&) const = default;
 };
 
 struct TelemetryPoint {
@@ -49,6 +48,7 @@ struct TelemetryPoint {
     double lossScale = 1.0;
     std::vector<LayerSnapshot> layers;
     const LayerSnapshot* find(const std::string& layer, TensorKind kind) const;
+    bool operator==(const TelemetryPoint&) const = default;
 };
 
 // A memory sample: the live bytes per category (RecordedMemory::categories' order).
@@ -58,6 +58,7 @@ struct MemoryPoint {
     std::int64_t total = 0;
     double elapsedMs = 0.0;                   // timing field
     std::optional<DeviceMemoryInfo> device;   // the device's own view, on a device backend
+    bool operator==(const MemoryPoint&) const = default;
 };
 
 // The largest bytes per category and in total; `recorded` false where the record has none.
@@ -65,6 +66,7 @@ struct RecordedPeak {
     bool recorded = false;
     std::vector<std::int64_t> bytes;
     std::int64_t total = 0;
+    bool operator==(const RecordedPeak&) const = default;
 };
 
 struct RecordedMemory {
@@ -76,6 +78,7 @@ struct RecordedMemory {
     std::optional<MemoryPhase> peakPhase;   // when the whole run's peak was reached ("peak_phase")
     // The device's bytes in use before the run placed anything (device backends only).
     std::optional<std::uint64_t> deviceBeforeRun;
+    bool operator==(const RecordedMemory&) const = default;
 };
 
 // Over the whole run, per layer, from the record's summary (absent where the recipe has
@@ -89,6 +92,21 @@ struct LayerFractions {
     std::int64_t weightsMadeNonFinite = 0;           // finite weights an update made inf or NaN
     std::int64_t stateFlushed = 0;                   // optimizer-state elements left at 0 where fp32 is not
     std::int64_t stateMadeNonFinite = 0;             // optimizer-state elements made inf or NaN
+    // Which of the summary's per-layer entries name this layer (LayerShare bits): a listed
+    // share may still be empty (null: nothing to share), and an unlisted one is absent
+    // (the layer has no such rounding: fp32 gradients have no underflow_fraction).
+    std::uint8_t listed = 0;
+    bool operator==(const LayerFractions&) const = default;
+};
+// The summary's per-layer entries, one bit each (LayerFractions::listed).
+enum LayerShare : std::uint8_t {
+    kListsUnderflow = 1,
+    kListsOverflow = 2,
+    kListsLostUpdate = 4,
+    kListsActivationGradUnderflow = 8,
+    kListsWeightsMadeNonFinite = 16,
+    kListsStateFlushed = 32,
+    kListsStateMadeNonFinite = 64,
 };
 
 struct RecordedSummary {
@@ -107,6 +125,7 @@ struct RecordedSummary {
         std::string layer;
         TensorKind kind = TensorKind::activation;
         RoundingStats stats;
+        bool operator==(const SiteTotals&) const = default;
     };
     bool hasRunRounding = false;
     std::vector<SiteTotals> runRounding;
@@ -114,25 +133,35 @@ struct RecordedSummary {
     // last telemetry (a run still going, or one whose record was cut short).
     std::int64_t runRoundingThroughStep = 0;
     const SiteTotals* runTotals(const std::string& layer, TensorKind kind) const;
+    bool operator==(const RecordedSummary&) const = default;
 };
 
 // Where the run ran: facts shown as they were recorded (absent ones stay empty).
 struct RecordedMachine {
     std::optional<std::string> cpu, os, hostname;
     std::optional<std::int64_t> logicalCores, threads;
+    bool operator==(const RecordedMachine&) const = default;
 };
 struct RecordedVersions {
     std::optional<std::string> precisionLab, compiler, nlohmannJson;
     std::vector<std::string> backend;   // the backend's libraries (RunStartEvent::versions)
+    bool operator==(const RecordedVersions&) const = default;
 };
 struct RecordedData {
     std::string name, description;
     std::int64_t trainImages = 0, testImages = 0;
+    bool operator==(const RecordedData&) const = default;
 };
+// This machine, and this build's versions (a new record's; `plab info` shows them).
+RecordedMachine thisMachine(int threads);
+RecordedVersions thisBuild();
 
 // Layer names in the order reports list them: the input first, the loss last, the rest
 // as they came (stable).
 void sortLayersInModelOrder(std::vector<std::string>& layers);
+// The summary's layers in a record's order: each share's layers by name, the shares in
+// LayerShare's order, each layer where first listed; then in the model's order.
+std::vector<LayerFractions> summaryLayersInOrder(std::map<std::string, LayerFractions> byLayer);
 
 // The events besides steps, evaluations, telemetry and memory, in the record's order.
 using RecordedEvent = std::variant<StatusEvent, SettingChangeEvent, ChangeRefusedEvent>;
@@ -159,12 +188,23 @@ struct RunRecord {
     RecordedData data;
     std::vector<StepPoint> steps;
     std::vector<RecordedEvent> events;
-    std::vector<EvalPoint> evals;
+    std::vector<EvalEvent> evals;
     std::vector<TelemetryPoint> telemetry;
     // Values the training logged of its own (a probe's probe.log), in the record's order.
     std::vector<ScalarEvent> scalars;
     RecordedMemory memory;
     RecordedSummary summary;
+
+    // A new run's record before its first event: its settings, data and name, this machine
+    // and build, created now.
+    static RunRecord start(const TrainSettings& settings, const DataSplit& data, std::string name = {});
+    // Takes the trainer's next event, as RunRecorder does for every event of a run: a step,
+    // an evaluation, a telemetry snapshot (and the run totals the summary keeps), a memory
+    // sample where the bytes changed, a status or setting change. The summary's status
+    // follows the status events; its message, speed and end time come with finish().
+    void apply(const TrainerEvent& event);
+    // The run's end: the summary's status, message, counts and speed, finished now.
+    void finish(const RunResult& result);
 
     // The names of `scalars`, each once, in the order first logged.
     std::vector<std::string> scalarNames() const;
@@ -175,12 +215,17 @@ struct RunRecord {
     bool interrupted() const;
     // The last step's number (0 without steps).
     std::int64_t lastStep() const;
+
+    bool operator==(const RunRecord&) const = default;
 };
 
 // Reads a run record's JSON. An absent section or key reads as its default (older records
 // lack newer fields); a present one must have its documented type and range, or the record
 // is refused with InputError naming `origin`, the place and the key.
 RunRecord readRunRecord(const nlohmann::json& record, const std::string& origin);
+// The record's JSON, as a run writes it: readRunRecord gives the same record back (a
+// non-finite amax or logged value reads back as NaN; the settings keys are this build's).
+nlohmann::json runRecordToJson(const RunRecord& record);
 
 // Reads and checks a run record file's JSON document: throws InputError naming the file for
 // unreadable JSON, a missing format_version, or one newer than this build understands.
@@ -200,7 +245,9 @@ struct ReplayedRun {
 };
 ReplayedRun replayRecord(const RunRecord& record);
 
-// The record's JSON forms of its parts (the writer's, so that a record reads back the same).
+// The record's JSON forms of its parts (so that a record reads back the same).
+nlohmann::json machineToJson(const RecordedMachine& machine);
+nlohmann::json versionsToJson(const RecordedVersions& versions);
 nlohmann::json histogramToJson(const GradientHistogram& h);
 GradientHistogram histogramFromJson(const nlohmann::json& j);
 nlohmann::json roundingStatsToJson(const RoundingStats& s);

@@ -23,6 +23,7 @@ struct StepPoint {
     double timeMs = 0.0;
     std::vector<NonFiniteSite> nonFinite;   // a skipped step's sites (StepEvent::nonFinite)
 
+    bool operator==(const StepPoint&) const = default;
     double lossOrNaN() const { return loss.value_or(std::numeric_limits<double>::quiet_NaN()); }
     static StepPoint of(const StepEvent& e)
     {

@@ -157,7 +157,7 @@ std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
 std::vector<CsvRow> evalsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "test_accuracy", "test_loss"}};
-    for (const EvalPoint& e : record.evals)
+    for (const EvalEvent& e : record.evals)
         t.push_back({cell(run), cell(e.step), cell(std::int64_t{e.epoch}), cell(e.testAccuracy), cell(e.testLoss)});
     return t;
 }

@@ -177,7 +177,7 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
         w.scalar(s.step, "skipped_steps", double(skipped));
         if (s.skipped && !s.nonFinite.empty()) w.text(s.step, "skip_cause", skipCauseText(s.nonFinite));
     }
-    for (const EvalPoint& e : run.evals) {
+    for (const EvalEvent& e : run.evals) {
         w.scalar(e.step, "accuracy/test", e.testAccuracy);
         if (std::isfinite(e.testLoss)) w.scalar(e.step, "loss/test", e.testLoss);
     }

@@ -62,6 +62,7 @@ struct EvalEvent {
     int epoch = 0;
     double testAccuracy = 0.0;    // fraction 0..1
     double testLoss = 0.0;
+    bool operator==(const EvalEvent&) const = default;
 };
 
 struct LayerTelemetry {
@@ -96,12 +97,14 @@ struct StatusEvent {
     RunStatus status = RunStatus::starting;
     std::int64_t step = 0;
     std::string message;          // one sentence for people
+    bool operator==(const StatusEvent&) const = default;
 };
 
 struct SettingChangeEvent {
     std::int64_t step = 0;        // takes effect from step + 1
     std::string description;      // "loss scaling: dynamic -> off"
     TrainSettings settings;       // the full settings after the change
+    bool operator==(const SettingChangeEvent&) const = default;
 };
 
 // A change asked for while the run went on that the run's rules refused (the recipe's
@@ -110,6 +113,7 @@ struct ChangeRefusedEvent {
     std::int64_t step = 0;        // the last step before the refusal
     std::string description;      // what was asked: "compute fp32 -> bf16"
     std::string reason;           // why not, one sentence for people
+    bool operator==(const ChangeRefusedEvent&) const = default;
 };
 
 // A value the training logged of its own at a step: a PyTorch script's probe.log(name, value)
@@ -118,6 +122,7 @@ struct ScalarEvent {
     std::int64_t step = 0;
     std::string name;             // the user's, e.g. "grad_norm"
     double value = 0.0;           // NaN where the logged value was not a finite number
+    bool operator==(const ScalarEvent&) const = default;
 };
 
 using TrainerEvent = std::variant<RunStartEvent, StepEvent, EvalEvent, TelemetryEvent, MemoryEvent, StatusEvent,

@@ -318,10 +318,6 @@ class Probe:
         self._closed = False
         device = next(model.parameters()).device if any(True for _ in model.parameters()) else torch.device("cpu")
         self._cuda = device.type == "cuda"
-        recipe = {"preset": "custom", "custom": True, "display_name": f"PyTorch ({fmt} telemetry)",
-                  "compute": "fp32", "storage": fmt, "master_weights": True,
-                  "fp32_accumulate": True, "fp32_sensitive_ops": True,
-                  "loss_scaling": {"mode": "dynamic" if scaler is not None else "off"}}
         self.record = {
             "format_version": 1,
             "name": name,
@@ -332,7 +328,6 @@ class Probe:
             # tensors against: what that rounding would do to them (judged_format).
             "source": {"kind": "pytorch-probe", "model": type(model).__name__, "torch": torch.__version__,
                        "as_run": self._as_run_text(""), "judged_format": fmt},
-            "recipe": recipe,
             # Settings the lab reads (its keys, docs/RUN_RECORD.md): AMP in the probe's format,
             # so the app judges the histograms in the format the telemetry measured; what the
             # probe cannot know keeps the lab's default. settings={...} says more (model, lr).
@@ -400,7 +395,6 @@ class Probe:
             self._autocast = seen
             self.record["source"]["as_run"] = self._as_run_text(seen)
             self.record["settings"] = self._settings_as_run(seen)
-            self.record["recipe"]["display_name"] = f"PyTorch {self._as_run_text(seen)} ({self.fmt} telemetry)"
 
     def __enter__(self):
         return self
