@@ -237,16 +237,16 @@ ReportChart memoryChart(const RunComparison& c)
 }
 
 // Snapshots of `layer`'s weight gradients at the chosen steps (or first, middle, last).
-std::vector<const TelemetryPoint*> histogramSnapshots(const RunDigest& r, const std::string& layer,
+std::vector<const TelemetryEvent*> histogramSnapshots(const RunDigest& r, const std::string& layer,
                                                       const ReportOptions& options)
 {
-    std::vector<const TelemetryPoint*> with;
+    std::vector<const TelemetryEvent*> with;
     for (const auto& t : r.telemetry)
         if (const auto* l = t.find(layer, TensorKind::weightGrad);
             l && std::any_of(l->histogram.bins.begin(), l->histogram.bins.end(), [](std::uint64_t n) { return n != 0; }))
             with.push_back(&t);
     if (with.empty()) return {};
-    std::vector<const TelemetryPoint*> chosen;
+    std::vector<const TelemetryEvent*> chosen;
     if (!options.histogramSteps.empty()) {
         for (auto step : options.histogramSteps)
             for (auto* t : with)
@@ -260,7 +260,7 @@ std::vector<const TelemetryPoint*> histogramSnapshots(const RunDigest& r, const 
 }
 
 ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::string& layer,
-                           const std::vector<const TelemetryPoint*>& snaps)
+                           const std::vector<const TelemetryEvent*>& snaps)
 {
     ReportChart chart{QStringLiteral("histogram-%1").arg(index + 1), {}, {}};
     // Judged in the format the app's histogram judges this layer's weight gradients in.

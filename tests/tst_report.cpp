@@ -395,7 +395,7 @@ private slots:
         const QString html = report::reportHtml(report::prepareReport(c), report::ChartEmbedding::inlineSvg);
         QVERIFY(html.contains("not measured") && !html.contains("0.00 MiB"));
         // The runs index keeps both, so a probe's record listed at start-up is judged the same.
-        const RunListing listed = listingFromJson(listingToJson(listingOf(replayRecord(read), "probe")), "index");
+        const RunListing listed = listingFromJson(listingToJson(listingOf(read)), "index");
         QCOMPARE(listed.judgedFormat, std::string("fp16"));
         QCOMPARE(listed.sourceAsRun, std::string("fp32"));
         record["source"]["judged_format"] = "fp61";

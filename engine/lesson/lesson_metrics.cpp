@@ -118,7 +118,7 @@ bool isCategory(std::string_view s)
 }
 
 // The telemetry snapshot at `step` ("last": the last one).
-const TelemetryPoint* snapshotAt(const RunRecord& record, const std::string& step, std::string* why)
+const TelemetryEvent* snapshotAt(const RunRecord& record, const std::string& step, std::string* why)
 {
     if (record.telemetry.empty()) {
         if (why) *why = "the run recorded no telemetry";
@@ -132,7 +132,7 @@ const TelemetryPoint* snapshotAt(const RunRecord& record, const std::string& ste
     return nullptr;
 }
 
-const LayerSnapshot* layerEntry(const TelemetryPoint& snapshot, const std::string& layer, std::string_view kind)
+const LayerTelemetry* layerEntry(const TelemetryEvent& snapshot, const std::string& layer, std::string_view kind)
 {
     const auto k = parseTensorKind(kind);
     return k ? snapshot.find(layer, *k) : nullptr;
@@ -381,8 +381,8 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
     if (name == "optimizer_state_made_non_finite")
         return perLayerSummary(r, "optimizer_state_made_non_finite", a[0], [](L l) { return countOf(l.stateMadeNonFinite); }, why);
     // One snapshot's rounding counts of (layer, kind) added to s; false where it has none.
-    const auto addStats = [](const TelemetryPoint& snap, const std::string& layer, const std::string& kind, RoundingStats& s) {
-        const LayerSnapshot* entry = layerEntry(snap, layer, kind);
+    const auto addStats = [](const TelemetryEvent& snap, const std::string& layer, const std::string& kind, RoundingStats& s) {
+        const LayerTelemetry* entry = layerEntry(snap, layer, kind);
         if (!entry) return false;
         const RoundingStats& st = entry->stats;
         s.count += st.count;
@@ -394,7 +394,7 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         return true;
     };
     if (name == "snapshot_underflow" || name == "snapshot_overflow") {
-        const TelemetryPoint* snap = snapshotAt(r, a[2], why);
+        const TelemetryEvent* snap = snapshotAt(r, a[2], why);
         if (!snap) return std::nullopt;
         RoundingStats s;
         if (!addStats(*snap, a[0], a[1], s)) {
@@ -444,8 +444,8 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         // The upper edge of the largest nonzero bin: bin b holds [2^exponentOf(b), twice that).
         std::optional<double> largest;
         for (const auto& snap : r.telemetry) {
-            const LayerSnapshot* entry = layerEntry(snap, a[0], a[1]);
-            if (!entry || !entry->hasHistogram) continue;
+            const LayerTelemetry* entry = layerEntry(snap, a[0], a[1]);
+            if (!entry) continue;
             for (int b = GradientHistogram::kBins; b-- > 0;)
                 if (entry->histogram.bins[static_cast<std::size_t>(b)] > 0) {
                     largest = std::max(largest.value_or(0.0), std::ldexp(1.0, GradientHistogram::exponentOf(b) + 1));
@@ -456,9 +456,9 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         return largest;
     }
     if (name == "snapshot_scale") {
-        const TelemetryPoint* snap = snapshotAt(r, a[2], why);
+        const TelemetryEvent* snap = snapshotAt(r, a[2], why);
         if (!snap) return std::nullopt;
-        const LayerSnapshot* entry = layerEntry(*snap, a[0], a[1]);
+        const LayerTelemetry* entry = layerEntry(*snap, a[0], a[1]);
         if (!entry || !entry->scaling.tensorScale) {
             if (why) *why = "no per-tensor scale of " + a[1] + " for " + a[0] + " at step " + a[2];
             return std::nullopt;
@@ -466,16 +466,16 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         return static_cast<double>(entry->scaling.scale);
     }
     if (name == "snapshot_lost_updates" || name == "snapshot_non_finite_updates" || name == "snapshot_zero_grads") {
-        const TelemetryPoint* snap = snapshotAt(r, a[1], why);
+        const TelemetryEvent* snap = snapshotAt(r, a[1], why);
         if (!snap) return std::nullopt;
         std::uint64_t lost = 0, nonzero = 0, nonFinite = 0, zeros = 0;
         bool found = false;
-        for (const LayerSnapshot& l : snap->layers) {
+        for (const LayerTelemetry& l : snap->layers) {
             if (l.kind != TensorKind::weightGrad || (a[0] != "all" && l.layer != a[0])) continue;
             found = true;
-            lost += static_cast<std::uint64_t>(l.updates.lost);
-            nonzero += static_cast<std::uint64_t>(l.updates.nonzero);
-            nonFinite += static_cast<std::uint64_t>(l.updates.nonFinite);
+            lost += static_cast<std::uint64_t>(l.update.lost);
+            nonzero += static_cast<std::uint64_t>(l.update.nonzero);
+            nonFinite += static_cast<std::uint64_t>(l.update.nonFinite);
             zeros += l.stats.zerosIn + l.stats.underflow;
         }
         if (!found) {

@@ -49,7 +49,6 @@ ReplayedRun replayRecord(const RunRecord& record)
                               record.telemetry.size() + record.memory.samples.size() + record.scalars.size() + 2;
     timed.keys.reserve(count);
     out.events.reserve(count);
-    const std::int64_t lastStep = record.lastStep();
 
     RunStartEvent start;
     start.backend = record.backend;
@@ -58,15 +57,10 @@ ReplayedRun replayRecord(const RunRecord& record)
     start.deviceBeforeRun = record.memory.deviceBeforeRun;
     start.judgedFormat = record.judgedFormat;
     start.sourceAsRun = record.sourceAsRun;
-    // The plan is not recorded: a completed run did what it planned (whatever batch-size
-    // changes did to the plan); any other is measured against its settings' plan.
-    // A probe's record knows no plan (the user's loop decides): none until it completes.
-    start.plannedSteps = record.summary.status == "completed" ? lastStep
-                         : !record.sourceKind.empty()         ? 0
-                                                              : std::max(lastStep, plannedSteps(record.settings, record.data.trainImages));
+    start.plannedSteps = record.stepsPlanned();
     timed.push_back({-1, 0}, start);
 
-    std::int64_t skipped = 0;
+    std::int64_t skipped = 0;   // so far, at each step
     for (const StepPoint& p : record.steps) {
         StepEvent e;
         e.step = p.step;
@@ -88,22 +82,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     }
     for (const EvalEvent& e : record.evals) timed.push_back({e.step, 4}, e);
     for (const ScalarEvent& e : record.scalars) timed.push_back({e.step, 4}, e);
-    for (const TelemetryPoint& t : record.telemetry) {
-        TelemetryEvent e;
-        e.step = t.step;
-        e.lossScale = t.lossScale;
-        for (const LayerSnapshot& l : t.layers) {
-            LayerTelemetry lt;
-            lt.layer = l.layer;
-            lt.kind = l.kind;
-            lt.stats = l.stats;
-            lt.histogram = l.histogram;
-            lt.scaling = l.scaling;
-            lt.update = l.updates;
-            e.layers.push_back(std::move(lt));
-        }
-        timed.push_back({e.step, 5}, std::move(e));
-    }
+    for (const TelemetryEvent& t : record.telemetry) timed.push_back({t.step, 5}, t);
     for (const MemoryPoint& m : record.memory.samples) {
         MemoryEvent e;
         e.step = m.step;
@@ -151,13 +130,7 @@ ReplayedRun replayRecord(const RunRecord& record)
     }
 
     out.interrupted = record.interrupted();
-    out.result.status = out.interrupted ? RunStatus::stopped : parseRunStatus(record.summary.status).value_or(RunStatus::failed);
-    out.result.message = out.interrupted ? "interrupted: the record ends at step " + std::to_string(lastStep)
-                                         : record.summary.message;
-    out.result.testAccuracy = record.summary.testAccuracy.value_or(0.0);
-    out.result.steps = lastStep;
-    out.result.skippedSteps = skipped;
-    out.result.imagesPerSecond = record.summary.imagesPerSecond;
+    out.result = record.result();
     return out;
 }
 

@@ -32,17 +32,14 @@ std::string isoNow()
     return buf;
 }
 
-// A telemetry layer as a snapshot holds it: what the record keeps of it (update counts of
-// weight gradients only; a tensor's scale and amax, or its blocks' scales, where quantised;
-// an amax that is not finite as NaN, as the record writes it).
-LayerSnapshot snapshotOf(const LayerTelemetry& l)
+// A telemetry layer as a record's snapshot holds it (RunRecord::telemetry).
+LayerTelemetry snapshotOf(const LayerTelemetry& l)
 {
-    LayerSnapshot s;
+    LayerTelemetry s;
     s.layer = l.layer;
     s.kind = l.kind;
     s.stats = l.stats;
-    if (l.kind == TensorKind::weightGrad) s.updates = l.update;
-    s.hasHistogram = true;
+    if (l.kind == TensorKind::weightGrad) s.update = l.update;
     s.histogram = l.histogram;
     if (l.scaling.present && l.scaling.tensorScale) {
         s.scaling.present = s.scaling.tensorScale = true;
@@ -121,13 +118,6 @@ std::vector<LayerFractions> summaryLayersInOrder(std::map<std::string, LayerFrac
     return out;
 }
 
-const LayerSnapshot* TelemetryPoint::find(const std::string& layer, TensorKind kind) const
-{
-    for (const auto& l : layers)
-        if (l.layer == layer && l.kind == kind) return &l;
-    return nullptr;
-}
-
 const LayerFractions* RecordedSummary::layer(const std::string& name) const
 {
     for (const auto& l : layers)
@@ -182,7 +172,7 @@ void RunRecord::apply(const TrainerEvent& event)
         // A snapshot on histogram steps; the run totals (every event's, the last one's at
         // the run's end) are the summary's.
         if (e->hasHistograms) {
-            TelemetryPoint p{e->step, e->lossScale, {}};
+            TelemetryEvent p{e->step, e->lossScale, true, {}};
             p.layers.reserve(e->layers.size());
             for (const LayerTelemetry& l : e->layers) p.layers.push_back(snapshotOf(l));
             telemetry.push_back(std::move(p));
@@ -266,6 +256,27 @@ bool RunRecord::interrupted() const
 }
 
 std::int64_t RunRecord::lastStep() const { return steps.empty() ? 0 : steps.back().step; }
+
+std::int64_t RunRecord::stepsPlanned() const
+{
+    const std::int64_t last = lastStep();
+    if (summary.status == "completed") return last;
+    if (!sourceKind.empty()) return 0;
+    return std::max(last, plannedSteps(settings, data.trainImages));
+}
+
+RunResult RunRecord::result() const
+{
+    RunResult out;
+    const std::int64_t last = lastStep();
+    out.status = interrupted() ? RunStatus::stopped : parseRunStatus(summary.status).value_or(RunStatus::failed);
+    out.message = interrupted() ? "interrupted: the record ends at step " + std::to_string(last) : summary.message;
+    out.testAccuracy = summary.testAccuracy.value_or(0.0);
+    out.steps = last;
+    out.skippedSteps = std::count_if(steps.begin(), steps.end(), [](const StepPoint& p) { return p.skipped; });
+    out.imagesPerSecond = summary.imagesPerSecond;
+    return out;
+}
 
 std::vector<std::string> RunRecord::scalarNames() const
 {

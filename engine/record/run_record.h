@@ -31,26 +31,6 @@ namespace plab {
 
 inline constexpr int kRunRecordFormatVersion = 1;
 
-// One tensor kind of one layer at one telemetry step.
-struct LayerSnapshot {
-    std::string layer;
-    TensorKind kind = TensorKind::activation;
-    RoundingStats stats;
-    UpdateCounts updates;          // of the optimizer step (weight_grad entries; 0 for the others)
-    bool hasHistogram = false;
-    GradientHistogram histogram;   // empty unless hasHistogram
-    TensorScaling scaling;         // quantised kinds: the scale, and block scales where recorded
-    bool operator==(const LayerSnapshot&) const = default;
-};
-
-struct TelemetryPoint {
-    std::int64_t step = 0;
-    double lossScale = 1.0;
-    std::vector<LayerSnapshot> layers;
-    const LayerSnapshot* find(const std::string& layer, TensorKind kind) const;
-    bool operator==(const TelemetryPoint&) const = default;
-};
-
 // A memory sample: the live bytes per category (RecordedMemory::categories' order).
 struct MemoryPoint {
     std::int64_t step = 0;
@@ -189,7 +169,11 @@ struct RunRecord {
     std::vector<StepPoint> steps;
     std::vector<RecordedEvent> events;
     std::vector<EvalEvent> evals;
-    std::vector<TelemetryPoint> telemetry;
+    // The snapshots of the histogram steps, each as the trainer sent it (hasHistograms),
+    // less the run totals (runStats, runUpdate: empty here; the summary holds the last).
+    // Update counts are weight gradients' only; a scale and amax where the tensor had one
+    // (an amax that was not finite is NaN), block scales where blocks did.
+    std::vector<TelemetryEvent> telemetry;
     // Values the training logged of its own (a probe's probe.log), in the record's order.
     std::vector<ScalarEvent> scalars;
     RecordedMemory memory;
@@ -215,6 +199,15 @@ struct RunRecord {
     bool interrupted() const;
     // The last step's number (0 without steps).
     std::int64_t lastStep() const;
+    // The steps the run planned. The plan is not recorded: a completed run did what it
+    // planned (whatever batch-size changes did to it); a probe's record knows none (the
+    // user's loop decides) until it completes; any other is its settings' plan, at least
+    // the steps it took.
+    std::int64_t stepsPlanned() const;
+    // How the run ended, as the trainer says it: the summary's, where a record cut short
+    // reads as stopped ("interrupted: the record ends at step N"); its steps and skipped
+    // steps those the record holds.
+    RunResult result() const;
 
     bool operator==(const RunRecord&) const = default;
 };

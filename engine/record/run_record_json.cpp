@@ -125,43 +125,43 @@ json finiteOrNull(double x) { return std::isfinite(x) ? json(x) : json(nullptr);
 // A share, or null when there was nothing to share (rounding_stats.h).
 json shareJson(const std::optional<double>& share) { return share ? json(*share) : json(nullptr); }
 
-json snapshotToJson(const LayerSnapshot& s)
+json snapshotToJson(const LayerTelemetry& s)
 {
-    json j = {{"layer", s.layer}, {"kind", std::string(tensorKindName(s.kind))}, {"stats", roundingStatsToJson(s.stats)}};
-    if (s.hasHistogram) j["histogram"] = histogramToJson(s.histogram);
+    json j = {{"layer", s.layer},
+              {"kind", std::string(tensorKindName(s.kind))},
+              {"stats", roundingStatsToJson(s.stats)},
+              {"histogram", histogramToJson(s.histogram)}};
     if (s.scaling.present && s.scaling.tensorScale) {
         j["scale"] = s.scaling.scale;
         j["amax"] = finiteOrNull(s.scaling.amax);
     }
     if (s.scaling.present && s.scaling.blocks) j["block_scales"] = histogramToJson(s.scaling.blockScales);
     if (s.kind == TensorKind::weightGrad) {
-        j["lost_updates"] = s.updates.lost;
-        j["nonzero_updates"] = s.updates.nonzero;
-        j["non_finite_updates"] = s.updates.nonFinite;
-        j["state_flushed"] = s.updates.stateFlushed;
-        j["state_non_finite"] = s.updates.stateNonFinite;
+        j["lost_updates"] = s.update.lost;
+        j["nonzero_updates"] = s.update.nonzero;
+        j["non_finite_updates"] = s.update.nonFinite;
+        j["state_flushed"] = s.update.stateFlushed;
+        j["state_non_finite"] = s.update.stateNonFinite;
     }
     return j;
 }
 
-LayerSnapshot snapshotFromJson(const json& l, const Place& at)
+// A record written before every entry had its histogram reads an absent one as empty.
+LayerTelemetry snapshotFromJson(const json& l, const Place& at)
 {
-    LayerSnapshot s;
+    LayerTelemetry s;
     s.layer = text(l, "layer", at).value_or("");
     const std::string kind = text(l, "kind", at).value_or("");
     const auto parsed = parseTensorKind(kind);
     if (!parsed) refuseField(at, "kind", "a tensor kind", l.at("kind"));
     s.kind = *parsed;
     s.stats = roundingStatsFromJson(section(l, "stats", json::object()));
-    s.updates.lost = whole(l, "lost_updates", at);
-    s.updates.nonzero = whole(l, "nonzero_updates", at);
-    s.updates.nonFinite = whole(l, "non_finite_updates", at);
-    s.updates.stateFlushed = whole(l, "state_flushed", at);   // older records: none
-    s.updates.stateNonFinite = whole(l, "state_non_finite", at);
-    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) {
-        s.hasHistogram = true;
-        s.histogram = histogramFromJson(*h);
-    }
+    s.update.lost = whole(l, "lost_updates", at);
+    s.update.nonzero = whole(l, "nonzero_updates", at);
+    s.update.nonFinite = whole(l, "non_finite_updates", at);
+    s.update.stateFlushed = whole(l, "state_flushed", at);   // older records: none
+    s.update.stateNonFinite = whole(l, "state_non_finite", at);
+    if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) s.histogram = histogramFromJson(*h);
     if (l.contains("scale")) {
         s.scaling.present = s.scaling.tensorScale = true;
         s.scaling.scale = static_cast<float>(number(l, "scale", at, kFinite).value_or(1.0));
@@ -566,7 +566,7 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
             r.scalars.push_back(std::move(e));
         }
         for (const auto& t : entries(doc, "telemetry", emptyList)) {
-            TelemetryPoint p;
+            TelemetryEvent p;
             p.step = whole(t, "step", Place{"a telemetry entry"});
             const Place at{"the telemetry at step", p.step};
             p.lossScale = number(t, "loss_scale", at, kPositive).value_or(1.0);
@@ -683,9 +683,9 @@ json runRecordToJson(const RunRecord& r)
             scalars.push_back({{"step", e.step}, {"name", e.name}, {"value", finiteOrNull(e.value)}});
     }
     json& telemetry = doc["telemetry"] = json::array();
-    for (const TelemetryPoint& t : r.telemetry) {
+    for (const TelemetryEvent& t : r.telemetry) {
         json layers = json::array();
-        for (const LayerSnapshot& l : t.layers) layers.push_back(snapshotToJson(l));
+        for (const LayerTelemetry& l : t.layers) layers.push_back(snapshotToJson(l));
         telemetry.push_back({{"step", t.step}, {"loss_scale", t.lossScale}, {"layers", std::move(layers)}});
     }
     const RecordedMemory& m = r.memory;

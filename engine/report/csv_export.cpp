@@ -171,16 +171,16 @@ std::vector<CsvRow> telemetryTable(const RunRecord& record, const std::string& r
     // PyTorch probe's record, what rounding into the format it judged against would have done
     // to the tensors the training made ("judged, not run").
     const std::string counted = record.judgedFormat.empty() ? "as run" : "judged, not run";
-    for (const TelemetryPoint& snap : record.telemetry)
-        for (const LayerSnapshot& l : snap.layers) {
+    for (const TelemetryEvent& snap : record.telemetry)
+        for (const LayerTelemetry& l : snap.layers) {
             const RoundingStats& s = l.stats;
             CsvRow row = {cell(run), cell(snap.step), cell(snap.lossScale), cell(l.layer), std::string(tensorKindName(l.kind)),
                           cell(s.count), cell(s.zerosIn), cell(s.underflow), cell(s.subnormal), cell(s.overflow),
                           cell(s.nan), cell(s.infIn)};
             // The update counts belong to the weight gradients' entries (empty for the others).
             const bool updates = l.kind == TensorKind::weightGrad;
-            for (std::int64_t n : {l.updates.nonzero, l.updates.lost, l.updates.nonFinite, l.updates.stateFlushed,
-                                    l.updates.stateNonFinite})
+            for (std::int64_t n : {l.update.nonzero, l.update.lost, l.update.nonFinite, l.update.stateFlushed,
+                                    l.update.stateNonFinite})
                 row.push_back(updates ? cell(n) : std::string());
             row.push_back(regionFormatFor(record.finalSettings(), record.judgedFormat, l.layer, l.kind).name);
             row.push_back(counted);

@@ -163,9 +163,9 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
     std::string first;
     for (const auto& snap : r.telemetry) {
         for (const auto& l : snap.layers)
-            if (l.kind == TensorKind::weightGrad && l.updates.nonFinite > 0) {
+            if (l.kind == TensorKind::weightGrad && l.update.nonFinite > 0) {
                 first = "; the first snapshot showing it, at step " + formatCount(snap.step) + ", has " +
-                        formatCount(l.updates.nonFinite) + " in " + l.layer;
+                        formatCount(l.update.nonFinite) + " in " + l.layer;
                 break;
             }
         if (!first.empty()) break;

@@ -64,7 +64,7 @@ struct RunDigest {
     std::vector<LayerFractions> layers;    // in the model's order where known
     std::vector<StepPoint> stepSeries;
     std::vector<EvalEvent> evals;
-    std::vector<TelemetryPoint> telemetry;
+    std::vector<TelemetryEvent> telemetry;
     std::vector<MemoryPoint> memory;
     std::vector<ScalarEvent> scalars;      // what the training logged of its own (a probe's probe.log)
 

@@ -56,41 +56,38 @@ RunStatus statusNamed(const std::string& name, const std::string& origin)
 
 }  // namespace
 
-RunListing listingOf(const ReplayedRun& replay, std::string name)
+RunListing listingOf(const RunRecord& record)
 {
-    // The same facts, in the same order, as the app's RunData::apply and finish.
+    // The same facts as the app's RunData gathers from the same run's events.
     RunListing l;
-    l.name = std::move(name);
-    l.settings = replay.settings;
-    l.current = replay.settings;
-    for (const TrainerEvent& event : replay.events) {
-        if (const auto* e = std::get_if<StepEvent>(&event)) {
-            l.images += e->batch;
-            l.stepMs += e->timeMs;
-            if (e->totalSteps > 0) l.plannedSteps = e->totalSteps;
-        } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
-            l.lastAccuracy = e->testAccuracy;
-            l.bestAccuracy = std::max(std::isnan(l.bestAccuracy) ? 0.0 : l.bestAccuracy, e->testAccuracy);
-        } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
-            l.changes.push_back(*e);
-            l.current = e->settings;
-        } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
-            l.refusals.push_back(*e);
-        } else if (const auto* e = std::get_if<RunStartEvent>(&event)) {
-            l.backend = e->backend;
-            l.versions = e->versions;
-            l.arithmetic = e->arithmetic;
-            l.judgedFormat = e->judgedFormat;
-            l.sourceAsRun = e->sourceAsRun;
-            l.plannedSteps = e->plannedSteps;
-        }
+    l.name = record.name;
+    l.settings = record.settings;
+    l.current = record.finalSettings();
+    for (const StepPoint& p : record.steps) {
+        l.images += p.batch;
+        l.stepMs += p.timeMs;
     }
-    l.status = replay.result.status;
-    l.message = replay.result.message;
-    l.unfinished = replay.interrupted;
-    l.steps = replay.result.steps;
-    l.skippedSteps = replay.result.skippedSteps;
-    l.imagesPerSecond = replay.result.imagesPerSecond;
+    for (const EvalEvent& e : record.evals) {
+        l.lastAccuracy = e.testAccuracy;
+        l.bestAccuracy = std::max(std::isnan(l.bestAccuracy) ? 0.0 : l.bestAccuracy, e.testAccuracy);
+    }
+    for (const RecordedEvent& event : record.events) {
+        if (const auto* e = std::get_if<SettingChangeEvent>(&event)) l.changes.push_back(*e);
+        else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) l.refusals.push_back(*e);
+    }
+    l.backend = record.backend;
+    l.versions = record.versions.backend;
+    l.arithmetic = record.arithmetic.value_or("");
+    l.judgedFormat = record.judgedFormat;
+    l.sourceAsRun = record.sourceAsRun;
+    l.plannedSteps = record.stepsPlanned();
+    const RunResult result = record.result();
+    l.status = result.status;
+    l.message = result.message;
+    l.unfinished = record.interrupted();
+    l.steps = result.steps;
+    l.skippedSteps = result.skippedSteps;
+    l.imagesPerSecond = result.imagesPerSecond;
     return l;
 }
 
@@ -249,8 +246,7 @@ namespace {
 void readRecord(ScannedRecord& out)
 {
     try {
-        const RunRecord record = loadRunRecord(out.file);
-        out.listing = listingOf(replayRecord(record), record.name);
+        out.listing = listingOf(loadRunRecord(out.file));
     } catch (const std::exception& e) {
         out.error = e.what();
     }

@@ -54,8 +54,8 @@ struct RunListing {
     std::vector<ChangeRefusedEvent> refusals;
 };
 
-// The listing of a replayed record (`name`: the record's "name").
-RunListing listingOf(const ReplayedRun& replay, std::string name);
+// A record's listing: a function of the record.
+RunListing listingOf(const RunRecord& record);
 
 nlohmann::json listingToJson(const RunListing& listing);
 // Throws InputError (naming `origin`) for anything that is not a listing this build wrote.

@@ -181,15 +181,15 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
         w.scalar(e.step, "accuracy/test", e.testAccuracy);
         if (std::isfinite(e.testLoss)) w.scalar(e.step, "loss/test", e.testLoss);
     }
-    for (const TelemetryPoint& t : run.telemetry) {
-        for (const LayerSnapshot& l : t.layers) {
+    for (const TelemetryEvent& t : run.telemetry) {
+        for (const LayerTelemetry& l : t.layers) {
             const std::string where = l.layer + "/" + std::string(tensorKindName(l.kind));
             const std::uint64_t rounded = l.stats.nonzeroFinite();
             // Percent, as the tags say (the record holds fractions).
             if (auto u = shareOf(l.stats.underflow, rounded)) w.scalar(t.step, "underflow_pct/" + where, *u * 100.0);
             if (auto o = shareOf(l.stats.overflow, rounded)) w.scalar(t.step, "overflow_pct/" + where, *o * 100.0);
             if (l.kind == TensorKind::weightGrad)
-                if (auto lost = l.updates.lostShare()) w.scalar(t.step, "lost_updates_pct/" + l.layer, *lost * 100.0);
+                if (auto lost = l.update.lostShare()) w.scalar(t.step, "lost_updates_pct/" + l.layer, *lost * 100.0);
             w.log2Histogram(t.step, "log2_abs/" + where, l.histogram);
         }
     }

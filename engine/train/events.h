@@ -74,6 +74,7 @@ struct LayerTelemetry {
     RoundingStats runStats;            // accumulated over the run so far
     TensorScaling scaling;             // quantised kinds: this step's scale (block scales on histogram steps)
     UpdateCounts runUpdate;            // weight_grad only: over the run so far
+    bool operator==(const LayerTelemetry&) const = default;
 };
 
 // Sent on every histogram step, and once more at the end of a run (histograms empty
@@ -83,6 +84,14 @@ struct TelemetryEvent {
     double lossScale = 1.0;
     bool hasHistograms = true;
     std::vector<LayerTelemetry> layers;
+    // The entry of `layer`'s tensors of `kind`; nullptr where the step has none.
+    const LayerTelemetry* find(const std::string& layer, TensorKind kind) const
+    {
+        for (const LayerTelemetry& l : layers)
+            if (l.layer == layer && l.kind == kind) return &l;
+        return nullptr;
+    }
+    bool operator==(const TelemetryEvent&) const = default;
 };
 
 struct MemoryEvent {
