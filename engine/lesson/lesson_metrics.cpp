@@ -192,15 +192,14 @@ std::optional<double> scaleStat(const RunRecord& record, std::string_view which,
     return which == "min" ? lo : which == "max" ? hi : last;
 }
 
-std::optional<double> memoryPeak(const RunRecord& record, const RecordedPeak& peak, const char* key,
-                                 const std::string& category, std::string* why)
+std::optional<double> memoryPeak(const std::optional<MemoryPeaks>& peak, const char* key, const std::string& category,
+                                 std::string* why)
 {
-    if (peak.recorded) {
-        if (category == "total") return static_cast<double>(peak.total);
-        const auto& names = record.memory.categories;
-        const auto it = std::find(names.begin(), names.end(), category);
-        if (it != names.end() && static_cast<std::size_t>(it - names.begin()) < peak.bytes.size())
-            return static_cast<double>(peak.bytes[static_cast<std::size_t>(it - names.begin())]);
+    if (peak) {
+        if (category == "total") return static_cast<double>(peak->total);
+        for (int c = 0; c < kMemoryCategories; ++c)
+            if (memoryCategoryName(static_cast<MemoryCategory>(c)) == category)
+                return static_cast<double>(peak->bytes[static_cast<std::size_t>(c)]);
     }
     if (why) *why = std::string("the record has no memory.") + key + "." + category;
     return std::nullopt;
@@ -490,9 +489,9 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         }
         return static_cast<double>(name == "snapshot_zero_grads" ? zeros : nonFinite);
     }
-    if (name == "memory_peak") return memoryPeak(r, r.memory.peak, "peak", a[0], why);
-    if (name == "memory_training_peak") return memoryPeak(r, r.memory.trainingPeak, "training_peak", a[0], why);
-    if (name == "memory_evaluation_peak") return memoryPeak(r, r.memory.evaluationPeak, "evaluation_peak", a[0], why);
+    if (name == "memory_peak") return memoryPeak(r.memory.peak, "peak", a[0], why);
+    if (name == "memory_training_peak") return memoryPeak(r.memory.trainingPeak, "training_peak", a[0], why);
+    if (name == "memory_evaluation_peak") return memoryPeak(r.memory.evaluationPeak, "evaluation_peak", a[0], why);
     if (why) *why = "metric " + quotedExcerpt(metric) + " has no evaluation";
     return std::nullopt;
 }

@@ -25,19 +25,6 @@ struct Timed {
     }
 };
 
-void copyPeak(const RecordedPeak& from, const std::vector<std::string>& categories,
-              std::array<std::int64_t, kMemoryCategories>& bytes, std::int64_t& total)
-{
-    bytes.fill(0);
-    for (int c = 0; c < kMemoryCategories; ++c) {
-        const auto name = std::string(memoryCategoryName(static_cast<MemoryCategory>(c)));
-        const auto it = std::find(categories.begin(), categories.end(), name);
-        if (it != categories.end() && static_cast<std::size_t>(it - categories.begin()) < from.bytes.size())
-            bytes[static_cast<std::size_t>(c)] = from.bytes[static_cast<std::size_t>(it - categories.begin())];
-    }
-    total = from.total;
-}
-
 }  // namespace
 
 ReplayedRun replayRecord(const RunRecord& record)
@@ -83,29 +70,18 @@ ReplayedRun replayRecord(const RunRecord& record)
     for (const EvalEvent& e : record.evals) timed.push_back({e.step, 4}, e);
     for (const ScalarEvent& e : record.scalars) timed.push_back({e.step, 4}, e);
     for (const TelemetryEvent& t : record.telemetry) timed.push_back({t.step, 5}, t);
-    for (const MemoryPoint& m : record.memory.samples) {
-        MemoryEvent e;
-        e.step = m.step;
-        e.elapsedMs = m.elapsedMs;
-        for (int c = 0; c < kMemoryCategories && c < static_cast<int>(m.bytes.size()); ++c)
-            e.memory.live[static_cast<std::size_t>(c)] = m.bytes[static_cast<std::size_t>(c)];
-        e.memory.totalLive = m.total;
-        e.device = m.device;
-        timed.push_back({e.step, 6}, e);
-    }
+    for (const MemoryEvent& m : record.memory.samples) timed.push_back({m.step, 6}, m);
     // The peaks of the whole run, on a last memory sample.
-    if (record.memory.peak.recorded && !record.memory.samples.empty()) {
-        MemoryEvent e = std::get<MemoryEvent>(out.events.back());
-        copyPeak(record.memory.peak, record.memory.categories, e.memory.peak, e.memory.totalPeak);
+    if (record.memory.peak && !record.memory.samples.empty()) {
+        MemoryEvent e = record.memory.samples.back();
+        e.memory.peak = record.memory.peak->bytes;
+        e.memory.totalPeak = record.memory.peak->total;
         e.memory.peakPhase = record.memory.peakPhase;
         // A training step's peak apart from an evaluation's (older records have none and
         // keep zeros).
-        for (const auto& [phase, peak] : {std::pair{MemoryPhase::training, &record.memory.trainingPeak},
-                                          std::pair{MemoryPhase::evaluation, &record.memory.evaluationPeak}}) {
-            if (!peak->recorded) continue;
-            MemoryPeaks& p = e.memory.phasePeak[static_cast<std::size_t>(phase)];
-            copyPeak(*peak, record.memory.categories, p.bytes, p.total);
-        }
+        const auto phase = [&](MemoryPhase p) -> MemoryPeaks& { return e.memory.phasePeak[static_cast<std::size_t>(p)]; };
+        if (record.memory.trainingPeak) phase(MemoryPhase::training) = *record.memory.trainingPeak;
+        if (record.memory.evaluationPeak) phase(MemoryPhase::evaluation) = *record.memory.evaluationPeak;
         timed.push_back({std::numeric_limits<std::int64_t>::max(), 6}, e);
     }
     // Sorted by (step, order) through an index, then put in that order in place (each cycle

@@ -53,11 +53,6 @@ LayerTelemetry snapshotOf(const LayerTelemetry& l)
     return s;
 }
 
-RecordedPeak peakOf(const std::array<std::int64_t, kMemoryCategories>& bytes, std::int64_t total)
-{
-    return {true, std::vector<std::int64_t>(bytes.begin(), bytes.end()), total};
-}
-
 }  // namespace
 
 RecordedMachine thisMachine(int threads)
@@ -144,8 +139,6 @@ RunRecord RunRecord::start(const TrainSettings& settings, const DataSplit& data,
     r.versions = thisBuild();
     r.backend = settings.backend;
     r.data = {data.name, data.description, data.train.count, data.test.count};
-    for (int c = 0; c < kMemoryCategories; ++c)
-        r.memory.categories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
     r.summary.status = std::string(runStatusName(RunStatus::starting));
     r.summary.hasRunRounding = true;
     return r;
@@ -208,18 +201,19 @@ void RunRecord::apply(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
         // A sample when something changed (the device's bytes in use included), so a long
         // run's series stays small.
-        MemoryPoint p{e->step, std::vector<std::int64_t>(e->memory.live.begin(), e->memory.live.end()),
-                      e->memory.totalLive, e->elapsedMs, e->device};
-        const auto used = [](const MemoryPoint& m) { return m.device ? std::optional(m.device->used) : std::nullopt; };
-        if (memory.samples.empty() || memory.samples.back().bytes != p.bytes || used(memory.samples.back()) != used(p))
-            memory.samples.push_back(std::move(p));
-        memory.peak = peakOf(e->memory.peak, e->memory.totalPeak);
+        const auto used = [](const MemoryEvent& m) { return m.device ? std::optional(m.device->used) : std::nullopt; };
+        if (memory.samples.empty() || memory.samples.back().memory.live != e->memory.live ||
+            used(memory.samples.back()) != used(*e)) {
+            MemoryEvent sample{e->step, e->elapsedMs, {}, e->device};
+            sample.memory.live = e->memory.live;
+            sample.memory.totalLive = e->memory.totalLive;
+            memory.samples.push_back(std::move(sample));
+        }
+        memory.peak = MemoryPeaks{e->memory.peak, e->memory.totalPeak};
         if (e->memory.peakPhase) memory.peakPhase = e->memory.peakPhase;
         // The same per phase: a training step's peak apart from an evaluation's.
-        const auto& training = e->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
-        const auto& evaluation = e->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
-        memory.trainingPeak = peakOf(training.bytes, training.total);
-        memory.evaluationPeak = peakOf(evaluation.bytes, evaluation.total);
+        memory.trainingPeak = e->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::training)];
+        memory.evaluationPeak = e->memory.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)];
     } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
         summary.status = std::string(runStatusName(e->status));
         events.emplace_back(*e);

@@ -31,30 +31,15 @@ namespace plab {
 
 inline constexpr int kRunRecordFormatVersion = 1;
 
-// A memory sample: the live bytes per category (RecordedMemory::categories' order).
-struct MemoryPoint {
-    std::int64_t step = 0;
-    std::vector<std::int64_t> bytes;
-    std::int64_t total = 0;
-    double elapsedMs = 0.0;                   // timing field
-    std::optional<DeviceMemoryInfo> device;   // the device's own view, on a device backend
-    bool operator==(const MemoryPoint&) const = default;
-};
-
-// The largest bytes per category and in total; `recorded` false where the record has none.
-struct RecordedPeak {
-    bool recorded = false;
-    std::vector<std::int64_t> bytes;
-    std::int64_t total = 0;
-    bool operator==(const RecordedPeak&) const = default;
-};
-
+// The memory a run held, in this build's categories (memoryCategoryName's order; an older
+// record's categories are read by name, and one this build does not know is left out).
 struct RecordedMemory {
-    std::vector<std::string> categories;
-    std::vector<MemoryPoint> samples;   // written when the bytes change
-    RecordedPeak peak;                  // of the whole run
-    RecordedPeak trainingPeak;          // of a training step apart from an evaluation's
-    RecordedPeak evaluationPeak;
+    // A sample where the bytes changed: the trainer's MemoryEvent less its peaks (the whole
+    // run's are below): the live bytes and their total, and a device's own view.
+    std::vector<MemoryEvent> samples;
+    std::optional<MemoryPeaks> peak;           // of the whole run; absent where not recorded
+    std::optional<MemoryPeaks> trainingPeak;   // of a training step apart from an evaluation's
+    std::optional<MemoryPeaks> evaluationPeak;
     std::optional<MemoryPhase> peakPhase;   // when the whole run's peak was reached ("peak_phase")
     // The device's bytes in use before the run placed anything (device backends only).
     std::optional<std::uint64_t> deviceBeforeRun;

@@ -175,24 +175,26 @@ LayerTelemetry snapshotFromJson(const json& l, const Place& at)
     return s;
 }
 
+std::string categoryName(int c) { return std::string(memoryCategoryName(static_cast<MemoryCategory>(c))); }
+
 // A peak as an object of bytes per category and the total; {} when not recorded.
-json peakToJson(const RecordedPeak& p, const std::vector<std::string>& categories)
+json peakToJson(const std::optional<MemoryPeaks>& p)
 {
     json j = json::object();
-    if (!p.recorded) return j;
-    for (std::size_t c = 0; c < categories.size() && c < p.bytes.size(); ++c) j[categories[c]] = p.bytes[c];
-    j["total"] = p.total;
+    if (!p) return j;
+    for (int c = 0; c < kMemoryCategories; ++c) j[categoryName(c)] = p->bytes[static_cast<std::size_t>(c)];
+    j["total"] = p->total;
     return j;
 }
 
-RecordedPeak peakFromJson(const json& memory, const char* key, const std::vector<std::string>& categories)
+// Each category this build knows by its name (0 where the record has none).
+std::optional<MemoryPeaks> peakFromJson(const json& memory, const char* key)
 {
-    RecordedPeak p;
     const auto it = memory.find(key);
-    if (it == memory.end() || !it->is_object() || it->empty()) return p;
+    if (it == memory.end() || !it->is_object() || it->empty()) return std::nullopt;
     const Place at{key};
-    p.recorded = true;
-    for (const auto& c : categories) p.bytes.push_back(whole(*it, c.c_str(), at));
+    MemoryPeaks p;
+    for (int c = 0; c < kMemoryCategories; ++c) p.bytes[static_cast<std::size_t>(c)] = whole(*it, categoryName(c).c_str(), at);
     p.total = whole(*it, "total", at);
     return p;
 }
@@ -574,19 +576,24 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
             r.telemetry.push_back(std::move(p));
         }
         const json& mem = section(doc, "memory", none);
+        // Where each of the record's categories goes in this build's order (-1: one it does
+        // not know); records before the list wrote this build's order.
+        std::vector<int> slots;
         if (const auto it = mem.find("categories"); it != mem.end()) {
             if (!it->is_array()) refuseField(Place{"the memory"}, "categories", "a list of names", *it);
             for (const json& c : *it) {
                 if (!c.is_string()) refuseField(Place{"the memory"}, "categories", "a list of names", *it);
-                r.memory.categories.push_back(c.get<std::string>());
+                int slot = -1;
+                for (int k = 0; k < kMemoryCategories; ++k)
+                    if (categoryName(k) == c.get<std::string>()) slot = k;
+                slots.push_back(slot);
             }
         } else {
-            for (int c = 0; c < kMemoryCategories; ++c)   // records before the list: this build's order
-                r.memory.categories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
+            for (int c = 0; c < kMemoryCategories; ++c) slots.push_back(c);
         }
-        r.memory.peak = peakFromJson(mem, "peak", r.memory.categories);
-        r.memory.trainingPeak = peakFromJson(mem, "training_peak", r.memory.categories);
-        r.memory.evaluationPeak = peakFromJson(mem, "evaluation_peak", r.memory.categories);
+        r.memory.peak = peakFromJson(mem, "peak");
+        r.memory.trainingPeak = peakFromJson(mem, "training_peak");
+        r.memory.evaluationPeak = peakFromJson(mem, "evaluation_peak");
         if (const auto phase = text(mem, "peak_phase", Place{"the memory"})) {
             r.memory.peakPhase = parseMemoryPhase(*phase);
             if (!r.memory.peakPhase) refuseField(Place{"the memory"}, "peak_phase", "training or evaluation", mem.at("peak_phase"));
@@ -594,21 +601,23 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
         if (mem.contains("device_before_run"))
             r.memory.deviceBeforeRun = static_cast<std::uint64_t>(whole(mem, "device_before_run", Place{"the memory"}));
         for (const auto& m : entries(mem, "samples", emptyList)) {
-            MemoryPoint p;
+            MemoryEvent p;
             p.step = whole(m, "step", Place{"a memory sample"});
             const Place at{"the memory sample at step", p.step};
             if (const auto it = m.find("bytes"); it != m.end()) {
                 if (!it->is_array()) refuseField(at, "bytes", "an array of byte counts", *it);
-                for (const json& b : *it) {
+                for (std::size_t i = 0; i < it->size(); ++i) {
+                    const json& b = (*it)[i];
                     if (!b.is_number()) refuseField(at, "bytes", "an array of byte counts", *it);
                     try {
-                        p.bytes.push_back(jsonWhole(b, 0, kMaxWhole, "bytes"));
+                        const std::int64_t bytes = jsonWhole(b, 0, kMaxWhole, "bytes");
+                        if (i < slots.size() && slots[i] >= 0) p.memory.live[static_cast<std::size_t>(slots[i])] = bytes;
                     } catch (const InputError&) {
                         refuseField(at, "bytes", "an array of byte counts", *it);
                     }
                 }
             }
-            p.total = whole(m, "total", at);
+            p.memory.totalLive = whole(m, "total", at);
             p.elapsedMs = number(m, "elapsed_ms", at, kNonNegative).value_or(0.0);
             if (m.contains("device_used"))
                 p.device = DeviceMemoryInfo{static_cast<std::uint64_t>(whole(m, "device_used", at)),
@@ -689,17 +698,19 @@ json runRecordToJson(const RunRecord& r)
         telemetry.push_back({{"step", t.step}, {"loss_scale", t.lossScale}, {"layers", std::move(layers)}});
     }
     const RecordedMemory& m = r.memory;
-    json memory = {{"categories", m.categories}, {"samples", json::array()}, {"peak", peakToJson(m.peak, m.categories)}};
-    for (const MemoryPoint& p : m.samples) {
-        json sample{{"step", p.step}, {"elapsed_ms", p.elapsedMs}, {"bytes", p.bytes}, {"total", p.total}};
+    json categories = json::array();
+    for (int c = 0; c < kMemoryCategories; ++c) categories.push_back(categoryName(c));
+    json memory = {{"categories", std::move(categories)}, {"samples", json::array()}, {"peak", peakToJson(m.peak)}};
+    for (const MemoryEvent& p : m.samples) {
+        json sample{{"step", p.step}, {"elapsed_ms", p.elapsedMs}, {"bytes", p.memory.live}, {"total", p.memory.totalLive}};
         if (p.device) {
             sample["device_used"] = p.device->used;
             sample["device_total"] = p.device->total;
         }
         memory["samples"].push_back(std::move(sample));
     }
-    if (m.trainingPeak.recorded) memory["training_peak"] = peakToJson(m.trainingPeak, m.categories);
-    if (m.evaluationPeak.recorded) memory["evaluation_peak"] = peakToJson(m.evaluationPeak, m.categories);
+    if (m.trainingPeak) memory["training_peak"] = peakToJson(m.trainingPeak);
+    if (m.evaluationPeak) memory["evaluation_peak"] = peakToJson(m.evaluationPeak);
     if (m.peakPhase) memory["peak_phase"] = std::string(memoryPhaseName(*m.peakPhase));
     if (m.deviceBeforeRun) memory["device_before_run"] = *m.deviceBeforeRun;
     doc["memory"] = std::move(memory);

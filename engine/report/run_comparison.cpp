@@ -85,12 +85,14 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
     d.stepSeries = record.steps;
     d.evals = record.evals;
     d.telemetry = record.telemetry;
-    d.memoryCategories = record.memory.categories;
-    d.peakBytes = record.memory.peak.recorded ? record.memory.peak.bytes
-                                              : std::vector<std::int64_t>(d.memoryCategories.size(), 0);
-    d.peakTotal = record.memory.peak.total;
-    d.trainingPeakTotal = record.memory.trainingPeak.total;
-    d.evaluationPeakTotal = record.memory.evaluationPeak.total;
+    for (int c = 0; c < kMemoryCategories; ++c)
+        d.memoryCategories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
+    const MemoryPeaks none;
+    const MemoryPeaks& peak = record.memory.peak.value_or(none);
+    d.peakBytes.assign(peak.bytes.begin(), peak.bytes.end());
+    d.peakTotal = peak.total;
+    d.trainingPeakTotal = record.memory.trainingPeak.value_or(none).total;
+    d.evaluationPeakTotal = record.memory.evaluationPeak.value_or(none).total;
     d.memory = record.memory.samples;
     d.scalars = record.scalars;
     return d;

@@ -65,7 +65,7 @@ struct RunDigest {
     std::vector<StepPoint> stepSeries;
     std::vector<EvalEvent> evals;
     std::vector<TelemetryEvent> telemetry;
-    std::vector<MemoryPoint> memory;
+    std::vector<MemoryEvent> memory;
     std::vector<ScalarEvent> scalars;      // what the training logged of its own (a probe's probe.log)
 
     const LayerFractions* layer(const std::string& name) const;

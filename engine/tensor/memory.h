@@ -37,6 +37,7 @@ std::optional<MemoryPhase> parseMemoryPhase(std::string_view name);
 struct MemoryPeaks {
     std::array<std::int64_t, kMemoryCategories> bytes{};
     std::int64_t total = 0;        // peak of the sum, not the sum of peaks
+    bool operator==(const MemoryPeaks&) const = default;
 };
 
 struct MemorySnapshot {
@@ -50,6 +51,7 @@ struct MemorySnapshot {
     // allocation (a step's temporaries, an evaluation's buffers still held as a step begins).
     std::optional<MemoryPhase> peakPhase;
     std::array<MemoryPeaks, kMemoryPhases> phasePeak{};   // indexed by MemoryPhase
+    bool operator==(const MemorySnapshot&) const = default;
 };
 
 class MemoryAccountant {

@@ -198,10 +198,10 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
     for (const ScalarEvent& s : run.scalars)
         if (std::isfinite(s.value)) w.scalar(s.step, "logged/" + s.name, s.value);
     constexpr double kMiB = 1024.0 * 1024.0;
-    for (const MemoryPoint& m : run.memory) {
-        for (std::size_t c = 0; c < m.bytes.size() && c < run.memoryCategories.size(); ++c)
-            w.scalar(m.step, "memory_mib/" + run.memoryCategories[c], double(m.bytes[c]) / kMiB);
-        w.scalar(m.step, "memory_mib/total", double(m.total) / kMiB);
+    for (const MemoryEvent& m : run.memory) {
+        for (std::size_t c = 0; c < m.memory.live.size() && c < run.memoryCategories.size(); ++c)
+            w.scalar(m.step, "memory_mib/" + run.memoryCategories[c], double(m.memory.live[c]) / kMiB);
+        w.scalar(m.step, "memory_mib/total", double(m.memory.totalLive) / kMiB);
     }
     if (counts) {
         counts->scalars = w.scalars();

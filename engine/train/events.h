@@ -100,6 +100,7 @@ struct MemoryEvent {
     MemorySnapshot memory;
     // The device's own view (cudaMemGetInfo) when training on a device backend.
     std::optional<DeviceMemoryInfo> device;
+    bool operator==(const MemoryEvent&) const = default;
 };
 
 struct StatusEvent {
