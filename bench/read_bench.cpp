@@ -128,7 +128,6 @@ int main(int argc, char** argv)
         const double parse = medianMs(repeats, [&] { (void)plab::parseJsonInput(text, "record"); });
         const double read = medianMs(repeats, [&] { (void)plab::loadRunRecord(file); });
         const plab::RunRecord record = plab::loadRunRecord(file);
-        const double replay = medianMs(repeats, [&] { (void)plab::replayRecord(record); });
         // A recorder's write of it (once a second as a run goes): the typed record as JSON,
         // then its text; side by side, the text alone (the recorder kept a JSON document
         // until 2026-11-29 and wrote only that).
@@ -137,10 +136,9 @@ int main(int argc, char** argv)
         const double dumpOnly = medianMs(repeats, [&] { (void)document.dump(1); });
         double before = -1.0;
         if (steps <= 100000) before = medianMs(std::min(repeats, 3), [&] { (void)callbackParse(text); }) / mb;
-        std::printf("%-34s %9.2f %12.1f %10.1f %12.1f %12s   (replayed into events: %.0f ms; written: %.0f ms, "
-                    "its text alone %.0f ms)\n",
+        std::printf("%-34s %9.2f %12.1f %10.1f %12.1f %12s   (written: %.0f ms, its text alone %.0f ms)\n",
                     ("record, " + std::to_string(steps) + " steps").c_str(), mb, parse, parse / mb, read,
-                    before < 0 ? "-" : std::to_string(static_cast<int>(before + 0.5)).c_str(), replay, write, dumpOnly);
+                    before < 0 ? "-" : std::to_string(static_cast<int>(before + 0.5)).c_str(), write, dumpOnly);
     }
     {
         writeIndex(folder, 300000);

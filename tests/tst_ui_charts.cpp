@@ -1048,9 +1048,8 @@ void TestUiCharts::probeRecordWhileWrittenShowsItsStep()
     for (int i = 1; i <= 40; ++i)
         record["steps"].push_back({{"step", i}, {"epoch", 0}, {"loss", 1.0}, {"loss_scale", 1.0}, {"skipped", false},
                                    {"lr", 0.001}, {"batch", 64}, {"time_ms", 5.0}});
-    const ReplayedRun replay = replayRecord(readRunRecord(record, "probe"));
-    auto run = std::make_shared<RunData>(QStringLiteral("probe"), replay.settings);
-    for (const auto& e : replay.events) run->apply(e);
+    // Read as the app reads a record another process still writes.
+    const RunPtr run = RunData::fromRecord(QStringLiteral("probe"), readRunRecord(record, "probe"), false);
     RunProgressWidget progress;
     progress.showRun(run.get());
     QCOMPARE(progress.progressText(), QString::fromUtf8("step 40 · running"));
@@ -1071,9 +1070,7 @@ void TestUiCharts::loggedValuesChartShowsWhatWasLogged()
         for (const ScalarEvent& s : scalars)
             record["scalars"].push_back({{"step", s.step}, {"name", s.name},
                                          {"value", std::isfinite(s.value) ? nlohmann::json(s.value) : nlohmann::json()}});
-        const ReplayedRun replay = replayRecord(readRunRecord(record, id));
-        auto run = std::make_shared<RunData>(QString::fromLatin1(id), replay.settings);
-        for (const auto& e : replay.events) run->apply(e);
+        const RunPtr run = RunData::fromRecord(QString::fromLatin1(id), readRunRecord(record, id));
         run->setName(QString::fromLatin1(id));
         return run;
     };

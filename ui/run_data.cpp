@@ -1,4 +1,4 @@
-// Applying trainer events to a run's UI-side state.
+// A run's record as the UI holds it, and its UI-side state.
 #include "run_data.h"
 
 #include <algorithm>
@@ -7,9 +7,10 @@
 
 namespace plab::ui {
 
-RunData::RunData(QString id, TrainSettings settings)
-    : id_(std::move(id)), name_(id_), settings_(settings), current_(std::move(settings))
+RunData::RunData(QString id, TrainSettings settings) : id_(std::move(id)), name_(id_), current_(settings)
 {
+    record_.settings = std::move(settings);
+    record_.summary.status = std::string(runStatusName(RunStatus::starting));
 }
 
 std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, SeriesLoader loader)
@@ -17,16 +18,17 @@ std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, S
     auto run = std::make_shared<RunData>(std::move(id), l.settings);
     run->current_ = l.current;
     run->name_ = l.name.empty() ? run->id_ : QString::fromStdString(l.name);
-    // As replaying the record and finishing it would leave them (RunStore's loader).
+    // As reading the record would leave them (fromRecord, RunStore's loader).
     run->status_ = l.status;
     run->statusMessage_ = QString::fromStdString(l.message);
     run->interrupted_ = l.unfinished;
     run->plannedSteps_ = l.plannedSteps;
-    run->backend_ = QString::fromStdString(l.backend);
-    run->versions_ = l.versions;
-    run->arithmetic_ = QString::fromStdString(l.arithmetic);
-    run->judgedFormat_ = l.judgedFormat;
-    run->sourceAsRun_ = l.sourceAsRun;
+    run->record_.name = l.name;
+    run->record_.backend = l.backend;
+    run->record_.versions.backend = l.versions;
+    if (!l.arithmetic.empty()) run->record_.arithmetic = l.arithmetic;
+    run->record_.judgedFormat = l.judgedFormat;
+    run->record_.sourceAsRun = l.sourceAsRun;
     run->changes_ = l.changes;
     run->refusals_ = l.refusals;
     run->skipped_ = l.skippedSteps;
@@ -36,6 +38,39 @@ std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, S
     run->listedLastAccuracy_ = l.lastAccuracy;
     run->listedBestAccuracy_ = l.bestAccuracy;
     run->loader_ = std::move(loader);
+    return run;
+}
+
+std::shared_ptr<RunData> RunData::fromRecord(QString id, RunRecord record, bool finished)
+{
+    auto run = std::make_shared<RunData>(std::move(id), record.settings);
+    run->name_ = record.name.empty() ? run->id_ : QString::fromStdString(record.name);
+    run->plannedSteps_ = record.stepsPlanned();
+    for (const StepPoint& p : record.steps) {
+        run->images_ += p.batch;
+        run->stepMs_ += p.timeMs;
+        run->skipped_ += p.skipped ? 1 : 0;
+    }
+    for (const RecordedEvent& event : record.events) {
+        if (const auto* e = std::get_if<StatusEvent>(&event)) {
+            run->status_ = e->status;
+            run->statusMessage_ = QString::fromStdString(e->message);
+        } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
+            run->changes_.push_back(*e);
+            run->current_ = e->settings;
+        } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
+            run->refusals_.push_back(*e);
+        }
+    }
+    if (finished) {
+        const RunResult result = record.result();
+        run->status_ = result.status;
+        run->statusMessage_ = QString::fromStdString(result.message);
+        run->finalImagesPerSecond_ = result.imagesPerSecond;
+        run->skipped_ = result.skippedSteps;
+        run->interrupted_ = record.interrupted();
+    }
+    run->record_ = std::move(record);
     return run;
 }
 
@@ -54,11 +89,7 @@ const RunData& RunData::ensureSeries() const
 
 void RunData::adoptSeries(RunData&& full)
 {
-    steps_ = std::move(full.steps_);
-    evals_ = std::move(full.evals_);
-    telemetry_ = std::move(full.telemetry_);
-    memory_ = std::move(full.memory_);
-    scalars_ = std::move(full.scalars_);
+    record_ = std::move(full.record_);
     loader_ = nullptr;
     ++revision_;
 }
@@ -75,11 +106,11 @@ void RunData::releaseSeries(SeriesLoader loader)
     if (loader_ || isLive() || recordPath_.isEmpty()) return;
     listedLastAccuracy_ = lastAccuracy();
     listedBestAccuracy_ = bestAccuracy();
-    std::vector<StepPoint>().swap(steps_);
-    std::vector<EvalEvent>().swap(evals_);
-    std::vector<TelemetryEvent>().swap(telemetry_);
-    std::vector<MemoryEvent>().swap(memory_);
-    std::vector<ScalarEvent>().swap(scalars_);
+    std::vector<StepPoint>().swap(record_.steps);
+    std::vector<EvalEvent>().swap(record_.evals);
+    std::vector<TelemetryEvent>().swap(record_.telemetry);
+    std::vector<MemoryEvent>().swap(record_.memory.samples);
+    std::vector<ScalarEvent>().swap(record_.scalars);
     loader_ = std::move(loader);
     ++revision_;
 }
@@ -87,23 +118,14 @@ void RunData::releaseSeries(SeriesLoader loader)
 void RunData::apply(const TrainerEvent& event)
 {
     ++revision_;
+    record_.apply(event);
+    // What the UI keeps beside the record: the live status and plan, running sums for
+    // the speed, the changes apart.
     if (const auto* e = std::get_if<StepEvent>(&event)) {
-        steps_.push_back(StepPoint::of(*e));
         skipped_ = e->skippedSoFar;
         images_ += e->batch;
         stepMs_ += e->timeMs;
         if (e->totalSteps > 0) plannedSteps_ = e->totalSteps;
-    } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
-        evals_.push_back(*e);
-    } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
-        if (e->hasHistograms) telemetry_.push_back(*e);
-    } else if (const auto* e = std::get_if<MemoryEvent>(&event)) {
-        // Keep a sample when the bytes changed (or the peak moved), so long runs stay small.
-        if (memory_.empty() || memory_.back().memory.live != e->memory.live ||
-            memory_.back().memory.totalPeak != e->memory.totalPeak)
-            memory_.push_back(*e);
-        else
-            memory_.back().memory.peak = e->memory.peak;
     } else if (const auto* e = std::get_if<StatusEvent>(&event)) {
         status_ = e->status;
         statusMessage_ = QString::fromStdString(e->message);
@@ -112,16 +134,8 @@ void RunData::apply(const TrainerEvent& event)
         current_ = e->settings;
     } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
         refusals_.push_back(*e);
-    } else if (const auto* e = std::get_if<ScalarEvent>(&event)) {
-        scalars_.push_back(*e);
     } else if (const auto* e = std::get_if<RunStartEvent>(&event)) {
-        backend_ = QString::fromStdString(e->backend);
-        versions_ = e->versions;
-        arithmetic_ = QString::fromStdString(e->arithmetic);
         plannedSteps_ = e->plannedSteps;
-        deviceBeforeRun_ = e->deviceBeforeRun;
-        judgedFormat_ = e->judgedFormat;
-        sourceAsRun_ = e->sourceAsRun;
     }
 }
 
@@ -132,6 +146,7 @@ void RunData::finish(const RunResult& r)
     statusMessage_ = QString::fromStdString(r.message);
     finalImagesPerSecond_ = r.imagesPerSecond;
     skipped_ = r.skippedSteps;
+    record_.finish(r);
 }
 
 void RunData::replaceContents(const RunData& other)
@@ -150,15 +165,16 @@ void RunData::replaceContents(const RunData& other)
 double RunData::lastAccuracy() const
 {
     if (loader_) return listedLastAccuracy_;
-    return evals_.empty() ? std::numeric_limits<double>::quiet_NaN() : evals_.back().testAccuracy;
+    const auto& evals = record_.evals;
+    return evals.empty() ? std::numeric_limits<double>::quiet_NaN() : evals.back().testAccuracy;
 }
 
 double RunData::bestAccuracy() const
 {
     if (loader_) return listedBestAccuracy_;
-    if (evals_.empty()) return std::numeric_limits<double>::quiet_NaN();
+    if (record_.evals.empty()) return std::numeric_limits<double>::quiet_NaN();
     double best = 0.0;
-    for (const auto& e : evals_) best = std::max(best, e.testAccuracy);
+    for (const auto& e : record_.evals) best = std::max(best, e.testAccuracy);
     return best;
 }
 
@@ -172,13 +188,22 @@ double RunData::elapsedSeconds() const { return stepMs_ / 1000.0; }
 
 MemorySnapshot RunData::peakMemory() const
 {
-    const auto& memory = this->memory();
-    return memory.empty() ? MemorySnapshot{} : memory.back().memory;
+    const RunRecord& r = record();
+    if (r.memory.samples.empty()) return {};
+    MemorySnapshot s = r.memory.samples.back().memory;
+    if (r.memory.peak) {
+        s.peak = r.memory.peak->bytes;
+        s.totalPeak = r.memory.peak->total;
+    }
+    s.peakPhase = r.memory.peakPhase;
+    if (r.memory.trainingPeak) s.phasePeak[static_cast<std::size_t>(MemoryPhase::training)] = *r.memory.trainingPeak;
+    if (r.memory.evaluationPeak) s.phasePeak[static_cast<std::size_t>(MemoryPhase::evaluation)] = *r.memory.evaluationPeak;
+    return s;
 }
 
 QString RunData::arithmeticKind() const
 {
-    const std::string phrase = arithmetic_.toStdString();
+    const std::string phrase = record_.arithmetic.value_or("");
     const std::string_view kind = plab::arithmeticKind(phrase);
     return QString::fromUtf8(kind.data(), qsizetype(kind.size()));
 }

@@ -1,6 +1,7 @@
-// Everything the UI knows about one run, built by applying the trainer's events in order
-// (live from the controller, or replayed from a saved record: the same path). Owned and
-// touched by the GUI thread only; charts read it when they redraw.
+// Everything the UI knows about one run: its RunRecord (record/run_record.h), built by
+// applying the trainer's events in order as a live run goes, or read from a saved record,
+// plus what only the UI needs (its id, shown name, colour, record path, live status and
+// revision). Owned and touched by the GUI thread only; charts read it when they redraw.
 //
 // A saved run may be known from its listing only (the runs folder index): the
 // runs list's facts are there, and its series (steps, evaluations, telemetry, memory, logged scalars)
@@ -8,6 +9,7 @@
 // thousands costs memory for what is shown.
 #pragma once
 
+#include "record/run_record.h"
 #include "report/runs_index.h"
 #include "record/step_point.h"
 #include "train/events.h"
@@ -34,9 +36,13 @@ public:
     using SeriesLoader = std::function<void(RunData&)>;
     // A saved run from its listing; `loader` reads its series when they are first asked for.
     static std::shared_ptr<RunData> fromListing(QString id, const RunListing& listing, SeriesLoader loader);
+    // A saved run from its record. `finished`: the record's end is taken as the run's (its
+    // summary, or "interrupted" for one cut short); false for a record another process still
+    // writes, which stays as its status events left it.
+    static std::shared_ptr<RunData> fromRecord(QString id, RunRecord record, bool finished = true);
     // Whether the series are here (false: a listing whose series were not read yet).
     bool hasSeries() const { return !loader_; }
-    // Takes the series of `full`, a replay of this run's record (the listed facts stay).
+    // Takes the record of `full`, this run read again (its id, name, colour and path stay).
     void adoptSeries(RunData&& full);
     // The record could not be read again: no series, and the reason as its status message.
     void setSeriesError(const QString& error);
@@ -50,7 +56,7 @@ public:
     const QString& id() const { return id_; }             // stable key (file stem of the record)
     QString name() const { return name_; }
     void setName(const QString& n) { name_ = n; ++revision_; }
-    const TrainSettings& settings() const { return settings_; }      // as the run started
+    const TrainSettings& settings() const { return record_.settings; }   // as the run started
     const TrainSettings& currentSettings() const { return current_; }  // after changes
     QColor color() const { return color_; }
     void setColor(QColor c) { color_ = c; }
@@ -67,33 +73,36 @@ public:
         return !interrupted_ && (status_ == RunStatus::starting || status_ == RunStatus::running ||
                                  status_ == RunStatus::paused);
     }
-    // Takes every recorded fact of `other` (a fresh replay of the same run), keeping this
+    // Takes every recorded fact of `other` (the same run read again), keeping this
     // run's id, name, colour and record path; revision() keeps increasing.
     void replaceContents(const RunData& other);
 
     RunStatus status() const { return status_; }
     QString statusMessage() const { return statusMessage_; }
     std::int64_t plannedSteps() const { return plannedSteps_; }
-    QString backend() const { return backend_; }
-    const std::vector<std::string>& backendVersions() const { return versions_; }
+    QString backend() const { return QString::fromStdString(record_.backend); }
+    const std::vector<std::string>& backendVersions() const { return record_.versions.backend; }
     // How its products ran and why, as the run started ("hardware: AVX-512 BF16 via ...").
-    QString arithmetic() const { return arithmetic_; }
+    QString arithmetic() const { return QString::fromStdString(record_.arithmetic.value_or("")); }
     // Its first word when it is "hardware" or "exact" (16-bit products); empty otherwise.
     QString arithmeticKind() const;
     // A device backend's bytes in use before the run placed anything (RunStartEvent).
-    std::optional<std::uint64_t> deviceBeforeRun() const { return deviceBeforeRun_; }
+    std::optional<std::uint64_t> deviceBeforeRun() const { return record_.memory.deviceBeforeRun; }
     // A PyTorch probe's record: the format its telemetry judged against ("fp16") and what the
     // training ran as ("fp32"); empty for the lab's own runs (RunStartEvent::judgedFormat).
-    const std::string& judgedFormat() const { return judgedFormat_; }
-    const std::string& sourceAsRun() const { return sourceAsRun_; }
+    const std::string& judgedFormat() const { return record_.judgedFormat; }
+    const std::string& sourceAsRun() const { return record_.sourceAsRun; }
 
-    // The series: read from the record first when this is a listing (see hasSeries).
-    const std::vector<StepPoint>& steps() const { return ensureSeries().steps_; }
-    const std::vector<EvalEvent>& evals() const { return ensureSeries().evals_; }
-    const std::vector<TelemetryEvent>& telemetry() const { return ensureSeries().telemetry_; }
-    const std::vector<MemoryEvent>& memory() const { return ensureSeries().memory_; }
+    // The record, its series read first when this is a listing (see hasSeries).
+    const RunRecord& record() const { return ensureSeries().record_; }
+    // The series (the record's): the histogram steps' telemetry, the memory samples where
+    // the bytes changed.
+    const std::vector<StepPoint>& steps() const { return record().steps; }
+    const std::vector<EvalEvent>& evals() const { return record().evals; }
+    const std::vector<TelemetryEvent>& telemetry() const { return record().telemetry; }
+    const std::vector<MemoryEvent>& memory() const { return record().memory.samples; }
     // Values the training logged of its own (a probe's probe.log), in the order logged.
-    const std::vector<ScalarEvent>& scalars() const { return ensureSeries().scalars_; }
+    const std::vector<ScalarEvent>& scalars() const { return record().scalars; }
     const std::vector<SettingChangeEvent>& changes() const { return changes_; }
     // Changes asked for while the run went on and refused (nothing changed).
     const std::vector<ChangeRefusedEvent>& refusals() const { return refusals_; }
@@ -104,7 +113,8 @@ public:
     double bestAccuracy() const;
     double imagesPerSecond() const;       // over the run so far (or the final figure)
     double elapsedSeconds() const;        // sum of step times
-    MemorySnapshot peakMemory() const;    // reads the series of a listing
+    // The last sample's bytes with the run's peaks; reads the series of a listing.
+    MemorySnapshot peakMemory() const;
 
     // Increases with every change; charts redraw only when it moved.
     std::uint64_t revision() const { return revision_; }
@@ -114,24 +124,15 @@ private:
 
     QString id_;
     QString name_;
-    TrainSettings settings_;
-    TrainSettings current_;
+    RunRecord record_;
+    TrainSettings current_;   // the last change's settings, else the start's
     QColor color_;
     bool interrupted_ = false;
     QString recordPath_;
     RunStatus status_ = RunStatus::starting;
     QString statusMessage_;
     std::int64_t plannedSteps_ = 0;
-    QString backend_;
-    std::vector<std::string> versions_;
-    QString arithmetic_;
-    std::optional<std::uint64_t> deviceBeforeRun_;
-    std::string judgedFormat_, sourceAsRun_;
-    std::vector<StepPoint> steps_;
-    std::vector<EvalEvent> evals_;
-    std::vector<TelemetryEvent> telemetry_;
-    std::vector<MemoryEvent> memory_;
-    std::vector<ScalarEvent> scalars_;
+    // The record's changes and refusals apart (a listing's too, whose record has no events).
     std::vector<SettingChangeEvent> changes_;
     std::vector<ChangeRefusedEvent> refusals_;
     std::int64_t skipped_ = 0;

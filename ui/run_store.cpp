@@ -34,22 +34,15 @@ QString freeRecordPath(const QString& dir, const QString& stem)
     return QDir(dir).filePath(name + QStringLiteral(".json"));
 }
 
-// A record read whole and replayed into a run, as a live run would have built it.
+// A record read whole into a run.
 RunPtr readRun(const QString& file, const QString& id, QString* error)
 {
     try {
-        const RunRecord record = loadRunRecord(toPath(file));
-        const ReplayedRun replay = replayRecord(record);
-        auto run = std::make_shared<RunData>(id, replay.settings);
-        for (const auto& e : replay.events) run->apply(e);
+        RunRecord record = loadRunRecord(toPath(file));
         // A record without its final summary is interrupted only when its writer is gone:
         // one that another process (plab train --out, another app) still writes is live.
-        if (!replay.interrupted || !recordWriterAlive(toPath(file))) {
-            run->finish(replay.result);
-            run->setInterrupted(replay.interrupted);
-        }
-        const std::string& name = record.name;
-        run->setName(name.empty() ? id : QString::fromStdString(name));
+        const bool finished = !record.interrupted() || !recordWriterAlive(toPath(file));
+        auto run = RunData::fromRecord(id, std::move(record), finished);
         run->setRecordPath(file);
         return run;
     } catch (const std::exception& e) {

@@ -1,5 +1,5 @@
 // A run's record as the trainer's events build it, and what it is asked (run_record.h);
-// its JSON both ways is in run_record_json.cpp, replay in record_replay.cpp.
+// its JSON both ways is in run_record_json.cpp.
 #include "record/run_record.h"
 
 #include "tensor/memory.h"

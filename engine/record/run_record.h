@@ -2,10 +2,10 @@
 // docs/RUN_RECORD.md). A run's record is built from the trainer's events as they arrive
 // (RunRecord::apply; RunRecorder in record_writer.h keeps one and writes it), and written
 // and read by one pair of functions, runRecordToJson and readRunRecord
-// (run_record_json.cpp: the schema both ways, in one file). Replay (the trainer's own
-// events, so that a saved run shows exactly as a live one), reports, CSV, lesson metrics
-// and the app's run list are functions of it. Nothing outside engine/record/ reads or
-// writes a record's JSON.
+// (run_record_json.cpp: the schema both ways, in one file). The app's run holds one (a live
+// run's built from events as they come, a saved run's read), so a saved run shows exactly
+// as a live one; reports, CSV, lesson metrics and the app's run list are functions of it.
+// Nothing outside engine/record/ reads or writes a record's JSON.
 #pragma once
 
 #include "numerics/rounding_stats.h"
@@ -212,16 +212,6 @@ nlohmann::json loadRunRecordDocument(const std::filesystem::path& file);
 bool isRunRecordDocument(const nlohmann::json& doc);
 // The file, read (both of the above).
 RunRecord loadRunRecord(const std::filesystem::path& file);
-
-// A saved run as the trainer's own events, in the order the trainer sent them (by step):
-// the UI feeds a saved run and a live one through the same code.
-struct ReplayedRun {
-    TrainSettings settings;             // as the run started
-    std::vector<TrainerEvent> events;
-    RunResult result;                   // from the summary; a record cut short reads as stopped
-    bool interrupted = false;           // the record never got its final summary
-};
-ReplayedRun replayRecord(const RunRecord& record);
 
 // The record's JSON forms of its parts (so that a record reads back the same).
 nlohmann::json machineToJson(const RecordedMachine& machine);

@@ -1,6 +1,6 @@
 // A run record's JSON both ways (docs/RUN_RECORD.md): readRunRecord and runRecordToJson
 // (run_record.h), each part's reader beside its writer. Building a record from events is in
-// run_record.cpp, replay in record_replay.cpp.
+// run_record.cpp.
 #include "record/run_record.h"
 
 #include "files/input_file.h"

@@ -26,17 +26,15 @@ namespace plab {
 
 inline constexpr const char* kRunsIndexFileName = ".plab-index.json";
 
-// The facts of one record that a list of runs shows, equal to what replaying the whole
-// record gives (the app's RunData built from a listing shows the same row as one built
-// from the record: tst_ui_models checks it).
+// The facts of one record that a list of runs shows, a function of the record (listingOf):
+// the app's RunData built from a listing shows the same row as one built from the record
+// (tst_ui_models checks it).
 struct RunListing {
     std::string name;                  // the record's "name" ("" when it has none)
     TrainSettings settings;            // as the run started
     TrainSettings current;             // after its setting changes
-    RunStatus status = RunStatus::completed;   // the replay's final status (stopped when unfinished)
-    std::string message;               // the replay's final message
-    RunStatus lastStatus = RunStatus::starting;   // the last status event (a live record shows this)
-    std::string lastStatusMessage;
+    RunStatus status = RunStatus::completed;   // RunRecord::result()'s (stopped when unfinished)
+    std::string message;               // and its message
     bool unfinished = false;           // no final summary: interrupted, or still being written
     std::int64_t steps = 0;
     std::int64_t plannedSteps = 0;
@@ -116,13 +114,13 @@ struct RunsScanOptions {
 // The file names of the records in `folder` ("*.json", not hidden, regular files or links),
 // sorted: what a scan reads.
 std::vector<std::string> recordFileNames(const std::filesystem::path& folder);
-// One record's listing, read from the record (parsed and replayed whole), with whether a
+// One record's listing, read from the record (parsed whole), with whether a
 // live process still writes it: what a scan delivers for a record the index does not hold.
 ScannedRecord scanRecord(const std::filesystem::path& file);
 
 // Reads the listing of every record in `folder` ("*.json", not hidden, not folders), in
 // file-name order: from the index where it is current, from the record otherwise (parsed
-// and replayed whole, so a damaged record is found now, as before the index existed).
+// whole, so a damaged record is found now, as before the index existed).
 // `deliver` gets them in order, in batches, on the calling thread. Writes the index back
 // when it changed (a folder it cannot write keeps working without one), also after a
 // cancellation. Stops early, delivering nothing more, once `cancelled` is true. Returns

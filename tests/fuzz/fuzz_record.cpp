@@ -5,6 +5,7 @@
 #include "json/json_input.h"
 #include "record/run_record.h"
 #include "report/run_comparison.h"
+#include "report/runs_index.h"
 
 #include <exception>
 #include <string_view>
@@ -21,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     try {
         const plab::RunRecord record = plab::readRunRecord(doc, "record");
-        (void)plab::replayRecord(record);
+        (void)plab::listingOf(record);
+        (void)plab::runRecordToJson(record);
         (void)plab::digestRunRecord(record, "record");
     } catch (const std::exception&) {
     }

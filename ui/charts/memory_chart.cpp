@@ -202,6 +202,7 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
     // Step shape: a sample holds until the next one (the events are kept only on change).
     const double lastStep = run.steps().empty() ? 0.0 : static_cast<double>(run.steps().back().step);
     std::vector<double> below(picks.size() * 2, 0.0);
+    const MemorySnapshot peaks = run.peakMemory();
     for (MemoryCategory c : kStackOrder) {
         const auto ci = static_cast<std::size_t>(c);
         QList<QPointF> upper, lower;
@@ -224,7 +225,7 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
         auto* area = static_cast<QAreaSeries*>(pool_.take(
             run.id() + QStringLiteral("/memory/") + categoryLabel(c),
             [] { return makeAreaSeries(); }, {steps_, bytes_}));
-        const qint64 peak = events.empty() ? 0 : events.back().memory.peak[ci];
+        const qint64 peak = peaks.peak[ci];
         setSeriesName(area, tr("%1 %2 (peak %3)%4")
                                 .arg(run.name(), categoryLabel(c), formatBytes(static_cast<double>(peak)), categoryMeaning(c)));
         setLegendLabel(chart_, area, categoryLegend(c));
