@@ -216,12 +216,10 @@ private slots:
         const TrainSettings byRule = settingsFromJson(json{{"recipe", "pure-fp16"}}, "test");
         QCOMPARE(byRule.recipe.optimizerStateFormat(), Format::fp16);
         QCOMPARE(settingsToJson(byRule).at("optimizer_state"), json("auto"));
-        QCOMPARE(recipeToJson(byRule.recipe).at("optimizer_state"), json("fp16"));
         const TrainSettings apart =
             settingsFromJson(json{{"recipe", "pure-fp16"}, {"optimizer_state", "fp32"}}, "test");
         QCOMPARE(apart.recipe.optimizerStateFormat(), Format::fp32);
         QCOMPARE(apart.recipe.weightFormat(), Format::fp16);
-        QCOMPARE(recipeToJson(apart.recipe).at("optimizer_state"), json("fp32"));
         QVERIFY(QString::fromStdString(apart.recipe.describe()).contains("fp16 weights (no master copy), fp32 optimizer state"));
         QVERIFY(!QString::fromStdString(byRule.recipe.describe()).contains("optimizer state"));
 
@@ -256,7 +254,6 @@ private slots:
         const TrainSettings ceil =
             settingsFromJson(json{{"recipe", "amp-bf16"}, {"quantize", "mxfp8"}, {"mx_scale", "ceil"}}, "test");
         QCOMPARE(ceil.recipe.quantization.mxScale, MxScaleRounding::ceil);
-        QCOMPARE(recipeToJson(ceil.recipe).at("quantization").at("mx_scale"), json("ceil"));
         QVERIFY(QString::fromStdString(ceil.recipe.quantization.describe()).contains("exponent rounded up"));
         QVERIFY(!QString::fromStdString(plain.recipe.quantization.describe()).contains("rounded up"));
         QVERIFY(QString::fromStdString(describeRecipeChange(plain.recipe, ceil.recipe)).contains("exponent rounded up"));
@@ -271,8 +268,7 @@ private slots:
         QVERIFY(plain.recipe.matchesPreset());
         const TrainSettings kahan = settingsFromJson(json{{"recipe", "pure-bf16"}, {"update_rounding", "kahan"}}, "test");
         QCOMPARE(kahan.recipe.updateRounding, UpdateRounding::kahan);
-        QCOMPARE(recipeToJson(kahan.recipe).at("update_rounding"), json("kahan"));
-        QCOMPARE(recipeToJson(kahan.recipe).at("custom"), json(true));
+        QVERIFY(!kahan.recipe.matchesPreset());
         QVERIFY(QString::fromStdString(kahan.recipe.describe()).contains("Kahan-compensated updates"));
         QCOMPARE(QString::fromStdString(describeRecipeChange(plain.recipe, kahan.recipe)),
                  QStringLiteral("update rounding nearest -> kahan"));

@@ -62,14 +62,13 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
     d.arithmetic = record.arithmetic;
     d.data = record.data;
     d.createdAt = record.createdAt;
-    const json recipe = recipeToJson(d.recipe);
     d.presetDisplayName = PrecisionRecipe::displayName(d.recipe.preset);
-    d.recipePhrase = recipePhraseOf(recipe);
+    d.recipePhrase = recipePhraseOf(d.recipe);
     d.compute = std::string(formatName(d.recipe.compute));
     d.storage = std::string(formatName(d.recipe.storage()));
     d.masterWeights = d.recipe.masterWeights;
     d.optimizerState = std::string(formatName(d.recipe.optimizerStateFormat()));
-    d.lossScaleMode = jsonTextOr(recipe["loss_scaling"], "mode", "off");
+    d.lossScaleMode = lossScaleModeName(d.recipe.lossScaling.mode);
     d.optimizer = record.settings.optimizer.kind;
 
     const RecordedSummary& s = record.summary;

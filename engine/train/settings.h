@@ -193,9 +193,4 @@ std::string labelSmoothingProblem(const PrecisionRecipe& r, const ModelSpec& mod
 // epochs of ceil(images / batch) steps, capped by maxSteps.
 std::int64_t plannedSteps(const TrainSettings& s, std::int64_t trainImages);
 
-// The recipe's switches in the record's form: {"preset", "custom", "compute", ...}.
-nlohmann::json recipeToJson(const PrecisionRecipe& r);
-nlohmann::json lossScalingToJson(const LossScaling& l);
-nlohmann::json quantizationToJson(const Quantization& q);
-
 }  // namespace plab
