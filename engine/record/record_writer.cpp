@@ -1,6 +1,8 @@
 // Writing run records (record_writer.h).
 #include "record/record_writer.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace plab {
@@ -51,8 +53,11 @@ void RunRecorder::finish(const RunResult& result)
 void RunRecorder::flushIfDue()
 {
     const auto now = std::chrono::steady_clock::now();
-    // After a failed write the record stays in memory; finish() tries once more.
-    if (out_.empty() || !writeError_.empty() || now - lastFlush_ < std::chrono::seconds(1)) return;
+    // After a failed write the record stays in memory; finish() tries once more. A long
+    // record's write takes long (400,000 steps: about 0.9 s, bench/RESULTS.md): it waits
+    // ten times that, so writing takes at most about a tenth of the run.
+    const auto wait = std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1), 10 * lastWriteTook_);
+    if (out_.empty() || !writeError_.empty() || now - lastFlush_ < wait) return;
     try {
         flush();
     } catch (const std::exception& e) {
@@ -62,8 +67,10 @@ void RunRecorder::flushIfDue()
 
 void RunRecorder::flush()
 {
+    const auto start = std::chrono::steady_clock::now();
     writeJsonAtomically(out_, runRecordToJson(record_));
     lastFlush_ = std::chrono::steady_clock::now();
+    lastWriteTook_ = lastFlush_ - start;
 }
 
 }  // namespace plab

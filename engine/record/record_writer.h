@@ -1,7 +1,8 @@
 // Writing run records: a RunRecord built from the trainer's events (RunRecord::apply) and
 // written as one JSON document (runRecordToJson; schema in docs/RUN_RECORD.md), rewritten
-// atomically (temp file + rename) at most about once a second and at the end, so it is valid
-// at every moment and a crash loses at most the last second.
+// atomically (temp file + rename) at most about once a second, a long record no more often
+// than ten times its write takes, and at the end, so it is valid at every moment and a
+// crash loses at most the last second (a long record's last few).
 #pragma once
 
 #include "data/dataset.h"
@@ -48,6 +49,7 @@ private:
     std::filesystem::path out_;
     RunRecord record_;
     std::chrono::steady_clock::time_point lastFlush_;
+    std::chrono::steady_clock::duration lastWriteTook_{};
     std::string writeError_;
 };
 
