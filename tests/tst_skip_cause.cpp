@@ -325,7 +325,8 @@ private slots:
             }
         });
         recorder.finish(trainer.run());
-        for (const auto& step : recorder.recordJson().at("steps")) QVERIFY(!step.contains("non_finite"));
+        const nlohmann::json written = recorder.recordJson();
+        for (const auto& step : written.at("steps")) QVERIFY(!step.contains("non_finite"));
     }
 };
 
