@@ -10,6 +10,7 @@ namespace plab::ui {
 RunData::RunData(QString id, TrainSettings settings) : id_(std::move(id)), name_(id_), current_(settings)
 {
     record_.settings = std::move(settings);
+    record_.backend = record_.settings.backend;   // as RunRecord::start has it, until the run says
     record_.summary.status = std::string(runStatusName(RunStatus::starting));
 }
 
