@@ -457,6 +457,40 @@ private slots:
                 QVERIFY2(value == defaultSettingsJson().at(other), (name + " changed " + other).c_str());
     }
 
+    // A row's role says what its key changes, which the report's comparison trusts: each
+    // loss-scaling key's example changes the recipe's loss scaling and nothing else; each
+    // key that observes changes none of the model, recipe, optimizer, data, batch, seed and
+    // length of the run; each other key changes more than the loss scaling.
+    void rowsSayWhatTheirKeysChange()
+    {
+        const TrainSettings defaults = settingsFromJson(json::object(), "test");
+        const auto trainsLike = [&](const TrainSettings& s) {
+            return s.model == defaults.model && s.recipe == defaults.recipe && s.optimizer == defaults.optimizer &&
+                   s.dataset == defaults.dataset && s.batch == defaults.batch && s.seed == defaults.seed &&
+                   s.epochs == defaults.epochs && s.maxSteps == defaults.maxSteps;
+        };
+        int scalesLoss = 0, observes = 0;
+        for (const SettingKey& k : settingKeys()) {
+            const TrainSettings s = settingsFromJson(json{{k.key, test::settingExamples().at(k.key)}}, "test");
+            if (k.role == SettingRole::scalesLoss) {
+                ++scalesLoss;
+                QVERIFY2(!(s.recipe.lossScaling == defaults.recipe.lossScaling), k.key);
+                TrainSettings rest = s;
+                rest.recipe.lossScaling = defaults.recipe.lossScaling;
+                QVERIFY2(rest == defaults, k.key);
+            } else if (k.role == SettingRole::observes) {
+                ++observes;
+                QVERIFY2(trainsLike(s), k.key);
+            } else {   // no key that only scales the loss is left among those that train
+                TrainSettings rest = s;
+                rest.recipe.lossScaling = defaults.recipe.lossScaling;
+                QVERIFY2(!(rest == defaults), k.key);
+            }
+        }
+        QCOMPARE(scalesLoss, 7);   // loss_scale, init_scale, growth_factor, backoff_factor, growth_interval, min_scale, max_scale
+        QCOMPARE(observes, 4);     // data_dir, threads, histogram_every, eval_every
+    }
+
     // A config file through the one reader, with overrides on top; its errors name the file.
     void settingsFromFileReadsAConfigWithOverrides()
     {

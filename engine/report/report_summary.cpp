@@ -62,13 +62,13 @@ std::string lossScalingWords(const RunDigest& r)
     return "without loss scaling";
 }
 
-// Settings that decide what a run computes, apart from loss scaling (the thing compared).
+// Settings that decide what a run trains, apart from its loss scaling (the thing compared):
+// the keys whose rows say they train (SettingRole).
 std::string settingsWithoutLossScaling(const RunDigest& r)
 {
     json s = r.settings;
-    for (const char* k : {"loss_scale", "init_scale", "growth_factor", "backoff_factor", "growth_interval",
-                          "min_scale", "max_scale", "data_dir", "threads", "histogram_every", "eval_every"})
-        s.erase(k);
+    for (const SettingKey& k : settingKeys())
+        if (k.role != SettingRole::trains) s.erase(k.key);
     return s.dump();
 }
 

@@ -87,6 +87,13 @@ struct SettingRange {
     bool minOpen = false, maxOpen = false;
 };
 
+// What a key is to a comparison of runs: its loss scaling (what the report compares runs
+// by), how the run is carried out and watched (where its data is read from, how many
+// threads, how often it is measured), which the report's comparison sets aside (threads can
+// change the order of a CPU's sums, not what is trained), or any other: runs that differ in
+// it are different runs to the report.
+enum class SettingRole : std::uint8_t { trains, scalesLoss, observes };
+
 struct SettingKey {
     const char* key;     // "batch"
     SettingType type;
@@ -98,6 +105,7 @@ struct SettingKey {
     std::optional<SettingRange> range;      // integer and number keys that have one
     std::vector<SettingChoice> choices;     // text keys with a closed set of values
     const char* help = "";                  // one line; --help adds the choices and the default
+    SettingRole role = SettingRole::trains;
 };
 
 // The key's range as a sentence reads it: "from 1 to 65536", "greater than 0", "0 or more",
