@@ -44,32 +44,19 @@ std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, S
 
 std::shared_ptr<RunData> RunData::fromRecord(QString id, RunRecord record, bool finished)
 {
-    auto run = std::make_shared<RunData>(std::move(id), record.settings);
-    run->name_ = record.name.empty() ? run->id_ : QString::fromStdString(record.name);
-    run->plannedSteps_ = record.stepsPlanned();
-    for (const StepPoint& p : record.steps) {
-        run->images_ += p.batch;
-        run->stepMs_ += p.timeMs;
-        run->skipped_ += p.skipped ? 1 : 0;
-    }
-    for (const RecordedEvent& event : record.events) {
-        if (const auto* e = std::get_if<StatusEvent>(&event)) {
-            run->status_ = e->status;
-            run->statusMessage_ = QString::fromStdString(e->message);
-        } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
-            run->changes_.push_back(*e);
-            run->current_ = e->settings;
-        } else if (const auto* e = std::get_if<ChangeRefusedEvent>(&event)) {
-            run->refusals_.push_back(*e);
-        }
-    }
-    if (finished) {
-        const RunResult result = record.result();
-        run->status_ = result.status;
-        run->statusMessage_ = QString::fromStdString(result.message);
-        run->finalImagesPerSecond_ = result.imagesPerSecond;
-        run->skipped_ = result.skippedSteps;
-        run->interrupted_ = record.interrupted();
+    // The facts a runs list shows are the record's (listingOf); a record another process
+    // still writes shows the status its last status event gave, and no speed or end yet.
+    auto run = fromListing(std::move(id), listingOf(record), {});
+    if (!finished) {
+        run->interrupted_ = false;
+        run->finalImagesPerSecond_ = 0.0;
+        run->status_ = RunStatus::starting;
+        run->statusMessage_.clear();
+        for (const RecordedEvent& event : record.events)
+            if (const auto* e = std::get_if<StatusEvent>(&event)) {
+                run->status_ = e->status;
+                run->statusMessage_ = QString::fromStdString(e->message);
+            }
     }
     run->record_ = std::move(record);
     return run;

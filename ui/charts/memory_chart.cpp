@@ -174,7 +174,7 @@ void MemoryChart::presentationModeChanged()
     if (auto* row = qobject_cast<QHBoxLayout*>(layout())) row->setStretch(1, on ? 0 : kPlannerStretch);
 }
 
-void MemoryChart::drawStack(const RunData& run, int columns, double& top)
+void MemoryChart::drawStack(const RunData& run, const MemorySnapshot& peaks, int columns, double& top)
 {
     const auto& events = run.memory();
     const bool fresh = stackRun_ != &run || stackRevision_ != run.revision() || stackColumns_ != columns;
@@ -202,7 +202,6 @@ void MemoryChart::drawStack(const RunData& run, int columns, double& top)
     // Step shape: a sample holds until the next one (the events are kept only on change).
     const double lastStep = run.steps().empty() ? 0.0 : static_cast<double>(run.steps().back().step);
     std::vector<double> below(picks.size() * 2, 0.0);
-    const MemorySnapshot peaks = run.peakMemory();
     for (MemoryCategory c : kStackOrder) {
         const auto ci = static_cast<std::size_t>(c);
         QList<QPointF> upper, lower;
@@ -280,7 +279,7 @@ void MemoryChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         top = std::max(top, static_cast<double>(peak.totalPeak) / kMiB);
         peaks << peakLine(runLabel(run, runs), peak);   // the peak, and the phases' end figures apart
         if (run == runs.front()) {
-            drawStack(*run, columns, top);
+            drawStack(*run, peak, columns, top);
         } else {
             // Comparison runs: the total only, in the run's color (recomputed only when the
             // run moved: a finished comparison run costs nothing per frame).

@@ -41,7 +41,7 @@ protected:
 private:
     static constexpr int kChartStretch = 3;     // of the group's width, beside the planner's 2
     static constexpr int kPlannerStretch = 2;
-    void drawStack(const RunData& run, int columns, double& top);
+    void drawStack(const RunData& run, const MemorySnapshot& peaks, int columns, double& top);
     void updatePlanner();
     // The presets' estimates for these settings (cached by what the estimate depends on:
     // the model, the optimizer's state, the recipe's other fields); null for a bad spec.
