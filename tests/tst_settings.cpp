@@ -48,7 +48,12 @@ private slots:
         QVERIFY(vit.zeroInitResidual);
         QCOMPARE(vit.labelSmoothing, 0.1);
         QCOMPARE(vit.optimizer.lr, 1e-3);
-        QCOMPARE(modelDefaultsTaken(json{{"model", "vit"}}),
+        const auto taken = [](const json& patch) {
+            ModelDefaultsTaken t;
+            (void)settingsFromJson(patch, "test", SettingsReading::newRun, &t);
+            return t.takenText();
+        };
+        QCOMPARE(taken(json{{"model", "vit"}}),
                  std::string("batch 16, label_smoothing 0.1, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, "
                              "zero_init_residual on"));
         // What the patch gives wins, and is no longer listed as taken.
@@ -58,28 +63,34 @@ private slots:
         QCOMPARE(given.model.widths, (std::vector<int>{64, 2, 4, 7}));
         QVERIFY(!given.zeroInitResidual);
         QCOMPARE(given.labelSmoothing, 0.1);
-        QCOMPARE(modelDefaultsTaken(patch), std::string("label_smoothing 0.1, lr_schedule cosine, warmup_steps 150"));
+        QCOMPARE(taken(patch), std::string("label_smoothing 0.1, lr_schedule cosine, warmup_steps 150"));
         // Initial weights from a file give every weight: no zero-initialised branches.
         const json weights = {{"model", "vit"}, {"init_weights", "w.safetensors"}};
         QVERIFY(!settingsFromJson(weights, "test").zeroInitResidual);
         QCOMPARE(settingsFromJson(weights, "test").batch, 16);
-        QVERIFY(modelDefaultsTaken(weights).find("zero_init_residual") == std::string::npos);
-        json withWeights = settingsToJson(settingsFromJson(json{{"init_weights", "w.safetensors"}}, "test"));
-        withWeights["model"] = "vit";
-        QCOMPARE(followModelDefaults(withWeights, "small-cnn", "vit")["zero_init_residual"], json(false));
+        QVERIFY(taken(weights).find("zero_init_residual") == std::string::npos);
+        ModelDefaultsTaken leftOff;
+        (void)settingsFromJson(weights, "test", SettingsReading::newRun, &leftOff);
+        QCOMPARE(leftOff.leftOffText(), std::string("zero_init_residual on (the initial weights from a file give every weight)"));
+        const TrainSettings withWeights = settingsFromJson(json{{"init_weights", "w.safetensors"}}, "test");
+        QVERIFY(!followModelDefaults(withWeights, "vit").zeroInitResidual);
+        QCOMPARE(followModelDefaults(withWeights, "vit").batch, 16);
         // A recipe that keeps the loss in 16 bits refuses label smoothing: the vit's own
         // smoothing stays off there rather than refuse the run (the user's own is refused).
         for (const char* preset : {"pure-fp16", "pure-bf16"}) {
             const json pure = {{"model", "vit"}, {"recipe", preset}};
             QCOMPARE(settingsFromJson(pure, "test").labelSmoothing, 0.0);
             QCOMPARE(settingsFromJson(pure, "test").batch, 16);
-            QVERIFY(modelDefaultsTaken(pure).find("label_smoothing") == std::string::npos);
+            QVERIFY(taken(pure).find("label_smoothing") == std::string::npos);
+            ModelDefaultsTaken pureTaken;
+            (void)settingsFromJson(pure, "test", SettingsReading::newRun, &pureTaken);
+            QCOMPARE(pureTaken.leftOffText(), std::string("label_smoothing 0.1 (the recipe keeps the loss in 16 bits)"));
             json withSmoothing = pure;
             withSmoothing["label_smoothing"] = 0.1;
             QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(withSmoothing, "test"));
-            json panel = settingsToJson(settingsFromJson(json{{"recipe", preset}}, "test"));
-            panel["model"] = "vit";
-            QCOMPARE(followModelDefaults(panel, "small-cnn", "vit")["label_smoothing"], json(0.0));
+            const TrainSettings panel = settingsFromJson(json{{"recipe", preset}}, "test");
+            QCOMPARE(followModelDefaults(panel, "vit").labelSmoothing, 0.0);
+            QCOMPARE(followModelDefaults(panel, "vit").batch, 16);
         }
         QCOMPARE(modelDefaultsHeld(settingsFromJson(json{{"model", "vit"}, {"batch", 32}}, "test")),
                  std::string("label_smoothing 0.1, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, "
@@ -88,42 +99,46 @@ private slots:
                  std::string("batch 16, lr_schedule cosine, warmup_steps 150, widths 128,3,8,7, zero_init_residual on"));
         // The other models have none.
         for (const char* kind : {"mlp", "deep-mlp", "small-cnn", "seed-cnn"}) {
-            QVERIFY(modelTrainingDefaults(kind).empty());
+            QVERIFY(modelDefaultKeys(kind).empty());
             QCOMPARE(settingsFromJson(json{{"model", kind}}, "test").batch, 32);
         }
         // A record's settings mean what they meant when written: every model's defaults.
-        const TrainSettings stored = storedSettingsFromJson(json{{"model", "vit"}}, "test");
+        QCOMPARE(modelDefaultKeys("vit"), (std::vector<std::string>{"batch", "label_smoothing", "lr_schedule",
+                                                                   "warmup_steps", "widths", "zero_init_residual"}));
+        const TrainSettings stored = settingsFromJson(json{{"model", "vit"}}, "test", SettingsReading::stored);
         QVERIFY(stored.model.widths.empty());
         QCOMPARE(stored.batch, 32);
         QCOMPARE(stored.lrSchedule.shape, LrShape::constant);
         QVERIFY(!stored.zeroInitResidual);
         QCOMPARE(stored.labelSmoothing, 0.0);
-        QVERIFY_THROWS_EXCEPTION(InputError, storedSettingsFromJson(json{{"batchsize", 3}}, "test"));
+        QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(json{{"batchsize", 3}}, "test", SettingsReading::stored));
     }
 
     // A settings panel's model change: the widths become the new model's; settings left at
     // the old model's defaults take the new one's; what the user changed stays.
     void modelChangeFollowsTheDefaults()
     {
-        json s = settingsToJson(settingsFromJson(json{{"batch", 64}, {"widths", {6, 8}}}, "test"));
-        s["model"] = "vit";
-        const json toVit = followModelDefaults(s, "small-cnn", "vit");
-        QCOMPARE(toVit["widths"], json({128, 3, 8, 7}));
-        QCOMPARE(toVit["batch"], json(64));   // changed by the user
-        QCOMPARE(toVit["lr_schedule"], json("cosine"));
-        QCOMPARE(toVit["warmup_steps"], json(150));
-        QCOMPARE(toVit["zero_init_residual"], json(true));
-        QCOMPARE(toVit["label_smoothing"], json(0.1));
-        json edited = settingsToJson(settingsFromJson(json{{"model", "vit"}, {"label_smoothing", 0.2}}, "test"));
-        edited["model"] = "mlp";
-        const json back = followModelDefaults(edited, "vit", "mlp");
-        QCOMPARE(back["widths"], json::array());
-        QCOMPARE(back["batch"], json(32));
-        QCOMPARE(back["lr_schedule"], json("constant"));
-        QCOMPARE(back["warmup_steps"], json(0));
-        QCOMPARE(back["zero_init_residual"], json(false));
-        QCOMPARE(back["label_smoothing"], json(0.2));   // changed by the user
-        QCOMPARE(storedSettingsFromJson(back, "test").model.kind, std::string("mlp"));
+        const TrainSettings s = settingsFromJson(json{{"batch", 64}, {"widths", {6, 8}}}, "test");
+        const TrainSettings toVit = followModelDefaults(s, "vit");
+        QCOMPARE(toVit.model.kind, std::string("vit"));
+        QCOMPARE(toVit.model.widths, (std::vector<int>{128, 3, 8, 7}));
+        QCOMPARE(toVit.batch, 64);   // changed by the user
+        QCOMPARE(toVit.lrSchedule.shape, LrShape::cosine);
+        QCOMPARE(toVit.lrSchedule.warmupSteps, std::int64_t(150));
+        QVERIFY(toVit.zeroInitResidual);
+        QCOMPARE(toVit.labelSmoothing, 0.1);
+        QCOMPARE(validateSettings(toVit), std::string());
+        const TrainSettings edited = settingsFromJson(json{{"model", "vit"}, {"label_smoothing", 0.2}}, "test");
+        const TrainSettings back = followModelDefaults(edited, "mlp");
+        QCOMPARE(back.model.kind, std::string("mlp"));
+        QVERIFY(back.model.widths.empty());
+        QCOMPARE(back.batch, 32);
+        QCOMPARE(back.lrSchedule.shape, LrShape::constant);
+        QCOMPARE(back.lrSchedule.warmupSteps, std::int64_t(0));
+        QVERIFY(!back.zeroInitResidual);
+        QCOMPARE(back.labelSmoothing, 0.2);   // changed by the user
+        // Nothing else moves: the same as a new mlp run with the user's smoothing.
+        QVERIFY(back == settingsFromJson(json{{"model", "mlp"}, {"label_smoothing", 0.2}}, "test"));
     }
 
     void presetThenSwitches()
@@ -446,7 +461,8 @@ private slots:
         QFETCH(QString, key);
         const std::string name = key.toStdString();
         const json& example = test::settingExamples().at(name);
-        QVERIFY(example != defaultSettingsJson().at(name));
+        const json defaults = settingsToJson(defaultSettings());
+        QVERIFY(example != defaults.at(name));
         const TrainSettings s = settingsFromJson(json{{name, example}}, "test");
         QVERIFY2(!(s == settingsFromJson(json::object(), "test")), "the key changed nothing");
         const json back = settingsToJson(s);
@@ -454,7 +470,7 @@ private slots:
         // Every other key keeps its default, except what a preset or a loss-scale mode sets.
         for (const auto& [other, value] : back.items())
             if (other != name && name != "recipe" && name != "loss_scale")
-                QVERIFY2(value == defaultSettingsJson().at(other), (name + " changed " + other).c_str());
+                QVERIFY2(value == defaults.at(other), (name + " changed " + other).c_str());
     }
 
     // A row's role says what its key changes, which the report's comparison trusts: each

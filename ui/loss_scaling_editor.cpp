@@ -3,9 +3,6 @@
 
 #include "train/settings.h"
 
-#include <nlohmann/json.hpp>
-
-
 #include <QComboBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -184,7 +181,7 @@ std::optional<LossScaling> LossScalingEditor::lossScaling(QString* problem) cons
         if (!ok) return fail(tr("Growth interval: “%1” is not a whole number of steps.").arg(interval_->text()));
         // Beyond int: said here, by the settings row's range, before the engine's own check.
         const SettingKey& key = *findSettingKey("growth_interval");
-        if (const std::string outside = settingValueProblem(key, nlohmann::json(interval)); !outside.empty())
+        if (const std::string outside = settingWholeProblem(key, interval); !outside.empty())
             return fail(tr("%1 %2.").arg(QString::fromUtf8(key.title), QString::fromStdString(outside)));
         l.growthInterval = static_cast<int>(interval);
         for (auto [edit, target, what] : {std::tuple{minScale_, &l.minScale, tr("Min scale")},

@@ -540,7 +540,7 @@ void MainWindow::restoreState()
     const QString last = settings_->value(QStringLiteral("settings/last")).toString();
     if (!last.isEmpty()) {
         try {
-            panel_->setSettings(storedSettingsFromJson(nlohmann::json::parse(last.toStdString()), "last settings"));
+            panel_->setSettings(settingsFromJson(nlohmann::json::parse(last.toStdString()), "last settings", SettingsReading::stored));
         } catch (const std::exception&) {
             // Settings of an older version: start from the defaults.
         }

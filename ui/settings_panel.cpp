@@ -8,8 +8,6 @@
 #include "nn/model_kinds.h"
 #include "train/settings.h"
 
-#include <nlohmann/json.hpp>
-
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -325,23 +323,15 @@ void SettingsPanel::buildUi()
             // Widths, per-layer precision and a model's own training defaults belong to the
             // model they were set for: the widths become the new model's, and what was left
             // at the old model's defaults takes the new one's (followModelDefaults).
-            const std::string from = current_.model.kind, to = dataOf(model_).toStdString();
+            const std::string to = dataOf(model_).toStdString();
             current_.recipe.layers.clear();
-            current_.model = ModelSpec{to, {}};
-            const nlohmann::json followed = followModelDefaults(settingsToJson(current_), from, to);
-            try {   // (a problem the settings have is shown by readControls, as for any edit)
-                setSettings(storedSettingsUnchecked(followed, "the model's defaults"));
-            } catch (const InputError&) {
-                // A typed value the reader refuses outright (a learning rate <= 0): every
-                // other setting, the new model's defaults among them, is still taken, and
-                // that value stays as typed, its problem shown.
-                // (Only the learning rate's text reaches the reader unchecked: the panel's
-                // other fields are checked as they are read.)
-                const QString typedLr = lr_->text();
-                std::vector<std::string> refused;
-                setSettings(storedSettingsUnchecked(readableSettings(followed, &refused), "the model's defaults"));
-                if (std::find(refused.begin(), refused.end(), "lr") != refused.end()) lr_->setText(typedLr);
-            }
+            // A typed learning rate stays as typed where the model change keeps its value (its
+            // problem, if it has one, shown as for any edit).
+            const QString typedLr = lr_->text();
+            const TrainSettings followed = followModelDefaults(current_, to);
+            const bool lrKept = followed.optimizer.lr == current_.optimizer.lr;
+            setSettings(followed);
+            if (lrKept) lr_->setText(typedLr);
         }
         onChoice();
     });
@@ -538,7 +528,7 @@ void SettingsPanel::readControls()
         const long long v = e->text().trimmed().toLongLong(&ok);
         if (!ok)
             problem = tr("%1: “%2” is not a whole number.").arg(titleOf(key), e->text());
-        else if (const std::string outside = settingValueProblem(row(key), nlohmann::json(v)); !outside.empty())
+        else if (const std::string outside = settingWholeProblem(row(key), v); !outside.empty())
             problem = tr("%1 %2.").arg(titleOf(key), QString::fromStdString(outside));
         else
             out = v;
@@ -604,9 +594,8 @@ void SettingsPanel::readControls()
     if (problem.isEmpty() && !s.initWeights.empty() && !QFileInfo(initWeights_->text().trimmed()).isFile())
         problem = tr("Initial weights: there is no file “%1”.").arg(initWeights_->text().trimmed());
     if (problem.isEmpty()) {   // each value against its row, named by the panel's label
-        const nlohmann::json written = settingsToJson(s);
         for (const SettingKey& k : settingKeys())
-            if (const std::string outside = settingValueProblem(k, written.at(k.key)); !outside.empty()) {
+            if (const std::string outside = settingValueProblem(k, s); !outside.empty()) {
                 problem = tr("%1 %2.").arg(QString::fromUtf8(k.title), QString::fromStdString(outside));
                 break;
             }

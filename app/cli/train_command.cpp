@@ -42,11 +42,12 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         patch["epochs"] = 0;
         patch.erase("max_steps");
     }
-    const TrainSettings settings = settingsFromJson(patch, origin);
+    ModelDefaultsTaken ownDefaults;
+    const TrainSettings settings = settingsFromJson(patch, origin, SettingsReading::newRun, &ownDefaults);
     // Said first: a weights file of other widths is refused below.
-    if (const std::string own = modelDefaultsTaken(patch, !opts.evaluateOnly); !own.empty())
+    if (const std::string own = ownDefaults.takenText(!opts.evaluateOnly); !own.empty())
         std::cerr << "plab: " << settings.model.kind << "'s own defaults: " << own << " (a flag overrides each)\n";
-    if (const std::string off = modelDefaultsLeftOff(patch); !off.empty() && !opts.evaluateOnly)
+    if (const std::string off = ownDefaults.leftOffText(); !off.empty() && !opts.evaluateOnly)
         std::cerr << "plab: notice: " << settings.model.kind << "'s own defaults left off: " << off << '\n';
     // Memory before anything is loaded: a batch this machine cannot hold is refused with
     // the largest that fits, not found out by the kernel's OOM killer.

@@ -29,12 +29,7 @@ const std::vector<FlagSpec>& trainFlags()
             std::string flag = std::string("--") + k.key;
             std::replace(flag.begin(), flag.end(), '_', '-');
             std::string help = settingHelp(k);
-            std::string d = settingFlagText(defaultSettingsJson().at(k.key));
-            // A model's own defaults (modelTrainingDefaults), after every model's.
-            for (const ModelKind& kind : modelKinds())
-                if (const json& own = modelTrainingDefaults(kind.name); own.contains(k.key))
-                    d += (d.empty() ? "" : "; ") + std::string(kind.name) + ": " + settingFlagText(own.at(k.key));
-            if (!d.empty()) help += " (default " + d + ")";
+            if (const std::string d = settingDefaultsText(k); !d.empty()) help += " (default " + d + ")";
             out.push_back({flag, k.key, k.type, help, &k});
         }
         return out;

@@ -15,8 +15,6 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 
-#include <nlohmann/json.hpp>
-
 namespace plab {
 
 namespace {
@@ -133,8 +131,8 @@ RunRecord RunRecord::start(const TrainSettings& settings, const DataSplit& data,
     r.name = std::move(name);
     r.createdAt = isoNow();
     r.settings = settings;
-    const nlohmann::json keys = settingsToJson(settings);
-    for (const auto& [key, value] : keys.items()) r.settingKeys.push_back(key);
+    for (const SettingKey& key : plab::settingKeys()) r.settingKeys.emplace_back(key.key);
+    std::sort(r.settingKeys.begin(), r.settingKeys.end());   // as a read record lists them (JSON's order)
     r.machine = thisMachine(settings.threads);
     r.versions = thisBuild();
     r.backend = settings.backend;

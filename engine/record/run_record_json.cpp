@@ -397,7 +397,8 @@ std::optional<RecordedEvent> eventFromJson(const json& ev, std::size_t index, co
         const auto it = ev.find("settings");
         if (it == ev.end() || !it->is_object()) refuseField(at, "settings", "an object of settings", ev.value("settings", json()));
         return SettingChangeEvent{step, text(ev, "description", at).value_or(""),
-                                  storedSettingsFromJson(*it, origin + " events[" + std::to_string(index) + "] settings")};
+                                  settingsFromJson(*it, origin + " events[" + std::to_string(index) + "] settings",
+                                                   SettingsReading::stored)};
     }
     if (type == "change_refused")
         return ChangeRefusedEvent{step, text(ev, "description", at).value_or(""), text(ev, "reason", at).value_or("")};
@@ -502,7 +503,7 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
         r.formatVersion = wholeInt(doc, "format_version", top, 0, kRunRecordFormatVersion);
         r.name = text(doc, "name", top).value_or("");
         r.createdAt = text(doc, "created_at", top).value_or("");
-        r.settings = storedSettingsFromJson(doc["settings"], origin + " settings");
+        r.settings = settingsFromJson(doc["settings"], origin + " settings", SettingsReading::stored);
         for (const auto& [key, value] : doc["settings"].items()) r.settingKeys.push_back(key);
 
         const json none = json::object();

@@ -66,9 +66,10 @@ std::string lossScalingWords(const RunDigest& r)
 // the keys whose rows say they train (SettingRole).
 std::string settingsWithoutLossScaling(const RunDigest& r)
 {
-    json s = r.settings;
-    for (const SettingKey& k : settingKeys())
-        if (k.role != SettingRole::trains) s.erase(k.key);
+    const json all = settingsToJson(r.record.settings);
+    json s = json::object();
+    for (const std::string& key : r.record.settingKeys)
+        if (const SettingKey* k = findSettingKey(key); k && k->role == SettingRole::trains) s[key] = all.at(key);
     return s.dump();
 }
 

@@ -45,14 +45,10 @@ const LayerFractions* RunDigest::layer(const std::string& name) const
 RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
 {
     RunDigest d;
+    d.record = record;
     d.origin = origin;
     d.name = record.name;
     d.recipe = record.settings.recipe;
-    // The settings as the record holds them: only its keys (an older record lacks newer ones).
-    const json all = settingsToJson(record.settings);
-    for (const auto& [key, value] : all.items())
-        if (std::find(record.settingKeys.begin(), record.settingKeys.end(), key) != record.settingKeys.end())
-            d.settings[key] = value;
     d.finalSettings = record.finalSettings();
     d.sourceAsRun = record.sourceAsRun;
     d.judgedFormat = record.judgedFormat;
@@ -100,15 +96,26 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
 RunComparison compareRuns(std::vector<RunDigest> runs)
 {
     RunComparison c;
-    // Settings table: every key of every run, in the first run's order.
+    // Settings table: every key of every run, in the first run's order; a run whose record
+    // lacks a key (older than it) shows "-".
+    std::vector<std::map<std::string, std::string>> texts;   // per run: key -> value as the table shows it
     std::vector<std::string> keys;
-    for (const auto& r : runs)
-        for (const auto& [k, v] : r.settings.items())
+    for (const auto& r : runs) {
+        const json all = settingsToJson(r.record.settings);
+        auto& text = texts.emplace_back();
+        for (const std::string& k : r.record.settingKeys) {
+            text[k] = settingValueText(all.at(k));
             if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        }
+    }
+    const auto valueOf = [&](std::size_t run, const std::string& key) {
+        const auto it = texts[run].find(key);
+        return it == texts[run].end() ? std::string("-") : it->second;
+    };
     for (const auto& k : keys) {
         SettingRow row;
         row.key = k;
-        for (const auto& r : runs) row.values.push_back(r.settings.contains(k) ? settingValueText(r.settings[k]) : "-");
+        for (std::size_t i = 0; i < runs.size(); ++i) row.values.push_back(valueOf(i, k));
         // The arithmetic as the run's products ran (the record's backend says, "exact: this CPU
         // has no native fp16 ..."), and what was asked where that differs: asked for hardware
         // units, an AMP FP16 run on a CPU without them ran exact.
@@ -141,12 +148,9 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
         for (const auto& k : keys) {
             if (notInLabels.count(k)) continue;
             std::set<std::string> distinct;
-            for (auto i : members) distinct.insert(runs[i].settings.contains(k) ? settingValueText(runs[i].settings[k]) : "-");
+            for (auto i : members) distinct.insert(valueOf(i, k));
             if (distinct.size() < 2) continue;
-            for (std::size_t m = 0; m < members.size(); ++m) {
-                const auto& s = runs[members[m]].settings;
-                extra[m] += ", " + k + " " + (s.contains(k) ? settingValueText(s[k]) : "-");
-            }
+            for (std::size_t m = 0; m < members.size(); ++m) extra[m] += ", " + k + " " + valueOf(members[m], k);
         }
         for (std::size_t m = 0; m < members.size(); ++m) runs[members[m]].label += extra[m];
     }

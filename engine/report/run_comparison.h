@@ -21,13 +21,13 @@ namespace plab {
 
 // What a report shows of one run: the record's parts it draws, and what it derives.
 struct RunDigest {
+    RunRecord record;              // the run
     std::string origin;            // where it came from (a file path), for messages
     std::string name;              // the record's name (may be empty)
     std::string label;             // unique among the compared runs (set by compareRuns)
     std::string presetDisplayName; // "AMP FP16"
     std::string recipePhrase;      // "AMP FP16 without loss scaling" (preset + what differs)
     PrecisionRecipe recipe;        // as the run started
-    nlohmann::json settings;       // the start's settings, the keys the record holds: the settings table
     TrainSettings finalSettings;   // the last setting change's, else the start's (as the app's currentSettings)
     RecordedMachine machine;
     RecordedVersions versions;

@@ -129,8 +129,8 @@ RunListing listingFromJson(const json& j, const std::string& origin)
     try {
         if (!j.is_object()) throw InputError("not an object");
         l.name = j.at("name").get<std::string>();
-        l.settings = storedSettingsFromJson(j.at("settings"), origin + " settings");
-        l.current = j.contains("current") ? storedSettingsFromJson(j["current"], origin + " current") : l.settings;
+        l.settings = settingsFromJson(j.at("settings"), origin + " settings", SettingsReading::stored);
+        l.current = j.contains("current") ? settingsFromJson(j["current"], origin + " current", SettingsReading::stored) : l.settings;
         l.status = statusNamed(j.at("status").get<std::string>(), origin);
         l.message = j.at("message").get<std::string>();
         l.unfinished = j.at("unfinished").get<bool>();
@@ -150,7 +150,7 @@ RunListing listingFromJson(const json& j, const std::string& origin)
         l.sourceAsRun = j.at("as_run").get<std::string>();
         for (const auto& c : j.at("changes"))
             l.changes.push_back({jsonWhole(c.at("step"), 0, kMaxStep, "step"), c.at("description").get<std::string>(),
-                                 storedSettingsFromJson(c.at("settings"), origin + " change settings")});
+                                 settingsFromJson(c.at("settings"), origin + " change settings", SettingsReading::stored)});
         for (const auto& r : j.at("refusals"))
             l.refusals.push_back({jsonWhole(r.at("step"), 0, kMaxStep, "step"), r.at("description").get<std::string>(),
                                   r.at("reason").get<std::string>()});

@@ -234,8 +234,12 @@ double epochSeconds(const std::string& iso)
 std::string tensorBoardRunId(const RunDigest& run)
 {
     // FNV-1a over what makes the run this run: when it started and its settings (seed included).
+    // The settings as the record holds them: its keys only (an older record lacks newer ones).
+    const nlohmann::json all = settingsToJson(run.record.settings);
+    nlohmann::json held = nlohmann::json::object();
+    for (const std::string& key : run.record.settingKeys) held[key] = all.at(key);
     std::uint64_t h = 14695981039346656037ull;
-    for (const std::string& part : {run.createdAt, std::string("\n"), run.settings.dump()})
+    for (const std::string& part : {run.createdAt, std::string("\n"), held.dump()})
         for (const unsigned char c : part) h = (h ^ c) * 1099511628211ull;
     char id[8];
     std::snprintf(id, sizeof id, "%06llx", static_cast<unsigned long long>(h & 0xFFFFFF));

@@ -59,7 +59,7 @@ public:
         return d;
     }
 
-    // A whole number the row's range has admitted (settingValueProblem).
+    // A whole number the row's range has admitted (jsonValueProblem).
     std::int64_t integer(const char* key) const
     {
         const auto& v = j_.at(key);
@@ -88,6 +88,21 @@ private:
     const json& j_;
     std::string origin_;
 };
+
+// A setting's JSON value as its flag takes it: on/off, text, a list as 1,2,3 (empty for
+// none), a number as JSON writes it; empty for null.
+std::string settingFlagText(const json& v)
+{
+    if (v.is_null()) return {};
+    if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+        std::string text;
+        for (const json& e : v) text += (text.empty() ? "" : ",") + settingFlagText(e);
+        return text;
+    }
+    return v.dump();
+}
 
 // An unknown key as a message shows it: at most 60 characters, control characters escaped.
 std::string shortKey(const std::string& key)
@@ -528,25 +543,25 @@ std::string settingRangeText(const SettingKey& key)
            (r.maxOpen ? ")" : "]");
 }
 
-std::string settingValueProblem(const SettingKey& key, const json& value)
+namespace {
+
+bool insideRange(const SettingRange& r, double v)
+{
+    return (r.minOpen ? v > r.min : v >= r.min) && (r.maxOpen ? v < r.max : v <= r.max);
+}
+
+// Why a JSON value is not one of the key's: outside its range, not one of its choices (a
+// value of another type is the reader's to refuse).
+std::string jsonValueProblem(const SettingKey& key, const json& value)
 {
     if (key.range && value.is_number()) {
-        const SettingRange& r = *key.range;
-        bool inside = false;
         if (key.type == SettingType::integer) {
             if (!value.is_number_integer()) return {};   // the reader's to refuse: not a whole number
-            inside = value.is_number_unsigned()
-                         ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX) &&
-                               value.get<std::int64_t>() >= r.wholeMin && value.get<std::int64_t>() <= r.wholeMax
-                         : value.get<std::int64_t>() >= r.wholeMin && value.get<std::int64_t>() <= r.wholeMax;
-        } else {
-            const double v = value.get<double>();
-            if (!std::isfinite(v)) return "must be a finite number";
-            inside = (r.minOpen ? v > r.min : v >= r.min) && (r.maxOpen ? v < r.max : v <= r.max);
+            if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+                return "must be " + settingRangeText(key) + ", got " + jsonExcerpt(value);
+            return settingWholeProblem(key, value.get<std::int64_t>());
         }
-        if (!inside)
-            return "must be " + settingRangeText(key) + ", got " +
-                   (key.type == SettingType::integer ? jsonExcerpt(value) : formatScale(value.get<double>()));
+        return settingNumberProblem(key, value.get<double>());
     }
     if (!key.choices.empty() && value.is_string()) {
         const std::string text = value.get<std::string>();
@@ -555,6 +570,50 @@ std::string settingValueProblem(const SettingKey& key, const json& value)
             return "must be " + alternatives(values) + ", got " + jsonExcerpt(value) + didYouMean(text, values);
     }
     return {};
+}
+
+const KeyRule* findRule(std::string_view key)
+{
+    for (const KeyRule& rule : keyRules())
+        if (key == rule.info.key) return &rule;
+    return nullptr;
+}
+
+}  // namespace
+
+std::string settingWholeProblem(const SettingKey& key, std::int64_t value)
+{
+    if (!key.range) return {};
+    if (value >= key.range->wholeMin && value <= key.range->wholeMax) return {};
+    return "must be " + settingRangeText(key) + ", got " + std::to_string(value);
+}
+
+std::string settingNumberProblem(const SettingKey& key, double value)
+{
+    if (!key.range) return {};
+    if (!std::isfinite(value)) return "must be a finite number";
+    if (insideRange(*key.range, value)) return {};
+    return "must be " + settingRangeText(key) + ", got " + formatScale(value);
+}
+
+std::string settingValueProblem(const SettingKey& key, const TrainSettings& s)
+{
+    const KeyRule* rule = findRule(key.key);
+    return rule ? jsonValueProblem(rule->info, rule->write(s)) : std::string();
+}
+
+void copySetting(std::string_view key, const TrainSettings& from, TrainSettings& to)
+{
+    if (const KeyRule* rule = findRule(key)) {
+        const json one{{rule->info.key, rule->write(from)}};
+        rule->read(Reader(one, "the settings"), to);
+    }
+}
+
+std::string settingText(const TrainSettings& s, std::string_view key)
+{
+    const KeyRule* rule = findRule(key);
+    return rule ? settingFlagText(rule->write(s)) : std::string();
 }
 
 std::string settingHelp(const SettingKey& key)
@@ -573,12 +632,6 @@ std::string settingHelp(const SettingKey& key)
     return help;
 }
 
-const nlohmann::json& defaultSettingsJson()
-{
-    static const json defaults = settingsToJson(settingsFromJson(json::object(), "the defaults"));
-    return defaults;
-}
-
 json settingsToJson(const TrainSettings& s)
 {
     json j = json::object();
@@ -588,15 +641,23 @@ json settingsToJson(const TrainSettings& s)
 
 namespace {
 
-TrainSettings readOverDefaults(const json& patch, const std::string& origin, bool validate = true)
+void requireSettingsObject(const json& j, const std::string& origin)
 {
-    const auto& rules = keyRules();
-    const Reader r(patch, origin);
+    if (!j.is_object()) throw InputError(origin + ": expected a JSON object of settings");
+    for (const auto& [key, value] : j.items())
+        if (!findRule(key)) throw InputError(origin + ": unknown setting '" + shortKey(key) + "'");
+}
+
+// The keys `j` gives read over every model's defaults, each value checked against its row;
+// validate: then the whole against validateSettings.
+TrainSettings readOverDefaults(const json& j, const std::string& origin, bool validate)
+{
+    const Reader r(j, origin);
     TrainSettings s;
     s.recipe = *PrecisionRecipe::fromPreset("fp32");
-    for (const auto& rule : rules) {
+    for (const auto& rule : keyRules()) {
         if (!r.has(rule.info.key)) continue;
-        if (const std::string problem = settingValueProblem(rule.info, patch.at(rule.info.key)); !problem.empty())
+        if (const std::string problem = jsonValueProblem(rule.info, j.at(rule.info.key)); !problem.empty())
             r.fail(rule.info.key, problem);
         rule.read(r, s);
     }
@@ -605,35 +666,83 @@ TrainSettings readOverDefaults(const json& patch, const std::string& origin, boo
     return s;
 }
 
-void requireSettingsObject(const json& patch, const std::string& origin)
+// The model a new run's JSON names (every model's default where it names none or no text:
+// the reader then says what is wrong).
+std::string modelNamed(const json& j)
 {
-    if (!patch.is_object()) throw InputError(origin + ": expected a JSON object of settings");
-    const auto& rules = keyRules();
-    for (const auto& [key, value] : patch.items())
-        if (std::none_of(rules.begin(), rules.end(), [&](const KeyRule& r) { return key == r.info.key; }))
-            throw InputError(origin + ": unknown setting '" + shortKey(key) + "'");
+    const auto it = j.find("model");
+    return it != j.end() && it->is_string() ? it->get<std::string>() : TrainSettings{}.model.kind;
+}
+
+// Whether settings JSON names initial weights from a file (which give every weight).
+bool givesWeights(const json& j)
+{
+    const auto w = j.find("init_weights");
+    return w != j.end() && w->is_string() && !w->get<std::string>().empty();
+}
+
+// A new run's JSON with its model's own defaults where it names none (ModelDefaultsTaken says
+// which are left off and why), what the reader then reads over every model's.
+json withModelDefaults(const json& j, ModelDefaultsTaken& use)
+{
+    const std::string kind = modelNamed(j);
+    const json own = settingsToJson(modelDefaultSettings(kind));
+    json complete = json::object();
+    for (const std::string& key : modelDefaultKeys(kind)) {
+        if (j.contains(key)) continue;
+        if (key == "zero_init_residual" && givesWeights(j)) {
+            use.leftOff.push_back(key + " " + settingFlagText(own.at(key)) +
+                                  " (the initial weights from a file give every weight)");
+            continue;
+        }
+        complete[key] = own.at(key);
+        use.taken.emplace_back(key, settingFlagText(own.at(key)));
+    }
+    for (const auto& [key, value] : j.items()) complete[key] = value;
+    // Label smoothing the recipe refuses (a loss kept in 16 bits) is left off; where the
+    // settings cannot even be read, their own problem is what the reader reports.
+    if (complete.contains("label_smoothing") && !j.contains("label_smoothing")) {
+        bool refused = false;
+        try {
+            const TrainSettings trial = readOverDefaults(complete, "the model's defaults", false);
+            refused = !labelSmoothingProblem(trial.recipe, trial.model, trial.labelSmoothing).empty();
+        } catch (const InputError&) {
+        }
+        if (refused) {
+            const std::string value = settingFlagText(complete.at("label_smoothing"));
+            use.leftOff.push_back("label_smoothing " + value + " (the recipe keeps the loss in 16 bits)");
+            complete.erase("label_smoothing");
+            std::erase_if(use.taken, [](const auto& t) { return t.first == "label_smoothing"; });
+        }
+    }
+    return complete;
 }
 
 }  // namespace
 
-TrainSettings settingsFromJson(const json& patch, const std::string& origin)
+std::string ModelDefaultsTaken::takenText(bool training) const
 {
-    requireSettingsObject(patch, origin);
-    json complete = modelDefaultsPatch(patch);
-    for (const auto& [key, value] : patch.items()) complete[key] = value;
-    return readOverDefaults(complete, origin);
+    std::string text;
+    for (const auto& [key, value] : taken)
+        if (training || key == "widths") text += (text.empty() ? "" : ", ") + key + " " + value;
+    return text;
 }
 
-TrainSettings storedSettingsFromJson(const json& stored, const std::string& origin)
+std::string ModelDefaultsTaken::leftOffText() const
 {
-    requireSettingsObject(stored, origin);
-    return readOverDefaults(stored, origin);
+    std::string text;
+    for (const std::string& item : leftOff) text += (text.empty() ? "" : ", ") + item;
+    return text;
 }
 
-TrainSettings storedSettingsUnchecked(const json& stored, const std::string& origin)
+TrainSettings settingsFromJson(const json& j, const std::string& origin, SettingsReading reading, ModelDefaultsTaken* taken)
 {
-    requireSettingsObject(stored, origin);
-    return readOverDefaults(stored, origin, false);
+    requireSettingsObject(j, origin);
+    if (reading == SettingsReading::stored) return readOverDefaults(j, origin, true);
+    ModelDefaultsTaken use;
+    const TrainSettings s = readOverDefaults(withModelDefaults(j, use), origin, true);
+    if (taken) *taken = std::move(use);
+    return s;
 }
 
 nlohmann::json settingsPatchFromFile(const std::filesystem::path& file)
@@ -709,7 +818,7 @@ std::string validateSettings(const TrainSettings& s)
 {
     // Each key's value against its row: its range, its choices (the model among them).
     for (const KeyRule& rule : keyRules())
-        if (const std::string problem = settingValueProblem(rule.info, rule.write(s)); !problem.empty())
+        if (const std::string problem = jsonValueProblem(rule.info, rule.write(s)); !problem.empty())
             return std::string(rule.info.key) + " " + problem;
     const ModelKind* kind = findModelKind(s.model.kind);
     // The model's size before anything is allocated: widths its row does not take, or

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string_view>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace plab {
@@ -115,73 +116,83 @@ std::string settingRangeText(const SettingKey& key);
 const SettingKey* findSettingKey(std::string_view key);
 // The row's choices' values ("adam", "sgd").
 std::vector<std::string> settingChoiceValues(const SettingKey& key);
-// Why `value` is not a value of the key (outside its range, not one of its choices), as
-// "batch must be from 1 to 65536, got 0"; empty where it is (or the key has neither).
-std::string settingValueProblem(const SettingKey& key, const nlohmann::json& value);
+// Why a value is not one of the key's (outside its range): "must be from 1 to 65536, got 0";
+// empty where it is (or the key has no range). For a whole number of an integer key and a
+// number of a number key; the JSON reader checks every key's value the same way.
+std::string settingWholeProblem(const SettingKey& key, std::int64_t value);
+std::string settingNumberProblem(const SettingKey& key, double value);
 // The key's help as --help prints it: the row's help, then its choices with their meanings,
 // and its range.
 std::string settingHelp(const SettingKey& key);
 
 const std::vector<SettingKey>& settingKeys();
 
-// settingsToJson of the defaults (settingsFromJson of an empty object).
-const nlohmann::json& defaultSettingsJson();
+// The value a key holds in settings, as its flag takes it: on/off, text, a list as 1,2,3
+// (empty for none), a number as JSON writes it; empty for a key that is none. Two settings
+// hold the same value of a key exactly when these are equal.
+std::string settingText(const TrainSettings& s, std::string_view key);
+// Sets a key of `to` to its value in `from` (the preset "recipe" as reading it does: the
+// preset's every switch with it).
+void copySetting(std::string_view key, const TrainSettings& from, TrainSettings& to);
+// Why the value a key holds in s is not one of the key's (settingWholeProblem,
+// settingNumberProblem, or not one of its choices); empty where it is.
+std::string settingValueProblem(const SettingKey& key, const TrainSettings& s);
 
-// The settings a model kind is trained with by default where they differ from every
-// model's (defaultSettingsJson), as a patch of settingsToJson's values: a new run's settings
-// (settingsFromJson) take each where the patch gives none. Each is its model row's
-// (ModelKind::trainingDefaults, nn/model_kinds.cpp): vit's widths 128,3,8,7, batch 16, a
-// cosine schedule with 150 warm-up steps, zero-initialised residual branches and label
-// smoothing 0.1; the others: none.
-const nlohmann::json& modelTrainingDefaults(std::string_view kind);
-// The model's own defaults a patch leaves to them and a new run takes (the notices' and
-// the panel's exceptions applied, below), as settings JSON (model_defaults.cpp).
-nlohmann::json modelDefaultsPatch(const nlohmann::json& patch);
-// settings (a patch, or settingsToJson's keys) without the values the reader refuses
-// outright (a learning rate <= 0: left to its default), those keys listed in *refused; what
-// of them can be read (the model first, its widths after it).
-nlohmann::json readableSettings(const nlohmann::json& settings, std::vector<std::string>* refused = nullptr);
-// The model's own defaults a patch leaves to them, as a list ("widths 128,3,8,7, batch 16,
-// ..."); empty where it leaves none. !training: only those that shape the model (the
-// widths), for a run that trains nothing.
-std::string modelDefaultsTaken(const nlohmann::json& patch, bool training = true);
-// The model's own defaults a patch leaves to them that a new run does not take, each with
-// why ("label_smoothing 0.1 (the recipe keeps the loss in 16 bits)"); empty where none.
-std::string modelDefaultsLeftOff(const nlohmann::json& patch);
-// Those of the model's own defaults the settings hold, listed so.
+// Every model's defaults: what settings JSON with no keys reads as for a stored run.
+const TrainSettings& defaultSettings();
+// A model's own training defaults (its row's ModelKind::trainingDefaults, nn/model_kinds.cpp):
+// the keys where they differ from every model's (vit: widths, batch, lr_schedule,
+// warmup_steps, zero_init_residual, label_smoothing; the others: none), and the settings of
+// that model with every other key at every model's default.
+std::vector<std::string> modelDefaultKeys(std::string_view kind);
+const TrainSettings& modelDefaultSettings(std::string_view kind);
+// A key's defaults as --help says them: every model's, then each model's own ("32; vit: 16").
+std::string settingDefaultsText(const SettingKey& key);
+// Those of the model's own defaults the settings hold, as "key value, key value".
 std::string modelDefaultsHeld(const TrainSettings& s);
-// A setting's JSON value as its flag takes it: on/off, text, a list as 1,2,3 (empty for
-// none), a number as JSON writes it; empty for null.
-std::string settingFlagText(const nlohmann::json& value);
-// A settings panel's model change, on settingsToJson's values: the widths become the new
-// model's default (widths belong to their model), and each setting either model's training
-// defaults name that still holds the old model's default takes the new model's (not the
-// zero-initialised branches beside initial weights); what the user changed stays.
-nlohmann::json followModelDefaults(const nlohmann::json& settings, std::string_view from, std::string_view to);
+// A settings panel's model change: the widths become the new model's default (widths belong
+// to their model), and each key either model's own defaults name that still holds the old
+// model's default takes the new model's (not the zero-initialised branches beside initial
+// weights, nor a label smoothing the recipe refuses); what the user changed stays.
+TrainSettings followModelDefaults(const TrainSettings& s, std::string_view to);
+
+// How settings JSON is read: as a new run's (a config file, flags, a lesson, a pasted
+// configuration: a key it lacks takes the named model's own default, else every model's) or
+// as a stored run's (a record, the runs index, the app's last settings: a key it lacks means
+// every model's default, as it did when they were written, never a model's own).
+enum class SettingsReading { newRun, stored };
+
+// What a new run's reading did with its model's own defaults: each it took where the JSON
+// named none ("key", value as its flag takes it), and each it left off with why. Not the
+// zero-initialised branches beside initial weights from a file (they give every weight), nor
+// label smoothing where the recipe keeps the loss in 16 bits (labelSmoothingProblem): the
+// model's default must not refuse a run the user's own settings allow.
+struct ModelDefaultsTaken {
+    std::vector<std::pair<std::string, std::string>> taken;
+    std::vector<std::string> leftOff;   // "label_smoothing 0.1 (the recipe keeps the loss in 16 bits)"
+    // "widths 128,3,8,7, batch 16, ..." (empty where none); !training: only those that shape
+    // the model (the widths), for a run that trains nothing.
+    std::string takenText(bool training = true) const;
+    std::string leftOffText() const;
+};
+
+// The one reader of settings JSON: flat keys as settingsToJson writes them, every key of
+// settingKeys() or fewer, over the defaults `reading` says (the preset "recipe" is applied
+// before the switch keys). Throws InputError naming the key and the problem (`origin` is put
+// in front, e.g. "config run.json"). Unknown keys are errors too: a typo must not silently do
+// nothing. `taken`: a new run's use of its model's own defaults.
+TrainSettings settingsFromJson(const nlohmann::json& j, const std::string& origin,
+                               SettingsReading reading = SettingsReading::newRun, ModelDefaultsTaken* taken = nullptr);
 
 // Flat JSON form: {"model": "small-cnn", "recipe": "amp-fp16", "compute": "fp16", ...},
-// every key of settingKeys().
+// every key of settingKeys(). With settingsFromJson, the only place settings become JSON.
 nlohmann::json settingsToJson(const TrainSettings& s);
-
-// Builds settings from defaults (the patch's model's own, modelTrainingDefaults, over every
-// model's; not its zero-initialised branches where the patch gives initial weights, nor its
-// label smoothing where the patch's recipe keeps the loss in 16 bits) overlaid
-// with `patch` (keys as in settingsToJson; the preset "recipe" is applied
-// before the switch keys). Throws InputError naming the key and the problem (`origin` is
-// put in front, e.g. "config run.json"). Unknown keys are errors too: a typo must not
-// silently do nothing.
-TrainSettings settingsFromJson(const nlohmann::json& patch, const std::string& origin);
-// settingsFromJson of settings a run stored (a record, the runs index): a key they lack
-// means every model's default, as it did when they were written, never a model's own.
-TrainSettings storedSettingsFromJson(const nlohmann::json& stored, const std::string& origin);
-// The same without validateSettings: for a panel that shows what is wrong itself.
-TrainSettings storedSettingsUnchecked(const nlohmann::json& stored, const std::string& origin);
 
 // A settings (config) file as its JSON object, size- and depth-limited like every JSON
 // input; throws InputError naming the file ("config <file>: ...").
 nlohmann::json settingsPatchFromFile(const std::filesystem::path& file);
 
-// The settings a config file describes (defaults for what it leaves out), with
+// The settings a config file describes for a new run (defaults for what it leaves out), with
 // `overrides` (command-line flags, say) on top; errors name the file and the key.
 TrainSettings settingsFromFile(const std::filesystem::path& file, const nlohmann::json& overrides);
 TrainSettings settingsFromFile(const std::filesystem::path& file);

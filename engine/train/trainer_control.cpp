@@ -4,8 +4,6 @@
 
 #include "train/settings.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <utility>
 
@@ -44,14 +42,15 @@ std::string TrainerControl::problemWith(const SettingsChange& change,
             if (auto problem = check(*change.recipe); !problem.empty()) return problem;
     }
     // The batch size and the learning rate against their settings rows' ranges.
-    const auto outside = [](const char* key, const nlohmann::json& value) {
-        const std::string problem = settingValueProblem(*findSettingKey(key), value);
+    const auto named = [](const char* key, std::string problem) {
         return problem.empty() ? problem : std::string(key) + " " + problem;
     };
     if (change.batch)
-        if (auto problem = outside("batch", *change.batch); !problem.empty()) return problem;
+        if (auto problem = named("batch", settingWholeProblem(*findSettingKey("batch"), *change.batch)); !problem.empty())
+            return problem;
     if (change.lr)
-        if (auto problem = outside("lr", *change.lr); !problem.empty()) return problem;
+        if (auto problem = named("lr", settingNumberProblem(*findSettingKey("lr"), *change.lr)); !problem.empty())
+            return problem;
     if (change.batch && !batchesFixed_.empty()) return batchesFixed_;
     return {};
 }

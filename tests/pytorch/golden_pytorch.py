@@ -97,7 +97,7 @@ def run_plab(plab, args, expect=0, env=None):
     if "--arithmetic" not in args:
         args = ["--arithmetic", "exact"] + args
     # Every model's training defaults, not a model's own (the vit's schedule and smoothing:
-    # train/settings.h modelTrainingDefaults): plain training, as the PyTorch side does,
+    # train/settings.h modelDefaultSettings): plain training, as the PyTorch side does,
     # unless a case names an option.
     for flag, value in (("--lr-schedule", "constant"), ("--warmup-steps", "0"), ("--label-smoothing", "0"),
                         ("--zero-init-residual", "off")):
