@@ -76,12 +76,12 @@ ReportChart lossChart(const RunComparison& c, double smoothing)
 {
     ReportChart chart{QStringLiteral("loss"), {}, {}};
     std::int64_t longest = 0;
-    for (const auto& r : c.runs) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(r.stepSeries.size()));
+    for (const auto& r : c.runs) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(r.record.steps.size()));
     // The smoothed curve at every step, drawn at about 300 of them (every `stride`-th and
     // the last): the curve is smooth, and the SVG stays small.
     const std::size_t stride = static_cast<std::size_t>(std::max<std::int64_t>(1, longest / 300));
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
-        const auto& steps = c.runs[i].stepSeries;
+        const auto& steps = c.runs[i].record.steps;
         ChartSeries s{qs(c.runs[i].label), seriesColor(int(i)), {}, false, {}, {}};
         const std::vector<double> smoothed = smoothedLosses(steps, smoothing);
         for (std::size_t k = 0; k < steps.size(); ++k)
@@ -111,7 +111,7 @@ ReportChart accuracyChart(const RunComparison& c)
     ReportChart chart{QStringLiteral("accuracy"), {}, {}};
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
         ChartSeries s{qs(c.runs[i].label), seriesColor(int(i)), {}, false, {}, {}};
-        for (const auto& e : c.runs[i].evals) s.points.push_back(QPointF(double(e.step), 100.0 * e.testAccuracy));
+        for (const auto& e : c.runs[i].record.evals) s.points.push_back(QPointF(double(e.step), 100.0 * e.testAccuracy));
         chart.spec.series.push_back(std::move(s));
     }
     chart.spec.title = QStringLiteral("Test accuracy");
@@ -120,7 +120,7 @@ ReportChart accuracyChart(const RunComparison& c)
     // Over the steps the runs took, as the loss chart (not 199.6 to 200.4 around one evaluation).
     double lastStep = 1.0;
     for (const auto& r : c.runs)
-        if (!r.stepSeries.empty()) lastStep = std::max(lastStep, double(r.stepSeries.back().step));
+        if (!r.record.steps.empty()) lastStep = std::max(lastStep, double(r.record.steps.back().step));
     chart.spec.xMin = 0.0;
     chart.spec.xMax = lastStep;
     // Points within 1% of the axis's span (the painter's: the data's, padded 5% each way) hide each other.
@@ -138,12 +138,12 @@ std::optional<ReportChart> lossScaleChart(const RunComparison& c)
     ReportChart chart{QStringLiteral("loss-scale"), {}, {}};
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
         const auto& r = c.runs[i];
-        if (r.lossScaleMode == "off" || r.stepSeries.empty()) continue;
+        if (r.lossScaleMode == "off" || r.record.steps.empty()) continue;
         ChartSeries s{qs(r.label), seriesColor(int(i)), {}, false, {}, QStringLiteral("skipped step (%1)").arg(qs(r.label))};
         // The scale is piecewise constant: keep its corners only.
-        double last = r.stepSeries.front().lossScale;
-        s.points.push_back(QPointF(double(r.stepSeries.front().step), last));
-        for (const auto& p : r.stepSeries) {
+        double last = r.record.steps.front().lossScale;
+        s.points.push_back(QPointF(double(r.record.steps.front().step), last));
+        for (const auto& p : r.record.steps) {
             if (p.lossScale != last) {
                 s.points.push_back(QPointF(double(p.step - 1), last));
                 s.points.push_back(QPointF(double(p.step), p.lossScale));
@@ -151,7 +151,7 @@ std::optional<ReportChart> lossScaleChart(const RunComparison& c)
             }
             if (p.skipped) s.markers.push_back(QPointF(double(p.step), p.lossScale));
         }
-        s.points.push_back(QPointF(double(r.stepSeries.back().step), last));
+        s.points.push_back(QPointF(double(r.record.steps.back().step), last));
         chart.spec.series.push_back(std::move(s));
     }
     if (chart.spec.series.empty()) return std::nullopt;
@@ -241,7 +241,7 @@ std::vector<const TelemetryEvent*> histogramSnapshots(const RunDigest& r, const 
                                                       const ReportOptions& options)
 {
     std::vector<const TelemetryEvent*> with;
-    for (const auto& t : r.telemetry)
+    for (const auto& t : r.record.telemetry)
         if (const auto* l = t.find(layer, TensorKind::weightGrad);
             l && std::any_of(l->histogram.bins.begin(), l->histogram.bins.end(), [](std::uint64_t n) { return n != 0; }))
             with.push_back(&t);
@@ -264,7 +264,7 @@ ReportChart histogramChart(const RunDigest& r, std::size_t index, const std::str
 {
     ReportChart chart{QStringLiteral("histogram-%1").arg(index + 1), {}, {}};
     // Judged in the format the app's histogram judges this layer's weight gradients in.
-    const RegionFormat format = regionFormatFor(r.finalSettings, r.judgedFormat, layer, TensorKind::weightGrad);
+    const RegionFormat format = regionFormatFor(r.record.finalSettings(), r.record.judgedFormat, layer, TensorKind::weightGrad);
     int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
     QStringList scales;
     for (std::size_t k = 0; k < snaps.size(); ++k) {
@@ -334,7 +334,7 @@ QString chosenHistogramLayer(const RunComparison& c, const ReportOptions& option
     std::string best, first;
     double worst = -1.0;
     for (const auto& r : c.runs)
-        for (const auto& l : r.layers) {
+        for (const auto& l : r.summary().layers) {
             if (!l.underflow) continue;
             if (first.empty()) first = l.layer;
             if (*l.underflow > worst) { worst = *l.underflow; best = l.layer; }

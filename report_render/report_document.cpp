@@ -77,21 +77,21 @@ QString resultsSection(const RunComparison& c)
         h += QStringLiteral("<tr><td>%1</td><td>%2</td><td class=\"num\" align=\"right\">%3</td><td class=\"num\" align=\"right\">%4</td>"
                             "<td class=\"num\" align=\"right\">%5</td><td class=\"num\" align=\"right\">%6</td>"
                             "<td class=\"num\" align=\"right\">%7</td><td class=\"num\" align=\"right\">%8</td></tr>\n")
-                 .arg(esc(r.label), esc(r.status), esc(formatCount(r.steps)), esc(formatCount(r.skippedSteps)),
-                      esc(formatAccuracy(r.finalAccuracy)), esc(formatAccuracy(r.bestAccuracy)),
-                      QString::number(r.imagesPerSecond, 'f', 0),
+                 .arg(esc(r.label), esc(r.summary().status), esc(formatCount(r.summary().steps)), esc(formatCount(r.summary().skippedSteps)),
+                      esc(formatAccuracy(r.summary().testAccuracy)), esc(formatAccuracy(r.summary().bestTestAccuracy)),
+                      QString::number(r.summary().imagesPerSecond, 'f', 0),
                       r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal, peakDecimals)) : QStringLiteral("not measured"));
     h += QStringLiteral("</table>\n");
 
     // Why steps skipped: the rounding site that overflowed first, per stretch of steps.
     bool anySkipped = false;
-    for (const auto& r : c.runs) anySkipped = anySkipped || !skipCauseRows(r.stepSeries, 1).empty();
+    for (const auto& r : c.runs) anySkipped = anySkipped || !skipCauseRows(r.record.steps, 1).empty();
     if (anySkipped) {
         h += QStringLiteral("<h3>Why steps skipped</h3>\n<table%1>\n<tr><th>run</th><th>skipped steps</th>"
                             "<th>the first rounding to make inf or NaN</th></tr>\n")
                  .arg(QLatin1String(kTableAttrs));
         for (const auto& r : c.runs)
-            for (const auto& row : skipCauseRows(r.stepSeries))
+            for (const auto& row : skipCauseRows(r.record.steps))
                 h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td></tr>\n")
                          .arg(esc(r.label), esc(row.steps), esc(row.cause));
         h += QStringLiteral("</table>\n<p>A step skips when its gradients hold inf or NaN; the site named is the "
@@ -163,7 +163,7 @@ QString resultsSection(const RunComparison& c)
              .arg(QLatin1String(kTableAttrs));
     bool anyLayer = false;
     for (const auto& r : c.runs)
-        for (const auto& l : r.layers) {
+        for (const auto& l : r.summary().layers) {
             anyLayer = true;
             h += QStringLiteral("<tr><td>%1</td><td>%2</td><td class=\"num\" align=\"right\">%3</td><td class=\"num\" align=\"right\">%4</td>"
                                 "<td class=\"num\" align=\"right\">%5</td><td class=\"num\" align=\"right\">%6</td>"
@@ -208,10 +208,10 @@ QString configurationSection(const RunComparison& c)
     // A probe's record: what the PyTorch training ran as, and the format its telemetry judged
     // the tensors against (what that format would do to them), apart.
     for (const auto& r : c.runs)
-        phrase.values.push_back(r.judgedFormat.empty()
+        phrase.values.push_back(r.record.judgedFormat.empty()
                                     ? r.recipePhrase
-                                    : "PyTorch, " + (r.sourceAsRun.empty() ? std::string("as recorded") : r.sourceAsRun) +
-                                          "; the telemetry says what " + r.judgedFormat + " rounding would do to its tensors");
+                                    : "PyTorch, " + (r.record.sourceAsRun.empty() ? std::string("as recorded") : r.record.sourceAsRun) +
+                                          "; the telemetry says what " + r.record.judgedFormat + " rounding would do to its tensors");
     phrase.differs = std::adjacent_find(phrase.values.begin(), phrase.values.end(), std::not_equal_to<>()) != phrase.values.end();
     recipeRows.push_back(phrase);
     for (const auto& row : c.settings) recipeRows.push_back(row);
@@ -229,22 +229,22 @@ QString machineSection(const RunComparison& c)
     auto text = [](const std::optional<std::string>& v) { return v && !v->empty() ? *v : std::string("-"); };
     auto count = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     std::vector<SettingRow> rows = {
-        row("cpu", [&](const RunDigest& r) { return text(r.machine.cpu); }),
-        row("logical cores", [&](const RunDigest& r) { return count(r.machine.logicalCores); }),
-        row("threads", [&](const RunDigest& r) { return count(r.machine.threads); }),
-        row("operating system", [&](const RunDigest& r) { return text(r.machine.os); }),
-        row("backend", [&](const RunDigest& r) { return text(r.backend); }),
-        row("arithmetic", [&](const RunDigest& r) { return text(r.arithmetic); }),
+        row("cpu", [&](const RunDigest& r) { return text(r.record.machine.cpu); }),
+        row("logical cores", [&](const RunDigest& r) { return count(r.record.machine.logicalCores); }),
+        row("threads", [&](const RunDigest& r) { return count(r.record.machine.threads); }),
+        row("operating system", [&](const RunDigest& r) { return text(r.record.machine.os); }),
+        row("backend", [&](const RunDigest& r) { return text(r.record.backend); }),
+        row("arithmetic", [&](const RunDigest& r) { return text(r.record.arithmetic); }),
         row("backend libraries", [&](const RunDigest& r) {
             std::string out;
-            for (const auto& v : r.versions.backend) out += (out.empty() ? "" : "; ") + v;
+            for (const auto& v : r.record.versions.backend) out += (out.empty() ? "" : "; ") + v;
             return out.empty() ? std::string("-") : out;
         }),
-        row("Precision Lab", [&](const RunDigest& r) { return text(r.versions.precisionLab); }),
-        row("compiler", [&](const RunDigest& r) { return text(r.versions.compiler); }),
-        row("nlohmann_json", [&](const RunDigest& r) { return text(r.versions.nlohmannJson); }),
-        row("data", [&](const RunDigest& r) { return text(r.data.description); }),
-        row("started (UTC)", [&](const RunDigest& r) { return r.createdAt.empty() ? std::string("-") : r.createdAt; }),
+        row("Precision Lab", [&](const RunDigest& r) { return text(r.record.versions.precisionLab); }),
+        row("compiler", [&](const RunDigest& r) { return text(r.record.versions.compiler); }),
+        row("nlohmann_json", [&](const RunDigest& r) { return text(r.record.versions.nlohmannJson); }),
+        row("data", [&](const RunDigest& r) { return text(r.record.data.description); }),
+        row("started (UTC)", [&](const RunDigest& r) { return r.record.createdAt.empty() ? std::string("-") : r.record.createdAt; }),
         row("record", [&](const RunDigest& r) { return r.origin; }),
     };
     return QStringLiteral("<h2>Machine, backend and versions</h2>\n") + sideBySideTable(c, rows);

@@ -267,7 +267,7 @@ private slots:
             again.settingKeys = r->settingKeys;
             QVERIFY(again == *r);
             QCOMPARE(listingOf(*r).steps, std::int64_t{8});
-            QCOMPARE(digestRunRecord(*r, "example").status, std::string("completed"));
+            QCOMPARE(digestRunRecord(*r, "example").summary().status, std::string("completed"));
         }
         // The newer keys are what the older record lacks: each reads as what it meant then.
         QVERIFY(current.summary.hasRunRounding && !older.summary.hasRunRounding);
@@ -606,7 +606,7 @@ private slots:
             QCOMPARE(charts.front().id, QStringLiteral("loss"));
             QVERIFY2(spec.note.contains(weight > 0 ? QStringLiteral("weight 0.900") : QStringLiteral("Not smoothed")),
                      qPrintable(spec.note));
-            const auto& steps = c.runs.front().stepSeries;
+            const auto& steps = c.runs.front().record.steps;
             QCOMPARE(spec.series.front().points.size(), qsizetype(steps.size()));   // under 300 steps: every one
             double average = 0, norm = 0;
             for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -678,7 +678,7 @@ private slots:
         layered["settings"]["layer"] = "conv1=fp32";
         const RunComparison c = comparisonOf({layered});
         for (const auto& [layer, format] : {std::pair{"conv1", "fp32"}, std::pair{"conv2", "fp16"}}) {
-            QCOMPARE(regionFormatFor(c.runs.front().finalSettings, layer, TensorKind::weightGrad).name, std::string(format));
+            QCOMPARE(regionFormatFor(c.runs.front().record.finalSettings(), layer, TensorKind::weightGrad).name, std::string(format));
             report::ReportOptions options;
             options.histogramLayer = QString::fromUtf8(layer);
             int checked = 0;
@@ -737,7 +737,7 @@ private slots:
         QVERIFY(!rowOf("arithmetic") && !rowOf("arithmetic (as run)"));
         QVERIFY(rowOf("batch"));
         QCOMPARE(rowOf("batch")->values.front(), std::to_string(fp32_["settings"]["batch"].get<int>()));
-        QCOMPARE(d.steps, fp32_["summary"]["steps"].get<std::int64_t>());
+        QCOMPARE(d.summary().steps, fp32_["summary"]["steps"].get<std::int64_t>());
         QCOMPARE(r.result().steps, r.lastStep());
         QCOMPARE(r.result().status, RunStatus::completed);
 

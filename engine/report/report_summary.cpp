@@ -58,7 +58,7 @@ std::string lossScalingWords(const RunDigest& r)
 {
     if (r.lossScaleMode == "dynamic") return "with dynamic loss scaling";
     if (r.lossScaleMode == "static")
-        return "with a static loss scale of " + scaleText(r.recipe.lossScaling.initScale);
+        return "with a static loss scale of " + scaleText(r.recipe().lossScaling.initScale);
     return "without loss scaling";
 }
 
@@ -82,24 +82,26 @@ void accuracySentences(const RunComparison& c, std::vector<SummarySentence>& out
 {
     std::vector<const RunDigest*> finished;
     for (const auto& r : c.runs)
-        if (r.finalAccuracy && r.status != "diverged") finished.push_back(&r);
+        if (r.summary().testAccuracy && r.summary().status != "diverged") finished.push_back(&r);
     if (c.runs.size() == 1 && finished.size() == 1) {
         const auto& r = *finished.front();
-        std::string t = r.label + " " + (r.status == "completed" ? "completed" : "ran") + " " + formatCount(r.steps) +
-                        " steps; final test accuracy " + formatAccuracy(r.finalAccuracy);
-        if (r.bestAccuracy && *r.bestAccuracy != *r.finalAccuracy) t += " (best " + formatAccuracy(r.bestAccuracy) + ")";
+        std::string t = r.label + " " + (r.summary().status == "completed" ? "completed" : "ran") + " " +
+                        formatCount(r.summary().steps) +
+                        " steps; final test accuracy " + formatAccuracy(r.summary().testAccuracy);
+        if (const auto best = r.summary().bestTestAccuracy; best && *best != *r.summary().testAccuracy)
+            t += " (best " + formatAccuracy(best) + ")";
         out.push_back({"accuracy", t + "."});
         return;
     }
     if (finished.size() < 2) return;
     const auto [lo, hi] = std::minmax_element(finished.begin(), finished.end(), [](auto* a, auto* b) {
-        return *a->finalAccuracy < *b->finalAccuracy;
+        return *a->summary().testAccuracy < *b->summary().testAccuracy;
     });
-    const double low = *(*lo)->finalAccuracy, high = *(*hi)->finalAccuracy;
+    const double low = *(*lo)->summary().testAccuracy, high = *(*hi)->summary().testAccuracy;
     auto labelsAt = [&](double acc) {
         std::vector<std::string> names;
         for (auto* r : finished)
-            if (formatAccuracy(r->finalAccuracy) == formatAccuracy(acc)) names.push_back(r->label);
+            if (formatAccuracy(r->summary().testAccuracy) == formatAccuracy(acc)) names.push_back(r->label);
         return joinWords(names);
     };
     if (formatAccuracy(low) == formatAccuracy(high)) {
@@ -115,7 +117,7 @@ void accuracySentences(const RunComparison& c, std::vector<SummarySentence>& out
 std::optional<std::int64_t> firstOfTrailingNonFinite(const RunDigest& r)
 {
     std::optional<std::int64_t> first;
-    for (auto it = r.stepSeries.rbegin(); it != r.stepSeries.rend() && !it->loss; ++it) first = it->step;
+    for (auto it = r.record.steps.rbegin(); it != r.record.steps.rend() && !it->loss; ++it) first = it->step;
     return first;
 }
 
@@ -124,7 +126,7 @@ std::optional<std::int64_t> firstOfTrailingNonFinite(const RunDigest& r)
 void optimizerStateSentences(const RunDigest& r, std::vector<SummarySentence>& out)
 {
     std::vector<std::string> flushed, madeNonFinite;
-    for (const auto& l : r.layers) {
+    for (const auto& l : r.summary().layers) {
         if (l.stateFlushed > 0) flushed.push_back(formatCount(l.stateFlushed) + " in " + l.layer);
         if (l.stateMadeNonFinite > 0) madeNonFinite.push_back(formatCount(l.stateMadeNonFinite) + " in " + l.layer);
     }
@@ -139,30 +141,32 @@ void optimizerStateSentences(const RunDigest& r, std::vector<SummarySentence>& o
 
 void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
 {
-    if (r.status == "stopped") out.push_back({"divergence", r.label + " was stopped at step " + formatCount(r.steps) + "."});
-    if (r.status == "failed") out.push_back({"divergence", r.label + " failed at step " + formatCount(r.steps) + ": " + r.message + "."});
-    if (r.status == "running")
-        out.push_back({"divergence", r.label + "'s record ends at step " + formatCount(r.steps) +
+    const RecordedSummary& s = r.summary();
+    if (s.status == "stopped") out.push_back({"divergence", r.label + " was stopped at step " + formatCount(s.steps) + "."});
+    if (s.status == "failed")
+        out.push_back({"divergence", r.label + " failed at step " + formatCount(s.steps) + ": " + s.message + "."});
+    if (s.status == "running")
+        out.push_back({"divergence", r.label + "'s record ends at step " + formatCount(s.steps) +
                                          " without a final summary: the run was cut short."});
-    if (r.status != "diverged") return;
-    std::string t = r.label + " diverged at step " + formatCount(r.steps);
+    if (s.status != "diverged") return;
+    std::string t = r.label + " diverged at step " + formatCount(s.steps);
     if (const auto first = firstOfTrailingNonFinite(r)) t += ": its loss was not finite from step " + formatCount(*first) + " on";
     out.push_back({"divergence", t + "."});
 
     // Weights that updates made inf or NaN, by layer, and the first snapshot showing it.
     std::vector<std::string> perLayer;
-    for (const auto& l : r.layers) {
+    for (const auto& l : r.summary().layers) {
         if (l.weightsMadeNonFinite <= 0) continue;
         std::int64_t size = 0;
-        if (!r.telemetry.empty())
-            if (const auto* s = r.telemetry.front().find(l.layer, TensorKind::weightGrad))
-                size = static_cast<std::int64_t>(s->stats.count);
+        if (!r.record.telemetry.empty())
+            if (const auto* grads = r.record.telemetry.front().find(l.layer, TensorKind::weightGrad))
+                size = static_cast<std::int64_t>(grads->stats.count);
         perLayer.push_back(size == l.weightsMadeNonFinite ? "all " + formatCount(size) + " of " + l.layer + "'s"
                                                           : formatCount(l.weightsMadeNonFinite) + " of " + l.layer + "'s");
     }
     if (perLayer.empty()) return;
     std::string first;
-    for (const auto& snap : r.telemetry) {
+    for (const auto& snap : r.record.telemetry) {
         for (const auto& l : snap.layers)
             if (l.kind == TensorKind::weightGrad && l.update.nonFinite > 0) {
                 first = "; the first snapshot showing it, at step " + formatCount(snap.step) + ", has " +
@@ -177,7 +181,7 @@ void divergenceSentences(const RunDigest& r, std::vector<SummarySentence>& out)
     const Format state = formatOr(r.optimizerState, Format::fp32);
     // Settings carry no eps: runs use OptimizerConfig's.
     const double eps = OptimizerConfig{}.eps;
-    if (r.optimizer == "adam" && roundDoubleTo(state, eps) == 0.0f)
+    if (r.record.settings.optimizer.kind == "adam" && roundDoubleTo(state, eps) == 0.0f)
         out.push_back({"divergence", "Adam's eps (" + numberText(eps) + ") is 0 in " + std::string(formatName(state)) +
                                          ", the format of this run's optimizer state: where the second moment "
                                          "also rounds to 0, the update divides by zero."});
@@ -196,7 +200,7 @@ void underflowSentences(const RunComparison& c, std::vector<SummarySentence>& ou
             if (scaled.empty()) continue;
             // The layer whose weight gradients underflowed most without scaling.
             const LayerFractions* worst = nullptr;
-            for (const auto& l : off->layers)
+            for (const auto& l : off->summary().layers)
                 if (l.underflow && *l.underflow > 0.0 && (!worst || *l.underflow > *worst->underflow)) worst = &l;
             if (worst) {
                 std::string t = off->label + " lost " + formatPercent(*worst->underflow) + " of layer " + worst->layer +
@@ -209,7 +213,7 @@ void underflowSentences(const RunComparison& c, std::vector<SummarySentence>& ou
                 out.push_back({"underflow", t + "."});
             }
             const LayerFractions* worstAct = nullptr;
-            for (const auto& l : off->layers)
+            for (const auto& l : off->summary().layers)
                 if (l.activationGradUnderflow && *l.activationGradUnderflow > 0.0 &&
                     (!worstAct || *l.activationGradUnderflow > *worstAct->activationGradUnderflow))
                     worstAct = &l;
@@ -229,21 +233,22 @@ void underflowSentences(const RunComparison& c, std::vector<SummarySentence>& ou
     if (c.runs.size() == 1) {
         const RunDigest& r = c.runs.front();
         const LayerFractions* worst = nullptr;
-        for (const auto& l : r.layers)
+        for (const auto& l : r.summary().layers)
             if (l.underflow && (!worst || *l.underflow > *worst->underflow)) worst = &l;
         // A probe's record measured what a format would do to tensors that ran in another
         // (an fp32 run judged against fp16): it says "would", and what ran.
-        const bool judged = !r.judgedFormat.empty();
-        const std::string ranAs = r.sourceAsRun.empty() ? std::string() : " (which ran as " + r.sourceAsRun + ")";
+        const bool judged = !r.record.judgedFormat.empty();
+        const std::string ranAs = r.record.sourceAsRun.empty() ? std::string() : " (which ran as " + r.record.sourceAsRun + ")";
         if (worst && *worst->underflow > 0.0 && judged)
-            out.push_back({"underflow", r.judgedFormat + " rounding would flush " + formatPercent(*worst->underflow) +
+            out.push_back({"underflow", r.record.judgedFormat + " rounding would flush " + formatPercent(*worst->underflow) +
                                             " of layer " + worst->layer + "'s weight gradients of " + r.label + ranAs +
                                             " to 0, the most of any layer."});
         else if (worst && *worst->underflow > 0.0)
             out.push_back({"underflow", r.label + " lost " + formatPercent(*worst->underflow) + " of layer " + worst->layer +
                                             "'s weight gradients to underflow over the run, the most of any layer."});
         else if (worst && judged)
-            out.push_back({"underflow", "No weight gradient of " + r.label + ranAs + " would underflow in " + r.judgedFormat + "."});
+            out.push_back({"underflow", "No weight gradient of " + r.label + ranAs + " would underflow in " +
+                                            r.record.judgedFormat + "."});
         else if (worst)
             out.push_back({"underflow", "No weight gradient of " + r.label + " underflowed to 0."});
     }
@@ -252,15 +257,15 @@ void underflowSentences(const RunComparison& c, std::vector<SummarySentence>& ou
 void lostUpdateSentences(const RunComparison& c, std::vector<SummarySentence>& out)
 {
     for (const auto& r : c.runs) {
-        if (r.masterWeights || r.storage == "fp32" || r.status == "diverged") continue;
+        if (r.recipe().masterWeights || r.storage == "fp32" || r.summary().status == "diverged") continue;
         const LayerFractions* worst = nullptr;
-        for (const auto& l : r.layers)
+        for (const auto& l : r.summary().layers)
             if (l.lostUpdate && *l.lostUpdate > 0.0 && (!worst || *l.lostUpdate > *worst->lostUpdate)) worst = &l;
         if (!worst) continue;
         std::string t = r.label + " lost " + formatPercent(*worst->lostUpdate) + " of layer " + worst->layer +
                         "'s weight updates: the update was nonzero, but the " + r.storage + " weight did not change";
         for (const auto& m : c.runs) {
-            if (!m.masterWeights || m.compute != r.compute || m.status == "diverged") continue;
+            if (!m.recipe().masterWeights || m.compute != r.compute || m.summary().status == "diverged") continue;
             const auto* l = m.layer(worst->layer);
             if (l && l->lostUpdate) t += "; with fp32 master weights (" + m.label + "), " + formatPercent(*l->lostUpdate);
         }
@@ -271,16 +276,16 @@ void lostUpdateSentences(const RunComparison& c, std::vector<SummarySentence>& o
 void lossScaleSentences(const RunComparison& c, std::vector<SummarySentence>& out)
 {
     for (const auto& r : c.runs) {
-        if (r.lossScaleMode != "dynamic" || r.stepSeries.empty()) continue;
-        double lo = r.stepSeries.front().lossScale, hi = lo;
-        for (const auto& p : r.stepSeries) {
+        if (r.lossScaleMode != "dynamic" || r.record.steps.empty()) continue;
+        double lo = r.record.steps.front().lossScale, hi = lo;
+        for (const auto& p : r.record.steps) {
             lo = std::min(lo, p.lossScale);
             hi = std::max(hi, p.lossScale);
         }
-        const double first = r.stepSeries.front().lossScale, last = r.stepSeries.back().lossScale;
-        std::string t = r.label + (r.skippedSteps == 0 ? " skipped no steps"
-                                                       : " skipped " + formatCount(r.skippedSteps) + " of " +
-                                                             formatCount(r.steps) + " steps for non-finite gradients");
+        const double first = r.record.steps.front().lossScale, last = r.record.steps.back().lossScale;
+        std::string t = r.label + (r.summary().skippedSteps == 0 ? " skipped no steps"
+                                                       : " skipped " + formatCount(r.summary().skippedSteps) + " of " +
+                                                             formatCount(r.summary().steps) + " steps for non-finite gradients");
         if (lo == hi) t += "; its loss scale stayed at " + scaleText(first);
         else {
             t += "; its loss scale went from " + scaleText(first) + " to " + scaleText(last);
@@ -295,7 +300,7 @@ void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence
     std::vector<const RunDigest*> withMemory, withSpeed;
     for (const auto& r : c.runs) {
         if (r.peakTotal > 0) withMemory.push_back(&r);
-        if (r.imagesPerSecond > 0 && r.status == "completed") withSpeed.push_back(&r);
+        if (r.summary().imagesPerSecond > 0 && r.summary().status == "completed") withSpeed.push_back(&r);
     }
     auto largestCategory = [](const RunDigest& r) {
         std::size_t best = 0;
@@ -320,21 +325,23 @@ void memoryAndSpeedSentences(const RunComparison& c, std::vector<SummarySentence
     // Which arithmetic a run's products ran in, as its record says: ", hardware
     // arithmetic" / ", exact arithmetic"; nothing for fp32 or an older record.
     auto arithmetic = [](const RunDigest& r) {
-        if (!r.arithmetic) return std::string();
-        const std::string_view kind = arithmeticKind(*r.arithmetic);
+        if (!r.record.arithmetic) return std::string();
+        const std::string_view kind = arithmeticKind(*r.record.arithmetic);
         return kind.empty() ? std::string() : ", " + std::string(kind) + " arithmetic";
     };
     if (withSpeed.size() == 1) {
         const auto& r = *withSpeed.front();
-        out.push_back({"throughput", r.label + " trained at " + numberText(r.imagesPerSecond, "%.0f") +
-                                         " images/s on the " + r.backend + " backend" +
+        out.push_back({"throughput", r.label + " trained at " + numberText(r.summary().imagesPerSecond, "%.0f") +
+                                         " images/s on the " + r.record.backend + " backend" +
                                          arithmetic(r) + "."});
     } else if (withSpeed.size() > 1) {
         const auto [lo, hi] = std::minmax_element(withSpeed.begin(), withSpeed.end(),
-                                                  [](auto* a, auto* b) { return a->imagesPerSecond < b->imagesPerSecond; });
-        out.push_back({"throughput", "Throughput ranged from " + numberText((*lo)->imagesPerSecond, "%.0f") +
+                                                  [](auto* a, auto* b) {
+                                                      return a->summary().imagesPerSecond < b->summary().imagesPerSecond;
+                                                  });
+        out.push_back({"throughput", "Throughput ranged from " + numberText((*lo)->summary().imagesPerSecond, "%.0f") +
                                          " images/s (" + (*lo)->label + arithmetic(**lo) + ") to " +
-                                         numberText((*hi)->imagesPerSecond, "%.0f") + " images/s (" + (*hi)->label +
+                                         numberText((*hi)->summary().imagesPerSecond, "%.0f") + " images/s (" + (*hi)->label +
                                          arithmetic(**hi) + ")."});
     }
 }

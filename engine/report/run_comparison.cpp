@@ -37,7 +37,7 @@ void addLayerName(std::vector<std::string>& order, const std::string& layer)
 
 const LayerFractions* RunDigest::layer(const std::string& name) const
 {
-    for (const auto& l : layers)
+    for (const auto& l : record.summary.layers)
         if (l.layer == name) return &l;
     return nullptr;
 }
@@ -47,39 +47,13 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
     RunDigest d;
     d.record = record;
     d.origin = origin;
-    d.name = record.name;
-    d.recipe = record.settings.recipe;
-    d.finalSettings = record.finalSettings();
-    d.sourceAsRun = record.sourceAsRun;
-    d.judgedFormat = record.judgedFormat;
-    d.machine = record.machine;
-    d.versions = record.versions;
-    d.backend = record.backend;
-    d.arithmetic = record.arithmetic;
-    d.data = record.data;
-    d.createdAt = record.createdAt;
-    d.presetDisplayName = PrecisionRecipe::displayName(d.recipe.preset);
-    d.recipePhrase = recipePhraseOf(d.recipe);
-    d.compute = std::string(formatName(d.recipe.compute));
-    d.storage = std::string(formatName(d.recipe.storage()));
-    d.masterWeights = d.recipe.masterWeights;
-    d.optimizerState = std::string(formatName(d.recipe.optimizerStateFormat()));
-    d.lossScaleMode = lossScaleModeName(d.recipe.lossScaling.mode);
-    d.optimizer = record.settings.optimizer.kind;
-
-    const RecordedSummary& s = record.summary;
-    d.status = s.status;
-    d.message = s.message;
-    d.steps = s.steps;
-    d.skippedSteps = s.skippedSteps;
-    d.finalAccuracy = s.testAccuracy;
-    d.bestAccuracy = s.bestTestAccuracy;
-    d.imagesPerSecond = s.imagesPerSecond;
-    d.layers = s.layers;
-
-    d.stepSeries = record.steps;
-    d.evals = record.evals;
-    d.telemetry = record.telemetry;
+    const PrecisionRecipe& recipe = record.settings.recipe;
+    d.presetDisplayName = PrecisionRecipe::displayName(recipe.preset);
+    d.recipePhrase = recipePhraseOf(recipe);
+    d.compute = std::string(formatName(recipe.compute));
+    d.storage = std::string(formatName(recipe.storage()));
+    d.optimizerState = std::string(formatName(recipe.optimizerStateFormat()));
+    d.lossScaleMode = lossScaleModeName(recipe.lossScaling.mode);
     for (int c = 0; c < kMemoryCategories; ++c)
         d.memoryCategories.emplace_back(memoryCategoryName(static_cast<MemoryCategory>(c)));
     const MemoryPeaks none;
@@ -88,8 +62,6 @@ RunDigest digestRunRecord(const RunRecord& record, const std::string& origin)
     d.peakTotal = peak.total;
     d.trainingPeakTotal = record.memory.trainingPeak.value_or(none).total;
     d.evaluationPeakTotal = record.memory.evaluationPeak.value_or(none).total;
-    d.memory = record.memory.samples;
-    d.scalars = record.scalars;
     return d;
 }
 
@@ -122,8 +94,8 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
         if (k == "arithmetic") {
             row.key = "arithmetic (as run)";
             for (std::size_t i = 0; i < runs.size(); ++i) {
-                if (!runs[i].arithmetic || runs[i].arithmetic->empty()) continue;
-                const std::string ran = runs[i].arithmetic->substr(0, runs[i].arithmetic->find(':'));
+                if (!runs[i].record.arithmetic || runs[i].record.arithmetic->empty()) continue;
+                const std::string ran = runs[i].record.arithmetic->substr(0, runs[i].record.arithmetic->find(':'));
                 if (ran != row.values[i]) row.values[i] = ran + " (asked: " + row.values[i] + ")";
             }
         }
@@ -133,7 +105,7 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
 
     // Labels: the record's name, else the recipe phrase; runs that share a label get the
     // settings (outside the recipe) in which they differ from each other.
-    for (auto& r : runs) r.label = r.name.empty() ? r.recipePhrase : r.name;
+    for (auto& r : runs) r.label = r.record.name.empty() ? r.recipePhrase : r.record.name;
     // Recipe keys are in the phrase already; a data folder and the files a run wrote (the
     // app saves every run's weights under its own name) tell nothing about the run.
     static const std::set<std::string> notInLabels = {
@@ -159,7 +131,7 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
         if (++seen[r.label] > 1) r.label += " (" + std::to_string(seen[r.label]) + ")";
 
     for (const auto& r : runs)
-        for (const auto& l : r.layers) addLayerName(c.layerOrder, l.layer);
+        for (const auto& l : r.summary().layers) addLayerName(c.layerOrder, l.layer);
     sortLayersInModelOrder(c.layerOrder);
     c.runs = std::move(runs);
     return c;
@@ -174,13 +146,13 @@ std::string comparisonTableText(const RunComparison& comparison)
         std::string maxUnderflow = "-";
         double worst = -1.0;
         std::string worstLayer;
-        for (const auto& l : r.layers)
+        for (const auto& l : r.summary().layers)
             if (l.underflow && *l.underflow > worst) { worst = *l.underflow; worstLayer = l.layer; }
         if (worst >= 0.0) maxUnderflow = formatPercent(worst) + " " + worstLayer;
         char ips[32];
-        std::snprintf(ips, sizeof ips, "%.0f", r.imagesPerSecond);
-        rows.push_back({r.label, r.status, std::to_string(r.steps), std::to_string(r.skippedSteps),
-                        formatAccuracy(r.finalAccuracy), formatAccuracy(r.bestAccuracy), ips,
+        std::snprintf(ips, sizeof ips, "%.0f", r.summary().imagesPerSecond);
+        rows.push_back({r.label, r.summary().status, std::to_string(r.summary().steps), std::to_string(r.summary().skippedSteps),
+                        formatAccuracy(r.summary().testAccuracy), formatAccuracy(r.summary().bestTestAccuracy), ips,
                         r.peakTotal > 0 ? formatMebibytes(r.peakTotal) : "not measured", maxUnderflow});
     }
     std::vector<std::size_t> width(head.size());
@@ -197,7 +169,7 @@ std::string comparisonTableText(const RunComparison& comparison)
     line(head);
     for (const auto& row : rows) line(row);
     for (const auto& r : comparison.runs) {
-        const auto why = skipCauseRows(r.stepSeries);
+        const auto why = skipCauseRows(r.record.steps);
         if (why.empty()) continue;
         out << "\nWhy " << r.label << " skipped:\n";
         for (const auto& row : why) out << "  " << row.steps << ": " << row.cause << '\n';

@@ -19,55 +19,29 @@
 
 namespace plab {
 
-// What a report shows of one run: the record's parts it draws, and what it derives.
+// What a report shows of one run: its record, its label and phrases, and what it derives.
 struct RunDigest {
     RunRecord record;              // the run
     std::string origin;            // where it came from (a file path), for messages
-    std::string name;              // the record's name (may be empty)
     std::string label;             // unique among the compared runs (set by compareRuns)
     std::string presetDisplayName; // "AMP FP16"
     std::string recipePhrase;      // "AMP FP16 without loss scaling" (preset + what differs)
-    PrecisionRecipe recipe;        // as the run started
-    TrainSettings finalSettings;   // the last setting change's, else the start's (as the app's currentSettings)
-    RecordedMachine machine;
-    RecordedVersions versions;
-    std::string backend;                    // "cpu"
-    std::optional<std::string> arithmetic;  // where recorded
-    RecordedData data;
-    std::string createdAt;
-    // A PyTorch probe's record: what the training ran as and the format its telemetry judged
-    // against (RunRecord::sourceAsRun, judgedFormat); empty for the lab's own runs.
-    std::string sourceAsRun;
-    std::string judgedFormat;
-
+    // The recipe's formats and loss scaling as the tables name them.
     std::string compute;           // "fp16"
     std::string storage;           // "fp16"
-    bool masterWeights = true;
     std::string optimizerState;    // "fp32"
     std::string lossScaleMode;     // "off", "static", "dynamic"
-    std::string optimizer;         // "adam", "sgd"
 
-    std::string status;            // completed, stopped, diverged, failed, running
-    std::string message;
-    std::int64_t steps = 0;
-    std::int64_t skippedSteps = 0;
-    std::optional<double> finalAccuracy, bestAccuracy;
-    double imagesPerSecond = 0.0;
-
+    // The memory peaks per category in this build's order (all 0 where the record has none).
     std::vector<std::string> memoryCategories;
-    std::vector<std::int64_t> peakBytes;   // per category
+    std::vector<std::int64_t> peakBytes;
     std::int64_t peakTotal = 0;
     // The peak of a training step apart from an evaluation's (0 when the record has none).
     std::int64_t trainingPeakTotal = 0;
     std::int64_t evaluationPeakTotal = 0;
 
-    std::vector<LayerFractions> layers;    // in the model's order where known
-    std::vector<StepPoint> stepSeries;
-    std::vector<EvalEvent> evals;
-    std::vector<TelemetryEvent> telemetry;
-    std::vector<MemoryEvent> memory;
-    std::vector<ScalarEvent> scalars;      // what the training logged of its own (a probe's probe.log)
-
+    const PrecisionRecipe& recipe() const { return record.settings.recipe; }
+    const RecordedSummary& summary() const { return record.summary; }
     const LayerFractions* layer(const std::string& name) const;
 };
 

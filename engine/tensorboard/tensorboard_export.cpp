@@ -163,11 +163,11 @@ void appendTfRecord(std::string& out, std::string_view payload)
 
 std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
 {
-    const double start = epochSeconds(run.createdAt);
+    const double start = epochSeconds(run.record.createdAt);
     EventWriter w(start);
     double elapsedMs = 0.0;
     std::int64_t skipped = 0;
-    for (const StepPoint& s : run.stepSeries) {
+    for (const StepPoint& s : run.record.steps) {
         elapsedMs += s.timeMs;
         w.stepTime(s.step, start + elapsedMs / 1000.0);
         if (s.loss) w.scalar(s.step, "loss/train", *s.loss);
@@ -177,11 +177,11 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
         w.scalar(s.step, "skipped_steps", double(skipped));
         if (s.skipped && !s.nonFinite.empty()) w.text(s.step, "skip_cause", skipCauseText(s.nonFinite));
     }
-    for (const EvalEvent& e : run.evals) {
+    for (const EvalEvent& e : run.record.evals) {
         w.scalar(e.step, "accuracy/test", e.testAccuracy);
         if (std::isfinite(e.testLoss)) w.scalar(e.step, "loss/test", e.testLoss);
     }
-    for (const TelemetryEvent& t : run.telemetry) {
+    for (const TelemetryEvent& t : run.record.telemetry) {
         for (const LayerTelemetry& l : t.layers) {
             const std::string where = l.layer + "/" + std::string(tensorKindName(l.kind));
             const std::uint64_t rounded = l.stats.nonzeroFinite();
@@ -195,10 +195,10 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
     }
     // The values a PyTorch script logged of its own, under its names (NaN and infinities,
     // null in the record, are left out as the loss's are).
-    for (const ScalarEvent& s : run.scalars)
+    for (const ScalarEvent& s : run.record.scalars)
         if (std::isfinite(s.value)) w.scalar(s.step, "logged/" + s.name, s.value);
     constexpr double kMiB = 1024.0 * 1024.0;
-    for (const MemoryEvent& m : run.memory) {
+    for (const MemoryEvent& m : run.record.memory.samples) {
         for (std::size_t c = 0; c < m.memory.live.size() && c < run.memoryCategories.size(); ++c)
             w.scalar(m.step, "memory_mib/" + run.memoryCategories[c], double(m.memory.live[c]) / kMiB);
         w.scalar(m.step, "memory_mib/total", double(m.memory.totalLive) / kMiB);
@@ -239,7 +239,7 @@ std::string tensorBoardRunId(const RunDigest& run)
     nlohmann::json held = nlohmann::json::object();
     for (const std::string& key : run.record.settingKeys) held[key] = all.at(key);
     std::uint64_t h = 14695981039346656037ull;
-    for (const std::string& part : {run.createdAt, std::string("\n"), held.dump()})
+    for (const std::string& part : {run.record.createdAt, std::string("\n"), held.dump()})
         for (const unsigned char c : part) h = (h ^ c) * 1099511628211ull;
     char id[8];
     std::snprintf(id, sizeof id, "%06llx", static_cast<unsigned long long>(h & 0xFFFFFF));
@@ -271,7 +271,7 @@ std::vector<TensorBoardFile> writeTensorBoardRuns(const RunComparison& runs, con
         makeOutputFolder(folder, "the TensorBoard folder of run " + quotedExcerpt(run.label, 60));
         TensorBoardFile file;
         const std::string bytes = tensorBoardEvents(run, &file);
-        const auto seconds = static_cast<long long>(epochSeconds(run.createdAt));
+        const auto seconds = static_cast<long long>(epochSeconds(run.record.createdAt));
         file.file = folder / ("events.out.tfevents." + std::to_string(seconds) + ".precision-lab");
         writeFileAtomically(file.file, bytes);
         written.push_back(file);
