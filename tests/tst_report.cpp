@@ -567,6 +567,25 @@ private slots:
         QVERIFY(findSentence(summary, "loss_scale", "AMP FP16 skipped"));
     }
 
+    // The app saves each run's weights and batches under the run's own name: runs that differ
+    // only in where they wrote are still compared by their loss scaling, and a label never
+    // names an output file.
+    void summaryComparesRunsThatWroteToTheirOwnFiles()
+    {
+        json unscaled = unscaled_, scaled = scaled_;
+        unscaled["settings"]["save_weights"] = "/runs/run-1.safetensors";
+        scaled["settings"]["save_weights"] = "/runs/run-2.safetensors";
+        unscaled["settings"]["write_batches"] = "/runs/run-1.batches";
+        const auto c = comparisonOf({unscaled, scaled});
+        QVERIFY2(findSentence(summarizeRuns(c), "underflow", "AMP FP16 without loss scaling lost "),
+                 qPrintable(allText(summarizeRuns(c))));
+        json again = scaled;
+        again["settings"]["save_weights"] = "/runs/run-3.safetensors";
+        const auto same = comparisonOf({scaled, again});
+        QCOMPARE(same.runs[0].label, std::string("AMP FP16"));
+        QCOMPARE(same.runs[1].label, std::string("AMP FP16 (2)"));
+    }
+
     void summaryExplainsDivergence()
     {
         const auto c = comparisonOf({diverged_});

@@ -504,7 +504,7 @@ private slots:
             }
         }
         QCOMPARE(scalesLoss, 7);   // loss_scale, init_scale, growth_factor, backoff_factor, growth_interval, min_scale, max_scale
-        QCOMPARE(observes, 4);     // data_dir, threads, histogram_every, eval_every
+        QCOMPARE(observes, 6);     // data_dir, threads, histogram_every, eval_every, save_weights, write_batches
     }
 
     // A config file through the one reader, with overrides on top; its errors name the file.

@@ -3,8 +3,10 @@
 #include "report/recipe_phrase.h"
 
 #include "report/run_comparison.h"
+#include "train/settings.h"
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,15 @@ std::string lossScalingPhrase(const LossScaling& ls)
 std::string name(Format f) { return std::string(formatName(f)); }
 
 }  // namespace
+
+bool recipePhraseSays(std::string_view settingKey)
+{
+    static constexpr std::string_view said[] = {"recipe", "compute", "master_weights", "optimizer_state", "update_rounding",
+                                                "fp32_accumulate", "fp32_sensitive_ops"};
+    if (std::find(std::begin(said), std::end(said), settingKey) != std::end(said)) return true;
+    const SettingKey* key = findSettingKey(settingKey);
+    return key && key->role == SettingRole::scalesLoss;
+}
 
 std::string recipePhraseOf(const PrecisionRecipe& r)
 {

@@ -106,19 +106,19 @@ RunComparison compareRuns(std::vector<RunDigest> runs)
     // Labels: the record's name, else the recipe phrase; runs that share a label get the
     // settings (outside the recipe) in which they differ from each other.
     for (auto& r : runs) r.label = r.record.name.empty() ? r.recipePhrase : r.record.name;
-    // Recipe keys are in the phrase already; a data folder and the files a run wrote (the
-    // app saves every run's weights under its own name) tell nothing about the run.
-    static const std::set<std::string> notInLabels = {
-        "recipe", "compute", "master_weights", "optimizer_state", "update_rounding", "fp32_accumulate", "fp32_sensitive_ops", "loss_scale",
-        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "min_scale", "max_scale", "data_dir",
-        "save_weights", "write_batches"};
+    // The recipe's keys are in the phrase already; where a run reads its data and writes its
+    // files (the app saves every run's weights under its own name) tell nothing about it.
+    const auto inLabels = [](const std::string& key) {
+        const SettingKey* k = findSettingKey(key);
+        return !recipePhraseSays(key) && !(k && k->group == SettingGroup::files && k->role == SettingRole::observes);
+    };
     std::map<std::string, std::vector<std::size_t>> byLabel;
     for (std::size_t i = 0; i < runs.size(); ++i) byLabel[runs[i].label].push_back(i);
     for (const auto& [label, members] : byLabel) {
         if (members.size() < 2) continue;
         std::vector<std::string> extra(members.size());
         for (const auto& k : keys) {
-            if (notInLabels.count(k)) continue;
+            if (!inLabels(k)) continue;
             std::set<std::string> distinct;
             for (auto i : members) distinct.insert(valueOf(i, k));
             if (distinct.size() < 2) continue;

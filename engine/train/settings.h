@@ -89,10 +89,10 @@ struct SettingRange {
 };
 
 // What a key is to a comparison of runs: its loss scaling (what the report compares runs
-// by), how the run is carried out and watched (where its data is read from, how many
-// threads, how often it is measured), which the report's comparison sets aside (threads can
-// change the order of a CPU's sums, not what is trained), or any other: runs that differ in
-// it are different runs to the report.
+// by), how the run is carried out and watched (where its data is read from and its files
+// written, how many threads, how often it is measured), which the report's comparison sets
+// aside (threads can change the order of a CPU's sums, not what is trained), or any other:
+// runs that differ in it are different runs to the report.
 enum class SettingRole : std::uint8_t { trains, scalesLoss, observes };
 
 struct SettingKey {
