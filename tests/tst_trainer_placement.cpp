@@ -99,7 +99,7 @@ void record(Trace& t, const TrainerEvent& event)
         out << "start planned " << e->plannedSteps;
     } else if (const auto* e = std::get_if<StepEvent>(&event)) {
         t.skipped += e->skipped;
-        out << "step " << e->step << " epoch " << e->epoch << " loss " << bits(e->loss) << " scale "
+        out << "step " << e->step << " epoch " << e->epoch << " loss " << bits(static_cast<float>(e->loss)) << " scale "
             << bits(e->lossScale) << " skipped " << e->skipped << " lr " << bits(e->lr) << " batch " << e->batch
             << " of " << e->totalSteps << " skipped so far " << e->skippedSoFar;
     } else if (const auto* e = std::get_if<EvalEvent>(&event)) {

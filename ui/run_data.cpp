@@ -94,7 +94,7 @@ void RunData::releaseSeries(SeriesLoader loader)
     if (loader_ || isLive() || recordPath_.isEmpty()) return;
     listedLastAccuracy_ = lastAccuracy();
     listedBestAccuracy_ = bestAccuracy();
-    std::vector<StepPoint>().swap(record_.steps);
+    std::vector<StepEvent>().swap(record_.steps);
     std::vector<EvalEvent>().swap(record_.evals);
     std::vector<TelemetryEvent>().swap(record_.telemetry);
     std::vector<MemoryEvent>().swap(record_.memory.samples);

@@ -11,7 +11,7 @@
 
 #include "record/run_record.h"
 #include "report/runs_index.h"
-#include "record/step_point.h"
+#include "train/events.h"
 #include "train/events.h"
 #include "train/settings.h"
 #include "train/trainer.h"
@@ -97,7 +97,7 @@ public:
     const RunRecord& record() const { return ensureSeries().record_; }
     // The series (the record's): the histogram steps' telemetry, the memory samples where
     // the bytes changed.
-    const std::vector<StepPoint>& steps() const { return record().steps; }
+    const std::vector<StepEvent>& steps() const { return record().steps; }
     const std::vector<EvalEvent>& evals() const { return record().evals; }
     const std::vector<TelemetryEvent>& telemetry() const { return record().telemetry; }
     const std::vector<MemoryEvent>& memory() const { return record().memory.samples; }

@@ -169,7 +169,7 @@ std::optional<double> countOf(std::int64_t n) { return static_cast<double>(n); }
 std::vector<double> losses(const RunRecord& record)
 {
     std::vector<double> out;
-    for (const StepPoint& s : record.steps) out.push_back(s.lossOrNaN());
+    for (const StepEvent& s : record.steps) out.push_back(s.loss);
     return out;
 }
 

@@ -152,7 +152,9 @@ void RunRecord::apply(const TrainerEvent& event)
         judgedFormat = e->judgedFormat;
         sourceAsRun = e->sourceAsRun;
     } else if (const auto* e = std::get_if<StepEvent>(&event)) {
-        steps.push_back(StepPoint::of(*e));
+        StepEvent& kept = steps.emplace_back(*e);
+        kept.totalSteps = kept.skippedSoFar = 0;
+        if (!kept.lossFinite()) kept.loss = std::numeric_limits<double>::quiet_NaN();
         summary.steps = e->step;
         summary.skippedSteps = e->skippedSoFar;
     } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
@@ -265,7 +267,7 @@ RunResult RunRecord::result() const
     out.message = interrupted() ? "interrupted: the record ends at step " + std::to_string(last) : summary.message;
     out.testAccuracy = summary.testAccuracy.value_or(0.0);
     out.steps = last;
-    out.skippedSteps = std::count_if(steps.begin(), steps.end(), [](const StepPoint& p) { return p.skipped; });
+    out.skippedSteps = std::count_if(steps.begin(), steps.end(), [](const StepEvent& p) { return p.skipped; });
     out.imagesPerSecond = summary.imagesPerSecond;
     return out;
 }

@@ -10,7 +10,7 @@
 
 #include "numerics/rounding_stats.h"
 #include "numerics/update_math.h"
-#include "record/step_point.h"
+#include "train/events.h"
 #include "telemetry/telemetry.h"
 #include "data/dataset.h"
 #include "train/events.h"
@@ -151,7 +151,9 @@ struct RunRecord {
     std::string sourceAsRun;
     std::string judgedFormat;
     RecordedData data;
-    std::vector<StepPoint> steps;
+    // Each as the trainer sent it, less the progress counters (0), its loss NaN where it was
+    // not finite (the JSON's null).
+    std::vector<StepEvent> steps;
     std::vector<RecordedEvent> events;
     std::vector<EvalEvent> evals;
     // The snapshots of the histogram steps, each as the trainer sent it (hasHistograms),
@@ -221,7 +223,7 @@ GradientHistogram histogramFromJson(const nlohmann::json& j);
 nlohmann::json roundingStatsToJson(const RoundingStats& s);
 // The inverse; a missing count reads as 0 (records written before a field existed).
 RoundingStats roundingStatsFromJson(const nlohmann::json& j);
-// A skipped step's sites (StepPoint::nonFinite) as a step's "non_finite" array.
+// A skipped step's sites (StepEvent::nonFinite) as a step's "non_finite" array.
 nlohmann::json nonFiniteSitesToJson(const std::vector<NonFiniteSite>& sites);
 
 }  // namespace plab

@@ -329,23 +329,23 @@ void readSummary(const json& s, RecordedSummary& out)
     }
 }
 
-json stepToJson(const StepPoint& p)
+json stepToJson(const StepEvent& p)
 {
-    json j = {{"step", p.step},   {"epoch", p.epoch}, {"loss", p.loss ? json(*p.loss) : json(nullptr)},
+    json j = {{"step", p.step},   {"epoch", p.epoch}, {"loss", p.lossFinite() ? json(p.loss) : json(nullptr)},
               {"loss_scale", p.lossScale}, {"skipped", p.skipped}, {"lr", p.lr},
               {"batch", p.batch}, {"time_ms", p.timeMs}};
     if (!p.nonFinite.empty()) j["non_finite"] = nonFiniteSitesToJson(p.nonFinite);
     return j;
 }
 
-StepPoint stepFromJson(const json& st)
+StepEvent stepFromJson(const json& st)
 {
-    StepPoint p;
+    StepEvent p;
     p.step = whole(st, "step", Place{"a step"});
     const Place at{"step", p.step};
     p.epoch = wholeInt(st, "epoch", at);
     p.batch = wholeInt(st, "batch", at, 1);
-    p.loss = number(st, "loss", at, kFinite);
+    p.loss = number(st, "loss", at, kFinite).value_or(std::numeric_limits<double>::quiet_NaN());
     p.lossScale = number(st, "loss_scale", at, kPositive).value_or(1.0);
     if (const auto it = st.find("skipped"); it != st.end() && !it->is_boolean())
         refuseField(at, "skipped", "true or false", *it);
@@ -488,7 +488,7 @@ GradientHistogram histogramFromJson(const json& j)
 
 namespace {
 
-RunRecord readRecord(const json& doc, const std::string& origin, std::vector<StepPoint>* streamedSteps)
+RunRecord readRecord(const json& doc, const std::string& origin, std::vector<StepEvent>* streamedSteps)
 {
     auto bad = [&](const std::string& what) { return InputError(origin + ": not a usable run record: " + what); };
     if (!doc.is_object()) throw bad("expected a JSON object");
@@ -681,7 +681,7 @@ json runRecordToJson(const RunRecord& r)
         if (!r.judgedFormat.empty()) source["judged_format"] = r.judgedFormat;
     }
     json& steps = doc["steps"] = json::array();
-    for (const StepPoint& p : r.steps) steps.push_back(stepToJson(p));
+    for (const StepEvent& p : r.steps) steps.push_back(stepToJson(p));
     json& events = doc["events"] = json::array();
     for (const RecordedEvent& e : r.events) events.push_back(eventToJson(e));
     json& evals = doc["evals"] = json::array();
@@ -747,7 +747,7 @@ RunRecord loadRunRecord(const std::filesystem::path& file)
     // The steps read as they are parsed: a record of 400,000 steps had stood in memory as
     // 3.2 million JSON values (about 400 MB) before any was read.
     const std::string origin = file.string();
-    std::vector<StepPoint> steps;
+    std::vector<StepEvent> steps;
     std::string badStep;   // the first step's problem, said after the document's own checks
     const json doc = parseJsonInputStreaming(
         readRegularFile(file, origin + ": run record", JsonLimits{}.maxBytes), origin + ": run record", "steps",

@@ -143,10 +143,11 @@ std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "loss", "loss_scale", "skipped", "lr", "batch", "time_ms",
                               "skip_site", "skip_cause"}};
-    for (const StepPoint& s : record.steps) {
+    for (const StepEvent& s : record.steps) {
         // A skipped step's first non-finite site ("loss activation_grad") and the sentence.
         const NonFiniteSite* cause = firstNonFiniteCause(s.nonFinite);
-        t.push_back({cell(run), cell(s.step), cell(std::int64_t{s.epoch}), cell(s.loss), cell(s.lossScale), cell(s.skipped),
+        t.push_back({cell(run), cell(s.step), cell(std::int64_t{s.epoch}),
+                     cell(s.lossFinite() ? std::optional<double>(s.loss) : std::nullopt), cell(s.lossScale), cell(s.skipped),
                      cell(s.lr), cell(std::int64_t{s.batch}), cell(s.timeMs),
                      cause ? siteName(*cause) : std::string(),
                      skipCauseText(s.nonFinite)});

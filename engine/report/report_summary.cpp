@@ -117,7 +117,7 @@ void accuracySentences(const RunComparison& c, std::vector<SummarySentence>& out
 std::optional<std::int64_t> firstOfTrailingNonFinite(const RunDigest& r)
 {
     std::optional<std::int64_t> first;
-    for (auto it = r.record.steps.rbegin(); it != r.record.steps.rend() && !it->loss; ++it) first = it->step;
+    for (auto it = r.record.steps.rbegin(); it != r.record.steps.rend() && !it->lossFinite(); ++it) first = it->step;
     return first;
 }
 

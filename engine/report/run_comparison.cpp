@@ -177,10 +177,10 @@ std::string comparisonTableText(const RunComparison& comparison)
     return out.str();
 }
 
-std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std::size_t maxRows)
+std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepEvent>& steps, std::size_t maxRows)
 {
     // The site a stretch is about: its first cause's layer and kind, and whether it overflowed.
-    auto siteOf = [](const StepPoint& p) -> std::string {
+    auto siteOf = [](const StepEvent& p) -> std::string {
         const NonFiniteSite* s = firstNonFiniteCause(p.nonFinite);
         if (!s) return {};
         return siteName(*s) + (s->overflow > 0 ? " overflowed" : " met");
@@ -189,7 +189,7 @@ std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std
     std::vector<std::int64_t> members;   // the current stretch's steps
     std::string site;
     std::int64_t leftOut = 0;
-    const StepPoint* first = nullptr;
+    const StepEvent* first = nullptr;
     auto close = [&] {
         if (members.empty()) return;
         if (rows.size() >= maxRows) {
@@ -208,7 +208,7 @@ std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std
         }
         members.clear();
     };
-    for (const StepPoint& p : steps) {
+    for (const StepEvent& p : steps) {
         if (!p.skipped) continue;
         std::string s = siteOf(p);
         if (members.empty() || s != site) {

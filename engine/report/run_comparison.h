@@ -80,7 +80,7 @@ struct SkipCauseRow {
     std::string steps;   // "step 97", "steps 1-300 (300 skipped)", "steps 12, 14"
     std::string cause;
 };
-std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepPoint>& steps, std::size_t maxRows = 20);
+std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepEvent>& steps, std::size_t maxRows = 20);
 
 // Text forms shared by the table, the summary and the reports.
 std::string formatPercent(double fraction);          // two significant digits: "1.4%", "0.13%"

@@ -63,7 +63,7 @@ RunListing listingOf(const RunRecord& record)
     l.name = record.name;
     l.settings = record.settings;
     l.current = record.finalSettings();
-    for (const StepPoint& p : record.steps) {
+    for (const StepEvent& p : record.steps) {
         l.images += p.batch;
         l.stepMs += p.timeMs;
     }

@@ -19,10 +19,10 @@ std::vector<double> exponentialMovingAverage(std::span<const double> values, dou
     return out;
 }
 
-std::vector<double> smoothedLosses(std::span<const StepPoint> steps, double weight)
+std::vector<double> smoothedLosses(std::span<const StepEvent> steps, double weight)
 {
     std::vector<double> losses(steps.size());
-    for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].lossOrNaN();
+    for (std::size_t i = 0; i < steps.size(); ++i) losses[i] = steps[i].loss;
     return exponentialMovingAverage(losses, weight);
 }
 

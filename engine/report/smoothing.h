@@ -2,7 +2,7 @@
 // same as TensorBoard's): a bias-corrected exponential moving average. Qt-free.
 #pragma once
 
-#include "record/step_point.h"
+#include "train/events.h"
 
 #include <span>
 #include <vector>
@@ -22,6 +22,6 @@ std::vector<double> exponentialMovingAverage(std::span<const double> values, dou
 
 // The training loss of each step smoothed so (a step whose loss was not finite: NaN), as
 // the app's loss chart and the reports draw it.
-std::vector<double> smoothedLosses(std::span<const StepPoint> steps, double weight);
+std::vector<double> smoothedLosses(std::span<const StepEvent> steps, double weight);
 
 }  // namespace plab

@@ -167,10 +167,10 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
     EventWriter w(start);
     double elapsedMs = 0.0;
     std::int64_t skipped = 0;
-    for (const StepPoint& s : run.record.steps) {
+    for (const StepEvent& s : run.record.steps) {
         elapsedMs += s.timeMs;
         w.stepTime(s.step, start + elapsedMs / 1000.0);
-        if (s.loss) w.scalar(s.step, "loss/train", *s.loss);
+        if (s.lossFinite()) w.scalar(s.step, "loss/train", s.loss);
         w.scalar(s.step, "loss_scale", s.lossScale);
         w.scalar(s.step, "lr", s.lr);
         if (s.skipped) ++skipped;

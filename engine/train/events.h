@@ -11,6 +11,7 @@
 #include "tensor/memory.h"
 #include "train/settings.h"
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,10 +42,12 @@ struct RunStartEvent {
     std::string sourceAsRun;
 };
 
+// One optimizer step. A run record keeps each as the trainer sent it, less the progress
+// counters (totalSteps and skippedSoFar: 0 there; the summary holds the run's).
 struct StepEvent {
     std::int64_t step = 0;        // 1-based count of optimizer steps attempted
     int epoch = 0;                // 0-based
-    float loss = 0.0f;            // unscaled mean loss of the batch
+    double loss = 0.0;            // unscaled mean loss of the batch (the model's fp32); NaN where not finite in a record
     double lossScale = 1.0;       // the scale this step used
     bool skipped = false;         // update skipped for non-finite gradients
     double lr = 0.0;
@@ -55,6 +58,16 @@ struct StepEvent {
     // A skipped step's why: the rounding sites that made or met inf/NaN, in the order they
     // ran (empty on steps that were not skipped).
     std::vector<NonFiniteSite> nonFinite;
+
+    bool lossFinite() const { return std::isfinite(loss); }
+    // Equal field by field, two losses that are not finite alike (a record keeps no inf).
+    bool operator==(const StepEvent& o) const
+    {
+        const bool sameLoss = loss == o.loss || (std::isnan(loss) && std::isnan(o.loss));
+        return sameLoss && step == o.step && epoch == o.epoch && lossScale == o.lossScale && skipped == o.skipped &&
+               lr == o.lr && batch == o.batch && timeMs == o.timeMs && totalSteps == o.totalSteps &&
+               skippedSoFar == o.skippedSoFar && nonFinite == o.nonFinite;
+    }
 };
 
 struct EvalEvent {

@@ -130,7 +130,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         setSeriesPen(rawSeries, runPen(faded(run->color(), 70), 1.0));
         const QList<QPointF> raw = reduced_.update(rawSeries, rawKey, *run, columns, [&] {
             return reduceMinMaxPerColumn(
-                steps.size(), stepAt, [&](std::size_t i) { return steps[i].lossOrNaN(); }, columns);
+                steps.size(), stepAt, [&](std::size_t i) { return steps[i].loss; }, columns);
         });
         setLegendVisible(chart_, rawSeries, false);
 

@@ -56,7 +56,7 @@ QString skipText(const RunData& run, double step)
 {
     const auto& steps = run.steps();
     const auto it = std::lower_bound(steps.begin(), steps.end(), step,
-                                     [](const StepPoint& p, double s) { return static_cast<double>(p.step) < s; });
+                                     [](const StepEvent& p, double s) { return static_cast<double>(p.step) < s; });
     if (it == steps.end() || static_cast<double>(it->step) != step || !it->skipped) return {};
     if (it->nonFinite.empty())
         return LossScaleChart::tr("Step %1 skipped: the record names no site that made inf or NaN").arg(it->step);

@@ -8,7 +8,7 @@
 // grid line marks every power of two between ticks. Under a per-tensor FP8 recipe, each
 // layer's gradient scale (quantized_activation_grad) at the histogram steps, dashed, on the
 // same axis. Hovering a skipped step's marker or band says why it skipped (the rounding
-// site that overflowed first, from the record's StepPoint::nonFinite); a click keeps that
+// site that overflowed first, from the record's StepEvent::nonFinite); a click keeps that
 // under the chart.
 #pragma once
 
