@@ -13,13 +13,9 @@
 #include <map>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 namespace plab {
 
 namespace {
-
-using nlohmann::json;
 
 std::string numberText(double v, const char* fmt = "%g")
 {
@@ -66,11 +62,11 @@ std::string lossScalingWords(const RunDigest& r)
 // the keys whose rows say they train (SettingRole).
 std::string settingsWithoutLossScaling(const RunDigest& r)
 {
-    const json all = settingsToJson(r.record.settings);
-    json s = json::object();
+    std::string text;
     for (const std::string& key : r.record.settingKeys)
-        if (const SettingKey* k = findSettingKey(key); k && k->role == SettingRole::trains) s[key] = all.at(key);
-    return s.dump();
+        if (const SettingKey* k = findSettingKey(key); k && k->role == SettingRole::trains)
+            text += key + '=' + settingText(r.record.settings, key) + '\n';
+    return text;
 }
 
 Format formatOr(const std::string& name, Format fallback)
