@@ -387,6 +387,10 @@ private slots:
         const RunRecord twoSnapshots = typed(two);
         QCOMPARE(evaluateMetric("snapshots_underflow:loss,activation_grad", &twoSnapshots).value_or(-1.0), (8.0 + 2.0) / (80.0 + 50.0));
         QCOMPARE(evaluateMetric("snapshots_overflow:loss,activation_grad", &twoSnapshots).value_or(-1.0), 5.0 / 130.0);
+        // The counts behind those shares, so a claim on a small population can name them.
+        QCOMPARE(evaluateMetric("snapshots_underflow_count:loss,activation_grad", &twoSnapshots).value_or(-1.0), 8.0 + 2.0);
+        QCOMPARE(evaluateMetric("snapshots_overflow_count:loss,activation_grad", &twoSnapshots).value_or(-1.0), 5.0);
+        QCOMPARE(evaluateMetric("snapshots_nonzero:loss,activation_grad", &twoSnapshots).value_or(-1.0), 80.0 + 50.0);
         QCOMPARE(v("snapshots_underflow:loss,activation_grad"), 8.0 / 80.0);   // one snapshot: as at that step
         // The largest value's bound: the upper edge of the highest nonzero bin of any step.
         json seen = doc;

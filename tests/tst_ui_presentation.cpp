@@ -322,7 +322,7 @@ private slots:
         QTest::addColumn<QString>("lesson");
         QTest::addColumn<QSize>("size");
         QTest::addColumn<int>("chartHeight");
-        for (const char* lesson : {"01-underflow-without-loss-scaling", "03-pure-fp16-stalls"}) {
+        for (const char* lesson : {"01-underflow-without-loss-scaling", "03-pure-fp16-weights-or-optimizer-state"}) {
             QTest::addRow("%s 1920x1080", lesson) << lesson << QSize(1920, 1080) << 300;
             QTest::addRow("%s 1280x720", lesson) << lesson << QSize(1280, 720) << 240;
         }

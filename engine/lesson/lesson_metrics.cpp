@@ -49,6 +49,9 @@ const std::vector<MetricInfo> kMetrics = {
     {"snapshot_overflow", "LAYER,KIND,STEP", "nonzero values rounded to inf (quantised kinds: saturated) at one telemetry step (fraction)", MetricUnit::fraction, true},
     {"snapshots_underflow", "LAYER,KIND", "nonzero values rounded to 0, summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
     {"snapshots_overflow", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated), summed over all the run's telemetry steps (fraction)", MetricUnit::fraction, true},
+    {"snapshots_underflow_count", "LAYER,KIND", "nonzero values rounded to 0, summed over all the run's telemetry steps (a count: the numerator of snapshots_underflow)", MetricUnit::count, true},
+    {"snapshots_overflow_count", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated), summed over all the run's telemetry steps (a count: the numerator of snapshots_overflow)", MetricUnit::count, true},
+    {"snapshots_nonzero", "LAYER,KIND", "nonzero finite values rounded at the run's telemetry steps, summed (the denominator of snapshots_underflow and snapshots_overflow)", MetricUnit::count, true},
     {"run_underflow", "LAYER,KIND", "nonzero values rounded to 0 over every step of the run, not only the telemetry steps (fraction; records since 2026-11-28)", MetricUnit::fraction, true},
     {"run_overflow", "LAYER,KIND", "nonzero values rounded to inf (quantised kinds: saturated) over every step of the run, not only the telemetry steps (fraction; records since 2026-11-28)", MetricUnit::fraction, true},
     {"snapshots_largest", "LAYER,KIND", "a power of two above every finite |value| the histograms saw over the run's telemetry steps (the upper edge of the largest nonzero bin; values before rounding, so past a format's range too)", MetricUnit::scale, true},
@@ -404,7 +407,8 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at step " + a[2];
         return share;
     }
-    if (name == "snapshots_underflow" || name == "snapshots_overflow") {
+    if (name == "snapshots_underflow" || name == "snapshots_overflow" || name == "snapshots_underflow_count" ||
+        name == "snapshots_overflow_count" || name == "snapshots_nonzero") {
         RoundingStats s;
         bool found = false;
         for (const auto& snap : r.telemetry) found = addStats(snap, a[0], a[1], s) || found;
@@ -412,6 +416,9 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
             if (why) *why = "no " + a[1] + " telemetry for " + a[0];
             return std::nullopt;
         }
+        if (name == "snapshots_underflow_count") return static_cast<double>(s.underflow);
+        if (name == "snapshots_overflow_count") return static_cast<double>(s.overflow);
+        if (name == "snapshots_nonzero") return static_cast<double>(s.nonzeroFinite());
         const auto share = name == "snapshots_underflow" ? underflowShare(s) : overflowShare(s);
         if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " at any telemetry step";
         return share;
