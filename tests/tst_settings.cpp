@@ -340,6 +340,7 @@ private slots:
             {"lr", "greater than 0", 1e-12, 0.0},
             {"label_smoothing", "in [0, 1)", 0.0, 1.0},
             {"momentum", "in [0, 1)", 0.999, 1.0},
+            {"adam_eps", "greater than 0", 1e-30, 0.0},
             {"clip_grad_norm", "0 or more", 0.0, -1e-9},
         };
         std::set<std::string> ranged;

@@ -46,6 +46,7 @@ inline const nlohmann::json& settingExamples()
         {"label_smoothing", 0.1},
         {"optimizer", "sgd"},
         {"momentum", 0.5},
+        {"adam_eps", 1e-6},
         {"seed", 7},
         {"dataset", "fashion-mnist"},
         {"data_dir", "/tmp/elsewhere"},
