@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "nn/layer_ops.h"
 #include "numerics/format.h"
+#include "optim/grad_accumulation.h"
 #include "optim/grad_unscale.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
@@ -801,6 +802,66 @@ private slots:
         for (const LrShape shape : {LrShape::constant, LrShape::cosine})
             QCOMPARE(parseLrShape(lrShapeName(shape)), std::optional<LrShape>(shape));
         QVERIFY(!parseLrShape("linear"));
+    }
+    // Gradient accumulation against IEEE addition in the buffer's format: each part's
+    // gradient rounded to the format, then added in it with one rounding of the exact sum (a
+    // sum of two fp16 values, or of two bf16 values within 2^40 of each other, is exact in
+    // double; roundDoubleTo is checked against the formats' definitions elsewhere).
+    void accumulationIsAdditionInTheBuffersFormat()
+    {
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<double> exponent(-20.0, 10.0);
+        std::bernoulli_distribution negative(0.5);
+        const auto draw = [&] {
+            const double v = std::exp2(exponent(rng));
+            return static_cast<float>(negative(rng) ? -v : v);
+        };
+        for (const Format f : {Format::fp16, Format::bf16, Format::fp32}) {
+            constexpr int kN = 4096;
+            std::vector<float> buffer(kN), first(kN), grad(kN), expected(kN);
+            for (int i = 0; i < kN; ++i) first[i] = draw();
+            QCOMPARE(accumulateGradient(buffer.data(), first.data(), kN, f, true).nonzero, std::int64_t(0));
+            for (int i = 0; i < kN; ++i) QCOMPARE(buffer[i], roundDoubleTo(f, first[i]));
+            for (int part = 0; part < 3; ++part) {
+                std::int64_t lost = 0, nonzero = 0;
+                for (int i = 0; i < kN; ++i) {
+                    grad[i] = i % 97 == 0 ? 0.0f : draw();
+                    const double exact = double(buffer[i]) + double(roundDoubleTo(f, grad[i]));
+                    expected[i] = f == Format::fp32 ? static_cast<float>(double(buffer[i]) + double(grad[i]))
+                                                    : roundDoubleTo(f, exact);
+                    if (grad[i] != 0.0f) {
+                        ++nonzero;
+                        if (expected[i] == buffer[i]) ++lost;
+                    }
+                }
+                const AccumulationCounts c = accumulateGradient(buffer.data(), grad.data(), kN, f, false);
+                for (int i = 0; i < kN; ++i)
+                    QVERIFY2(buffer[i] == expected[i],
+                             qPrintable(QString("%1: element %2, %3").arg(QString::fromLatin1(formatName(f).data())).arg(i).arg(buffer[i])));
+                QCOMPARE(c.nonzero, nonzero);
+                QCOMPARE(c.lost, lost);
+            }
+        }
+        // A contribution below half the sum's spacing is lost: 1 + 2^-12 is 1 in fp16 (spacing
+        // 2^-10 there), not in fp32; one of 2^-11 ties to even, 1 again.
+        float one = 1.0f;
+        const float small[] = {std::ldexp(1.0f, -12)};
+        AccumulationCounts c = accumulateGradient(&one, small, 1, Format::fp16, false);
+        QCOMPARE(one, 1.0f);
+        QCOMPARE(c.lost, std::int64_t(1));
+        const float tie[] = {std::ldexp(1.0f, -11)};
+        QCOMPARE(accumulateGradient(&one, tie, 1, Format::fp16, false).lost, std::int64_t(1));
+        QCOMPARE(one, 1.0f);
+        c = accumulateGradient(&one, small, 1, Format::fp32, false);
+        QCOMPARE(one, 1.0f + std::ldexp(1.0f, -12));
+        QCOMPARE(c.lost, std::int64_t(0));
+        // Parts differ by at most one sample; never more parts than samples.
+        QCOMPARE(accumulationParts(10, 4), std::int64_t(4));
+        std::vector<std::int64_t> sizes;
+        for (std::int64_t k = 0; k < 4; ++k) sizes.push_back(accumulationPartStart(10, 4, k + 1) - accumulationPartStart(10, 4, k));
+        QCOMPARE(sizes, (std::vector<std::int64_t>{2, 3, 2, 3}));
+        QCOMPARE(accumulationParts(2, 4), std::int64_t(2));
+        QCOMPARE(accumulationParts(5, 1), std::int64_t(1));
     }
 };
 

@@ -141,6 +141,24 @@ private slots:
         QVERIFY(back == settingsFromJson(json{{"model", "mlp"}, {"label_smoothing", 0.2}}, "test"));
     }
 
+    // Gradient accumulation needs a sample in every part, and the CPU backend.
+    void gradientAccumulationIsRefusedWhereItCannotRun()
+    {
+        QCOMPARE(settingsFromJson(json{{"grad_accum_steps", 4}, {"batch", 4}}, "test").gradAccumSteps, 4);
+        try {
+            (void)settingsFromJson(json{{"grad_accum_steps", 4}, {"batch", 2}}, "test");
+            QFAIL("four parts of a batch of two were accepted");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("more micro-batches than its batch of 2 has samples") != std::string::npos, e.what());
+        }
+        try {
+            (void)settingsFromJson(json{{"grad_accum_steps", 2}, {"backend", "cuda"}}, "test");
+            QFAIL("accumulation on the CUDA backend was accepted");
+        } catch (const InputError& e) {
+            QVERIFY2(std::string(e.what()).find("CPU backend only") != std::string::npos, e.what());
+        }
+    }
+
     void presetThenSwitches()
     {
         const TrainSettings s = settingsFromJson(
@@ -341,6 +359,7 @@ private slots:
             {"label_smoothing", "in [0, 1)", 0.0, 1.0},
             {"momentum", "in [0, 1)", 0.999, 1.0},
             {"adam_eps", "greater than 0", 1e-30, 0.0},
+            {"grad_accum_steps", "between 1 and 1024", 1024, 1025},
             {"clip_grad_norm", "0 or more", 0.0, -1e-9},
         };
         std::set<std::string> ranged;
@@ -354,6 +373,7 @@ private slots:
             QVERIFY2(QString::fromStdString(settingHelp(*row)).endsWith(QString::fromLatin1(e.range)), e.key);
             json patch = {{e.key, e.inside}};
             if (std::string_view(e.key) == "label_smoothing") patch["fp32_sensitive_ops"] = true;
+            if (std::string_view(e.key) == "grad_accum_steps") patch["batch"] = 1024;   // a micro-batch has a sample at least
             try {
                 (void)settingsFromJson(patch, "test");
             } catch (const InputError& error) {
@@ -396,6 +416,7 @@ private slots:
             {"optimizer", {"adam", "sgd"}},
             {"dataset", {"mnist", "fashion-mnist"}},
             {"clip_grad_at", {"unscaled", "scaled"}},
+            {"grad_accum_format", {"fp32", "bf16", "fp16"}},
             {"backend", {"cpu", "cuda"}},
             {"arithmetic", {"hardware", "exact"}},
             {"model", {"mlp", "deep-mlp", "small-cnn", "seed-cnn", "vit"}},

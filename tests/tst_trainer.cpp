@@ -421,6 +421,43 @@ private slots:
         QVERIFY2(records[0] == records[2], "1 and 3 threads");
     }
 
+    // Gradient accumulation: the parts' gradients sum to the batch's (the definition, up to
+    // fp32's summation order), a step holds a quarter of the activations with four parts,
+    // and the buffer is counted in its format's bytes among the gradients.
+    void gradientAccumulationSumsTheParts()
+    {
+        TrainSettings s = smallRun("fp32");
+        s.optimizer.kind = "sgd";
+        s.optimizer.momentum = 0.0;
+        s.optimizer.lr = 0.05;
+        s.maxSteps = 6;
+        s.arithmetic = Arithmetic::exact;
+        const Outcome whole = train(s, data_);
+        s.gradAccumSteps = 4;
+        const Outcome fp32Buffer = train(s, data_);
+        s.gradAccumFormat = Format::fp16;
+        const Outcome fp16Buffer = train(s, data_);
+        for (const Outcome* o : {&whole, &fp32Buffer, &fp16Buffer}) QCOMPARE(o->result.status, RunStatus::completed);
+        const json& a = whole.record["steps"];
+        const json& b = fp32Buffer.record["steps"];
+        QCOMPARE(a.size(), b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            const double la = a[i]["loss"].get<double>(), lb = b[i]["loss"].get<double>();
+            QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(la), qPrintable(QString("step %1: %2 against %3").arg(i + 1).arg(la).arg(lb)));
+        }
+        QCOMPARE(fp32Buffer.record["settings"]["grad_accum_steps"].get<int>(), 4);
+        QCOMPARE(fp16Buffer.record["settings"]["grad_accum_format"].get<std::string>(), std::string("fp16"));
+        const auto peak = [](const Outcome& o, const char* category) {
+            return o.record["memory"]["training_peak"][category].get<std::int64_t>();
+        };
+        const std::int64_t extra32 = peak(fp32Buffer, "gradients") - peak(whole, "gradients");
+        const std::int64_t extra16 = peak(fp16Buffer, "gradients") - peak(whole, "gradients");
+        QCOMPARE(extra32, peak(whole, "weights"));   // an fp32 buffer per fp32 weight
+        QCOMPARE(extra16 * 2, extra32);
+        QVERIFY2(peak(fp32Buffer, "activations") * 3 < peak(whole, "activations"),
+                 qPrintable(QString("%1 against %2").arg(peak(fp32Buffer, "activations")).arg(peak(whole, "activations"))));
+    }
+
     void sameSeedSameRecord()
     {
         TrainSettings s = smallRun("amp-fp16");

@@ -455,6 +455,16 @@ const std::vector<KeyRule>& keyRules()
           "Non-finite losses in a row that end a run"},
          [](const Reader& r, TrainSettings& s) { s.divergenceSteps = whole<int>(r, "divergence_steps"); },
          [](const TrainSettings& s) { return json(s.divergenceSteps); }},
+        {{"grad_accum_steps", T::integer, "Accumulation steps", G::optimizer, false, wholes(1, 1024), {},
+          "Gradient accumulation: micro-batches per step, the batch split into them and their gradients summed in one buffer "
+          "before the update (1: none; the CPU backend)"},
+         [](const Reader& r, TrainSettings& s) { s.gradAccumSteps = whole<int>(r, "grad_accum_steps"); },
+         [](const TrainSettings& s) { return json(s.gradAccumSteps); }},
+        {{"grad_accum_format", T::text, "Accumulation buffer", G::optimizer, false, {},
+          {{"fp32", "fp32"}, {"bf16", "bf16"}, {"fp16", "fp16"}},
+          "The accumulation buffer's format: each micro-batch's gradients added to it and the sum rounded to it"},
+         [](const Reader& r, TrainSettings& s) { s.gradAccumFormat = *parseFormat(r.text("grad_accum_format")); },
+         [](const TrainSettings& s) { return json(std::string(formatName(s.gradAccumFormat))); }},
         {{"clip_grad_norm", T::number, "Clip gradient norm", G::optimizer, false, atLeast(0), {},
           "Clip the gradient norm to this (0: off); clip_grad_at says whether before or after unscaling"},
          [](const Reader& r, TrainSettings& s) { s.clipGradNorm = r.number("clip_grad_norm"); },
@@ -839,6 +849,12 @@ std::string validateSettings(const TrainSettings& s)
                    "gradients and Adam's state)";
     }
     if (auto problem = labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing); !problem.empty()) return problem;
+    if (s.gradAccumSteps > s.batch)
+        return "grad_accum_steps " + std::to_string(s.gradAccumSteps) + " splits each step into more micro-batches than its batch of " +
+               std::to_string(s.batch) + " has samples";
+    if (s.gradAccumSteps > 1 && s.backend != "cpu")
+        return "grad_accum_steps: gradient accumulation runs on the CPU backend only (the " + s.backend +
+               " backend does not accumulate yet)";
     if (s.zeroInitResidual && !s.initWeights.empty())
         return "zero_init_residual and init_weights together: the weights file gives every initial weight";
     const auto layers = parameterLayerNames(s.model);

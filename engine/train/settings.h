@@ -43,6 +43,10 @@ struct TrainSettings {
     int histogramEvery = 50;          // telemetry snapshot every N steps (0: never)
     int evalEvery = 0;                // extra evaluations every N steps (0: per epoch only)
     int divergenceSteps = 10;         // K consecutive non-finite losses end the run as diverged
+    // Gradient accumulation: the batch split into this many micro-batches (1: none), their
+    // gradients summed in a buffer of gradAccumFormat before the update (optim/grad_accumulation.h).
+    int gradAccumSteps = 1;
+    Format gradAccumFormat = Format::fp32;
     double clipGradNorm = 0.0;        // 0: no clipping
     ClipAt clipAt = ClipAt::unscaled; // after unscaling (PyTorch's order) or before (the mistake)
     std::string backend = "cpu";

@@ -4,6 +4,8 @@
 // its live setting changes applied in trainer_changes.cpp, its output files written in
 // trainer_outputs.cpp.
 #include "train/trainer.h"
+
+#include "optim/grad_accumulation.h"
 #include "train/trainer_state.h"
 
 #include "train/backend_support.h"
@@ -17,6 +19,7 @@
 #include "nn/layer_ops.h"
 #include "nn/transformer.h"
 #include "numerics/number_text.h"
+#include "optim/grad_accumulation.h"
 #include "optim/grad_unscale.h"
 #include "optim/lr_schedule.h"
 #include "weights/model_weights.h"
@@ -154,10 +157,16 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     const bool histogramStep = settings_.histogramEvery > 0 && (st.step == 1 || st.step % settings_.histogramEvery == 0);
     st.telemetry.beginStep(histogramStep);
 
-    // Forward and backward, the loss multiplied by the scale.
-    gatherBatch(data_.train, indices, n, st.images, st.labels);
+    // Forward and backward, the loss multiplied by the scale (in micro-batches, their
+    // gradients summed, where the settings accumulate).
     const double scale = st.scaler.scale();
-    const StepOutput out = st.model->trainStep(st.images, st.labels, static_cast<float>(scale), st.ctx);
+    StepOutput out;
+    if (settings_.gradAccumSteps > 1) {
+        out = accumulateMicroBatches(st, indices, n, scale);
+    } else {
+        gatherBatch(data_.train, indices, n, st.images, st.labels);
+        out = st.model->trainStep(st.images, st.labels, static_cast<float>(scale), st.ctx);
+    }
 
     // Unscale and check: a non-finite gradient skips the update (and the scaler backs off).
     // The norm is clipped after unscaling, or before it where the settings ask for that
@@ -200,6 +209,43 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     st.memory.samplePhase(MemoryPhase::training);
     emitMemory(st);
     return out.loss;
+}
+
+StepOutput Trainer::accumulateMicroBatches(State& st, const std::uint32_t* indices, std::int64_t n, double scale)
+{
+    // Each part's loss is its mean times its share of the batch (PyTorch's loss / N for equal
+    // parts), so the summed gradients are the batch mean's, times the loss scale.
+    const std::int64_t parts = accumulationParts(n, settings_.gradAccumSteps);
+    if (st.accumulated.size() != st.params.size()) {
+        st.accumulated.clear();
+        for (Parameter* p : st.params) {
+            Tensor& buffer = st.accumulated.emplace_back(p->grad.shape(), settings_.gradAccumFormat);
+            buffer.track(&st.memory, MemoryCategory::gradients);
+        }
+    }
+    StepOutput out;
+    double lossSum = 0.0;
+    for (std::int64_t k = 0; k < parts; ++k) {
+        const std::int64_t lo = accumulationPartStart(n, parts, k), hi = accumulationPartStart(n, parts, k + 1);
+        gatherBatch(data_.train, indices + lo, hi - lo, st.images, st.labels);
+        const auto share = static_cast<double>(hi - lo) / static_cast<double>(n);
+        const StepOutput part = st.model->trainStep(st.images, st.labels, static_cast<float>(scale * share), st.ctx);
+        lossSum += static_cast<double>(part.loss) * share;
+        out.correct += part.correct;
+        st.backend->flush();
+        for (std::size_t i = 0; i < st.params.size(); ++i) {
+            Tensor& grad = st.params[i]->grad;
+            Tensor& buffer = st.accumulated[i];
+            if (buffer.shape() != grad.shape()) buffer.resize(grad.shape());
+            // (What the additions lose, AccumulationCounts, is not yet in the telemetry.)
+            (void)accumulateGradient(buffer.data(), grad.data(), grad.size(), settings_.gradAccumFormat, k == 0);
+        }
+    }
+    // The sum is the step's gradient from here on: unscaled, checked and applied as any.
+    for (std::size_t i = 0; i < st.params.size(); ++i)
+        std::copy_n(st.accumulated[i].data(), st.params[i]->grad.size(), st.params[i]->grad.data());
+    out.loss = static_cast<float>(lossSum);
+    return out;
 }
 
 bool Trainer::obeyCommands(State& st)

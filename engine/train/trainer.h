@@ -139,6 +139,9 @@ private:
     bool obeyCommands(State& st);    // between steps: pause, refusals, stop (true), changes
     // One step on the training images at `indices` (n of them); returns its loss.
     float trainOneStep(State& st, const std::uint32_t* indices, std::int64_t n);
+    // The step's forward and backward passes over its micro-batches, their gradients summed
+    // into the accumulation buffers and left in the parameters' gradients.
+    StepOutput accumulateMicroBatches(State& st, const std::uint32_t* indices, std::int64_t n, double scale);
     void countUpdates(State& st);   // per layer: this step's update counts and the run's
     void evaluate(State& st);
     void applyChange(State& st, const SettingsChange& change);

@@ -58,6 +58,9 @@ struct Trainer::State {
     StepContext ctx;
     Tensor images;
     std::vector<std::uint8_t> labels;
+    // Gradient accumulation (settings' gradAccumSteps > 1): one buffer per parameter, in the
+    // accumulation format's bytes, counted as gradients.
+    std::vector<Tensor> accumulated;
     StepBatches batchLog;   // every step's sample indices, when settings ask to write them
 };
 

@@ -47,6 +47,8 @@ inline const nlohmann::json& settingExamples()
         {"optimizer", "sgd"},
         {"momentum", 0.5},
         {"adam_eps", 1e-6},
+        {"grad_accum_steps", 2},
+        {"grad_accum_format", "bf16"},
         {"seed", 7},
         {"dataset", "fashion-mnist"},
         {"data_dir", "/tmp/elsewhere"},
