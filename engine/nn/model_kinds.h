@@ -49,7 +49,7 @@ struct ModelKind {
     bool residualBranches = false;
     // Its own training defaults where they differ from every model's, as settings JSON (an
     // object of settings keys; empty: none). Read by train/model_defaults.cpp.
-    std::string_view trainingDefaults;
+    std::string_view trainingDefaults = {};
 };
 
 std::span<const ModelKind> modelKinds();
