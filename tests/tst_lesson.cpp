@@ -371,6 +371,12 @@ private slots:
         const RunRecord grown = typed(grew);
         QCOMPARE(evaluateMetric("loss_scale_growths", &grown).value_or(-1.0), 2.0);   // 2^13 -> 8 falls; 8 -> 16 twice
         QCOMPARE(v("activation_grad_underflow:loss"), 0.25);
+        // A run that accumulates gradients: the summary's share; one that does not has none.
+        json accumulating = doc;
+        accumulating["summary"]["accumulation_lost_fraction"] = {{"fc1", 0.125}};
+        const RunRecord accumulated = typed(accumulating);
+        QCOMPARE(evaluateMetric("accumulation_lost:fc1", &accumulated).value_or(-1.0), 0.125);
+        QVERIFY(!evaluateMetric("accumulation_lost:fc1", &r));
         QCOMPARE(v("weights_made_non_finite:all"), 3.0);
         QCOMPARE(v("snapshot_underflow:loss,activation_grad,1"), 8.0 / 80.0);   // underflow / nonzero finite
         QCOMPARE(v("snapshot_underflow:fc1,weight_grad,last"), 3.0 / 45.0);

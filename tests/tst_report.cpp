@@ -172,8 +172,8 @@ private slots:
         histogram.nonFinite = 2;
         TelemetryEvent telemetry{2, 512.0, true, {}};
         LayerTelemetry weights{"fc1", TensorKind::weightGrad, stats, histogram, {}, stats, {}, {}};
-        weights.update = {40, 6, 1, 2, 3};
-        weights.runUpdate = {80, 12, 1, 2, 3};
+        weights.update = {40, 6, 1, 2, 3, 30, 4};
+        weights.runUpdate = {80, 12, 1, 2, 3, 60, 9};   // gradient accumulation: 60 added, 9 lost
         LayerTelemetry input{"fc1", TensorKind::activationGrad, stats, histogram, {}, stats, {}, {}};
         LayerTelemetry quantised{"conv1", TensorKind::quantizedWeight, stats, histogram, {}, stats, {}, {}};
         quantised.scaling = {true, true, true, 0.5f, 3.0f, histogram};
@@ -211,8 +211,9 @@ private slots:
         QVERIFY(r.summary.testAccuracy && r.summary.bestTestAccuracy && !r.summary.finishedAt.empty());
         QVERIFY(r.summary.imagesPerSecond > 0 && r.summary.skippedSteps == 1 && !r.summary.message.empty());
         QCOMPARE(r.summary.layers.size(), std::size_t{1});
-        QCOMPARE(r.summary.layers[0].listed, std::uint8_t{127});   // every per-layer entry
+        QCOMPARE(r.summary.layers[0].listed, std::uint8_t{255});   // every per-layer entry
         QVERIFY(r.summary.layers[0].underflow && r.summary.layers[0].lostUpdate && r.summary.layers[0].stateFlushed);
+        QCOMPARE(r.summary.layers[0].accumulationLost, std::optional<double>(9.0 / 60.0));
         QCOMPARE(r.summary.runRounding.size(), std::size_t{3});
         QCOMPARE(r.summary.runRoundingThroughStep, std::int64_t{2});
 

@@ -446,6 +446,25 @@ private slots:
             QVERIFY2(std::abs(la - lb) <= 1e-5 * std::abs(la), qPrintable(QString("step %1: %2 against %3").arg(i + 1).arg(la).arg(lb)));
         }
         QCOMPARE(fp32Buffer.record["settings"]["grad_accum_steps"].get<int>(), 4);
+        // What the additions took in and lost: recorded per layer only where the run
+        // accumulates, every nonzero gradient of the three later parts counted, and an fp16
+        // buffer (11 bits) losing at least as many as an fp32 one (24).
+        QVERIFY(!whole.record["summary"].contains("accumulation_lost_fraction"));
+        for (const json& l : whole.record["telemetry"][0]["layers"]) QVERIFY(!l.contains("accumulated"));
+        const auto addedAndLost = [](const Outcome& o) {
+            std::int64_t added = 0, lost = 0;
+            for (const json& l : o.record["telemetry"][0]["layers"])
+                if (l["kind"] == "weight_grad") {
+                    added += l["accumulated"].get<std::int64_t>();
+                    lost += l["accumulation_lost"].get<std::int64_t>();
+                }
+            return std::pair{added, lost};
+        };
+        const auto [added32, lost32] = addedAndLost(fp32Buffer);
+        const auto [added16, lost16] = addedAndLost(fp16Buffer);
+        QVERIFY(added32 > 0 && added16 > 0);
+        QVERIFY2(lost16 >= lost32 && lost16 > 0, qPrintable(QString("fp16 %1 of %2, fp32 %3 of %4").arg(lost16).arg(added16).arg(lost32).arg(added32)));
+        QVERIFY(fp16Buffer.record["summary"]["accumulation_lost_fraction"].contains("fc1"));
         QCOMPARE(fp16Buffer.record["settings"]["grad_accum_format"].get<std::string>(), std::string("fp16"));
         const auto peak = [](const Outcome& o, const char* category) {
             return o.record["memory"]["training_peak"][category].get<std::int64_t>();

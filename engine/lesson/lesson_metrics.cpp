@@ -42,6 +42,7 @@ const std::vector<MetricInfo> kMetrics = {
     {"weight_grad_overflow", "LAYER", "nonzero weight gradients rounded to inf, over the run (fraction)", MetricUnit::fraction, true},
     {"activation_grad_underflow", "LAYER", "nonzero activation gradients rounded to 0, over the run (fraction)", MetricUnit::fraction, true},
     {"lost_updates", "LAYER", "nonzero updates that left the stored weight unchanged, over the run (fraction)", MetricUnit::fraction, true},
+    {"accumulation_lost", "LAYER", "gradient accumulation: nonzero micro-batch gradients whose addition left the buffer unchanged, over the run (fraction; runs with grad_accum_steps above 1)", MetricUnit::fraction, true},
     {"weights_made_non_finite", "LAYER|all", "finite weights an update made inf or NaN, over the run", MetricUnit::count, true},
     {"optimizer_state_flushed", "LAYER|all", "optimizer-state elements (momentum, Adam's m and v) a step left at 0 where fp32 gives a nonzero value, over the run", MetricUnit::count, true},
     {"optimizer_state_made_non_finite", "LAYER|all", "finite optimizer-state elements a step made inf or NaN, over the run", MetricUnit::count, true},
@@ -378,6 +379,8 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
         return perLayerSummary(r, "lost_update_fraction", a[0], [](L l) { return l.lostUpdate; }, why);
     if (name == "weights_made_non_finite")
         return perLayerSummary(r, "weights_made_non_finite", a[0], [](L l) { return countOf(l.weightsMadeNonFinite); }, why);
+    if (name == "accumulation_lost")
+        return perLayerSummary(r, "accumulation_lost_fraction", a[0], [](L l) { return l.accumulationLost; }, why);
     if (name == "optimizer_state_flushed")
         return perLayerSummary(r, "optimizer_state_flushed", a[0], [](L l) { return countOf(l.stateFlushed); }, why);
     if (name == "optimizer_state_made_non_finite")

@@ -40,6 +40,11 @@ struct UpdateCounts {
     // before the step and inf or NaN after it.
     std::int64_t stateFlushed = 0;
     std::int64_t stateNonFinite = 0;
+    // Gradient accumulation before the step (train/trainer.cpp, optim/grad_accumulation.h):
+    // the nonzero contributions its additions after each buffer's first took in, and those
+    // that left the buffer unchanged (0 where the run does not accumulate).
+    std::int64_t accumulated = 0;
+    std::int64_t accumulationLost = 0;
     UpdateCounts& operator+=(const UpdateCounts& o)
     {
         nonzero += o.nonzero;
@@ -47,6 +52,8 @@ struct UpdateCounts {
         nonFinite += o.nonFinite;
         stateFlushed += o.stateFlushed;
         stateNonFinite += o.stateNonFinite;
+        accumulated += o.accumulated;
+        accumulationLost += o.accumulationLost;
         return *this;
     }
     // Of the elements with a nonzero update, the share whose stored weight did not change;
@@ -55,6 +62,13 @@ struct UpdateCounts {
     {
         if (nonzero <= 0) return std::nullopt;
         return shareOf(static_cast<std::uint64_t>(lost), static_cast<std::uint64_t>(nonzero));
+    }
+    // Of the accumulation's nonzero contributions, the share that changed nothing; empty where
+    // it took in none.
+    std::optional<double> accumulationLostShare() const
+    {
+        if (accumulated <= 0) return std::nullopt;
+        return shareOf(static_cast<std::uint64_t>(accumulationLost), static_cast<std::uint64_t>(accumulated));
     }
     bool operator==(const UpdateCounts&) const = default;
 };

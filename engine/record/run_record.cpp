@@ -101,7 +101,7 @@ void sortLayersInModelOrder(std::vector<std::string>& layers)
 std::vector<LayerFractions> summaryLayersInOrder(std::map<std::string, LayerFractions> byLayer)
 {
     std::vector<std::string> names;
-    for (std::uint8_t bit = 1; bit != 0 && bit <= kListsStateMadeNonFinite; bit = static_cast<std::uint8_t>(bit << 1))
+    for (std::uint8_t bit = 1; bit != 0 && bit <= kListsAccumulationLost; bit = static_cast<std::uint8_t>(bit << 1))
         for (const auto& [name, f] : byLayer)
             if ((f.listed & bit) && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     sortLayersInModelOrder(names);
@@ -194,6 +194,10 @@ void RunRecord::apply(const TrainerEvent& event)
             f.stateFlushed = l.runUpdate.stateFlushed;
             f.stateMadeNonFinite = l.runUpdate.stateNonFinite;
             f.listed |= kListsLostUpdate | kListsWeightsMadeNonFinite | kListsStateFlushed | kListsStateMadeNonFinite;
+            if (l.runUpdate.accumulated > 0) {
+                f.accumulationLost = l.runUpdate.accumulationLostShare();
+                f.listed |= kListsAccumulationLost;
+            }
         }
         summary.layers = summaryLayersInOrder(std::move(byLayer));
         summary.hasRunRounding = true;

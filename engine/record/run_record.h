@@ -57,6 +57,7 @@ struct LayerFractions {
     std::int64_t weightsMadeNonFinite = 0;           // finite weights an update made inf or NaN
     std::int64_t stateFlushed = 0;                   // optimizer-state elements left at 0 where fp32 is not
     std::int64_t stateMadeNonFinite = 0;             // optimizer-state elements made inf or NaN
+    std::optional<double> accumulationLost;          // gradient accumulation: contributions that changed nothing
     // Which of the summary's per-layer entries name this layer (LayerShare bits): a listed
     // share may still be empty (null: nothing to share), and an unlisted one is absent
     // (the layer has no such rounding: fp32 gradients have no underflow_fraction).
@@ -72,6 +73,7 @@ enum LayerShare : std::uint8_t {
     kListsWeightsMadeNonFinite = 16,
     kListsStateFlushed = 32,
     kListsStateMadeNonFinite = 64,
+    kListsAccumulationLost = 128,   // only runs that accumulate gradients
 };
 
 struct RecordedSummary {

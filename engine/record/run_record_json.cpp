@@ -142,6 +142,10 @@ json snapshotToJson(const LayerTelemetry& s)
         j["non_finite_updates"] = s.update.nonFinite;
         j["state_flushed"] = s.update.stateFlushed;
         j["state_non_finite"] = s.update.stateNonFinite;
+        if (s.update.accumulated > 0) {   // a run that accumulates gradients
+            j["accumulated"] = s.update.accumulated;
+            j["accumulation_lost"] = s.update.accumulationLost;
+        }
     }
     return j;
 }
@@ -161,6 +165,8 @@ LayerTelemetry snapshotFromJson(const json& l, const Place& at)
     s.update.nonFinite = whole(l, "non_finite_updates", at);
     s.update.stateFlushed = whole(l, "state_flushed", at);   // older records: none
     s.update.stateNonFinite = whole(l, "state_non_finite", at);
+    s.update.accumulated = whole(l, "accumulated", at);   // runs that do not accumulate: none
+    s.update.accumulationLost = whole(l, "accumulation_lost", at);
     if (const auto h = l.find("histogram"); h != l.end() && h->is_object()) s.histogram = histogramFromJson(*h);
     if (l.contains("scale")) {
         s.scaling.present = s.scaling.tensorScale = true;
@@ -207,6 +213,7 @@ struct ShareKey {
     std::uint8_t bit;
     std::optional<double> LayerFractions::*fraction;
     std::int64_t LayerFractions::*count;
+    bool writtenWhenEmpty = true;   // false: a key only runs that have it write
 };
 constexpr ShareKey kShareKeys[] = {
     {"underflow_fraction", "the summary's underflow_fraction", kListsUnderflow, &LayerFractions::underflow, nullptr},
@@ -221,6 +228,8 @@ constexpr ShareKey kShareKeys[] = {
      &LayerFractions::stateFlushed},
     {"optimizer_state_made_non_finite", "the summary's optimizer_state_made_non_finite", kListsStateMadeNonFinite,
      nullptr, &LayerFractions::stateMadeNonFinite},
+    {"accumulation_lost_fraction", "the summary's accumulation_lost_fraction", kListsAccumulationLost,
+     &LayerFractions::accumulationLost, nullptr, false},
 };
 
 json summaryToJson(const RecordedSummary& s)
@@ -232,10 +241,11 @@ json summaryToJson(const RecordedSummary& s)
               {"test_accuracy", s.testAccuracy ? json(*s.testAccuracy) : json(nullptr)},
               {"best_test_accuracy", s.bestTestAccuracy ? json(*s.bestTestAccuracy) : json(nullptr)}};
     for (const ShareKey& share : kShareKeys) {
-        json& layers = j[share.key] = json::object();
+        json layers = json::object();
         for (const LayerFractions& f : s.layers)
             if (f.listed & share.bit)
                 layers[f.layer] = share.fraction ? shareJson(f.*share.fraction) : json(f.*share.count);
+        if (share.writtenWhenEmpty || !layers.empty()) j[share.key] = std::move(layers);
     }
     // Every rounding site's counts over every step of the run (the snapshots count only
     // theirs): what overflowed at a step no snapshot fell on is there too.

@@ -223,6 +223,7 @@ StepOutput Trainer::accumulateMicroBatches(State& st, const std::uint32_t* indic
             buffer.track(&st.memory, MemoryCategory::gradients);
         }
     }
+    st.accumulation.assign(st.params.size(), AccumulationCounts{});
     StepOutput out;
     double lossSum = 0.0;
     for (std::int64_t k = 0; k < parts; ++k) {
@@ -237,8 +238,7 @@ StepOutput Trainer::accumulateMicroBatches(State& st, const std::uint32_t* indic
             Tensor& grad = st.params[i]->grad;
             Tensor& buffer = st.accumulated[i];
             if (buffer.shape() != grad.shape()) buffer.resize(grad.shape());
-            // (What the additions lose, AccumulationCounts, is not yet in the telemetry.)
-            (void)accumulateGradient(buffer.data(), grad.data(), grad.size(), settings_.gradAccumFormat, k == 0);
+            st.accumulation[i] += accumulateGradient(buffer.data(), grad.data(), grad.size(), settings_.gradAccumFormat, k == 0);
         }
     }
     // The sum is the step's gradient from here on: unscaled, checked and applied as any.

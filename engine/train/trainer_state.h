@@ -12,6 +12,7 @@
 #include "nn/step_precision.h"
 #include "optim/optimizer.h"
 #include "telemetry/telemetry.h"
+#include "optim/grad_accumulation.h"
 #include "tensor/memory.h"
 
 #include <array>
@@ -59,8 +60,10 @@ struct Trainer::State {
     Tensor images;
     std::vector<std::uint8_t> labels;
     // Gradient accumulation (settings' gradAccumSteps > 1): one buffer per parameter, in the
-    // accumulation format's bytes, counted as gradients.
+    // accumulation format's bytes, counted as gradients; this step's counts of what their
+    // additions took in and lost, one per parameter.
     std::vector<Tensor> accumulated;
+    std::vector<AccumulationCounts> accumulation;
     StepBatches batchLog;   // every step's sample indices, when settings ask to write them
 };
 

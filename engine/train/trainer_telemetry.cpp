@@ -1,5 +1,5 @@
 // The trainer's telemetry and memory events (train/trainer.h): a snapshot of every tap with
-// the optimizer's update counts, the layers whose updates fp32 itself can lose, the backend's
+// the optimizer's update counts (and the gradient accumulation's before it), the layers whose updates fp32 itself can lose, the backend's
 // scratch counted as workspace, and the memory accountant's figures.
 #include "train/trainer.h"
 #include "train/trainer_state.h"
@@ -67,10 +67,16 @@ void Trainer::emitMemory(State& st)
 void Trainer::countUpdates(State& st)
 {
     for (auto& [layer, counts] : st.updates) counts.first = {};
-    for (const Parameter* p : st.params) {
+    for (std::size_t i = 0; i < st.params.size(); ++i) {
+        const Parameter* p = st.params[i];
+        UpdateCounts step = p->lastUpdate;
+        if (i < st.accumulation.size()) {   // what the step's gradient accumulation lost, skipped or not
+            step.accumulated = st.accumulation[i].nonzero;
+            step.accumulationLost = st.accumulation[i].lost;
+        }
         auto& [thisStep, run] = st.updates[p->layer];
-        thisStep += p->lastUpdate;
-        run += p->lastUpdate;
+        thisStep += step;
+        run += step;
     }
 }
 
