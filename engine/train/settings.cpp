@@ -737,18 +737,13 @@ json withModelDefaults(const json& j, ModelDefaultsTaken& use)
 
 std::string ModelDefaultsTaken::takenText(bool training) const
 {
-    std::string text;
+    std::vector<std::string> items;
     for (const auto& [key, value] : taken)
-        if (training || key == "widths") text += (text.empty() ? "" : ", ") + key + " " + value;
-    return text;
+        if (training || key == "widths") items.push_back(key + " " + value);
+    return listed(items);
 }
 
-std::string ModelDefaultsTaken::leftOffText() const
-{
-    std::string text;
-    for (const std::string& item : leftOff) text += (text.empty() ? "" : ", ") + item;
-    return text;
-}
+std::string ModelDefaultsTaken::leftOffText() const { return listed(leftOff); }
 
 TrainSettings settingsFromJson(const json& j, const std::string& origin, SettingsReading reading, ModelDefaultsTaken* taken)
 {
