@@ -5,7 +5,9 @@
 // links: plab_optim plab_backend_cpu plab_test_support
 #include "backend/backend.h"
 #include "nn/layer_ops.h"
+#include "numerics/bulk_round.h"
 #include "numerics/format.h"
+#include "numerics/simd_level.h"
 #include "optim/grad_accumulation.h"
 #include "optim/grad_unscale.h"
 #include "optim/lr_schedule.h"
@@ -816,7 +818,10 @@ private slots:
             const double v = std::exp2(exponent(rng));
             return static_cast<float>(negative(rng) ? -v : v);
         };
+        // On every bulk-rounding path this CPU has (the higher ones capped off in turn).
+        for (const SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
         for (const Format f : {Format::fp16, Format::bf16, Format::fp32}) {
+            const ScopedSimdCap cap(level);
             constexpr int kN = 4096;
             std::vector<float> buffer(kN), first(kN), grad(kN), expected(kN);
             for (int i = 0; i < kN; ++i) first[i] = draw();
@@ -837,7 +842,10 @@ private slots:
                 const AccumulationCounts c = accumulateGradient(buffer.data(), grad.data(), kN, f, false);
                 for (int i = 0; i < kN; ++i)
                     QVERIFY2(buffer[i] == expected[i],
-                             qPrintable(QString("%1: element %2, %3").arg(QString::fromLatin1(formatName(f).data())).arg(i).arg(buffer[i])));
+                             qPrintable(QString("%1 (%2): element %3, %4")
+                                            .arg(QString::fromLatin1(formatName(f).data()), QString::fromLatin1(bulkRoundPath()))
+                                            .arg(i)
+                                            .arg(buffer[i])));
                 QCOMPARE(c.nonzero, nonzero);
                 QCOMPARE(c.lost, lost);
             }

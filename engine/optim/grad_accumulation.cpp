@@ -1,7 +1,10 @@
 // Gradient accumulation's arithmetic (grad_accumulation.h).
 #include "optim/grad_accumulation.h"
 
+#include "numerics/bulk_round.h"
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace plab {
@@ -10,17 +13,27 @@ AccumulationCounts accumulateGradient(float* buffer, const float* grad, std::int
 {
     AccumulationCounts counts;
     if (first) {
-        for (std::int64_t i = 0; i < n; ++i) buffer[i] = roundTo(f, grad[i]);
+        roundArray(f, grad, buffer, static_cast<std::size_t>(n));
         return counts;
     }
-    for (std::int64_t i = 0; i < n; ++i) {
-        const float before = buffer[i];
-        const float after = roundTo(f, before + roundTo(f, grad[i]));
-        if (grad[i] != 0.0f && std::isfinite(grad[i])) {
-            ++counts.nonzero;
-            if (after == before) ++counts.lost;
+    // In chunks, each rounded with the vectorised bulk rounding (the same bits as roundTo):
+    // the contributions, then their sums with the buffer.
+    constexpr std::int64_t chunk = 512;
+    std::array<float, chunk> sum;
+    for (std::int64_t lo = 0; lo < n; lo += chunk) {
+        const auto m = static_cast<std::size_t>(std::min(chunk, n - lo));
+        float* b = buffer + lo;
+        const float* g = grad + lo;
+        roundArray(f, g, sum.data(), m);
+        for (std::size_t i = 0; i < m; ++i) sum[i] += b[i];
+        roundArray(f, sum.data(), m);
+        for (std::size_t i = 0; i < m; ++i) {
+            if (g[i] != 0.0f && std::isfinite(g[i])) {
+                ++counts.nonzero;
+                if (sum[i] == b[i]) ++counts.lost;
+            }
+            b[i] = sum[i];
         }
-        buffer[i] = after;
     }
     return counts;
 }
