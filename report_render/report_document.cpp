@@ -67,18 +67,32 @@ int peakTotalDecimals(const RunComparison& c)
     return mebibyteDecimals(totals);
 }
 
+// The results' accuracy columns: a classifier's accuracy, an autoencoder's test MSE.
+QString finalResult(const RunDigest& r)
+{
+    if (r.summary().testMse) return QStringLiteral("MSE %1").arg(*r.summary().testMse, 0, 'f', 4);
+    return esc(formatAccuracy(r.summary().testAccuracy));
+}
+QString bestResult(const RunDigest& r)
+{
+    if (r.summary().bestTestMse) return QStringLiteral("MSE %1").arg(*r.summary().bestTestMse, 0, 'f', 4);
+    return esc(formatAccuracy(r.summary().bestTestAccuracy));
+}
+
 QString resultsSection(const RunComparison& c)
 {
     const int peakDecimals = peakTotalDecimals(c);
+    const bool anyMse = std::any_of(c.runs.begin(), c.runs.end(), [](const RunDigest& r) { return r.summary().testMse.has_value(); });
+    const QString result = anyMse ? QStringLiteral("result") : QStringLiteral("accuracy");
     QString h = QStringLiteral("<h2>Results</h2>\n<table%1>\n<tr><th>run</th><th>status</th><th>steps</th><th>skipped steps</th>"
-                               "<th>final accuracy</th><th>best accuracy</th><th>images/s</th><th>peak memory</th></tr>\n")
-                    .arg(QLatin1String(kTableAttrs));
+                               "<th>final %2</th><th>best %2</th><th>images/s</th><th>peak memory</th></tr>\n")
+                    .arg(QLatin1String(kTableAttrs), result);
     for (const auto& r : c.runs)
         h += QStringLiteral("<tr><td>%1</td><td>%2</td><td class=\"num\" align=\"right\">%3</td><td class=\"num\" align=\"right\">%4</td>"
                             "<td class=\"num\" align=\"right\">%5</td><td class=\"num\" align=\"right\">%6</td>"
                             "<td class=\"num\" align=\"right\">%7</td><td class=\"num\" align=\"right\">%8</td></tr>\n")
                  .arg(esc(r.label), esc(r.summary().status), esc(formatCount(r.summary().steps)), esc(formatCount(r.summary().skippedSteps)),
-                      esc(formatAccuracy(r.summary().testAccuracy)), esc(formatAccuracy(r.summary().bestTestAccuracy)),
+                      finalResult(r), bestResult(r),
                       QString::number(r.summary().imagesPerSecond, 'f', 0),
                       r.peakTotal > 0 ? esc(formatMebibytes(r.peakTotal, peakDecimals)) : QStringLiteral("not measured"));
     h += QStringLiteral("</table>\n");
@@ -260,6 +274,58 @@ QString inlineSvg(const ChartSpec& spec)
     return svg;
 }
 
+// An autoencoder's reconstructions: the first test images on the top row, the run's
+// reconstructions of them under it, 28 x 28 pixels each, 4 pixels apart, on white.
+QImage reconstructionStrip(const RunRecord& record)
+{
+    constexpr int kSide = 28, kGap = 4;
+    const auto& images = record.reconstructions;
+    const int n = static_cast<int>(images.size());
+    QImage strip(n * kSide + (n - 1) * kGap, 2 * kSide + kGap, QImage::Format_Grayscale8);
+    strip.fill(255);
+    for (int k = 0; k < n; ++k)
+        for (int row = 0; row < 2; ++row) {
+            const std::vector<std::uint8_t>& pixels = row == 0 ? images[std::size_t(k)].original : images[std::size_t(k)].reconstruction;
+            for (int y = 0; y < kSide; ++y)
+                std::copy_n(pixels.data() + y * kSide, kSide, strip.scanLine(row * (kSide + kGap) + y) + k * (kSide + kGap));
+        }
+    return strip;
+}
+
+// The resource name of run i's reconstructions in the PDF's document.
+QString reconstructionResource(std::size_t i) { return QStringLiteral("reconstructions:%1").arg(i); }
+
+QString reconstructionsSection(const RunComparison& c, ChartEmbedding embedding)
+{
+    QString h;
+    for (std::size_t i = 0; i < c.runs.size(); ++i) {
+        const RunRecord& record = c.runs[i].record;
+        if (record.reconstructions.empty()) continue;
+        if (h.isEmpty())
+            h += QStringLiteral("<h2>Reconstructions</h2>\n<p>Each autoencoder's reconstructions of the first test images "
+                                "(top: the images; bottom: the run's outputs, clamped to [0, 1]) at its last evaluation.</p>\n");
+        const QImage strip = reconstructionStrip(record);
+        QString source = reconstructionResource(i);
+        if (embedding == ChartEmbedding::inlineSvg) {
+            QByteArray png;
+            QBuffer buffer(&png);
+            buffer.open(QIODevice::WriteOnly);
+            strip.save(&buffer, "PNG");
+            source = QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png.toBase64());
+        }
+        const double mse = record.evals.empty() ? 0.0 : record.evals.back().testLoss;
+        h += QStringLiteral("<div class=\"chart\">\n<p><b>%1</b>: %2 (step %3)</p>\n"
+                            "<p><img src=\"%4\" width=\"%5\" height=\"%6\" style=\"image-rendering: pixelated\" alt=\"%7\" /></p>\n</div>\n")
+                 .arg(esc(c.runs[i].label), esc(testResultText(ModelTask::reconstruct, 0.0, mse)))
+                 .arg(record.reconstructedAtStep)
+                 .arg(source)
+                 .arg(strip.width() * 5 / 2)   // 630 px: within an A4 page's body, as the charts
+                 .arg(strip.height() * 5 / 2)
+                 .arg(esc(QStringLiteral("%1's reconstructions").arg(qs(c.runs[i].label))));
+    }
+    return h;
+}
+
 QString chartsSection(const ReportContent& c, ChartEmbedding embedding)
 {
     QString h;
@@ -325,6 +391,7 @@ QString reportHtml(const ReportContent& c, ChartEmbedding embedding)
     }
     h += summarySection(c);
     h += resultsSection(c.comparison);
+    h += reconstructionsSection(c.comparison, embedding);
     h += configurationSection(c.comparison);
     h += machineSection(c.comparison);
     h += chartsSection(c, embedding);
@@ -372,6 +439,13 @@ void layOutPdfDocument(const ReportContent& content, QTextDocument& doc)
     for (const auto& chart : content.charts)
         doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("chart:") + chart.id),
                         chartToImage(chart.spec, kChartSize, 3.0));
+    for (std::size_t i = 0; i < content.comparison.runs.size(); ++i) {
+        const RunRecord& record = content.comparison.runs[i].record;
+        if (record.reconstructions.empty()) continue;
+        const QImage strip = reconstructionStrip(record);   // pixels kept square and sharp in print
+        doc.addResource(QTextDocument::ImageResource, QUrl(reconstructionResource(i)),
+                        strip.scaled(strip.size() * 3, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+    }
     doc.setHtml(reportHtml(content, ChartEmbedding::imageResources));
     doc.setPageSize(pdfPageBody());
 }

@@ -66,6 +66,9 @@ private slots:
         // 16 linear layers of 128: fc1 784->128, fc2 ... fc15 128->128, fc16 128->10.
         QTest::addRow("deep-mlp") << "deep-mlp" << QList<int>{}
                                   << qint64(784 * 128 + 128 + 14 * (128 * 128 + 128) + 128 * 10 + 10);
+        // fc1 784->256, fc2 256->32, fc3 32->256, fc4 256->784.
+        QTest::addRow("autoencoder") << "autoencoder" << QList<int>{}
+                                     << qint64(784 * 256 + 256 + 256 * 32 + 32 + 32 * 256 + 256 + 256 * 784 + 784);
         QTest::addRow("deep-mlp widths 32, 3") << "deep-mlp" << QList<int>{32, 3}
                                                << qint64(784 * 32 + 32 + 32 * 32 + 32 + 32 * 10 + 10);
     }
@@ -87,7 +90,7 @@ private slots:
     // Model::create enforces.
     void kindsTable()
     {
-        QCOMPARE(QString::fromStdString(modelKindNames()), QString("mlp, deep-mlp, small-cnn, seed-cnn or vit"));
+        QCOMPARE(QString::fromStdString(modelKindNames()), QString("mlp, deep-mlp, small-cnn, seed-cnn, vit or autoencoder"));
         for (const ModelKind& k : modelKinds()) {
             const std::string name(k.name);
             QVERIFY(findModelKind(name) == &k);
@@ -264,6 +267,49 @@ private slots:
         QCOMPARE(eval.correct, train.correct);
     }
 
+    // The autoencoder's loss is the mean squared error over batch x 784 outputs, and the
+    // gradient it hands back is 2 (y - x) / (N * 784) times the loss scale: both against
+    // double-precision sums of its own outputs (model->outputs, the same forward pass), through
+    // the last layer's bias gradient (the sum over the batch of the outputs' gradients).
+    void autoencoderLossIsThePerPixelMeanSquaredError()
+    {
+        auto backend = createCpuBackend(2);
+        const auto r = preset("fp32");
+        auto model = Model::create(ModelSpec{"autoencoder", {16, 4}}, 3);
+        model->applyRecipe(r, nullptr, *cpu_);
+        QCOMPARE(modelTask("autoencoder"), ModelTask::reconstruct);
+        QCOMPARE(modelTask("mlp"), ModelTask::classify);
+        Tensor images;
+        std::vector<std::uint8_t> labels;
+        constexpr int N = 6, P = 784;
+        syntheticBatch(N, images, labels);
+        StepContext ctx{&r, backend.get(), nullptr, nullptr, true};
+        const std::vector<float> y = model->outputs(images, ctx);
+        QCOMPARE(y.size(), std::size_t(N * P));
+        double sum = 0.0;
+        std::vector<double> biasGrad(P, 0.0);
+        constexpr double S = 8.0;
+        for (int n = 0; n < N; ++n)
+            for (int i = 0; i < P; ++i) {
+                const double d = double(y[std::size_t(n * P + i)]) - double(images.data()[n * P + i]);
+                sum += d * d;
+                biasGrad[std::size_t(i)] += 2.0 * d / double(N * P) * S;
+            }
+        const StepOutput out = model->trainStep(images, labels, float(S), ctx);
+        QVERIFY(std::abs(double(out.loss) - sum / double(N * P)) <= 1e-6 * sum / double(N * P));
+        QCOMPARE(out.correct, std::int64_t(0));
+        const Parameter* bias = model->parameters().back();
+        QCOMPARE(bias->layer, std::string("fc4"));
+        QCOMPARE(bias->grad.size(), std::int64_t(P));
+        double largest = 0.0;
+        for (double g : biasGrad) largest = std::max(largest, std::abs(g));
+        for (int i = 0; i < P; ++i)
+            QVERIFY2(std::abs(double(bias->grad.data()[i]) - biasGrad[std::size_t(i)]) <= 1e-5 * largest,
+                     qPrintable(QString("pixel %1: %2 against %3").arg(i).arg(bias->grad.data()[i]).arg(biasGrad[std::size_t(i)])));
+        const StepOutput eval = model->evaluate(images, labels, ctx);
+        QCOMPARE(bitsOf(eval.loss), bitsOf(out.loss));
+    }
+
     // Issue 66, finding 6: a stop asked for ends a step between two layers (a long step had
     // run to its end first), before anything is updated; unasked, the step runs whole.
     void stopEndsAStepBetweenLayers()
@@ -299,6 +345,7 @@ private slots:
         // vit 64,2,4,7: 16 patches of 49 pixels to 64 (50,176), per block 12 x 16 x 64^2 +
         // 2 x 16^2 x 64 (819,200), the head 640
         QCOMPARE(of("vit", {64, 2, 4, 7}), 50176.0 + 2 * 819200.0 + 640.0);
+        QCOMPARE(of("autoencoder", {256, 32}), 784.0 * 256 + 256.0 * 32 + 32.0 * 256 + 256.0 * 784);
         for (const ModelKind& k : modelKinds()) QVERIFY(k.multiplyAdds(defaultWidths(k)) > k.parameterCount(defaultWidths(k)) * 0.5);
     }
 

@@ -32,6 +32,8 @@
 #include <QTextBlock>
 #include <QTextDocument>
 #include <QTextLayout>
+#include <QUrl>
+#include <QImage>
 #include <QFontMetricsF>
 
 #include <algorithm>
@@ -224,6 +226,76 @@ private slots:
         // The parts one at a time, so that a failure names the part.
         QVERIFY(back.steps == r.steps && back.events == r.events && back.telemetry == r.telemetry);
         QVERIFY(back.memory == r.memory && back.summary == r.summary && back.scalars == r.scalars);
+    }
+
+    // An autoencoder's record: its test MSE (lowest is best) in the summary where a
+    // classifier's accuracy is, no accuracy in its evaluations, and the last evaluation's
+    // reconstructions; a picture that is not 784 bytes is refused naming the image.
+    void autoencoderRecordRoundTrips()
+    {
+        TrainSettings settings = fixtureSettings("amp-fp16");
+        settings.model = ModelSpec{"autoencoder", {}};
+        RunRecord r = RunRecord::start(settings, data_, "autoencoder");
+        ReconstructedImage image{3, std::vector<std::uint8_t>(784, 0), std::vector<std::uint8_t>(784, 200)};
+        image.original[100] = 255;
+        r.apply(EvalEvent{1, 0, 0.0, 0.05, {image}});
+        r.apply(EvalEvent{2, 0, 0.0, 0.07, {}});
+        QVERIFY(!r.summary.testAccuracy && !r.summary.bestTestAccuracy);
+        QCOMPARE(r.summary.testMse, std::optional<double>(0.07));
+        QCOMPARE(r.summary.bestTestMse, std::optional<double>(0.05));
+        QCOMPARE(r.reconstructions, std::vector<ReconstructedImage>{image});
+        QCOMPARE(r.reconstructedAtStep, std::int64_t{1});
+        QVERIFY(r.evals[0].reconstructions.empty());   // kept once, not per evaluation
+        const json written = runRecordToJson(r);
+        QVERIFY(!written["evals"][0].contains("test_accuracy"));
+        QCOMPARE(written["summary"]["test_mse"].get<double>(), 0.07);
+        const RunRecord back = readRunRecord(json::parse(written.dump()), "the round trip");
+        QVERIFY(back == r);
+        for (const auto& [field, value] : {std::pair{"original", json(std::vector<int>(783, 0))},
+                                           std::pair{"reconstruction", json(std::vector<int>(784, 256))}}) {
+            json bad = written;
+            bad["reconstructions"]["images"][0][field] = value;
+            try {
+                readRunRecord(bad, "bad");
+                QFAIL("a bad picture was read");
+            } catch (const InputError& e) {
+                QVERIFY2(QString(e.what()).contains(QString("the reconstruction of test image 3: \"%1\" must be 784 whole numbers from 0 to 255").arg(field)), e.what());
+            }
+        }
+        // A classifier's record writes neither.
+        const json classifier = runRecordToJson(RunRecord::start(fixtureSettings("fp32"), data_, "c"));
+        QVERIFY(!classifier.contains("reconstructions") && !classifier["summary"].contains("test_mse"));
+    }
+
+    // An autoencoder's report says its test MSE and PSNR where a classifier's says its
+    // accuracy, and shows its reconstructions: a PNG in the HTML, an image resource of the
+    // PDF's document; a classifier's report has no such section.
+    void autoencoderReportShowsMseAndReconstructions()
+    {
+        TrainSettings s = fixtureSettings("fp32");
+        s.model = ModelSpec{"autoencoder", {16, 4}};
+        s.maxSteps = 3;
+        s.histogramEvery = 0;
+        RunRecorder recorder({}, s, data_, "ae");
+        Trainer trainer(s, data_, [&](const TrainerEvent& e) { recorder.onEvent(e); });
+        recorder.finish(trainer.run());
+        const RunRecord& record = recorder.runRecord();
+        QVERIFY(record.summary.testMse && !record.summary.testAccuracy);
+        QCOMPARE(record.reconstructions.size(), std::size_t(std::min<std::int64_t>(kReconstructedImages, data_.test.count)));
+        const report::ReportContent content = report::prepareReport(compareRuns({digestRunRecord(record, "ae")}));
+        const QString html = report::reportHtml(content, report::ChartEmbedding::inlineSvg);
+        char mse[32];
+        std::snprintf(mse, sizeof mse, "MSE %.4f", *record.summary.testMse);
+        QVERIFY2(html.contains(QString::fromLatin1(mse)), mse);   // the results table, the summary
+        QVERIFY(html.contains("<h2>Reconstructions</h2>") && html.contains("src=\"data:image/png;base64,"));
+        QVERIFY(!html.contains("final accuracy"));
+        QTextDocument doc;
+        report::layOutPdfDocument(content, doc);
+        const QImage strip = doc.resource(QTextDocument::ImageResource, QUrl("reconstructions:0")).value<QImage>();
+        const int n = static_cast<int>(record.reconstructions.size());
+        QCOMPARE(strip.size(), QSize(3 * (28 * n + 4 * (n - 1)), 3 * (2 * 28 + 4)));
+        QVERIFY(!report::reportHtml(report::prepareReport(comparisonOf({fp32_})), report::ChartEmbedding::inlineSvg)
+                     .contains("Reconstructions"));
     }
 
     // A real run's record in memory (what the app and the lessons read) is what its file

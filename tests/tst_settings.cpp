@@ -419,7 +419,7 @@ private slots:
             {"grad_accum_format", {"fp32", "bf16", "fp16"}},
             {"backend", {"cpu", "cuda"}},
             {"arithmetic", {"hardware", "exact"}},
-            {"model", {"mlp", "deep-mlp", "small-cnn", "seed-cnn", "vit"}},
+            {"model", {"mlp", "deep-mlp", "small-cnn", "seed-cnn", "vit", "autoencoder"}},
             {"compute", {"fp32", "tf32", "fp16", "bf16"}},
             {"recipe", PrecisionRecipe::allPresetNames()},
             {"quantize", [] {

@@ -20,6 +20,7 @@
 #include "charts/loss_chart.h"
 #include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
+#include "charts/reconstructions_view.h"
 #include "charts/scalars_chart.h"
 #include "charts/throughput_chart.h"
 #include "charts/underflow_chart.h"
@@ -402,6 +403,7 @@ private slots:
     void memoryPeakIsNeverASum();
     void probeRecordWhileWrittenShowsItsStep();
     void loggedValuesChartShowsWhatWasLogged();
+    void autoencoderShowsMseAndReconstructions();
     void deviceLinesShowWhatTheRunHolds();
     void throughputAndProgress();
     void settingChangeMarkedOnEveryChart();
@@ -1113,6 +1115,51 @@ void TestUiCharts::loggedValuesChartShowsWhatWasLogged()
     view.setRuns(plain, {});
     view.redrawNow();
     QVERIFY(group->isHidden());
+}
+
+// Issue 70 item 1: an autoencoder's run has no accuracy: the loss chart draws its test MSE on
+// the loss axis (no accuracy axis), and the "reconstructions" group shows the first test
+// images with the run's reconstructions of them; a classifier's run shows neither.
+void TestUiCharts::autoencoderShowsMseAndReconstructions()
+{
+    TrainSettings settings;
+    settings.model = ModelSpec{"autoencoder", {}};
+    const auto run = std::make_shared<RunData>(QStringLiteral("id-ae"), settings);
+    run->setName(QStringLiteral("ae"));
+    run->apply(runStart(20));
+    for (std::int64_t i = 1; i <= 20; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = 0.1f / static_cast<float>(i);
+        e.lossScale = 1.0;
+        e.batch = 32;
+        e.timeMs = 1.0;
+        run->apply(e);
+    }
+    ReconstructedImage image{0, std::vector<std::uint8_t>(784, 255), std::vector<std::uint8_t>(784, 128)};
+    run->apply(EvalEvent{10, 0, 0.0, 0.04, {image}});
+    run->apply(EvalEvent{20, 0, 0.0, 0.025, {image, image}});
+    ChartsView view;
+    view.resize(1400, 1800);
+    view.show();
+    auto* group = qobject_cast<ReconstructionsView*>(view.group("reconstructions"));
+    QVERIFY(group);
+    QVERIFY(!ChartsView::groupNames().contains("reconstructions"));   // lessons do not name it
+    view.setRuns(makeRun("classifier", 200, Qt::blue), {});
+    view.redrawNow();
+    QVERIFY(group->isHidden());
+    view.setRuns(run, {});
+    view.redrawNow();
+    QVERIFY(!group->isHidden());
+    QCOMPARE(group->rowTitles(), (QStringList{"test images", "ae: test MSE 0.0250, PSNR 16.02 dB (step 20)"}));
+    QList<QPointF> mse;
+    bool accuracyDrawn = false;
+    for (QAbstractSeries* s : view.seriesOf("loss")) {
+        if (s->name() == "ae test MSE") mse = qobject_cast<QXYSeries*>(s)->points();
+        accuracyDrawn |= s->name().contains("accuracy");
+    }
+    QCOMPARE(mse, (QList<QPointF>{{10, 0.04}, {20, 0.025}}));
+    QVERIFY(!accuracyDrawn);
 }
 
 // Issue 67 item 3: the peak is one figure, the sum's highest and when it was reached; the

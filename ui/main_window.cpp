@@ -357,7 +357,9 @@ void MainWindow::onRunFinished(const QString& runId, const RunResult& result)
     const QString message = QString::fromStdString(result.message);
     switch (result.status) {
     case RunStatus::completed:
-        statusBar()->showMessage(tr("%1 completed: test accuracy %2 %").arg(name).arg(100.0 * result.testAccuracy, 0, 'f', 2));
+        statusBar()->showMessage(tr("%1 completed: %2")
+                                     .arg(name, QString::fromStdString(testResultText(modelTask(run->settings().model.kind),
+                                                                                      result.testAccuracy, result.testLoss))));
         break;
     case RunStatus::diverged: {
         // The trainer's message starts with what happened ("diverged: the loss was not finite ...").

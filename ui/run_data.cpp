@@ -37,6 +37,7 @@ std::shared_ptr<RunData> RunData::fromListing(QString id, const RunListing& l, S
     run->stepMs_ = l.stepMs;
     run->finalImagesPerSecond_ = l.imagesPerSecond;
     run->listedLastAccuracy_ = l.lastAccuracy;
+    run->listedLastTestLoss_ = l.lastTestLoss;
     run->listedBestAccuracy_ = l.bestAccuracy;
     run->loader_ = std::move(loader);
     return run;
@@ -93,6 +94,7 @@ void RunData::releaseSeries(SeriesLoader loader)
 {
     if (loader_ || isLive() || recordPath_.isEmpty()) return;
     listedLastAccuracy_ = lastAccuracy();
+    listedLastTestLoss_ = lastTestLoss();
     listedBestAccuracy_ = bestAccuracy();
     std::vector<StepEvent>().swap(record_.steps);
     std::vector<EvalEvent>().swap(record_.evals);
@@ -155,6 +157,13 @@ double RunData::lastAccuracy() const
     if (loader_) return listedLastAccuracy_;
     const auto& evals = record_.evals;
     return evals.empty() ? std::numeric_limits<double>::quiet_NaN() : evals.back().testAccuracy;
+}
+
+double RunData::lastTestLoss() const
+{
+    if (loader_) return listedLastTestLoss_;
+    const auto& evals = record_.evals;
+    return evals.empty() ? std::numeric_limits<double>::quiet_NaN() : evals.back().testLoss;
 }
 
 double RunData::bestAccuracy() const

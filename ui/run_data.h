@@ -110,6 +110,7 @@ public:
     std::int64_t skippedSteps() const { return skipped_; }
     // NaN before the first evaluation. Neither reads the series of a listing.
     double lastAccuracy() const;
+    double lastTestLoss() const;   // the last evaluation's mean loss (an autoencoder's test MSE); NaN: none
     double bestAccuracy() const;
     double imagesPerSecond() const;       // over the run so far (or the final figure)
     double elapsedSeconds() const;        // sum of step times
@@ -142,6 +143,7 @@ private:
     std::uint64_t revision_ = 0;
     SeriesLoader loader_;   // set while the series are not here
     double listedLastAccuracy_ = std::numeric_limits<double>::quiet_NaN();
+    double listedLastTestLoss_ = std::numeric_limits<double>::quiet_NaN();
     double listedBestAccuracy_ = std::numeric_limits<double>::quiet_NaN();
 };
 

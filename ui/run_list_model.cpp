@@ -64,10 +64,15 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             tip += QLatin1Char('\n') + tr("step %1: %2").arg(c.step).arg(QString::fromStdString(c.description));
         return tip;
     }
+    // An autoencoder's column holds its test MSE (sorted below every accuracy, lowest first).
+    const bool reconstructs = modelTask(run->settings().model.kind) == ModelTask::reconstruct;
     const double accuracy = run->lastAccuracy();
+    const double mse = run->lastTestLoss();
     if (role == SortValueRole) {
         switch (column) {
-        case AccuracyColumn: return std::isnan(accuracy) ? -1.0 : accuracy;
+        case AccuracyColumn:
+            if (reconstructs) return std::isnan(mse) ? -2.0 : -1.0 - mse / (1.0 + mse);
+            return std::isnan(accuracy) ? -1.0 : accuracy;
         case SkippedColumn: return static_cast<qlonglong>(run->skippedSteps());
         case ThroughputColumn: return run->imagesPerSecond();
         default: break;
@@ -80,7 +85,9 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
     case NameColumn: return run->name();
     case RecipeColumn: return recipeText(run->settings().recipe);
     case StatusColumn: return statusText(*run);
-    case AccuracyColumn: return std::isnan(accuracy) ? QStringLiteral("–") : locale.toString(100.0 * accuracy, 'f', 2) + QStringLiteral(" %");
+    case AccuracyColumn:
+        if (reconstructs) return std::isnan(mse) ? QStringLiteral("–") : tr("MSE %1").arg(locale.toString(mse, 'f', 4));
+        return std::isnan(accuracy) ? QStringLiteral("–") : locale.toString(100.0 * accuracy, 'f', 2) + QStringLiteral(" %");
     case SkippedColumn: return locale.toString(static_cast<qlonglong>(run->skippedSteps()));
     case ThroughputColumn: {
         const double ips = run->imagesPerSecond();

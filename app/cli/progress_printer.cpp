@@ -75,8 +75,12 @@ void ProgressPrinter::onEvent(const TrainerEvent& event)
     } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
         endLine();
         char line[160];
-        std::snprintf(line, sizeof line, "epoch %d, step %lld: test accuracy %.2f%%, test loss %.4f", e->epoch + 1,
-                      static_cast<long long>(e->step), 100.0 * e->testAccuracy, e->testLoss);
+        if (task_ == ModelTask::reconstruct)
+            std::snprintf(line, sizeof line, "epoch %d, step %lld: %s", e->epoch + 1, static_cast<long long>(e->step),
+                          testResultText(task_, e->testAccuracy, e->testLoss).c_str());
+        else
+            std::snprintf(line, sizeof line, "epoch %d, step %lld: test accuracy %.2f%%, test loss %.4f", e->epoch + 1,
+                          static_cast<long long>(e->step), 100.0 * e->testAccuracy, e->testLoss);
         out_ << line << '\n' << std::flush;
     } else if (const auto* e = std::get_if<SettingChangeEvent>(&event)) {
         endLine();

@@ -15,6 +15,7 @@ class ProgressPrinter {
 public:
     ProgressPrinter(std::ostream& out, bool quiet);
     void setPlannedSteps(std::int64_t steps, int epochs);
+    void setModelTask(ModelTask task) { task_ = task; }   // what an evaluation's line says
     void onEvent(const TrainerEvent& e);
     void finish();
 
@@ -28,6 +29,7 @@ private:
     bool lineOpen_ = false;
     std::int64_t planned_ = 0;
     int epochs_ = 1;
+    ModelTask task_ = ModelTask::classify;
     double stepMsSum_ = 0.0;
     std::int64_t imagesSum_ = 0;
     std::int64_t stepsSeen_ = 0;

@@ -80,19 +80,27 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
         if (!settings.saveWeights.empty()) std::cerr << "plab: weights written to " << settings.saveWeights << '\n';
         if (!settings.writeBatches.empty()) std::cerr << "plab: batches written to " << settings.writeBatches << '\n';
     }
+    // The last evaluation's result on stdout: a classifier's accuracy, an autoencoder's MSE.
+    const bool reconstructs = modelTask(settings.model.kind) == ModelTask::reconstruct;
+    const auto printResult = [&](const std::string& after) {
+        if (reconstructs)
+            std::printf("test mse %.6f (PSNR %.2f dB%s)\n", result.testLoss, psnrDb(result.testLoss), after.c_str());
+        else if (after.empty())
+            std::printf("test accuracy %.4f (%.2f%%)\n", result.testAccuracy, 100.0 * result.testAccuracy);
+        else
+            std::printf("test accuracy %.4f (%s)\n", result.testAccuracy, after.c_str() + 2);
+    };
     switch (result.status) {
     case RunStatus::completed:
-        std::printf("test accuracy %.4f (%.2f%%)\n", result.testAccuracy, 100.0 * result.testAccuracy);
+        printResult("");
         return kExitOk;
     case RunStatus::diverged:
         std::cerr << "plab: " << result.message << '\n';
-        std::printf("test accuracy %.4f (diverged at step %lld)\n", result.testAccuracy,
-                    static_cast<long long>(result.steps));
+        printResult(", diverged at step " + std::to_string(result.steps));
         return kExitDiverged;
     case RunStatus::stopped:
         std::cerr << "plab: " << result.message << '\n';
-        std::printf("test accuracy %.4f (stopped at step %lld)\n", result.testAccuracy,
-                    static_cast<long long>(result.steps));
+        printResult(", stopped at step " + std::to_string(result.steps));
         return kExitInterrupted;
     default:
         std::cerr << "plab: training failed: " << result.message << '\n';

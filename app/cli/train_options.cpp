@@ -226,6 +226,7 @@ RecordedResult runRecordedTraining(const TrainSettings& settings, const DataSpli
     out.run = std::make_unique<RecordedRun>(settings, data, recordPath, name,
                                             [&progress](const TrainerEvent& e) { progress.onEvent(e); });
     progress.setPlannedSteps(out.run->trainer().plannedSteps(), settings.epochs);
+    progress.setModelTask(modelTask(settings.model.kind));
     StopSignals::route(&out.run->trainer().control());
     {
         // Unrouted before the trainer goes, on every path out of run().

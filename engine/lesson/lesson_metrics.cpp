@@ -29,6 +29,9 @@ namespace {
 const std::vector<MetricInfo> kMetrics = {
     {"test_accuracy", "", "test accuracy of the last evaluation (0-1)", MetricUnit::fraction, true},
     {"best_test_accuracy", "", "best test accuracy of the run (0-1)", MetricUnit::fraction, true},
+    {"test_mse", "", "an autoencoder's test mean squared error per pixel, of the last evaluation", MetricUnit::loss, true},
+    {"best_test_mse", "", "an autoencoder's lowest test mean squared error of the run", MetricUnit::loss, true},
+    {"test_psnr", "", "an autoencoder's test peak signal-to-noise ratio of the last evaluation, in dB (10 log10(1 / test_mse))", MetricUnit::plain, true},
     {"steps", "", "optimizer steps attempted", MetricUnit::count, true},
     {"skipped_steps", "", "steps whose update was skipped for non-finite gradients", MetricUnit::count, true},
     {"loss_mean_first", "N", "mean training loss of the first N steps (NaN if one was not finite)", MetricUnit::loss, true},
@@ -344,6 +347,12 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
 
     if (name == "test_accuracy") return summaryNumber(r.summary.testAccuracy, "test_accuracy", why);
     if (name == "best_test_accuracy") return summaryNumber(r.summary.bestTestAccuracy, "best_test_accuracy", why);
+    if (name == "test_mse") return summaryNumber(r.summary.testMse, "test_mse", why);
+    if (name == "best_test_mse") return summaryNumber(r.summary.bestTestMse, "best_test_mse", why);
+    if (name == "test_psnr") {
+        const auto mse = summaryNumber(r.summary.testMse, "test_mse", why);
+        return mse ? std::optional<double>(psnrDb(*mse)) : std::nullopt;
+    }
     if (name == "steps") return static_cast<double>(r.summary.steps);
     if (name == "skipped_steps") return static_cast<double>(r.summary.skippedSteps);
     if (name == "loss_mean_first" || name == "loss_mean_last") {

@@ -4,6 +4,7 @@
 
 #include "nn/layer_ops.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -72,6 +73,49 @@ Tensor& SoftmaxCrossEntropy::backward(float lossScale, StepContext& ctx)
         roundTapped(ctx, storage_, gradLogits_.data(), gradLogits_.data(), gradLogits_.size(), kTapName,
                     TensorKind::activationGrad);
     return gradLogits_;
+}
+
+StepOutput MeanSquaredError::forward(const Tensor& outputs, const float* targets, StepContext& ctx)
+{
+    const auto p = StepPrecision::of(ctx, kTapName);
+    if (outputs.rank() != 2)
+        throw std::invalid_argument("The reconstruction loss expects outputs (N, pixels), got " + shapeString(outputs.shape()) + ".");
+    shape_ = outputs.shape();
+    storage_ = outputs.storage();
+    const std::vector<float> y = outputs.toHost();
+    const bool emulate = !p.fp32SensitiveOps && storage_ != Format::fp32;
+    std::vector<float> differences(y.size());
+    double sum = 0.0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        const float d = y[i] - targets[i];
+        differences[i] = d;
+        if (emulate) {
+            const float dr = roundTo(storage_, d);
+            sum += static_cast<double>(roundTo(storage_, dr * dr));
+        } else {
+            sum += static_cast<double>(d) * static_cast<double>(d);
+        }
+    }
+    prepareTensor(differences_, shape_, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
+    differences_.assignFromHost(differences.data(), static_cast<std::int64_t>(differences.size()));
+    const double count = static_cast<double>(y.size());
+    float loss = y.empty() ? 0.0f : static_cast<float>(sum / count);
+    if (emulate) loss = roundTo(storage_, loss);
+    return {loss, 0};
+}
+
+Tensor& MeanSquaredError::backward(float lossScale, StepContext& ctx)
+{
+    prepareTensor(gradOutputs_, shape_, storage_, ctx, MemoryCategory::workspace, false, NewElements::undefined);
+    // 2 (y - x) / (N * pixels) * S in fp32 (the factor in double, then once to fp32).
+    const auto unit = static_cast<float>(2.0 * static_cast<double>(lossScale) / static_cast<double>(differences_.size()));
+    std::vector<float> g = differences_.toHost();
+    for (float& v : g) v *= unit;
+    gradOutputs_.assignFromHost(g.data(), static_cast<std::int64_t>(g.size()));
+    if (storage_ != Format::fp32)
+        roundTapped(ctx, storage_, gradOutputs_.data(), gradOutputs_.data(), gradOutputs_.size(), kTapName,
+                    TensorKind::activationGrad);
+    return gradOutputs_;
 }
 
 }  // namespace plab

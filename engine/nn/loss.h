@@ -36,3 +36,31 @@ private:
 };
 
 }  // namespace plab
+
+namespace plab {
+
+// Mean squared error of a reconstruction against its target (the autoencoder's input image),
+// mean over the batch times the pixels: the dense per-pixel loss, where every output's
+// gradient is 2 (y - x) / (N * pixels), small enough for fp16 to flush without loss scaling.
+// The loss and its gradient are computed in fp32 from the storage-format outputs (as
+// PyTorch's mse_loss runs in fp32 under autocast and in fp32 opmath on fp16 tensors); without
+// fp32 sensitive ops, in a reduced storage format, each difference and square is rounded to
+// it before the fp32 sum, and the mean is rounded too. The gradient is rounded once into the
+// outputs' format (tap "loss", activation_grad): where fp16 flushes the small ones.
+class MeanSquaredError {
+public:
+    // outputs (N, pixels); targets: N * pixels fp32 values in host memory.
+    StepOutput forward(const Tensor& outputs, const float* targets, StepContext& ctx);
+    // dL/dy * lossScale, rounded to the outputs' storage format. (N, pixels)
+    Tensor& backward(float lossScale, StepContext& ctx);
+
+    static constexpr const char* kTapName = "loss";
+
+private:
+    Tensor differences_;   // y - x, fp32 (N, pixels): workspace, as the cross-entropy's probabilities
+    Shape shape_;
+    Tensor gradOutputs_;
+    Format storage_ = Format::fp32;
+};
+
+}  // namespace plab

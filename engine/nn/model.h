@@ -1,4 +1,4 @@
-// Models (mlp, deep-mlp, small-cnn, seed-cnn, vit) as stacks of layers, with one training step's
+// Models (mlp, deep-mlp, small-cnn, seed-cnn, vit, autoencoder) as stacks of layers, with one training step's
 // forward and backward under a precision recipe.
 #pragma once
 
@@ -63,8 +63,8 @@ inline void stopIfAsked(const StepContext& ctx)
 }
 
 struct StepOutput {
-    float loss = 0.0f;          // mean cross-entropy of the batch, unscaled, as computed
-    std::int64_t correct = 0;   // argmax(logits) == label
+    float loss = 0.0f;          // mean cross-entropy (or squared error) of the batch, unscaled, as computed
+    std::int64_t correct = 0;   // argmax(logits) == label; 0 for a model that reconstructs
 };
 
 class Model {
@@ -86,15 +86,19 @@ public:
     // recipe change; trainStep and evaluate need the same backend in their context.
     virtual void applyRecipe(const PrecisionRecipe& recipe, MemoryAccountant* memory, ComputeBackend& backend) = 0;
 
-    // images: (N, 1, 28, 28) fp32 in [0, 1], in host memory; labels: N values 0..9.
-    // Forward, loss * lossScale, backward; leaves S * dL/dw in every Parameter::grad,
+    // images: (N, 1, 28, 28) fp32 in [0, 1], in host memory; labels: N values 0..9 (an
+    // autoencoder's target is the image). Forward, loss * lossScale, backward; leaves S * dL/dw in every Parameter::grad,
     // rounded as the recipe says. Taps telemetry at every rounding site.
     virtual StepOutput trainStep(const Tensor& images, const std::vector<std::uint8_t>& labels,
                                  float lossScale, StepContext& ctx) = 0;
 
-    // Forward only; loss is the batch mean.
+    // Forward only; loss is the batch mean (correct: 0 for a model that reconstructs).
     virtual StepOutput evaluate(const Tensor& images, const std::vector<std::uint8_t>& labels,
                                 StepContext& ctx) = 0;
+
+    // The last layer's outputs for at most 256 images (N x 10 logits, or N x 784 pixels of a
+    // reconstruction), forward only, as evaluation computes them.
+    virtual std::vector<float> outputs(const Tensor& images, StepContext& ctx) = 0;
 
     // Bytes per sample of activations kept for backward, in the recipe's storage format,
     // for the batch-size planner.

@@ -70,6 +70,19 @@ double vitMultiplyAdds(std::span<const int> w)
     return T * P * P * D + blocks * (12 * T * D * D + 2 * T * T * D) + 10 * D;
 }
 
+// autoencoder's widths: the hidden width h, the code width c (784-h-c-h-784).
+double autoencoderCount(std::span<const int> w)
+{
+    const double h = d(w[0]), c = d(w[1]);
+    return 784 * h + h + h * c + c + c * h + h + h * 784 + 784;
+}
+
+double autoencoderMultiplyAdds(std::span<const int> w)
+{
+    const double h = d(w[0]), c = d(w[1]);
+    return 2 * 784 * h + 2 * h * c;
+}
+
 std::string vitTogether(std::span<const int> w)
 {
     if (w[0] % w[2] != 0)
@@ -120,6 +133,16 @@ const ModelKind kKinds[] = {
      .residualBranches = true,
      .trainingDefaults = R"({"widths": [128, 3, 8, 7], "batch": 16, "lr_schedule": "cosine", "warmup_steps": 150,
                              "zero_init_residual": true, "label_smoothing": 0.1})"},
+    // The dense-loss model: the image reconstructed through a narrow code, the loss a mean
+    // over batch x 784 outputs (nn/loss.h, MeanSquaredError).
+    {.name = "autoencoder",
+     .title = "Autoencoder 784-256-32-256-784 (per-pixel MSE)",
+     .widths = {{"hidden width", 256, 1, kMaxWidth}, {"code width", 32, 1, kMaxWidth}},
+     .parameterCount = autoencoderCount,
+     .multiplyAdds = autoencoderMultiplyAdds,
+     .layers = stacks::autoencoder,
+     .layerNames = stacks::autoencoderLayerNames,
+     .task = ModelTask::reconstruct},
 };
 
 }  // namespace
@@ -133,6 +156,12 @@ const ModelKind* findModelKind(std::string_view name)
 {
     const auto* it = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const ModelKind& k) { return k.name == name; });
     return it == std::end(kKinds) ? nullptr : it;
+}
+
+ModelTask modelTask(std::string_view kind)
+{
+    const ModelKind* k = findModelKind(kind);
+    return k ? k->task : ModelTask::classify;
 }
 
 std::string modelKindNames()

@@ -7,6 +7,7 @@
 // here and its stack in model_stacks.cpp.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,11 @@ struct WidthRule {
     int min;
     int max;
 };
+
+// What a model learns: the digit's class (softmax cross-entropy over 10 logits, test
+// accuracy), or its input image back (per-pixel mean squared error over 784 outputs, test
+// MSE and PSNR, reconstructions).
+enum class ModelTask : std::uint8_t { classify, reconstruct };
 
 struct ModelKind {
     std::string_view name;               // "small-cnn", as settings and records spell it
@@ -45,6 +51,7 @@ struct ModelKind {
     std::vector<std::string> (*layerNames)(std::span<const int> w) = nullptr;
     // Its taps, the layers telemetry watches, in model order: null for its layers with weights.
     std::vector<std::string> (*tapNames)(std::span<const int> w) = nullptr;
+    ModelTask task = ModelTask::classify;
     // Whether it has residual branches (zero_init_residual starts them at zero).
     bool residualBranches = false;
     // Its own training defaults where they differ from every model's, as settings JSON (an
@@ -55,7 +62,9 @@ struct ModelKind {
 std::span<const ModelKind> modelKinds();
 // Null for a name no row has.
 const ModelKind* findModelKind(std::string_view name);
-// "mlp, deep-mlp, small-cnn, seed-cnn or vit"
+// The task of the kind of that name (classify for a name no row has).
+ModelTask modelTask(std::string_view kind);
+// "mlp, deep-mlp, small-cnn, seed-cnn, vit or autoencoder"
 std::string modelKindNames();
 // What is wrong with `widths` for `kind` (empty: nothing; no widths keep the defaults):
 // "model small-cnn takes 2 widths, got 1 (conv1 channels, conv2 channels)".

@@ -14,8 +14,8 @@ namespace {
 constexpr std::int64_t kImageSide = 28;
 constexpr std::int64_t kClasses = 10;
 
-// Linear layers over these hidden widths, a ReLU between two.
-Layers linearStack(const std::vector<int>& hidden)
+// Linear layers over these hidden widths, a ReLU between two, to `outputs` values.
+Layers linearStack(const std::vector<int>& hidden, std::int64_t outputs = kClasses)
 {
     Layers layers;
     layers.push_back(std::make_unique<Flatten>("flatten"));
@@ -27,7 +27,7 @@ Layers linearStack(const std::vector<int>& hidden)
         in = width;
         ++n;
     }
-    layers.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, kClasses));
+    layers.push_back(std::make_unique<Linear>("fc" + std::to_string(n), in, outputs));
     return layers;
 }
 
@@ -47,6 +47,9 @@ Layers mlp(std::span<const int> w) { return linearStack({w.begin(), w.end()}); }
 Layers deepMlp(std::span<const int> w) { return linearStack(deepHidden(w)); }
 std::vector<std::string> mlpLayerNames(std::span<const int> w) { return linearNames(w.size()); }
 std::vector<std::string> deepMlpLayerNames(std::span<const int> w) { return linearNames(deepHidden(w).size()); }
+
+Layers autoencoder(std::span<const int> w) { return linearStack({w[0], w[1], w[0]}, kImageSide * kImageSide); }
+std::vector<std::string> autoencoderLayerNames(std::span<const int>) { return linearNames(3); }
 
 Layers cnn(std::span<const int> w)
 {

@@ -25,6 +25,12 @@ std::vector<std::string> deepMlpLayerNames(std::span<const int> w);
 Layers cnn(std::span<const int> w);
 std::vector<std::string> cnnLayerNames(std::span<const int> w);
 
+// autoencoder: fc1 (784 to the hidden width), fc2 (to the code), fc3 (back to the hidden
+// width), fc4 (to 784 pixels), a ReLU between two; no output activation (the loss compares
+// the outputs with the image's [0, 1] pixels directly).
+Layers autoencoder(std::span<const int> w);
+std::vector<std::string> autoencoderLayerNames(std::span<const int> w);
+
 // vit: patches embedded, positions added, pre-norm transformer blocks, mean pooling, a final
 // LayerNorm, the head; its taps beside its layers with weights (transformer.h says where each is).
 Layers vit(std::span<const int> w);

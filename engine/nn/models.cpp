@@ -43,6 +43,7 @@ public:
         layers_ = findModelKind(spec_.kind)->layers(w);
         // Images go to a first convolution packed (prepareInput).
         packsImages_ = dynamic_cast<const Conv2d*>(layers_.front().get()) != nullptr;
+        reconstructs_ = findModelKind(spec_.kind)->task == ModelTask::reconstruct;
         firstParameterLayer_ = -1;
         int parameterLayer = 0;
         for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -83,8 +84,8 @@ public:
             stopIfAsked(ctx);
             x = &layer->forward(*x, ctx);
         }
-        const StepOutput out = loss_.forward(*x, labels, ctx);
-        Tensor* grad = &loss_.backward(lossScale, ctx);
+        const StepOutput out = reconstructs_ ? mse_.forward(*x, images.data(), ctx) : loss_.forward(*x, labels, ctx);
+        Tensor* grad = reconstructs_ ? &mse_.backward(lossScale, ctx) : &loss_.backward(lossScale, ctx);
         for (int i = static_cast<int>(layers_.size()) - 1; i >= firstParameterLayer_; --i) {
             stopIfAsked(ctx);
             grad = layers_[static_cast<std::size_t>(i)]->backward(*grad, ctx, i > firstParameterLayer_);
@@ -112,13 +113,27 @@ public:
                 x = &layer->forward(*x, evalCtx);
             }
             const std::vector<std::uint8_t> sliceLabels(labels.begin() + n0, labels.begin() + n0 + count);
-            const StepOutput out = loss_.forward(*x, sliceLabels, evalCtx);
+            const StepOutput out = reconstructs_ ? mse_.forward(*x, images.data() + n0 * kImageSide * kImageSide, evalCtx)
+                                                 : loss_.forward(*x, sliceLabels, evalCtx);
             total.correct += out.correct;
             lossSum += static_cast<double>(out.loss) * static_cast<double>(count);
             if (N <= kEvaluationSlice) total.loss = out.loss;   // one slice: exactly the batch mean
         }
         if (N > kEvaluationSlice) total.loss = static_cast<float>(lossSum / static_cast<double>(N));
         return total;
+    }
+
+    std::vector<float> outputs(const Tensor& images, StepContext& ctx) override
+    {
+        StepContext evalCtx = ctx;
+        evalCtx.telemetry = nullptr;
+        evalCtx.training = false;
+        const auto p = StepPrecision::of(evalCtx, firstLayerName());
+        const std::int64_t N = images.rank() > 0 ? images.dim(0) : 0;
+        if (N > kEvaluationSlice) throw std::invalid_argument("At most " + std::to_string(kEvaluationSlice) + " images at once.");
+        Tensor* x = &prepareInput(images, N, 0, evalCtx, p);
+        for (auto& layer : layers_) x = &layer->forward(*x, evalCtx);
+        return x->toHost();
     }
 
     std::int64_t activationBytesPerSample(const PrecisionRecipe& recipe) const override
@@ -191,7 +206,9 @@ private:
     ModelSpec spec_;
     std::vector<std::unique_ptr<Layer>> layers_;
     int firstParameterLayer_ = 0;
-    SoftmaxCrossEntropy loss_;
+    SoftmaxCrossEntropy loss_;   // a classifier's
+    MeanSquaredError mse_;        // an autoencoder's: its outputs against its input images
+    bool reconstructs_ = false;   // ModelTask::reconstruct
     Tensor input_;   // (1, N, 28, 28): the images as the (C, N, H, W) input, in storage format
     bool packsImages_ = false;   // the first layer is a convolution (prepareInput)
 };

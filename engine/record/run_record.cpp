@@ -2,6 +2,7 @@
 // its JSON both ways is in run_record_json.cpp.
 #include "record/run_record.h"
 
+#include "nn/model_kinds.h"
 #include "tensor/memory.h"
 
 #include <algorithm>
@@ -158,9 +159,19 @@ void RunRecord::apply(const TrainerEvent& event)
         summary.steps = e->step;
         summary.skippedSteps = e->skippedSoFar;
     } else if (const auto* e = std::get_if<EvalEvent>(&event)) {
-        evals.push_back(*e);
-        summary.testAccuracy = e->testAccuracy;
-        summary.bestTestAccuracy = std::max(summary.bestTestAccuracy.value_or(e->testAccuracy), e->testAccuracy);
+        EvalEvent& kept = evals.emplace_back(*e);
+        if (!kept.reconstructions.empty()) {
+            reconstructions = std::move(kept.reconstructions);
+            kept.reconstructions.clear();
+            reconstructedAtStep = e->step;
+        }
+        if (modelTask(settings.model.kind) == ModelTask::reconstruct) {
+            summary.testMse = e->testLoss;
+            summary.bestTestMse = std::min(summary.bestTestMse.value_or(e->testLoss), e->testLoss);
+        } else {
+            summary.testAccuracy = e->testAccuracy;
+            summary.bestTestAccuracy = std::max(summary.bestTestAccuracy.value_or(e->testAccuracy), e->testAccuracy);
+        }
     } else if (const auto* e = std::get_if<TelemetryEvent>(&event)) {
         // A snapshot on histogram steps; the run totals (every event's, the last one's at
         // the run's end) are the summary's.
@@ -270,6 +281,7 @@ RunResult RunRecord::result() const
     out.status = interrupted() ? RunStatus::stopped : parseRunStatus(summary.status).value_or(RunStatus::failed);
     out.message = interrupted() ? "interrupted: the record ends at step " + std::to_string(last) : summary.message;
     out.testAccuracy = summary.testAccuracy.value_or(0.0);
+    out.testLoss = evals.empty() ? 0.0 : evals.back().testLoss;
     out.steps = last;
     out.skippedSteps = std::count_if(steps.begin(), steps.end(), [](const StepEvent& p) { return p.skipped; });
     out.imagesPerSecond = summary.imagesPerSecond;

@@ -81,7 +81,8 @@ struct RecordedSummary {
     std::string message;
     std::int64_t steps = 0;
     std::int64_t skippedSteps = 0;
-    std::optional<double> testAccuracy, bestTestAccuracy;
+    std::optional<double> testAccuracy, bestTestAccuracy;   // a classifier's
+    std::optional<double> testMse, bestTestMse;             // an autoencoder's (lowest is best)
     double imagesPerSecond = 0.0;
     std::string finishedAt;
     std::vector<LayerFractions> layers;   // the input first, the loss last, the rest as recorded
@@ -157,7 +158,10 @@ struct RunRecord {
     // not finite (the JSON's null).
     std::vector<StepEvent> steps;
     std::vector<RecordedEvent> events;
-    std::vector<EvalEvent> evals;
+    std::vector<EvalEvent> evals;   // without their reconstructions (the last are below)
+    // An autoencoder's last evaluation's reconstructions of the first test images, and its step.
+    std::vector<ReconstructedImage> reconstructions;
+    std::int64_t reconstructedAtStep = 0;
     // The snapshots of the histogram steps, each as the trainer sent it (hasHistograms),
     // less the run totals (runStats, runUpdate: empty here; the summary holds the last).
     // Update counts are weight gradients' only; a scale and amax where the tensor had one

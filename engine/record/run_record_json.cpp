@@ -5,6 +5,7 @@
 
 #include "files/input_file.h"
 #include "json/json_input.h"
+#include "nn/model_kinds.h"
 #include "numerics/format.h"
 #include "numerics/minifloat.h"
 
@@ -232,6 +233,36 @@ constexpr ShareKey kShareKeys[] = {
      &LayerFractions::accumulationLost, nullptr, false},
 };
 
+// An autoencoder's reconstructions: {"step", "images": [{"test_index", "original",
+// "reconstruction"}]}, each picture 784 whole numbers from 0 to 255.
+void readReconstructions(const json& j, RunRecord& r)
+{
+    constexpr std::size_t kPixels = 28 * 28;
+    if (!j.is_object()) throw InputError("\"reconstructions\" must be an object, got " + jsonExcerpt(j));
+    r.reconstructedAtStep = whole(j, "step", Place{"the reconstructions"});
+    const json emptyList = json::array();
+    const json& images = entries(j, "images", emptyList);
+    if (images.size() > static_cast<std::size_t>(kReconstructedImages))
+        throw InputError("\"reconstructions\" holds " + std::to_string(images.size()) + " images, more than the " +
+                         std::to_string(kReconstructedImages) + " a run writes");
+    for (const json& image : images) {
+        ReconstructedImage& out = r.reconstructions.emplace_back();
+        out.testIndex = whole(image, "test_index", Place{"a reconstruction"});
+        const Place at{"the reconstruction of test image", out.testIndex};
+        for (const char* key : {"original", "reconstruction"}) {
+            const auto it = image.find(key);
+            const auto bad = [&] { refuseField(at, key, "784 whole numbers from 0 to 255", it == image.end() ? json(nullptr) : *it); };
+            if (it == image.end() || !it->is_array() || it->size() != kPixels) bad();
+            std::vector<std::uint8_t>& pixels = std::string_view(key) == "original" ? out.original : out.reconstruction;
+            pixels.reserve(kPixels);
+            for (const json& v : *it) {
+                if (!v.is_number_unsigned() || v.get<std::uint64_t>() > 255) bad();
+                pixels.push_back(static_cast<std::uint8_t>(v.get<std::uint64_t>()));
+            }
+        }
+    }
+}
+
 json summaryToJson(const RecordedSummary& s)
 {
     json j = {{"status", s.status},
@@ -240,6 +271,8 @@ json summaryToJson(const RecordedSummary& s)
               {"skipped_steps", s.skippedSteps},
               {"test_accuracy", s.testAccuracy ? json(*s.testAccuracy) : json(nullptr)},
               {"best_test_accuracy", s.bestTestAccuracy ? json(*s.bestTestAccuracy) : json(nullptr)}};
+    if (s.testMse) j["test_mse"] = *s.testMse;   // an autoencoder's only
+    if (s.bestTestMse) j["best_test_mse"] = *s.bestTestMse;
     for (const ShareKey& share : kShareKeys) {
         json layers = json::object();
         for (const LayerFractions& f : s.layers)
@@ -278,6 +311,8 @@ void readSummary(const json& s, RecordedSummary& out)
     out.skippedSteps = whole(s, "skipped_steps", summary);
     out.testAccuracy = number(s, "test_accuracy", summary, kFraction);
     out.bestTestAccuracy = number(s, "best_test_accuracy", summary, kFraction);
+    out.testMse = number(s, "test_mse", summary, kNonNegative);
+    out.bestTestMse = number(s, "best_test_mse", summary, kNonNegative);
     out.imagesPerSecond = number(s, "images_per_second", summary, kNonNegative).value_or(0.0);
     out.finishedAt = text(s, "finished_at", summary).value_or("");
 
@@ -564,9 +599,13 @@ RunRecord readRecord(const json& doc, const std::string& origin, std::vector<Ste
         for (const auto& e : entries(doc, "evals", emptyList)) {
             const std::int64_t step = whole(e, "step", Place{"an evaluation"});
             const Place at{"the evaluation at step", step};
-            r.evals.push_back({step, wholeInt(e, "epoch", at), number(e, "test_accuracy", at, kFraction).value_or(0.0),
-                               number(e, "test_loss", at, kFinite).value_or(0.0)});
+            r.evals.push_back({.step = step,
+                               .epoch = wholeInt(e, "epoch", at),
+                               .testAccuracy = number(e, "test_accuracy", at, kFraction).value_or(0.0),
+                               .testLoss = number(e, "test_loss", at, kFinite).value_or(0.0),
+                               .reconstructions = {}});
         }
+        if (const auto it = doc.find("reconstructions"); it != doc.end()) readReconstructions(*it, r);
         for (const auto& v : entries(doc, "scalars", emptyList)) {
             ScalarEvent e;
             e.step = whole(v, "step", Place{"a logged scalar"});
@@ -695,8 +734,19 @@ json runRecordToJson(const RunRecord& r)
     json& events = doc["events"] = json::array();
     for (const RecordedEvent& e : r.events) events.push_back(eventToJson(e));
     json& evals = doc["evals"] = json::array();
-    for (const EvalEvent& e : r.evals)
-        evals.push_back({{"step", e.step}, {"epoch", e.epoch}, {"test_accuracy", e.testAccuracy}, {"test_loss", e.testLoss}});
+    const bool classifies = modelTask(r.settings.model.kind) == ModelTask::classify;   // else no accuracy to write
+    for (const EvalEvent& e : r.evals) {
+        json& eval = evals.emplace_back(json{{"step", e.step}, {"epoch", e.epoch}});
+        if (classifies) eval["test_accuracy"] = e.testAccuracy;
+        eval["test_loss"] = e.testLoss;
+    }
+    if (!r.reconstructions.empty()) {
+        json images = json::array();
+        for (const ReconstructedImage& image : r.reconstructions)
+            images.push_back({{"test_index", image.testIndex}, {"original", image.original},
+                              {"reconstruction", image.reconstruction}});
+        doc["reconstructions"] = {{"step", r.reconstructedAtStep}, {"images", std::move(images)}};
+    }
     if (!r.scalars.empty()) {
         json& scalars = doc["scalars"] = json::array();
         for (const ScalarEvent& e : r.scalars)

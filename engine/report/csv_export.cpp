@@ -158,8 +158,10 @@ std::vector<CsvRow> stepsTable(const RunRecord& record, const std::string& run)
 std::vector<CsvRow> evalsTable(const RunRecord& record, const std::string& run)
 {
     std::vector<CsvRow> t = {{"run", "step", "epoch", "test_accuracy", "test_loss"}};
+    const bool classifies = modelTask(record.settings.model.kind) == ModelTask::classify;   // else no accuracy: empty
     for (const EvalEvent& e : record.evals)
-        t.push_back({cell(run), cell(e.step), cell(std::int64_t{e.epoch}), cell(e.testAccuracy), cell(e.testLoss)});
+        t.push_back({cell(run), cell(e.step), cell(std::int64_t{e.epoch}),
+                     classifies ? cell(e.testAccuracy) : std::string(), cell(e.testLoss)});
     return t;
 }
 

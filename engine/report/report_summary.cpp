@@ -109,6 +109,22 @@ void accuracySentences(const RunComparison& c, std::vector<SummarySentence>& out
                                    formatAccuracy(high) + " (" + labelsAt(high) + ")."});
 }
 
+// An autoencoder's result: its test MSE and PSNR, per run, lowest MSE first.
+void mseSentences(const RunComparison& c, std::vector<SummarySentence>& out)
+{
+    std::vector<const RunDigest*> finished;
+    for (const auto& r : c.runs)
+        if (r.summary().testMse && r.summary().status != "diverged") finished.push_back(&r);
+    std::stable_sort(finished.begin(), finished.end(),
+                     [](auto* a, auto* b) { return *a->summary().testMse < *b->summary().testMse; });
+    if (finished.empty()) return;
+    std::string t = finished.size() == 1 ? "Final result of " : "Final results, lowest error first: ";
+    for (std::size_t i = 0; i < finished.size(); ++i)
+        t += (i ? "; " : "") + finished[i]->label + ": " +
+             testResultText(ModelTask::reconstruct, 0.0, *finished[i]->summary().testMse);
+    out.push_back({"accuracy", t + "."});
+}
+
 // First step from which the loss stayed non-finite to the end, if it did.
 std::optional<std::int64_t> firstOfTrailingNonFinite(const RunDigest& r)
 {
@@ -348,6 +364,7 @@ std::vector<SummarySentence> summarizeRuns(const RunComparison& comparison)
 {
     std::vector<SummarySentence> out;
     accuracySentences(comparison, out);
+    mseSentences(comparison, out);
     for (const auto& r : comparison.runs) {
         divergenceSentences(r, out);
         optimizerStateSentences(r, out);

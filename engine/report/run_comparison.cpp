@@ -152,7 +152,8 @@ std::string comparisonTableText(const RunComparison& comparison)
         char ips[32];
         std::snprintf(ips, sizeof ips, "%.0f", r.summary().imagesPerSecond);
         rows.push_back({r.label, r.summary().status, std::to_string(r.summary().steps), std::to_string(r.summary().skippedSteps),
-                        formatAccuracy(r.summary().testAccuracy), formatAccuracy(r.summary().bestTestAccuracy), ips,
+                        finalResultText(r.summary().testAccuracy, r.summary().testMse),
+                        finalResultText(r.summary().bestTestAccuracy, r.summary().bestTestMse), ips,
                         r.peakTotal > 0 ? formatMebibytes(r.peakTotal) : "not measured", maxUnderflow});
     }
     std::vector<std::size_t> width(head.size());
@@ -236,6 +237,14 @@ std::string formatPercent(double fraction)
     const int decimals = std::max(0, 1 - magnitude);
     std::snprintf(buf, sizeof buf, "%.*f%%", decimals, pct);
     return buf;
+}
+
+std::string finalResultText(std::optional<double> accuracy, std::optional<double> mse)
+{
+    if (!mse) return formatAccuracy(accuracy);
+    char text[32];
+    std::snprintf(text, sizeof text, "MSE %.4f", *mse);
+    return text;
 }
 
 std::string formatAccuracy(std::optional<double> a)

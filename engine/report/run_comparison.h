@@ -85,6 +85,8 @@ std::vector<SkipCauseRow> skipCauseRows(const std::vector<StepEvent>& steps, std
 // Text forms shared by the table, the summary and the reports.
 std::string formatPercent(double fraction);          // two significant digits: "1.4%", "0.13%"
 std::string formatAccuracy(std::optional<double> a); // "96.85%" or "-"
+// An accuracy column's cell: formatAccuracy, or an autoencoder's "MSE 0.0250" where it has one.
+std::string finalResultText(std::optional<double> accuracy, std::optional<double> mse);
 std::string formatMebibytes(std::int64_t bytes);     // "59.8 MiB" ("0.19 MiB" under 10 MiB)
 // A column of a table (or the labels of a chart) in one style: `decimals` for every value,
 // mebibyteDecimals of the column's values (2 where all are under 10 MiB, else 1).

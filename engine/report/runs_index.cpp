@@ -23,7 +23,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kIndexFormat = "precision-lab runs index";
-constexpr int kIndexVersion = 2;   // 2: a probe record's judged_format and as_run
+constexpr int kIndexVersion = 3;   // 2: a probe record's judged_format and as_run; 3: last_test_loss
 constexpr std::int64_t kMaxStep = std::int64_t{1} << 53;
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 62;
 
@@ -69,6 +69,7 @@ RunListing listingOf(const RunRecord& record)
     }
     for (const EvalEvent& e : record.evals) {
         l.lastAccuracy = e.testAccuracy;
+        l.lastTestLoss = e.testLoss;
         l.bestAccuracy = std::max(std::isnan(l.bestAccuracy) ? 0.0 : l.bestAccuracy, e.testAccuracy);
     }
     for (const RecordedEvent& event : record.events) {
@@ -111,6 +112,7 @@ json listingToJson(const RunListing& l)
               {"images_per_second", l.imagesPerSecond},
               {"last_accuracy", accuracyJson(l.lastAccuracy)},
               {"best_accuracy", accuracyJson(l.bestAccuracy)},
+              {"last_test_loss", accuracyJson(l.lastTestLoss)},
               {"backend", l.backend},
               {"versions", l.versions},
               {"arithmetic", l.arithmetic},
@@ -143,6 +145,7 @@ RunListing listingFromJson(const json& j, const std::string& origin)
         l.imagesPerSecond = nonNegativeFrom(j, "images_per_second");
         l.lastAccuracy = accuracyFrom(j, "last_accuracy");
         l.bestAccuracy = accuracyFrom(j, "best_accuracy");
+        if (!j.at("last_test_loss").is_null()) l.lastTestLoss = nonNegativeFrom(j, "last_test_loss");
         l.backend = j.at("backend").get<std::string>();
         l.versions = j.at("versions").get<std::vector<std::string>>();
         l.arithmetic = j.at("arithmetic").get<std::string>();

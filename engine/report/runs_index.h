@@ -44,6 +44,7 @@ struct RunListing {
     double imagesPerSecond = 0.0;      // the summary's (0 for an unfinished record)
     double lastAccuracy = std::numeric_limits<double>::quiet_NaN();   // NaN: no evaluation
     double bestAccuracy = std::numeric_limits<double>::quiet_NaN();
+    double lastTestLoss = std::numeric_limits<double>::quiet_NaN();   // an autoencoder's test MSE
     std::string backend;
     std::vector<std::string> versions;
     std::string arithmetic;

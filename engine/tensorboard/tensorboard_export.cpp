@@ -177,9 +177,12 @@ std::string tensorBoardEvents(const RunDigest& run, TensorBoardFile* counts)
         w.scalar(s.step, "skipped_steps", double(skipped));
         if (s.skipped && !s.nonFinite.empty()) w.text(s.step, "skip_cause", skipCauseText(s.nonFinite));
     }
+    // An autoencoder has no accuracy: its test loss is its MSE, with the PSNR beside it.
+    const bool reconstructs = modelTask(run.record.settings.model.kind) == ModelTask::reconstruct;
     for (const EvalEvent& e : run.record.evals) {
-        w.scalar(e.step, "accuracy/test", e.testAccuracy);
+        if (!reconstructs) w.scalar(e.step, "accuracy/test", e.testAccuracy);
         if (std::isfinite(e.testLoss)) w.scalar(e.step, "loss/test", e.testLoss);
+        if (reconstructs && std::isfinite(e.testLoss) && e.testLoss > 0) w.scalar(e.step, "psnr_db/test", psnrDb(e.testLoss));
     }
     for (const TelemetryEvent& t : run.record.telemetry) {
         for (const LayerTelemetry& l : t.layers) {

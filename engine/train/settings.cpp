@@ -843,6 +843,8 @@ std::string validateSettings(const TrainSettings& s)
                    " parameters, more than this lab trains (at most 268,435,456: 1 GiB of fp32 weights, 4 with "
                    "gradients and Adam's state)";
     }
+    if (kind->task == ModelTask::reconstruct && s.labelSmoothing != 0.0)
+        return "label_smoothing: model " + s.model.kind + " reconstructs its input; it has no classes to smooth";
     if (auto problem = labelSmoothingProblem(s.recipe, s.model, s.labelSmoothing); !problem.empty()) return problem;
     if (s.gradAccumSteps > s.batch)
         return "grad_accum_steps " + std::to_string(s.gradAccumSteps) + " splits each step into more micro-batches than its batch of " +

@@ -5,7 +5,6 @@
 // trainer_outputs.cpp.
 #include "train/trainer.h"
 
-#include "optim/grad_accumulation.h"
 #include "train/trainer_state.h"
 
 #include "train/backend_support.h"
@@ -17,6 +16,7 @@
 #include "backend/backend.h"
 #include "error.h"
 #include "nn/layer_ops.h"
+#include "nn/model_kinds.h"
 #include "nn/transformer.h"
 #include "numerics/number_text.h"
 #include "optim/grad_accumulation.h"
@@ -142,11 +142,40 @@ void Trainer::evaluate(State& st)
     e.epoch = st.epoch;
     e.testAccuracy = static_cast<double>(correct) / static_cast<double>(test.count);
     e.testLoss = lossSum / static_cast<double>(test.count);
+    if (modelTask(settings_.model.kind) == ModelTask::reconstruct) e.reconstructions = reconstructTestImages(st, ctx);
     st.lastAccuracy = e.testAccuracy;
+    st.lastTestLoss = e.testLoss;
     st.lastEvalStep = st.step;
     emitEvent(e);
 }
 
+
+std::vector<ReconstructedImage> Trainer::reconstructTestImages(State& st, StepContext& ctx)
+{
+    constexpr std::int64_t kPixels = 28 * 28;
+    const Dataset& test = data_.test;
+    const std::int64_t n = std::min<std::int64_t>(kReconstructedImages, test.count);
+    std::vector<std::uint32_t> idx(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
+    Tensor images;
+    std::vector<std::uint8_t> labels;
+    gatherBatch(test, idx.data(), n, images, labels);
+    const std::vector<float> out = st.model->outputs(images, ctx);
+    const auto byte = [](float v) {
+        const float clamped = std::isnan(v) ? 0.0f : std::clamp(v, 0.0f, 1.0f);
+        return static_cast<std::uint8_t>(std::lround(clamped * 255.0f));
+    };
+    std::vector<ReconstructedImage> shown(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) {
+        ReconstructedImage& r = shown[static_cast<std::size_t>(k)];
+        r.testIndex = k;
+        for (std::int64_t i = 0; i < kPixels; ++i) {
+            r.original.push_back(byte(images.data()[k * kPixels + i]));
+            r.reconstruction.push_back(byte(out[static_cast<std::size_t>(k * kPixels + i)]));
+        }
+    }
+    return shown;
+}
 
 float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_t n)
 {
@@ -329,6 +358,7 @@ RunResult Trainer::runOrThrow(State& st)
         result.status = status;
         result.message = std::move(message);
         result.testAccuracy = st.lastAccuracy;
+        result.testLoss = st.lastTestLoss;
         result.steps = st.step;
         result.skippedSteps = st.skipped;
         result.imagesPerSecond = st.trainSeconds > 0 ? st.imagesTrained / st.trainSeconds : 0.0;

@@ -22,6 +22,8 @@
 
 namespace plab {
 
+struct StepContext;
+
 // A change asked for while the run goes on; applied before the next step.
 struct SettingsChange {
     std::optional<PrecisionRecipe> recipe;     // switches and loss scaling
@@ -89,10 +91,11 @@ private:
 struct RunResult {
     RunStatus status = RunStatus::completed;
     std::string message;
-    double testAccuracy = 0.0;     // last evaluation (0 when none ran)
+    double testAccuracy = 0.0;     // last evaluation (0 when none ran, or the model reconstructs)
     std::int64_t steps = 0;
     std::int64_t skippedSteps = 0;
     double imagesPerSecond = 0.0;
+    double testLoss = 0.0;         // last evaluation's mean loss (an autoencoder's test MSE)
 };
 
 // What a run reads from files besides its data, read and checked before it starts.
@@ -144,6 +147,8 @@ private:
     StepOutput accumulateMicroBatches(State& st, const std::uint32_t* indices, std::int64_t n, double scale);
     void countUpdates(State& st);   // per layer: this step's update counts and the run's
     void evaluate(State& st);
+    // An autoencoder's reconstructions of the first test images, with the originals.
+    std::vector<ReconstructedImage> reconstructTestImages(State& st, StepContext& ctx);
     void applyChange(State& st, const SettingsChange& change);
     std::string describeChange(const State& st, const SettingsChange& change) const;
     void useBackendRules(const BackendInfo& info);

@@ -45,6 +45,7 @@ struct Trainer::State {
     std::int64_t imagesTrained = 0;
     double trainSeconds = 0.0;
     double lastAccuracy = 0.0;
+    double lastTestLoss = 0.0;
     std::int64_t lastEvalStep = -1;
     std::int64_t lastTelemetryStep = -1;
     std::int64_t foldedStep = 0;   // the last step whose counts the run totals hold

@@ -7,6 +7,7 @@
 #include "charts/loss_chart.h"
 #include "charts/loss_scale_chart.h"
 #include "charts/memory_chart.h"
+#include "charts/reconstructions_view.h"
 #include "charts/scalars_chart.h"
 #include "charts/throughput_chart.h"
 #include "charts/underflow_chart.h"
@@ -40,7 +41,9 @@ ChartsView::ChartsView(QWidget* parent) : QWidget(parent)
     auto* throughput = new ThroughputChart;
     // Hidden until a shown run has values a PyTorch script logged of its own.
     auto* scalars = new ScalarsChart;
-    groups_ = {loss, scale, histogram, underflow, updates, memory, throughput, scalars};
+    // Hidden until a shown run is an autoencoder's with reconstructions.
+    auto* reconstructions = new ReconstructionsView;
+    groups_ = {loss, scale, reconstructions, histogram, underflow, updates, memory, throughput, scalars};
     costs_.resize(static_cast<std::size_t>(groups_.size()));
     connect(histogram, &HistogramChart::binPicked, this, &ChartsView::histogramBinPicked);
 
@@ -228,13 +231,14 @@ void ChartsView::arrangeGroups()
         int row = 0;
         for (ChartGroup* g : groups_) cells.append({g, row++, 0, 2});
     } else if (!presentation_) {
-        // loss | scale, histogram | underflow, then updates, memory, throughput and the logged
-        // values across both columns.
-        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1},
-                                             {2, 0, 2}, {3, 0, 2}, {4, 0, 2}, {5, 0, 2}};
+        // loss | scale, an autoencoder's reconstructions, histogram | underflow, then updates,
+        // memory, throughput and the logged values across both columns.
+        static constexpr int kNormal[][3] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 2}, {2, 0, 1}, {2, 1, 1},
+                                             {3, 0, 2}, {4, 0, 2}, {5, 0, 2}, {6, 0, 2}};
         for (qsizetype i = 0; i < groups_.size(); ++i) cells.append({groups_[i], kNormal[i][0], kNormal[i][1], kNormal[i][2]});
     } else {
-        const QStringList wide{QStringLiteral("underflow"), QStringLiteral("updates"), QStringLiteral("memory")};
+        const QStringList wide{QStringLiteral("underflow"), QStringLiteral("updates"), QStringLiteral("memory"),
+                               QStringLiteral("reconstructions")};
         int row = 0;
         qsizetype alone = -1;   // the cell of a narrow group that has its row to itself so far
         for (ChartGroup* g : groups_) {

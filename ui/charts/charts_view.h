@@ -1,11 +1,12 @@
 // The seven live chart groups of Precision Lab (loss/accuracy, loss scale, gradient
 // histograms, underflow/overflow, updates lost/zero/non-finite, memory with the
-// batch-size planner, throughput), and an eighth of the values a PyTorch script logged of
-// its own (shown only while a shown run has some), for the
-// run being watched and the runs overlaid for comparison. Data arrival only marks the view
-// dirty; one ~25 Hz timer redraws the groups when some run's revision() moved, in turn
-// (round robin), each tick only as many as fit a budget measured with their painting, so
-// the event loop never waits for all of them at once.
+// batch-size planner, throughput), an eighth of the values a PyTorch script logged of
+// its own (shown only while a shown run has some) and a ninth of an autoencoder's
+// reconstructions (shown only while a shown run has them), for the run being watched and
+// the runs overlaid for comparison. Data arrival only marks the view dirty; one ~25 Hz
+// timer redraws the groups when some run's revision() moved, in turn (round robin), each
+// tick only as many as fit a budget measured with their painting, so the event loop never
+// waits for all of them at once.
 #pragma once
 
 #include "run_data.h"
@@ -40,8 +41,8 @@ public:
     void setRuns(RunPtr current, const QList<RunPtr>& compare);
 
     // The chart groups: "loss", "scale", "histogram", "underflow", "updates", "memory",
-    // "throughput" (groupNames: the ones lessons name and show or hide), and "scalars", which
-    // shows and hides itself with what the shown runs logged.
+    // "throughput" (groupNames: the ones lessons name and show or hide), and "scalars" and
+    // "reconstructions", which show and hide themselves with what the shown runs hold.
     QWidget* group(const QString& name) const;
     static QStringList groupNames();
 

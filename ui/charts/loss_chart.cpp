@@ -111,7 +111,21 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     compare_ = compare;
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const int columns = pixelColumns(chart_);
-    setChartTitle(chart_, tr("Loss (train) and accuracy (test)"), runs, tr("Loss and test accuracy"));
+    // Autoencoders have no accuracy: their test MSE is drawn on the loss axis.
+    const bool anyClassifies = runs.isEmpty() || std::any_of(runs.begin(), runs.end(), [](const RunPtr& run) {
+                                   return modelTask(run->settings().model.kind) == ModelTask::classify;
+                               });
+    const bool anyReconstructs = std::any_of(runs.begin(), runs.end(), [](const RunPtr& run) {
+        return modelTask(run->settings().model.kind) == ModelTask::reconstruct;
+    });
+    if (!anyClassifies)
+        setChartTitle(chart_, tr("Loss (train) and MSE (test)"), runs, tr("Loss and test MSE"));
+    else if (anyReconstructs)
+        setChartTitle(chart_, tr("Loss (train), accuracy and MSE (test)"), runs, tr("Loss, test accuracy and MSE"));
+    else
+        setChartTitle(chart_, tr("Loss (train) and accuracy (test)"), runs, tr("Loss and test accuracy"));
+    accuracy_->setVisible(anyClassifies);
+    fullRange_->setVisible(anyClassifies);
     pool_.begin();
     markers_->beginLabels();
 
@@ -156,6 +170,21 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
         for (const QPointF& p : raw) rawMax = std::max(rawMax, p.y());
         for (const QPointF& p : smooth) smoothedMax = std::max(smoothedMax, p.y());
 
+        // An autoencoder has no accuracy: its test MSE is drawn on the loss axis (its loss).
+        if (modelTask(run->settings().model.kind) == ModelTask::reconstruct) {
+            QList<QPointF> mse;
+            for (const EvalEvent& e : run->evals())
+                if (std::isfinite(e.testLoss)) mse.append(QPointF(e.step, e.testLoss));
+            auto* mseSeries = pool_.take<QLineSeries>(run->id() + QStringLiteral("/test-mse"), {steps_, loss_});
+            setSeriesName(mseSeries, tr("%1 test MSE").arg(run->name()));
+            setSeriesPen(mseSeries, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
+            mseSeries->setPointsVisible(true);
+            if (mseSeries->points() != mse) mseSeries->replace(mse);
+            setLegendVisible(chart_, mseSeries, watched);
+            setLegendLabel(chart_, mseSeries, tr("test MSE"));
+            for (const QPointF& p : mse) rawMax = std::max(rawMax, p.y());
+            continue;
+        }
         QList<QPointF> accuracy;
         accuracy.reserve(static_cast<qsizetype>(run->evals().size()));
         for (const EvalEvent& e : run->evals()) {
