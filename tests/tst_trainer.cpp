@@ -350,6 +350,36 @@ private slots:
                                 .arg(e.perSampleBytes * s.batch).arg(held)));
     }
 
+    // Issue 70 item 2: with gradient accumulation the estimate holds one micro-batch's
+    // activations and the buffers (4 bytes a parameter, as the CPU holds them), and is still a
+    // lower bound of what the run holds, which is less than the whole batch's activations.
+    void memoryEstimateCountsAccumulation()
+    {
+        const json base{{"model", "mlp"}, {"batch", 480}, {"max_steps", 1}, {"histogram_every", 0}, {"threads", 2}};
+        json split = base;
+        split["grad_accum_steps"] = 4;
+        split["grad_accum_format"] = "bf16";
+        const TrainSettings whole = settingsFromJson(base, "test"), s = settingsFromJson(split, "test");
+        const MemoryEstimate one = estimateRunMemory(whole), e = estimateRunMemory(s);
+        const std::int64_t parameters = 784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10;
+        QCOMPARE(e.parts, 4);
+        QCOMPARE(e.perSampleBytes, one.perSampleBytes);
+        QCOMPARE(e.fixedBytes, one.fixedBytes + 4 * parameters);
+        QCOMPARE(e.samplesHeldAt(480), std::int64_t{120});
+        QCOMPARE(e.samplesHeldAt(10), std::int64_t{3});   // parts of 2, 3, 2 and 3 samples
+        QCOMPARE(e.bytesAt(480), e.fixedBytes + 120 * e.perSampleBytes);
+        const std::int64_t limit = e.fixedBytes + 1000 * e.perSampleBytes + 7;
+        QCOMPARE(largestBatchWithin(e, limit), std::int64_t{4000});
+        QVERIFY(e.bytesAt(4000) <= limit && e.bytesAt(4001) > limit);
+        const Outcome o = train(s, data_);
+        QCOMPARE(o.result.status, RunStatus::completed);
+        const json& peak = o.record["memory"]["training_peak"];
+        const std::int64_t held = peak["activations"].get<std::int64_t>() + peak["workspace"].get<std::int64_t>();
+        QVERIFY2(e.perSampleBytes * 120 <= held && held < one.perSampleBytes * 480,
+                 qPrintable(QString("estimate %1 bytes for a micro-batch, %2 for the batch; the run held %3")
+                                .arg(e.perSampleBytes * 120).arg(one.perSampleBytes * 480).arg(held)));
+    }
+
     // 16-bit activations and gradients packed into 2 bytes (PLAB_PACKED_STORAGE=on; with them
     // FP8 copies held as codes), and
     // 16-bit optimizer state held so between steps (SGD's momentum, Adam's moments), give

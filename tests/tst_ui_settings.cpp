@@ -97,7 +97,8 @@ private slots:
             {"loss_scale", "lossScaleMode"},   {"layer", "layerTable"},           {"optimizer", "optimizerCombo"},
             {"lr", "lrEdit"},                  {"lr_schedule", "lrScheduleCombo"}, {"warmup_steps", "warmupStepsEdit"},
             {"label_smoothing", "labelSmoothingEdit"}, {"zero_init_residual", "zeroInitResidualCheck"},
-            {"batch", "batchEdit"},
+            {"batch", "batchEdit"},            {"grad_accum_steps", "gradAccumStepsEdit"},
+            {"grad_accum_format", "gradAccumFormatCombo"},
         };
         // The keys a run takes at its next step, as the live hint says: precision, loss
         // scaling, batch size and learning rate.
@@ -244,6 +245,25 @@ private slots:
         QVERIFY(!panel.isCustomRecipe());
     }
 
+    // Issue 70 item 2: gradient accumulation's two settings have their controls: shown from
+    // the settings, read back, and typed in.
+    void accumulationControlsShowAndSet()
+    {
+        SettingsPanel panel;
+        TrainSettings s;
+        s.batch = 256;
+        s.gradAccumSteps = 16;
+        s.gradAccumFormat = Format::bf16;
+        panel.setSettings(s);
+        QCOMPARE(child<QLineEdit>(panel, "gradAccumStepsEdit")->text(), QString("16"));
+        QCOMPARE(panel.settings().gradAccumSteps, 16);
+        QCOMPARE(panel.settings().gradAccumFormat, Format::bf16);
+        choose(child<QComboBox>(panel, "gradAccumFormatCombo"), QStringLiteral("fp16"));
+        QCOMPARE(panel.settings().gradAccumFormat, Format::fp16);
+        child<QLineEdit>(panel, "gradAccumStepsEdit")->setText(QStringLiteral("4"));
+        QCOMPARE(panel.settings().gradAccumSteps, 4);
+    }
+
     void dynamicScalingDefaultsFillTheKnobs()
     {
         SettingsPanel panel;
@@ -265,6 +285,8 @@ private slots:
         QTest::addRow("negative lr") << "lrEdit" << "-0.1" << "Learning rate must be greater than 0, got -0.1";
         QTest::addRow("label smoothing 1") << "labelSmoothingEdit" << "1" << "Label smoothing must be in [0, 1), got 1";
         QTest::addRow("lr not a number") << "lrEdit" << "fast" << "Learning rate";
+        QTest::addRow("accumulation steps 0") << "gradAccumStepsEdit" << "0" << "Accumulation steps must be between 1 and 1024, got 0";
+        QTest::addRow("more parts than samples") << "gradAccumStepsEdit" << "64" << "more micro-batches than its batch of 32";
         QTest::addRow("epochs negative") << "epochsEdit" << "-1" << "Epochs";   // 0 is an evaluation-only run
         QTest::addRow("growth factor 1") << "growthFactorEdit" << "1" << "growth factor";
         QTest::addRow("backoff above 1") << "backoffFactorEdit" << "1.5" << "backoff factor";

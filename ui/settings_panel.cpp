@@ -177,6 +177,14 @@ void SettingsPanel::buildUi()
                                                     "e / classes on every class plus 1 - e on the label (0: none), as "
                                                     "PyTorch's cross_entropy. Needs the loss in fp32."));
     batch_ = edit("batchEdit", tr("Samples per step (live: applied at the next step)"));
+    gradAccumSteps_ = edit("gradAccumStepsEdit",
+                           tr("Gradient accumulation: the batch split into this many micro-batches, each one's "
+                              "gradients added into one buffer before the update (1: none; the CPU backend). What the "
+                              "additions lose is counted beside the lost updates."));
+    gradAccumFormat_ = combo("gradAccumFormatCombo", choicesOf("grad_accum_format"));
+    gradAccumFormat_->setToolTip(tr("The accumulation buffer's format: each micro-batch's gradients rounded to it and "
+                                    "added in it, as a framework's .grad of that dtype accumulates (PyTorch's "
+                                    "model.half() keeps it in fp16)."));
     epochs_ = edit("epochsEdit", tr("Passes over the training set (0: no training, the initial weights evaluated once)"));
     maxSteps_ = edit("maxStepsEdit", tr("Stop after this many steps; 0 for no limit"));
     seed_ = edit("seedEdit", tr("Seed of the weights and of the shuffling"));
@@ -245,6 +253,8 @@ void SettingsPanel::buildUi()
         {"label_smoothing", labelSmoothing_},
         {"zero_init_residual", zeroInitResidual_, nullptr, false},
         {"batch", batch_},
+        {"grad_accum_steps", gradAccumSteps_},
+        {"grad_accum_format", gradAccumFormat_},
     };
     std::vector<std::pair<SettingGroup, QFormLayout*>> forms;   // in the order first used
     auto formOf = [&](SettingGroup g) {
@@ -316,7 +326,7 @@ void SettingsPanel::buildUi()
         commitLiveEdit();
     };
     for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, mxScale_, optimizerState_, updateRounding_, optimizer_, backend_,
-                          arithmetic_, lrSchedule_})
+                          arithmetic_, lrSchedule_, gradAccumFormat_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
@@ -354,7 +364,8 @@ void SettingsPanel::buildUi()
                                                        tr("safetensors weights (*.safetensors);;All files (*)"));
         if (!f.isEmpty()) initWeights_->setText(f);
     });
-    for (QLineEdit* e : {lr_, warmupSteps_, labelSmoothing_, batch_, epochs_, maxSteps_, seed_, threads_, initWeights_}) {
+    for (QLineEdit* e : {lr_, warmupSteps_, labelSmoothing_, batch_, gradAccumSteps_, epochs_, maxSteps_, seed_, threads_,
+                         initWeights_}) {
         connect(e, &QLineEdit::textChanged, this, [this] {
             if (!filling_) readControls();
         });
@@ -429,6 +440,8 @@ void SettingsPanel::setSettings(const TrainSettings& given)
     zeroInitResidual_->setChecked(s.zeroInitResidual);
     labelSmoothing_->setText(numberText(s.labelSmoothing));
     batch_->setText(QString::number(s.batch));
+    gradAccumSteps_->setText(QString::number(s.gradAccumSteps));
+    selectData(gradAccumFormat_, QString::fromLatin1(formatName(s.gradAccumFormat).data()));
     epochs_->setText(QString::number(s.epochs));
     maxSteps_->setText(QString::number(s.maxSteps));
     seed_->setText(QString::number(s.seed));
@@ -578,6 +591,10 @@ void SettingsPanel::readControls()
     integer(warmupSteps_, "warmup_steps", warmup);
     s.lrSchedule.warmupSteps = warmup;
     integer(batch_, "batch", batch);
+    long long accumSteps = s.gradAccumSteps;
+    integer(gradAccumSteps_, "grad_accum_steps", accumSteps);
+    s.gradAccumSteps = static_cast<int>(accumSteps);
+    s.gradAccumFormat = parseFormat(dataOf(gradAccumFormat_).toStdString()).value_or(Format::fp32);
     integer(epochs_, "epochs", epochs);
     integer(maxSteps_, "max_steps", maxSteps);
     integer(seed_, "seed", seed);

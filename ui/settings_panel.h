@@ -104,6 +104,8 @@ private:
     QCheckBox* zeroInitResidual_;   // vit: residual branches start at zero
     QLineEdit* labelSmoothing_;     // the training loss's label smoothing, [0, 1)
     QLineEdit* batch_;
+    QLineEdit* gradAccumSteps_;     // micro-batches a step's batch is split into (1: none)
+    QComboBox* gradAccumFormat_;    // their gradients' buffer: fp32, bf16, fp16
     QLineEdit* epochs_;
     QLineEdit* maxSteps_;
     QLineEdit* seed_;

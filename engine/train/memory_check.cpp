@@ -5,6 +5,7 @@
 #include "files/input_file.h"
 #include "nn/layer_ops.h"
 #include "nn/model.h"
+#include "optim/grad_accumulation.h"
 #include "optim/optimizer.h"
 
 #include <algorithm>
@@ -53,8 +54,25 @@ std::vector<MemoryEstimate> estimateRunMemories(const TrainSettings& settings, c
         MemoryEstimate& e = out.emplace_back();
         e.fixedBytes = footprint.heldElements * static_cast<std::int64_t>(sizeof(float));
         e.perSampleBytes = footprint.heldActivationBytesPerSample;
+        if (settings.gradAccumSteps > 1) {
+            // One buffer per parameter, 4 bytes an element as the CPU holds them (Trainer::
+            // accumulateMicroBatches), and one micro-batch's activations at a time.
+            e.parts = settings.gradAccumSteps;
+            e.fixedBytes += footprint.parameters * static_cast<std::int64_t>(sizeof(float));
+        }
     }
     return out;
+}
+
+std::int64_t MemoryEstimate::samplesHeldAt(std::int64_t batch) const
+{
+    const std::int64_t n = accumulationParts(batch, parts);
+    return accumulationPartStart(batch, n, 1) + (batch % n != 0 ? 1 : 0);
+}
+
+std::int64_t MemoryEstimate::bytesAt(std::int64_t batch) const
+{
+    return fixedBytes + perSampleBytes * samplesHeldAt(batch);
 }
 
 MemoryEstimate estimateRunMemory(const TrainSettings& settings)
@@ -65,7 +83,7 @@ MemoryEstimate estimateRunMemory(const TrainSettings& settings)
 std::int64_t largestBatchWithin(const MemoryEstimate& e, std::int64_t limitBytes)
 {
     if (e.perSampleBytes <= 0 || limitBytes <= e.fixedBytes) return 0;
-    return (limitBytes - e.fixedBytes) / e.perSampleBytes;
+    return (limitBytes - e.fixedBytes) / e.perSampleBytes * e.parts;
 }
 
 std::vector<PresetEstimate> presetEstimates(const TrainSettings& settings)
@@ -104,8 +122,9 @@ std::string checkRunMemory(const TrainSettings& settings, std::int64_t limitByte
     const std::int64_t largest = largestBatchWithin(e, limitBytes);
     std::string sentence = "batch " + std::to_string(settings.batch) + " of " + settings.model.kind + " needs at least " +
                            byteSizeText(static_cast<std::uint64_t>(need)) + " (" +
-                           byteSizeText(static_cast<std::uint64_t>(e.perSampleBytes)) + " of activations a sample), more than " +
-                           limitName + ": ";
+                           byteSizeText(static_cast<std::uint64_t>(e.perSampleBytes)) + " of activations a sample" +
+                           (e.parts > 1 ? ", " + std::to_string(e.samplesHeldAt(settings.batch)) + " samples of a micro-batch at a time" : "") +
+                           "), more than " + limitName + ": ";
     sentence += largest > 0 ? "the largest batch that fits is " + std::to_string(largest)
                             : "not even the weights fit";
     return sentence;

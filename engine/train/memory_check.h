@@ -39,8 +39,13 @@ std::vector<MemoryFootprint> memoryFootprints(const ModelSpec& spec, const std::
 
 struct MemoryEstimate {
     std::int64_t fixedBytes = 0;       // weights, gradients, optimizer state, master copies
+                                       // (and gradient accumulation's buffers)
     std::int64_t perSampleBytes = 0;   // activations kept for backward, per sample
-    std::int64_t bytesAt(std::int64_t batch) const { return fixedBytes + perSampleBytes * batch; }
+    // Gradient accumulation (grad_accum_steps): the batch runs in this many micro-batches,
+    // one at a time, so only one micro-batch's activations are held (accumulationParts).
+    int parts = 1;
+    std::int64_t bytesAt(std::int64_t batch) const;
+    std::int64_t samplesHeldAt(std::int64_t batch) const;   // the largest micro-batch of `batch`
 };
 
 // From the engine's own accounting (memoryFootprint, activationBytesPerSample): every
@@ -52,7 +57,8 @@ MemoryEstimate estimateRunMemory(const TrainSettings& settings);
 // The same for each of `recipes` in place of the settings' own (one model built).
 std::vector<MemoryEstimate> estimateRunMemories(const TrainSettings& settings, const std::vector<PrecisionRecipe>& recipes);
 
-// The largest batch whose estimate fits in limitBytes, 0 when not even the fixed part does:
+// The largest batch whose estimate fits in limitBytes (with accumulation, the largest
+// micro-batch that fits times the parts), 0 when not even the fixed part does:
 // what checkRunMemory admits and names, and what the app's batch planner shows.
 std::int64_t largestBatchWithin(const MemoryEstimate& estimate, std::int64_t limitBytes);
 

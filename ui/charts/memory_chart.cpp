@@ -444,8 +444,10 @@ void MemoryChart::updatePlanner()
         planner_->setItem(row, column, item);
     };
     const auto estimateTip = [&](const MemoryEstimate& e) {
-        return tr("fixed %1 + %2 per sample, as the memory check before a run counts them on the CPU backend")
-            .arg(formatBytes(static_cast<double>(e.fixedBytes)), formatBytes(static_cast<double>(e.perSampleBytes)));
+        const QString tip = tr("fixed %1 + %2 per sample, as the memory check before a run counts them on the CPU backend")
+                                .arg(formatBytes(static_cast<double>(e.fixedBytes)), formatBytes(static_cast<double>(e.perSampleBytes)));
+        if (e.parts <= 1) return tip;
+        return tip + tr("; in %1 micro-batches, one held at a time, with the accumulation buffers in the fixed part").arg(e.parts);
     };
     QStringList rowNames;
     const double fp32Batch =
