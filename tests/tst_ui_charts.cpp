@@ -404,6 +404,7 @@ private slots:
     void probeRecordWhileWrittenShowsItsStep();
     void loggedValuesChartShowsWhatWasLogged();
     void autoencoderShowsMseAndReconstructions();
+    void accumulationLostAdditionsAreAChoice();
     void deviceLinesShowWhatTheRunHolds();
     void throughputAndProgress();
     void settingChangeMarkedOnEveryChart();
@@ -1160,6 +1161,62 @@ void TestUiCharts::autoencoderShowsMseAndReconstructions()
     }
     QCOMPARE(mse, (QList<QPointF>{{10, 0.04}, {20, 0.025}}));
     QVERIFY(!accuracyDrawn);
+}
+
+// Issue 70 item 2: while a shown run accumulates gradients, the updates group offers its
+// buffer's lost additions in the first panel's place, as shares of the nonzero additions.
+void TestUiCharts::accumulationLostAdditionsAreAChoice()
+{
+    TrainSettings settings;
+    settings.model = ModelSpec{"mlp", {}};
+    settings.gradAccumSteps = 4;
+    settings.gradAccumFormat = Format::bf16;
+    const auto run = std::make_shared<RunData>(QStringLiteral("id-acc"), settings);
+    run->setName(QStringLiteral("acc"));
+    run->apply(runStart(2));
+    for (std::int64_t i = 1; i <= 2; ++i) {
+        StepEvent e;
+        e.step = i;
+        e.loss = 1.0f;
+        e.lossScale = 1.0;
+        e.batch = 32;
+        e.timeMs = 1.0;
+        run->apply(e);
+        TelemetryEvent t;
+        t.step = i;
+        t.lossScale = 1.0;
+        LayerTelemetry l;
+        l.layer = "fc1";
+        l.kind = TensorKind::weightGrad;
+        l.update.nonzero = 100;
+        l.update.lost = 10;
+        l.update.accumulated = 200;
+        l.update.accumulationLost = i == 1 ? 50 : 20;
+        t.layers.push_back(l);
+        run->apply(t);
+    }
+    ChartsView view;
+    view.resize(1400, 1800);
+    view.show();
+    auto* updates = qobject_cast<UpdatesChart*>(view.group("updates"));
+    auto* what = updates->findChild<QComboBox*>("lostWhatCombo");
+    QVERIFY(what);
+    view.setRuns(makeRun("plain", 200, Qt::blue), {});
+    view.redrawNow();
+    QVERIFY(what->isHidden());
+    view.setRuns(run, {});
+    view.redrawNow();
+    QVERIFY(!what->isHidden());
+    const auto fc1 = [&] {
+        for (QAbstractSeries* s : view.seriesOf("updates"))
+            if (s->name().startsWith("acc fc1 ")) return std::pair{s->name(), qobject_cast<QXYSeries*>(s)->points()};
+        return std::pair{QString(), QList<QPointF>()};
+    };
+    QCOMPARE(fc1().first, QString("acc fc1 lost updates"));
+    QCOMPARE(fc1().second, (QList<QPointF>{{1, 10.0}, {2, 10.0}}));
+    updates->showLost("additions");
+    QCOMPARE(fc1().first, QString("acc fc1 lost additions"));
+    QCOMPARE(fc1().second, (QList<QPointF>{{1, 25.0}, {2, 10.0}}));
 }
 
 // Issue 67 item 3: the peak is one figure, the sum's highest and when it was reached; the

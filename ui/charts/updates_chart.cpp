@@ -2,10 +2,12 @@
 #include "charts/updates_chart.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <limits>
 
 namespace plab::ui {
@@ -13,6 +15,12 @@ namespace plab::ui {
 double lostUpdatePercent(const LayerTelemetry& l)
 {
     const auto share = l.update.lostShare();   // nothing to lose: a gap in the line
+    return share ? 100.0 * *share : std::numeric_limits<double>::quiet_NaN();
+}
+
+double accumulationLostPercent(const LayerTelemetry& l)
+{
+    const auto share = l.update.accumulationLostShare();   // nothing added: a gap
     return share ? 100.0 * *share : std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -52,13 +60,28 @@ UpdatesChart::UpdatesChart(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(row, 1);
     layout->addWidget(keyLabel());
+    lostWhat_ = new QComboBox(this);
+    lostWhat_->setObjectName(QStringLiteral("lostWhatCombo"));
+    lostWhat_->addItem(tr("Lost: the optimizer's updates"), QStringLiteral("updates"));
+    lostWhat_->addItem(tr("Lost: additions to the accumulation buffer"), QStringLiteral("additions"));
+    lostWhat_->setToolTip(tr("Gradient accumulation adds each micro-batch's gradients into one buffer: an addition "
+                             "below half the buffer's spacing at its sum leaves it unchanged, lost as an update is"));
+    lostWhat_->setFocusPolicy(Qt::StrongFocus);   // the wheel does not change it in passing
+    lostWhat_->hide();   // while no shown run accumulates
     auto* choice = new QHBoxLayout;
+    choice->addWidget(lostWhat_);
     choice->addWidget(allLayersBox());
     choice->addWidget(blockBox());
     choice->addStretch(1);
     layout->addLayout(choice);
     connect(allLayersBox(), &QCheckBox::toggled, this, [this] { redraw(current_, compare_); });
     connect(blockBox(), &QComboBox::currentIndexChanged, this, [this] { redraw(current_, compare_); });
+    connect(lostWhat_, &QComboBox::currentIndexChanged, this, [this] { redraw(current_, compare_); });
+}
+
+void UpdatesChart::showLost(const QString& what)
+{
+    lostWhat_->setCurrentIndex(std::max(0, lostWhat_->findData(what)));
 }
 
 QStringList UpdatesChart::axisTitles(bool presentation)
@@ -98,11 +121,23 @@ void UpdatesChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     const QList<RunPtr> runs = runsToDraw(current, compare);
     const QString noWeights = tr("No weight is rounded in these runs (fp32 and tf32 keep fp32 weights\n"
                                  "and gradients), so no update is counted.");
-    setChartTitle(lost_, tr("Lost to rounding"), runs);
+    const bool accumulates = std::any_of(runs.begin(), runs.end(), [](const RunPtr& run) {
+        return run->settings().gradAccumSteps > 1;
+    });
+    lostWhat_->setVisible(accumulates);
+    const bool additions = accumulates && lostWhat_->currentData().toString() == QLatin1String("additions");
+    setChartTitle(lost_, additions ? tr("Additions lost in the buffer") : tr("Lost to rounding"), runs);
     setChartTitle(zero_, tr("Zero gradient"), runs);
     setChartTitle(nonFinite_, tr("Made inf/NaN"), runs);
-    drawPanel(panels_[0], runs,
-              {TensorKind::weightGrad, tr("lost updates"), lostUpdatePercent, noWeights, false, fp32Reference(runs)});
+    if (additions)
+        drawPanel(panels_[0], runs,
+                  {TensorKind::weightGrad, tr("lost additions"), accumulationLostPercent,
+                   tr("No shown run added a nonzero micro-batch gradient to its buffer after the first."), false});
+    else
+        drawPanel(panels_[0], runs,
+                  {TensorKind::weightGrad, tr("lost updates"), lostUpdatePercent, noWeights, false, fp32Reference(runs)});
+    panels_[0].values->setTitleText(additions ? (presentationMode() ? tr("% lost") : tr("% of nonzero additions lost"))
+                                              : axisTitles(presentationMode())[0]);
     drawPanel(panels_[1], runs, {TensorKind::weightGrad, tr("zero gradients"), zeroGradientPercent, noWeights, false});
     drawPanel(panels_[2], runs,
               {TensorKind::weightGrad, tr("weights made non-finite"),

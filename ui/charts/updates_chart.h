@@ -5,6 +5,9 @@
 // - zero gradient: weight-gradient elements that were zero (exactly, or flushed to zero by
 //   rounding), whose update is zero because there was nothing to apply, not lost;
 // - made non-finite: weights the update turned into inf or NaN (a count).
+// While a shown run accumulates gradients over micro-batches, a choice puts in the first
+// panel's place the micro-batch gradients its accumulation buffer lost instead: additions
+// that left the buffer unchanged, as a share of the nonzero ones added.
 // Runs that round no weights (fp32) have nothing to count; the panels say so.
 #pragma once
 
@@ -24,6 +27,9 @@ public:
 
     // The note on each panel (why it is empty, which lines coincide), for tests.
     QString lostNote() const { return noteText(panels_[0]); }
+    // "updates" or "additions": what the first panel counts (the choice shows only while a
+    // shown run accumulates gradients).
+    void showLost(const QString& what);
     QString zeroNote() const { return noteText(panels_[1]); }
     QString nonFiniteNote() const { return noteText(panels_[2]); }
 
@@ -34,6 +40,7 @@ private:
     static QStringList axisTitles(bool presentation);
 
 private:
+    QComboBox* lostWhat_;   // the first panel: the optimizer's lost updates or the buffer's lost additions
     QChart* lost_;
     QChart* zero_;
     QChart* nonFinite_;
