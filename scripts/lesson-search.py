@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The lesson search of issue 10 (docs/LESSON_SEARCH.md): for each row of a plan
 (tag, variant, plab train arguments, seeds) trains the run once per seed with one thread
-and prints one line: status, test accuracy, mean loss of the last 50 steps, skipped steps,
+and prints one line: status, test accuracy (an autoencoder's test MSE and PSNR), mean loss of the last 50 steps, skipped steps,
 steps, the share of loss gradients flushed to zero, the lost-update fractions, wall time.
 Records are kept in OUT, so an interrupted search resumes where it stopped.
 
     scripts/lesson-search.py PLAN.tsv [PLAB] [OUT]   (default: build/app/plab, /tmp/lesson-search)
 """
-import json, subprocess, sys, time, os, shlex
+import json, math, subprocess, sys, time, os, shlex
 PLAB = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "build", "app", "plab")
 OUT = sys.argv[3] if len(sys.argv) > 3 else "/tmp/lesson-search"
 os.makedirs(OUT, exist_ok=True)
@@ -31,7 +31,13 @@ def run(tag, variant, args, seed, threads=1):
     lastloss = sum(fin)/len(fin) if fin else float("nan")
     lu = s.get("lost_update_fraction", {})
     uf = s.get("activation_grad_underflow_fraction", {}).get("loss", float("nan"))
-    print(f"{tag}\t{variant}\t{seed}\t{s.get('status')}\tacc={s.get('test_accuracy') if s.get('test_accuracy') is not None else float('nan'):.4f}\tloss50={lastloss:.4f}"
+    # An autoencoder's result is its test MSE (and PSNR), a classifier's its accuracy;
+    # gradient accumulation adds the share of micro-batch gradients its buffer lost.
+    result = (f"mse={s['test_mse']:.5f}\tpsnr={10 * math.log10(1 / s['test_mse']):.2f}" if s.get("test_mse")
+              else f"acc={s.get('test_accuracy') if s.get('test_accuracy') is not None else float('nan'):.4f}")
+    acc_lost = s.get("accumulation_lost_fraction")
+    if acc_lost: result += f"\taccLost={ {k: round(v, 3) for k, v in acc_lost.items() if v is not None} }"
+    print(f"{tag}\t{variant}\t{seed}\t{s.get('status')}\t{result}\tloss50={lastloss:.4f}"
           f"\tskip={s.get('skipped_steps')}\tsteps={s.get('steps')}\tlossUF={uf:.3f}\tlost={ {k: round(v,3) for k,v in lu.items()} }\t{dt:.1f}s", flush=True)
 
 if __name__ == "__main__":
