@@ -73,6 +73,11 @@ private:
         QString run;      // the run's label
         QString format;   // the run's compute format, whose regions the shares are of
         RegionShares shares;
+        // What the rounding counted as clipped to the format's largest value or made inf, as a
+        // share of the nonzero finite values, where it is more than the overflow region's
+        // share: a format's largest value can lie inside a power-of-two bin (FP4's 6 in
+        // [4, 8), E4M3's 448 in [256, 512)), whose values the regions count as normal.
+        std::optional<double> clipped;
     };
     struct Drawn {   // a run's histogram at the step drawn
         RunPtr run;

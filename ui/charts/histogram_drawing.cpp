@@ -35,11 +35,15 @@ QColor shadingOver(const QColor& shading, const QColor& background)
 QString HistogramChart::sharesLines(const std::vector<RunShares>& shares)
 {
     QStringList lines;
-    for (const RunShares& r : shares)
-        lines << tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
-                     .arg(r.run, r.format, formatPercent(r.shares.flushed), formatPercent(r.shares.subnormal),
-                          formatPercent(r.shares.normal), formatPercent(r.shares.overflow), formatPercent(r.shares.zeros),
-                          formatPercent(r.shares.nonFinite));
+    for (const RunShares& r : shares) {
+        QString line = tr("%1 (%2 regions): flushed %3 · subnormal %4 · normal %5 · overflow %6 · zeros %7 · inf/NaN %8")
+                           .arg(r.run, r.format, formatPercent(r.shares.flushed), formatPercent(r.shares.subnormal),
+                                formatPercent(r.shares.normal), formatPercent(r.shares.overflow), formatPercent(r.shares.zeros),
+                                formatPercent(r.shares.nonFinite));
+        if (r.clipped)
+            line += tr(" · clipped %1, counted by the rounding (the largest value lies inside a bin)").arg(formatPercent(*r.clipped));
+        lines << line;
+    }
     return lines.join(QLatin1Char('\n'));
 }
 
@@ -50,6 +54,7 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
     // any: they are rare, and the four regions are what the legend's colors show.
     const bool zeros = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.zeros > 0; });
     const bool nonFinite = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.nonFinite > 0; });
+    const bool clipped = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.clipped.has_value(); });
     auto cell = [](const QString& text) { return QStringLiteral("<td align=\"right\">%1</td>").arg(text); };
     // Each run in its own format's regions: the row names the format.
     QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"2\"><tr><th align=\"left\">%1</th>")
@@ -62,6 +67,7 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
     QStringList heads;
     if (zeros) heads << tr("zeros");
     if (nonFinite) heads << tr("inf/NaN");
+    if (clipped) heads << tr("clipped (counted)");   // the format's largest value inside a bin
     for (const QString& head : heads) html += QStringLiteral("<th align=\"right\">&nbsp;%1</th>").arg(head.toHtmlEscaped());
     html += QStringLiteral("</tr>");
     for (const RunShares& r : shares) {
@@ -69,6 +75,7 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
         for (double v : {r.shares.flushed, r.shares.subnormal, r.shares.normal, r.shares.overflow}) html += cell(formatPercent(v));
         if (zeros) html += cell(formatPercent(r.shares.zeros));
         if (nonFinite) html += cell(formatPercent(r.shares.nonFinite));
+        if (clipped) html += cell(r.clipped ? formatPercent(*r.clipped) : QStringLiteral("–"));
         html += QStringLiteral("</tr>");
     }
     return html + QStringLiteral("</table>");
@@ -162,7 +169,12 @@ std::vector<HistogramChart::RunShares> HistogramChart::drawOutlines(const std::v
         if (line->points() != outline) line->replace(outline);
 
         const RegionFormat own = regionFormatFor(d.run->currentSettings(), d.run->judgedFormat(), layer().toStdString(), kind());
-        shares.push_back({runLabel(d.run, runs), QString::fromStdString(own.name), regionShares(h, own.regions)});
+        RunShares row{runLabel(d.run, runs), QString::fromStdString(own.name), regionShares(h, own.regions), std::nullopt};
+        if (const std::uint64_t rounded = d.tap->stats.nonzeroFinite(); rounded > 0) {
+            const double counted = static_cast<double>(d.tap->stats.overflow) / static_cast<double>(rounded);
+            if (counted > row.shares.overflow + 0.0005) row.clipped = counted;
+        }
+        shares.push_back(std::move(row));
     }
     return shares;
 }
