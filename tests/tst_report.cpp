@@ -236,6 +236,7 @@ private slots:
         TrainSettings settings = fixtureSettings("amp-fp16");
         settings.model = ModelSpec{"autoencoder", {}};
         RunRecord r = RunRecord::start(settings, data_, "autoencoder");
+        QVERIFY(std::isnan(r.result().testLoss));   // no evaluation yet: no MSE (0 would read as perfect)
         ReconstructedImage image{3, std::vector<std::uint8_t>(784, 0), std::vector<std::uint8_t>(784, 200)};
         image.original[100] = 255;
         r.apply(EvalEvent{1, 0, 0.0, 0.05, {image}});
@@ -245,6 +246,7 @@ private slots:
         QCOMPARE(r.summary.bestTestMse, std::optional<double>(0.05));
         QCOMPARE(r.reconstructions, std::vector<ReconstructedImage>{image});
         QCOMPARE(r.reconstructedAtStep, std::int64_t{1});
+        QCOMPARE(r.result().testLoss, 0.07);
         QVERIFY(r.evals[0].reconstructions.empty());   // kept once, not per evaluation
         const json written = runRecordToJson(r);
         QVERIFY(!written["evals"][0].contains("test_accuracy"));

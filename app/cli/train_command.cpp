@@ -12,6 +12,7 @@
 #include "train/memory_check.h"
 #include "train/trainer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -83,7 +84,9 @@ int runTrain(CLI::App& cmd, const TrainOptions& opts)
     // The last evaluation's result on stdout: a classifier's accuracy, an autoencoder's MSE.
     const bool reconstructs = modelTask(settings.model.kind) == ModelTask::reconstruct;
     const auto printResult = [&](const std::string& after) {
-        if (reconstructs)
+        if (reconstructs && std::isnan(result.testLoss))
+            std::printf("test mse none (no evaluation ran%s)\n", after.c_str());
+        else if (reconstructs)
             std::printf("test mse %.6f (PSNR %.2f dB%s)\n", result.testLoss, psnrDb(result.testLoss), after.c_str());
         else if (after.empty())
             std::printf("test accuracy %.4f (%.2f%%)\n", result.testAccuracy, 100.0 * result.testAccuracy);

@@ -281,7 +281,7 @@ RunResult RunRecord::result() const
     out.status = interrupted() ? RunStatus::stopped : parseRunStatus(summary.status).value_or(RunStatus::failed);
     out.message = interrupted() ? "interrupted: the record ends at step " + std::to_string(last) : summary.message;
     out.testAccuracy = summary.testAccuracy.value_or(0.0);
-    out.testLoss = evals.empty() ? 0.0 : evals.back().testLoss;
+    out.testLoss = evals.empty() ? std::numeric_limits<double>::quiet_NaN() : evals.back().testLoss;
     out.steps = last;
     out.skippedSteps = std::count_if(steps.begin(), steps.end(), [](const StepEvent& p) { return p.skipped; });
     out.imagesPerSecond = summary.imagesPerSecond;

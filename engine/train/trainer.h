@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -95,7 +96,8 @@ struct RunResult {
     std::int64_t steps = 0;
     std::int64_t skippedSteps = 0;
     double imagesPerSecond = 0.0;
-    double testLoss = 0.0;         // last evaluation's mean loss (an autoencoder's test MSE)
+    // The last evaluation's mean loss (an autoencoder's test MSE); NaN when none ran.
+    double testLoss = std::numeric_limits<double>::quiet_NaN();
 };
 
 // What a run reads from files besides its data, read and checked before it starts.

@@ -18,6 +18,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,7 +46,7 @@ struct Trainer::State {
     std::int64_t imagesTrained = 0;
     double trainSeconds = 0.0;
     double lastAccuracy = 0.0;
-    double lastTestLoss = 0.0;
+    double lastTestLoss = std::numeric_limits<double>::quiet_NaN();   // none before the first evaluation
     std::int64_t lastEvalStep = -1;
     std::int64_t lastTelemetryStep = -1;
     std::int64_t foldedStep = 0;   // the last step whose counts the run totals hold
