@@ -67,17 +67,10 @@ int peakTotalDecimals(const RunComparison& c)
     return mebibyteDecimals(totals);
 }
 
-// The results' accuracy columns: a classifier's accuracy, an autoencoder's test MSE.
-QString finalResult(const RunDigest& r)
-{
-    if (r.summary().testMse) return QStringLiteral("MSE %1").arg(*r.summary().testMse, 0, 'f', 4);
-    return esc(formatAccuracy(r.summary().testAccuracy));
-}
-QString bestResult(const RunDigest& r)
-{
-    if (r.summary().bestTestMse) return QStringLiteral("MSE %1").arg(*r.summary().bestTestMse, 0, 'f', 4);
-    return esc(formatAccuracy(r.summary().bestTestAccuracy));
-}
+// The results' accuracy columns: a classifier's accuracy, an autoencoder's test MSE (as the
+// text table's, finalResultText).
+QString finalResult(const RunDigest& r) { return esc(finalResultText(r.summary().testAccuracy, r.summary().testMse)); }
+QString bestResult(const RunDigest& r) { return esc(finalResultText(r.summary().bestTestAccuracy, r.summary().bestTestMse)); }
 
 QString resultsSection(const RunComparison& c)
 {
