@@ -283,18 +283,38 @@ private slots:
         }
     }
 
+    // Each block-scaled mode on both passes, and (a layer's own "mxfp4:forward") on one pass,
+    // the other pass then multiplying the bf16 operands as they are.
     void linearMx_data()
     {
         QTest::addColumn<QString>("preset");
-        QTest::newRow("mxfp8") << "mxfp8";
-        QTest::newRow("mxfp4") << "mxfp4";
-        QTest::newRow("nvfp4") << "nvfp4";
-        QTest::newRow("mxfp6") << "mxfp6";
+        QTest::addColumn<QString>("pass");
+        QTest::newRow("mxfp8") << "mxfp8" << "both";
+        QTest::newRow("mxfp4") << "mxfp4" << "both";
+        QTest::newRow("nvfp4") << "nvfp4" << "both";
+        QTest::newRow("mxfp6") << "mxfp6" << "both";
+        QTest::newRow("mxfp4 forward pass") << "mxfp4" << "forward";
+        QTest::newRow("mxfp4 backward pass") << "mxfp4" << "backward";
+        QTest::newRow("nvfp4 forward pass") << "nvfp4" << "forward";
+        QTest::newRow("nvfp4 backward pass") << "nvfp4" << "backward";
     }
     void linearMx()
     {
         QFETCH(QString, preset);
+        QFETCH(QString, pass);
         Harness h(preset.toStdString());
+        if (pass != "both") h.recipe.layers = {{"fc", (preset + ":" + pass).toStdString()}};
+        const bool forwardQuantised = pass != "backward", backwardQuantised = pass != "forward";
+        // The result of a pass that is not quantised is the product of the bf16 operands:
+        // the quantised reference is then what it must differ from.
+        const auto check = [](bool quantised, const std::vector<double>& ref, const std::vector<double>& abs,
+                              const std::vector<double>& plain, const std::vector<double>& plainAbs, const Tensor& got,
+                              std::int64_t n, const char* what) {
+            if (quantised)
+                compareResults(ref, abs, plain, got, n, true, what);
+            else
+                compareResults(plain, plainAbs, ref, got, n, true, what);
+        };
         const bool nvfp4 = h.nvfp4();
         const auto amax = [&h](const Tensor& t) { return h.blockAmax(t); };
         const MiniFormat f = h.recipe.quantization.forwardFormat();
@@ -317,14 +337,17 @@ private slots:
                [&](auto k, auto o) { return wr[size_t(o * I + k)]; }, ref, abs);
         matmul(N, O, I, [&](auto n, auto k) { return double(x0[n * I + k]); },
                [&](auto k, auto o) { return double(w->value[o * I + k]); }, plain, plainAbs);
-        compareResults(ref, abs, plain, y, I, true, "MX output");
-        QVERIFY(h.tap("fc", TensorKind::quantizedWeight).scaling.blocks);
-        const TensorScaling& ws = h.tap("fc", TensorKind::quantizedWeight).scaling;
-        QCOMPARE(ws.blockScales.total(), std::uint64_t(O * (nvfp4 ? 5 : 3)));   // 70 in blocks of 16 / of 32
-        QCOMPARE(ws.tensorScale, nvfp4);   // NVFP4's tensor scale and amax beside the blocks'
-        if (nvfp4) {
-            QCOMPARE(ws.amax, amaxOfTensor(w->value));
-            QCOMPARE(ws.scale, 448.0f * 6.0f / ws.amax);
+        check(forwardQuantised, ref, abs, plain, plainAbs, y, I, "MX output");
+        QCOMPARE(h.telemetry.taps().count(TapKey{"fc", TensorKind::quantizedWeight}), std::size_t(forwardQuantised));
+        if (forwardQuantised) {
+            QVERIFY(h.tap("fc", TensorKind::quantizedWeight).scaling.blocks);
+            const TensorScaling& ws = h.tap("fc", TensorKind::quantizedWeight).scaling;
+            QCOMPARE(ws.blockScales.total(), std::uint64_t(O * (nvfp4 ? 5 : 3)));   // 70 in blocks of 16 / of 32
+            QCOMPARE(ws.tensorScale, nvfp4);   // NVFP4's tensor scale and amax beside the blocks'
+            if (nvfp4) {
+                QCOMPARE(ws.amax, amaxOfTensor(w->value));
+                QCOMPARE(ws.scale, 448.0f * 6.0f / ws.amax);
+            }
         }
 
         Tensor dY({N, O});
@@ -338,7 +361,7 @@ private slots:
                [&](auto n, auto i) { return xc[size_t(n * I + i)]; }, ref, abs);
         matmul(O, I, N, [&](auto o, auto n) { return double(dY0[n * O + o]); },
                [&](auto n, auto i) { return double(x0[n * I + i]); }, plain, plainAbs);
-        compareResults(ref, abs, plain, w->grad, N, true, "MX weight gradient");
+        check(backwardQuantised, ref, abs, plain, plainAbs, w->grad, N, "MX weight gradient");
         // dX sums over O: dY along its rows, W down its columns.
         const auto gr = mxMatrix(fg, N, O, true, [&](auto r, auto c) { return dY0[r * O + c]; }, amax(dY0));
         const auto wc = mxMatrix(f, O, I, false, [&](auto r, auto c) { return w->value[r * I + c]; }, amax(w->value));
@@ -346,7 +369,9 @@ private slots:
                [&](auto o, auto i) { return wc[size_t(o * I + i)]; }, ref, abs);
         matmul(N, I, O, [&](auto n, auto o) { return double(dY0[n * O + o]); },
                [&](auto o, auto i) { return double(w->value[o * I + i]); }, plain, plainAbs);
-        compareResults(ref, abs, plain, *dX, O, true, "MX input gradient");
+        check(backwardQuantised, ref, abs, plain, plainAbs, *dX, O, "MX input gradient");
+        QCOMPARE(h.telemetry.taps().count(TapKey{"fc", TensorKind::quantizedActivationGrad}),
+                 std::size_t(backwardQuantised));
     }
 
     void convForward_data()

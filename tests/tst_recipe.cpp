@@ -54,8 +54,12 @@ private slots:
             ++modes;
         }
         QCOMPARE(modes, 8);
+        // Then the block-scaled modes of one pass (a linear layer's), forward first.
+        for (const char* name : {"mxfp8:forward", "mxfp4:forward", "nvfp4:forward", "mxfp6:forward",
+                                 "mxfp8:backward", "mxfp4:backward", "nvfp4:backward", "mxfp6:backward"})
+            expected.emplace_back(name);
         QCOMPARE(layerPrecisionNames(), expected);
-        QCOMPARE(QString::fromStdString(layerPrecisionNames().back()), QString("mxfp6"));
+        QCOMPARE(QString::fromStdString(layerPrecisionNames()[expected.size() - 9]), QString("mxfp6"));
     }
 
     // Each mode's row carries its rules, written here from the formats' definitions: OCP MX
@@ -541,6 +545,35 @@ private slots:
         // The description keeps the preset's name (its switches are the preset's) and lists the layers.
         QCOMPARE(QString::fromStdString(r.describe()).section(':', 0, 0), QString("FP8 delayed scaling"));
         QVERIFY2(QString::fromStdString(r.describe()).endsWith("; per layer: conv1 fp32, fc1 fp8-delayed, conv2 mxfp4"),
+                 r.describe().c_str());
+    }
+
+    // A block-scaled quantisation of one pass (lesson 12's fc1): its mode, which pass, and
+    // the step rules of each pass; a per-tensor FP8 mode or an unknown pass is refused.
+    void layerPrecisionOfOnePass()
+    {
+        std::string error;
+        const auto parsed = parseLayerPrecisions("fc1=mxfp4:forward,fc2=nvfp4:backward", &error);
+        QVERIFY2(parsed, error.c_str());
+        QCOMPARE(layerPrecisionsText(*parsed), std::string("fc1=mxfp4:forward,fc2=nvfp4:backward"));
+        for (const char* bad : {"fc1=fp8-delayed:forward", "fc1=mxfp4:both", "fc1=mxfp4:", "fc1=bf16:forward"}) {
+            QVERIFY2(!parseLayerPrecisions(bad, &error), bad);
+            QVERIFY2(error.find("precision must be") != std::string::npos, error.c_str());
+        }
+        PrecisionRecipe r = preset("mxfp4");
+        r.layers = *parsed;
+        const PrecisionRecipe fc1 = r.forLayer("fc1"), fc2 = r.forLayer("fc2"), conv1 = r.forLayer("conv1");
+        QCOMPARE(fc1.quantization.mode, QuantMode::mxfp4);
+        QCOMPARE(fc1.quantization.passes, QuantPasses::forward);
+        QCOMPARE(fc2.quantization.mode, QuantMode::nvfp4);
+        QCOMPARE(fc2.quantization.passes, QuantPasses::backward);
+        QCOMPARE(conv1.quantization.passes, QuantPasses::both);
+        QVERIFY(fc1.quantization.quantizesForward() && !fc1.quantization.quantizesBackward());
+        QVERIFY(!fc2.quantization.quantizesForward() && fc2.quantization.quantizesBackward());
+        QVERIFY(conv1.quantization.quantizesForward() && conv1.quantization.quantizesBackward());
+        QVERIFY2(QString::fromStdString(fc1.quantization.describe()).endsWith(" on the forward pass only"),
+                 fc1.quantization.describe().c_str());
+        QVERIFY2(QString::fromStdString(r.describe()).endsWith("; per layer: fc1 mxfp4:forward, fc2 nvfp4:backward"),
                  r.describe().c_str());
     }
 

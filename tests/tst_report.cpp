@@ -377,6 +377,11 @@ private slots:
         const auto c = comparisonOf({layered, preset});
         QCOMPARE(c.runs[0].label, std::string("FP8 delayed scaling with conv1 in bf16, fc1 in bf16"));
         QCOMPARE(c.runs[1].label, std::string("FP8 delayed scaling"));
+        // A quantisation of one pass reads as such (lesson 12's fc1).
+        PrecisionRecipe onePass = *PrecisionRecipe::fromPreset("mxfp4");
+        onePass.layers = {{"fc1", "mxfp4:forward"}};
+        const auto d = comparisonOf({withRecipe(fp32_, onePass), withRecipe(fp32_, *PrecisionRecipe::fromPreset("mxfp4"))});
+        QCOMPARE(d.runs[0].label.substr(d.runs[0].label.find(" with ")), std::string(" with fc1 in mxfp4 on its forward pass only"));
     }
 
     void labelsAreUniqueAndSayWhatDiffers()

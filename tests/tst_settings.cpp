@@ -239,6 +239,11 @@ private slots:
         QTest::addRow("vit two widths") << R"({"model": "vit", "widths": [64, 2]})"
                                         << "model vit takes 4 widths, got 2 (width, number of blocks, heads, patch side)";
         QTest::addRow("vit layer") << R"({"model": "vit", "layer": "block4.qkv=fp32"})" << "model vit has no layer 'block4.qkv'";
+        QTest::addRow("one pass of a convolution") << R"({"recipe": "mxfp4", "layer": "fc1=mxfp4:forward,conv1=mxfp4:backward"})"
+                                                   << "conv1=mxfp4:backward quantises one pass of a convolution; a "
+                                                      "quantisation of one pass applies to linear layers only";
+        QTest::addRow("one pass of FP8") << R"({"layer": "fc1=fp8-delayed:forward"})"
+                                         << "'layer' fc1: precision must be";
     }
     // Issue 38: the optimizer state apart from the master weights. Unset, it follows
     // PyTorch's rule (the parameter's dtype); set, the master-weights switch leaves it be.
@@ -409,6 +414,7 @@ private slots:
         const std::map<std::string, std::vector<std::string>> expected = {
             {"optimizer_state", {"auto", "fp32", "bf16", "fp16"}},
             {"update_rounding", {"nearest", "stochastic", "kahan"}},
+            {"attention_scores", {"storage", "fp32"}},
             {"fp8_format", {"hybrid", "e4m3"}},
             {"mx_scale", {"floor", "ceil"}},
             {"amax_algorithm", {"max", "most_recent"}},

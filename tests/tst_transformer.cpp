@@ -208,6 +208,52 @@ private slots:
         }
     }
 
+    // Kept in fp32 (attention_scores fp32, as fused kernels keep them) the same scores do not
+    // overflow under AMP FP16: the output is the softmax-weighted mean of v in fp32, here of
+    // rows (1 and 3) with unequal scores, against a double reference; and the gradient of
+    // the scores is finite too. Without fp32 sensitive ops the softmax stays fp32 all the same.
+    void attentionScoresKeptInFp32DoNotOverflow()
+    {
+        for (const bool sensitiveOpsInFp32 : {true, false}) {
+            Harness h("amp-fp16", sensitiveOpsInFp32);
+            h.recipe.fp32AttentionScores = true;
+            Attention attn("attn", 2, 16, 1);
+            Tensor qkv({2, 48}, h.recipe.storage());
+            // q and k of token 0: 80 each (q0 . k0 = 102400); token 1's key 80 but for one
+            // 79.9375 (q0 . k1 = 102395), its query 1; v of token 0 is 1, of token 1 is 3.
+            for (std::int64_t c = 0; c < 48; ++c) {
+                qkv[c] = c < 32 ? 80.0f : 1.0f;
+                qkv[48 + c] = c < 16 ? 1.0f : c < 31 ? 80.0f : c < 32 ? 79.9375f : 3.0f;
+            }
+            const Tensor& y = attn.forward(qkv, h.ctx);
+            const RoundingStats& scores = h.step("attn.scores");
+            QCOMPARE(scores.count, std::uint64_t(4));
+            QCOMPARE(scores.overflow, std::uint64_t(0));
+            // Token 0: scores 102400 / 4 and 102395 / 4 after the 1/sqrt(16) scale, so token 1
+            // takes p1 = 0.2227 of the mean; allowed: the probabilities rounded to fp16 as the
+            // second product reads them and the output's fp16 rounding (2^-11 relative each).
+            const double p1 = 1.0 / (1.0 + std::exp((102400.0 - 102395.0) / 4.0));
+            const double expected = (1.0 - p1) * 1.0 + p1 * 3.0;
+            QVERIFY2(std::fabs(double(y[0]) - expected) <= 3e-3,
+                     qPrintable(QString("%1 against %2").arg(double(y[0])).arg(expected)));
+            Tensor dY({2, 16}, h.recipe.storage());
+            dY.fill(1e-3f);
+            const Tensor* dX = attn.backward(dY, h.ctx, true);
+            QVERIFY(dX);
+            for (std::int64_t i = 0; i < dX->size(); ++i) QVERIFY(std::isfinite((*dX)[i]));
+        }
+        // The same rows with the scores rounded to fp16 overflow (the test above, one row).
+        Harness h("amp-fp16");
+        Attention attn("attn", 2, 16, 1);
+        Tensor qkv({2, 48}, h.recipe.storage());
+        for (std::int64_t c = 0; c < 48; ++c) {
+            qkv[c] = c < 32 ? 80.0f : 1.0f;
+            qkv[48 + c] = c < 16 ? 1.0f : c < 31 ? 80.0f : c < 32 ? 79.9375f : 3.0f;
+        }
+        attn.forward(qkv, h.ctx);
+        QVERIFY(h.step("attn.scores").overflow > 0);
+    }
+
     // With master weights the positions are fp32 and so, by PyTorch's type promotion, is the
     // residual stream after them; without (model.half()) both are in storage. A block keeps
     // the stream's format.

@@ -430,6 +430,23 @@ private slots:
         QCOMPARE(child<QComboBox>(panel, "layerCombo_fc1")->currentData().toString(), QStringLiteral("fp32"));
         QCOMPARE(child<QComboBox>(panel, "layerCombo_conv2")->currentData().toString(), QStringLiteral("mxfp4"));
         QCOMPARE(child<QComboBox>(panel, "layerCombo_conv1")->currentData().toString(), QString());
+        // A quantisation of one pass comes back as given (lesson 12's fc1), is offered for every
+        // block-scaled mode, and on a convolution is named as the problem.
+        layered.recipe = *PrecisionRecipe::fromPreset("mxfp4");
+        layered.recipe.layers = {{"fc1", "mxfp4:forward"}};
+        panel.setSettings(layered);
+        auto* fc1 = child<QComboBox>(panel, "layerCombo_fc1");
+        QCOMPARE(fc1->currentData().toString(), QStringLiteral("mxfp4:forward"));
+        QVERIFY2(fc1->currentText().contains(QStringLiteral("forward pass only")), qPrintable(fc1->currentText()));
+        QVERIFY(fc1->findData(QStringLiteral("nvfp4:backward")) >= 0);
+        QVERIFY(fc1->findData(QStringLiteral("fp8-delayed:forward")) < 0);
+        QCOMPARE(panel.settings().recipe.layers, layered.recipe.layers);
+        QVERIFY(panel.isValid());
+        auto* conv1Combo = child<QComboBox>(panel, "layerCombo_conv1");
+        conv1Combo->setCurrentIndex(conv1Combo->findData(QStringLiteral("mxfp4:backward")));
+        QVERIFY(!panel.isValid());
+        conv1Combo->setCurrentIndex(conv1Combo->findData(QString()));
+        QVERIFY(panel.isValid());
         child<QComboBox>(panel, "modelCombo")->setCurrentIndex(child<QComboBox>(panel, "modelCombo")->findData("mlp"));
         QCOMPARE(table->rowCount(), 3);
         QCOMPARE(table->item(2, 0)->text(), QStringLiteral("fc3"));

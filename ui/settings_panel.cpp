@@ -161,6 +161,11 @@ void SettingsPanel::buildUi()
                                    "Meant for 16-bit weights without master weights."));
     fp32Accumulate_ = named(new QCheckBox(titleOf("fp32_accumulate"), this), "fp32AccumulateCheck");
     fp32SensitiveOps_ = named(new QCheckBox(titleOf("fp32_sensitive_ops"), this), "fp32SensitiveOpsCheck");
+    attentionScores_ = combo("attentionScoresCombo", choicesOf("attention_scores"));
+    attentionScores_->setToolTip(tr("vit: attention's scores q k^T rounded to the storage format before the "
+                                    "1/sqrt(d) scale, as attention written op by op rounds them (where fp16 "
+                                    "overflows past 65504), or kept in fp32 through the softmax and its gradient, "
+                                    "as fused kernels (FlashAttention) keep them. Other models have no attention."));
     lossScaling_ = new LossScalingEditor(this);
     optimizer_ = combo("optimizerCombo", choicesOf("optimizer"));
     lr_ = edit("lrEdit", tr("Learning rate (live: applied at the next step)"));
@@ -244,6 +249,7 @@ void SettingsPanel::buildUi()
         {"update_rounding", updateRounding_},
         {"fp32_accumulate", fp32Accumulate_, nullptr, false},
         {"fp32_sensitive_ops", fp32SensitiveOps_, nullptr, false},
+        {"attention_scores", attentionScores_},
         {"loss_scale", lossScaling_, nullptr, false},
         {"layer", layers_},
         {"optimizer", optimizer_},
@@ -326,7 +332,7 @@ void SettingsPanel::buildUi()
         commitLiveEdit();
     };
     for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, mxScale_, optimizerState_, updateRounding_, optimizer_, backend_,
-                          arithmetic_, lrSchedule_, gradAccumFormat_})
+                          arithmetic_, lrSchedule_, gradAccumFormat_, attentionScores_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
@@ -462,6 +468,7 @@ void SettingsPanel::showRecipeSwitches(const PrecisionRecipe& r)
     selectData(updateRounding_, QString::fromLatin1(updateRoundingName(r.updateRounding).data()));
     fp32Accumulate_->setChecked(r.fp32Accumulate);
     fp32SensitiveOps_->setChecked(r.fp32SensitiveOps);
+    selectData(attentionScores_, r.fp32AttentionScores ? QStringLiteral("fp32") : QStringLiteral("storage"));
     selectData(quantize_, QString::fromLatin1(quantModeName(r.quantization.mode).data()));
     selectData(fp8Formats_, r.quantization.hybrid ? QStringLiteral("hybrid") : QStringLiteral("e4m3"));
     selectData(mxScale_, QString::fromLatin1(mxScaleRoundingName(r.quantization.mxScale).data()));
@@ -483,6 +490,15 @@ void SettingsPanel::showLayerRows(const ModelSpec& model, const PrecisionRecipe&
             for (const auto& [text, value] : choicesOf("compute")) choice->addItem(text, value);
             for (const auto& [text, value] : choicesOf("quantize"))
                 if (value != QLatin1String("off")) choice->addItem(text, value);
+            // A block-scaled quantisation of one pass (linear layers; the other pass in the
+            // compute format), as layerPrecisionNames spells it: "mxfp4:forward".
+            for (const char* pass : {"forward", "backward"})
+                for (const auto& [text, value] : choicesOf("quantize")) {
+                    const auto mode = parseQuantMode(value.toStdString());
+                    if (mode && quantModeInfo(*mode).blockSize > 0)
+                        choice->addItem(tr("%1, %2 pass only").arg(text, QLatin1String(pass)),
+                                        value + QLatin1Char(':') + QLatin1String(pass));
+                }
             connect(choice, &QComboBox::currentIndexChanged, this, [this] {
                 if (filling_) return;
                 readControls();
@@ -556,6 +572,7 @@ void SettingsPanel::readControls()
     s.recipe.updateRounding = parseUpdateRounding(dataOf(updateRounding_).toStdString()).value_or(UpdateRounding::nearest);
     s.recipe.fp32Accumulate = fp32Accumulate_->isChecked();
     s.recipe.fp32SensitiveOps = fp32SensitiveOps_->isChecked();
+    s.recipe.fp32AttentionScores = dataOf(attentionScores_) == QLatin1String("fp32");
     s.recipe.quantization.mode = parseQuantMode(dataOf(quantize_).toStdString()).value_or(QuantMode::off);
     s.recipe.quantization.hybrid = dataOf(fp8Formats_) == QLatin1String("hybrid");
     s.recipe.quantization.mxScale = parseMxScaleRounding(dataOf(mxScale_).toStdString()).value_or(MxScaleRounding::floor);

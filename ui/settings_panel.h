@@ -96,6 +96,7 @@ private:
     QComboBox* updateRounding_;   // nearest, stochastic, kahan
     QCheckBox* fp32Accumulate_;
     QCheckBox* fp32SensitiveOps_;
+    QComboBox* attentionScores_;   // storage, fp32: the vit's q k^T (recipe.h)
     LossScalingEditor* lossScaling_;
     QComboBox* optimizer_;
     QLineEdit* lr_;

@@ -329,6 +329,16 @@ std::string Quantization::validate() const
 
 // ---- Per-layer precision ----------------------------------------------------------
 
+std::string_view quantPassesName(QuantPasses p)
+{
+    switch (p) {
+    case QuantPasses::both: return "both";
+    case QuantPasses::forward: return "forward";
+    case QuantPasses::backward: return "backward";
+    }
+    return "both";
+}
+
 const std::vector<std::string>& layerPrecisionNames()
 {
     static const std::vector<std::string> names = [] {
@@ -336,6 +346,9 @@ const std::vector<std::string>& layerPrecisionNames()
         for (const FormatInfo& f : formats()) out.emplace_back(f.name);
         for (const QuantModeInfo& q : kQuantModes)
             if (q.mode != QuantMode::off) out.emplace_back(q.name);
+        for (QuantPasses pass : {QuantPasses::forward, QuantPasses::backward})
+            for (const QuantModeInfo& q : kQuantModes)
+                if (q.blockSize > 0) out.push_back(std::string(q.name) + ":" + std::string(quantPassesName(pass)));
         return out;
     }();
     return names;
@@ -419,8 +432,16 @@ PrecisionRecipe PrecisionRecipe::forLayer(std::string_view layer) const
         if (const auto f = parseFormat(l->precision)) {
             r.compute = *f;
             r.quantization.mode = QuantMode::off;
-        } else if (const auto mode = parseQuantMode(l->precision)) {
-            r.quantization.mode = *mode;
+        } else {
+            // "mxfp4" or "mxfp4:forward" (layerPrecisionNames holds only those that exist).
+            const std::string_view text = l->precision;
+            const std::size_t colon = text.find(':');
+            if (const auto mode = parseQuantMode(text.substr(0, colon))) {
+                r.quantization.mode = *mode;
+                r.quantization.passes = colon == std::string_view::npos ? QuantPasses::both
+                                        : text.substr(colon + 1) == "forward" ? QuantPasses::forward
+                                                                              : QuantPasses::backward;
+            }
         }
     }
     return r;

@@ -7,6 +7,7 @@
 #include "numerics/minifloat.h"
 #include "numerics/update_math.h"
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -90,8 +91,16 @@ enum class AmaxAlgorithm : std::uint8_t { max, mostRecent };
 std::string_view amaxAlgorithmName(AmaxAlgorithm a);   // "max", "most_recent"
 std::optional<AmaxAlgorithm> parseAmaxAlgorithm(std::string_view name);
 
+// Which passes of a layer a quantisation covers: both (the recipes'), or one, the other
+// pass then multiplying operands rounded to the compute format as an unquantised layer does
+// ("fc1=mxfp4:forward" keeps fc1's backward pass in bf16). Block-scaled modes on linear
+// layers only (validateSettings says so).
+enum class QuantPasses : std::uint8_t { both, forward, backward };
+std::string_view quantPassesName(QuantPasses p);   // "both", "forward", "backward"
+
 struct Quantization {
     QuantMode mode = QuantMode::off;
+    QuantPasses passes = QuantPasses::both;
     // FP8 formats: E4M3 for activations and weights, E5M2 for gradients ("hybrid", on), or
     // E4M3 throughout (off). MXFP4 and NVFP4 quantise everything to FP4 E2M1 and ignore it.
     bool hybrid = true;
@@ -108,6 +117,10 @@ struct Quantization {
     static constexpr int kMaxMargin = 32;
 
     bool on() const { return mode != QuantMode::off; }
+    // Whether the forward pass (activations and weights of the product) or the backward pass
+    // (the gradient products) is quantised.
+    bool quantizesForward() const { return on() && passes != QuantPasses::backward; }
+    bool quantizesBackward() const { return on() && passes != QuantPasses::forward; }
     const QuantModeInfo& info() const { return quantModeInfo(mode); }   // the mode's row
     bool blockScaled() const { return info().blockSize > 0; }
     // FP8 elements, where `hybrid` chooses the gradients' format (not MXFP4, NVFP4).
@@ -133,7 +146,8 @@ struct LayerPrecision {
     std::string precision;
     bool operator==(const LayerPrecision&) const = default;
 };
-// What a layer's precision may be: fp32 tf32 fp16 bf16 fp8-unscaled ... mxfp4, nvfp4.
+// What a layer's precision may be: fp32 tf32 fp16 bf16 fp8-unscaled ... mxfp4, nvfp4, and a
+// block-scaled quantisation of one pass: mxfp8:forward, mxfp8:backward, ... nvfp4:backward.
 const std::vector<std::string>& layerPrecisionNames();
 // "conv1=fp32,fc1=bf16" (spaces allowed, "" for none). On a bad text returns nullopt and, when
 // `error` is given, one sentence naming the problem (no '=', an unknown precision, a layer
@@ -147,6 +161,10 @@ struct PrecisionRecipe {
     bool masterWeights = true;      // fp32 master copy (on) or weights in the compute format
     bool fp32Accumulate = true;     // products summed in fp32 (on) or in the compute format
     bool fp32SensitiveOps = true;   // softmax, log-softmax, cross-entropy in fp32
+    // Attention's scores q k^T: rounded to the storage format before the 1/sqrt(d) scale, as
+    // attention written op by op does (off), or kept in fp32 through the softmax and its
+    // gradient, as fused kernels (FlashAttention, scaled_dot_product_attention) keep them.
+    bool fp32AttentionScores = false;
     LossScaling lossScaling;
     // Below 16 bits: how matmul/conv inputs are quantised (off: rounded to `compute`).
     // With it on, `compute` is the format of everything else: matmul outputs, activations

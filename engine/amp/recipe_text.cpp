@@ -9,6 +9,11 @@ namespace plab {
 std::string Quantization::describe() const
 {
     if (mode == QuantMode::off) return "operands in the compute format";
+    if (passes != QuantPasses::both) {
+        Quantization both = *this;
+        both.passes = QuantPasses::both;
+        return both.describe() + " on the " + std::string(quantPassesName(passes)) + " pass only";
+    }
     const std::string fwd(miniFormatInfo(forwardFormat()).name);
     const std::string bwd(miniFormatInfo(gradientFormat()).name);
     const std::string formats = fwd != bwd       ? fwd + " forward, " + bwd + " gradients"
@@ -110,6 +115,7 @@ std::string PrecisionRecipe::describe() const
     out << ", " << (fp32Accumulate || compute == Format::fp32 ? std::string("fp32") : computeName)
         << " accumulation";
     out << ", " << (fp32SensitiveOps ? std::string("fp32") : storageName) << " softmax/loss";
+    if (fp32AttentionScores) out << ", fp32 attention scores";
     out << ", " << lossScaling.describe();
     if (quantization.on()) out << ", " << quantization.describe();
     for (std::size_t i = 0; i < layers.size(); ++i)
@@ -151,6 +157,8 @@ std::string describeRecipeChange(const PrecisionRecipe& a, const PrecisionRecipe
         parts.push_back("fp32 accumulation " + onOff(a.fp32Accumulate) + " -> " + onOff(b.fp32Accumulate));
     if (a.fp32SensitiveOps != b.fp32SensitiveOps)
         parts.push_back("fp32 softmax/loss " + onOff(a.fp32SensitiveOps) + " -> " + onOff(b.fp32SensitiveOps));
+    if (a.fp32AttentionScores != b.fp32AttentionScores)
+        parts.push_back("fp32 attention scores " + onOff(a.fp32AttentionScores) + " -> " + onOff(b.fp32AttentionScores));
     if (!(a.lossScaling == b.lossScaling))
         parts.push_back("loss scaling " + scalingText(a.lossScaling) + " -> " + scalingText(b.lossScaling));
     if (!(a.quantization == b.quantization))

@@ -56,6 +56,8 @@ std::int64_t Conv2d::samplesPerBlock(const ConvGeometry& g, std::int64_t granule
 Tensor& Conv2d::forward(Tensor& input, StepContext& ctx)
 {
     const auto p = StepPrecision::of(ctx, name());
+    if (p.quant.on() && p.quant.passes != QuantPasses::both)   // (validateSettings refuses it first)
+        throw std::invalid_argument("Layer " + name() + ": a quantisation of one pass applies to linear layers only.");
     geometry_ = geometryOf(input.shape());
     const auto& g = geometry_;
     const std::int64_t N = g.batch, hw = g.planeSize();

@@ -33,7 +33,11 @@ Shape Linear::outputShape(const Shape& input) const
 
 Tensor& Linear::forward(Tensor& input, StepContext& ctx)
 {
+    // p: the layer's quantisation, which decides how its input is held for both passes;
+    // pf: the forward pass's operands (rounded to the compute format where the layer
+    // quantises its backward pass only, recipe.h QuantPasses).
     const auto p = StepPrecision::of(ctx, name());
+    const StepPrecision pf = p.forward();
     const Shape outShape = outputShape(input.shape());
     const std::int64_t N = input.dim(0);
     // A packed input in the compute format is read in blocks of rows; another packed input,
@@ -63,26 +67,26 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
         weightOperand_ = &decodedInto(ctx, 0, weightCodes_, ownGradWork_);
         roundedInput_.discard();
         roundedWeight_.discard();
-    } else if (p.quant.blockScaled()) {
+    } else if (pf.quant.blockScaled()) {
         // MX: blocks along the reduction dimension, `in` (the rows of both); under mxInBlocks_
         // the input's quantised values only for this GEMM, in the first work buffer.
         if (mxInBlocks_) roundedInput_.discard();
-        inputOperand_ = mxInBlocks_ ? &blockOperandInto(ctx, p, *in, N, inFeatures_, true, 0, ownGradWork_, name(),
+        inputOperand_ = mxInBlocks_ ? &blockOperandInto(ctx, pf, *in, N, inFeatures_, true, 0, ownGradWork_, name(),
                                                         OperandRole::input)
-                                    : &blockOperand(ctx, p, *in, N, inFeatures_, true, roundedInput_, name(),
+                                    : &blockOperand(ctx, pf, *in, N, inFeatures_, true, roundedInput_, name(),
                                                     OperandRole::input);
-        weightOperand_ = &blockOperand(ctx, p, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
+        weightOperand_ = &blockOperand(ctx, pf, weight_.value, outFeatures_, inFeatures_, true, roundedWeight_, name(),
                                        OperandRole::weight);
     } else {
-        inputOperand_ = operandAsItIs(input, p)
+        inputOperand_ = operandAsItIs(input, pf)
                             ? in
-                            : &layerOperand(ctx, p, *in, roundedInput_, name(), OperandRole::input, scalers_);
-        weightOperand_ = &layerOperand(ctx, p, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
+                            : &layerOperand(ctx, pf, *in, roundedInput_, name(), OperandRole::input, scalers_);
+        weightOperand_ = &layerOperand(ctx, pf, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     }
 
     prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations, false, NewElements::undefined);
     // output (N, out) = input (N, in) * W^T (in, out), in blocks of rows when read so.
-    const GemmPrecision precision = layerGemm(p, scalers_, OperandRole::input, OperandRole::weight);
+    const GemmPrecision precision = layerGemm(pf, scalers_, OperandRole::input, OperandRole::weight);
     const std::int64_t I = inFeatures_, O = outFeatures_;
     multiplies16_ = readsInBlocks_ && ctx.backend->supports(BackendOp::gemm16, precision);
     if (!multiplies16_) patterns_.discard();
@@ -109,10 +113,13 @@ Tensor& Linear::forward(Tensor& input, StepContext& ctx)
 
 Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGrad)
 {
+    // As forward: p decides how operands are held, pb is the backward pass's own rules.
     const auto p = StepPrecision::of(ctx, name());
+    const StepPrecision pb = p.backward();
+    const bool onePass = p.quant.on() && p.quant.passes != QuantPasses::both;
     requireGradientShape(name(), gradOutput, output_);
     const std::int64_t N = output_.dim(0), O = outFeatures_, I = inFeatures_;
-    const bool mx = p.quant.blockScaled();
+    const bool mx = pb.quant.blockScaled();
     // MX: dW sums over the batch, so dY and X are quantised in blocks down their columns;
     // dX sums over `out`, so dY again along its rows and W down its columns.
     if (codes_) {
@@ -128,20 +135,24 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     } else {
         quantizedGrad_.discard();
     }
-    const Tensor& dY = mx      ? blockOperand(ctx, p, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
+    const Tensor& dY = mx      ? blockOperand(ctx, pb, gradOutput, N, O, false, roundedGrad_, name(), OperandRole::gradOutput)
                        : codes_ ? quantizedGrad_
-                               : layerOperand(ctx, p, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
+                               : layerOperand(ctx, pb, gradOutput, roundedGrad_, name(), OperandRole::gradOutput, scalers_);
     if (mx)   // (the first work buffer is free until dX's sums below)
         inputOperand_ = mxInBlocks_
-                            ? &blockOperandInto(ctx, p, *input_, N, I, false, 0, ownGradWork_, name(), OperandRole::input)
-                            : &blockOperand(ctx, p, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
+                            ? &blockOperandInto(ctx, pb, *input_, N, I, false, 0, ownGradWork_, name(), OperandRole::input)
+                            : &blockOperand(ctx, pb, *input_, N, I, false, roundedInput_, name(), OperandRole::input);
+    else if (onePass)   // the forward pass's operands were quantised; these passes' are not
+        inputOperand_ = operandAsItIs(*input_, pb)
+                            ? input_
+                            : &layerOperand(ctx, pb, *input_, roundedInput_, name(), OperandRole::input, scalers_);
     // The bias gradient from the gradient as it arrived (Transformer Engine sums it before
     // the cast); without quantisation that is the operand itself, unless tf32 rounded it.
-    const Tensor& dYForBias = p.quantizes() ? gradOutput : dY;   // (N, out)
+    const Tensor& dYForBias = pb.quantizes() ? gradOutput : dY;   // (N, out)
     for (Parameter* param : {&weight_, &bias_})
         prepareTensor(param->grad, param->value.shape(), p.gradFormat(), ctx, MemoryCategory::gradients);
     // dW (out, in) = dY^T (out, N) * X (N, in), in blocks of dW's columns when X is read so.
-    const GemmPrecision filterGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::input);
+    const GemmPrecision filterGemm = layerGemm(pb, scalers_, OperandRole::gradOutput, OperandRole::input);
     if (multiplies16_ && ctx.backend->supports(BackendOp::gemm16, filterGemm)) {
         ctx.backend->gemm16(Transpose::yes, Transpose::no, O, I, N, patternsOf(ctx, p.compute, dY, patterns_), O,
                             input_->bits16(), I, 0.0f, weight_.grad.data(), I, filterGemm);
@@ -177,10 +188,12 @@ Tensor* Linear::backward(Tensor& gradOutput, StepContext& ctx, bool needInputGra
     prepareTensor(gradInput_, {N, I}, p.storage, ctx, MemoryCategory::workspace, packsGrad,
                   NewElements::undefined);
     const Tensor& dYRows =
-        mx ? blockOperand(ctx, p, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
-    if (mx) weightOperand_ = &blockOperand(ctx, p, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
+        mx ? blockOperand(ctx, pb, gradOutput, N, O, true, roundedGrad_, name(), OperandRole::gradOutput) : dY;
+    if (mx) weightOperand_ = &blockOperand(ctx, pb, weight_.value, O, I, false, roundedWeight_, name(), OperandRole::weight);
+    else if (onePass)
+        weightOperand_ = &layerOperand(ctx, pb, weight_.value, roundedWeight_, name(), OperandRole::weight, scalers_);
     if (codes_) weightOperand_ = &decodedInto(ctx, 1, weightCodes_, ownWork_);   // the input is read
-    const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::gradOutput, OperandRole::weight);
+    const GemmPrecision dataGemm = layerGemm(pb, scalers_, OperandRole::gradOutput, OperandRole::weight);
     if (packsGrad) {
         // In blocks of rows, or whole where the backend's sums depend on the cut.
         const Pieces rows = sumsDependOnCut(ctx, dataGemm, N, I, O)

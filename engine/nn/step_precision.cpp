@@ -18,6 +18,7 @@ StepPrecision StepPrecision::of(const PrecisionRecipe& recipe)
     p.grad = recipe.gradientFormat();
     p.fp32SensitiveOps = recipe.fp32SensitiveOps;
     p.quant = recipe.quantization;
+    p.fp32AttentionScores = recipe.fp32AttentionScores;
     return p;
 }
 

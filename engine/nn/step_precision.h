@@ -21,6 +21,7 @@ struct StepPrecision {
     Format grad = Format::fp32;      // weight and bias gradients: recipe.gradientFormat()
     bool fp32SensitiveOps = true;
     Quantization quant;              // FP8 / MX operands; off: rounded to compute
+    bool fp32AttentionScores = false;   // attention's q k^T kept in fp32 (recipe.h)
 
     static StepPrecision of(const PrecisionRecipe& recipe);
     // The rules of one layer: the recipe's, with the layer's own precision where the
@@ -34,6 +35,17 @@ struct StepPrecision {
         g.compute = quant.on() && fp32Accumulate ? Format::fp32 : compute;
         g.fp32Accumulate = fp32Accumulate;
         return g;
+    }
+    // The rules of one pass of a layer whose quantisation covers only the other (recipe.h
+    // QuantPasses): its operands rounded to the compute format, as an unquantised layer's.
+    StepPrecision forward() const { return quant.quantizesForward() || !quant.on() ? *this : unquantized(); }
+    StepPrecision backward() const { return quant.quantizesBackward() || !quant.on() ? *this : unquantized(); }
+    StepPrecision unquantized() const
+    {
+        StepPrecision p = *this;
+        p.quant.mode = QuantMode::off;
+        p.quant.passes = QuantPasses::both;
+        return p;
     }
     bool quantizes() const { return quant.on(); }
     bool roundsOperands() const { return compute != Format::fp32; }

@@ -262,12 +262,16 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
     const GemmPrecision gemm = a.gemm;
     const StepPrecision& operands = a.operands;
     qkv_ = &operandIn(ctx, operands, unpacked(input), roundedQkv_, name(), TensorKind::activation, false);
-    prepareTensor(scores_, {N * H, T, T}, p.storage, ctx, MemoryCategory::workspace);
+    // The scores' format: storage, or fp32 where they are kept so (as a fused kernel does,
+    // which holds them on chip and never in memory; here they are held as the lab holds them).
+    const Format scores = p.fp32AttentionScores ? Format::fp32 : p.storage;
+    prepareTensor(scores_, {N * H, T, T}, scores, ctx, MemoryCategory::workspace);
     prepareTensor(probabilities_, {N * H, T, T}, Format::fp32, ctx, MemoryCategory::activations);
     prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
     const float* qkv = qkv_->data();
     float* s = scores_.data();
-    // scores = q k^T, rounded to storage (where fp16 overflows), then times the scale. One
+    // scores = q k^T, rounded to storage (where fp16 overflows; fp32 scores are not rounded,
+    // their tap shows their values), then times the scale. One
     // batched product per head over the images: image n's rows of qkv lie T * ld apart,
     // its (head's) planes of scores H * T * T apart.
     const std::int64_t imageRows = T * ld, imagePlanes = H * T * T;
@@ -275,11 +279,11 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
         ctx.backend->gemmBatched(Transpose::no, Transpose::yes, T, T, dh, qkv + h * dh, ld, imageRows,
                                  qkv + D + h * dh, ld, imageRows, 0.0f, s + h * T * T, T, imagePlanes, N, gemm);
     const std::int64_t count = N * H * T * T;
-    roundTapped(ctx, p.storage, s, s, count, name() + ".scores", TensorKind::activation);
+    roundTapped(ctx, scores, s, s, count, name() + ".scores", TensorKind::activation);
     ctx.backend->scale(s, count, scale_);
-    if (p.roundsStorage()) ctx.backend->roundArray(p.storage, s, s, static_cast<std::size_t>(count), nullptr, nullptr);
-    // Softmax along each row: fp32 (autocast), or every step rounded to storage.
-    const Format f = p.fp32SensitiveOps ? Format::fp32 : p.storage;
+    if (scores != Format::fp32) ctx.backend->roundArray(scores, s, s, static_cast<std::size_t>(count), nullptr, nullptr);
+    // Softmax along each row: fp32 (autocast, or fused attention), or every step rounded to storage.
+    const Format f = p.fp32SensitiveOps || p.fp32AttentionScores ? Format::fp32 : p.storage;
     float* prob = probabilities_.data();
     ctx.backend->softmaxRows(f, s, N * H * T, T, prob);
     // The probabilities as the second matmul reads them.
@@ -320,10 +324,12 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
                                  qkv + 2 * D + h * dh, ld, imageRows, 0.0f, ds + h * T * T, T, imagePlanes, N, gemm);
     }
     const std::int64_t count = N * H * T * T;
-    if (p.roundsStorage()) ctx.backend->roundArray(p.storage, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
+    // dP and dS in the scores' format (fp32 scores: fp32 throughout, as a fused kernel's).
+    const Format scores = p.fp32AttentionScores ? Format::fp32 : p.storage;
+    if (scores != Format::fp32) ctx.backend->roundArray(scores, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dS = P o (dP - rowsum(dP o P)) in fp32 from the softmax as computed, then the scale.
     ctx.backend->softmaxRowsBackward(probabilities_.data(), ds, N * H * T, T);
-    roundTapped(ctx, p.storage, ds, ds, count, name() + ".scores", TensorKind::activationGrad);
+    roundTapped(ctx, scores, ds, ds, count, name() + ".scores", TensorKind::activationGrad);
     ctx.backend->scale(ds, count, scale_);
     ctx.backend->roundArray(compute, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dQ = dS K, dK = dS^T Q.

@@ -76,7 +76,14 @@ std::string recipePhraseOf(const PrecisionRecipe& r)
         std::vector<LayerPrecision> layers = r.layers;
         std::sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) { return a.layer < b.layer; });
         std::string each;
-        for (const LayerPrecision& l : layers) each += (each.empty() ? "" : ", ") + l.layer + " in " + l.precision;
+        for (const LayerPrecision& l : layers) {
+            // "fc1 in mxfp4 on its forward pass only" for "mxfp4:forward".
+            const std::size_t colon = l.precision.find(':');
+            const std::string own = colon == std::string::npos ? l.precision
+                                                                : l.precision.substr(0, colon) + " on its " +
+                                                                      l.precision.substr(colon + 1) + " pass only";
+            each += (each.empty() ? "" : ", ") + l.layer + " in " + own;
+        }
         parts.push_back("with " + each);
     }
     for (std::size_t i = 0; i < parts.size(); ++i) phrase += (i == 0 ? " " : ", ") + parts[i];

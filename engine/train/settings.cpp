@@ -4,6 +4,7 @@
 
 #include "error.h"
 #include "json/json_input.h"
+#include "nn/conv2d.h"
 #include "nn/model_kinds.h"
 
 #include <algorithm>
@@ -220,7 +221,9 @@ const char* layerHelp()
     modes.erase(modes.begin());   // "off" is no layer's precision
     static const std::string help = "Per-layer precision: layer=precision pairs, comma-separated (e.g. "
                                     "conv1=fp32,fc1=bf16); a precision is a compute format (" +
-                                    listed(formatNames()) + ") or a quantisation (" + listed(modes) + ")";
+                                    listed(formatNames()) + ") or a quantisation (" + listed(modes) +
+                                    "); a block-scaled quantisation of one pass of a linear layer is "
+                                    "mxfp4:forward or mxfp4:backward (the other pass in the compute format)";
     return help.c_str();
 }
 
@@ -312,6 +315,13 @@ const std::vector<KeyRule>& keyRules()
           "Softmax/cross-entropy in fp32"},
          [](const Reader& r, TrainSettings& s) { s.recipe.fp32SensitiveOps = r.boolean("fp32_sensitive_ops"); },
          [](const TrainSettings& s) { return json(s.recipe.fp32SensitiveOps); }},
+        {{"attention_scores", T::text, "Attention scores", G::precision, live, {},
+          {{"storage", "rounded to storage, then scaled", "as attention written op by op rounds them"},
+           {"fp32", "fp32 (fused attention)", "as fused kernels (FlashAttention) keep them"}},
+          "Attention's scores q k^T (the vit): rounded to the storage format before the 1/sqrt(d) scale, or kept "
+          "in fp32 through the softmax and its gradient"},
+         [](const Reader& r, TrainSettings& s) { s.recipe.fp32AttentionScores = r.text("attention_scores") == "fp32"; },
+         [](const TrainSettings& s) { return json(s.recipe.fp32AttentionScores ? "fp32" : "storage"); }},
         {{"loss_scale", T::text, "Loss scaling", G::precision, live, {}, {},
           "off, static:S, dynamic, pytorch, tensorflow or apex", SettingRole::scalesLoss},
          [](const Reader& r, TrainSettings& s) {
@@ -824,6 +834,29 @@ std::string labelSmoothingProblem(const PrecisionRecipe& r, const ModelSpec& mod
            std::string(formatName(logits)) + " loss is emulated op by op)";
 }
 
+namespace {
+
+// A quantisation of one pass ("fc1=mxfp4:forward") is written for linear layers (nn/linear.cpp);
+// a convolution lowers and quantises its input in one go, so it quantises both passes or none.
+std::string onePassProblem(const PrecisionRecipe& r, const ModelKind& kind, const std::vector<int>& widths)
+{
+    const auto onePass = [&](const LayerPrecision& l) {
+        return r.forLayer(l.layer).quantization.passes != QuantPasses::both;
+    };
+    if (std::none_of(r.layers.begin(), r.layers.end(), onePass) || !kind.layers) return {};
+    const std::vector<int> w = widths.empty() ? defaultWidths(kind) : widths;
+    for (const auto& layer : kind.layers(w))
+        if (dynamic_cast<const Conv2d*>(layer.get()))
+            for (const LayerPrecision& l : r.layers)
+                if (l.layer == layer->name() && onePass(l))
+                    return "layer: " + l.layer + "=" + l.precision + " quantises one pass of a convolution; a " +
+                           "quantisation of one pass applies to linear layers only (give " + l.layer +
+                           " a quantisation of both passes or a compute format)";
+    return {};
+}
+
+}  // namespace
+
 std::string validateSettings(const TrainSettings& s)
 {
     // Each key's value against its row: its range, its choices (the model among them).
@@ -859,6 +892,7 @@ std::string validateSettings(const TrainSettings& s)
         if (std::find(layers.begin(), layers.end(), l.layer) == layers.end())
             return "layer: model " + s.model.kind + " has no layer '" + l.layer + "' with weights (it has " +
                    alternatives(layers) + ")";
+    if (auto problem = onePassProblem(s.recipe, *kind, s.model.widths); !problem.empty()) return problem;
     return s.recipe.validate();
 }
 

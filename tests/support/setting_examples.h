@@ -21,6 +21,7 @@ inline const nlohmann::json& settingExamples()
         {"update_rounding", "kahan"},
         {"fp32_accumulate", false},
         {"fp32_sensitive_ops", false},
+        {"attention_scores", "fp32"},
         {"loss_scale", "static:8"},
         {"init_scale", 1024.0},
         {"growth_factor", 4.0},
