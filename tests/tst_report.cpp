@@ -9,6 +9,7 @@
 // links: plab_engine plab_report_render
 
 #include "error.h"
+#include "report/recipe_phrase.h"
 #include "report/runs_index.h"
 #include "report/csv_export.h"
 #include "report/report_summary.h"
@@ -382,6 +383,11 @@ private slots:
         onePass.layers = {{"fc1", "mxfp4:forward"}};
         const auto d = comparisonOf({withRecipe(fp32_, onePass), withRecipe(fp32_, *PrecisionRecipe::fromPreset("mxfp4"))});
         QCOMPARE(d.runs[0].label.substr(d.runs[0].label.find(" with ")), std::string(" with fc1 in mxfp4 on its forward pass only"));
+        // Attention's scores kept in fp32 (lesson 16's sequel) are said in the phrase too.
+        PrecisionRecipe fused = *PrecisionRecipe::fromPreset("amp-fp16");
+        fused.fp32AttentionScores = true;
+        QCOMPARE(recipePhraseOf(fused), std::string("AMP FP16 with fp32 attention scores"));
+        QVERIFY(recipePhraseSays("attention_scores"));
     }
 
     void labelsAreUniqueAndSayWhatDiffers()

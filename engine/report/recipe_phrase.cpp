@@ -39,7 +39,7 @@ std::string name(Format f) { return std::string(formatName(f)); }
 bool recipePhraseSays(std::string_view settingKey)
 {
     static constexpr std::string_view said[] = {"recipe", "compute", "master_weights", "optimizer_state", "update_rounding",
-                                                "fp32_accumulate", "fp32_sensitive_ops"};
+                                                "fp32_accumulate", "fp32_sensitive_ops", "attention_scores"};
     if (std::find(std::begin(said), std::end(said), settingKey) != std::end(said)) return true;
     const SettingKey* key = findSettingKey(settingKey);
     return key && key->role == SettingRole::scalesLoss;
@@ -64,6 +64,8 @@ std::string recipePhraseOf(const PrecisionRecipe& r)
         parts.push_back(r.fp32Accumulate ? "with fp32 accumulation" : "accumulating in " + name(r.compute));
     if (r.fp32SensitiveOps != base->fp32SensitiveOps)
         parts.push_back(r.fp32SensitiveOps ? "with fp32 softmax/loss" : "softmax/loss in " + name(r.storage()));
+    if (r.fp32AttentionScores != base->fp32AttentionScores)
+        parts.push_back(r.fp32AttentionScores ? "with fp32 attention scores" : "attention scores in " + name(r.storage()));
     if (r.lossScaling != base->lossScaling) {
         if (r.lossScaling.mode != base->lossScaling.mode || r.lossScaling.mode == LossScaleMode::fixed)
             parts.push_back(lossScalingPhrase(r.lossScaling));
