@@ -798,6 +798,32 @@ private slots:
         }
     }
 
+    // A LayerNorm's statistics and attention's scores are judged in the format they are
+    // rounded in (nn/transformer.h transformerTapFormat), not the run's: AMP FP16 keeps the
+    // statistics in fp32 and the scores in fp16, unless the scores are kept in fp32 too or
+    // fp32_sensitive_ops is off (lesson 18's run, whose statistics overflow fp16). The region
+    // table of lesson 18 once showed AMP's fp32 statistics 65% "overflowed" against fp16.
+    void transformerTapsAreJudgedInTheirOwnFormat()
+    {
+        TrainSettings s;
+        s.model.kind = "vit";
+        s.recipe = *PrecisionRecipe::fromPreset("amp-fp16");
+        const auto judged = [&](const char* tap) { return regionFormatFor(s, tap, TensorKind::activation).name; };
+        QCOMPARE(judged("block2.ln1.sumsq"), std::string("fp32"));
+        QCOMPARE(judged("block1.attn.scores"), std::string("fp16"));
+        QCOMPARE(judged("block1.attn.softmax"), std::string("fp16"));
+        QCOMPARE(judged("block2.ln1"), std::string("fp16"));
+        s.recipe.fp32AttentionScores = true;
+        QCOMPARE(judged("block1.attn.scores"), std::string("fp32"));
+        QCOMPARE(regionFormatFor(s, "block1.attn.scores", TensorKind::activationGrad).name, std::string("fp32"));
+        s.recipe.fp32SensitiveOps = false;
+        QCOMPARE(judged("block2.ln1.sumsq"), std::string("fp16"));
+        // A LayerNorm given its own precision has its statistics in that layer's format.
+        s.recipe.layers = {{"block2.ln1", "fp32"}};
+        QCOMPARE(judged("block2.ln1.sumsq"), std::string("fp32"));
+        QCOMPARE(judged("block2.ln2.sumsq"), std::string("fp16"));
+    }
+
     // One definition of the shares (numerics/rounding_stats.h): nothing to count is no
     // share, written null, not 0% (the writer wrote 0 while the app drew a gap); a share
     // with a denominator is exact; the report's reader keeps null as no value.

@@ -855,11 +855,13 @@ void TestUiCharts::blockScalesHistogramUnderNvfp4()
     histogram->setBlockScalesShown(true);
     view.redrawNow();
     QVERIFY(!box->isEnabled());
+    QVERIFY(!box->isVisibleTo(histogram));   // not offered where it cannot apply
     QVERIFY(!histogram->blockScalesShown());   // asked for, but this tap has no blocks
 
     histogram->setSelection("fc1", TensorKind::quantizedActivationGrad);
     view.redrawNow();
     QVERIFY(box->isEnabled());
+    QVERIFY(box->isVisibleTo(histogram));
     QVERIFY(histogram->blockScalesShown());
     QVERIFY2(histogram->sharesText().contains("8 blocks, scales 2^-12 .. 2^-8, 12.50% with a scale of 0"),
              qPrintable(histogram->sharesText()));

@@ -103,9 +103,12 @@ std::vector<std::string> vitTapNames(std::span<const int> w)
         const std::string block = dot == std::string::npos ? "" : layer.substr(0, dot + 1);
         if (layer == "norm") names.push_back("pool");
         names.push_back(layer);
-        if (part == "ln1" || part == "ln2" || layer == "norm") names.push_back(layer + ".sumsq");
+        if (part == "ln1" || part == "ln2" || layer == "norm")
+            names.push_back(layer + std::string(LayerNorm::kStatisticsTap));
         if (part == "qkv")
-            for (const char* tap : {"attn", "attn.scores", "attn.softmax"}) names.push_back(block + tap);
+            for (const std::string& tap : {std::string("attn"), "attn" + std::string(Attention::kScoresTap),
+                                           std::string("attn.softmax")})
+                names.push_back(block + tap);
         if (part == "proj") names.push_back(block + "residual");   // both adds of the block
         if (part == "fc1") names.push_back(block + "gelu");
     }

@@ -197,7 +197,8 @@ Tensor& LayerNorm::forward(Tensor& input, StepContext& ctx)
     const float* beta = (fp32 ? bias_.stored() : bias_.value).data();
     ctx.backend->layerNorm(f, x, M, D, gamma, beta, kEps, output_.data(), normed_.data(), rstd_.data(),
                            sumOfSquares_.data());
-    roundTapped(ctx, f, sumOfSquares_.data(), sumOfSquares_.data(), M, name() + ".sumsq", TensorKind::activation);
+    roundTapped(ctx, f, sumOfSquares_.data(), sumOfSquares_.data(), M, name() + std::string(kStatisticsTap),
+                TensorKind::activation);
     roundTapped(ctx, p.storage, output_.data(), output_.data(), M * D, name(), TensorKind::activation);
     return output_;
 }
@@ -279,7 +280,7 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
         ctx.backend->gemmBatched(Transpose::no, Transpose::yes, T, T, dh, qkv + h * dh, ld, imageRows,
                                  qkv + D + h * dh, ld, imageRows, 0.0f, s + h * T * T, T, imagePlanes, N, gemm);
     const std::int64_t count = N * H * T * T;
-    roundTapped(ctx, scores, s, s, count, name() + ".scores", TensorKind::activation);
+    roundTapped(ctx, scores, s, s, count, name() + std::string(kScoresTap), TensorKind::activation);
     ctx.backend->scale(s, count, scale_);
     if (scores != Format::fp32) ctx.backend->roundArray(scores, s, s, static_cast<std::size_t>(count), nullptr, nullptr);
     // Softmax along each row: fp32 (autocast, or fused attention), or every step rounded to storage.
@@ -329,7 +330,7 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
     if (scores != Format::fp32) ctx.backend->roundArray(scores, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dS = P o (dP - rowsum(dP o P)) in fp32 from the softmax as computed, then the scale.
     ctx.backend->softmaxRowsBackward(probabilities_.data(), ds, N * H * T, T);
-    roundTapped(ctx, scores, ds, ds, count, name() + ".scores", TensorKind::activationGrad);
+    roundTapped(ctx, scores, ds, ds, count, name() + std::string(kScoresTap), TensorKind::activationGrad);
     ctx.backend->scale(ds, count, scale_);
     ctx.backend->roundArray(compute, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dQ = dS K, dK = dS^T Q.
@@ -544,6 +545,19 @@ bool isResidualBranchWeight(const Parameter& p)
     if (p.name != "weight" || !p.layer.starts_with("block")) return false;
     const std::string_view layer = p.layer;
     return layer.ends_with(".proj") || layer.ends_with(".fc2");
+}
+
+std::optional<Format> transformerTapFormat(std::string_view tap, const PrecisionRecipe& recipe)
+{
+    const auto ownedBy = [&](std::string_view suffix) {
+        return tap.size() > suffix.size() && tap.substr(tap.size() - suffix.size()) == suffix;
+    };
+    if (ownedBy(LayerNorm::kStatisticsTap)) {
+        const PrecisionRecipe layer = recipe.forLayer(tap.substr(0, tap.size() - LayerNorm::kStatisticsTap.size()));
+        return layer.fp32SensitiveOps ? Format::fp32 : layer.storage();
+    }
+    if (ownedBy(Attention::kScoresTap)) return recipe.fp32AttentionScores ? Format::fp32 : recipe.storage();
+    return std::nullopt;
 }
 
 }  // namespace plab

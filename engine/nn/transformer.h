@@ -19,6 +19,8 @@
 #include "nn/linear.h"
 
 #include <memory>
+#include <optional>
+#include <string_view>
 
 namespace plab {
 
@@ -73,6 +75,7 @@ public:
     void initialize(std::uint64_t seed, int& layerIndex) override;
 
     static constexpr float kEps = 1e-5f;
+    static constexpr std::string_view kStatisticsTap = ".sumsq";   // "<layer>.sumsq"
 
 private:
     std::int64_t width_;
@@ -93,6 +96,7 @@ private:
 class Attention final : public Layer {
 public:
     Attention(std::string name, std::int64_t tokens, std::int64_t width, std::int64_t heads);
+    static constexpr std::string_view kScoresTap = ".scores";   // "<layer>.scores"
 
     Shape outputShape(const Shape& input) const override;
     Tensor& forward(Tensor& input, StepContext& ctx) override;
@@ -182,5 +186,12 @@ private:
 // A block's residual branches end in proj (attention) and fc2 (MLP): their weights, which
 // zero_init_residual starts at zero so that the block begins as the identity.
 bool isResidualBranchWeight(const Parameter& p);
+
+// The taps a transformer rounds in a format of their own rather than its layer's compute
+// format: a LayerNorm's statistics ("<layer>.sumsq": fp32 with fp32 sensitive ops, else
+// the storage format) and attention's scores ("<layer>.scores": fp32 with
+// fp32AttentionScores, else the storage format). nullopt for any other tap. The recipe is
+// the whole run's; the layer's own precision is applied here.
+std::optional<Format> transformerTapFormat(std::string_view tap, const PrecisionRecipe& recipe);
 
 }  // namespace plab

@@ -3,6 +3,7 @@
 
 #include "nn/loss.h"
 #include "nn/model.h"
+#include "nn/transformer.h"
 #include "numerics/format.h"
 #include "numerics/minifloat.h"
 
@@ -10,6 +11,8 @@ namespace plab {
 
 RegionFormat regionFormatFor(const TrainSettings& settings, const std::string& layer, TensorKind kind)
 {
+    // A LayerNorm's statistics and attention's scores round in a format of their own.
+    if (const auto own = transformerTapFormat(layer, settings.recipe)) return RegionFormat::of(*own);
     std::string owner = layer;
     if (!settings.recipe.layers.empty() && (layer == "input" || layer == SoftmaxCrossEntropy::kTapName)) {
         const auto names = parameterLayerNames(settings.model);

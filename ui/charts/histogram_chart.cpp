@@ -77,6 +77,7 @@ HistogramChart::HistogramChart(QWidget* parent)
     layerBox_->setToolTip(tr("Layer whose tensor is shown"));
     // A transformer taps some 60 places: names in full, a list that scrolls.
     layerBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    layerBox_->setSizePolicy(QSizePolicy::Minimum, QSizePolicy::Fixed);   // never cut ("block2.ln1.su")
     layerBox_->setMaxVisibleItems(24);
     kindBox_ = new QComboBox(this);
     for (TensorKind k : {TensorKind::weightGrad, TensorKind::activationGrad, TensorKind::activation,
@@ -90,6 +91,7 @@ HistogramChart::HistogramChart(QWidget* parent)
     blockScalesBox_->setToolTip(tr("Under MX or NVFP4: the histogram of the quantised tensor's block scales (log2 of "
                                    "each block's scale factor) instead of its values"));
     blockScalesBox_->setEnabled(false);
+    blockScalesBox_->setVisible(false);   // shown where the tap has block scales (room for the layer's name)
     stepSlider_ = new QSlider(Qt::Horizontal, this);
     stepSlider_->setToolTip(tr("Move through the histogram steps of the run being watched"));
     stepLabel_ = new QLabel(this);
@@ -264,6 +266,7 @@ void HistogramChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
     // The block scales view, where the box asks for it and the chosen run's tap has blocks.
     const bool blocksHere = !drawn.empty() && drawn.front().run == chosen && drawn.front().tap->scaling.blocks;
     blockScalesBox_->setEnabled(blocksHere);
+    blockScalesBox_->setVisible(blocksHere);
     showingBlockScales_ = blocksHere && blockScalesBox_->isChecked();
     setAxisTitles(showingBlockScales_);
     if (showingBlockScales_) {
