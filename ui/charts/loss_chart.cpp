@@ -105,6 +105,20 @@ void LossChart::resizeEvent(QResizeEvent* event)
     if (noteBelow_->isVisible()) showNote();
 }
 
+// One run's evaluations as points joined by a dash-dot line in its lighter colour, on
+// `axis`: the test accuracy of a classifier, or an autoencoder's test MSE.
+void LossChart::showEvaluations(const RunPtr& run, const QString& idSuffix, QValueAxis* axis, const QString& nameFormat,
+                                const QString& legendLabel, const QList<QPointF>& points, bool watched)
+{
+    auto* series = pool_.take<QLineSeries>(run->id() + idSuffix, {steps_, axis});
+    setSeriesName(series, nameFormat.arg(run->name()));
+    setSeriesPen(series, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
+    series->setPointsVisible(true);
+    if (series->points() != points) series->replace(points);
+    setLegendVisible(chart_, series, watched);
+    setLegendLabel(chart_, series, legendLabel);
+}
+
 void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
 {
     current_ = current;
@@ -175,13 +189,7 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
             QList<QPointF> mse;
             for (const EvalEvent& e : run->evals())
                 if (std::isfinite(e.testLoss)) mse.append(QPointF(e.step, e.testLoss));
-            auto* mseSeries = pool_.take<QLineSeries>(run->id() + QStringLiteral("/test-mse"), {steps_, loss_});
-            setSeriesName(mseSeries, tr("%1 test MSE").arg(run->name()));
-            setSeriesPen(mseSeries, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
-            mseSeries->setPointsVisible(true);
-            if (mseSeries->points() != mse) mseSeries->replace(mse);
-            setLegendVisible(chart_, mseSeries, watched);
-            setLegendLabel(chart_, mseSeries, tr("test MSE"));
+            showEvaluations(run, QStringLiteral("/test-mse"), loss_, tr("%1 test MSE"), tr("test MSE"), mse, watched);
             for (const QPointF& p : mse) rawMax = std::max(rawMax, p.y());
             continue;
         }
@@ -194,13 +202,8 @@ void LossChart::redraw(const RunPtr& current, const QList<RunPtr>& compare)
                 accuracyHigh = std::max(accuracyHigh, 100.0 * e.testAccuracy);
             }
         }
-        auto* accuracySeries = pool_.take<QLineSeries>(run->id() + QStringLiteral("/accuracy"), {steps_, accuracy_});
-        setSeriesName(accuracySeries, tr("%1 test accuracy").arg(run->name()));
-        setSeriesPen(accuracySeries, runPen(run->color().lighter(140), 2.0, Qt::DashDotLine));
-        accuracySeries->setPointsVisible(true);
-        if (accuracySeries->points() != accuracy) accuracySeries->replace(accuracy);
-        setLegendVisible(chart_, accuracySeries, watched);
-        setLegendLabel(chart_, accuracySeries, tr("test acc."));
+        showEvaluations(run, QStringLiteral("/accuracy"), accuracy_, tr("%1 test accuracy"), tr("test acc."), accuracy,
+                        watched);
     }
 
     // Raw spikes may dwarf the curve; keep the smoothed curve readable (up to 3x its max).

@@ -46,6 +46,8 @@ private:
     SeriesPool pool_;
     ChangeMarkers* markers_;
     ReducedPointsCache reduced_;
+    void showEvaluations(const RunPtr& run, const QString& idSuffix, QValueAxis* axis, const QString& nameFormat,
+                         const QString& legendLabel, const QList<QPointF>& points, bool watched);
     // On the chart, clear of the data where a corner is free; in presentation mode, the
     // label under the chart instead, wrapped to its width.
     void showNote();
