@@ -113,17 +113,24 @@ HistogramChart::HistogramChart(QWidget* parent)
         redrawSelf();
     });
 
+    // The tap's choices on one row, the step on the next: on one row a long kind ("quantized
+    // activation grad") and the step's text did not fit beside the names in presentation mode.
     auto* controls = new QHBoxLayout;
     controls->addWidget(layerBox_);
     controls->addWidget(kindBox_);
     controls->addWidget(blockScalesBox_);
-    controls->addWidget(stepSlider_, 1);
-    controls->addWidget(stepLabel_);
+    controls->addStretch(1);
+    auto* stepRow = new QHBoxLayout;
+    stepRow->addWidget(stepSlider_, 1);
+    stepRow->addWidget(stepLabel_);
+    kindBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    kindBox_->setSizePolicy(QSizePolicy::Minimum, QSizePolicy::Fixed);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(new ClickableChartView(chart_, this, [this](QPointF p) { pickAt(p); }), 1);
     layout->addWidget(shares_);
     layout->addLayout(controls);
+    layout->addLayout(stepRow);
     layout->addWidget(changesLabel_);
 }
 
