@@ -343,6 +343,14 @@ private slots:
         const auto notices = settingsNotices(settingsFromJson(nlohmann::json{{"zero_init_residual", true}}, "test"));
         QVERIFY(std::any_of(notices.begin(), notices.end(),
                             [](const std::string& n) { return n.starts_with("zero_init_residual"); }));
+        // The scores' format changes nothing where there is no attention, and the notice says so.
+        const auto said = [](const std::vector<std::string>& all) {
+            return std::any_of(all.begin(), all.end(), [](const std::string& n) {
+                return n == "attention_scores fp32: model small-cnn has no attention (only vit has), so nothing changes";
+            });
+        };
+        QVERIFY(said(settingsNotices(settingsFromJson(nlohmann::json{{"attention_scores", "fp32"}}, "test"))));
+        QVERIFY(!said(settingsNotices(settingsFromJson(nlohmann::json{{"attention_scores", "fp32"}, {"model", "vit"}}, "test"))));
         QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"zero_init_residual", true},
                                                                              {"init_weights", saved}}, "test"));
         QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(nlohmann::json{{"lr_schedule", "linear"}}, "test"));

@@ -131,6 +131,7 @@ const ModelKind kKinds[] = {
      .layerNames = stacks::vitLayerNames,
      .tapNames = stacks::vitTapNames,
      .residualBranches = true,
+     .attention = true,
      .trainingDefaults = R"({"widths": [128, 3, 8, 7], "batch": 16, "lr_schedule": "cosine", "warmup_steps": 150,
                              "zero_init_residual": true, "label_smoothing": 0.1})"},
     // The dense-loss model: the image reconstructed through a narrow code, the loss a mean

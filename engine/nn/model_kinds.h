@@ -54,6 +54,8 @@ struct ModelKind {
     ModelTask task = ModelTask::classify;
     // Whether it has residual branches (zero_init_residual starts them at zero).
     bool residualBranches = false;
+    // Whether it has attention (attention_scores chooses the format of its scores).
+    bool attention = false;
     // Its own training defaults where they differ from every model's, as settings JSON (an
     // object of settings keys; empty: none). Read by train/model_defaults.cpp.
     std::string_view trainingDefaults = {};

@@ -24,6 +24,13 @@ std::vector<std::string> settingsNotices(const TrainSettings& s)
         out.push_back("zero_init_residual: model " + s.model.kind + " has no residual branches (only " +
                       alternatives(with) + " has), so no weight starts at zero");
     }
+    if (const ModelKind* kind = findModelKind(s.model.kind); s.recipe.fp32AttentionScores && kind && !kind->attention) {
+        std::vector<std::string> with;
+        for (const ModelKind& k : modelKinds())
+            if (k.attention) with.emplace_back(k.name);
+        out.push_back("attention_scores fp32: model " + s.model.kind + " has no attention (only " + alternatives(with) +
+                      " has), so nothing changes");
+    }
     if (s.optimizer.kind != "adam") return out;
     const Format state = s.recipe.optimizerStateFormat();
     const std::string name(formatName(state));
