@@ -492,12 +492,12 @@ void SettingsPanel::showLayerRows(const ModelSpec& model, const PrecisionRecipe&
                 if (value != QLatin1String("off")) choice->addItem(text, value);
             // A block-scaled quantisation of one pass (linear layers; the other pass in the
             // compute format), as layerPrecisionNames spells it: "mxfp4:forward".
-            for (const char* pass : {"forward", "backward"})
+            for (const QuantPasses pass : {QuantPasses::forward, QuantPasses::backward})
                 for (const auto& [text, value] : choicesOf("quantize")) {
                     const auto mode = parseQuantMode(value.toStdString());
                     if (mode && quantModeInfo(*mode).blockSize > 0)
-                        choice->addItem(tr("%1, %2 pass only").arg(text, QLatin1String(pass)),
-                                        value + QLatin1Char(':') + QLatin1String(pass));
+                        choice->addItem(tr("%1, %2 pass only").arg(text, QLatin1String(quantPassesName(pass).data())),
+                                        QString::fromStdString(layerPrecisionOfPass(value.toStdString(), pass)));
                 }
             connect(choice, &QComboBox::currentIndexChanged, this, [this] {
                 if (filling_) return;

@@ -339,6 +339,24 @@ std::string_view quantPassesName(QuantPasses p)
     return "both";
 }
 
+std::string layerPrecisionOfPass(std::string_view mode, QuantPasses pass)
+{
+    return std::string(mode) + ":" + std::string(quantPassesName(pass));
+}
+
+std::string_view LayerPrecision::base() const
+{
+    return std::string_view(precision).substr(0, precision.find(':'));
+}
+
+QuantPasses LayerPrecision::passes() const
+{
+    const std::size_t colon = precision.find(':');
+    if (colon == std::string::npos) return QuantPasses::both;
+    return std::string_view(precision).substr(colon + 1) == quantPassesName(QuantPasses::forward) ? QuantPasses::forward
+                                                                                                  : QuantPasses::backward;
+}
+
 const std::vector<std::string>& layerPrecisionNames()
 {
     static const std::vector<std::string> names = [] {
@@ -348,7 +366,7 @@ const std::vector<std::string>& layerPrecisionNames()
             if (q.mode != QuantMode::off) out.emplace_back(q.name);
         for (QuantPasses pass : {QuantPasses::forward, QuantPasses::backward})
             for (const QuantModeInfo& q : kQuantModes)
-                if (q.blockSize > 0) out.push_back(std::string(q.name) + ":" + std::string(quantPassesName(pass)));
+                if (q.blockSize > 0) out.push_back(layerPrecisionOfPass(q.name, pass));
         return out;
     }();
     return names;
@@ -432,16 +450,9 @@ PrecisionRecipe PrecisionRecipe::forLayer(std::string_view layer) const
         if (const auto f = parseFormat(l->precision)) {
             r.compute = *f;
             r.quantization.mode = QuantMode::off;
-        } else {
-            // "mxfp4" or "mxfp4:forward" (layerPrecisionNames holds only those that exist).
-            const std::string_view text = l->precision;
-            const std::size_t colon = text.find(':');
-            if (const auto mode = parseQuantMode(text.substr(0, colon))) {
-                r.quantization.mode = *mode;
-                r.quantization.passes = colon == std::string_view::npos ? QuantPasses::both
-                                        : text.substr(colon + 1) == "forward" ? QuantPasses::forward
-                                                                              : QuantPasses::backward;
-            }
+        } else if (const auto mode = parseQuantMode(l->base())) {   // "mxfp4" or "mxfp4:forward"
+            r.quantization.mode = *mode;
+            r.quantization.passes = l->passes();
         }
     }
     return r;

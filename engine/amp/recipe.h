@@ -145,7 +145,13 @@ struct LayerPrecision {
     // format then names the layer's outputs).
     std::string precision;
     bool operator==(const LayerPrecision&) const = default;
+    // A quantisation of one pass is spelled "mxfp4:forward": the precision before the colon,
+    // and the passes it covers (both where there is no colon).
+    std::string_view base() const;
+    QuantPasses passes() const;
 };
+// "mxfp4:forward": a block-scaled mode's name with the one pass it quantises.
+std::string layerPrecisionOfPass(std::string_view mode, QuantPasses pass);
 // What a layer's precision may be: fp32 tf32 fp16 bf16 fp8-unscaled ... mxfp4, nvfp4, and a
 // block-scaled quantisation of one pass: mxfp8:forward, mxfp8:backward, ... nvfp4:backward.
 const std::vector<std::string>& layerPrecisionNames();

@@ -47,6 +47,10 @@ struct StepPrecision {
         p.quant.passes = QuantPasses::both;
         return p;
     }
+    // The format a LayerNorm's statistics are computed in: fp32 under autocast's rule, else
+    // every sum and quotient in storage; and attention's scores q k^T and their gradient.
+    Format statisticsFormat() const { return fp32SensitiveOps ? Format::fp32 : storage; }
+    Format scoresFormat() const { return fp32AttentionScores ? Format::fp32 : storage; }
     bool quantizes() const { return quant.on(); }
     bool roundsOperands() const { return compute != Format::fp32; }
     bool roundsStorage() const { return storage != Format::fp32; }

@@ -191,7 +191,7 @@ Tensor& LayerNorm::forward(Tensor& input, StepContext& ctx)
     prepareTensor(sumOfSquares_, {M}, Format::fp32, ctx, MemoryCategory::workspace);
     // Autocast's fp32 (with the weights as the optimizer keeps them); else every sum,
     // quotient and product of the statistics rounded to the storage format.
-    const Format f = p.fp32SensitiveOps ? Format::fp32 : p.storage;
+    const Format f = p.statisticsFormat();
     const bool fp32 = f == Format::fp32;
     const float* gamma = (fp32 ? weight_.stored() : weight_.value).data();
     const float* beta = (fp32 ? bias_.stored() : bias_.value).data();
@@ -265,7 +265,7 @@ Tensor& Attention::forward(Tensor& input, StepContext& ctx)
     qkv_ = &operandIn(ctx, operands, unpacked(input), roundedQkv_, name(), TensorKind::activation, false);
     // The scores' format: storage, or fp32 where they are kept so (as a fused kernel does,
     // which holds them on chip and never in memory; here they are held as the lab holds them).
-    const Format scores = p.fp32AttentionScores ? Format::fp32 : p.storage;
+    const Format scores = p.scoresFormat();
     prepareTensor(scores_, {N * H, T, T}, scores, ctx, MemoryCategory::workspace);
     prepareTensor(probabilities_, {N * H, T, T}, Format::fp32, ctx, MemoryCategory::activations);
     prepareTensor(output_, outShape, p.storage, ctx, MemoryCategory::activations);
@@ -326,7 +326,7 @@ Tensor* Attention::backward(Tensor& gradOutput, StepContext& ctx, bool needInput
     }
     const std::int64_t count = N * H * T * T;
     // dP and dS in the scores' format (fp32 scores: fp32 throughout, as a fused kernel's).
-    const Format scores = p.fp32AttentionScores ? Format::fp32 : p.storage;
+    const Format scores = p.scoresFormat();
     if (scores != Format::fp32) ctx.backend->roundArray(scores, ds, ds, static_cast<std::size_t>(count), nullptr, nullptr);
     // dS = P o (dP - rowsum(dP o P)) in fp32 from the softmax as computed, then the scale.
     ctx.backend->softmaxRowsBackward(probabilities_.data(), ds, N * H * T, T);
@@ -552,11 +552,12 @@ std::optional<Format> transformerTapFormat(std::string_view tap, const Precision
     const auto ownedBy = [&](std::string_view suffix) {
         return tap.size() > suffix.size() && tap.substr(tap.size() - suffix.size()) == suffix;
     };
-    if (ownedBy(LayerNorm::kStatisticsTap)) {
-        const PrecisionRecipe layer = recipe.forLayer(tap.substr(0, tap.size() - LayerNorm::kStatisticsTap.size()));
-        return layer.fp32SensitiveOps ? Format::fp32 : layer.storage();
-    }
-    if (ownedBy(Attention::kScoresTap)) return recipe.fp32AttentionScores ? Format::fp32 : recipe.storage();
+    // As the layer that rounds them decides (its own precision applied).
+    const auto layerOf = [&](std::string_view suffix) {
+        return StepPrecision::of(recipe.forLayer(tap.substr(0, tap.size() - suffix.size())));
+    };
+    if (ownedBy(LayerNorm::kStatisticsTap)) return layerOf(LayerNorm::kStatisticsTap).statisticsFormat();
+    if (ownedBy(Attention::kScoresTap)) return layerOf(Attention::kScoresTap).scoresFormat();
     return std::nullopt;
 }
 

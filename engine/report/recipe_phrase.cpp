@@ -80,10 +80,9 @@ std::string recipePhraseOf(const PrecisionRecipe& r)
         std::string each;
         for (const LayerPrecision& l : layers) {
             // "fc1 in mxfp4 on its forward pass only" for "mxfp4:forward".
-            const std::size_t colon = l.precision.find(':');
-            const std::string own = colon == std::string::npos ? l.precision
-                                                                : l.precision.substr(0, colon) + " on its " +
-                                                                      l.precision.substr(colon + 1) + " pass only";
+            const std::string own = l.passes() == QuantPasses::both ? l.precision
+                                                                    : std::string(l.base()) + " on its " +
+                                                                          std::string(quantPassesName(l.passes())) + " pass only";
             each += (each.empty() ? "" : ", ") + l.layer + " in " + own;
         }
         parts.push_back("with " + each);

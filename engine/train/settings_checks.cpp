@@ -84,9 +84,7 @@ std::string joinedWidths(const std::vector<int>& widths)
 // a convolution lowers and quantises its input in one go, so it quantises both passes or none.
 std::string onePassProblem(const PrecisionRecipe& r, const ModelKind& kind, const std::vector<int>& widths)
 {
-    const auto onePass = [&](const LayerPrecision& l) {
-        return r.forLayer(l.layer).quantization.passes != QuantPasses::both;
-    };
+    const auto onePass = [](const LayerPrecision& l) { return l.passes() != QuantPasses::both; };
     if (std::none_of(r.layers.begin(), r.layers.end(), onePass) || !kind.layers) return {};
     const std::vector<int> w = widths.empty() ? defaultWidths(kind) : widths;
     for (const auto& layer : kind.layers(w))
