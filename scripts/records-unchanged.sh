@@ -159,10 +159,10 @@ if "optimizer_state" in sb and "optimizer_state" not in sa:
     sb.pop("optimizer_state")
 # Settings keys added after BASE (issue 33's schedule and zero-initialised branches): each
 # must hold its default, which is what BASE did.
-# (2026-11-29: Adam's eps, gradient accumulation, attention's scores.)
+# (2026-11-29: Adam's eps, gradient accumulation, attention's scores, the telemetry mode.)
 for key, default in (("lr_schedule", "constant"), ("warmup_steps", 0), ("zero_init_residual", False),
                      ("label_smoothing", 0.0), ("adam_eps", 1e-8), ("grad_accum_steps", 1), ("grad_accum_format", "fp32"),
-                     ("attention_scores", "storage")):
+                     ("attention_scores", "storage"), ("telemetry", "every-step")):
     if key in sb and key not in sa:
         if sb[key] != default:
             print(f"{name}: DIFFERS at record.settings.{key}: {sb[key]!r}, BASE had no such setting")

@@ -928,6 +928,84 @@ private slots:
         qInfo("largest error %.3f of its bound", worst);
     }
 
+    // The input gradient on cuDNN's 16-bit data (PLAB_CUDNN_16=data, or telemetry sampled's
+    // steps between snapshots): dx for a block of samples (n0 = 1, count = 2 of 4) of a 5 -> 7
+    // channel 3x3 convolution on a 6 x 5 plane, against the sum in double of the widened
+    // patterns, dx[ci][r][c] = the sum over co, dr, dc of w[co][ci][dr][dc] dy[co][r - dr +
+    // pad][c - dc + pad]; the same bound as the forward pass's (one rounding into the format
+    // of an fp32 sum of Cout * k * k products). The default backend runs none of the three
+    // passes on cuDNN until a step allows the library's rounding.
+    void convolutionBackwardData16AgreesWithReference_data() { packedOpsAgreeWithCpu_data(); }
+    void convolutionBackwardData16AgreesWithReference()
+    {
+        QFETCH(int, format);
+        const auto f = static_cast<Format>(format);
+        const std::unique_ptr<ComputeBackend> fast = backendWith16("data");
+        QVERIFY(fast != nullptr);
+        const GemmPrecision precision{f, true};
+        if (const QString why = without16BitConvolutions(*fast, precision); !why.isEmpty()) QSKIP(qPrintable(why));
+        QVERIFY(fast->supports(BackendOp::convolutionData16, precision));
+        QVERIFY(!fast->supports(BackendOp::convolution16, precision));   // only what was asked for
+        for (const BackendOp op : {BackendOp::convolution16, BackendOp::convolutionData16, BackendOp::convolutionFilter16}) {
+            QVERIFY(!cuda_->supports(op, precision));
+            cuda_->allowLibraryRounding(true);
+            QVERIFY(cuda_->supports(op, precision));
+            cuda_->allowLibraryRounding(false);
+        }
+
+        const ConvGeometry g{5, 4, 6, 7, 3, 1};   // channels, batch, height, width, kernel, pad
+        const std::int64_t Cout = 7, hw = g.planeSize(), sumLength = Cout * g.kernel * g.kernel, n0 = 1, count = 2;
+        const auto dyCount = static_cast<std::size_t>(Cout * g.batch * hw);
+        const auto wCount = static_cast<std::size_t>(Cout * g.patchSize());
+        const auto [dy, dyw] = roundedPatterns(dyCount, 1603, -2.0f, 2.0f, f);
+        const auto [w, ww] = roundedPatterns(wCount, 1604, -0.5f, 0.5f, f);
+        std::vector<float> dx(static_cast<std::size_t>(g.channels * count * hw), std::nanf(""));
+        {
+            Tensor dDy = packedOn(*fast, dy, f), dW = packedOn(*fast, w, f), dDx = valuesOn(*fast, dx);
+            try {
+                fast->convolutionBackwardData16(g, Cout, dDy.bits16(), n0, count, dW.bits16(), dDx.data(), precision);
+            } catch (const std::runtime_error& e) {
+                QFAIL(e.what());
+            }
+            dx = dDx.toHost();
+        }
+        const int mantissa = f == Format::fp16 ? 10 : 7, leastExponent = f == Format::fp16 ? -24 : -133;
+        const auto ulp = [&](double v) {
+            return std::ldexp(1.0, std::max(leastExponent, v == 0 ? leastExponent : std::ilogb(v) - mantissa));
+        };
+        double worst = 0;
+        for (std::int64_t ci = 0; ci < g.channels; ++ci)
+            for (std::int64_t n = 0; n < count; ++n)
+                for (std::int64_t r = 0; r < g.height; ++r)
+                    for (std::int64_t c = 0; c < g.width; ++c) {
+                        double sum = 0, magnitude = 0;
+                        for (std::int64_t co = 0; co < Cout; ++co)
+                            for (int dr = 0; dr < g.kernel; ++dr)
+                                for (int dc = 0; dc < g.kernel; ++dc) {
+                                    const std::int64_t rr = r - dr + g.pad, cc = c - dc + g.pad;
+                                    if (rr < 0 || rr >= g.height || cc < 0 || cc >= g.width) continue;
+                                    const double product =
+                                        double(ww[static_cast<std::size_t>(((co * g.channels + ci) * g.kernel + dr) *
+                                                                               g.kernel + dc)]) *
+                                        double(dyw[static_cast<std::size_t>(co * g.batch * hw + (n0 + n) * hw +
+                                                                            rr * g.width + cc)]);
+                                    sum += product;
+                                    magnitude += std::fabs(product);
+                                }
+                        const float got = dx[static_cast<std::size_t>(ci * count * hw + n * hw + r * g.width + c)];
+                        QVERIFY2(std::isfinite(got), "an input gradient was not written");
+                        const double error = std::fabs(double(got) - sum);
+                        const double bound = ulp(std::max(std::fabs(sum), std::fabs(double(got)))) +
+                                             double(sumLength) * std::ldexp(magnitude, -22);
+                        worst = std::max(worst, error / bound);
+                        QVERIFY2(error <= bound, qPrintable(QString("dx (%1, %2, %3, %4): %5 against %6 (bound %7)")
+                                                                .arg(ci).arg(n).arg(r).arg(c)
+                                                                .arg(got, 0, 'g', 9).arg(sum, 0, 'g', 9)
+                                                                .arg(bound, 0, 'g', 3)));
+                    }
+        qInfo("largest error %.3f of its bound", worst);
+    }
+
     void packedOpsAgreeWithCpu()
     {
         QFETCH(int, format);

@@ -554,17 +554,20 @@ private slots:
     void cudnn16PassesAreNamed()
     {
         using plab::cuda::cudnn16Passes;
-        const auto is = [](plab::cuda::Cudnn16Passes p, bool forward, bool filter) {
-            return p.forward == forward && p.filter == filter;
+        const auto is = [](plab::cuda::Cudnn16Passes p, bool forward, bool filter, bool data = false) {
+            return p.forward == forward && p.filter == filter && p.data == data;
         };
         QVERIFY(is(cudnn16Passes(nullptr), false, false));
         QVERIFY(is(cudnn16Passes(""), false, false));
         QVERIFY(is(cudnn16Passes("none"), false, false));
         QVERIFY(is(cudnn16Passes("forward"), true, false));
         QVERIFY(is(cudnn16Passes("filter"), false, true));
+        QVERIFY(is(cudnn16Passes("data"), false, false, true));
         QVERIFY(is(cudnn16Passes("forward,filter"), true, true));
         QVERIFY(is(cudnn16Passes("filter,forward"), true, true));
-        for (const char* bad : {"all", "Forward", "forward,", ",filter", "forward,,filter", "forward filter", "none,forward"}) {
+        QVERIFY(is(cudnn16Passes("forward,data,filter"), true, true, true));
+        for (const char* bad : {"all", "Forward", "forward,", ",filter", "forward,,filter", "forward filter", "none,forward",
+                                "Data", "data,"}) {
             try {
                 cudnn16Passes(bad);
                 QFAIL(qPrintable(QString("accepted \"%1\"").arg(bad)));

@@ -314,6 +314,42 @@ private slots:
         QCOMPARE(refused.taps.empty(), preset == "fp32");   // fp32 has no rounding sites
     }
 
+    // Issue 71: a packed convolution whose three passes a 16-bit library runs (the checking
+    // backend's model of cuDNN, at a step that allows it) gives the lowered layer's values
+    // but for the library's one rounding of each forward and input-gradient sum into bf16:
+    // y within a few bf16 roundings of the lowered layer's (the library rounds the sum, the
+    // layer the sum plus bias), dx within one, dw (fp32 sums either way) within fp32's; a
+    // mis-indexed pass would be off by the values themselves. The output's and the input
+    // gradient's sites say a library rounded them; the weight gradient's does not.
+    void packedConvolutionOnALibrary16()
+    {
+        const ScopedPackedStorage on(true);
+        CheckingBackend library(ConvolutionLibrary::none);
+        library.offerConvolution16();
+        library.allowLibraryRounding(true);
+        const ConvStep viaLibrary = convStep(library, "amp-bf16", 3, 4, 6, true);
+        QCOMPARE(library.convolution16Calls(), 3);
+        CheckingBackend lowering(ConvolutionLibrary::none);   // the same products, never the library
+        lowering.offerConvolution16();
+        const ConvStep lowered = convStep(lowering, "amp-bf16", 3, 4, 6, true);
+        QCOMPARE(lowering.convolution16Calls(), 0);
+        for (auto* b : {&library, &lowering}) {
+            for (const auto& v : b->device().violations()) qWarning("%s", v.c_str());
+            QVERIFY(b->device().violations().empty());
+        }
+        QVERIFY(viaLibrary.outputPacked && viaLibrary.gradPacked);
+        const double y = relativeDifference(lowered.y, viaLibrary.y), dx = relativeDifference(lowered.dx, viaLibrary.dx),
+                     dw = relativeDifference(lowered.dw, viaLibrary.dw);
+        QVERIFY2(y > 0 && y <= std::ldexp(1.0, -6), qPrintable(QString::number(y)));   // the extra rounding shows
+        QVERIFY2(dx <= std::ldexp(1.0, -7), qPrintable(QString::number(dx)));
+        QVERIFY2(dw <= 1e-5, qPrintable(QString::number(dw)));
+        QVERIFY(sameBits(lowered.db, viaLibrary.db));
+        for (const auto& [key, tap] : viaLibrary.taps)
+            QCOMPARE(tap.libraryStep, key.kind == TensorKind::activation || key.kind == TensorKind::activationGrad);
+        for (const auto& [key, tap] : lowered.taps) QVERIFY(!tap.libraryStep);
+        QVERIFY(viaLibrary.taps.count({"conv2", TensorKind::activationGrad}) == 1);
+    }
+
     // A packed convolution whose input lowers in several blocks of samples (512 channels:
     // 9 samples of 28 x 28 a block, so batch 20 is 9 + 9 + 2, each block's pieces cutting its
     // samples), and one whose filter gradient's sum is too short for spans (batch 3), give

@@ -451,6 +451,23 @@ private slots:
         const RunRecord shortRead = typed(shortTotals);
         QVERIFY(!evaluateMetric("run_overflow:loss,activation_grad", &shortRead, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("reach step 1 of its 4")), why.c_str());
+        // Issue 71: a site a library rounded first at some steps (telemetry sampled) hides
+        // what underflowed or overflowed there; its totals back no claim, the others do.
+        json sampledTotals = totals;
+        sampledTotals["summary"]["steps"] = 4;
+        sampledTotals["summary"]["run_rounding"][1]["library_steps"] = 3;
+        const RunRecord sampledRead = typed(sampledTotals);
+        QCOMPARE(sampledRead.summary.runRounding[1].librarySteps, std::int64_t{3});
+        QCOMPARE(sampledRead.summary.runRounding[0].librarySteps, std::int64_t{0});
+        QVERIFY(!evaluateMetric("run_overflow:fc1,activation", &sampledRead, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("at 3 steps a library rounded fc1's activation")),
+                 why.c_str());
+        QCOMPARE(evaluateMetric("run_overflow:loss,activation_grad", &sampledRead).value_or(-1.0), 6.0 / 300.0);
+        for (const json& badSteps : {json(5), json(-1), json("three")}) {   // past the run's 4 steps, or no count
+            json bad = sampledTotals;
+            bad["summary"]["run_rounding"][1]["library_steps"] = badSteps;
+            QVERIFY_THROWS_EXCEPTION(InputError, typed(bad));
+        }
         QVERIFY(!evaluateMetric("snapshots_overflow:conv2,activation_grad", &r, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("no activation_grad telemetry for conv2")), why.c_str());
         QVERIFY(!evaluateMetric("snapshot_underflow:loss,activation_grad,25", &r, &why));

@@ -174,11 +174,11 @@ private slots:
         histogram.zeros = 5;
         histogram.nonFinite = 2;
         TelemetryEvent telemetry{2, 512.0, true, {}};
-        LayerTelemetry weights{"fc1", TensorKind::weightGrad, stats, histogram, {}, stats, {}, {}};
+        LayerTelemetry weights{"fc1", TensorKind::weightGrad, stats, histogram, {}, stats, {}, {}, 0};
         weights.update = {40, 6, 1, 2, 3, 30, 4};
         weights.runUpdate = {80, 12, 1, 2, 3, 60, 9};   // gradient accumulation: 60 added, 9 lost
-        LayerTelemetry input{"fc1", TensorKind::activationGrad, stats, histogram, {}, stats, {}, {}};
-        LayerTelemetry quantised{"conv1", TensorKind::quantizedWeight, stats, histogram, {}, stats, {}, {}};
+        LayerTelemetry input{"fc1", TensorKind::activationGrad, stats, histogram, {}, stats, {}, {}, 0};
+        LayerTelemetry quantised{"conv1", TensorKind::quantizedWeight, stats, histogram, {}, stats, {}, {}, 0};
         quantised.scaling = {true, true, true, 0.5f, 3.0f, histogram};
         telemetry.layers = {weights, input, quantised};
         r.apply(telemetry);

@@ -279,6 +279,31 @@ private slots:
         QVERIFY(says(bf16State, "Optimizer state in bf16 beside fp32 master weights"));
     }
 
+    // Issue 71: telemetry every-step (the default) or sampled, read and written back; where
+    // sampled can change nothing (a backend without a convolution library) or no step
+    // takes a snapshot, a notice says so.
+    void telemetryMode()
+    {
+        QCOMPARE(settingsFromJson(json::object(), "test").telemetry, TelemetryMode::everyStep);
+        const TrainSettings cpu = settingsFromJson(json{{"telemetry", "sampled"}}, "test");
+        QCOMPARE(cpu.telemetry, TelemetryMode::sampled);
+        QCOMPARE(settingsToJson(cpu).at("telemetry"), json("sampled"));
+        QVERIFY_THROWS_EXCEPTION(InputError, settingsFromJson(json{{"telemetry", "sometimes"}}, "test"));
+        auto says = [](const TrainSettings& s, const char* what) {
+            for (const auto& n : settingsNotices(s))
+                if (QString::fromStdString(n).contains(QLatin1String(what))) return true;
+            return false;
+        };
+        QVERIFY(says(cpu, "telemetry sampled: the cpu backend has no convolution library"));
+        TrainSettings gpu = cpu;
+        gpu.backend = "cuda";
+        QVERIFY(!says(gpu, "telemetry sampled"));
+        gpu.histogramEvery = 0;
+        QVERIFY(says(gpu, "telemetry sampled with histogram_every 0: no step takes a snapshot"));
+        gpu.telemetry = TelemetryMode::everyStep;
+        QVERIFY(!says(gpu, "telemetry"));
+    }
+
     // Issue 38: update rounding is a switch of the recipe: read, written to the record,
     // named in the description and the comparison's phrase, a change of it said; with fp32
     // weights it is noticed as changing nothing (stochastic) or being meant for 16 bits.
@@ -415,6 +440,7 @@ private slots:
             {"optimizer_state", {"auto", "fp32", "bf16", "fp16"}},
             {"update_rounding", {"nearest", "stochastic", "kahan"}},
             {"attention_scores", {"storage", "fp32"}},
+            {"telemetry", {"every-step", "sampled"}},
             {"fp8_format", {"hybrid", "e4m3"}},
             {"mx_scale", {"floor", "ceil"}},
             {"amax_algorithm", {"max", "most_recent"}},

@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "test_support.h"
 #include "nn/layer_ops.h"
+#include "record/record_writer.h"
 #include "train/trainer.h"
 
 #include <QTest>
@@ -353,6 +354,97 @@ private slots:
         else   // forward and backward of every step, and the evaluations
             QVERIFY2(checked.fp8Products >= 4 * 3 * 3, qPrintable(QString::number(checked.fp8Products)));
         compareWithCpu(placed, cpuReference(s, withoutWorkspace, false));
+    }
+
+    // Telemetry sampled (issue 71): a step that takes no snapshot hands the packed
+    // convolutions (forward, input and filter gradients) to the backend's 16-bit library (the
+    // checking backend's model of cuDNN, offerConvolution16), a snapshot step never does, and
+    // the run totals say at how many steps each site was rounded so; every-step hands it
+    // nothing, on the same backend.
+    void sampledTelemetryLeavesTheLibraryTheStepsBetweenSnapshots()
+    {
+        const ScopedPackedStorage packed(true);   // the library takes packed patterns
+        TrainSettings s = settingsFromJson(json{{"model", "small-cnn"}, {"widths", {4, 8}}, {"recipe", "amp-bf16"},
+                                                {"batch", 16}, {"epochs", 1}, {"histogram_every", 3},
+                                                {"threads", 2}, {"arithmetic", "exact"}},
+                                           "test");
+        // 96 images, batch 16: steps 1 to 6, snapshots at 1, 3 and 6.
+        const std::vector<std::int64_t> withoutSnapshot = {2, 4, 5};
+        std::vector<float> losses[2];
+        for (const TelemetryMode mode : {TelemetryMode::everyStep, TelemetryMode::sampled}) {
+            const bool sampled = mode == TelemetryMode::sampled;
+            s.telemetry = mode;
+            TrackingAllocator device;
+            CheckingBackend* backend = nullptr;
+            std::vector<std::int64_t> libraryStepsSeen;   // steps during which the library ran
+            int callsBefore = 0;
+            TelemetryEvent last;
+            RunRecorder recorder({}, s, data_);
+            Trainer trainer(
+                s, data_,
+                [&](const TrainerEvent& e) {
+                    recorder.onEvent(e);
+                    if (const auto* step = std::get_if<StepEvent>(&e)) {
+                        losses[sampled].push_back(step->loss);
+                        if (backend->convolution16Calls() > callsBefore) libraryStepsSeen.push_back(step->step);
+                        callsBefore = backend->convolution16Calls();
+                    } else if (const auto* t = std::get_if<TelemetryEvent>(&e)) {
+                        last = *t;
+                    }
+                },
+                [&](const TrainSettings&) {
+                    auto b = std::make_unique<CheckingBackend>(ConvolutionLibrary::none, &device);
+                    b->offerConvolution16();
+                    backend = b.get();
+                    return b;
+                });
+            const RunResult result = trainer.run();
+            QVERIFY2(result.status == RunStatus::completed, result.message.c_str());
+            QCOMPARE(result.steps, std::int64_t{6});
+            for (const auto& v : device.violations()) qWarning("%s", v.c_str());
+            QVERIFY(device.violations().empty());
+            QCOMPARE(libraryStepsSeen, sampled ? withoutSnapshot : std::vector<std::int64_t>{});
+            // conv2's output and input gradient (its input packed; conv1's is the images) were
+            // rounded by the library at those three steps; no site at any other (the filter
+            // gradient's library sums are fp32, rounded by the lab).
+            int sites = 0;
+            for (const LayerTelemetry& l : last.layers) {
+                const bool library = sampled && l.layer == "conv2" &&
+                                     (l.kind == TensorKind::activation || l.kind == TensorKind::activationGrad);
+                QCOMPARE(l.runLibrarySteps, library ? std::int64_t{3} : std::int64_t{0});
+                sites += library;
+            }
+            QCOMPARE(sites, sampled ? 2 : 0);
+            // The record: settings.telemetry, and library_steps on that site's run totals only.
+            recorder.finish(result);
+            const json record = recorder.recordJson();
+            QVERIFY(record["settings"]["telemetry"] == json(sampled ? "sampled" : "every-step"));
+            int written = 0;
+            for (const json& site : record["summary"]["run_rounding"])
+                if (site.contains("library_steps")) {
+                    QVERIFY(site["layer"] == json("conv2"));
+                    QVERIFY(site["kind"] == json("activation") || site["kind"] == json("activation_grad"));
+                    QVERIFY(site["library_steps"] == json(3));
+                    ++written;
+                }
+            QCOMPARE(written, sampled ? 2 : 0);
+        }
+        // Step 1 took a snapshot in both runs: the lab's own arithmetic, bit for bit.
+        QCOMPARE(losses[0].size(), std::size_t{6});
+        QCOMPARE(losses[1].size(), std::size_t{6});
+        QCOMPARE(bits(losses[1][0]), bits(losses[0][0]));
+        for (float loss : losses[1]) QVERIFY(std::isfinite(loss));
+    }
+
+    // The CPU backend has no convolution library: under telemetry sampled every event of a
+    // run (losses, counts, snapshots, run totals) is every-step's, bit for bit.
+    void sampledTelemetryOnTheCpuIsEveryStep()
+    {
+        TrainSettings s = placementRun("small-cnn", "adam");
+        s.histogramEvery = 3;
+        const Trace every = train(s, data_, nullptr, ConvolutionLibrary::none, false, nullptr, false);
+        s.telemetry = TelemetryMode::sampled;
+        compareWithCpu(train(s, data_, nullptr, ConvolutionLibrary::none, false, nullptr, false), every);
     }
 
 private:

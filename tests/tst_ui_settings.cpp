@@ -98,7 +98,8 @@ private slots:
             {"lr", "lrEdit"},                  {"lr_schedule", "lrScheduleCombo"}, {"warmup_steps", "warmupStepsEdit"},
             {"label_smoothing", "labelSmoothingEdit"}, {"zero_init_residual", "zeroInitResidualCheck"},
             {"batch", "batchEdit"},            {"grad_accum_steps", "gradAccumStepsEdit"},
-            {"grad_accum_format", "gradAccumFormatCombo"},
+            {"grad_accum_format", "gradAccumFormatCombo"}, {"attention_scores", "attentionScoresCombo"},
+            {"telemetry", "telemetryCombo"},
         };
         // The keys a run takes at its next step, as the live hint says: precision, loss
         // scaling, batch size and learning rate.

@@ -213,6 +213,12 @@ void SettingsPanel::buildUi()
            "Here, bf16 — %1; fp16 — %2.")
             .arg(QString::fromStdString(cpuArithmeticFor(Arithmetic::hardware, {Format::bf16, true})),
                  QString::fromStdString(cpuArithmeticFor(Arithmetic::hardware, {Format::fp16, true}))));
+    telemetry_ = combo("telemetryCombo", choicesOf("telemetry"));
+    telemetry_->setToolTip(
+        tr("Every step: the lab rounds and counts every 16-bit result at every step. Sampled: between the "
+           "telemetry snapshots a GPU runs the 16-bit convolutions on cuDNN, which rounds their sums itself where "
+           "no count sees it (faster, as PyTorch runs them); the snapshot steps are counted whole. The CPU counts "
+           "every step either way."));
 
     auto* layout = new QVBoxLayout(this);
     // Each setting's control under its row's group and title (train/settings.h), in the
@@ -239,6 +245,7 @@ void SettingsPanel::buildUi()
         {"init_weights", nullptr, weightsRow},
         {"backend", backend_},
         {"arithmetic", arithmetic_},
+        {"telemetry", telemetry_},
         {"recipe", nullptr, presetRow},
         {"compute", compute_},
         {"quantize", quantize_},
@@ -332,7 +339,7 @@ void SettingsPanel::buildUi()
         commitLiveEdit();
     };
     for (QComboBox* c : {dataset_, compute_, quantize_, fp8Formats_, mxScale_, optimizerState_, updateRounding_, optimizer_, backend_,
-                          arithmetic_, lrSchedule_, gradAccumFormat_, attentionScores_})
+                          arithmetic_, telemetry_, lrSchedule_, gradAccumFormat_, attentionScores_})
         connect(c, &QComboBox::currentIndexChanged, this, onChoice);
     connect(model_, &QComboBox::currentIndexChanged, this, [this, onChoice] {
         if (!filling_) {
@@ -455,6 +462,7 @@ void SettingsPanel::setSettings(const TrainSettings& given)
     initWeights_->setText(QString::fromStdString(s.initWeights));
     selectData(backend_, QString::fromStdString(s.backend));
     selectData(arithmetic_, QString::fromLatin1(arithmeticName(s.arithmetic).data()));
+    selectData(telemetry_, QString::fromLatin1(telemetryModeName(s.telemetry).data()));
     filling_ = false;
     readControls();
 }
@@ -589,6 +597,7 @@ void SettingsPanel::readControls()
     s.zeroInitResidual = zeroInitResidual_->isChecked();
     s.backend = dataOf(backend_).toStdString();
     s.arithmetic = parseArithmetic(dataOf(arithmetic_).toStdString()).value_or(Arithmetic::hardware);
+    s.telemetry = dataOf(telemetry_) == QLatin1String("sampled") ? TelemetryMode::sampled : TelemetryMode::everyStep;
     if (problem.isEmpty()) {
         const auto lr = parseNumberText(lr_->text());
         if (!lr)

@@ -112,6 +112,7 @@ private:
     QLineEdit* seed_;
     QLineEdit* threads_;             // the run's CPU threads
     QComboBox* arithmetic_;         // the CPU's 16-bit products: hardware or exact
+    QComboBox* telemetry_;          // every-step or sampled (TelemetryMode)
     QLineEdit* initWeights_;        // a safetensors file; empty: random weights from the seed
     QPushButton* browseWeights_;
     QComboBox* backend_;

@@ -182,11 +182,17 @@ enum class BackendOp : std::uint8_t {
     // no FP8). Elsewhere the layers widen packed operands into fp32 for gemm.
     gemm16,
     // convolutionForward16 of this precision: a convolution library that convolves 16-bit
-    // patterns itself (cuDNN, PLAB_CUDNN_16=forward), rounding each output's fp32 sum into
+    // patterns itself (cuDNN, PLAB_CUDNN_16=forward, or on the steps allowLibraryRounding
+    // allows), rounding each output's fp32 sum into
     // the compute format before handing it back (as PyTorch's autocast convolutions do), so
     // the layer's bias and its one counted rounding come after a rounding it cannot see.
     convolution16,
-    // convolutionBackwardFilter16 of this precision (PLAB_CUDNN_16=filter on CUDA): fp32 sums
+    // convolutionBackwardData16 of this precision (PLAB_CUDNN_16=data on CUDA, or on the steps
+    // allowLibraryRounding allows): the input gradient's fp32 sums rounded by the library
+    // into the compute format, as convolution16's.
+    convolutionData16,
+    // convolutionBackwardFilter16 of this precision (PLAB_CUDNN_16=filter on CUDA, or on the
+    // steps allowLibraryRounding allows): fp32 sums
     // of the 16-bit products into an fp32 result, in the library's order; no 16-bit rounding.
     convolutionFilter16,
     // The vision transformer's ops (nn/transformer.h).
@@ -381,6 +387,13 @@ public:
     // Delivers every pending result written through host counter pointers (a backend may
     // hold them back until here; see the lifetime rule at the top of this file).
     virtual void flush() {}
+    // Whether the steps from here on may hand 16-bit passes to a library that rounds its fp32
+    // sums into the compute format itself, where no tap sees that rounding: telemetry
+    // sampled's steps between snapshots (TrainSettings::telemetry). False, as at the start:
+    // the lab rounds, and counts, every 16-bit result. It allows, not forces: supports
+    // (convolution16, convolutionData16, convolutionFilter16) says what the backend then does. A backend without
+    // such a library ignores it.
+    virtual void allowLibraryRounding(bool /*allowed*/) {}
     // The device's memory, where the backend has a device. Used counts what the device
     // reports, every process included (CUDA: blocks this backend keeps cached count as used
     // while it lives, and are given back when it is destroyed).
@@ -536,6 +549,16 @@ public:
                                       float* /*y*/, GemmPrecision)
     {
         refusePackedOp("convolutionForward16");
+    }
+    // dx (C, count * H * W), fp32 = the widened library result for samples n0..n0+count of
+    // the input gradient of the packed dy (Cout, N, H, W) through the packed w (Cout, C, k, k),
+    // 16-bit patterns of precision.compute. Only where supports(BackendOp::convolutionData16,
+    // precision); throws when the library has no way to run the shape.
+    virtual void convolutionBackwardData16(const ConvGeometry&, std::int64_t /*outChannels*/,
+                                           const std::uint16_t* /*dy*/, std::int64_t /*n0*/, std::int64_t /*count*/,
+                                           const std::uint16_t* /*w*/, float* /*dx*/, GemmPrecision)
+    {
+        refusePackedOp("convolutionBackwardData16");
     }
     // dw (Cout, C, k, k), fp32 = beta * dw + the sum over samples n0..n0+count of dy (the
     // packed (Cout, N, H, W) gradient) times the shifted packed x (C, N, H, W); beta 0 or 1.
@@ -693,8 +716,9 @@ BackendInfo probeCudaPluginFile(const std::string& path);
 // 14: gemmCut, gemmPieces, col2im's colsLd; 15: gradientSweep's SweepSquares; 16: convolves16,
 // convolutionForward16, convolvesFilter16, convolutionBackwardFilter16; 17: holdsFp8Codes,
 // quantizeToCodes, quantize16ToCodes, amax16, decodeFp8, im2colFp8; 18: quantize16;
-// 19: supports(BackendOp) in place of the eight boolean queries.
-inline constexpr int kCudaPluginAbiVersion = 19;
+// 19: supports(BackendOp) in place of the eight boolean queries; 20: allowLibraryRounding,
+// BackendOp::convolutionData16, convolutionBackwardData16.
+inline constexpr int kCudaPluginAbiVersion = 20;
 
 }  // namespace plab
 

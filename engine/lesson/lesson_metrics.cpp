@@ -454,6 +454,12 @@ std::optional<double> evaluateMetric(std::string_view metric, const RunRecord* r
             if (why) *why = "no " + a[1] + " values of " + a[0] + " were rounded in this run";
             return std::nullopt;
         }
+        if (totals->librarySteps > 0) {
+            if (why)
+                *why = "at " + std::to_string(totals->librarySteps) + " steps a library rounded " + a[0] + "'s " + a[1] +
+                       " values first, uncounted (telemetry sampled): its totals hide what underflowed or overflowed there";
+            return std::nullopt;
+        }
         const auto share = name == "run_underflow" ? underflowShare(totals->stats) : overflowShare(totals->stats);
         if (!share && why) *why = "no nonzero finite " + a[1] + " values of " + a[0] + " in the run";
         return share;

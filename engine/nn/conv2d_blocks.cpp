@@ -59,6 +59,7 @@ void Conv2d::forwardPacked(StepContext& ctx, const StepPrecision& p)
                       multiplies16_, NewElements::undefined);
     Tensor& result = workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     const auto sink = tapSink(ctx, name(), TensorKind::activation);
+    if (library16 && ctx.telemetry) ctx.telemetry->libraryRounded(name(), TensorKind::activation);
     for (std::int64_t i = 0; i < samples.count; ++i) {
         const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
         if (library16) {
@@ -345,6 +346,11 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
     const GemmPrecision dataGemm = layerGemm(p, scalers_, OperandRole::weight, OperandRole::gradOutput);
     // Native 16-bit products read dY's patterns where they are (and the step's weight patterns).
     const bool patterns = readsPatterns(ctx, dataGemm, p, f);
+    // A library that convolves the patterns itself (cuDNN, asked for, or at telemetry
+    // sampled's steps between snapshots) lowers nothing: its results, rounded into the
+    // compute format by the library, are widened into the block's sums, which the layer
+    // rounds (exactly, where the storage format is the compute format) and counts as any.
+    const bool library16 = patterns && ctx.backend->supports(BackendOp::convolutionData16, dataGemm);
     if (!patterns && sumsDependOnCut(ctx, dataGemm, K, N * hw, outChannels_)) {
         inputGradientInPieces(ctx, p, dataGemm, dY);
         return;
@@ -356,12 +362,23 @@ void Conv2d::inputGradientPacked(StepContext& ctx, const StepPrecision& p, const
                                         hw,
                                     leastSamples(hw, K * outChannels_), deviceGranule(ctx, hw * 2));
     const std::int64_t widest = samples.largest() * hw;
-    prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
+    if (library16)
+        cols_.discard();
+    else
+        prepareTensor(cols_, {K, widest}, Format::fp32, ctx, MemoryCategory::workspace, false, NewElements::undefined);
     Tensor* dYBlock = patterns ? nullptr : &workBuffer(ctx, 0, {outChannels_, widest}, ownWork_[0]);
     Tensor& sums = workBuffer(ctx, 1, {C, widest}, ownWork_[1]);
     const auto sink = tapSink(ctx, name(), TensorKind::activationGrad);
+    if (library16 && ctx.telemetry) ctx.telemetry->libraryRounded(name(), TensorKind::activationGrad);
     for (std::int64_t i = 0; i < samples.count; ++i) {
         const std::int64_t n0 = samples.begin(i), count = samples.begin(i + 1) - n0, columns = count * hw;
+        if (library16) {
+            ctx.backend->convolutionBackwardData16(g, outChannels_, dYBits, n0, count, weightPatterns_.bits16(),
+                                                   sums.data(), dataGemm);
+            ctx.backend->roundTo16(p.storage, sums.data(), columns, gradInput_.bits16() + n0 * hw, N * hw, C, columns,
+                                   sink.stats, sink.hist);
+            continue;
+        }
         if (patterns) {
             ctx.backend->gemm16(Transpose::yes, Transpose::no, K, columns, outChannels_, weightPatterns_.bits16(), K,
                                 dYBits + n0 * hw, N * hw, 0.0f, cols_.data(), columns, dataGemm);

@@ -186,7 +186,7 @@ void RunRecord::apply(const TrainerEvent& event)
         std::map<std::string, LayerFractions> byLayer;
         summary.runRounding.clear();
         for (const LayerTelemetry& l : e->layers) {
-            if (l.runStats.count > 0) summary.runRounding.push_back({l.layer, l.kind, l.runStats});
+            if (l.runStats.count > 0) summary.runRounding.push_back({l.layer, l.kind, l.runStats, l.runLibrarySteps});
             if (l.kind != TensorKind::weightGrad && l.kind != TensorKind::activationGrad) continue;
             LayerFractions& f = byLayer[l.layer];
             f.layer = l.layer;

@@ -93,6 +93,10 @@ struct RecordedSummary {
         std::string layer;
         TensorKind kind = TensorKind::activation;
         RoundingStats stats;
+        // Steps at which a library rounded the site's values first, uncounted (telemetry
+        // sampled; record key library_steps, written where not 0): its underflow there is
+        // among zeros_in, its overflow among inf_in.
+        std::int64_t librarySteps = 0;
         bool operator==(const SiteTotals&) const = default;
     };
     bool hasRunRounding = false;

@@ -284,9 +284,12 @@ json summaryToJson(const RecordedSummary& s)
     // theirs): what overflowed at a step no snapshot fell on is there too.
     if (s.hasRunRounding) {
         json sites = json::array();
-        for (const auto& t : s.runRounding)
-            sites.push_back({{"layer", t.layer}, {"kind", std::string(tensorKindName(t.kind))},
-                             {"stats", roundingStatsToJson(t.stats)}});
+        for (const auto& t : s.runRounding) {
+            json site = {{"layer", t.layer}, {"kind", std::string(tensorKindName(t.kind))},
+                         {"stats", roundingStatsToJson(t.stats)}};
+            if (t.librarySteps > 0) site["library_steps"] = t.librarySteps;
+            sites.push_back(std::move(site));
+        }
         j["run_rounding"] = std::move(sites);
         j["run_rounding_through_step"] = s.runRoundingThroughStep;
     }
@@ -364,6 +367,7 @@ void readSummary(const json& s, RecordedSummary& out)
                                      " values rounded");
                 left -= part;
             }
+            t.librarySteps = whole(e, "library_steps", at, 0, 0, out.steps);
             if (!sites.insert(t.layer + ' ' + std::string(tensorKindName(t.kind))).second)
                 throw InputError(at.text() + ": " + t.layer + " " + std::string(tensorKindName(t.kind)) +
                                  " is listed twice");

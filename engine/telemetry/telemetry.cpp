@@ -39,6 +39,7 @@ void TelemetryCollector::beginStep(bool histogramStep)
         tap.step = {};
         tap.histogram = {};
         tap.scaling = {};
+        tap.libraryStep = false;
     }
 }
 
@@ -53,9 +54,18 @@ TelemetryCollector::Sink TelemetryCollector::sink(std::string_view layer, Tensor
     return {&tap.step, histogramStep_ ? &tap.histogram : nullptr, &tap.scaling};
 }
 
+void TelemetryCollector::libraryRounded(std::string_view layer, TensorKind kind)
+{
+    sink(layer, kind);
+    taps_.find(TapKey{std::string(layer), kind})->second.libraryStep = true;
+}
+
 void TelemetryCollector::endStep()
 {
-    for (auto& [key, tap] : taps_) tap.run += tap.step;
+    for (auto& [key, tap] : taps_) {
+        tap.run += tap.step;
+        if (tap.libraryStep) ++tap.libraryStepsRun;
+    }
 }
 
 }  // namespace plab

@@ -49,6 +49,11 @@ struct TapData {
     GradientHistogram histogram;   // this step, filled only on histogram steps
     TensorScaling scaling;         // this step, quantised kinds only
     std::uint64_t lastSunk = 0;    // the collector's step count when a site last asked for it
+    // A library rounded the site's values into 16 bits before the lab's counted rounding, out
+    // of any tap's sight (telemetry sampled): at this step, and at how many steps of the run.
+    // There its underflow shows as zeros coming in and its overflow as infs coming in.
+    bool libraryStep = false;
+    std::uint64_t libraryStepsRun = 0;
 };
 
 class TelemetryCollector {
@@ -66,6 +71,8 @@ public:
         TensorScaling* scaling = nullptr;
     };
     Sink sink(std::string_view layer, TensorKind kind);
+    // Marks the site's values of this step as rounded by a library first (TapData::libraryStep).
+    void libraryRounded(std::string_view layer, TensorKind kind);
 
     // Folds this step's counts into the run totals (called once per step by the trainer).
     void endStep();

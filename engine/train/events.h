@@ -116,6 +116,7 @@ struct LayerTelemetry {
     RoundingStats runStats;            // accumulated over the run so far
     TensorScaling scaling;             // quantised kinds: this step's scale (block scales on histogram steps)
     UpdateCounts runUpdate;            // weight_grad only: over the run so far
+    std::int64_t runLibrarySteps = 0;  // steps at which a library rounded first (TapData::libraryStepsRun)
     bool operator==(const LayerTelemetry&) const = default;
 };
 

@@ -448,6 +448,16 @@ const std::vector<KeyRule>& keyRules()
           "Telemetry snapshot every N steps (0: never)", SettingRole::observes},
          [](const Reader& r, TrainSettings& s) { s.histogramEvery = whole<int>(r, "histogram_every"); },
          [](const TrainSettings& s) { return json(s.histogramEvery); }},
+        {{"telemetry", T::text, "Telemetry", G::modelAndData, false, {},
+          {{"every-step", "Every step", "the lab rounds and counts every 16-bit result at every step"},
+           {"sampled", "Sampled (GPU: cuDNN between snapshots)",
+            "between the snapshot steps a GPU may run the 16-bit convolutions on cuDNN, whose own rounding no tap "
+            "sees; the CPU counts every step either way"}},
+          "How much of each step the telemetry counts"},
+         [](const Reader& r, TrainSettings& s) {
+             s.telemetry = r.text("telemetry") == "sampled" ? TelemetryMode::sampled : TelemetryMode::everyStep;
+         },
+         [](const TrainSettings& s) { return json(std::string(telemetryModeName(s.telemetry))); }},
         {{"eval_every", T::integer, "Evaluate every", G::run, false, wholes(0, 1'000'000'000), {},
           "Also evaluate every N steps (0: per epoch only)", SettingRole::observes},
          [](const Reader& r, TrainSettings& s) { s.evalEvery = whole<int>(r, "eval_every"); },
@@ -520,6 +530,11 @@ const std::vector<SettingKey>& settingKeys()
         return out;
     }();
     return keys;
+}
+
+std::string_view telemetryModeName(TelemetryMode m)
+{
+    return m == TelemetryMode::sampled ? "sampled" : "every-step";
 }
 
 std::string_view settingGroupTitle(SettingGroup g)

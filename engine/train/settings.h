@@ -21,6 +21,17 @@
 
 namespace plab {
 
+// How much of each training step the telemetry counts (docs/CUDA.md "Telemetry modes").
+// everyStep: the lab rounds every 16-bit result itself and counts every rounding at every
+// step. sampled: on the steps that take no snapshot (histogram_every's), a backend with a
+// convolution library may hand the 16-bit passes to it, which rounds its fp32 sums into
+// the compute format where no tap sees them (as PyTorch's autocast convolutions do); the
+// run's totals then say at how many steps each site was so rounded (run_rounding's
+// library_steps). A backend without such a library (the CPU's) rounds and counts every
+// step either way.
+enum class TelemetryMode : std::uint8_t { everyStep, sampled };
+std::string_view telemetryModeName(TelemetryMode m);   // "every-step", "sampled"
+
 struct TrainSettings {
     ModelSpec model;                  // "small-cnn" by default
     PrecisionRecipe recipe;           // from a preset plus switch overrides
@@ -41,6 +52,7 @@ struct TrainSettings {
     std::string dataDir;              // empty: defaultDataDir()
     int threads = 2;
     int histogramEvery = 50;          // telemetry snapshot every N steps (0: never)
+    TelemetryMode telemetry = TelemetryMode::everyStep;
     int evalEvery = 0;                // extra evaluations every N steps (0: per epoch only)
     int divergenceSteps = 10;         // K consecutive non-finite losses end the run as diverged
     // Gradient accumulation: the batch split into this many micro-batches (1: none), their

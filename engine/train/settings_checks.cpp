@@ -31,6 +31,12 @@ std::vector<std::string> settingsNotices(const TrainSettings& s)
         out.push_back("attention_scores fp32: model " + s.model.kind + " has no attention (only " + alternatives(with) +
                       " has), so nothing changes");
     }
+    if (s.telemetry == TelemetryMode::sampled && s.backend != "cuda")
+        out.push_back("telemetry sampled: the " + s.backend + " backend has no convolution library, so it rounds and "
+                      "counts every step as every-step does");
+    else if (s.telemetry == TelemetryMode::sampled && s.histogramEvery == 0)
+        out.push_back("telemetry sampled with histogram_every 0: no step takes a snapshot, so the 16-bit "
+                      "convolutions' own rounding is never counted");
     if (s.optimizer.kind != "adam") return out;
     const Format state = s.recipe.optimizerStateFormat();
     const std::string name(formatName(state));

@@ -185,6 +185,10 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
     st.memory.enterPhase(MemoryPhase::training);
     const bool histogramStep = settings_.histogramEvery > 0 && (st.step == 1 || st.step % settings_.histogramEvery == 0);
     st.telemetry.beginStep(histogramStep);
+    // Telemetry sampled: a step that takes no snapshot may leave the 16-bit convolutions'
+    // rounding to the backend's library (TelemetryMode); evaluation never does.
+    const bool sampled = settings_.telemetry == TelemetryMode::sampled;
+    if (sampled) st.backend->allowLibraryRounding(!histogramStep);
 
     // Forward and backward, the loss multiplied by the scale (in micro-batches, their
     // gradients summed, where the settings accumulate).
@@ -217,6 +221,7 @@ float Trainer::trainOneStep(State& st, const std::uint32_t* indices, std::int64_
 
     // Telemetry: the step's rounding and update counts are complete after the flush.
     st.backend->flush();
+    if (sampled) st.backend->allowLibraryRounding(false);
     st.telemetry.endStep();
     st.foldedStep = st.step;
     countUpdates(st);
@@ -420,6 +425,7 @@ RunResult Trainer::runOrThrow(State& st)
             // them as the last step's) and its entry in the batches written.
             const std::int64_t abandoned = st.step;
             st.step = st.foldedStep;
+            st.backend->allowLibraryRounding(false);
             if (abandoned != st.step) {
                 st.telemetry.beginStep(false);
                 if (!settings_.writeBatches.empty() && !st.batchLog.empty()) st.batchLog.pop_back();

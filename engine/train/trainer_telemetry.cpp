@@ -23,6 +23,7 @@ void Trainer::emitTelemetry(State& st, double lossScale, bool withHistograms)
         lt.stats = tap.step;
         if (withHistograms) lt.histogram = tap.histogram;
         lt.runStats = tap.run;
+        lt.runLibrarySteps = static_cast<std::int64_t>(tap.libraryStepsRun);
         lt.scaling = tap.scaling;
         if (!withHistograms) lt.scaling.blockScales = {};
         if (key.kind == TensorKind::weightGrad) {

@@ -4,6 +4,7 @@
 #include "checking_backend.h"
 
 #include "numerics/minifloat.h"
+#include "numerics/storage_convert.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -580,7 +581,18 @@ void CheckingBackend::gemm16(Transpose ta, Transpose tb, std::int64_t M, std::in
     need16(B, bT ? spanOf(N, K, ldb) : spanOf(K, N, ldb), "gemm16 B");
     need(C, spanOf(M, N, ldc), "gemm16 C");
     const HostAccess access(device_);
-    cpu_->gemm16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
+    if (cpu_->supports(BackendOp::gemm16, p)) {
+        cpu_->gemm16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, p);
+        return;
+    }
+    // gemm16's contract: gemm's products and sums on the widened patterns.
+    const std::int64_t aRows = aT ? K : M, aCols = aT ? M : K, bRows = bT ? N : K, bCols = bT ? K : N;
+    std::vector<float> a(static_cast<std::size_t>(aRows * aCols)), b(static_cast<std::size_t>(bRows * bCols));
+    for (std::int64_t r = 0; r < aRows; ++r)
+        widenArray(p.compute, A + r * lda, a.data() + r * aCols, static_cast<std::size_t>(aCols));
+    for (std::int64_t r = 0; r < bRows; ++r)
+        widenArray(p.compute, B + r * ldb, b.data() + r * bCols, static_cast<std::size_t>(bCols));
+    cpu_->gemm(ta, tb, M, N, K, a.data(), aCols, b.data(), bCols, beta, C, ldc, p);
 }
 
 void CheckingBackend::relu(float* x, std::int64_t n)

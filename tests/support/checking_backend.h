@@ -132,14 +132,27 @@ public:
     // for a device that lacks a format).
     void setCapabilities(BackendCapabilities c) { info_.capabilities = std::move(c); }
 
+    // A library that convolves 16-bit patterns, as the CUDA backend's cuDNN does: run only
+    // on the steps allowLibraryRounding allows (telemetry sampled), its sums in double, the
+    // forward pass's and the input gradient's each rounded once into the compute format
+    // before it is handed back, the filter gradient's into fp32. With
+    // it, gemm16 runs on every CPU (the patterns widened where the CPU has no native units),
+    // so that the packed layers reach the library on any machine.
+    void offerConvolution16() { offers16_ = true; }
+    void allowLibraryRounding(bool allowed) override { libraryAllowed_ = allowed; }
+    int convolution16Calls() const { return convolution16Calls_; }   // of the three passes
+
     const BackendInfo& info() const override { return info_; }
     // Packed tensors and gemm16 as the CPU backend it checks against, the transformer's ops;
     // not FP8 codes, not packing by default, no packed updates, no convolution library.
     bool supports(BackendOp op, const GemmPrecision& p = {}) const override
     {
         switch (op) {
-        case BackendOp::packedTensors:
-        case BackendOp::gemm16: return cpu_->supports(op, p);
+        case BackendOp::packedTensors: return cpu_->supports(op, p);
+        case BackendOp::gemm16: return offers16_ ? sixteenBit(p) : cpu_->supports(op, p);
+        case BackendOp::convolution16:
+        case BackendOp::convolutionData16:
+        case BackendOp::convolutionFilter16: return offers16_ && libraryAllowed_ && sixteenBit(p);
         case BackendOp::transformer: return true;
         default: return false;
         }
@@ -216,6 +229,14 @@ public:
     void gemm16(Transpose ta, Transpose tb, std::int64_t M, std::int64_t N, std::int64_t K, const std::uint16_t* A,
                 std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                 GemmPrecision p) override;
+    void convolutionForward16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x, std::int64_t n0,
+                              std::int64_t count, const std::uint16_t* w, float* y, GemmPrecision p) override;
+    void convolutionBackwardData16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* dy,
+                                   std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* dx,
+                                   GemmPrecision p) override;
+    void convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
+                                     const std::uint16_t* dy, std::int64_t n0, std::int64_t count, float beta, float* dw,
+                                     GemmPrecision p) override;
     void patchify(const float* images, std::int64_t N, std::int64_t side, std::int64_t patch, float* out) override;
     void addPeriodic(float* x, std::int64_t n, const float* add, std::int64_t period) override;
     void sumPeriodic(const float* x, std::int64_t n, std::int64_t period, float* out) override;
@@ -270,6 +291,10 @@ private:
     template <typename Counts>
     void deliver(Pending<Counts>& pending, const char* what);
 
+    static bool sixteenBit(const GemmPrecision& p) { return !p.fp8() && packable16(p.compute) && p.fp32Accumulate; }
+    // Checks a 16-bit library call's pointers and that it was allowed (reported if not);
+    // true when it may run.
+    bool acceptConvolution16(BackendOp op, const GemmPrecision& p, const char* name);
     // Counts a library convolution as run or as refused; true when it runs.
     bool acceptLibraryCall(bool refuse);
     // For FP8 operands (p.fp8()): counts the product and checks both operands, each a
@@ -286,6 +311,8 @@ private:
     int libraryRefusals_ = 0;
     int fp8Products_ = 0;
     int packedCalls_ = 0;
+    bool offers16_ = false, libraryAllowed_ = false;
+    int convolution16Calls_ = 0;
     std::vector<float> lowered_;   // the "library's" own workspace (host memory, as cuDNN's is its own)
     std::unique_ptr<TrackingAllocator> ownDevice_;
     TrackingAllocator& device_;

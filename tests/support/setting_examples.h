@@ -22,6 +22,7 @@ inline const nlohmann::json& settingExamples()
         {"fp32_accumulate", false},
         {"fp32_sensitive_ops", false},
         {"attention_scores", "fp32"},
+        {"telemetry", "sampled"},
         {"loss_scale", "static:8"},
         {"init_scale", 1024.0},
         {"growth_factor", 4.0},

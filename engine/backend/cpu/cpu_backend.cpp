@@ -139,6 +139,7 @@ public:
         case BackendOp::packedUpdates: return true;
         case BackendOp::gemm16: return runsNatively(precision) && !precision.fp8();
         case BackendOp::convolution16:
+        case BackendOp::convolutionData16:
         case BackendOp::convolutionFilter16: return false;
         }
         return false;

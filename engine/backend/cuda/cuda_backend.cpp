@@ -82,6 +82,9 @@ CudaBackend::CudaBackend(int device)
     if (cudnn16_.forward)
         info_.versions.push_back("packed forward convolutions: cuDNN on 16-bit NHWC data (PLAB_CUDNN_16), "
                                  "each sum rounded into the format by cuDNN before the bias");
+    if (cudnn16_.data)
+        info_.versions.push_back("packed input gradients: cuDNN on 16-bit NHWC data (PLAB_CUDNN_16), each sum "
+                                 "rounded into the format by cuDNN");
     if (cudnn16_.filter)
         info_.versions.push_back("packed filter gradients: cuDNN on 16-bit NHWC data (PLAB_CUDNN_16), fp32 sums "
                                  "and an fp32 result");
@@ -197,6 +200,7 @@ bool CudaBackend::supports(BackendOp op, const GemmPrecision& precision) const
     case BackendOp::transformer: return true;
     case BackendOp::gemm16: return multiplies16(precision);
     case BackendOp::convolution16: return convolves16(precision);
+    case BackendOp::convolutionData16: return convolvesData16(precision);
     case BackendOp::convolutionFilter16: return convolvesFilter16(precision);
     case BackendOp::packedUpdates: return false;
     }
@@ -205,12 +209,20 @@ bool CudaBackend::supports(BackendOp op, const GemmPrecision& precision) const
 
 bool CudaBackend::convolves16(const GemmPrecision& precision) const
 {
-    return cudnn16_.forward && sixteenBitOperands(*this, precision);
+    return (cudnn16_.forward || (libraryRounding_ && CudnnConvolutions::builtIn())) &&
+           sixteenBitOperands(*this, precision);
+}
+
+bool CudaBackend::convolvesData16(const GemmPrecision& precision) const
+{
+    return (cudnn16_.data || (libraryRounding_ && CudnnConvolutions::builtIn())) &&
+           sixteenBitOperands(*this, precision);
 }
 
 bool CudaBackend::convolvesFilter16(const GemmPrecision& precision) const
 {
-    return cudnn16_.filter && sixteenBitOperands(*this, precision);
+    return (cudnn16_.filter || (libraryRounding_ && CudnnConvolutions::builtIn())) &&
+           sixteenBitOperands(*this, precision);
 }
 
 void CudaBackend::convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
@@ -264,6 +276,32 @@ void CudaBackend::convolutionForward16(const ConvGeometry& g, std::int64_t outCh
     convolutions16_.forward(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, xIn, wIn, out);
     PLAB_CUDA_CHECK(cudakernels::launchWidenTransposed16(static_cast<int>(precision.compute), out, columns,
                                                          outChannels, y, stream()));
+}
+
+void CudaBackend::convolutionBackwardData16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* dy,
+                                            std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* dx,
+                                            GemmPrecision precision)
+{
+    if (!convolvesData16(precision))
+        throw std::logic_error("convolutionBackwardData16: not asked for, or not this precision (convolvesData16)");
+    checkGeometry(g, n0, count);
+    if (g.kernel != 2 * g.pad + 1 || outChannels <= 0)
+        throw std::invalid_argument("convolutionBackwardData16 takes a same-size stride-1 convolution.");
+    if (count == 0) return;
+    activate();
+    const std::int64_t C = g.channels, hw = g.planeSize(), k2 = std::int64_t{g.kernel} * g.kernel,
+                       columns = count * hw;
+    // dy's block (Cout, count * hw), rows N * hw apart, to NHWC; w (Cout, C, k2) to (Cout,
+    // k2, C); cuDNN's NHWC dx (count * hw, C) widened into dx (C, columns).
+    auto* dyIn = nhwcIn_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * outChannels));
+    auto* wIn = nhwcWeights_.reserveFor<std::uint16_t>(static_cast<std::size_t>(outChannels * k2 * C));
+    auto* out = nhwcOut_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * C));
+    PLAB_CUDA_CHECK(
+        cudakernels::launchTranspose16(dy + n0 * hw, 1, outChannels, columns, g.batch * hw, 0, dyIn, stream()));
+    PLAB_CUDA_CHECK(cudakernels::launchTranspose16(w, outChannels, C, k2, k2, C * k2, wIn, stream()));
+    convolutions16_.data(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, dyIn, wIn, out);
+    PLAB_CUDA_CHECK(
+        cudakernels::launchWidenTransposed16(static_cast<int>(precision.compute), out, columns, C, dx, stream()));
 }
 
 void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,

@@ -91,6 +91,9 @@ public:
 
     DeviceAllocator* allocator() override { return &allocator_; }
     void flush() override;
+    // Telemetry sampled's steps between snapshots: the packed convolutions go to cuDNN as
+    // PLAB_CUDNN_16=forward,data,filter sends them (where cuDNN is built in).
+    void allowLibraryRounding(bool allowed) override { libraryRounding_ = allowed; }
     // The device's own figures (cudaMemGetInfo); under a device-memory budget
     // (PLAB_CUDA_MEMORY_BUDGET_MIB) the budget as the total and what the pool holds of it.
     std::optional<DeviceMemoryInfo> deviceMemory() const override;
@@ -150,12 +153,17 @@ public:
                 const std::uint16_t* A, std::int64_t lda, const std::uint16_t* B, std::int64_t ldb, float beta,
                 float* C, std::int64_t ldc, GemmPrecision precision) override;
     // The packed forward convolutions and filter gradients through cuDNN's graph API in
-    // NHWC (cuda_conv16.h), only as PLAB_CUDNN_16 asks: the forward pass's sums rounded into
-    // the format by cuDNN, the filter gradient's kept in fp32.
+    // NHWC (cuda_conv16.h), only as PLAB_CUDNN_16 asks or on the steps allowLibraryRounding
+    // allows: the forward pass's and the input gradient's sums rounded into the format by
+    // cuDNN, the filter gradient's kept in fp32.
     bool convolves16(const GemmPrecision& precision) const;   // supports(BackendOp::convolution16)
     void convolutionForward16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
                               std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* y,
                               GemmPrecision precision) override;
+    bool convolvesData16(const GemmPrecision& precision) const;   // supports(BackendOp::convolutionData16)
+    void convolutionBackwardData16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* dy,
+                                   std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* dx,
+                                   GemmPrecision precision) override;
     bool convolvesFilter16(const GemmPrecision& precision) const;   // supports(...::convolutionFilter16)
     void convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
                                      const std::uint16_t* dy, std::int64_t n0, std::int64_t count, float beta,
@@ -239,6 +247,7 @@ private:
     PinnedBuffer results_;           // what the ops that return a value read back
     CudnnConvolutions convolutions_; // cuDNN's handle, plans and buffers, made at the first convolution
     CudnnConvolutions16::Passes cudnn16_;   // what PLAB_CUDNN_16 asks for
+    bool libraryRounding_ = false;          // allowLibraryRounding: this step, both passes
     CudnnConvolutions16 convolutions16_;
     DeviceBuffer nhwcIn_, nhwcWeights_, nhwcOut_;   // the NHWC copies around cuDNN's 16-bit calls
     std::vector<std::uint8_t> labelsOnDevice_;   // what labels_ holds

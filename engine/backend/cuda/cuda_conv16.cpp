@@ -1,14 +1,14 @@
 // CudnnConvolutions16 (cuda_conv16.h): convolutions on 16-bit NHWC data through cuDNN's
 // graph (backend) API, compute FLOAT, cross-correlation, padding k/2, stride and dilation
-// 1. The forward pass is one convolution operation with x, w and y in HALF or BFLOAT16;
-// the filter gradient is a backward-filter convolution into a virtual FLOAT tensor that an
+// 1. The forward pass is one convolution operation with x, w and y in HALF or BFLOAT16,
+// and so is the input gradient (backward data: dy, w and dx); the filter gradient is a backward-filter convolution into a virtual FLOAT tensor that an
 // identity pointwise op writes out as FLOAT (the shape in which cuDNN keeps an fp32 output
 // at full speed). Per (count, C, Cout, H, W, k, type, pass) the heuristics (mode A, then
 // the fallback list) rank engine configurations; the first that finalizes with at most
 // kWorkspaceLimit of workspace and is acceptable (deterministic, fp32 sums: see there) is
 // kept as an execution plan and run from then on. Built as bench/cudnn_probe.cpp builds
 // its graphs, which ran on an H200; the forward pass ran here on an H100 (docs/CUDA.md),
-// the filter gradient not yet.
+// the input and filter gradients not yet.
 #include "backend/cuda/cuda_conv16.h"
 
 #include "backend/cuda/cuda_resources.h"
@@ -87,7 +87,7 @@ Descriptor krscTensor(std::int64_t id, cudnnDataType_t type, std::int64_t K, std
     return tensor(id, type, {K, C, k, k}, {k * k * C, 1, k * C, C}, isVirtual);
 }
 
-// (count, C, Cout, H, W, k, data type, pass: 0 forward, 1 filter gradient)
+// (count, C, Cout, H, W, k, data type, pass: 0 forward, 1 filter gradient, 2 input gradient)
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int>;
 
 struct Plan {
@@ -150,13 +150,15 @@ const Plan& CudnnConvolutions16::State::planFor(const Key& key, cudnnDataType_t 
     if (const auto found = plans.find(key); found != plans.end()) return found->second;
     const auto [N, C, K, H, W, k, ignored, pass] = key;
     (void)ignored;
-    const bool filter = pass == 1;
+    const bool filter = pass == 1, data = pass == 2;
     // Forward: x (1), w (2) -> y (3), all 16-bit. Filter gradient: x (1), dy (2) -> dw, an
     // fp32 virtual tensor (3) that an identity op writes out as fp32 (4): the shape whose
-    // fp32 output cuDNN runs at full speed (bench/cudnn_probe.cpp).
-    Descriptor x = nhwcTensor(1, type, N, C, H, W);
+    // fp32 output cuDNN runs at full speed (bench/cudnn_probe.cpp). Input gradient: dy (1),
+    // w (2) -> dx (3), all 16-bit.
+    Descriptor x = data ? nhwcTensor(1, type, N, K, H, W) : nhwcTensor(1, type, N, C, H, W);
     Descriptor second = filter ? nhwcTensor(2, type, N, K, H, W) : krscTensor(2, type, K, C, k);
-    Descriptor out = filter ? krscTensor(3, CUDNN_DATA_FLOAT, K, C, k, true) : nhwcTensor(3, type, N, K, H, W);
+    Descriptor out = filter ? krscTensor(3, CUDNN_DATA_FLOAT, K, C, k, true)
+                            : nhwcTensor(3, type, N, data ? C : K, H, W);
     Descriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     {
         const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
@@ -174,8 +176,16 @@ const Plan& CudnnConvolutions16::State::planFor(const Key& key, cudnnDataType_t 
     const float alpha = 1.0f, beta = 0.0f;
     const auto desc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
     Descriptor op(filter ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
+                  : data ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
                          : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    if (filter) {
+    if (data) {
+        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, desc, x.address());
+        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, desc, second.address());
+        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, desc, out.address());
+        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, desc, conv.address());
+        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
+        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &beta);
+    } else if (filter) {
         op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, desc, x.address());
         op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, desc, second.address());
         op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, desc, out.address());
@@ -259,11 +269,11 @@ const Plan& CudnnConvolutions16::State::planFor(const Key& key, cudnnDataType_t 
         }
     }
     throw std::runtime_error(std::string("cuDNN offers no deterministic 16-bit ") +
-                             (filter ? "filter-gradient" : "forward") + " convolution for " + std::to_string(N) +
+                             (filter ? "filter-gradient" : data ? "input-gradient" : "forward") + " convolution for " + std::to_string(N) +
                              " x " + std::to_string(C) + " x " + std::to_string(H) + " x " + std::to_string(W) +
                              " -> " + std::to_string(K) + " channels (" + std::to_string(k) + "x" +
                              std::to_string(k) + ")" + (refusals.empty() ? "" : ": " + refusals) +
-                             "; unset PLAB_CUDNN_16 to lower the convolutions instead");
+                             "; unset PLAB_CUDNN_16 (and telemetry sampled) to lower the convolutions instead");
 }
 
 CudnnConvolutions16::CudnnConvolutions16(cudaStream_t stream, cudaMemPool_t pool) : stream_(stream), pool_(pool) {}
@@ -330,6 +340,13 @@ void CudnnConvolutions16::forward(Format format, std::int64_t count, std::int64_
                                   const std::uint16_t* w, std::uint16_t* y)
 {
     execute(0, format, count, C, Cout, H, W, k, x, w, y);
+}
+
+void CudnnConvolutions16::data(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
+                               std::int64_t H, std::int64_t W, std::int64_t k, const std::uint16_t* dy,
+                               const std::uint16_t* w, std::uint16_t* dx)
+{
+    execute(2, format, count, C, Cout, H, W, k, dy, w, dx);
 }
 
 void CudnnConvolutions16::filter(Format format, std::int64_t count, std::int64_t C, std::int64_t Cout,
