@@ -21,6 +21,8 @@
 #             against torch.autocast("cuda", float16) + GradScaler (issue 13)
 #   cudnnprobe  cuDNN's graph API on 16-bit convolutions (.gpuprobe/cudnn_probe)
 #   cudnn16   packed forward convolutions and filter gradients through cuDNN (PLAB_CUDNN_16) against the lowering
+#   sampled   telemetry sampled (cuDNN's 16-bit passes between the snapshots) against every-step and against
+#             PyTorch; the seed CNN's walkthrough trained in both modes (issue 71 part 1)
 #   fp8speed  FP8 GEMMs against the build before (.gpu/old/libplab_cuda.so), seed CNN
 #   held      seed-CNN records for the memory chart's held-by-the-run line (held.tar.xz)
 #   vitoptions  vit with cosine + warm-up, zero-init residual, label smoothing (issue 33)
@@ -246,6 +248,43 @@ EOF_RUN
         --recipe $recipe --batch $batch --epochs 3 --seed 1 --quiet --out /tmp/plab-gpu/c16-$mode-$model-$recipe.json \
         > /tmp/plab-gpu/c16.txt 2>&1
       echo "----- $model $recipe batch $batch, PLAB_CUDNN_16=$mode: exit $? in $(( $(date +%s) - start )) s: $(tail -1 /tmp/plab-gpu/c16.txt)"
+    done
+  done
+}
+
+# Issue 71 part 1: telemetry sampled, whose steps between snapshots run the packed
+# convolutions' three passes on cuDNN (cuda_conv16.h), against every-step side by side
+# twice (the seed CNN at batch 1000 in amp-fp16 and amp-bf16 and 590 in fp32, small-cnn at
+# 64); then ours in sampled mode against PyTorch (compare_pytorch_gpu.py); then the seed
+# CNN's walkthrough (3 epochs, seed 1, the digits) in both modes, whose accuracies should
+# agree within 0.5 point, and small-cnn amp-fp16 at 64 in both.
+phase_sampled() {
+  for round in 1 2; do
+    for mode in every-step sampled; do
+      for run in seed-cnn:1000:amp-fp16,amp-bf16 seed-cnn:590:fp32 small-cnn:64:fp32,amp-fp16; do
+        IFS=: read -r model batch recipes <<EOF_RUN
+$run
+EOF_RUN
+        list=$(echo "$recipes" | sed "s|\([^,]*\)|\1/telemetry=$mode|g")
+        echo "----- telemetry $mode, $model batch $batch, round $round"
+        timeout 90 "$bin/plab_bench" train --backend cuda --models $model --recipes "$list" --batch $batch \
+          --steps 20 --warmup 3 --repeats 3 2>&1 |
+          grep -o "recipe=[^ ]*\|images_per_second=[0-9.]*\|step_ms=[0-9.]*\|error.*" | paste - - -
+      done
+    done
+  done
+  timeout 300 python3 bench/compare_pytorch_gpu.py --bench "$bin/plab_bench" --telemetry sampled --quick
+  echo "----- compare_pytorch_gpu.py --telemetry sampled: exit $?"
+  for mode in every-step sampled; do
+    for run in seed-cnn:amp-fp16:1000 seed-cnn:amp-bf16:1000 small-cnn:amp-fp16:64; do
+      IFS=: read -r model recipe batch <<EOF_RUN
+$run
+EOF_RUN
+      start=$(date +%s)
+      timeout 120 "$bin/plab" train --backend cuda --data-dir "$data" --model $model --recipe $recipe \
+        --batch $batch --epochs 3 --seed 1 --telemetry $mode --quiet \
+        --out /tmp/plab-gpu/sampled-$mode-$model-$recipe.json > /tmp/plab-gpu/sampled.txt 2>&1
+      echo "----- $model $recipe batch $batch, telemetry $mode: exit $? in $(( $(date +%s) - start )) s: $(tail -1 /tmp/plab-gpu/sampled.txt)"
     done
   done
 }
