@@ -428,6 +428,12 @@ private slots:
                     ++written;
                 }
             QCOMPARE(written, sampled ? 2 : 0);
+            // Its input gradients' underflow share is not known (the library's zeros came in
+            // as zeros); the other layers' is.
+            const json& shares = record["summary"]["activation_grad_underflow_fraction"];
+            QVERIFY(shares.contains("conv2") && shares.contains("fc1"));
+            QCOMPARE(shares["conv2"].is_null(), sampled);
+            QVERIFY(!shares["fc1"].is_null());
         }
         // Step 1 took a snapshot in both runs: the lab's own arithmetic, bit for bit.
         QCOMPARE(losses[0].size(), std::size_t{6});

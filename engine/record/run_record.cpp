@@ -191,7 +191,10 @@ void RunRecord::apply(const TrainerEvent& event)
             LayerFractions& f = byLayer[l.layer];
             f.layer = l.layer;
             if (l.kind == TensorKind::activationGrad) {
-                f.activationGradUnderflow = underflowShare(l.runStats);
+                // Where a library rounded them first at some steps (telemetry sampled), what
+                // underflowed there is among the zeros that came in: no share is known.
+                f.activationGradUnderflow =
+                    l.runLibrarySteps > 0 ? std::optional<double>() : underflowShare(l.runStats);
                 f.listed |= kListsActivationGradUnderflow;
                 continue;
             }
