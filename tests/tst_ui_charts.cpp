@@ -669,6 +669,24 @@ void TestUiCharts::histogramSharesMatchHandComputationForFp16()
     // The slider moves through the histogram steps.
     histogram->setHistogramIndex(0);
     QVERIFY(seriesNamed<QLineSeries>(view.seriesOf("histogram"), "amp conv1 weight_grad at step 50"));
+
+    // In presentation mode a table: a short name beside its shares, one row a run; a long one
+    // (lesson 12's) on a row of its own across the table, its shares under it, so that the
+    // squeezed name column does not wrap it into lines that take the plot's height.
+    view.setPresentationMode(true);
+    view.redrawNow();
+    const QString table = histogram->sharesText();
+    QVERIFY2(table.contains("run (format)") && table.contains("<td>amp (fp16)</td>") && !table.contains("colspan"),
+             qPrintable(table));
+    ChartsView longNames;
+    longNames.setPresentationMode(true);
+    longNames.setRuns(makeRun("MXFP4, fc1's forward pass in bf16", 1000, Qt::blue), {});
+    longNames.redrawNow();
+    const QString stacked = qobject_cast<HistogramChart*>(longNames.group("histogram"))->sharesText();
+    QVERIFY2(!stacked.contains("run (format)") &&
+                 stacked.contains("<td colspan=\"4\">MXFP4, fc1's forward pass in bf16 (fp16)</td></tr><tr><td "
+                                  "align=\"right\">6.67%</td>"),
+             qPrintable(stacked));
 }
 
 void TestUiCharts::histogramBinClickEmitsTheBin()

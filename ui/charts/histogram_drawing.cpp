@@ -51,14 +51,22 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
 {
     // One row per run under the region names (three lines instead of two wrapped lines per
     // run at presentation font sizes). Zeros and inf/NaN get a column only when some run has
-    // any: they are rare, and the four regions are what the legend's colors show.
+    // any: they are rare, and the four regions are what the legend's colors show. Where a
+    // run's name is long (lesson 12's "MXFP4, fc1's forward pass in bf16 (fp4-e2m1)"), its
+    // column, squeezed by the numbers', wrapped it into four or five lines and the table took
+    // the height of the plot above it: then each run's name has a row of its own across the
+    // table, its shares the row under it, two lines a run.
+    constexpr int kLongName = 16;   // characters of "run (format)" that fit the squeezed column
     const bool zeros = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.zeros > 0; });
     const bool nonFinite = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.shares.nonFinite > 0; });
     const bool clipped = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) { return r.clipped.has_value(); });
+    const bool stacked = std::any_of(shares.begin(), shares.end(), [](const RunShares& r) {
+        return r.run.size() + r.format.size() + 3 > kLongName;
+    });
     auto cell = [](const QString& text) { return QStringLiteral("<td align=\"right\">%1</td>").arg(text); };
     // Each run in its own format's regions: the row names the format.
-    QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"2\"><tr><th align=\"left\">%1</th>")
-                       .arg(tr("run (format)").toHtmlEscaped());
+    QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"2\"><tr>");
+    if (!stacked) html += QStringLiteral("<th align=\"left\">%1</th>").arg(tr("run (format)").toHtmlEscaped());
     // The four regions' headers in their shading: the key to the plot's colors.
     const QString regionHeads[] = {tr("flushed"), tr("subnormal"), tr("normal"), tr("overflow")};
     for (int i = 0; i < 4; ++i)
@@ -70,8 +78,11 @@ QString HistogramChart::sharesTable(const std::vector<RunShares>& shares, const 
     if (clipped) heads << tr("clipped (counted)");   // the format's largest value inside a bin
     for (const QString& head : heads) html += QStringLiteral("<th align=\"right\">&nbsp;%1</th>").arg(head.toHtmlEscaped());
     html += QStringLiteral("</tr>");
+    const int columns = 4 + static_cast<int>(heads.size());
     for (const RunShares& r : shares) {
-        html += QStringLiteral("<tr><td>%1 (%2)</td>").arg(r.run.toHtmlEscaped(), r.format.toHtmlEscaped());
+        const QString name = QStringLiteral("%1 (%2)").arg(r.run.toHtmlEscaped(), r.format.toHtmlEscaped());
+        html += stacked ? QStringLiteral("<tr><td colspan=\"%1\">%2</td></tr><tr>").arg(columns).arg(name)
+                        : QStringLiteral("<tr><td>%1</td>").arg(name);
         for (double v : {r.shares.flushed, r.shares.subnormal, r.shares.normal, r.shares.overflow}) html += cell(formatPercent(v));
         if (zeros) html += cell(formatPercent(r.shares.zeros));
         if (nonFinite) html += cell(formatPercent(r.shares.nonFinite));
