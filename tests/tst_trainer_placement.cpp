@@ -442,6 +442,61 @@ private slots:
         for (float loss : losses[1]) QVERIFY(std::isfinite(loss));
     }
 
+    // Under telemetry sampled an overflow is still caught at a step no snapshot falls on:
+    // AMP FP16 from a loss scale of 2^24 overflows fp16 (the scaled loss gradient, then fc1's
+    // and conv2's weight gradients as the scale backs off) at steps 2 on, whose convolutions
+    // the library runs (the model above): each such step is skipped and names a site that
+    // made an inf, and conv2's input gradient, which the library rounded, as one that met
+    // infs or NaNs coming in.
+    void sampledTelemetryStillSkipsOverflowedSteps()
+    {
+        const ScopedPackedStorage packed(true);
+        const TrainSettings s = settingsFromJson(json{{"model", "small-cnn"}, {"widths", {4, 8}}, {"recipe", "amp-fp16"},
+                                                      {"init_scale", 16777216.0}, {"batch", 16}, {"epochs", 1},
+                                                      {"histogram_every", 100}, {"threads", 2},
+                                                      {"arithmetic", "exact"}, {"telemetry", "sampled"}},
+                                                 "test");
+        TrackingAllocator device;
+        std::vector<StepEvent> steps;
+        CheckingBackend* backend = nullptr;
+        int libraryCalls = 0;
+        Trainer trainer(
+            s, data_,
+            [&](const TrainerEvent& e) {
+                if (const auto* step = std::get_if<StepEvent>(&e)) {
+                    steps.push_back(*step);
+                    libraryCalls = backend->convolution16Calls();   // the trainer still holds it
+                }
+            },
+            [&](const TrainSettings&) {
+                auto b = std::make_unique<CheckingBackend>(ConvolutionLibrary::none, &device);
+                b->offerConvolution16();
+                backend = b.get();
+                return b;
+            });
+        const RunResult result = trainer.run();
+        QVERIFY2(result.status == RunStatus::completed, result.message.c_str());
+        QVERIFY(device.violations().empty());
+        int libraryStepsSkipped = 0;
+        bool metInLibrary = false;
+        for (const StepEvent& step : steps) {
+            if (!step.skipped) continue;
+            QVERIFY(!step.nonFinite.empty());
+            if (step.step == 1) continue;   // the snapshot step: the lab's own rounding
+            ++libraryStepsSkipped;
+            QVERIFY2(std::any_of(step.nonFinite.begin(), step.nonFinite.end(),
+                                 [](const NonFiniteSite& site) { return site.overflow > 0; }),
+                     qPrintable(QString("step %1 names no site that made an inf").arg(step.step)));
+            metInLibrary |= std::any_of(step.nonFinite.begin(), step.nonFinite.end(), [](const NonFiniteSite& site) {
+                return site.layer == "conv2" && site.kind == TensorKind::activationGrad && site.infIn + site.nan > 0;
+            });
+        }
+        QVERIFY(libraryCalls > 0);
+        QVERIFY(libraryStepsSkipped > 0);
+        QVERIFY(metInLibrary);
+        QVERIFY(steps.back().lossScale < 16777216.0);   // backed off
+    }
+
     // The CPU backend has no convolution library: under telemetry sampled every event of a
     // run (losses, counts, snapshots, run totals) is every-step's, bit for bit.
     void sampledTelemetryOnTheCpuIsEveryStep()
