@@ -1,8 +1,8 @@
 // Which packed convolution passes the CUDA backend hands to cuDNN on 16-bit data
 // (cuda_conv16.h): PLAB_CUDNN_16 names them, a comma-separated list of "forward", "data"
 // (the input gradient) and "filter"; unset, empty or "none" names none. (Telemetry sampled
-// sends all three to cuDNN at the steps between snapshots whatever it says.) Host code without CUDA headers, checked by
-// tst_cuda_kernel_math.
+// sends all three to cuDNN at the steps between snapshots whatever it says.) Host code
+// without CUDA headers, checked by tst_cuda_kernel_math.
 #pragma once
 
 #include <stdexcept>
@@ -35,7 +35,8 @@ inline Cudnn16Passes cudnn16Passes(const char* value)
             passes.filter = true;
         else
             throw std::invalid_argument(std::string(kCudnn16Variable) + " is \"" + text +
-                                        "\"; it takes \"forward\", \"data\", \"filter\", a comma-separated list of them, or \"none\"");
+                                        "\"; it takes \"forward\", \"data\", \"filter\", a comma-separated "
+                                        "list of them, or \"none\"");
         if (comma == std::string::npos) return passes;
         start = comma + 1;
     }
