@@ -308,6 +308,51 @@ private slots:
         QVERIFY2(skipCauseText(sites).rfind("fc1 activation_grad overflowed first", 0) == 0, skipCauseText(sites).c_str());
     }
 
+    // Issue 71, telemetry sampled: at a site a library rounded first (cuDNN's 16-bit output),
+    // the lab's rounding meets the library's infs as infs coming in. Where no site before it
+    // made or met an inf or NaN that step, the library's inputs were finite: the infs are the
+    // library's overflow, and the site is named as the first cause. Where one did, they came
+    // in, and the site that made them is the cause. The run totals keep what each step said.
+    void libraryInfsAreOverflowWhereItsInputsWereFinite()
+    {
+        const auto fp16 = [](const std::string&, TensorKind) { return RegionFormat::of(Format::fp16); };
+        TelemetryCollector telemetry;
+        telemetry.beginStep(false);
+        telemetry.sink("conv1", TensorKind::activation).stats->count = 100;
+        telemetry.sink("conv1", TensorKind::quantizedActivationGrad).stats->overflow = 5;   // saturations: no inf
+        auto library = telemetry.sink("conv2", TensorKind::activation);
+        library.stats->count = 100;
+        library.stats->infIn = 3;
+        telemetry.libraryRounded("conv2", TensorKind::activation);
+        auto after = telemetry.sink("fc1", TensorKind::activation);
+        after.stats->count = 100;
+        after.stats->infIn = 7;   // met conv2's infs
+        telemetry.endStep();
+        const RoundingStats& made = telemetry.taps().at({"conv2", TensorKind::activation}).step;
+        QCOMPARE(made.overflow, std::uint64_t{3});
+        QCOMPARE(made.infIn, std::uint64_t{0});
+        QCOMPARE(telemetry.taps().at({"conv2", TensorKind::activation}).run.overflow, std::uint64_t{3});
+        QCOMPARE(telemetry.taps().at({"fc1", TensorKind::activation}).step.infIn, std::uint64_t{7});   // not a library's
+        auto sites = nonFiniteSites(telemetry, fp16);
+        QVERIFY2(skipCauseText(sites).rfind("conv2 activation overflowed first", 0) == 0, skipCauseText(sites).c_str());
+
+        // An inf before it: the library's infs came in.
+        telemetry.beginStep(false);
+        telemetry.sink("conv1", TensorKind::activation).stats->overflow = 1;
+        library = telemetry.sink("conv2", TensorKind::activation);
+        library.stats->infIn = 4;
+        telemetry.libraryRounded("conv2", TensorKind::activation);
+        telemetry.endStep();
+        const TapData& met = telemetry.taps().at({"conv2", TensorKind::activation});
+        QCOMPARE(met.step.overflow, std::uint64_t{0});
+        QCOMPARE(met.step.infIn, std::uint64_t{4});
+        QCOMPARE(met.run.overflow, std::uint64_t{3});
+        QCOMPARE(met.run.infIn, std::uint64_t{4});
+        QCOMPARE(met.libraryStepsRun, std::uint64_t{2});
+        sites = nonFiniteSites(telemetry, fp16);
+        QVERIFY2(skipCauseText(sites).rfind("conv1 activation overflowed first", 0) == 0, skipCauseText(sites).c_str());
+    }
+
     // A step that did not skip keeps no list, and a record without lists (an older one)
     // reads back with empty ones.
     void finiteStepsKeepNoList()

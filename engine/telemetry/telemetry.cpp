@@ -62,6 +62,20 @@ void TelemetryCollector::libraryRounded(std::string_view layer, TensorKind kind)
 
 void TelemetryCollector::endStep()
 {
+    // Where a library rounded a site first, an inf the lab's rounding met there is the
+    // library's overflow when no site that ran before it this step made or met an inf or a
+    // NaN: every 16-bit tensor the library read passed a counted rounding, so its inputs
+    // were finite. (A quantised kind's overflow counts saturations, no infs.)
+    bool nonFiniteBefore = false;
+    for (const TapKey* key : stepOrder_) {
+        TapData& tap = taps_.find(*key)->second;
+        RoundingStats& s = tap.step;
+        if (tap.libraryStep && !nonFiniteBefore) {
+            s.overflow += s.infIn;
+            s.infIn = 0;
+        }
+        nonFiniteBefore = nonFiniteBefore || s.infIn + s.nan + (isQuantizedKind(key->kind) ? 0 : s.overflow) > 0;
+    }
     for (auto& [key, tap] : taps_) {
         tap.run += tap.step;
         if (tap.libraryStep) ++tap.libraryStepsRun;

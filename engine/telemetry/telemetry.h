@@ -51,7 +51,8 @@ struct TapData {
     std::uint64_t lastSunk = 0;    // the collector's step count when a site last asked for it
     // A library rounded the site's values into 16 bits before the lab's counted rounding, out
     // of any tap's sight (telemetry sampled): at this step, and at how many steps of the run.
-    // There its underflow shows as zeros coming in and its overflow as infs coming in.
+    // There its underflow shows as zeros coming in; an inf it made counts as an overflow where
+    // no site before it that step made or met an inf or NaN (endStep), else as an inf coming in.
     bool libraryStep = false;
     std::uint64_t libraryStepsRun = 0;
 };
@@ -74,7 +75,9 @@ public:
     // Marks the site's values of this step as rounded by a library first (TapData::libraryStep).
     void libraryRounded(std::string_view layer, TensorKind kind);
 
-    // Folds this step's counts into the run totals (called once per step by the trainer).
+    // Folds this step's counts into the run totals (called once per step by the trainer, after
+    // the backend's flush), first counting a library-rounded site's infs as its overflow
+    // where its inputs were finite (TapData::libraryStep).
     void endStep();
 
     const std::map<TapKey, TapData>& taps() const { return taps_; }
