@@ -183,17 +183,17 @@ enum class BackendOp : std::uint8_t {
     gemm16,
     // convolutionForward16 of this precision: a convolution library that convolves 16-bit
     // patterns itself (cuDNN, PLAB_CUDNN_16=forward, or on the steps allowLibraryRounding
-    // allows), rounding each output's fp32 sum into
-    // the compute format before handing it back (as PyTorch's autocast convolutions do), so
-    // the layer's bias and its one counted rounding come after a rounding it cannot see.
+    // allows), rounding each output's fp32 sum into the compute format before handing it
+    // back (as PyTorch's autocast convolutions do), so the layer's bias and its one counted
+    // rounding come after a rounding it cannot see.
     convolution16,
     // convolutionBackwardData16 of this precision (PLAB_CUDNN_16=data on CUDA, or on the steps
     // allowLibraryRounding allows): the input gradient's fp32 sums rounded by the library
     // into the compute format, as convolution16's.
     convolutionData16,
     // convolutionBackwardFilter16 of this precision (PLAB_CUDNN_16=filter on CUDA, or on the
-    // steps allowLibraryRounding allows): fp32 sums
-    // of the 16-bit products into an fp32 result, in the library's order; no 16-bit rounding.
+    // steps allowLibraryRounding allows): fp32 sums of the 16-bit products into an fp32
+    // result, in the library's order; no 16-bit rounding.
     convolutionFilter16,
     // The vision transformer's ops (nn/transformer.h).
     transformer,
@@ -391,8 +391,8 @@ public:
     // sums into the compute format itself, where no tap sees that rounding: telemetry
     // sampled's steps between snapshots (TrainSettings::telemetry). False, as at the start:
     // the lab rounds, and counts, every 16-bit result. It allows, not forces: supports
-    // (convolution16, convolutionData16, convolutionFilter16) says what the backend then does. A backend without
-    // such a library ignores it.
+    // (convolution16, convolutionData16, convolutionFilter16) says what the backend then
+    // does. A backend without such a library ignores it.
     virtual void allowLibraryRounding(bool /*allowed*/) {}
     // The device's memory, where the backend has a device. Used counts what the device
     // reports, every process included (CUDA: blocks this backend keeps cached count as used
