@@ -217,8 +217,8 @@ void SettingsPanel::buildUi()
     telemetry_->setToolTip(
         tr("Every step: the lab rounds and counts every 16-bit result at every step. Sampled: between the "
            "telemetry snapshots a GPU runs the 16-bit convolutions on cuDNN, which rounds their sums itself where "
-           "no count sees it (faster, as PyTorch runs them); the snapshot steps are counted whole. The CPU counts "
-           "every step either way."));
+           "no count sees it (as PyTorch runs them, to be faster: not yet measured); the snapshot steps are counted "
+           "whole. The CPU counts every step either way."));
 
     auto* layout = new QVBoxLayout(this);
     // Each setting's control under its row's group and title (train/settings.h), in the
