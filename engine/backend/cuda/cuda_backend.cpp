@@ -207,22 +207,24 @@ bool CudaBackend::supports(BackendOp op, const GemmPrecision& precision) const
     return false;
 }
 
+bool CudaBackend::cudnn16Runs(bool asked, const GemmPrecision& precision) const
+{
+    return (asked || (libraryRounding_ && CudnnConvolutions::builtIn())) && sixteenBitOperands(*this, precision);
+}
+
 bool CudaBackend::convolves16(const GemmPrecision& precision) const
 {
-    return (cudnn16_.forward || (libraryRounding_ && CudnnConvolutions::builtIn())) &&
-           sixteenBitOperands(*this, precision);
+    return cudnn16Runs(cudnn16_.forward, precision);
 }
 
 bool CudaBackend::convolvesData16(const GemmPrecision& precision) const
 {
-    return (cudnn16_.data || (libraryRounding_ && CudnnConvolutions::builtIn())) &&
-           sixteenBitOperands(*this, precision);
+    return cudnn16Runs(cudnn16_.data, precision);
 }
 
 bool CudaBackend::convolvesFilter16(const GemmPrecision& precision) const
 {
-    return (cudnn16_.filter || (libraryRounding_ && CudnnConvolutions::builtIn())) &&
-           sixteenBitOperands(*this, precision);
+    return cudnn16Runs(cudnn16_.filter, precision);
 }
 
 void CudaBackend::convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
@@ -259,23 +261,7 @@ void CudaBackend::convolutionForward16(const ConvGeometry& g, std::int64_t outCh
 {
     if (!convolves16(precision))
         throw std::logic_error("convolutionForward16: not asked for, or not this precision (convolves16)");
-    checkGeometry(g, n0, count);
-    if (g.kernel != 2 * g.pad + 1 || outChannels <= 0)
-        throw std::invalid_argument("convolutionForward16 takes a same-size stride-1 convolution.");
-    if (count == 0) return;
-    activate();
-    const std::int64_t C = g.channels, hw = g.planeSize(), k2 = std::int64_t{g.kernel} * g.kernel,
-                       columns = count * hw;
-    // x's block (C, count * hw), rows N * hw apart, to NHWC (count * hw, C); w (Cout, C, k2)
-    // to (Cout, k2, C); cuDNN's NHWC y (count * hw, Cout) widened into y (Cout, columns).
-    auto* xIn = nhwcIn_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * C));
-    auto* wIn = nhwcWeights_.reserveFor<std::uint16_t>(static_cast<std::size_t>(outChannels * k2 * C));
-    auto* out = nhwcOut_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * outChannels));
-    PLAB_CUDA_CHECK(cudakernels::launchTranspose16(x + n0 * hw, 1, C, columns, g.batch * hw, 0, xIn, stream()));
-    PLAB_CUDA_CHECK(cudakernels::launchTranspose16(w, outChannels, C, k2, k2, C * k2, wIn, stream()));
-    convolutions16_.forward(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, xIn, wIn, out);
-    PLAB_CUDA_CHECK(cudakernels::launchWidenTransposed16(static_cast<int>(precision.compute), out, columns,
-                                                         outChannels, y, stream()));
+    convolve16(false, g, outChannels, x, n0, count, w, y, precision);
 }
 
 void CudaBackend::convolutionBackwardData16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* dy,
@@ -284,24 +270,39 @@ void CudaBackend::convolutionBackwardData16(const ConvGeometry& g, std::int64_t 
 {
     if (!convolvesData16(precision))
         throw std::logic_error("convolutionBackwardData16: not asked for, or not this precision (convolvesData16)");
+    convolve16(true, g, outChannels, dy, n0, count, w, dx, precision);
+}
+
+void CudaBackend::convolve16(bool inputGradient, const ConvGeometry& g, std::int64_t outChannels,
+                             const std::uint16_t* in, std::int64_t n0, std::int64_t count, const std::uint16_t* w,
+                             float* out, GemmPrecision precision)
+{
     checkGeometry(g, n0, count);
     if (g.kernel != 2 * g.pad + 1 || outChannels <= 0)
-        throw std::invalid_argument("convolutionBackwardData16 takes a same-size stride-1 convolution.");
+        throw std::invalid_argument(std::string(inputGradient ? "convolutionBackwardData16" : "convolutionForward16") +
+                                    " takes a same-size stride-1 convolution.");
     if (count == 0) return;
     activate();
     const std::int64_t C = g.channels, hw = g.planeSize(), k2 = std::int64_t{g.kernel} * g.kernel,
                        columns = count * hw;
-    // dy's block (Cout, count * hw), rows N * hw apart, to NHWC; w (Cout, C, k2) to (Cout,
-    // k2, C); cuDNN's NHWC dx (count * hw, C) widened into dx (C, columns).
-    auto* dyIn = nhwcIn_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * outChannels));
+    // The forward pass reads x (C channels) and writes y (Cout); the input gradient reads dy
+    // (Cout) and writes dx (C). The input's block (channels, count * hw), rows N * hw apart,
+    // to NHWC; w (Cout, C, k2) to (Cout, k2, C); cuDNN's NHWC result (count * hw, channels)
+    // widened into out (channels, columns).
+    const std::int64_t inChannels = inputGradient ? outChannels : C, resultChannels = inputGradient ? C : outChannels;
+    auto* nhwc = nhwcIn_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * inChannels));
     auto* wIn = nhwcWeights_.reserveFor<std::uint16_t>(static_cast<std::size_t>(outChannels * k2 * C));
-    auto* out = nhwcOut_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * C));
+    auto* result = nhwcOut_.reserveFor<std::uint16_t>(static_cast<std::size_t>(columns * resultChannels));
     PLAB_CUDA_CHECK(
-        cudakernels::launchTranspose16(dy + n0 * hw, 1, outChannels, columns, g.batch * hw, 0, dyIn, stream()));
+        cudakernels::launchTranspose16(in + n0 * hw, 1, inChannels, columns, g.batch * hw, 0, nhwc, stream()));
     PLAB_CUDA_CHECK(cudakernels::launchTranspose16(w, outChannels, C, k2, k2, C * k2, wIn, stream()));
-    convolutions16_.data(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, dyIn, wIn, out);
-    PLAB_CUDA_CHECK(
-        cudakernels::launchWidenTransposed16(static_cast<int>(precision.compute), out, columns, C, dx, stream()));
+    if (inputGradient)
+        convolutions16_.data(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, nhwc, wIn, result);
+    else
+        convolutions16_.forward(precision.compute, count, C, outChannels, g.height, g.width, g.kernel, nhwc, wIn,
+                                result);
+    PLAB_CUDA_CHECK(cudakernels::launchWidenTransposed16(static_cast<int>(precision.compute), result, columns,
+                                                         resultChannels, out, stream()));
 }
 
 void CudaBackend::col2im(const ConvGeometry& g, const float* cols, std::int64_t n0, std::int64_t count, float* dst,

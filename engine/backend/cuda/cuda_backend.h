@@ -165,6 +165,12 @@ public:
                                    std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* dx,
                                    GemmPrecision precision) override;
     bool convolvesFilter16(const GemmPrecision& precision) const;   // supports(...::convolutionFilter16)
+    // Whether a pass runs on cuDNN's 16-bit kernels: `asked` by PLAB_CUDNN_16, or allowed this
+    // step (allowLibraryRounding) where cuDNN is built in, on 16-bit operands with fp32 sums.
+    bool cudnn16Runs(bool asked, const GemmPrecision& precision) const;
+    // The forward pass (x in, y out) or the input gradient (dy in, dx out) on those kernels.
+    void convolve16(bool inputGradient, const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* in,
+                    std::int64_t n0, std::int64_t count, const std::uint16_t* w, float* out, GemmPrecision precision);
     void convolutionBackwardFilter16(const ConvGeometry& g, std::int64_t outChannels, const std::uint16_t* x,
                                      const std::uint16_t* dy, std::int64_t n0, std::int64_t count, float beta,
                                      float* dw, GemmPrecision precision) override;

@@ -90,6 +90,27 @@ Descriptor krscTensor(std::int64_t id, cudnnDataType_t type, std::int64_t K, std
 // (count, C, Cout, H, W, k, data type, pass: 0 forward, 1 filter gradient, 2 input gradient)
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int>;
 
+// Each pass's operation and the attribute names of its two inputs (unique ids 1 and 2), its
+// output (3), the convolution, alpha and beta, indexed by the pass.
+struct ConvolutionOp {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t first, second, out, conv, alpha, beta;
+};
+constexpr ConvolutionOp kConvolutionOps[3] = {
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+};
+
 struct Plan {
     Descriptor plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
     std::int64_t workspace = 0;
@@ -175,31 +196,14 @@ const Plan& CudnnConvolutions16::State::planFor(const Key& key, cudnnDataType_t 
     }
     const float alpha = 1.0f, beta = 0.0f;
     const auto desc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-    Descriptor op(filter ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
-                  : data ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
-                         : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    if (data) {
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, desc, x.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, desc, second.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, desc, out.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, desc, conv.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &beta);
-    } else if (filter) {
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, desc, x.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, desc, second.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, desc, out.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, desc, conv.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, &beta);
-    } else {
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, desc, x.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, desc, second.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, desc, out.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, desc, conv.address());
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
-        op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta);
-    }
+    const ConvolutionOp& names = kConvolutionOps[pass];
+    Descriptor op(names.type);
+    op.set(names.first, desc, x.address());
+    op.set(names.second, desc, second.address());
+    op.set(names.out, desc, out.address());
+    op.set(names.conv, desc, conv.address());
+    op.set(names.alpha, CUDNN_TYPE_FLOAT, &alpha);
+    op.set(names.beta, CUDNN_TYPE_FLOAT, &beta);
     op.finalize();
     std::vector<Descriptor> identity;   // the filter gradient's copy out: the pointwise op, its output
     std::vector<cudnnBackendDescriptor_t> ops{op.get()};
