@@ -167,6 +167,18 @@ std::vector<float> convOperand(Format f, std::int64_t n, std::uint64_t seed)
     return v;
 }
 
+// What a 16-bit convolution library's output of an fp32 sum of `length` products may be off
+// from the sum in double: one unit in the last place of the format (fp16 or bf16) at the
+// larger of the two magnitudes, plus the fp32 sum's own error, length * 2^-22 of the sum of
+// |products| (`magnitude`).
+double oneRoundingBound(Format f, double sum, double got, double magnitude, std::int64_t length)
+{
+    const int mantissa = f == Format::fp16 ? 10 : 7, leastExponent = f == Format::fp16 ? -24 : -133;
+    const double v = std::max(std::fabs(sum), std::fabs(got));
+    const double ulp = std::ldexp(1.0, std::max(leastExponent, v == 0 ? leastExponent : std::ilogb(v) - mantissa));
+    return ulp + double(length) * std::ldexp(magnitude, -22);
+}
+
 }  // namespace
 
 class TestCudaBackend : public QObject {
@@ -891,10 +903,6 @@ private slots:
             }
             y = dY.toHost();
         }
-        const int mantissa = f == Format::fp16 ? 10 : 7, leastExponent = f == Format::fp16 ? -24 : -133;
-        const auto ulp = [&](double v) {
-            return std::ldexp(1.0, std::max(leastExponent, v == 0 ? leastExponent : std::ilogb(v) - mantissa));
-        };
         double worst = 0;
         for (std::int64_t co = 0; co < Cout; ++co)
             for (std::int64_t n = 0; n < count; ++n)
@@ -917,8 +925,7 @@ private slots:
                         const float got = y[static_cast<std::size_t>(co * count * hw + n * hw + r * g.width + c)];
                         QVERIFY2(std::isfinite(got), "an output was not written");
                         const double error = std::fabs(double(got) - sum);
-                        const double bound = ulp(std::max(std::fabs(sum), std::fabs(double(got)))) +
-                                             double(K) * std::ldexp(magnitude, -22);
+                        const double bound = oneRoundingBound(f, sum, got, magnitude, K);
                         worst = std::max(worst, error / bound);
                         QVERIFY2(error <= bound, qPrintable(QString("output (%1, %2, %3, %4): %5 against %6 (bound %7)")
                                                                 .arg(co).arg(n).arg(r).arg(c)
@@ -969,10 +976,6 @@ private slots:
             }
             dx = dDx.toHost();
         }
-        const int mantissa = f == Format::fp16 ? 10 : 7, leastExponent = f == Format::fp16 ? -24 : -133;
-        const auto ulp = [&](double v) {
-            return std::ldexp(1.0, std::max(leastExponent, v == 0 ? leastExponent : std::ilogb(v) - mantissa));
-        };
         double worst = 0;
         for (std::int64_t ci = 0; ci < g.channels; ++ci)
             for (std::int64_t n = 0; n < count; ++n)
@@ -995,8 +998,7 @@ private slots:
                         const float got = dx[static_cast<std::size_t>(ci * count * hw + n * hw + r * g.width + c)];
                         QVERIFY2(std::isfinite(got), "an input gradient was not written");
                         const double error = std::fabs(double(got) - sum);
-                        const double bound = ulp(std::max(std::fabs(sum), std::fabs(double(got)))) +
-                                             double(sumLength) * std::ldexp(magnitude, -22);
+                        const double bound = oneRoundingBound(f, sum, got, magnitude, sumLength);
                         worst = std::max(worst, error / bound);
                         QVERIFY2(error <= bound, qPrintable(QString("dx (%1, %2, %3, %4): %5 against %6 (bound %7)")
                                                                 .arg(ci).arg(n).arg(r).arg(c)

@@ -182,6 +182,18 @@ TrainSettings placementRun(const std::string& model, const std::string& optimize
     return s;
 }
 
+// A checking backend over `device` that offers its 16-bit convolution library (the model of
+// cuDNN that telemetry sampled hands the packed convolutions to), left in `backend`.
+Trainer::BackendFactory withLibrary16(TrackingAllocator& device, CheckingBackend*& backend)
+{
+    return [&device, &backend](const TrainSettings&) {
+        auto b = std::make_unique<CheckingBackend>(ConvolutionLibrary::none, &device);
+        b->offerConvolution16();
+        backend = b.get();
+        return b;
+    };
+}
+
 // The checking backend's own state, read at the run's last status event, while the
 // trainer still holds it.
 struct Checked {
@@ -392,12 +404,7 @@ private slots:
                         last = *t;
                     }
                 },
-                [&](const TrainSettings&) {
-                    auto b = std::make_unique<CheckingBackend>(ConvolutionLibrary::none, &device);
-                    b->offerConvolution16();
-                    backend = b.get();
-                    return b;
-                });
+                withLibrary16(device, backend));
             const RunResult result = trainer.run();
             QVERIFY2(result.status == RunStatus::completed, result.message.c_str());
             QCOMPARE(result.steps, std::int64_t{6});
@@ -468,12 +475,7 @@ private slots:
                     libraryCalls = backend->convolution16Calls();   // the trainer still holds it
                 }
             },
-            [&](const TrainSettings&) {
-                auto b = std::make_unique<CheckingBackend>(ConvolutionLibrary::none, &device);
-                b->offerConvolution16();
-                backend = b.get();
-                return b;
-            });
+            withLibrary16(device, backend));
         const RunResult result = trainer.run();
         QVERIFY2(result.status == RunStatus::completed, result.message.c_str());
         QVERIFY(device.violations().empty());

@@ -597,7 +597,7 @@ void SettingsPanel::readControls()
     s.zeroInitResidual = zeroInitResidual_->isChecked();
     s.backend = dataOf(backend_).toStdString();
     s.arithmetic = parseArithmetic(dataOf(arithmetic_).toStdString()).value_or(Arithmetic::hardware);
-    s.telemetry = dataOf(telemetry_) == QLatin1String("sampled") ? TelemetryMode::sampled : TelemetryMode::everyStep;
+    s.telemetry = parseTelemetryMode(dataOf(telemetry_).toStdString()).value_or(TelemetryMode::everyStep);
     if (problem.isEmpty()) {
         const auto lr = parseNumberText(lr_->text());
         if (!lr)

@@ -454,9 +454,7 @@ const std::vector<KeyRule>& keyRules()
             "between the snapshot steps a GPU may run the 16-bit convolutions on cuDNN, whose own rounding no tap "
             "sees; the CPU counts every step either way"}},
           "How much of each step the telemetry counts"},
-         [](const Reader& r, TrainSettings& s) {
-             s.telemetry = r.text("telemetry") == "sampled" ? TelemetryMode::sampled : TelemetryMode::everyStep;
-         },
+         [](const Reader& r, TrainSettings& s) { s.telemetry = *parseTelemetryMode(r.text("telemetry")); },
          [](const TrainSettings& s) { return json(std::string(telemetryModeName(s.telemetry))); }},
         {{"eval_every", T::integer, "Evaluate every", G::run, false, wholes(0, 1'000'000'000), {},
           "Also evaluate every N steps (0: per epoch only)", SettingRole::observes},
@@ -535,6 +533,13 @@ const std::vector<SettingKey>& settingKeys()
 std::string_view telemetryModeName(TelemetryMode m)
 {
     return m == TelemetryMode::sampled ? "sampled" : "every-step";
+}
+
+std::optional<TelemetryMode> parseTelemetryMode(std::string_view name)
+{
+    for (const TelemetryMode m : {TelemetryMode::everyStep, TelemetryMode::sampled})
+        if (telemetryModeName(m) == name) return m;
+    return std::nullopt;
 }
 
 std::string_view settingGroupTitle(SettingGroup g)

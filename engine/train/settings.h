@@ -31,6 +31,7 @@ namespace plab {
 // step either way.
 enum class TelemetryMode : std::uint8_t { everyStep, sampled };
 std::string_view telemetryModeName(TelemetryMode m);   // "every-step", "sampled"
+std::optional<TelemetryMode> parseTelemetryMode(std::string_view name);
 
 struct TrainSettings {
     ModelSpec model;                  // "small-cnn" by default
